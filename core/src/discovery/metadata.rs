@@ -1,0 +1,123 @@
+//! Service metadata a node publishes, and the filters that select nodes by it.
+//!
+//! Field names follow libatapp's `atapp_metadata` message so the JSON is shared with C++ nodes.
+//! A [`Filter`] is a metadata pattern: an empty field is a wildcard, a non-empty field must match
+//! exactly, and every filter label with a non-empty value must be present with the same value.
+
+use alloc::{collections::BTreeMap, string::String};
+
+use serde::{Deserialize, Serialize};
+
+/// Kubernetes-style metadata of a node (libatapp `metadata` field of `atapp_discovery`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Metadata {
+    /// API version of the service.
+    pub api_version: String,
+    /// Kind of service.
+    pub kind: String,
+    /// Group of the service.
+    pub group: String,
+    /// Service name (not the node name).
+    pub name: String,
+    /// Namespace.
+    pub namespace_name: String,
+    /// Unique id.
+    pub uid: String,
+    /// Subset (canary, blue/green, ...).
+    pub service_subset: String,
+    /// Free-form labels; ordered so encoding and hashing are deterministic.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A metadata pattern selecting nodes; see the module docs for the matching rule.
+///
+/// Filters are compared and hashed by every field, label keys *and* values (libatapp hashes only
+/// the values, so two different filters can collide there).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Filter(pub Metadata);
+
+impl Filter {
+    /// The filter that matches every node.
+    #[must_use]
+    pub fn any() -> Filter {
+        Filter(Metadata::default())
+    }
+
+    /// Whether this filter matches every node (all fields empty, no label with a value).
+    #[must_use]
+    pub fn is_wildcard(&self) -> bool {
+        let m = &self.0;
+        m.api_version.is_empty()
+            && m.kind.is_empty()
+            && m.group.is_empty()
+            && m.name.is_empty()
+            && m.namespace_name.is_empty()
+            && m.uid.is_empty()
+            && m.service_subset.is_empty()
+            && m.labels.values().all(String::is_empty)
+    }
+
+    /// Whether a node publishing `metadata` is selected by this filter.
+    #[must_use]
+    pub fn matches(&self, metadata: &Metadata) -> bool {
+        let rule = &self.0;
+        let field = |want: &str, have: &str| want.is_empty() || want == have;
+        field(&rule.api_version, &metadata.api_version)
+            && field(&rule.kind, &metadata.kind)
+            && field(&rule.group, &metadata.group)
+            && field(&rule.name, &metadata.name)
+            && field(&rule.namespace_name, &metadata.namespace_name)
+            && field(&rule.uid, &metadata.uid)
+            && field(&rule.service_subset, &metadata.service_subset)
+            && rule
+                .labels
+                .iter()
+                .filter(|(_, want)| !want.is_empty())
+                .all(|(k, want)| metadata.labels.get(k) == Some(want))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::*;
+
+    fn meta(kind: &str, labels: &[(&str, &str)]) -> Metadata {
+        Metadata {
+            kind: kind.to_string(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Metadata::default()
+        }
+    }
+
+    #[test]
+    fn empty_filter_is_a_wildcard() {
+        let f = Filter::any();
+        assert!(f.is_wildcard());
+        assert!(f.matches(&meta("game", &[("zone", "1")])));
+        assert!(f.matches(&Metadata::default()));
+        // A label with an empty value is a wildcard too.
+        assert!(Filter(meta("", &[("zone", "")])).is_wildcard());
+    }
+
+    #[test]
+    fn fields_match_exactly_and_labels_must_be_present_and_equal() {
+        let f = Filter(meta("game", &[("zone", "1"), ("any", "")]));
+        assert!(!f.is_wildcard());
+        assert!(f.matches(&meta("game", &[("zone", "1"), ("extra", "x")])));
+        assert!(!f.matches(&meta("gate", &[("zone", "1")])));
+        assert!(!f.matches(&meta("game", &[("zone", "2")])));
+        assert!(!f.matches(&meta("game", &[])));
+        assert!(!f.matches(&meta("gamex", &[("zone", "1")])));
+    }
+
+    #[test]
+    fn filters_differing_only_in_label_keys_are_different() {
+        let a = Filter(meta("", &[("a", "1")]));
+        let b = Filter(meta("", &[("b", "1")]));
+        assert_ne!(a, b);
+    }
+}

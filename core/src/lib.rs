@@ -1,0 +1,38 @@
+//! Sans-IO core of switchboard: the connection and routing layer of a distributed service
+//! framework as pure state machines.
+//!
+//! Nothing in this crate performs I/O, reads a clock, spawns a thread or takes a lock. Time is
+//! an argument ([`time::Instant`]), randomness comes from a seeded [`rng::Rng`], and every
+//! effect is a value the driver acts on. Adapters (`switchboard-tokio`, `switchboard-mio`) bind
+//! it to sockets and registries.
+//!
+//! # Module tour
+//!
+//! - [`time`], [`ids`], [`rng`]: the vocabulary — virtual time, typed ids, seeded randomness.
+//! - [`backoff`]: reconnect delays (exponential, capped, jittered) as plain numbers.
+//! - [`timer`]: a keyed deadline queue where arming keeps the earlier deadline.
+//! - [`topology`]: who proxies for whom; relations and next hops between nodes.
+//! - [`discovery`]: what nodes publish (libatapp-compatible JSON) and the revision-gated set
+//!   of known nodes, which keeps the hash rings up to date incrementally.
+//! - [`hash`], [`ring`], [`select`]: consistent-hash rings (fast and libatapp-compatible
+//!   modes) and target selection (hash, round robin, random, by id, by name).
+//!
+//! The connection manager, bus, registry and `Node` facade build on these in later modules.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod backoff;
+pub mod discovery;
+pub mod hash;
+pub mod ids;
+pub mod ring;
+pub mod rng;
+pub mod select;
+pub mod time;
+pub mod timer;
+pub mod topology;
