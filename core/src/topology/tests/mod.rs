@@ -1,0 +1,1 @@
+//! Tests of the topology registry, relations and policy.
