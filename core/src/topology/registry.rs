@@ -170,7 +170,10 @@ impl TopologyRegistry {
         if !id.is_valid() {
             return Err(TopologyError::InvalidId);
         }
-        let peer = self.peers.get_mut(&id).ok_or(TopologyError::UnknownPeer(id))?;
+        let peer = self
+            .peers
+            .get_mut(&id)
+            .ok_or(TopologyError::UnknownPeer(id))?;
 
         let mut removed = Removed {
             was_proactive: peer.proactive,
@@ -219,7 +222,10 @@ impl TopologyRegistry {
 
     /// The peers whose upstream is `id`, in ascending id order (empty when `id` is unknown).
     pub fn downstream_of(&self, id: NodeId) -> impl DoubleEndedIterator<Item = NodeId> + '_ {
-        self.peers.get(&id).into_iter().flat_map(TopologyPeer::downstream)
+        self.peers
+            .get(&id)
+            .into_iter()
+            .flat_map(TopologyPeer::downstream)
     }
 
     /// `id`'s upstream, that one's upstream, and so on to the root (empty when `id` is a root
