@@ -88,7 +88,10 @@ mod tests {
     fn meta(kind: &str, labels: &[(&str, &str)]) -> Metadata {
         Metadata {
             kind: kind.to_string(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..Metadata::default()
         }
     }
