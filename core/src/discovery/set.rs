@@ -169,7 +169,8 @@ impl Tombstones {
         self.len -= removed;
     }
 
-    /// Drops the oldest quarter of the limit, so the sort is amortised over many deletes.
+    /// Drops the oldest until three quarters of the limit remain, so the sort is amortised
+    /// over a quarter-limit of deletes.
     fn drop_oldest(&mut self) {
         let keep = self.limit - self.limit / 4;
         let mut revisions: Vec<u64> = self.by_key.values().flat_map(|n| n.values().copied()).collect();
