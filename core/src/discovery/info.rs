@@ -29,7 +29,11 @@ pub struct Area {
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub district: String,
     /// Zone id (postal zone, zip code, ...).
-    #[serde(alias = "zoneId", deserialize_with = "u64_field", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "zoneId",
+        deserialize_with = "u64_field",
+        skip_serializing_if = "is_default"
+    )]
     pub zone_id: u64,
 }
 
@@ -42,7 +46,11 @@ pub struct Gateway {
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub address: String,
     /// Client hostnames this gateway serves ("In" match).
-    #[serde(alias = "matchHosts", deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "matchHosts",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub match_hosts: Vec<String>,
     /// Client metadata namespaces this gateway serves ("In" match).
     #[serde(
@@ -52,7 +60,11 @@ pub struct Gateway {
     )]
     pub match_namespaces: Vec<String>,
     /// Client labels that must all match.
-    #[serde(alias = "matchLabels", deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "matchLabels",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub match_labels: BTreeMap<String, String>,
 }
 
@@ -62,7 +74,11 @@ pub struct Gateway {
 pub struct Runtime {
     /// Ordinal of a StatefulSet pod (`name-3` → 3); -1 or 0 when not a stateful pod. First key
     /// of the round-robin order.
-    #[serde(alias = "statefulPodIndex", deserialize_with = "i32_field", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "statefulPodIndex",
+        deserialize_with = "i32_field",
+        skip_serializing_if = "is_default"
+    )]
     pub stateful_pod_index: i32,
 }
 
@@ -90,13 +106,25 @@ pub struct DiscoveryInfo {
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub listen: Vec<String>,
     /// libatapp's hash of the name (upper-case hex murmur3); carried, not checked here.
-    #[serde(alias = "hashCode", deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "hashCode",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub hash_code: String,
     /// Service type id.
-    #[serde(alias = "typeId", deserialize_with = "u64_field", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "typeId",
+        deserialize_with = "u64_field",
+        skip_serializing_if = "is_default"
+    )]
     pub type_id: u64,
     /// Service type name.
-    #[serde(alias = "typeName", deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "typeName",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub type_name: String,
     /// Where the node runs.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
@@ -105,7 +133,11 @@ pub struct DiscoveryInfo {
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub version: String,
     /// Opaque application data.
-    #[serde(alias = "customData", deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "customData",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub custom_data: String,
     /// Instance identity: equal identities mean the same running instance.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
@@ -148,7 +180,11 @@ impl DiscoveryInfo {
     /// [`DecodeError::NoIdentity`]. Never panics.
     pub fn from_json(bytes: &[u8]) -> Result<DiscoveryInfo, DecodeError> {
         let info: DiscoveryInfo = json::decode(bytes)?;
-        if info.has_identity() { Ok(info) } else { Err(DecodeError::NoIdentity) }
+        if info.has_identity() {
+            Ok(info)
+        } else {
+            Err(DecodeError::NoIdentity)
+        }
     }
 
     /// [`from_json`](DiscoveryInfo::from_json), stamping the registry `revision` it arrived

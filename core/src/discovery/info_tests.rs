@@ -52,7 +52,10 @@ fn strings(items: &[&str]) -> Vec<String> {
 }
 
 fn labels(items: &[(&str, &str)]) -> BTreeMap<String, String> {
-    items.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    items
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn echo_svr_expected() -> DiscoveryInfo {
@@ -61,7 +64,10 @@ fn echo_svr_expected() -> DiscoveryInfo {
         name: "echo-svr-1".to_string(),
         hostname: "game-host-07".to_string(),
         pid: 31337,
-        listen: strings(&["atcp://127.0.0.1:21437", "unix:///run/atapp/echo-svr-1.sock"]),
+        listen: strings(&[
+            "atcp://127.0.0.1:21437",
+            "unix:///run/atapp/echo-svr-1.sock",
+        ]),
         hash_code: "9F1C3A2B7D4E5F60A1B2C3D4E5F60718".to_string(),
         type_id: 17,
         type_name: "echosvr".to_string(),
@@ -80,9 +86,14 @@ fn echo_svr_expected() -> DiscoveryInfo {
                 match_namespaces: strings(&["prod"]),
                 match_labels: labels(&[("rack", "r12")]),
             },
-            Gateway { address: "atcp://203.0.113.9:31437".to_string(), ..Gateway::default() },
+            Gateway {
+                address: "atcp://203.0.113.9:31437".to_string(),
+                ..Gateway::default()
+            },
         ],
-        runtime: Runtime { stateful_pod_index: 3 },
+        runtime: Runtime {
+            stateful_pod_index: 3,
+        },
         atbus_protocol_version: 3,
         atbus_protocol_min_version: 3,
         metadata: Metadata {
@@ -123,7 +134,11 @@ fn round_trip_is_identity_and_revision_is_not_encoded() {
     let mut info = echo_svr_expected();
     info.revision = 77;
     let bytes = info.to_json();
-    assert!(!String::from_utf8(bytes.clone()).expect("utf-8").contains("revision"));
+    assert!(
+        !String::from_utf8(bytes.clone())
+            .expect("utf-8")
+            .contains("revision")
+    );
     assert_eq!(DiscoveryInfo::from_json_at(&bytes, 77), Ok(info.clone()));
     let back = DiscoveryInfo::from_json(&bytes).expect("round trip");
     assert_eq!(back.revision, 0);
@@ -134,11 +149,16 @@ fn round_trip_is_identity_and_revision_is_not_encoded() {
 fn minimal_record_omits_defaults_and_round_trips() {
     let info = DiscoveryInfo {
         id: NodeId(0x0102_0304),
-        runtime: Runtime { stateful_pod_index: -1 },
+        runtime: Runtime {
+            stateful_pod_index: -1,
+        },
         ..DiscoveryInfo::default()
     };
     let bytes = info.to_json();
-    assert_eq!(bytes, br#"{"id":16909060,"name":"","runtime":{"stateful_pod_index":-1}}"#);
+    assert_eq!(
+        bytes,
+        br#"{"id":16909060,"name":"","runtime":{"stateful_pod_index":-1}}"#
+    );
     assert_eq!(DiscoveryInfo::from_json(&bytes), Ok(info));
 }
 
@@ -150,7 +170,13 @@ fn missing_null_and_unknown_fields_mean_defaults() {
         r#""gateway":["deprecated"],"future_field":{"nested":[1,2,{"x":null}]},"type_id":null}"#
     );
     let info = DiscoveryInfo::from_json(doc.as_bytes()).expect("valid record");
-    assert_eq!(info, DiscoveryInfo { id: NodeId(9), ..DiscoveryInfo::default() });
+    assert_eq!(
+        info,
+        DiscoveryInfo {
+            id: NodeId(9),
+            ..DiscoveryInfo::default()
+        }
+    );
 }
 
 #[test]
@@ -172,8 +198,13 @@ fn camel_case_aliases_of_proto3_json_are_accepted() {
             type_id: 2,
             type_name: "t".to_string(),
             custom_data: "c".to_string(),
-            area: Area { zone_id: 7, ..Area::default() },
-            runtime: Runtime { stateful_pod_index: 4 },
+            area: Area {
+                zone_id: 7,
+                ..Area::default()
+            },
+            runtime: Runtime {
+                stateful_pod_index: 4
+            },
             atbus_protocol_version: 3,
             atbus_protocol_min_version: 2,
             gateways: vec![Gateway {
@@ -195,14 +226,23 @@ fn camel_case_aliases_of_proto3_json_are_accepted() {
 
 #[test]
 fn record_without_id_or_name_has_no_identity() {
-    assert_eq!(DiscoveryInfo::from_json(b"{}"), Err(DecodeError::NoIdentity));
+    assert_eq!(
+        DiscoveryInfo::from_json(b"{}"),
+        Err(DecodeError::NoIdentity)
+    );
     assert_eq!(
         DiscoveryInfo::from_json(br#"{"id":0,"name":"","hostname":"h"}"#),
         Err(DecodeError::NoIdentity)
     );
     // Either part alone is enough.
-    assert_eq!(DiscoveryInfo::from_json(br#"{"id":"0","name":"by-name"}"#).map(|i| i.id), Ok(NodeId(0)));
-    assert_eq!(DiscoveryInfo::from_json(br#"{"id":12}"#).map(|i| i.name), Ok(String::new()));
+    assert_eq!(
+        DiscoveryInfo::from_json(br#"{"id":"0","name":"by-name"}"#).map(|i| i.id),
+        Ok(NodeId(0))
+    );
+    assert_eq!(
+        DiscoveryInfo::from_json(br#"{"id":12}"#).map(|i| i.name),
+        Ok(String::new())
+    );
 }
 
 #[test]
@@ -215,16 +255,23 @@ fn every_truncation_of_a_valid_record_is_truncated_never_a_panic() {
                 other => panic!("prefix of {cut} bytes gave {other:?}"),
             }
         }
-        assert_eq!(DiscoveryInfo::from_json(bytes).map(|i| i.id), Ok(NodeId(4353)));
+        assert_eq!(
+            DiscoveryInfo::from_json(bytes).map(|i| i.id),
+            Ok(NodeId(4353))
+        );
     }
 }
 
 #[test]
 fn every_truncation_of_a_topology_record_is_truncated() {
-    let doc = br#"{"id":4353,"name":"echo-svr-1","upstream_id":"4097","data":{"label":{"rack":"r12"}}}"#;
+    let doc =
+        br#"{"id":4353,"name":"echo-svr-1","upstream_id":"4097","data":{"label":{"rack":"r12"}}}"#;
     for cut in 0..doc.len() {
         assert!(
-            matches!(TopologyInfo::from_json(&doc[..cut]), Err(DecodeError::Truncated { .. })),
+            matches!(
+                TopologyInfo::from_json(&doc[..cut]),
+                Err(DecodeError::Truncated { .. })
+            ),
             "prefix of {cut} bytes"
         );
     }
@@ -242,7 +289,10 @@ fn garbage_is_a_syntax_error() {
         b"{\"name\":\"tab\there\"}",
     ] {
         assert!(
-            matches!(DiscoveryInfo::from_json(garbage), Err(DecodeError::Syntax { .. })),
+            matches!(
+                DiscoveryInfo::from_json(garbage),
+                Err(DecodeError::Syntax { .. })
+            ),
             "{:?} gave {:?}",
             String::from_utf8_lossy(garbage),
             DiscoveryInfo::from_json(garbage)
@@ -272,7 +322,10 @@ fn wrong_types_are_typed_errors() {
         "42",
     ] {
         assert!(
-            matches!(DiscoveryInfo::from_json(doc.as_bytes()), Err(DecodeError::WrongType { .. })),
+            matches!(
+                DiscoveryInfo::from_json(doc.as_bytes()),
+                Err(DecodeError::WrongType { .. })
+            ),
             "{doc} gave {:?}",
             DiscoveryInfo::from_json(doc.as_bytes())
         );
@@ -293,7 +346,10 @@ fn out_of_range_numbers_are_invalid_values() {
         r#"{"id":1,"hash_code":"A","hashCode":"B"}"#,
     ] {
         assert!(
-            matches!(DiscoveryInfo::from_json(doc.as_bytes()), Err(DecodeError::InvalidValue { .. })),
+            matches!(
+                DiscoveryInfo::from_json(doc.as_bytes()),
+                Err(DecodeError::InvalidValue { .. })
+            ),
             "{doc} gave {:?}",
             DiscoveryInfo::from_json(doc.as_bytes())
         );
@@ -316,7 +372,10 @@ fn deep_nesting_never_overflows_the_stack() {
     };
     // serde_json skips an unknown value iteratively, so the record is fine.
     let unknown = nested(r#"{"id":1,"x":"#);
-    assert_eq!(DiscoveryInfo::from_json(unknown.as_bytes()).map(|i| i.id), Ok(NodeId(1)));
+    assert_eq!(
+        DiscoveryInfo::from_json(unknown.as_bytes()).map(|i| i.id),
+        Ok(NodeId(1))
+    );
     // In a known field the second bracket is already the wrong type.
     let known = nested(r#"{"id":1,"listen":"#);
     assert_eq!(
@@ -351,7 +410,10 @@ fn decode_error_messages_name_the_problem() {
         format!("{err}"),
         "wrong JSON type at line 1 column 20: invalid type: string \"x\", expected a sequence"
     );
-    assert_eq!(format!("{}", DecodeError::NoIdentity), "record has no identity (id 0 and no usable name)");
+    assert_eq!(
+        format!("{}", DecodeError::NoIdentity),
+        "record has no identity (id 0 and no usable name)"
+    );
 }
 
 #[test]
@@ -361,7 +423,9 @@ fn topology_record_decodes_both_integer_forms_and_round_trips() {
         r#""identity":"c0ffee00","version":"1.4.2","upstream_id":4097,"#,
         r#""data":{"label":{"rack":"r12","zone":"1"}}}"#
     );
-    let quoted = unquoted.replace(":4353", ":\"4353\"").replace(":4097", ":\"4097\"");
+    let quoted = unquoted
+        .replace(":4353", ":\"4353\"")
+        .replace(":4097", ":\"4097\"");
     let expected = TopologyInfo {
         id: NodeId(4353),
         name: "echo-svr-1".to_string(),
@@ -370,12 +434,23 @@ fn topology_record_decodes_both_integer_forms_and_round_trips() {
         identity: "c0ffee00".to_string(),
         version: "1.4.2".to_string(),
         upstream_id: NodeId(4097),
-        data: TopologyData { label: labels(&[("rack", "r12"), ("zone", "1")]) },
+        data: TopologyData {
+            label: labels(&[("rack", "r12"), ("zone", "1")]),
+        },
         revision: 0,
     };
-    assert_eq!(TopologyInfo::from_json(unquoted.as_bytes()), Ok(expected.clone()));
-    assert_eq!(TopologyInfo::from_json(quoted.as_bytes()), Ok(expected.clone()));
-    assert_eq!(String::from_utf8(expected.to_json()).expect("utf-8"), unquoted);
+    assert_eq!(
+        TopologyInfo::from_json(unquoted.as_bytes()),
+        Ok(expected.clone())
+    );
+    assert_eq!(
+        TopologyInfo::from_json(quoted.as_bytes()),
+        Ok(expected.clone())
+    );
+    assert_eq!(
+        String::from_utf8(expected.to_json()).expect("utf-8"),
+        unquoted
+    );
     let mut at = expected.clone();
     at.revision = 12;
     assert_eq!(TopologyInfo::from_json_at(&expected.to_json(), 12), Ok(at));
@@ -383,10 +458,20 @@ fn topology_record_decodes_both_integer_forms_and_round_trips() {
 
 #[test]
 fn topology_root_omits_upstream_and_requires_an_id() {
-    let root = TopologyInfo { id: NodeId(1), name: "root".to_string(), ..TopologyInfo::default() };
+    let root = TopologyInfo {
+        id: NodeId(1),
+        name: "root".to_string(),
+        ..TopologyInfo::default()
+    };
     assert_eq!(root.to_json(), br#"{"id":1,"name":"root"}"#);
-    assert_eq!(TopologyInfo::from_json(br#"{"id":1,"name":"root","upstream_id":null}"#), Ok(root));
-    assert_eq!(TopologyInfo::from_json(br#"{"name":"no-id"}"#), Err(DecodeError::NoIdentity));
+    assert_eq!(
+        TopologyInfo::from_json(br#"{"id":1,"name":"root","upstream_id":null}"#),
+        Ok(root)
+    );
+    assert_eq!(
+        TopologyInfo::from_json(br#"{"name":"no-id"}"#),
+        Err(DecodeError::NoIdentity)
+    );
     assert!(matches!(
         TopologyInfo::from_json(br#"{"id":1,"upstream_id":-1}"#),
         Err(DecodeError::InvalidValue { .. })
@@ -402,12 +487,24 @@ fn round_robin_key_orders_by_pod_index_then_id_then_name() {
     let node = |pod: i32, id: u64, name: &str| DiscoveryInfo {
         id: NodeId(id),
         name: name.to_string(),
-        runtime: Runtime { stateful_pod_index: pod },
+        runtime: Runtime {
+            stateful_pod_index: pod,
+        },
         ..DiscoveryInfo::default()
     };
-    let mut nodes = vec![node(2, 1, "a"), node(1, 9, "b"), node(1, 3, "z"), node(1, 3, "c")];
+    let mut nodes = [
+        node(2, 1, "a"),
+        node(1, 9, "b"),
+        node(1, 3, "z"),
+        node(1, 3, "c"),
+    ];
     nodes.sort_by(|a, b| a.round_robin_key().cmp(&b.round_robin_key()));
-    let order: Vec<(i32, u64, &str)> =
-        nodes.iter().map(|n| (n.stateful_pod_index(), n.id.0, n.name.as_str())).collect();
-    assert_eq!(order, vec![(1, 3, "c"), (1, 3, "z"), (1, 9, "b"), (2, 1, "a")]);
+    let order: Vec<(i32, u64, &str)> = nodes
+        .iter()
+        .map(|n| (n.stateful_pod_index(), n.id.0, n.name.as_str()))
+        .collect();
+    assert_eq!(
+        order,
+        vec![(1, 3, "c"), (1, 3, "z"), (1, 9, "b"), (2, 1, "a")]
+    );
 }

@@ -81,13 +81,23 @@ impl From<serde_json::Error> for DecodeError {
         let message = bare_message(&err);
         match err.classify() {
             Category::Eof => DecodeError::Truncated { line, column },
-            Category::Syntax | Category::Io => DecodeError::Syntax { line, column, message },
+            Category::Syntax | Category::Io => DecodeError::Syntax {
+                line,
+                column,
+                message,
+            },
             // serde's `Error::invalid_type` is the only producer of this prefix; everything
             // else in the data category (invalid_value, duplicate_field, custom) is a bad value.
-            Category::Data if message.starts_with("invalid type") => {
-                DecodeError::WrongType { line, column, message }
-            }
-            Category::Data => DecodeError::InvalidValue { line, column, message },
+            Category::Data if message.starts_with("invalid type") => DecodeError::WrongType {
+                line,
+                column,
+                message,
+            },
+            Category::Data => DecodeError::InvalidValue {
+                line,
+                column,
+                message,
+            },
         }
     }
 }
@@ -104,7 +114,9 @@ fn bare_message(err: &serde_json::Error) -> String {
 
 /// Decodes one record (a JSON object), mapping serde_json errors into [`DecodeError`].
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
-    serde_json::from_slice::<Object<T>>(bytes).map(|object| object.0).map_err(DecodeError::from)
+    serde_json::from_slice::<Object<T>>(bytes)
+        .map(|object| object.0)
+        .map_err(DecodeError::from)
 }
 
 /// A protobuf message in JSON: only an object is accepted (serde's derive alone would also
@@ -113,7 +125,9 @@ struct Object<T>(T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Object<T>, D::Error> {
-        deserializer.deserialize_map(ObjectVisitor(PhantomData)).map(Object)
+        deserializer
+            .deserialize_map(ObjectVisitor(PhantomData))
+            .map(Object)
     }
 }
 
@@ -212,7 +226,11 @@ impl Visitor<'_> for U64Visitor {
         // `as` saturates, so the round trip only holds for an integral value in range.
         let n = v as u64;
         let exact = (0.0..TWO_POW_64).contains(&v) && n as f64 == v;
-        if exact { Ok(n) } else { Err(E::invalid_value(Unexpected::Float(v), &self)) }
+        if exact {
+            Ok(n)
+        } else {
+            Err(E::invalid_value(Unexpected::Float(v), &self))
+        }
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
@@ -252,7 +270,11 @@ impl Visitor<'_> for I32Visitor {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<i32, E> {
         let n = v as i32;
         let exact = (-2_147_483_648.0..2_147_483_648.0).contains(&v) && f64::from(n) == v;
-        if exact { Ok(n) } else { Err(E::invalid_value(Unexpected::Float(v), &self)) }
+        if exact {
+            Ok(n)
+        } else {
+            Err(E::invalid_value(Unexpected::Float(v), &self))
+        }
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<i32, E> {
@@ -304,8 +326,14 @@ mod tests {
         assert_eq!(probe(r#"{"big":"4353"}"#).map(|p| p.big), Ok(4353));
         assert_eq!(probe(r#"{"big":4.353e3}"#).map(|p| p.big), Ok(4353));
         assert_eq!(probe(r#"{"big":null}"#).map(|p| p.big), Ok(0));
-        assert_eq!(probe(r#"{"big":18446744073709551615}"#).map(|p| p.big), Ok(u64::MAX));
-        assert_eq!(probe(r#"{"big":"18446744073709551615"}"#).map(|p| p.big), Ok(u64::MAX));
+        assert_eq!(
+            probe(r#"{"big":18446744073709551615}"#).map(|p| p.big),
+            Ok(u64::MAX)
+        );
+        assert_eq!(
+            probe(r#"{"big":"18446744073709551615"}"#).map(|p| p.big),
+            Ok(u64::MAX)
+        );
         assert_eq!(probe("{}").map(|p| p.big), Ok(0));
     }
 
@@ -334,8 +362,14 @@ mod tests {
     #[test]
     fn i32_accepts_signed_forms_and_rejects_out_of_range() {
         assert_eq!(probe(r#"{"small":-1}"#).map(|p| p.small), Ok(-1));
-        assert_eq!(probe(r#"{"small":"-2147483648"}"#).map(|p| p.small), Ok(i32::MIN));
-        assert_eq!(probe(r#"{"small":2147483647}"#).map(|p| p.small), Ok(i32::MAX));
+        assert_eq!(
+            probe(r#"{"small":"-2147483648"}"#).map(|p| p.small),
+            Ok(i32::MIN)
+        );
+        assert_eq!(
+            probe(r#"{"small":2147483647}"#).map(|p| p.small),
+            Ok(i32::MAX)
+        );
         assert_eq!(probe(r#"{"small":-3.0}"#).map(|p| p.small), Ok(-3));
         for bad in [
             r#"{"small":2147483648}"#,
@@ -344,7 +378,10 @@ mod tests {
             r#"{"small":"-"}"#,
             r#"{"small":0.5}"#,
         ] {
-            assert!(matches!(probe(bad), Err(DecodeError::InvalidValue { .. })), "{bad}");
+            assert!(
+                matches!(probe(bad), Err(DecodeError::InvalidValue { .. })),
+                "{bad}"
+            );
         }
     }
 
@@ -355,8 +392,14 @@ mod tests {
 
     #[test]
     fn errors_are_categorised_with_positions() {
-        assert_eq!(probe(""), Err(DecodeError::Truncated { line: 1, column: 0 }));
-        assert_eq!(probe(r#"{"big":1"#), Err(DecodeError::Truncated { line: 1, column: 8 }));
+        assert_eq!(
+            probe(""),
+            Err(DecodeError::Truncated { line: 1, column: 0 })
+        );
+        assert_eq!(
+            probe(r#"{"big":1"#),
+            Err(DecodeError::Truncated { line: 1, column: 8 })
+        );
         assert_eq!(
             probe("{]"),
             Err(DecodeError::Syntax {
@@ -383,8 +426,14 @@ mod tests {
                     .to_string()
             })
         );
-        assert!(matches!(probe(r#"{"big":1,"big":2}"#), Err(DecodeError::InvalidValue { .. })));
-        assert!(matches!(probe(r#"{"big":{}}"#), Err(DecodeError::WrongType { .. })));
+        assert!(matches!(
+            probe(r#"{"big":1,"big":2}"#),
+            Err(DecodeError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            probe(r#"{"big":{}}"#),
+            Err(DecodeError::WrongType { .. })
+        ));
         assert!(matches!(probe("[1]"), Err(DecodeError::WrongType { .. })));
         assert!(matches!(probe("{} x"), Err(DecodeError::Syntax { .. })));
     }

@@ -19,7 +19,11 @@ use super::json::{is_default, or_default};
 #[serde(default)]
 pub struct Metadata {
     /// API version of the service.
-    #[serde(alias = "apiVersion", deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "apiVersion",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub api_version: String,
     /// Kind of service.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
@@ -110,7 +114,10 @@ mod tests {
     fn meta(kind: &str, labels: &[(&str, &str)]) -> Metadata {
         Metadata {
             kind: kind.to_string(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..Metadata::default()
         }
     }

@@ -100,9 +100,11 @@ impl Applied {
     pub fn is_change(&self) -> bool {
         match self {
             Applied::Added { .. } | Applied::Removed(_) => true,
-            Applied::Updated { content_changed, displaced, .. } => {
-                *content_changed || displaced.is_some()
-            }
+            Applied::Updated {
+                content_changed,
+                displaced,
+                ..
+            } => *content_changed || displaced.is_some(),
             _ => false,
         }
     }
@@ -118,14 +120,21 @@ struct Tombstones {
 
 impl Tombstones {
     fn exact(&self, id: NodeId, name: &str) -> Option<u64> {
-        self.by_key.get(&id).and_then(|names| names.get(name)).copied()
+        self.by_key
+            .get(&id)
+            .and_then(|names| names.get(name))
+            .copied()
     }
 
     /// The newest delete that a put of `(id, name)` must not be older than: its own key, and
     /// for an id, the id-only key (a legacy delete that named no name).
     fn blocking(&self, id: NodeId, name: &str) -> Option<u64> {
         let own = self.exact(id, name);
-        let id_only = if id.is_valid() && !name.is_empty() { self.exact(id, "") } else { None };
+        let id_only = if id.is_valid() && !name.is_empty() {
+            self.exact(id, "")
+        } else {
+            None
+        };
         own.max(id_only)
     }
 
@@ -173,7 +182,11 @@ impl Tombstones {
     /// over a quarter-limit of deletes.
     fn drop_oldest(&mut self) {
         let keep = self.limit - self.limit / 4;
-        let mut revisions: Vec<u64> = self.by_key.values().flat_map(|n| n.values().copied()).collect();
+        let mut revisions: Vec<u64> = self
+            .by_key
+            .values()
+            .flat_map(|n| n.values().copied())
+            .collect();
         revisions.sort_unstable();
         let drop = self.len - keep;
         // Drop everything at or below the cut; ties at the cut go too (deterministic, and
@@ -218,7 +231,11 @@ impl DiscoverySet {
             by_id: BTreeMap::new(),
             name_only: BTreeMap::new(),
             by_name: HashMap::new(),
-            tombstones: Tombstones { by_key: BTreeMap::new(), len: 0, limit: limit.max(1) },
+            tombstones: Tombstones {
+                by_key: BTreeMap::new(),
+                len: 0,
+                limit: limit.max(1),
+            },
         }
     }
 
@@ -255,7 +272,10 @@ impl DiscoverySet {
 
     /// Every node, ordered by (id, name): name-only nodes (id 0) first by name, then by id.
     pub fn iter(&self) -> impl Iterator<Item = &DiscoveryInfo> + '_ {
-        self.name_only.values().chain(self.by_id.values()).map(|b| &**b)
+        self.name_only
+            .values()
+            .chain(self.by_id.values())
+            .map(|b| &**b)
     }
 
     /// Applies a published record (a registry PUT); `info.revision` is its registry revision.
@@ -302,7 +322,11 @@ impl DiscoverySet {
                 if !name.is_empty() {
                     self.by_name.insert(name.clone(), id);
                 }
-                Applied::Added { id, name, displaced }
+                Applied::Added {
+                    id,
+                    name,
+                    displaced,
+                }
             }
             Some(previous) => {
                 let name_changed = previous.name != name;
@@ -386,7 +410,12 @@ impl DiscoverySet {
 
     /// The record with this id, or the name-only record with this name when `id` is 0.
     fn record(&self, id: NodeId, name: &str) -> Option<&DiscoveryInfo> {
-        if id.is_valid() { self.by_id.get(&id) } else { self.name_only.get(name) }.map(|b| &**b)
+        if id.is_valid() {
+            self.by_id.get(&id)
+        } else {
+            self.name_only.get(name)
+        }
+        .map(|b| &**b)
     }
 
     /// Takes a record out of every index (no tombstone).
@@ -407,7 +436,9 @@ impl DiscoverySet {
     #[cfg(test)]
     pub(crate) fn assert_consistent(&self) {
         for (name, &id) in &self.by_name {
-            let record = self.record(id, name).expect("by_name entry points at a held record");
+            let record = self
+                .record(id, name)
+                .expect("by_name entry points at a held record");
             assert_eq!(&record.name, name);
             assert_eq!(record.id, id);
         }

@@ -44,7 +44,11 @@ pub struct TopologyInfo {
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub version: String,
     /// The upstream proxy; [`NodeId::NONE`] for a root.
-    #[serde(alias = "upstreamId", deserialize_with = "node_id_field", skip_serializing_if = "is_default")]
+    #[serde(
+        alias = "upstreamId",
+        deserialize_with = "node_id_field",
+        skip_serializing_if = "is_default"
+    )]
     pub upstream_id: NodeId,
     /// Policy labels.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
@@ -61,7 +65,11 @@ impl TopologyInfo {
     /// A record with id 0 is [`DecodeError::NoIdentity`]: topology relations are by id.
     pub fn from_json(bytes: &[u8]) -> Result<TopologyInfo, DecodeError> {
         let info: TopologyInfo = json::decode(bytes)?;
-        if info.id.is_valid() { Ok(info) } else { Err(DecodeError::NoIdentity) }
+        if info.id.is_valid() {
+            Ok(info)
+        } else {
+            Err(DecodeError::NoIdentity)
+        }
     }
 
     /// [`from_json`](TopologyInfo::from_json), stamping the registry `revision`.
