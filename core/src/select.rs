@@ -144,3 +144,167 @@ pub fn random(set: &RingSet, filter: Option<FilterId>, rng: &mut Rng) -> Option<
     let i = usize::try_from(rng.below(len)).expect("below(len) < len fits usize");
     order.get(i).map(|(_, id)| id)
 }
+
+#[cfg(test)]
+mod tests {
+    use alloc::{format, vec, vec::Vec};
+
+    use super::*;
+    use crate::{
+        discovery::{Filter, Metadata},
+        ring::{RingConfig, RingMember},
+    };
+
+    fn meta(kind: &str) -> Metadata {
+        Metadata {
+            kind: kind.into(),
+            ..Metadata::default()
+        }
+    }
+
+    /// Members (id, pod): game nodes 10 (pod 2), 11 (pod 0), 12 (pod 1), 13 (pod 0); gate 20.
+    fn set() -> (RingSet, FilterId) {
+        let mut set = RingSet::new(RingConfig::fast());
+        let game = set.add_filter(Filter(meta("game")));
+        for (id, pod, kind) in [
+            (10, 2, "game"),
+            (11, 0, "game"),
+            (12, 1, "game"),
+            (13, 0, "game"),
+            (20, 0, "gate"),
+        ] {
+            let name = format!("n{id}");
+            set.insert(
+                RingMember::new(NodeId(id), &name).with_pod_index(pod),
+                &meta(kind),
+            )
+            .unwrap();
+        }
+        (set, game)
+    }
+
+    fn picks(sel: &mut Selector, set: &RingSet, filter: Option<FilterId>, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| sel.round_robin(set, filter).unwrap().0)
+            .collect()
+    }
+
+    #[test]
+    fn round_robin_follows_pod_index_then_id_and_wraps() {
+        let (set, game) = set();
+        let mut sel = Selector::new();
+        assert_eq!(
+            picks(&mut sel, &set, Some(game), 9),
+            vec![11, 13, 12, 10, 11, 13, 12, 10, 11]
+        );
+        // The default ring has its own cursor.
+        assert_eq!(picks(&mut sel, &set, None, 6), vec![11, 13, 20, 12, 10, 11]);
+        assert_eq!(picks(&mut sel, &set, Some(game), 1), vec![13]);
+    }
+
+    #[test]
+    fn round_robin_resumes_after_the_last_pick_when_membership_changes() {
+        let (mut set, game) = set();
+        let mut sel = Selector::new();
+        assert_eq!(picks(&mut sel, &set, Some(game), 2), vec![11, 13]);
+        // The next node (12) leaves: continue with the one after it, not from the start.
+        set.remove(NodeId(12));
+        assert_eq!(picks(&mut sel, &set, Some(game), 1), vec![10]);
+        // A node joining right after the last pick is the next one.
+        set.insert(
+            RingMember::new(NodeId(14), "n14").with_pod_index(2),
+            &meta("game"),
+        )
+        .unwrap();
+        assert_eq!(picks(&mut sel, &set, Some(game), 4), vec![14, 11, 13, 10]);
+        // The last-picked node itself leaving is fine too.
+        set.remove(NodeId(10));
+        assert_eq!(picks(&mut sel, &set, Some(game), 3), vec![14, 11, 13]);
+        // An emptied ring yields nothing; refilled, it starts after the remembered node.
+        for id in [11, 13, 14] {
+            set.remove(NodeId(id));
+        }
+        assert_eq!(sel.round_robin(&set, Some(game)), None);
+        set.insert(RingMember::new(NodeId(1), "n1"), &meta("game"))
+            .unwrap();
+        assert_eq!(picks(&mut sel, &set, Some(game), 2), vec![1, 1]);
+    }
+
+    #[test]
+    fn random_covers_every_member_and_is_fixed_by_the_seed() {
+        let (set, game) = set();
+        let draw = |seed| {
+            let mut rng = Rng::new(seed);
+            (0..400)
+                .map(|_| random(&set, Some(game), &mut rng).unwrap().0)
+                .collect::<Vec<_>>()
+        };
+        let a = draw(7);
+        assert_eq!(a, draw(7));
+        assert_ne!(a, draw(8));
+        for id in [10, 11, 12, 13] {
+            let n = a.iter().filter(|&&x| x == id).count();
+            assert!((60..=140).contains(&n), "node {id} drawn {n} times of 400");
+        }
+        assert!(!a.contains(&20));
+        let empty = RingSet::new(RingConfig::fast());
+        assert_eq!(random(&empty, None, &mut Rng::new(1)), None);
+    }
+
+    #[test]
+    fn select_dispatches_every_target_kind() {
+        let (set, game) = set();
+        let mut sel = Selector::new();
+        let mut rng = Rng::new(3);
+        assert_eq!(
+            sel.select(&set, Target::Id(NodeId(20)), &mut rng),
+            Some(NodeId(20))
+        );
+        assert_eq!(sel.select(&set, Target::Id(NodeId(99)), &mut rng), None);
+        assert_eq!(
+            sel.select(&set, Target::Name("n12"), &mut rng),
+            Some(NodeId(12))
+        );
+        assert_eq!(sel.select(&set, Target::Name("nope"), &mut rng), None);
+        let key = 42u64.to_le_bytes();
+        let hashed = sel.select(
+            &set,
+            Target::Hash {
+                filter: Some(game),
+                key: &key,
+            },
+            &mut rng,
+        );
+        assert_eq!(hashed, set.ring(Some(game)).lookup_u64(42));
+        assert_ne!(hashed, Some(NodeId(20)));
+        assert_eq!(
+            sel.select(
+                &set,
+                Target::Hash {
+                    filter: None,
+                    key: &key
+                },
+                &mut rng
+            ),
+            set.ring(None).lookup_u64(42)
+        );
+        assert_eq!(
+            sel.select(&set, Target::RoundRobin { filter: Some(game) }, &mut rng),
+            Some(NodeId(11))
+        );
+        let r = sel
+            .select(&set, Target::Random { filter: Some(game) }, &mut rng)
+            .unwrap();
+        assert!([10, 11, 12, 13].contains(&r.0));
+    }
+
+    #[test]
+    fn wildcard_filter_shares_the_default_cursor() {
+        let (mut set, _) = set();
+        let wild = set.add_filter(Filter::any());
+        let mut sel = Selector::new();
+        assert_eq!(picks(&mut sel, &set, None, 2), vec![11, 13]);
+        assert_eq!(picks(&mut sel, &set, Some(wild), 2), vec![20, 12]);
+        assert_eq!(picks(&mut sel, &set, None, 1), vec![10]);
+    }
+}

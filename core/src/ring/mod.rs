@@ -29,6 +29,8 @@ mod reference;
 mod tests;
 #[cfg(test)]
 mod tests_prop;
+#[cfg(test)]
+mod tests_set;
 
 use alloc::vec::Vec;
 
