@@ -50,14 +50,20 @@ fn ring_quick() {
     let on = |name: &str| filter.is_empty() || name.contains(filter.as_str());
 
     for mode in [HashMode::Fast, HashMode::LibatappCompat] {
-        let tag = if mode == HashMode::Fast { "fast" } else { "compat" };
+        let tag = if mode == HashMode::Fast {
+            "fast"
+        } else {
+            "compat"
+        };
         for n in [100usize, 1000, 10_000] {
             let ns = names(n);
             let mut ring = Ring::new(config(mode));
             ring.build(members(&ns)).unwrap();
             let name = format!("build/{tag}/{n}");
             if on(&name) {
-                c.bench_function(&name, |b| b.iter(|| ring.build(members(black_box(&ns))).unwrap()));
+                c.bench_function(&name, |b| {
+                    b.iter(|| ring.build(members(black_box(&ns))).unwrap())
+                });
             }
             println!(
                 "memory/{tag}/{n}: {} B total, {:.2} B/point (points+index+buffers)",
@@ -89,7 +95,8 @@ fn ring_quick() {
                     let mut t = Duration::ZERO;
                     for _ in 0..iters {
                         let s = std::time::Instant::now();
-                        ring.insert(RingMember::new(NodeId(99_999), &extra)).unwrap();
+                        ring.insert(RingMember::new(NodeId(99_999), &extra))
+                            .unwrap();
                         t += s.elapsed();
                         ring.remove(NodeId(99_999));
                     }
@@ -100,7 +107,8 @@ fn ring_quick() {
                 b.iter_custom(|iters| {
                     let mut t = Duration::ZERO;
                     for _ in 0..iters {
-                        ring.insert(RingMember::new(NodeId(99_999), &extra)).unwrap();
+                        ring.insert(RingMember::new(NodeId(99_999), &extra))
+                            .unwrap();
                         let s = std::time::Instant::now();
                         ring.remove(NodeId(99_999));
                         t += s.elapsed();
@@ -114,7 +122,8 @@ fn ring_quick() {
         let mut set = RingSet::new(config(mode));
         for (i, n) in ns.iter().enumerate() {
             let k = if i % 2 == 0 { "game" } else { "gate" };
-            set.insert(RingMember::new(NodeId(i as u64 + 1), n), &meta(k)).unwrap();
+            set.insert(RingMember::new(NodeId(i as u64 + 1), n), &meta(k))
+                .unwrap();
         }
         set.add_filter(Filter(meta("game")));
         set.add_filter(Filter(meta("gate")));
@@ -169,7 +178,9 @@ fn ring_min() {
             let ns = names(n);
             let mut ring = Ring::new(config(mode));
             let runs = if n == 10_000 { 15 } else { 60 };
-            let t = min_of(runs, || timed(|| ring.build(members(black_box(&ns))).unwrap()));
+            let t = min_of(runs, || {
+                timed(|| ring.build(members(black_box(&ns))).unwrap())
+            });
             println!("min build/{mode:?}/{n}: {t:?}");
             let mut rng = Rng::new(n as u64);
             let keys: Vec<u64> = (0..4096).map(|_| rng.next_u64()).collect();
@@ -182,31 +193,42 @@ fn ring_min() {
                     }
                 })
             });
-            println!("min lookup/{mode:?}/{n}: {:.2} ns", t.as_nanos() as f64 / (64.0 * 4096.0));
+            println!(
+                "min lookup/{mode:?}/{n}: {:.2} ns",
+                t.as_nanos() as f64 / (64.0 * 4096.0)
+            );
             println!(
                 "memory/{mode:?}/{n}: {:.2} B/point total (points 12 B + index {:.2} B + members + buffers)",
                 ring.memory_bytes() as f64 / ring.point_count() as f64,
                 ((1usize << 16).min(ring.point_count().next_power_of_two() / 2) * 4) as f64
                     / ring.point_count() as f64
             );
-            if n == 1000 {
+            if n <= 1000 {
                 let extra = "node-extra".to_string();
                 let add = min_of(200, || {
-                    let t = timed(|| ring.insert(RingMember::new(NodeId(99_999), &extra)).unwrap());
+                    let t = timed(|| {
+                        ring.insert(RingMember::new(NodeId(99_999), &extra))
+                            .unwrap()
+                    });
                     ring.remove(NodeId(99_999));
                     t
                 });
                 let remove = min_of(200, || {
-                    ring.insert(RingMember::new(NodeId(99_999), &extra)).unwrap();
+                    ring.insert(RingMember::new(NodeId(99_999), &extra))
+                        .unwrap();
                     timed(|| {
                         ring.remove(NodeId(99_999));
                     })
                 });
-                println!("min add_one/{mode:?}/1000: {add:?}  remove_one: {remove:?}");
+                println!("min add_one/{mode:?}/{n}: {add:?}  remove_one: {remove:?}");
+                if n < 1000 {
+                    continue;
+                }
                 let mut set = RingSet::new(config(mode));
                 for (i, n) in ns.iter().enumerate() {
                     let k = if i % 2 == 0 { "game" } else { "gate" };
-                    set.insert(RingMember::new(NodeId(i as u64 + 1), n), &meta(k)).unwrap();
+                    set.insert(RingMember::new(NodeId(i as u64 + 1), n), &meta(k))
+                        .unwrap();
                 }
                 let game = set.add_filter(Filter(meta("game")));
                 set.add_filter(Filter(meta("gate")));
@@ -232,7 +254,8 @@ fn ring_min() {
                 );
                 let insert_set = min_of(200, || {
                     let t = timed(|| {
-                        set.insert(RingMember::new(NodeId(99_999), &extra), &game_m).unwrap()
+                        set.insert(RingMember::new(NodeId(99_999), &extra), &game_m)
+                            .unwrap()
                     });
                     set.remove(NodeId(99_999));
                     t

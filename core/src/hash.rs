@@ -83,7 +83,9 @@ fn le_partial(b: &[u8]) -> u64 {
         // The overlapping bytes are equal in both words, so OR puts each byte in place.
         lo | (hi << (8 * (n - 4)))
     } else if n > 0 {
-        u64::from(b[0]) | (u64::from(b[n / 2]) << (8 * (n / 2))) | (u64::from(b[n - 1]) << (8 * (n - 1)))
+        u64::from(b[0])
+            | (u64::from(b[n / 2]) << (8 * (n / 2)))
+            | (u64::from(b[n - 1]) << (8 * (n - 1)))
     } else {
         0
     }
@@ -102,6 +104,7 @@ pub struct Murmur3Prepared<'a> {
 impl<'a> Murmur3Prepared<'a> {
     /// Prepares `data` for hashing under several seeds.
     #[must_use]
+    #[inline]
     pub fn new(data: &'a [u8]) -> Murmur3Prepared<'a> {
         let tail = &data[data.len() / 16 * 16..];
         let tail_k1 = if tail.is_empty() {
@@ -363,7 +366,11 @@ mod tests {
         for len in 0..=data.len() {
             let p = Murmur3Prepared::new(&data[..len]);
             for seed in [0, 1, 79, LIBATAPP_KEY_SEED, u32::MAX] {
-                assert_eq!(p.hash(seed), one_shot_reference(&data[..len], seed), "len {len}");
+                assert_eq!(
+                    p.hash(seed),
+                    one_shot_reference(&data[..len], seed),
+                    "len {len}"
+                );
             }
         }
     }
@@ -377,9 +384,17 @@ mod tests {
             let k1 = u64::from_le_bytes(b[..8].try_into().unwrap());
             let k2 = u64::from_le_bytes(b[8..16].try_into().unwrap());
             h1 ^= k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
-            h1 = h1.rotate_left(27).wrapping_add(h2).wrapping_mul(5).wrapping_add(0x52dc_e729);
+            h1 = h1
+                .rotate_left(27)
+                .wrapping_add(h2)
+                .wrapping_mul(5)
+                .wrapping_add(0x52dc_e729);
             h2 ^= k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
-            h2 = h2.rotate_left(31).wrapping_add(h1).wrapping_mul(5).wrapping_add(0x3849_5ab5);
+            h2 = h2
+                .rotate_left(31)
+                .wrapping_add(h1)
+                .wrapping_mul(5)
+                .wrapping_add(0x3849_5ab5);
         }
         let tail = &data[nblocks * 16..];
         let (mut k1, mut k2) = (0u64, 0u64);

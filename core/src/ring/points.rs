@@ -27,8 +27,9 @@ const MAX_INDEX_BITS: u32 = 16;
 /// member slot that owns it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Point {
-    hi: u32,
+    // Low half first: `key()` then compiles to one unaligned 8-byte load.
     lo: u32,
+    hi: u32,
     slot: u32,
 }
 
@@ -37,7 +38,7 @@ impl Point {
     pub(crate) const fn new(key: u64, slot: u32) -> Point {
         // Truncations split the key into its two halves.
         let (hi, lo) = ((key >> 32) as u32, key as u32);
-        Point { hi, lo, slot }
+        Point { lo, hi, slot }
     }
 
     /// The stored 64-bit position (`h1` in compat mode).
@@ -286,9 +287,16 @@ impl Points {
         let top_shift = 64 - top_bits;
         let groups = 1usize << top_bits;
         // cursor[g]: end of group g after counting, its start after the reverse scatter.
-        let mut cursor = core::mem::take(&mut self.cursor);
-        cursor.clear();
-        cursor.resize((1 << top_bits) + 1, 0);
+        // A one-pass build counts straight into the prefix index (already zeroed).
+        let single_pass = top_bits == index_bits && len <= SINGLE_PASS_MAX;
+        let mut cursor = if single_pass {
+            core::mem::take(&mut self.index)
+        } else {
+            let mut c = core::mem::take(&mut self.cursor);
+            c.clear();
+            c.resize((1 << top_bits) + 1, 0);
+            c
+        };
 
         match config.mode {
             HashMode::Fast => {
@@ -332,10 +340,9 @@ impl Points {
         }
         cursor[groups] = to_u32(len);
 
-        if top_bits == index_bits && len <= SINGLE_PASS_MAX {
+        if single_pass {
             // One pass was enough: the cursors are the prefix index.
-            core::mem::swap(&mut self.index, &mut cursor);
-            self.cursor = cursor;
+            self.index = cursor;
             if insertion_sort(&mut self.pts) {
                 self.resolve_all_ties(config, members);
             }
