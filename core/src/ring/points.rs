@@ -4,9 +4,9 @@
 //! A point is `(position, slot)` packed as three `u32` (8 bytes of position, 4 of member slot),
 //! so the ring is one array: one cache miss per lookup, one write per point when sorting.
 //! Why 12 bytes and not 8 (a 48-bit position beside a 16-bit slot): full 64-bit positions make
-//! fast-mode ties practically impossible (about 2^-29 for 80 000 points, against 0.1 % for 48
-//! bits) and need no recomputation to compare, and `u32` slots do not cap a ring at 65 535
-//! nodes. Order is by position, ties by node id — and in libatapp-compatible mode by the full
+//! fast-mode ties practically impossible (any tie among 80 000 points: about 2^-32, against
+//! 2^-16 with 48 bits) and need no recomputation to compare, and `u32` slots do not cap a ring
+//! at 65 535 nodes. Order is by position, ties by node id — and in libatapp-compatible mode by the full
 //! 128-bit position first: only the high 64 bits are stored, and the (astronomically rare) runs
 //! of equal high halves are put in exact order by recomputing the low halves of just those
 //! points ([`resolve_run`]; lookups do the same on a key that hits a stored high half exactly).
