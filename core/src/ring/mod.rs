@@ -186,6 +186,7 @@ pub enum RingError {
 
 fn check_capacity(config: &RingConfig, nodes: usize) -> Result<(), RingError> {
     let fits = config.points_per_node <= RingConfig::MAX_POINTS_PER_NODE
+        && u32::try_from(nodes).is_ok()
         && nodes
             .checked_mul(config.points_per_node as usize)
             .is_some_and(|p| u32::try_from(p).is_ok());

@@ -490,9 +490,9 @@ impl Points {
         self.scratch = pos;
     }
 
-    /// Removes the points of `slot`, whose sorted positions are `keys`, in place: one forward
-    /// pass of block moves, then the index is shifted. Returns whether the node was present.
-    pub(crate) fn remove_node(&mut self, slot: u32, keys: &[u64]) -> bool {
+    /// Removes the points of `slot` (a node of this ring), whose sorted positions are `keys`,
+    /// in place: one forward pass of block moves, then the index is shifted.
+    pub(crate) fn remove_node(&mut self, slot: u32, keys: &[u64]) {
         let mut pos = core::mem::take(&mut self.scratch);
         pos.clear();
         let mut t = 0;
@@ -509,9 +509,9 @@ impl Points {
                 j += 1;
             }
         }
-        let found = !pos.is_empty();
-        if found {
-            debug_assert_eq!(pos.len(), keys.len(), "a member owns exactly its points");
+        debug_assert_eq!(pos.len(), keys.len(), "a member owns exactly its points");
+        self.node_count -= 1;
+        if !pos.is_empty() {
             let len = self.pts.len();
             let mut write = pos[0] as usize;
             for (t, &p) in pos.iter().enumerate() {
@@ -521,7 +521,6 @@ impl Points {
                 write += to - from;
             }
             self.pts.truncate(write);
-            self.node_count -= 1;
             if self.index_out_of_range(self.pts.len()) {
                 self.rebuild_index();
             } else {
@@ -529,7 +528,6 @@ impl Points {
             }
         }
         self.scratch = pos;
-        found
     }
 
     /// Rebuilds this ring as the points of `src` whose slot satisfies `keep` (a sub-ring of
