@@ -7,9 +7,10 @@
 //! outcome is ever a guess: a message that may or may not have arrived is reported as
 //! [`Outcome::Unknown`], never as [`Outcome::Failed`].
 //!
-//! Producers in this crate: the endpoint's pending queue ([`crate::endpoint`]) ends messages
-//! with `Delivered`, `Failed(QueueFull)`, `Failed(Timeout)`, `Failed(TargetGone)` or whatever
-//! reason its owner removes it with; the bus (later) adds acknowledged delivery and `Unknown`.
+//! Producers in this crate: the endpoints ([`crate::endpoint`]) end queued messages with
+//! `Delivered`, `Failed(Timeout)`, `Failed(TargetGone)` or whatever reason their owner removes
+//! them with, and hand a refused message back (`QueueFull`) for the caller to report; the bus
+//! (later) adds acknowledged delivery and `Unknown`.
 
 use alloc::{collections::VecDeque, vec::Vec};
 use core::fmt;

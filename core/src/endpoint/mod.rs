@@ -8,7 +8,7 @@
 //! route cannot take at the head of the queue — never dropped. Endpoints that lose their last
 //! handle are collected after `endpoint_gc_timeout`, failing whatever is still queued.
 //!
-//! Every message leaves through exactly one [`Outcome`](crate::outcome::Outcome), pushed into
+//! Every message leaves through exactly one [`Outcome`], pushed into
 //! the [`OutcomeSink`] each call takes: `Delivered` when handed to a link, `Failed(Timeout)` at
 //! its deadline, `Failed(QueueFull)` at the door, `Failed(TargetGone)` (or the caller's reason)
 //! when its endpoint is collected or removed. libatapp instead drops a collected queue silently
@@ -65,7 +65,10 @@ pub enum FlushStop {
 }
 
 /// What one [`Endpoint::flush`] call did. Outcomes went to the sink; this is the summary.
+///
+/// Non-exhaustive so acknowledged delivery can add counts (e.g. messages now in flight).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FlushProgress {
     /// Messages handed to the route (each reported `Delivered`).
     pub sent: usize,
@@ -167,6 +170,13 @@ impl Endpoint {
     #[must_use]
     pub const fn queue(&self) -> &PendingQueue {
         &self.queue
+    }
+
+    /// Heap bytes this endpoint holds beyond `size_of::<Endpoint>()`: its name and its queue's
+    /// buffers (payloads excluded — they are shared `Bytes` owned by the sender too).
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.name.capacity() + self.queue.heap_bytes()
     }
 
     /// How many handles currently serve this endpoint.

@@ -10,9 +10,10 @@ use crate::{
     time::Instant,
 };
 
-/// Queues that drain empty keep at most this many slots of capacity, so an endpoint that saw
-/// one burst does not hold its peak allocation for ever.
-const RETAINED_CAPACITY: usize = 16;
+/// Queues that drain empty keep at most this many slots of capacity (`VecDeque`'s smallest
+/// allocation, 4 × 56 bytes): enough that a push-one/flush-one pattern does not allocate per
+/// message, while an endpoint that saw one burst does not hold its peak allocation for ever.
+const RETAINED_CAPACITY: usize = 4;
 
 /// A message waiting for a route: accepted, not yet transmitted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +62,7 @@ impl QueueLimits {
 /// A message that was not accepted, handed back so the caller can report its outcome
 /// (`Outcome::Failed(reason)`) — the queue never drops a message silently.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Rejected {
     /// Why: [`FailReason::QueueFull`] from a queue, [`FailReason::TargetGone`] for a stale
     /// endpoint key.
@@ -138,6 +140,14 @@ impl PendingQueue {
     #[must_use]
     pub const fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Heap bytes the queue itself holds (its buffers, not the payloads, which are shared
+    /// [`Bytes`]). For memory accounting and stats.
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.messages.capacity() * core::mem::size_of::<PendingMessage>()
+            + self.min_window.capacity() * core::mem::size_of::<(u64, Instant)>()
     }
 
     /// The queued messages in FIFO order.
@@ -295,9 +305,14 @@ impl PendingQueue {
     }
 
     fn release_idle_capacity(&mut self) {
-        if self.messages.is_empty() && self.messages.capacity() > RETAINED_CAPACITY {
+        if !self.messages.is_empty() {
+            return;
+        }
+        if self.messages.capacity() > RETAINED_CAPACITY {
             self.messages.shrink_to(RETAINED_CAPACITY);
-            self.min_window.shrink_to(RETAINED_CAPACITY);
+        }
+        if self.min_window.capacity() != 0 {
+            self.min_window = VecDeque::new();
         }
     }
 }

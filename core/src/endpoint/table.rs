@@ -27,6 +27,7 @@ pub enum EndpointError {
 
 /// What one [`EndpointTable::handle_timeout`] call did. Outcomes went to the sink.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TimeoutReport {
     /// Messages failed with `Timeout`.
     pub timed_out: usize,

@@ -179,3 +179,25 @@ fn drain_fails_everything_in_fifo_order_with_the_reason() {
     queue.push(msg(4, 5, ms(800))).unwrap();
     assert_eq!(queue.next_deadline(), Some(ms(800)));
 }
+
+#[test]
+fn a_drained_queue_gives_back_its_burst_capacity() {
+    let mut queue = PendingQueue::new(QueueLimits::UNLIMITED);
+    assert_eq!(queue.heap_bytes(), 0);
+    for id in 0..100 {
+        queue.push(msg(id, 1, ms(100 - id))).unwrap();
+    }
+    assert!(queue.heap_bytes() >= 100 * 56);
+    while queue.pop_front().is_some() {}
+    // Four message slots stay (VecDeque's smallest buffer); the min-window is freed.
+    assert_eq!(
+        queue.heap_bytes(),
+        4 * core::mem::size_of::<crate::endpoint::PendingMessage>()
+    );
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    for id in 0..100 {
+        queue.push(msg(id, 1, ms(100))).unwrap();
+    }
+    queue.drain_with(FailReason::Shutdown, &mut out);
+    assert_eq!(queue.heap_bytes(), 4 * 56);
+}

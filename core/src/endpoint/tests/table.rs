@@ -341,5 +341,19 @@ fn endpoint_memory_stays_within_budget() {
         slot_size()
     );
     assert!(endpoint <= 256, "Endpoint is {endpoint} bytes");
+    assert_eq!(message, 56);
+    // Heap: the name, plus nothing until something is queued.
+    let mut table = table();
+    let key = table.get_or_create(NodeId(1), "svc-00001", ms(0)).unwrap();
+    assert_eq!(table.get(key).unwrap().heap_bytes(), 9);
+    table.attach_handle(key);
+    push(&mut table, key, 1, ms(0));
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    table.flush(key, ms(0), 10, |_| TransmitResult::Sent, &mut out);
+    println!(
+        "heap after one queued message: {} bytes",
+        table.get(key).unwrap().heap_bytes()
+    );
+    assert_eq!(table.get(key).unwrap().heap_bytes(), 9 + 4 * message);
     assert!(slot_size() <= 256, "slot is {} bytes", slot_size());
 }
