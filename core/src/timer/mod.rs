@@ -171,7 +171,9 @@ where
     }
 
     /// An empty queue with room for `n` live timers before it allocates (the heap gets room
-    /// for `2n + 64` entries, its steady-state worst case).
+    /// for `2n + 64` entries, its steady-state worst case). Under heavy churn the key map may
+    /// still grow once: hashbrown resizes rather than rehashes in place when tombstones fill a
+    /// table that is more than half full of live keys.
     #[must_use]
     pub fn with_capacity(n: usize) -> Self {
         TimerQueue {
@@ -273,6 +275,9 @@ where
     }
 
     /// Disarms `key`, returning the deadline it had (`None` if it was not armed).
+    ///
+    /// One map removal; the heap entry is left stale unless it is the last or the first one
+    /// (see the [module docs](self)).
     pub fn cancel(&mut self, key: K) -> Option<Instant> {
         let removed = self.live.remove(&key)?;
         match self.heap.last() {
@@ -376,7 +381,8 @@ where
     /// Pushes the live entry of `key` (generation `next_generation`, which it consumes).
     fn push(&mut self, key: K, deadline: Instant) {
         let generation = self.next_generation;
-        self.next_generation += 1;
+        // 2^64 pushes would take centuries; wrapping (not panicking) is the safe choice.
+        self.next_generation = self.next_generation.wrapping_add(1);
         let pos = self.heap.len();
         self.heap.push(HeapEntry {
             deadline,
