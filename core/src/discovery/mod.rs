@@ -16,6 +16,8 @@ mod topology_info;
 #[cfg(test)]
 mod info_tests;
 #[cfg(test)]
+mod rings_tests;
+#[cfg(test)]
 mod set_proptest;
 #[cfg(test)]
 mod set_tests;

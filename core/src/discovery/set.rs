@@ -35,8 +35,11 @@ use alloc::{boxed::Box, collections::BTreeMap, string::String, vec::Vec};
 
 use hashbrown::HashMap;
 
-use super::{DecodeError, DiscoveryInfo};
-use crate::ids::NodeId;
+use super::{DecodeError, DiscoveryInfo, Filter};
+use crate::{
+    ids::NodeId,
+    ring::{FilterId, RingConfig, RingMember, RingSet},
+};
 
 /// Tombstones kept before the oldest are dropped, when [`DiscoverySet::compact`] is not called
 /// often enough.
@@ -207,8 +210,11 @@ pub struct DiscoverySet {
     /// up, never iterated for output, so its hash order does not matter.
     by_name: HashMap<String, NodeId>,
     tombstones: Tombstones,
-    // rings: maintained by the integrator from the `Applied` values returned here; the set
-    // itself never builds one.
+    /// The consistent-hash rings over the nodes with a valid id, kept in step with every
+    /// applied change (see [`DiscoverySet::rings`]).
+    rings: RingSet,
+    /// Changes the rings refused (see [`DiscoverySet::ring_rejections`]).
+    ring_rejections: u64,
 }
 
 impl Default for DiscoverySet {
@@ -227,7 +233,16 @@ impl DiscoverySet {
     /// An empty set keeping up to `limit` tombstones (at least 1).
     #[must_use]
     pub fn with_tombstone_limit(limit: usize) -> DiscoverySet {
+        DiscoverySet::with_config(limit, RingConfig::default())
+    }
+
+    /// An empty set keeping up to `limit` tombstones (at least 1), whose rings use `ring`
+    /// (points per node, hash mode).
+    #[must_use]
+    pub fn with_config(limit: usize, ring: RingConfig) -> DiscoverySet {
         DiscoverySet {
+            rings: RingSet::new(ring),
+            ring_rejections: 0,
             by_id: BTreeMap::new(),
             name_only: BTreeMap::new(),
             by_name: HashMap::new(),
@@ -278,9 +293,88 @@ impl DiscoverySet {
             .map(|b| &**b)
     }
 
+    /// The hash rings over the held nodes: the default ring and one per registered filter.
+    ///
+    /// Every applied put or delete updates them incrementally before it returns: an added or
+    /// renamed node's points are merged in, a removed or displaced node's filtered out, and a
+    /// metadata change touches only the filter rings the node matches before or after it.
+    /// Stale, duplicate and revision-only changes touch nothing; lookups never rebuild.
+    /// Name-only nodes (id 0) are not ring members: a ring lookup answers with a node id.
+    #[must_use]
+    pub fn rings(&self) -> &RingSet {
+        &self.rings
+    }
+
+    /// Registers a metadata filter and returns its ring handle (a filter pass over the
+    /// default ring, no hashing; registering the same filter twice returns the same handle).
+    pub fn add_filter(&mut self, filter: Filter) -> FilterId {
+        self.rings.add_filter(filter)
+    }
+
+    /// How many node changes the rings refused (a node over the ring's capacity). Such a node
+    /// stays in the set, reachable by id and name, but takes no ring share; each refusal is
+    /// counted here so it is never silent.
+    #[must_use]
+    pub fn ring_rejections(&self) -> u64 {
+        self.ring_rejections
+    }
+
     /// Applies a published record (a registry PUT); `info.revision` is its registry revision.
     /// See the module docs for when it is stale, a duplicate, or displaces another node.
+    /// The rings follow the change before this returns.
     pub fn put(&mut self, info: DiscoveryInfo) -> Applied {
+        let applied = self.apply_put(info);
+        self.follow_in_rings(&applied);
+        applied
+    }
+
+    /// Brings the rings in step with one applied change.
+    fn follow_in_rings(&mut self, applied: &Applied) {
+        let (id, name, displaced, membership_changed) = match applied {
+            Applied::Added {
+                id,
+                name,
+                displaced,
+            } => (*id, name.as_str(), displaced.as_deref(), true),
+            Applied::Updated {
+                id,
+                name,
+                displaced,
+                name_changed,
+                metadata_changed,
+                pod_index_changed,
+                ..
+            } => (
+                *id,
+                name.as_str(),
+                displaced.as_deref(),
+                *name_changed || *metadata_changed || *pod_index_changed,
+            ),
+            Applied::Removed(record) => {
+                if record.id.is_valid() {
+                    self.rings.remove(record.id);
+                }
+                return;
+            }
+            _ => return,
+        };
+        if let Some(gone) = displaced.filter(|d| d.id.is_valid()) {
+            self.rings.remove(gone.id);
+        }
+        if !membership_changed || !id.is_valid() {
+            return;
+        }
+        let info = self
+            .by_id
+            .get(&id)
+            .expect("an applied put of a valid id is held by id");
+        let member = RingMember::new(id, name).with_pod_index(i64::from(info.stateful_pod_index()));
+        if self.rings.insert(member, &info.metadata).is_err() {
+            self.ring_rejections += 1;
+        }
+    }
+
+    fn apply_put(&mut self, info: DiscoveryInfo) -> Applied {
         if !info.has_identity() {
             return Applied::Rejected;
         }
@@ -361,7 +455,14 @@ impl DiscoverySet {
 
     /// Applies a registry DELETE of the key naming `id` and `name` (either may be empty: id 0
     /// or `""`), at `revision`. See the module docs for the matching and tombstone rules.
+    /// The rings follow the change before this returns.
     pub fn remove(&mut self, id: NodeId, name: &str, revision: u64) -> Applied {
+        let applied = self.apply_remove(id, name, revision);
+        self.follow_in_rings(&applied);
+        applied
+    }
+
+    fn apply_remove(&mut self, id: NodeId, name: &str, revision: u64) -> Applied {
         if !id.is_valid() && name.is_empty() {
             return Applied::Rejected;
         }
@@ -457,5 +558,44 @@ impl DiscoverySet {
         assert_eq!(self.by_name.len(), named);
         let tombstones: usize = self.tombstones.by_key.values().map(BTreeMap::len).sum();
         assert_eq!(tombstones, self.tombstones.len);
+        self.assert_rings_follow();
+    }
+
+    /// The incrementally maintained rings equal rings built from scratch for the held nodes,
+    /// point for point, for the default ring and every registered filter.
+    #[cfg(test)]
+    pub(crate) fn assert_rings_follow(&self) {
+        assert_eq!(self.rings.len(), self.by_id.len());
+        let mut fresh = RingSet::new(self.rings.config());
+        let members = self.by_id.values().map(|info| {
+            let member = RingMember::new(info.id, &info.name)
+                .with_pod_index(i64::from(info.stateful_pod_index()));
+            (member, &info.metadata)
+        });
+        fresh.rebuild(members).expect("held nodes fit in a ring");
+        for (id, info) in &self.by_id {
+            assert_eq!(self.rings.name(*id), Some(info.name.as_str()));
+            assert_eq!(
+                self.rings.pod_index(*id),
+                Some(i64::from(info.stateful_pod_index()))
+            );
+            assert_eq!(self.rings.metadata(*id), Some(&info.metadata));
+        }
+        let mut filters = alloc::vec![None];
+        for id in self.rings.filter_ids() {
+            let filter = self.rings.filter(id).expect("registered").clone();
+            let fresh_id = fresh.add_filter(filter);
+            filters.push(Some((id, fresh_id)));
+        }
+        for pair in filters {
+            let (ours, theirs) = match pair {
+                None => (self.rings.ring(None), fresh.ring(None)),
+                Some((a, b)) => (self.rings.ring(Some(a)), fresh.ring(Some(b))),
+            };
+            assert!(
+                ours.points().eq(theirs.points()),
+                "incremental ring differs from a fresh build"
+            );
+        }
     }
 }

@@ -273,10 +273,16 @@ proptest! {
     #![proptest_config(config("discovery_set_model", 256))]
 
     #[test]
-    fn set_follows_the_model(ops in proptest::collection::vec(op(), 1..60)) {
+    fn set_follows_the_model(ops in proptest::collection::vec(op(), 1..60), filter_at in 0..60usize) {
         let mut set = DiscoverySet::new();
         let mut model = Model::default();
-        for op in &ops {
+        let game = Filter(Metadata { kind: "game".to_string(), ..Metadata::default() });
+        for (i, op) in ops.iter().enumerate() {
+            // Register a filter ring at an arbitrary point: from then on the consistency check
+            // compares it with a fresh build as well.
+            if i == filter_at {
+                set.add_filter(game.clone());
+            }
             let (got, want) = apply(&mut set, &mut model, op);
             prop_assert_eq!(got, want, "op {:?}", op);
             assert_matches_model(&set, &model);
@@ -290,11 +296,13 @@ proptest! {
     #[test]
     fn every_change_delivered_twice_applies_once(ops in proptest::collection::vec(op(), 1..40)) {
         let mut set = DiscoverySet::new();
+        set.add_filter(Filter(Metadata { kind: "game".to_string(), ..Metadata::default() }));
         for op in &ops {
             let mut scratch = Model::default();
             let (first, _) = apply(&mut set, &mut scratch, op);
             let after_first: Vec<DiscoveryInfo> = set.iter().cloned().collect();
             let tombstones = set.tombstone_count();
+            let ring_updates = set.rings().ring_updates();
             let (second, _) = apply(&mut set, &mut scratch, op);
             let expected = match &first {
                 None => None,
@@ -310,6 +318,8 @@ proptest! {
             prop_assert_eq!(second, expected, "op {:?} first {:?}", op, first);
             prop_assert_eq!(set.iter().cloned().collect::<Vec<_>>(), after_first);
             prop_assert_eq!(set.tombstone_count(), tombstones);
+            // The second copy of a change never touches a ring.
+            prop_assert_eq!(set.rings().ring_updates(), ring_updates);
             set.assert_consistent();
         }
     }

@@ -255,6 +255,11 @@ impl RingSet {
         self.filters.len()
     }
 
+    /// Every registered filter's handle, in registration order.
+    pub fn filter_ids(&self) -> impl Iterator<Item = FilterId> + '_ {
+        (0..self.filters.len()).map(|i| FilterId(u32::try_from(i).expect("filter count fits u32")))
+    }
+
     /// The ring a target names: `None` or a wildcard filter is the default ring; an unknown
     /// id is an empty ring.
     #[must_use]
