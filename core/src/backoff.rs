@@ -561,7 +561,8 @@ mod tests {
                 Jitter::Proportional { percent } => {
                     let spread = u128::from(base) * u128::from(percent) / 100;
                     prop_assert!(u128::from(delay) >= u128::from(base) - spread);
-                    prop_assert!(u128::from(delay) <= (u128::from(base) + spread).min(u128::from(max)));
+                    let hi = (u128::from(base) + spread).min(u128::from(max));
+                    prop_assert!(u128::from(delay) <= hi);
                 }
                 Jitter::Full => prop_assert!(delay <= base),
             }
