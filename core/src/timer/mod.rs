@@ -95,11 +95,7 @@ impl<K: Ord> HeapEntry<K> {
     /// Fires strictly before `other`: earlier deadline, then smaller key.
     #[inline]
     fn before(&self, other: &Self) -> bool {
-        match self.deadline.cmp(&other.deadline) {
-            core::cmp::Ordering::Less => true,
-            core::cmp::Ordering::Equal => self.key < other.key,
-            core::cmp::Ordering::Greater => false,
-        }
+        (self.deadline, &self.key) < (other.deadline, &other.key)
     }
 }
 
@@ -434,6 +430,18 @@ where
     /// The position of the earliest among the children starting at `first_child`.
     #[inline]
     fn min_child(&self, first_child: usize, len: usize) -> usize {
+        if let Some(children) = self.heap.get(first_child..first_child + ARITY) {
+            // A full family: a two-round tournament, so the comparisons of each round are
+            // independent and the index picks compile to conditional moves.
+            let a = usize::from(children[1].before(&children[0]));
+            let b = 2 + usize::from(children[3].before(&children[2]));
+            return first_child
+                + if children[b].before(&children[a]) {
+                    b
+                } else {
+                    a
+                };
+        }
         let end = (first_child + ARITY).min(len);
         let mut best = first_child;
         for child in first_child + 1..end {
