@@ -1,1 +1,13 @@
-//! placeholder
+//! Side-by-side benchmark support for switchboard: the workloads, the peers and the libatapp
+//! emulation that the `ring` criterion bench and the `ring-report` binary compare against.
+//!
+//! - [`workload`]: deterministic node sets, filters and lookup keys.
+//! - [`libatapp_emu`]: libatapp's `etcd_discovery_set` ring recipe, repeated in Rust as the C++
+//!   baseline (murmur3 per point, 32-byte entries with a shared pointer, comparator sort, whole
+//!   lazy rebuild on every change).
+//! - [`peers`]: the crates `hashring`, `conhash`, `anchorhash` and `jumphash` behind one shape.
+
+pub mod libatapp_emu;
+mod murmur3_tmp;
+pub mod peers;
+pub mod workload;
