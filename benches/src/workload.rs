@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use switchboard_core::{
     discovery::{Filter, Metadata},
     ids::NodeId,
+    ring::RingMember,
     rng::Rng,
 };
 
@@ -59,11 +60,25 @@ impl Workload {
         self.ids.len()
     }
 
+    /// Node `i` as a ring member (id and name).
+    #[must_use]
+    pub fn member(&self, i: usize) -> RingMember<'_> {
+        RingMember {
+            id: self.ids[i],
+            name: &self.names[i],
+        }
+    }
+
     /// Whether the workload has no nodes.
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
+}
+
+/// Every node of `w` as a ring member, in index order.
+pub fn members(w: &Workload) -> impl Iterator<Item = RingMember<'_>> + '_ {
+    (0..w.len()).map(|i| w.member(i))
 }
 
 /// Metadata of a node in `zone` (kind `logic`, label `zone`).
