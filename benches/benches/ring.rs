@@ -3,8 +3,9 @@
 //! `jumphash`, at N = 10, 100, 1000, 10 000 nodes × 80 points.
 //!
 //! Groups are named for what they compare: `build/<impl>/N`, `add_one/<impl>/N`,
-//! `remove_one/<impl>/N`, `filter_update/<impl>/N`, `lookup/<impl>/N`. After the run a table of
-//! medians and ratios against ours is printed (read back from criterion's estimates).
+//! `remove_one/<impl>/N`, `filter_update/<impl>/N`, `lookup/<impl>/N`, plus
+//! `timer/{arm,cancel}_batch_1024/65536` (timer arm/cancel at 64k live timers). After the run a
+//! table of medians and ratios against ours is printed (read back from criterion's estimates).
 //!
 //! What each operation means per implementation:
 //! - build: ours = `Ring::build` into reused buffers; libatapp_emu = drop the ring, rehash
@@ -35,6 +36,7 @@ use criterion::{BenchmarkId, Criterion, measurement::WallTime};
 use switchboard_benches::{
     libatapp_emu::{EmuNode, LibatappSet},
     peers::{AnchorPeer, ConhashPeer, HashringPeer, JumpPeer},
+    timers::{BATCH as TIMER_BATCH, LIVE_TIMERS, TimerLoad},
     workload::{NODE_COUNTS, Workload, keys, members, zone_filter, zone_metadata},
 };
 use switchboard_core::{
@@ -306,6 +308,21 @@ fn bench_lookup(c: &mut Criterion) {
     group.finish();
 }
 
+/// Timer arm and cancel at 64k live timers, timed in batches of 1024 (see `timers`).
+fn bench_timer(c: &mut Criterion) {
+    let mut group = c.benchmark_group("timer");
+    group.sample_size(20);
+    group.throughput(criterion::Throughput::Elements(TIMER_BATCH as u64));
+    let mut load = TimerLoad::new(3);
+    group.bench_function(BenchmarkId::new("arm_batch_1024", LIVE_TIMERS), |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| load.arm_batch()).sum());
+    });
+    group.bench_function(BenchmarkId::new("cancel_batch_1024", LIVE_TIMERS), |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| load.cancel_batch()).sum());
+    });
+    group.finish();
+}
+
 /// Where criterion writes its estimates: `<target>/criterion` next to this binary's
 /// `<target>/release/deps/` (or `$CRITERION_HOME`).
 fn criterion_dir() -> PathBuf {
@@ -349,6 +366,11 @@ fn print_ratios(dir: &std::path::Path) {
             println!("{line}");
         }
     }
+    for op in ["arm_batch_1024", "cancel_batch_1024"] {
+        if let Some(t) = median_ns(dir, "timer", op, LIVE_TIMERS) {
+            println!("{:>13}/{LIVE_TIMERS}  {:.1} ns per op", op, t / TIMER_BATCH as f64);
+        }
+    }
 }
 
 fn human(ns: f64) -> String {
@@ -374,6 +396,7 @@ fn main() {
     bench_change(&mut c, false);
     bench_filter_update(&mut c);
     bench_lookup(&mut c);
+    bench_timer(&mut c);
     c.final_summary();
     print_ratios(&dir);
     println!("total bench time {:.1} s", started.elapsed().as_secs_f64());

@@ -6,8 +6,10 @@
 //!   baseline (murmur3 per point, 32-byte entries with a shared pointer, comparator sort, whole
 //!   lazy rebuild on every change).
 //! - [`peers`]: the crates `hashring`, `conhash`, `anchorhash` and `jumphash` behind one shape.
+//! - [`timers`]: timer arm/cancel at a steady 64k live timers.
 
 pub mod libatapp_emu;
 mod murmur3_tmp;
 pub mod peers;
+pub mod timers;
 pub mod workload;

@@ -23,6 +23,7 @@ use std::{
 
 use switchboard_benches::{
     libatapp_emu::{EmuNode, LibatappSet},
+    timers::{BATCH as TIMER_BATCH, TimerLoad},
     workload::{Workload, keys, members, zone_filter, zone_metadata},
 };
 use switchboard_core::{
@@ -367,7 +368,18 @@ fn main() {
     println!("{}", json.render());
 }
 
-/// Timer arm and cancel with 64k live timers.
+/// Median ns per timer arm and per cancel with 64k live timers (batches of 1024).
 fn timer_ns() -> (f64, f64) {
-    (f64::NAN, f64::NAN)
+    let mut load = TimerLoad::new(3);
+    let per_op = |d: Duration| d.as_nanos() as f64 / TIMER_BATCH as f64;
+    let mut arms = Vec::new();
+    let mut cancels = Vec::new();
+    let started = Instant::now();
+    while arms.len() < MIN_SAMPLES || (started.elapsed() < 2 * BUDGET && arms.len() < MAX_SAMPLES) {
+        arms.push(per_op(load.arm_batch()));
+        cancels.push(per_op(load.cancel_batch()));
+    }
+    let (arm, cancel) = (median(arms), median(cancels));
+    eprintln!("timers (64k live): arm {arm:.1} ns, cancel {cancel:.1} ns");
+    (arm, cancel)
 }
