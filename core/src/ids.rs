@@ -10,8 +10,19 @@ use core::fmt;
 
 /// Cluster-wide identity of a node. `NodeId(0)` is reserved as "none" and rejected everywhere a
 /// real node is meant.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct NodeId(pub u64);
 

@@ -68,10 +68,8 @@ impl Rng {
         loop {
             let m = u128::from(self.next_u64()) * u128::from(bound);
             // Truncations are the method: low half decides rejection, high half is the value.
-            #[expect(clippy::cast_possible_truncation, reason = "taking the low 64 bits")]
             let low = m as u64;
             if low >= threshold {
-                #[expect(clippy::cast_possible_truncation, reason = "high half fits in u64")]
                 return (m >> 64) as u64;
             }
         }

@@ -117,7 +117,10 @@ mod tests {
     fn arithmetic_saturates_instead_of_wrapping() {
         let near_end = Instant::from_nanos(u64::MAX - 5);
         assert_eq!(near_end + Duration::from_secs(1), Instant::MAX);
-        assert_eq!(Instant::from_nanos(3) - Duration::from_nanos(10), Instant::ZERO);
+        assert_eq!(
+            Instant::from_nanos(3) - Duration::from_nanos(10),
+            Instant::ZERO
+        );
         assert_eq!(Instant::from_secs(u64::MAX), Instant::MAX);
         assert_eq!(Instant::ZERO + Duration::MAX, Instant::MAX);
     }

@@ -8,25 +8,51 @@ use alloc::{collections::BTreeMap, string::String};
 
 use serde::{Deserialize, Serialize};
 
+use super::json::{is_default, or_default};
+
 /// Kubernetes-style metadata of a node (libatapp `metadata` field of `atapp_discovery`).
+///
+/// JSON follows the protobuf conventions of the rest of the record: `null` or a missing field
+/// is the default, the lowerCamelCase names of proto3 JSON are accepted as aliases, and empty
+/// fields are omitted when writing.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Metadata {
     /// API version of the service.
+    #[serde(
+        alias = "apiVersion",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub api_version: String,
     /// Kind of service.
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub kind: String,
     /// Group of the service.
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub group: String,
     /// Service name (not the node name).
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub name: String,
     /// Namespace.
+    #[serde(
+        alias = "namespaceName",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub namespace_name: String,
     /// Unique id.
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub uid: String,
     /// Subset (canary, blue/green, ...).
+    #[serde(
+        alias = "serviceSubset",
+        deserialize_with = "or_default",
+        skip_serializing_if = "is_default"
+    )]
     pub service_subset: String,
     /// Free-form labels; ordered so encoding and hashing are deterministic.
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub labels: BTreeMap<String, String>,
 }
 
@@ -88,7 +114,10 @@ mod tests {
     fn meta(kind: &str, labels: &[(&str, &str)]) -> Metadata {
         Metadata {
             kind: kind.to_string(),
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..Metadata::default()
         }
     }

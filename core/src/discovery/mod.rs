@@ -1,7 +1,27 @@
 //! Discovery: what each node publishes so others can reach it, and the set of known nodes.
 //!
-//! TODO(helper): DiscoveryInfo, TopologyInfo, JSON codec, DiscoverySet.
+//! A node publishes a [`DiscoveryInfo`] (addresses, metadata, ...) and, separately, a
+//! [`TopologyInfo`] (its upstream proxy). Both use libatapp's JSON form, so a registry shared
+//! with C++ libatapp nodes reads both ways; decoding never panics and reports a typed
+//! [`DecodeError`]. Registry events for discovery records feed a [`DiscoverySet`], which gates
+//! them by revision and reports each effect as an [`Applied`] so the hash rings built on top
+//! of it can be maintained incrementally. [`Filter`]s select nodes by their [`Metadata`].
 
+mod info;
+mod json;
 mod metadata;
+mod set;
+mod topology_info;
 
+#[cfg(test)]
+mod info_tests;
+#[cfg(test)]
+mod set_proptest;
+#[cfg(test)]
+mod set_tests;
+
+pub use info::{Area, DiscoveryInfo, Gateway, Runtime};
+pub use json::DecodeError;
 pub use metadata::{Filter, Metadata};
+pub use set::{Applied, DEFAULT_TOMBSTONE_LIMIT, DiscoverySet};
+pub use topology_info::{TopologyData, TopologyInfo};

@@ -1,0 +1,461 @@
+//! [`DiscoverySet`]: the known nodes, indexed by id and by name, updated by revision-gated
+//! registry events.
+//!
+//! Registry events reach the set from independent streams (etcd's `by_id` and `by_name`
+//! watchers deliver every change twice, a re-list after compaction replays everything), so the
+//! set decides by *revision* rather than by arrival order. Every call returns an [`Applied`]
+//! saying exactly what changed, which is what the owner uses to update its hash rings and
+//! round-robin lists incrementally.
+//!
+//! # Rules
+//!
+//! * **Identity.** A node is its id; a node published without an id (id 0) is its name. A
+//!   record with neither is [`Applied::Rejected`].
+//! * **A name maps to one node.** When a put carries a name another node holds, the other node
+//!   is *displaced* (removed from the set and handed back in the [`Applied`]), provided the put
+//!   is not older than it.
+//! * **Staleness.** A put is [`Applied::Stale`] when the node with its id (or its name-only
+//!   record), the node holding its name, or a tombstone for its key has a strictly *greater*
+//!   revision. Equal revisions are applied; equal revision *and* identical content is
+//!   [`Applied::Duplicate`] — that is how the `by_id` and `by_name` copies of one etcd change
+//!   apply once.
+//! * **Deletes** name a registry key, i.e. an id and/or a name (`<name>-<id>`): they remove the
+//!   record with that id (or the name-only record with that name) only if the name, when
+//!   given, is the record's current name — a delete of an old key of a renamed node does not
+//!   remove the node. A delete older than the record is stale.
+//! * **Tombstones.** Every applied delete (even of a key we do not hold) leaves a tombstone
+//!   `(id, name) → revision`, so a late put older than the delete is stale instead of
+//!   resurrecting the node, and the second copy of the delete is a `Duplicate`. A put of the
+//!   same key with a newer revision clears it. Tombstones are dropped by
+//!   [`DiscoverySet::compact`] (call it with a revision every stream has delivered past) and,
+//!   as a bound, the oldest are dropped when more than the limit (default
+//!   [`DEFAULT_TOMBSTONE_LIMIT`]) accumulate.
+
+use alloc::{boxed::Box, collections::BTreeMap, string::String, vec::Vec};
+
+use hashbrown::HashMap;
+
+use super::{DecodeError, DiscoveryInfo};
+use crate::ids::NodeId;
+
+/// Tombstones kept before the oldest are dropped, when [`DiscoverySet::compact`] is not called
+/// often enough.
+pub const DEFAULT_TOMBSTONE_LIMIT: usize = 4096;
+
+/// What one [`DiscoverySet`] operation did. The owner of the rings reacts to it: `Added` →
+/// insert the node, `Removed` and every `displaced` node → remove, `Updated` with
+/// `name_changed` or `metadata_changed` → update its points / filter membership,
+/// `pod_index_changed` or `name_changed` → re-sort round robin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Applied {
+    /// A node the set did not hold; read it with `get_by_id(id)` (or `get_by_name(name)` when
+    /// `id` is 0).
+    Added {
+        /// Id of the new node (0 for a name-only node).
+        id: NodeId,
+        /// Its name.
+        name: String,
+        /// Another node that held this name and was removed to make room.
+        displaced: Option<Box<DiscoveryInfo>>,
+    },
+    /// The node's record was replaced.
+    Updated {
+        /// Id of the node (0 for a name-only node).
+        id: NodeId,
+        /// Its (new) name.
+        name: String,
+        /// The record that was replaced.
+        previous: Box<DiscoveryInfo>,
+        /// The name differs from `previous.name` (ring points move).
+        name_changed: bool,
+        /// The metadata differs (filter membership may change).
+        metadata_changed: bool,
+        /// `runtime.stateful_pod_index` differs (round-robin order may change).
+        pod_index_changed: bool,
+        /// Any published field differs; `false` means only the revision advanced.
+        content_changed: bool,
+        /// Another node that held the new name and was removed to make room.
+        displaced: Option<Box<DiscoveryInfo>>,
+    },
+    /// The node was deleted; this is its last record.
+    Removed(Box<DiscoveryInfo>),
+    /// The same change was already applied (same revision and content, or the same delete).
+    Duplicate,
+    /// Older than what the set holds for this node, its name or its key; nothing changed.
+    Stale {
+        /// The newer revision that wins.
+        held_revision: u64,
+    },
+    /// A delete of a key the set does not hold; its tombstone was recorded.
+    Unknown,
+    /// The record or delete names neither an id nor a name; nothing changed.
+    Rejected,
+}
+
+impl Applied {
+    /// Whether the set's published content changed (something for rings and caches to do).
+    /// A revision-only `Updated` is not a change.
+    #[must_use]
+    pub fn is_change(&self) -> bool {
+        match self {
+            Applied::Added { .. } | Applied::Removed(_) => true,
+            Applied::Updated {
+                content_changed,
+                displaced,
+                ..
+            } => *content_changed || displaced.is_some(),
+            _ => false,
+        }
+    }
+}
+
+/// Deleted keys and the revision of their delete; see the module docs.
+#[derive(Clone, Debug)]
+struct Tombstones {
+    by_key: BTreeMap<NodeId, BTreeMap<String, u64>>,
+    len: usize,
+    limit: usize,
+}
+
+impl Tombstones {
+    fn exact(&self, id: NodeId, name: &str) -> Option<u64> {
+        self.by_key
+            .get(&id)
+            .and_then(|names| names.get(name))
+            .copied()
+    }
+
+    /// The newest delete that a put of `(id, name)` must not be older than: its own key, and
+    /// for an id, the id-only key (a legacy delete that named no name).
+    fn blocking(&self, id: NodeId, name: &str) -> Option<u64> {
+        let own = self.exact(id, name);
+        let id_only = if id.is_valid() && !name.is_empty() {
+            self.exact(id, "")
+        } else {
+            None
+        };
+        own.max(id_only)
+    }
+
+    fn raise(&mut self, id: NodeId, name: &str, revision: u64) {
+        let names = self.by_key.entry(id).or_default();
+        match names.get_mut(name) {
+            Some(held) => *held = (*held).max(revision),
+            None => {
+                names.insert(String::from(name), revision);
+                self.len += 1;
+                if self.len > self.limit {
+                    self.drop_oldest();
+                }
+            }
+        }
+    }
+
+    /// Forgets the tombstones a live put of `(id, name)` supersedes.
+    fn clear(&mut self, id: NodeId, name: &str) {
+        if let Some(names) = self.by_key.get_mut(&id) {
+            let before = names.len();
+            names.remove(name);
+            if id.is_valid() {
+                names.remove("");
+            }
+            self.len -= before - names.len();
+            if names.is_empty() {
+                self.by_key.remove(&id);
+            }
+        }
+    }
+
+    fn compact(&mut self, revision: u64) {
+        let mut removed = 0;
+        self.by_key.retain(|_, names| {
+            let before = names.len();
+            names.retain(|_, held| *held > revision);
+            removed += before - names.len();
+            !names.is_empty()
+        });
+        self.len -= removed;
+    }
+
+    /// Drops the oldest until three quarters of the limit remain, so the sort is amortised
+    /// over a quarter-limit of deletes.
+    fn drop_oldest(&mut self) {
+        let keep = self.limit - self.limit / 4;
+        let mut revisions: Vec<u64> = self
+            .by_key
+            .values()
+            .flat_map(|n| n.values().copied())
+            .collect();
+        revisions.sort_unstable();
+        let drop = self.len - keep;
+        // Drop everything at or below the cut; ties at the cut go too (deterministic, and
+        // never more than the entries sharing one revision).
+        let cut = revisions[drop - 1];
+        self.compact(cut);
+    }
+}
+
+/// The known nodes; see the module docs for the gating rules.
+#[derive(Clone, Debug)]
+pub struct DiscoverySet {
+    /// Nodes with a valid id.
+    by_id: BTreeMap<NodeId, Box<DiscoveryInfo>>,
+    /// Nodes published without an id (id 0), by name.
+    name_only: BTreeMap<String, Box<DiscoveryInfo>>,
+    /// Name → the node holding it ([`NodeId::NONE`] for an entry of `name_only`). Only looked
+    /// up, never iterated for output, so its hash order does not matter.
+    by_name: HashMap<String, NodeId>,
+    tombstones: Tombstones,
+    // rings: maintained by the integrator from the `Applied` values returned here; the set
+    // itself never builds one.
+}
+
+impl Default for DiscoverySet {
+    fn default() -> DiscoverySet {
+        DiscoverySet::new()
+    }
+}
+
+impl DiscoverySet {
+    /// An empty set keeping up to [`DEFAULT_TOMBSTONE_LIMIT`] tombstones.
+    #[must_use]
+    pub fn new() -> DiscoverySet {
+        DiscoverySet::with_tombstone_limit(DEFAULT_TOMBSTONE_LIMIT)
+    }
+
+    /// An empty set keeping up to `limit` tombstones (at least 1).
+    #[must_use]
+    pub fn with_tombstone_limit(limit: usize) -> DiscoverySet {
+        DiscoverySet {
+            by_id: BTreeMap::new(),
+            name_only: BTreeMap::new(),
+            by_name: HashMap::new(),
+            tombstones: Tombstones {
+                by_key: BTreeMap::new(),
+                len: 0,
+                limit: limit.max(1),
+            },
+        }
+    }
+
+    /// Number of nodes held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.by_id.len() + self.name_only.len()
+    }
+
+    /// Whether no node is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of tombstones held (see [`compact`](DiscoverySet::compact)).
+    #[must_use]
+    pub fn tombstone_count(&self) -> usize {
+        self.tombstones.len
+    }
+
+    /// The node with this id; `None` for [`NodeId::NONE`].
+    #[must_use]
+    pub fn get_by_id(&self, id: NodeId) -> Option<&DiscoveryInfo> {
+        self.by_id.get(&id).map(|b| &**b)
+    }
+
+    /// The node holding this name.
+    #[must_use]
+    pub fn get_by_name(&self, name: &str) -> Option<&DiscoveryInfo> {
+        let &holder = self.by_name.get(name)?;
+        self.record(holder, name)
+    }
+
+    /// Every node, ordered by (id, name): name-only nodes (id 0) first by name, then by id.
+    pub fn iter(&self) -> impl Iterator<Item = &DiscoveryInfo> + '_ {
+        self.name_only
+            .values()
+            .chain(self.by_id.values())
+            .map(|b| &**b)
+    }
+
+    /// Applies a published record (a registry PUT); `info.revision` is its registry revision.
+    /// See the module docs for when it is stale, a duplicate, or displaces another node.
+    pub fn put(&mut self, info: DiscoveryInfo) -> Applied {
+        if !info.has_identity() {
+            return Applied::Rejected;
+        }
+        let revision = info.revision;
+        let current = self.record(info.id, &info.name);
+        // Another node holding this name (an id node for a name-only put, or vice versa, or
+        // a different id).
+        let rival = match self.by_name.get(info.name.as_str()) {
+            Some(&holder) if holder != info.id => Some(holder),
+            _ => None,
+        };
+        let rival_revision = rival.map(|holder| {
+            self.record(holder, &info.name)
+                .expect("by_name only points at held records")
+                .revision
+        });
+        let newest = self
+            .tombstones
+            .blocking(info.id, &info.name)
+            .max(current.map(|c| c.revision))
+            .max(rival_revision);
+        if let Some(held_revision) = newest.filter(|&held| held > revision) {
+            return Applied::Stale { held_revision };
+        }
+        if current.is_some_and(|c| c.revision == revision && c.same_content(&info)) {
+            return Applied::Duplicate;
+        }
+
+        let displaced = rival.and_then(|holder| self.detach(holder, &info.name));
+        self.tombstones.clear(info.id, &info.name);
+        let (id, name) = (info.id, info.name.clone());
+        let previous = if id.is_valid() {
+            self.by_id.insert(id, Box::new(info))
+        } else {
+            self.name_only.insert(name.clone(), Box::new(info))
+        };
+        match previous {
+            None => {
+                if !name.is_empty() {
+                    self.by_name.insert(name.clone(), id);
+                }
+                Applied::Added {
+                    id,
+                    name,
+                    displaced,
+                }
+            }
+            Some(previous) => {
+                let name_changed = previous.name != name;
+                if name_changed {
+                    if self.by_name.get(previous.name.as_str()) == Some(&id) {
+                        self.by_name.remove(previous.name.as_str());
+                    }
+                    if !name.is_empty() {
+                        self.by_name.insert(name.clone(), id);
+                    }
+                }
+                let new = self.record(id, &name).expect("just inserted");
+                Applied::Updated {
+                    id,
+                    metadata_changed: previous.metadata != new.metadata,
+                    pod_index_changed: previous.stateful_pod_index() != new.stateful_pod_index(),
+                    content_changed: !previous.same_content(new),
+                    name,
+                    previous,
+                    name_changed,
+                    displaced,
+                }
+            }
+        }
+    }
+
+    /// Decodes a record and applies it with `revision`. A document that does not decode
+    /// leaves the set unchanged and returns the error.
+    pub fn put_json(&mut self, bytes: &[u8], revision: u64) -> Result<Applied, DecodeError> {
+        DiscoveryInfo::from_json_at(bytes, revision).map(|info| self.put(info))
+    }
+
+    /// Applies a registry DELETE of the key naming `id` and `name` (either may be empty: id 0
+    /// or `""`), at `revision`. See the module docs for the matching and tombstone rules.
+    pub fn remove(&mut self, id: NodeId, name: &str, revision: u64) -> Applied {
+        if !id.is_valid() && name.is_empty() {
+            return Applied::Rejected;
+        }
+        let held = self
+            .record(id, name)
+            .filter(|r| name.is_empty() || r.name == name)
+            .map(|r| r.revision);
+        match held {
+            Some(held_revision) if held_revision > revision => Applied::Stale { held_revision },
+            Some(_) => {
+                let record = self.detach(id, name).expect("the record was just found");
+                self.tombstones.raise(id, name, revision);
+                Applied::Removed(record)
+            }
+            None => match self.tombstones.exact(id, name) {
+                Some(t) if t == revision => Applied::Duplicate,
+                Some(t) if t > revision => Applied::Stale { held_revision: t },
+                _ => {
+                    self.tombstones.raise(id, name, revision);
+                    Applied::Unknown
+                }
+            },
+        }
+    }
+
+    /// Deletes the node with this id whatever its name (a legacy id-only key).
+    pub fn remove_by_id(&mut self, id: NodeId, revision: u64) -> Applied {
+        self.remove(id, "", revision)
+    }
+
+    /// Deletes the node currently holding `name`, whatever its id. For local use: a name
+    /// nobody holds is [`Applied::Unknown`] without a tombstone (registry deletes should use
+    /// [`remove`](DiscoverySet::remove) with both parts of the key).
+    pub fn remove_by_name(&mut self, name: &str, revision: u64) -> Applied {
+        match self.by_name.get(name) {
+            Some(&holder) => self.remove(holder, name, revision),
+            None => Applied::Unknown,
+        }
+    }
+
+    /// Forgets tombstones of deletes at or below `revision`. Call it once every registry
+    /// stream has delivered all events up to `revision` (no older put can arrive any more).
+    pub fn compact(&mut self, revision: u64) {
+        self.tombstones.compact(revision);
+    }
+
+    /// The record with this id, or the name-only record with this name when `id` is 0.
+    fn record(&self, id: NodeId, name: &str) -> Option<&DiscoveryInfo> {
+        if id.is_valid() {
+            self.by_id.get(&id)
+        } else {
+            self.name_only.get(name)
+        }
+        .map(|b| &**b)
+    }
+
+    /// Takes a record out of every index (no tombstone).
+    fn detach(&mut self, id: NodeId, name: &str) -> Option<Box<DiscoveryInfo>> {
+        let record = if id.is_valid() {
+            self.by_id.remove(&id)?
+        } else {
+            self.name_only.remove(name)?
+        };
+        if self.by_name.get(record.name.as_str()) == Some(&id) {
+            self.by_name.remove(record.name.as_str());
+        }
+        Some(record)
+    }
+
+    /// Panics unless the indexes agree: every by_name entry names a held record with that
+    /// name, every named record is in by_name, tombstone count matches.
+    #[cfg(test)]
+    pub(crate) fn assert_consistent(&self) {
+        for (name, &id) in &self.by_name {
+            let record = self
+                .record(id, name)
+                .expect("by_name entry points at a held record");
+            assert_eq!(&record.name, name);
+            assert_eq!(record.id, id);
+        }
+        for (id, record) in &self.by_id {
+            assert_eq!(record.id, *id);
+            if !record.name.is_empty() {
+                assert_eq!(self.by_name.get(record.name.as_str()), Some(id));
+            }
+        }
+        for (name, record) in &self.name_only {
+            assert_eq!(&record.name, name);
+            assert!(!record.id.is_valid());
+            assert_eq!(self.by_name.get(name.as_str()), Some(&NodeId::NONE));
+        }
+        let named = self.iter().filter(|r| !r.name.is_empty()).count();
+        assert_eq!(self.by_name.len(), named);
+        let tombstones: usize = self.tombstones.by_key.values().map(BTreeMap::len).sum();
+        assert_eq!(tombstones, self.tombstones.len);
+    }
+}

@@ -1,0 +1,88 @@
+//! [`TopologyInfo`]: the small, fast-changing record of who a node's upstream proxy is.
+//!
+//! Mirrors libatapp's `atapp_topology_info`. It is published and watched separately from
+//! [`DiscoveryInfo`](super::DiscoveryInfo) so that a proxy change never touches a hash ring; the
+//! topology registry (`core::topology`) consumes it.
+
+use alloc::{collections::BTreeMap, string::String, vec::Vec};
+
+use serde::{Deserialize, Serialize};
+
+use super::json::{self, DecodeError, i32_field, is_default, message, node_id_field, or_default};
+use crate::ids::NodeId;
+
+/// Labels a node publishes for topology policies (libatapp `atbus_topology_data`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TopologyData {
+    /// Labels matched by direct-connection policies (`match_label`).
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    pub label: BTreeMap<String, String>,
+}
+
+/// A node's place in the proxy tree (libatapp `atapp_topology_info`), plus the registry
+/// revision it came with.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TopologyInfo {
+    /// Bus id; never 0 in a decoded record.
+    #[serde(deserialize_with = "node_id_field")]
+    pub id: NodeId,
+    /// Node name.
+    #[serde(deserialize_with = "or_default")]
+    pub name: String,
+    /// Host the node runs on (same-host policies).
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    pub hostname: String,
+    /// Process id (same-process policies).
+    #[serde(deserialize_with = "i32_field", skip_serializing_if = "is_default")]
+    pub pid: i32,
+    /// Instance identity.
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    pub identity: String,
+    /// Application version string.
+    #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
+    pub version: String,
+    /// The upstream proxy; [`NodeId::NONE`] for a root.
+    #[serde(
+        alias = "upstreamId",
+        deserialize_with = "node_id_field",
+        skip_serializing_if = "is_default"
+    )]
+    pub upstream_id: NodeId,
+    /// Policy labels.
+    #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
+    pub data: TopologyData,
+    /// Registry revision this record came with; 0 when it did not come from a registry. Not
+    /// part of the JSON.
+    #[serde(skip)]
+    pub revision: u64,
+}
+
+impl TopologyInfo {
+    /// Decodes a record in libatapp's JSON form (same conventions as
+    /// [`DiscoveryInfo::from_json`](super::DiscoveryInfo::from_json)); `revision` is left 0.
+    /// A record with id 0 is [`DecodeError::NoIdentity`]: topology relations are by id.
+    pub fn from_json(bytes: &[u8]) -> Result<TopologyInfo, DecodeError> {
+        let info: TopologyInfo = json::decode(bytes)?;
+        if info.id.is_valid() {
+            Ok(info)
+        } else {
+            Err(DecodeError::NoIdentity)
+        }
+    }
+
+    /// [`from_json`](TopologyInfo::from_json), stamping the registry `revision`.
+    pub fn from_json_at(bytes: &[u8], revision: u64) -> Result<TopologyInfo, DecodeError> {
+        let mut info = TopologyInfo::from_json(bytes)?;
+        info.revision = revision;
+        Ok(info)
+    }
+
+    /// Encodes the record as compact JSON with libatapp's field names, 64-bit integers
+    /// unquoted, default fields omitted (`id` and `name` always written).
+    #[must_use]
+    pub fn to_json(&self) -> Vec<u8> {
+        json::encode(self)
+    }
+}

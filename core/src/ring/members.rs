@@ -1,0 +1,161 @@
+//! The member table behind a ring: node id, name and fast-mode node hash per *slot*.
+//!
+//! Ring points store a `u32` slot instead of the node id, so a point is 12 bytes and no point
+//! holds a reference count. Slots are reused after removal (LIFO free list), which keeps the
+//! table dense; ordering never depends on slot numbers (ties are broken by node id), so the
+//! same membership always yields the same ring whatever the history of slots.
+
+use alloc::{string::String, vec::Vec};
+use core::hash::{BuildHasher, Hasher};
+
+use hashbrown::HashMap;
+
+use crate::{hash::fast_node_hash, ids::NodeId, rng::mix64};
+
+/// Hasher for `NodeId` keys: one `mix64` of the id (deterministic, no random state).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct IdHashBuilder;
+
+/// See [`IdHashBuilder`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct IdHasher(u64);
+
+impl BuildHasher for IdHashBuilder {
+    type Hasher = IdHasher;
+
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        mix64(self.0)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 ^= v;
+    }
+}
+
+/// Slot-indexed member table of one ring (or of a whole `RingSet`, whose filter rings share
+/// the default ring's slots).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Members {
+    /// Node id per slot; `NodeId::NONE` marks a free slot.
+    ids: Vec<NodeId>,
+    /// Name per slot (kept on free slots so the allocation is reused).
+    names: Vec<String>,
+    /// Fast-mode node hash per slot (`fast_node_hash` of the name or id bytes).
+    node_hashes: Vec<u64>,
+    by_id: HashMap<NodeId, u32, IdHashBuilder>,
+    free: Vec<u32>,
+}
+
+impl Members {
+    /// Number of live members.
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Number of slots ever allocated (live or free): the bound of every slot index.
+    pub(crate) fn slot_capacity(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The slot of a live member.
+    pub(crate) fn slot(&self, id: NodeId) -> Option<u32> {
+        self.by_id.get(&id).copied()
+    }
+
+    /// Node id in `slot` (`NodeId::NONE` for a free slot).
+    #[inline]
+    pub(crate) fn id(&self, slot: u32) -> NodeId {
+        self.ids[slot as usize]
+    }
+
+    /// Name in `slot`.
+    pub(crate) fn name(&self, slot: u32) -> &str {
+        &self.names[slot as usize]
+    }
+
+    /// Fast-mode node hash of `slot`.
+    #[inline]
+    pub(crate) fn node_hash(&self, slot: u32) -> u64 {
+        self.node_hashes[slot as usize]
+    }
+
+    /// Adds a member that is not present yet and returns its slot. The fast-mode node hash is
+    /// computed here only when `fast` is set (compat rings never use it).
+    pub(crate) fn alloc(&mut self, id: NodeId, name: &str, fast: bool) -> u32 {
+        let node_hash = if fast { fast_node_hash(name, id) } else { 0 };
+        let slot = if let Some(slot) = self.free.pop() {
+            let i = slot as usize;
+            self.ids[i] = id;
+            self.names[i].clear();
+            self.names[i].push_str(name);
+            self.node_hashes[i] = node_hash;
+            slot
+        } else {
+            let i = self.ids.len();
+            let slot = u32::try_from(i).expect("slot count is bounded by RingError::Capacity");
+            self.ids.push(id);
+            self.node_hashes.push(node_hash);
+            // `clear` keeps old names as spare allocations past `ids.len()`.
+            if let Some(spare) = self.names.get_mut(i) {
+                spare.clear();
+                spare.push_str(name);
+            } else {
+                self.names.push(String::from(name));
+            }
+            slot
+        };
+        self.by_id.insert(id, slot);
+        slot
+    }
+
+    /// Renames the member in `slot` (its points must be recomputed by the caller).
+    pub(crate) fn rename(&mut self, slot: u32, name: &str, fast: bool) {
+        let i = slot as usize;
+        self.names[i].clear();
+        self.names[i].push_str(name);
+        self.node_hashes[i] = if fast {
+            fast_node_hash(name, self.ids[i])
+        } else {
+            0
+        };
+    }
+
+    /// Removes a member and frees its slot; returns the slot it had.
+    pub(crate) fn release(&mut self, id: NodeId) -> Option<u32> {
+        let slot = self.by_id.remove(&id)?;
+        self.ids[slot as usize] = NodeId::NONE;
+        self.free.push(slot);
+        Some(slot)
+    }
+
+    /// Removes every member, keeping allocations.
+    pub(crate) fn clear(&mut self) {
+        self.ids.clear();
+        self.node_hashes.clear();
+        // Names are kept as spare allocations: `alloc` pushes fresh ones only past this length.
+        self.by_id.clear();
+        self.free.clear();
+    }
+
+    /// Heap bytes held by the table.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.ids.capacity() * core::mem::size_of::<NodeId>()
+            + self.node_hashes.capacity() * 8
+            + self.free.capacity() * 4
+            + self.names.iter().map(String::capacity).sum::<usize>()
+            + self.names.capacity() * core::mem::size_of::<String>()
+            + self.by_id.capacity() * (core::mem::size_of::<(NodeId, u32)>() + 1)
+    }
+}

@@ -1,0 +1,495 @@
+//! Sorted point storage of one ring: 12-byte points, a prefix index, and the passes that build
+//! and change them (bucket build, in-place merge of one node, in-place removal, filter pass).
+//!
+//! A point is `(position, slot)` packed as three `u32` (8 bytes of position, 4 of member slot),
+//! so the ring is one array: one cache miss per lookup, one write per point when sorting.
+//! Order is by position, ties by node id — and in libatapp-compatible mode by the full 128-bit
+//! position first: only the high 64 bits are stored, and the (astronomically rare) runs of equal
+//! high halves are put in exact order by recomputing the low halves of just those points
+//! ([`resolve_run`]).
+//!
+//! The prefix index maps the top `bits` bits of a position to the first point at or after that
+//! prefix. It doubles as the counting array of the bucket build, and incremental changes shift
+//! it by the number of points added or removed below each prefix.
+
+use alloc::vec::Vec;
+
+use super::{RingConfig, members::Members};
+use crate::{
+    hash::{HashMode, compat_point, fast_point, node_bytes},
+    ids::NodeId,
+};
+
+/// Largest prefix index: 2^16 entries (256 KiB), which stays in L2 even for 10 000 nodes.
+const MAX_INDEX_BITS: u32 = 16;
+
+/// One ring point: a 64-bit position (split in two words so the struct is 12 bytes) and the
+/// member slot that owns it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Point {
+    hi: u32,
+    lo: u32,
+    slot: u32,
+}
+
+impl Point {
+    #[inline]
+    pub(crate) const fn new(key: u64, slot: u32) -> Point {
+        // Truncations split the key into its two halves.
+        let (hi, lo) = ((key >> 32) as u32, key as u32);
+        Point { hi, lo, slot }
+    }
+
+    /// The stored 64-bit position (`h1` in compat mode).
+    #[inline]
+    pub(crate) const fn key(self) -> u64 {
+        ((self.hi as u64) << 32) | self.lo as u64
+    }
+
+    /// The owning member slot.
+    #[inline]
+    pub(crate) const fn slot(self) -> u32 {
+        self.slot
+    }
+}
+
+/// Index bits suited to `len` points: about one to two points per prefix, capped.
+fn ideal_bits(len: usize) -> u32 {
+    let log = usize::BITS - 1 - len.max(2).leading_zeros();
+    log.clamp(1, MAX_INDEX_BITS)
+}
+
+/// Computes the sorted positions of the member in `slot` into `out` (one hash of the node in
+/// fast mode, one murmur3 per point in compat mode).
+pub(crate) fn node_keys(config: &RingConfig, members: &Members, slot: u32, out: &mut Vec<u64>) {
+    crate::hash::test_hooks::count_point_set();
+    out.clear();
+    let ppn = config.points_per_node;
+    match config.mode {
+        HashMode::Fast => {
+            let h = members.node_hash(slot);
+            out.extend((0..ppn).map(|i| fast_point(h, i)));
+        }
+        HashMode::LibatappCompat => {
+            let id_bytes = members.id(slot).0.to_le_bytes();
+            let bytes = node_bytes(members.name(slot), &id_bytes);
+            out.extend((0..ppn).map(|i| compat_point(bytes, i).0));
+        }
+    }
+    out.sort_unstable();
+}
+
+/// The exact order of a run of points sharing one stored position `key`, as `(h2, id, slot)`
+/// per point (compat mode; `h2` is 0 in fast mode). Recomputes the points of the run's nodes —
+/// only ever reached on a 64-bit position collision.
+pub(crate) fn run_order(
+    config: &RingConfig,
+    members: &Members,
+    key: u64,
+    run: &[Point],
+) -> Vec<(u64, NodeId, u32)> {
+    let mut slots: Vec<u32> = run.iter().map(|p| p.slot()).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    let mut order = Vec::with_capacity(run.len());
+    for slot in slots {
+        let id = members.id(slot);
+        match config.mode {
+            HashMode::Fast => {
+                let n = run.iter().filter(|p| p.slot() == slot).count();
+                order.extend(core::iter::repeat_n((0, id, slot), n));
+            }
+            HashMode::LibatappCompat => {
+                let id_bytes = id.0.to_le_bytes();
+                let bytes = node_bytes(members.name(slot), &id_bytes);
+                for i in 0..config.points_per_node {
+                    let (h1, h2) = compat_point(bytes, i);
+                    if h1 == key {
+                        order.push((h2, id, slot));
+                    }
+                }
+            }
+        }
+    }
+    order.sort_unstable();
+    order
+}
+
+/// Puts a run of points with equal stored positions into exact order (by `h2` in compat mode,
+/// then node id).
+fn resolve_run(config: &RingConfig, members: &Members, run: &mut [Point]) {
+    let first = run[0].slot();
+    if run.iter().all(|p| p.slot() == first) {
+        return; // identical entries: any order is the same ring
+    }
+    let key = run[0].key();
+    let order = run_order(config, members, key, run);
+    debug_assert_eq!(
+        order.len(),
+        run.len(),
+        "every point of the run is recomputed"
+    );
+    for (p, &(_, _, slot)) in run.iter_mut().zip(&order) {
+        *p = Point::new(key, slot);
+    }
+}
+
+/// Sorted points of one ring plus its prefix index.
+#[derive(Clone, Debug)]
+pub(crate) struct Points {
+    pts: Vec<Point>,
+    /// `index[b]` = first point whose position has prefix ≥ `b`; `index[1 << bits]` = len.
+    index: Vec<u32>,
+    bits: u32,
+    node_count: usize,
+    /// Compat full builds stage positions here in member order (kept for reuse).
+    stage: Vec<u64>,
+    /// Positions found by insert/remove (kept for reuse).
+    scratch: Vec<u32>,
+}
+
+impl Default for Points {
+    fn default() -> Points {
+        Points {
+            pts: Vec::new(),
+            index: alloc::vec![0; 3],
+            bits: 1,
+            node_count: 0,
+            stage: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl Points {
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[Point] {
+        &self.pts
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.pts.len()
+    }
+
+    #[inline]
+    pub(crate) fn node_count(&self) -> usize {
+        self.node_count
+    }
+
+    #[inline]
+    fn bucket(&self, key: u64) -> usize {
+        // bits is in 1..=16, so the shift is in 48..=63.
+        (key >> (64 - self.bits)) as usize
+    }
+
+    /// Heap bytes held (points, index, reusable staging buffers).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.pts.capacity() * core::mem::size_of::<Point>()
+            + self.index.capacity() * 4
+            + self.stage.capacity() * 8
+            + self.scratch.capacity() * 4
+    }
+
+    /// Empties the ring, keeping allocations.
+    pub(crate) fn clear(&mut self) {
+        self.pts.clear();
+        self.node_count = 0;
+        self.reset_index(1);
+    }
+
+    fn reset_index(&mut self, bits: u32) {
+        self.bits = bits;
+        self.index.clear();
+        self.index.resize((1usize << bits) + 1, 0);
+    }
+
+    /// First point whose stored position is ≥ `key` (`len` if none).
+    #[inline]
+    pub(crate) fn lower_bound_key(&self, key: u64) -> usize {
+        let b = self.bucket(key);
+        let lo = self.index[b] as usize;
+        let hi = self.index[b + 1] as usize;
+        let bucket = &self.pts[lo..hi];
+        if bucket.len() <= 8 {
+            bucket
+                .iter()
+                .position(|p| p.key() >= key)
+                .map_or(hi, |i| lo + i)
+        } else {
+            lo + bucket.partition_point(|p| p.key() < key)
+        }
+    }
+
+    /// Full build from the members in `slots`: positions are hashed once each, bucketed on the
+    /// index prefix (counting pass + reverse scatter), then a linear insertion pass fixes the
+    /// order inside each bucket. No comparison sort, no allocation once buffers have grown.
+    pub(crate) fn build(&mut self, config: &RingConfig, members: &Members, slots: &[u32]) {
+        let ppn = config.points_per_node as usize;
+        let len = slots.len() * ppn;
+        self.node_count = slots.len();
+        self.reset_index(ideal_bits(len));
+        self.pts.clear();
+        self.pts.resize(len, Point::default());
+        let shift = 64 - self.bits;
+        let bucket = |k: u64| (k >> shift) as usize;
+        let nb = 1usize << self.bits;
+
+        match config.mode {
+            HashMode::Fast => {
+                // Fast points are one mix each: computing them twice beats staging them.
+                for &slot in slots {
+                    let h = members.node_hash(slot);
+                    for i in 0..config.points_per_node {
+                        self.index[bucket(fast_point(h, i))] += 1;
+                    }
+                }
+                prefix_sums(&mut self.index[..nb]);
+                for &slot in slots.iter().rev() {
+                    let h = members.node_hash(slot);
+                    for i in (0..config.points_per_node).rev() {
+                        let k = fast_point(h, i);
+                        let b = bucket(k);
+                        self.index[b] -= 1;
+                        self.pts[self.index[b] as usize] = Point::new(k, slot);
+                    }
+                }
+            }
+            HashMode::LibatappCompat => {
+                self.stage.clear();
+                for &slot in slots {
+                    let id_bytes = members.id(slot).0.to_le_bytes();
+                    let bytes = node_bytes(members.name(slot), &id_bytes);
+                    for i in 0..config.points_per_node {
+                        let k = compat_point(bytes, i).0;
+                        self.stage.push(k);
+                        self.index[bucket(k)] += 1;
+                    }
+                }
+                prefix_sums(&mut self.index[..nb]);
+                for (j, &slot) in slots.iter().enumerate().rev() {
+                    for &k in self.stage[j * ppn..(j + 1) * ppn].iter().rev() {
+                        let b = bucket(k);
+                        self.index[b] -= 1;
+                        self.pts[self.index[b] as usize] = Point::new(k, slot);
+                    }
+                }
+            }
+        }
+        self.index[nb] = to_u32(len);
+        self.sort_within_buckets(config, members);
+    }
+
+    /// Insertion pass over points already grouped by prefix; then exact order for equal
+    /// positions.
+    fn sort_within_buckets(&mut self, config: &RingConfig, members: &Members) {
+        let pts = &mut self.pts;
+        let mut ties = false;
+        for i in 1..pts.len() {
+            let p = pts[i];
+            let k = p.key();
+            let prev = pts[i - 1].key();
+            if k < prev {
+                let mut j = i;
+                while j > 0 && pts[j - 1].key() > k {
+                    pts[j] = pts[j - 1];
+                    j -= 1;
+                }
+                pts[j] = p;
+                ties |= j > 0 && pts[j - 1].key() == k;
+            } else {
+                ties |= k == prev;
+            }
+        }
+        if ties {
+            let mut start = 0;
+            while start < pts.len() {
+                let k = pts[start].key();
+                let mut end = start + 1;
+                while end < pts.len() && pts[end].key() == k {
+                    end += 1;
+                }
+                if end - start > 1 {
+                    resolve_run(config, members, &mut pts[start..end]);
+                }
+                start = end;
+            }
+        }
+    }
+
+    /// Rebuilds the prefix index from the points (after a filter pass or when the ring size
+    /// left the index's comfortable range).
+    fn rebuild_index(&mut self) {
+        let len = self.pts.len();
+        self.reset_index(ideal_bits(len));
+        let shift = 64 - self.bits;
+        let mut b = 0usize;
+        for (i, p) in self.pts.iter().enumerate() {
+            let pb = (p.key() >> shift) as usize;
+            while b <= pb {
+                self.index[b] = to_u32(i);
+                b += 1;
+            }
+        }
+        let n = self.index.len();
+        self.index[b..n].fill(to_u32(len));
+    }
+
+    /// Whether the index should be resized for `len` points (hysteresis: only when the ideal
+    /// size is two steps away, so a ring hovering at a power of two does not rebuild).
+    fn index_out_of_range(&self, len: usize) -> bool {
+        self.bits.abs_diff(ideal_bits(len)) >= 2
+    }
+
+    /// Adds `delta` points (signed) below each prefix, given the sorted positions of the
+    /// points that were added or removed.
+    fn shift_index(&mut self, keys: &[u64], add: bool) {
+        let nb = 1usize << self.bits;
+        let mut t = 0;
+        while t < keys.len() {
+            let b = self.bucket(keys[t]);
+            let mut t2 = t + 1;
+            while t2 < keys.len() && self.bucket(keys[t2]) == b {
+                t2 += 1;
+            }
+            let next_b = if t2 < keys.len() {
+                self.bucket(keys[t2])
+            } else {
+                nb
+            };
+            let d = to_u32(t2);
+            let range = &mut self.index[b + 1..=next_b];
+            if add {
+                range.iter_mut().for_each(|x| *x += d);
+            } else {
+                range.iter_mut().for_each(|x| *x -= d);
+            }
+            t = t2;
+        }
+    }
+
+    /// Merges one node's sorted positions `keys` (owned by `slot`) into the ring in place: one
+    /// backwards pass of block moves, then the index is shifted (no re-sort, no re-hash).
+    pub(crate) fn insert_node(
+        &mut self,
+        config: &RingConfig,
+        members: &Members,
+        slot: u32,
+        keys: &[u64],
+    ) {
+        let old_len = self.pts.len();
+        let m = keys.len();
+        let mut pos = core::mem::take(&mut self.scratch);
+        pos.clear();
+        pos.extend(keys.iter().map(|&k| to_u32(self.lower_bound_key(k))));
+        self.pts.resize(old_len + m, Point::default());
+        let mut end = old_len;
+        for t in (0..m).rev() {
+            let p = pos[t] as usize;
+            self.pts.copy_within(p..end, p + t + 1);
+            self.pts[p + t] = Point::new(keys[t], slot);
+            end = p;
+        }
+        self.node_count += 1;
+        if self.index_out_of_range(self.pts.len()) {
+            self.rebuild_index();
+        } else {
+            self.shift_index(keys, true);
+        }
+        // New points went before any equal positions; put such runs in exact order.
+        let mut done_until = 0;
+        for (t, &p) in pos.iter().enumerate() {
+            let f = p as usize + t;
+            if f < done_until {
+                continue;
+            }
+            let k = keys[t];
+            let mut start = f;
+            while start > 0 && self.pts[start - 1].key() == k {
+                start -= 1;
+            }
+            let mut end = f + 1;
+            while end < self.pts.len() && self.pts[end].key() == k {
+                end += 1;
+            }
+            if end - start > 1 {
+                resolve_run(config, members, &mut self.pts[start..end]);
+            }
+            done_until = end;
+        }
+        self.scratch = pos;
+    }
+
+    /// Removes the points of `slot`, whose sorted positions are `keys`, in place: one forward
+    /// pass of block moves, then the index is shifted. Returns whether the node was present.
+    pub(crate) fn remove_node(&mut self, slot: u32, keys: &[u64]) -> bool {
+        let mut pos = core::mem::take(&mut self.scratch);
+        pos.clear();
+        let mut t = 0;
+        while t < keys.len() {
+            let k = keys[t];
+            while t < keys.len() && keys[t] == k {
+                t += 1;
+            }
+            let mut j = self.lower_bound_key(k);
+            while j < self.pts.len() && self.pts[j].key() == k {
+                if self.pts[j].slot() == slot {
+                    pos.push(to_u32(j));
+                }
+                j += 1;
+            }
+        }
+        let found = !pos.is_empty();
+        if found {
+            debug_assert_eq!(pos.len(), keys.len(), "a member owns exactly its points");
+            let len = self.pts.len();
+            let mut write = pos[0] as usize;
+            for (t, &p) in pos.iter().enumerate() {
+                let from = p as usize + 1;
+                let to = pos.get(t + 1).map_or(len, |&q| q as usize);
+                self.pts.copy_within(from..to, write);
+                write += to - from;
+            }
+            self.pts.truncate(write);
+            self.node_count -= 1;
+            if self.index_out_of_range(self.pts.len()) {
+                self.rebuild_index();
+            } else {
+                self.shift_index(keys, false);
+            }
+        }
+        self.scratch = pos;
+        found
+    }
+
+    /// Rebuilds this ring as the points of `src` whose slot satisfies `keep` (a sub-ring of
+    /// `node_count` members): one filter pass, no hashing, no sorting.
+    pub(crate) fn filter_from(
+        &mut self,
+        src: &Points,
+        node_count: usize,
+        keep: impl Fn(u32) -> bool,
+    ) {
+        self.pts.clear();
+        self.pts
+            .extend(src.pts.iter().copied().filter(|p| keep(p.slot())));
+        self.node_count = node_count;
+        self.rebuild_index();
+    }
+}
+
+/// Inclusive prefix sums: `counts[b]` becomes the end of bucket `b`.
+fn prefix_sums(counts: &mut [u32]) {
+    let mut acc = 0u32;
+    for c in counts {
+        acc += *c;
+        *c = acc;
+    }
+}
+
+/// Point counts and indexes fit `u32`: `RingError::Capacity` rejects rings past `u32::MAX`
+/// points.
+#[inline]
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).expect("ring size is bounded by RingError::Capacity")
+}

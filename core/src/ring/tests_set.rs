@@ -1,0 +1,248 @@
+//! Unit tests of `RingSet`: which rings a change touches (exact counters), zero re-hashing in
+//! filter rings (exact hash-call counts), filter rings equal to naive filtered rings.
+
+use alloc::{format, string::String, vec, vec::Vec};
+
+use super::{FilterId, RingConfig, RingMember, RingSet, reference::NaiveRing};
+use crate::{
+    discovery::{Filter, Metadata},
+    hash::{HashMode, test_hooks},
+    ids::NodeId,
+};
+
+fn kind(k: &str) -> Metadata {
+    Metadata {
+        kind: k.into(),
+        ..Metadata::default()
+    }
+}
+
+fn kind_filter(k: &str) -> Filter {
+    Filter(kind(k))
+}
+
+/// 30 members: kind game for ids ≡ 0 mod 3, gate for ≡ 1, none otherwise.
+fn populated(config: RingConfig) -> RingSet {
+    let mut set = RingSet::new(config);
+    for i in 1..=30u64 {
+        let k = ["game", "gate", ""][(i % 3) as usize];
+        let name = format!("m-{i}");
+        set.insert(RingMember::new(NodeId(i), &name), &kind(k))
+            .unwrap();
+    }
+    set
+}
+
+/// Updates of (default, game, gate, wildcard).
+fn updates(set: &RingSet, ids: [FilterId; 3]) -> [u64; 4] {
+    [
+        set.ring_updates_of(None),
+        set.ring_updates_of(Some(ids[0])),
+        set.ring_updates_of(Some(ids[1])),
+        set.ring_updates_of(Some(ids[2])),
+    ]
+}
+
+#[test]
+fn a_change_touches_only_rings_whose_filter_matches_before_or_after() {
+    let mut set = populated(RingConfig::fast());
+    let game = set.add_filter(kind_filter("game"));
+    let gate = set.add_filter(kind_filter("gate"));
+    let wild = set.add_filter(Filter::any());
+    let ids = [game, gate, wild];
+    // Default ring: 30 inserts; filter rings: built once each; wildcard = default ring.
+    assert_eq!(updates(&set, ids), [30, 1, 1, 30]);
+    assert_eq!(set.ring_updates(), 32);
+    assert_eq!(
+        set.add_filter(kind_filter("game")),
+        game,
+        "equal filters share a ring"
+    );
+
+    set.insert(RingMember::new(NodeId(100), "new"), &kind("game"))
+        .unwrap();
+    assert_eq!(updates(&set, ids), [31, 2, 1, 31]);
+    // game → gate: leaves one filter ring, enters the other; the default ring is untouched.
+    assert!(set.update_metadata(NodeId(100), &kind("gate")));
+    assert_eq!(updates(&set, ids), [31, 3, 2, 31]);
+    // A metadata change that no filter cares about touches no ring.
+    let mut labelled = kind("gate");
+    labelled.labels.insert("zone".into(), "9".into());
+    assert!(set.update_metadata(NodeId(100), &labelled));
+    assert_eq!(updates(&set, ids), [31, 3, 2, 31]);
+    // A pod index change reorders round robin but moves no point.
+    set.insert(
+        RingMember::new(NodeId(100), "new").with_pod_index(5),
+        &labelled,
+    )
+    .unwrap();
+    assert_eq!(updates(&set, ids), [31, 3, 2, 31]);
+    // Renaming moves the points in every ring holding the node (remove + insert each).
+    set.insert(
+        RingMember::new(NodeId(100), "newer").with_pod_index(5),
+        &labelled,
+    )
+    .unwrap();
+    assert_eq!(updates(&set, ids), [33, 3, 4, 33]);
+    assert!(set.remove(NodeId(100)));
+    assert_eq!(updates(&set, ids), [34, 3, 5, 34]);
+    assert!(!set.remove(NodeId(100)));
+    assert!(!set.update_metadata(NodeId(100), &kind("game")));
+    assert_eq!(updates(&set, ids), [34, 3, 5, 34]);
+    // Removing a member of no filter touches only the default ring.
+    assert!(set.remove(NodeId(2)));
+    assert_eq!(updates(&set, ids), [35, 3, 5, 35]);
+}
+
+#[test]
+fn filter_rings_reuse_the_points_computed_for_the_default_ring() {
+    for (mode, murmurs_per_point_set) in [(HashMode::Fast, 1), (HashMode::LibatappCompat, 80)] {
+        let config = RingConfig {
+            points_per_node: 80,
+            mode,
+        };
+        let mut set = populated(config);
+        let game = set.add_filter(kind_filter("game"));
+        let sets0 = test_hooks::point_sets();
+        let murmur0 = test_hooks::murmur_calls();
+        // Registering filters: one filter pass each, no hashing at all.
+        let labelled = {
+            let mut f = kind("game");
+            f.labels.insert("zone".into(), "1".into());
+            Filter(f)
+        };
+        let zone = set.add_filter(labelled);
+        let gate = set.add_filter(kind_filter("gate"));
+        assert_eq!(test_hooks::point_sets(), sets0);
+        assert_eq!(test_hooks::murmur_calls(), murmur0);
+
+        // Insert into default + game + zone rings: the node's points are computed once.
+        let mut meta = kind("game");
+        meta.labels.insert("zone".into(), "1".into());
+        set.insert(RingMember::new(NodeId(500), "hot"), &meta)
+            .unwrap();
+        assert_eq!(test_hooks::point_sets(), sets0 + 1);
+        // Fast: the node hash (1 murmur) then 80 mixes; compat: 80 murmurs.
+        assert_eq!(test_hooks::murmur_calls(), murmur0 + murmurs_per_point_set);
+        assert_eq!(set.ring_updates_of(Some(game)), 2);
+        assert_eq!(set.ring_updates_of(Some(zone)), 2);
+        assert_eq!(set.ring_updates_of(Some(gate)), 1);
+
+        // Leave game and zone, enter gate: three filter rings change, one point set.
+        let sets1 = test_hooks::point_sets();
+        set.update_metadata(NodeId(500), &kind("gate"));
+        assert_eq!(test_hooks::point_sets(), sets1 + 1);
+        // No verdict changes: nothing computed.
+        let mut gate_labelled = kind("gate");
+        gate_labelled.labels.insert("x".into(), "y".into());
+        set.update_metadata(NodeId(500), &gate_labelled);
+        assert_eq!(test_hooks::point_sets(), sets1 + 1);
+        // Removal from default + gate: one point set.
+        set.remove(NodeId(500));
+        assert_eq!(test_hooks::point_sets(), sets1 + 2);
+        // Lookups never compute anything.
+        let sets2 = test_hooks::point_sets();
+        for k in 0..100u64 {
+            let _ = set.ring(Some(gate)).lookup_u64(k);
+        }
+        assert_eq!(test_hooks::point_sets(), sets2);
+    }
+}
+
+#[test]
+fn filter_rings_equal_naive_rings_of_the_matching_members() {
+    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+        let mut set = populated(config);
+        let game = set.add_filter(kind_filter("game"));
+        set.remove(NodeId(3));
+        set.update_metadata(NodeId(4), &kind("game"));
+        let members: Vec<(NodeId, String)> = (1..=30u64)
+            .filter(|&i| (i % 3 == 0 && i != 3) || i == 4)
+            .map(|i| (NodeId(i), format!("m-{i}")))
+            .collect();
+        let naive = NaiveRing::new(config, &members);
+        let view = set.ring(Some(game));
+        assert_eq!(view.points().collect::<Vec<_>>(), naive.positions());
+        assert_eq!(view.node_count(), 10);
+        assert!(view.contains(NodeId(4)));
+        assert!(!view.contains(NodeId(3)));
+        assert!(!view.contains(NodeId(5)));
+        assert_eq!(set.round_robin_order(Some(game)).len(), 10);
+    }
+}
+
+#[test]
+fn unknown_and_wildcard_filter_ids() {
+    let mut set = populated(RingConfig::fast());
+    let wild = set.add_filter(Filter::any());
+    assert_eq!(set.canonical(Some(wild)), None);
+    assert_eq!(
+        set.ring(Some(wild)).points().collect::<Vec<_>>(),
+        set.ring(None).points().collect::<Vec<_>>()
+    );
+    // An id this set never handed out (from a set with more filters).
+    let stale = {
+        let mut s = RingSet::new(RingConfig::fast());
+        s.add_filter(kind_filter("a"));
+        s.add_filter(kind_filter("b"));
+        s.add_filter(kind_filter("c"))
+    };
+    let view = set.ring(Some(stale));
+    assert_eq!(view.point_count(), 0);
+    assert_eq!(view.lookup(b"k"), None);
+    assert!(!view.contains(NodeId(1)));
+    assert_eq!(set.ring_updates_of(Some(stale)), 0);
+    assert!(set.round_robin_order(Some(stale)).is_empty());
+}
+
+#[test]
+fn names_follow_renames_and_duplicates_resolve_to_the_smallest_id() {
+    let mut set = RingSet::new(RingConfig::fast());
+    let m = Metadata::default();
+    set.insert(RingMember::new(NodeId(7), "same"), &m).unwrap();
+    set.insert(RingMember::new(NodeId(3), "same"), &m).unwrap();
+    assert_eq!(set.by_name("same"), Some(NodeId(3)));
+    set.insert(RingMember::new(NodeId(3), "other"), &m).unwrap();
+    assert_eq!(set.by_name("same"), Some(NodeId(7)));
+    assert_eq!(set.by_name("other"), Some(NodeId(3)));
+    set.remove(NodeId(7));
+    assert_eq!(set.by_name("same"), None);
+    assert_eq!(set.name(NodeId(3)), Some("other"));
+    assert_eq!(
+        set.insert(RingMember::new(NodeId(0), "zero"), &m),
+        Err(super::RingError::InvalidNodeId)
+    );
+}
+
+#[test]
+fn rebuild_equals_incremental_inserts() {
+    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+        let inc = populated(config);
+        let names: Vec<String> = (1..=30u64).map(|i| format!("m-{i}")).collect();
+        let metas: Vec<Metadata> = (1..=30u64)
+            .map(|i| kind(["game", "gate", ""][(i % 3) as usize]))
+            .collect();
+        let mut snap = RingSet::new(config);
+        let game = snap.add_filter(kind_filter("game"));
+        snap.rebuild(
+            (1..=30u64)
+                .zip(&names)
+                .zip(&metas)
+                .map(|((i, n), m)| (RingMember::new(NodeId(i), n), m)),
+        )
+        .unwrap();
+        assert_eq!(
+            snap.ring(None).points().collect::<Vec<_>>(),
+            inc.ring(None).points().collect::<Vec<_>>()
+        );
+        assert_eq!(snap.ring(Some(game)).node_count(), 10);
+        let bad = [(RingMember::new(NodeId(0), "z"), &metas[0])];
+        assert_eq!(snap.rebuild(bad), Err(super::RingError::InvalidNodeId));
+        assert!(snap.is_empty());
+        assert_eq!(snap.ring(Some(game)).point_count(), 0);
+        assert_eq!(
+            vec![0; 0],
+            snap.ring(None).points().map(|p| p.0).collect::<Vec<u64>>()
+        );
+    }
+}
