@@ -54,14 +54,18 @@ fn ring(w: &Workload, mode: HashMode) -> Ring {
         mode,
         ..RingConfig::default()
     });
-    ring.build(members(w));
+    ring.build(members(w)).expect("workload ids are non-zero");
     ring
 }
 
 fn emu_set(w: &Workload) -> LibatappSet {
     let mut set = LibatappSet::new();
     for i in 0..w.len() {
-        set.add_node(EmuNode::new(w.ids[i], w.names[i].clone(), w.metadata[i].clone()));
+        set.add_node(EmuNode::new(
+            w.ids[i],
+            w.names[i].clone(),
+            w.metadata[i].clone(),
+        ));
     }
     set
 }
@@ -106,11 +110,14 @@ fn bench_build(c: &mut Criterion) {
     group.sample_size(10);
     for n in NODE_COUNTS {
         let w = Workload::new(n, SEED);
-        for (name, mode) in [("ours_fast", HashMode::Fast), ("ours_compat", HashMode::LibatappCompat)] {
+        for (name, mode) in [
+            ("ours_fast", HashMode::Fast),
+            ("ours_compat", HashMode::LibatappCompat),
+        ] {
             let mut r = ring(&w, mode);
             group.bench_function(BenchmarkId::new(name, n), |b| {
                 b.iter(|| {
-                    r.build(members(&w));
+                    r.build(members(&w)).expect("workload ids are non-zero");
                     black_box(r.point_count())
                 });
             });
@@ -155,13 +162,16 @@ fn bench_change(c: &mut Criterion, adding: bool) {
     for n in NODE_COUNTS {
         let w = Workload::new(n, SEED);
         let probe = keys(1, 99)[0];
-        for (name, mode) in [("ours_fast", HashMode::Fast), ("ours_compat", HashMode::LibatappCompat)] {
+        for (name, mode) in [
+            ("ours_fast", HashMode::Fast),
+            ("ours_compat", HashMode::LibatappCompat),
+        ] {
             let mut r = ring(&w, mode);
             change!(
                 BenchmarkId::new(name, n),
                 &mut r,
                 n,
-                |r: &mut Ring, k| r.insert(w.member(k)),
+                |r: &mut Ring, k| r.insert(w.member(k)).expect("workload ids are non-zero"),
                 |r: &mut Ring, k| {
                     r.remove(w.ids[k]);
                 }
@@ -227,30 +237,37 @@ fn bench_filter_update(c: &mut Criterion) {
     for n in NODE_COUNTS {
         let w = Workload::new(n, SEED);
         // Odd nodes are in zone b; the victim joins zone a and leaves it again (two changes).
-        let victims: Vec<usize> = victims(n).into_iter().map(|k| k | 1).filter(|&k| k < n).collect();
+        let victims: Vec<usize> = victims(n)
+            .into_iter()
+            .map(|k| k | 1)
+            .filter(|&k| k < n)
+            .collect();
 
         let mut set = RingSet::new(RingConfig::default());
         set.add_filter(filter.clone());
         for i in 0..n {
-            set.insert(w.member(i), &w.metadata[i]);
+            set.insert(w.member(i), &w.metadata[i])
+                .expect("workload ids are non-zero");
         }
         group.bench_function(BenchmarkId::new("ours", n), |b| {
             b.iter_custom(|iters| {
                 let start = Instant::now();
                 for it in 0..iters {
                     let id = w.ids[victims[it as usize % victims.len()]];
-                    set.update_metadata(id, &zone_b, &zone_a);
-                    set.update_metadata(id, &zone_a, &zone_b);
+                    set.update_metadata(id, &zone_a);
+                    set.update_metadata(id, &zone_b);
                 }
                 start.elapsed() / 2
             });
         });
 
         let mut emu = emu_set(&w);
-        let joined: Vec<Arc<EmuNode>> =
-            (0..n).map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone())).collect();
-        let left: Vec<Arc<EmuNode>> =
-            (0..n).map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone())).collect();
+        let joined: Vec<Arc<EmuNode>> = (0..n)
+            .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone()))
+            .collect();
+        let left: Vec<Arc<EmuNode>> = (0..n)
+            .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone()))
+            .collect();
         let probe = keys(1, 99)[0];
         group.bench_function(BenchmarkId::new("libatapp_emu", n), |b| {
             b.iter_custom(|iters| {
@@ -274,16 +291,9 @@ fn bench_lookup(c: &mut Criterion) {
     group.sample_size(20);
     let keys = keys(KEY_COUNT, 7);
     macro_rules! lookup {
-        ($id:expr, $f:expr) => {{
-            let mut f = $f;
-            let mut i = 0;
-            group.bench_function($id, |b| {
-                b.iter(|| {
-                    i = (i + 1) & (KEY_COUNT - 1);
-                    black_box(f(black_box(keys[i])))
-                });
-            });
-        }};
+        ($id:expr, $f:expr) => {
+            lookup_one(&mut group, $id, &keys, $f)
+        };
     }
     for n in NODE_COUNTS {
         let w = Workload::new(n, SEED);
@@ -293,7 +303,8 @@ fn bench_lookup(c: &mut Criterion) {
         lookup!(BenchmarkId::new("ours_compat", n), |k| compat.lookup_u64(k));
         let mut set = emu_set(&w);
         set.rebuild(None);
-        lookup!(BenchmarkId::new("libatapp_emu", n), |k| set.lookup_u64(k, None));
+        lookup!(BenchmarkId::new("libatapp_emu", n), |k| set
+            .lookup_u64(k, None));
         let peer = HashringPeer::build(&w.names);
         lookup!(BenchmarkId::new("hashring", n), |k| peer.lookup(k));
         if n <= 1000 {
@@ -306,6 +317,22 @@ fn bench_lookup(c: &mut Criterion) {
         lookup!(BenchmarkId::new("jumphash", n), |k| peer.lookup(k));
     }
     group.finish();
+}
+
+/// Times `f` on the pre-generated keys, one key per iteration.
+fn lookup_one<R>(
+    group: &mut Group<'_>,
+    id: BenchmarkId,
+    keys: &[u64],
+    mut f: impl FnMut(u64) -> R,
+) {
+    let mut i = 0;
+    group.bench_function(id, |b| {
+        b.iter(|| {
+            i = (i + 1) & (KEY_COUNT - 1);
+            black_box(f(black_box(keys[i])))
+        });
+    });
 }
 
 /// Timer arm and cancel at 64k live timers, timed in batches of 1024 (see `timers`).
@@ -337,7 +364,11 @@ fn criterion_dir() -> PathBuf {
 
 /// Median (ns) criterion recorded for `group/function/n`, if that bench ran.
 fn median_ns(dir: &std::path::Path, group: &str, function: &str, n: usize) -> Option<f64> {
-    let path = dir.join(group).join(function).join(n.to_string()).join("new/estimates.json");
+    let path = dir
+        .join(group)
+        .join(function)
+        .join(n.to_string())
+        .join("new/estimates.json");
     let text = std::fs::read_to_string(path).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     value["median"]["point_estimate"].as_f64()
@@ -345,11 +376,52 @@ fn median_ns(dir: &std::path::Path, group: &str, function: &str, n: usize) -> Op
 
 fn print_ratios(dir: &std::path::Path) {
     let groups: [(&str, &[&str]); 5] = [
-        ("build", &["ours_fast", "ours_compat", "libatapp_emu", "hashring", "conhash", "anchorhash"]),
-        ("add_one", &["ours_fast", "ours_compat", "libatapp_emu", "hashring", "conhash", "anchorhash"]),
-        ("remove_one", &["ours_fast", "ours_compat", "libatapp_emu", "hashring", "conhash", "anchorhash"]),
+        (
+            "build",
+            &[
+                "ours_fast",
+                "ours_compat",
+                "libatapp_emu",
+                "hashring",
+                "conhash",
+                "anchorhash",
+            ],
+        ),
+        (
+            "add_one",
+            &[
+                "ours_fast",
+                "ours_compat",
+                "libatapp_emu",
+                "hashring",
+                "conhash",
+                "anchorhash",
+            ],
+        ),
+        (
+            "remove_one",
+            &[
+                "ours_fast",
+                "ours_compat",
+                "libatapp_emu",
+                "hashring",
+                "conhash",
+                "anchorhash",
+            ],
+        ),
         ("filter_update", &["ours", "libatapp_emu"]),
-        ("lookup", &["ours", "ours_compat", "libatapp_emu", "hashring", "conhash", "anchorhash", "jumphash"]),
+        (
+            "lookup",
+            &[
+                "ours",
+                "ours_compat",
+                "libatapp_emu",
+                "hashring",
+                "conhash",
+                "anchorhash",
+                "jumphash",
+            ],
+        ),
     ];
     println!("\nmedians (ratio = impl / ours; > 1 means ours is faster)");
     for (group, impls) in groups {
@@ -368,7 +440,11 @@ fn print_ratios(dir: &std::path::Path) {
     }
     for op in ["arm_batch_1024", "cancel_batch_1024"] {
         if let Some(t) = median_ns(dir, "timer", op, LIVE_TIMERS) {
-            println!("{:>13}/{LIVE_TIMERS}  {:.1} ns per op", op, t / TIMER_BATCH as f64);
+            println!(
+                "{:>13}/{LIVE_TIMERS}  {:.1} ns per op",
+                op,
+                t / TIMER_BATCH as f64
+            );
         }
     }
 }

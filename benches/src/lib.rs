@@ -9,7 +9,6 @@
 //! - [`timers`]: timer arm/cancel at a steady 64k live timers.
 
 pub mod libatapp_emu;
-mod murmur3_tmp;
 pub mod peers;
 pub mod timers;
 pub mod workload;

@@ -36,13 +36,11 @@ use std::{
 
 use switchboard_core::{
     discovery::{Filter, Metadata},
+    hash::{LIBATAPP_KEY_SEED as KEY_SEED, murmur3_x64_128},
     ids::NodeId,
 };
 
-use crate::{murmur3_tmp::murmur3_x64_128, workload::POINTS_PER_NODE};
-
-/// Seed libatapp uses to hash lookup keys and node names (`LIBATAPP_MACRO_HASH_MAGIC_NUMBER`).
-pub const KEY_SEED: u32 = 0x0100_0193;
+use crate::workload::POINTS_PER_NODE;
 
 /// A discovered node, shared by every ring entry that points at it (`etcd_discovery_node`).
 #[derive(Debug)]
@@ -346,8 +344,10 @@ fn rebuild_index(
 
 #[cfg(test)]
 mod tests {
+    use switchboard_core::ring::{Ring, RingConfig, RingMember, RingSet};
+
     use super::*;
-    use crate::workload::{Workload, keys, zone_filter, zone_metadata};
+    use crate::workload::{Workload, keys, members, zone_filter, zone_metadata};
 
     fn set_of(w: &Workload) -> LibatappSet {
         let mut set = LibatappSet::new();
@@ -480,6 +480,112 @@ mod tests {
             ring.iter()
                 .any(|e| e.node.id() == NodeId(9) && e.hash == want)
         );
+    }
+
+    fn compat_ring(w: &Workload) -> Ring {
+        let mut ring = Ring::new(RingConfig::libatapp_compat());
+        ring.build(members(w)).expect("workload ids are non-zero");
+        ring
+    }
+
+    fn assert_same_owners(set: &mut LibatappSet, ring: &Ring, seed: u64) {
+        for key in keys(20_000, seed) {
+            let want = set.lookup_u64(key, None).map(|n| n.id());
+            assert_eq!(ring.lookup_u64(key), want, "key {key:#x}");
+        }
+        for i in 0..2_000 {
+            let key = format!("user-{seed}-{i}");
+            let want = set.lookup(key.as_bytes(), None).map(|n| n.id());
+            assert_eq!(ring.lookup(key.as_bytes()), want, "key {key}");
+        }
+    }
+
+    #[test]
+    fn compat_ring_finds_the_emulated_owner_of_every_key() {
+        for n in [1, 2, 10, 300] {
+            let w = Workload::new(n, 21);
+            assert_same_owners(&mut set_of(&w), &compat_ring(&w), 1);
+        }
+    }
+
+    #[test]
+    fn compat_ring_points_and_compact_ring_are_the_emulated_ones() {
+        let w = Workload::new(64, 22);
+        let mut set = set_of(&w);
+        let ring = compat_ring(&w);
+        let want: Vec<(u64, NodeId)> = set
+            .ring(None)
+            .iter()
+            .map(|e| (e.hash.0, e.node.id()))
+            .collect();
+        assert_eq!(ring.points().collect::<Vec<_>>(), want);
+        let want: Vec<(u64, NodeId)> = set
+            .compact_ring(None)
+            .iter()
+            .map(|e| (e.hash.0, e.node.id()))
+            .collect();
+        assert_eq!(ring.view().compact_points().collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn compat_ring_agrees_after_incremental_changes() {
+        let w = Workload::new(120, 23);
+        let mut set = set_of(&w);
+        let mut ring = compat_ring(&w);
+        for i in [0, 7, 50, 119] {
+            assert!(ring.remove(w.ids[i]));
+            assert!(set.remove_node(w.ids[i]));
+        }
+        assert_same_owners(&mut set, &ring, 2);
+        for i in [7, 119] {
+            ring.insert(w.member(i)).expect("workload ids are non-zero");
+            set.add_node(EmuNode::new(
+                w.ids[i],
+                w.names[i].clone(),
+                w.metadata[i].clone(),
+            ));
+        }
+        assert_eq!(ring.node_count(), 118);
+        assert_same_owners(&mut set, &ring, 3);
+    }
+
+    #[test]
+    fn compat_ring_agrees_on_nameless_nodes() {
+        let ids: Vec<NodeId> = (1..=40).map(|i| NodeId(0x0100_0000 + i * 3)).collect();
+        let mut ring = Ring::new(RingConfig::libatapp_compat());
+        ring.build(ids.iter().map(|&id| RingMember::new(id, "")))
+            .expect("ids are non-zero");
+        let mut set = LibatappSet::new();
+        for &id in &ids {
+            set.add_node(EmuNode::new(id, "", Metadata::default()));
+        }
+        assert_same_owners(&mut set, &ring, 4);
+    }
+
+    #[test]
+    fn compat_filter_ring_agrees_with_emulated_filter_ring() {
+        let w = Workload::new(200, 24);
+        let mut set = set_of(&w);
+        let mut rings = RingSet::new(RingConfig::libatapp_compat());
+        let a = zone_filter("a");
+        let fid = rings.add_filter(a.clone());
+        for i in 0..w.len() {
+            rings
+                .insert(w.member(i), &w.metadata[i])
+                .expect("workload ids are non-zero");
+        }
+        rings.update_metadata(w.ids[1], &zone_metadata("a"));
+        set.add_node(EmuNode::new(
+            w.ids[1],
+            w.names[1].clone(),
+            zone_metadata("a"),
+        ));
+        let view = rings.ring(Some(fid));
+        assert_eq!(view.node_count(), 101);
+        for key in keys(20_000, 5) {
+            let want = set.lookup_u64(key, Some(&a)).map(|n| n.id());
+            assert_eq!(view.lookup_u64(key), want, "key {key:#x}");
+        }
     }
 
     #[test]

@@ -125,7 +125,10 @@ mod tests {
         assert_eq!(load.live(), LIVE_TIMERS);
         load.cancel_batch();
         assert_eq!(load.live(), LIVE_TIMERS);
-        assert_eq!(load.arm(LIVE_TIMERS as u64, Instant::from_secs(100)), Armed::New);
+        assert_eq!(
+            load.arm(LIVE_TIMERS as u64, Instant::from_secs(100)),
+            Armed::New
+        );
         assert_eq!(load.live(), LIVE_TIMERS + 1);
     }
 }

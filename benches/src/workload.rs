@@ -63,10 +63,7 @@ impl Workload {
     /// Node `i` as a ring member (id and name).
     #[must_use]
     pub fn member(&self, i: usize) -> RingMember<'_> {
-        RingMember {
-            id: self.ids[i],
-            name: &self.names[i],
-        }
+        RingMember::new(self.ids[i], &self.names[i])
     }
 
     /// Whether the workload has no nodes.

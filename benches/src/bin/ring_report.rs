@@ -58,8 +58,7 @@ fn sample<S>(
 ) -> f64 {
     let started = Instant::now();
     let mut samples = Vec::new();
-    while samples.len() < MAX_SAMPLES
-        && (samples.len() < MIN_SAMPLES || started.elapsed() < BUDGET)
+    while samples.len() < MAX_SAMPLES && (samples.len() < MIN_SAMPLES || started.elapsed() < BUDGET)
     {
         let i = samples.len();
         before(state, i);
@@ -74,7 +73,7 @@ fn sample<S>(
 fn nothing<S>(_: &mut S, _: usize) {}
 
 /// Median ns per lookup over batches of `LOOKUP_BATCH` keys.
-fn lookup_ns(keys: &[u64], mut lookup: impl FnMut(u64) -> bool) -> f64 {
+fn per_lookup_ns(keys: &[u64], mut lookup: impl FnMut(u64) -> bool) -> f64 {
     let batches = keys.len() / LOOKUP_BATCH;
     let ns = sample(
         &mut (),
@@ -95,14 +94,18 @@ fn ring(w: &Workload, mode: HashMode) -> Ring {
         mode,
         ..RingConfig::default()
     });
-    ring.build(members(w));
+    ring.build(members(w)).expect("workload ids are non-zero");
     ring
 }
 
 fn emu_set(w: &Workload) -> LibatappSet {
     let mut set = LibatappSet::new();
     for i in 0..w.len() {
-        set.add_node(EmuNode::new(w.ids[i], w.names[i].clone(), w.metadata[i].clone()));
+        set.add_node(EmuNode::new(
+            w.ids[i],
+            w.names[i].clone(),
+            w.metadata[i].clone(),
+        ));
     }
     set
 }
@@ -134,17 +137,32 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
     let mut compat = ring(&w, HashMode::LibatappCompat);
     let mut emu = emu_set(&w);
 
-    let build_ns = sample(&mut fast, nothing, |r, _| r.build(members(&w)), nothing);
-    let compat_build_ns = sample(&mut compat, nothing, |r, _| r.build(members(&w)), nothing);
+    let build_ns = sample(
+        &mut fast,
+        nothing,
+        |r, _| r.build(members(&w)).expect("workload ids are non-zero"),
+        nothing,
+    );
+    let compat_build_ns = sample(
+        &mut compat,
+        nothing,
+        |r, _| r.build(members(&w)).expect("workload ids are non-zero"),
+        nothing,
+    );
     let libatapp_build_ns = sample(&mut emu, nothing, |s, _| s.rebuild(None), nothing);
-    eprintln!("  N={n}: build ours {build_ns:.0} ns, compat {compat_build_ns:.0} ns, libatapp {libatapp_build_ns:.0} ns");
+    eprintln!(
+        "  N={n}: build ours {build_ns:.0} ns, compat {compat_build_ns:.0} ns, libatapp {libatapp_build_ns:.0} ns"
+    );
 
     let add_one_ns = sample(
         &mut fast,
         |r, i| {
             r.remove(w.ids[victim(n, i)]);
         },
-        |r, i| r.insert(w.member(victim(n, i))),
+        |r, i| {
+            r.insert(w.member(victim(n, i)))
+                .expect("workload ids are non-zero")
+        },
         nothing,
     );
     let remove_one_ns = sample(
@@ -153,7 +171,10 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         |r, i| {
             black_box(r.remove(w.ids[victim(n, i)]));
         },
-        |r, i| r.insert(w.member(victim(n, i))),
+        |r, i| {
+            r.insert(w.member(victim(n, i)))
+                .expect("workload ids are non-zero")
+        },
     );
     let probe = 0x5eed_u64;
     let emu_nodes: Vec<Arc<EmuNode>> = (0..n)
@@ -170,7 +191,9 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         },
         nothing,
     );
-    eprintln!("  N={n}: add one {add_one_ns:.0} ns, remove one {remove_one_ns:.0} ns, libatapp add+lookup {libatapp_add_one_ns:.0} ns");
+    eprintln!(
+        "  N={n}: add one {add_one_ns:.0} ns, remove one {remove_one_ns:.0} ns, libatapp add+lookup {libatapp_add_one_ns:.0} ns"
+    );
 
     // Per-filter update: an odd (zone b) node joins zone a, then leaves; each change is a sample.
     let filter = zone_filter("a");
@@ -179,7 +202,8 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
     let mut set = RingSet::new(RingConfig::default());
     set.add_filter(filter.clone());
     for i in 0..n {
-        set.insert(w.member(i), &w.metadata[i]);
+        set.insert(w.member(i), &w.metadata[i])
+            .expect("workload ids are non-zero");
     }
     let odd = |i: usize| (victim(n, i / 2) | 1).min(n - 1);
     let filter_update_ns = sample(
@@ -188,17 +212,19 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         |s, i| {
             let id = w.ids[odd(i)];
             if i % 2 == 0 {
-                s.update_metadata(id, &zone_b, &zone_a);
+                s.update_metadata(id, &zone_a);
             } else {
-                s.update_metadata(id, &zone_a, &zone_b);
+                s.update_metadata(id, &zone_b);
             }
         },
         nothing,
     );
-    let joined: Vec<Arc<EmuNode>> =
-        (0..n).map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone())).collect();
-    let left: Vec<Arc<EmuNode>> =
-        (0..n).map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone())).collect();
+    let joined: Vec<Arc<EmuNode>> = (0..n)
+        .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone()))
+        .collect();
+    let left: Vec<Arc<EmuNode>> = (0..n)
+        .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone()))
+        .collect();
     let libatapp_filter_update_ns = sample(
         &mut emu,
         nothing,
@@ -209,13 +235,17 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         },
         nothing,
     );
-    eprintln!("  N={n}: filter update ours {filter_update_ns:.0} ns, libatapp {libatapp_filter_update_ns:.0} ns");
+    eprintln!(
+        "  N={n}: filter update ours {filter_update_ns:.0} ns, libatapp {libatapp_filter_update_ns:.0} ns"
+    );
 
     emu.rebuild(None);
-    let lookup_ns = lookup_ns(keys, |k| fast.lookup_u64(k).is_some());
-    let compat_lookup_ns = lookup_ns(keys, |k| compat.lookup_u64(k).is_some());
-    let libatapp_lookup_ns = lookup_ns(keys, |k| emu.lookup_u64(k, None).is_some());
-    eprintln!("  N={n}: lookup ours {lookup_ns:.1} ns, compat {compat_lookup_ns:.1} ns, libatapp {libatapp_lookup_ns:.1} ns");
+    let lookup_ns = per_lookup_ns(keys, |k| fast.lookup_u64(k).is_some());
+    let compat_lookup_ns = per_lookup_ns(keys, |k| compat.lookup_u64(k).is_some());
+    let libatapp_lookup_ns = per_lookup_ns(keys, |k| emu.lookup_u64(k, None).is_some());
+    eprintln!(
+        "  N={n}: lookup ours {lookup_ns:.1} ns, compat {compat_lookup_ns:.1} ns, libatapp {libatapp_lookup_ns:.1} ns"
+    );
 
     SizeReport {
         build_ns,
@@ -284,8 +314,12 @@ fn moved_fraction_n1000() -> f64 {
                 only_victims_moved &= *owner != Some(id);
             }
         }
-        ring.insert(w.member(victim));
-        restored &= keys.iter().zip(&owners).all(|(k, o)| ring.lookup_u64(*k) == *o);
+        ring.insert(w.member(victim))
+            .expect("workload ids are non-zero");
+        restored &= keys
+            .iter()
+            .zip(&owners)
+            .all(|(k, o)| ring.lookup_u64(*k) == *o);
         fractions.push(moved as f64 / keys.len() as f64);
     }
     let mean = fractions.iter().sum::<f64>() / fractions.len() as f64;
@@ -306,15 +340,18 @@ struct JsonObject(Vec<(String, String)>);
 
 impl JsonObject {
     fn num(&mut self, key: &str, value: f64) {
-        let text = if value.is_finite() { format!("{value}") } else { "null".to_owned() };
+        let text = if value.is_finite() {
+            format!("{value}")
+        } else {
+            "null".to_owned()
+        };
         self.0.push((key.to_owned(), text));
     }
     fn obj(&mut self, key: &str, value: JsonObject) {
         self.0.push((key.to_owned(), value.render()));
     }
     fn render(&self) -> String {
-        let body: Vec<String> =
-            self.0.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+        let body: Vec<String> = self.0.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
         format!("{{{}}}", body.join(","))
     }
 }
@@ -350,21 +387,41 @@ fn main() {
     let bytes_per_point = big.memory_bytes() as f64 / big.point_count() as f64;
     let big_compat = ring(&Workload::new(10_000, 1), HashMode::LibatappCompat);
     let compat_bytes_per_point = big_compat.memory_bytes() as f64 / big_compat.point_count() as f64;
-    eprintln!("memory N=10000: {bytes_per_point:.2} B/point fast, {compat_bytes_per_point:.2} B/point compat");
+    eprintln!(
+        "memory N=10000: {bytes_per_point:.2} B/point fast, {compat_bytes_per_point:.2} B/point compat"
+    );
     json.num("bytes_per_point", round(bytes_per_point, 3));
     let (arm, cancel) = timer_ns();
     json.num("timer_arm_ns", round(arm, 2));
     json.num("timer_cancel_ns", round(cancel, 2));
     // Extras: ratios against the libatapp emulation and the emulation's change costs.
     for (n, r) in &sizes {
-        json.num(&format!("build_speedup_vs_libatapp_n{n}"), round(r.libatapp_build_ns / r.build_ns, 2));
-        json.num(&format!("lookup_speedup_vs_libatapp_n{n}"), round(r.libatapp_lookup_ns / r.lookup_ns, 2));
-        json.num(&format!("compat_lookup_ns_n{n}"), round(r.compat_lookup_ns, 2));
-        json.num(&format!("libatapp_add_one_ns_n{n}"), round(r.libatapp_add_one_ns, 1));
-        json.num(&format!("libatapp_filter_update_ns_n{n}"), round(r.libatapp_filter_update_ns, 1));
+        json.num(
+            &format!("build_speedup_vs_libatapp_n{n}"),
+            round(r.libatapp_build_ns / r.build_ns, 2),
+        );
+        json.num(
+            &format!("lookup_speedup_vs_libatapp_n{n}"),
+            round(r.libatapp_lookup_ns / r.lookup_ns, 2),
+        );
+        json.num(
+            &format!("compat_lookup_ns_n{n}"),
+            round(r.compat_lookup_ns, 2),
+        );
+        json.num(
+            &format!("libatapp_add_one_ns_n{n}"),
+            round(r.libatapp_add_one_ns, 1),
+        );
+        json.num(
+            &format!("libatapp_filter_update_ns_n{n}"),
+            round(r.libatapp_filter_update_ns, 1),
+        );
     }
     json.num("compat_bytes_per_point", round(compat_bytes_per_point, 3));
-    eprintln!("ring-report finished in {:.1} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "ring-report finished in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     println!("{}", json.render());
 }
 
