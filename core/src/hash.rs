@@ -68,12 +68,95 @@ const fn mix_k2(k2: u64) -> u64 {
     k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1)
 }
 
-/// Little-endian value of up to 8 bytes (missing high bytes are zero).
+/// Little-endian value of up to 8 bytes (missing high bytes are zero), without a byte loop or
+/// a variable-length copy: two overlapping loads for 4..=8 bytes, three byte loads below.
 #[inline]
-fn le_partial(bytes: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    buf[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(buf)
+fn le_partial(b: &[u8]) -> u64 {
+    let n = b.len();
+    if n >= 8 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[..8]);
+        u64::from_le_bytes(w)
+    } else if n >= 4 {
+        let lo = u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let hi = u64::from(u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]));
+        // The overlapping bytes are equal in both words, so OR puts each byte in place.
+        lo | (hi << (8 * (n - 4)))
+    } else if n > 0 {
+        u64::from(b[0])
+            | (u64::from(b[n / 2]) << (8 * (n / 2)))
+            | (u64::from(b[n - 1]) << (8 * (n - 1)))
+    } else {
+        0
+    }
+}
+
+/// The seed-independent part of murmur3_x64_128 of one input: its block and tail words,
+/// already multiplied and rotated. Hashing the same bytes under many seeds (libatapp's 80
+/// points per node) then costs only the per-seed rounds and finalisation.
+#[derive(Clone, Debug)]
+pub struct Murmur3Prepared<'a> {
+    data: &'a [u8],
+    tail_k1: u64,
+    tail_k2: u64,
+}
+
+impl<'a> Murmur3Prepared<'a> {
+    /// Prepares `data` for hashing under several seeds.
+    #[must_use]
+    #[inline]
+    pub fn new(data: &'a [u8]) -> Murmur3Prepared<'a> {
+        let tail = &data[data.len() / 16 * 16..];
+        let tail_k1 = if tail.is_empty() {
+            0
+        } else {
+            mix_k1(le_partial(&tail[..tail.len().min(8)]))
+        };
+        let tail_k2 = if tail.len() > 8 {
+            mix_k2(le_partial(&tail[8..]))
+        } else {
+            0
+        };
+        Murmur3Prepared {
+            data,
+            tail_k1,
+            tail_k2,
+        }
+    }
+
+    /// `murmur3_x64_128(data, seed)`.
+    #[must_use]
+    #[inline]
+    pub fn hash(&self, seed: u32) -> (u64, u64) {
+        count_call();
+        let mut h1 = u64::from(seed);
+        let mut h2 = u64::from(seed);
+        for block in self.data.chunks_exact(16) {
+            let (lo, hi) = block.split_at(8);
+            h1 ^= mix_k1(le_partial(lo));
+            h1 = h1.rotate_left(27).wrapping_add(h2);
+            h1 = h1.wrapping_mul(5).wrapping_add(0x52dc_e729);
+
+            h2 ^= mix_k2(le_partial(hi));
+            h2 = h2.rotate_left(31).wrapping_add(h1);
+            h2 = h2.wrapping_mul(5).wrapping_add(0x3849_5ab5);
+        }
+        // Tail words of zero bytes mix to zero, so XOR-ing them in unconditionally is exact.
+        h2 ^= self.tail_k2;
+        h1 ^= self.tail_k1;
+
+        // `usize` is at most 64 bits on every supported target.
+        let len = self.data.len() as u64;
+        h1 ^= len;
+        h2 ^= len;
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        h1 = fmix64(h1);
+        h2 = fmix64(h2);
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        (h1, h2)
+    }
 }
 
 /// MurmurHash3 x64 128-bit of `data` with `seed`; returns `(h1, h2)` as the reference
@@ -81,46 +164,7 @@ fn le_partial(bytes: &[u8]) -> u64 {
 #[must_use]
 #[inline]
 pub fn murmur3_x64_128(data: &[u8], seed: u32) -> (u64, u64) {
-    count_call();
-    let mut h1 = u64::from(seed);
-    let mut h2 = u64::from(seed);
-
-    let mut blocks = data.chunks_exact(16);
-    for block in &mut blocks {
-        let (lo, hi) = block.split_at(8);
-        let k1 = le_partial(lo);
-        let k2 = le_partial(hi);
-
-        h1 ^= mix_k1(k1);
-        h1 = h1.rotate_left(27).wrapping_add(h2);
-        h1 = h1.wrapping_mul(5).wrapping_add(0x52dc_e729);
-
-        h2 ^= mix_k2(k2);
-        h2 = h2.rotate_left(31).wrapping_add(h1);
-        h2 = h2.wrapping_mul(5).wrapping_add(0x3849_5ab5);
-    }
-
-    // The tail (0..=15 bytes) is read as two little-endian words, zero-padded, exactly like
-    // the reference's fall-through switch.
-    let tail = blocks.remainder();
-    if tail.len() > 8 {
-        h2 ^= mix_k2(le_partial(&tail[8..]));
-    }
-    if !tail.is_empty() {
-        h1 ^= mix_k1(le_partial(&tail[..tail.len().min(8)]));
-    }
-
-    // `usize` is at most 64 bits on every supported target.
-    let len = data.len() as u64;
-    h1 ^= len;
-    h2 ^= len;
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    h1 = fmix64(h1);
-    h2 = fmix64(h2);
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    (h1, h2)
+    Murmur3Prepared::new(data).hash(seed)
 }
 
 /// The position of a lookup key: murmur3_x64_128 with [`LIBATAPP_KEY_SEED`], as libatapp
@@ -176,7 +220,14 @@ pub fn fast_point(node_hash: u64, index: u32) -> u64 {
 #[must_use]
 #[inline]
 pub fn compat_point(bytes: &[u8], index: u32) -> (u64, u64) {
-    let (h1, h2) = murmur3_x64_128(bytes, index);
+    compat_point_prepared(&Murmur3Prepared::new(bytes), index)
+}
+
+/// [`compat_point`] of a node whose bytes were prepared once for all its points.
+#[must_use]
+#[inline]
+pub fn compat_point_prepared(node: &Murmur3Prepared<'_>, index: u32) -> (u64, u64) {
+    let (h1, h2) = node.hash(index);
     (test_hooks::mask(h1), h2)
 }
 
@@ -255,6 +306,8 @@ pub(crate) mod test_hooks {
 
 #[cfg(test)]
 mod tests {
+    use alloc::vec::Vec;
+
     use super::*;
 
     // Expected values come from the reference C++ implementation (PyPI `mmh3`, which wraps
@@ -305,6 +358,69 @@ mod tests {
         for (len, h1, h2) in expected {
             assert_eq!(murmur3_x64_128(&BASE[..len], 0), (h1, h2), "length {len}");
         }
+    }
+
+    #[test]
+    fn prepared_hashing_equals_one_shot_hashing_for_every_length_and_seed() {
+        let data: Vec<u8> = (0u8..70).map(|b| b.wrapping_mul(37) ^ 0xa5).collect();
+        for len in 0..=data.len() {
+            let p = Murmur3Prepared::new(&data[..len]);
+            for seed in [0, 1, 79, LIBATAPP_KEY_SEED, u32::MAX] {
+                assert_eq!(
+                    p.hash(seed),
+                    one_shot_reference(&data[..len], seed),
+                    "len {len}"
+                );
+            }
+        }
+    }
+
+    /// Straight transcription of the reference algorithm (byte-wise tail, no preparation).
+    fn one_shot_reference(data: &[u8], seed: u32) -> (u64, u64) {
+        let (mut h1, mut h2) = (u64::from(seed), u64::from(seed));
+        let nblocks = data.len() / 16;
+        for i in 0..nblocks {
+            let b = &data[i * 16..];
+            let k1 = u64::from_le_bytes(b[..8].try_into().unwrap());
+            let k2 = u64::from_le_bytes(b[8..16].try_into().unwrap());
+            h1 ^= k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
+            h1 = h1
+                .rotate_left(27)
+                .wrapping_add(h2)
+                .wrapping_mul(5)
+                .wrapping_add(0x52dc_e729);
+            h2 ^= k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
+            h2 = h2
+                .rotate_left(31)
+                .wrapping_add(h1)
+                .wrapping_mul(5)
+                .wrapping_add(0x3849_5ab5);
+        }
+        let tail = &data[nblocks * 16..];
+        let (mut k1, mut k2) = (0u64, 0u64);
+        for (i, &b) in tail.iter().enumerate() {
+            if i < 8 {
+                k1 ^= u64::from(b) << (8 * i);
+            } else {
+                k2 ^= u64::from(b) << (8 * (i - 8));
+            }
+        }
+        if tail.len() > 8 {
+            h2 ^= k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
+        }
+        if !tail.is_empty() {
+            h1 ^= k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
+        }
+        let len = data.len() as u64;
+        h1 ^= len;
+        h2 ^= len;
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        h1 = fmix64(h1);
+        h2 = fmix64(h2);
+        h1 = h1.wrapping_add(h2);
+        h2 = h2.wrapping_add(h1);
+        (h1, h2)
     }
 
     #[test]

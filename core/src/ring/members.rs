@@ -70,6 +70,7 @@ impl Members {
     }
 
     /// The slot of a live member.
+    #[inline]
     pub(crate) fn slot(&self, id: NodeId) -> Option<u32> {
         self.by_id.get(&id).copied()
     }

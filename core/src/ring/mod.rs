@@ -330,6 +330,7 @@ impl Ring {
 
     /// A borrowed, copyable query view.
     #[must_use]
+    #[inline]
     pub fn view(&self) -> RingView<'_> {
         RingView::new(self.config, &self.members, &self.points, None)
     }
@@ -349,24 +350,28 @@ impl Ring {
     /// The node owning `key` (libatapp `get_node_by_consistent_hash`: first point at or after
     /// the key's position, wrapping); `None` on an empty ring.
     #[must_use]
+    #[inline]
     pub fn lookup(&self, key: &[u8]) -> Option<NodeId> {
         self.view().lookup(key)
     }
 
     /// [`lookup`](Ring::lookup) of an integer key, hashed as its 8 little-endian bytes.
     #[must_use]
+    #[inline]
     pub fn lookup_u64(&self, key: u64) -> Option<NodeId> {
         self.view().lookup_u64(key)
     }
 
     /// [`lookup`](Ring::lookup) of an already hashed key.
     #[must_use]
+    #[inline]
     pub fn lookup_hash(&self, hash: KeyHash) -> Option<NodeId> {
         self.view().lookup_hash(hash)
     }
 
     /// Up to `k` successors of `key` in `mode` into `out` (cleared first); see
     /// [`RingView::successors`].
+    #[inline]
     pub fn successors(&self, key: &[u8], k: usize, mode: SearchMode, out: &mut Vec<NodeId>) {
         self.view().successors(key, k, mode, out);
     }

@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 
 use super::{RingConfig, members::Members};
 use crate::{
-    hash::{HashMode, compat_point, fast_point, node_bytes},
+    hash::{HashMode, Murmur3Prepared, compat_point_prepared, fast_point, node_bytes},
     ids::NodeId,
 };
 
@@ -27,8 +27,9 @@ const MAX_INDEX_BITS: u32 = 16;
 /// member slot that owns it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Point {
-    hi: u32,
+    // Low half first: `key()` then compiles to one unaligned 8-byte load.
     lo: u32,
+    hi: u32,
     slot: u32,
 }
 
@@ -37,7 +38,7 @@ impl Point {
     pub(crate) const fn new(key: u64, slot: u32) -> Point {
         // Truncations split the key into its two halves.
         let (hi, lo) = ((key >> 32) as u32, key as u32);
-        Point { hi, lo, slot }
+        Point { lo, hi, slot }
     }
 
     /// The stored 64-bit position (`h1` in compat mode).
@@ -53,10 +54,45 @@ impl Point {
     }
 }
 
+/// Bits of the first distribution pass of a full build (256 groups) of a large ring.
+const TOP_BITS: u32 = 8;
+
+/// Rings up to this many points are distributed on all index bits in one pass (the array
+/// fits in L2, so random writes are cheap) and need no second level.
+const SINGLE_PASS_MAX: usize = 1 << 17;
+
 /// Index bits suited to `len` points: about one to two points per prefix, capped.
 fn ideal_bits(len: usize) -> u32 {
     let log = usize::BITS - 1 - len.max(2).leading_zeros();
     log.clamp(1, MAX_INDEX_BITS)
+}
+
+/// Bits a full build sorts on before its insertion pass: one to two points per bucket.
+fn sort_bits(len: usize) -> u32 {
+    let log = usize::BITS - 1 - len.max(2).leading_zeros();
+    log.clamp(1, 24)
+}
+
+/// Insertion sort by stored position (stable); returns whether two positions are equal.
+fn insertion_sort(pts: &mut [Point]) -> bool {
+    let mut ties = false;
+    for i in 1..pts.len() {
+        let p = pts[i];
+        let k = p.key();
+        let prev = pts[i - 1].key();
+        if k < prev {
+            let mut j = i;
+            while j > 0 && pts[j - 1].key() > k {
+                pts[j] = pts[j - 1];
+                j -= 1;
+            }
+            pts[j] = p;
+            ties |= j > 0 && pts[j - 1].key() == k;
+        } else {
+            ties |= k == prev;
+        }
+    }
+    ties
 }
 
 /// Computes the sorted positions of the member in `slot` into `out` (one hash of the node in
@@ -72,8 +108,8 @@ pub(crate) fn node_keys(config: &RingConfig, members: &Members, slot: u32, out: 
         }
         HashMode::LibatappCompat => {
             let id_bytes = members.id(slot).0.to_le_bytes();
-            let bytes = node_bytes(members.name(slot), &id_bytes);
-            out.extend((0..ppn).map(|i| compat_point(bytes, i).0));
+            let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
+            out.extend((0..ppn).map(|i| compat_point_prepared(&node, i).0));
         }
     }
     out.sort_unstable();
@@ -101,9 +137,9 @@ pub(crate) fn run_order(
             }
             HashMode::LibatappCompat => {
                 let id_bytes = id.0.to_le_bytes();
-                let bytes = node_bytes(members.name(slot), &id_bytes);
+                let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
                 for i in 0..config.points_per_node {
-                    let (h1, h2) = compat_point(bytes, i);
+                    let (h1, h2) = compat_point_prepared(&node, i);
                     if h1 == key {
                         order.push((h2, id, slot));
                     }
@@ -144,8 +180,12 @@ pub(crate) struct Points {
     node_count: usize,
     /// Compat full builds stage positions here in member order (kept for reuse).
     stage: Vec<u64>,
-    /// Positions found by insert/remove (kept for reuse).
+    /// Positions found by insert/remove, bucket counts of a build (kept for reuse).
     scratch: Vec<u32>,
+    /// One top-bits group of a build (kept for reuse).
+    group: Vec<Point>,
+    /// Group cursors of a build (kept for reuse).
+    cursor: Vec<u32>,
 }
 
 impl Default for Points {
@@ -157,6 +197,8 @@ impl Default for Points {
             node_count: 0,
             stage: Vec::new(),
             scratch: Vec::new(),
+            group: Vec::new(),
+            cursor: Vec::new(),
         }
     }
 }
@@ -189,6 +231,8 @@ impl Points {
             + self.index.capacity() * 4
             + self.stage.capacity() * 8
             + self.scratch.capacity() * 4
+            + self.group.capacity() * core::mem::size_of::<Point>()
+            + self.cursor.capacity() * 4
     }
 
     /// Empties the ring, keeping allocations.
@@ -221,37 +265,55 @@ impl Points {
         }
     }
 
-    /// Full build from the members in `slots`: positions are hashed once each, bucketed on the
-    /// index prefix (counting pass + reverse scatter), then a linear insertion pass fixes the
-    /// order inside each bucket. No comparison sort, no allocation once buffers have grown.
+    /// Full build from the members in `slots`, without a comparison sort: positions are
+    /// hashed once each (fast mode computes them twice instead, a mix is cheaper than staging),
+    /// distributed by their top 8 bits into the ring array (256 sequential write streams), then
+    /// each such group — small enough for L1/L2 — is counting-sorted on the next bits into
+    /// buckets of one or two points, finished by an insertion pass. The prefix index falls out
+    /// of the group counts. No allocation once the buffers have grown.
     pub(crate) fn build(&mut self, config: &RingConfig, members: &Members, slots: &[u32]) {
         let ppn = config.points_per_node as usize;
         let len = slots.len() * ppn;
         self.node_count = slots.len();
-        self.reset_index(ideal_bits(len));
+        let index_bits = ideal_bits(len);
+        self.reset_index(index_bits);
         self.pts.clear();
         self.pts.resize(len, Point::default());
-        let shift = 64 - self.bits;
-        let bucket = |k: u64| (k >> shift) as usize;
-        let nb = 1usize << self.bits;
+        let top_bits = if len <= SINGLE_PASS_MAX {
+            index_bits
+        } else {
+            index_bits.min(TOP_BITS)
+        };
+        let top_shift = 64 - top_bits;
+        let groups = 1usize << top_bits;
+        // cursor[g]: end of group g after counting, its start after the reverse scatter.
+        // A one-pass build counts straight into the prefix index (already zeroed).
+        let single_pass = top_bits == index_bits && len <= SINGLE_PASS_MAX;
+        let mut cursor = if single_pass {
+            core::mem::take(&mut self.index)
+        } else {
+            let mut c = core::mem::take(&mut self.cursor);
+            c.clear();
+            c.resize((1 << top_bits) + 1, 0);
+            c
+        };
 
         match config.mode {
             HashMode::Fast => {
-                // Fast points are one mix each: computing them twice beats staging them.
                 for &slot in slots {
                     let h = members.node_hash(slot);
                     for i in 0..config.points_per_node {
-                        self.index[bucket(fast_point(h, i))] += 1;
+                        cursor[(fast_point(h, i) >> top_shift) as usize] += 1;
                     }
                 }
-                prefix_sums(&mut self.index[..nb]);
+                prefix_sums(&mut cursor[..groups]);
                 for &slot in slots.iter().rev() {
                     let h = members.node_hash(slot);
                     for i in (0..config.points_per_node).rev() {
                         let k = fast_point(h, i);
-                        let b = bucket(k);
-                        self.index[b] -= 1;
-                        self.pts[self.index[b] as usize] = Point::new(k, slot);
+                        let g = (k >> top_shift) as usize;
+                        cursor[g] -= 1;
+                        self.pts[cursor[g] as usize] = Point::new(k, slot);
                     }
                 }
             }
@@ -259,61 +321,95 @@ impl Points {
                 self.stage.clear();
                 for &slot in slots {
                     let id_bytes = members.id(slot).0.to_le_bytes();
-                    let bytes = node_bytes(members.name(slot), &id_bytes);
+                    let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
                     for i in 0..config.points_per_node {
-                        let k = compat_point(bytes, i).0;
+                        let k = compat_point_prepared(&node, i).0;
                         self.stage.push(k);
-                        self.index[bucket(k)] += 1;
+                        cursor[(k >> top_shift) as usize] += 1;
                     }
                 }
-                prefix_sums(&mut self.index[..nb]);
+                prefix_sums(&mut cursor[..groups]);
                 for (j, &slot) in slots.iter().enumerate().rev() {
                     for &k in self.stage[j * ppn..(j + 1) * ppn].iter().rev() {
-                        let b = bucket(k);
-                        self.index[b] -= 1;
-                        self.pts[self.index[b] as usize] = Point::new(k, slot);
+                        let g = (k >> top_shift) as usize;
+                        cursor[g] -= 1;
+                        self.pts[cursor[g] as usize] = Point::new(k, slot);
                     }
                 }
             }
         }
-        self.index[nb] = to_u32(len);
-        self.sort_within_buckets(config, members);
+        cursor[groups] = to_u32(len);
+
+        if single_pass {
+            // One pass was enough: the cursors are the prefix index.
+            self.index = cursor;
+            if insertion_sort(&mut self.pts) {
+                self.resolve_all_ties(config, members);
+            }
+            return;
+        }
+
+        // Second level, group by group.
+        let sort_bits = sort_bits(len).max(index_bits);
+        let local_bits = sort_bits - top_bits;
+        let local_shift = 64 - sort_bits;
+        let local_mask = (1u64 << local_bits) - 1;
+        let sub_bits = index_bits - top_bits;
+        let step_shift = sort_bits - index_bits;
+        let local = |k: u64| ((k >> local_shift) & local_mask) as usize;
+        let mut counts = core::mem::take(&mut self.scratch);
+        counts.clear();
+        counts.resize(1 << local_bits, 0);
+        let mut group = core::mem::take(&mut self.group);
+        let mut ties = false;
+        for g in 0..groups {
+            let (start, end) = (cursor[g] as usize, cursor[g + 1] as usize);
+            group.clear();
+            group.extend_from_slice(&self.pts[start..end]);
+            counts.fill(0);
+            for p in &group {
+                counts[local(p.key())] += 1;
+            }
+            let mut acc = to_u32(start);
+            for c in &mut counts {
+                let n = *c;
+                *c = acc;
+                acc += n;
+            }
+            let entries = &mut self.index[g << sub_bits..(g + 1) << sub_bits];
+            for (e, entry) in entries.iter_mut().enumerate() {
+                *entry = counts[e << step_shift];
+            }
+            for &p in &group {
+                let c = &mut counts[local(p.key())];
+                self.pts[*c as usize] = p;
+                *c += 1;
+            }
+            ties |= insertion_sort(&mut self.pts[start..end]);
+        }
+        self.index[1 << index_bits] = to_u32(len);
+        self.scratch = counts;
+        self.group = group;
+        self.cursor = cursor;
+        if ties {
+            self.resolve_all_ties(config, members);
+        }
     }
 
-    /// Insertion pass over points already grouped by prefix; then exact order for equal
-    /// positions.
-    fn sort_within_buckets(&mut self, config: &RingConfig, members: &Members) {
+    /// Puts every run of equal stored positions into exact order.
+    fn resolve_all_ties(&mut self, config: &RingConfig, members: &Members) {
         let pts = &mut self.pts;
-        let mut ties = false;
-        for i in 1..pts.len() {
-            let p = pts[i];
-            let k = p.key();
-            let prev = pts[i - 1].key();
-            if k < prev {
-                let mut j = i;
-                while j > 0 && pts[j - 1].key() > k {
-                    pts[j] = pts[j - 1];
-                    j -= 1;
-                }
-                pts[j] = p;
-                ties |= j > 0 && pts[j - 1].key() == k;
-            } else {
-                ties |= k == prev;
+        let mut start = 0;
+        while start < pts.len() {
+            let k = pts[start].key();
+            let mut end = start + 1;
+            while end < pts.len() && pts[end].key() == k {
+                end += 1;
             }
-        }
-        if ties {
-            let mut start = 0;
-            while start < pts.len() {
-                let k = pts[start].key();
-                let mut end = start + 1;
-                while end < pts.len() && pts[end].key() == k {
-                    end += 1;
-                }
-                if end - start > 1 {
-                    resolve_run(config, members, &mut pts[start..end]);
-                }
-                start = end;
+            if end - start > 1 {
+                resolve_run(config, members, &mut pts[start..end]);
             }
+            start = end;
         }
     }
 

@@ -28,6 +28,7 @@ pub struct RingView<'a> {
 }
 
 impl<'a> RingView<'a> {
+    #[inline]
     pub(crate) fn new(
         config: RingConfig,
         members: &'a Members,
@@ -72,6 +73,7 @@ impl<'a> RingView<'a> {
         self.slot_in_ring(id).is_some()
     }
 
+    #[inline]
     fn slot_in_ring(&self, id: NodeId) -> Option<u32> {
         let slot = self.members.slot(id)?;
         match self.membership {
@@ -88,6 +90,7 @@ impl<'a> RingView<'a> {
 
     /// Index of the first point at or after `hash` (libatapp's `lower_bound` on the 128-bit
     /// pair in compat mode); `len` when the key is past the last point.
+    #[inline]
     fn lower_bound(&self, hash: KeyHash) -> usize {
         let i = self.points.lower_bound_key(hash.hi);
         let pts = self.points.as_slice();
