@@ -20,18 +20,35 @@
 //!
 //! # Structure and cost
 //!
-//! A 4-ary min-heap of `(deadline, key, slot)` entries, a slot table mapping each live timer
-//! to its heap position, and a `hashbrown` map from key to slot (the map is only ever probed,
-//! never iterated, so its per-process hash seed cannot leak into any order). With `n` live
-//! timers: arm, replace and cancel are O(log n) worst case and O(1) on average (deadlines
-//! that grow with time — the usual `now + timeout` — never move up the heap; a cancelled
-//! entry is replaced by the last leaf, which rarely sinks); `pop_expired` is O(log n);
-//! `next_deadline` is O(1). Slots and heap cells are reused: once the queue has reached its
-//! peak size, arming and cancelling allocate nothing. Measured in
-//! `benches/benches/timer.rs`.
+//! Two parts:
+//! - a `hashbrown` map from each armed key to its deadline and a *generation* number (the map
+//!   is only ever probed, never iterated, so its per-process hash seed cannot leak into any
+//!   order);
+//! - a 4-ary min-heap of `(deadline, key, generation)` entries.
 //!
-//! A hierarchical timing wheel was the alternative; it makes `cancel` a list unlink but needs
-//! a full slot scan to report the exact next deadline, and exactness is the contract here.
+//! An entry is *live* when the map holds its key with its generation; every arm or move takes
+//! a fresh generation from a 64-bit counter (which cannot wrap in practice), so an entry left
+//! behind by an earlier deadline of the same key never looks live again.
+//!
+//! Cancelling is lazy, because cancel is the hot path (most timeouts never fire): it removes
+//! the key from the map, which makes its heap entry stale without touching the heap — one
+//! hash-map removal. Moving a deadline (an earlier `arm`, a `replace`) does the same and
+//! pushes a fresh entry. Stale entries are dropped when they reach the root — the root is
+//! always live, so [`next_deadline`](TimerQueue::next_deadline) is exact — or when cancel
+//! finds the entry at the end of the heap (a timer cancelled soon after it was armed), and
+//! once stale entries outnumber live ones plus a small slack the heap is compacted in one
+//! O(n) pass.
+//!
+//! With `n` live timers: `cancel` is O(1) (O(log n) when it cancels the earliest timer);
+//! `arm` of a new key is O(1) on average (a deadline later than most — the usual
+//! `now + timeout` — does not climb the heap) and O(log n) at worst; `pop_expired` is
+//! O(log n); `next_deadline` and `deadline` are O(1); all amortised over compaction. Memory is
+//! reused: once the queue has reached its peak size (at most `2n + 64` heap entries in
+//! steady state) nothing allocates. Measured in `benches/benches/timer.rs`.
+//!
+//! A hierarchical timing wheel was the alternative; it makes `cancel` a list unlink, but
+//! reporting the exact next deadline needs a scan of a whole wheel slot, and exactness is the
+//! contract here.
 
 use alloc::vec::Vec;
 use core::{fmt, hash::Hash};
@@ -43,6 +60,9 @@ use crate::time::Instant;
 /// Children per heap node. Four halves the depth of a binary heap and keeps a node's children
 /// within two cache lines.
 const ARITY: usize = 4;
+
+/// Stale heap entries tolerated beyond the number of live ones before a compaction.
+const STALE_SLACK: usize = 64;
 
 /// What [`TimerQueue::arm`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,8 +81,8 @@ pub enum Armed {
 struct HeapEntry<K> {
     deadline: Instant,
     key: K,
-    /// Index into `TimerQueue::positions`.
-    slot: u32,
+    /// Live iff the map holds `key` with this generation.
+    generation: u64,
 }
 
 impl<K: Ord> HeapEntry<K> {
@@ -75,6 +95,14 @@ impl<K: Ord> HeapEntry<K> {
             core::cmp::Ordering::Greater => false,
         }
     }
+}
+
+/// What the map holds for an armed key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Live {
+    deadline: Instant,
+    /// The generation of the key's one live heap entry.
+    generation: u64,
 }
 
 /// A keyed deadline queue where arming keeps the earlier deadline. See the [module
@@ -97,25 +125,24 @@ impl<K: Ord> HeapEntry<K> {
 /// ```
 #[derive(Clone)]
 pub struct TimerQueue<K> {
-    /// 4-ary min-heap ordered by [`HeapEntry::before`].
+    /// Armed key → its deadline and live generation.
+    live: HashMap<K, Live>,
+    /// 4-ary min-heap ordered by [`HeapEntry::before`]: exactly one live entry per armed key,
+    /// plus stale ones. The root, if any, is live.
     heap: Vec<HeapEntry<K>>,
-    /// `positions[slot]` is the heap index of the live timer using `slot`; free slots hold
-    /// stale values and are listed in `free`.
-    positions: Vec<u32>,
-    /// Slots to reuse before growing `positions` (LIFO, so the most recently freed — and most
-    /// likely cached — slot comes back first).
-    free: Vec<u32>,
-    /// Key → slot of its live timer.
-    slots: HashMap<K, u32>,
+    /// The generation the next pushed entry gets.
+    next_generation: u64,
+    /// Stale entries tolerated beyond the live count; [`STALE_SLACK`] except in tests.
+    stale_slack: usize,
 }
 
 impl<K> Default for TimerQueue<K> {
     fn default() -> Self {
         TimerQueue {
+            live: HashMap::default(),
             heap: Vec::new(),
-            positions: Vec::new(),
-            free: Vec::new(),
-            slots: HashMap::default(),
+            next_generation: 0,
+            stale_slack: STALE_SLACK,
         }
     }
 }
@@ -133,18 +160,6 @@ where
     }
 }
 
-/// A heap index or slot number as stored. Both are below the number of live timers, which
-/// `alloc_slot` keeps within `u32`.
-#[inline]
-const fn narrow(index: usize) -> u32 {
-    index as u32
-}
-
-#[inline]
-const fn widen(index: u32) -> usize {
-    index as usize
-}
-
 impl<K> TimerQueue<K>
 where
     K: Copy + Eq + Hash + Ord,
@@ -155,40 +170,42 @@ where
         Self::default()
     }
 
-    /// An empty queue with room for `n` live timers before it allocates.
+    /// An empty queue with room for `n` live timers before it allocates (the heap gets room
+    /// for `2n + 64` entries, its steady-state worst case). Under heavy churn the key map may
+    /// still grow once: hashbrown resizes rather than rehashes in place when tombstones fill a
+    /// table that is more than half full of live keys.
     #[must_use]
     pub fn with_capacity(n: usize) -> Self {
         TimerQueue {
-            heap: Vec::with_capacity(n),
-            positions: Vec::with_capacity(n),
-            free: Vec::with_capacity(n),
-            slots: HashMap::with_capacity(n),
+            live: HashMap::with_capacity(n),
+            heap: Vec::with_capacity(n.saturating_mul(2).saturating_add(STALE_SLACK)),
+            next_generation: 0,
+            stale_slack: STALE_SLACK,
         }
     }
 
     /// Number of armed keys.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.live.len()
     }
 
     /// Whether no key is armed.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.live.is_empty()
     }
 
     /// The deadline `key` is armed for, if any.
     #[must_use]
     pub fn deadline(&self, key: K) -> Option<Instant> {
-        let slot = *self.slots.get(&key)?;
-        Some(self.heap[widen(self.positions[widen(slot)])].deadline)
+        self.live.get(&key).map(|live| live.deadline)
     }
 
     /// Whether `key` is armed.
     #[must_use]
     pub fn contains(&self, key: K) -> bool {
-        self.slots.contains_key(&key)
+        self.live.contains_key(&key)
     }
 
     /// The earliest armed deadline: what the owner's `poll_timeout` reports. `None` when empty.
@@ -201,31 +218,31 @@ where
     /// stays (libatapp's "earliest wins"): a later deadline never replaces a nearer one.
     ///
     /// A deadline at or before the current time is fine: the key is due at the next
-    /// [`pop_expired`](Self::pop_expired). [`Instant::MAX`] arms a timer that never fires but
-    /// still counts in [`len`](Self::len).
-    ///
-    /// # Panics
-    /// If more than `u32::MAX` keys are armed at once (about 200 GiB of timers).
+    /// [`pop_expired`](Self::pop_expired). [`Instant::MAX`] arms a timer that only
+    /// `pop_expired(Instant::MAX)` fires, but that still counts in [`len`](Self::len).
     pub fn arm(&mut self, key: K, deadline: Instant) -> Armed {
-        match self.slots.entry(key) {
-            MapEntry::Occupied(entry) => {
-                let pos = widen(self.positions[widen(*entry.get())]);
-                if deadline < self.heap[pos].deadline {
-                    self.heap[pos].deadline = deadline;
-                    self.sift_up(pos);
-                    Armed::MovedEarlier
-                } else {
-                    Armed::KeptEarlier
+        let generation = self.next_generation;
+        match self.live.entry(key) {
+            MapEntry::Occupied(mut entry) => {
+                if deadline >= entry.get().deadline {
+                    return Armed::KeptEarlier;
                 }
+                entry.insert(Live {
+                    deadline,
+                    generation,
+                });
+                self.push(key, deadline);
+                // The old entry is stale now; if it was the root, the new, earlier entry has
+                // taken its place, so the root stays live.
+                self.bound_stale();
+                Armed::MovedEarlier
             }
             MapEntry::Vacant(entry) => {
-                let slot = alloc_slot(&mut self.positions, &mut self.free);
-                entry.insert(slot);
-                self.push(HeapEntry {
+                entry.insert(Live {
                     deadline,
-                    key,
-                    slot,
+                    generation,
                 });
+                self.push(key, deadline);
                 Armed::New
             }
         }
@@ -233,40 +250,49 @@ where
 
     /// Sets `key`'s deadline to `deadline`, earlier or later, arming it if needed. Returns the
     /// previous deadline.
-    ///
-    /// # Panics
-    /// If more than `u32::MAX` keys are armed at once.
     pub fn replace(&mut self, key: K, deadline: Instant) -> Option<Instant> {
-        match self.slots.entry(key) {
-            MapEntry::Occupied(entry) => {
-                let pos = widen(self.positions[widen(*entry.get())]);
-                let previous = self.heap[pos].deadline;
-                self.heap[pos].deadline = deadline;
-                if deadline < previous {
-                    self.sift_up(pos);
-                } else if deadline > previous {
-                    self.sift_down(pos);
-                }
-                Some(previous)
+        let generation = self.next_generation;
+        let previous = self.live.insert(
+            key,
+            Live {
+                deadline,
+                generation,
+            },
+        );
+        match previous {
+            Some(old) if old.deadline == deadline => {
+                // Same deadline: keep the existing entry live.
+                self.live.insert(key, old);
             }
-            MapEntry::Vacant(entry) => {
-                let slot = alloc_slot(&mut self.positions, &mut self.free);
-                entry.insert(slot);
-                self.push(HeapEntry {
-                    deadline,
-                    key,
-                    slot,
-                });
-                None
+            Some(_) => {
+                self.push(key, deadline);
+                self.discard_stale_roots();
+                self.bound_stale();
             }
+            None => self.push(key, deadline),
         }
+        previous.map(|old| old.deadline)
     }
 
     /// Disarms `key`, returning the deadline it had (`None` if it was not armed).
+    ///
+    /// One map removal; the heap entry is left stale unless it is the last or the first one
+    /// (see the [module docs](self)).
     pub fn cancel(&mut self, key: K) -> Option<Instant> {
-        let slot = self.slots.remove(&key)?;
-        let pos = widen(self.positions[widen(slot)]);
-        let removed = self.remove_at(pos);
+        let removed = self.live.remove(&key)?;
+        match self.heap.last() {
+            // Cancelled soon after it was armed: often still the last entry (a
+            // `now + timeout` deadline does not climb). Drop it outright.
+            Some(last) if last.generation == removed.generation => {
+                self.heap.pop();
+            }
+            // Cancelled the earliest timer: the root went stale.
+            Some(_) if self.heap[0].generation == removed.generation => {
+                self.discard_stale_roots();
+            }
+            _ => {}
+        }
+        self.bound_stale();
         Some(removed.deadline)
     }
 
@@ -277,19 +303,20 @@ where
     /// Never returns a key before its deadline, whatever `now` does (a `now` that goes
     /// backwards simply finds less due).
     pub fn pop_expired(&mut self, now: Instant) -> Option<(K, Instant)> {
-        let first = self.heap.first()?;
-        if first.deadline > now {
+        let root = *self.heap.first()?;
+        if root.deadline > now {
             return None;
         }
-        let key = first.key;
-        let removed = self.slots.remove(&key);
+        let removed = self.live.remove(&root.key);
         debug_assert_eq!(
-            removed,
-            Some(first.slot),
-            "every heap entry has a map entry"
+            removed.map(|live| live.generation),
+            Some(root.generation),
+            "the root is live"
         );
-        let entry = self.remove_at(0);
-        Some((entry.key, entry.deadline))
+        self.pop_root();
+        self.discard_stale_roots();
+        self.bound_stale();
+        Some((root.key, root.deadline))
     }
 
     /// Drains every key due at `now` into `out`, in firing order (appending; `out` is not
@@ -302,40 +329,108 @@ where
 
     /// Disarms every key, keeping the allocated capacity.
     pub fn clear(&mut self) {
+        self.live.clear();
         self.heap.clear();
-        self.positions.clear();
-        self.free.clear();
-        self.slots.clear();
     }
 
-    fn push(&mut self, entry: HeapEntry<K>) {
+    fn is_live(live: &HashMap<K, Live>, entry: &HeapEntry<K>) -> bool {
+        live.get(&entry.key)
+            .is_some_and(|l| l.generation == entry.generation)
+    }
+
+    /// Pops stale roots until the root is live (or the heap is empty).
+    fn discard_stale_roots(&mut self) {
+        while let Some(root) = self.heap.first() {
+            if Self::is_live(&self.live, root) {
+                break;
+            }
+            self.pop_root();
+        }
+    }
+
+    /// Compacts the heap once stale entries exceed live ones plus the slack, so that after
+    /// every public call `heap.len() <= 2 * len + slack`. Amortised O(1): each call adds at
+    /// most one stale entry, and a compaction that finds `s > live + slack` stale entries
+    /// costs O(s + live) = O(2s) and removes all `s`.
+    fn bound_stale(&mut self) {
+        let live = self.live.len();
+        if self.heap.len() - live > live + self.stale_slack {
+            self.compact();
+        }
+    }
+
+    /// Drops every stale entry: refills the heap from the map (a sequential scan, cheaper than
+    /// probing the map once per heap entry) and restores heap order bottom-up (Floyd).
+    ///
+    /// The map's iteration order is seeded per process, so the heap's *layout* after a
+    /// compaction varies between runs; what it yields does not, because `(deadline, key)` is a
+    /// strict total order over live entries.
+    fn compact(&mut self) {
+        self.heap.clear();
+        self.heap
+            .extend(self.live.iter().map(|(&key, live)| HeapEntry {
+                deadline: live.deadline,
+                key,
+                generation: live.generation,
+            }));
+        for pos in (0..self.heap.len() / ARITY + 1).rev() {
+            self.sift_down(pos);
+        }
+    }
+
+    /// Pushes the live entry of `key` (generation `next_generation`, which it consumes).
+    fn push(&mut self, key: K, deadline: Instant) {
+        let generation = self.next_generation;
+        // 2^64 pushes would take centuries; wrapping (not panicking) is the safe choice.
+        self.next_generation = self.next_generation.wrapping_add(1);
         let pos = self.heap.len();
-        self.heap.push(entry);
-        self.positions[widen(entry.slot)] = narrow(pos);
+        self.heap.push(HeapEntry {
+            deadline,
+            key,
+            generation,
+        });
         self.sift_up(pos);
     }
 
-    /// Takes the entry at heap index `pos` out, frees its slot and restores the heap. The
-    /// caller has already removed its key from `slots`.
-    fn remove_at(&mut self, pos: usize) -> HeapEntry<K> {
-        let last = self
-            .heap
-            .pop()
-            .expect("remove_at is called on a live position");
-        let removed = if pos < self.heap.len() {
-            let removed = core::mem::replace(&mut self.heap[pos], last);
-            self.positions[widen(last.slot)] = narrow(pos);
-            if last.before(&removed) {
-                self.sift_up(pos);
-            } else {
-                self.sift_down(pos);
-            }
-            removed
-        } else {
-            last
+    /// Removes the root entry (live or stale) and restores heap order.
+    ///
+    /// Floyd's bottom-up variant: the hole left by the root sinks along the smallest children
+    /// to a leaf without comparing against the last entry, which then climbs from there —
+    /// usually not at all, since the last entry is a leaf. That saves one comparison per level
+    /// over a plain sift-down.
+    fn pop_root(&mut self) {
+        let Some(last) = self.heap.pop() else {
+            return;
         };
-        self.free.push(removed.slot);
-        removed
+        let len = self.heap.len();
+        if len == 0 {
+            return;
+        }
+        let mut hole = 0;
+        loop {
+            let first_child = hole * ARITY + 1;
+            if first_child >= len {
+                break;
+            }
+            let best = self.min_child(first_child, len);
+            self.heap[hole] = self.heap[best];
+            hole = best;
+        }
+        self.heap[hole] = last;
+        self.sift_up(hole);
+    }
+
+    /// The position of the earliest among the children starting at `first_child`.
+    #[inline]
+    fn min_child(&self, first_child: usize, len: usize) -> usize {
+        let end = (first_child + ARITY).min(len);
+        let mut best = first_child;
+        for child in first_child + 1..end {
+            if self.heap[child].before(&self.heap[best]) {
+                best = child;
+            }
+        }
+        best
     }
 
     /// Moves the entry at `pos` towards the root until its parent fires before it.
@@ -348,50 +443,33 @@ where
                 break;
             }
             self.heap[pos] = parent;
-            self.positions[widen(parent.slot)] = narrow(pos);
             pos = parent_pos;
         }
         self.heap[pos] = entry;
-        self.positions[widen(entry.slot)] = narrow(pos);
     }
 
     /// Moves the entry at `pos` towards the leaves until it fires before all its children.
     fn sift_down(&mut self, mut pos: usize) {
-        let entry = self.heap[pos];
         let len = self.heap.len();
+        if pos >= len {
+            return;
+        }
+        let entry = self.heap[pos];
         loop {
             let first_child = pos * ARITY + 1;
             if first_child >= len {
                 break;
             }
-            let end = (first_child + ARITY).min(len);
-            let mut best = first_child;
-            for child in first_child + 1..end {
-                if self.heap[child].before(&self.heap[best]) {
-                    best = child;
-                }
-            }
+            let best = self.min_child(first_child, len);
             let child = self.heap[best];
             if !child.before(&entry) {
                 break;
             }
             self.heap[pos] = child;
-            self.positions[widen(child.slot)] = narrow(pos);
             pos = best;
         }
         self.heap[pos] = entry;
-        self.positions[widen(entry.slot)] = narrow(pos);
     }
-}
-
-/// A slot for a new timer: a freed one if any, else a new one at the end of `positions`.
-fn alloc_slot(positions: &mut Vec<u32>, free: &mut Vec<u32>) -> u32 {
-    if let Some(slot) = free.pop() {
-        return slot;
-    }
-    let slot = u32::try_from(positions.len()).expect("fewer than 2^32 timers are armed at once");
-    positions.push(0);
-    slot
 }
 
 #[cfg(test)]

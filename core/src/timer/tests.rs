@@ -12,18 +12,30 @@ fn t(secs: u64) -> Instant {
     Instant::from_secs(secs)
 }
 
-/// Checks the heap order and the slot table against each other.
+/// Checks every structural invariant: one live heap entry per armed key matching the map,
+/// unique generations, a live root, heap order, and the bound on stale entries.
 fn assert_consistent<K: Copy + Eq + Hash + Ord + fmt::Debug>(q: &TimerQueue<K>) {
-    assert_eq!(q.slots.len(), q.heap.len());
-    assert_eq!(q.positions.len(), q.heap.len() + q.free.len());
-    for (pos, entry) in q.heap.iter().enumerate() {
-        assert_eq!(widen(q.positions[widen(entry.slot)]), pos);
-        assert_eq!(q.slots.get(&entry.key), Some(&entry.slot));
-        if pos > 0 {
-            let parent = &q.heap[(pos - 1) / ARITY];
-            assert!(!entry.before(parent), "heap order broken at {pos}");
+    let mut generations: Vec<u64> = q.heap.iter().map(|e| e.generation).collect();
+    generations.sort_unstable();
+    generations.dedup();
+    assert_eq!(generations.len(), q.heap.len(), "generation reused");
+    assert!(generations.last().is_none_or(|&g| g < q.next_generation));
+    let mut live_entries = 0;
+    for entry in &q.heap {
+        if TimerQueue::<K>::is_live(&q.live, entry) {
+            live_entries += 1;
+            assert_eq!(q.live[&entry.key].deadline, entry.deadline);
         }
     }
+    assert_eq!(live_entries, q.live.len());
+    if let Some(root) = q.heap.first() {
+        assert!(TimerQueue::<K>::is_live(&q.live, root), "stale root");
+    }
+    for (pos, entry) in q.heap.iter().enumerate().skip(1) {
+        let parent = &q.heap[(pos - 1) / ARITY];
+        assert!(!entry.before(parent), "heap order broken at {pos}");
+    }
+    assert!(q.heap.len() <= 2 * q.live.len() + q.stale_slack);
 }
 
 #[test]
@@ -229,29 +241,100 @@ fn a_hundred_thousand_keys_drain_in_order() {
 }
 
 #[test]
-fn steady_state_arm_and_cancel_reuse_slots_without_growing() {
+fn a_stale_entry_never_fires_even_when_its_key_is_rearmed() {
+    let mut q = TimerQueue::new();
+    q.arm(1u64, t(100));
+    q.arm(2, t(10));
+    q.arm(9, t(300));
+    assert_eq!(q.cancel(1), Some(t(100)));
+    // Key 1's entry stays in the heap, stale; re-arming at the same deadline adds another.
+    assert_eq!(q.heap.len(), 3);
+    assert_eq!(q.arm(1, t(100)), Armed::New);
+    assert_eq!(q.heap.len(), 4);
+    assert_consistent(&q);
+    let mut out = Vec::new();
+    q.expire(t(150), &mut out);
+    assert_eq!(out, vec![(2, t(10)), (1, t(100))]);
+    // Both entries of key 1 are gone: the stale one was discarded when it reached the root.
+    assert_eq!(q.heap.len(), 1);
+    assert_eq!(q.next_deadline(), Some(t(300)));
+    assert_consistent(&q);
+}
+
+#[test]
+fn cancelling_right_after_arming_leaves_nothing_behind() {
+    let mut q = TimerQueue::new();
+    for key in 0..10u64 {
+        q.arm(key, t(key));
+    }
+    // `now + timeout` deadlines stay at the end of the heap; cancelling pops them outright.
+    for key in 100..200u64 {
+        q.arm(key, t(1_000 + key));
+        assert_eq!(q.cancel(key), Some(t(1_000 + key)));
+        assert_eq!(q.heap.len(), 10);
+    }
+    // Cancelling the earliest timer discards the stale root at once.
+    assert_eq!(q.cancel(0), Some(t(0)));
+    assert_eq!(q.heap.len(), 9);
+    assert_eq!(q.next_deadline(), Some(t(1)));
+    assert_consistent(&q);
+}
+
+#[test]
+fn stale_entries_are_compacted_once_they_outnumber_live_ones_plus_slack() {
+    let mut q = TimerQueue::new();
+    for key in 0..50u64 {
+        q.arm(key, t(1_000 + key));
+    }
+    // Moving deadlines later leaves one stale entry per move. Key 0 (t = 1000 s) stays the
+    // root, so no stale entry reaches it.
+    for round in 0..114u64 {
+        q.replace(1 + round % 49, t(2_000 + round));
+    }
+    assert_eq!(q.len(), 50);
+    assert_eq!(q.heap.len(), 50 + 114);
+    assert_consistent(&q);
+    // The 115th stale entry exceeds 50 live + 64 slack: one O(n) pass removes them all.
+    q.replace(1, t(3_000));
+    assert_eq!(q.heap.len(), 50);
+    assert_consistent(&q);
+    let mut out = Vec::new();
+    q.expire(Instant::MAX, &mut out);
+    assert_eq!(out.len(), 50);
+    assert_eq!(out[0], (0, t(1_000)));
+    assert_eq!(out[49], (1, t(3_000)));
+}
+
+#[test]
+fn steady_state_churn_stops_allocating() {
     let mut q = TimerQueue::new();
     for key in 0..1_000u64 {
         q.arm(key, t(key));
     }
-    let heap_capacity = q.heap.capacity();
-    let slot_count = q.positions.len();
     let mut rng = Rng::new(5);
-    for round in 0..10_000u64 {
-        let victim = rng.below(1_000 + round);
-        let key = if q.cancel(victim).is_some() {
-            victim
-        } else {
-            q.pop_expired(Instant::MAX)
-                .expect("queue holds 1000 keys")
-                .0
-        };
-        assert!(!q.contains(key));
-        q.arm(1_000 + round, t(rng.below(100_000)));
-    }
+    let mut churn = |q: &mut TimerQueue<u64>, rounds: core::ops::Range<u64>| {
+        for round in rounds {
+            let victim = rng.below(1_000 + round);
+            let key = if q.cancel(victim).is_some() {
+                victim
+            } else {
+                q.pop_expired(Instant::MAX)
+                    .expect("queue holds 1000 keys")
+                    .0
+            };
+            assert!(!q.contains(key));
+            q.arm(1_000 + round, t(rng.below(100_000)));
+        }
+    };
+    // Warm-up: the heap reaches its 2n + slack peak; hashbrown may grow the map once when
+    // tombstones fill it while it is more than half full of live keys.
+    churn(&mut q, 0..40_000);
+    let heap_capacity = q.heap.capacity();
+    let map_bytes = q.live.allocation_size();
+    churn(&mut q, 40_000..80_000);
     assert_eq!(q.len(), 1_000);
-    assert_eq!(q.positions.len(), slot_count);
     assert_eq!(q.heap.capacity(), heap_capacity);
+    assert_eq!(q.live.allocation_size(), map_bytes);
     assert_consistent(&q);
 }
 
@@ -333,8 +416,13 @@ proptest! {
     })]
 
     #[test]
-    fn queue_matches_a_btreemap_model(ops in proptest::collection::vec(op(), 1..200)) {
+    fn queue_matches_a_btreemap_model(
+        ops in proptest::collection::vec(op(), 1..200),
+        stale_slack in prop_oneof![Just(0usize), Just(3), Just(STALE_SLACK)],
+    ) {
         let mut q = TimerQueue::new();
+        // Small slacks make compaction frequent.
+        q.stale_slack = stale_slack;
         let mut model: BTreeMap<u8, Instant> = BTreeMap::new();
         let mut now = Instant::ZERO;
         for op in ops {
