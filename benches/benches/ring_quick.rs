@@ -10,7 +10,7 @@ use switchboard_core::{
     discovery::{Filter, Metadata},
     hash::HashMode,
     ids::NodeId,
-    ring::{Ring, RingConfig, RingMember, RingSet},
+    ring::{Ring, RingConfig, RingMember, RingSet, SearchMode},
     rng::Rng,
 };
 
@@ -196,6 +196,19 @@ fn ring_min() {
             println!(
                 "min lookup/{mode:?}/{n}: {:.2} ns",
                 t.as_nanos() as f64 / (64.0 * 4096.0)
+            );
+            let mut out = Vec::new();
+            let t = min_of(30, || {
+                timed(|| {
+                    for &k in &keys {
+                        ring.successors(&k.to_le_bytes(), 3, SearchMode::UNIQUE, &mut out);
+                        black_box(&out);
+                    }
+                })
+            });
+            println!(
+                "min successors(k=3, unique)/{mode:?}/{n}: {:.2} ns",
+                t.as_nanos() as f64 / 4096.0
             );
             println!(
                 "memory/{mode:?}/{n}: {:.2} B/point total (points 12 B + index {:.2} B + members + buffers)",

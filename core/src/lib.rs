@@ -16,6 +16,12 @@
 //!   of known nodes, which keeps the hash rings up to date incrementally.
 //! - [`hash`], [`ring`], [`select`]: consistent-hash rings (fast and libatapp-compatible
 //!   modes) and target selection (hash, round robin, random, by id, by name).
+//! - [`config`]: the node's plain-data configuration, its defaults and `validate()`.
+//! - [`outcome`]: how every accepted message ends — `Delivered`, `Failed(reason)` (provably
+//!   not delivered) or `Unknown(reason)` (transmitted, never acknowledged).
+//! - [`endpoint`]: one endpoint per remote target, holding its pending queue (count and byte
+//!   limits, per-message deadlines), flushed in order when a route is ready, collected when
+//!   unused — failing, never dropping, what is still queued.
 //!
 //! The connection manager, bus, registry and `Node` facade build on these in later modules.
 #![no_std]
@@ -27,9 +33,12 @@ extern crate alloc;
 extern crate std;
 
 pub mod backoff;
+pub mod config;
 pub mod discovery;
+pub mod endpoint;
 pub mod hash;
 pub mod ids;
+pub mod outcome;
 pub mod ring;
 pub mod rng;
 pub mod select;

@@ -58,6 +58,33 @@ struct Cursor {
 /// Resolves [`Target`]s against a [`RingSet`]; keeps one round-robin cursor per ring.
 ///
 /// Use one selector per set: its cursors are keyed by the set's filter ids.
+///
+/// ```
+/// use switchboard_core::{
+///     discovery::{Filter, Metadata},
+///     ids::NodeId,
+///     ring::{RingConfig, RingMember, RingSet},
+///     rng::Rng,
+///     select::{Selector, Target},
+/// };
+///
+/// let game = Metadata { kind: "game".into(), ..Metadata::default() };
+/// let mut set = RingSet::new(RingConfig::default());
+/// let games = set.add_filter(Filter(game.clone()));
+/// set.insert(RingMember::new(NodeId(7), "game-7").with_pod_index(1), &game)?;
+/// set.insert(RingMember::new(NodeId(9), "game-9").with_pod_index(0), &game)?;
+/// set.insert(RingMember::new(NodeId(3), "gate-3"), &Metadata::default())?;
+///
+/// let (mut sel, mut rng) = (Selector::new(), Rng::new(1));
+/// let rr = Target::RoundRobin { filter: Some(games) };
+/// // Pod index first: 9 (pod 0), then 7 (pod 1), then around again.
+/// assert_eq!(sel.select(&set, rr, &mut rng), Some(NodeId(9)));
+/// assert_eq!(sel.select(&set, rr, &mut rng), Some(NodeId(7)));
+/// assert_eq!(sel.select(&set, rr, &mut rng), Some(NodeId(9)));
+/// let owner = sel.select(&set, Target::Hash { filter: Some(games), key: b"room-1" }, &mut rng);
+/// assert!(owner == Some(NodeId(7)) || owner == Some(NodeId(9)));
+/// # Ok::<(), switchboard_core::ring::RingError>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Selector {
     /// Cursor per ring: index 0 is the default ring, `i + 1` the filter with index `i`.
@@ -306,5 +333,84 @@ mod tests {
         assert_eq!(picks(&mut sel, &set, None, 2), vec![11, 13]);
         assert_eq!(picks(&mut sel, &set, Some(wild), 2), vec![20, 12]);
         assert_eq!(picks(&mut sel, &set, None, 1), vec![10]);
+    }
+
+    mod prop {
+        use alloc::{boxed::Box, collections::BTreeMap, format, vec::Vec};
+
+        use proptest::{prelude::*, test_runner::FileFailurePersistence};
+
+        use super::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Put { id: u64, pod: i64, game: bool },
+            Remove { id: u64 },
+            Pick { filtered: bool },
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                2 => (1u64..=8, -1i64..=2, any::<bool>())
+                    .prop_map(|(id, pod, game)| Op::Put { id, pod, game }),
+                1 => (1u64..=8).prop_map(|id| Op::Remove { id }),
+                4 => any::<bool>().prop_map(|filtered| Op::Pick { filtered }),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig {
+                failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+                    "../proptest-regressions/select_round_robin.txt",
+                ))),
+                cases: 128,
+                ..ProptestConfig::default()
+            })]
+            /// Every pick is the first member ordered after the previous pick of that ring
+            /// (wrapping), whatever changed in between.
+            #[test]
+            fn round_robin_picks_the_member_after_the_last_one(
+                ops in proptest::collection::vec(op(), 1..60)
+            ) {
+                let mut set = RingSet::new(RingConfig { points_per_node: 2, ..RingConfig::fast() });
+                let game = set.add_filter(Filter(meta("game")));
+                let mut sel = Selector::new();
+                let mut model: BTreeMap<u64, (i64, bool)> = BTreeMap::new();
+                let mut last: [Option<(i64, NodeId)>; 2] = [None, None];
+                for op in ops {
+                    match op {
+                        Op::Put { id, pod, game: g } => {
+                            let name = format!("n{id}");
+                            let m = meta(if g { "game" } else { "" });
+                            set.insert(RingMember::new(NodeId(id), &name).with_pod_index(pod), &m)
+                                .unwrap();
+                            model.insert(id, (pod, g));
+                        }
+                        Op::Remove { id } => {
+                            set.remove(NodeId(id));
+                            model.remove(&id);
+                        }
+                        Op::Pick { filtered } => {
+                            let mut order: Vec<(i64, NodeId)> = model
+                                .iter()
+                                .filter(|(_, m)| !filtered || m.1)
+                                .map(|(&id, m)| (m.0, NodeId(id)))
+                                .collect();
+                            order.sort_unstable();
+                            let l = &mut last[usize::from(filtered)];
+                            let expected = l
+                                .and_then(|prev| order.iter().find(|&&m| m > prev))
+                                .or(order.first())
+                                .copied();
+                            let got = sel.round_robin(&set, filtered.then_some(game));
+                            prop_assert_eq!(got, expected.map(|e| e.1));
+                            if expected.is_some() {
+                                *l = expected;
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -186,6 +186,7 @@ pub enum RingError {
 
 fn check_capacity(config: &RingConfig, nodes: usize) -> Result<(), RingError> {
     let fits = config.points_per_node <= RingConfig::MAX_POINTS_PER_NODE
+        && u32::try_from(nodes).is_ok()
         && nodes
             .checked_mul(config.points_per_node as usize)
             .is_some_and(|p| u32::try_from(p).is_ok());
@@ -204,6 +205,30 @@ fn check_capacity(config: &RingConfig, nodes: usize) -> Result<(), RingError> {
 /// Change it with [`build`](Ring::build) (everything at once), [`insert`](Ring::insert) and
 /// [`remove`](Ring::remove) (one node, incremental); query it with [`lookup`](Ring::lookup)
 /// and [`successors`](Ring::successors), or through a borrowed [`RingView`].
+///
+/// ```
+/// use switchboard_core::{ids::NodeId, ring::{Ring, RingConfig, RingMember, SearchMode}};
+///
+/// let mut ring = Ring::new(RingConfig::libatapp_compat());
+/// ring.build([
+///     RingMember::new(NodeId(1), "svc-1"),
+///     RingMember::new(NodeId(2), "svc-2"),
+///     RingMember::new(NodeId(3), "svc-3"),
+/// ])?;
+/// let owner = ring.lookup(b"user:42").expect("ring is not empty");
+///
+/// // Three distinct replicas, the owner first.
+/// let mut replicas = Vec::new();
+/// ring.successors(b"user:42", 3, SearchMode::UNIQUE, &mut replicas);
+/// assert_eq!(replicas.len(), 3);
+/// assert_eq!(replicas[0], owner);
+///
+/// // Removing another node never moves this key.
+/// let other = replicas[1];
+/// ring.remove(other);
+/// assert_eq!(ring.lookup(b"user:42"), Some(owner));
+/// # Ok::<(), switchboard_core::ring::RingError>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Ring {
     config: RingConfig,

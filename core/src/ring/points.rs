@@ -3,14 +3,19 @@
 //!
 //! A point is `(position, slot)` packed as three `u32` (8 bytes of position, 4 of member slot),
 //! so the ring is one array: one cache miss per lookup, one write per point when sorting.
-//! Order is by position, ties by node id — and in libatapp-compatible mode by the full 128-bit
-//! position first: only the high 64 bits are stored, and the (astronomically rare) runs of equal
-//! high halves are put in exact order by recomputing the low halves of just those points
-//! ([`resolve_run`]).
+//! Why 12 bytes and not 8 (a 48-bit position beside a 16-bit slot): full 64-bit positions make
+//! fast-mode ties practically impossible (any tie among 80 000 points: about 2^-32, against
+//! 2^-16 with 48 bits) and need no recomputation to compare, and `u32` slots do not cap a ring
+//! at 65 535 nodes. Order is by position, ties by node id — and in libatapp-compatible mode by the full
+//! 128-bit position first: only the high 64 bits are stored, and the (astronomically rare) runs
+//! of equal high halves are put in exact order by recomputing the low halves of just those
+//! points ([`resolve_run`]; lookups do the same on a key that hits a stored high half exactly).
 //!
-//! The prefix index maps the top `bits` bits of a position to the first point at or after that
-//! prefix. It doubles as the counting array of the bucket build, and incremental changes shift
-//! it by the number of points added or removed below each prefix.
+//! The prefix index maps the top `bits` bits (at most 16: 256 KiB, L2-resident) of a position to
+//! the first point at or after that prefix. It doubles as the counting array of a one-pass
+//! build, and incremental changes shift it by the number of points added or removed below each
+//! prefix. Incremental changes work in place (block moves), so no second copy of the ring is
+//! ever held; full builds reuse every buffer, so steady-state rebuilds allocate nothing.
 
 use alloc::vec::Vec;
 
@@ -178,8 +183,6 @@ pub(crate) struct Points {
     index: Vec<u32>,
     bits: u32,
     node_count: usize,
-    /// Compat full builds stage positions here in member order (kept for reuse).
-    stage: Vec<u64>,
     /// Positions found by insert/remove, bucket counts of a build (kept for reuse).
     scratch: Vec<u32>,
     /// One top-bits group of a build (kept for reuse).
@@ -195,7 +198,6 @@ impl Default for Points {
             index: alloc::vec![0; 3],
             bits: 1,
             node_count: 0,
-            stage: Vec::new(),
             scratch: Vec::new(),
             group: Vec::new(),
             cursor: Vec::new(),
@@ -229,7 +231,6 @@ impl Points {
     pub(crate) fn memory_bytes(&self) -> usize {
         self.pts.capacity() * core::mem::size_of::<Point>()
             + self.index.capacity() * 4
-            + self.stage.capacity() * 8
             + self.scratch.capacity() * 4
             + self.group.capacity() * core::mem::size_of::<Point>()
             + self.cursor.capacity() * 4
@@ -298,46 +299,19 @@ impl Points {
             c
         };
 
-        match config.mode {
-            HashMode::Fast => {
-                for &slot in slots {
-                    let h = members.node_hash(slot);
-                    for i in 0..config.points_per_node {
-                        cursor[(fast_point(h, i) >> top_shift) as usize] += 1;
-                    }
-                }
-                prefix_sums(&mut cursor[..groups]);
-                for &slot in slots.iter().rev() {
-                    let h = members.node_hash(slot);
-                    for i in (0..config.points_per_node).rev() {
-                        let k = fast_point(h, i);
-                        let g = (k >> top_shift) as usize;
-                        cursor[g] -= 1;
-                        self.pts[cursor[g] as usize] = Point::new(k, slot);
-                    }
-                }
-            }
-            HashMode::LibatappCompat => {
-                self.stage.clear();
-                for &slot in slots {
-                    let id_bytes = members.id(slot).0.to_le_bytes();
-                    let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
-                    for i in 0..config.points_per_node {
-                        let k = compat_point_prepared(&node, i).0;
-                        self.stage.push(k);
-                        cursor[(k >> top_shift) as usize] += 1;
-                    }
-                }
-                prefix_sums(&mut cursor[..groups]);
-                for (j, &slot) in slots.iter().enumerate().rev() {
-                    for &k in self.stage[j * ppn..(j + 1) * ppn].iter().rev() {
-                        let g = (k >> top_shift) as usize;
-                        cursor[g] -= 1;
-                        self.pts[cursor[g] as usize] = Point::new(k, slot);
-                    }
-                }
-            }
-        }
+        // Positions are computed twice (count, then scatter) rather than staged: a fast point
+        // is one mix and a compat point one prepared murmur3 round, both cheaper than holding
+        // 8 more bytes per point between builds.
+        for_each_point(config, members, slots, |k, _| {
+            cursor[(k >> top_shift) as usize] += 1;
+        });
+        prefix_sums(&mut cursor[..groups]);
+        let pts = &mut self.pts;
+        for_each_point(config, members, slots, |k, slot| {
+            let g = (k >> top_shift) as usize;
+            cursor[g] -= 1;
+            pts[cursor[g] as usize] = Point::new(k, slot);
+        });
         cursor[groups] = to_u32(len);
 
         if single_pass {
@@ -516,9 +490,9 @@ impl Points {
         self.scratch = pos;
     }
 
-    /// Removes the points of `slot`, whose sorted positions are `keys`, in place: one forward
-    /// pass of block moves, then the index is shifted. Returns whether the node was present.
-    pub(crate) fn remove_node(&mut self, slot: u32, keys: &[u64]) -> bool {
+    /// Removes the points of `slot` (a node of this ring), whose sorted positions are `keys`,
+    /// in place: one forward pass of block moves, then the index is shifted.
+    pub(crate) fn remove_node(&mut self, slot: u32, keys: &[u64]) {
         let mut pos = core::mem::take(&mut self.scratch);
         pos.clear();
         let mut t = 0;
@@ -535,9 +509,9 @@ impl Points {
                 j += 1;
             }
         }
-        let found = !pos.is_empty();
-        if found {
-            debug_assert_eq!(pos.len(), keys.len(), "a member owns exactly its points");
+        debug_assert_eq!(pos.len(), keys.len(), "a member owns exactly its points");
+        self.node_count -= 1;
+        if !pos.is_empty() {
             let len = self.pts.len();
             let mut write = pos[0] as usize;
             for (t, &p) in pos.iter().enumerate() {
@@ -547,7 +521,6 @@ impl Points {
                 write += to - from;
             }
             self.pts.truncate(write);
-            self.node_count -= 1;
             if self.index_out_of_range(self.pts.len()) {
                 self.rebuild_index();
             } else {
@@ -555,7 +528,6 @@ impl Points {
             }
         }
         self.scratch = pos;
-        found
     }
 
     /// Rebuilds this ring as the points of `src` whose slot satisfies `keep` (a sub-ring of
@@ -571,6 +543,35 @@ impl Points {
             .extend(src.pts.iter().copied().filter(|p| keep(p.slot())));
         self.node_count = node_count;
         self.rebuild_index();
+    }
+}
+
+/// Calls `f(position, slot)` for every point of the members in `slots`, in member order.
+#[inline]
+fn for_each_point(
+    config: &RingConfig,
+    members: &Members,
+    slots: &[u32],
+    mut f: impl FnMut(u64, u32),
+) {
+    match config.mode {
+        HashMode::Fast => {
+            for &slot in slots {
+                let h = members.node_hash(slot);
+                for i in 0..config.points_per_node {
+                    f(fast_point(h, i), slot);
+                }
+            }
+        }
+        HashMode::LibatappCompat => {
+            for &slot in slots {
+                let id_bytes = members.id(slot).0.to_le_bytes();
+                let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
+                for i in 0..config.points_per_node {
+                    f(compat_point_prepared(&node, i).0, slot);
+                }
+            }
+        }
     }
 }
 

@@ -363,3 +363,28 @@ fn removing_a_node_moves_only_its_keys() {
         assert!(moved > 0);
     }
 }
+
+#[test]
+fn zero_points_per_node_keeps_counts_but_places_nothing() {
+    let config = RingConfig {
+        points_per_node: 0,
+        mode: HashMode::Fast,
+    };
+    let mut ring = Ring::new(config);
+    for id in 1..=3 {
+        ring.insert(RingMember::new(NodeId(id), "z")).unwrap();
+    }
+    assert!(ring.remove(NodeId(2)));
+    assert_eq!((ring.node_count(), ring.point_count()), (2, 0));
+    assert_eq!(ring.lookup(b"k"), None);
+    let mut set = super::RingSet::new(config);
+    let m = crate::discovery::Metadata::default();
+    set.insert(RingMember::new(NodeId(4), "a"), &m).unwrap();
+    set.insert(RingMember::new(NodeId(5), "b"), &m).unwrap();
+    assert!(set.remove(NodeId(4)));
+    assert_eq!(set.ring(None).node_count(), 1);
+    assert_eq!(
+        set.round_robin_order(None).ids().collect::<Vec<_>>(),
+        vec![NodeId(5)]
+    );
+}

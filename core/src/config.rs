@@ -1,0 +1,390 @@
+//! Node configuration: plain data with the defaults of ARCHITECTURE §14, and its validation.
+//!
+//! A [`Config`] is what an adapter reads from a file or flags and hands to the node once; the
+//! core never reads the environment. It deserializes with serde (every field optional, missing
+//! ones take their defaults, unknown keys are an error so a typo cannot silently keep a
+//! default) and is checked by [`Config::validate`] before use: each problem is a
+//! [`ConfigError`] naming the offending field by its serialized key.
+//!
+//! **Durations** are [`Duration`] fields in Rust (the type carries the unit) and whole
+//! milliseconds on the wire, under keys ending in `_ms` (`message_timeout_ms: 8000`), so a
+//! JSON or TOML file says its unit in every key. Serializing truncates to whole milliseconds.
+//!
+//! **Zero** means "unlimited" for the limits inherited from libatapp (`send_buffer_number`,
+//! `send_buffer_size`, `flush_batch`, `reconnect_max_tries`) and "immediately" for
+//! `endpoint_gc_timeout`; every other zero is rejected by `validate`.
+
+use alloc::string::String;
+
+use crate::{ids::NodeId, time::Duration};
+
+/// Everything the connection manager and its parts are configured with.
+///
+/// `Config::default()` holds the documented defaults with node id 0, which `validate` rejects:
+/// a node must be given its id. Use [`Config::new`] for "defaults plus identity".
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// This node's id (libatapp's bus id). 0 is reserved and rejected.
+    pub id: NodeId,
+    /// This node's name, as published in discovery. May be empty (the node is then reachable
+    /// by id only).
+    pub name: String,
+    /// First reconnect delay (before jitter). Default 1 s. Key `reconnect_start_ms`.
+    #[serde(rename = "reconnect_start_ms", with = "millis")]
+    pub reconnect_start: Duration,
+    /// Cap on the reconnect delay (before jitter); must be ≥ `reconnect_start`. Default 60 s.
+    /// Key `reconnect_max_ms`.
+    #[serde(rename = "reconnect_max_ms", with = "millis")]
+    pub reconnect_max: Duration,
+    /// Reconnect attempts before a route record is removed; 0 = unlimited. Default 8.
+    pub reconnect_max_tries: u32,
+    /// Jitter applied to each reconnect delay, ± this percentage (0..=100). Default 20.
+    pub reconnect_jitter_percent: u32,
+    /// How long a route record survives its topology record's deletion while its link is
+    /// down. Default 120 s. Key `lost_topology_timeout_ms`.
+    #[serde(rename = "lost_topology_timeout_ms", with = "millis")]
+    pub lost_topology_timeout: Duration,
+    /// Deadline of each accepted message, counted from acceptance. Default 8 s.
+    /// Key `message_timeout_ms`.
+    #[serde(rename = "message_timeout_ms", with = "millis")]
+    pub message_timeout: Duration,
+    /// Pending messages per endpoint (count limit); 0 = unlimited. Default 4096.
+    pub send_buffer_number: usize,
+    /// Pending payload bytes per endpoint (byte limit); 0 = unlimited. Default 8 MiB.
+    pub send_buffer_size: usize,
+    /// How long an endpoint with no handles lives before it is collected (its queue failed
+    /// with `TargetGone`); 0 = at the next timeout. Default 60 s. Key `endpoint_gc_timeout_ms`.
+    #[serde(rename = "endpoint_gc_timeout_ms", with = "millis")]
+    pub endpoint_gc_timeout: Duration,
+    /// Messages one flush call hands to a link before yielding (libatapp's `loop_times`);
+    /// 0 = unlimited. Default 1000. See [`Config::flush_budget`].
+    pub flush_batch: usize,
+    /// Virtual points per node on each consistent-hash ring. Default 80.
+    pub ring_points_per_node: u32,
+    /// Interval between heartbeats on an idle link. Default 2 s. Key `heartbeat_interval_ms`.
+    #[serde(rename = "heartbeat_interval_ms", with = "millis")]
+    pub heartbeat_interval: Duration,
+    /// Missed heartbeat intervals after which a link is declared dead. Default 3.
+    pub heartbeat_dead_after: u32,
+    /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
+    /// in its id, so nodes sharing a seed still draw different jitter; set distinct seeds to
+    /// replay a particular run.
+    pub rng_seed: u64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            id: NodeId::NONE,
+            name: String::new(),
+            reconnect_start: Duration::from_secs(1),
+            reconnect_max: Duration::from_secs(60),
+            reconnect_max_tries: 8,
+            reconnect_jitter_percent: 20,
+            lost_topology_timeout: Duration::from_secs(120),
+            message_timeout: Duration::from_secs(8),
+            send_buffer_number: 4096,
+            send_buffer_size: 8 * 1024 * 1024,
+            endpoint_gc_timeout: Duration::from_secs(60),
+            flush_batch: 1000,
+            ring_points_per_node: 80,
+            heartbeat_interval: Duration::from_secs(2),
+            heartbeat_dead_after: 3,
+            rng_seed: 0,
+        }
+    }
+}
+
+impl Config {
+    /// The defaults with this node's identity filled in.
+    #[must_use]
+    pub fn new(id: NodeId, name: impl Into<String>) -> Config {
+        Config {
+            id,
+            name: name.into(),
+            ..Config::default()
+        }
+    }
+
+    /// Checks every field; the first problem (in field order) is returned.
+    ///
+    /// Call once before building a node from the config; a node never runs with a config that
+    /// fails this check.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the field: node id 0, a zero timeout or interval, a zero ring
+    /// point or heartbeat count, `reconnect_max_ms` below `reconnect_start_ms`, or a jitter
+    /// above 100 %.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.id.is_valid() {
+            return Err(ConfigError::ReservedNodeId);
+        }
+        nonzero_duration("reconnect_start_ms", self.reconnect_start)?;
+        nonzero_duration("reconnect_max_ms", self.reconnect_max)?;
+        if self.reconnect_max < self.reconnect_start {
+            return Err(ConfigError::ReconnectMaxBelowStart {
+                start: self.reconnect_start,
+                max: self.reconnect_max,
+            });
+        }
+        if self.reconnect_jitter_percent > 100 {
+            return Err(ConfigError::JitterOutOfRange {
+                percent: self.reconnect_jitter_percent,
+            });
+        }
+        nonzero_duration("lost_topology_timeout_ms", self.lost_topology_timeout)?;
+        nonzero_duration("message_timeout_ms", self.message_timeout)?;
+        if self.ring_points_per_node == 0 {
+            return Err(ConfigError::Zero {
+                field: "ring_points_per_node",
+            });
+        }
+        nonzero_duration("heartbeat_interval_ms", self.heartbeat_interval)?;
+        if self.heartbeat_dead_after == 0 {
+            return Err(ConfigError::Zero {
+                field: "heartbeat_dead_after",
+            });
+        }
+        Ok(())
+    }
+
+    /// `flush_batch` as a per-call budget: 0 ("unlimited") becomes `usize::MAX`.
+    #[must_use]
+    pub const fn flush_budget(&self) -> usize {
+        if self.flush_batch == 0 {
+            usize::MAX
+        } else {
+            self.flush_batch
+        }
+    }
+}
+
+fn nonzero_duration(field: &'static str, d: Duration) -> Result<(), ConfigError> {
+    if d.is_zero() {
+        Err(ConfigError::Zero { field })
+    } else {
+        Ok(())
+    }
+}
+
+/// Why a [`Config`] was rejected. Field names are the serialized keys.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `id` is 0, which is reserved for "no node".
+    #[error("id: node id 0 is reserved; give the node a non-zero id")]
+    ReservedNodeId,
+    /// A timeout, interval or count that must be positive is 0.
+    #[error("{field} must be greater than zero")]
+    Zero {
+        /// The serialized key of the field.
+        field: &'static str,
+    },
+    /// `reconnect_max_ms` is below `reconnect_start_ms`.
+    #[error("reconnect_max_ms ({max:?}) is below reconnect_start_ms ({start:?})")]
+    ReconnectMaxBelowStart {
+        /// The configured first delay.
+        start: Duration,
+        /// The configured cap.
+        max: Duration,
+    },
+    /// `reconnect_jitter_percent` is above 100.
+    #[error("reconnect_jitter_percent is {percent}; it must be between 0 and 100")]
+    JitterOutOfRange {
+        /// The configured percentage.
+        percent: u32,
+    },
+}
+
+/// Serde helper: a [`Duration`] as whole milliseconds (`u64`).
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::time::Duration;
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::*;
+
+    fn valid() -> Config {
+        Config::new(NodeId(0x101), "gate-1")
+    }
+
+    #[test]
+    fn defaults_match_the_architecture_table() {
+        let c = Config::default();
+        assert_eq!(c.id, NodeId::NONE);
+        assert_eq!(c.name, "");
+        assert_eq!(c.reconnect_start, Duration::from_secs(1));
+        assert_eq!(c.reconnect_max, Duration::from_secs(60));
+        assert_eq!(c.reconnect_max_tries, 8);
+        assert_eq!(c.reconnect_jitter_percent, 20);
+        assert_eq!(c.lost_topology_timeout, Duration::from_secs(120));
+        assert_eq!(c.message_timeout, Duration::from_secs(8));
+        assert_eq!(c.send_buffer_number, 4096);
+        assert_eq!(c.send_buffer_size, 8_388_608);
+        assert_eq!(c.endpoint_gc_timeout, Duration::from_secs(60));
+        assert_eq!(c.flush_batch, 1000);
+        assert_eq!(c.ring_points_per_node, 80);
+        assert_eq!(c.heartbeat_interval, Duration::from_secs(2));
+        assert_eq!(c.heartbeat_dead_after, 3);
+        assert_eq!(c.rng_seed, 0);
+    }
+
+    #[test]
+    fn defaults_with_an_id_are_valid() {
+        assert_eq!(valid().validate(), Ok(()));
+        assert_eq!(valid().id, NodeId(0x101));
+        assert_eq!(valid().name, "gate-1");
+    }
+
+    #[test]
+    fn node_id_zero_is_rejected() {
+        assert_eq!(
+            Config::default().validate(),
+            Err(ConfigError::ReservedNodeId)
+        );
+    }
+
+    #[test]
+    fn every_zero_timeout_and_count_names_its_field() {
+        type Setter = fn(&mut Config);
+        let cases: [(&str, Setter); 7] = [
+            ("reconnect_start_ms", |c| c.reconnect_start = Duration::ZERO),
+            ("reconnect_max_ms", |c| c.reconnect_max = Duration::ZERO),
+            ("lost_topology_timeout_ms", |c| {
+                c.lost_topology_timeout = Duration::ZERO;
+            }),
+            ("message_timeout_ms", |c| c.message_timeout = Duration::ZERO),
+            ("ring_points_per_node", |c| c.ring_points_per_node = 0),
+            ("heartbeat_interval_ms", |c| {
+                c.heartbeat_interval = Duration::ZERO;
+            }),
+            ("heartbeat_dead_after", |c| c.heartbeat_dead_after = 0),
+        ];
+        for (field, set) in cases {
+            let mut c = valid();
+            set(&mut c);
+            assert_eq!(c.validate(), Err(ConfigError::Zero { field }), "{field}");
+        }
+    }
+
+    #[test]
+    fn zero_means_unlimited_or_immediate_where_documented() {
+        let mut c = valid();
+        c.reconnect_max_tries = 0;
+        c.send_buffer_number = 0;
+        c.send_buffer_size = 0;
+        c.flush_batch = 0;
+        c.endpoint_gc_timeout = Duration::ZERO;
+        c.reconnect_jitter_percent = 0;
+        assert_eq!(c.validate(), Ok(()));
+        assert_eq!(c.flush_budget(), usize::MAX);
+        assert_eq!(valid().flush_budget(), 1000);
+    }
+
+    #[test]
+    fn reconnect_max_below_start_is_rejected() {
+        let mut c = valid();
+        c.reconnect_start = Duration::from_secs(5);
+        c.reconnect_max = Duration::from_millis(4_999);
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::ReconnectMaxBelowStart {
+                start: Duration::from_secs(5),
+                max: Duration::from_millis(4_999),
+            })
+        );
+        c.reconnect_max = Duration::from_secs(5);
+        assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn jitter_above_one_hundred_percent_is_rejected() {
+        let mut c = valid();
+        c.reconnect_jitter_percent = 100;
+        assert_eq!(c.validate(), Ok(()));
+        c.reconnect_jitter_percent = 101;
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::JitterOutOfRange { percent: 101 })
+        );
+    }
+
+    #[test]
+    fn errors_name_the_serialized_key() {
+        assert_eq!(
+            ConfigError::Zero {
+                field: "message_timeout_ms"
+            }
+            .to_string(),
+            "message_timeout_ms must be greater than zero"
+        );
+        assert_eq!(
+            ConfigError::ReconnectMaxBelowStart {
+                start: Duration::from_secs(2),
+                max: Duration::from_secs(1),
+            }
+            .to_string(),
+            "reconnect_max_ms (1s) is below reconnect_start_ms (2s)"
+        );
+        assert_eq!(
+            ConfigError::ReservedNodeId.to_string(),
+            "id: node id 0 is reserved; give the node a non-zero id"
+        );
+    }
+
+    #[test]
+    fn json_fills_missing_fields_with_defaults_and_reads_milliseconds() {
+        let c: Config = serde_json::from_str(
+            r#"{"id": 257, "name": "gate-1", "message_timeout_ms": 2500,
+                "send_buffer_number": 0, "endpoint_gc_timeout_ms": 0}"#,
+        )
+        .unwrap();
+        let expected = Config {
+            message_timeout: Duration::from_millis(2_500),
+            send_buffer_number: 0,
+            endpoint_gc_timeout: Duration::ZERO,
+            ..valid()
+        };
+        assert_eq!(c, expected);
+        let empty: Config = serde_json::from_str("{}").unwrap();
+        assert_eq!(empty, Config::default());
+    }
+
+    #[test]
+    fn json_round_trips_with_ms_keys() {
+        let text = serde_json::to_string(&valid()).unwrap();
+        assert!(text.contains(r#""message_timeout_ms":8000"#), "{text}");
+        assert!(text.contains(r#""reconnect_max_ms":60000"#), "{text}");
+        assert!(text.contains(r#""id":257"#), "{text}");
+        let back: Config = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, valid());
+    }
+
+    #[test]
+    fn json_rejects_unknown_keys_and_unitless_durations() {
+        // `message_timeout` without `_ms` is a typo that must not silently keep the default.
+        let err = serde_json::from_str::<Config>(r#"{"message_timeout": 8}"#).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("unknown field `message_timeout`"),
+            "{err}"
+        );
+        let err = serde_json::from_str::<Config>(r#"{"message_timeout_ms": -1}"#).unwrap_err();
+        assert!(err.to_string().starts_with("invalid value"), "{err}");
+    }
+}

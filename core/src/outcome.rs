@@ -1,0 +1,199 @@
+//! Outcomes: how every accepted message ends.
+//!
+//! The core promises that each message it accepts (each [`MsgId`] handed out by `send`) ends
+//! in exactly one [`Outcome`], reported as a value — a [`MessageOutcome`] pushed into an
+//! [`OutcomeSink`] the caller passes in. Nothing is dropped silently (libatapp drops a GC'd
+//! endpoint's queue without a callback unless a ready handle exists, spec §10 item 5), and no
+//! outcome is ever a guess: a message that may or may not have arrived is reported as
+//! [`Outcome::Unknown`], never as [`Outcome::Failed`].
+//!
+//! Producers in this crate: the endpoints ([`crate::endpoint`]) end queued messages with
+//! `Delivered`, `Failed(Timeout)`, `Failed(TargetGone)` or whatever reason their owner removes
+//! them with, and hand a refused message back (`QueueFull`) for the caller to report; the bus
+//! (later) adds acknowledged delivery and `Unknown`.
+
+use alloc::{collections::VecDeque, vec::Vec};
+use core::fmt;
+
+use crate::ids::MsgId;
+
+/// How one accepted message ended. Exactly one per [`MsgId`].
+///
+/// The three variants separate what the sender can *know*:
+///
+/// - [`Delivered`](Outcome::Delivered): the message reached its target. Until acknowledged
+///   delivery arrives with the bus, this means "handed to a ready link"; afterwards it means
+///   "acknowledged by the target" — the variant and its meaning to the caller ("you may stop
+///   worrying about it") stay the same, so no caller has to change.
+/// - [`Failed`](Outcome::Failed): provably **not** delivered — the message was never
+///   transmitted (still queued, rejected at the door, or dropped before any byte left). Safe to
+///   retry without risking a duplicate.
+/// - [`Unknown`](Outcome::Unknown): the message was transmitted but not acknowledged when we
+///   gave up (the target restarted or vanished, or the deadline passed while waiting for the
+///   ack). It may or may not have been processed; a retry may duplicate it. This is Jepsen's
+///   *info* result (ARCHITECTURE §9, "honest outcomes"); we chose a separate variant over a
+///   `maybe_delivered` flag so that a `match` cannot treat it as a plain failure by accident.
+///
+/// The reason in `Failed` and `Unknown` says why we gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The message reached its target (see the type docs for what "reached" means today).
+    Delivered,
+    /// The message was never transmitted; it was certainly not delivered.
+    Failed(FailReason),
+    /// The message was transmitted but never acknowledged; it may or may not have arrived.
+    Unknown(FailReason),
+}
+
+impl Outcome {
+    /// Whether the message is known to have been delivered.
+    #[must_use]
+    pub const fn is_delivered(self) -> bool {
+        matches!(self, Outcome::Delivered)
+    }
+
+    /// Whether the message is known **not** to have been delivered (safe to retry).
+    #[must_use]
+    pub const fn is_failed(self) -> bool {
+        matches!(self, Outcome::Failed(_))
+    }
+
+    /// Why the message was given up on, if it was (`None` for `Delivered`).
+    #[must_use]
+    pub const fn reason(self) -> Option<FailReason> {
+        match self {
+            Outcome::Delivered => None,
+            Outcome::Failed(reason) | Outcome::Unknown(reason) => Some(reason),
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Outcome::Delivered => f.write_str("delivered"),
+            Outcome::Failed(reason) => write!(f, "failed: {reason}"),
+            Outcome::Unknown(reason) => write!(f, "unknown (maybe delivered): {reason}"),
+        }
+    }
+}
+
+/// Why a message was given up on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum FailReason {
+    /// Its deadline (`message_timeout` after it was accepted) passed.
+    Timeout,
+    /// The target's pending queue was at its count or byte limit when it was sent.
+    QueueFull,
+    /// No route to the target exists (and none is being set up).
+    NoRoute,
+    /// The target's endpoint or route record was removed (GC, discovery delete, removal).
+    TargetGone,
+    /// The target restarted (a new incarnation) before acknowledging the message.
+    TargetRestarted,
+    /// This node is shutting down.
+    Shutdown,
+}
+
+impl fmt::Display for FailReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FailReason::Timeout => "timed out",
+            FailReason::QueueFull => "pending queue full",
+            FailReason::NoRoute => "no route to target",
+            FailReason::TargetGone => "target gone",
+            FailReason::TargetRestarted => "target restarted",
+            FailReason::Shutdown => "shutting down",
+        })
+    }
+}
+
+/// One message's outcome, as the core reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageOutcome {
+    /// The message.
+    pub msg: MsgId,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// Where outcomes go: passed into every call that can end messages, never stored.
+///
+/// Implemented for `Vec<MessageOutcome>` and `VecDeque<MessageOutcome>`; the node implements it
+/// for its output queue so outcomes land there without an intermediate buffer.
+pub trait OutcomeSink {
+    /// Records that `msg` ended with `outcome`. Called exactly once per message.
+    fn emit(&mut self, msg: MsgId, outcome: Outcome);
+}
+
+impl OutcomeSink for Vec<MessageOutcome> {
+    fn emit(&mut self, msg: MsgId, outcome: Outcome) {
+        self.push(MessageOutcome { msg, outcome });
+    }
+}
+
+impl OutcomeSink for VecDeque<MessageOutcome> {
+    fn emit(&mut self, msg: MsgId, outcome: Outcome) {
+        self.push_back(MessageOutcome { msg, outcome });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::*;
+
+    #[test]
+    fn outcomes_say_what_is_known() {
+        assert!(Outcome::Delivered.is_delivered());
+        assert_eq!(Outcome::Delivered.reason(), None);
+        let failed = Outcome::Failed(FailReason::QueueFull);
+        assert!(failed.is_failed() && !failed.is_delivered());
+        assert_eq!(failed.reason(), Some(FailReason::QueueFull));
+        let unknown = Outcome::Unknown(FailReason::TargetRestarted);
+        assert!(!unknown.is_failed() && !unknown.is_delivered());
+        assert_eq!(unknown.reason(), Some(FailReason::TargetRestarted));
+    }
+
+    #[test]
+    fn display_names_the_reason() {
+        assert_eq!(Outcome::Delivered.to_string(), "delivered");
+        assert_eq!(
+            Outcome::Failed(FailReason::Timeout).to_string(),
+            "failed: timed out"
+        );
+        assert_eq!(
+            Outcome::Unknown(FailReason::TargetGone).to_string(),
+            "unknown (maybe delivered): target gone"
+        );
+        assert_eq!(FailReason::NoRoute.to_string(), "no route to target");
+        assert_eq!(FailReason::Shutdown.to_string(), "shutting down");
+        assert_eq!(FailReason::QueueFull.to_string(), "pending queue full");
+        assert_eq!(FailReason::TargetRestarted.to_string(), "target restarted");
+    }
+
+    #[test]
+    fn sinks_keep_emission_order() {
+        let mut v: Vec<MessageOutcome> = Vec::new();
+        let mut d: VecDeque<MessageOutcome> = VecDeque::new();
+        for sink in [&mut v as &mut dyn OutcomeSink, &mut d] {
+            sink.emit(MsgId(2), Outcome::Delivered);
+            sink.emit(MsgId(1), Outcome::Failed(FailReason::Timeout));
+        }
+        let expected = [
+            MessageOutcome {
+                msg: MsgId(2),
+                outcome: Outcome::Delivered,
+            },
+            MessageOutcome {
+                msg: MsgId(1),
+                outcome: Outcome::Failed(FailReason::Timeout),
+            },
+        ];
+        assert_eq!(v, expected);
+        assert_eq!(d.iter().copied().collect::<Vec<_>>(), expected);
+    }
+}
