@@ -1,14 +1,22 @@
-//! Timer queue costs with 64 Ki live timers: `switchboard_core::timer::TimerQueue` (4-ary
-//! indexed heap + slot table + hashbrown key map) against the obvious baseline, a
-//! `BTreeMap<(Instant, key), ()>` ordered set plus a `HashMap<key, Instant>` index.
+//! Timer queue costs with 64 Ki live timers: `switchboard_core::timer::TimerQueue` (group
+//! `timer/`: 4-ary heap with lazy, generation-tagged cancellation + hashbrown key map) against
+//! the obvious baseline (group `timer_baseline_btreemap/`): a `BTreeMap<(Instant, key), ()>`
+//! ordered set plus a `HashMap<key, Instant>` index with the same earliest-wins `arm`.
 //!
-//! Both sides get the same fast `u64` hasher treatment (the baseline's `HashMap` uses the
-//! core's `mix64`, not SipHash), so the comparison is of the data structures.
+//! The baseline's `HashMap` hashes with the core's `mix64` rather than SipHash, so both sides
+//! have a fast `u64` hash and the comparison is of the data structures.
 //!
 //! Each measured operation touches a random live key: the bench keeps 65 536 keys armed with
 //! random deadlines in a 60 s window, walks a shuffled permutation of them in batches of 1024,
 //! and times only the operation under test (the inverse operation that restores 64 Ki live
-//! timers runs untimed between batches). Reported times are per operation.
+//! timers runs untimed between batches; amortised costs such as `TimerQueue`'s heap
+//! compaction land in whichever operation triggers them). Reported times are per operation.
+//!
+//! - `arm_64k_live`: arm a key that is not armed.
+//! - `cancel_64k_live`: cancel an armed key.
+//! - `arm_kept_earlier_64k_live`: arm an armed key with a later deadline (a no-op).
+//! - `arm_cancel_64k_live`: arm a fresh key and cancel it at once.
+//! - `pop_expired_64k_live`: pop the earliest timer.
 //!
 //! Run: `cargo bench -p switchboard-benches --bench timer`.
 
