@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use super::*;
 use crate::{
-    connector::{RouteEvent, RouteFlags},
+    connector::RouteFlags,
     discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
     outcome::FailReason,
     time::Duration,
@@ -439,7 +439,10 @@ fn direct_peer_is_dialled_and_the_receiver_sees_the_peer_as_direct_source() {
         vec![Seen::Outcome(msg, Outcome::Delivered)]
     );
     let v = net.node(0x201).route(NodeId(0x202)).unwrap();
-    assert_eq!((v.flags, v.proxy), (RouteFlags::ACTIVE | RouteFlags::READY, None));
+    assert_eq!(
+        (v.flags, v.proxy),
+        (RouteFlags::ACTIVE | RouteFlags::READY, None)
+    );
 }
 
 #[test]
@@ -454,7 +457,10 @@ fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
     net.node(0x201).handle_closed(secs(4), link);
     net.pump();
     let v = net.node(0x201).route(NodeId(0x202)).unwrap();
-    assert_eq!((v.flags, v.retry_count, v.timer), (RouteFlags::ACTIVE, 1, Some(secs(6))));
+    assert_eq!(
+        (v.flags, v.retry_count, v.timer),
+        (RouteFlags::ACTIVE, 1, Some(secs(6)))
+    );
     net.run_until(secs(5));
     let msg = net.send(0x201, 0x202, b"queued-B4");
     assert_eq!(net.node(0x201).pending(NodeId(0x202)), 1);
@@ -470,7 +476,10 @@ fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
         vec![Seen::Outcome(msg, Outcome::Delivered)]
     );
     let v = net.node(0x201).route(NodeId(0x202)).unwrap();
-    assert_eq!((v.flags, v.retry_count, v.timer), (RouteFlags::ACTIVE | RouteFlags::READY, 0, None));
+    assert_eq!(
+        (v.flags, v.retry_count, v.timer),
+        (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
+    );
 }
 
 #[test]
@@ -555,7 +564,10 @@ fn flush_is_incremental_in_order_and_bounded_per_call() {
 
 #[test]
 fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
-    let mut net = Net::new(vec![config(0x101, 0x102, 2, false), config(0x102, 0, 2, false)]);
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+    ]);
     net.publish(&[(0x102, 0), (0x101, 0x102)]);
     net.registry_all(&[RegistryEvent::TopologyPut(topo(0x105, 0x106, 90))]);
     // 0x105 is relayed through 0x102... which has no route to it: the message is handed to
@@ -608,7 +620,10 @@ fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
 
 #[test]
 fn shutdown_closes_open_links() {
-    let mut net = Net::new(vec![config(0x101, 0x102, 2, false), config(0x102, 0, 2, false)]);
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+    ]);
     net.publish(&[(0x102, 0), (0x101, 0x102)]);
     let link = net.node(0x101).link_to(NodeId(0x102)).unwrap();
     let node = net.node(0x101);
@@ -621,7 +636,12 @@ fn shutdown_closes_open_links() {
 fn loopback_delivers_at_once() {
     let mut node = Node::new(config(0x101, 0, 2, false), secs(0)).unwrap();
     let msg = node
-        .send(secs(0), Target::Id(NodeId(0x101)), 7, Bytes::from_static(b"self"))
+        .send(
+            secs(0),
+            Target::Id(NodeId(0x101)),
+            7,
+            Bytes::from_static(b"self"),
+        )
         .unwrap();
     assert_eq!(
         node.poll_output(),
@@ -649,10 +669,20 @@ fn lowest_link_id_carries_traffic_when_both_sides_dial() {
     // Both peers open routes to each other in the same instant: two links.
     let now = net.now;
     net.node(0x201)
-        .send(now, Target::Id(NodeId(0x202)), 100, Bytes::from_static(b"x"))
+        .send(
+            now,
+            Target::Id(NodeId(0x202)),
+            100,
+            Bytes::from_static(b"x"),
+        )
         .unwrap();
     net.node(0x202)
-        .send(now, Target::Id(NodeId(0x201)), 100, Bytes::from_static(b"y"))
+        .send(
+            now,
+            Target::Id(NodeId(0x201)),
+            100,
+            Bytes::from_static(b"y"),
+        )
         .unwrap();
     net.pump();
     let node = net.node(0x201);
@@ -660,8 +690,13 @@ fn lowest_link_id_carries_traffic_when_both_sides_dial() {
     assert_eq!(links.len(), 2);
     assert_eq!(node.link_to(NodeId(0x202)), Some(links[0]));
     let lowest = links[0];
-    node.send(now, Target::Id(NodeId(0x202)), 100, Bytes::from_static(b"z"))
-        .unwrap();
+    node.send(
+        now,
+        Target::Id(NodeId(0x202)),
+        100,
+        Bytes::from_static(b"z"),
+    )
+    .unwrap();
     let transmits: Vec<LinkId> = core::iter::from_fn(|| node.poll_output())
         .filter_map(|o| match o {
             Output::Transmit { link, .. } => Some(link),
@@ -690,9 +725,16 @@ fn name_and_selector_targets_resolve_through_discovery() {
     );
     // Round robin walks the discovery set in id order: 0x201 (self), 0x202, 0x203, again.
     let picked: Vec<NodeId> = (0..4)
-        .map(|_| node.resolve_target(Target::RoundRobin { filter: None }).unwrap().0)
+        .map(|_| {
+            node.resolve_target(Target::RoundRobin { filter: None })
+                .unwrap()
+                .0
+        })
         .collect();
-    assert_eq!(picked, vec![NodeId(0x201), NodeId(0x202), NodeId(0x203), NodeId(0x201)]);
+    assert_eq!(
+        picked,
+        vec![NodeId(0x201), NodeId(0x202), NodeId(0x203), NodeId(0x201)]
+    );
     let f = crate::discovery::Filter(crate::discovery::Metadata {
         kind: String::from("nobody"),
         ..crate::discovery::Metadata::default()
@@ -701,8 +743,14 @@ fn name_and_selector_targets_resolve_through_discovery() {
         node.send(now, Target::Random { filter: Some(&f) }, 1, Bytes::new()),
         Err(SendError::UnknownTarget)
     );
-    let h1 = node.resolve_target(Target::Hash { filter: None, key: b"user-42" });
-    let h2 = node.resolve_target(Target::Hash { filter: None, key: b"user-42" });
+    let h1 = node.resolve_target(Target::Hash {
+        filter: None,
+        key: b"user-42",
+    });
+    let h2 = node.resolve_target(Target::Hash {
+        filter: None,
+        key: b"user-42",
+    });
     assert_eq!(h1, h2);
     // Pinned: the v1 hash (FNV-1a, splitmix finaliser, modulo 3) is the same on every run.
     assert_eq!(h1.unwrap().0, NodeId(0x202));
