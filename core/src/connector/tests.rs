@@ -399,10 +399,29 @@ fn unknown_topology_target_is_direct_when_allowed_else_relayed() {
     // No topology: the record does not start out LOST_TOPOLOGY (libatapp's does).
     assert_eq!(direct.flags(0x2ff), A);
 
+    // Direct links off and only discovery knows it: relayed through our upstream.
     let mut relayed = H::new(0x201, 0x203, 3, false);
+    relayed.disc_put(0x2ff);
     relayed.open(0x2ff).unwrap();
     assert_eq!(relayed.view(0x2ff).proxy, Some(n(0x203)));
     assert_eq!(relayed.flags(0x2ff), A);
+
+    // Neither registry knows it: it waits (bounded by its retries) instead of being relayed
+    // blindly; its discovery record then routes it through the upstream.
+    let mut unknown = H::new(0x201, 0x203, 3, false);
+    unknown.open(0x2fe).unwrap();
+    let v = unknown.view(0x2fe);
+    assert_eq!((v.flags, v.proxy, v.timer), (A | W, None, Some(t(2))));
+    unknown.effects();
+    unknown.disc_put(0x2fe);
+    let v = unknown.view(0x2fe);
+    assert_eq!((v.flags, v.proxy), (A, Some(n(0x203))));
+    // Or its topology record does.
+    let mut unknown = H::new(0x201, 0x203, 3, false);
+    unknown.open(0x2fe).unwrap();
+    unknown.topo_put(0x2fe, 0x203);
+    let v = unknown.view(0x2fe);
+    assert_eq!((v.flags, v.proxy, v.retry_count), (A, Some(n(0x203)), 1));
 }
 
 #[test]

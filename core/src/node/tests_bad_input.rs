@@ -255,7 +255,8 @@ fn invalid_sends_are_typed_errors_and_accept_nothing() {
         node.send(secs(0), Target::Id(NodeId(0)), 1, Bytes::new()),
         Err(SendError::InvalidTarget)
     );
-    // A root with no direct links has no route to anyone it does not know.
+    // A root with no direct links has no route to a node in another tree.
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
     assert_eq!(
         node.send(secs(0), Target::Id(NodeId(0x103)), 1, Bytes::new()),
         Err(SendError::NoRoute)
@@ -271,6 +272,39 @@ fn invalid_sends_are_typed_errors_and_accept_nothing() {
         })
     );
     assert_eq!(drain(&mut node), vec![]);
+}
+
+#[test]
+fn a_target_no_registry_knows_waits_instead_of_being_refused_or_relayed_blindly() {
+    let mut node = Node::new(config(0x101, 0x102, 2, false), secs(0)).unwrap();
+    let msg = node
+        .send(
+            secs(0),
+            Target::Id(NodeId(0x1ff)),
+            1,
+            Bytes::from_static(b"?"),
+        )
+        .unwrap();
+    let v = node.route(NodeId(0x1ff)).unwrap();
+    assert_eq!(v.flags, RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY);
+    assert_eq!((v.proxy, v.timer), (None, Some(secs(2))));
+    drain(&mut node);
+    // A.3's fake target: nothing ever arrives; the record is given up at its second try,
+    // failing the message before its 8 s deadline.
+    node.handle_timeout(secs(2));
+    assert_eq!(drain(&mut node).len(), 1, "attempt 2 scheduled");
+    node.handle_timeout(secs(6));
+    let outcomes: Vec<Output> = drain(&mut node)
+        .into_iter()
+        .filter(|o| matches!(o, Output::Outcome { .. }))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![Output::Outcome {
+            msg,
+            outcome: Outcome::Failed(FailReason::NoRoute)
+        }]
+    );
 }
 
 #[test]
@@ -301,6 +335,7 @@ fn over_the_limit_messages_fail_with_queue_full_and_the_queue_is_kept() {
     let mut c = config(0x101, 0x102, 2, false);
     c.send_buffer_number = 2;
     let mut node = Node::new(c, secs(0)).unwrap();
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
     let ids: Vec<MsgId> = (0..3)
         .map(|i| {
             node.send(
@@ -407,6 +442,7 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
 #[test]
 fn time_going_backwards_is_clamped() {
     let mut node = Node::new(config(0x101, 0x102, 2, false), secs(0)).unwrap();
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
     let msg = node
         .send(secs(10), Target::Id(NodeId(0x103)), 1, Bytes::new())
         .unwrap();
