@@ -703,3 +703,13 @@ fn every_due_timer_is_handled_in_one_call() {
     assert_eq!(dials, vec![n(0x202), n(0x204), n(0x205)]);
     assert_eq!(h.c.next_deadline(), Some(t(104)));
 }
+
+#[test]
+fn a_route_record_stays_within_its_memory_budget() {
+    // The goal is ≤ 256 bytes per record. Inline size plus the record map's
+    // per-entry share (key + value in a B-tree leaf, ~11 entries per node) stays well below.
+    let inline = core::mem::size_of::<record::RouteRecord>();
+    assert_eq!(inline, 72);
+    let per_entry = inline + core::mem::size_of::<NodeId>();
+    assert!(per_entry * 3 / 2 <= 256, "{per_entry}");
+}

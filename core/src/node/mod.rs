@@ -14,6 +14,47 @@
 //! unfinished flushes — is handled by one `handle_timeout` call; spurious calls are no-ops.
 //! Time going backwards is clamped to the latest `now` seen.
 //!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use bytes::Bytes;
+//! use switchboard_core::{
+//!     config::Config,
+//!     ids::NodeId,
+//!     node::{Node, Output, Target},
+//!     outcome::Outcome,
+//!     time::Instant,
+//! };
+//!
+//! let mut config = Config::new(NodeId(0x101), "gate-1");
+//! config.upstream = NodeId(0x102);
+//! config.upstream_address = "tcp://10.0.0.2:21902".into();
+//! let mut node = Node::new(config, Instant::ZERO)?;
+//!
+//! // The node wants its upstream link at once; the driver dials and reports back.
+//! let Some(Output::Connect { link, peer, addr }) = node.poll_output() else { panic!() };
+//! assert_eq!((peer, addr.as_str()), (NodeId(0x102), "tcp://10.0.0.2:21902"));
+//! node.handle_connected(Instant::from_millis(3), link);
+//! let Some(Output::Transmit { bytes: hello, .. }) = node.poll_output() else { panic!() };
+//! assert_eq!(hello.len(), 13); // Hello{0x101}: 4-byte length, kind, 8-byte id
+//!
+//! // Until the upstream says Hello back, a message to it waits in its queue.
+//! let msg = node.send(Instant::from_millis(4), Target::Id(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
+//! assert_eq!(node.pending(NodeId(0x102)), 1);
+//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
+//!
+//! // The peer's Hello arrives (in two pieces): the route is ready and the queue flushes.
+//! let mut peer_hello = vec![0, 0, 0, 9, 1];
+//! peer_hello.extend_from_slice(&0x102u64.to_be_bytes());
+//! node.handle_received(Instant::from_millis(5), link, &peer_hello[..6]);
+//! node.handle_received(Instant::from_millis(5), link, &peer_hello[6..]);
+//! let outputs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
+//! assert!(outputs.iter().any(|o| matches!(o, Output::Transmit { .. })));
+//! assert!(outputs.contains(&Output::Outcome { msg, outcome: Outcome::Delivered }));
+//! assert_eq!(node.poll_timeout(), None);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Links and the handshake
 //!
 //! A link is a reliable, ordered byte stream to one peer. The node asks for links with

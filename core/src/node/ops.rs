@@ -1,7 +1,7 @@
 //! Commands (`send`, `shutdown`), registry input, timeouts, and applying the connector's
 //! effects (dials, flushes, failed queues).
 
-use alloc::{string::String, vec::Vec};
+use alloc::vec::Vec;
 
 use bytes::Bytes;
 
@@ -49,7 +49,7 @@ impl Node {
                 max: MAX_PAYLOAD_LEN,
             });
         }
-        let (id, name) = self.resolve_target(target)?;
+        let id = self.resolve_target(target)?;
         if id == self.id {
             let msg = self.msg_ids.next_msg();
             self.out.push_back(Output::Received {
@@ -64,11 +64,20 @@ impl Node {
             });
             return Ok(msg);
         }
-        let existed = self.endpoints.find(id, &name).is_some();
-        let key = self
-            .endpoints
-            .get_or_create(id, &name, now)
-            .map_err(|_| SendError::InvalidTarget)?;
+        let (key, existed) = match self.endpoints.find_by_id(id) {
+            Some(key) => (key, true),
+            None => {
+                let name = self
+                    .discovery
+                    .get_by_id(id)
+                    .map_or("", |info| info.name.as_str());
+                let key = self
+                    .endpoints
+                    .get_or_create(id, name, now)
+                    .map_err(|_| SendError::InvalidTarget)?;
+                (key, false)
+            }
+        };
         if !self.connector.has_endpoint(id) {
             let world = World {
                 topology: &self.topology,
@@ -119,12 +128,10 @@ impl Node {
         Ok(msg)
     }
 
-    /// Resolves a target to `(id, name)`.
-    pub(super) fn resolve_target(
-        &mut self,
-        target: Target<'_>,
-    ) -> Result<(NodeId, String), SendError> {
-        let pick = |node: &mut Node, filter: Option<&crate::discovery::Filter>| -> Vec<NodeId> {
+    /// Resolves a target to the id of one node (not necessarily known to any registry when
+    /// given by id).
+    pub(super) fn resolve_target(&mut self, target: Target<'_>) -> Result<NodeId, SendError> {
+        let candidates = |node: &Node, filter: Option<&crate::discovery::Filter>| -> Vec<NodeId> {
             node.discovery
                 .iter()
                 .filter(|info| info.id.is_valid())
@@ -132,64 +139,40 @@ impl Node {
                 .map(|info| info.id)
                 .collect()
         };
-        let id = match target {
-            Target::Id(id) => {
-                if !id.is_valid() {
-                    return Err(SendError::InvalidTarget);
-                }
-                let name = self
-                    .discovery
-                    .get_by_id(id)
-                    .map(|info| info.name.clone())
-                    .unwrap_or_default();
-                return Ok((id, name));
+        let pick = |candidates: &[NodeId], index: u64| -> Result<NodeId, SendError> {
+            let n = candidates.len() as u64;
+            if n == 0 {
+                return Err(SendError::UnknownTarget);
             }
-            Target::Name(name) => {
-                if name.is_empty() {
-                    return Err(SendError::InvalidTarget);
-                }
-                let id = self
-                    .discovery
-                    .get_by_name(name)
-                    .map(|info| info.id)
-                    .filter(|id| id.is_valid())
-                    .ok_or(SendError::UnknownTarget)?;
-                return Ok((id, String::from(name)));
-            }
-            Target::Hash { filter, key } => {
-                let candidates = pick(self, filter);
-                let n = candidates.len() as u64;
-                if n == 0 {
-                    return Err(SendError::UnknownTarget);
-                }
-                candidates[usize::try_from(hash_key(key) % n).expect("index below a usize length")]
-            }
+            let i = usize::try_from(index % n).expect("an index below a slice length fits usize");
+            Ok(candidates[i])
+        };
+        match target {
+            Target::Id(id) if id.is_valid() => Ok(id),
+            Target::Id(_) => Err(SendError::InvalidTarget),
+            Target::Name("") => Err(SendError::InvalidTarget),
+            Target::Name(name) => self
+                .discovery
+                .get_by_name(name)
+                .map(|info| info.id)
+                .filter(|id| id.is_valid())
+                .ok_or(SendError::UnknownTarget),
+            Target::Hash { filter, key } => pick(&candidates(self, filter), hash_key(key)),
             Target::RoundRobin { filter } => {
-                let candidates = pick(self, filter);
-                let n = candidates.len() as u64;
-                if n == 0 {
-                    return Err(SendError::UnknownTarget);
-                }
-                let index = self.rr_cursor % n;
+                let list = candidates(self, filter);
+                let chosen = pick(&list, self.rr_cursor)?;
                 self.rr_cursor = self.rr_cursor.wrapping_add(1);
-                candidates[usize::try_from(index).expect("index below a usize length")]
+                Ok(chosen)
             }
             Target::Random { filter } => {
-                let candidates = pick(self, filter);
-                let n = candidates.len() as u64;
-                if n == 0 {
+                let list = candidates(self, filter);
+                if list.is_empty() {
                     return Err(SendError::UnknownTarget);
                 }
-                let index = self.rng.below(n);
-                candidates[usize::try_from(index).expect("index below a usize length")]
+                let index = self.rng.below(list.len() as u64);
+                pick(&list, index)
             }
-        };
-        let name = self
-            .discovery
-            .get_by_id(id)
-            .map(|info| info.name.clone())
-            .unwrap_or_default();
-        Ok((id, name))
+        }
     }
 
     /// The up link carrying data for `target` now, if its route is ready.

@@ -728,7 +728,6 @@ fn name_and_selector_targets_resolve_through_discovery() {
         .map(|_| {
             node.resolve_target(Target::RoundRobin { filter: None })
                 .unwrap()
-                .0
         })
         .collect();
     assert_eq!(
@@ -753,5 +752,70 @@ fn name_and_selector_targets_resolve_through_discovery() {
     });
     assert_eq!(h1, h2);
     // Pinned: the v1 hash (FNV-1a, splitmix finaliser, modulo 3) is the same on every run.
-    assert_eq!(h1.unwrap().0, NodeId(0x202));
+    assert_eq!(h1, Ok(NodeId(0x202)));
+}
+
+#[test]
+fn configured_upstream_address_is_dialled_at_start() {
+    let mut c = config(0x101, 0x102, 2, false);
+    c.upstream_address = String::from("tcp://10.0.0.2:21902");
+    let mut node = Node::new(c, secs(3)).unwrap();
+    assert_eq!(
+        node.poll_output(),
+        Some(Output::Connect {
+            link: LinkId(1),
+            peer: NodeId(0x102),
+            addr: String::from("tcp://10.0.0.2:21902"),
+        })
+    );
+    assert_eq!(node.poll_output(), None);
+    // The dial fails: redialled after the first backoff step, with no try limit.
+    node.handle_connect_failed(secs(3), LinkId(1));
+    assert_eq!(node.poll_timeout(), Some(secs(5)));
+}
+
+#[test]
+fn own_upstream_switch_moves_queued_traffic_to_the_new_upstream() {
+    // 0x401 under 0x402, target 0x404 under 0x402; 0x403 is a spare root. 0x402 goes away
+    // and both 0x401 and 0x404 move under 0x403 (libatapp's D.1, with the own switch coming
+    // from 0x401's topology record).
+    let mut net = Net::new(vec![
+        config(0x401, 0x402, 2, false),
+        config(0x402, 0, 2, false),
+        config(0x403, 0, 2, false),
+        config(0x404, 0x402, 2, false),
+    ]);
+    net.publish(&[(0x402, 0), (0x403, 0), (0x401, 0x402), (0x404, 0x402)]);
+    net.send(0x401, 0x404, b"via-old-upstream-D1");
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x402, b"via-old-upstream-D1")]
+    );
+    net.run_until(secs(1));
+    net.kill(0x402);
+    let queued = net.send(0x401, 0x404, b"queued-during-switch");
+    assert_eq!(net.node(0x401).pending(NodeId(0x404)), 1);
+    net.take_seen(0x401);
+    net.run_until(secs(2));
+    // The target moves first, then 0x401 itself (in that order on every node).
+    net.registry_all(&[
+        RegistryEvent::TopologyPut(topo(0x404, 0x403, 300)),
+        RegistryEvent::TopologyPut(topo(0x401, 0x403, 301)),
+    ]);
+    // 0x404 keeps its old upstream in config; its keeper follows its topology record too.
+    assert_eq!(net.node(0x401).connector().upstream(), NodeId(0x403));
+    assert_eq!(net.node(0x404).connector().upstream(), NodeId(0x403));
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x403, b"queued-during-switch")]
+    );
+    assert_eq!(
+        net.take_seen(0x401),
+        vec![Seen::Outcome(queued, Outcome::Delivered)]
+    );
+    let v = net.node(0x401).route(NodeId(0x404)).unwrap();
+    assert_eq!(
+        (v.flags, v.proxy),
+        (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x403)))
+    );
 }
