@@ -228,8 +228,12 @@ impl Connector {
         };
         self.ensure_record(target);
         self.ensure_record(candidate);
-        self.bind(target, candidate);
-        if self.is_ready(candidate) {
+        if candidate == target {
+            self.unbind(target);
+        } else {
+            self.bind(target, candidate);
+        }
+        if self.path_ready(target, candidate) {
             self.set_ready(target);
             return Ok(PeerPath::Done);
         }
@@ -257,12 +261,26 @@ impl Connector {
     fn bind_candidate(&mut self, now: Instant, target: NodeId, candidate: NodeId) {
         self.ensure_record(target);
         self.ensure_record(candidate);
-        self.bind(target, candidate);
-        if candidate != target {
-            self.copy_readiness(target, candidate);
+        if candidate == target {
+            self.unbind(target);
+        } else {
+            self.bind(target, candidate);
         }
-        if !self.is_ready(candidate) {
+        if self.path_ready(target, candidate) {
+            self.set_ready(target);
+        } else {
+            self.set_unready(target);
             self.schedule_reconnect_if_due(now, candidate);
+        }
+    }
+
+    /// Whether `target` routed through `via` can carry data now: its own link when direct
+    /// (a `READY` left over from a previous proxy does not count), else the hop's flag.
+    fn path_ready(&self, target: NodeId, via: NodeId) -> bool {
+        if via == target {
+            self.link_up(target)
+        } else {
+            self.is_ready(via)
         }
     }
 

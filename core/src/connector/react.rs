@@ -113,7 +113,10 @@ impl Connector {
             from_timer: false,
         };
         match self.try_connect(now, world, id, mode) {
-            Ok(()) | Err(RouteError::NoRoute) => {}
+            Ok(()) => {}
+            // No way for now: unready (a proxy it lost may have left READY behind); the timer
+            // below keeps counting its attempts.
+            Err(RouteError::NoRoute) => self.set_unready(id),
             Err(_) => {
                 self.remove(id, FailReason::NoRoute);
                 return;

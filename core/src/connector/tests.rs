@@ -713,3 +713,58 @@ fn a_route_record_stays_within_its_memory_budget() {
     let per_entry = inline + core::mem::size_of::<NodeId>();
     assert!(per_entry * 3 / 2 <= 256, "{per_entry}");
 }
+
+#[test]
+fn jitter_spreads_reconnects_within_bounds_and_replays_from_the_seed() {
+    let run = |seed: u64| -> Vec<Instant> {
+        let config = ConnectorConfig {
+            own_id: n(0x201),
+            local: PeerData::default(),
+            policy: TopologyPolicy {
+                allow_direct_connection: true,
+                ..TopologyPolicy::default()
+            },
+            backoff: BackoffConfig {
+                start: Duration::from_secs(2),
+                max: Duration::from_secs(16),
+                max_tries: 0,
+                jitter: Jitter::Proportional { percent: 20 },
+            },
+            lost_topology_timeout: Duration::from_secs(32),
+            upstream: n(0x203),
+            upstream_address: String::new(),
+        };
+        let mut h = H::new(0x201, 0x203, 0, true);
+        h.c = Connector::new(config, Rng::new(seed));
+        let mut at = Vec::new();
+        for peer in 0x210..0x220 {
+            h.topo_put(peer, 0x203);
+            h.disc_put(peer);
+            h.open(peer).unwrap();
+            at.push(h.view(peer).timer.unwrap());
+        }
+        at
+    };
+    let a = run(1);
+    assert_eq!(a, run(1), "same seed, same schedule");
+    assert_ne!(a, run(2));
+    for &deadline in &a {
+        assert!(deadline >= Instant::from_millis(1_600) && deadline <= Instant::from_millis(2_400));
+    }
+    assert!(a.iter().any(|&d| d != a[0]), "not all in lockstep");
+}
+
+#[test]
+fn config_jitter_percent_zero_means_no_jitter() {
+    let mut c = Config::new(n(1), "n");
+    c.reconnect_jitter_percent = 0;
+    assert_eq!(
+        ConnectorConfig::from_config(&c).backoff.jitter,
+        Jitter::None
+    );
+    c.reconnect_jitter_percent = 20;
+    assert_eq!(
+        ConnectorConfig::from_config(&c).backoff.jitter,
+        Jitter::Proportional { percent: 20 }
+    );
+}

@@ -819,3 +819,45 @@ fn own_upstream_switch_moves_queued_traffic_to_the_new_upstream() {
         (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x403)))
     );
 }
+
+#[test]
+fn one_handle_timeout_fires_every_due_deadline() {
+    let mut net = Net::new(vec![
+        config(0x201, 0x203, 3, true),
+        config(0x202, 0x203, 3, true),
+        config(0x203, 0, 3, true),
+    ]);
+    net.down.insert(NodeId(0x202));
+    net.publish(&[(0x203, 0), (0x201, 0x203), (0x202, 0x203), (0x204, 0x203)]);
+    // Two records with reconnect timers at 2 s and two message deadlines at 8 s.
+    let a = net.send(0x201, 0x202, b"a");
+    let b = net.send(0x201, 0x204, b"b");
+    net.dials.clear();
+    let node = net.node(0x201);
+    // Skip straight to 9 s in one call: both reconnects (due at 2 s) and both deadlines.
+    node.handle_timeout(secs(9));
+    let outs: Vec<Output> = core::iter::from_fn(|| node.poll_output()).collect();
+    let connects = outs
+        .iter()
+        .filter(|o| matches!(o, Output::Connect { .. }))
+        .count();
+    assert_eq!(connects, 1, "0x202 re-dialled (0x204 waits for discovery)");
+    let outcomes: Vec<&Output> = outs
+        .iter()
+        .filter(|o| matches!(o, Output::Outcome { .. }))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            &Output::Outcome {
+                msg: a,
+                outcome: Outcome::Failed(FailReason::Timeout)
+            },
+            &Output::Outcome {
+                msg: b,
+                outcome: Outcome::Failed(FailReason::Timeout)
+            },
+        ]
+    );
+    assert_eq!(node.poll_timeout(), Some(secs(13)));
+}

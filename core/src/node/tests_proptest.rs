@@ -2,8 +2,8 @@
 //! played by the test, including lying and garbage-sending ones). After every step: every
 //! outcome names an accepted message and no message ends twice; no record timer outlives its
 //! record; every endpoint-bound record has exactly one endpoint handle and a `READY` record
-//! resolves to a live link; queues stay within their limits; `poll_timeout` is never in the
-//! past. At the end (after shutdown) every accepted message ended exactly once.
+//! resolves to a live link; queues stay within their limits and exist only while a route
+//! record may still deliver them; `poll_timeout` is never in the past. At the end (after shutdown) every accepted message ended exactly once.
 
 use alloc::{boxed::Box, collections::BTreeMap, vec, vec::Vec};
 
@@ -259,6 +259,13 @@ impl Driver {
             prop_assert!(endpoint.queue().len() <= LIMIT);
             let bound = connector.has_endpoint(endpoint.id());
             prop_assert_eq!(endpoint.handles(), u32::from(bound));
+            // No silent loss: a queue only exists while a record may still deliver it.
+            prop_assert!(
+                bound || endpoint.queue().is_empty(),
+                "{} queued for {} with no route record",
+                endpoint.queue().len(),
+                endpoint.id()
+            );
         }
         if let Some(at) = node.poll_timeout() {
             prop_assert!(
@@ -274,7 +281,7 @@ impl Driver {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 96,
+        cases: 256,
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "../proptest-regressions/node_ops.txt",
         ))),
