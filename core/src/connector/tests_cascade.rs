@@ -298,3 +298,38 @@ fn duplicate_link_reports_are_no_ops() {
     assert_eq!(h.effects(), vec![]);
     assert_eq!(drop.len(), 3);
 }
+
+#[test]
+fn becoming_a_root_unreadies_what_was_relayed_through_the_old_upstream() {
+    // Found by the node proptest: the re-route finds no path (root, no direct links); the
+    // record must not keep the READY it had through the old upstream.
+    let mut h = H::new(0x101, 0x102, 2, false);
+    h.topo_put(0x103, 0);
+    h.up(0x102);
+    h.open(0x103).unwrap();
+    assert_eq!(h.flags(0x103), A | R);
+    h.effects();
+    h.topo_put(0x101, 0);
+    assert_eq!(h.c.upstream(), NodeId::NONE);
+    let v = h.view(0x103);
+    assert_eq!((v.flags, v.proxy, v.timer), (A, None, Some(t(2))));
+    assert_eq!(h.c.ready_hop(n(0x103)), None);
+}
+
+#[test]
+fn a_target_made_direct_takes_readiness_from_its_own_link() {
+    // Found by the node proptest: 0x105 was reached up the tree through 0x102 (ready); once
+    // we move under 0x103 it is a peer we may dial, with no link of its own yet.
+    let mut h = H::new(0x101, 0x102, 2, true);
+    h.topo_put(0x102, 0x105);
+    h.open(0x105).unwrap();
+    h.up(0x102);
+    assert_eq!(
+        (h.flags(0x105), h.view(0x105).proxy),
+        (A | R, Some(n(0x102)))
+    );
+    h.topo_put(0x101, 0x103);
+    let v = h.view(0x105);
+    assert_eq!((v.flags, v.proxy), (A | W, None));
+    assert_eq!(h.c.ready_hop(n(0x105)), None);
+}
