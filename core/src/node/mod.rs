@@ -91,6 +91,8 @@ mod ops;
 mod types;
 
 #[cfg(test)]
+mod test_net;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_bad_input;

@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use super::{
     frame::{FrameError, MAX_FRAME_LEN, encode_data, encode_hello},
-    tests::{config, disc, secs, topo},
+    test_net::{config, disc, secs, topo},
     *,
 };
 use crate::{connector::RouteFlags, outcome::FailReason, time::Duration, topology::TopologyError};

@@ -5,7 +5,7 @@
 use alloc::{vec, vec::Vec};
 
 use super::{
-    tests::{Net, Seen, config, disc, received, secs, topo},
+    test_net::{Net, Seen, config, disc, received, secs, topo},
     *,
 };
 use crate::{connector::RouteFlags, outcome::FailReason, time::Duration};

@@ -15,7 +15,7 @@ use proptest::{
 
 use super::{
     frame::{encode_data, encode_hello},
-    tests::{config, disc, topo},
+    test_net::{config, disc, topo},
     *,
 };
 use crate::{
