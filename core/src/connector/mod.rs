@@ -260,6 +260,14 @@ pub enum Effect {
         /// Its address (from discovery, or the configured upstream address).
         addr: String,
     },
+    /// Close every link to `peer`: it was our upstream, we moved to another one, and nothing
+    /// routes to or through it (libatapp disconnects such a proxy). The connector already
+    /// counts the peer as unlinked. Keeping the link would let the old upstream keep
+    /// delivering to us over it, so traffic would not follow the topology change.
+    Disconnect {
+        /// The former upstream.
+        peer: NodeId,
+    },
     /// A record changed; see [`RouteEvent`].
     Route(RouteEvent),
 }

@@ -127,9 +127,9 @@ impl Connector {
         }
     }
 
-    /// Our own upstream changed to `new_up`: keep the new link, and re-route every record
-    /// that went through the old upstream (libatapp removes them, failing their messages
-    /// later; re-routing keeps their queues).
+    /// Our own upstream changed to `new_up`: keep the new link, re-route every record that
+    /// went through the old upstream (libatapp removes them, failing their messages later;
+    /// re-routing keeps their queues), and disconnect the old upstream if nothing needs it.
     fn switch_upstream(&mut self, now: Instant, world: &World<'_>, new_up: NodeId) {
         let old = self.upstream.id;
         self.upstream.id = new_up;
@@ -155,7 +155,31 @@ impl Connector {
                 self.recompute(now, world, old);
             }
         }
+        self.release_old_upstream(world, old, new_up);
         self.keep_upstream(now, world);
+    }
+
+    /// Disconnects the former upstream once nothing needs it: no record targets it or routes
+    /// through it, and it is not (now) our child, whose link it would be.
+    fn release_old_upstream(&mut self, world: &World<'_>, old: NodeId, new_up: NodeId) {
+        if !old.is_valid() || old == new_up || !self.links.contains_key(&old) {
+            return;
+        }
+        if self.records.get(&old).is_some_and(Self::needed) {
+            return;
+        }
+        if matches!(
+            world.topology.relation(self.own_id, old),
+            Relation::ImmediateDownstream | Relation::TransitiveDownstream
+        ) {
+            return;
+        }
+        if self.records.contains_key(&old) {
+            self.remove(old, FailReason::NoRoute);
+        }
+        self.links.remove(&old);
+        self.effects
+            .push_back(super::Effect::Disconnect { peer: old });
     }
 
     /// Reacts to an applied topology delete of `id`: its record becomes `LOST_TOPOLOGY` with

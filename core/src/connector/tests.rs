@@ -104,7 +104,7 @@ impl H {
             .into_iter()
             .filter_map(|e| match e {
                 Effect::Dial { peer, .. } => Some(peer),
-                Effect::Route(_) => None,
+                Effect::Route(_) | Effect::Disconnect { .. } => None,
             })
             .collect()
     }

@@ -232,11 +232,14 @@ fn own_upstream_switch_reroutes_dependents_instead_of_removing_them() {
             unready(0x103),
             // Unready after the recompute: its timer bounds the wait (libatapp's step 8).
             scheduled(0x103, 1, t(2)),
+            // Nothing needs the old upstream any more: its link is closed.
+            Effect::Disconnect { peer: n(0x102) },
             dial(0x104),
         ]
     );
     let v = h.view(0x103);
     assert_eq!((v.flags, v.proxy), (A, Some(n(0x104))));
+    assert_eq!(h.c.link_state(n(0x102)), None);
     h.up(0x104);
     assert_eq!(
         h.effects(),
@@ -332,4 +335,25 @@ fn a_target_made_direct_takes_readiness_from_its_own_link() {
     let v = h.view(0x105);
     assert_eq!((v.flags, v.proxy), (A | W, None));
     assert_eq!(h.c.ready_hop(n(0x105)), None);
+}
+
+#[test]
+fn old_upstream_is_kept_while_something_still_needs_it() {
+    // We also send to 0x102 itself: after the switch it is just a peer, relayed through the
+    // new upstream — but its direct link stays (step 0: an existing link is used).
+    let mut h = H::new(0x101, 0x102, 2, false);
+    h.disc_put(0x104);
+    h.open(0x102).unwrap();
+    h.up(0x102);
+    h.effects();
+    h.topo_put(0x101, 0x104);
+    let effects = h.effects();
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::Disconnect { .. })),
+        "{effects:?}"
+    );
+    assert_eq!(h.c.link_state(n(0x102)), Some(LinkState::Up));
+    assert_eq!((h.flags(0x102), h.view(0x102).proxy), (A | R, None));
 }

@@ -392,6 +392,7 @@ impl Node {
                     );
                     self.out.push_back(Output::Connect { link, peer, addr });
                 }
+                Effect::Disconnect { peer } => self.close_links_to(peer),
                 Effect::Route(event) => {
                     self.out.push_back(Output::Event(Event::Route(event)));
                     match event {
@@ -406,6 +407,26 @@ impl Node {
                 }
             }
         }
+    }
+
+    /// Closes every link to `peer` on the connector's request ([`Output::Close`] each). The
+    /// connector already forgot the peer's links, so nothing is reported back to it.
+    fn close_links_to(&mut self, peer: NodeId) {
+        let links: Vec<crate::ids::LinkId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.peer == Some(peer) || (l.peer.is_none() && l.dialed == Some(peer)))
+            .map(|(&id, _)| id)
+            .collect();
+        for link in links {
+            self.links.remove(&link);
+            self.out.push_back(Output::Close { link });
+            self.out.push_back(Output::Event(Event::LinkClosed {
+                link,
+                peer: Some(peer),
+            }));
+        }
+        self.peer_links.remove(&peer);
     }
 
     /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`

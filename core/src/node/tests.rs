@@ -564,3 +564,40 @@ fn one_handle_timeout_fires_every_due_deadline() {
     );
     assert_eq!(node.poll_timeout(), Some(secs(13)));
 }
+
+#[test]
+fn a_node_that_moves_drops_its_old_upstream_link_so_traffic_follows_the_topology() {
+    // D.9's layout: 0x403 under 0x402; the target 0x404 moves from 0x402 to 0x403.
+    let mut net = Net::new(vec![
+        config(0x401, 0x402, 2, false),
+        config(0x402, 0, 2, false),
+        config(0x403, 0x402, 2, false),
+        config(0x404, 0x402, 2, false),
+    ]);
+    net.publish(&[(0x402, 0), (0x403, 0x402), (0x404, 0x402), (0x401, 0x402)]);
+    net.send(0x401, 0x404, b"before");
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x402, b"before")]
+    );
+    let old_link = net.node(0x404).link_to(NodeId(0x402)).unwrap();
+    net.registry_all(&[RegistryEvent::TopologyPut(topo(0x404, 0x403, 300))]);
+    assert_eq!(net.node(0x404).link_to(NodeId(0x402)), None);
+    assert_eq!(net.node(0x404).link_peer(old_link), None);
+    assert!(net.node(0x404).link_to(NodeId(0x403)).is_some());
+    assert!(net.events[&NodeId(0x404)].contains(&Event::LinkClosed {
+        link: old_link,
+        peer: Some(NodeId(0x402))
+    }));
+    // 0x401 keeps its proxy (0x402 is still on the new path) and 0x402 relays via 0x403.
+    let v = net.node(0x401).route(NodeId(0x404)).unwrap();
+    assert_eq!(
+        (v.flags, v.proxy),
+        (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x402)))
+    );
+    net.send(0x401, 0x404, b"through-two-relays");
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x403, b"through-two-relays")]
+    );
+}
