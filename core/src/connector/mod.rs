@@ -80,7 +80,11 @@
 //! - Records created before the target's topology is known do not start out `LOST_TOPOLOGY`
 //!   (libatapp's spec §10 item 7); unready ones are bounded by their retries instead.
 //! - When our **own** upstream switches, records routed through the old one are re-routed
-//!   (their queues survive) instead of being removed with it.
+//!   (their queues survive) instead of being removed with it; the old upstream's links are
+//!   closed once nothing needs them ([`Effect::Disconnect`]). libatapp also disconnects any
+//!   passive proxy nothing routes through any more; v1 keeps such idle links open.
+//! - The upstream link itself is kept by the connector (dialled at start, re-dialled with the
+//!   reconnect backoff and no try limit); libatbus does this below libatapp.
 
 mod decide;
 mod react;

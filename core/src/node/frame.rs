@@ -10,7 +10,7 @@
 //!        | 0x02 src:u64be dst:u64be msg_type:u32be hops:u8 payload   Data
 //! ```
 //!
-//! The [`FrameReader`] reassembles frames from arbitrary splits of the byte stream; any byte
+//! The node's frame reader reassembles frames from arbitrary splits of the byte stream; any byte
 //! string yields frames or a typed [`FrameError`], never a panic.
 
 use alloc::vec::Vec;
