@@ -25,8 +25,6 @@ pub(super) enum Due {
     },
     /// The other side closed gracefully; `to` learns it after the bytes sent before the close.
     PeerClosed { link: SimLinkId, to: Side },
-    /// The link dropped abruptly (link down, peer killed); `to` learns it.
-    Reset { link: SimLinkId, to: Side },
     /// A registry event reaches a node.
     Registry {
         node: NodeId,

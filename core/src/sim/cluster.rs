@@ -199,8 +199,8 @@ impl<N: SimNode> Sim<N> {
         Ok(id)
     }
 
-    /// Kills `id` abruptly: its links drop (each peer gets `handle_closed` now, bytes in
-    /// flight are lost), dials to it fail, deliveries addressed to it are discarded, its
+    /// Kills `id` abruptly: its links drop (each peer gets `handle_closed` during this call,
+    /// bytes in flight are lost), dials to it fail, deliveries addressed to it are discarded, its
     /// unfinished messages stay unresolved in its log. Its registry records are untouched —
     /// script their deletion if the scenario needs it. No-op if already dead.
     pub fn kill(&mut self, id: NodeId) {
@@ -300,9 +300,9 @@ impl<N: SimNode> Sim<N> {
 
     // ---- links -------------------------------------------------------------------------
 
-    /// Takes the path between `a` and `b` down: every link between them drops now (both
-    /// sides get `handle_closed`, bytes in flight are lost) and dials between them fail until
-    /// [`Sim::link_up`].
+    /// Takes the path between `a` and `b` down: every link between them drops now — both
+    /// sides get `handle_closed` during this call (dialer side first, links in creation
+    /// order), bytes in flight are lost — and dials between them fail until [`Sim::link_up`].
     pub fn link_down(&mut self, a: NodeId, b: NodeId) {
         self.note(None, &format!("link down {a} <-> {b}"));
         self.pairs.set_down(a, b, true);
@@ -352,7 +352,6 @@ impl<N: SimNode> Sim<N> {
 
     /// Drops one link abruptly; `dead` is a node that died (its end is gone without notice).
     pub(super) fn drop_link(&mut self, id: super::link::SimLinkId, dead: Option<NodeId>) {
-        let now = self.now;
         let Some(link) = self.links.get_mut(id) else {
             return;
         };
@@ -374,8 +373,9 @@ impl<N: SimNode> Sim<N> {
                 EndState::Dialing | EndState::ClosedBySelf | EndState::Reset | EndState::Gone => {}
             }
         }
+        // Every end is marked first, so nothing a notified node does can use the link.
         for side in notify {
-            self.agenda.push(now, Due::Reset { link: id, to: side });
+            self.notify_closed(id, side, EndState::Reset);
         }
     }
 

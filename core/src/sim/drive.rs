@@ -157,7 +157,6 @@ impl<N: SimNode> Sim<N> {
                 self.invoke(end.node, |n, now| n.handle_received(now, end.link, &bytes));
             }
             Due::PeerClosed { link, to } => self.notify_closed(link, to, EndState::Open),
-            Due::Reset { link, to } => self.notify_closed(link, to, EndState::Reset),
             Due::Registry {
                 node,
                 incarnation,
@@ -179,7 +178,7 @@ impl<N: SimNode> Sim<N> {
     /// Tells `to`'s end of `link` that the link is gone, if that end is still in state
     /// `expected` (open for a graceful close, reset for a drop): an end its node closed in the
     /// meantime hears nothing.
-    fn notify_closed(&mut self, link: SimLinkId, to: Side, expected: EndState) {
+    pub(super) fn notify_closed(&mut self, link: SimLinkId, to: Side, expected: EndState) {
         let Some(end) = self.links.get_mut(link).and_then(|l| l.end_mut(to)) else {
             return;
         };

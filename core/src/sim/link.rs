@@ -62,7 +62,7 @@ pub(super) enum EndState {
     Open,
     /// The owning node closed it (`Output::Close`); it gets no callback.
     ClosedBySelf,
-    /// Dropped by the simulator; the `handle_closed` notification is on the agenda.
+    /// Dropped by the simulator; its node is about to get `handle_closed`.
     Reset,
     /// Finished: the node was told, or the dial failed.
     Gone,

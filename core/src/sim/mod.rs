@@ -19,9 +19,9 @@
 //!   `handle_connect_failed` (unknown address, dead target, pair down, scripted failure). Bytes
 //!   from `Transmit` arrive after the link latency, in order, in one `handle_received` call per
 //!   `Transmit`. `Close` from one side reaches the other side's `handle_closed` after the bytes
-//!   already in flight; the closing side gets no callback. [`Sim::link_down`] and [`Sim::kill`]
-//!   drop links abruptly: in-flight bytes are lost and each surviving side gets
-//!   `handle_closed` at once.
+//!   already in flight; the closing side gets no callback. [`Sim::link_down`], [`Sim::cut`]
+//!   and [`Sim::kill`] drop links abruptly: in-flight bytes are lost and each surviving side
+//!   gets `handle_closed` during the call, like a registry change with no delay.
 //! - **Time** moves only when a test moves it ([`Sim::advance`], [`Sim::advance_to`],
 //!   [`Sim::advance_to_next_deadline`]); [`Sim::step`] and [`Sim::run_until_idle`] process what
 //!   is due at the current instant. Among things due at the same instant, deliveries (link

@@ -179,7 +179,6 @@ fn link_down_closes_both_sides_at_once_and_fails_dials_until_link_up() {
     transmit(&mut sim, A, 1, b"zz");
     sim.advance(Duration::from_millis(1));
     sim.link_down(A, B);
-    sim.run_until_idle();
     assert_eq!(
         inputs(&sim, A),
         vec![
@@ -219,17 +218,34 @@ fn link_down_closes_both_sides_at_once_and_fails_dials_until_link_up() {
 }
 
 #[test]
-fn a_link_closed_by_its_node_before_the_drop_notice_hears_nothing() {
+fn cut_drops_the_links_but_not_later_dials() {
     let mut sim = connected_pair(Duration::ZERO);
-    sim.link_down(A, B);
-    // A closes before the simulator delivers the drop notice.
-    close(&mut sim, A, 1);
+    dial(&mut sim, B, 8, A, "sim://0x1");
     sim.run_until_idle();
-    assert_eq!(inputs(&sim, A), vec![(ms(0), Input::Connected(LinkId(1)))]);
+    assert_eq!(sim.open_links(A, B), 2);
+    sim.cut(A, B);
+    // Both sides hear it during the call: dialer side first, links in creation order.
+    let tail: Vec<&str> = sim.trace()[sim.trace().len() - 5..]
+        .iter()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
-        inputs(&sim, B).last(),
-        Some(&(ms(0), Input::Closed(LinkId(100))))
+        tail,
+        [
+            "0.000000000s sim cut 0x1 <-> 0x2",
+            "0.000000000s 0x1 <- closed link#1",
+            "0.000000000s 0x2 <- closed link#100",
+            "0.000000000s 0x2 <- closed link#8",
+            "0.000000000s 0x1 <- closed link#100",
+        ]
     );
+    dial(&mut sim, A, 2, B, "sim://0x2");
+    sim.run_until_idle();
+    assert_eq!(
+        inputs(&sim, A).last(),
+        Some(&(ms(0), Input::Connected(LinkId(2))))
+    );
+    assert_eq!(sim.open_links(A, B), 1);
 }
 
 #[test]
