@@ -135,6 +135,16 @@ impl Connector {
                 return Ok(());
             }
         }
+        // A target neither registry knows: wait for one of its records rather than relay
+        // blindly (it may not exist at all). The record's timer bounds the wait.
+        if route.relation == Relation::Invalid && world.discovery.get_by_id(target).is_none() {
+            self.ensure_record(target);
+            self.unbind(target);
+            self.set_unready(target);
+            self.set_waiting_discovery(world, target);
+            self.schedule_reconnect_if_due(now, target);
+            return Ok(());
+        }
         if !mode.allow_proxy {
             return Err(RouteError::NoRoute);
         }

@@ -42,8 +42,12 @@
 //! 4. otherwise [`RouteError::NoRoute`].
 //!
 //! A target the topology registry does not know (relation `Invalid`) is routed like a peer
-//! when the policy allows direct links (waiting for its discovery record if need be — libatapp
-//! refuses such targets with `TOPOLOGY_UNKNOWN`), else relayed through our upstream.
+//! when the policy allows direct links (waiting for its discovery record if need be); without
+//! direct links it is relayed through our upstream if discovery knows it, and waits
+//! (`WAIT_DISCOVERY`, bounded by its retries) if neither registry knows it — it may not exist,
+//! and relaying blindly would report `Delivered` for a message the relay then drops. libatapp
+//! refuses every topology-less target with `TOPOLOGY_UNKNOWN`; the seed's "watchers arrive in
+//! any order" makes waiting the better answer.
 //!
 //! # Timers and reconnects
 //!
@@ -501,6 +505,8 @@ impl Connector {
         }
         if let Some(r) = self.records.get_mut(&target) {
             r.proxy = proxy;
+            // A proxied record does not need its own address.
+            r.flags.set(RouteFlags::WAIT_DISCOVERY, false);
         }
         self.ensure_record(proxy).proxy_for.insert(target);
     }

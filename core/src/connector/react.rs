@@ -21,7 +21,8 @@ impl Connector {
     /// retries a direct reconnect. On a switch the retry count resets and the record keeps a
     /// proxy that is still on the target's new path; otherwise it is re-bound: to its direct
     /// link if up, to the new upstream's record if one exists (seamless when that one is
-    /// ready), to nothing while its discovery is missing (`WAIT_DISCOVERY`), else by the
+    /// ready), to nothing while a peer that may link directly lacks its discovery record
+    /// (`WAIT_DISCOVERY`), else by the
     /// routing decision (relaying only for active records), arming its reconnect timer if it
     /// stays unready.
     pub fn on_topology_put(
@@ -75,15 +76,18 @@ impl Connector {
             self.copy_readiness(id, new_up);
             return;
         }
-        if self
-            .records
-            .get(&id)
-            .is_some_and(|r| r.has(RouteFlags::WAIT_DISCOVERY))
+        let relation = world.topology.relation(self.own_id, id);
+        let direct_allowed = self.policy.direct_path_allowed(relation);
+        if direct_allowed
+            && self
+                .records
+                .get(&id)
+                .is_some_and(|r| r.has(RouteFlags::WAIT_DISCOVERY))
         {
             self.set_unready(id);
             return;
         }
-        if world.discovery.get_by_id(id).is_none() {
+        if direct_allowed && world.discovery.get_by_id(id).is_none() {
             self.set_waiting_discovery(world, id);
             if self
                 .records
@@ -175,8 +179,10 @@ impl Connector {
     }
 
     /// Reacts to an applied discovery put for `id`: resets its record's retry count and
-    /// backoff window, and if it was waiting for discovery, clears the wait and dials. Dials
-    /// the upstream if it was waiting for its address.
+    /// backoff window, and if it was waiting for discovery, clears the wait and runs the
+    /// routing decision again (dialling a peer; relaying an active record that may not link
+    /// directly) — unless the record is lost or proxied. Dials the upstream if it was waiting
+    /// for its address.
     pub fn on_discovery_put(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
         if id == self.upstream.id
             && !self.links.contains_key(&id)
@@ -194,7 +200,12 @@ impl Connector {
             return;
         }
         r.flags.set(RouteFlags::WAIT_DISCOVERY, false);
-        let _ = self.try_direct_reconnect(now, world, id, false);
+        if r.has(RouteFlags::LOST_TOPOLOGY) || r.proxy.is_valid() {
+            // Lost: its path may be wrong until topology returns (libatapp); proxied: its
+            // readiness follows the proxy.
+            return;
+        }
+        self.recompute(now, world, id);
     }
 
     /// Reacts to an applied discovery delete of `id`: its record waits for discovery — only

@@ -54,6 +54,8 @@ mod tests;
 #[cfg(test)]
 mod tests_bad_input;
 #[cfg(test)]
+mod tests_ordering;
+#[cfg(test)]
 mod tests_proptest;
 
 use alloc::collections::{BTreeMap, BTreeSet, VecDeque};

@@ -120,7 +120,10 @@ impl Node {
     }
 
     /// Resolves a target to `(id, name)`.
-    fn resolve_target(&mut self, target: Target<'_>) -> Result<(NodeId, String), SendError> {
+    pub(super) fn resolve_target(
+        &mut self,
+        target: Target<'_>,
+    ) -> Result<(NodeId, String), SendError> {
         let pick = |node: &mut Node, filter: Option<&crate::discovery::Filter>| -> Vec<NodeId> {
             node.discovery
                 .iter()

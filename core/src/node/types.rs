@@ -52,6 +52,10 @@ pub enum Target<'a> {
 /// topology are separate streams and may arrive in any order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "registry events are rare and passed by value once; boxing would only add an allocation"
+)]
 pub enum RegistryEvent {
     /// A discovery record was put (`info.revision` set).
     DiscoveryPut(DiscoveryInfo),
