@@ -12,7 +12,7 @@ use common::{
 use switchboard_core::{
     connector::{RouteEvent, RouteFlags},
     ids::NodeId,
-    node::{Event, SendError},
+    node::Event,
     outcome::{FailReason, Outcome},
     sim::Sim,
     time::{Duration, Instant},
@@ -128,8 +128,8 @@ fn c3_downstream_reconnect_before_timeout() {
 /// deleted). The parent's record loses `READY`, schedules its reconnects (12 s, 16 s),
 /// is marked lost (deadline 42 s) and waiting for discovery; its 2 tries run out first and
 /// it is removed at 16 s, failing the queued message at once. Afterwards nothing is left:
-/// no record, no queue, and a new send is refused — the parent (a root, no direct links)
-/// has no route to a node the registry no longer knows.
+/// no record, no queue; a new send opens a fresh route that waits for the node to reappear
+/// and gives up after its own 2 tries.
 ///
 /// libatapp removes the record at the lost deadline (its debug hooks keep the link "up" and
 /// the retries out of the way) and the message ends with its timeout (-211); the endpoint
@@ -202,9 +202,17 @@ fn c4_downstream_topology_offline_timeout_fail() {
     );
     assert_eq!(sim.node(NodeId(0x301)).route(child), None);
     assert_eq!(sim.node(NodeId(0x301)).pending(child), 0);
+    // A new send to the vanished node opens a fresh route that waits for it to reappear,
+    // bounded by its 2 tries (42 s, 46 s).
+    let again = send(&mut sim, 0x301, 0x302, 100, "after-cleanup-C4");
     assert_eq!(
-        sim.send_to(NodeId(0x301), child, 100, &b"after-cleanup-C4"[..]),
-        Err(SendError::NoRoute)
+        sim.node(NodeId(0x301)).route(child).map(|r| r.flags),
+        Some(RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY)
+    );
+    sim.advance_to(at(60));
+    assert_eq!(
+        outcome(&sim, 0x301, again),
+        Some((at(46), Outcome::Failed(FailReason::NoRoute)))
     );
     assert_eq!(
         outcome(&sim, 0x301, warm),
