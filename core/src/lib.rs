@@ -51,6 +51,8 @@ pub mod outcome;
 pub mod ring;
 pub mod rng;
 pub mod select;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod time;
 pub mod timer;
 pub mod topology;
