@@ -159,7 +159,8 @@ pub struct Node {
     out: VecDeque<Output>,
     /// Targets whose flush stopped on its budget: continued at the next `handle_timeout`.
     flush_pending: BTreeSet<NodeId>,
-    rr_cursor: u64,
+    /// Round-robin cursors of the selector targets (per filter ring).
+    selector: crate::select::Selector,
     now: Instant,
     shut_down: bool,
 }
@@ -195,6 +196,13 @@ impl Node {
         topology
             .update_peer(config.id, config.upstream, own)
             .expect("a validated config has a valid id and an upstream other than itself");
+        let discovery = DiscoverySet::with_config(
+            crate::discovery::DEFAULT_TOMBSTONE_LIMIT,
+            crate::ring::RingConfig {
+                points_per_node: config.ring_points_per_node,
+                ..crate::ring::RingConfig::default()
+            },
+        );
         let mut node = Node {
             id: config.id,
             endpoints: EndpointTable::new(EndpointSettings::from_config(&config)),
@@ -204,13 +212,13 @@ impl Node {
             msg_ids: IdSource::new(),
             topology,
             topology_revisions: BTreeMap::new(),
-            discovery: DiscoverySet::new(),
+            discovery,
             connector,
             links: BTreeMap::new(),
             peer_links: BTreeMap::new(),
             out: VecDeque::new(),
             flush_pending: BTreeSet::new(),
-            rr_cursor: 0,
+            selector: crate::select::Selector::new(),
             now,
             shut_down: false,
         };

@@ -11,10 +11,12 @@ use super::{
 };
 use crate::{
     connector::{Effect, RouteError, RouteEvent, World},
-    discovery::{Applied, DiscoveryInfo, TopologyInfo},
+    discovery::{Applied, DiscoveryInfo, Filter, TopologyInfo},
     endpoint::{FlushStop, TransmitResult},
     ids::{MsgId, NodeId},
     outcome::{FailReason, MessageOutcome, Outcome},
+    ring::FilterId,
+    select,
     time::Instant,
     topology::PeerData,
 };
@@ -130,49 +132,40 @@ impl Node {
 
     /// Resolves a target to the id of one node (not necessarily known to any registry when
     /// given by id).
+    ///
+    /// `Hash`, `RoundRobin` and `Random` pick over the discovery set's consistent-hash rings
+    /// ([`crate::select`]): the default ring, or the filter's own ring, registered on first use
+    /// (one filter pass over the default ring) and kept up to date incrementally after that.
     pub(super) fn resolve_target(&mut self, target: Target<'_>) -> Result<NodeId, SendError> {
-        let candidates = |node: &Node, filter: Option<&crate::discovery::Filter>| -> Vec<NodeId> {
-            node.discovery
-                .iter()
-                .filter(|info| info.id.is_valid())
-                .filter(|info| filter.is_none_or(|f| f.matches(&info.metadata)))
-                .map(|info| info.id)
-                .collect()
+        let filter_id = |node: &mut Node, filter: Option<&Filter>| -> Option<FilterId> {
+            let filter = filter?;
+            Some(match node.discovery.rings().filter_id(filter) {
+                Some(id) => id,
+                None => node.discovery.add_filter(filter.clone()),
+            })
         };
-        let pick = |candidates: &[NodeId], index: u64| -> Result<NodeId, SendError> {
-            let n = candidates.len() as u64;
-            if n == 0 {
-                return Err(SendError::UnknownTarget);
-            }
-            let i = usize::try_from(index % n).expect("an index below a slice length fits usize");
-            Ok(candidates[i])
-        };
-        match target {
-            Target::Id(id) if id.is_valid() => Ok(id),
-            Target::Id(_) => Err(SendError::InvalidTarget),
-            Target::Name("") => Err(SendError::InvalidTarget),
+        let chosen = match target {
+            Target::Id(id) if id.is_valid() => return Ok(id),
+            Target::Id(_) | Target::Name("") => return Err(SendError::InvalidTarget),
             Target::Name(name) => self
                 .discovery
                 .get_by_name(name)
                 .map(|info| info.id)
-                .filter(|id| id.is_valid())
-                .ok_or(SendError::UnknownTarget),
-            Target::Hash { filter, key } => pick(&candidates(self, filter), hash_key(key)),
+                .filter(|id| id.is_valid()),
+            Target::Hash { filter, key } => {
+                let filter = filter_id(self, filter);
+                select::by_hash(self.discovery.rings(), filter, key)
+            }
             Target::RoundRobin { filter } => {
-                let list = candidates(self, filter);
-                let chosen = pick(&list, self.rr_cursor)?;
-                self.rr_cursor = self.rr_cursor.wrapping_add(1);
-                Ok(chosen)
+                let filter = filter_id(self, filter);
+                self.selector.round_robin(self.discovery.rings(), filter)
             }
             Target::Random { filter } => {
-                let list = candidates(self, filter);
-                if list.is_empty() {
-                    return Err(SendError::UnknownTarget);
-                }
-                let index = self.rng.below(list.len() as u64);
-                pick(&list, index)
+                let filter = filter_id(self, filter);
+                select::random(self.discovery.rings(), filter, &mut self.rng)
             }
-        }
+        };
+        chosen.ok_or(SendError::UnknownTarget)
     }
 
     /// The up link carrying data for `target` now, if its route is ready.
@@ -484,14 +477,4 @@ impl Node {
             self.flush_pending.remove(&target);
         }
     }
-}
-
-/// FNV-1a over the key, then a splitmix finaliser (v1 hash selection).
-fn hash_key(key: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in key {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    crate::rng::splitmix64(&mut h)
 }

@@ -426,7 +426,8 @@ fn name_and_selector_targets_resolve_through_discovery() {
         node.send(now, Target::Name(""), 1, Bytes::new()),
         Err(SendError::InvalidTarget)
     );
-    // Round robin walks the discovery set in id order: 0x201 (self), 0x202, 0x203, again.
+    // Round robin walks the default ring's member order (pod index, then id): 0x201 (self),
+    // 0x202, 0x203, again.
     let picked: Vec<NodeId> = (0..4)
         .map(|_| {
             node.resolve_target(Target::RoundRobin { filter: None })
@@ -445,17 +446,68 @@ fn name_and_selector_targets_resolve_through_discovery() {
         node.send(now, Target::Random { filter: Some(&f) }, 1, Bytes::new()),
         Err(SendError::UnknownTarget)
     );
-    let h1 = node.resolve_target(Target::Hash {
-        filter: None,
-        key: b"user-42",
-    });
-    let h2 = node.resolve_target(Target::Hash {
-        filter: None,
-        key: b"user-42",
-    });
-    assert_eq!(h1, h2);
-    // Pinned: the v1 hash (FNV-1a, splitmix finaliser, modulo 3) is the same on every run.
-    assert_eq!(h1, Ok(NodeId(0x202)));
+    // The filter's ring was registered on first use and is reused afterwards.
+    assert_eq!(node.discovery().rings().filter_count(), 1);
+    assert_eq!(
+        node.resolve_target(Target::Hash {
+            filter: Some(&f),
+            key: b"k"
+        }),
+        Err(SendError::UnknownTarget)
+    );
+    assert_eq!(node.discovery().rings().filter_count(), 1);
+    // Consistent hash answers what a ring built from scratch over the same three nodes says.
+    let mut fresh = crate::ring::Ring::new(crate::ring::RingConfig::default());
+    let names: Vec<(NodeId, String)> = node
+        .discovery()
+        .iter()
+        .map(|info| (info.id, info.name.clone()))
+        .collect();
+    fresh
+        .build(
+            names
+                .iter()
+                .map(|(id, name)| crate::ring::RingMember::new(*id, name)),
+        )
+        .unwrap();
+    for key in [&b"user-42"[..], b"user-43", b"room-7", b""] {
+        assert_eq!(
+            node.resolve_target(Target::Hash { filter: None, key }),
+            Ok(fresh.lookup(key).unwrap()),
+            "key {key:?}"
+        );
+    }
+}
+
+#[test]
+fn topology_changes_touch_no_hash_ring() {
+    let mut net = group_b();
+    let updates = net.node(0x201).discovery().rings().ring_updates();
+    let key_owner = net
+        .node(0x201)
+        .resolve_target(Target::Hash {
+            filter: None,
+            key: b"user-42",
+        })
+        .unwrap();
+    // 0x202 moves under a new proxy 0x204, then loses its topology record: routes change,
+    // rings do not.
+    net.registry_all(&[
+        RegistryEvent::TopologyPut(topo(0x202, 0x204, 300)),
+        RegistryEvent::TopologyDelete {
+            id: NodeId(0x202),
+            revision: 301,
+        },
+    ]);
+    let node = net.node(0x201);
+    assert_eq!(node.discovery().rings().ring_updates(), updates);
+    assert_eq!(
+        node.resolve_target(Target::Hash {
+            filter: None,
+            key: b"user-42",
+        }),
+        Ok(key_owner)
+    );
 }
 
 #[test]
