@@ -77,6 +77,10 @@
 //! - A link coming up to a target routed through a proxy switches the record to the direct
 //!   link (direct before proxied); among several links to one peer the owner uses the lowest
 //!   link id.
+//! - A direct (re)connect the policy refuses — the target's host, pid or labels changed in
+//!   its topology record, which libatapp's topology equality ignores — re-routes an active
+//!   record through the tree or our upstream at once, keeping its queue; only a passive
+//!   record is removed (libatapp removes the handle).
 //! - Records created before the target's topology is known do not start out `LOST_TOPOLOGY`
 //!   (libatapp's spec §10 item 7); unready ones are bounded by their retries instead.
 //! - When our **own** upstream switches, records routed through the old one are re-routed

@@ -49,7 +49,10 @@ impl Connector {
         let new_up = world.topology.upstream_of(id).unwrap_or(NodeId::NONE);
         let switched = change.upstream_changed.is_some() || change.created || change.promoted;
         if !switched || (proxy.is_valid() && proxy == new_up) {
-            let _ = self.try_direct_reconnect(now, world, id, false);
+            // A data change (host, pid, labels) may make the policy refuse the direct path.
+            if self.try_direct_reconnect(now, world, id, false) == Err(RouteError::TopologyDenied) {
+                self.direct_denied(now, world, id);
+            }
             return;
         }
         if let Some(r) = self.records.get_mut(&id) {
@@ -353,7 +356,24 @@ impl Connector {
             && !waiting
             && self.try_direct_reconnect(now, world, peer, false) == Err(RouteError::TopologyDenied)
         {
-            self.remove(peer, FailReason::NoRoute);
+            self.direct_denied(now, world, peer);
+        }
+    }
+
+    /// The policy refused a direct (re)connect to `id` — typically because its topology data
+    /// changed (a host or process move, new labels). An active record is re-routed at once by
+    /// the routing decision with relaying allowed (through the tree, or our upstream), keeping
+    /// its queue; a passive one is removed (`NoRoute`). libatapp removes the handle in both
+    /// cases (and, ignoring host and pid changes, rarely gets here at all).
+    fn direct_denied(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
+        if self
+            .records
+            .get(&id)
+            .is_some_and(|r| r.has(RouteFlags::ACTIVE))
+        {
+            self.recompute(now, world, id);
+        } else {
+            self.remove(id, FailReason::NoRoute);
         }
     }
 
@@ -421,7 +441,9 @@ impl Connector {
         if let Some(at) = next {
             self.timers.arm(id, at);
         }
-        let _ = self.try_direct_reconnect(now, world, id, true);
+        if self.try_direct_reconnect(now, world, id, true) == Err(RouteError::TopologyDenied) {
+            self.direct_denied(now, world, id);
+        }
     }
 
     /// Dials the upstream if it has no link and its redial is due; without a known address it
