@@ -116,6 +116,11 @@ use crate::{
     topology::{PeerData, TopologyPolicy, TopologyRegistry},
 };
 
+/// Bytes one route record occupies inline (`size_of` of the private record type), for
+/// memory reports and benches. The record map adds its key and B-tree overhead per entry; a
+/// record's `proxy_for` set allocates on top only while records route through it.
+pub const ROUTE_RECORD_SIZE: usize = core::mem::size_of::<RouteRecord>();
+
 /// What the connector reads but does not own: the topology registry and the discovery set,
 /// borrowed from the node for the duration of one call.
 #[derive(Clone, Copy, Debug)]

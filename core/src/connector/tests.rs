@@ -710,6 +710,7 @@ fn a_route_record_stays_within_its_memory_budget() {
     // per-entry share (key + value in a B-tree leaf, ~11 entries per node) stays well below.
     let inline = core::mem::size_of::<record::RouteRecord>();
     assert_eq!(inline, 72);
+    assert_eq!(super::ROUTE_RECORD_SIZE, inline);
     let per_entry = inline + core::mem::size_of::<NodeId>();
     assert!(per_entry * 3 / 2 <= 256, "{per_entry}");
 }

@@ -1,0 +1,231 @@
+//! The connection manager's hot paths (issue 3 targets).
+//!
+//! - `node/send_to_transmit_ready_route`: `Node::send` to a target whose direct route is
+//!   ready (two nodes driven through the handshake in setup, bytes shuttled by hand), plus
+//!   draining the `Transmit` and `Outcome` outputs. Target ≥ 3 M messages/s on one core.
+//! - `endpoint/push_flush`: push N = 256 messages into an `Endpoint`'s pending queue, then
+//!   one flush handing all of them to a route (per-message cost; target ≤ 50 ns); the same
+//!   through the `EndpointTable` the node uses (deadline index kept exact); and a bare
+//!   `VecDeque` push + pop of the same messages as the floor.
+//!
+//! Also printed once: `size_of` a route record and of an `Endpoint` (goal ≤ 256 bytes each).
+//!
+//! Run: `cargo bench -p switchboard-benches --bench node`.
+
+use std::{collections::VecDeque, hint::black_box, time::Duration as StdDuration};
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use switchboard_core::{
+    config::Config,
+    connector::ROUTE_RECORD_SIZE,
+    endpoint::{
+        Endpoint, EndpointSettings, EndpointTable, PendingMessage, QueueLimits, TransmitResult,
+    },
+    ids::{MsgId, NodeId},
+    node::{Node, Output, Target},
+    outcome::{Outcome, OutcomeSink},
+    time::{Duration, Instant},
+};
+
+const PAYLOAD: &[u8; 64] = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const N: usize = 256;
+
+/// Everything `node` output, drained.
+fn drain(node: &mut Node) -> Vec<Output> {
+    std::iter::from_fn(|| node.poll_output()).collect()
+}
+
+/// The bytes of every `Transmit` in `outputs`, concatenated.
+fn transmitted(outputs: &[Output]) -> Vec<u8> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Transmit { bytes, .. } => Some(bytes.to_vec()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// Node 0x101 with a ready direct route to its upstream 0x102: the dial and the `Hello`
+/// exchange are played by hand between two real nodes.
+fn ready_sender() -> Node {
+    let t0 = Instant::ZERO;
+    let mut child = Config::new(NodeId(0x101), "child");
+    child.upstream = NodeId(0x102);
+    child.upstream_address = "bench://0x102".into();
+    let mut a = Node::new(child, t0).expect("valid config");
+    let mut b = Node::new(Config::new(NodeId(0x102), "parent"), t0).expect("valid config");
+    let link_a = drain(&mut a)
+        .into_iter()
+        .find_map(|o| match o {
+            Output::Connect { link, .. } => Some(link),
+            _ => None,
+        })
+        .expect("the upstream is dialled at start");
+    let link_b = b.handle_accepted(t0);
+    a.handle_connected(t0, link_a);
+    let hello_a = transmitted(&drain(&mut a));
+    b.handle_received(t0, link_b, &hello_a);
+    let hello_b = transmitted(&drain(&mut b));
+    a.handle_received(t0, link_a, &hello_b);
+    drain(&mut a);
+    assert_eq!(a.link_to(NodeId(0x102)), Some(link_a), "handshake done");
+    a
+}
+
+fn send_to_transmit(c: &mut Criterion) {
+    let mut node = ready_sender();
+    let payload = Bytes::from_static(PAYLOAD);
+    let now = Instant::from_secs(1);
+    // One send first: the endpoint and its record exist from then on, as in steady state.
+    node.send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
+        .expect("accepted");
+    let first = drain(&mut node);
+    assert!(first.iter().any(|o| matches!(o, Output::Transmit { .. })));
+    assert!(first.iter().any(|o| matches!(
+        o,
+        Output::Outcome {
+            outcome: Outcome::Delivered,
+            ..
+        }
+    )));
+
+    let mut group = c.benchmark_group("node");
+    group
+        .warm_up_time(StdDuration::from_secs(1))
+        .measurement_time(StdDuration::from_secs(3))
+        .throughput(Throughput::Elements(1));
+    group.bench_function("send_to_transmit_ready_route", |b| {
+        b.iter(|| {
+            let msg = node
+                .send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
+                .expect("accepted");
+            while let Some(out) = node.poll_output() {
+                black_box(out);
+            }
+            msg
+        });
+    });
+    group.finish();
+}
+
+/// Counts outcomes; what a driver does with them is not the queue's cost.
+#[derive(Default)]
+struct Count(usize);
+
+impl OutcomeSink for Count {
+    fn emit(&mut self, msg: MsgId, outcome: Outcome) {
+        black_box((msg, outcome));
+        self.0 += 1;
+    }
+}
+
+fn push_flush(c: &mut Criterion) {
+    let payload = Bytes::from_static(PAYLOAD);
+    let now = Instant::from_secs(1);
+    let timeout = Duration::from_secs(8);
+    let limits = QueueLimits {
+        max_messages: 4096,
+        max_bytes: 8 << 20,
+    };
+    let mut group = c.benchmark_group("endpoint");
+    group
+        .warm_up_time(StdDuration::from_secs(1))
+        .measurement_time(StdDuration::from_secs(3))
+        .throughput(Throughput::Elements(N as u64));
+
+    let mut endpoint = Endpoint::new(NodeId(0x102), "parent".into(), limits, now, timeout);
+    endpoint.attach_handle();
+    let mut next = 0u64;
+    group.bench_function("push_flush", |b| {
+        b.iter(|| {
+            for _ in 0..N {
+                next += 1;
+                endpoint
+                    .push(MsgId(next), 7, payload.clone(), now, timeout)
+                    .expect("room");
+            }
+            let mut sink = Count::default();
+            let progress = endpoint.flush(
+                now,
+                usize::MAX,
+                |m| {
+                    black_box(m);
+                    TransmitResult::Sent
+                },
+                &mut sink,
+            );
+            assert_eq!(sink.0, N);
+            progress
+        });
+    });
+
+    let mut table = EndpointTable::new(EndpointSettings {
+        limits,
+        message_timeout: timeout,
+        gc_timeout: Duration::from_secs(60),
+    });
+    let key = table
+        .get_or_create(NodeId(0x102), "parent", now)
+        .expect("valid target");
+    table.attach_handle(key);
+    group.bench_function("push_flush_table", |b| {
+        b.iter(|| {
+            for _ in 0..N {
+                next += 1;
+                table
+                    .push(key, MsgId(next), 7, payload.clone(), now)
+                    .expect("room");
+            }
+            let mut sink = Count::default();
+            let progress = table.flush(
+                key,
+                now,
+                usize::MAX,
+                |m| {
+                    black_box(m);
+                    TransmitResult::Sent
+                },
+                &mut sink,
+            );
+            assert_eq!(sink.0, N);
+            progress
+        });
+    });
+
+    let mut baseline: VecDeque<PendingMessage> = VecDeque::new();
+    group.bench_function("vecdeque_push_pop_baseline", |b| {
+        b.iter(|| {
+            for _ in 0..N {
+                next += 1;
+                baseline.push_back(PendingMessage {
+                    id: MsgId(next),
+                    msg_type: 7,
+                    payload: payload.clone(),
+                    deadline: now + timeout,
+                });
+            }
+            let mut sink = Count::default();
+            while let Some(m) = baseline.pop_front() {
+                black_box(&m);
+                sink.emit(m.id, Outcome::Delivered);
+            }
+            sink.0
+        });
+    });
+    group.finish();
+}
+
+fn sizes(_: &mut Criterion) {
+    eprintln!(
+        "size_of route record = {ROUTE_RECORD_SIZE} B, size_of::<Endpoint>() = {} B, \
+         size_of::<PendingMessage>() = {} B (goal <= 256 per record and per endpoint)",
+        std::mem::size_of::<Endpoint>(),
+        std::mem::size_of::<PendingMessage>(),
+    );
+}
+
+criterion_group!(benches, sizes, send_to_transmit, push_flush);
+criterion_main!(benches);
