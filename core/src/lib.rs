@@ -22,6 +22,8 @@
 //! - [`endpoint`]: one endpoint per remote target, holding its pending queue (count and byte
 //!   limits, per-message deadlines), flushed in order when a route is ready, collected when
 //!   unused — failing, never dropping, what is still queued.
+//! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
+//!   buffers, a total decoder, and stream reassembly.
 //!
 //! The connection manager, bus, registry and `Node` facade build on these in later modules.
 #![no_std]
@@ -45,3 +47,4 @@ pub mod select;
 pub mod time;
 pub mod timer;
 pub mod topology;
+pub mod wire;
