@@ -161,7 +161,9 @@ pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> 
         _ => {}
     }
     let kind = match buf.get(5) {
-        Some(&code) => Some(FrameKind::from_code(code).ok_or(DecodeError::UnknownKind { kind: code })?),
+        Some(&code) => {
+            Some(FrameKind::from_code(code).ok_or(DecodeError::UnknownKind { kind: code })?)
+        }
         None => None,
     };
     let (Some(kind), Some(frame)) = (kind, buf.get(..len)) else {
@@ -286,10 +288,12 @@ fn decode_hello_ack<'a>(cursor: &mut Cursor<'a>, flags: u16) -> Result<HelloAck<
     let versions = cursor.versions()?;
     let result = match cursor.u8("status")? {
         0 => Ok(()),
-        code => Err(RefuseReason::from_code(code).ok_or(DecodeError::UnknownCode {
-            field: "status",
-            code,
-        })?),
+        code => Err(
+            RefuseReason::from_code(code).ok_or(DecodeError::UnknownCode {
+                field: "status",
+                code,
+            })?,
+        ),
     };
     let proof = cursor.proof(flags)?;
     let name = cursor.str("name")?;
@@ -365,7 +369,11 @@ impl<'a> Cursor<'a> {
         core::str::from_utf8(self.bytes(field)?).map_err(|_| DecodeError::InvalidUtf8 { field })
     }
 
-    fn code<T>(&mut self, field: &'static str, from: fn(u8) -> Option<T>) -> Result<T, DecodeError> {
+    fn code<T>(
+        &mut self,
+        field: &'static str,
+        from: fn(u8) -> Option<T>,
+    ) -> Result<T, DecodeError> {
         let code = self.u8(field)?;
         from(code).ok_or(DecodeError::UnknownCode { field, code })
     }

@@ -53,11 +53,20 @@
 //! ```
 //! use switchboard_core::{ids::NodeId, wire::{self, Data, Decoded, Frame}};
 //!
-//! let mut out = Vec::with_capacity(64);
-//! let data = Data { src: NodeId(1), dst: NodeId(2), seq: 7, msg_type: 100, hop_count: 0, payload: b"hi" };
+//! let data = Data {
+//!     src: NodeId(1),
+//!     dst: NodeId(2),
+//!     seq: 7,
+//!     msg_type: 100,
+//!     hop_count: 0,
+//!     payload: b"hi",
+//! };
+//! let mut out = Vec::with_capacity(64); // keep it: encode appends, clear after each flush
 //! assert_eq!(wire::encode(&Frame::Data(data), &mut out), Ok(39));
-//! assert_eq!(wire::decode(&out, wire::DEFAULT_MAX_FRAME), Ok(Decoded::Frame(Frame::Data(data), 39)));
-//! assert_eq!(wire::decode(&out[..10], wire::DEFAULT_MAX_FRAME), Ok(Decoded::NeedMore(29)));
+//!
+//! let max = wire::DEFAULT_MAX_FRAME;
+//! assert_eq!(wire::decode(&out, max), Ok(Decoded::Frame(Frame::Data(data), 39)));
+//! assert_eq!(wire::decode(&out[..10], max), Ok(Decoded::NeedMore(29)));
 //! ```
 
 mod decode;

@@ -35,10 +35,12 @@ pub(super) fn decode_update(cursor: &mut Cursor<'_>) -> Result<Update, DecodeErr
     let incarnation = cursor.u64("incarnation")?;
     let discovery = match cursor.bytes("discovery")? {
         [] => None,
-        json => Some(DiscoveryInfo::from_json(json).map_err(|error| DecodeError::Json {
-            field: "discovery",
-            error,
-        })?),
+        json => Some(
+            DiscoveryInfo::from_json(json).map_err(|error| DecodeError::Json {
+                field: "discovery",
+                error,
+            })?,
+        ),
     };
     Ok(Update {
         incarnation,

@@ -15,7 +15,12 @@ pub(super) fn assert_golden(frame: &Frame<'_>, expected: &[u8]) {
     let mut out = vec![0xEE]; // encode appends: what is already there stays
     assert_eq!(encode(frame, &mut out), Ok(expected.len()));
     assert_eq!(out[0], 0xEE);
-    assert_eq!(&out[1..], expected, "{:?} encodes to other bytes", frame.kind());
+    assert_eq!(
+        &out[1..],
+        expected,
+        "{:?} encodes to other bytes",
+        frame.kind()
+    );
     assert_eq!(encoded_len(frame), expected.len());
 
     assert_eq!(
@@ -362,7 +367,10 @@ fn header_fields_are_checked_as_soon_as_present() {
         decode(&[100, 0, 0, 0, 1, 0], MAX),
         Err(DecodeError::UnknownKind { kind: 0 })
     );
-    assert_eq!(decode(&[100, 0, 0, 0, 1, 3, 0], MAX), Ok(Decoded::NeedMore(93)));
+    assert_eq!(
+        decode(&[100, 0, 0, 0, 1, 3, 0], MAX),
+        Ok(Decoded::NeedMore(93))
+    );
 }
 
 #[test]
@@ -473,7 +481,7 @@ fn golden_stream() -> (Vec<Frame<'static>>, Vec<u8>) {
 }
 
 /// One golden frame of every kind.
-pub(crate) fn all_goldens() -> Vec<(Frame<'static>, Vec<u8>)> {
+pub(super) fn all_goldens() -> Vec<(Frame<'static>, Vec<u8>)> {
     let mut all = link_goldens();
     all.extend(super::tests_registry::registry_goldens());
     all

@@ -85,19 +85,31 @@ fn topology() -> impl Strategy<Value = TopologyInfo> {
 }
 
 fn entry() -> impl Strategy<Value = RegistryEntry> {
-    (any::<u64>(), discovery(), proptest::option::of(topology()), any::<bool>()).prop_map(
-        |(incarnation, discovery, topology, suspect)| RegistryEntry {
-            incarnation,
-            discovery,
-            topology,
-            suspect,
-        },
+    (
+        any::<u64>(),
+        discovery(),
+        proptest::option::of(topology()),
+        any::<bool>(),
     )
+        .prop_map(
+            |(incarnation, discovery, topology, suspect)| RegistryEntry {
+                incarnation,
+                discovery,
+                topology,
+                suspect,
+            },
+        )
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
     (
-        (0u8..14, any::<u64>(), any::<u64>(), any::<u64>(), any::<u32>()),
+        (
+            0u8..14,
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+        ),
         (any::<u8>(), any::<bool>(), any::<[u8; PROOF_LEN]>(), text()),
         pvec(any::<u8>(), 0..300),
         pvec(entry(), 0..3),
@@ -196,7 +208,10 @@ fn frame(spec: &Spec) -> Frame<'_> {
             let e = first.map(unrevised);
             Update {
                 incarnation: spec.a,
-                discovery: e.as_ref().filter(|_| spec.flag).map(|e| e.discovery.clone()),
+                discovery: e
+                    .as_ref()
+                    .filter(|_| spec.flag)
+                    .map(|e| e.discovery.clone()),
                 topology: e.and_then(|e| e.topology),
             }
             .into()
@@ -281,7 +296,8 @@ proptest! {
         for f in &frames {
             encode(f, &mut stream).expect("test frames are encodable");
         }
-        let mut points: Vec<usize> = cuts.iter().map(|&c| usize::from(c) % (stream.len() + 1)).collect();
+        let mut points: Vec<usize> =
+            cuts.iter().map(|&c| usize::from(c) % (stream.len() + 1)).collect();
         points.push(stream.len());
         points.sort_unstable();
         let mut reader = FrameReader::new(DEFAULT_MAX_FRAME);

@@ -231,7 +231,10 @@ fn malformed_json_records_report_the_discovery_error() {
         panic!("a string id is refused");
     };
     assert_eq!(field, "discovery");
-    assert!(matches!(error, discovery::DecodeError::InvalidValue { .. }), "{error:?}");
+    assert!(
+        matches!(error, discovery::DecodeError::InvalidValue { .. }),
+        "{error:?}"
+    );
 
     // Topology with id 0 has no identity.
     let zero = br#"{"id":0,"name":"n"}"#;
@@ -283,7 +286,11 @@ fn records_without_identity_are_not_encoded() {
         encode(&frame, &mut out),
         Err(EncodeError::NoIdentity { field: "discovery" })
     );
-    assert_eq!(out, [1, 2, 3], "a refused frame leaves the buffer as it was");
+    assert_eq!(
+        out,
+        [1, 2, 3],
+        "a refused frame leaves the buffer as it was"
+    );
     assert_eq!(encoded_len(&frame), 0);
 
     let frame = Frame::Update(Box::new(Update {
