@@ -498,3 +498,156 @@ mod wire_seeds {
         }
     }
 }
+
+/// Allocation bounds of the decoder, measured: this test binary counts the bytes each thread
+/// allocates, so a lying length or count that made the decoder reserve memory would show.
+mod allocation {
+    use std::{
+        alloc::{GlobalAlloc, Layout, System},
+        cell::Cell,
+    };
+
+    use switchboard_core::{
+        ids::NodeId,
+        wire::{self, Data, DecodeError, Decoded, Frame, FrameReader},
+    };
+
+    thread_local! {
+        static ALLOCATED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Forwards to the system allocator, adding each request's size to the calling thread's
+    /// counter (tests run on separate threads, so they do not see each other's allocations).
+    struct Counting;
+
+    #[expect(
+        unsafe_code,
+        reason = "a global allocator is an unsafe trait; this one only forwards to System"
+    )]
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = ALLOCATED.try_with(|n| n.set(n.get() + layout.size()));
+            // SAFETY: same contract as the caller's, forwarded unchanged.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` came from `System.alloc` with this layout (see `alloc`).
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// Bytes allocated by this thread while `f` runs.
+    fn allocated_by(f: impl FnOnce()) -> usize {
+        let before = ALLOCATED.with(Cell::get);
+        f();
+        ALLOCATED.with(Cell::get) - before
+    }
+
+    const MAX: usize = wire::DEFAULT_MAX_FRAME;
+
+    #[test]
+    fn lying_lengths_and_counts_allocate_nothing() {
+        let huge = [0xFF, 0xFF, 0xFF, 0xFF, 1, 3, 0, 0];
+        let mut snapshot = vec![0u8; 8 + 20 + 40];
+        snapshot[..4].copy_from_slice(&68u32.to_le_bytes());
+        snapshot[4] = 1;
+        snapshot[5] = 18;
+        snapshot[24..28].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut name = vec![0u8; 8 + 24 + 4];
+        name[..4].copy_from_slice(&36u32.to_le_bytes());
+        name[4] = 1;
+        name[5] = 20;
+        name[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+
+        let mut results = Vec::with_capacity(3);
+        let bytes = allocated_by(|| {
+            results.push(wire::decode(&huge, MAX));
+            results.push(wire::decode(&snapshot, MAX));
+            results.push(wire::decode(&name, MAX));
+        });
+        assert_eq!(bytes, 0);
+        assert_eq!(
+            results,
+            [
+                Err(DecodeError::FrameTooLarge {
+                    len: u32::MAX as usize,
+                    max: MAX
+                }),
+                Err(DecodeError::CountTooLarge {
+                    field: "entries",
+                    count: u32::MAX,
+                    remaining: 40
+                }),
+                Err(DecodeError::Truncated { field: "name" }),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reader_waiting_for_a_large_frame_holds_only_what_arrived() {
+        let mut reader = FrameReader::new(MAX);
+        let mut header = u32::try_from(MAX).expect("16 MiB").to_le_bytes().to_vec();
+        header.extend_from_slice(&[1, 3, 0, 0]);
+        let bytes = allocated_by(|| {
+            reader.push(&header);
+            reader.push(&[0; 92]);
+            assert!(matches!(reader.next_frame(), Ok(None)));
+        });
+        assert_eq!(reader.buffered(), 100);
+        assert!(bytes <= 256, "{bytes} bytes allocated for 100 buffered");
+    }
+
+    #[test]
+    fn a_plausible_count_of_garbage_entries_allocates_a_bounded_amount() {
+        // 1000 entries promised and 1000 minimal entries' worth of zero bytes present: the
+        // first entry's empty discovery record fails.
+        let body_len = 20 + 1000 * 33;
+        let mut snapshot = vec![0u8; 8 + body_len];
+        snapshot[..4].copy_from_slice(&u32::try_from(8 + body_len).expect("small").to_le_bytes());
+        snapshot[4] = 1;
+        snapshot[5] = 18;
+        snapshot[24..28].copy_from_slice(&1000u32.to_le_bytes());
+        let mut result = None;
+        let bytes = allocated_by(|| result = Some(wire::decode(&snapshot, MAX)));
+        assert!(matches!(
+            result,
+            Some(Err(DecodeError::Json {
+                field: "discovery",
+                ..
+            }))
+        ));
+        assert!(bytes < 16 * 1024, "{bytes} bytes allocated");
+    }
+
+    #[test]
+    fn data_frames_encode_and_decode_without_allocating() {
+        let payload = [7u8; 1024];
+        let frame = Frame::Data(Data {
+            src: NodeId(1),
+            dst: NodeId(2),
+            seq: 3,
+            msg_type: 4,
+            hop_count: 0,
+            payload: &payload,
+        });
+        let mut buf = Vec::with_capacity(4 * 1100);
+        let mut decoded = 0;
+        let bytes = allocated_by(|| {
+            for _ in 0..4 {
+                wire::encode(&frame, &mut buf).expect("small frame");
+            }
+            let mut rest = &buf[..];
+            while let Ok(Decoded::Frame(got, used)) = wire::decode(rest, MAX) {
+                assert_eq!(got, frame);
+                decoded += 1;
+                rest = &rest[used..];
+            }
+        });
+        assert_eq!(bytes, 0);
+        assert_eq!(decoded, 4);
+    }
+}

@@ -21,7 +21,7 @@ const ENTRY_SUSPECT: u8 = 1;
 
 /// Entries reserved up front in a snapshot; larger snapshots grow as entries decode, so the
 /// memory taken is always proportional to entries actually present.
-const SNAPSHOT_PREALLOC: usize = 64;
+const SNAPSHOT_PREALLOC: usize = 16;
 
 pub(super) fn decode_register(cursor: &mut Cursor<'_>) -> Result<Register, DecodeError> {
     Ok(Register {
