@@ -14,9 +14,9 @@
 //! `send_buffer_size`, `flush_batch`, `reconnect_max_tries`) and "immediately" for
 //! `endpoint_gc_timeout`; every other zero is rejected by `validate`.
 
-use alloc::string::String;
+use alloc::{collections::BTreeMap, string::String, vec::Vec};
 
-use crate::{ids::NodeId, time::Duration};
+use crate::{ids::NodeId, time::Duration, topology::TopologyPolicy};
 
 /// Everything the connection manager and its parts are configured with.
 ///
@@ -71,6 +71,27 @@ pub struct Config {
     /// in its id, so nodes sharing a seed still draw different jitter; set distinct seeds to
     /// replay a particular run.
     pub rng_seed: u64,
+    /// This node's own upstream (its proxy in the topology tree); [`NodeId::NONE`] for a root.
+    /// The node keeps a link to it (re-dialled with the reconnect backoff, without a try
+    /// limit) and relays traffic it cannot route otherwise through it. A topology record for
+    /// this node that names another upstream switches it at run time.
+    pub upstream: NodeId,
+    /// Address to dial the configured `upstream` at (libatapp's `bus.proxy`). Empty: use the
+    /// first address the upstream publishes in discovery.
+    pub upstream_address: String,
+    /// Addresses this node listens on, as published in its discovery record. The core does not
+    /// listen itself (adapters do); it only reports them.
+    pub listen: Vec<String>,
+    /// Host this node runs on (topology data; same-host policies and address classes).
+    pub hostname: String,
+    /// Process id of this node (topology data; same-process policies).
+    pub pid: i64,
+    /// This node's topology labels (libatapp's `bus.topology.data.label`), matched by other
+    /// nodes' `match_label` policies.
+    pub labels: BTreeMap<String, String>,
+    /// When this node may link a peer directly instead of going through the upstream tree
+    /// (libatapp's `bus.topology.rule`). Everything off by default.
+    pub topology_policy: TopologyPolicy,
 }
 
 impl Default for Config {
@@ -92,6 +113,13 @@ impl Default for Config {
             heartbeat_interval: Duration::from_secs(2),
             heartbeat_dead_after: 3,
             rng_seed: 0,
+            upstream: NodeId::NONE,
+            upstream_address: String::new(),
+            listen: Vec::new(),
+            hostname: String::new(),
+            pid: 0,
+            labels: BTreeMap::new(),
+            topology_policy: TopologyPolicy::default(),
         }
     }
 }
@@ -114,12 +142,16 @@ impl Config {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] naming the field: node id 0, a zero timeout or interval, a zero ring
+    /// A [`ConfigError`] naming the field: node id 0, an upstream equal to the node's own id,
+    /// a zero timeout or interval, a zero ring
     /// point or heartbeat count, `reconnect_max_ms` below `reconnect_start_ms`, or a jitter
     /// above 100 %.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.id.is_valid() {
             return Err(ConfigError::ReservedNodeId);
+        }
+        if self.upstream == self.id {
+            return Err(ConfigError::SelfUpstream { id: self.id });
         }
         nonzero_duration("reconnect_start_ms", self.reconnect_start)?;
         nonzero_duration("reconnect_max_ms", self.reconnect_max)?;
@@ -176,6 +208,12 @@ pub enum ConfigError {
     /// `id` is 0, which is reserved for "no node".
     #[error("id: node id 0 is reserved; give the node a non-zero id")]
     ReservedNodeId,
+    /// `upstream` names the node itself.
+    #[error("upstream: node {id} cannot be its own upstream")]
+    SelfUpstream {
+        /// The node's id.
+        id: NodeId,
+    },
     /// A timeout, interval or count that must be positive is 0.
     #[error("{field} must be greater than zero")]
     Zero {
@@ -242,6 +280,41 @@ mod tests {
         assert_eq!(c.heartbeat_interval, Duration::from_secs(2));
         assert_eq!(c.heartbeat_dead_after, 3);
         assert_eq!(c.rng_seed, 0);
+        assert_eq!(c.upstream, NodeId::NONE);
+        assert_eq!(c.upstream_address, "");
+        assert!(c.listen.is_empty() && c.labels.is_empty());
+        assert_eq!((c.hostname.as_str(), c.pid), ("", 0));
+        assert_eq!(c.topology_policy, TopologyPolicy::default());
+    }
+
+    #[test]
+    fn own_upstream_must_differ_from_own_id() {
+        let mut c = valid();
+        c.upstream = NodeId(0x101);
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::SelfUpstream { id: NodeId(0x101) })
+        );
+        c.upstream = NodeId(0x102);
+        assert_eq!(c.validate(), Ok(()));
+    }
+
+    #[test]
+    fn json_reads_identity_and_policy_fields() {
+        let c: Config = serde_json::from_str(
+            r#"{"id": 257, "upstream": 258, "upstream_address": "tcp://10.0.0.2:21902",
+                "listen": ["tcp://0.0.0.0:21901"], "hostname": "h1", "pid": 42,
+                "labels": {"zone": "a"},
+                "topology_policy": {"allow_direct_connection": true}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.upstream, NodeId(258));
+        assert_eq!(c.upstream_address, "tcp://10.0.0.2:21902");
+        assert_eq!(c.listen, ["tcp://0.0.0.0:21901"]);
+        assert_eq!((c.hostname.as_str(), c.pid), ("h1", 42));
+        assert_eq!(c.labels.get("zone").map(String::as_str), Some("a"));
+        assert!(c.topology_policy.allow_direct_connection);
+        assert!(!c.topology_policy.require_same_host);
     }
 
     #[test]

@@ -22,10 +22,16 @@
 //! - [`endpoint`]: one endpoint per remote target, holding its pending queue (count and byte
 //!   limits, per-message deadlines), flushed in order when a route is ready, collected when
 //!   unused — failing, never dropping, what is still queued.
+//! - [`connector`]: route records (`ACTIVE`, `WAIT_DISCOVERY`, `LOST_TOPOLOGY`, `READY`),
+//!   the routing decision, reactions to topology, discovery and link events, reconnect
+//!   timers and the ready/unready/removal cascade through proxies — pure logic returning
+//!   effects.
+//! - [`node`]: the `Node` facade — links, the handshake by id, v1 framing, forwarding,
+//!   sends and their outcomes — behind `handle_*` / `poll_output` / `poll_timeout`.
 //! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
 //!   buffers, a total decoder, and stream reassembly.
 //!
-//! The connection manager, bus, registry and `Node` facade build on these in later modules.
+//! The bus (acks, heartbeats) and registry clients build on these in later modules.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -36,14 +42,18 @@ extern crate std;
 
 pub mod backoff;
 pub mod config;
+pub mod connector;
 pub mod discovery;
 pub mod endpoint;
 pub mod hash;
 pub mod ids;
+pub mod node;
 pub mod outcome;
 pub mod ring;
 pub mod rng;
 pub mod select;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod time;
 pub mod timer;
 pub mod topology;

@@ -319,6 +319,26 @@ impl EndpointTable {
         Some(endpoint)
     }
 
+    /// Fails everything queued on the endpoint `key` with `Failed(reason)` (FIFO order) and
+    /// keeps the endpoint (its handles and GC state are untouched); returns how many messages
+    /// were failed, `None` if `key` is stale.
+    ///
+    /// Call when the route record serving the endpoint is removed: its queue cannot go out
+    /// any more, and failing it at once (rather than at each message's deadline) is the
+    /// node's no-silent-loss rule. The endpoint itself stays until GC, so a new send within
+    /// `endpoint_gc_timeout` reuses it. (Added by the connection manager.)
+    pub fn fail_pending<S: OutcomeSink + ?Sized>(
+        &mut self,
+        key: Key,
+        reason: FailReason,
+        sink: &mut S,
+    ) -> Option<usize> {
+        let endpoint = endpoint_at_mut(&mut self.slots, key)?;
+        let failed = endpoint.collect(reason, sink);
+        self.reindex(key);
+        Some(failed)
+    }
+
     /// Removes every endpoint in slot order, failing all queued messages with
     /// `Failed(reason)`; returns how many endpoints were removed. Used at shutdown.
     pub fn remove_all<S: OutcomeSink + ?Sized>(

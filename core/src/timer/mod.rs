@@ -55,7 +55,12 @@
 use alloc::vec::Vec;
 use core::{fmt, hash::Hash};
 
-use hashbrown::{HashMap, hash_map::Entry as MapEntry};
+use hashbrown::hash_map::Entry as MapEntry;
+
+/// The key map hashes with a fixed seed: keys are the core's own ids (never chosen by a peer),
+/// and a fixed seed makes the map's layout — and so its growth and probe costs — the same on
+/// every run, which keeps benches and allocation tests repeatable.
+type HashMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::FixedState>;
 
 use crate::time::Instant;
 
@@ -181,7 +186,7 @@ where
     #[must_use]
     pub fn with_capacity(n: usize) -> Self {
         TimerQueue {
-            live: HashMap::with_capacity(n),
+            live: HashMap::with_capacity_and_hasher(n, foldhash::fast::FixedState::default()),
             heap: Vec::with_capacity(
                 n.saturating_mul(STALE_FACTOR + 1)
                     .saturating_add(STALE_SLACK),

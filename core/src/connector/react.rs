@@ -1,0 +1,452 @@
+//! Reactions: topology and discovery events, link state changes, send failures, timers and
+//! the upstream keeper.
+
+use super::{Connector, LinkState, RouteError, RouteEvent, RouteFlags, World, decide::Mode};
+use crate::{
+    backoff::BackoffConfig,
+    ids::NodeId,
+    outcome::FailReason,
+    time::Instant,
+    topology::{PeerChange, Relation},
+};
+
+impl Connector {
+    /// Reacts to an applied topology put for `id` (call after
+    /// [`TopologyRegistry::update_peer`](crate::topology::TopologyRegistry::update_peer)
+    /// succeeded, with its report).
+    ///
+    /// For this node itself, an upstream change switches the upstream link and re-routes the
+    /// records that went through the old one. For a target with a record: clears
+    /// `LOST_TOPOLOGY` (and its timer if no longer needed); without an upstream switch it only
+    /// retries a direct reconnect. On a switch the retry count resets and the record keeps a
+    /// proxy that is still on the target's new path; otherwise it is re-bound: to its direct
+    /// link if up, to the new upstream's record if one exists (seamless when that one is
+    /// ready), to nothing while a peer that may link directly lacks its discovery record
+    /// (`WAIT_DISCOVERY`), else by the
+    /// routing decision (relaying only for active records), arming its reconnect timer if it
+    /// stays unready.
+    pub fn on_topology_put(
+        &mut self,
+        now: Instant,
+        world: &World<'_>,
+        id: NodeId,
+        change: &PeerChange,
+    ) {
+        if id == self.own_id {
+            let new_up = world.topology.upstream_of(id).unwrap_or(NodeId::NONE);
+            if new_up != self.upstream.id {
+                self.switch_upstream(now, world, new_up);
+            }
+            return;
+        }
+        let Some(r) = self.records.get_mut(&id) else {
+            return;
+        };
+        r.flags.set(RouteFlags::LOST_TOPOLOGY, false);
+        r.lost_deadline = None;
+        let proxy = r.proxy;
+        self.drop_timer_if_unneeded(id);
+        let new_up = world.topology.upstream_of(id).unwrap_or(NodeId::NONE);
+        let switched = change.upstream_changed.is_some() || change.created || change.promoted;
+        if !switched || (proxy.is_valid() && proxy == new_up) {
+            let _ = self.try_direct_reconnect(now, world, id, false);
+            return;
+        }
+        if let Some(r) = self.records.get_mut(&id) {
+            r.retry_count = 0;
+            r.next_reconnect = None;
+        }
+        if proxy.is_valid()
+            && (world.topology.upstream_chain(id).any(|up| up == proxy)
+                || world.topology.next_hop(self.own_id, id) == Some(proxy))
+        {
+            return;
+        }
+        self.unbind(id);
+        if self.link_up(id) {
+            self.set_ready(id);
+            return;
+        }
+        if !self.records.get(&id).is_some_and(Self::needed) {
+            self.remove(id, FailReason::NoRoute);
+            return;
+        }
+        if new_up.is_valid() && new_up != self.own_id && self.records.contains_key(&new_up) {
+            self.bind(id, new_up);
+            self.copy_readiness(id, new_up);
+            return;
+        }
+        let relation = world.topology.relation(self.own_id, id);
+        let direct_allowed = self.policy.direct_path_allowed(relation);
+        if direct_allowed
+            && self
+                .records
+                .get(&id)
+                .is_some_and(|r| r.has(RouteFlags::WAIT_DISCOVERY))
+        {
+            self.set_unready(id);
+            return;
+        }
+        if direct_allowed && world.discovery.get_by_id(id).is_none() {
+            self.set_waiting_discovery(world, id);
+            if self
+                .records
+                .get(&id)
+                .is_some_and(|r| r.has(RouteFlags::WAIT_DISCOVERY))
+            {
+                self.set_unready(id);
+                return;
+            }
+        }
+        self.recompute(now, world, id);
+    }
+
+    /// Runs the routing decision again for `id` (relaying only if it is active) and arms its
+    /// reconnect timer if it is still unready; removes it if no route is left.
+    fn recompute(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
+        let active = self
+            .records
+            .get(&id)
+            .is_some_and(|r| r.has(RouteFlags::ACTIVE));
+        let mode = Mode {
+            allow_proxy: active,
+            from_timer: false,
+        };
+        match self.try_connect(now, world, id, mode) {
+            Ok(()) => {}
+            // No way for now: unready (a proxy it lost may have left READY behind); the timer
+            // below keeps counting its attempts.
+            Err(RouteError::NoRoute) => self.set_unready(id),
+            Err(_) => {
+                self.remove(id, FailReason::NoRoute);
+                return;
+            }
+        }
+        if self.records.contains_key(&id) && !self.is_ready(id) {
+            self.schedule_reconnect_if_due(now, id);
+        }
+    }
+
+    /// Our own upstream changed to `new_up`: keep the new link, re-route every record that
+    /// went through the old upstream (libatapp removes them, failing their messages later;
+    /// re-routing keeps their queues), and disconnect the old upstream if nothing needs it.
+    fn switch_upstream(&mut self, now: Instant, world: &World<'_>, new_up: NodeId) {
+        let old = self.upstream.id;
+        self.upstream.id = new_up;
+        self.upstream.backoff.reset();
+        self.upstream.redial_at = Some(now);
+        if let Some(old_record) = self.records.get(&old) {
+            let dependents: alloc::vec::Vec<NodeId> =
+                old_record.proxy_for.iter().copied().collect();
+            for d in dependents {
+                if self.records.get(&d).is_none_or(|r| r.proxy != old) {
+                    continue;
+                }
+                if let Some(r) = self.records.get_mut(&d) {
+                    r.retry_count = 0;
+                    r.next_reconnect = None;
+                }
+                self.unbind(d);
+                if self.records.contains_key(&d) {
+                    self.recompute(now, world, d);
+                }
+            }
+            if self.records.get(&old).is_some_and(Self::needed) {
+                self.recompute(now, world, old);
+            }
+        }
+        self.release_old_upstream(world, old, new_up);
+        self.keep_upstream(now, world);
+    }
+
+    /// Disconnects the former upstream once nothing needs it: no record targets it or routes
+    /// through it, and it is not (now) our child, whose link it would be.
+    fn release_old_upstream(&mut self, world: &World<'_>, old: NodeId, new_up: NodeId) {
+        if !old.is_valid() || old == new_up || !self.links.contains_key(&old) {
+            return;
+        }
+        if self.records.get(&old).is_some_and(Self::needed) {
+            return;
+        }
+        if matches!(
+            world.topology.relation(self.own_id, old),
+            Relation::ImmediateDownstream | Relation::TransitiveDownstream
+        ) {
+            return;
+        }
+        if self.records.contains_key(&old) {
+            self.remove(old, FailReason::NoRoute);
+        }
+        self.links.remove(&old);
+        self.effects
+            .push_back(super::Effect::Disconnect { peer: old });
+    }
+
+    /// Reacts to an applied topology delete of `id`: its record becomes `LOST_TOPOLOGY` with
+    /// deadline `now + lost_topology_timeout` (timer armed, earliest wins). A delete of this
+    /// node itself is ignored (a node never removes itself).
+    pub fn on_topology_delete(&mut self, now: Instant, _world: &World<'_>, id: NodeId) {
+        if id == self.own_id {
+            return;
+        }
+        let Some(r) = self.records.get_mut(&id) else {
+            return;
+        };
+        if r.has(RouteFlags::LOST_TOPOLOGY) {
+            return;
+        }
+        let deadline = now + self.lost_topology_timeout;
+        r.flags.set(RouteFlags::LOST_TOPOLOGY, true);
+        r.lost_deadline = Some(deadline);
+        self.timers.arm(id, deadline);
+        self.emit(RouteEvent::TopologyLost {
+            target: id,
+            deadline,
+        });
+    }
+
+    /// Reacts to an applied discovery put for `id`: resets its record's retry count and
+    /// backoff window, and if it was waiting for discovery, clears the wait and runs the
+    /// routing decision again (dialling a peer; relaying an active record that may not link
+    /// directly) — unless the record is lost or proxied. Dials the upstream if it was waiting
+    /// for its address.
+    pub fn on_discovery_put(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
+        if id == self.upstream.id
+            && !self.links.contains_key(&id)
+            && self.upstream.redial_at.is_none()
+        {
+            self.upstream.redial_at = Some(now);
+            self.keep_upstream(now, world);
+        }
+        let Some(r) = self.records.get_mut(&id) else {
+            return;
+        };
+        r.retry_count = 0;
+        r.next_reconnect = None;
+        if !r.has(RouteFlags::WAIT_DISCOVERY) {
+            return;
+        }
+        r.flags.set(RouteFlags::WAIT_DISCOVERY, false);
+        if r.has(RouteFlags::LOST_TOPOLOGY) || r.proxy.is_valid() {
+            // Lost: its path may be wrong until topology returns (libatapp); proxied: its
+            // readiness follows the proxy.
+            return;
+        }
+        self.recompute(now, world, id);
+    }
+
+    /// Reacts to an applied discovery delete of `id`: its record waits for discovery — only
+    /// if it is a peer, not proxied and its link is not up.
+    pub fn on_discovery_delete(&mut self, _now: Instant, world: &World<'_>, id: NodeId) {
+        if self.records.contains_key(&id) {
+            self.set_waiting_discovery(world, id);
+        }
+    }
+
+    /// Reports what the links to `peer` are now: `Some(Up)` once a link finished its
+    /// handshake, `Some(Connecting)` while only dials are in flight, `None` when no link is
+    /// left (closed, or the dial failed). Repeating the current state is a no-op.
+    ///
+    /// Up: the peer's record becomes direct and `READY` (cascading to everything routed
+    /// through it); the upstream keeper resets its backoff. Down: a lost record past its
+    /// deadline is removed (`TargetGone`); otherwise the record loses `READY` at once
+    /// (cascading), a passive record nothing needs is dropped, and the reconnect timer is
+    /// armed unless the record is inside its backoff window; the upstream keeper schedules a
+    /// redial.
+    pub fn set_link_state(
+        &mut self,
+        now: Instant,
+        world: &World<'_>,
+        peer: NodeId,
+        state: Option<LinkState>,
+    ) {
+        if !peer.is_valid() || peer == self.own_id {
+            return;
+        }
+        let old = self.links.get(&peer).copied();
+        if old == state {
+            return;
+        }
+        match state {
+            Some(s) => {
+                self.links.insert(peer, s);
+            }
+            None => {
+                self.links.remove(&peer);
+            }
+        }
+        match (old, state) {
+            (_, Some(LinkState::Up)) => self.on_link_up(peer),
+            (Some(LinkState::Up), _) => self.on_link_lost(now, world, peer, true),
+            (Some(LinkState::Connecting), None) => self.on_link_lost(now, world, peer, false),
+            _ => {}
+        }
+    }
+
+    fn on_link_up(&mut self, peer: NodeId) {
+        if peer == self.upstream.id {
+            self.upstream.backoff.reset();
+            self.upstream.redial_at = None;
+        }
+        if !self.records.contains_key(&peer) {
+            return;
+        }
+        // Direct before proxied: a link to the target replaces any proxy.
+        self.unbind(peer);
+        if let Some(r) = self.records.get_mut(&peer) {
+            r.flags.set(RouteFlags::WAIT_DISCOVERY, false);
+        }
+        self.set_ready(peer);
+        self.drop_timer_if_unneeded(peer);
+    }
+
+    fn on_link_lost(&mut self, now: Instant, world: &World<'_>, peer: NodeId, was_up: bool) {
+        if peer == self.upstream.id && !self.links.contains_key(&peer) {
+            let config = BackoffConfig {
+                max_tries: 0,
+                ..self.backoff
+            };
+            let delay = self
+                .upstream
+                .backoff
+                .next_delay(&config, &mut self.rng)
+                .expect("an unlimited backoff never runs out");
+            self.upstream.redial_at = Some(now + delay);
+        }
+        let Some(r) = self.records.get(&peer) else {
+            return;
+        };
+        if r.proxy.is_valid() {
+            // Its route is through a proxy; this link was not carrying it.
+            return;
+        }
+        let lost = r.has(RouteFlags::LOST_TOPOLOGY);
+        if lost && r.lost_deadline.is_some_and(|d| d <= now) {
+            self.remove(peer, FailReason::TargetGone);
+            return;
+        }
+        let waiting = r.has(RouteFlags::WAIT_DISCOVERY);
+        self.set_unready(peer);
+        if !self.records.get(&peer).is_some_and(Self::needed) {
+            self.remove(peer, FailReason::NoRoute);
+            return;
+        }
+        if !was_up && self.timers.contains(peer) {
+            // A failed dial: its attempt is already scheduled.
+            return;
+        }
+        if !self.schedule_reconnect_if_due(now, peer) {
+            return;
+        }
+        if !self.timers.contains(peer) && self.need_timer(peer) {
+            // Inside the backoff window with no timer (a dial the upstream keeper started):
+            // wake at the window's end.
+            if let Some(at) = self.records.get(&peer).and_then(|r| r.next_reconnect) {
+                self.timers.arm(peer, at);
+            }
+        }
+        let relation = world.topology.relation(self.own_id, peer);
+        if matches!(
+            relation,
+            Relation::SameUpstreamPeer | Relation::OtherUpstreamPeer
+        ) && !lost
+            && !waiting
+            && self.try_direct_reconnect(now, world, peer, false) == Err(RouteError::TopologyDenied)
+        {
+            self.remove(peer, FailReason::NoRoute);
+        }
+    }
+
+    /// The owner could not hand a message to the link [`ready_hop`](Self::ready_hop) named
+    /// (it is gone): the record loses `READY` (cascading) and its reconnect timer is armed
+    /// (libatapp arms none).
+    pub fn on_send_failed(&mut self, now: Instant, _world: &World<'_>, target: NodeId) {
+        if !self.records.contains_key(&target) {
+            return;
+        }
+        self.set_unready(target);
+        self.schedule_reconnect_if_due(now, target);
+    }
+
+    /// Handles every record timer due at `now`, in deadline order, and the upstream redial.
+    /// Timers armed while handling (at later instants) wait for a later call. Spurious calls
+    /// do nothing.
+    pub fn handle_timeout(&mut self, now: Instant, world: &World<'_>) {
+        let mut due = core::mem::take(&mut self.due);
+        due.clear();
+        self.timers.expire(now, &mut due);
+        for &(id, _) in &due {
+            self.on_record_timer(now, world, id);
+        }
+        due.clear();
+        self.due = due;
+        if self.upstream.redial_at.is_some_and(|at| at <= now) {
+            self.keep_upstream(now, world);
+        }
+    }
+
+    /// libatapp's timer callback, corrected: a lost record whose direct link is up and ready
+    /// survives its deadline; the reconnect really dials.
+    fn on_record_timer(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
+        let Some(r) = self.records.get(&id) else {
+            return;
+        };
+        let mut next = None;
+        if r.has(RouteFlags::LOST_TOPOLOGY) {
+            match r.lost_deadline {
+                Some(deadline) if deadline > now => next = Some(deadline),
+                _ => {
+                    let working_direct =
+                        r.has(RouteFlags::READY) && !r.proxy.is_valid() && self.link_up(id);
+                    if !working_direct {
+                        self.remove(id, FailReason::TargetGone);
+                    }
+                    return;
+                }
+            }
+        }
+        if r.has(RouteFlags::READY) {
+            if let Some(at) = next {
+                self.timers.arm(id, at);
+            }
+            return;
+        }
+        if let Some(at) = r.next_reconnect.filter(|&at| at > now) {
+            self.timers.arm(id, next.map_or(at, |n| n.min(at)));
+            return;
+        }
+        if !self.schedule_reconnect(now, id) {
+            return;
+        }
+        if let Some(at) = next {
+            self.timers.arm(id, at);
+        }
+        let _ = self.try_direct_reconnect(now, world, id, true);
+    }
+
+    /// Dials the upstream if it has no link and its redial is due; without a known address it
+    /// waits for the upstream's discovery put.
+    pub(super) fn keep_upstream(&mut self, now: Instant, world: &World<'_>) {
+        let id = self.upstream.id;
+        if !id.is_valid() || self.links.contains_key(&id) {
+            self.upstream.redial_at = None;
+            return;
+        }
+        if self.upstream.redial_at.is_some_and(|at| at > now) {
+            return;
+        }
+        self.upstream.redial_at = None;
+        let addr = if id == self.upstream.configured && !self.upstream.configured_address.is_empty()
+        {
+            Some(self.upstream.configured_address.clone())
+        } else {
+            world
+                .discovery
+                .get_by_id(id)
+                .and_then(|info| self.select_address(info))
+        };
+        if let Some(addr) = addr {
+            self.dial(id, addr);
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! The `Node` facade (v1): one node of the cluster as a sans-IO state machine.
+//!
+//! A [`Node`] composes the building blocks — topology registry, discovery set, endpoints with
+//! their pending queues, the [`Connector`] and its route records — behind one way in
+//! (`handle_*` calls and the `send`/`shutdown` commands, each taking `now`) and one way out
+//! ([`poll_output`](Node::poll_output) and [`poll_timeout`](Node::poll_timeout)).
+//!
+//! # Driving contract
+//!
+//! After any `handle_*` or command call, call `poll_output` until it returns `None` and act on
+//! each [`Output`] (dial, write bytes, close, deliver a message, report an outcome); then
+//! arm one timer at `poll_timeout()` and call `handle_timeout(now)` when it fires. Every due
+//! deadline — reconnect timers, lost-topology deadlines, message deadlines, endpoint GC,
+//! unfinished flushes — is handled by one `handle_timeout` call; spurious calls are no-ops.
+//! Time going backwards is clamped to the latest `now` seen.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use bytes::Bytes;
+//! use switchboard_core::{
+//!     config::Config,
+//!     ids::NodeId,
+//!     node::{Node, Output, Target},
+//!     outcome::Outcome,
+//!     time::Instant,
+//! };
+//!
+//! let mut config = Config::new(NodeId(0x101), "gate-1");
+//! config.upstream = NodeId(0x102);
+//! config.upstream_address = "tcp://10.0.0.2:21902".into();
+//! let mut node = Node::new(config, Instant::ZERO)?;
+//!
+//! // The node wants its upstream link at once; the driver dials and reports back.
+//! let Some(Output::Connect { link, peer, addr }) = node.poll_output() else { panic!() };
+//! assert_eq!((peer, addr.as_str()), (NodeId(0x102), "tcp://10.0.0.2:21902"));
+//! node.handle_connected(Instant::from_millis(3), link);
+//! let Some(Output::Transmit { bytes: hello, .. }) = node.poll_output() else { panic!() };
+//! assert_eq!(hello.len(), 13); // Hello{0x101}: 4-byte length, kind, 8-byte id
+//!
+//! // Until the upstream says Hello back, a message to it waits in its queue.
+//! let msg = node.send(Instant::from_millis(4), Target::Id(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
+//! assert_eq!(node.pending(NodeId(0x102)), 1);
+//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
+//!
+//! // The peer's Hello arrives (in two pieces): the route is ready and the queue flushes.
+//! let mut peer_hello = vec![0, 0, 0, 9, 1];
+//! peer_hello.extend_from_slice(&0x102u64.to_be_bytes());
+//! node.handle_received(Instant::from_millis(5), link, &peer_hello[..6]);
+//! node.handle_received(Instant::from_millis(5), link, &peer_hello[6..]);
+//! let outputs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
+//! assert!(outputs.iter().any(|o| matches!(o, Output::Transmit { .. })));
+//! assert!(outputs.contains(&Output::Outcome { msg, outcome: Outcome::Delivered }));
+//! assert_eq!(node.poll_timeout(), None);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Links and the handshake
+//!
+//! A link is a reliable, ordered byte stream to one peer. The node asks for links with
+//! [`Output::Connect`]; the driver reports `handle_connected` / `handle_connect_failed`, and
+//! inbound connections with `handle_accepted`. Both sides identify themselves with a `Hello`
+//! frame carrying their node id (the dialler first, the acceptor in reply); a dialled peer
+//! whose `Hello` names another id is closed (it is lying, or the address is stale). Only then
+//! is the link *up* and counted by the connector. Bytes arrive through `handle_received` in
+//! any split; a malformed frame or an oversized length closes the link with an
+//! [`Event::LinkRejected`] — nothing from a peer can panic the node. The v1 framing
+//! ([`frame`]) is replaced by `core::wire` in the bus issue.
+//!
+//! # Sending, forwarding, outcomes
+//!
+//! `send` resolves the target to a node id and hands the message to that target's endpoint.
+//! If the route is ready and nothing is queued it goes straight to the link (`Delivered`);
+//! otherwise it is queued (count and byte limits; over a limit the message is accepted and
+//! ends at once with `Failed(QueueFull)`) and flushed in order when the route becomes ready,
+//! at most `flush_batch` per call (the rest continues at the next `handle_timeout`, which
+//! `poll_timeout` makes immediate). Every accepted message ends in exactly one
+//! [`Output::Outcome`]: `Delivered` (v1: handed to a ready link), `Failed(Timeout)` at its
+//! deadline, `Failed(NoRoute | TargetGone)` when its route record is removed, or
+//! `Failed(Shutdown)`. A target known only by id whose discovery record has not arrived is
+//! not an error: the route waits for it (`WAIT_DISCOVERY`, libatapp's behaviour), bounded by
+//! the message deadlines and the record's retries. A `Data` frame for another node is
+//! forwarded by this node's own routing (it acts as a proxy), up to 16 relays; one it cannot
+//! forward is dropped with [`Event::ForwardDropped`] (v1 has no `Unreachable` frame). A message
+//! to this node itself is delivered at once (`Received` with `via` = this node), not queued
+//! for a later tick as libatapp's loopback connector does.
+
+pub mod frame;
+mod io;
+mod ops;
+mod types;
+
+#[cfg(test)]
+mod test_net;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_bad_input;
+#[cfg(test)]
+mod tests_ordering;
+#[cfg(test)]
+mod tests_proptest;
+
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+
+pub use frame::FrameError;
+pub use types::{Event, LinkError, Output, RegistryEvent, RegistryIgnored, SendError, Target};
+
+use crate::{
+    config::{Config, ConfigError},
+    connector::{Connector, ConnectorConfig, RouteView, World},
+    discovery::DiscoverySet,
+    endpoint::{EndpointSettings, EndpointTable},
+    ids::{IdSource, LinkId, MsgId, NodeId},
+    outcome::{Outcome, OutcomeSink},
+    rng::Rng,
+    time::{Instant, earliest},
+    topology::{PeerData, TopologyRegistry},
+};
+
+/// Where a link is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// `Connect` emitted, `handle_connected` not yet reported.
+    Dialing,
+    /// Connected (or accepted); waiting for the peer's `Hello`.
+    Handshaking,
+    /// Handshake done; the peer is known.
+    Up,
+}
+
+#[derive(Clone, Debug)]
+struct Link {
+    phase: Phase,
+    /// The node we dialled (`None` for an accepted link).
+    dialed: Option<NodeId>,
+    /// The peer, once its `Hello` arrived.
+    peer: Option<NodeId>,
+    reader: frame::FrameReader,
+}
+
+/// One node; see the [module docs](self).
+#[derive(Debug)]
+pub struct Node {
+    config: Config,
+    id: NodeId,
+    rng: Rng,
+    link_ids: IdSource,
+    msg_ids: IdSource,
+    topology: TopologyRegistry,
+    /// Latest applied topology revision per node (puts and deletes), for revision gating.
+    topology_revisions: BTreeMap<NodeId, u64>,
+    discovery: DiscoverySet,
+    endpoints: EndpointTable,
+    connector: Connector,
+    links: BTreeMap<LinkId, Link>,
+    /// Up links per peer, ascending: the lowest carries traffic.
+    peer_links: BTreeMap<NodeId, BTreeSet<LinkId>>,
+    out: VecDeque<Output>,
+    /// Targets whose flush stopped on its budget: continued at the next `handle_timeout`.
+    flush_pending: BTreeSet<NodeId>,
+    /// Round-robin cursors of the selector targets (per filter ring).
+    selector: crate::select::Selector,
+    now: Instant,
+    shut_down: bool,
+}
+
+/// Routes outcomes straight into the output queue.
+struct OutSink<'a>(&'a mut VecDeque<Output>);
+
+impl OutcomeSink for OutSink<'_> {
+    fn emit(&mut self, msg: MsgId, outcome: Outcome) {
+        self.0.push_back(Output::Outcome { msg, outcome });
+    }
+}
+
+impl Node {
+    /// A node with this configuration, started at `now`: its own topology record (id,
+    /// configured upstream, host, pid, labels) is applied locally, and the upstream link is
+    /// dialled at once if its address is known (config or, later, discovery).
+    ///
+    /// # Errors
+    ///
+    /// The first problem [`Config::validate`] finds.
+    pub fn new(config: Config, now: Instant) -> Result<Node, ConfigError> {
+        config.validate()?;
+        let mut id_state = config.id.0;
+        let mut rng = Rng::new(config.rng_seed ^ crate::rng::splitmix64(&mut id_state));
+        let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());
+        let mut topology = TopologyRegistry::new();
+        let own = PeerData {
+            hostname: config.hostname.clone(),
+            pid: config.pid,
+            labels: config.labels.clone(),
+        };
+        topology
+            .update_peer(config.id, config.upstream, own)
+            .expect("a validated config has a valid id and an upstream other than itself");
+        let discovery = DiscoverySet::with_config(
+            crate::discovery::DEFAULT_TOMBSTONE_LIMIT,
+            crate::ring::RingConfig {
+                points_per_node: config.ring_points_per_node,
+                ..crate::ring::RingConfig::default()
+            },
+        );
+        let mut node = Node {
+            id: config.id,
+            endpoints: EndpointTable::new(EndpointSettings::from_config(&config)),
+            config,
+            rng,
+            link_ids: IdSource::new(),
+            msg_ids: IdSource::new(),
+            topology,
+            topology_revisions: BTreeMap::new(),
+            discovery,
+            connector,
+            links: BTreeMap::new(),
+            peer_links: BTreeMap::new(),
+            out: VecDeque::new(),
+            flush_pending: BTreeSet::new(),
+            selector: crate::select::Selector::new(),
+            now,
+            shut_down: false,
+        };
+        let world = World {
+            topology: &node.topology,
+            discovery: &node.discovery,
+        };
+        node.connector.start(now, &world);
+        node.apply_effects();
+        Ok(node)
+    }
+
+    /// This node's id.
+    #[must_use]
+    pub const fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The configuration the node runs with.
+    #[must_use]
+    pub const fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The applied topology records.
+    #[must_use]
+    pub const fn topology(&self) -> &TopologyRegistry {
+        &self.topology
+    }
+
+    /// The applied discovery records.
+    #[must_use]
+    pub const fn discovery(&self) -> &DiscoverySet {
+        &self.discovery
+    }
+
+    /// The connector (route records), read-only.
+    #[must_use]
+    pub const fn connector(&self) -> &Connector {
+        &self.connector
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    #[must_use]
+    pub const fn is_shut_down(&self) -> bool {
+        self.shut_down
+    }
+
+    /// The next output, oldest first; `None` when there is nothing to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
+    /// deadline, upstream redial, message deadline or endpoint GC — or the latest `now` while
+    /// a flush is unfinished. `None` when nothing is scheduled (and after shutdown).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.shut_down {
+            return None;
+        }
+        let flush = (!self.flush_pending.is_empty()).then_some(self.now);
+        earliest(
+            earliest(
+                self.connector.next_deadline(),
+                self.endpoints.next_deadline(),
+            ),
+            flush,
+        )
+    }
+
+    /// The route record for `target`, if any.
+    #[must_use]
+    pub fn route(&self, target: NodeId) -> Option<RouteView> {
+        self.connector.view(target)
+    }
+
+    /// Messages queued for `target` (0 if it has no endpoint).
+    #[must_use]
+    pub fn pending(&self, target: NodeId) -> usize {
+        self.endpoints
+            .find_by_id(target)
+            .and_then(|key| self.endpoints.get(key))
+            .map_or(0, |e| e.queue().len())
+    }
+
+    /// The endpoint table (pending queues), read-only.
+    #[must_use]
+    pub const fn endpoints(&self) -> &EndpointTable {
+        &self.endpoints
+    }
+
+    /// The peer of `link` once its handshake is done (`None` before, and for unknown links).
+    #[must_use]
+    pub fn link_peer(&self, link: LinkId) -> Option<NodeId> {
+        self.links.get(&link).and_then(|l| l.peer)
+    }
+
+    /// Links the node holds (dialling, handshaking or up).
+    #[must_use]
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// The up link that carries traffic to `peer` (the lowest link id among its up links).
+    #[must_use]
+    pub fn link_to(&self, peer: NodeId) -> Option<LinkId> {
+        self.peer_links
+            .get(&peer)
+            .and_then(|links| links.first().copied())
+    }
+
+    /// Clamps `now` to the latest instant seen (time never runs backwards in the node).
+    fn advance(&mut self, now: Instant) -> Instant {
+        if now > self.now {
+            self.now = now;
+        }
+        self.now
+    }
+}

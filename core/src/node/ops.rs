@@ -1,0 +1,480 @@
+//! Commands (`send`, `shutdown`), registry input, timeouts, and applying the connector's
+//! effects (dials, flushes, failed queues).
+
+use alloc::vec::Vec;
+
+use bytes::Bytes;
+
+use super::{
+    Event, Link, Node, OutSink, Output, Phase, RegistryEvent, RegistryIgnored, SendError, Target,
+    frame::{self, FrameReader, MAX_PAYLOAD_LEN},
+};
+use crate::{
+    connector::{Effect, RouteError, RouteEvent, World},
+    discovery::{Applied, DiscoveryInfo, Filter, TopologyInfo},
+    endpoint::{FlushStop, TransmitResult},
+    ids::{MsgId, NodeId},
+    outcome::{FailReason, MessageOutcome, Outcome},
+    ring::FilterId,
+    select,
+    time::Instant,
+    topology::PeerData,
+};
+
+impl Node {
+    /// Accepts a message for `target` and returns its id; its [`Output::Outcome`] follows
+    /// (at once if the route is ready, else when it is flushed, times out, or its route is
+    /// removed). A target of this node itself is delivered at once as [`Output::Received`].
+    ///
+    /// A message the target's queue cannot take (count or byte limit) is accepted and ends
+    /// at once with `Failed(QueueFull)`.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`]: an invalid target (id 0, empty name), a name or filter no discovery
+    /// record matches, no route at all (no direct path allowed, not in the tree, no
+    /// upstream), an oversized payload, or a node that was shut down. Nothing is accepted.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        target: Target<'_>,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<MsgId, SendError> {
+        let now = self.advance(now);
+        if self.shut_down {
+            return Err(SendError::Shutdown);
+        }
+        if payload.len() > MAX_PAYLOAD_LEN {
+            return Err(SendError::PayloadTooLarge {
+                len: payload.len(),
+                max: MAX_PAYLOAD_LEN,
+            });
+        }
+        let id = self.resolve_target(target)?;
+        if id == self.id {
+            let msg = self.msg_ids.next_msg();
+            self.out.push_back(Output::Received {
+                from: self.id,
+                via: self.id,
+                msg_type,
+                payload,
+            });
+            self.out.push_back(Output::Outcome {
+                msg,
+                outcome: Outcome::Delivered,
+            });
+            return Ok(msg);
+        }
+        let (key, existed) = match self.endpoints.find_by_id(id) {
+            Some(key) => (key, true),
+            None => {
+                let name = self
+                    .discovery
+                    .get_by_id(id)
+                    .map_or("", |info| info.name.as_str());
+                let key = self
+                    .endpoints
+                    .get_or_create(id, name, now)
+                    .map_err(|_| SendError::InvalidTarget)?;
+                (key, false)
+            }
+        };
+        if !self.connector.has_endpoint(id) {
+            let world = World {
+                topology: &self.topology,
+                discovery: &self.discovery,
+            };
+            match self.connector.open_route(now, &world, id) {
+                Ok(()) => {
+                    self.endpoints.attach_handle(key);
+                }
+                Err(e) => {
+                    if !existed {
+                        let mut sink = OutSink(&mut self.out);
+                        self.endpoints.remove(key, FailReason::NoRoute, &mut sink);
+                    }
+                    self.apply_effects();
+                    return Err(match e {
+                        RouteError::InvalidTarget => SendError::InvalidTarget,
+                        _ => SendError::NoRoute,
+                    });
+                }
+            }
+            self.apply_effects();
+        }
+        let msg = self.msg_ids.next_msg();
+        let queue_empty = self
+            .endpoints
+            .get(key)
+            .is_some_and(|e| e.queue().is_empty());
+        if queue_empty {
+            if let Some(link) = self.ready_link(id) {
+                self.out.push_back(Output::Transmit {
+                    link,
+                    bytes: frame::encode_data(self.id, id, msg_type, 0, &payload),
+                });
+                self.out.push_back(Output::Outcome {
+                    msg,
+                    outcome: Outcome::Delivered,
+                });
+                return Ok(msg);
+            }
+        }
+        if let Err(rejected) = self.endpoints.push(key, msg, msg_type, payload, now) {
+            self.out.push_back(Output::Outcome {
+                msg,
+                outcome: Outcome::Failed(rejected.reason),
+            });
+        }
+        Ok(msg)
+    }
+
+    /// Resolves a target to the id of one node (not necessarily known to any registry when
+    /// given by id).
+    ///
+    /// `Hash`, `RoundRobin` and `Random` pick over the discovery set's consistent-hash rings
+    /// ([`crate::select`]): the default ring, or the filter's own ring, registered on first use
+    /// (one filter pass over the default ring) and kept up to date incrementally after that.
+    pub(super) fn resolve_target(&mut self, target: Target<'_>) -> Result<NodeId, SendError> {
+        let filter_id = |node: &mut Node, filter: Option<&Filter>| -> Option<FilterId> {
+            let filter = filter?;
+            Some(match node.discovery.rings().filter_id(filter) {
+                Some(id) => id,
+                None => node.discovery.add_filter(filter.clone()),
+            })
+        };
+        let chosen = match target {
+            Target::Id(id) if id.is_valid() => return Ok(id),
+            Target::Id(_) | Target::Name("") => return Err(SendError::InvalidTarget),
+            Target::Name(name) => self
+                .discovery
+                .get_by_name(name)
+                .map(|info| info.id)
+                .filter(|id| id.is_valid()),
+            Target::Hash { filter, key } => {
+                let filter = filter_id(self, filter);
+                select::by_hash(self.discovery.rings(), filter, key)
+            }
+            Target::RoundRobin { filter } => {
+                let filter = filter_id(self, filter);
+                self.selector.round_robin(self.discovery.rings(), filter)
+            }
+            Target::Random { filter } => {
+                let filter = filter_id(self, filter);
+                select::random(self.discovery.rings(), filter, &mut self.rng)
+            }
+        };
+        chosen.ok_or(SendError::UnknownTarget)
+    }
+
+    /// The up link carrying data for `target` now, if its route is ready.
+    fn ready_link(&mut self, target: NodeId) -> Option<crate::ids::LinkId> {
+        let hop = self.connector.ready_hop(target)?;
+        if let Some(link) = self.link_to(hop) {
+            return Some(link);
+        }
+        // The connector believes in a link the node does not have: resynchronise.
+        let world = World {
+            topology: &self.topology,
+            discovery: &self.discovery,
+        };
+        self.connector.on_send_failed(self.now, &world, target);
+        self.apply_effects();
+        None
+    }
+
+    /// Shuts the node down: every queued message fails with `Shutdown`, every link is closed
+    /// ([`Output::Close`]), every record and timer is dropped. Later calls are no-ops and
+    /// `send` returns [`SendError::Shutdown`]. (Registry unregistration arrives with the
+    /// registry issue.)
+    pub fn shutdown(&mut self, now: Instant) {
+        self.advance(now);
+        if self.shut_down {
+            return;
+        }
+        self.shut_down = true;
+        let mut sink = OutSink(&mut self.out);
+        self.endpoints.remove_all(FailReason::Shutdown, &mut sink);
+        for link in core::mem::take(&mut self.links).into_keys() {
+            self.out.push_back(Output::Close { link });
+        }
+        self.peer_links.clear();
+        self.flush_pending.clear();
+        self.connector.clear();
+    }
+
+    /// Handles everything due at `now` in one call: record timers (reconnects, lost
+    /// deadlines, the upstream redial), then message deadlines (`Failed(Timeout)`) and
+    /// endpoint GC (`Failed(TargetGone)` for anything left), then unfinished flushes.
+    /// Spurious calls do nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.advance(now);
+        if self.shut_down {
+            return;
+        }
+        let world = World {
+            topology: &self.topology,
+            discovery: &self.discovery,
+        };
+        self.connector.handle_timeout(now, &world);
+        self.apply_effects();
+        let mut sink = OutSink(&mut self.out);
+        self.endpoints.handle_timeout(now, &mut sink);
+        let pending: Vec<NodeId> = core::mem::take(&mut self.flush_pending)
+            .into_iter()
+            .collect();
+        for target in pending {
+            self.flush_target(target);
+        }
+    }
+
+    /// Applies a registry event: discovery changes go to the discovery set (revision-gated),
+    /// topology changes to the topology registry (revision-gated per node; cycles and other
+    /// invalid records are rejected with the registry unchanged), and the connector reacts to
+    /// what actually changed. Ignored events are reported as [`Event::RegistryIgnored`].
+    pub fn handle_registry(&mut self, now: Instant, event: RegistryEvent) {
+        let now = self.advance(now);
+        if self.shut_down {
+            return;
+        }
+        match event {
+            RegistryEvent::DiscoveryPut(info) => self.discovery_put(now, info),
+            RegistryEvent::DiscoveryDelete { id, name, revision } => {
+                let applied = self.discovery.remove(id, &name, revision);
+                match applied {
+                    Applied::Removed(info) => self.discovery_gone(now, info.id),
+                    _ => self.ignored(RegistryIgnored::Discovery { id }),
+                }
+            }
+            RegistryEvent::TopologyPut(info) => self.topology_put(now, info),
+            RegistryEvent::TopologyDelete { id, revision } => {
+                self.topology_delete(now, id, revision);
+            }
+        }
+    }
+
+    fn ignored(&mut self, reason: RegistryIgnored) {
+        self.out
+            .push_back(Output::Event(Event::RegistryIgnored(reason)));
+    }
+
+    fn discovery_put(&mut self, now: Instant, info: DiscoveryInfo) {
+        let id = info.id;
+        match self.discovery.put(info) {
+            Applied::Added { id, displaced, .. } => {
+                if let Some(d) = displaced {
+                    self.discovery_gone(now, d.id);
+                }
+                self.discovery_arrived(now, id);
+            }
+            Applied::Updated { id, displaced, .. } => {
+                if let Some(d) = displaced {
+                    self.discovery_gone(now, d.id);
+                }
+                self.discovery_arrived(now, id);
+            }
+            _ => self.ignored(RegistryIgnored::Discovery { id }),
+        }
+    }
+
+    fn discovery_arrived(&mut self, now: Instant, id: NodeId) {
+        if !id.is_valid() {
+            return;
+        }
+        let world = World {
+            topology: &self.topology,
+            discovery: &self.discovery,
+        };
+        self.connector.on_discovery_put(now, &world, id);
+        self.apply_effects();
+    }
+
+    fn discovery_gone(&mut self, now: Instant, id: NodeId) {
+        if !id.is_valid() {
+            return;
+        }
+        let world = World {
+            topology: &self.topology,
+            discovery: &self.discovery,
+        };
+        self.connector.on_discovery_delete(now, &world, id);
+        self.apply_effects();
+    }
+
+    /// Whether a topology event at `revision` for `id` is older than what was applied
+    /// (revision 0 means "not from a registry" and is never stale). Records the revision when
+    /// it is not.
+    fn topology_stale(&mut self, id: NodeId, revision: u64) -> bool {
+        if revision == 0 {
+            return false;
+        }
+        match self.topology_revisions.get(&id) {
+            Some(&held) if held > revision => {
+                self.ignored(RegistryIgnored::StaleTopology { id, revision, held });
+                true
+            }
+            _ => {
+                self.topology_revisions.insert(id, revision);
+                false
+            }
+        }
+    }
+
+    fn topology_put(&mut self, now: Instant, info: TopologyInfo) {
+        let id = info.id;
+        if self.topology_stale(id, info.revision) {
+            return;
+        }
+        let data = PeerData {
+            hostname: info.hostname,
+            pid: i64::from(info.pid),
+            labels: info.data.label,
+        };
+        match self.topology.update_peer(id, info.upstream_id, data) {
+            Ok(change) => {
+                if change.is_noop() {
+                    return;
+                }
+                let world = World {
+                    topology: &self.topology,
+                    discovery: &self.discovery,
+                };
+                self.connector.on_topology_put(now, &world, id, &change);
+                self.apply_effects();
+            }
+            Err(e) => self.ignored(RegistryIgnored::Topology(e)),
+        }
+    }
+
+    fn topology_delete(&mut self, now: Instant, id: NodeId, revision: u64) {
+        if id == self.id {
+            self.ignored(RegistryIgnored::OwnTopologyDelete);
+            return;
+        }
+        if self.topology_stale(id, revision) {
+            return;
+        }
+        match self.topology.remove_peer(id) {
+            Ok(_) => {
+                let world = World {
+                    topology: &self.topology,
+                    discovery: &self.discovery,
+                };
+                self.connector.on_topology_delete(now, &world, id);
+                self.apply_effects();
+            }
+            Err(e) => self.ignored(RegistryIgnored::Topology(e)),
+        }
+    }
+
+    /// Applies every pending connector effect, in order (applying one may produce more).
+    pub(super) fn apply_effects(&mut self) {
+        while let Some(effect) = self.connector.pop_effect() {
+            match effect {
+                Effect::Dial { peer, addr } => {
+                    let link = self.link_ids.next_link();
+                    self.links.insert(
+                        link,
+                        Link {
+                            phase: Phase::Dialing,
+                            dialed: Some(peer),
+                            peer: None,
+                            reader: FrameReader::default(),
+                        },
+                    );
+                    self.out.push_back(Output::Connect { link, peer, addr });
+                }
+                Effect::Disconnect { peer } => self.close_links_to(peer),
+                Effect::Route(event) => {
+                    self.out.push_back(Output::Event(Event::Route(event)));
+                    match event {
+                        RouteEvent::Ready { target, .. } => self.flush_target(target),
+                        RouteEvent::Removed {
+                            target,
+                            reason,
+                            endpoint: true,
+                        } => self.route_removed(target, reason),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Closes every link to `peer` on the connector's request ([`Output::Close`] each). The
+    /// connector already forgot the peer's links, so nothing is reported back to it.
+    fn close_links_to(&mut self, peer: NodeId) {
+        let links: Vec<crate::ids::LinkId> = self
+            .links
+            .iter()
+            .filter(|(_, l)| l.peer == Some(peer) || (l.peer.is_none() && l.dialed == Some(peer)))
+            .map(|(&id, _)| id)
+            .collect();
+        for link in links {
+            self.links.remove(&link);
+            self.out.push_back(Output::Close { link });
+            self.out.push_back(Output::Event(Event::LinkClosed {
+                link,
+                peer: Some(peer),
+            }));
+        }
+        self.peer_links.remove(&peer);
+    }
+
+    /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`
+    /// and release the endpoint's handle (it is collected after `endpoint_gc_timeout`).
+    fn route_removed(&mut self, target: NodeId, reason: FailReason) {
+        self.flush_pending.remove(&target);
+        let Some(key) = self.endpoints.find_by_id(target) else {
+            return;
+        };
+        let mut sink = OutSink(&mut self.out);
+        self.endpoints.fail_pending(key, reason, &mut sink);
+        self.endpoints.detach_handle(key, self.now);
+    }
+
+    /// Hands `target`'s queued messages to its ready route, in order, at most `flush_batch`
+    /// of them; the rest continue at the next `handle_timeout`.
+    fn flush_target(&mut self, target: NodeId) {
+        let Some(key) = self.endpoints.find_by_id(target) else {
+            return;
+        };
+        if self.endpoints.get(key).is_none_or(|e| e.queue().is_empty()) {
+            self.flush_pending.remove(&target);
+            return;
+        }
+        let Some(link) = self.ready_link(target) else {
+            self.flush_pending.remove(&target);
+            return;
+        };
+        let src = self.id;
+        let budget = self.config.flush_budget();
+        let mut outcomes: Vec<MessageOutcome> = Vec::new();
+        let out = &mut self.out;
+        let progress = self.endpoints.flush(
+            key,
+            self.now,
+            budget,
+            |m| {
+                out.push_back(Output::Transmit {
+                    link,
+                    bytes: frame::encode_data(src, target, m.msg_type, 0, &m.payload),
+                });
+                TransmitResult::Sent
+            },
+            &mut outcomes,
+        );
+        for o in outcomes {
+            self.out.push_back(Output::Outcome {
+                msg: o.msg,
+                outcome: o.outcome,
+            });
+        }
+        if progress.is_some_and(|p| p.stop == FlushStop::Budget) {
+            self.flush_pending.insert(target);
+        } else {
+            self.flush_pending.remove(&target);
+        }
+    }
+}

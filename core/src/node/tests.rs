@@ -1,0 +1,655 @@
+//! Node-level tests: two to four nodes wired by the in-test pump of `test_net`.
+
+use alloc::{string::String, vec, vec::Vec};
+
+use bytes::Bytes;
+
+use super::{test_net::*, *};
+use crate::{connector::RouteFlags, outcome::FailReason, time::Duration};
+
+#[test]
+fn child_sends_to_its_upstream_over_the_handshaken_link() {
+    let mut net = Net::new(vec![
+        config(0x201, 0x203, 3, false),
+        config(0x203, 0, 3, false),
+    ]);
+    net.publish(&[(0x203, 0), (0x201, 0x203)]);
+    // The child dialled its upstream as soon as the upstream's address was known.
+    assert_eq!(net.dials, vec![(NodeId(0x201), NodeId(0x203), secs(0))]);
+    assert_eq!(net.node(0x201).link_count(), 1);
+    let msg = net.send(0x201, 0x203, b"hello-upstream");
+    assert_eq!(
+        net.take_seen(0x203),
+        vec![received(0x201, 0x201, b"hello-upstream")]
+    );
+    assert_eq!(
+        net.take_seen(0x201),
+        vec![Seen::Outcome(msg, Outcome::Delivered)]
+    );
+    let view = net.node(0x201).route(NodeId(0x203)).unwrap();
+    assert_eq!(view.flags, RouteFlags::ACTIVE | RouteFlags::READY);
+    assert_eq!(view.proxy, None);
+    assert_eq!(view.timer, None);
+}
+
+#[test]
+fn relay_forwards_between_its_children() {
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+        config(0x103, 0x102, 2, false),
+    ]);
+    net.publish(&[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
+    let msg = net.send(0x101, 0x103, b"via-relay");
+    assert_eq!(
+        net.take_seen(0x103),
+        vec![received(0x101, 0x102, b"via-relay")]
+    );
+    assert_eq!(
+        net.take_seen(0x101),
+        vec![Seen::Outcome(msg, Outcome::Delivered)]
+    );
+    let view = net.node(0x101).route(NodeId(0x103)).unwrap();
+    assert_eq!(view.flags, RouteFlags::ACTIVE | RouteFlags::READY);
+    assert_eq!(view.proxy, Some(NodeId(0x102)));
+    let relay = net.node(0x101).route(NodeId(0x102)).unwrap();
+    assert_eq!(relay.proxy_for, vec![NodeId(0x103)]);
+    assert_eq!(relay.flags, RouteFlags::READY);
+}
+
+#[test]
+fn message_waits_for_late_discovery_then_goes_through_the_relay() {
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+        config(0x103, 0x102, 2, false),
+    ]);
+    // Topology only: nobody knows an address yet.
+    let topology: Vec<RegistryEvent> = [(0x102, 0), (0x101, 0x102), (0x103, 0x102)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(id, up))| RegistryEvent::TopologyPut(topo(id, up, 10 + i as u64)))
+        .collect();
+    net.registry_all(&topology);
+    let msg = net.send(0x101, 0x103, b"late-discovery");
+    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 1);
+    assert!(net.take_seen(0x101).is_empty());
+    net.run_until(secs(1));
+    let events: Vec<RegistryEvent> = [0x101, 0x102, 0x103]
+        .iter()
+        .map(|&id| RegistryEvent::DiscoveryPut(disc(id, 20 + id)))
+        .collect();
+    net.registry_all(&events);
+    assert_eq!(
+        net.take_seen(0x103),
+        vec![received(0x101, 0x102, b"late-discovery")]
+    );
+    assert_eq!(
+        net.take_seen(0x101),
+        vec![Seen::Outcome(msg, Outcome::Delivered)]
+    );
+    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 0);
+}
+
+#[test]
+fn queued_message_times_out_at_its_exact_deadline() {
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x103, 0x102, 2, false),
+    ]);
+    net.registry_all(&[
+        RegistryEvent::TopologyPut(topo(0x101, 0x102, 1)),
+        RegistryEvent::TopologyPut(topo(0x103, 0x102, 2)),
+    ]);
+    let msg = net.send(0x101, 0x103, b"never");
+    net.run_until(secs(8) - Duration::from_nanos(1));
+    assert!(net.take_seen(0x101).is_empty());
+    net.run_until(secs(8));
+    assert_eq!(
+        net.take_seen(0x101),
+        vec![Seen::Outcome(msg, Outcome::Failed(FailReason::Timeout))]
+    );
+    // The record stays (unready, waiting for its relay); only the message ended.
+    let view = net.node(0x101).route(NodeId(0x103)).unwrap();
+    assert_eq!(view.flags, RouteFlags::ACTIVE);
+    assert_eq!(view.proxy, Some(NodeId(0x102)));
+    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 0);
+}
+
+/// Group B: 0x201 and 0x202 under 0x203, direct links allowed, 3 tries.
+fn group_b() -> Net {
+    let mut net = Net::new(vec![
+        config(0x201, 0x203, 3, true),
+        config(0x202, 0x203, 3, true),
+        config(0x203, 0, 3, true),
+    ]);
+    net.publish(&[(0x203, 0), (0x201, 0x203), (0x202, 0x203)]);
+    net
+}
+
+#[test]
+fn direct_peer_is_dialled_and_the_receiver_sees_the_peer_as_direct_source() {
+    let mut net = group_b();
+    net.dials.clear();
+    let msg = net.send(0x201, 0x202, b"direct-B1");
+    assert_eq!(net.dials, vec![(NodeId(0x201), NodeId(0x202), secs(0))]);
+    assert_eq!(
+        net.take_seen(0x202),
+        vec![received(0x201, 0x201, b"direct-B1")]
+    );
+    assert_eq!(
+        net.take_seen(0x201),
+        vec![Seen::Outcome(msg, Outcome::Delivered)]
+    );
+    let v = net.node(0x201).route(NodeId(0x202)).unwrap();
+    assert_eq!(
+        (v.flags, v.proxy),
+        (RouteFlags::ACTIVE | RouteFlags::READY, None)
+    );
+}
+
+#[test]
+fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
+    let mut net = group_b();
+    net.send(0x201, 0x202, b"first");
+    net.take_seen(0x201);
+    net.take_seen(0x202);
+    net.run_until(secs(4));
+    // The link between the two drops (0x202 stays reachable for new dials).
+    let link = net.node(0x201).link_to(NodeId(0x202)).unwrap();
+    net.node(0x201).handle_closed(secs(4), link);
+    net.pump();
+    let v = net.node(0x201).route(NodeId(0x202)).unwrap();
+    assert_eq!(
+        (v.flags, v.retry_count, v.timer),
+        (RouteFlags::ACTIVE, 1, Some(secs(6)))
+    );
+    net.run_until(secs(5));
+    let msg = net.send(0x201, 0x202, b"queued-B4");
+    assert_eq!(net.node(0x201).pending(NodeId(0x202)), 1);
+    net.run_until(secs(6) - Duration::from_nanos(1));
+    assert!(net.take_seen(0x202).is_empty());
+    net.run_until(secs(6));
+    assert_eq!(
+        net.take_seen(0x202),
+        vec![received(0x201, 0x201, b"queued-B4")]
+    );
+    assert_eq!(
+        net.take_seen(0x201),
+        vec![Seen::Outcome(msg, Outcome::Delivered)]
+    );
+    let v = net.node(0x201).route(NodeId(0x202)).unwrap();
+    assert_eq!(
+        (v.flags, v.retry_count, v.timer),
+        (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
+    );
+}
+
+#[test]
+fn removed_record_fails_its_queue_at_once_not_at_the_message_deadline() {
+    let mut configs = vec![
+        config(0x201, 0x203, 3, true),
+        config(0x202, 0x203, 3, true),
+        config(0x203, 0, 3, true),
+    ];
+    configs[0].message_timeout = Duration::from_secs(60);
+    let mut net = Net::new(configs);
+    net.down.insert(NodeId(0x202));
+    net.publish(&[(0x203, 0), (0x201, 0x203), (0x202, 0x203)]);
+    let a = net.send(0x201, 0x202, b"a");
+    let b = net.send(0x201, 0x202, b"b");
+    // Dials at 0, 2, 6 fail; the record is given up at 14 (libatapp: at the 60 s timeout).
+    net.run_until(secs(14) - Duration::from_nanos(1));
+    assert!(net.take_seen(0x201).is_empty());
+    net.run_until(secs(14));
+    assert_eq!(
+        net.take_seen(0x201),
+        vec![
+            Seen::Outcome(a, Outcome::Failed(FailReason::NoRoute)),
+            Seen::Outcome(b, Outcome::Failed(FailReason::NoRoute)),
+        ]
+    );
+    let dial_times: Vec<Instant> = net
+        .dials
+        .iter()
+        .filter(|d| d.0 == NodeId(0x201) && d.1 == NodeId::NONE)
+        .map(|d| d.2)
+        .collect();
+    assert_eq!(dial_times, vec![secs(0), secs(2), secs(6)]);
+    assert!(net.node(0x201).route(NodeId(0x202)).is_none());
+    // The endpoint is collected after endpoint_gc_timeout (60 s), empty.
+    assert_eq!(net.node(0x201).endpoints().len(), 1);
+    net.run_until(secs(74));
+    assert_eq!(net.node(0x201).endpoints().len(), 0);
+    assert!(net.take_seen(0x201).is_empty());
+}
+
+#[test]
+fn flush_is_incremental_in_order_and_bounded_per_call() {
+    let mut configs = vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+        config(0x103, 0x102, 2, false),
+    ];
+    configs[0].flush_batch = 2;
+    let mut net = Net::new(configs);
+    // Topology first, discovery later: the upstream link comes up only then.
+    let topology: Vec<RegistryEvent> = [(0x102, 0), (0x101, 0x102), (0x103, 0x102)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(id, up))| RegistryEvent::TopologyPut(topo(id, up, 10 + i as u64)))
+        .collect();
+    net.registry_all(&topology);
+    let payloads: [&'static [u8]; 5] = [b"m0", b"m1", b"m2", b"m3", b"m4"];
+    let ids: Vec<MsgId> = payloads.iter().map(|p| net.send(0x101, 0x103, p)).collect();
+    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 5);
+    // Bring the links up without running timers: only the first batch goes out.
+    let now = net.now;
+    for id in [0x101u64, 0x102, 0x103] {
+        for n in net.nodes.values_mut() {
+            n.handle_registry(now, RegistryEvent::DiscoveryPut(disc(id, 50 + id)));
+        }
+    }
+    net.pump();
+    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 3);
+    assert_eq!(net.node(0x101).poll_timeout(), Some(now));
+    net.run_until(now);
+    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 0);
+    let got = net.take_seen(0x103);
+    let want: Vec<Seen> = payloads.iter().map(|p| received(0x101, 0x102, p)).collect();
+    assert_eq!(got, want);
+    let outcomes: Vec<Seen> = ids
+        .iter()
+        .map(|&m| Seen::Outcome(m, Outcome::Delivered))
+        .collect();
+    assert_eq!(net.take_seen(0x101), outcomes);
+}
+
+#[test]
+fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+    ]);
+    net.publish(&[(0x102, 0), (0x101, 0x102)]);
+    net.registry_all(&[RegistryEvent::TopologyPut(topo(0x105, 0x106, 90))]);
+    // 0x105 is relayed through 0x102... which has no route to it: the message is handed to
+    // the ready relay (Delivered in v1) and dropped there with an event.
+    let relayed = net.send(0x101, 0x105, b"nowhere");
+    assert_eq!(
+        net.take_seen(0x101),
+        vec![Seen::Outcome(relayed, Outcome::Delivered)]
+    );
+    assert_eq!(
+        net.events[&NodeId(0x102)].last(),
+        Some(&Event::ForwardDropped {
+            src: NodeId(0x101),
+            dst: NodeId(0x105),
+            msg_type: 100
+        })
+    );
+    // Kill the relay's link so the next two messages queue.
+    net.kill(0x102);
+    let a = net.send(0x101, 0x105, b"a");
+    let b = net.send(0x101, 0x102, b"b");
+    let node = net.node(0x101);
+    node.shutdown(secs(1));
+    let mut outs = Vec::new();
+    while let Some(o) = node.poll_output() {
+        outs.push(o);
+    }
+    assert_eq!(
+        outs,
+        vec![
+            Output::Outcome {
+                msg: a,
+                outcome: Outcome::Failed(FailReason::Shutdown)
+            },
+            Output::Outcome {
+                msg: b,
+                outcome: Outcome::Failed(FailReason::Shutdown)
+            },
+        ]
+    );
+    assert_eq!(node.link_count(), 0);
+    assert_eq!(
+        node.send(secs(1), Target::Id(NodeId(0x102)), 1, Bytes::new()),
+        Err(SendError::Shutdown)
+    );
+    assert_eq!(node.poll_timeout(), None);
+    node.handle_timeout(secs(100));
+    assert_eq!(node.poll_output(), None);
+}
+
+#[test]
+fn shutdown_closes_open_links() {
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+    ]);
+    net.publish(&[(0x102, 0), (0x101, 0x102)]);
+    let link = net.node(0x101).link_to(NodeId(0x102)).unwrap();
+    let node = net.node(0x101);
+    node.shutdown(secs(1));
+    assert_eq!(node.poll_output(), Some(Output::Close { link }));
+    assert_eq!(node.poll_output(), None);
+}
+
+#[test]
+fn loopback_delivers_at_once() {
+    let mut node = Node::new(config(0x101, 0, 2, false), secs(0)).unwrap();
+    let msg = node
+        .send(
+            secs(0),
+            Target::Id(NodeId(0x101)),
+            7,
+            Bytes::from_static(b"self"),
+        )
+        .unwrap();
+    assert_eq!(
+        node.poll_output(),
+        Some(Output::Received {
+            from: NodeId(0x101),
+            via: NodeId(0x101),
+            msg_type: 7,
+            payload: Bytes::from_static(b"self"),
+        })
+    );
+    assert_eq!(
+        node.poll_output(),
+        Some(Output::Outcome {
+            msg,
+            outcome: Outcome::Delivered
+        })
+    );
+    assert_eq!(node.poll_output(), None);
+    assert!(node.route(NodeId(0x101)).is_none());
+}
+
+#[test]
+fn lowest_link_id_carries_traffic_when_both_sides_dial() {
+    let mut net = group_b();
+    // Both peers open routes to each other in the same instant: two links.
+    let now = net.now;
+    net.node(0x201)
+        .send(
+            now,
+            Target::Id(NodeId(0x202)),
+            100,
+            Bytes::from_static(b"x"),
+        )
+        .unwrap();
+    net.node(0x202)
+        .send(
+            now,
+            Target::Id(NodeId(0x201)),
+            100,
+            Bytes::from_static(b"y"),
+        )
+        .unwrap();
+    net.pump();
+    let node = net.node(0x201);
+    let links: Vec<LinkId> = node.peer_links[&NodeId(0x202)].iter().copied().collect();
+    assert_eq!(links.len(), 2);
+    assert_eq!(node.link_to(NodeId(0x202)), Some(links[0]));
+    let lowest = links[0];
+    node.send(
+        now,
+        Target::Id(NodeId(0x202)),
+        100,
+        Bytes::from_static(b"z"),
+    )
+    .unwrap();
+    let transmits: Vec<LinkId> = core::iter::from_fn(|| node.poll_output())
+        .filter_map(|o| match o {
+            Output::Transmit { link, .. } => Some(link),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(transmits, vec![lowest]);
+}
+
+#[test]
+fn name_and_selector_targets_resolve_through_discovery() {
+    let mut net = group_b();
+    let now = net.now;
+    let node = net.node(0x201);
+    let m = node
+        .send(now, Target::Name("node-202"), 1, Bytes::from_static(b"n"))
+        .unwrap();
+    assert_eq!(m, MsgId(1));
+    assert_eq!(
+        node.send(now, Target::Name("nobody"), 1, Bytes::new()),
+        Err(SendError::UnknownTarget)
+    );
+    assert_eq!(
+        node.send(now, Target::Name(""), 1, Bytes::new()),
+        Err(SendError::InvalidTarget)
+    );
+    // Round robin walks the default ring's member order (pod index, then id): 0x201 (self),
+    // 0x202, 0x203, again.
+    let picked: Vec<NodeId> = (0..4)
+        .map(|_| {
+            node.resolve_target(Target::RoundRobin { filter: None })
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        picked,
+        vec![NodeId(0x201), NodeId(0x202), NodeId(0x203), NodeId(0x201)]
+    );
+    let f = crate::discovery::Filter(crate::discovery::Metadata {
+        kind: String::from("nobody"),
+        ..crate::discovery::Metadata::default()
+    });
+    assert_eq!(
+        node.send(now, Target::Random { filter: Some(&f) }, 1, Bytes::new()),
+        Err(SendError::UnknownTarget)
+    );
+    // The filter's ring was registered on first use and is reused afterwards.
+    assert_eq!(node.discovery().rings().filter_count(), 1);
+    assert_eq!(
+        node.resolve_target(Target::Hash {
+            filter: Some(&f),
+            key: b"k"
+        }),
+        Err(SendError::UnknownTarget)
+    );
+    assert_eq!(node.discovery().rings().filter_count(), 1);
+    // Consistent hash answers what a ring built from scratch over the same three nodes says.
+    let mut fresh = crate::ring::Ring::new(crate::ring::RingConfig::default());
+    let names: Vec<(NodeId, String)> = node
+        .discovery()
+        .iter()
+        .map(|info| (info.id, info.name.clone()))
+        .collect();
+    fresh
+        .build(
+            names
+                .iter()
+                .map(|(id, name)| crate::ring::RingMember::new(*id, name)),
+        )
+        .unwrap();
+    for key in [&b"user-42"[..], b"user-43", b"room-7", b""] {
+        assert_eq!(
+            node.resolve_target(Target::Hash { filter: None, key }),
+            Ok(fresh.lookup(key).unwrap()),
+            "key {key:?}"
+        );
+    }
+}
+
+#[test]
+fn topology_changes_touch_no_hash_ring() {
+    let mut net = group_b();
+    let updates = net.node(0x201).discovery().rings().ring_updates();
+    let key_owner = net
+        .node(0x201)
+        .resolve_target(Target::Hash {
+            filter: None,
+            key: b"user-42",
+        })
+        .unwrap();
+    // 0x202 moves under a new proxy 0x204, then loses its topology record: routes change,
+    // rings do not.
+    net.registry_all(&[
+        RegistryEvent::TopologyPut(topo(0x202, 0x204, 300)),
+        RegistryEvent::TopologyDelete {
+            id: NodeId(0x202),
+            revision: 301,
+        },
+    ]);
+    let node = net.node(0x201);
+    assert_eq!(node.discovery().rings().ring_updates(), updates);
+    assert_eq!(
+        node.resolve_target(Target::Hash {
+            filter: None,
+            key: b"user-42",
+        }),
+        Ok(key_owner)
+    );
+}
+
+#[test]
+fn configured_upstream_address_is_dialled_at_start() {
+    let mut c = config(0x101, 0x102, 2, false);
+    c.upstream_address = String::from("tcp://10.0.0.2:21902");
+    let mut node = Node::new(c, secs(3)).unwrap();
+    assert_eq!(
+        node.poll_output(),
+        Some(Output::Connect {
+            link: LinkId(1),
+            peer: NodeId(0x102),
+            addr: String::from("tcp://10.0.0.2:21902"),
+        })
+    );
+    assert_eq!(node.poll_output(), None);
+    // The dial fails: redialled after the first backoff step, with no try limit.
+    node.handle_connect_failed(secs(3), LinkId(1));
+    assert_eq!(node.poll_timeout(), Some(secs(5)));
+}
+
+#[test]
+fn own_upstream_switch_moves_queued_traffic_to_the_new_upstream() {
+    // 0x401 under 0x402, target 0x404 under 0x402; 0x403 is a spare root. 0x402 goes away
+    // and both 0x401 and 0x404 move under 0x403 (libatapp's D.1, with the own switch coming
+    // from 0x401's topology record).
+    let mut net = Net::new(vec![
+        config(0x401, 0x402, 2, false),
+        config(0x402, 0, 2, false),
+        config(0x403, 0, 2, false),
+        config(0x404, 0x402, 2, false),
+    ]);
+    net.publish(&[(0x402, 0), (0x403, 0), (0x401, 0x402), (0x404, 0x402)]);
+    net.send(0x401, 0x404, b"via-old-upstream-D1");
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x402, b"via-old-upstream-D1")]
+    );
+    net.run_until(secs(1));
+    net.kill(0x402);
+    let queued = net.send(0x401, 0x404, b"queued-during-switch");
+    assert_eq!(net.node(0x401).pending(NodeId(0x404)), 1);
+    net.take_seen(0x401);
+    net.run_until(secs(2));
+    // The target moves first, then 0x401 itself (in that order on every node).
+    net.registry_all(&[
+        RegistryEvent::TopologyPut(topo(0x404, 0x403, 300)),
+        RegistryEvent::TopologyPut(topo(0x401, 0x403, 301)),
+    ]);
+    // 0x404 keeps its old upstream in config; its keeper follows its topology record too.
+    assert_eq!(net.node(0x401).connector().upstream(), NodeId(0x403));
+    assert_eq!(net.node(0x404).connector().upstream(), NodeId(0x403));
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x403, b"queued-during-switch")]
+    );
+    assert_eq!(
+        net.take_seen(0x401),
+        vec![Seen::Outcome(queued, Outcome::Delivered)]
+    );
+    let v = net.node(0x401).route(NodeId(0x404)).unwrap();
+    assert_eq!(
+        (v.flags, v.proxy),
+        (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x403)))
+    );
+}
+
+#[test]
+fn one_handle_timeout_fires_every_due_deadline() {
+    let mut net = Net::new(vec![
+        config(0x201, 0x203, 3, true),
+        config(0x202, 0x203, 3, true),
+        config(0x203, 0, 3, true),
+    ]);
+    net.down.insert(NodeId(0x202));
+    net.publish(&[(0x203, 0), (0x201, 0x203), (0x202, 0x203), (0x204, 0x203)]);
+    // Two records with reconnect timers at 2 s and two message deadlines at 8 s.
+    let a = net.send(0x201, 0x202, b"a");
+    let b = net.send(0x201, 0x204, b"b");
+    net.dials.clear();
+    let node = net.node(0x201);
+    // Skip straight to 9 s in one call: both reconnects (due at 2 s) and both deadlines.
+    node.handle_timeout(secs(9));
+    let outs: Vec<Output> = core::iter::from_fn(|| node.poll_output()).collect();
+    let connects = outs
+        .iter()
+        .filter(|o| matches!(o, Output::Connect { .. }))
+        .count();
+    assert_eq!(connects, 1, "0x202 re-dialled (0x204 waits for discovery)");
+    let outcomes: Vec<&Output> = outs
+        .iter()
+        .filter(|o| matches!(o, Output::Outcome { .. }))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            &Output::Outcome {
+                msg: a,
+                outcome: Outcome::Failed(FailReason::Timeout)
+            },
+            &Output::Outcome {
+                msg: b,
+                outcome: Outcome::Failed(FailReason::Timeout)
+            },
+        ]
+    );
+    assert_eq!(node.poll_timeout(), Some(secs(13)));
+}
+
+#[test]
+fn a_node_that_moves_drops_its_old_upstream_link_so_traffic_follows_the_topology() {
+    // D.9's layout: 0x403 under 0x402; the target 0x404 moves from 0x402 to 0x403.
+    let mut net = Net::new(vec![
+        config(0x401, 0x402, 2, false),
+        config(0x402, 0, 2, false),
+        config(0x403, 0x402, 2, false),
+        config(0x404, 0x402, 2, false),
+    ]);
+    net.publish(&[(0x402, 0), (0x403, 0x402), (0x404, 0x402), (0x401, 0x402)]);
+    net.send(0x401, 0x404, b"before");
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x402, b"before")]
+    );
+    let old_link = net.node(0x404).link_to(NodeId(0x402)).unwrap();
+    net.registry_all(&[RegistryEvent::TopologyPut(topo(0x404, 0x403, 300))]);
+    assert_eq!(net.node(0x404).link_to(NodeId(0x402)), None);
+    assert_eq!(net.node(0x404).link_peer(old_link), None);
+    assert!(net.node(0x404).link_to(NodeId(0x403)).is_some());
+    assert!(net.events[&NodeId(0x404)].contains(&Event::LinkClosed {
+        link: old_link,
+        peer: Some(NodeId(0x402))
+    }));
+    // 0x401 keeps its proxy (0x402 is still on the new path) and 0x402 relays via 0x403.
+    let v = net.node(0x401).route(NodeId(0x404)).unwrap();
+    assert_eq!(
+        (v.flags, v.proxy),
+        (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x402)))
+    );
+    net.send(0x401, 0x404, b"through-two-relays");
+    assert_eq!(
+        net.take_seen(0x404),
+        vec![received(0x401, 0x403, b"through-two-relays")]
+    );
+}

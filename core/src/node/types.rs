@@ -1,0 +1,253 @@
+//! The values that go in and out of a [`super::Node`]: targets, registry events, outputs,
+//! events and errors.
+
+use alloc::string::String;
+
+use bytes::Bytes;
+
+use super::frame::FrameError;
+use crate::{
+    connector::RouteEvent,
+    discovery::{DiscoveryInfo, Filter, TopologyInfo},
+    ids::{LinkId, MsgId, NodeId},
+    outcome::Outcome,
+    topology::TopologyError,
+};
+
+/// Whom a `send` is for.
+///
+/// `Id` and `Name` address one node. `Hash`, `RoundRobin` and `Random` pick one node among the
+/// discovery records matching `filter` (all nodes with an id when `None`). **v1:** they pick
+/// over the discovery set in its iteration order (ascending id) — `Hash` by a 64-bit hash of
+/// `key` modulo the candidate count, `RoundRobin` with one cursor per node, `Random` from the
+/// node's seeded generator; the consistent-hash rings replace this when the ring module is
+/// wired in (same API).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum Target<'a> {
+    /// The node with this id.
+    Id(NodeId),
+    /// The node holding this name in discovery.
+    Name(&'a str),
+    /// A node chosen by hashing `key`.
+    Hash {
+        /// Restricts the candidates; `None` = every node.
+        filter: Option<&'a Filter>,
+        /// The key to hash.
+        key: &'a [u8],
+    },
+    /// The next node in turn.
+    RoundRobin {
+        /// Restricts the candidates; `None` = every node.
+        filter: Option<&'a Filter>,
+    },
+    /// A node chosen at random (seeded).
+    Random {
+        /// Restricts the candidates; `None` = every node.
+        filter: Option<&'a Filter>,
+    },
+}
+
+/// A change from the registry (embedded registry client or etcd watcher). Discovery and
+/// topology are separate streams and may arrive in any order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "registry events are rare and passed by value once; boxing would only add an allocation"
+)]
+pub enum RegistryEvent {
+    /// A discovery record was put (`info.revision` set).
+    DiscoveryPut(DiscoveryInfo),
+    /// A discovery key was deleted.
+    DiscoveryDelete {
+        /// The id part of the key (0 if the key has none).
+        id: NodeId,
+        /// The name part of the key (empty if none).
+        name: String,
+        /// The registry revision of the delete.
+        revision: u64,
+    },
+    /// A topology record was put (`info.revision` set).
+    TopologyPut(TopologyInfo),
+    /// A topology key was deleted.
+    TopologyDelete {
+        /// The node whose topology record went away.
+        id: NodeId,
+        /// The registry revision of the delete.
+        revision: u64,
+    },
+}
+
+/// What the driver must do, or may observe. Drained with [`super::Node::poll_output`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Output {
+    /// Dial `addr` (the peer's address from discovery or config) for `link`; report the
+    /// result with `handle_connected(link)` or `handle_connect_failed(link)`.
+    Connect {
+        /// The link the core assigned to this dial.
+        link: LinkId,
+        /// The node being dialled (the handshake checks the peer really is it).
+        peer: NodeId,
+        /// Where to dial.
+        addr: String,
+    },
+    /// Write these bytes on `link`, after everything written on it before.
+    Transmit {
+        /// The link.
+        link: LinkId,
+        /// The bytes (one or more frames).
+        bytes: Bytes,
+    },
+    /// Close `link`. The core already forgot it: do not report `handle_closed` for it (a
+    /// report is harmless, it is ignored).
+    Close {
+        /// The link.
+        link: LinkId,
+    },
+    /// A message for this node.
+    Received {
+        /// The node that sent it.
+        from: NodeId,
+        /// The node it arrived from (the sender itself, or the last relay; this node for
+        /// loopback) — libatapp's `direct_source_id`.
+        via: NodeId,
+        /// Application message type.
+        msg_type: u32,
+        /// The payload, byte for byte as sent.
+        payload: Bytes,
+    },
+    /// How an accepted message ended; exactly one per [`MsgId`] returned by `send`.
+    Outcome {
+        /// The message.
+        msg: MsgId,
+        /// How it ended.
+        outcome: Outcome,
+    },
+    /// Something observable happened.
+    Event(Event),
+}
+
+/// Observability: state changes and ignored or rejected input. Never needs a reaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A route record changed.
+    Route(RouteEvent),
+    /// A link finished its handshake with `peer`.
+    LinkUp {
+        /// The link.
+        link: LinkId,
+        /// The peer, as its `Hello` said.
+        peer: NodeId,
+    },
+    /// A link is gone (closed by either side, or its dial failed).
+    LinkClosed {
+        /// The link.
+        link: LinkId,
+        /// Its peer, if known.
+        peer: Option<NodeId>,
+    },
+    /// This node closed a link because of what the peer sent.
+    LinkRejected {
+        /// The link.
+        link: LinkId,
+        /// What was wrong.
+        reason: LinkError,
+    },
+    /// A message for another node arrived here and could not be forwarded (no ready link
+    /// towards `dst`). v1 has no way to tell the sender; the bus issue adds `Unreachable`.
+    ForwardDropped {
+        /// Original sender.
+        src: NodeId,
+        /// Intended target.
+        dst: NodeId,
+        /// Application message type.
+        msg_type: u32,
+    },
+    /// A registry event was not applied.
+    RegistryIgnored(RegistryIgnored),
+}
+
+/// Why a link was closed by this node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The byte stream did not decode.
+    #[error("malformed frame: {0}")]
+    Frame(#[from] FrameError),
+    /// The peer we dialled introduced itself as another node.
+    #[error("dialled {expected} but the peer says it is {claimed}")]
+    PeerIdMismatch {
+        /// The node we dialled.
+        expected: NodeId,
+        /// The id its `Hello` claimed.
+        claimed: NodeId,
+    },
+    /// The peer claimed id 0 or this node's own id.
+    #[error("peer claims invalid id {0}")]
+    InvalidPeerId(NodeId),
+    /// A second `Hello` on an established link.
+    #[error("unexpected hello on an established link")]
+    UnexpectedHello,
+    /// `Data` before the handshake finished.
+    #[error("data before the handshake")]
+    DataBeforeHello,
+    /// Bytes on a link whose dial was not reported connected yet.
+    #[error("bytes received before the link was connected")]
+    NotConnected,
+}
+
+/// Why a registry event was not applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistryIgnored {
+    /// The discovery set did not apply it (stale, duplicate, unknown key, no identity).
+    Discovery {
+        /// The node id the event named.
+        id: NodeId,
+    },
+    /// A topology event older than (or as old as) what was applied for this node.
+    StaleTopology {
+        /// The node.
+        id: NodeId,
+        /// The event's revision.
+        revision: u64,
+        /// The revision already applied.
+        held: u64,
+    },
+    /// The topology registry rejected the put (id 0, self-upstream, cycle) or the delete
+    /// (unknown peer); nothing changed.
+    Topology(TopologyError),
+    /// A topology delete of this node itself (a node never removes itself).
+    OwnTopologyDelete,
+}
+
+/// Why `send` refused a message. Nothing was accepted: no [`MsgId`], no outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The target is node 0 or an empty name.
+    #[error("the target must be a non-zero id or a non-empty name")]
+    InvalidTarget,
+    /// No discovery record matches the name or filter (a target given by id never gets this:
+    /// it may wait for its discovery record).
+    #[error("no known node matches the target")]
+    UnknownTarget,
+    /// No route exists or can be set up: direct links are not allowed for it, it is not up
+    /// or down the topology tree, and this node has no upstream to relay through.
+    #[error("no route to the target")]
+    NoRoute,
+    /// The payload is larger than a frame can carry.
+    #[error("payload of {len} bytes exceeds the limit of {max}")]
+    PayloadTooLarge {
+        /// The payload length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The node was shut down.
+    #[error("the node is shut down")]
+    Shutdown,
+}

@@ -1,0 +1,669 @@
+//! [`Sim`]: the cluster — nodes, address book, links, registry, clock — and the commands and
+//! queries tests use. Driving (delivery, timers, output handling) lives in `drive.rs`.
+
+use alloc::{
+    boxed::Box,
+    collections::{BTreeMap, BTreeSet},
+    format,
+    string::String,
+    vec::Vec,
+};
+
+use bytes::Bytes;
+
+use super::{
+    SimNode,
+    agenda::{Agenda, Due},
+    fmt_instant,
+    link::{EndState, LinkTable, PairControls, Side},
+    log::{NodeLog, OutcomeRecord, Received, Sent},
+    registry::{self, Fanout, SimRegistry},
+    sim_addr,
+};
+use crate::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    ids::{MsgId, NodeId},
+    node::{Event, Node, RegistryEvent, SendError, Target},
+    time::{Duration, Instant},
+};
+
+/// Knobs of a simulation. All deterministic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimSettings {
+    /// Time from a `Connect` output to its resolution, unless a pair overrides it. Default 0.
+    pub connect_latency: Duration,
+    /// Time from a `Transmit` (or `Close`) to its arrival, unless a pair overrides it.
+    /// Default 0.
+    pub link_latency: Duration,
+    /// Steps [`Sim::run_until_idle`] takes before it declares a livelock and panics.
+    /// Default 100 000.
+    pub step_limit: usize,
+    /// Panic at the first node-contract violation (default), or only record it.
+    pub strict: bool,
+}
+
+impl Default for SimSettings {
+    fn default() -> SimSettings {
+        SimSettings {
+            connect_latency: Duration::ZERO,
+            link_latency: Duration::ZERO,
+            step_limit: 100_000,
+            strict: true,
+        }
+    }
+}
+
+/// One simulated node and its bookkeeping.
+pub(super) struct Slot<N: SimNode> {
+    pub(super) id: NodeId,
+    pub(super) addr: String,
+    pub(super) config: N::Config,
+    /// `None` while killed.
+    pub(super) node: Option<N>,
+    /// Bumped by every restart; deliveries addressed to an older incarnation are dropped.
+    pub(super) incarnation: u32,
+    /// The node's `poll_timeout` after the last drain.
+    pub(super) deadline: Option<Instant>,
+    pub(super) log: NodeLog,
+    /// Messages accepted by this incarnation that have no outcome yet.
+    pub(super) open_msgs: BTreeSet<MsgId>,
+    /// Messages of this incarnation that have their outcome.
+    pub(super) done_msgs: BTreeSet<MsgId>,
+    /// `handle_timeout` calls at one instant: (instant, count), to detect a stuck timer.
+    pub(super) timeouts_at: (Instant, u32),
+}
+
+/// A deterministic cluster of [`SimNode`]s (by default [`Node`]s) on one virtual clock.
+///
+/// Build it with [`Sim::new`] (or [`Sim::with_settings`]), add nodes with [`Sim::add_node`],
+/// script the registry ([`Sim::registry_put_discovery`], …), links ([`Sim::link_down`], …) and
+/// sends ([`Sim::send`]), move time ([`Sim::advance`], …) and assert on the logs
+/// ([`Sim::received`], [`Sim::outcomes`], …). See the [module docs](super) for the model.
+pub struct Sim<N: SimNode = Node> {
+    pub(super) now: Instant,
+    pub(super) settings: SimSettings,
+    pub(super) slots: Vec<Slot<N>>,
+    pub(super) index: BTreeMap<NodeId, usize>,
+    pub(super) addrs: BTreeMap<String, NodeId>,
+    pub(super) links: LinkTable,
+    pub(super) pairs: PairControls,
+    pub(super) agenda: Agenda,
+    pub(super) registry: SimRegistry,
+    pub(super) trace: Vec<String>,
+    pub(super) violations: Vec<String>,
+    pub(super) dropped_bytes: u64,
+}
+
+impl Sim<Node> {
+    /// An empty cluster of [`Node`]s at time zero with default settings.
+    #[must_use]
+    pub fn new() -> Sim<Node> {
+        Sim::with_settings(SimSettings::default())
+    }
+}
+
+impl Default for Sim<Node> {
+    fn default() -> Sim<Node> {
+        Sim::new()
+    }
+}
+
+impl<N: SimNode> Sim<N> {
+    /// An empty cluster at time zero.
+    #[must_use]
+    pub fn with_settings(settings: SimSettings) -> Sim<N> {
+        Sim {
+            now: Instant::ZERO,
+            settings,
+            slots: Vec::new(),
+            index: BTreeMap::new(),
+            addrs: BTreeMap::new(),
+            links: LinkTable::default(),
+            pairs: PairControls::default(),
+            agenda: Agenda::default(),
+            registry: SimRegistry::default(),
+            trace: Vec::new(),
+            violations: Vec::new(),
+            dropped_bytes: 0,
+        }
+    }
+
+    /// The settings; changes apply to what is scheduled afterwards.
+    pub fn settings_mut(&mut self) -> &mut SimSettings {
+        &mut self.settings
+    }
+
+    // ---- nodes -------------------------------------------------------------------------
+
+    /// Starts a node from `config` at the current time, reachable at [`sim_addr`] of its id.
+    /// It receives the registry's current state as a snapshot, then its outputs are drained.
+    ///
+    /// # Errors
+    ///
+    /// The node's own refusal of `config`.
+    ///
+    /// # Panics
+    ///
+    /// If a node with the same id already exists.
+    pub fn add_node(&mut self, config: N::Config) -> Result<NodeId, N::Error> {
+        self.add_node_inner(config, None)
+    }
+
+    /// Like [`Sim::add_node`], reachable at `addr` instead.
+    ///
+    /// # Errors
+    ///
+    /// The node's own refusal of `config`.
+    ///
+    /// # Panics
+    ///
+    /// If a node with the same id or address already exists.
+    pub fn add_node_at(&mut self, config: N::Config, addr: &str) -> Result<NodeId, N::Error> {
+        self.add_node_inner(config, Some(String::from(addr)))
+    }
+
+    fn add_node_inner(
+        &mut self,
+        config: N::Config,
+        addr: Option<String>,
+    ) -> Result<NodeId, N::Error> {
+        let node = N::start(&config, self.now)?;
+        let id = node.id();
+        assert!(
+            !self.index.contains_key(&id),
+            "sim: a node with id {id} already exists"
+        );
+        let addr = addr.unwrap_or_else(|| sim_addr(id));
+        assert!(
+            !self.addrs.contains_key(&addr),
+            "sim: address {addr} is already taken"
+        );
+        let idx = self.slots.len();
+        self.slots.push(Slot {
+            id,
+            addr: addr.clone(),
+            config,
+            node: Some(node),
+            incarnation: 0,
+            deadline: None,
+            log: NodeLog::default(),
+            open_msgs: BTreeSet::new(),
+            done_msgs: BTreeSet::new(),
+            timeouts_at: (Instant::ZERO, 0),
+        });
+        self.index.insert(id, idx);
+        self.addrs.insert(addr.clone(), id);
+        self.note(Some(id), &format!("started at {addr}"));
+        self.drain(idx);
+        self.deliver_snapshot(idx);
+        Ok(id)
+    }
+
+    /// Kills `id` abruptly: its links drop (each peer gets `handle_closed` during this call,
+    /// bytes in flight are lost), dials to it fail, deliveries addressed to it are discarded, its
+    /// unfinished messages stay unresolved in its log. Its registry records are untouched —
+    /// script their deletion if the scenario needs it. No-op if already dead.
+    pub fn kill(&mut self, id: NodeId) {
+        let idx = self.slot_index(id);
+        if self.slots[idx].node.is_none() {
+            return;
+        }
+        self.note(Some(id), "killed");
+        let slot = &mut self.slots[idx];
+        slot.node = None;
+        slot.deadline = None;
+        slot.open_msgs.clear();
+        slot.done_msgs.clear();
+        for link in self.links.touching(id) {
+            self.drop_link(link, Some(id));
+        }
+        self.links.forget_node(id);
+    }
+
+    /// Starts a new incarnation of `id` from its original config at the current time (killing
+    /// the running one first, if any). It receives the registry snapshot like a new node.
+    ///
+    /// # Panics
+    ///
+    /// If the node rejects its config (it accepted the same config before).
+    pub fn restart(&mut self, id: NodeId) {
+        self.kill(id);
+        let idx = self.slot_index(id);
+        let node = match N::start(&self.slots[idx].config, self.now) {
+            Ok(node) => node,
+            Err(e) => panic!("sim: restarting {id} failed: {e:?}"),
+        };
+        let slot = &mut self.slots[idx];
+        slot.node = Some(node);
+        slot.incarnation += 1;
+        let inc = slot.incarnation;
+        self.note(Some(id), &format!("restarted (incarnation {inc})"));
+        self.drain(idx);
+        self.deliver_snapshot(idx);
+    }
+
+    /// Graceful shutdown of `id` (`shutdown` on the node), outputs drained.
+    pub fn shutdown(&mut self, id: NodeId) {
+        self.note(Some(id), "<- shutdown");
+        self.act(id, |node, now| node.shutdown(now));
+    }
+
+    /// Calls `f` on the live node `id` with the current time, then drains its outputs (the
+    /// way to issue a command the simulator has no method for).
+    ///
+    /// # Panics
+    ///
+    /// If `id` is unknown or dead.
+    pub fn act<R>(&mut self, id: NodeId, f: impl FnOnce(&mut N, Instant) -> R) -> R {
+        let idx = self.slot_index(id);
+        let now = self.now;
+        let Some(node) = self.slots[idx].node.as_mut() else {
+            panic!("sim: node {id} is dead");
+        };
+        let r = f(node, now);
+        self.drain(idx);
+        r
+    }
+
+    /// The live node `id`, for queries.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is unknown or dead.
+    #[must_use]
+    pub fn node(&self, id: NodeId) -> &N {
+        match self.slots[self.slot_index(id)].node.as_ref() {
+            Some(node) => node,
+            None => panic!("sim: node {id} is dead"),
+        }
+    }
+
+    /// Whether `id` exists and is running.
+    #[must_use]
+    pub fn is_alive(&self, id: NodeId) -> bool {
+        self.index
+            .get(&id)
+            .is_some_and(|&i| self.slots[i].node.is_some())
+    }
+
+    /// Ids of every node, in the order they were added.
+    #[must_use]
+    pub fn node_ids(&self) -> Vec<NodeId> {
+        self.slots.iter().map(|s| s.id).collect()
+    }
+
+    /// The address `id` is reachable at.
+    #[must_use]
+    pub fn addr(&self, id: NodeId) -> &str {
+        &self.slots[self.slot_index(id)].addr
+    }
+
+    // ---- links -------------------------------------------------------------------------
+
+    /// Takes the path between `a` and `b` down: every link between them drops now — both
+    /// sides get `handle_closed` during this call (dialer side first, links in creation
+    /// order), bytes in flight are lost — and dials between them fail until [`Sim::link_up`].
+    pub fn link_down(&mut self, a: NodeId, b: NodeId) {
+        self.note(None, &format!("link down {a} <-> {b}"));
+        self.pairs.set_down(a, b, true);
+        for link in self.links.live_between(a, b) {
+            self.drop_link(link, None);
+        }
+    }
+
+    /// Brings the path between `a` and `b` back: dials succeed again. Nothing reconnects by
+    /// itself — the nodes dial when they decide to.
+    pub fn link_up(&mut self, a: NodeId, b: NodeId) {
+        self.note(None, &format!("link up {a} <-> {b}"));
+        self.pairs.set_down(a, b, false);
+    }
+
+    /// Drops the links between `a` and `b` now (like [`Sim::link_down`]) without blocking
+    /// later dials.
+    pub fn cut(&mut self, a: NodeId, b: NodeId) {
+        self.note(None, &format!("cut {a} <-> {b}"));
+        for link in self.links.live_between(a, b) {
+            self.drop_link(link, None);
+        }
+    }
+
+    /// The next dial from `from` to `to` fails (cumulative: call twice, two dials fail).
+    pub fn fail_next_connect(&mut self, from: NodeId, to: NodeId) {
+        self.note(None, &format!("fail next connect {from} -> {to}"));
+        self.pairs.add_fail_next(from, to);
+    }
+
+    /// Byte latency between `a` and `b` (both directions), for bytes sent from now on. Later
+    /// bytes never overtake earlier ones on one link.
+    pub fn set_latency(&mut self, a: NodeId, b: NodeId, latency: Duration) {
+        self.pairs.set_latency(a, b, latency);
+    }
+
+    /// Connect latency between `a` and `b`, for dials started from now on.
+    pub fn set_connect_latency(&mut self, a: NodeId, b: NodeId, latency: Duration) {
+        self.pairs.set_connect_latency(a, b, latency);
+    }
+
+    /// Number of established links between `a` and `b` with both ends open.
+    #[must_use]
+    pub fn open_links(&self, a: NodeId, b: NodeId) -> usize {
+        self.links.open_between(a, b)
+    }
+
+    /// Drops one link abruptly; `dead` is a node that died (its end is gone without notice).
+    pub(super) fn drop_link(&mut self, id: super::link::SimLinkId, dead: Option<NodeId>) {
+        let Some(link) = self.links.get_mut(id) else {
+            return;
+        };
+        let mut notify = Vec::new();
+        for side in [Side::Dialer, Side::Acceptor] {
+            let Some(end) = link.end_mut(side) else {
+                continue;
+            };
+            if Some(end.node) == dead {
+                end.state = EndState::Gone;
+                continue;
+            }
+            match end.state {
+                EndState::Open => {
+                    end.state = EndState::Reset;
+                    notify.push(side);
+                }
+                // A pending dial fails when it resolves (pair down / target dead).
+                EndState::Dialing | EndState::ClosedBySelf | EndState::Reset | EndState::Gone => {}
+            }
+        }
+        // Every end is marked first, so nothing a notified node does can use the link.
+        for side in notify {
+            self.notify_closed(id, side, EndState::Reset);
+        }
+    }
+
+    // ---- registry ----------------------------------------------------------------------
+
+    /// The registry's current contents and revision.
+    #[must_use]
+    pub fn registry(&self) -> &SimRegistry {
+        &self.registry
+    }
+
+    /// Publishes `info` (next revision) to every live node now. Returns the revision.
+    pub fn registry_put_discovery(&mut self, info: DiscoveryInfo) -> u64 {
+        self.registry_put_discovery_with(info, Fanout::all())
+    }
+
+    /// Publishes `info` (next revision) to `fanout`. Returns the revision.
+    pub fn registry_put_discovery_with(&mut self, info: DiscoveryInfo, fanout: Fanout) -> u64 {
+        let event = self.registry.put_discovery(info);
+        self.publish(event, fanout)
+    }
+
+    /// Deletes `id`'s discovery record (next revision), announced to every live node now.
+    pub fn registry_delete_discovery(&mut self, id: NodeId) -> u64 {
+        self.registry_delete_discovery_with(id, Fanout::all())
+    }
+
+    /// Deletes `id`'s discovery record (next revision), announced to `fanout`.
+    pub fn registry_delete_discovery_with(&mut self, id: NodeId, fanout: Fanout) -> u64 {
+        let event = self.registry.delete_discovery(id);
+        self.publish(event, fanout)
+    }
+
+    /// Publishes `info` (next revision) to every live node now. Returns the revision.
+    pub fn registry_put_topology(&mut self, info: TopologyInfo) -> u64 {
+        self.registry_put_topology_with(info, Fanout::all())
+    }
+
+    /// Publishes `info` (next revision) to `fanout`. Returns the revision.
+    pub fn registry_put_topology_with(&mut self, info: TopologyInfo, fanout: Fanout) -> u64 {
+        let event = self.registry.put_topology(info);
+        self.publish(event, fanout)
+    }
+
+    /// Deletes `id`'s topology record (next revision), announced to every live node now.
+    pub fn registry_delete_topology(&mut self, id: NodeId) -> u64 {
+        self.registry_delete_topology_with(id, Fanout::all())
+    }
+
+    /// Deletes `id`'s topology record (next revision), announced to `fanout`.
+    pub fn registry_delete_topology_with(&mut self, id: NodeId, fanout: Fanout) -> u64 {
+        let event = self.registry.delete_topology(id);
+        self.publish(event, fanout)
+    }
+
+    /// Hands `event` to node `id` now, bypassing the registry (no revision assigned, nothing
+    /// stored): for stale, duplicate or malformed events.
+    pub fn inject_registry(&mut self, id: NodeId, event: RegistryEvent) {
+        let idx = self.slot_index(id);
+        self.deliver_registry(idx, event);
+    }
+
+    fn publish(&mut self, event: RegistryEvent, fanout: Fanout) -> u64 {
+        let revision = self.registry.revision();
+        self.note(None, &format!("registry {}", registry::describe(&event)));
+        let targets = fanout.to.unwrap_or_else(|| self.node_ids());
+        if fanout.delay.is_zero() {
+            for id in targets {
+                let idx = self.slot_index(id);
+                if self.slots[idx].node.is_some() {
+                    self.deliver_registry(idx, event.clone());
+                }
+            }
+        } else {
+            let at = self.now + fanout.delay;
+            for id in targets {
+                let idx = self.slot_index(id);
+                let incarnation = self.slots[idx].incarnation;
+                self.agenda.push(
+                    at,
+                    Due::Registry {
+                        node: id,
+                        incarnation,
+                        event: Box::new(event.clone()),
+                    },
+                );
+            }
+        }
+        revision
+    }
+
+    /// Hands the registry's current state to a node that just started, one event at a time.
+    fn deliver_snapshot(&mut self, idx: usize) {
+        for event in self.registry.snapshot() {
+            self.deliver_registry(idx, event);
+        }
+    }
+
+    // ---- application -------------------------------------------------------------------
+
+    /// The application on `from` sends a message; outputs are drained. An accepted message is
+    /// logged in [`Sim::sent`] and must end in exactly one outcome.
+    ///
+    /// # Errors
+    ///
+    /// The node's refusal.
+    ///
+    /// # Panics
+    ///
+    /// If `from` is unknown or dead.
+    pub fn send(
+        &mut self,
+        from: NodeId,
+        target: Target<'_>,
+        msg_type: u32,
+        payload: impl Into<Bytes>,
+    ) -> Result<MsgId, SendError> {
+        let payload: Bytes = payload.into();
+        let idx = self.slot_index(from);
+        let now = self.now;
+        self.note(
+            Some(from),
+            &format!(
+                "<- send to {} type {msg_type} payload {:?}",
+                describe_target(&target),
+                payload
+            ),
+        );
+        let Some(node) = self.slots[idx].node.as_mut() else {
+            panic!("sim: send from dead node {from}");
+        };
+        let result = node.send(now, target, msg_type, payload.clone());
+        match &result {
+            Ok(msg) => {
+                let msg = *msg;
+                self.note(Some(from), &format!("   accepted as msg#{}", msg.0));
+                let slot = &mut self.slots[idx];
+                if slot.open_msgs.contains(&msg) || slot.done_msgs.contains(&msg) {
+                    self.violation(&format!("{from} returned msg#{} twice from send", msg.0));
+                }
+                let slot = &mut self.slots[idx];
+                slot.open_msgs.insert(msg);
+                slot.log.sent.push(Sent {
+                    at: now,
+                    msg,
+                    msg_type,
+                    payload,
+                });
+            }
+            Err(e) => self.note(Some(from), &format!("   refused: {e:?}")),
+        }
+        self.drain(idx);
+        result
+    }
+
+    /// [`Sim::send`] to `Target::Id(to)`.
+    ///
+    /// # Errors
+    ///
+    /// The node's refusal.
+    pub fn send_to(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        msg_type: u32,
+        payload: impl Into<Bytes>,
+    ) -> Result<MsgId, SendError> {
+        self.send(from, Target::Id(to), msg_type, payload)
+    }
+
+    // ---- logs and queries --------------------------------------------------------------
+
+    /// Current virtual time.
+    #[must_use]
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Everything logged for `id`.
+    #[must_use]
+    pub fn log(&self, id: NodeId) -> &NodeLog {
+        &self.slots[self.slot_index(id)].log
+    }
+
+    /// Messages `id` delivered to its application, in order.
+    #[must_use]
+    pub fn received(&self, id: NodeId) -> &[Received] {
+        &self.log(id).received
+    }
+
+    /// Messages `id` accepted from its application, in order.
+    #[must_use]
+    pub fn sent(&self, id: NodeId) -> &[Sent] {
+        &self.log(id).sent
+    }
+
+    /// Outcomes `id` reported, in order.
+    #[must_use]
+    pub fn outcomes(&self, id: NodeId) -> &[OutcomeRecord] {
+        &self.log(id).outcomes
+    }
+
+    /// The outcome `id` reported for `msg`, if any.
+    #[must_use]
+    pub fn outcome_of(&self, id: NodeId, msg: MsgId) -> Option<OutcomeRecord> {
+        self.log(id).outcome_of(msg)
+    }
+
+    /// Events `id` reported, with their time.
+    #[must_use]
+    pub fn events(&self, id: NodeId) -> &[(Instant, Event)] {
+        &self.log(id).events
+    }
+
+    /// The trace: one line per call into a node, output, scripted action and drop.
+    #[must_use]
+    pub fn trace(&self) -> &[String] {
+        &self.trace
+    }
+
+    /// The last `n` trace lines joined, for failure messages.
+    #[must_use]
+    pub fn trace_tail(&self, n: usize) -> String {
+        let start = self.trace.len().saturating_sub(n);
+        self.trace[start..].join("\n")
+    }
+
+    /// Node-contract violations seen so far (with `strict` off; strict mode panics at the first).
+    #[must_use]
+    pub fn violations(&self) -> &[String] {
+        &self.violations
+    }
+
+    /// Bytes lost because their link dropped or the receiver had closed its end.
+    #[must_use]
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped_bytes
+    }
+
+    /// Deliveries scheduled and not yet made.
+    #[must_use]
+    pub fn scheduled(&self) -> usize {
+        self.agenda.len()
+    }
+
+    /// The node's current timer deadline, as last read from `poll_timeout`.
+    #[must_use]
+    pub fn deadline(&self, id: NodeId) -> Option<Instant> {
+        self.slots[self.slot_index(id)].deadline
+    }
+
+    // ---- internals ---------------------------------------------------------------------
+
+    pub(super) fn slot_index(&self, id: NodeId) -> usize {
+        match self.index.get(&id) {
+            Some(&idx) => idx,
+            None => panic!("sim: unknown node {id}"),
+        }
+    }
+
+    /// Appends a trace line stamped with the current time.
+    pub(super) fn note(&mut self, node: Option<NodeId>, text: &str) {
+        let who = node.map_or_else(|| String::from("sim"), |id| format!("{id}"));
+        self.trace
+            .push(format!("{} {who} {text}", fmt_instant(self.now)));
+    }
+
+    /// Records a node-contract violation; panics in strict mode.
+    pub(super) fn violation(&mut self, text: &str) {
+        self.note(None, &format!("VIOLATION: {text}"));
+        self.violations.push(String::from(text));
+        assert!(
+            !self.settings.strict,
+            "sim: node contract violated: {text}\n--- trace tail ---\n{}",
+            self.trace_tail(40)
+        );
+    }
+}
+
+/// A short text for a send target, as in the trace.
+pub(super) fn describe_target(target: &Target<'_>) -> String {
+    match target {
+        Target::Id(id) => format!("{id}"),
+        Target::Name(name) => format!("name {name:?}"),
+        Target::Hash { filter, key } => {
+            format!("hash key {key:?} filtered {}", filter.is_some())
+        }
+        Target::RoundRobin { filter } => format!("round robin filtered {}", filter.is_some()),
+        Target::Random { filter } => format!("random filtered {}", filter.is_some()),
+    }
+}

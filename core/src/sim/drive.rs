@@ -1,0 +1,492 @@
+//! Driving a [`Sim`]: processing what is due (deliveries, then timers), moving the clock, and
+//! handling every node output under the drain contract.
+
+use alloc::format;
+
+use super::{
+    SimNode,
+    agenda::Due,
+    cluster::Sim,
+    fmt_instant,
+    link::{End, EndState, Side, SimLinkId},
+    log::{OutcomeRecord, Received},
+    registry,
+};
+use crate::{
+    ids::{LinkId, NodeId},
+    node::{Output, RegistryEvent},
+    time::Instant,
+};
+
+/// `handle_timeout` calls at one instant after which a node whose deadline stays due is
+/// declared stuck.
+const STUCK_TIMER_CALLS: u32 = 1_000;
+
+impl<N: SimNode> Sim<N> {
+    // ---- clock ---------------------------------------------------------------------------
+
+    /// Processes one thing due at the current instant: the earliest scheduled delivery, or a
+    /// node timer at or before now (deliveries first at equal times; timers in node order).
+    /// Returns `false` when nothing is due.
+    pub fn step(&mut self) -> bool {
+        let now = self.now;
+        let delivery = self.agenda.next_time().filter(|&t| t <= now);
+        let timer = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.deadline.filter(|&d| d <= now).map(|d| (d, i)))
+            .min();
+        match (delivery, timer) {
+            (Some(d), Some((t, idx))) if t < d => self.fire_timer(idx),
+            (Some(_), _) => {
+                if let Some((_, due)) = self.agenda.pop_due(now) {
+                    self.deliver(due);
+                }
+            }
+            (None, Some((_, idx))) => self.fire_timer(idx),
+            (None, None) => return false,
+        }
+        true
+    }
+
+    /// Processes everything due at the current instant, without moving the clock.
+    ///
+    /// # Panics
+    ///
+    /// If it does not settle within `settings.step_limit` steps (a livelock between nodes),
+    /// with the trace tail in the message.
+    pub fn run_until_idle(&mut self) {
+        for _ in 0..self.settings.step_limit {
+            if !self.step() {
+                return;
+            }
+        }
+        let mut upcoming = alloc::string::String::new();
+        for (at, due) in self.agenda.iter().take(10) {
+            upcoming.push_str(&format!("\n  {} {due:?}", fmt_instant(at)));
+        }
+        panic!(
+            "sim: not idle after {} steps at {}; {} deliveries scheduled, first:{upcoming}\n\
+             --- trace tail ---\n{}",
+            self.settings.step_limit,
+            fmt_instant(self.now),
+            self.agenda.len(),
+            self.trace_tail(40)
+        );
+    }
+
+    /// The earliest instant something is scheduled: a delivery or a node timer.
+    #[must_use]
+    pub fn next_event_time(&self) -> Option<Instant> {
+        let timers = self.slots.iter().filter_map(|s| s.deadline).min();
+        crate::time::earliest(self.agenda.next_time(), timers)
+    }
+
+    /// Settles the current instant, then jumps the clock to the next scheduled delivery or
+    /// timer and settles that instant. Returns the new time, or `None` (clock unmoved) when
+    /// nothing is scheduled.
+    pub fn advance_to_next_deadline(&mut self) -> Option<Instant> {
+        self.run_until_idle();
+        let next = self.next_event_time()?;
+        self.now = self.now.max(next);
+        self.run_until_idle();
+        Some(self.now)
+    }
+
+    /// Moves time forward by `d`, processing every delivery and timer due on the way at its
+    /// exact time, in order; ends settled at `now + d`.
+    pub fn advance(&mut self, d: crate::time::Duration) {
+        let target = self.now + d;
+        self.advance_to(target);
+    }
+
+    /// Moves time forward to `target` (never backwards), processing everything due on the
+    /// way at its exact time; ends settled at `max(now, target)`.
+    pub fn advance_to(&mut self, target: Instant) {
+        loop {
+            self.run_until_idle();
+            match self.next_event_time() {
+                Some(next) if next <= target => self.now = self.now.max(next),
+                _ => break,
+            }
+        }
+        self.now = self.now.max(target);
+        self.run_until_idle();
+    }
+
+    // ---- deliveries ------------------------------------------------------------------------
+
+    fn fire_timer(&mut self, idx: usize) {
+        let now = self.now;
+        let id = self.slots[idx].id;
+        let slot = &mut self.slots[idx];
+        if slot.timeouts_at.0 == now {
+            slot.timeouts_at.1 += 1;
+        } else {
+            slot.timeouts_at = (now, 1);
+        }
+        assert!(
+            slot.timeouts_at.1 <= STUCK_TIMER_CALLS,
+            "sim: node {id} still reports a deadline at or before {} after {STUCK_TIMER_CALLS} \
+             handle_timeout calls at that instant (handle_timeout must drain every due \
+             timer)\n--- trace tail ---\n{}",
+            fmt_instant(now),
+            self.trace_tail(40)
+        );
+        self.note(Some(id), "<- timeout");
+        if let Some(node) = self.slots[idx].node.as_mut() {
+            node.handle_timeout(now);
+        }
+        self.drain(idx);
+    }
+
+    fn deliver(&mut self, due: Due) {
+        match due {
+            Due::Establish { link } => self.establish(link),
+            Due::Bytes { link, to, bytes } => {
+                let Some(end) = self.open_end(link, to) else {
+                    self.dropped_bytes += bytes.len() as u64;
+                    self.note(None, &format!("dropped {} bytes on {link}", bytes.len()));
+                    return;
+                };
+                self.note(
+                    Some(end.node),
+                    &format!("<- received {} on {} {:?}", bytes.len(), end.link, bytes),
+                );
+                self.invoke(end.node, |n, now| n.handle_received(now, end.link, &bytes));
+            }
+            Due::PeerClosed { link, to } => self.notify_closed(link, to, EndState::Open),
+            Due::Registry {
+                node,
+                incarnation,
+                event,
+            } => {
+                let idx = self.slot_index(node);
+                if self.slots[idx].incarnation == incarnation && self.slots[idx].node.is_some() {
+                    self.deliver_registry(idx, *event);
+                } else {
+                    self.note(
+                        Some(node),
+                        "registry event dropped (node restarted or dead)",
+                    );
+                }
+            }
+        }
+    }
+
+    /// Tells `to`'s end of `link` that the link is gone, if that end is still in state
+    /// `expected` (open for a graceful close, reset for a drop): an end its node closed in the
+    /// meantime hears nothing.
+    pub(super) fn notify_closed(&mut self, link: SimLinkId, to: Side, expected: EndState) {
+        let Some(end) = self.links.get_mut(link).and_then(|l| l.end_mut(to)) else {
+            return;
+        };
+        if end.state != expected {
+            return;
+        }
+        end.state = EndState::Gone;
+        let (node, id, incarnation) = (end.node, end.link, end.incarnation);
+        if !self.incarnation_matches(node, incarnation) {
+            return;
+        }
+        self.note(Some(node), &format!("<- closed {id}"));
+        self.invoke(node, |n, now| n.handle_closed(now, id));
+    }
+
+    /// Resolves a dial: establishes the link, or fails it.
+    fn establish(&mut self, id: SimLinkId) {
+        let Some(link) = self.links.get(id) else {
+            return;
+        };
+        let Some(dialer) = link.end(Side::Dialer).cloned() else {
+            return;
+        };
+        if dialer.state != EndState::Dialing {
+            return; // cancelled by the dialer, or the dialer died
+        }
+        let target = link.target;
+        let addr = link.addr.clone();
+        let reason = link.doomed.or(match target {
+            None => Some("unknown address"),
+            Some(t) if !self.is_alive(t) => Some("target is down"),
+            Some(t) if self.pairs.is_down(dialer.node, t) => Some("path is down"),
+            Some(_) => None,
+        });
+        let (Some(target), None) = (target, reason) else {
+            if let Some(end) = self.links.get_mut(id).and_then(|l| l.end_mut(Side::Dialer)) {
+                end.state = EndState::Gone;
+            }
+            let why = reason.unwrap_or("unknown address");
+            self.note(
+                Some(dialer.node),
+                &format!("<- connect failed {} to {addr} ({why})", dialer.link),
+            );
+            self.invoke(dialer.node, |n, now| {
+                n.handle_connect_failed(now, dialer.link)
+            });
+            return;
+        };
+        // Acceptor first: its link must exist before the dialer can transmit on it.
+        let idx = self.slot_index(target);
+        let now = self.now;
+        let incarnation = self.slots[idx].incarnation;
+        let Some(node) = self.slots[idx].node.as_mut() else {
+            return;
+        };
+        let accepted = node.handle_accepted(now);
+        if self.links.in_use(target, accepted) {
+            self.violation(&format!(
+                "{target} handle_accepted returned {accepted}, which is still in use"
+            ));
+        }
+        self.links.attach_acceptor(
+            id,
+            End {
+                node: target,
+                incarnation,
+                link: accepted,
+                state: EndState::Open,
+            },
+        );
+        if let Some(end) = self.links.get_mut(id).and_then(|l| l.end_mut(Side::Dialer)) {
+            end.state = EndState::Open;
+        }
+        self.note(
+            Some(target),
+            &format!("<- accepted {accepted} (from {})", dialer.node),
+        );
+        self.drain(idx);
+        self.note(Some(dialer.node), &format!("<- connected {}", dialer.link));
+        self.invoke(dialer.node, |n, now| n.handle_connected(now, dialer.link));
+    }
+
+    /// Hands a registry event to a live node now and drains it.
+    pub(super) fn deliver_registry(&mut self, idx: usize, event: RegistryEvent) {
+        let id = self.slots[idx].id;
+        self.note(
+            Some(id),
+            &format!("<- registry {}", registry::describe(&event)),
+        );
+        self.invoke(id, |n, now| n.handle_registry(now, event));
+    }
+
+    // ---- calling nodes ---------------------------------------------------------------------
+
+    /// Calls `f` on live node `id` at the current time and drains it; no-op if it is dead.
+    fn invoke(&mut self, id: NodeId, f: impl FnOnce(&mut N, Instant)) {
+        let idx = self.slot_index(id);
+        let now = self.now;
+        if let Some(node) = self.slots[idx].node.as_mut() {
+            f(node, now);
+            self.drain(idx);
+        }
+    }
+
+    /// The drain contract: poll every output, act on it, then re-read the timer.
+    pub(super) fn drain(&mut self, idx: usize) {
+        loop {
+            let Some(output) = self.slots[idx].node.as_mut().and_then(N::poll_output) else {
+                break;
+            };
+            self.handle_output(idx, output);
+        }
+        let deadline = self.slots[idx].node.as_ref().and_then(N::poll_timeout);
+        self.slots[idx].deadline = deadline;
+    }
+
+    fn handle_output(&mut self, idx: usize, output: Output) {
+        let id = self.slots[idx].id;
+        let now = self.now;
+        match output {
+            Output::Connect { link, peer, addr } => {
+                self.note(Some(id), &format!("-> connect {link} to {peer} at {addr}"));
+                self.dial(idx, link, addr);
+            }
+            Output::Transmit { link, bytes } => {
+                self.note(
+                    Some(id),
+                    &format!("-> transmit {} on {link} {:?}", bytes.len(), bytes),
+                );
+                self.transmit(id, link, bytes);
+            }
+            Output::Close { link } => {
+                self.note(Some(id), &format!("-> close {link}"));
+                self.close(id, link);
+            }
+            Output::Received {
+                from,
+                via,
+                msg_type,
+                payload,
+            } => {
+                self.note(
+                    Some(id),
+                    &format!("-> app received from {from} via {via} type {msg_type} {payload:?}"),
+                );
+                self.slots[idx].log.received.push(Received {
+                    at: now,
+                    from,
+                    via,
+                    msg_type,
+                    payload,
+                });
+            }
+            Output::Outcome { msg, outcome } => {
+                self.note(Some(id), &format!("-> outcome msg#{} {outcome}", msg.0));
+                let slot = &mut self.slots[idx];
+                if slot.done_msgs.contains(&msg) {
+                    self.violation(&format!("{id} reported a second outcome for msg#{}", msg.0));
+                } else if !slot.open_msgs.remove(&msg) {
+                    self.violation(&format!(
+                        "{id} reported an outcome for msg#{}, which send never returned",
+                        msg.0
+                    ));
+                } else {
+                    slot.done_msgs.insert(msg);
+                }
+                self.slots[idx].log.outcomes.push(OutcomeRecord {
+                    at: now,
+                    msg,
+                    outcome,
+                });
+            }
+            Output::Event(event) => {
+                self.note(Some(id), &format!("-> event {event:?}"));
+                self.slots[idx].log.events.push((now, event));
+            }
+        }
+    }
+
+    fn dial(&mut self, idx: usize, link: LinkId, addr: alloc::string::String) {
+        let id = self.slots[idx].id;
+        let now = self.now;
+        if self.links.in_use(id, link) {
+            self.violation(&format!("{id} dialed with {link}, which is still in use"));
+        }
+        let target = self.addrs.get(&addr).copied();
+        let doomed = match target {
+            None => Some("unknown address"),
+            Some(t) if !self.is_alive(t) => Some("target is down"),
+            Some(t) if self.pairs.is_down(id, t) => Some("path is down"),
+            Some(t) if self.pairs.take_fail_next(id, t) => Some("scripted failure"),
+            Some(_) => None,
+        };
+        let latency = target
+            .and_then(|t| self.pairs.connect_latency(id, t))
+            .unwrap_or(self.settings.connect_latency);
+        let end = End {
+            node: id,
+            incarnation: self.slots[idx].incarnation,
+            link,
+            state: EndState::Dialing,
+        };
+        let sim_link = self.links.dial(end, addr, target, doomed, now);
+        self.agenda
+            .push(now + latency, Due::Establish { link: sim_link });
+    }
+
+    fn transmit(&mut self, id: NodeId, link: LinkId, bytes: bytes::Bytes) {
+        let Some((sim_link, side)) = self.links.lookup(id, link) else {
+            self.violation(&format!(
+                "{id} transmitted on {link}, which it never opened"
+            ));
+            return;
+        };
+        let state = self
+            .links
+            .get(sim_link)
+            .and_then(|l| l.end(side))
+            .map_or(EndState::Gone, |e| e.state);
+        match state {
+            EndState::Open => {}
+            EndState::Reset => {
+                // Written into a dropped connection the node has not heard about yet.
+                self.dropped_bytes += bytes.len() as u64;
+                self.note(
+                    None,
+                    &format!("dropped {} bytes on {sim_link}", bytes.len()),
+                );
+                return;
+            }
+            EndState::Dialing => {
+                self.violation(&format!("{id} transmitted on {link} before it connected"));
+                return;
+            }
+            EndState::ClosedBySelf | EndState::Gone => {
+                self.violation(&format!("{id} transmitted on {link} after it closed"));
+                return;
+            }
+        }
+        let to = side.other();
+        let at = self.arrival(sim_link, to);
+        self.agenda.push(
+            at,
+            Due::Bytes {
+                link: sim_link,
+                to,
+                bytes,
+            },
+        );
+    }
+
+    fn close(&mut self, id: NodeId, link: LinkId) {
+        let Some((sim_link, side)) = self.links.lookup(id, link) else {
+            self.violation(&format!("{id} closed {link}, which it never opened"));
+            return;
+        };
+        let Some(end) = self.links.get_mut(sim_link).and_then(|l| l.end_mut(side)) else {
+            return;
+        };
+        let before = end.state;
+        match before {
+            EndState::Dialing | EndState::Reset => end.state = EndState::ClosedBySelf,
+            EndState::Open => {
+                end.state = EndState::ClosedBySelf;
+                let to = side.other();
+                let at = self.arrival(sim_link, to);
+                self.agenda.push(at, Due::PeerClosed { link: sim_link, to });
+            }
+            EndState::ClosedBySelf | EndState::Gone => {
+                self.note(
+                    Some(id),
+                    &format!("   close of {link} ignored (already closed)"),
+                );
+            }
+        }
+    }
+
+    /// Arrival time of the next bytes (or close) travelling towards `to` on `link`: after the
+    /// latency, and never before what was sent earlier.
+    fn arrival(&mut self, id: SimLinkId, to: Side) -> Instant {
+        let now = self.now;
+        let Some(link) = self.links.get(id) else {
+            return now;
+        };
+        let (a, b) = link.nodes();
+        let latency = match (a, b) {
+            (Some(a), Some(b)) => self.pairs.latency(a, b),
+            _ => None,
+        }
+        .unwrap_or(self.settings.link_latency);
+        let Some(link) = self.links.get_mut(id) else {
+            return now;
+        };
+        let at = (now + latency).max(link.last_arrival[to.index()]);
+        link.last_arrival[to.index()] = at;
+        at
+    }
+
+    /// `to`'s end of `link` if it is open and belongs to the running incarnation.
+    fn open_end(&self, link: SimLinkId, to: Side) -> Option<End> {
+        let end = self.links.get(link)?.end(to)?;
+        (end.state == EndState::Open && self.incarnation_matches(end.node, end.incarnation))
+            .then(|| end.clone())
+    }
+
+    fn incarnation_matches(&self, node: NodeId, incarnation: u32) -> bool {
+        self.index.get(&node).is_some_and(|&i| {
+            self.slots[i].node.is_some() && self.slots[i].incarnation == incarnation
+        })
+    }
+}
