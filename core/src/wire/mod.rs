@@ -27,8 +27,8 @@
 //!
 //! | kind (code) | body |
 //! |---|---|
-//! | `Hello` (1) | node `u64`, incarnation `u64`, version_min `u16`, version_max `u16`, [proof 32 bytes if flag], name `str` |
-//! | `HelloAck` (2) | node, incarnation, version_min, version_max, status `u8` (0 accepted, else [`RefuseReason`] code), [proof], name `str` |
+//! | `Hello` (1) | node `u64`, incarnation `u64`, version_min `u16`, version_max `u16`, proof (32 bytes, only if flag bit 0), name `str` |
+//! | `HelloAck` (2) | node, incarnation, version_min, version_max, status `u8` (0 accepted, else [`RefuseReason`] code), proof (if flag), name `str` |
 //! | `Data` (3) | src `u64`, dst `u64`, seq `u64`, msg_type `u32`, hop_count `u8`, payload = the rest of the frame |
 //! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative) |
 //! | `Unreachable` (5) | src, dst, seq, reason `u8` ([`UnreachableReason`]) |
