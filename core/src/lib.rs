@@ -28,9 +28,10 @@
 //!   effects.
 //! - [`node`]: the `Node` facade — links, the handshake by id, v1 framing, forwarding,
 //!   sends and their outcomes — behind `handle_*` / `poll_output` / `poll_timeout`.
+//! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
+//!   buffers, a total decoder, and stream reassembly.
 //!
-//! The bus (acks, heartbeats, wire format) and registry clients build on these in later
-//! modules.
+//! The bus (acks, heartbeats) and registry clients build on these in later modules.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -56,3 +57,4 @@ pub mod sim;
 pub mod time;
 pub mod timer;
 pub mod topology;
+pub mod wire;
