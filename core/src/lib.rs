@@ -49,6 +49,7 @@ pub mod hash;
 pub mod ids;
 pub mod node;
 pub mod outcome;
+pub mod registry;
 pub mod ring;
 pub mod rng;
 pub mod select;

@@ -1,0 +1,1 @@
+//! The embedded registry client machine (in progress).

@@ -1,0 +1,1 @@
+//! The embedded registry server machine (in progress).
