@@ -28,6 +28,8 @@
 //!   effects.
 //! - [`node`]: the `Node` facade — links, the handshake by id, v1 framing, forwarding,
 //!   sends and their outcomes — behind `handle_*` / `poll_output` / `poll_timeout`.
+//! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
+//!   buffers, a total decoder, and stream reassembly.
 //!
 //! The bus (acks, heartbeats, wire format) and registry clients build on these in later
 //! modules.
@@ -56,3 +58,4 @@ pub mod sim;
 pub mod time;
 pub mod timer;
 pub mod topology;
+pub mod wire;

@@ -6,9 +6,13 @@
 //!
 //! Each target is a few lines calling one function of this library, so the same checks run
 //! under libFuzzer and in the stable replay of the committed corpus in `fuzz/corpus/<target>/`.
-//! Frame, registry-protocol, node-operation and simulation targets arrive with the bus issue.
+//! Node-operation and simulation targets arrive with the bus issue.
 
-use switchboard_core::discovery::{Applied, DiscoveryInfo, DiscoverySet, TopologyInfo};
+use switchboard_core::{
+    discovery::{Applied, DiscoveryInfo, DiscoverySet, TopologyInfo},
+    rng::Rng,
+    wire::{self, DecodeError, Decoded, Frame, FrameKind, FrameReader},
+};
 
 /// Target `discovery_json`: registry values as they come from etcd or a peer.
 ///
@@ -46,6 +50,145 @@ pub fn discovery_json(data: &[u8]) {
     }
 }
 
+/// Frame limit of the wire targets: small enough that the fuzzer reaches `FrameTooLarge`.
+pub const FUZZ_MAX_FRAME: usize = 4096;
+
+/// Target `frame_decode`: a byte stream as a link delivers it.
+///
+/// The first byte seeds how the rest is cut into chunks; the chunks go through a
+/// [`FrameReader`], and the frames (and final error, if any) must be exactly those a one-shot
+/// [`wire::decode`] loop over the whole stream finds. Every decoded frame must re-encode to a
+/// frame that decodes equal, with `encoded_len` matching; link-level frames must re-encode to
+/// the very bytes they came from (their encoding is canonical).
+///
+/// # Panics
+/// Panics (which the fuzzer reports) when one of those properties is violated.
+pub fn frame_decode(data: &[u8]) {
+    let Some((&seed, stream)) = data.split_first() else {
+        return;
+    };
+
+    let mut expected = Vec::new();
+    let mut rest = stream;
+    let expected_end = loop {
+        match wire::decode(rest, FUZZ_MAX_FRAME) {
+            Ok(Decoded::Frame(frame, used)) => {
+                assert!(
+                    used >= wire::HEADER_LEN && used <= rest.len(),
+                    "bad consumed count"
+                );
+                expected.push(check_round_trip(&frame, Some(&rest[..used])));
+                rest = &rest[used..];
+            }
+            Ok(Decoded::NeedMore(more)) => {
+                assert!(more >= 1, "need-more must ask for at least one byte");
+                break Ok(());
+            }
+            Err(error) => break Err(error),
+        }
+    };
+
+    let mut reader = FrameReader::new(FUZZ_MAX_FRAME);
+    let mut chunks = Rng::new(u64::from(seed));
+    let max_chunk = [1, 3, 16, 64, 4096][usize::from(seed % 5)];
+    let mut got = Vec::new();
+    let mut got_end = Ok(());
+    let mut at = 0;
+    'feed: while at < stream.len() {
+        let step = usize::try_from(chunks.in_range(1, max_chunk)).expect("small chunk");
+        let to = (at + step).min(stream.len());
+        reader.push(&stream[at..to]);
+        at = to;
+        loop {
+            match reader.next_frame() {
+                Ok(Some(frame)) => got.push(check_round_trip(&frame, None)),
+                Ok(None) => break,
+                Err(error) => {
+                    got_end = Err(error);
+                    break 'feed;
+                }
+            }
+        }
+    }
+    assert_eq!(got, expected, "chunked reassembly found other frames");
+    assert_eq!(
+        got_end, expected_end,
+        "chunked reassembly ended differently"
+    );
+}
+
+/// Registry kinds the `registry_decode` target wraps its input in.
+const REGISTRY_KINDS: [FrameKind; 6] = [
+    FrameKind::Register,
+    FrameKind::Update,
+    FrameKind::Snapshot,
+    FrameKind::Put,
+    FrameKind::Delete,
+    FrameKind::Heartbeat,
+];
+
+/// Target `registry_decode`: one registry-protocol frame body, with its embedded JSON records.
+///
+/// The first byte picks the kind, the rest is the body; the target puts a valid header in
+/// front so every run exercises the body decoder (entry counts, record lengths, libatapp
+/// JSON). A decoded frame must re-encode to a frame that decodes equal, and encoding must be
+/// stable from then on.
+///
+/// # Panics
+/// Panics (which the fuzzer reports) when one of those properties is violated.
+pub fn registry_decode(data: &[u8]) {
+    let Some((&selector, body)) = data.split_first() else {
+        return;
+    };
+    let frame_bytes = registry_frame(selector, body);
+    match wire::decode(&frame_bytes, usize::MAX) {
+        Ok(Decoded::Frame(frame, used)) => {
+            assert_eq!(used, frame_bytes.len(), "a whole frame must be consumed");
+            check_round_trip(&frame, None);
+        }
+        Ok(Decoded::NeedMore(_)) => panic!("a complete frame asked for more bytes"),
+        Err(DecodeError::FrameTooLarge { .. }) => panic!("no limit was set"),
+        Err(_) => {}
+    }
+}
+
+/// A registry frame of the kind `selector` picks, with `body` behind a valid header.
+#[must_use]
+pub fn registry_frame(selector: u8, body: &[u8]) -> Vec<u8> {
+    let kind = REGISTRY_KINDS[usize::from(selector) % REGISTRY_KINDS.len()];
+    let len = u32::try_from(wire::HEADER_LEN + body.len()).unwrap_or(u32::MAX);
+    let mut bytes = Vec::with_capacity(wire::HEADER_LEN + body.len());
+    bytes.extend_from_slice(&len.to_le_bytes());
+    bytes.extend_from_slice(&[wire::WIRE_VERSION, kind.code(), 0, 0]);
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// Re-encodes `frame`, checks the encoding decodes to an equal frame of `encoded_len` bytes
+/// and is stable, and — for link-level frames decoded from `raw` — equals `raw`. Returns the
+/// encoding.
+fn check_round_trip(frame: &Frame<'_>, raw: Option<&[u8]>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let written = wire::encode(frame, &mut bytes).expect("a decoded frame must encode");
+    assert_eq!(written, bytes.len());
+    assert_eq!(wire::encoded_len(frame), written, "encoded_len disagrees");
+    let again = match wire::decode(&bytes, usize::MAX) {
+        Ok(Decoded::Frame(again, used)) => {
+            assert_eq!(used, bytes.len(), "re-encoded frame not consumed whole");
+            again
+        }
+        other => panic!("re-encoded {:?} does not decode: {other:?}", frame.kind()),
+    };
+    assert_eq!(&again, frame, "round trip changed the frame");
+    let mut stable = Vec::new();
+    wire::encode(&again, &mut stable).expect("a decoded frame must encode");
+    assert_eq!(stable, bytes, "encoding is not stable");
+    if let Some(raw) = raw.filter(|_| !frame.kind().is_registry()) {
+        assert_eq!(bytes, raw, "link-level encoding is not canonical");
+    }
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +201,19 @@ mod tests {
         discovery_json(b"[1,2,3]");
         discovery_json(br#"{"id":{"nested":true}}"#);
         discovery_json(br#"{"id":18446744073709551616}"#);
+    }
+
+    #[test]
+    fn wire_targets_accept_empty_and_garbage_input() {
+        for data in [
+            &b""[..],
+            b"\x00",
+            b"\x07\xff\xff\xff\xff",
+            b"\x02\x10\x00\x00\x00\x01\x06\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
+            b"\x00\x09\x00\x00\x00\x02\x08",
+        ] {
+            frame_decode(data);
+            registry_decode(data);
+        }
     }
 }

@@ -1,0 +1,394 @@
+//! The total decoder: any byte string gives a frame, "need more bytes", or a typed error.
+//!
+//! The header is checked as soon as its bytes are present (length against the maximum, then
+//! version, then kind), so a bad stream is refused after at most 6 bytes instead of after
+//! waiting for a lying length's worth of data. Nothing is allocated for link-level frames;
+//! registry frames allocate only for the records they actually contain (counts are checked
+//! against the bytes present before anything is reserved).
+
+use alloc::boxed::Box;
+
+use super::{
+    HEADER_LEN, WIRE_VERSION,
+    frame::{
+        Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck, PROOF_LEN,
+        Ping, Pong, Proof, RefuseReason, Unreachable, UnreachableReason, VersionRange,
+    },
+    registry,
+};
+use crate::{discovery, ids::NodeId};
+
+/// Header flag of `Hello`/`HelloAck`: a [`PROOF_LEN`]-byte proof follows the version range.
+pub(super) const FLAG_PROOF: u16 = 1;
+
+/// Fixed body length of a `Data` frame before its payload.
+pub(super) const DATA_FIXED_LEN: usize = 8 + 8 + 8 + 4 + 1;
+
+/// Why a byte string is not a valid frame.
+///
+/// Every variant means the stream is unusable from this point (frame boundaries can no longer
+/// be trusted): count it and close the link.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The length field announces a frame larger than the receiver accepts. Detected from the
+    /// first 4 bytes, before anything is buffered or allocated for it.
+    #[error("frame of {len} bytes exceeds the maximum of {max}")]
+    FrameTooLarge {
+        /// Announced frame length.
+        len: usize,
+        /// The receiver's maximum.
+        max: usize,
+    },
+    /// The length field is smaller than the header itself.
+    #[error("frame length {len} is shorter than the {HEADER_LEN}-byte header")]
+    BadLength {
+        /// Announced frame length.
+        len: usize,
+    },
+    /// The header's format version is not one this decoder reads.
+    #[error("unsupported wire version {version}")]
+    BadVersion {
+        /// The version byte received.
+        version: u8,
+    },
+    /// The header's kind byte names no frame kind.
+    #[error("unknown frame kind {kind}")]
+    UnknownKind {
+        /// The kind byte received.
+        kind: u8,
+    },
+    /// The header sets flag bits the kind does not define.
+    #[error("frame kind {kind:?} does not define flags {flags:#06x}")]
+    UnknownFlags {
+        /// Kind of the frame.
+        kind: FrameKind,
+        /// The flags received.
+        flags: u16,
+    },
+    /// A field runs past the end of the frame.
+    #[error("frame ends inside field `{field}`")]
+    Truncated {
+        /// The field that did not fit.
+        field: &'static str,
+    },
+    /// The frame is longer than its fields: bytes are left after the last one.
+    #[error("{kind:?} frame is {len} bytes but its fields end at {used}")]
+    LengthMismatch {
+        /// Kind of the frame.
+        kind: FrameKind,
+        /// Announced frame length.
+        len: usize,
+        /// Bytes its fields use, header included.
+        used: usize,
+    },
+    /// A text field is not UTF-8.
+    #[error("field `{field}` is not valid UTF-8")]
+    InvalidUtf8 {
+        /// The field.
+        field: &'static str,
+    },
+    /// A coded field (reason, status, boolean flags) holds a value that means nothing.
+    #[error("field `{field}` has unknown code {code}")]
+    UnknownCode {
+        /// The field.
+        field: &'static str,
+        /// The code received.
+        code: u8,
+    },
+    /// A count field promises more items than the remaining bytes could hold. Detected before
+    /// anything is reserved for them.
+    #[error("field `{field}` counts {count} items but only {remaining} bytes remain")]
+    CountTooLarge {
+        /// The field.
+        field: &'static str,
+        /// The count received.
+        count: u32,
+        /// Bytes left in the frame after the count.
+        remaining: usize,
+    },
+    /// An embedded discovery or topology record is not valid libatapp JSON.
+    #[error("record `{field}` is not a valid record: {error}")]
+    Json {
+        /// Which record (`discovery` or `topology`).
+        field: &'static str,
+        /// What the JSON decoder reported.
+        #[source]
+        error: discovery::DecodeError,
+    },
+}
+
+/// What [`decode`] found at the start of a buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// A complete frame and the number of bytes it used (drop them before decoding again).
+    Frame(Frame<'a>, usize),
+    /// The buffer holds the start of a frame (or nothing); at least this many more bytes are
+    /// needed before decoding can make progress. Always at least 1.
+    NeedMore(usize),
+}
+
+/// Decodes the frame at the start of `buf`, refusing frames longer than `max_frame` bytes.
+///
+/// Call with everything received so far; on [`Decoded::Frame`] drop the `consumed` bytes and
+/// call again, on [`Decoded::NeedMore`] wait for more bytes. A streaming caller uses
+/// [`FrameReader`](super::FrameReader), which does this bookkeeping. Never panics; bytes after
+/// the first frame are not looked at. Frames borrow names and payloads from `buf`.
+///
+/// # Errors
+/// A [`DecodeError`] when the bytes cannot start a valid frame; the header fields are checked
+/// as soon as they are present, so a prefix that is already wrong is refused without waiting
+/// for more.
+pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> {
+    let Some(len_bytes) = buf.first_chunk::<4>() else {
+        return Ok(Decoded::NeedMore(HEADER_LEN - buf.len()));
+    };
+    // u32 → usize is lossless on every target with at least 32-bit pointers.
+    let len = u32::from_le_bytes(*len_bytes) as usize;
+    if len > max_frame {
+        return Err(DecodeError::FrameTooLarge {
+            len,
+            max: max_frame,
+        });
+    }
+    if len < HEADER_LEN {
+        return Err(DecodeError::BadLength { len });
+    }
+    match buf.get(4) {
+        Some(&version) if version != WIRE_VERSION => {
+            return Err(DecodeError::BadVersion { version });
+        }
+        _ => {}
+    }
+    let kind = match buf.get(5) {
+        Some(&code) => {
+            Some(FrameKind::from_code(code).ok_or(DecodeError::UnknownKind { kind: code })?)
+        }
+        None => None,
+    };
+    let (Some(kind), Some(frame)) = (kind, buf.get(..len)) else {
+        return Ok(Decoded::NeedMore(len - buf.len()));
+    };
+    let flags = u16::from_le_bytes([frame[6], frame[7]]);
+    let body = &frame[HEADER_LEN..];
+    let frame = decode_body(kind, flags, body)?;
+    Ok(Decoded::Frame(frame, len))
+}
+
+/// Decodes the body of a frame whose header said `kind` and `flags`.
+fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, DecodeError> {
+    let allowed = match kind {
+        FrameKind::Hello | FrameKind::HelloAck => FLAG_PROOF,
+        _ => 0,
+    };
+    if flags & !allowed != 0 {
+        return Err(DecodeError::UnknownFlags { kind, flags });
+    }
+    let mut cursor = Cursor { body, pos: 0 };
+    let frame = match kind {
+        FrameKind::Data => return decode_data(body).map(Frame::Data),
+        FrameKind::Hello => Frame::Hello(decode_hello(&mut cursor, flags)?),
+        FrameKind::HelloAck => Frame::HelloAck(decode_hello_ack(&mut cursor, flags)?),
+        FrameKind::Ack => Frame::Ack(Ack {
+            src: cursor.node("src")?,
+            dst: cursor.node("dst")?,
+            seq: cursor.u64("seq")?,
+        }),
+        FrameKind::Unreachable => Frame::Unreachable(Unreachable {
+            src: cursor.node("src")?,
+            dst: cursor.node("dst")?,
+            seq: cursor.u64("seq")?,
+            reason: cursor.code("reason", UnreachableReason::from_code)?,
+        }),
+        FrameKind::Ping => Frame::Ping(Ping {
+            nonce: cursor.u64("nonce")?,
+        }),
+        FrameKind::Pong => Frame::Pong(Pong {
+            nonce: cursor.u64("nonce")?,
+        }),
+        FrameKind::Bye => Frame::Bye(Bye {
+            reason: cursor.code("reason", ByeReason::from_code)?,
+        }),
+        FrameKind::Delete => Frame::Delete(Delete {
+            epoch: cursor.u64("epoch")?,
+            revision: cursor.u64("revision")?,
+            id: cursor.node("id")?,
+            name: cursor.str("name")?,
+        }),
+        FrameKind::Heartbeat => Frame::Heartbeat(Heartbeat {
+            epoch: cursor.u64("epoch")?,
+            sequence: cursor.u64("sequence")?,
+        }),
+        FrameKind::Register => Frame::Register(Box::new(registry::decode_register(&mut cursor)?)),
+        FrameKind::Update => Frame::Update(Box::new(registry::decode_update(&mut cursor)?)),
+        FrameKind::Snapshot => Frame::Snapshot(Box::new(registry::decode_snapshot(&mut cursor)?)),
+        FrameKind::Put => Frame::Put(Box::new(registry::decode_put(&mut cursor)?)),
+    };
+    if cursor.pos != body.len() {
+        return Err(DecodeError::LengthMismatch {
+            kind,
+            len: HEADER_LEN + body.len(),
+            used: HEADER_LEN + cursor.pos,
+        });
+    }
+    Ok(frame)
+}
+
+/// The data path: fixed fields read from one bounds-checked array, the rest is payload.
+fn decode_data(body: &[u8]) -> Result<Data<'_>, DecodeError> {
+    let Some((fixed, payload)) = body.split_first_chunk::<DATA_FIXED_LEN>() else {
+        return Err(DecodeError::Truncated {
+            field: data_field_at(body.len()),
+        });
+    };
+    let u64_at = |at: usize| {
+        let mut bytes = [0; 8];
+        bytes.copy_from_slice(&fixed[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    Ok(Data {
+        src: NodeId(u64_at(0)),
+        dst: NodeId(u64_at(8)),
+        seq: u64_at(16),
+        msg_type: u32::from_le_bytes([fixed[24], fixed[25], fixed[26], fixed[27]]),
+        hop_count: fixed[28],
+        payload,
+    })
+}
+
+/// The `Data` field a body of `len` bytes ends in (for the `Truncated` error).
+fn data_field_at(len: usize) -> &'static str {
+    match len {
+        0..8 => "src",
+        8..16 => "dst",
+        16..24 => "seq",
+        24..28 => "msg_type",
+        _ => "hop_count",
+    }
+}
+
+fn decode_hello<'a>(cursor: &mut Cursor<'a>, flags: u16) -> Result<Hello<'a>, DecodeError> {
+    let node = cursor.node("node")?;
+    let incarnation = cursor.u64("incarnation")?;
+    let versions = cursor.versions()?;
+    let proof = cursor.proof(flags)?;
+    let name = cursor.str("name")?;
+    Ok(Hello {
+        node,
+        incarnation,
+        versions,
+        name,
+        proof,
+    })
+}
+
+fn decode_hello_ack<'a>(cursor: &mut Cursor<'a>, flags: u16) -> Result<HelloAck<'a>, DecodeError> {
+    let node = cursor.node("node")?;
+    let incarnation = cursor.u64("incarnation")?;
+    let versions = cursor.versions()?;
+    let result = match cursor.u8("status")? {
+        0 => Ok(()),
+        code => Err(
+            RefuseReason::from_code(code).ok_or(DecodeError::UnknownCode {
+                field: "status",
+                code,
+            })?,
+        ),
+    };
+    let proof = cursor.proof(flags)?;
+    let name = cursor.str("name")?;
+    Ok(HelloAck {
+        node,
+        incarnation,
+        versions,
+        name,
+        proof,
+        result,
+    })
+}
+
+/// Reads fields front to back from a frame body; every read is bounds-checked and names the
+/// field it failed on.
+pub(super) struct Cursor<'a> {
+    pub(super) body: &'a [u8],
+    pub(super) pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Bytes not yet read.
+    pub(super) fn remaining(&self) -> usize {
+        self.body.len() - self.pos
+    }
+
+    pub(super) fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], DecodeError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&end| end <= self.body.len())
+            .ok_or(DecodeError::Truncated { field })?;
+        let bytes = &self.body[self.pos..end];
+        self.pos = end;
+        Ok(bytes)
+    }
+
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+        let mut out = [0; N];
+        out.copy_from_slice(self.take(N, field)?);
+        Ok(out)
+    }
+
+    pub(super) fn u8(&mut self, field: &'static str) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>(field)?[0])
+    }
+
+    fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
+        self.array(field).map(u16::from_le_bytes)
+    }
+
+    pub(super) fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
+        self.array(field).map(u32::from_le_bytes)
+    }
+
+    pub(super) fn u64(&mut self, field: &'static str) -> Result<u64, DecodeError> {
+        self.array(field).map(u64::from_le_bytes)
+    }
+
+    fn node(&mut self, field: &'static str) -> Result<NodeId, DecodeError> {
+        self.u64(field).map(NodeId)
+    }
+
+    /// A `u32` length followed by that many bytes.
+    pub(super) fn bytes(&mut self, field: &'static str) -> Result<&'a [u8], DecodeError> {
+        let len = self.u32(field)?;
+        // A length beyond usize cannot fit the frame either.
+        let len = usize::try_from(len).map_err(|_| DecodeError::Truncated { field })?;
+        self.take(len, field)
+    }
+
+    fn str(&mut self, field: &'static str) -> Result<&'a str, DecodeError> {
+        core::str::from_utf8(self.bytes(field)?).map_err(|_| DecodeError::InvalidUtf8 { field })
+    }
+
+    fn code<T>(
+        &mut self,
+        field: &'static str,
+        from: fn(u8) -> Option<T>,
+    ) -> Result<T, DecodeError> {
+        let code = self.u8(field)?;
+        from(code).ok_or(DecodeError::UnknownCode { field, code })
+    }
+
+    fn versions(&mut self) -> Result<VersionRange, DecodeError> {
+        Ok(VersionRange {
+            min: self.u16("version_min")?,
+            max: self.u16("version_max")?,
+        })
+    }
+
+    fn proof(&mut self, flags: u16) -> Result<Option<Proof>, DecodeError> {
+        if flags & FLAG_PROOF == 0 {
+            return Ok(None);
+        }
+        self.array::<PROOF_LEN>("proof").map(Some)
+    }
+}

@@ -1,0 +1,222 @@
+//! The encoder: appends frames to a caller's reused buffer.
+//!
+//! Link-level frames are written with no allocation once the buffer has capacity (`Data` with
+//! one `reserve`, one 37-byte header copy and one payload copy). Registry frames serialize
+//! their records through [`DiscoveryInfo::to_json`](crate::discovery::DiscoveryInfo::to_json)
+//! (one temporary buffer per record); they are control-plane traffic.
+
+use alloc::vec::Vec;
+
+use super::{
+    HEADER_LEN, WIRE_VERSION,
+    decode::{DATA_FIXED_LEN, FLAG_PROOF},
+    frame::{Data, Frame, FrameKind, Proof, VersionRange},
+    registry,
+};
+
+/// Why a frame cannot be encoded. The buffer is left exactly as it was.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The frame would exceed the largest length the header can state (`u32::MAX` bytes).
+    #[error("frame of {len} bytes exceeds the {max}-byte limit of the length field")]
+    FrameTooLarge {
+        /// The frame's length.
+        len: usize,
+        /// The largest encodable frame.
+        max: usize,
+    },
+    /// A registry record the receiver would refuse: a discovery record with id 0 and no name,
+    /// or a topology record with id 0.
+    #[error("record `{field}` has no identity and would not decode")]
+    NoIdentity {
+        /// Which record (`discovery` or `topology`).
+        field: &'static str,
+    },
+}
+
+/// Largest frame the 32-bit length field can state.
+pub const MAX_ENCODABLE: usize = u32::MAX as usize;
+
+/// Appends `frame` to `out` and returns the number of bytes written.
+///
+/// Appending (not overwriting) lets a writer batch several frames into one buffer; clear it
+/// after each flush and keep it, so its capacity is reused. A link-level frame does not
+/// allocate when `out` already has [`encoded_len`] bytes of spare capacity.
+///
+/// # Errors
+/// [`EncodeError`] when the frame is not representable; `out` is then unchanged.
+pub fn encode(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError> {
+    if let Frame::Data(data) = frame {
+        return encode_data(data, out);
+    }
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    let flags = encode_body(frame, out).inspect_err(|_| out.truncate(start))?;
+    let len = out.len() - start;
+    let Ok(len32) = u32::try_from(len) else {
+        out.truncate(start);
+        return Err(EncodeError::FrameTooLarge {
+            len,
+            max: MAX_ENCODABLE,
+        });
+    };
+    out[start..start + HEADER_LEN].copy_from_slice(&header(len32, frame.kind(), flags));
+    Ok(len)
+}
+
+/// The number of bytes [`encode`] writes for `frame`.
+///
+/// Link-level frames are sized arithmetically; registry frames serialize their records to
+/// measure them (as costly as encoding). 0 for a frame `encode` refuses.
+#[must_use]
+pub fn encoded_len(frame: &Frame<'_>) -> usize {
+    let body = match frame {
+        Frame::Hello(hello) => hello_len(hello.proof.as_ref(), hello.name) - 1,
+        Frame::HelloAck(ack) => hello_len(ack.proof.as_ref(), ack.name),
+        Frame::Data(data) => DATA_FIXED_LEN + data.payload.len(),
+        Frame::Ack(_) => 24,
+        Frame::Unreachable(_) => 25,
+        Frame::Ping(_) | Frame::Pong(_) => 8,
+        Frame::Bye(_) => 1,
+        Frame::Delete(delete) => 8 + 8 + 8 + 4 + delete.name.len(),
+        Frame::Heartbeat(_) => 16,
+        Frame::Register(_) | Frame::Update(_) | Frame::Snapshot(_) | Frame::Put(_) => {
+            let mut scratch = Vec::new();
+            return encode(frame, &mut scratch).unwrap_or(0);
+        }
+    };
+    HEADER_LEN + body
+}
+
+/// Body length of a `HelloAck` (a `Hello` is one status byte shorter).
+fn hello_len(proof: Option<&Proof>, name: &str) -> usize {
+    8 + 8 + 4 + 1 + proof.map_or(0, |p| p.len()) + 4 + name.len()
+}
+
+/// The 8-byte header: length, version, kind, flags.
+fn header(len: u32, kind: FrameKind, flags: u16) -> [u8; HEADER_LEN] {
+    let [l0, l1, l2, l3] = len.to_le_bytes();
+    let [f0, f1] = flags.to_le_bytes();
+    [l0, l1, l2, l3, WIRE_VERSION, kind.code(), f0, f1]
+}
+
+/// The data path: one reserve, one fixed-size copy, one payload copy.
+fn encode_data(data: &Data<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError> {
+    let len = HEADER_LEN + DATA_FIXED_LEN + data.payload.len();
+    let Ok(len32) = u32::try_from(len) else {
+        return Err(EncodeError::FrameTooLarge {
+            len,
+            max: MAX_ENCODABLE,
+        });
+    };
+    let mut fixed = [0u8; HEADER_LEN + DATA_FIXED_LEN];
+    fixed[..HEADER_LEN].copy_from_slice(&header(len32, FrameKind::Data, 0));
+    fixed[8..16].copy_from_slice(&data.src.0.to_le_bytes());
+    fixed[16..24].copy_from_slice(&data.dst.0.to_le_bytes());
+    fixed[24..32].copy_from_slice(&data.seq.to_le_bytes());
+    fixed[32..36].copy_from_slice(&data.msg_type.to_le_bytes());
+    fixed[36] = data.hop_count;
+    out.reserve(len);
+    out.extend_from_slice(&fixed);
+    out.extend_from_slice(data.payload);
+    Ok(len)
+}
+
+/// Writes the body of a non-`Data` frame and returns the header flags it needs.
+fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError> {
+    let mut flags = 0;
+    match frame {
+        Frame::Hello(hello) => {
+            put_u64(out, hello.node.0);
+            put_u64(out, hello.incarnation);
+            put_versions(out, hello.versions);
+            flags = put_proof(out, hello.proof.as_ref());
+            put_bytes(out, hello.name.as_bytes())?;
+        }
+        Frame::HelloAck(ack) => {
+            put_u64(out, ack.node.0);
+            put_u64(out, ack.incarnation);
+            put_versions(out, ack.versions);
+            out.push(match ack.result {
+                Ok(()) => 0,
+                Err(reason) => reason.code(),
+            });
+            flags = put_proof(out, ack.proof.as_ref());
+            put_bytes(out, ack.name.as_bytes())?;
+        }
+        Frame::Ack(ack) => {
+            put_u64(out, ack.src.0);
+            put_u64(out, ack.dst.0);
+            put_u64(out, ack.seq);
+        }
+        Frame::Unreachable(unreachable) => {
+            put_u64(out, unreachable.src.0);
+            put_u64(out, unreachable.dst.0);
+            put_u64(out, unreachable.seq);
+            out.push(unreachable.reason.code());
+        }
+        Frame::Ping(ping) => put_u64(out, ping.nonce),
+        Frame::Pong(pong) => put_u64(out, pong.nonce),
+        Frame::Bye(bye) => out.push(bye.reason.code()),
+        Frame::Delete(delete) => {
+            put_u64(out, delete.epoch);
+            put_u64(out, delete.revision);
+            put_u64(out, delete.id.0);
+            put_bytes(out, delete.name.as_bytes())?;
+        }
+        Frame::Heartbeat(heartbeat) => {
+            put_u64(out, heartbeat.epoch);
+            put_u64(out, heartbeat.sequence);
+        }
+        Frame::Register(register) => registry::encode_register(register, out)?,
+        Frame::Update(update) => registry::encode_update(update, out)?,
+        Frame::Snapshot(snapshot) => registry::encode_snapshot(snapshot, out)?,
+        Frame::Put(put) => registry::encode_put(put, out)?,
+        Frame::Data(data) => {
+            // Handled by `encode_data`; kept total so this function stands on its own.
+            put_u64(out, data.src.0);
+            put_u64(out, data.dst.0);
+            put_u64(out, data.seq);
+            put_u32(out, data.msg_type);
+            out.push(data.hop_count);
+            out.extend_from_slice(data.payload);
+        }
+    }
+    Ok(flags)
+}
+
+pub(super) fn put_u32(out: &mut Vec<u8>, value: u32) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+pub(super) fn put_u64(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+/// A `u32` length and the bytes.
+pub(super) fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), EncodeError> {
+    let len = u32::try_from(bytes.len()).map_err(|_| EncodeError::FrameTooLarge {
+        len: bytes.len(),
+        max: MAX_ENCODABLE,
+    })?;
+    put_u32(out, len);
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+fn put_versions(out: &mut Vec<u8>, versions: VersionRange) {
+    out.extend_from_slice(&versions.min.to_le_bytes());
+    out.extend_from_slice(&versions.max.to_le_bytes());
+}
+
+/// Writes the proof if present and returns the header flags that announce it.
+fn put_proof(out: &mut Vec<u8>, proof: Option<&Proof>) -> u16 {
+    match proof {
+        Some(proof) => {
+            out.extend_from_slice(proof);
+            FLAG_PROOF
+        }
+        None => 0,
+    }
+}

@@ -1,0 +1,474 @@
+//! The frame types: one struct per kind, the reason codes they carry, and the [`Frame`] enum.
+//!
+//! Link-level frames borrow their variable parts (`name`, `payload`) from the buffer they were
+//! decoded from, so decoding a `Data` frame copies nothing. Registry frames hold decoded
+//! discovery and topology records, boxed inside [`Frame`] so the enum stays small for the data
+//! path.
+
+use alloc::{boxed::Box, vec::Vec};
+
+use crate::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    ids::NodeId,
+};
+
+/// Length of the optional cluster-token proof carried by `Hello` and `HelloAck`.
+pub const PROOF_LEN: usize = 32;
+
+/// A cluster-token proof: fixed-size bytes computed from the cluster token (the computation
+/// belongs to the handshake; the codec only carries the bytes).
+pub type Proof = [u8; PROOF_LEN];
+
+/// The kind byte of a frame header. Codes are part of the wire format and never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+#[repr(u8)]
+pub enum FrameKind {
+    /// Link handshake, sent by the dialing side.
+    Hello = 1,
+    /// Handshake answer: accepted or refused with a reason.
+    HelloAck = 2,
+    /// An application message travelling from `src` to `dst`.
+    Data = 3,
+    /// Cumulative acknowledgement of one `src → dst` stream.
+    Ack = 4,
+    /// A relay could not route a `Data` frame.
+    Unreachable = 5,
+    /// Liveness probe.
+    Ping = 6,
+    /// Answer to a `Ping`, echoing its nonce.
+    Pong = 7,
+    /// The sender closes the link.
+    Bye = 8,
+    /// Registry client → server: register a node.
+    Register = 16,
+    /// Registry client → server: change a registered node's records.
+    Update = 17,
+    /// Registry server → client: every known node.
+    Snapshot = 18,
+    /// Registry server → client: one node added or changed.
+    Put = 19,
+    /// Registry server → client: one node removed.
+    Delete = 20,
+    /// Registry liveness, either direction.
+    Heartbeat = 21,
+}
+
+impl FrameKind {
+    /// Every kind, in code order.
+    pub const ALL: [FrameKind; 14] = [
+        FrameKind::Hello,
+        FrameKind::HelloAck,
+        FrameKind::Data,
+        FrameKind::Ack,
+        FrameKind::Unreachable,
+        FrameKind::Ping,
+        FrameKind::Pong,
+        FrameKind::Bye,
+        FrameKind::Register,
+        FrameKind::Update,
+        FrameKind::Snapshot,
+        FrameKind::Put,
+        FrameKind::Delete,
+        FrameKind::Heartbeat,
+    ];
+
+    /// The kind with wire code `code`, if there is one.
+    #[must_use]
+    pub const fn from_code(code: u8) -> Option<FrameKind> {
+        Some(match code {
+            1 => FrameKind::Hello,
+            2 => FrameKind::HelloAck,
+            3 => FrameKind::Data,
+            4 => FrameKind::Ack,
+            5 => FrameKind::Unreachable,
+            6 => FrameKind::Ping,
+            7 => FrameKind::Pong,
+            8 => FrameKind::Bye,
+            16 => FrameKind::Register,
+            17 => FrameKind::Update,
+            18 => FrameKind::Snapshot,
+            19 => FrameKind::Put,
+            20 => FrameKind::Delete,
+            21 => FrameKind::Heartbeat,
+            _ => return None,
+        })
+    }
+
+    /// The wire code of this kind.
+    #[must_use]
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// Whether this is a registry-protocol kind (`Register` … `Heartbeat`).
+    #[must_use]
+    pub const fn is_registry(self) -> bool {
+        self.code() >= FrameKind::Register.code()
+    }
+}
+
+/// Declares a `u8`-coded reason enum with `code`/`from_code` and an exhaustive `ALL` list.
+macro_rules! reason_codes {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $code:literal, )+ }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[non_exhaustive]
+        pub enum $name { $( $(#[$vmeta])* $variant, )+ }
+
+        impl $name {
+            /// Every value, in code order.
+            pub const ALL: &'static [$name] = &[$( $name::$variant, )+];
+
+            /// The wire code of this value.
+            #[must_use]
+            pub const fn code(self) -> u8 {
+                match self { $( $name::$variant => $code, )+ }
+            }
+
+            /// The value with wire code `code`, if there is one.
+            #[must_use]
+            pub const fn from_code(code: u8) -> Option<$name> {
+                match code { $( $code => Some($name::$variant), )+ _ => None }
+            }
+        }
+    };
+}
+
+reason_codes! {
+    /// Why a `HelloAck` refuses a link.
+    pub enum RefuseReason {
+        /// The two protocol version ranges do not overlap.
+        VersionMismatch = 1,
+        /// The cluster-token proof is missing or wrong: the peer belongs to another cluster.
+        WrongCluster = 2,
+        /// Another live link already speaks for this node id (same or other incarnation).
+        DuplicateId = 3,
+        /// The hello names no valid node (id 0) or is otherwise unusable.
+        InvalidHello = 4,
+        /// The answering node is shutting down and takes no new links.
+        ShuttingDown = 5,
+    }
+}
+
+reason_codes! {
+    /// Why a relay sends `Unreachable` back toward a `Data` frame's source.
+    pub enum UnreachableReason {
+        /// The relay has no route (no link, no next hop) toward the destination.
+        NoRoute = 1,
+        /// The frame's hop count reached the limit: a loop or a too-deep topology.
+        HopLimit = 2,
+        /// The relay does not know the destination node at all.
+        UnknownTarget = 3,
+        /// The relay's queue toward the destination is full.
+        Overloaded = 4,
+    }
+}
+
+reason_codes! {
+    /// Why a peer closes a link with `Bye`.
+    pub enum ByeReason {
+        /// Orderly shutdown of the sending node.
+        Shutdown = 1,
+        /// The peer sent a malformed or unexpected frame.
+        ProtocolError = 2,
+        /// The peer missed too many heartbeats.
+        HeartbeatTimeout = 3,
+        /// Another link to the same node replaces this one.
+        Replaced = 4,
+        /// The sending node is about to restart (new incarnation).
+        Restarting = 5,
+    }
+}
+
+/// An inclusive range of bus protocol versions a node speaks (`min..=max`).
+///
+/// The codec carries any pair; whether `min <= max` and whether two ranges overlap is the
+/// handshake's decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VersionRange {
+    /// Lowest version spoken.
+    pub min: u16,
+    /// Highest version spoken.
+    pub max: u16,
+}
+
+/// Link handshake, sent first by the dialing side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello<'a> {
+    /// The sender's node id.
+    pub node: NodeId,
+    /// The sender's incarnation (changes on every restart).
+    pub incarnation: u64,
+    /// Protocol versions the sender speaks.
+    pub versions: VersionRange,
+    /// The sender's node name.
+    pub name: &'a str,
+    /// Optional cluster-token proof.
+    pub proof: Option<Proof>,
+}
+
+/// Handshake answer from the accepting side.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HelloAck<'a> {
+    /// The answering node's id.
+    pub node: NodeId,
+    /// The answering node's incarnation.
+    pub incarnation: u64,
+    /// Protocol versions the answering node speaks.
+    pub versions: VersionRange,
+    /// The answering node's name.
+    pub name: &'a str,
+    /// Optional cluster-token proof of the answering node.
+    pub proof: Option<Proof>,
+    /// `Ok(())` when the link is accepted, else why it is refused.
+    pub result: Result<(), RefuseReason>,
+}
+
+/// An application message; forwarded hop by hop toward `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Data<'a> {
+    /// Originating node.
+    pub src: NodeId,
+    /// Destination node.
+    pub dst: NodeId,
+    /// Sequence number in the `src → dst` stream.
+    pub seq: u64,
+    /// Application message type.
+    pub msg_type: u32,
+    /// Relays passed so far; a relay increments it and drops the frame at the limit.
+    pub hop_count: u8,
+    /// The message bytes.
+    pub payload: &'a [u8],
+}
+
+/// Cumulative acknowledgement: every `seq <= seq` of the `src → dst` stream arrived.
+///
+/// `src`/`dst` name the acknowledged data stream (not the ack's own direction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    /// Source of the acknowledged stream.
+    pub src: NodeId,
+    /// Destination of the acknowledged stream (the node that acknowledges).
+    pub dst: NodeId,
+    /// Highest sequence number received in order.
+    pub seq: u64,
+}
+
+/// A relay could not forward the `Data` frame `seq` of stream `src → dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unreachable {
+    /// Source of the undeliverable frame (where this notice travels).
+    pub src: NodeId,
+    /// Destination the relay could not reach.
+    pub dst: NodeId,
+    /// Sequence number of the undeliverable frame.
+    pub seq: u64,
+    /// Why it could not be forwarded.
+    pub reason: UnreachableReason,
+}
+
+/// Liveness probe; the peer answers with a [`Pong`] echoing `nonce`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ping {
+    /// Opaque value (a counter or a send timestamp) echoed by the pong.
+    pub nonce: u64,
+}
+
+/// Answer to a [`Ping`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pong {
+    /// The nonce of the ping being answered.
+    pub nonce: u64,
+}
+
+/// The sender closes the link after this frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bye {
+    /// Why the link is closed.
+    pub reason: ByeReason,
+}
+
+/// One node as the registry holds it.
+///
+/// On the wire the records travel as libatapp JSON; their `revision` fields travel beside the
+/// JSON (each record keeps its own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryEntry {
+    /// The node's incarnation as it registered.
+    pub incarnation: u64,
+    /// The node's discovery record.
+    pub discovery: DiscoveryInfo,
+    /// The node's topology record, if it published one.
+    pub topology: Option<TopologyInfo>,
+    /// The node's link to the registry is down and it is inside disconnect protection: still
+    /// listed, but it may be gone.
+    pub suspect: bool,
+}
+
+/// Registry client → server: register this node.
+///
+/// The records' `revision` fields are not sent (the registry assigns revisions); decoded
+/// records have revision 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Register {
+    /// The registering node's incarnation.
+    pub incarnation: u64,
+    /// Its discovery record.
+    pub discovery: DiscoveryInfo,
+    /// Its topology record, if any.
+    pub topology: Option<TopologyInfo>,
+}
+
+/// Registry client → server: replace one or both records of a registered node.
+///
+/// `None` leaves that record as it is (a topology-only update carries `discovery: None`).
+/// Revisions are not sent, as for [`Register`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Update {
+    /// The updating node's incarnation.
+    pub incarnation: u64,
+    /// New discovery record, if it changed.
+    pub discovery: Option<DiscoveryInfo>,
+    /// New topology record, if it changed.
+    pub topology: Option<TopologyInfo>,
+}
+
+/// Registry server → client: the full node list as of `revision`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Registry epoch (changes when the registry restarts).
+    pub epoch: u64,
+    /// Registry revision this snapshot is current as of.
+    pub revision: u64,
+    /// Every node the registry lists, suspects included.
+    pub entries: Vec<RegistryEntry>,
+}
+
+/// Registry server → client: a node was added or changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Put {
+    /// Registry epoch.
+    pub epoch: u64,
+    /// Registry revision of this change.
+    pub revision: u64,
+    /// The node as it is now.
+    pub entry: RegistryEntry,
+}
+
+/// Registry server → client: a node was removed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delete<'a> {
+    /// Registry epoch.
+    pub epoch: u64,
+    /// Registry revision of this change.
+    pub revision: u64,
+    /// Id of the removed node.
+    pub id: NodeId,
+    /// Name of the removed node.
+    pub name: &'a str,
+}
+
+/// Registry liveness, either direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// Registry epoch as the sender knows it.
+    pub epoch: u64,
+    /// Sender's heartbeat counter.
+    pub sequence: u64,
+}
+
+/// One frame of any kind.
+///
+/// Borrowed fields point into the buffer the frame was decoded from (or that the caller built
+/// it from); registry frames are boxed so the enum stays small for the data path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Frame<'a> {
+    /// See [`Hello`].
+    Hello(Hello<'a>),
+    /// See [`HelloAck`].
+    HelloAck(HelloAck<'a>),
+    /// See [`Data`].
+    Data(Data<'a>),
+    /// See [`Ack`].
+    Ack(Ack),
+    /// See [`Unreachable`].
+    Unreachable(Unreachable),
+    /// See [`Ping`].
+    Ping(Ping),
+    /// See [`Pong`].
+    Pong(Pong),
+    /// See [`Bye`].
+    Bye(Bye),
+    /// See [`Register`].
+    Register(Box<Register>),
+    /// See [`Update`].
+    Update(Box<Update>),
+    /// See [`Snapshot`].
+    Snapshot(Box<Snapshot>),
+    /// See [`Put`].
+    Put(Box<Put>),
+    /// See [`Delete`].
+    Delete(Delete<'a>),
+    /// See [`Heartbeat`].
+    Heartbeat(Heartbeat),
+}
+
+impl Frame<'_> {
+    /// The kind of this frame.
+    #[must_use]
+    pub fn kind(&self) -> FrameKind {
+        match self {
+            Frame::Hello(_) => FrameKind::Hello,
+            Frame::HelloAck(_) => FrameKind::HelloAck,
+            Frame::Data(_) => FrameKind::Data,
+            Frame::Ack(_) => FrameKind::Ack,
+            Frame::Unreachable(_) => FrameKind::Unreachable,
+            Frame::Ping(_) => FrameKind::Ping,
+            Frame::Pong(_) => FrameKind::Pong,
+            Frame::Bye(_) => FrameKind::Bye,
+            Frame::Register(_) => FrameKind::Register,
+            Frame::Update(_) => FrameKind::Update,
+            Frame::Snapshot(_) => FrameKind::Snapshot,
+            Frame::Put(_) => FrameKind::Put,
+            Frame::Delete(_) => FrameKind::Delete,
+            Frame::Heartbeat(_) => FrameKind::Heartbeat,
+        }
+    }
+}
+
+/// `From<kind struct> for Frame` so `encode(&data.into(), ..)` reads naturally.
+macro_rules! into_frame {
+    ($($ty:ident $(<$lt:lifetime>)? => $variant:ident $(boxed $boxed:tt)?;)+) => {
+        $(
+            impl<'a> From<$ty $(<$lt>)?> for Frame<'a> {
+                fn from(value: $ty $(<$lt>)?) -> Frame<'a> {
+                    into_frame!(@wrap $variant value $($boxed)?)
+                }
+            }
+        )+
+    };
+    (@wrap $variant:ident $value:ident) => { Frame::$variant($value) };
+    (@wrap $variant:ident $value:ident $boxed:tt) => { Frame::$variant(Box::new($value)) };
+}
+
+into_frame! {
+    Hello<'a> => Hello;
+    HelloAck<'a> => HelloAck;
+    Data<'a> => Data;
+    Ack => Ack;
+    Unreachable => Unreachable;
+    Ping => Ping;
+    Pong => Pong;
+    Bye => Bye;
+    Register => Register boxed yes;
+    Update => Update boxed yes;
+    Snapshot => Snapshot boxed yes;
+    Put => Put boxed yes;
+    Delete<'a> => Delete;
+    Heartbeat => Heartbeat;
+}

@@ -1,0 +1,102 @@
+//! Wire: the frame codec every link speaks — node to node (the bus) and node to the embedded
+//! registry.
+//!
+//! A frame is a fixed 8-byte header and a kind-specific body. [`encode`] appends a [`Frame`] to
+//! a caller's reused buffer; [`decode`] reads one from the front of a byte slice and is total:
+//! any byte string gives a frame, [`Decoded::NeedMore`] or a typed [`DecodeError`], never a
+//! panic, and a length field larger than the receiver's maximum is refused from its first 4
+//! bytes, before anything is buffered or allocated. [`FrameReader`] does the reassembly for a
+//! stream cut at arbitrary points. The bus and the registry decide what frames mean; this
+//! module only says what they are.
+//!
+//! # Byte layout
+//!
+//! All integers are little-endian, fixed width. `str`/`bytes` fields are a `u32` length then
+//! that many bytes (`str` must be UTF-8). `node` is a [`NodeId`](crate::ids::NodeId) as `u64`.
+//!
+//! Header (every frame):
+//!
+//! | offset | size | field | notes |
+//! |---|---|---|---|
+//! | 0 | 4 | `len` | whole frame, header included; `8 ..= max_frame` |
+//! | 4 | 1 | `version` | [`WIRE_VERSION`] (format of these bytes, not the bus protocol) |
+//! | 5 | 1 | `kind` | [`FrameKind`] code |
+//! | 6 | 2 | `flags` | bit 0 on `Hello`/`HelloAck`: proof present; every other bit 0 |
+//!
+//! Bodies (after the header, in order; a frame's `len` must end exactly at its last field):
+//!
+//! | kind (code) | body |
+//! |---|---|
+//! | `Hello` (1) | node `u64`, incarnation `u64`, version_min `u16`, version_max `u16`, [proof 32 bytes if flag], name `str` |
+//! | `HelloAck` (2) | node, incarnation, version_min, version_max, status `u8` (0 accepted, else [`RefuseReason`] code), [proof], name `str` |
+//! | `Data` (3) | src `u64`, dst `u64`, seq `u64`, msg_type `u32`, hop_count `u8`, payload = the rest of the frame |
+//! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative) |
+//! | `Unreachable` (5) | src, dst, seq, reason `u8` ([`UnreachableReason`]) |
+//! | `Ping` (6) / `Pong` (7) | nonce `u64` |
+//! | `Bye` (8) | reason `u8` ([`ByeReason`]) |
+//! | `Register` (16) | incarnation `u64`, discovery `bytes` (JSON), topology `bytes` (JSON, empty = none) |
+//! | `Update` (17) | incarnation `u64`, discovery `bytes` (empty = unchanged), topology `bytes` (empty = unchanged) |
+//! | `Snapshot` (18) | epoch `u64`, revision `u64`, count `u32`, `count` × entry |
+//! | `Put` (19) | epoch `u64`, revision `u64`, entry |
+//! | `Delete` (20) | epoch `u64`, revision `u64`, id `u64`, name `str` |
+//! | `Heartbeat` (21) | epoch `u64`, sequence `u64` |
+//!
+//! A registry entry is: incarnation `u64`, discovery revision `u64`, topology revision `u64`,
+//! entry flags `u8` (bit 0 suspect; other bits 0), discovery `bytes` (JSON), topology `bytes`
+//! (JSON, empty = none). JSON records are libatapp's `atapp_discovery` / `atapp_topology_info`
+//! as [`discovery`](crate::discovery) writes and reads them.
+//!
+//! A `Data` frame is 37 bytes plus its payload; `Ack` 32, `Ping`/`Pong` 16, `Bye` 9.
+//!
+//! # Example
+//!
+//! ```
+//! use switchboard_core::{ids::NodeId, wire::{self, Data, Decoded, Frame}};
+//!
+//! let data = Data {
+//!     src: NodeId(1),
+//!     dst: NodeId(2),
+//!     seq: 7,
+//!     msg_type: 100,
+//!     hop_count: 0,
+//!     payload: b"hi",
+//! };
+//! let mut out = Vec::with_capacity(64); // keep it: encode appends, clear after each flush
+//! assert_eq!(wire::encode(&Frame::Data(data), &mut out), Ok(39));
+//!
+//! let max = wire::DEFAULT_MAX_FRAME;
+//! assert_eq!(wire::decode(&out, max), Ok(Decoded::Frame(Frame::Data(data), 39)));
+//! assert_eq!(wire::decode(&out[..10], max), Ok(Decoded::NeedMore(29)));
+//! ```
+
+mod decode;
+mod encode;
+mod frame;
+mod reader;
+mod registry;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_prop;
+#[cfg(test)]
+mod tests_registry;
+
+pub use decode::{DecodeError, Decoded, decode};
+pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
+pub use frame::{
+    Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck, PROOF_LEN,
+    Ping, Pong, Proof, Put, RefuseReason, Register, RegistryEntry, Snapshot, Unreachable,
+    UnreachableReason, Update, VersionRange,
+};
+pub use reader::FrameReader;
+
+/// Format version written in every header and the only one [`decode`] accepts.
+pub const WIRE_VERSION: u8 = 1;
+
+/// Length of the frame header.
+pub const HEADER_LEN: usize = 8;
+
+/// A receiver's frame limit when its configuration names none: 16 MiB, room for a registry
+/// snapshot of some ten thousand nodes.
+pub const DEFAULT_MAX_FRAME: usize = 16 << 20;

@@ -1,0 +1,187 @@
+//! Bodies of the registry-protocol frames (`Register`, `Update`, `Snapshot`, `Put`).
+//!
+//! Records travel as libatapp JSON ([`DiscoveryInfo::to_json`], [`TopologyInfo::to_json`]),
+//! each behind a `u32` length; a zero length means "no record" where a record is optional.
+//! `Delete` and `Heartbeat` have only fixed fields and live with the link-level frames.
+
+use alloc::vec::Vec;
+
+use super::{
+    decode::{Cursor, DecodeError},
+    encode::{EncodeError, put_bytes, put_u64},
+    frame::{Put, Register, RegistryEntry, Snapshot, Update},
+};
+use crate::discovery::{DiscoveryInfo, TopologyInfo};
+
+/// Smallest encoded entry: incarnation, two revisions, flags and two record lengths.
+pub(super) const ENTRY_MIN_LEN: usize = 8 + 8 + 8 + 1 + 4 + 4;
+
+/// Entry flag: the node is inside disconnect protection.
+const ENTRY_SUSPECT: u8 = 1;
+
+/// Entries reserved up front in a snapshot; larger snapshots grow as entries decode, so the
+/// memory taken is always proportional to entries actually present.
+const SNAPSHOT_PREALLOC: usize = 16;
+
+pub(super) fn decode_register(cursor: &mut Cursor<'_>) -> Result<Register, DecodeError> {
+    Ok(Register {
+        incarnation: cursor.u64("incarnation")?,
+        discovery: discovery(cursor, 0)?,
+        topology: topology(cursor, 0)?,
+    })
+}
+
+pub(super) fn decode_update(cursor: &mut Cursor<'_>) -> Result<Update, DecodeError> {
+    let incarnation = cursor.u64("incarnation")?;
+    let discovery = match cursor.bytes("discovery")? {
+        [] => None,
+        json => Some(
+            DiscoveryInfo::from_json(json).map_err(|error| DecodeError::Json {
+                field: "discovery",
+                error,
+            })?,
+        ),
+    };
+    Ok(Update {
+        incarnation,
+        discovery,
+        topology: topology(cursor, 0)?,
+    })
+}
+
+pub(super) fn decode_snapshot(cursor: &mut Cursor<'_>) -> Result<Snapshot, DecodeError> {
+    let epoch = cursor.u64("epoch")?;
+    let revision = cursor.u64("revision")?;
+    let count = cursor.u32("entries")?;
+    let remaining = cursor.remaining();
+    let fits = usize::try_from(count).is_ok_and(|n| n <= remaining / ENTRY_MIN_LEN);
+    if !fits {
+        return Err(DecodeError::CountTooLarge {
+            field: "entries",
+            count,
+            remaining,
+        });
+    }
+    let count = count as usize; // checked above: fits in usize and in the bytes left
+    let mut entries = Vec::with_capacity(count.min(SNAPSHOT_PREALLOC));
+    for _ in 0..count {
+        entries.push(entry(cursor)?);
+    }
+    Ok(Snapshot {
+        epoch,
+        revision,
+        entries,
+    })
+}
+
+pub(super) fn decode_put(cursor: &mut Cursor<'_>) -> Result<Put, DecodeError> {
+    Ok(Put {
+        epoch: cursor.u64("epoch")?,
+        revision: cursor.u64("revision")?,
+        entry: entry(cursor)?,
+    })
+}
+
+fn entry(cursor: &mut Cursor<'_>) -> Result<RegistryEntry, DecodeError> {
+    let incarnation = cursor.u64("incarnation")?;
+    let discovery_revision = cursor.u64("discovery_revision")?;
+    let topology_revision = cursor.u64("topology_revision")?;
+    let suspect = match cursor.u8("entry_flags")? {
+        0 => false,
+        ENTRY_SUSPECT => true,
+        code => {
+            return Err(DecodeError::UnknownCode {
+                field: "entry_flags",
+                code,
+            });
+        }
+    };
+    Ok(RegistryEntry {
+        incarnation,
+        discovery: discovery(cursor, discovery_revision)?,
+        topology: topology(cursor, topology_revision)?,
+        suspect,
+    })
+}
+
+/// A required discovery record, stamped with `revision`.
+fn discovery(cursor: &mut Cursor<'_>, revision: u64) -> Result<DiscoveryInfo, DecodeError> {
+    DiscoveryInfo::from_json_at(cursor.bytes("discovery")?, revision).map_err(|error| {
+        DecodeError::Json {
+            field: "discovery",
+            error,
+        }
+    })
+}
+
+/// An optional topology record (length 0 = none), stamped with `revision`.
+fn topology(cursor: &mut Cursor<'_>, revision: u64) -> Result<Option<TopologyInfo>, DecodeError> {
+    match cursor.bytes("topology")? {
+        [] => Ok(None),
+        json => TopologyInfo::from_json_at(json, revision)
+            .map(Some)
+            .map_err(|error| DecodeError::Json {
+                field: "topology",
+                error,
+            }),
+    }
+}
+
+pub(super) fn encode_register(register: &Register, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    put_u64(out, register.incarnation);
+    put_discovery(out, Some(&register.discovery))?;
+    put_topology(out, register.topology.as_ref())
+}
+
+pub(super) fn encode_update(update: &Update, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    put_u64(out, update.incarnation);
+    put_discovery(out, update.discovery.as_ref())?;
+    put_topology(out, update.topology.as_ref())
+}
+
+pub(super) fn encode_snapshot(snapshot: &Snapshot, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    put_u64(out, snapshot.epoch);
+    put_u64(out, snapshot.revision);
+    let count = u32::try_from(snapshot.entries.len()).map_err(|_| EncodeError::FrameTooLarge {
+        len: snapshot.entries.len().saturating_mul(ENTRY_MIN_LEN),
+        max: super::encode::MAX_ENCODABLE,
+    })?;
+    out.extend_from_slice(&count.to_le_bytes());
+    for entry in &snapshot.entries {
+        encode_entry(entry, out)?;
+    }
+    Ok(())
+}
+
+pub(super) fn encode_put(put: &Put, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    put_u64(out, put.epoch);
+    put_u64(out, put.revision);
+    encode_entry(&put.entry, out)
+}
+
+fn encode_entry(entry: &RegistryEntry, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    put_u64(out, entry.incarnation);
+    put_u64(out, entry.discovery.revision);
+    put_u64(out, entry.topology.as_ref().map_or(0, |t| t.revision));
+    out.push(if entry.suspect { ENTRY_SUSPECT } else { 0 });
+    put_discovery(out, Some(&entry.discovery))?;
+    put_topology(out, entry.topology.as_ref())
+}
+
+/// A discovery record as JSON behind its length (`None` → length 0).
+fn put_discovery(out: &mut Vec<u8>, info: Option<&DiscoveryInfo>) -> Result<(), EncodeError> {
+    match info {
+        None => put_bytes(out, &[]),
+        Some(info) if !info.has_identity() => Err(EncodeError::NoIdentity { field: "discovery" }),
+        Some(info) => put_bytes(out, &info.to_json()),
+    }
+}
+
+/// A topology record as JSON behind its length (`None` → length 0).
+fn put_topology(out: &mut Vec<u8>, info: Option<&TopologyInfo>) -> Result<(), EncodeError> {
+    match info {
+        None => put_bytes(out, &[]),
+        Some(info) if !info.id.is_valid() => Err(EncodeError::NoIdentity { field: "topology" }),
+        Some(info) => put_bytes(out, &info.to_json()),
+    }
+}

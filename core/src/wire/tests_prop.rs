@@ -1,0 +1,317 @@
+//! Property tests: arbitrary frames round-trip, arbitrary bytes never panic and give a frame,
+//! need-more or an error, and a stream of frames cut at random points reassembles to the same
+//! frames.
+
+use alloc::{boxed::Box, collections::BTreeMap, format, string::String, vec::Vec};
+
+use proptest::{collection::vec as pvec, prelude::*, test_runner::FileFailurePersistence};
+
+use super::*;
+use crate::{
+    discovery::{DiscoveryInfo, Metadata, TopologyInfo},
+    ids::NodeId,
+};
+
+fn config(suite: &str, cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(Box::leak(
+            format!("../proptest-regressions/{suite}.txt").into_boxed_str(),
+        )))),
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
+/// Owned storage for the borrowed parts of a frame (names and payloads).
+#[derive(Clone, Debug)]
+struct Spec {
+    kind: u8,
+    a: u64,
+    b: u64,
+    c: u64,
+    small: u32,
+    code: u8,
+    flag: bool,
+    proof: [u8; PROOF_LEN],
+    text: String,
+    payload: Vec<u8>,
+    entries: Vec<RegistryEntry>,
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![Just(String::new()), "[a-z0-9._-]{1,12}", "\\PC{0,6}"]
+}
+
+fn discovery() -> impl Strategy<Value = DiscoveryInfo> {
+    (
+        1u64..u64::MAX,
+        "[a-z]{1,8}",
+        text(),
+        any::<i32>(),
+        pvec("[a-z:/0-9.]{1,16}", 0..3),
+        any::<u64>(),
+        pvec(("[a-z]{1,4}", text()), 0..3),
+        any::<u64>(),
+    )
+        .prop_map(
+            |(id, name, hostname, pid, listen, type_id, labels, revision)| DiscoveryInfo {
+                id: NodeId(id),
+                name,
+                hostname,
+                pid,
+                listen,
+                type_id,
+                metadata: Metadata {
+                    kind: "game".into(),
+                    labels: labels.into_iter().collect::<BTreeMap<_, _>>(),
+                    ..Metadata::default()
+                },
+                revision,
+                ..DiscoveryInfo::default()
+            },
+        )
+}
+
+fn topology() -> impl Strategy<Value = TopologyInfo> {
+    (1u64..u64::MAX, "[a-z]{0,8}", any::<u64>(), any::<u64>()).prop_map(
+        |(id, name, upstream, revision)| TopologyInfo {
+            id: NodeId(id),
+            name,
+            upstream_id: NodeId(upstream),
+            revision,
+            ..TopologyInfo::default()
+        },
+    )
+}
+
+fn entry() -> impl Strategy<Value = RegistryEntry> {
+    (
+        any::<u64>(),
+        discovery(),
+        proptest::option::of(topology()),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(incarnation, discovery, topology, suspect)| RegistryEntry {
+                incarnation,
+                discovery,
+                topology,
+                suspect,
+            },
+        )
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        (
+            0u8..14,
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+        ),
+        (any::<u8>(), any::<bool>(), any::<[u8; PROOF_LEN]>(), text()),
+        pvec(any::<u8>(), 0..300),
+        pvec(entry(), 0..3),
+    )
+        .prop_map(
+            |((kind, a, b, c, small), (code, flag, proof, text), payload, entries)| Spec {
+                kind,
+                a,
+                b,
+                c,
+                small,
+                code,
+                flag,
+                proof,
+                text,
+                payload,
+                entries,
+            },
+        )
+}
+
+fn pick<T: Copy>(all: &[T], code: u8) -> T {
+    all[usize::from(code) % all.len()]
+}
+
+/// The frame a spec describes; registry records have revision 0 where the wire does not carry
+/// revisions.
+fn frame(spec: &Spec) -> Frame<'_> {
+    let versions = VersionRange {
+        min: (spec.small & 0xFFFF) as u16,
+        max: (spec.small >> 16) as u16,
+    };
+    let proof = spec.flag.then_some(spec.proof);
+    let first = spec.entries.first().cloned();
+    let unrevised = |mut e: RegistryEntry| {
+        e.discovery.revision = 0;
+        if let Some(t) = &mut e.topology {
+            t.revision = 0;
+        }
+        e
+    };
+    match spec.kind {
+        0 => Frame::Hello(Hello {
+            node: NodeId(spec.a),
+            incarnation: spec.b,
+            versions,
+            name: &spec.text,
+            proof,
+        }),
+        1 => Frame::HelloAck(HelloAck {
+            node: NodeId(spec.a),
+            incarnation: spec.b,
+            versions,
+            name: &spec.text,
+            proof,
+            result: if spec.code % 2 == 0 {
+                Ok(())
+            } else {
+                Err(pick(RefuseReason::ALL, spec.code / 2))
+            },
+        }),
+        2 => Frame::Data(Data {
+            src: NodeId(spec.a),
+            dst: NodeId(spec.b),
+            seq: spec.c,
+            msg_type: spec.small,
+            hop_count: spec.code,
+            payload: &spec.payload,
+        }),
+        3 => Frame::Ack(Ack {
+            src: NodeId(spec.a),
+            dst: NodeId(spec.b),
+            seq: spec.c,
+        }),
+        4 => Frame::Unreachable(Unreachable {
+            src: NodeId(spec.a),
+            dst: NodeId(spec.b),
+            seq: spec.c,
+            reason: pick(UnreachableReason::ALL, spec.code),
+        }),
+        5 => Frame::Ping(Ping { nonce: spec.a }),
+        6 => Frame::Pong(Pong { nonce: spec.a }),
+        7 => Frame::Bye(Bye {
+            reason: pick(ByeReason::ALL, spec.code),
+        }),
+        8 => match first.map(unrevised) {
+            Some(e) => Register {
+                incarnation: spec.a,
+                discovery: e.discovery,
+                topology: e.topology,
+            }
+            .into(),
+            None => Frame::Ping(Ping { nonce: spec.a }),
+        },
+        9 => {
+            let e = first.map(unrevised);
+            Update {
+                incarnation: spec.a,
+                discovery: e
+                    .as_ref()
+                    .filter(|_| spec.flag)
+                    .map(|e| e.discovery.clone()),
+                topology: e.and_then(|e| e.topology),
+            }
+            .into()
+        }
+        10 => Snapshot {
+            epoch: spec.a,
+            revision: spec.b,
+            entries: spec.entries.clone(),
+        }
+        .into(),
+        11 => match first {
+            Some(entry) => Put {
+                epoch: spec.a,
+                revision: spec.b,
+                entry,
+            }
+            .into(),
+            None => Frame::Pong(Pong { nonce: spec.b }),
+        },
+        12 => Frame::Delete(Delete {
+            epoch: spec.a,
+            revision: spec.b,
+            id: NodeId(spec.c),
+            name: &spec.text,
+        }),
+        _ => Frame::Heartbeat(Heartbeat {
+            epoch: spec.a,
+            sequence: spec.b,
+        }),
+    }
+}
+
+proptest! {
+    #![proptest_config(config("wire_round_trip", 256))]
+
+    /// Every frame decodes to itself, with `encoded_len` bytes consumed.
+    #[test]
+    fn every_frame_round_trips(spec in spec()) {
+        let frame = frame(&spec);
+        let mut out = Vec::new();
+        let written = encode(&frame, &mut out).expect("test frames are encodable");
+        prop_assert_eq!(written, out.len());
+        prop_assert_eq!(encoded_len(&frame), out.len());
+        prop_assert_eq!(decode(&out, out.len()), Ok(Decoded::Frame(frame, written)));
+    }
+}
+
+proptest! {
+    #![proptest_config(config("wire_garbage", 512))]
+
+    /// Arbitrary bytes give a frame, need-more or an error, never a panic; a frame's bytes
+    /// re-encode to a frame that decodes equal.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in pvec(any::<u8>(), 0..200), tweak in any::<bool>()) {
+        let mut bytes = bytes;
+        // Half the cases get a plausible header so bodies are exercised too.
+        if tweak && bytes.len() >= 8 {
+            let len = u32::try_from(bytes.len()).expect("short");
+            bytes[..4].copy_from_slice(&len.to_le_bytes());
+            bytes[4] = WIRE_VERSION;
+            bytes[5] = pick(&FrameKind::ALL, bytes[5]).code();
+            bytes[6] &= 1;
+            bytes[7] = 0;
+        }
+        match decode(&bytes, 150) {
+            Ok(Decoded::Frame(frame, consumed)) => {
+                prop_assert!(consumed <= bytes.len());
+                let mut again = Vec::new();
+                encode(&frame, &mut again).expect("a decoded frame is encodable");
+                prop_assert_eq!(decode(&again, usize::MAX), Ok(Decoded::Frame(frame, again.len())));
+            }
+            Ok(Decoded::NeedMore(n)) => prop_assert!(n >= 1),
+            Err(_) => {}
+        }
+    }
+
+    /// A stream of frames cut into random chunks reassembles to the same frames.
+    #[test]
+    fn split_streams_reassemble(specs in pvec(spec(), 1..6), cuts in pvec(any::<u16>(), 0..12)) {
+        let frames: Vec<Frame<'_>> = specs.iter().map(frame).collect();
+        let mut stream = Vec::new();
+        for f in &frames {
+            encode(f, &mut stream).expect("test frames are encodable");
+        }
+        let mut points: Vec<usize> =
+            cuts.iter().map(|&c| usize::from(c) % (stream.len() + 1)).collect();
+        points.push(stream.len());
+        points.sort_unstable();
+        let mut reader = FrameReader::new(DEFAULT_MAX_FRAME);
+        let mut got = 0;
+        let mut from = 0;
+        for to in points {
+            reader.push(&stream[from..to]);
+            from = to;
+            while let Some(decoded) = reader.next_frame().expect("valid stream") {
+                prop_assert_eq!(&decoded, &frames[got]);
+                got += 1;
+            }
+        }
+        prop_assert_eq!(got, frames.len());
+        prop_assert_eq!(reader.buffered(), 0);
+    }
+}
