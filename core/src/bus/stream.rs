@@ -236,6 +236,22 @@ impl SendStreams {
         }
     }
 
+    /// Whether `seq` is in flight to `dst` (its stream is the current one).
+    #[must_use]
+    pub fn holds(&self, dst: NodeId, seq: u64) -> bool {
+        self.streams
+            .get(&dst)
+            .is_some_and(|s| s.inflight.iter().any(|m| m.seq == seq))
+    }
+
+    /// Pushes the retransmission timer of `dst`'s stream to `now + retransmit_after` without
+    /// counting a transmission (nothing could be sent).
+    pub fn touch(&mut self, dst: NodeId, now: Instant) {
+        if let Some(stream) = self.streams.get_mut(&dst) {
+            stream.last_tx = now;
+        }
+    }
+
     /// Whether the oldest in-flight message to `dst` was transmitted exactly once.
     #[must_use]
     pub fn head_sent_once(&self, dst: NodeId, seq: u64) -> bool {

@@ -18,11 +18,13 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use bytes::Bytes;
 //! use switchboard_core::{
+//!     bus::handshake::PROTOCOL_VERSIONS,
 //!     config::Config,
 //!     ids::NodeId,
 //!     node::{Node, Output, Target},
 //!     outcome::Outcome,
 //!     time::Instant,
+//!     wire::{self, Decoded, Frame},
 //! };
 //!
 //! let mut config = Config::new(NodeId(0x101), "gate-1");
@@ -35,22 +37,40 @@
 //! assert_eq!((peer, addr.as_str()), (NodeId(0x102), "tcp://10.0.0.2:21902"));
 //! node.handle_connected(Instant::from_millis(3), link);
 //! let Some(Output::Transmit { bytes: hello, .. }) = node.poll_output() else { panic!() };
-//! assert_eq!(hello.len(), 13); // Hello{0x101}: 4-byte length, kind, 8-byte id
+//! let Ok(Decoded::Frame(Frame::Hello(h), _)) = wire::decode(&hello, wire::DEFAULT_MAX_FRAME) else { panic!() };
+//! assert_eq!((h.node, h.name, h.incarnation), (NodeId(0x101), "gate-1", node.incarnation()));
 //!
-//! // Until the upstream says Hello back, a message to it waits in its queue.
+//! // Until the upstream accepts the handshake, a message to it waits in its queue.
 //! let msg = node.send(Instant::from_millis(4), Target::Id(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
 //! assert_eq!(node.pending(NodeId(0x102)), 1);
 //! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
 //!
-//! // The peer's Hello arrives (in two pieces): the route is ready and the queue flushes.
-//! let mut peer_hello = vec![0, 0, 0, 9, 1];
-//! peer_hello.extend_from_slice(&0x102u64.to_be_bytes());
-//! node.handle_received(Instant::from_millis(5), link, &peer_hello[..6]);
-//! node.handle_received(Instant::from_millis(5), link, &peer_hello[6..]);
+//! // The peer's HelloAck arrives (in two pieces): the route is ready and the queue flushes;
+//! // the message is in flight until the target acknowledges it.
+//! let mut ack = Vec::new();
+//! wire::encode(&Frame::HelloAck(wire::HelloAck {
+//!     node: NodeId(0x102), incarnation: 42, versions: PROTOCOL_VERSIONS,
+//!     name: "upstream", proof: None, result: Ok(()),
+//! }), &mut ack)?;
+//! node.handle_received(Instant::from_millis(5), link, &ack[..6]);
+//! node.handle_received(Instant::from_millis(5), link, &ack[6..]);
 //! let outputs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
-//! assert!(outputs.iter().any(|o| matches!(o, Output::Transmit { .. })));
-//! assert!(outputs.contains(&Output::Outcome { msg, outcome: Outcome::Delivered }));
-//! assert_eq!(node.poll_timeout(), None);
+//! let seq = outputs.iter().find_map(|o| match o {
+//!     Output::Transmit { bytes, .. } => match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
+//!         Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
+//!         _ => None,
+//!     },
+//!     _ => None,
+//! }).unwrap();
+//! assert_eq!((node.pending(NodeId(0x102)), node.unacked(NodeId(0x102))), (0, 1));
+//!
+//! // The target's cumulative ack makes it `Delivered`.
+//! let mut bytes = Vec::new();
+//! wire::encode(&Frame::Ack(wire::Ack { src: NodeId(0x101), dst: NodeId(0x102), seq }), &mut bytes)?;
+//! node.handle_received(Instant::from_millis(6), link, &bytes);
+//! assert_eq!(node.poll_output(), Some(Output::Outcome { msg, outcome: Outcome::Delivered }));
+//! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (2 s).
+//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(2_006)));
 //! # Ok(())
 //! # }
 //! ```
@@ -85,11 +105,12 @@
 //! to this node itself is delivered at once (`Received` with `via` = this node), not queued
 //! for a later tick as libatapp's loopback connector does.
 
-pub mod frame;
 mod io;
 mod ops;
 mod types;
 
+#[cfg(test)]
+mod test_frames;
 #[cfg(test)]
 mod test_net;
 #[cfg(test)]
@@ -101,12 +122,18 @@ mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::{
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    vec::Vec,
+};
 
-pub use frame::FrameError;
 pub use types::{Event, LinkError, Output, RegistryEvent, RegistryIgnored, SendError, Target};
 
 use crate::{
+    bus::{
+        heartbeat::Heartbeat,
+        stream::{RecvStreams, SendStreams},
+    },
     config::{Config, ConfigError},
     connector::{Connector, ConnectorConfig, RouteView, World},
     discovery::DiscoverySet,
@@ -136,7 +163,24 @@ struct Link {
     dialed: Option<NodeId>,
     /// The peer, once its `Hello` arrived.
     peer: Option<NodeId>,
-    reader: frame::FrameReader,
+    /// The peer's incarnation, once its `Hello` arrived.
+    incarnation: u64,
+    reader: crate::wire::FrameReader,
+    /// Liveness, once the link is up.
+    heartbeat: Option<Heartbeat>,
+}
+
+impl Link {
+    fn new(phase: Phase, dialed: Option<NodeId>) -> Link {
+        Link {
+            phase,
+            dialed,
+            peer: None,
+            incarnation: 0,
+            reader: crate::wire::FrameReader::new(crate::wire::DEFAULT_MAX_FRAME),
+            heartbeat: None,
+        }
+    }
 }
 
 /// One node; see the [module docs](self).
@@ -144,7 +188,19 @@ struct Link {
 pub struct Node {
     config: Config,
     id: NodeId,
+    /// This life of the node: drawn at `Node::new`, sent in every handshake.
+    incarnation: u64,
     rng: Rng,
+    /// Unacknowledged messages per destination.
+    send_streams: SendStreams,
+    /// Delivered sequence numbers per source.
+    recv_streams: RecvStreams,
+    /// The last incarnation seen in each peer's handshake (restart detection).
+    peer_incarnations: BTreeMap<NodeId, u64>,
+    /// Acks owed after the frames of one `handle_received` call: (stream source, link).
+    acks_due: Vec<(NodeId, LinkId)>,
+    /// Reused encode buffer.
+    wbuf: Vec<u8>,
     link_ids: IdSource,
     msg_ids: IdSource,
     topology: TopologyRegistry,
@@ -203,8 +259,24 @@ impl Node {
                 ..crate::ring::RingConfig::default()
             },
         );
+        // The bus draws from its own generator so the connector's jitter and the random target
+        // picks are what they were before the bus existed; the start time is mixed in so a
+        // node restarted with the same seed is a new incarnation.
+        let mut bus_rng = Rng::new(
+            config.rng_seed
+                ^ crate::rng::mix64(config.id.0 ^ 0xb05)
+                ^ crate::rng::mix64(now.as_nanos().wrapping_add(1)),
+        );
+        let incarnation = bus_rng.next_u64();
+        let send_streams = SendStreams::new(bus_rng.fork(), config.heartbeat_interval);
         let mut node = Node {
             id: config.id,
+            incarnation,
+            send_streams,
+            recv_streams: RecvStreams::new(),
+            peer_incarnations: BTreeMap::new(),
+            acks_due: Vec::new(),
+            wbuf: Vec::new(),
             endpoints: EndpointTable::new(EndpointSettings::from_config(&config)),
             config,
             rng,
@@ -235,6 +307,19 @@ impl Node {
     #[must_use]
     pub const fn id(&self) -> NodeId {
         self.id
+    }
+
+    /// This node's incarnation: a random value drawn at [`Node::new`] (from the seed, the id
+    /// and the start time), sent in every handshake so peers can tell a restart.
+    #[must_use]
+    pub const fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// Messages to `target` transmitted and not yet acknowledged.
+    #[must_use]
+    pub fn unacked(&self, target: NodeId) -> usize {
+        self.send_streams.inflight(target).0
     }
 
     /// The configuration the node runs with.
@@ -281,12 +366,21 @@ impl Node {
             return None;
         }
         let flush = (!self.flush_pending.is_empty()).then_some(self.now);
+        let interval = self.config.heartbeat_interval;
+        let beats = self
+            .links
+            .values()
+            .filter_map(|l| l.heartbeat.map(|h| h.deadline(interval)))
+            .min();
         earliest(
             earliest(
-                self.connector.next_deadline(),
-                self.endpoints.next_deadline(),
+                earliest(
+                    self.connector.next_deadline(),
+                    self.endpoints.next_deadline(),
+                ),
+                earliest(flush, beats),
             ),
-            flush,
+            self.send_streams.next_deadline(),
         )
     }
 

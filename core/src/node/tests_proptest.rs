@@ -14,7 +14,7 @@ use proptest::{
 };
 
 use super::{
-    frame::{encode_data, encode_hello},
+    test_frames::{encode_data, encode_hello},
     test_net::{config, disc, topo},
     *,
 };
