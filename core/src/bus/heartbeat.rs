@@ -54,11 +54,8 @@ impl Heartbeat {
     /// When [`poll`](Self::poll) must run next.
     #[must_use]
     pub fn deadline(&self, interval: Duration) -> Instant {
-        let mut at = self.last_rx;
-        for _ in 0..=self.unanswered {
-            at = at + interval;
-        }
-        at
+        self.last_rx
+            .saturating_add(interval.saturating_mul(self.unanswered.saturating_add(1)))
     }
 
     /// What is due at `now`; a returned `Ping` is counted as sent.

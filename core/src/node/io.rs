@@ -187,10 +187,7 @@ impl Node {
             return;
         }
         l.reader.push(bytes);
-        loop {
-            let Some(l) = self.links.get_mut(&link) else {
-                break;
-            };
+        while let Some(l) = self.links.get_mut(&link) {
             let frame = match l.reader.next_frame() {
                 Ok(None) => break,
                 Ok(Some(frame)) => In::from_frame(&frame),
@@ -544,10 +541,7 @@ impl Node {
             .collect();
         for link in due {
             // A late call catches up: every ping that was due, and the verdict.
-            loop {
-                let Some(hb) = self.links.get_mut(&link).and_then(|l| l.heartbeat.as_mut()) else {
-                    break;
-                };
+            while let Some(hb) = self.links.get_mut(&link).and_then(|l| l.heartbeat.as_mut()) {
                 match hb.poll(now, interval, dead_after) {
                     Beat::Idle => break,
                     Beat::Ping(nonce) => self.transmit(link, &Frame::Ping(wire::Ping { nonce })),
