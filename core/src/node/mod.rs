@@ -118,6 +118,8 @@ mod tests;
 #[cfg(test)]
 mod tests_bad_input;
 #[cfg(test)]
+mod tests_bus;
+#[cfg(test)]
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
