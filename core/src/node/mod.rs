@@ -120,6 +120,8 @@ mod tests_bad_input;
 #[cfg(test)]
 mod tests_bus;
 #[cfg(test)]
+mod tests_bus_sim;
+#[cfg(test)]
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
