@@ -77,33 +77,50 @@
 //!
 //! # Links and the handshake
 //!
-//! A link is a reliable, ordered byte stream to one peer. The node asks for links with
-//! [`Output::Connect`]; the driver reports `handle_connected` / `handle_connect_failed`, and
-//! inbound connections with `handle_accepted`. Both sides identify themselves with a `Hello`
-//! frame carrying their node id (the dialler first, the acceptor in reply); a dialled peer
-//! whose `Hello` names another id is closed (it is lying, or the address is stale). Only then
-//! is the link *up* and counted by the connector. Bytes arrive through `handle_received` in
-//! any split; a malformed frame or an oversized length closes the link with an
-//! [`Event::LinkRejected`] — nothing from a peer can panic the node. The v1 framing
-//! ([`frame`]) is replaced by `core::wire` in the bus issue.
+//! A link is a reliable, ordered byte stream to one peer, speaking [`crate::wire`]. The node
+//! asks for links with [`Output::Connect`]; the driver reports `handle_connected` /
+//! `handle_connect_failed`, and inbound connections with `handle_accepted`. The dialler sends
+//! `Hello` (id, name, [incarnation](Node::incarnation), protocol versions, cluster-token
+//! proof); the acceptor judges it ([`crate::bus::handshake`]) and answers `HelloAck` —
+//! accepted, or refused with a reason and closed: no common version, wrong cluster token, an
+//! invalid id, or an id already live on another link with a *different* incarnation (the same
+//! incarnation is a parallel or redialled link; the lowest link id carries traffic). A dialled
+//! peer whose `HelloAck` names another id than dialled is closed. Only then is the link *up*
+//! and counted by the connector. A peer seen with a new incarnation restarted
+//! ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split; a
+//! malformed frame or an oversized length closes the link with an [`Event::LinkRejected`] —
+//! nothing from a peer can panic the node. A link silent for `heartbeat_interval` gets a
+//! `Ping`; after `heartbeat_dead_after` unanswered pings and one more silent interval it is
+//! closed ([`LinkError::HeartbeatTimeout`]) — [`crate::bus::heartbeat`].
 //!
-//! # Sending, forwarding, outcomes
+//! # Sending, acknowledgements, outcomes
 //!
 //! `send` resolves the target to a node id and hands the message to that target's endpoint.
-//! If the route is ready and nothing is queued it goes straight to the link (`Delivered`);
-//! otherwise it is queued (count and byte limits; over a limit the message is accepted and
-//! ends at once with `Failed(QueueFull)`) and flushed in order when the route becomes ready,
-//! at most `flush_batch` per call (the rest continues at the next `handle_timeout`, which
-//! `poll_timeout` makes immediate). Every accepted message ends in exactly one
-//! [`Output::Outcome`]: `Delivered` (v1: handed to a ready link), `Failed(Timeout)` at its
-//! deadline, `Failed(NoRoute | TargetGone)` when its route record is removed, or
-//! `Failed(Shutdown)`. A target known only by id whose discovery record has not arrived is
-//! not an error: the route waits for it (`WAIT_DISCOVERY`, libatapp's behaviour), bounded by
-//! the message deadlines and the record's retries. A `Data` frame for another node is
-//! forwarded by this node's own routing (it acts as a proxy), up to 16 relays; one it cannot
-//! forward is dropped with [`Event::ForwardDropped`] (v1 has no `Unreachable` frame). A message
-//! to this node itself is delivered at once (`Received` with `via` = this node), not queued
-//! for a later tick as libatapp's loopback connector does.
+//! If the route is ready and nothing is queued it goes straight to the link; otherwise it is
+//! queued and flushed in order when the route becomes ready, at most `flush_batch` per call.
+//! A transmitted message stays *unacknowledged* ([`Node::unacked`], counted with the queue
+//! against the endpoint's count and byte limits — over a limit a message is accepted and ends
+//! at once with `Failed(QueueFull)`) until the target's cumulative `Ack` arrives: then it is
+//! `Delivered`. Unacknowledged messages are retransmitted in order, with their seqs, when the
+//! route becomes ready again (reconnect, proxy switch) or when the oldest waited
+//! `heartbeat_interval`; the receiver delivers each stream's messages once, in order
+//! ([`crate::bus::stream`]), and acks once per `handle_received` batch. Every accepted message
+//! ends in exactly one [`Output::Outcome`]: `Delivered` (acknowledged by the target);
+//! `Failed(reason)` when it was never transmitted (`Timeout` at its deadline, `NoRoute |
+//! TargetGone` when its route record is removed, `Shutdown`, `QueueFull`); `Unknown(reason)`
+//! when it was transmitted but not acknowledged when given up (`TargetRestarted` when the
+//! target's handshake shows a new incarnation, `Timeout` at the deadline of the oldest
+//! unacknowledged message — the whole stream ends with it and later messages start a fresh
+//! one —, `TargetGone | NoRoute` on route removal, `Shutdown`). A target restart is seen only
+//! through a direct link's handshake; behind a proxy it surfaces as `Unknown(Timeout)`.
+//!
+//! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
+//! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]
+//! and an `Unreachable` goes back toward the source, which marks the route unready and
+//! re-routes, or — with no other hop ready — ends its unacknowledged messages with
+//! `Failed(NoRoute)` (the refused message was the oldest and sent once, so nothing after it was
+//! delivered either) or `Unknown(NoRoute)`. Acks and `Unreachable` frames are relayed the same
+//! way. A message to this node itself is delivered at once (`Received` with `via` = this node).
 
 mod io;
 mod ops;

@@ -521,7 +521,6 @@ impl Node {
         };
         let src = self.id;
         let now = self.now;
-        let timeout = self.config.message_timeout;
         let budget = self.config.flush_budget();
         let mut outcomes: Vec<MessageOutcome> = Vec::new();
         let Node {
@@ -536,14 +535,8 @@ impl Node {
             now,
             budget,
             |m| {
-                let seq = send_streams.push(
-                    target,
-                    m.id,
-                    m.msg_type,
-                    m.payload.clone(),
-                    m.deadline.min(now + timeout),
-                    now,
-                );
+                let seq =
+                    send_streams.push(target, m.id, m.msg_type, m.payload.clone(), m.deadline, now);
                 let data = wire::Data {
                     src,
                     dst: target,
