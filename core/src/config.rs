@@ -67,6 +67,11 @@ pub struct Config {
     pub heartbeat_interval: Duration,
     /// Missed heartbeat intervals after which a link is declared dead. Default 3.
     pub heartbeat_dead_after: u32,
+    /// Shared secret of the cluster: a link whose peer cannot prove the same token is refused
+    /// ("wrong cluster"). Empty (the default) = no check, no proof sent. The proof is a keyed
+    /// non-cryptographic hash ([`crate::bus::handshake`]), a guard against mixing clusters,
+    /// not authentication.
+    pub cluster_token: String,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
     /// in its id, so nodes sharing a seed still draw different jitter; set distinct seeds to
     /// replay a particular run.
@@ -112,6 +117,7 @@ impl Default for Config {
             ring_points_per_node: 80,
             heartbeat_interval: Duration::from_secs(2),
             heartbeat_dead_after: 3,
+            cluster_token: String::new(),
             rng_seed: 0,
             upstream: NodeId::NONE,
             upstream_address: String::new(),

@@ -41,6 +41,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod backoff;
+pub mod bus;
 pub mod config;
 pub mod connector;
 pub mod discovery;

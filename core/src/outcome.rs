@@ -10,7 +10,7 @@
 //! Producers in this crate: the endpoints ([`crate::endpoint`]) end queued messages with
 //! `Delivered`, `Failed(Timeout)`, `Failed(TargetGone)` or whatever reason their owner removes
 //! them with, and hand a refused message back (`QueueFull`) for the caller to report; the bus
-//! (later) adds acknowledged delivery and `Unknown`.
+//! adds acknowledged delivery and `Unknown` ([`crate::node`]).
 
 use alloc::{collections::VecDeque, vec::Vec};
 use core::fmt;

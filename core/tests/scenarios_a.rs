@@ -112,11 +112,12 @@ fn a2_upstream_connected_forward_success() {
 /// A.3: the target (0x199) is known to 0x101's discovery only — no topology, no address,
 /// no node behind it.
 ///
-/// libatapp accepts either an immediate send error or a non-zero forward response. v1 here:
-/// the target is relayed through the upstream (ARCHITECTURE §8, step "relay through our own
-/// upstream"), the hand-over to the ready upstream link is the `Delivered` of v1, and the
-/// relay reports `ForwardDropped` because it has no route to 0x199. The bus issue adds the
-/// `Unreachable` frame, which turns this outcome into a failure at the sender.
+/// libatapp accepts either an immediate send error or a non-zero forward response. Here: the
+/// target is relayed through the upstream (ARCHITECTURE §8, step "relay through our own
+/// upstream"); the relay has no route to 0x199, reports `ForwardDropped` and sends
+/// `Unreachable` back; the sender has no other hop and fails the message with `NoRoute`
+/// (transmitted once and refused by the relay: certainly not delivered). With zero latency
+/// that is the same instant.
 #[test]
 fn a3_upstream_connected_target_unreachable() {
     let mut sim = cluster(GROUP_A, &LAYOUT);
@@ -127,7 +128,10 @@ fn a3_upstream_connected_target_unreachable() {
     let msg = send(&mut sim, 0x101, 0x199, 100, "to-nobody-A3");
     sim.advance(Duration::from_secs(10));
 
-    assert_eq!(outcome(&sim, 0x101, msg), Some((at(0), Outcome::Delivered)));
+    assert_eq!(
+        outcome(&sim, 0x101, msg),
+        Some((at(0), Outcome::Failed(FailReason::NoRoute)))
+    );
     assert_eq!(
         events_where(&sim, 0x102, |e| matches!(e, Event::ForwardDropped { .. })),
         [(

@@ -46,6 +46,9 @@ pub enum TransmitResult {
     /// (With acknowledged delivery a sibling variant will move the message to an in-flight
     /// list instead; `Sent` keeps its meaning for routes that need no ack, e.g. loopback.)
     Sent,
+    /// The message was transmitted and now waits for its acknowledgement outside the queue
+    /// (the caller keeps it): it leaves the queue with no outcome yet.
+    InFlight,
     /// The route cannot take it now (link full, or found dead): the message stays at the head
     /// of the queue and the flush stops. It goes out on a later flush or fails at its deadline.
     Blocked,
@@ -256,6 +259,10 @@ impl Endpoint {
                 TransmitResult::Sent => {
                     let message = self.queue.pop_front().expect("head was just transmitted");
                     sink.emit(message.id, Outcome::Delivered);
+                    sent += 1;
+                }
+                TransmitResult::InFlight => {
+                    self.queue.pop_front().expect("head was just transmitted");
                     sent += 1;
                 }
                 TransmitResult::Blocked => break FlushStop::Blocked,

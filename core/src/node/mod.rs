@@ -18,11 +18,13 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use bytes::Bytes;
 //! use switchboard_core::{
+//!     bus::handshake::PROTOCOL_VERSIONS,
 //!     config::Config,
 //!     ids::NodeId,
 //!     node::{Node, Output, Target},
 //!     outcome::Outcome,
 //!     time::Instant,
+//!     wire::{self, Decoded, Frame},
 //! };
 //!
 //! let mut config = Config::new(NodeId(0x101), "gate-1");
@@ -35,61 +37,97 @@
 //! assert_eq!((peer, addr.as_str()), (NodeId(0x102), "tcp://10.0.0.2:21902"));
 //! node.handle_connected(Instant::from_millis(3), link);
 //! let Some(Output::Transmit { bytes: hello, .. }) = node.poll_output() else { panic!() };
-//! assert_eq!(hello.len(), 13); // Hello{0x101}: 4-byte length, kind, 8-byte id
+//! let Ok(Decoded::Frame(Frame::Hello(h), _)) = wire::decode(&hello, wire::DEFAULT_MAX_FRAME) else { panic!() };
+//! assert_eq!((h.node, h.name, h.incarnation), (NodeId(0x101), "gate-1", node.incarnation()));
 //!
-//! // Until the upstream says Hello back, a message to it waits in its queue.
+//! // Until the upstream accepts the handshake, a message to it waits in its queue.
 //! let msg = node.send(Instant::from_millis(4), Target::Id(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
 //! assert_eq!(node.pending(NodeId(0x102)), 1);
 //! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
 //!
-//! // The peer's Hello arrives (in two pieces): the route is ready and the queue flushes.
-//! let mut peer_hello = vec![0, 0, 0, 9, 1];
-//! peer_hello.extend_from_slice(&0x102u64.to_be_bytes());
-//! node.handle_received(Instant::from_millis(5), link, &peer_hello[..6]);
-//! node.handle_received(Instant::from_millis(5), link, &peer_hello[6..]);
+//! // The peer's HelloAck arrives (in two pieces): the route is ready and the queue flushes;
+//! // the message is in flight until the target acknowledges it.
+//! let mut ack = Vec::new();
+//! wire::encode(&Frame::HelloAck(wire::HelloAck {
+//!     node: NodeId(0x102), incarnation: 42, versions: PROTOCOL_VERSIONS,
+//!     name: "upstream", proof: None, result: Ok(()),
+//! }), &mut ack)?;
+//! node.handle_received(Instant::from_millis(5), link, &ack[..6]);
+//! node.handle_received(Instant::from_millis(5), link, &ack[6..]);
 //! let outputs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
-//! assert!(outputs.iter().any(|o| matches!(o, Output::Transmit { .. })));
-//! assert!(outputs.contains(&Output::Outcome { msg, outcome: Outcome::Delivered }));
-//! assert_eq!(node.poll_timeout(), None);
+//! let seq = outputs.iter().find_map(|o| match o {
+//!     Output::Transmit { bytes, .. } => match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
+//!         Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
+//!         _ => None,
+//!     },
+//!     _ => None,
+//! }).unwrap();
+//! assert_eq!((node.pending(NodeId(0x102)), node.unacked(NodeId(0x102))), (0, 1));
+//!
+//! // The target's cumulative ack makes it `Delivered`.
+//! let mut bytes = Vec::new();
+//! wire::encode(&Frame::Ack(wire::Ack { src: NodeId(0x101), dst: NodeId(0x102), seq }), &mut bytes)?;
+//! node.handle_received(Instant::from_millis(6), link, &bytes);
+//! assert_eq!(node.poll_output(), Some(Output::Outcome { msg, outcome: Outcome::Delivered }));
+//! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (2 s).
+//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(2_006)));
 //! # Ok(())
 //! # }
 //! ```
 //!
 //! # Links and the handshake
 //!
-//! A link is a reliable, ordered byte stream to one peer. The node asks for links with
-//! [`Output::Connect`]; the driver reports `handle_connected` / `handle_connect_failed`, and
-//! inbound connections with `handle_accepted`. Both sides identify themselves with a `Hello`
-//! frame carrying their node id (the dialler first, the acceptor in reply); a dialled peer
-//! whose `Hello` names another id is closed (it is lying, or the address is stale). Only then
-//! is the link *up* and counted by the connector. Bytes arrive through `handle_received` in
-//! any split; a malformed frame or an oversized length closes the link with an
-//! [`Event::LinkRejected`] — nothing from a peer can panic the node. The v1 framing
-//! ([`frame`]) is replaced by `core::wire` in the bus issue.
+//! A link is a reliable, ordered byte stream to one peer, speaking [`crate::wire`]. The node
+//! asks for links with [`Output::Connect`]; the driver reports `handle_connected` /
+//! `handle_connect_failed`, and inbound connections with `handle_accepted`. The dialler sends
+//! `Hello` (id, name, [incarnation](Node::incarnation), protocol versions, cluster-token
+//! proof); the acceptor judges it ([`crate::bus::handshake`]) and answers `HelloAck` —
+//! accepted, or refused with a reason and closed: no common version, wrong cluster token, an
+//! invalid id, or an id already live on another link with a *different* incarnation (the same
+//! incarnation is a parallel or redialled link; the lowest link id carries traffic). A dialled
+//! peer whose `HelloAck` names another id than dialled is closed. Only then is the link *up*
+//! and counted by the connector. A peer seen with a new incarnation restarted
+//! ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split; a
+//! malformed frame or an oversized length closes the link with an [`Event::LinkRejected`] —
+//! nothing from a peer can panic the node. A link silent for `heartbeat_interval` gets a
+//! `Ping`; after `heartbeat_dead_after` unanswered pings and one more silent interval it is
+//! closed ([`LinkError::HeartbeatTimeout`]) — [`crate::bus::heartbeat`].
 //!
-//! # Sending, forwarding, outcomes
+//! # Sending, acknowledgements, outcomes
 //!
 //! `send` resolves the target to a node id and hands the message to that target's endpoint.
-//! If the route is ready and nothing is queued it goes straight to the link (`Delivered`);
-//! otherwise it is queued (count and byte limits; over a limit the message is accepted and
-//! ends at once with `Failed(QueueFull)`) and flushed in order when the route becomes ready,
-//! at most `flush_batch` per call (the rest continues at the next `handle_timeout`, which
-//! `poll_timeout` makes immediate). Every accepted message ends in exactly one
-//! [`Output::Outcome`]: `Delivered` (v1: handed to a ready link), `Failed(Timeout)` at its
-//! deadline, `Failed(NoRoute | TargetGone)` when its route record is removed, or
-//! `Failed(Shutdown)`. A target known only by id whose discovery record has not arrived is
-//! not an error: the route waits for it (`WAIT_DISCOVERY`, libatapp's behaviour), bounded by
-//! the message deadlines and the record's retries. A `Data` frame for another node is
-//! forwarded by this node's own routing (it acts as a proxy), up to 16 relays; one it cannot
-//! forward is dropped with [`Event::ForwardDropped`] (v1 has no `Unreachable` frame). A message
-//! to this node itself is delivered at once (`Received` with `via` = this node), not queued
-//! for a later tick as libatapp's loopback connector does.
+//! If the route is ready and nothing is queued it goes straight to the link; otherwise it is
+//! queued and flushed in order when the route becomes ready, at most `flush_batch` per call.
+//! A transmitted message stays *unacknowledged* ([`Node::unacked`], counted with the queue
+//! against the endpoint's count and byte limits — over a limit a message is accepted and ends
+//! at once with `Failed(QueueFull)`) until the target's cumulative `Ack` arrives: then it is
+//! `Delivered`. Unacknowledged messages are retransmitted in order, with their seqs, when the
+//! route becomes ready again (reconnect, proxy switch) or when the oldest waited
+//! `heartbeat_interval`; the receiver delivers each stream's messages once, in order
+//! ([`crate::bus::stream`]), and acks once per `handle_received` batch. Every accepted message
+//! ends in exactly one [`Output::Outcome`]: `Delivered` (acknowledged by the target);
+//! `Failed(reason)` when it was never transmitted (`Timeout` at its deadline, `NoRoute |
+//! TargetGone` when its route record is removed, `Shutdown`, `QueueFull`); `Unknown(reason)`
+//! when it was transmitted but not acknowledged when given up (`TargetRestarted` when the
+//! target's handshake shows a new incarnation, `Timeout` at the deadline of the oldest
+//! unacknowledged message — the whole stream ends with it and later messages start a fresh
+//! one —, `TargetGone | NoRoute` on route removal, `Shutdown`). A target restart is seen only
+//! through a direct link's handshake; behind a proxy it surfaces as `Unknown(Timeout)`.
+//!
+//! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
+//! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]
+//! and an `Unreachable` goes back toward the source, which marks the route unready and
+//! re-routes, or — with no other hop ready — ends its unacknowledged messages with
+//! `Failed(NoRoute)` (the refused message was the oldest and sent once, so nothing after it was
+//! delivered either) or `Unknown(NoRoute)`. Acks and `Unreachable` frames are relayed the same
+//! way. A message to this node itself is delivered at once (`Received` with `via` = this node).
 
-pub mod frame;
 mod io;
 mod ops;
 mod types;
 
+#[cfg(test)]
+mod test_frames;
 #[cfg(test)]
 mod test_net;
 #[cfg(test)]
@@ -97,16 +135,26 @@ mod tests;
 #[cfg(test)]
 mod tests_bad_input;
 #[cfg(test)]
+mod tests_bus;
+#[cfg(test)]
+mod tests_bus_sim;
+#[cfg(test)]
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::{
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    vec::Vec,
+};
 
-pub use frame::FrameError;
 pub use types::{Event, LinkError, Output, RegistryEvent, RegistryIgnored, SendError, Target};
 
 use crate::{
+    bus::{
+        heartbeat::Heartbeat,
+        stream::{RecvStreams, SendStreams},
+    },
     config::{Config, ConfigError},
     connector::{Connector, ConnectorConfig, RouteView, World},
     discovery::DiscoverySet,
@@ -136,7 +184,24 @@ struct Link {
     dialed: Option<NodeId>,
     /// The peer, once its `Hello` arrived.
     peer: Option<NodeId>,
-    reader: frame::FrameReader,
+    /// The peer's incarnation, once its `Hello` arrived.
+    incarnation: u64,
+    reader: crate::wire::FrameReader,
+    /// Liveness, once the link is up.
+    heartbeat: Option<Heartbeat>,
+}
+
+impl Link {
+    fn new(phase: Phase, dialed: Option<NodeId>) -> Link {
+        Link {
+            phase,
+            dialed,
+            peer: None,
+            incarnation: 0,
+            reader: crate::wire::FrameReader::new(crate::wire::DEFAULT_MAX_FRAME),
+            heartbeat: None,
+        }
+    }
 }
 
 /// One node; see the [module docs](self).
@@ -144,7 +209,19 @@ struct Link {
 pub struct Node {
     config: Config,
     id: NodeId,
+    /// This life of the node: drawn at `Node::new`, sent in every handshake.
+    incarnation: u64,
     rng: Rng,
+    /// Unacknowledged messages per destination.
+    send_streams: SendStreams,
+    /// Delivered sequence numbers per source.
+    recv_streams: RecvStreams,
+    /// The last incarnation seen in each peer's handshake (restart detection).
+    peer_incarnations: BTreeMap<NodeId, u64>,
+    /// Acks owed after the frames of one `handle_received` call: (stream source, link).
+    acks_due: Vec<(NodeId, LinkId)>,
+    /// Reused encode buffer.
+    wbuf: Vec<u8>,
     link_ids: IdSource,
     msg_ids: IdSource,
     topology: TopologyRegistry,
@@ -203,8 +280,24 @@ impl Node {
                 ..crate::ring::RingConfig::default()
             },
         );
+        // The bus draws from its own generator so the connector's jitter and the random target
+        // picks are what they were before the bus existed; the start time is mixed in so a
+        // node restarted with the same seed is a new incarnation.
+        let mut bus_rng = Rng::new(
+            config.rng_seed
+                ^ crate::rng::mix64(config.id.0 ^ 0xb05)
+                ^ crate::rng::mix64(now.as_nanos().wrapping_add(1)),
+        );
+        let incarnation = bus_rng.next_u64();
+        let send_streams = SendStreams::new(bus_rng.fork(), config.heartbeat_interval);
         let mut node = Node {
             id: config.id,
+            incarnation,
+            send_streams,
+            recv_streams: RecvStreams::new(),
+            peer_incarnations: BTreeMap::new(),
+            acks_due: Vec::new(),
+            wbuf: Vec::new(),
             endpoints: EndpointTable::new(EndpointSettings::from_config(&config)),
             config,
             rng,
@@ -235,6 +328,19 @@ impl Node {
     #[must_use]
     pub const fn id(&self) -> NodeId {
         self.id
+    }
+
+    /// This node's incarnation: a random value drawn at [`Node::new`] (from the seed, the id
+    /// and the start time), sent in every handshake so peers can tell a restart.
+    #[must_use]
+    pub const fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// Messages to `target` transmitted and not yet acknowledged.
+    #[must_use]
+    pub fn unacked(&self, target: NodeId) -> usize {
+        self.send_streams.inflight(target).0
     }
 
     /// The configuration the node runs with.
@@ -281,12 +387,21 @@ impl Node {
             return None;
         }
         let flush = (!self.flush_pending.is_empty()).then_some(self.now);
+        let interval = self.config.heartbeat_interval;
+        let beats = self
+            .links
+            .values()
+            .filter_map(|l| l.heartbeat.map(|h| h.deadline(interval)))
+            .min();
         earliest(
             earliest(
-                self.connector.next_deadline(),
-                self.endpoints.next_deadline(),
+                earliest(
+                    self.connector.next_deadline(),
+                    self.endpoints.next_deadline(),
+                ),
+                earliest(flush, beats),
             ),
-            flush,
+            self.send_streams.next_deadline(),
         )
     }
 

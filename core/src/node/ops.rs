@@ -7,19 +7,22 @@ use bytes::Bytes;
 
 use super::{
     Event, Link, Node, OutSink, Output, Phase, RegistryEvent, RegistryIgnored, SendError, Target,
-    frame::{self, FrameReader, MAX_PAYLOAD_LEN},
 };
 use crate::{
     connector::{Effect, RouteError, RouteEvent, World},
     discovery::{Applied, DiscoveryInfo, Filter, TopologyInfo},
-    endpoint::{FlushStop, TransmitResult},
-    ids::{MsgId, NodeId},
+    endpoint::{FlushStop, QueueLimits, TransmitResult},
+    ids::{LinkId, MsgId, NodeId},
     outcome::{FailReason, MessageOutcome, Outcome},
     ring::FilterId,
     select,
     time::Instant,
     topology::PeerData,
+    wire::{self, Frame},
 };
+
+/// Largest payload a `Data` frame can carry with the default frame limit.
+pub(super) const MAX_PAYLOAD_LEN: usize = wire::DEFAULT_MAX_FRAME - wire::HEADER_LEN - 29;
 
 impl Node {
     /// Accepts a message for `target` and returns its id; its [`Output::Outcome`] follows
@@ -104,20 +107,33 @@ impl Node {
             self.apply_effects();
         }
         let msg = self.msg_ids.next_msg();
-        let queue_empty = self
+        let (queued, queued_bytes) = self
             .endpoints
             .get(key)
-            .is_some_and(|e| e.queue().is_empty());
-        if queue_empty {
+            .map_or((0, 0), |e| (e.queue().len(), e.queue().bytes()));
+        let (inflight, inflight_bytes) = self.send_streams.inflight(id);
+        let limits = QueueLimits {
+            max_messages: self.config.send_buffer_number,
+            max_bytes: self.config.send_buffer_size,
+        };
+        if !limits.admits(
+            queued + inflight,
+            queued_bytes + inflight_bytes,
+            payload.len(),
+        ) {
+            self.out.push_back(Output::Outcome {
+                msg,
+                outcome: Outcome::Failed(FailReason::QueueFull),
+            });
+            return Ok(msg);
+        }
+        if queued == 0 {
             if let Some(link) = self.ready_link(id) {
-                self.out.push_back(Output::Transmit {
-                    link,
-                    bytes: frame::encode_data(self.id, id, msg_type, 0, &payload),
-                });
-                self.out.push_back(Output::Outcome {
-                    msg,
-                    outcome: Outcome::Delivered,
-                });
+                let deadline = now + self.config.message_timeout;
+                let seq = self
+                    .send_streams
+                    .push(id, msg, msg_type, payload.clone(), deadline, now);
+                self.transmit_data(link, id, seq, msg_type, &payload);
                 return Ok(msg);
             }
         }
@@ -168,6 +184,26 @@ impl Node {
         chosen.ok_or(SendError::UnknownTarget)
     }
 
+    /// Writes one of our own `Data` frames to `link`.
+    fn transmit_data(
+        &mut self,
+        link: LinkId,
+        dst: NodeId,
+        seq: u64,
+        msg_type: u32,
+        payload: &[u8],
+    ) {
+        let data = wire::Data {
+            src: self.id,
+            dst,
+            seq,
+            msg_type,
+            hop_count: 0,
+            payload,
+        };
+        self.transmit(link, &Frame::Data(data));
+    }
+
     /// The up link carrying data for `target` now, if its route is ready.
     fn ready_link(&mut self, target: NodeId) -> Option<crate::ids::LinkId> {
         let hop = self.connector.ready_hop(target)?;
@@ -196,6 +232,8 @@ impl Node {
         self.shut_down = true;
         let mut sink = OutSink(&mut self.out);
         self.endpoints.remove_all(FailReason::Shutdown, &mut sink);
+        self.send_streams
+            .abandon_all(Outcome::Unknown(FailReason::Shutdown), &mut sink);
         for link in core::mem::take(&mut self.links).into_keys() {
             self.out.push_back(Output::Close { link });
         }
@@ -205,9 +243,12 @@ impl Node {
     }
 
     /// Handles everything due at `now` in one call: record timers (reconnects, lost
-    /// deadlines, the upstream redial), then message deadlines (`Failed(Timeout)`) and
-    /// endpoint GC (`Failed(TargetGone)` for anything left), then unfinished flushes.
-    /// Spurious calls do nothing.
+    /// deadlines, the upstream redial), then message deadlines (`Failed(Timeout)` for queued
+    /// messages; `Unknown(Timeout)` for a stream whose oldest unacknowledged message is due,
+    /// with everything in flight behind it) and endpoint GC (`Failed(TargetGone)` for anything
+    /// left), then retransmissions of streams whose oldest message waited
+    /// `heartbeat_interval` for its ack, heartbeats (pings, dead links closed), then
+    /// unfinished flushes. Spurious calls do nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.advance(now);
         if self.shut_down {
@@ -221,6 +262,15 @@ impl Node {
         self.apply_effects();
         let mut sink = OutSink(&mut self.out);
         self.endpoints.handle_timeout(now, &mut sink);
+        self.send_streams
+            .expire(now, Outcome::Unknown(FailReason::Timeout), &mut sink);
+        for dst in self.send_streams.due_retransmits(now) {
+            match self.ready_link(dst) {
+                Some(link) => self.retransmit(dst, link),
+                None => self.send_streams.touch(dst, now),
+            }
+        }
+        self.beat(now);
         let pending: Vec<NodeId> = core::mem::take(&mut self.flush_pending)
             .into_iter()
             .collect();
@@ -374,15 +424,8 @@ impl Node {
             match effect {
                 Effect::Dial { peer, addr } => {
                     let link = self.link_ids.next_link();
-                    self.links.insert(
-                        link,
-                        Link {
-                            phase: Phase::Dialing,
-                            dialed: Some(peer),
-                            peer: None,
-                            reader: FrameReader::default(),
-                        },
-                    );
+                    self.links
+                        .insert(link, Link::new(Phase::Dialing, Some(peer)));
                     self.out.push_back(Output::Connect { link, peer, addr });
                 }
                 Effect::Disconnect { peer } => self.close_links_to(peer),
@@ -422,25 +465,48 @@ impl Node {
         self.peer_links.remove(&peer);
     }
 
-    /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`
-    /// and release the endpoint's handle (it is collected after `endpoint_gc_timeout`).
+    /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`,
+    /// end its unacknowledged messages with `Unknown(reason)`, and release the endpoint's
+    /// handle (it is collected after `endpoint_gc_timeout`).
     fn route_removed(&mut self, target: NodeId, reason: FailReason) {
         self.flush_pending.remove(&target);
+        let mut sink = OutSink(&mut self.out);
+        self.send_streams
+            .abandon(target, Outcome::Unknown(reason), &mut sink);
         let Some(key) = self.endpoints.find_by_id(target) else {
             return;
         };
-        let mut sink = OutSink(&mut self.out);
         self.endpoints.fail_pending(key, reason, &mut sink);
         self.endpoints.detach_handle(key, self.now);
     }
 
-    /// Hands `target`'s queued messages to its ready route, in order, at most `flush_batch`
-    /// of them; the rest continue at the next `handle_timeout`.
-    fn flush_target(&mut self, target: NodeId) {
-        let Some(key) = self.endpoints.find_by_id(target) else {
+    /// Writes every unacknowledged message to `target` out again on `link`, oldest first,
+    /// with its original seq (the receiver drops what it already has).
+    pub(super) fn retransmit(&mut self, target: NodeId, link: LinkId) {
+        let again: Vec<(u64, u32, Bytes)> = self
+            .send_streams
+            .unacked(target)
+            .map(|m| (m.seq, m.msg_type, m.payload.clone()))
+            .collect();
+        if again.is_empty() {
             return;
-        };
-        if self.endpoints.get(key).is_none_or(|e| e.queue().is_empty()) {
+        }
+        for (seq, msg_type, payload) in again {
+            self.transmit_data(link, target, seq, msg_type, &payload);
+        }
+        self.send_streams.mark_retransmitted(target, self.now);
+    }
+
+    /// On a ready route: retransmits `target`'s unacknowledged messages, then hands its
+    /// queued messages to the route, in order, at most `flush_batch` of them (each stays in
+    /// flight until acknowledged); the rest continue at the next `handle_timeout`.
+    pub(super) fn flush_target(&mut self, target: NodeId) {
+        let has_unacked = self.send_streams.inflight(target).0 > 0;
+        let key = self.endpoints.find_by_id(target);
+        let queue_empty = key
+            .and_then(|key| self.endpoints.get(key))
+            .is_none_or(|e| e.queue().is_empty());
+        if queue_empty && !has_unacked {
             self.flush_pending.remove(&target);
             return;
         }
@@ -448,20 +514,45 @@ impl Node {
             self.flush_pending.remove(&target);
             return;
         };
+        self.retransmit(target, link);
+        let Some(key) = key.filter(|_| !queue_empty) else {
+            self.flush_pending.remove(&target);
+            return;
+        };
         let src = self.id;
+        let now = self.now;
         let budget = self.config.flush_budget();
         let mut outcomes: Vec<MessageOutcome> = Vec::new();
-        let out = &mut self.out;
-        let progress = self.endpoints.flush(
+        let Node {
+            out,
+            send_streams,
+            wbuf,
+            endpoints,
+            ..
+        } = self;
+        let progress = endpoints.flush(
             key,
-            self.now,
+            now,
             budget,
             |m| {
+                let seq =
+                    send_streams.push(target, m.id, m.msg_type, m.payload.clone(), m.deadline, now);
+                let data = wire::Data {
+                    src,
+                    dst: target,
+                    seq,
+                    msg_type: m.msg_type,
+                    hop_count: 0,
+                    payload: &m.payload,
+                };
+                wbuf.clear();
+                wire::encode(&Frame::Data(data), wbuf)
+                    .expect("payloads are checked at send to fit a frame");
                 out.push_back(Output::Transmit {
                     link,
-                    bytes: frame::encode_data(src, target, m.msg_type, 0, &m.payload),
+                    bytes: Bytes::copy_from_slice(wbuf),
                 });
-                TransmitResult::Sent
+                TransmitResult::InFlight
             },
             &mut outcomes,
         );

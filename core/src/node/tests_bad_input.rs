@@ -6,11 +6,16 @@ use alloc::{vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    frame::{FrameError, MAX_FRAME_LEN, encode_data, encode_hello},
+    test_frames::{
+        encode_ack, encode_data, encode_hello, encode_hello_ack, own_hello, own_hello_ack,
+    },
     test_net::{config, disc, secs, topo},
     *,
 };
-use crate::{connector::RouteFlags, outcome::FailReason, time::Duration, topology::TopologyError};
+use crate::{
+    bus::stream::make_seq, connector::RouteFlags, outcome::FailReason, time::Duration,
+    topology::TopologyError, wire::DecodeError,
+};
 
 fn drain(node: &mut Node) -> Vec<Output> {
     core::iter::from_fn(|| node.poll_output()).collect()
@@ -53,7 +58,7 @@ fn acceptor_replies_hello_and_learns_the_peer() {
         vec![
             Output::Transmit {
                 link,
-                bytes: encode_hello(NodeId(0x102))
+                bytes: own_hello_ack(&node, Ok(()))
             },
             Output::Event(Event::LinkUp {
                 link,
@@ -84,11 +89,19 @@ fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
                 msg_type: 9,
                 payload: Bytes::from_static(b"abc"),
             },
+            Output::Transmit {
+                link,
+                bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(1, 1)),
+            },
             Output::Received {
                 from: NodeId(0x105),
                 via: NodeId(0x101),
                 msg_type: 10,
                 payload: Bytes::new(),
+            },
+            Output::Transmit {
+                link,
+                bytes: encode_ack(NodeId(0x105), NodeId(0x102), make_seq(1, 1)),
             },
         ]
     );
@@ -97,45 +110,59 @@ fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
 #[test]
 fn malformed_oversized_and_out_of_order_frames_close_the_link() {
     let mut node = root(0x102);
-    let cases: Vec<(Vec<u8>, LinkError, bool)> = vec![
+    let max = crate::wire::DEFAULT_MAX_FRAME;
+    let too_long = u32::try_from(max + 1).unwrap().to_le_bytes().to_vec();
+    let cases: Vec<(Vec<u8>, LinkError, bool, bool)> = vec![
         (
-            vec![0, 0, 0, 1, 0x7f],
-            LinkError::Frame(FrameError::UnknownKind(0x7f)),
+            vec![8, 0, 0, 0, 1, 0x7f, 0, 0],
+            LinkError::Frame(DecodeError::UnknownKind { kind: 0x7f }),
+            false,
             false,
         ),
-        (vec![0, 0, 0, 0], LinkError::Frame(FrameError::Empty), false),
         (
-            (u32::try_from(MAX_FRAME_LEN).unwrap() + 1)
-                .to_be_bytes()
-                .to_vec(),
-            LinkError::Frame(FrameError::TooLong {
-                len: MAX_FRAME_LEN + 1,
-                max: MAX_FRAME_LEN,
-            }),
+            vec![0, 0, 0, 0],
+            LinkError::Frame(DecodeError::BadLength { len: 0 }),
+            false,
+            false,
+        ),
+        (
+            too_long,
+            LinkError::Frame(DecodeError::FrameTooLarge { len: max + 1, max }),
+            false,
             false,
         ),
         (
             encode_data(NodeId(1), NodeId(0x102), 1, 0, b"x").to_vec(),
             LinkError::DataBeforeHello,
             false,
+            false,
         ),
         (
             encode_hello(NodeId(0)).to_vec(),
             LinkError::InvalidPeerId(NodeId(0)),
             false,
+            true,
         ),
         (
             encode_hello(NodeId(0x102)).to_vec(),
             LinkError::InvalidPeerId(NodeId(0x102)),
             false,
+            true,
         ),
         (
             encode_hello(NodeId(0x103)).to_vec(),
             LinkError::UnexpectedHello,
             true,
+            false,
+        ),
+        (
+            encode_hello_ack(NodeId(0x103)).to_vec(),
+            LinkError::UnexpectedFrame(crate::wire::FrameKind::HelloAck),
+            false,
+            false,
         ),
     ];
-    for (bytes, reason, after_hello) in cases {
+    for (bytes, reason, after_hello, refused) in cases {
         let link = if after_hello {
             accepted_up(&mut node, 0x101)
         } else {
@@ -143,7 +170,18 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
         };
         node.handle_received(secs(0), link, &bytes);
         let peer = after_hello.then_some(0x101);
-        assert_eq!(drain(&mut node), rejected(link, reason, peer), "{reason:?}");
+        let mut expected = rejected(link, reason.clone(), peer);
+        if refused {
+            let refusal = own_hello_ack(&node, Err(crate::wire::RefuseReason::InvalidHello));
+            expected.insert(
+                0,
+                Output::Transmit {
+                    link,
+                    bytes: refusal,
+                },
+            );
+        }
+        assert_eq!(drain(&mut node), expected, "{reason:?}");
         assert_eq!(node.link_peer(link), None);
         // The link is forgotten: more bytes are ignored.
         node.handle_received(secs(0), link, &bytes);
@@ -177,10 +215,10 @@ fn a_dialled_peer_lying_about_its_id_is_closed_and_counts_as_a_failed_dial() {
         drain(&mut node),
         vec![Output::Transmit {
             link,
-            bytes: encode_hello(NodeId(0x201))
+            bytes: own_hello(&node)
         }]
     );
-    node.handle_received(secs(0), link, &encode_hello(NodeId(0x2ff)));
+    node.handle_received(secs(0), link, &encode_hello_ack(NodeId(0x2ff)));
     assert_eq!(
         drain(&mut node),
         rejected(
@@ -263,12 +301,12 @@ fn invalid_sends_are_typed_errors_and_accept_nothing() {
     );
     assert_eq!(node.endpoints().len(), 0);
     assert!(node.route(NodeId(0x103)).is_none());
-    let big = Bytes::from(vec![0u8; frame::MAX_PAYLOAD_LEN + 1]);
+    let big = Bytes::from(vec![0u8; ops::MAX_PAYLOAD_LEN + 1]);
     assert_eq!(
         node.send(secs(0), Target::Id(NodeId(0x101)), 1, big),
         Err(SendError::PayloadTooLarge {
-            len: frame::MAX_PAYLOAD_LEN + 1,
-            max: frame::MAX_PAYLOAD_LEN
+            len: ops::MAX_PAYLOAD_LEN + 1,
+            max: ops::MAX_PAYLOAD_LEN
         })
     );
     assert_eq!(drain(&mut node), vec![]);
@@ -417,13 +455,27 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
         from,
         &encode_data(NodeId(0x101), NodeId(0x103), 5, io::MAX_HOPS, b"loop"),
     );
+    // Dropped, and the source is told (on the link the frame came from).
     assert_eq!(
         drain(&mut node),
-        vec![Output::Event(Event::ForwardDropped {
-            src: NodeId(0x101),
-            dst: NodeId(0x103),
-            msg_type: 5
-        })]
+        vec![
+            Output::Event(Event::ForwardDropped {
+                src: NodeId(0x101),
+                dst: NodeId(0x103),
+                msg_type: 5
+            }),
+            Output::Transmit {
+                link: from,
+                bytes: super::test_frames::bytes(&crate::wire::Frame::Unreachable(
+                    crate::wire::Unreachable {
+                        src: NodeId(0x101),
+                        dst: NodeId(0x103),
+                        seq: make_seq(1, 1),
+                        reason: crate::wire::UnreachableReason::HopLimit,
+                    }
+                )),
+            },
+        ]
     );
     node.handle_received(
         secs(0),

@@ -14,7 +14,7 @@ use proptest::{
 };
 
 use super::{
-    frame::{encode_data, encode_hello},
+    test_frames::{bytes, encode_data, encode_hello, encode_hello_ack},
     test_net::{config, disc, topo},
     *,
 };
@@ -73,6 +73,16 @@ enum Op {
     Advance {
         ms: u64,
     },
+    /// The peer on link `k` acknowledges the `i`-th `Data` frame this node transmitted.
+    AckIn {
+        k: usize,
+        i: usize,
+    },
+    /// A relay on link `k` reports the `i`-th transmitted `Data` frame unreachable.
+    UnreachableIn {
+        k: usize,
+        i: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -91,6 +101,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..4, any::<u8>()).prop_map(|(k, byte)| Op::Garbage { k, byte }),
         1 => (0usize..4, id).prop_map(|(k, dst)| Op::DataIn { k, dst }),
         3 => (0u64..20_000).prop_map(|ms| Op::Advance { ms }),
+        3 => (0usize..4, 0usize..64).prop_map(|(k, i)| Op::AckIn { k, i }),
+        1 => (0usize..4, 0usize..64).prop_map(|(k, i)| Op::UnreachableIn { k, i }),
     ]
 }
 
@@ -103,6 +115,8 @@ struct Driver {
     links: Vec<LinkId>,
     /// Outcomes seen per accepted message.
     outcomes: BTreeMap<MsgId, u32>,
+    /// (dst, seq) of every `Data` frame this node originated.
+    transmitted: Vec<(NodeId, u64)>,
 }
 
 impl Driver {
@@ -121,7 +135,16 @@ impl Driver {
                     *count += 1;
                     prop_assert_eq!(*count, 1, "{} ended twice", msg);
                 }
-                Output::Transmit { .. } | Output::Received { .. } | Output::Event(_) => {}
+                Output::Transmit { bytes, .. } => {
+                    if let Ok(crate::wire::Decoded::Frame(crate::wire::Frame::Data(d), _)) =
+                        crate::wire::decode(&bytes, crate::wire::DEFAULT_MAX_FRAME)
+                    {
+                        if d.src == NodeId(OWN) {
+                            self.transmitted.push((d.dst, d.seq));
+                        }
+                    }
+                }
+                Output::Received { .. } | Output::Event(_) => {}
             }
         }
         Ok(())
@@ -167,7 +190,7 @@ impl Driver {
                 if ok {
                     self.node.handle_connected(now, link);
                     let id = if claim == 0 { peer } else { NodeId(claim) };
-                    self.node.handle_received(now, link, &encode_hello(id));
+                    self.node.handle_received(now, link, &encode_hello_ack(id));
                     self.links.push(link);
                 } else {
                     self.node.handle_connect_failed(now, link);
@@ -196,6 +219,27 @@ impl Driver {
                     let link = self.links[k % self.links.len()];
                     let frame = encode_data(NodeId(5), NodeId(dst), 3, 0, b"in");
                     self.node.handle_received(now, link, &frame);
+                }
+            }
+            Op::AckIn { k, i } | Op::UnreachableIn { k, i } => {
+                if !self.links.is_empty() && !self.transmitted.is_empty() {
+                    let link = self.links[k % self.links.len()];
+                    let (dst, seq) = self.transmitted[i % self.transmitted.len()];
+                    let frame = if matches!(op, Op::AckIn { .. }) {
+                        crate::wire::Frame::Ack(crate::wire::Ack {
+                            src: NodeId(OWN),
+                            dst,
+                            seq,
+                        })
+                    } else {
+                        crate::wire::Frame::Unreachable(crate::wire::Unreachable {
+                            src: NodeId(OWN),
+                            dst,
+                            seq,
+                            reason: crate::wire::UnreachableReason::NoRoute,
+                        })
+                    };
+                    self.node.handle_received(now, link, &bytes(&frame));
                 }
             }
             Op::Advance { ms } => {
@@ -304,6 +348,7 @@ proptest! {
             dials: Vec::new(),
             links: Vec::new(),
             outcomes: BTreeMap::new(),
+            transmitted: Vec::new(),
         };
         d.drain()?;
         for op in ops {

@@ -5,13 +5,13 @@ use alloc::string::String;
 
 use bytes::Bytes;
 
-use super::frame::FrameError;
 use crate::{
     connector::RouteEvent,
     discovery::{DiscoveryInfo, Filter, TopologyInfo},
     ids::{LinkId, MsgId, NodeId},
     outcome::Outcome,
     topology::TopologyError,
+    wire::{DecodeError, FrameKind, RefuseReason},
 };
 
 /// Whom a `send` is for.
@@ -156,8 +156,16 @@ pub enum Event {
         /// What was wrong.
         reason: LinkError,
     },
+    /// A peer's handshake carried another incarnation than the one seen before: it
+    /// restarted. Messages it had not acknowledged ended `Unknown(TargetRestarted)`.
+    PeerRestarted {
+        /// The peer.
+        peer: NodeId,
+        /// Its new incarnation.
+        incarnation: u64,
+    },
     /// A message for another node arrived here and could not be forwarded (no ready link
-    /// towards `dst`). v1 has no way to tell the sender; the bus issue adds `Unreachable`.
+    /// towards `dst`, or its hop limit was reached); an `Unreachable` went back toward `src`.
     ForwardDropped {
         /// Original sender.
         src: NodeId,
@@ -171,12 +179,26 @@ pub enum Event {
 }
 
 /// Why a link was closed by this node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LinkError {
     /// The byte stream did not decode.
     #[error("malformed frame: {0}")]
-    Frame(#[from] FrameError),
+    Frame(#[from] DecodeError),
+    /// This node refused the peer's handshake (a `HelloAck` with the reason went back to an
+    /// accepted link before it was closed).
+    #[error("handshake refused: {0:?}")]
+    Refused(RefuseReason),
+    /// The peer refused our handshake.
+    #[error("the peer refused the handshake: {0:?}")]
+    RefusedByPeer(RefuseReason),
+    /// The peer stayed silent through `heartbeat_dead_after` pings (a half-open link).
+    #[error("no answer to {0} heartbeats")]
+    HeartbeatTimeout(u32),
+    /// A frame this side of the link never expects (a `HelloAck` on an accepted link, a
+    /// registry frame on a bus link).
+    #[error("unexpected {0:?} frame")]
+    UnexpectedFrame(FrameKind),
     /// The peer we dialled introduced itself as another node.
     #[error("dialled {expected} but the peer says it is {claimed}")]
     PeerIdMismatch {

@@ -1,0 +1,345 @@
+//! The bus on one node, byte for byte: handshake refusals, heartbeats, receiver dedup, and
+//! a target restart ending unacknowledged messages `Unknown(TargetRestarted)`.
+
+use alloc::{vec, vec::Vec};
+
+use bytes::Bytes;
+
+use super::{
+    test_frames::{bytes, encode_ack, encode_data_seq, encode_hello, own_hello_ack},
+    test_net::{config, secs},
+    *,
+};
+use crate::{
+    bus::{
+        handshake::{PROTOCOL_VERSIONS, proof},
+        stream::{make_seq, seq_counter, seq_tag},
+    },
+    outcome::FailReason,
+    wire::{self, Decoded, Frame, RefuseReason, VersionRange},
+};
+
+fn drain(node: &mut Node) -> Vec<Output> {
+    core::iter::from_fn(|| node.poll_output()).collect()
+}
+
+fn hello(id: u64, incarnation: u64, versions: VersionRange, proof: Option<wire::Proof>) -> Bytes {
+    bytes(&Frame::Hello(wire::Hello {
+        node: NodeId(id),
+        incarnation,
+        versions,
+        name: "peer",
+        proof,
+    }))
+}
+
+fn refused(node: &Node, link: LinkId, reason: RefuseReason, ack: Bytes) -> Vec<Output> {
+    let _ = node;
+    vec![
+        Output::Transmit { link, bytes: ack },
+        Output::Event(Event::LinkRejected {
+            link,
+            reason: LinkError::Refused(reason),
+        }),
+        Output::Close { link },
+        Output::Event(Event::LinkClosed { link, peer: None }),
+    ]
+}
+
+#[test]
+fn a_peer_without_a_common_version_is_refused_with_the_reason() {
+    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(
+        secs(0),
+        link,
+        &hello(0x101, 1, VersionRange { min: 2, max: 4 }, None),
+    );
+    let ack = own_hello_ack(&node, Err(RefuseReason::VersionMismatch));
+    assert_eq!(
+        drain(&mut node),
+        refused(&node, link, RefuseReason::VersionMismatch, ack)
+    );
+    assert_eq!(node.link_count(), 0);
+}
+
+#[test]
+fn a_peer_of_another_cluster_is_refused_and_the_right_token_is_accepted() {
+    let mut c = config(0x102, 0, 2, false);
+    c.cluster_token = "blue".into();
+    let mut node = Node::new(c, secs(0)).unwrap();
+    let own_ack = |node: &Node, result| {
+        bytes(&Frame::HelloAck(wire::HelloAck {
+            node: node.id(),
+            incarnation: node.incarnation(),
+            versions: PROTOCOL_VERSIONS,
+            name: "node-102",
+            proof: proof(b"blue", node.id(), node.incarnation()),
+            result,
+        }))
+    };
+    for wrong in [proof(b"red", NodeId(0x101), 9), None] {
+        let link = node.handle_accepted(secs(0));
+        node.handle_received(secs(0), link, &hello(0x101, 9, PROTOCOL_VERSIONS, wrong));
+        let ack = own_ack(&node, Err(RefuseReason::WrongCluster));
+        assert_eq!(
+            drain(&mut node),
+            refused(&node, link, RefuseReason::WrongCluster, ack)
+        );
+    }
+    let link = node.handle_accepted(secs(0));
+    let right = proof(b"blue", NodeId(0x101), 9);
+    node.handle_received(secs(0), link, &hello(0x101, 9, PROTOCOL_VERSIONS, right));
+    assert_eq!(
+        drain(&mut node),
+        vec![
+            Output::Transmit {
+                link,
+                bytes: own_ack(&node, Ok(()))
+            },
+            Output::Event(Event::LinkUp {
+                link,
+                peer: NodeId(0x101)
+            }),
+        ]
+    );
+}
+
+#[test]
+fn a_second_link_for_a_live_id_is_refused_unless_it_is_the_same_incarnation() {
+    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let first = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), first, &hello(0x101, 7, PROTOCOL_VERSIONS, None));
+    drain(&mut node);
+    // Another life of 0x101 while the first link is up: refused.
+    let impostor = node.handle_accepted(secs(1));
+    node.handle_received(secs(1), impostor, &hello(0x101, 8, PROTOCOL_VERSIONS, None));
+    let ack = own_hello_ack(&node, Err(RefuseReason::DuplicateId));
+    assert_eq!(
+        drain(&mut node),
+        refused(&node, impostor, RefuseReason::DuplicateId, ack)
+    );
+    // The same life dialling again (a parallel link): accepted; the lowest link carries
+    // traffic.
+    let parallel = node.handle_accepted(secs(1));
+    node.handle_received(secs(1), parallel, &hello(0x101, 7, PROTOCOL_VERSIONS, None));
+    assert_eq!(
+        drain(&mut node),
+        vec![
+            Output::Transmit {
+                link: parallel,
+                bytes: own_hello_ack(&node, Ok(()))
+            },
+            Output::Event(Event::LinkUp {
+                link: parallel,
+                peer: NodeId(0x101)
+            }),
+        ]
+    );
+    assert_eq!(node.link_to(NodeId(0x101)), Some(first));
+}
+
+#[test]
+fn a_silent_link_is_pinged_then_closed_at_the_exact_instant() {
+    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let link = node.handle_accepted(secs(1));
+    node.handle_received(secs(1), link, &encode_hello(NodeId(0x101)));
+    drain(&mut node);
+    let ping = |nonce| Output::Transmit {
+        link,
+        bytes: bytes(&Frame::Ping(wire::Ping { nonce })),
+    };
+    for (k, at) in [(1, 3), (2, 5), (3, 7)] {
+        assert_eq!(node.poll_timeout(), Some(secs(at)));
+        node.handle_timeout(secs(at));
+        assert_eq!(drain(&mut node), vec![ping(k)]);
+    }
+    // A ping from the peer is answered and counts as life... but only for the peer's side;
+    // here the peer stays silent: dead at 1 + 2 × (3 + 1) = 9 s.
+    assert_eq!(node.poll_timeout(), Some(secs(9)));
+    node.handle_timeout(secs(9) - crate::time::Duration::from_nanos(1));
+    assert_eq!(drain(&mut node), vec![]);
+    node.handle_timeout(secs(9));
+    assert_eq!(
+        drain(&mut node),
+        vec![
+            Output::Event(Event::LinkRejected {
+                link,
+                reason: LinkError::HeartbeatTimeout(3)
+            }),
+            Output::Close { link },
+            Output::Event(Event::LinkClosed {
+                link,
+                peer: Some(NodeId(0x101))
+            }),
+        ]
+    );
+    assert_eq!(node.poll_timeout(), None);
+}
+
+#[test]
+fn pings_are_answered_and_any_frame_keeps_a_link_alive() {
+    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, &encode_hello(NodeId(0x101)));
+    drain(&mut node);
+    node.handle_received(
+        secs(1),
+        link,
+        &bytes(&Frame::Ping(wire::Ping { nonce: 77 })),
+    );
+    assert_eq!(
+        drain(&mut node),
+        vec![Output::Transmit {
+            link,
+            bytes: bytes(&Frame::Pong(wire::Pong { nonce: 77 }))
+        }]
+    );
+    assert_eq!(node.poll_timeout(), Some(secs(3)));
+}
+
+#[test]
+fn the_receiver_delivers_each_message_once_in_order_and_acks_every_batch() {
+    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, &encode_hello(NodeId(0x101)));
+    drain(&mut node);
+    let data = |counter| {
+        encode_data_seq(
+            NodeId(0x101),
+            NodeId(0x102),
+            make_seq(5, counter),
+            9,
+            0,
+            b"m",
+        )
+    };
+    let ack = |counter| Output::Transmit {
+        link,
+        bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(5, counter)),
+    };
+    let got = Output::Received {
+        from: NodeId(0x101),
+        via: NodeId(0x101),
+        msg_type: 9,
+        payload: Bytes::from_static(b"m"),
+    };
+    node.handle_received(secs(0), link, &data(1));
+    assert_eq!(drain(&mut node), vec![got.clone(), ack(1)]);
+    // A retransmitted duplicate is dropped and acked again.
+    node.handle_received(secs(0), link, &data(1));
+    assert_eq!(drain(&mut node), vec![ack(1)]);
+    // A gap is not delivered out of order.
+    node.handle_received(secs(0), link, &data(3));
+    assert_eq!(drain(&mut node), vec![ack(1)]);
+    // One batch of two frames: two deliveries, one coalesced ack.
+    let mut batch = data(2).to_vec();
+    batch.extend_from_slice(&data(3));
+    node.handle_received(secs(0), link, &batch);
+    assert_eq!(drain(&mut node), vec![got.clone(), got, ack(3)]);
+}
+
+/// The seq of the `Data` frame in `out`, if it is one.
+fn data_seq(out: &Output) -> Option<u64> {
+    let Output::Transmit { bytes, .. } = out else {
+        return None;
+    };
+    match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
+        Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh_stream() {
+    let mut c = config(0x201, 0x202, 0, false);
+    c.upstream_address = "tcp://up".into();
+    let mut node = Node::new(c, secs(0)).unwrap();
+    let hello_ack = |incarnation| {
+        bytes(&Frame::HelloAck(wire::HelloAck {
+            node: NodeId(0x202),
+            incarnation,
+            versions: PROTOCOL_VERSIONS,
+            name: "up",
+            proof: None,
+            result: Ok(()),
+        }))
+    };
+    let connect = |node: &mut Node| {
+        drain(node)
+            .into_iter()
+            .find_map(|o| match o {
+                Output::Connect { link, .. } => Some(link),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let first = connect(&mut node);
+    node.handle_connected(secs(0), first);
+    node.handle_received(secs(0), first, &hello_ack(1111));
+    drain(&mut node);
+    let target = Target::Id(NodeId(0x202));
+    let m1 = node
+        .send(secs(0), target, 1, Bytes::from_static(b"one"))
+        .unwrap();
+    let old_seq = drain(&mut node).iter().find_map(data_seq).unwrap();
+    assert_eq!(seq_counter(old_seq), 1);
+    assert_eq!(node.unacked(NodeId(0x202)), 1);
+    // The link drops before the ack; the next message queues.
+    node.handle_closed(secs(1), first);
+    drain(&mut node);
+    let m2 = node
+        .send(secs(1), target, 2, Bytes::from_static(b"two"))
+        .unwrap();
+    assert_eq!(node.pending(NodeId(0x202)), 1);
+    // The upstream redial (the stream's retransmission timer fires first, with no route:
+    // nothing is sent).
+    assert_eq!(node.poll_timeout(), Some(secs(2)));
+    node.handle_timeout(secs(2));
+    assert_eq!(drain(&mut node), vec![]);
+    let redial = node.poll_timeout().unwrap();
+    assert_eq!(redial, secs(3));
+    node.handle_timeout(redial);
+    // The upstream comes back as a new incarnation.
+    let second = connect(&mut node);
+    node.handle_connected(redial, second);
+    drain(&mut node);
+    node.handle_received(redial, second, &hello_ack(2222));
+    let outs = drain(&mut node);
+    assert_eq!(
+        outs[..2],
+        [
+            Output::Outcome {
+                msg: m1,
+                outcome: Outcome::Unknown(FailReason::TargetRestarted)
+            },
+            Output::Event(Event::PeerRestarted {
+                peer: NodeId(0x202),
+                incarnation: 2222
+            }),
+        ]
+    );
+    let seqs: Vec<u64> = outs.iter().filter_map(data_seq).collect();
+    assert_eq!(seqs.len(), 1, "only m2 goes out: {outs:?}");
+    assert_eq!(seq_counter(seqs[0]), 1);
+    assert_ne!(seq_tag(seqs[0]), seq_tag(old_seq));
+    assert!(
+        !outs
+            .iter()
+            .any(|o| matches!(o, Output::Outcome { msg, .. } if *msg == m2))
+    );
+    // Its ack makes it Delivered.
+    node.handle_received(
+        redial,
+        second,
+        &encode_ack(NodeId(0x201), NodeId(0x202), seqs[0]),
+    );
+    assert_eq!(
+        drain(&mut node),
+        vec![Output::Outcome {
+            msg: m2,
+            outcome: Outcome::Delivered
+        }]
+    );
+    assert_eq!(node.unacked(NodeId(0x202)), 0);
+}
