@@ -50,8 +50,10 @@ impl Connector {
             return Err(RouteError::InvalidTarget);
         }
         let existed = self.records.contains_key(&target);
+        let mut had_endpoint = false;
         if existed {
             let r = self.records.get_mut(&target).expect("checked above");
+            had_endpoint = r.endpoint;
             r.endpoint = true;
             if r.has(RouteFlags::ACTIVE) {
                 return Ok(());
@@ -69,7 +71,13 @@ impl Connector {
                 Ok(())
             }
             Err(e) => {
-                if !existed {
+                if existed {
+                    // A hop record that stays a hop: the refused send must not leave it
+                    // claiming an endpoint the owner never bound.
+                    if let Some(r) = self.records.get_mut(&target) {
+                        r.endpoint = had_endpoint;
+                    }
+                } else {
                     self.discard_new(target);
                 }
                 Err(e)

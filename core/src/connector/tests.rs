@@ -769,3 +769,21 @@ fn config_jitter_percent_zero_means_no_jitter() {
         Jitter::Proportional { percent: 20 }
     );
 }
+
+/// Found by the node proptest: a send to a node that is only a hop record (here the child
+/// 0x5 that carried the route to 0x3, then moved to another tree) is refused with `NoRoute`;
+/// the hop record must not keep claiming an endpoint nobody bound.
+#[test]
+fn refused_send_to_a_hop_record_leaves_it_a_hop() {
+    let mut h = H::new(0x1, 0, 2, false);
+    h.topo_put(0x3, 0x5);
+    h.topo_put(0x5, 0x1);
+    assert_eq!(h.open(0x3), Ok(()));
+    assert_eq!(h.c.view(n(0x3)).map(|v| v.proxy), Some(Some(n(0x5))));
+    h.topo_put(0x5, 0x2);
+    assert_eq!(h.open(0x5), Err(RouteError::NoRoute));
+    let hop = h.c.view(n(0x5)).expect("still the hop of 0x3's record");
+    assert!(!hop.endpoint);
+    assert!(!hop.flags.contains(A));
+    assert!(!h.c.has_endpoint(n(0x5)));
+}
