@@ -6,6 +6,101 @@
 //! effect is a value the driver acts on. Adapters (`switchboard-tokio`, `switchboard-mio`) bind
 //! it to sockets and registries.
 //!
+//! # Driving a node
+//!
+//! One way in — `handle_*` calls and the `send` / `shutdown` commands, each with `now` — and
+//! one way out: after every call, drain [`node::Node::poll_output`] until `None` and act on
+//! each [`node::Output`] (dial, write bytes, close, hand a message to the application, report
+//! an outcome), then arm one timer at [`node::Node::poll_timeout`] and call
+//! `handle_timeout(now)` when it fires. Every due deadline is handled by that one call;
+//! spurious calls are no-ops; time going backwards is clamped.
+//!
+//! Below, two nodes run in one hand-written loop: "links" are in-memory byte hand-offs and
+//! the registry is two events. A real driver replaces the hand-offs with sockets.
+//!
+//! ```
+//! use std::collections::VecDeque;
+//!
+//! use bytes::Bytes;
+//! use switchboard_core::{
+//!     config::Config,
+//!     discovery::{DiscoveryInfo, TopologyInfo},
+//!     ids::{LinkId, NodeId},
+//!     node::{Node, Output, RegistryEvent, Target},
+//!     outcome::Outcome,
+//!     time::Instant,
+//! };
+//!
+//! let (a, b) = (NodeId(0x201), NodeId(0x202));
+//! let make = |id: NodeId, name: &str| {
+//!     let mut config = Config::new(id, name);
+//!     config.listen = vec![format!("mem://{name}")];
+//!     config.topology_policy.allow_direct_connection = true;
+//!     Node::new(config, Instant::ZERO).expect("a valid config")
+//! };
+//! let mut nodes = [make(a, "a"), make(b, "b")];
+//!
+//! // The registry tells both nodes about both nodes (what a registry client or etcd does).
+//! for (revision, (id, name)) in [(a, "a"), (b, "b")].into_iter().enumerate() {
+//!     let revision = revision as u64 + 1;
+//!     let info = DiscoveryInfo {
+//!         id, name: name.into(), listen: vec![format!("mem://{name}")], revision,
+//!         ..DiscoveryInfo::default()
+//!     };
+//!     let topo = TopologyInfo { id, name: name.into(), revision, ..TopologyInfo::default() };
+//!     for node in &mut nodes {
+//!         node.handle_registry(Instant::ZERO, RegistryEvent::TopologyPut(topo.clone()));
+//!         node.handle_registry(Instant::ZERO, RegistryEvent::DiscoveryPut(info.clone()));
+//!     }
+//! }
+//!
+//! // The driver: drain outputs into actions until nothing moves. Each entry of `links` is
+//! // one connection: (dialler, its link id, acceptor, its link id).
+//! let mut links: Vec<(usize, LinkId, usize, LinkId)> = Vec::new();
+//! let mut delivered = Vec::new();
+//! let mut outcomes = Vec::new();
+//! let mut drive = |nodes: &mut [Node; 2], now: Instant| loop {
+//!     let mut moved = false;
+//!     for i in 0..2 {
+//!         while let Some(output) = nodes[i].poll_output() {
+//!             moved = true;
+//!             match output {
+//!                 Output::Connect { link, addr, .. } => {
+//!                     let j = if addr == "mem://a" { 0 } else { 1 };
+//!                     let accepted = nodes[j].handle_accepted(now);
+//!                     links.push((i, link, j, accepted));
+//!                     nodes[i].handle_connected(now, link);
+//!                 }
+//!                 Output::Transmit { link, bytes } => {
+//!                     let (to, to_link) = links.iter().find_map(|&(x, lx, y, ly)| {
+//!                         if (x, lx) == (i, link) { Some((y, ly)) }
+//!                         else if (y, ly) == (i, link) { Some((x, lx)) }
+//!                         else { None }
+//!                     }).expect("bytes only go out on links the driver opened");
+//!                     nodes[to].handle_received(now, to_link, &bytes);
+//!                 }
+//!                 Output::Received { from, payload, .. } => delivered.push((from, payload)),
+//!                 Output::Outcome { msg, outcome } => outcomes.push((msg, outcome)),
+//!                 _ => {} // Close, Event: a real driver closes sockets and logs.
+//!             }
+//!         }
+//!     }
+//!     if !moved {
+//!         break;
+//!     }
+//! };
+//!
+//! let now = Instant::from_millis(1);
+//! let msg = nodes[0].send(now, Target::Name("b"), 7, Bytes::from_static(b"hello b"))?;
+//! drive(&mut nodes, now);
+//! assert_eq!(delivered, [(a, Bytes::from_static(b"hello b"))]);
+//! assert_eq!(outcomes, [(msg, Outcome::Delivered)]); // acknowledged by b
+//!
+//! // Nothing is due but the links' heartbeats, 2 s after their last traffic.
+//! assert_eq!(nodes[0].poll_timeout(), Some(Instant::from_millis(2_001)));
+//! # Ok::<(), switchboard_core::node::SendError>(())
+//! ```
+//!
 //! # Module tour
 //!
 //! - [`time`], [`ids`], [`rng`]: the vocabulary — virtual time, typed ids, seeded randomness.
@@ -26,12 +121,16 @@
 //!   the routing decision, reactions to topology, discovery and link events, reconnect
 //!   timers and the ready/unready/removal cascade through proxies — pure logic returning
 //!   effects.
-//! - [`node`]: the `Node` facade — links, the handshake by id, v1 framing, forwarding,
-//!   sends and their outcomes — behind `handle_*` / `poll_output` / `poll_timeout`.
 //! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
 //!   buffers, a total decoder, and stream reassembly.
-//!
-//! The bus (acks, heartbeats) and registry clients build on these in later modules.
+//! - [`bus`]: the link protocol's state machines — handshake checks (versions, cluster
+//!   proof, incarnations), heartbeats, and per-stream sequencing, acks and retransmission.
+//! - [`node`]: the `Node` facade composing all of the above — links, forwarding through
+//!   proxies, sends and their honest outcomes — behind `handle_*` / `poll_*`.
+//! - [`registry`]: the embedded registry's server and client machines and the pure parts of
+//!   the etcd backend, all producing the same `RegistryEvent`s.
+//! - `sim` (feature `sim`): the deterministic multi-node simulator the scenario tests,
+//!   fuzz targets and seed runner drive.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
