@@ -34,7 +34,7 @@ mod types;
 pub mod view;
 
 #[cfg(test)]
-mod pump;
+pub(crate) mod pump;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
