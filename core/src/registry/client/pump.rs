@@ -98,6 +98,28 @@ impl Pump {
         self.settle();
     }
 
+    /// Replaces client `i` by a fresh one (a restarted node), connecting now.
+    pub(crate) fn restart_client(&mut self, i: usize, config: ClientConfig) {
+        if let (Some(conn), Some(server)) = (self.slots[i].conn.take(), self.server.as_mut()) {
+            server.handle_closed(self.now, conn);
+        }
+        self.slots[i].client = Some(RegistryClient::new(config, self.now));
+        self.settle();
+    }
+
+    /// The transport drops client `i`'s connection: both ends see a close.
+    pub(crate) fn drop_link(&mut self, i: usize) {
+        if let Some(conn) = self.slots[i].conn.take() {
+            if let Some(server) = self.server.as_mut() {
+                server.handle_closed(self.now, conn);
+            }
+            if let Some(c) = self.slots[i].client.as_mut() {
+                c.handle_closed(self.now);
+            }
+        }
+        self.settle();
+    }
+
     /// Kills the server: every client sees its connection close.
     pub(crate) fn kill_server(&mut self) {
         self.server = None;
