@@ -2,7 +2,7 @@
 //!
 //! The client dials the registry ([`ClientOutput::Connect`]), registers the node's records on
 //! every connection, merges what the registry sends into its view of the peers, and hands the
-//! node the [`RegistryEvent`]s that view's changes amount to — the same events the etcd
+//! node the [`RegistryEvent`](crate::node::RegistryEvent)s that view's changes amount to — the same events the etcd
 //! backend produces, so the node cannot tell them apart.
 //!
 //! # Rules
@@ -74,9 +74,15 @@ enum Phase {
 enum Incoming {
     Snapshot(Box<Snapshot>),
     Put(Box<Put>),
-    Delete { epoch: u64, revision: u64, key: EntryKey },
+    Delete {
+        epoch: u64,
+        revision: u64,
+        key: EntryKey,
+    },
     Heartbeat,
-    Refused { holder: u64 },
+    Refused {
+        holder: u64,
+    },
     Bye,
     Other(FrameKind),
 }

@@ -17,10 +17,6 @@ pub(crate) fn secs(s: u64) -> Instant {
     Instant::from_secs(s)
 }
 
-pub(crate) fn ms(m: u64) -> Instant {
-    Instant::from_millis(m)
-}
-
 /// A discovery record of node `id` of type `type_name`, named `n<id>`.
 pub(crate) fn disc(id: u64, type_name: &str) -> DiscoveryInfo {
     DiscoveryInfo {
@@ -45,7 +41,8 @@ pub(crate) fn topo(id: u64, upstream: u64) -> TopologyInfo {
 /// Client defaults for exact instants: backoff 1 s doubling to 8 s, no jitter.
 pub(crate) fn client_config(discovery: DiscoveryInfo, incarnation: u64) -> ClientConfig {
     let mut config = ClientConfig::new(discovery, None, incarnation);
-    config.backoff = BackoffConfig::without_jitter(Duration::from_secs(1), Duration::from_secs(8), 0);
+    config.backoff =
+        BackoffConfig::without_jitter(Duration::from_secs(1), Duration::from_secs(8), 0);
     config
 }
 
@@ -158,8 +155,7 @@ impl Pump {
                             None => client.handle_connect_failed(now),
                         },
                         ClientOutput::Transmit { bytes } => {
-                            if let (Some(conn), Some(server)) = (slot.conn, self.server.as_mut())
-                            {
+                            if let (Some(conn), Some(server)) = (slot.conn, self.server.as_mut()) {
                                 server.handle_received(now, conn, &bytes);
                             }
                         }

@@ -52,7 +52,11 @@ fn reconnects_with_backoff_while_the_registry_is_down() {
     );
     pump.start_server(ServerConfig::default(), 1);
     pump.advance(secs(23));
-    let epoch = pump.server.as_ref().map(|s| s.epoch()).expect("test: server");
+    let epoch = pump
+        .server
+        .as_ref()
+        .map(|s| s.epoch())
+        .expect("test: server");
     assert_eq!(
         pump.take_events(0),
         vec![(

@@ -66,7 +66,11 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
     pump.kill_server();
     pump.advance(secs(12));
     pump.start_server(ServerConfig::default(), 2);
-    let epoch2 = pump.server.as_ref().map(RegistryServer::epoch).expect("test: server");
+    let epoch2 = pump
+        .server
+        .as_ref()
+        .map(RegistryServer::epoch)
+        .expect("test: server");
     assert_ne!(Some(epoch2), epoch1);
     // Clients 0 and 1 failed a dial at 11 s and come back at 13 s.
     pump.advance(secs(13));
@@ -99,7 +103,11 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
     assert_eq!(pump.view(2), vec![1, 2, 3], "restarted client at 30 s");
     pump.advance(secs(43) - crate::time::Duration::from_nanos(1));
     for i in 0..2 {
-        assert_eq!(pump.view(i), vec![1, 2, 3, 4], "client {i} just before 43 s");
+        assert_eq!(
+            pump.view(i),
+            vec![1, 2, 3, 4],
+            "client {i} just before 43 s"
+        );
     }
     pump.advance(secs(60));
     // Exactly: node 3's new address, then node 4 (gone) at the end of the grace (13 + 30 s),
@@ -142,11 +150,14 @@ fn same_epoch_reconnect_diffs_directly_and_keeps_suspects() {
     pump.client(3).shutdown(); // node 4 leaves for good: its Delete is pushed at 5 s
     pump.settle();
     pump.kill_client(2); // node 3 crashes: protected, suspect
-    assert_eq!(pump.take_registry(1)[0].1, RegistryEvent::DiscoveryDelete {
-        id: crate::ids::NodeId(4),
-        name: "n4".into(),
-        revision: G1 | 5,
-    });
+    assert_eq!(
+        pump.take_registry(1)[0].1,
+        RegistryEvent::DiscoveryDelete {
+            id: crate::ids::NodeId(4),
+            name: "n4".into(),
+            revision: G1 | 5,
+        }
+    );
     pump.advance(secs(6));
     // Client 0 missed node 4's delete; the same-epoch snapshot drops it at once, node 3 is
     // listed as suspect and stays.

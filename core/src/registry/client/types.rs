@@ -61,6 +61,9 @@ impl ClientConfig {
 /// [`super::RegistryClient::poll_output`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+// Most outputs are registry events carrying a discovery record; boxing them would add an
+// allocation to the common case to shrink the rare one.
+#[allow(clippy::large_enum_variant)]
 pub enum ClientOutput {
     /// Dial the registry; report `handle_connected` or `handle_connect_failed`.
     Connect,

@@ -108,7 +108,12 @@ impl View {
         (new_epoch, self.missing.len())
     }
 
-    pub(super) fn put(&mut self, revision: u64, entry: RegistryEntry, out: &mut VecDeque<ClientOutput>) {
+    pub(super) fn put(
+        &mut self,
+        revision: u64,
+        entry: RegistryEntry,
+        out: &mut VecDeque<ClientOutput>,
+    ) {
         self.revision = self.revision.max(revision);
         if let Some(key) = EntryKey::of(&entry.discovery) {
             self.missing.remove(&key);
@@ -176,7 +181,9 @@ impl View {
         match (old.and_then(|p| p.topology.as_ref()), &topology) {
             (Some(held), Some(new)) if same_topology(held, new) => {}
             (_, Some(new)) => {
-                out.push_back(ClientOutput::Registry(RegistryEvent::TopologyPut(new.clone())));
+                out.push_back(ClientOutput::Registry(RegistryEvent::TopologyPut(
+                    new.clone(),
+                )));
             }
             (Some(held), None) => {
                 out.push_back(ClientOutput::Registry(RegistryEvent::TopologyDelete {

@@ -435,7 +435,11 @@ impl RegistryServer {
             mut discovery,
             mut topology,
         } = register;
-        if self.conns.get(&conn).is_some_and(|c| c.registered.is_some()) {
+        if self
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.registered.is_some())
+        {
             return self.fail(now, conn, ProtocolError::AlreadyRegistered);
         }
         let Some(key) = EntryKey::of(&discovery) else {

@@ -42,7 +42,13 @@ fn register_bytes(id: u64, type_name: &str, incarnation: u64) -> Vec<u8> {
 }
 
 /// The listed form of node `id` at `revision`.
-fn entry(id: u64, type_name: &str, incarnation: u64, revision: u64, suspect: bool) -> RegistryEntry {
+fn entry(
+    id: u64,
+    type_name: &str,
+    incarnation: u64,
+    revision: u64,
+    suspect: bool,
+) -> RegistryEntry {
     let mut discovery = disc(id, type_name);
     discovery.revision = revision;
     RegistryEntry {
@@ -127,7 +133,10 @@ fn register_answers_a_snapshot_and_pushes_a_put_to_the_others() {
                 snapshot(
                     &s,
                     2,
-                    vec![entry(1, "lobby", 101, 1, false), entry(2, "gate", 102, 2, false)]
+                    vec![
+                        entry(1, "lobby", 101, 1, false),
+                        entry(2, "gate", 102, 2, false)
+                    ]
                 )
             ),
             tx(a, put(&s, 2, entry(2, "gate", 102, 2, false))),
@@ -185,7 +194,10 @@ fn concern_table_limits_snapshots_and_pushes() {
                 snapshot(
                     &s,
                     2,
-                    vec![entry(1, "lobby", 101, 1, false), entry(2, "gate", 102, 2, false)]
+                    vec![
+                        entry(1, "lobby", 101, 1, false),
+                        entry(2, "gate", 102, 2, false)
+                    ]
                 )
             ),
             tx(lobby, put(&s, 2, entry(2, "gate", 102, 2, false))),
@@ -203,14 +215,26 @@ fn concern_table_limits_snapshots_and_pushes() {
                 snapshot(
                     &s,
                     3,
-                    vec![entry(1, "lobby", 101, 1, false), entry(3, "battle", 103, 3, false)]
+                    vec![
+                        entry(1, "lobby", 101, 1, false),
+                        entry(3, "battle", 103, 3, false)
+                    ]
                 )
             ),
             tx(lobby, put(&s, 3, entry(3, "battle", 103, 3, false))),
         ]
     );
     // Removal of battle (graceful bye) is pushed to lobby and not to gate.
-    s.handle_received(secs(4), battle, &bytes(Bye { reason: ByeReason::Shutdown }.into()));
+    s.handle_received(
+        secs(4),
+        battle,
+        &bytes(
+            Bye {
+                reason: ByeReason::Shutdown,
+            }
+            .into(),
+        ),
+    );
     assert_eq!(
         drain(&mut s),
         vec![
@@ -349,10 +373,23 @@ fn epoch_comes_from_the_seed_and_is_in_every_frame() {
     let a = RegistryServer::new(ServerConfig::default(), 1);
     let b = RegistryServer::new(ServerConfig::default(), 2);
     assert_ne!(a.epoch(), b.epoch());
-    assert_eq!(a.epoch(), RegistryServer::new(ServerConfig::default(), 1).epoch());
+    assert_eq!(
+        a.epoch(),
+        RegistryServer::new(ServerConfig::default(), 1).epoch()
+    );
     let mut s = a;
     let conn = join(&mut s, secs(0), 1, "x");
-    s.handle_received(secs(1), conn, &bytes(Heartbeat { epoch: 0, sequence: 9 }.into()));
+    s.handle_received(
+        secs(1),
+        conn,
+        &bytes(
+            Heartbeat {
+                epoch: 0,
+                sequence: 9,
+            }
+            .into(),
+        ),
+    );
     assert_eq!(
         drain(&mut s),
         vec![tx(
@@ -408,7 +445,13 @@ fn same_incarnation_on_a_new_connection_takes_over() {
     assert_eq!(
         drain(&mut s),
         vec![
-            tx(a, Bye { reason: ByeReason::Replaced }.into()),
+            tx(
+                a,
+                Bye {
+                    reason: ByeReason::Replaced
+                }
+                .into()
+            ),
             ServerOutput::Close { conn: a },
             registered(b, 1, true),
             tx(b, snapshot(&s, 2, vec![entry(1, "x", 101, 2, false)])),
@@ -457,14 +500,30 @@ fn update_is_pushed_to_the_concerned_and_the_node_itself() {
 fn silent_registered_connection_is_closed_and_protected() {
     let mut s = server();
     let a = join(&mut s, secs(0), 1, "x");
-    s.handle_received(secs(10), a, &bytes(Heartbeat { epoch: 0, sequence: 1 }.into()));
+    s.handle_received(
+        secs(10),
+        a,
+        &bytes(
+            Heartbeat {
+                epoch: 0,
+                sequence: 1,
+            }
+            .into(),
+        ),
+    );
     drain(&mut s);
     assert_eq!(s.poll_timeout(), Some(secs(25)));
     s.handle_timeout(secs(25));
     assert_eq!(
         drain(&mut s),
         vec![
-            tx(a, Bye { reason: ByeReason::HeartbeatTimeout }.into()),
+            tx(
+                a,
+                Bye {
+                    reason: ByeReason::HeartbeatTimeout
+                }
+                .into()
+            ),
             ServerOutput::Close { conn: a },
             ServerOutput::Event(ServerEvent::HeartbeatTimeout { conn: a }),
             ServerOutput::Event(ServerEvent::Protected {
