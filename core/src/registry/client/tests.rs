@@ -129,3 +129,55 @@ fn heartbeats_keep_a_quiet_link_open() {
     assert_eq!(pump.take_server_events().len(), 1); // the registration only
     assert!(pump.client(0).is_registered());
 }
+
+#[test]
+fn bad_input_from_the_registry_drops_the_link_and_keeps_the_view() {
+    use super::ClientError;
+    use crate::wire::{Put, RegistryEntry};
+    let mut c = RegistryClient::new(client_config(disc(1, "x"), 101), secs(0));
+    c.handle_connected(secs(0));
+    while c.poll_output().is_some() {}
+    // A Put before any snapshot.
+    let put = Put {
+        epoch: 5,
+        revision: 1,
+        entry: RegistryEntry {
+            incarnation: 2,
+            discovery: disc(2, "x"),
+            topology: None,
+            suspect: false,
+        },
+    };
+    let mut bytes = vec![];
+    wire::encode(&Frame::from(put), &mut bytes).expect("test: encodable");
+    c.handle_received(secs(1), &bytes);
+    let out: alloc::vec::Vec<ClientOutput> = core::iter::from_fn(|| c.poll_output()).collect();
+    assert_eq!(
+        out,
+        vec![
+            ClientOutput::Close,
+            ClientOutput::Event(ClientEvent::ProtocolError(ClientError::BeforeSnapshot(
+                crate::wire::FrameKind::Put
+            ))),
+            ClientOutput::Event(ClientEvent::Disconnected { retry_at: secs(2) }),
+        ]
+    );
+    assert_eq!(c.peers().count(), 0);
+    // Garbage on the next connection.
+    c.handle_timeout(secs(2));
+    assert_eq!(c.poll_output(), Some(ClientOutput::Connect));
+    c.handle_connected(secs(2));
+    while c.poll_output().is_some() {}
+    c.handle_received(secs(2), &[1, 0, 0, 0, 0, 0, 0, 0]);
+    let out: alloc::vec::Vec<ClientOutput> = core::iter::from_fn(|| c.poll_output()).collect();
+    assert_eq!(
+        out,
+        vec![
+            ClientOutput::Close,
+            ClientOutput::Event(ClientEvent::ProtocolError(ClientError::Decode(
+                crate::wire::DecodeError::BadLength { len: 1 }
+            ))),
+            ClientOutput::Event(ClientEvent::Disconnected { retry_at: secs(4) }),
+        ]
+    );
+}
