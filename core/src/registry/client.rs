@@ -1,1 +1,0 @@
-//! The embedded registry client machine (in progress).

@@ -1,0 +1,380 @@
+//! The embedded registry client: one node's connection to the registry, as a sans-IO machine.
+//!
+//! The client dials the registry ([`ClientOutput::Connect`]), registers the node's records on
+//! every connection, merges what the registry sends into its view of the peers, and hands the
+//! node the [`RegistryEvent`](crate::node::RegistryEvent)s that view's changes amount to — the same events the etcd
+//! backend produces, so the node cannot tell them apart.
+//!
+//! # Rules
+//!
+//! * **Register on connect**: `Register{incarnation, discovery, topology}` (the latest
+//!   records, including any [`update_topology`](RegistryClient::update_topology)) is the first
+//!   frame of every connection.
+//! * **Reconnect with backoff**: a failed dial, a close, a refusal, a protocol error or
+//!   `silence_timeout` without a byte from the registry schedules the next dial after
+//!   [`BackoffConfig::delay`](crate::backoff::BackoffConfig::delay) of the attempt count
+//!   (reset by every snapshot; past `max_tries` it stays at the cap — the client never gives
+//!   up). The view is kept meanwhile: no event is emitted for peers while disconnected.
+//! * **Same-epoch snapshot** (the registry did not restart): diffed against the view
+//!   directly — changed peers are put, peers absent from it are deleted (their `Delete` was
+//!   missed). Suspect entries are listed, so they stay.
+//! * **New-epoch snapshot** (the registry restarted): peers in it are put if changed; peers
+//!   of the view absent from it are **kept for `grace`**, since they may not have registered
+//!   with the new registry yet. A `Put` for one ends its grace; at the end of the grace the
+//!   rest are deleted. A peer is never deleted from the node's view during the grace.
+//! * **Revisions** are mapped so they keep increasing across epochs; see [`view`]'s docs
+//!   ([`REVISION_BITS`]).
+//! * **Events**: a put reports `TopologyPut` (if changed) before `DiscoveryPut` (if
+//!   changed); a delete reports `DiscoveryDelete` then `TopologyDelete` (if it had one). A
+//!   peer whose content did not change reports nothing. The node's own record is reported
+//!   too, as from etcd.
+//! * **Liveness**: a `Heartbeat{epoch, sequence}` every `heartbeat_interval` while connected.
+
+mod types;
+pub mod view;
+
+#[cfg(test)]
+pub(crate) mod pump;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_restart;
+
+use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
+
+pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput};
+pub use view::{Peer, REVISION_BITS};
+
+use self::view::View;
+use crate::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    registry::server::EntryKey,
+    rng::Rng,
+    time::{Instant, earliest},
+    wire::{
+        self, Bye, ByeReason, Frame, FrameKind, FrameReader, Heartbeat, Put, Register, Snapshot,
+        Update,
+    },
+};
+
+/// Where the connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting to dial at `until`.
+    Waiting { until: Instant },
+    /// `Connect` emitted, no answer yet.
+    Connecting,
+    /// Connected; `registered` once the snapshot arrived.
+    Connected { registered: bool },
+    /// [`RegistryClient::shutdown`] was called.
+    Stopped,
+}
+
+/// A frame from the registry, owned.
+enum Incoming {
+    Snapshot(Box<Snapshot>),
+    Put(Box<Put>),
+    Delete {
+        epoch: u64,
+        revision: u64,
+        key: EntryKey,
+    },
+    Heartbeat,
+    Refused {
+        holder: u64,
+    },
+    Bye,
+    Other(FrameKind),
+}
+
+/// One node's registry client machine. See the [module docs](self) for its rules.
+#[derive(Debug)]
+pub struct RegistryClient {
+    config: ClientConfig,
+    rng: Rng,
+    tries: u32,
+    phase: Phase,
+    reader: FrameReader,
+    view: View,
+    heartbeat_seq: u64,
+    next_heartbeat: Option<Instant>,
+    silence_deadline: Option<Instant>,
+    out: VecDeque<ClientOutput>,
+}
+
+impl RegistryClient {
+    /// A client that dials at once (the first output is [`ClientOutput::Connect`]).
+    #[must_use]
+    pub fn new(config: ClientConfig, _now: Instant) -> RegistryClient {
+        let mut out = VecDeque::new();
+        out.push_back(ClientOutput::Connect);
+        RegistryClient {
+            rng: Rng::new(config.seed),
+            reader: FrameReader::new(config.max_frame),
+            config,
+            tries: 0,
+            phase: Phase::Connecting,
+            view: View::default(),
+            heartbeat_seq: 0,
+            next_heartbeat: None,
+            silence_deadline: None,
+            out,
+        }
+    }
+
+    /// The peers the node has been told about (own record included), in key order.
+    pub fn peers(&self) -> impl Iterator<Item = (&EntryKey, &Peer)> + '_ {
+        self.view.peers.iter()
+    }
+
+    /// Peers kept inside the grace of a new-epoch snapshot, with their deadlines.
+    pub fn in_grace(&self) -> impl Iterator<Item = (&EntryKey, &Instant)> + '_ {
+        self.view.missing.iter()
+    }
+
+    /// The epoch of the latest snapshot.
+    #[must_use]
+    pub fn epoch(&self) -> Option<u64> {
+        self.view.epoch
+    }
+
+    /// Whether the current connection has received its snapshot.
+    #[must_use]
+    pub fn is_registered(&self) -> bool {
+        self.phase == Phase::Connected { registered: true }
+    }
+
+    /// The dial succeeded: sends `Register`.
+    pub fn handle_connected(&mut self, now: Instant) {
+        if self.phase != Phase::Connecting {
+            return;
+        }
+        self.phase = Phase::Connected { registered: false };
+        self.reader = FrameReader::new(self.config.max_frame);
+        self.next_heartbeat = Some(now + self.config.heartbeat_interval);
+        self.silence_deadline = Some(now + self.config.silence_timeout);
+        let register = Register {
+            incarnation: self.config.incarnation,
+            discovery: self.config.discovery.clone(),
+            topology: self.config.topology.clone(),
+        };
+        self.send(&register.into());
+    }
+
+    /// The dial failed: schedules the next one.
+    pub fn handle_connect_failed(&mut self, now: Instant) {
+        if self.phase == Phase::Connecting {
+            self.retry(now);
+        }
+    }
+
+    /// The connection closed: schedules the next dial. Ignored when not connected.
+    pub fn handle_closed(&mut self, now: Instant) {
+        if matches!(self.phase, Phase::Connected { .. }) {
+            self.retry(now);
+        }
+    }
+
+    /// Bytes arrived from the registry.
+    pub fn handle_received(&mut self, now: Instant, bytes: &[u8]) {
+        if !matches!(self.phase, Phase::Connected { .. }) {
+            return;
+        }
+        self.silence_deadline = Some(now + self.config.silence_timeout);
+        self.reader.push(bytes);
+        while matches!(self.phase, Phase::Connected { .. }) {
+            let incoming = match self.reader.next_frame() {
+                Ok(None) => return,
+                Ok(Some(frame)) => match frame {
+                    Frame::Snapshot(s) => Incoming::Snapshot(s),
+                    Frame::Put(p) => Incoming::Put(p),
+                    Frame::Delete(d) => Incoming::Delete {
+                        epoch: d.epoch,
+                        revision: d.revision,
+                        key: View::key_of_delete(d.id, d.name),
+                    },
+                    Frame::Heartbeat(_) => Incoming::Heartbeat,
+                    Frame::HelloAck(ack) => match ack.result {
+                        Err(_) => Incoming::Refused {
+                            holder: ack.incarnation,
+                        },
+                        Ok(()) => Incoming::Other(FrameKind::HelloAck),
+                    },
+                    Frame::Bye(_) => Incoming::Bye,
+                    other => Incoming::Other(other.kind()),
+                },
+                Err(error) => return self.fail(now, ClientError::Decode(error)),
+            };
+            self.handle_frame(now, incoming);
+        }
+    }
+
+    fn handle_frame(&mut self, now: Instant, incoming: Incoming) {
+        let registered = self.phase == Phase::Connected { registered: true };
+        match incoming {
+            Incoming::Snapshot(snapshot) => {
+                let epoch = snapshot.epoch;
+                let (new_epoch, in_grace) =
+                    self.view
+                        .snapshot(now, self.config.grace, *snapshot, &mut self.out);
+                self.phase = Phase::Connected { registered: true };
+                self.tries = 0;
+                self.event(ClientEvent::Registered {
+                    epoch,
+                    new_epoch,
+                    in_grace,
+                });
+            }
+            Incoming::Put(put) => {
+                if let Err(error) = self.check(registered, FrameKind::Put, put.epoch) {
+                    return self.fail(now, error);
+                }
+                self.view.put(put.revision, put.entry, &mut self.out);
+            }
+            Incoming::Delete {
+                epoch,
+                revision,
+                key,
+            } => {
+                if let Err(error) = self.check(registered, FrameKind::Delete, epoch) {
+                    return self.fail(now, error);
+                }
+                self.view.delete(revision, &key, &mut self.out);
+            }
+            Incoming::Heartbeat => {}
+            Incoming::Refused { holder } => {
+                self.event(ClientEvent::Refused { holder });
+                self.out.push_back(ClientOutput::Close);
+                self.retry(now);
+            }
+            Incoming::Bye => {
+                self.out.push_back(ClientOutput::Close);
+                self.retry(now);
+            }
+            Incoming::Other(kind) => self.fail(now, ClientError::Unexpected(kind)),
+        }
+    }
+
+    fn check(&self, registered: bool, kind: FrameKind, epoch: u64) -> Result<(), ClientError> {
+        if !registered {
+            return Err(ClientError::BeforeSnapshot(kind));
+        }
+        match self.view.epoch {
+            Some(expected) if expected != epoch => Err(ClientError::WrongEpoch {
+                expected,
+                got: epoch,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Fires every deadline at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.phase {
+            Phase::Waiting { until } if until <= now => {
+                self.phase = Phase::Connecting;
+                self.out.push_back(ClientOutput::Connect);
+            }
+            Phase::Connected { .. } => {
+                if self.silence_deadline.is_some_and(|d| d <= now) {
+                    self.out.push_back(ClientOutput::Close);
+                    self.retry(now);
+                } else if let Some(at) = self.next_heartbeat.filter(|d| *d <= now) {
+                    self.heartbeat_seq += 1;
+                    let beat = Heartbeat {
+                        epoch: self.view.epoch.unwrap_or(0),
+                        sequence: self.heartbeat_seq,
+                    };
+                    self.send(&beat.into());
+                    self.next_heartbeat = Some(at + self.config.heartbeat_interval);
+                }
+            }
+            _ => {}
+        }
+        self.view.expire(now, &mut self.out);
+    }
+
+    /// The next deadline; call [`handle_timeout`](Self::handle_timeout) then.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let link = match self.phase {
+            Phase::Waiting { until } => Some(until),
+            Phase::Connected { .. } => earliest(self.next_heartbeat, self.silence_deadline),
+            Phase::Connecting | Phase::Stopped => None,
+        };
+        earliest(link, self.view.grace_deadline())
+    }
+
+    /// The next thing to do; drain after every call.
+    pub fn poll_output(&mut self) -> Option<ClientOutput> {
+        self.out.pop_front()
+    }
+
+    /// Publishes a new topology record (e.g. an upstream switch): sent as an `Update` now if
+    /// connected, and part of every later `Register`.
+    pub fn update_topology(&mut self, info: TopologyInfo) {
+        self.config.topology = Some(info.clone());
+        self.send_update(None, Some(info));
+    }
+
+    /// Publishes a new discovery record (same id, or same name for a name-only node): sent
+    /// as an `Update` now if connected, and part of every later `Register`.
+    pub fn update_discovery(&mut self, info: DiscoveryInfo) {
+        self.config.discovery = info.clone();
+        self.send_update(Some(info), None);
+    }
+
+    /// Leaves the registry: `Bye{Shutdown}` (the registry removes the node at once, without
+    /// protection) and a close if connected; the client stops.
+    pub fn shutdown(&mut self) {
+        if matches!(self.phase, Phase::Connected { .. }) {
+            self.send(
+                &Bye {
+                    reason: ByeReason::Shutdown,
+                }
+                .into(),
+            );
+            self.out.push_back(ClientOutput::Close);
+        }
+        self.phase = Phase::Stopped;
+    }
+
+    fn send_update(&mut self, discovery: Option<DiscoveryInfo>, topology: Option<TopologyInfo>) {
+        if matches!(self.phase, Phase::Connected { .. }) {
+            let update = Update {
+                incarnation: self.config.incarnation,
+                discovery,
+                topology,
+            };
+            self.send(&update.into());
+        }
+    }
+
+    fn event(&mut self, event: ClientEvent) {
+        self.out.push_back(ClientOutput::Event(event));
+    }
+
+    fn send(&mut self, frame: &Frame<'_>) {
+        let mut bytes = Vec::new();
+        if wire::encode(frame, &mut bytes).is_ok() {
+            self.out.push_back(ClientOutput::Transmit { bytes });
+        }
+    }
+
+    fn fail(&mut self, now: Instant, error: ClientError) {
+        self.out.push_back(ClientOutput::Close);
+        self.event(ClientEvent::ProtocolError(error));
+        self.retry(now);
+    }
+
+    /// Schedules the next dial after the backoff delay of the current attempt.
+    fn retry(&mut self, now: Instant) {
+        let delay = self.config.backoff.delay(self.tries, &mut self.rng);
+        self.tries = self.tries.saturating_add(1);
+        let retry_at = now + delay;
+        self.phase = Phase::Waiting { until: retry_at };
+        self.next_heartbeat = None;
+        self.silence_deadline = None;
+        self.event(ClientEvent::Disconnected { retry_at });
+    }
+}

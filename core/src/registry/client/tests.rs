@@ -1,0 +1,183 @@
+//! Client rules: register on connect, reconnect with backoff, refusal, topology updates.
+
+use alloc::vec;
+
+use super::{ClientEvent, ClientOutput, RegistryClient, pump::*};
+use crate::{
+    ids::NodeId,
+    node::RegistryEvent,
+    registry::server::ServerConfig,
+    wire::{self, Frame, Register},
+};
+
+const G1: u64 = 1 << 40;
+
+#[test]
+fn first_output_is_connect_then_register() {
+    let mut c = RegistryClient::new(client_config(disc(1, "x"), 101), secs(0));
+    assert_eq!(c.poll_output(), Some(ClientOutput::Connect));
+    assert_eq!(c.poll_output(), None);
+    assert_eq!(c.poll_timeout(), None);
+    c.handle_connected(secs(1));
+    let mut bytes = vec![];
+    wire::encode(
+        &Frame::from(Register {
+            incarnation: 101,
+            discovery: disc(1, "x"),
+            topology: None,
+        }),
+        &mut bytes,
+    )
+    .expect("test: encodable");
+    assert_eq!(c.poll_output(), Some(ClientOutput::Transmit { bytes }));
+    // Heartbeat at 6 s, silence cut-off at 16 s.
+    assert_eq!(c.poll_timeout(), Some(secs(6)));
+}
+
+#[test]
+fn reconnects_with_backoff_while_the_registry_is_down() {
+    let mut pump = Pump::new(ServerConfig::default(), 1);
+    pump.server = None;
+    pump.add(client_config(disc(1, "x"), 101));
+    pump.advance(secs(20));
+    assert_eq!(
+        pump.take_events(0),
+        vec![
+            (secs(0), ClientEvent::Disconnected { retry_at: secs(1) }),
+            (secs(1), ClientEvent::Disconnected { retry_at: secs(3) }),
+            (secs(3), ClientEvent::Disconnected { retry_at: secs(7) }),
+            (secs(7), ClientEvent::Disconnected { retry_at: secs(15) }),
+            (secs(15), ClientEvent::Disconnected { retry_at: secs(23) }),
+        ]
+    );
+    pump.start_server(ServerConfig::default(), 1);
+    pump.advance(secs(23));
+    let epoch = pump
+        .server
+        .as_ref()
+        .map(|s| s.epoch())
+        .expect("test: server");
+    assert_eq!(
+        pump.take_events(0),
+        vec![(
+            secs(23),
+            ClientEvent::Registered {
+                epoch,
+                new_epoch: true,
+                in_grace: 0
+            }
+        )]
+    );
+    // The backoff was reset by the snapshot: a drop now retries after 1 s.
+    pump.drop_link(0);
+    assert_eq!(
+        pump.take_events(0),
+        vec![(secs(23), ClientEvent::Disconnected { retry_at: secs(24) })]
+    );
+}
+
+#[test]
+fn refused_duplicate_retries_with_backoff() {
+    let mut pump = Pump::new(ServerConfig::default(), 1);
+    pump.add(client_config(disc(1, "x"), 101));
+    pump.add(client_config(disc(1, "x"), 999));
+    assert_eq!(
+        pump.take_events(1),
+        vec![
+            (secs(0), ClientEvent::Refused { holder: 101 }),
+            (secs(0), ClientEvent::Disconnected { retry_at: secs(1) }),
+        ]
+    );
+    assert_eq!(pump.take_registry(1), vec![]);
+}
+
+#[test]
+fn topology_update_reaches_every_client_after_the_discovery_records() {
+    let mut pump = Pump::new(ServerConfig::default(), 1);
+    pump.add(client_config(disc(1, "x"), 101));
+    pump.add(client_config(disc(2, "x"), 102));
+    pump.take_registry(0);
+    pump.take_registry(1);
+    pump.advance(secs(2));
+    pump.client(0).update_topology(topo(1, 2));
+    pump.settle();
+    let mut t = topo(1, 2);
+    t.revision = G1 | 3;
+    for i in 0..2 {
+        assert_eq!(
+            pump.take_registry(i),
+            vec![(secs(2), RegistryEvent::TopologyPut(t.clone()))]
+        );
+    }
+    // The next registration carries it: after a registry restart nothing changes for anyone.
+    pump.kill_server();
+    pump.start_server(ServerConfig::default(), 2);
+    pump.advance(secs(10));
+    assert_eq!(pump.take_registry(0), vec![]);
+    assert_eq!(pump.take_registry(1), vec![]);
+    assert_eq!(pump.view(1), vec![1, 2]);
+    let _ = NodeId(0);
+}
+
+#[test]
+fn heartbeats_keep_a_quiet_link_open() {
+    let mut pump = Pump::new(ServerConfig::default(), 1);
+    pump.add(client_config(disc(1, "x"), 101));
+    pump.take_events(0);
+    pump.advance(secs(120));
+    assert_eq!(pump.take_events(0), vec![]);
+    assert_eq!(pump.take_server_events().len(), 1); // the registration only
+    assert!(pump.client(0).is_registered());
+}
+
+#[test]
+fn bad_input_from_the_registry_drops_the_link_and_keeps_the_view() {
+    use super::ClientError;
+    use crate::wire::{Put, RegistryEntry};
+    let mut c = RegistryClient::new(client_config(disc(1, "x"), 101), secs(0));
+    c.handle_connected(secs(0));
+    while c.poll_output().is_some() {}
+    // A Put before any snapshot.
+    let put = Put {
+        epoch: 5,
+        revision: 1,
+        entry: RegistryEntry {
+            incarnation: 2,
+            discovery: disc(2, "x"),
+            topology: None,
+            suspect: false,
+        },
+    };
+    let mut bytes = vec![];
+    wire::encode(&Frame::from(put), &mut bytes).expect("test: encodable");
+    c.handle_received(secs(1), &bytes);
+    let out: alloc::vec::Vec<ClientOutput> = core::iter::from_fn(|| c.poll_output()).collect();
+    assert_eq!(
+        out,
+        vec![
+            ClientOutput::Close,
+            ClientOutput::Event(ClientEvent::ProtocolError(ClientError::BeforeSnapshot(
+                crate::wire::FrameKind::Put
+            ))),
+            ClientOutput::Event(ClientEvent::Disconnected { retry_at: secs(2) }),
+        ]
+    );
+    assert_eq!(c.peers().count(), 0);
+    // Garbage on the next connection.
+    c.handle_timeout(secs(2));
+    assert_eq!(c.poll_output(), Some(ClientOutput::Connect));
+    c.handle_connected(secs(2));
+    while c.poll_output().is_some() {}
+    c.handle_received(secs(2), &[1, 0, 0, 0, 0, 0, 0, 0]);
+    let out: alloc::vec::Vec<ClientOutput> = core::iter::from_fn(|| c.poll_output()).collect();
+    assert_eq!(
+        out,
+        vec![
+            ClientOutput::Close,
+            ClientOutput::Event(ClientEvent::ProtocolError(ClientError::Decode(
+                crate::wire::DecodeError::BadLength { len: 1 }
+            ))),
+            ClientOutput::Event(ClientEvent::Disconnected { retry_at: secs(4) }),
+        ]
+    );
+}

@@ -1,0 +1,134 @@
+//! The client's public vocabulary: configuration, outputs, events and errors.
+
+use crate::{
+    backoff::BackoffConfig,
+    discovery::{DiscoveryInfo, TopologyInfo},
+    node::RegistryEvent,
+    time::{Duration, Instant},
+    wire::{DEFAULT_MAX_FRAME, DecodeError, FrameKind},
+};
+use alloc::vec::Vec;
+
+/// Client parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// This node's discovery record (must have an id or a name).
+    pub discovery: DiscoveryInfo,
+    /// This node's topology record, if it publishes one (same id as `discovery`).
+    pub topology: Option<TopologyInfo>,
+    /// This node's incarnation (new at every start).
+    pub incarnation: u64,
+    /// Delays between connection attempts. The registry client never gives up: once
+    /// `max_tries` is reached it keeps trying at the capped delay.
+    pub backoff: BackoffConfig,
+    /// After a snapshot from a *new* registry epoch, how long a peer missing from it stays in
+    /// the view (waiting for it to register with the new registry) before it is deleted.
+    pub grace: Duration,
+    /// Period of the client's `Heartbeat`s on a connected link.
+    pub heartbeat_interval: Duration,
+    /// A connected link on which nothing arrived for this long is closed and redialled.
+    pub silence_timeout: Duration,
+    /// Largest frame accepted from the registry.
+    pub max_frame: usize,
+    /// Seed of the jitter drawn for reconnect delays.
+    pub seed: u64,
+}
+
+impl ClientConfig {
+    /// A config for a node with these records and the defaults: backoff 1 s → 60 s ±20 %,
+    /// grace 30 s (the server's disconnect protection), heartbeat 5 s, silence 15 s.
+    #[must_use]
+    pub fn new(
+        discovery: DiscoveryInfo,
+        topology: Option<TopologyInfo>,
+        incarnation: u64,
+    ) -> ClientConfig {
+        ClientConfig {
+            discovery,
+            topology,
+            incarnation,
+            backoff: BackoffConfig::default(),
+            grace: Duration::from_secs(30),
+            heartbeat_interval: Duration::from_secs(5),
+            silence_timeout: Duration::from_secs(15),
+            max_frame: DEFAULT_MAX_FRAME,
+            seed: 0,
+        }
+    }
+}
+
+/// What the driver must do, or pass on. Drained with
+/// [`super::RegistryClient::poll_output`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+// Most outputs are registry events carrying a discovery record; boxing them would add an
+// allocation to the common case to shrink the rare one.
+#[allow(clippy::large_enum_variant)]
+pub enum ClientOutput {
+    /// Dial the registry; report `handle_connected` or `handle_connect_failed`.
+    Connect,
+    /// Write `bytes` on the registry connection.
+    Transmit {
+        /// Whole encoded frames.
+        bytes: Vec<u8>,
+    },
+    /// Flush and close the registry connection; the client has already scheduled the next
+    /// attempt (no `handle_closed` needed, one is ignored).
+    Close,
+    /// Pass to [`crate::node::Node::handle_registry`].
+    Registry(RegistryEvent),
+    /// Something happened (for logs and metrics).
+    Event(ClientEvent),
+}
+
+/// Why the client dropped a registry connection on the registry's fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The bytes are not a valid frame.
+    #[error("undecodable frame: {0}")]
+    Decode(DecodeError),
+    /// A frame a registry never sends.
+    #[error("unexpected {0:?} frame from the registry")]
+    Unexpected(FrameKind),
+    /// A `Put` or `Delete` before the connection's `Snapshot`.
+    #[error("{0:?} before the snapshot")]
+    BeforeSnapshot(FrameKind),
+    /// A `Put` or `Delete` from another epoch than the connection's snapshot.
+    #[error("frame of epoch {got}, snapshot had {expected}")]
+    WrongEpoch {
+        /// The snapshot's epoch.
+        expected: u64,
+        /// The frame's epoch.
+        got: u64,
+    },
+}
+
+/// Observable client happenings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientEvent {
+    /// The registry answered the registration with a snapshot.
+    Registered {
+        /// Its epoch.
+        epoch: u64,
+        /// The epoch differs from the previous snapshot's (a restarted registry, or the
+        /// first snapshot).
+        new_epoch: bool,
+        /// Peers of the view missing from a new-epoch snapshot, now inside the grace.
+        in_grace: usize,
+    },
+    /// The registry refused the registration: another incarnation holds the id.
+    Refused {
+        /// The incarnation holding it.
+        holder: u64,
+    },
+    /// The connection is gone (failed dial, close, silence, refusal or error); the next
+    /// attempt is at `retry_at`.
+    Disconnected {
+        /// When the client dials again.
+        retry_at: Instant,
+    },
+    /// The connection was dropped because the registry misbehaved.
+    ProtocolError(ClientError),
+}

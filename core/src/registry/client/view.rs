@@ -1,0 +1,219 @@
+//! The client's view of the registry: the peers it reports to its node, and how snapshots,
+//! puts and deletes (of one epoch or a new one) turn into [`RegistryEvent`]s.
+//!
+//! # Revisions across epochs
+//!
+//! Each registry epoch numbers its changes from 1, but the node's
+//! [`DiscoverySet`](crate::discovery::DiscoverySet) gates by revision, so the view maps a
+//! registry revision `r` of the `g`-th epoch it has seen (`g` from 1) to
+//! `(g << 40) | min(r, 2^40 - 1)`: strictly increasing across epochs, never 0 (0 means "not
+//! from a registry" to the node), monotonic within one epoch up to 2^40 changes.
+
+use alloc::{
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    string::String,
+};
+
+use super::ClientOutput;
+use crate::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    node::RegistryEvent,
+    registry::server::EntryKey,
+    time::{Duration, Instant},
+    wire::{RegistryEntry, Snapshot},
+};
+
+/// Bits of a mapped revision taken by the registry's own revision.
+pub const REVISION_BITS: u32 = 40;
+
+const REVISION_MASK: u64 = (1 << REVISION_BITS) - 1;
+
+/// One peer as reported to the node (records carry mapped revisions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// Incarnation it registered with.
+    pub incarnation: u64,
+    /// Its discovery record, as last reported.
+    pub discovery: DiscoveryInfo,
+    /// Its topology record, as last reported.
+    pub topology: Option<TopologyInfo>,
+}
+
+/// Equal content, revisions ignored.
+fn same_topology(a: &TopologyInfo, b: &TopologyInfo) -> bool {
+    let mut b = b.clone();
+    b.revision = a.revision;
+    *a == b
+}
+
+#[derive(Debug, Default)]
+pub(super) struct View {
+    pub(super) peers: BTreeMap<EntryKey, Peer>,
+    /// Peers missing from a new-epoch snapshot → when their grace ends.
+    pub(super) missing: BTreeMap<EntryKey, Instant>,
+    pub(super) epoch: Option<u64>,
+    generation: u64,
+    /// Latest registry revision seen in the current epoch.
+    revision: u64,
+}
+
+impl View {
+    /// The node-facing revision of registry revision `revision` in the current epoch.
+    pub(super) fn map(&self, revision: u64) -> u64 {
+        (self.generation << REVISION_BITS) | revision.min(REVISION_MASK)
+    }
+
+    pub(super) fn grace_deadline(&self) -> Option<Instant> {
+        self.missing.values().min().copied()
+    }
+
+    /// Merges a snapshot; returns (new epoch, peers now inside the grace).
+    pub(super) fn snapshot(
+        &mut self,
+        now: Instant,
+        grace: Duration,
+        snapshot: Snapshot,
+        out: &mut VecDeque<ClientOutput>,
+    ) -> (bool, usize) {
+        let new_epoch = self.epoch != Some(snapshot.epoch);
+        if new_epoch {
+            self.generation += 1;
+            self.epoch = Some(snapshot.epoch);
+        }
+        self.revision = snapshot.revision;
+        let mut present = BTreeSet::new();
+        for entry in snapshot.entries {
+            let Some(key) = EntryKey::of(&entry.discovery) else {
+                continue;
+            };
+            present.insert(key.clone());
+            self.missing.remove(&key);
+            self.upsert(key, entry, out);
+        }
+        let absent: alloc::vec::Vec<EntryKey> = self
+            .peers
+            .keys()
+            .filter(|k| !present.contains(*k))
+            .cloned()
+            .collect();
+        for key in absent {
+            if new_epoch || self.missing.contains_key(&key) {
+                // Not back with the new registry yet (or still inside an earlier grace).
+                self.missing.entry(key).or_insert(now + grace);
+            } else {
+                let revision = self.map(snapshot.revision);
+                self.remove(&key, revision, out);
+            }
+        }
+        (new_epoch, self.missing.len())
+    }
+
+    pub(super) fn put(
+        &mut self,
+        revision: u64,
+        entry: RegistryEntry,
+        out: &mut VecDeque<ClientOutput>,
+    ) {
+        self.revision = self.revision.max(revision);
+        if let Some(key) = EntryKey::of(&entry.discovery) {
+            self.missing.remove(&key);
+            self.upsert(key, entry, out);
+        }
+    }
+
+    pub(super) fn delete(
+        &mut self,
+        revision: u64,
+        key: &EntryKey,
+        out: &mut VecDeque<ClientOutput>,
+    ) {
+        self.revision = self.revision.max(revision);
+        let mapped = self.map(revision);
+        self.remove(key, mapped, out);
+    }
+
+    /// Deletes every peer whose grace ended at or before `now`.
+    pub(super) fn expire(&mut self, now: Instant, out: &mut VecDeque<ClientOutput>) {
+        let due: alloc::vec::Vec<EntryKey> = self
+            .missing
+            .iter()
+            .filter(|(_, deadline)| **deadline <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let revision = self.map(self.revision);
+        for key in due {
+            self.remove(&key, revision, out);
+        }
+    }
+
+    fn remove(&mut self, key: &EntryKey, revision: u64, out: &mut VecDeque<ClientOutput>) {
+        self.missing.remove(key);
+        let Some(peer) = self.peers.remove(key) else {
+            return;
+        };
+        out.push_back(ClientOutput::Registry(RegistryEvent::DiscoveryDelete {
+            id: peer.discovery.id,
+            name: peer.discovery.name.clone(),
+            revision,
+        }));
+        if peer.topology.is_some() {
+            out.push_back(ClientOutput::Registry(RegistryEvent::TopologyDelete {
+                id: peer.discovery.id,
+                revision,
+            }));
+        }
+    }
+
+    /// Stores `entry` and reports what changed: topology first (libatapp's order), then
+    /// discovery. An entry equal in content to what the node holds reports nothing.
+    fn upsert(&mut self, key: EntryKey, entry: RegistryEntry, out: &mut VecDeque<ClientOutput>) {
+        let RegistryEntry {
+            incarnation,
+            mut discovery,
+            mut topology,
+            suspect: _,
+        } = entry;
+        discovery.revision = self.map(discovery.revision);
+        if let Some(t) = topology.as_mut() {
+            t.revision = self.map(t.revision);
+        }
+        let old = self.peers.get(&key);
+        match (old.and_then(|p| p.topology.as_ref()), &topology) {
+            (Some(held), Some(new)) if same_topology(held, new) => {}
+            (_, Some(new)) => {
+                out.push_back(ClientOutput::Registry(RegistryEvent::TopologyPut(
+                    new.clone(),
+                )));
+            }
+            (Some(held), None) => {
+                out.push_back(ClientOutput::Registry(RegistryEvent::TopologyDelete {
+                    id: held.id,
+                    revision: discovery.revision,
+                }));
+            }
+            (None, None) => {}
+        }
+        if !old.is_some_and(|p| p.discovery.same_content(&discovery)) {
+            out.push_back(ClientOutput::Registry(RegistryEvent::DiscoveryPut(
+                discovery.clone(),
+            )));
+        }
+        self.peers.insert(
+            key,
+            Peer {
+                incarnation,
+                discovery,
+                topology,
+            },
+        );
+    }
+
+    /// The key a `Delete` frame names.
+    pub(super) fn key_of_delete(id: crate::ids::NodeId, name: &str) -> EntryKey {
+        if id.is_valid() {
+            EntryKey::Id(id)
+        } else {
+            EntryKey::Name(String::from(name))
+        }
+    }
+}

@@ -1,1 +1,0 @@
-//! The embedded registry server machine (in progress).

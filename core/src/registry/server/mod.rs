@@ -1,0 +1,607 @@
+//! The embedded registry server: a sans-IO machine with Nexus semantics, corrected.
+//!
+//! Nodes connect, send `Register` (their discovery and topology records), and receive a
+//! `Snapshot` of the nodes they concern themselves with, then a `Put` or `Delete` for every
+//! later change of those nodes. The adapter owns the sockets and the clock: it reports accepted
+//! connections, received bytes and closes, calls [`RegistryServer::handle_timeout`] at
+//! [`RegistryServer::poll_timeout`], and performs the [`ServerOutput`]s.
+//!
+//! # Rules
+//!
+//! * **Concern table** ([`ConcernTable`]): a node is pushed changes of the types its own type
+//!   follows (default: every type), and always its own record.
+//! * **Access timeout**: a connection that has not registered within `access_timeout` (10 s)
+//!   is closed ([`ServerEvent::AccessTimeout`]).
+//! * **Disconnect protection**: when a registered node's connection closes, the node stays
+//!   listed for `disconnect_protection` (30 s) and nothing is pushed; its `Delete` is pushed
+//!   only if it has not registered again by then. Snapshots list protected nodes with
+//!   `suspect` set.
+//! * **Epoch**: every `Snapshot`, `Put`, `Delete` and `Heartbeat` carries the server's epoch,
+//!   drawn from the seed given to [`RegistryServer::new`] (never 0). A restarted registry has
+//!   a new epoch, so clients know its revisions (which restart at 1) are a new series.
+//! * **Revisions**: one counter, +1 per change (register, update, removal); a `Put` stamps
+//!   the records it changed with it.
+//! * **Re-registration replaces**: the new records replace the old ones and are pushed
+//!   (Nexus kept the old info). A node registering while another connection of the *same*
+//!   incarnation holds its id takes over (the old connection gets `Bye{Replaced}` and is
+//!   closed without protection); while another *incarnation* holds it connected, the
+//!   registration is refused ([`ServerEvent::Refused`]). A protected entry is replaced by any
+//!   incarnation (a restarted node).
+//! * **Refusal on the wire**: the wire has no dedicated "register refused" frame, so the
+//!   server answers a `HelloAck` whose `result` is `Err(RefuseReason::DuplicateId)`, `node`
+//!   the claimed id, `incarnation` the holder's incarnation, versions `0..=0`, then closes.
+//! * **Liveness**: a client `Heartbeat` is answered with a `Heartbeat` carrying the epoch and
+//!   the same sequence. Any frame refreshes a registered connection; one silent for
+//!   `heartbeat_timeout` (15 s) gets `Bye{HeartbeatTimeout}` and is closed (protection
+//!   applies).
+//! * **Goodbye**: `Bye{Shutdown}` from a registered node removes it at once (no protection);
+//!   any other `Bye` is a plain close.
+//! * **Bad input** (undecodable bytes, a lying length, a frame a client never sends, an
+//!   `Update` before `Register`, ...): `Bye{ProtocolError}`, close, a
+//!   [`ServerEvent::ProtocolError`]; nothing else changes (a registered node's entry goes into
+//!   protection as for any close). Never a panic.
+
+mod concern;
+mod types;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_bad_input;
+
+use alloc::{boxed::Box, collections::BTreeMap, collections::VecDeque, vec::Vec};
+
+pub use concern::ConcernTable;
+pub use types::{ConnId, EntryKey, ProtocolError, ServerConfig, ServerEvent, ServerOutput};
+
+use crate::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    ids::NodeId,
+    rng::Rng,
+    time::Instant,
+    timer::TimerQueue,
+    wire::{
+        self, Bye, ByeReason, Delete, Frame, FrameKind, FrameReader, Heartbeat, HelloAck, Put,
+        RefuseReason, Register, RegistryEntry, Snapshot, Update, VersionRange,
+    },
+};
+
+/// A server deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Timer {
+    /// Unregistered connection: close at `access_timeout`.
+    Access(ConnId),
+    /// Registered connection: close after `heartbeat_timeout` of silence.
+    Silence(ConnId),
+    /// The node whose connection `ConnId` closed: remove at the end of protection.
+    Protection(ConnId),
+}
+
+/// One open connection.
+#[derive(Debug)]
+struct Conn {
+    reader: FrameReader,
+    /// The node it registered, and that node's type name.
+    registered: Option<(EntryKey, alloc::string::String)>,
+}
+
+/// Where a listed node's connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    /// Connected on this connection.
+    Live(ConnId),
+    /// Its connection (this one) closed; protected until the `Protection` timer.
+    Protected(ConnId),
+}
+
+/// One listed node.
+#[derive(Clone, Debug)]
+struct Entry {
+    incarnation: u64,
+    discovery: DiscoveryInfo,
+    topology: Option<TopologyInfo>,
+    link: Link,
+}
+
+impl Entry {
+    fn wire(&self) -> RegistryEntry {
+        RegistryEntry {
+            incarnation: self.incarnation,
+            discovery: self.discovery.clone(),
+            topology: self.topology.clone(),
+            suspect: matches!(self.link, Link::Protected(_)),
+        }
+    }
+}
+
+/// A frame received from a client, owned (the reader's borrow ends before it is handled).
+enum Incoming {
+    Register(Box<Register>),
+    Update(Box<Update>),
+    Heartbeat(Heartbeat),
+    Bye(Bye),
+    Other(FrameKind),
+}
+
+/// The embedded registry server machine. See the [module docs](self) for its rules.
+#[derive(Debug)]
+pub struct RegistryServer {
+    config: ServerConfig,
+    epoch: u64,
+    revision: u64,
+    next_conn: u64,
+    conns: BTreeMap<ConnId, Conn>,
+    entries: BTreeMap<EntryKey, Entry>,
+    /// Closed connection → the protected node it carried.
+    protected: BTreeMap<ConnId, EntryKey>,
+    timers: TimerQueue<Timer>,
+    out: VecDeque<ServerOutput>,
+}
+
+impl RegistryServer {
+    /// A server with no nodes. Its epoch is drawn from `seed` (the adapter seeds it from
+    /// fresh randomness at every start, so a restarted registry gets a new epoch).
+    #[must_use]
+    pub fn new(config: ServerConfig, seed: u64) -> RegistryServer {
+        let epoch = Rng::new(seed).next_u64().max(1);
+        RegistryServer {
+            config,
+            epoch,
+            revision: 0,
+            next_conn: 1,
+            conns: BTreeMap::new(),
+            entries: BTreeMap::new(),
+            protected: BTreeMap::new(),
+            timers: TimerQueue::new(),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// This server's epoch (never 0).
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The revision of the latest change (0 before any).
+    #[must_use]
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Open connections.
+    #[must_use]
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Every listed node as a snapshot would carry it (suspects included), in key order.
+    #[must_use]
+    pub fn entries(&self) -> Vec<RegistryEntry> {
+        self.entries.values().map(Entry::wire).collect()
+    }
+
+    /// A connection was accepted; returns its id. Call before passing any of its bytes.
+    /// It must register within `access_timeout`.
+    pub fn handle_accepted(&mut self, now: Instant) -> ConnId {
+        let conn = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.conns.insert(
+            conn,
+            Conn {
+                reader: FrameReader::new(self.config.max_frame),
+                registered: None,
+            },
+        );
+        self.timers
+            .arm(Timer::Access(conn), now + self.config.access_timeout);
+        conn
+    }
+
+    /// Bytes arrived on `conn` (any chunking). Unknown connections are ignored.
+    pub fn handle_received(&mut self, now: Instant, conn: ConnId, bytes: &[u8]) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.reader.push(bytes);
+        if c.registered.is_some() {
+            if let Some(timeout) = self.config.heartbeat_timeout {
+                self.timers.replace(Timer::Silence(conn), now + timeout);
+            }
+        }
+        loop {
+            let Some(c) = self.conns.get_mut(&conn) else {
+                return; // closed by the previous frame
+            };
+            let incoming = match c.reader.next_frame() {
+                Ok(None) => return,
+                Ok(Some(frame)) => match frame {
+                    Frame::Register(r) => Incoming::Register(r),
+                    Frame::Update(u) => Incoming::Update(u),
+                    Frame::Heartbeat(h) => Incoming::Heartbeat(h),
+                    Frame::Bye(b) => Incoming::Bye(b),
+                    other => Incoming::Other(other.kind()),
+                },
+                Err(error) => {
+                    self.fail(now, conn, ProtocolError::Decode(error));
+                    return;
+                }
+            };
+            match incoming {
+                Incoming::Register(r) => self.register(now, conn, *r),
+                Incoming::Update(u) => self.update(now, conn, *u),
+                Incoming::Heartbeat(h) => {
+                    let reply = Heartbeat {
+                        epoch: self.epoch,
+                        sequence: h.sequence,
+                    };
+                    self.send(conn, &reply.into());
+                }
+                Incoming::Bye(bye) => {
+                    self.out.push_back(ServerOutput::Close { conn });
+                    self.drop_conn(now, conn, bye.reason != ByeReason::Shutdown);
+                }
+                Incoming::Other(kind) => self.fail(now, conn, ProtocolError::Unexpected(kind)),
+            }
+        }
+    }
+
+    /// The transport closed `conn` (or the peer did). A registered node goes into
+    /// protection. Unknown or already-closed connections are ignored.
+    pub fn handle_closed(&mut self, now: Instant, conn: ConnId) {
+        self.drop_conn(now, conn, true);
+    }
+
+    /// Fires every deadline at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some((timer, _)) = self.timers.pop_expired(now) {
+            match timer {
+                Timer::Access(conn) => {
+                    self.out.push_back(ServerOutput::Close { conn });
+                    self.event(ServerEvent::AccessTimeout { conn });
+                    self.drop_conn(now, conn, true);
+                }
+                Timer::Silence(conn) => {
+                    self.send(
+                        conn,
+                        &Bye {
+                            reason: ByeReason::HeartbeatTimeout,
+                        }
+                        .into(),
+                    );
+                    self.out.push_back(ServerOutput::Close { conn });
+                    self.event(ServerEvent::HeartbeatTimeout { conn });
+                    self.drop_conn(now, conn, true);
+                }
+                Timer::Protection(conn) => {
+                    if let Some(key) = self.protected.remove(&conn) {
+                        self.remove_entry(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next deadline; call [`handle_timeout`](Self::handle_timeout) then.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next_deadline()
+    }
+
+    /// The next thing to do; drain after every `handle_*` call.
+    pub fn poll_output(&mut self) -> Option<ServerOutput> {
+        self.out.pop_front()
+    }
+
+    fn event(&mut self, event: ServerEvent) {
+        self.out.push_back(ServerOutput::Event(event));
+    }
+
+    /// Encodes `frame` for `conn`; a frame too large for the length field closes `conn`.
+    fn send(&mut self, conn: ConnId, frame: &Frame<'_>) {
+        let mut bytes = Vec::new();
+        match wire::encode(frame, &mut bytes) {
+            Ok(_) => self.out.push_back(ServerOutput::Transmit { conn, bytes }),
+            Err(_) => self.out.push_back(ServerOutput::Close { conn }),
+        }
+    }
+
+    /// Closes `conn` for a client's fault.
+    fn fail(&mut self, now: Instant, conn: ConnId, error: ProtocolError) {
+        self.send(
+            conn,
+            &Bye {
+                reason: ByeReason::ProtocolError,
+            }
+            .into(),
+        );
+        self.out.push_back(ServerOutput::Close { conn });
+        self.event(ServerEvent::ProtocolError { conn, error });
+        self.drop_conn(now, conn, true);
+    }
+
+    /// Forgets `conn`; its node is protected (`protect`) or removed at once.
+    fn drop_conn(&mut self, now: Instant, conn: ConnId, protect: bool) {
+        let Some(c) = self.forget_conn(conn) else {
+            return;
+        };
+        let Some((key, _)) = c.registered else {
+            return;
+        };
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return;
+        };
+        if entry.link != Link::Live(conn) {
+            return;
+        }
+        if protect {
+            entry.link = Link::Protected(conn);
+            self.timers.arm(
+                Timer::Protection(conn),
+                now + self.config.disconnect_protection,
+            );
+            self.protected.insert(conn, key.clone());
+            self.event(ServerEvent::Protected { key });
+        } else {
+            self.remove_entry(&key);
+        }
+    }
+
+    /// Forgets `conn` and its timers, leaving any entry it carried as it is.
+    fn forget_conn(&mut self, conn: ConnId) -> Option<Conn> {
+        let c = self.conns.remove(&conn)?;
+        self.timers.cancel(Timer::Access(conn));
+        self.timers.cancel(Timer::Silence(conn));
+        Some(c)
+    }
+
+    /// Removes a listed node and pushes its `Delete`.
+    fn remove_entry(&mut self, key: &EntryKey) {
+        let Some(entry) = self.entries.remove(key) else {
+            return;
+        };
+        if let Link::Protected(old) = entry.link {
+            self.protected.remove(&old);
+            self.timers.cancel(Timer::Protection(old));
+        }
+        self.revision += 1;
+        let delete = Delete {
+            epoch: self.epoch,
+            revision: self.revision,
+            id: entry.discovery.id,
+            name: &entry.discovery.name,
+        };
+        let mut bytes = Vec::new();
+        if wire::encode(&delete.into(), &mut bytes).is_ok() {
+            self.push_to_concerned(key, &entry.discovery.type_name, &bytes);
+        }
+        self.event(ServerEvent::Removed { key: key.clone() });
+    }
+
+    /// Sends `bytes` to every registered connection concerned with a node of `type_name`
+    /// (and to the node itself), in connection order.
+    fn push_to_concerned(&mut self, key: &EntryKey, type_name: &str, bytes: &[u8]) {
+        let targets: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter_map(|(id, c)| {
+                let (own, own_type) = c.registered.as_ref()?;
+                (own == key || self.config.concern.concerns(own_type, type_name)).then_some(*id)
+            })
+            .collect();
+        for conn in targets {
+            self.out.push_back(ServerOutput::Transmit {
+                conn,
+                bytes: bytes.to_vec(),
+            });
+        }
+    }
+
+    /// Pushes the current `Put` of `key` to everyone concerned except `skip`.
+    fn push_put(&mut self, key: &EntryKey, skip: Option<ConnId>) {
+        let Some(entry) = self.entries.get(key) else {
+            return;
+        };
+        let type_name = entry.discovery.type_name.clone();
+        let put = Put {
+            epoch: self.epoch,
+            revision: self.revision,
+            entry: entry.wire(),
+        };
+        let mut bytes = Vec::new();
+        if wire::encode(&put.into(), &mut bytes).is_err() {
+            return;
+        }
+        let targets: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter_map(|(id, c)| {
+                let (own, own_type) = c.registered.as_ref()?;
+                let wanted = own == key || self.config.concern.concerns(own_type, &type_name);
+                (wanted && Some(*id) != skip).then_some(*id)
+            })
+            .collect();
+        for conn in targets {
+            self.out.push_back(ServerOutput::Transmit {
+                conn,
+                bytes: bytes.clone(),
+            });
+        }
+    }
+
+    fn register(&mut self, now: Instant, conn: ConnId, register: Register) {
+        let Register {
+            incarnation,
+            mut discovery,
+            mut topology,
+        } = register;
+        if self
+            .conns
+            .get(&conn)
+            .is_some_and(|c| c.registered.is_some())
+        {
+            return self.fail(now, conn, ProtocolError::AlreadyRegistered);
+        }
+        let Some(key) = EntryKey::of(&discovery) else {
+            return self.fail(now, conn, ProtocolError::IdentityChanged);
+        };
+        if let Some(t) = &topology {
+            if t.id != discovery.id {
+                let error = ProtocolError::TopologyMismatch {
+                    discovery: discovery.id,
+                    topology: t.id,
+                };
+                return self.fail(now, conn, error);
+            }
+        }
+        let mut restored = false;
+        if let Some(held) = self.entries.get(&key) {
+            restored = true;
+            match held.link {
+                Link::Live(_) if held.incarnation != incarnation => {
+                    return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
+                }
+                Link::Live(other) => {
+                    // Same incarnation on a new connection: the old one is dead or stale.
+                    self.send(
+                        other,
+                        &Bye {
+                            reason: ByeReason::Replaced,
+                        }
+                        .into(),
+                    );
+                    self.out.push_back(ServerOutput::Close { conn: other });
+                    self.forget_conn(other);
+                }
+                Link::Protected(old) => {
+                    self.protected.remove(&old);
+                    self.timers.cancel(Timer::Protection(old));
+                }
+            }
+        }
+        self.revision += 1;
+        discovery.revision = self.revision;
+        if let Some(t) = topology.as_mut() {
+            t.revision = self.revision;
+        }
+        let type_name = discovery.type_name.clone();
+        self.entries.insert(
+            key.clone(),
+            Entry {
+                incarnation,
+                discovery,
+                topology,
+                link: Link::Live(conn),
+            },
+        );
+        self.timers.cancel(Timer::Access(conn));
+        if let Some(timeout) = self.config.heartbeat_timeout {
+            self.timers.replace(Timer::Silence(conn), now + timeout);
+        }
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.registered = Some((key.clone(), type_name.clone()));
+        }
+        self.event(ServerEvent::Registered {
+            conn,
+            key: key.clone(),
+            incarnation,
+            restored,
+        });
+        let snapshot = Snapshot {
+            epoch: self.epoch,
+            revision: self.revision,
+            entries: self
+                .entries
+                .iter()
+                .filter(|(k, e)| {
+                    **k == key
+                        || self
+                            .config
+                            .concern
+                            .concerns(&type_name, &e.discovery.type_name)
+                })
+                .map(|(_, e)| e.wire())
+                .collect(),
+        };
+        self.send(conn, &snapshot.into());
+        self.push_put(&key, Some(conn));
+    }
+
+    fn refuse(&mut self, conn: ConnId, key: EntryKey, incarnation: u64, holder: u64, id: NodeId) {
+        let ack = HelloAck {
+            node: id,
+            incarnation: holder,
+            versions: VersionRange { min: 0, max: 0 },
+            name: "",
+            proof: None,
+            result: Err(RefuseReason::DuplicateId),
+        };
+        self.send(conn, &ack.into());
+        self.out.push_back(ServerOutput::Close { conn });
+        self.event(ServerEvent::Refused {
+            conn,
+            key,
+            incarnation,
+            holder,
+        });
+        self.forget_conn(conn);
+    }
+
+    fn update(&mut self, now: Instant, conn: ConnId, update: Update) {
+        let Some(key) = self
+            .conns
+            .get(&conn)
+            .and_then(|c| c.registered.as_ref())
+            .map(|(k, _)| k.clone())
+        else {
+            return self.fail(now, conn, ProtocolError::NotRegistered);
+        };
+        let Some(entry) = self.entries.get(&key) else {
+            return self.fail(now, conn, ProtocolError::NotRegistered);
+        };
+        if entry.incarnation != update.incarnation {
+            let error = ProtocolError::WrongIncarnation {
+                registered: entry.incarnation,
+                got: update.incarnation,
+            };
+            return self.fail(now, conn, error);
+        }
+        if let Some(d) = &update.discovery {
+            if EntryKey::of(d).as_ref() != Some(&key) {
+                return self.fail(now, conn, ProtocolError::IdentityChanged);
+            }
+        }
+        if let Some(t) = &update.topology {
+            if t.id != entry.discovery.id {
+                let error = ProtocolError::TopologyMismatch {
+                    discovery: entry.discovery.id,
+                    topology: t.id,
+                };
+                return self.fail(now, conn, error);
+            }
+        }
+        self.revision += 1;
+        let revision = self.revision;
+        let Some(entry) = self.entries.get_mut(&key) else {
+            return;
+        };
+        let mut new_type = None;
+        if let Some(mut d) = update.discovery {
+            d.revision = revision;
+            new_type = Some(d.type_name.clone());
+            entry.discovery = d;
+        }
+        if let Some(mut t) = update.topology {
+            t.revision = revision;
+            entry.topology = Some(t);
+        }
+        if let (Some(t), Some(c)) = (new_type, self.conns.get_mut(&conn)) {
+            c.registered = Some((key.clone(), t));
+        }
+        self.event(ServerEvent::Updated {
+            conn,
+            key: key.clone(),
+        });
+        self.push_put(&key, None);
+    }
+}

@@ -1,0 +1,194 @@
+//! The server's public vocabulary: connection ids, keys, configuration, outputs and events.
+
+use alloc::{string::String, vec::Vec};
+
+use super::ConcernTable;
+use crate::{
+    discovery::DiscoveryInfo,
+    ids::NodeId,
+    time::Duration,
+    wire::{DEFAULT_MAX_FRAME, DecodeError, FrameKind},
+};
+
+/// One accepted connection, as numbered by [`super::RegistryServer::handle_accepted`]. Never
+/// reused during a server's lifetime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+/// How the registry names a node: its id, or its name when it has no id (id 0) — the same
+/// identity rule as [`crate::discovery::DiscoverySet`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EntryKey {
+    /// A node with a valid id.
+    Id(NodeId),
+    /// A node published by name only.
+    Name(String),
+}
+
+impl EntryKey {
+    /// The key of a discovery record; `None` when it has neither id nor name.
+    #[must_use]
+    pub fn of(info: &DiscoveryInfo) -> Option<EntryKey> {
+        if info.id.is_valid() {
+            Some(EntryKey::Id(info.id))
+        } else if info.name.is_empty() {
+            None
+        } else {
+            Some(EntryKey::Name(info.name.clone()))
+        }
+    }
+}
+
+/// Server parameters (ARCHITECTURE §10 and §14 defaults).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// A connection that has not registered within this is closed (Nexus `accessTimeout`,
+    /// 10 s).
+    pub access_timeout: Duration,
+    /// How long a registered node whose connection closed stays listed (marked suspect)
+    /// before its removal is pushed (Nexus `disconnectTimeout`, 30 s).
+    pub disconnect_protection: Duration,
+    /// A registered connection silent for this long is closed (`None`: never). Any frame
+    /// counts; clients send `Heartbeat`s. Default 15 s (three 5 s client heartbeats).
+    pub heartbeat_timeout: Option<Duration>,
+    /// Who is pushed whose changes.
+    pub concern: ConcernTable,
+    /// Largest frame accepted from a client.
+    pub max_frame: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            access_timeout: Duration::from_secs(10),
+            disconnect_protection: Duration::from_secs(30),
+            heartbeat_timeout: Some(Duration::from_secs(15)),
+            concern: ConcernTable::all(),
+            max_frame: DEFAULT_MAX_FRAME,
+        }
+    }
+}
+
+/// What the driver must do, or may observe. Drained with
+/// [`super::RegistryServer::poll_output`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerOutput {
+    /// Write `bytes` on `conn`, after everything written on it before.
+    Transmit {
+        /// The connection.
+        conn: ConnId,
+        /// Whole encoded frames.
+        bytes: Vec<u8>,
+    },
+    /// Flush what was transmitted on `conn`, then close it. The server has already forgotten
+    /// it; a later `handle_closed(conn)` is ignored.
+    Close {
+        /// The connection.
+        conn: ConnId,
+    },
+    /// Something happened (for logs and metrics).
+    Event(ServerEvent),
+}
+
+/// Why the server closed a connection on a client's fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The bytes are not a valid frame.
+    #[error("undecodable frame: {0}")]
+    Decode(DecodeError),
+    /// A frame a client never sends (a `Snapshot`, a bus frame, ...).
+    #[error("unexpected {0:?} frame from a client")]
+    Unexpected(FrameKind),
+    /// An `Update` before the connection registered.
+    #[error("update before register")]
+    NotRegistered,
+    /// A second `Register` on a connection that already registered (Nexus: repeat access).
+    #[error("second register on one connection")]
+    AlreadyRegistered,
+    /// The topology record names another node than the discovery record.
+    #[error("topology record of node {topology:?} in the register of node {discovery:?}")]
+    TopologyMismatch {
+        /// Id in the discovery record.
+        discovery: NodeId,
+        /// Id in the topology record.
+        topology: NodeId,
+    },
+    /// An `Update` names another incarnation than the registration.
+    #[error("update from incarnation {got}, registered {registered}")]
+    WrongIncarnation {
+        /// The registered incarnation.
+        registered: u64,
+        /// The incarnation in the update.
+        got: u64,
+    },
+    /// An `Update` changes the node's identity (id, or name of a name-only node).
+    #[error("update changes the node's identity")]
+    IdentityChanged,
+}
+
+/// Observable server happenings, in the order they happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// A node registered on `conn`. `restored` when it was listed before (protected, or live
+    /// on another connection of the same incarnation, which was closed).
+    Registered {
+        /// The connection.
+        conn: ConnId,
+        /// The node.
+        key: EntryKey,
+        /// Its incarnation.
+        incarnation: u64,
+        /// It replaced an entry the registry still held.
+        restored: bool,
+    },
+    /// A registration was refused: another incarnation of the node is connected.
+    /// The server answered a `HelloAck` with `RefuseReason::DuplicateId` and closed `conn`.
+    Refused {
+        /// The connection.
+        conn: ConnId,
+        /// The node it claimed to be.
+        key: EntryKey,
+        /// The incarnation it claimed.
+        incarnation: u64,
+        /// The incarnation holding the id.
+        holder: u64,
+    },
+    /// A registered node changed its records.
+    Updated {
+        /// The connection.
+        conn: ConnId,
+        /// The node.
+        key: EntryKey,
+    },
+    /// A registered node's connection closed; it is protected until its removal is due.
+    Protected {
+        /// The node.
+        key: EntryKey,
+    },
+    /// A node was removed and its `Delete` pushed (protection ran out, or it said `Bye`
+    /// with `Shutdown`).
+    Removed {
+        /// The node.
+        key: EntryKey,
+    },
+    /// An unregistered connection was closed after `access_timeout`.
+    AccessTimeout {
+        /// The connection.
+        conn: ConnId,
+    },
+    /// A registered connection was closed after `heartbeat_timeout` of silence.
+    HeartbeatTimeout {
+        /// The connection.
+        conn: ConnId,
+    },
+    /// A connection was closed for a protocol error (after a `Bye` with `ProtocolError`).
+    ProtocolError {
+        /// The connection.
+        conn: ConnId,
+        /// What was wrong.
+        error: ProtocolError,
+    },
+}
