@@ -130,8 +130,14 @@ pub(super) fn kv(key: &str, value: &str, create: i64, modr: i64) -> KeyValue {
 #[test]
 fn prefix_is_normalised() {
     assert_eq!(KeyLayout::new("").prefix(), "/");
-    assert_eq!(KeyLayout::new("/atapp/services").prefix(), "/atapp/services/");
-    assert_eq!(KeyLayout::new("/atapp/services/").prefix(), "/atapp/services/");
+    assert_eq!(
+        KeyLayout::new("/atapp/services").prefix(),
+        "/atapp/services/"
+    );
+    assert_eq!(
+        KeyLayout::new("/atapp/services/").prefix(),
+        "/atapp/services/"
+    );
     assert_eq!(KeyLayout::new("svc").prefix(), "svc/");
 }
 
@@ -228,7 +234,10 @@ fn bad_keys_are_typed_errors() {
         (b"/atapp/services/by_id/a-1/", KeyError::EmptySegment),
         (b"/atapp/services/by_id/\xff-1", KeyError::NotUtf8),
         (b"/atapp/services/by_id/echo-svr", KeyError::BadId(s("svr"))),
-        (b"/atapp/services/by_id/echo-", KeyError::BadId(String::new())),
+        (
+            b"/atapp/services/by_id/echo-",
+            KeyError::BadId(String::new()),
+        ),
         (
             b"/atapp/services/by_id/a-18446744073709551616",
             KeyError::BadId(s("18446744073709551616")),
@@ -391,7 +400,10 @@ fn libatapp_documents_map_to_exact_events() {
         Ok(RegistryEvent::TopologyPut(expected_topology(42)))
     );
     // Written back, the documents are byte-identical.
-    assert_eq!(expected_discovery(0).to_json(), LIBATAPP_DISCOVERY.as_bytes());
+    assert_eq!(
+        expected_discovery(0).to_json(),
+        LIBATAPP_DISCOVERY.as_bytes()
+    );
     assert_eq!(expected_topology(0).to_json(), LIBATAPP_TOPOLOGY.as_bytes());
 }
 
@@ -522,8 +534,8 @@ fn delivered(items: &[(&str, u64)]) -> DeliveredKeys {
 fn diff_synthesizes_exact_deletes_and_puts() {
     let d = delivered(&[("k/a-1", 3), ("k/b-2", 4), ("k/c-3", 5), ("k/d-4", 6)]);
     let list = vec![
-        kv("k/a-1", "", 3, 3),  // unchanged
-        kv("k/c-3", "", 5, 9),  // modified in the gap
+        kv("k/a-1", "", 3, 3),   // unchanged
+        kv("k/c-3", "", 5, 9),   // modified in the gap
         kv("k/d-4", "", 11, 11), // deleted and recreated in the gap
         kv("k/e-5", "", 10, 10), // new
     ];
