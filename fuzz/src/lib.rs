@@ -189,35 +189,6 @@ fn check_round_trip(frame: &Frame<'_>, raw: Option<&[u8]>) -> Vec<u8> {
     bytes
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn garbage_and_truncated_documents_are_refused_without_change() {
-        discovery_json(b"");
-        discovery_json(b"{\"id\":");
-        discovery_json(b"\xff\xfe{}");
-        discovery_json(b"[1,2,3]");
-        discovery_json(br#"{"id":{"nested":true}}"#);
-        discovery_json(br#"{"id":18446744073709551616}"#);
-    }
-
-    #[test]
-    fn wire_targets_accept_empty_and_garbage_input() {
-        for data in [
-            &b""[..],
-            b"\x00",
-            b"\x07\xff\xff\xff\xff",
-            b"\x02\x10\x00\x00\x00\x01\x06\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
-            b"\x00\x09\x00\x00\x00\x02\x08",
-        ] {
-            frame_decode(data);
-            registry_decode(data);
-        }
-    }
-}
-
 /// Target `etcd_event`: a script of etcd key-values fed to the etcd watcher's pure parts.
 ///
 /// The input is split into records at `\n`. Each record is `op family key-suffix[=value]`:
@@ -350,6 +321,35 @@ pub fn etcd_event(data: &[u8]) {
         list_pending |= drive(&mut watcher, now);
         if !list_pending {
             list.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_and_truncated_documents_are_refused_without_change() {
+        discovery_json(b"");
+        discovery_json(b"{\"id\":");
+        discovery_json(b"\xff\xfe{}");
+        discovery_json(b"[1,2,3]");
+        discovery_json(br#"{"id":{"nested":true}}"#);
+        discovery_json(br#"{"id":18446744073709551616}"#);
+    }
+
+    #[test]
+    fn wire_targets_accept_empty_and_garbage_input() {
+        for data in [
+            &b""[..],
+            b"\x00",
+            b"\x07\xff\xff\xff\xff",
+            b"\x02\x10\x00\x00\x00\x01\x06\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
+            b"\x00\x09\x00\x00\x00\x02\x08",
+        ] {
+            frame_decode(data);
+            registry_decode(data);
         }
     }
 }

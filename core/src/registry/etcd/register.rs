@@ -6,7 +6,7 @@
 //! lease, disappear — atomically. A topology-only change (an upstream switch) rewrites only the
 //! topology key. These functions describe the operations; the adapter turns them into RPCs.
 
-use alloc::vec::Vec;
+use alloc::{boxed::Box, vec::Vec};
 
 use crate::discovery::{DecodeError, DiscoveryInfo, TopologyInfo};
 
@@ -104,13 +104,13 @@ impl RegistrationTxn {
             }
             None => (None, None, 0, 0),
         };
-        RegisterOutcome::Conflict(RegisterConflict {
+        RegisterOutcome::Conflict(Box::new(RegisterConflict {
             key: self.guard_key.clone(),
             owner,
             owner_error: error,
             owner_lease: lease,
             create_revision,
-        })
+        }))
     }
 }
 
@@ -125,7 +125,7 @@ pub enum RegisterOutcome {
     },
     /// The `by_id` key already exists: another instance owns the id. Nothing was written;
     /// report it, never overwrite.
-    Conflict(RegisterConflict),
+    Conflict(Box<RegisterConflict>),
 }
 
 /// The existing owner of a contested `by_id` key.

@@ -334,7 +334,7 @@ fn registration_outcomes_decode() {
         panic!("a failed guard is a conflict");
     };
     assert_eq!(
-        conflict,
+        *conflict,
         RegisterConflict {
             key: b"/atapp/services/by_id/echo-svr-1-4353".to_vec(),
             owner: Some(expected_discovery(95)),
@@ -359,13 +359,13 @@ fn registration_outcomes_decode() {
     );
     assert_eq!(
         txn.outcome(false, 121, None),
-        RegisterOutcome::Conflict(RegisterConflict {
+        RegisterOutcome::Conflict(alloc::boxed::Box::new(RegisterConflict {
             key: b"/atapp/services/by_id/echo-svr-1-4353".to_vec(),
             owner: None,
             owner_error: None,
             owner_lease: 0,
             create_revision: 0,
-        })
+        }))
     );
 }
 
