@@ -189,6 +189,142 @@ fn check_round_trip(frame: &Frame<'_>, raw: Option<&[u8]>) -> Vec<u8> {
     bytes
 }
 
+/// Target `etcd_event`: a script of etcd key-values fed to the etcd watcher's pure parts.
+///
+/// The input is split into records at `\n`. Each record is `op family key-suffix[=value]`:
+/// `op % 6` picks list entry (0), list done (1), put event (2), delete event (3), compaction
+/// cancel (4) or stream error (5); `family % 4` picks `by_id`, `by_name`, `topology` or a
+/// family that does not exist. Every record gets the next revision. Checks that mapping and
+/// the watcher never panic, that a mapped put carries the key's mod revision, that a parsed
+/// key rebuilds to a key that parses equal, and that after a list the watcher's delivered
+/// keys are exactly listed keys at their listed revisions.
+///
+/// # Panics
+/// Panics (which the fuzzer reports) when one of those properties is violated.
+pub fn etcd_event(data: &[u8]) {
+    use switchboard_core::{
+        node::RegistryEvent,
+        registry::etcd::{
+            EventKind, KeyKind, KeyLayout, KeyValue, WatchAction, WatchConfig, WatchEvent,
+            WatchResponse, WatchState, map_put,
+        },
+        time::{Duration, Instant},
+    };
+
+    const FAMILIES: [&[u8]; 4] = [b"by_id/", b"by_name/", b"topology/", b"by_ip/"];
+    let layout = KeyLayout::new("/atapp/services");
+    let mut watcher = WatchState::new(
+        KeyKind::ById,
+        layout.clone(),
+        WatchConfig::default(),
+        switchboard_core::rng::Rng::new(0x5eed),
+    );
+    let mut now = Instant::from_secs(1);
+    let mut revision: i64 = 0;
+    let mut list: Vec<KeyValue> = Vec::new();
+    let drive = |watcher: &mut WatchState, now: Instant| -> bool {
+        let mut list_pending = false;
+        for _ in 0..8 {
+            match watcher.poll(now) {
+                WatchAction::Wait { .. } => break,
+                WatchAction::List { .. } => list_pending = true,
+                _ => {}
+            }
+        }
+        list_pending
+    };
+    let mut list_pending = drive(&mut watcher, now);
+    for record in data.split(|&b| b == b'\n') {
+        let [op, family, rest @ ..] = record else {
+            continue;
+        };
+        revision += 1;
+        let (suffix, value) = match rest.iter().position(|&b| b == b'=') {
+            Some(at) => (&rest[..at], &rest[at + 1..]),
+            None => (rest, &[][..]),
+        };
+        let mut key = layout.prefix().as_bytes().to_vec();
+        key.extend_from_slice(FAMILIES[usize::from(*family) % FAMILIES.len()]);
+        key.extend_from_slice(suffix);
+        let kv = KeyValue {
+            key,
+            value: value.to_vec(),
+            create_revision: revision,
+            mod_revision: revision,
+            version: 1,
+            lease: 0,
+        };
+
+        match map_put(&layout, &kv) {
+            Ok(RegistryEvent::DiscoveryPut(info)) => assert_eq!(info.revision, kv.revision()),
+            Ok(RegistryEvent::TopologyPut(info)) => assert_eq!(info.revision, kv.revision()),
+            Ok(other) => panic!("a put mapped to {other:?}"),
+            Err(_) => {}
+        }
+        if let Ok(parsed) = layout.parse(&kv.key) {
+            let rebuilt = layout.key(parsed.kind, &parsed.name, parsed.id);
+            assert_eq!(layout.parse(&rebuilt).as_ref(), Ok(&parsed));
+        }
+
+        let response = |kind: EventKind| WatchResponse {
+            header_revision: revision,
+            watch_id: 1,
+            events: vec![WatchEvent {
+                kind,
+                kv: kv.clone(),
+                prev_kv: None,
+            }],
+            ..WatchResponse::default()
+        };
+        match op % 6 {
+            0 => list.push(kv),
+            1 if list_pending => {
+                list.sort_by(|a, b| a.key.cmp(&b.key));
+                list.dedup_by(|a, b| a.key == b.key);
+                watcher.on_list(now, revision, &list);
+                assert_eq!(watcher.last_seen(), kv.revision());
+                for (key, delivered_at) in watcher.delivered().iter() {
+                    let listed = list
+                        .iter()
+                        .find(|l| l.key == key)
+                        .expect("a delivered key missing from the list was not deleted");
+                    // A listed value that does not map leaves the older delivery in place.
+                    assert!(
+                        listed.revision() == delivered_at || map_put(&layout, listed).is_err(),
+                        "delivered revision differs from a mappable listed one"
+                    );
+                }
+                list.clear();
+                list_pending = false;
+            }
+            2 => {
+                watcher.on_response(now, &response(EventKind::Put));
+            }
+            3 => {
+                watcher.on_response(now, &response(EventKind::Delete));
+            }
+            4 => {
+                let cancel = WatchResponse {
+                    canceled: true,
+                    compact_revision: revision,
+                    ..WatchResponse::default()
+                };
+                watcher.on_response(now, &cancel);
+            }
+            5 => {
+                watcher.on_stream_error(now);
+                now += Duration::from_secs(20);
+            }
+            _ => {}
+        }
+        now += Duration::from_millis(100);
+        list_pending |= drive(&mut watcher, now);
+        if !list_pending {
+            list.clear();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -651,3 +651,9 @@ mod allocation {
         assert_eq!(decoded, 4);
     }
 }
+
+#[test]
+fn etcd_event_corpus_replays_cleanly() {
+    let replayed = replay("etcd_event", switchboard_fuzz::etcd_event);
+    assert!(replayed >= 8, "corpus has only {replayed} files");
+}
