@@ -37,11 +37,15 @@
 //! parameter of [`Sim`]. The simulator's own tests drive a scripted stand-in.
 
 mod agenda;
+mod check;
 mod cluster;
 mod drive;
+mod faults;
+pub mod ledger;
 mod link;
 mod log;
 mod registry;
+pub mod scenario;
 
 #[cfg(test)]
 mod puppet;
@@ -55,6 +59,7 @@ use bytes::Bytes;
 
 pub use self::{
     cluster::{Sim, SimSettings},
+    ledger::{Ledger, LedgerTotals},
     log::{NodeLog, OutcomeRecord, Received, Sent},
     registry::{Fanout, SimRegistry},
 };
