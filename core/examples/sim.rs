@@ -15,16 +15,18 @@
 //! `unknown_<reason>`, and accepted messages whose sender was killed before reporting as
 //! `sender_killed` — `events` the deliveries and timer firings simulated. For each seed with a
 //! violation, stderr gets the violations and stdout a line (before the JSON) with the seed and
-//! the command that replays it. Exit code 1 when violations > 0, 2 on bad flags.
+//! the command that replays it. `--trace FILE` also writes the full simulator trace of seed
+//! `S` to `FILE` (a replay aid). Exit code 1 when violations > 0, 2 on bad flags.
 
 use std::{collections::BTreeMap, process::ExitCode, time::Instant};
 
-use switchboard_core::sim::scenario::{Faults, run_seed};
+use switchboard_core::sim::scenario::{Faults, run_seed, run_seed_traced};
 
 struct Args {
     seeds: u64,
     from: u64,
     all: bool,
+    trace: Option<String>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -32,6 +34,7 @@ fn parse() -> Result<Args, String> {
         seeds: 1,
         from: 0,
         all: false,
+        trace: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -52,6 +55,7 @@ fn parse() -> Result<Args, String> {
                 "mild" => args.all = false,
                 other => return Err(format!("--faults: expected all or mild, got {other:?}")),
             },
+            "--trace" => args.trace = Some(value("--trace")?),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -72,8 +76,19 @@ fn main() -> ExitCode {
         Faults::mild()
     };
     let flag = if args.all { " --faults all" } else { "" };
+    if let Some(path) = &args.trace {
+        // Replay aid: the full trace of seed `--from` goes to `path`.
+        let chaos = run_seed_traced(args.from, faults);
+        let text = chaos.sim.trace().join("\n");
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("sim: writing {path}: {e}");
+            return ExitCode::from(2);
+        }
+        eprintln!("sim: trace of seed {} written to {path}", args.from);
+    }
     let started = Instant::now();
     let (mut sent, mut delivered, mut events, mut violations) = (0u64, 0u64, 0u64, 0u64);
+    let mut retries = 0u64;
     let mut failed: BTreeMap<String, u64> = BTreeMap::new();
     let end = args.from.saturating_add(args.seeds);
     for seed in args.from..end {
@@ -81,6 +96,7 @@ fn main() -> ExitCode {
         sent += report.totals.sent;
         delivered += report.totals.delivered;
         events += report.events;
+        retries += report.probe_retries;
         for (k, v) in &report.totals.failed {
             *failed.entry(k.clone()).or_insert(0) += v;
         }
@@ -111,6 +127,7 @@ fn main() -> ExitCode {
         }
     }
     let secs = started.elapsed().as_secs_f64();
+    eprintln!("sim: {retries} first probes after quiescence ended Unknown(Timeout) and were retried");
     let failed_json: Vec<String> = failed.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
     println!(
         "{{\"seeds\":{},\"violations\":{violations},\"sent\":{sent},\"delivered\":{delivered},\"failed\":{{{}}},\"events\":{events},\"events_per_sec\":{}}}",

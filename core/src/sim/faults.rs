@@ -75,10 +75,10 @@ impl<N: SimNode> Sim<N> {
             .unwrap_or_default()
     }
 
-    /// Whether tagged message `tag` was reported `Delivered`.
+    /// The outcome reported for tagged message `tag`, if any.
     #[must_use]
-    pub fn tag_acknowledged(&self, tag: u64) -> bool {
-        self.ledger.as_ref().is_some_and(|l| l.acknowledged(tag))
+    pub fn tag_outcome(&self, tag: u64) -> Option<crate::outcome::Outcome> {
+        self.ledger.as_ref().and_then(|l| l.outcome(tag))
     }
 
     /// Deliveries and timer firings processed so far (the runner's "events").

@@ -291,10 +291,8 @@ impl Ledger {
         &self.totals
     }
 
-    /// Whether `tag` was reported `Delivered`.
-    pub(super) fn acknowledged(&self, tag: u64) -> bool {
-        self.entries
-            .get(&tag)
-            .is_some_and(|e| e.outcome == Some(Outcome::Delivered))
+    /// The outcome reported for `tag`, if any.
+    pub(super) fn outcome(&self, tag: u64) -> Option<Outcome> {
+        self.entries.get(&tag).and_then(|e| e.outcome)
     }
 }
