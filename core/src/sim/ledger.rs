@@ -61,6 +61,8 @@ struct Entry {
     target: Option<NodeId>,
     outcome: Option<Outcome>,
     deliveries: u32,
+    /// Where it was first delivered: (node, incarnation).
+    first: Option<(NodeId, u32)>,
     orphaned: bool,
 }
 
@@ -132,6 +134,7 @@ impl Ledger {
                 target,
                 outcome: None,
                 deliveries: 0,
+                first: None,
                 orphaned: false,
             },
         );
@@ -157,12 +160,20 @@ impl Ledger {
         };
         e.deliveries += 1;
         let (sender, s_inc, msg) = (e.sender, e.incarnation, e.msg);
-        if e.deliveries > 1 {
+        if let Some((first, first_inc)) = e.first {
+            let why = if first == to && first_inc != inc {
+                " — the receiver restarted in between and its new incarnation took the \
+                 retransmission as a new stream"
+            } else {
+                ""
+            };
             self.violations.push(format!(
-                "tag {tag} (msg#{} of {sender}) delivered {} times (now at {to})",
+                "tag {tag} (msg#{} of {sender}) delivered {} times: first at {first} \
+                 (incarnation {first_inc}), now at {to} (incarnation {inc}){why}",
                 msg.0, e.deliveries
             ));
         } else {
+            e.first = Some((to, inc));
             self.totals.delivered += 1;
         }
         if let Some(Outcome::Failed(r)) = e.outcome {
