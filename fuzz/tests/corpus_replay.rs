@@ -651,3 +651,15 @@ mod allocation {
         assert_eq!(decoded, 4);
     }
 }
+
+#[test]
+fn node_ops_corpus_replays_cleanly() {
+    let replayed = replay("node_ops", switchboard_fuzz::node_ops);
+    assert!(replayed >= 10, "corpus has only {replayed} files");
+}
+
+#[test]
+fn sim_seed_corpus_replays_cleanly() {
+    let replayed = replay("sim_seed", switchboard_fuzz::sim_seed);
+    assert!(replayed >= 10, "corpus has only {replayed} files");
+}
