@@ -189,35 +189,6 @@ fn check_round_trip(frame: &Frame<'_>, raw: Option<&[u8]>) -> Vec<u8> {
     bytes
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn garbage_and_truncated_documents_are_refused_without_change() {
-        discovery_json(b"");
-        discovery_json(b"{\"id\":");
-        discovery_json(b"\xff\xfe{}");
-        discovery_json(b"[1,2,3]");
-        discovery_json(br#"{"id":{"nested":true}}"#);
-        discovery_json(br#"{"id":18446744073709551616}"#);
-    }
-
-    #[test]
-    fn wire_targets_accept_empty_and_garbage_input() {
-        for data in [
-            &b""[..],
-            b"\x00",
-            b"\x07\xff\xff\xff\xff",
-            b"\x02\x10\x00\x00\x00\x01\x06\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
-            b"\x00\x09\x00\x00\x00\x02\x08",
-        ] {
-            frame_decode(data);
-            registry_decode(data);
-        }
-    }
-}
-
 /// Target `node_ops`: an arbitrary sequence of operations — tagged sends by id, hash key,
 /// round robin and name, waits, link breaks, partitions, kills and restarts, latency changes,
 /// proxy scale-out and scale-in, leaf moves — decoded from the bytes
@@ -256,4 +227,33 @@ pub fn sim_seed(data: &[u8]) {
          --example sim -- --seeds 1 --from {seed} --faults all",
         report.violations
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_and_truncated_documents_are_refused_without_change() {
+        discovery_json(b"");
+        discovery_json(b"{\"id\":");
+        discovery_json(b"\xff\xfe{}");
+        discovery_json(b"[1,2,3]");
+        discovery_json(br#"{"id":{"nested":true}}"#);
+        discovery_json(br#"{"id":18446744073709551616}"#);
+    }
+
+    #[test]
+    fn wire_targets_accept_empty_and_garbage_input() {
+        for data in [
+            &b""[..],
+            b"\x00",
+            b"\x07\xff\xff\xff\xff",
+            b"\x02\x10\x00\x00\x00\x01\x06\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
+            b"\x00\x09\x00\x00\x00\x02\x08",
+        ] {
+            frame_decode(data);
+            registry_decode(data);
+        }
+    }
 }

@@ -534,14 +534,13 @@ impl<N: SimNode> Sim<N> {
         let payload: Bytes = payload.into();
         let idx = self.slot_index(from);
         let now = self.now;
-        self.note_with(
-            Some(from),
-            || format!(
+        self.note_with(Some(from), || {
+            format!(
                 "<- send to {} type {msg_type} payload {:?}",
                 describe_target(&target),
                 payload
-            ),
-        );
+            )
+        });
         let Some(node) = self.slots[idx].node.as_mut() else {
             panic!("sim: send from dead node {from}");
         };

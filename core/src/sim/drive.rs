@@ -151,10 +151,9 @@ impl<N: SimNode> Sim<N> {
                     self.note_with(None, || format!("dropped {} bytes on {link}", bytes.len()));
                     return;
                 };
-                self.note_with(
-                    Some(end.node),
-                    || format!("<- received {} on {} {:?}", bytes.len(), end.link, bytes),
-                );
+                self.note_with(Some(end.node), || {
+                    format!("<- received {} on {} {:?}", bytes.len(), end.link, bytes)
+                });
                 self.invoke(end.node, |n, now| n.handle_received(now, end.link, &bytes));
             }
             Due::PeerClosed { link, to } => self.notify_closed(link, to, EndState::Open),
@@ -219,10 +218,9 @@ impl<N: SimNode> Sim<N> {
                 end.state = EndState::Gone;
             }
             let why = reason.unwrap_or("unknown address");
-            self.note_with(
-                Some(dialer.node),
-                || format!("<- connect failed {} to {addr} ({why})", dialer.link),
-            );
+            self.note_with(Some(dialer.node), || {
+                format!("<- connect failed {} to {addr} ({why})", dialer.link)
+            });
             self.invoke(dialer.node, |n, now| {
                 n.handle_connect_failed(now, dialer.link)
             });
@@ -253,22 +251,22 @@ impl<N: SimNode> Sim<N> {
         if let Some(end) = self.links.get_mut(id).and_then(|l| l.end_mut(Side::Dialer)) {
             end.state = EndState::Open;
         }
-        self.note_with(
-            Some(target),
-            || format!("<- accepted {accepted} (from {})", dialer.node),
-        );
+        self.note_with(Some(target), || {
+            format!("<- accepted {accepted} (from {})", dialer.node)
+        });
         self.drain(idx);
-        self.note_with(Some(dialer.node), || format!("<- connected {}", dialer.link));
+        self.note_with(Some(dialer.node), || {
+            format!("<- connected {}", dialer.link)
+        });
         self.invoke(dialer.node, |n, now| n.handle_connected(now, dialer.link));
     }
 
     /// Hands a registry event to a live node now and drains it.
     pub(super) fn deliver_registry(&mut self, idx: usize, event: RegistryEvent) {
         let id = self.slots[idx].id;
-        self.note_with(
-            Some(id),
-            || format!("<- registry {}", registry::describe(&event)),
-        );
+        self.note_with(Some(id), || {
+            format!("<- registry {}", registry::describe(&event))
+        });
         self.invoke(id, |n, now| n.handle_registry(now, event));
     }
 
@@ -302,14 +300,15 @@ impl<N: SimNode> Sim<N> {
         let now = self.now;
         match output {
             Output::Connect { link, peer, addr } => {
-                self.note_with(Some(id), || format!("-> connect {link} to {peer} at {addr}"));
+                self.note_with(Some(id), || {
+                    format!("-> connect {link} to {peer} at {addr}")
+                });
                 self.dial(idx, link, addr);
             }
             Output::Transmit { link, bytes } => {
-                self.note_with(
-                    Some(id),
-                    || format!("-> transmit {} on {link} {:?}", bytes.len(), bytes),
-                );
+                self.note_with(Some(id), || {
+                    format!("-> transmit {} on {link} {:?}", bytes.len(), bytes)
+                });
                 self.transmit(id, link, bytes);
             }
             Output::Close { link } => {
@@ -322,10 +321,9 @@ impl<N: SimNode> Sim<N> {
                 msg_type,
                 payload,
             } => {
-                self.note_with(
-                    Some(id),
-                    || format!("-> app received from {from} via {via} type {msg_type} {payload:?}"),
-                );
+                self.note_with(Some(id), || {
+                    format!("-> app received from {from} via {via} type {msg_type} {payload:?}")
+                });
                 if let Some(ledger) = self.ledger.as_mut() {
                     let inc = self.slots[idx].incarnation;
                     ledger.on_received(id, inc, from, &payload);
@@ -413,10 +411,9 @@ impl<N: SimNode> Sim<N> {
             EndState::Reset => {
                 // Written into a dropped connection the node has not heard about yet.
                 self.dropped_bytes += bytes.len() as u64;
-                self.note_with(
-                    None,
-                    || format!("dropped {} bytes on {sim_link}", bytes.len()),
-                );
+                self.note_with(None, || {
+                    format!("dropped {} bytes on {sim_link}", bytes.len())
+                });
                 return;
             }
             EndState::Dialing => {
@@ -458,10 +455,9 @@ impl<N: SimNode> Sim<N> {
                 self.agenda.push(at, Due::PeerClosed { link: sim_link, to });
             }
             EndState::ClosedBySelf | EndState::Gone => {
-                self.note_with(
-                    Some(id),
-                    || format!("   close of {link} ignored (already closed)"),
-                );
+                self.note_with(Some(id), || {
+                    format!("   close of {link} ignored (already closed)")
+                });
             }
         }
     }

@@ -121,8 +121,9 @@ impl Ledger {
     ) {
         self.totals.sent += 1;
         if self.entries.contains_key(&tag) {
-            self.violations
-                .push(format!("tag {tag} was accepted twice (checker input error)"));
+            self.violations.push(format!(
+                "tag {tag} was accepted twice (checker input error)"
+            ));
             return;
         }
         self.entries.insert(
@@ -139,7 +140,10 @@ impl Ledger {
             },
         );
         self.by_msg.insert((sender, incarnation, msg), tag);
-        self.open.entry((sender, incarnation)).or_default().insert(tag);
+        self.open
+            .entry((sender, incarnation))
+            .or_default()
+            .insert(tag);
     }
 
     /// A tagged send was refused.
@@ -188,8 +192,9 @@ impl Ledger {
             ));
         }
         if let Some(t) = e.target.filter(|&t| t != to) {
-            self.violations
-                .push(format!("tag {tag} sent by {sender} to {t} delivered at {to}"));
+            self.violations.push(format!(
+                "tag {tag} sent by {sender} to {t} delivered at {to}"
+            ));
         }
         let last = self.last.entry((sender, s_inc, to, inc)).or_insert(tag);
         if tag < *last {

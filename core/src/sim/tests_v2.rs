@@ -87,11 +87,14 @@ fn the_ledger_reports_a_duplicate_a_failed_delivery_and_an_unearned_delivered() 
              tag 1",
         ]
         .iter()
-            .map(|s| String::from(*s))
-            .collect::<Vec<_>>()
+        .map(|s| String::from(*s))
+        .collect::<Vec<_>>()
     );
     let totals = sim.ledger_totals();
-    assert_eq!((totals.sent, totals.delivered, totals.acknowledged), (2, 2, 1));
+    assert_eq!(
+        (totals.sent, totals.delivered, totals.acknowledged),
+        (2, 2, 1)
+    );
     assert_eq!(totals.failed.get("timeout"), Some(&1));
 }
 
@@ -123,8 +126,11 @@ fn jitter_delays_each_transmission_by_a_seeded_draw_and_never_reorders_a_link() 
     }
     sim.advance(Duration::from_millis(20));
     let mut rng = Rng::new(9);
-    let first = Instant::ZERO + Duration::from_millis(10) + Duration::from_nanos(rng.below(5_000_000));
-    let second = (Instant::ZERO + Duration::from_millis(10) + Duration::from_nanos(rng.below(5_000_000))).max(first);
+    let first =
+        Instant::ZERO + Duration::from_millis(10) + Duration::from_nanos(rng.below(5_000_000));
+    let second =
+        (Instant::ZERO + Duration::from_millis(10) + Duration::from_nanos(rng.below(5_000_000)))
+            .max(first);
     let got: Vec<(Instant, Input)> = sim.node(B).inputs.clone();
     assert_eq!(
         got,
@@ -166,7 +172,10 @@ fn a_spread_fanout_reaches_each_node_after_its_own_draw() {
         ..SimSettings::default()
     });
     let spread = Duration::from_millis(100);
-    sim.registry_put_topology_with(topology_info(C, "c", NodeId::NONE), Fanout::all().spread(spread));
+    sim.registry_put_topology_with(
+        topology_info(C, "c", NodeId::NONE),
+        Fanout::all().spread(spread),
+    );
     sim.advance(spread);
     let mut rng = Rng::new(4);
     for id in [A, B, C] {
@@ -191,7 +200,10 @@ fn ops_decode_from_any_bytes() {
             },
             Op::Advance { ms: 2000 },
             Op::Heal,
-            Op::ScaleIn { proxy: 1, die: true },
+            Op::ScaleIn {
+                proxy: 1,
+                die: true
+            },
             Op::MoveLeaf {
                 leaf: 0x83,
                 proxy: 2

@@ -201,10 +201,14 @@ impl Chaos {
         };
         chaos.latency_base = chaos.rng.in_range(50, 3000);
         for &(id, up) in &layout {
-            chaos.sim.registry_put_topology(topology_info(id, &name(id), up));
+            chaos
+                .sim
+                .registry_put_topology(topology_info(id, &name(id), up));
         }
         for &(id, _) in &layout {
-            chaos.sim.registry_put_discovery(discovery_info(id, &name(id)));
+            chaos
+                .sim
+                .registry_put_discovery(discovery_info(id, &name(id)));
         }
         chaos.sim.advance(Duration::from_millis(200));
         chaos.sim.check_invariants();
@@ -272,9 +276,9 @@ impl Chaos {
                     2 => Target::RoundRobin { filter: None },
                     _ => Target::Name(&target_name),
                 };
-                let _ = self
-                    .sim
-                    .send_tagged(from, target, 1 + u32::from(kind), usize::from(filler));
+                let _ =
+                    self.sim
+                        .send_tagged(from, target, 1 + u32::from(kind), usize::from(filler));
             }
             Op::Advance { ms } => self.sim.advance(Duration::from_millis(u64::from(ms))),
             Op::Cut { a, b } => {
@@ -444,7 +448,12 @@ impl Chaos {
     fn probe(
         &mut self,
         pairs: &[(NodeId, NodeId)],
-    ) -> Vec<(u64, NodeId, NodeId, Result<crate::ids::MsgId, crate::node::SendError>)> {
+    ) -> Vec<(
+        u64,
+        NodeId,
+        NodeId,
+        Result<crate::ids::MsgId, crate::node::SendError>,
+    )> {
         let sent = pairs
             .iter()
             .map(|&(from, to)| {
