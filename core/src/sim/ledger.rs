@@ -18,7 +18,7 @@
 //! - a delivery out of order: within one (sender incarnation, receiver incarnation) pair,
 //!   tags must arrive increasing (tags grow with send order).
 //!
-//! At the end of a run, [`Ledger::final_violations`] adds one violation per accepted message of
+//! At the end of a run, the final check (`Sim::check_quiescent`) adds one violation per accepted message of
 //! a still-running incarnation that has no outcome. Messages accepted by an incarnation that
 //! was killed before reporting are *orphaned*: no outcome exists for them, by design of `kill`.
 

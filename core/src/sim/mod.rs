@@ -37,7 +37,7 @@
 //! parameter of [`Sim`]. The simulator's own tests drive a scripted stand-in.
 
 mod agenda;
-mod check;
+pub mod check;
 mod cluster;
 mod drive;
 mod faults;
