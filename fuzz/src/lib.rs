@@ -6,7 +6,7 @@
 //!
 //! Each target is a few lines calling one function of this library, so the same checks run
 //! under libFuzzer and in the stable replay of the committed corpus in `fuzz/corpus/<target>/`.
-//! Node-operation and simulation targets arrive with the bus issue.
+//! `node_ops` and `sim_seed` drive the deterministic simulator (`core::sim`, feature `sim`).
 
 use switchboard_core::{
     discovery::{Applied, DiscoveryInfo, DiscoverySet, TopologyInfo},
@@ -323,6 +323,46 @@ pub fn etcd_event(data: &[u8]) {
             list.clear();
         }
     }
+}
+
+/// Target `node_ops`: an arbitrary sequence of operations — tagged sends by id, hash key,
+/// round robin and name, waits, link breaks, partitions, kills and restarts, latency changes,
+/// proxy scale-out and scale-in, leaf moves — decoded from the bytes
+/// ([`Op::decode_all`](switchboard_core::sim::scenario::Op::decode_all)) and applied to a
+/// small simulated cluster of real nodes, with every invariant of `core::sim` checked after
+/// each operation and after healing and quiescence.
+///
+/// # Panics
+/// Panics (which the fuzzer reports) on any invariant violation, listing them.
+pub fn node_ops(data: &[u8]) {
+    use switchboard_core::sim::scenario::{Op, run_ops};
+    let report = run_ops(&Op::decode_all(data));
+    assert!(
+        report.violations.is_empty(),
+        "node_ops: {} violation(s): {:#?}",
+        report.violations.len(),
+        report.violations
+    );
+}
+
+/// Target `sim_seed`: the first 8 bytes (little endian, zero-padded) are a seed; the seeded
+/// chaos scenario runs with every fault kind and must end without a violation.
+///
+/// # Panics
+/// Panics (which the fuzzer reports) on any violation, with the replay command.
+pub fn sim_seed(data: &[u8]) {
+    use switchboard_core::sim::scenario::{Faults, run_seed};
+    let mut bytes = [0u8; 8];
+    let n = data.len().min(8);
+    bytes[..n].copy_from_slice(&data[..n]);
+    let seed = u64::from_le_bytes(bytes);
+    let report = run_seed(seed, Faults::all());
+    assert!(
+        report.violations.is_empty(),
+        "sim_seed {seed}: {:#?}\nreplay: cargo run --release -p switchboard-core --features sim \
+         --example sim -- --seeds 1 --from {seed} --faults all",
+        report.violations
+    );
 }
 
 #[cfg(test)]

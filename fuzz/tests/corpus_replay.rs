@@ -657,3 +657,15 @@ fn etcd_event_corpus_replays_cleanly() {
     let replayed = replay("etcd_event", switchboard_fuzz::etcd_event);
     assert!(replayed >= 8, "corpus has only {replayed} files");
 }
+
+#[test]
+fn node_ops_corpus_replays_cleanly() {
+    let replayed = replay("node_ops", switchboard_fuzz::node_ops);
+    assert!(replayed >= 10, "corpus has only {replayed} files");
+}
+
+#[test]
+fn sim_seed_corpus_replays_cleanly() {
+    let replayed = replay("sim_seed", switchboard_fuzz::sim_seed);
+    assert!(replayed >= 10, "corpus has only {replayed} files");
+}

@@ -40,6 +40,15 @@ pub struct SimSettings {
     pub step_limit: usize,
     /// Panic at the first node-contract violation (default), or only record it.
     pub strict: bool,
+    /// Keep the human-readable [`Sim::trace`] (default). Off, nothing is formatted — the
+    /// seeds runner turns it off for speed and replays a failing seed with it on.
+    pub trace: bool,
+    /// Extra random latency per transmission on top of the link latency: uniform in
+    /// `[0, jitter)`, drawn from the simulator's generator ([`SimSettings::seed`]). Bytes of
+    /// one link still never overtake each other. Default 0 (no draw, v1 timing).
+    pub jitter: Duration,
+    /// Seed of the simulator's own generator (jitter, registry delay spread). Default 0.
+    pub seed: u64,
 }
 
 impl Default for SimSettings {
@@ -49,6 +58,9 @@ impl Default for SimSettings {
             link_latency: Duration::ZERO,
             step_limit: 100_000,
             strict: true,
+            trace: true,
+            jitter: Duration::ZERO,
+            seed: 0,
         }
     }
 }
@@ -92,6 +104,16 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) trace: Vec<String>,
     pub(super) violations: Vec<String>,
     pub(super) dropped_bytes: u64,
+    /// The simulator's own generator (jitter, registry spread, tags' filler).
+    pub(super) rng: crate::rng::Rng,
+    /// Deliveries and timer firings processed so far.
+    pub(super) steps: u64,
+    /// Per-message bookkeeping of tagged sends, once enabled.
+    pub(super) ledger: Option<super::ledger::Ledger>,
+    /// Next tag [`Sim::send_tagged`] hands out.
+    pub(super) next_tag: u64,
+    /// Slots drained since the last invariant check.
+    pub(super) dirty: Vec<bool>,
 }
 
 impl Sim<Node> {
@@ -114,7 +136,7 @@ impl<N: SimNode> Sim<N> {
     pub fn with_settings(settings: SimSettings) -> Sim<N> {
         Sim {
             now: Instant::ZERO,
-            settings,
+            settings: settings.clone(),
             slots: Vec::new(),
             index: BTreeMap::new(),
             addrs: BTreeMap::new(),
@@ -125,6 +147,11 @@ impl<N: SimNode> Sim<N> {
             trace: Vec::new(),
             violations: Vec::new(),
             dropped_bytes: 0,
+            rng: crate::rng::Rng::new(settings.seed),
+            steps: 0,
+            ledger: None,
+            next_tag: 0,
+            dirty: Vec::new(),
         }
     }
 
@@ -192,8 +219,9 @@ impl<N: SimNode> Sim<N> {
             timeouts_at: (Instant::ZERO, 0),
         });
         self.index.insert(id, idx);
+        self.dirty.push(true);
         self.addrs.insert(addr.clone(), id);
-        self.note(Some(id), &format!("started at {addr}"));
+        self.note_with(Some(id), || format!("started at {addr}"));
         self.drain(idx);
         self.deliver_snapshot(idx);
         Ok(id)
@@ -209,6 +237,10 @@ impl<N: SimNode> Sim<N> {
             return;
         }
         self.note(Some(id), "killed");
+        let inc = self.slots[idx].incarnation;
+        if let Some(ledger) = self.ledger.as_mut() {
+            ledger.on_death(id, inc);
+        }
         let slot = &mut self.slots[idx];
         slot.node = None;
         slot.deadline = None;
@@ -237,7 +269,7 @@ impl<N: SimNode> Sim<N> {
         slot.node = Some(node);
         slot.incarnation += 1;
         let inc = slot.incarnation;
-        self.note(Some(id), &format!("restarted (incarnation {inc})"));
+        self.note_with(Some(id), || format!("restarted (incarnation {inc})"));
         self.drain(idx);
         self.deliver_snapshot(idx);
     }
@@ -304,7 +336,7 @@ impl<N: SimNode> Sim<N> {
     /// sides get `handle_closed` during this call (dialer side first, links in creation
     /// order), bytes in flight are lost — and dials between them fail until [`Sim::link_up`].
     pub fn link_down(&mut self, a: NodeId, b: NodeId) {
-        self.note(None, &format!("link down {a} <-> {b}"));
+        self.note_with(None, || format!("link down {a} <-> {b}"));
         self.pairs.set_down(a, b, true);
         for link in self.links.live_between(a, b) {
             self.drop_link(link, None);
@@ -314,14 +346,14 @@ impl<N: SimNode> Sim<N> {
     /// Brings the path between `a` and `b` back: dials succeed again. Nothing reconnects by
     /// itself — the nodes dial when they decide to.
     pub fn link_up(&mut self, a: NodeId, b: NodeId) {
-        self.note(None, &format!("link up {a} <-> {b}"));
+        self.note_with(None, || format!("link up {a} <-> {b}"));
         self.pairs.set_down(a, b, false);
     }
 
     /// Drops the links between `a` and `b` now (like [`Sim::link_down`]) without blocking
     /// later dials.
     pub fn cut(&mut self, a: NodeId, b: NodeId) {
-        self.note(None, &format!("cut {a} <-> {b}"));
+        self.note_with(None, || format!("cut {a} <-> {b}"));
         for link in self.links.live_between(a, b) {
             self.drop_link(link, None);
         }
@@ -329,7 +361,7 @@ impl<N: SimNode> Sim<N> {
 
     /// The next dial from `from` to `to` fails (cumulative: call twice, two dials fail).
     pub fn fail_next_connect(&mut self, from: NodeId, to: NodeId) {
-        self.note(None, &format!("fail next connect {from} -> {to}"));
+        self.note_with(None, || format!("fail next connect {from} -> {to}"));
         self.pairs.add_fail_next(from, to);
     }
 
@@ -440,9 +472,9 @@ impl<N: SimNode> Sim<N> {
 
     fn publish(&mut self, event: RegistryEvent, fanout: Fanout) -> u64 {
         let revision = self.registry.revision();
-        self.note(None, &format!("registry {}", registry::describe(&event)));
+        self.note_with(None, || format!("registry {}", registry::describe(&event)));
         let targets = fanout.to.unwrap_or_else(|| self.node_ids());
-        if fanout.delay.is_zero() {
+        if fanout.delay.is_zero() && fanout.spread.is_zero() {
             for id in targets {
                 let idx = self.slot_index(id);
                 if self.slots[idx].node.is_some() {
@@ -450,8 +482,14 @@ impl<N: SimNode> Sim<N> {
                 }
             }
         } else {
-            let at = self.now + fanout.delay;
             for id in targets {
+                let spread = fanout.spread.as_nanos();
+                let extra = if spread == 0 {
+                    0
+                } else {
+                    self.rng.below(u64::try_from(spread).unwrap_or(u64::MAX))
+                };
+                let at = self.now + fanout.delay + Duration::from_nanos(extra);
                 let idx = self.slot_index(id);
                 let incarnation = self.slots[idx].incarnation;
                 self.agenda.push(
@@ -496,28 +534,37 @@ impl<N: SimNode> Sim<N> {
         let payload: Bytes = payload.into();
         let idx = self.slot_index(from);
         let now = self.now;
-        self.note(
-            Some(from),
-            &format!(
+        self.note_with(Some(from), || {
+            format!(
                 "<- send to {} type {msg_type} payload {:?}",
                 describe_target(&target),
                 payload
-            ),
-        );
+            )
+        });
         let Some(node) = self.slots[idx].node.as_mut() else {
             panic!("sim: send from dead node {from}");
+        };
+        let target_id = match target {
+            Target::Id(id) => Some(id),
+            _ => None,
         };
         let result = node.send(now, target, msg_type, payload.clone());
         match &result {
             Ok(msg) => {
                 let msg = *msg;
-                self.note(Some(from), &format!("   accepted as msg#{}", msg.0));
+                self.note_with(Some(from), || format!("   accepted as msg#{}", msg.0));
                 let slot = &mut self.slots[idx];
                 if slot.open_msgs.contains(&msg) || slot.done_msgs.contains(&msg) {
                     self.violation(&format!("{from} returned msg#{} twice from send", msg.0));
                 }
                 let slot = &mut self.slots[idx];
                 slot.open_msgs.insert(msg);
+                let inc = slot.incarnation;
+                let tag = super::ledger::payload_tag(&payload);
+                if let (Some(ledger), Some(tag)) = (self.ledger.as_mut(), tag) {
+                    ledger.on_accepted(from, inc, msg, tag, target_id);
+                }
+                let slot = &mut self.slots[idx];
                 slot.log.sent.push(Sent {
                     at: now,
                     msg,
@@ -525,7 +572,14 @@ impl<N: SimNode> Sim<N> {
                     payload,
                 });
             }
-            Err(e) => self.note(Some(from), &format!("   refused: {e:?}")),
+            Err(e) => {
+                self.note_with(Some(from), || format!("   refused: {e:?}"));
+                if let (Some(ledger), Some(_)) =
+                    (self.ledger.as_mut(), super::ledger::payload_tag(&payload))
+                {
+                    ledger.on_refused();
+                }
+            }
         }
         self.drain(idx);
         result
@@ -638,14 +692,26 @@ impl<N: SimNode> Sim<N> {
 
     /// Appends a trace line stamped with the current time.
     pub(super) fn note(&mut self, node: Option<NodeId>, text: &str) {
+        if !self.settings.trace {
+            return;
+        }
         let who = node.map_or_else(|| String::from("sim"), |id| format!("{id}"));
         self.trace
             .push(format!("{} {who} {text}", fmt_instant(self.now)));
     }
 
+    /// Appends a trace line built by `text` only if tracing is on (the hot path formats
+    /// nothing with `trace` off).
+    pub(super) fn note_with(&mut self, node: Option<NodeId>, text: impl FnOnce() -> String) {
+        if self.settings.trace {
+            let text = text();
+            self.note(node, &text);
+        }
+    }
+
     /// Records a node-contract violation; panics in strict mode.
     pub(super) fn violation(&mut self, text: &str) {
-        self.note(None, &format!("VIOLATION: {text}"));
+        self.note_with(None, || format!("VIOLATION: {text}"));
         self.violations.push(String::from(text));
         assert!(
             !self.settings.strict,

@@ -47,6 +47,7 @@ impl<N: SimNode> Sim<N> {
             (None, Some((_, idx))) => self.fire_timer(idx),
             (None, None) => return false,
         }
+        self.steps += 1;
         true
     }
 
@@ -147,13 +148,12 @@ impl<N: SimNode> Sim<N> {
             Due::Bytes { link, to, bytes } => {
                 let Some(end) = self.open_end(link, to) else {
                     self.dropped_bytes += bytes.len() as u64;
-                    self.note(None, &format!("dropped {} bytes on {link}", bytes.len()));
+                    self.note_with(None, || format!("dropped {} bytes on {link}", bytes.len()));
                     return;
                 };
-                self.note(
-                    Some(end.node),
-                    &format!("<- received {} on {} {:?}", bytes.len(), end.link, bytes),
-                );
+                self.note_with(Some(end.node), || {
+                    format!("<- received {} on {} {:?}", bytes.len(), end.link, bytes)
+                });
                 self.invoke(end.node, |n, now| n.handle_received(now, end.link, &bytes));
             }
             Due::PeerClosed { link, to } => self.notify_closed(link, to, EndState::Open),
@@ -190,7 +190,7 @@ impl<N: SimNode> Sim<N> {
         if !self.incarnation_matches(node, incarnation) {
             return;
         }
-        self.note(Some(node), &format!("<- closed {id}"));
+        self.note_with(Some(node), || format!("<- closed {id}"));
         self.invoke(node, |n, now| n.handle_closed(now, id));
     }
 
@@ -218,10 +218,9 @@ impl<N: SimNode> Sim<N> {
                 end.state = EndState::Gone;
             }
             let why = reason.unwrap_or("unknown address");
-            self.note(
-                Some(dialer.node),
-                &format!("<- connect failed {} to {addr} ({why})", dialer.link),
-            );
+            self.note_with(Some(dialer.node), || {
+                format!("<- connect failed {} to {addr} ({why})", dialer.link)
+            });
             self.invoke(dialer.node, |n, now| {
                 n.handle_connect_failed(now, dialer.link)
             });
@@ -252,22 +251,22 @@ impl<N: SimNode> Sim<N> {
         if let Some(end) = self.links.get_mut(id).and_then(|l| l.end_mut(Side::Dialer)) {
             end.state = EndState::Open;
         }
-        self.note(
-            Some(target),
-            &format!("<- accepted {accepted} (from {})", dialer.node),
-        );
+        self.note_with(Some(target), || {
+            format!("<- accepted {accepted} (from {})", dialer.node)
+        });
         self.drain(idx);
-        self.note(Some(dialer.node), &format!("<- connected {}", dialer.link));
+        self.note_with(Some(dialer.node), || {
+            format!("<- connected {}", dialer.link)
+        });
         self.invoke(dialer.node, |n, now| n.handle_connected(now, dialer.link));
     }
 
     /// Hands a registry event to a live node now and drains it.
     pub(super) fn deliver_registry(&mut self, idx: usize, event: RegistryEvent) {
         let id = self.slots[idx].id;
-        self.note(
-            Some(id),
-            &format!("<- registry {}", registry::describe(&event)),
-        );
+        self.note_with(Some(id), || {
+            format!("<- registry {}", registry::describe(&event))
+        });
         self.invoke(id, |n, now| n.handle_registry(now, event));
     }
 
@@ -293,6 +292,7 @@ impl<N: SimNode> Sim<N> {
         }
         let deadline = self.slots[idx].node.as_ref().and_then(N::poll_timeout);
         self.slots[idx].deadline = deadline;
+        self.dirty[idx] = true;
     }
 
     fn handle_output(&mut self, idx: usize, output: Output) {
@@ -300,18 +300,19 @@ impl<N: SimNode> Sim<N> {
         let now = self.now;
         match output {
             Output::Connect { link, peer, addr } => {
-                self.note(Some(id), &format!("-> connect {link} to {peer} at {addr}"));
+                self.note_with(Some(id), || {
+                    format!("-> connect {link} to {peer} at {addr}")
+                });
                 self.dial(idx, link, addr);
             }
             Output::Transmit { link, bytes } => {
-                self.note(
-                    Some(id),
-                    &format!("-> transmit {} on {link} {:?}", bytes.len(), bytes),
-                );
+                self.note_with(Some(id), || {
+                    format!("-> transmit {} on {link} {:?}", bytes.len(), bytes)
+                });
                 self.transmit(id, link, bytes);
             }
             Output::Close { link } => {
-                self.note(Some(id), &format!("-> close {link}"));
+                self.note_with(Some(id), || format!("-> close {link}"));
                 self.close(id, link);
             }
             Output::Received {
@@ -320,10 +321,13 @@ impl<N: SimNode> Sim<N> {
                 msg_type,
                 payload,
             } => {
-                self.note(
-                    Some(id),
-                    &format!("-> app received from {from} via {via} type {msg_type} {payload:?}"),
-                );
+                self.note_with(Some(id), || {
+                    format!("-> app received from {from} via {via} type {msg_type} {payload:?}")
+                });
+                if let Some(ledger) = self.ledger.as_mut() {
+                    let inc = self.slots[idx].incarnation;
+                    ledger.on_received(id, inc, from, &payload);
+                }
                 self.slots[idx].log.received.push(Received {
                     at: now,
                     from,
@@ -333,7 +337,7 @@ impl<N: SimNode> Sim<N> {
                 });
             }
             Output::Outcome { msg, outcome } => {
-                self.note(Some(id), &format!("-> outcome msg#{} {outcome}", msg.0));
+                self.note_with(Some(id), || format!("-> outcome msg#{} {outcome}", msg.0));
                 let slot = &mut self.slots[idx];
                 if slot.done_msgs.contains(&msg) {
                     self.violation(&format!("{id} reported a second outcome for msg#{}", msg.0));
@@ -345,6 +349,10 @@ impl<N: SimNode> Sim<N> {
                 } else {
                     slot.done_msgs.insert(msg);
                 }
+                if let Some(ledger) = self.ledger.as_mut() {
+                    let inc = self.slots[idx].incarnation;
+                    ledger.on_outcome(id, inc, msg, outcome);
+                }
                 self.slots[idx].log.outcomes.push(OutcomeRecord {
                     at: now,
                     msg,
@@ -352,7 +360,7 @@ impl<N: SimNode> Sim<N> {
                 });
             }
             Output::Event(event) => {
-                self.note(Some(id), &format!("-> event {event:?}"));
+                self.note_with(Some(id), || format!("-> event {event:?}"));
                 self.slots[idx].log.events.push((now, event));
             }
         }
@@ -403,10 +411,9 @@ impl<N: SimNode> Sim<N> {
             EndState::Reset => {
                 // Written into a dropped connection the node has not heard about yet.
                 self.dropped_bytes += bytes.len() as u64;
-                self.note(
-                    None,
-                    &format!("dropped {} bytes on {sim_link}", bytes.len()),
-                );
+                self.note_with(None, || {
+                    format!("dropped {} bytes on {sim_link}", bytes.len())
+                });
                 return;
             }
             EndState::Dialing => {
@@ -448,10 +455,9 @@ impl<N: SimNode> Sim<N> {
                 self.agenda.push(at, Due::PeerClosed { link: sim_link, to });
             }
             EndState::ClosedBySelf | EndState::Gone => {
-                self.note(
-                    Some(id),
-                    &format!("   close of {link} ignored (already closed)"),
-                );
+                self.note_with(Some(id), || {
+                    format!("   close of {link} ignored (already closed)")
+                });
             }
         }
     }
@@ -469,6 +475,12 @@ impl<N: SimNode> Sim<N> {
             _ => None,
         }
         .unwrap_or(self.settings.link_latency);
+        let jitter = u64::try_from(self.settings.jitter.as_nanos()).unwrap_or(u64::MAX);
+        let latency = if jitter == 0 {
+            latency
+        } else {
+            latency + crate::time::Duration::from_nanos(self.rng.below(jitter))
+        };
         let Some(link) = self.links.get_mut(id) else {
             return now;
         };

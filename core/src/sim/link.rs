@@ -256,6 +256,11 @@ impl PairControls {
         }
     }
 
+    /// Every pair that is down, ascending.
+    pub(super) fn down_pairs(&self) -> Vec<(NodeId, NodeId)> {
+        self.down.iter().copied().collect()
+    }
+
     pub(super) fn is_down(&self, a: NodeId, b: NodeId) -> bool {
         self.down.contains(&pair(a, b))
     }

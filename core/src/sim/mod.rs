@@ -37,16 +37,22 @@
 //! parameter of [`Sim`]. The simulator's own tests drive a scripted stand-in.
 
 mod agenda;
+pub mod check;
 mod cluster;
 mod drive;
+mod faults;
+pub mod ledger;
 mod link;
 mod log;
 mod registry;
+pub mod scenario;
 
 #[cfg(test)]
 mod puppet;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_v2;
 
 use alloc::{format, string::String, vec};
 use core::fmt;
@@ -55,6 +61,7 @@ use bytes::Bytes;
 
 pub use self::{
     cluster::{Sim, SimSettings},
+    ledger::{Ledger, LedgerTotals},
     log::{NodeLog, OutcomeRecord, Received, Sent},
     registry::{Fanout, SimRegistry},
 };

@@ -22,6 +22,10 @@ pub struct Fanout {
     pub to: Option<Vec<NodeId>>,
     /// Delay before delivery; zero delivers during the call.
     pub delay: Duration,
+    /// Extra delay per receiving node, uniform in `[0, spread)` and drawn independently for
+    /// each node from the simulator's generator: events published one after another can reach
+    /// different nodes in different orders. Zero (the default) = no draw.
+    pub spread: Duration,
 }
 
 impl Fanout {
@@ -37,6 +41,7 @@ impl Fanout {
         Fanout {
             to: Some(ids.into_iter().collect()),
             delay: Duration::ZERO,
+            spread: Duration::ZERO,
         }
     }
 
@@ -44,6 +49,12 @@ impl Fanout {
     #[must_use]
     pub fn after(self, delay: Duration) -> Fanout {
         Fanout { delay, ..self }
+    }
+
+    /// The same audience, each node delayed by an extra independent draw in `[0, spread)`.
+    #[must_use]
+    pub fn spread(self, spread: Duration) -> Fanout {
+        Fanout { spread, ..self }
     }
 }
 
@@ -72,6 +83,16 @@ impl SimRegistry {
     #[must_use]
     pub fn topology(&self, id: NodeId) -> Option<&TopologyInfo> {
         self.topology.get(&id)
+    }
+
+    /// Ids with a stored discovery record, ascending.
+    pub fn discovery_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.discovery.keys().copied()
+    }
+
+    /// Ids with a stored topology record, ascending.
+    pub fn topology_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.topology.keys().copied()
     }
 
     fn bump(&mut self) -> u64 {

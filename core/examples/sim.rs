@@ -1,0 +1,153 @@
+//! The seeds runner: runs the seeded chaos scenario of `core::sim::scenario` for a range of
+//! seeds and reports one JSON line.
+//!
+//! ```text
+//! cargo run --release -p switchboard-core --features sim --example sim -- --seeds N [--from S] [--faults all]
+//! ```
+//!
+//! Runs seeds `S..S+N` (`S` defaults to 0) with the default (mild) fault set, or every fault
+//! kind with `--faults all` (`--faults mild` names the default). Progress goes to stderr. The
+//! last stdout line is
+//! `{"seeds":N,"violations":V,"sent":..,"delivered":..,"failed":{reason:count},"events":..,"events_per_sec":..}`:
+//! `sent` counts accepted messages, `delivered` distinct messages handed to an application,
+//! `failed` every outcome other than `Delivered` by key — `Failed(r)` as the reason
+//! (`timeout`, `queue_full`, `no_route`, `target_gone`, `shutdown`), `Unknown(r)` as
+//! `unknown_<reason>`, and accepted messages whose sender was killed before reporting as
+//! `sender_killed` — `events` the deliveries and timer firings simulated. For each seed with a
+//! violation, stderr gets the violations and stdout a line (before the JSON) with the seed and
+//! the command that replays it. `--trace FILE` also writes the full simulator trace of seed
+//! `S` to `FILE` (a replay aid). Exit code 1 when violations > 0, 2 on bad flags.
+
+use std::{collections::BTreeMap, process::ExitCode, time::Instant};
+
+use switchboard_core::sim::scenario::{Faults, run_seed, run_seed_traced};
+
+struct Args {
+    seeds: u64,
+    from: u64,
+    all: bool,
+    trace: Option<String>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args {
+        seeds: 1,
+        from: 0,
+        all: false,
+        trace: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match flag.as_str() {
+            "--seeds" => {
+                args.seeds = value("--seeds")?
+                    .parse()
+                    .map_err(|e| format!("--seeds: {e}"))?;
+            }
+            "--from" => {
+                args.from = value("--from")?
+                    .parse()
+                    .map_err(|e| format!("--from: {e}"))?;
+            }
+            "--faults" => match value("--faults")?.as_str() {
+                "all" => args.all = true,
+                "mild" => args.all = false,
+                other => return Err(format!("--faults: expected all or mild, got {other:?}")),
+            },
+            "--trace" => args.trace = Some(value("--trace")?),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(args)
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the runner reports events per wall-clock second; the simulation itself never reads the clock"
+)]
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("sim: {e} (usage: --seeds N [--from S] [--faults all|mild])");
+            return ExitCode::from(2);
+        }
+    };
+    let faults = if args.all {
+        Faults::all()
+    } else {
+        Faults::mild()
+    };
+    let flag = if args.all { " --faults all" } else { "" };
+    if let Some(path) = &args.trace {
+        // Replay aid: the full trace of seed `--from` goes to `path`.
+        let chaos = run_seed_traced(args.from, faults);
+        let text = chaos.sim.trace().join("\n");
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("sim: writing {path}: {e}");
+            return ExitCode::from(2);
+        }
+        eprintln!("sim: trace of seed {} written to {path}", args.from);
+    }
+    let started = Instant::now();
+    let (mut sent, mut delivered, mut events, mut violations) = (0u64, 0u64, 0u64, 0u64);
+    let mut retries = 0u64;
+    let mut failed: BTreeMap<String, u64> = BTreeMap::new();
+    let end = args.from.saturating_add(args.seeds);
+    for seed in args.from..end {
+        let report = run_seed(seed, faults);
+        sent += report.totals.sent;
+        delivered += report.totals.delivered;
+        events += report.events;
+        retries += report.probe_retries;
+        for (k, v) in &report.totals.failed {
+            *failed.entry(k.clone()).or_insert(0) += v;
+        }
+        if !report.violations.is_empty() {
+            violations += report.violations.len() as u64;
+            let replay = format!(
+                "cargo run --release -p switchboard-core --features sim --example sim -- --seeds 1 --from {seed}{flag}"
+            );
+            eprintln!(
+                "sim: seed {seed}: {} violation(s); replay: {replay}",
+                report.violations.len()
+            );
+            for v in report.violations.iter().take(10) {
+                eprintln!("  {v}");
+            }
+            println!(
+                "{{\"violation_seed\":{seed},\"violations\":{},\"replay\":\"{replay}\"}}",
+                report.violations.len()
+            );
+        }
+        let done = seed - args.from + 1;
+        if done % 100 == 0 || done == args.seeds {
+            eprintln!(
+                "sim: {done}/{} seeds, {violations} violations, {:.1}s",
+                args.seeds,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "sim: {retries} first probes after quiescence ended Unknown(Timeout) and were retried"
+    );
+    let failed_json: Vec<String> = failed.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    println!(
+        "{{\"seeds\":{},\"violations\":{violations},\"sent\":{sent},\"delivered\":{delivered},\"failed\":{{{}}},\"events\":{events},\"events_per_sec\":{}}}",
+        args.seeds,
+        failed_json.join(","),
+        if secs > 0.0 {
+            (events as f64 / secs) as u64
+        } else {
+            0
+        }
+    );
+    if violations > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

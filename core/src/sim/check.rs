@@ -1,0 +1,126 @@
+//! Invariant checks of a simulated cluster of [`Node`]s, run by the seeds runner after every
+//! step and by tests.
+//!
+//! Per step ([`Sim::check_invariants`]): the [ledger](super::ledger)'s message invariants
+//! (exactly one outcome per accepted send and none before acceptance, nothing delivered
+//! twice, nothing out of order within one sender→receiver incarnation pair, nothing delivered
+//! that was reported `Failed`, `Delivered` only after a delivery), plus for every node touched
+//! since the last check: queues within limits (for each endpoint, pending + unacknowledged ≤
+//! `send_buffer_number`) and at most one timer per route record.
+//!
+//! After quiescence ([`Sim::check_quiescent`]): the above for every node, every accepted
+//! message of a running incarnation has its outcome, every live node's discovery set and
+//! ring hold exactly the registry's discovery records, and every route record to a live
+//! node is `READY`.
+
+use alloc::{format, vec::Vec};
+
+use super::cluster::Sim;
+use crate::{connector::RouteFlags, ids::NodeId, node::Node};
+
+impl Sim<Node> {
+    /// Checks the per-step invariants (see the [module docs](self)); each breach is recorded
+    /// in [`Sim::violations`] (a panic in strict mode). Returns how many were found now.
+    pub fn check_invariants(&mut self) -> usize {
+        let mut found = self.collect_ledger_violations();
+        for idx in 0..self.slots.len() {
+            if !core::mem::replace(&mut self.dirty[idx], false) {
+                continue;
+            }
+            found += self.check_node(idx);
+        }
+        found
+    }
+
+    fn check_node(&mut self, idx: usize) -> usize {
+        let Some(node) = self.slots[idx].node.as_ref() else {
+            return 0;
+        };
+        let id = node.id();
+        let mut problems = Vec::new();
+        let limit = node.config().send_buffer_number;
+        if limit > 0 {
+            for (_, endpoint) in node.endpoints().iter() {
+                let target = endpoint.id();
+                let queued = endpoint.queue().len() + node.unacked(target);
+                if queued > limit {
+                    problems.push(format!(
+                        "{id} holds {queued} messages for {target} (pending {} + unacked {}), \
+                         over send_buffer_number {limit}",
+                        endpoint.queue().len(),
+                        node.unacked(target)
+                    ));
+                }
+            }
+        }
+        let connector = node.connector();
+        if connector.timer_count() > connector.len() {
+            problems.push(format!(
+                "{id} has {} route timers for {} records",
+                connector.timer_count(),
+                connector.len()
+            ));
+        }
+        let n = problems.len();
+        for p in problems {
+            self.violation(&p);
+        }
+        n
+    }
+
+    /// Checks the end-of-run invariants (see the [module docs](self)): call after every fault
+    /// was healed, the registry settled and the cluster ran long enough for reconnects and
+    /// message deadlines. Returns how many breaches were found.
+    pub fn check_quiescent(&mut self) -> usize {
+        for d in &mut self.dirty {
+            *d = true;
+        }
+        let mut found = self.check_invariants();
+        let mut problems = self
+            .ledger
+            .as_ref()
+            .map(super::ledger::Ledger::final_violations)
+            .unwrap_or_default();
+        let registered: Vec<NodeId> = self.registry.discovery_ids().collect();
+        for slot in &self.slots {
+            let Some(node) = slot.node.as_ref() else {
+                continue;
+            };
+            let id = slot.id;
+            let known: Vec<NodeId> = node.discovery().iter().map(|i| i.id).collect();
+            let mut known_sorted = known.clone();
+            known_sorted.sort_unstable();
+            if known_sorted != registered {
+                problems.push(format!(
+                    "{id} knows discovery records {known_sorted:?}, the registry holds {registered:?}"
+                ));
+            }
+            let rings = node.discovery().rings();
+            if rings.len() != registered.len() || registered.iter().any(|&r| !rings.contains(r)) {
+                problems.push(format!(
+                    "{id}'s ring holds {} members, the registry {registered:?}",
+                    rings.len()
+                ));
+            }
+            for target in node.connector().targets() {
+                let live = self
+                    .index
+                    .get(&target)
+                    .is_some_and(|&i| self.slots[i].node.is_some());
+                let Some(view) = node.route(target) else {
+                    continue;
+                };
+                if live && !view.flags.contains(RouteFlags::READY) {
+                    problems.push(format!(
+                        "{id}'s route to live {target} is not READY after quiescence: {view:?}"
+                    ));
+                }
+            }
+        }
+        found += problems.len();
+        for p in problems {
+            self.violation(&p);
+        }
+        found
+    }
+}

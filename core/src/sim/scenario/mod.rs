@@ -1,0 +1,511 @@
+//! Seeded chaos scenarios: a cluster of a hub, proxies and leaves, random traffic and faults,
+//! then heal, quiesce, probe and check — the engine of the seeds runner
+//! (`cargo run --release -p switchboard-core --features sim --example sim`), the `node_ops`
+//! and `sim_seed` fuzz targets and the simulator bench.
+//!
+//! **Cluster.** A hub `0x100` (topology root), proxies `0x110`, `0x111` under it, and 4–8
+//! leaves `0x120..` alternately under the proxies; proxies added by scale-out are `0x140..`.
+//! Every node publishes its topology record (first) and discovery record; links carry a random
+//! base latency. Nodes use short timers (reconnect 100 ms..1 s, message timeout 3 s, heartbeat
+//! 500 ms, send buffer 32 messages) so faults and recoveries happen within a few seconds.
+//!
+//! **Run.** [`Chaos::chaos`] applies generated [`Op`]s for a bounded stretch of virtual time,
+//! checking [`Sim::check_invariants`] after every op; [`Chaos::finish`] heals every fault
+//! (partitions end, killed nodes restart and re-register), runs until reconnects and message
+//! deadlines are done, sends one probe from every leaf to every other leaf — each must end
+//! `Delivered` — and runs [`Sim::check_quiescent`].
+//!
+//! **Faults** ([`Faults`]): link breaks, partitions, kills and restarts, slow paths (latency
+//! changes that make an old path slower than a new one, so retransmissions overtake frames in
+//! flight), proxy scale-out / scale-in / leaf moves, per-node registry delays, link jitter.
+//! [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables everything.
+
+mod ops;
+
+use alloc::{collections::BTreeSet, format, string::String, vec, vec::Vec};
+
+pub use self::ops::Op;
+use super::{LedgerTotals, Sim, SimSettings, discovery_info, sim_addr, topology_info};
+use crate::{
+    config::Config,
+    ids::NodeId,
+    node::{Node, Target},
+    outcome::{FailReason, Outcome},
+    rng::Rng,
+    sim::Fanout,
+    time::Duration,
+};
+
+/// Which faults a chaos run may inject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "one switch per fault kind is the natural shape"
+)]
+pub struct Faults {
+    /// Random extra latency per transmission.
+    pub jitter: bool,
+    /// Links break (in-flight bytes lost, both ends closed).
+    pub link_breaks: bool,
+    /// Per-node random delays of registry events (reordering across nodes).
+    pub registry_delays: bool,
+    /// Latency changes per pair (slow old paths).
+    pub slow_paths: bool,
+    /// Partitions.
+    pub partitions: bool,
+    /// Kills and restarts.
+    pub kills: bool,
+    /// Proxy scale-out, scale-in and leaf moves.
+    pub scale: bool,
+}
+
+impl Faults {
+    /// The runner's default: jitter, link breaks, registry delays, slow paths.
+    #[must_use]
+    pub const fn mild() -> Faults {
+        Faults {
+            jitter: true,
+            link_breaks: true,
+            registry_delays: true,
+            slow_paths: true,
+            partitions: false,
+            kills: false,
+            scale: false,
+        }
+    }
+
+    /// Every fault kind (`--faults all`).
+    #[must_use]
+    pub const fn all() -> Faults {
+        Faults {
+            jitter: true,
+            link_breaks: true,
+            registry_delays: true,
+            slow_paths: true,
+            partitions: true,
+            kills: true,
+            scale: true,
+        }
+    }
+}
+
+/// What one seed produced.
+#[derive(Clone, Debug, Default)]
+pub struct SeedReport {
+    /// The seed.
+    pub seed: u64,
+    /// Ledger totals (sends, deliveries, outcomes).
+    pub totals: LedgerTotals,
+    /// Deliveries and timer firings processed.
+    pub events: u64,
+    /// Every invariant breach, in order.
+    pub violations: Vec<String>,
+    /// First probes after quiescence that ended `Unknown(Timeout)` (a receiver restart the
+    /// sender could not see) and were retried.
+    pub probe_retries: u64,
+}
+
+const HUB: NodeId = NodeId(0x100);
+/// Virtual time of the chaos phase.
+const CHAOS_TIME: Duration = Duration::from_secs(20);
+/// Time after healing for reconnects and message deadlines.
+const SETTLE_TIME: Duration = Duration::from_secs(15);
+
+/// A chaos run in progress: the simulator and the run's view of the cluster.
+pub struct Chaos {
+    /// The simulated cluster.
+    pub sim: Sim<Node>,
+    rng: Rng,
+    faults: Faults,
+    /// Proxies that are part of the cluster (alive or killed), in join order.
+    proxies: Vec<NodeId>,
+    /// Leaves, in id order.
+    leaves: Vec<NodeId>,
+    /// Every node ever started, in start order (the operand space of ops).
+    members: Vec<NodeId>,
+    /// Scaled-in proxies: dead for good, records deleted.
+    retired: BTreeSet<NodeId>,
+    next_proxy: u64,
+    latency_base: u64,
+    probe_retries: u64,
+}
+
+fn name(id: NodeId) -> String {
+    format!("node-{:x}", id.0)
+}
+
+fn config(id: NodeId, upstream: NodeId, seed: u64) -> Config {
+    let mut c = Config::new(id, name(id));
+    c.reconnect_start = Duration::from_millis(100);
+    c.reconnect_max = Duration::from_secs(1);
+    c.message_timeout = Duration::from_secs(3);
+    c.heartbeat_interval = Duration::from_millis(500);
+    c.lost_topology_timeout = Duration::from_secs(5);
+    c.endpoint_gc_timeout = Duration::from_secs(5);
+    c.send_buffer_number = 32;
+    c.rng_seed = seed;
+    c.upstream = upstream;
+    if upstream.is_valid() {
+        c.upstream_address = sim_addr(upstream);
+    }
+    c.listen = vec![sim_addr(id)];
+    c
+}
+
+impl Chaos {
+    /// A cluster for `seed`: hub, two proxies, 4–8 leaves (`leaves` overrides the count),
+    /// published and settled. `trace` keeps the simulator trace (for replays).
+    ///
+    /// # Panics
+    ///
+    /// Never for the built-in configs (they validate).
+    #[must_use]
+    pub fn new(seed: u64, faults: Faults, leaves: Option<usize>, trace: bool) -> Chaos {
+        let mut rng = Rng::new(seed ^ 0x5eed_c4a0_5000_0001);
+        let settings = SimSettings {
+            strict: false,
+            trace,
+            step_limit: 1_000_000,
+            jitter: if faults.jitter {
+                Duration::from_millis(rng.below(20))
+            } else {
+                Duration::ZERO
+            },
+            seed: rng.next_u64(),
+            link_latency: Duration::from_micros(rng.in_range(50, 3000)),
+            connect_latency: Duration::from_micros(rng.in_range(50, 3000)),
+        };
+        let mut sim = Sim::with_settings(settings);
+        sim.enable_ledger();
+        let n_leaves = leaves.unwrap_or_else(|| rng.in_range(4, 9) as usize);
+        let proxies = vec![NodeId(0x110), NodeId(0x111)];
+        let leaves: Vec<NodeId> = (0..n_leaves as u64).map(|i| NodeId(0x120 + i)).collect();
+        let mut layout = vec![(HUB, NodeId::NONE)];
+        layout.extend(proxies.iter().map(|&p| (p, HUB)));
+        layout.extend(leaves.iter().enumerate().map(|(i, &l)| (l, proxies[i % 2])));
+        for &(id, up) in &layout {
+            sim.add_node(config(id, up, seed))
+                .expect("the chaos configs validate");
+        }
+        let mut chaos = Chaos {
+            sim,
+            rng,
+            faults,
+            proxies,
+            leaves,
+            members: layout.iter().map(|&(id, _)| id).collect(),
+            retired: BTreeSet::new(),
+            next_proxy: 0x140,
+            latency_base: 0,
+            probe_retries: 0,
+        };
+        chaos.latency_base = chaos.rng.in_range(50, 3000);
+        for &(id, up) in &layout {
+            chaos
+                .sim
+                .registry_put_topology(topology_info(id, &name(id), up));
+        }
+        for &(id, _) in &layout {
+            chaos
+                .sim
+                .registry_put_discovery(discovery_info(id, &name(id)));
+        }
+        chaos.sim.advance(Duration::from_millis(200));
+        chaos.sim.check_invariants();
+        chaos
+    }
+
+    fn fanout(&mut self) -> Fanout {
+        if self.faults.registry_delays {
+            Fanout::all().spread(Duration::from_millis(self.rng.below(400)))
+        } else {
+            Fanout::all()
+        }
+    }
+
+    fn publish(&mut self, id: NodeId, up: NodeId) {
+        let f = self.fanout();
+        self.sim
+            .registry_put_topology_with(topology_info(id, &name(id), up), f);
+        let f = self.fanout();
+        self.sim
+            .registry_put_discovery_with(discovery_info(id, &name(id)), f);
+    }
+
+    fn member(&self, i: u8) -> NodeId {
+        self.members[usize::from(i) % self.members.len()]
+    }
+
+    fn active_proxies(&self) -> Vec<NodeId> {
+        self.proxies
+            .iter()
+            .copied()
+            .filter(|p| !self.retired.contains(p))
+            .collect()
+    }
+
+    fn upstream_of(&self, leaf: NodeId) -> NodeId {
+        self.sim
+            .registry()
+            .topology(leaf)
+            .map_or(NodeId::NONE, |t| t.upstream_id)
+    }
+
+    /// Applies one op, then checks the per-step invariants.
+    pub fn apply(&mut self, op: Op) {
+        match op {
+            Op::Send {
+                from,
+                kind,
+                to,
+                filler,
+            } => {
+                let from = self.member(from);
+                if !self.sim.is_alive(from) {
+                    return;
+                }
+                let to_id = self.member(to);
+                let key = [to];
+                let target_name = name(to_id);
+                let target = match kind {
+                    0 => Target::Id(to_id),
+                    1 => Target::Hash {
+                        filter: None,
+                        key: &key,
+                    },
+                    2 => Target::RoundRobin { filter: None },
+                    _ => Target::Name(&target_name),
+                };
+                let _ =
+                    self.sim
+                        .send_tagged(from, target, 1 + u32::from(kind), usize::from(filler));
+            }
+            Op::Advance { ms } => self.sim.advance(Duration::from_millis(u64::from(ms))),
+            Op::Cut { a, b } => {
+                let (a, b) = (self.member(a), self.member(b));
+                if a != b {
+                    self.sim.cut(a, b);
+                }
+            }
+            Op::Partition { mask } => {
+                let side: Vec<NodeId> = self
+                    .members
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| mask & (1 << (i % 16)) != 0)
+                    .map(|(_, &id)| id)
+                    .collect();
+                if !side.is_empty() && side.len() < self.members.len() {
+                    self.sim.partition(&side);
+                }
+            }
+            Op::Heal => self.sim.heal(),
+            Op::Kill { node } => {
+                let id = self.member(node);
+                self.sim.kill(id);
+            }
+            Op::Restart { node } => {
+                let id = self.member(node);
+                if !self.retired.contains(&id) {
+                    self.restart(id);
+                }
+            }
+            Op::Latency { a, b, ms } => {
+                let (a, b) = (self.member(a), self.member(b));
+                let d = Duration::from_micros(self.latency_base + u64::from(ms) * 1000);
+                self.sim.set_latency(a, b, d);
+            }
+            Op::ScaleOut { mask } => self.scale_out(mask),
+            Op::ScaleIn { proxy, die } => self.scale_in(proxy, die),
+            Op::MoveLeaf { leaf, proxy } => {
+                let active = self.active_proxies();
+                let leaf = self.leaves[usize::from(leaf) % self.leaves.len()];
+                let proxy = active[usize::from(proxy) % active.len()];
+                if self.upstream_of(leaf) != proxy {
+                    let f = self.fanout();
+                    self.sim
+                        .registry_put_topology_with(topology_info(leaf, &name(leaf), proxy), f);
+                }
+            }
+        }
+        self.sim.check_invariants();
+    }
+
+    /// A new incarnation of `id`, which re-registers (new revisions, same records).
+    fn restart(&mut self, id: NodeId) {
+        self.sim.restart(id);
+        let up = self.upstream_of(id);
+        let up = if id == HUB { NodeId::NONE } else { up };
+        self.publish(id, up);
+    }
+
+    fn scale_out(&mut self, mask: u8) {
+        if self.proxies.len() >= 6 {
+            return;
+        }
+        let id = NodeId(self.next_proxy);
+        self.next_proxy += 1;
+        self.sim
+            .add_node(config(id, HUB, 0))
+            .expect("the chaos configs validate");
+        self.proxies.push(id);
+        self.members.push(id);
+        self.publish(id, HUB);
+        for (i, &leaf) in self.leaves.clone().iter().enumerate() {
+            if mask & (1 << (i % 8)) != 0 {
+                let f = self.fanout();
+                self.sim
+                    .registry_put_topology_with(topology_info(leaf, &name(leaf), id), f);
+            }
+        }
+    }
+
+    fn scale_in(&mut self, proxy: u8, die: bool) {
+        let active = self.active_proxies();
+        if active.len() < 2 {
+            return;
+        }
+        let gone = active[usize::from(proxy) % active.len()];
+        let others: Vec<NodeId> = active.into_iter().filter(|&p| p != gone).collect();
+        if die {
+            self.sim.kill(gone);
+        }
+        let moving: Vec<NodeId> = self
+            .leaves
+            .iter()
+            .copied()
+            .filter(|&l| self.upstream_of(l) == gone)
+            .collect();
+        for (i, leaf) in moving.into_iter().enumerate() {
+            let to = others[i % others.len()];
+            let f = self.fanout();
+            self.sim
+                .registry_put_topology_with(topology_info(leaf, &name(leaf), to), f);
+        }
+        let f = self.fanout();
+        self.sim.registry_delete_topology_with(gone, f);
+        let f = self.fanout();
+        self.sim.registry_delete_discovery_with(gone, f);
+        self.sim.kill(gone);
+        self.retired.insert(gone);
+    }
+
+    /// The chaos phase: generated ops until `CHAOS_TIME` of virtual time has passed.
+    pub fn chaos(&mut self) {
+        let end = self.sim.now() + CHAOS_TIME;
+        while self.sim.now() < end {
+            let op = Op::generate(&mut self.rng, &self.faults);
+            self.apply(op);
+        }
+    }
+
+    /// Heals every fault, settles, probes every leaf pair and runs the quiescence checks.
+    pub fn finish(&mut self) {
+        self.sim.heal();
+        for id in self.members.clone() {
+            if !self.retired.contains(&id) && !self.sim.is_alive(id) {
+                self.restart(id);
+            }
+        }
+        self.sim.check_invariants();
+        self.sim.advance(SETTLE_TIME);
+        self.sim.check_invariants();
+        // Probes: one message from every leaf to every other leaf. A first probe may end
+        // `Unknown(Timeout)` and only that: a target that restarted behind a proxy is not seen
+        // by the sender, whose stream then stalls until its oldest message times out and the
+        // next message starts a fresh stream (node docs). The retry must be `Delivered`.
+        let pairs: Vec<(NodeId, NodeId)> = self
+            .leaves
+            .iter()
+            .flat_map(|&a| self.leaves.iter().map(move |&b| (a, b)))
+            .filter(|(a, b)| a != b)
+            .collect();
+        let mut retry = Vec::new();
+        for (tag, from, to, r) in self.probe(&pairs) {
+            match self.sim.tag_outcome(tag) {
+                Some(Outcome::Delivered) => {}
+                Some(Outcome::Unknown(FailReason::Timeout)) if r.is_ok() => retry.push((from, to)),
+                other => self.sim.record_violation(&format!(
+                    "after quiescence the probe {from} -> {to} (tag {tag}) ended {other:?} \
+                     within 5 s (send: {r:?})"
+                )),
+            }
+        }
+        self.probe_retries += retry.len() as u64;
+        for (tag, from, to, r) in self.probe(&retry) {
+            let outcome = self.sim.tag_outcome(tag);
+            if outcome != Some(Outcome::Delivered) {
+                self.sim.record_violation(&format!(
+                    "after quiescence the second probe {from} -> {to} (tag {tag}) ended \
+                     {outcome:?} within 5 s (send: {r:?})"
+                ));
+            }
+        }
+        self.sim.check_quiescent();
+    }
+
+    /// Sends one tagged probe per pair, runs 5 s and checks the invariants.
+    fn probe(
+        &mut self,
+        pairs: &[(NodeId, NodeId)],
+    ) -> Vec<(
+        u64,
+        NodeId,
+        NodeId,
+        Result<crate::ids::MsgId, crate::node::SendError>,
+    )> {
+        let sent = pairs
+            .iter()
+            .map(|&(from, to)| {
+                let (tag, r) = self.sim.send_tagged(from, Target::Id(to), 99, 0);
+                (tag, from, to, r)
+            })
+            .collect();
+        self.sim.advance(Duration::from_secs(5));
+        self.sim.check_invariants();
+        sent
+    }
+
+    /// The report of this run so far.
+    #[must_use]
+    pub fn report(&self, seed: u64) -> SeedReport {
+        SeedReport {
+            seed,
+            totals: self.sim.ledger_totals(),
+            events: self.sim.steps_taken(),
+            violations: self.sim.violations().to_vec(),
+            probe_retries: self.probe_retries,
+        }
+    }
+}
+
+/// Runs the whole scenario of `seed` with `faults` (no trace) and reports.
+#[must_use]
+pub fn run_seed(seed: u64, faults: Faults) -> SeedReport {
+    let mut chaos = Chaos::new(seed, faults, None, false);
+    chaos.chaos();
+    chaos.finish();
+    chaos.report(seed)
+}
+
+/// Runs the scenario of `seed` with the simulator trace on and returns the finished run, for
+/// replaying a failing seed ([`Sim::trace`] has every call and output).
+#[must_use]
+pub fn run_seed_traced(seed: u64, faults: Faults) -> Chaos {
+    let mut chaos = Chaos::new(seed, faults, None, true);
+    chaos.chaos();
+    chaos.finish();
+    chaos
+}
+
+/// Applies `ops` to a small cluster (hub, two proxies, four leaves; every fault kind allowed)
+/// and finishes like a seeded run: the `node_ops` fuzz target.
+#[must_use]
+pub fn run_ops(ops: &[Op]) -> SeedReport {
+    let mut chaos = Chaos::new(0, Faults::all(), Some(4), false);
+    for &op in ops.iter().take(512) {
+        chaos.apply(op);
+    }
+    chaos.finish();
+    chaos.report(0)
+}
