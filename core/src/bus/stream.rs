@@ -9,6 +9,36 @@
 //! other trace of who sent it when): a new tag starting at counter 1 replaces the stream the
 //! receiver held; a counter that is not the next one is never delivered.
 //!
+//! **Incarnations.** The tag alone cannot tell a receiver that restarted that it already
+//! delivered a message in its previous life (the sender may sit behind a proxy and never see
+//! the restart). So every `Data` frame also carries `dst_incarnation`, the receiver
+//! incarnation its stream is *stamped* with (0 = not known), and a `retransmit` flag (an
+//! earlier copy of this message may have reached the receiver); every `Ack` carries the
+//! acker's incarnation, and a *reset* `Ack` says "I, incarnation X, refused frame `seq`: I do
+//! not hold its stream". The receiver rules ([`RecvStreams::on_data`]):
+//!
+//! 1. `dst_incarnation` non-zero and not the receiver's own → [`Verdict::Reset`] (never
+//!    delivered, whatever the seq).
+//! 2. A frame of the current stream → deliver the next counter, else duplicate or gap.
+//! 3. A stream it does not hold: counter ≠ 1, tag 0 or a retired tag → [`Verdict::Unknown`]
+//!    (dropped silently; the sender retransmits from its oldest unacked message).
+//! 4. Counter 1 of a stream it does not hold, *retransmitted* and stamped 0 →
+//!    [`Verdict::Reset`]: a previous incarnation may have delivered the first copy.
+//! 5. Otherwise (a first transmission stamped 0, or a frame stamped with its own incarnation)
+//!    it is a new stream: deliver.
+//!
+//! The sender ([`SendStreams`]) learns a target's incarnation from acks (and from a direct
+//! handshake, [`SendStreams::on_incarnation`]) and stamps every stream it starts with it; a
+//! stream started stamped 0 takes the incarnation of its first ack (only the incarnation
+//! that acknowledged it may have delivered it). A reset ([`SendStreams::on_reset`]) voids the
+//! stream: if the refused frame is the oldest unacked one and was transmitted once, nothing in
+//! flight can have been delivered anywhere (that only copy was refused, and receivers deliver
+//! in order), so the in-flight messages move, in order, onto a fresh stream stamped with the
+//! resetting incarnation and are sent again; otherwise they end `Unknown(TargetRestarted)`
+//! (delivery unknown: a previous incarnation may have delivered them). Either way no message
+//! is delivered twice, and after a restart behind a proxy the next message reaches the new
+//! incarnation without waiting for a timeout. Relays forward both fields unchanged.
+//!
 //! **Sender** ([`SendStreams`]): each transmitted message stays *in flight* (with its payload,
 //! deadline and transmission count) until a cumulative [`Ack`](crate::wire::Ack) covers its
 //! seq — then it is `Delivered`. In-flight messages are retransmitted, in order and with their
@@ -30,7 +60,7 @@ use bytes::Bytes;
 
 use crate::{
     ids::{MsgId, NodeId},
-    outcome::{Outcome, OutcomeSink},
+    outcome::{FailReason, Outcome, OutcomeSink},
     rng::Rng,
     time::{Duration, Instant, earliest},
 };
@@ -71,7 +101,9 @@ pub struct InFlight {
     pub payload: Bytes,
     /// When it is given up (`Unknown(Timeout)`).
     pub deadline: Instant,
-    /// How many times it was transmitted (1 after the first).
+    /// How many copies of it may have reached the target (1 after the first transmission;
+    /// a copy a relay refused with `Unreachable` does not count). A frame of a message with
+    /// transmissions > 0 goes out with the `retransmit` flag.
     pub transmissions: u32,
 }
 
@@ -79,6 +111,8 @@ pub struct InFlight {
 #[derive(Clone, Debug)]
 struct SendStream {
     tag: u32,
+    /// The target incarnation its frames are stamped with (0 = not known).
+    stamp: u64,
     /// Counter of the last message pushed.
     last: u32,
     inflight: VecDeque<InFlight>,
@@ -91,6 +125,8 @@ struct SendStream {
 #[derive(Clone, Debug)]
 pub struct SendStreams {
     streams: BTreeMap<NodeId, SendStream>,
+    /// The last incarnation learned per target (acks, resets, handshakes).
+    known: BTreeMap<NodeId, u64>,
     rng: Rng,
     retransmit_after: Duration,
 }
@@ -102,6 +138,7 @@ impl SendStreams {
     pub fn new(rng: Rng, retransmit_after: Duration) -> SendStreams {
         SendStreams {
             streams: BTreeMap::new(),
+            known: BTreeMap::new(),
             rng,
             retransmit_after,
         }
@@ -142,8 +179,10 @@ impl SendStreams {
         now: Instant,
     ) -> u64 {
         let rng = &mut self.rng;
+        let stamp = self.known.get(&dst).copied().unwrap_or(0);
         let stream = self.streams.entry(dst).or_insert_with(|| SendStream {
             tag: fresh_tag(rng, 0),
+            stamp,
             last: 0,
             inflight: VecDeque::new(),
             bytes: 0,
@@ -169,20 +208,26 @@ impl SendStreams {
         seq
     }
 
-    /// A cumulative ack of `seq` from `dst`: every in-flight message up to it ends
-    /// `Delivered`. Acks of another tag (an abandoned stream) are ignored. Returns how many
-    /// messages it acknowledged.
+    /// A cumulative ack of `seq` from `dst` in `incarnation`: every in-flight message up to
+    /// it ends `Delivered`, and a stream stamped 0 is stamped `incarnation` (the one that
+    /// acknowledged it). Acks of another tag (an abandoned stream) or from another incarnation
+    /// than the stream's stamp are ignored. Returns how many messages it acknowledged.
     pub fn on_ack<S: OutcomeSink + ?Sized>(
         &mut self,
         dst: NodeId,
         seq: u64,
+        incarnation: u64,
         sink: &mut S,
     ) -> usize {
         let Some(stream) = self.streams.get_mut(&dst) else {
             return 0;
         };
-        if stream.tag != seq_tag(seq) {
+        if stream.tag != seq_tag(seq) || (stream.stamp != 0 && stream.stamp != incarnation) {
             return 0;
+        }
+        if incarnation != 0 {
+            stream.stamp = incarnation;
+            self.known.insert(dst, incarnation);
         }
         let upto = seq_counter(seq);
         let mut acked = 0;
@@ -196,6 +241,95 @@ impl SendStreams {
             acked += 1;
         }
         acked
+    }
+
+    /// A reset from `dst` in `incarnation`: it refused the frame `seq` and does not hold the
+    /// stream. Ignored unless `seq` belongs to the current stream. Otherwise the target's
+    /// incarnation is now `incarnation`, and: if `seq` is the oldest in-flight message and
+    /// at most one copy of it may have arrived (the refused one), every in-flight message
+    /// moves, in order, onto a fresh stream stamped `incarnation` ([`Reset::Restarted`]:
+    /// send them again with [`SendStreams::unacked`], as first transmissions); else the
+    /// stream is abandoned with `Unknown(TargetRestarted)` ([`Reset::Abandoned`]).
+    pub fn on_reset<S: OutcomeSink + ?Sized>(
+        &mut self,
+        dst: NodeId,
+        seq: u64,
+        incarnation: u64,
+        sink: &mut S,
+    ) -> Reset {
+        let Some(stream) = self.streams.get_mut(&dst) else {
+            return Reset::Ignored;
+        };
+        if stream.tag != seq_tag(seq) {
+            return Reset::Ignored;
+        }
+        self.known.insert(dst, incarnation);
+        let head_unseen = stream
+            .inflight
+            .front()
+            .is_some_and(|m| m.seq == seq && m.transmissions <= 1);
+        if !head_unseen {
+            let n = self.abandon(dst, Outcome::Unknown(FailReason::TargetRestarted), sink);
+            return Reset::Abandoned(n);
+        }
+        stream.tag = fresh_tag(&mut self.rng, stream.tag);
+        stream.stamp = incarnation;
+        stream.last = 0;
+        for m in &mut stream.inflight {
+            stream.last += 1;
+            m.seq = make_seq(stream.tag, stream.last);
+            m.transmissions = 0;
+        }
+        Reset::Restarted(stream.inflight.len())
+    }
+
+    /// `dst`'s handshake says it runs `incarnation` (call on every link up). A stream stamped
+    /// with another incarnation, or any stream when the incarnation known before differs (it
+    /// restarted), is abandoned with `Unknown(TargetRestarted)`; a stream stamped 0 is kept
+    /// (its frames carry the `retransmit` flag, which the new incarnation refuses). Returns
+    /// how many messages ended.
+    pub fn on_incarnation<S: OutcomeSink + ?Sized>(
+        &mut self,
+        dst: NodeId,
+        incarnation: u64,
+        sink: &mut S,
+    ) -> usize {
+        let previous = self.known.insert(dst, incarnation);
+        let stale_stamp = self
+            .streams
+            .get(&dst)
+            .is_some_and(|s| s.stamp != 0 && s.stamp != incarnation);
+        if stale_stamp || previous.is_some_and(|p| p != incarnation) {
+            return self.abandon(dst, Outcome::Unknown(FailReason::TargetRestarted), sink);
+        }
+        0
+    }
+
+    /// The incarnation the current stream to `dst` is stamped with: the `dst_incarnation` of
+    /// its frames (0 = not known, or no stream).
+    #[must_use]
+    pub fn stamp(&self, dst: NodeId) -> u64 {
+        self.streams.get(&dst).map_or(0, |s| s.stamp)
+    }
+
+    /// The last incarnation of `dst` learned from its acks, resets or handshake (0 = none).
+    #[must_use]
+    pub fn known_incarnation(&self, dst: NodeId) -> u64 {
+        self.known.get(&dst).copied().unwrap_or(0)
+    }
+
+    /// A relay refused the frame `seq` to `dst` (`Unreachable`). When it is the oldest
+    /// in-flight message and that was its only copy, it provably did not arrive: its next
+    /// copy goes out as a first transmission (no `retransmit` flag).
+    pub fn on_refused(&mut self, dst: NodeId, seq: u64) {
+        if let Some(head) = self
+            .streams
+            .get_mut(&dst)
+            .and_then(|s| s.inflight.front_mut())
+            .filter(|m| m.seq == seq && m.transmissions == 1)
+        {
+            head.transmissions = 0;
+        }
     }
 
     /// Marks every in-flight message to `dst` retransmitted at `now` (call after writing them
@@ -305,6 +439,19 @@ impl SendStreams {
     }
 }
 
+/// What [`SendStreams::on_reset`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reset {
+    /// Not about the current stream (stale): nothing changed.
+    Ignored,
+    /// None of the in-flight messages can have been delivered: this many moved onto a fresh
+    /// stream stamped with the new incarnation; send them again.
+    Restarted(usize),
+    /// This many in-flight messages ended `Unknown(TargetRestarted)`.
+    Abandoned(usize),
+}
+
 /// A non-zero tag other than `previous`.
 fn fresh_tag(rng: &mut Rng, previous: u32) -> u32 {
     loop {
@@ -340,23 +487,47 @@ pub enum Verdict {
     /// A stream this receiver does not hold that does not start at counter 1 (this node
     /// restarted mid-stream, or the stream is a retired one): drop it, no ack.
     Unknown,
+    /// Stamped for another incarnation of this node, or a retransmitted first message
+    /// stamped 0 of a stream this node does not hold (a previous incarnation may have
+    /// delivered it): drop it and answer a reset `Ack` (this incarnation, the frame's seq).
+    Reset,
 }
 
 /// Every stream this node receives on, by source.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RecvStreams {
     streams: BTreeMap<NodeId, RecvStream>,
+    incarnation: u64,
 }
 
 impl RecvStreams {
-    /// No streams.
+    /// No streams, for a node in `incarnation`.
     #[must_use]
-    pub fn new() -> RecvStreams {
-        RecvStreams::default()
+    pub fn new(incarnation: u64) -> RecvStreams {
+        RecvStreams {
+            streams: BTreeMap::new(),
+            incarnation,
+        }
     }
 
-    /// Judges a `Data` frame with `seq` from `src` and records a delivery.
-    pub fn on_data(&mut self, src: NodeId, seq: u64) -> Verdict {
+    /// The incarnation this receiver answers for (the `dst_incarnation` of its acks).
+    #[must_use]
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// Judges a `Data` frame from `src` with `seq`, stamped `dst_incarnation`, flagged
+    /// `retransmit`, and records a delivery (rules in the [module docs](self)).
+    pub fn on_data(
+        &mut self,
+        src: NodeId,
+        seq: u64,
+        dst_incarnation: u64,
+        retransmit: bool,
+    ) -> Verdict {
+        if dst_incarnation != 0 && dst_incarnation != self.incarnation {
+            return Verdict::Reset;
+        }
         let (tag, counter) = (seq_tag(seq), seq_counter(seq));
         let stream = self.streams.entry(src).or_default();
         if tag == stream.tag && tag != 0 {
@@ -371,6 +542,9 @@ impl RecvStreams {
         }
         if tag == 0 || counter != 1 || stream.retired.contains(&tag) {
             return Verdict::Unknown;
+        }
+        if retransmit && dst_incarnation == 0 {
+            return Verdict::Reset;
         }
         if stream.tag != 0 {
             stream.retired.rotate_right(1);

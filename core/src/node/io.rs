@@ -8,7 +8,7 @@ use crate::{
     bus::{
         handshake::{self, PROTOCOL_VERSIONS, PeerHello},
         heartbeat::{Beat, Heartbeat},
-        stream::Verdict,
+        stream::{Reset, Verdict},
     },
     connector::{LinkState, World},
     ids::{LinkId, NodeId},
@@ -34,6 +34,8 @@ enum In {
         src: NodeId,
         dst: NodeId,
         seq: u64,
+        dst_incarnation: u64,
+        retransmit: bool,
         msg_type: u32,
         hops: u8,
         payload: Bytes,
@@ -67,6 +69,8 @@ impl In {
                 src: d.src,
                 dst: d.dst,
                 seq: d.seq,
+                dst_incarnation: d.dst_incarnation,
+                retransmit: d.retransmit,
                 msg_type: d.msg_type,
                 hops: d.hop_count,
                 payload: Bytes::copy_from_slice(d.payload),
@@ -236,29 +240,32 @@ impl Node {
                 src,
                 dst,
                 seq,
+                dst_incarnation,
+                retransmit,
                 msg_type,
                 hops,
                 payload,
             } => {
                 let via = up.expect("checked above");
+                let data = wire::Data {
+                    src,
+                    dst,
+                    seq,
+                    dst_incarnation,
+                    retransmit,
+                    msg_type,
+                    hop_count: hops,
+                    payload: &payload,
+                };
                 if dst == self.id {
-                    self.on_data(link, via, src, seq, msg_type, payload);
+                    self.on_data(link, via, &data);
                 } else {
-                    let data = wire::Data {
-                        src,
-                        dst,
-                        seq,
-                        msg_type,
-                        hop_count: hops,
-                        payload: &payload,
-                    };
                     self.forward(link, via, &data);
                 }
             }
             In::Ack(ack) => {
                 if ack.src == self.id {
-                    let mut sink = OutSink(&mut self.out);
-                    self.send_streams.on_ack(ack.dst, ack.seq, &mut sink);
+                    self.on_ack(&ack);
                 } else if let Some(next) = self.forward_link(ack.src, up.expect("checked above")) {
                     self.transmit(next, &Frame::Ack(ack));
                 }
@@ -378,13 +385,10 @@ impl Node {
             l.heartbeat = Some(Heartbeat::new(now));
         }
         let previous = self.peer_incarnations.insert(peer, incarnation);
+        let mut sink = OutSink(&mut self.out);
+        self.send_streams
+            .on_incarnation(peer, incarnation, &mut sink);
         if previous.is_some_and(|p| p != incarnation) {
-            let mut sink = OutSink(&mut self.out);
-            self.send_streams.abandon(
-                peer,
-                Outcome::Unknown(FailReason::TargetRestarted),
-                &mut sink,
-            );
             self.out
                 .push_back(Output::Event(Event::PeerRestarted { peer, incarnation }));
         }
@@ -395,24 +399,32 @@ impl Node {
     }
 
     /// A `Data` frame for this node: delivered if it is its stream's next message, and an
-    /// ack is owed either way (except for a stream this node cannot place).
-    fn on_data(
-        &mut self,
-        link: LinkId,
-        via: NodeId,
-        src: NodeId,
-        seq: u64,
-        msg_type: u32,
-        payload: Bytes,
-    ) {
-        let verdict = self.recv_streams.on_data(src, seq);
+    /// ack is owed either way (except for a stream this node cannot place); a frame this
+    /// incarnation must refuse is answered at once with a reset `Ack` on the link it came in
+    /// on ([`crate::bus::stream`] has the rules).
+    fn on_data(&mut self, link: LinkId, via: NodeId, data: &wire::Data<'_>) {
+        let src = data.src;
+        let verdict =
+            self.recv_streams
+                .on_data(src, data.seq, data.dst_incarnation, data.retransmit);
         if verdict == Verdict::Deliver {
             self.out.push_back(Output::Received {
                 from: src,
                 via,
-                msg_type,
-                payload,
+                msg_type: data.msg_type,
+                payload: Bytes::copy_from_slice(data.payload),
             });
+        }
+        if verdict == Verdict::Reset {
+            let reset = wire::Ack {
+                src,
+                dst: self.id,
+                seq: data.seq,
+                dst_incarnation: self.incarnation,
+                reset: true,
+            };
+            self.transmit(link, &Frame::Ack(reset));
+            return;
         }
         if verdict != Verdict::Unknown {
             match self.acks_due.iter_mut().find(|(s, _)| *s == src) {
@@ -435,12 +447,34 @@ impl Node {
                     src,
                     dst: self.id,
                     seq,
+                    dst_incarnation: self.incarnation,
+                    reset: false,
                 };
                 self.transmit(link, &Frame::Ack(ack));
             }
         }
         self.acks_due = due;
         self.acks_due.clear();
+    }
+
+    /// An `Ack` of one of our streams: an acknowledgement (messages end `Delivered`) or a
+    /// reset (the stream is void: its messages move to a fresh stream and go out again, or
+    /// end `Unknown(TargetRestarted)`; see [`SendStreams::on_reset`]).
+    ///
+    /// [`SendStreams::on_reset`]: crate::bus::stream::SendStreams::on_reset
+    fn on_ack(&mut self, ack: &wire::Ack) {
+        let mut sink = OutSink(&mut self.out);
+        if !ack.reset {
+            self.send_streams
+                .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
+            return;
+        }
+        let reset = self
+            .send_streams
+            .on_reset(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
+        if reset != Reset::Ignored {
+            self.flush_target(ack.dst);
+        }
     }
 
     /// A relay could not route our message `seq` to `dst`. The route is marked unready and
@@ -453,6 +487,7 @@ impl Node {
             return;
         }
         let sent_once = self.send_streams.head_sent_once(dst, seq);
+        self.send_streams.on_refused(dst, seq);
         let world = World {
             topology: &self.topology,
             discovery: &self.discovery,

@@ -288,13 +288,14 @@ impl Node {
                 ^ crate::rng::mix64(config.id.0 ^ 0xb05)
                 ^ crate::rng::mix64(now.as_nanos().wrapping_add(1)),
         );
-        let incarnation = bus_rng.next_u64();
+        // Never 0: a `Data` frame stamped 0 means "incarnation not known".
+        let incarnation = bus_rng.next_u64().max(1);
         let send_streams = SendStreams::new(bus_rng.fork(), config.heartbeat_interval);
         let mut node = Node {
             id: config.id,
             incarnation,
             send_streams,
-            recv_streams: RecvStreams::new(),
+            recv_streams: RecvStreams::new(incarnation),
             peer_incarnations: BTreeMap::new(),
             acks_due: Vec::new(),
             wbuf: Vec::new(),

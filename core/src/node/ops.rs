@@ -133,7 +133,7 @@ impl Node {
                 let seq = self
                     .send_streams
                     .push(id, msg, msg_type, payload.clone(), deadline, now);
-                self.transmit_data(link, id, seq, msg_type, &payload);
+                self.transmit_data(link, id, seq, false, msg_type, &payload);
                 return Ok(msg);
             }
         }
@@ -190,6 +190,7 @@ impl Node {
         link: LinkId,
         dst: NodeId,
         seq: u64,
+        retransmit: bool,
         msg_type: u32,
         payload: &[u8],
     ) {
@@ -197,6 +198,8 @@ impl Node {
             src: self.id,
             dst,
             seq,
+            dst_incarnation: self.send_streams.stamp(dst),
+            retransmit,
             msg_type,
             hop_count: 0,
             payload,
@@ -483,16 +486,16 @@ impl Node {
     /// Writes every unacknowledged message to `target` out again on `link`, oldest first,
     /// with its original seq (the receiver drops what it already has).
     pub(super) fn retransmit(&mut self, target: NodeId, link: LinkId) {
-        let again: Vec<(u64, u32, Bytes)> = self
+        let again: Vec<(u64, bool, u32, Bytes)> = self
             .send_streams
             .unacked(target)
-            .map(|m| (m.seq, m.msg_type, m.payload.clone()))
+            .map(|m| (m.seq, m.transmissions > 0, m.msg_type, m.payload.clone()))
             .collect();
         if again.is_empty() {
             return;
         }
-        for (seq, msg_type, payload) in again {
-            self.transmit_data(link, target, seq, msg_type, &payload);
+        for (seq, retransmit, msg_type, payload) in again {
+            self.transmit_data(link, target, seq, retransmit, msg_type, &payload);
         }
         self.send_streams.mark_retransmitted(target, self.now);
     }
@@ -541,6 +544,8 @@ impl Node {
                     src,
                     dst: target,
                     seq,
+                    dst_incarnation: send_streams.stamp(target),
+                    retransmit: false,
                     msg_type: m.msg_type,
                     hop_count: 0,
                     payload: &m.payload,

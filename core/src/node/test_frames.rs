@@ -82,6 +82,8 @@ pub(super) fn encode_data_seq(
         src,
         dst,
         seq,
+        dst_incarnation: 0,
+        retransmit: false,
         msg_type,
         hop_count,
         payload,
@@ -99,7 +101,14 @@ pub(super) fn encode_data(
     encode_data_seq(src, dst, make_seq(1, 1), msg_type, hop_count, payload)
 }
 
-/// A cumulative `Ack` of stream `src → dst` up to `seq`.
+/// A cumulative `Ack` of stream `src → dst` up to `seq`, from `dst` in incarnation
+/// [`peer_incarnation`].
 pub(super) fn encode_ack(src: NodeId, dst: NodeId, seq: u64) -> Bytes {
-    bytes(&Frame::Ack(wire::Ack { src, dst, seq }))
+    bytes(&Frame::Ack(wire::Ack {
+        src,
+        dst,
+        seq,
+        dst_incarnation: peer_incarnation(dst),
+        reset: false,
+    }))
 }

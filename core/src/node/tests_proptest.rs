@@ -230,6 +230,8 @@ impl Driver {
                             src: NodeId(OWN),
                             dst,
                             seq,
+                            dst_incarnation: super::test_frames::peer_incarnation(dst),
+                            reset: false,
                         })
                     } else {
                         crate::wire::Frame::Unreachable(crate::wire::Unreachable {

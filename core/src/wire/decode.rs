@@ -21,8 +21,14 @@ use crate::{discovery, ids::NodeId};
 /// Header flag of `Hello`/`HelloAck`: a [`PROOF_LEN`]-byte proof follows the version range.
 pub(super) const FLAG_PROOF: u16 = 1;
 
+/// Header flag of `Data`: a retransmission (an earlier copy may have arrived).
+pub(super) const FLAG_RETRANSMIT: u16 = 1;
+
+/// Header flag of `Ack`: a reset (the frame was refused), not an acknowledgement.
+pub(super) const FLAG_RESET: u16 = 1;
+
 /// Fixed body length of a `Data` frame before its payload.
-pub(super) const DATA_FIXED_LEN: usize = 8 + 8 + 8 + 4 + 1;
+pub(super) const DATA_FIXED_LEN: usize = 8 + 8 + 8 + 8 + 4 + 1;
 
 /// Why a byte string is not a valid frame.
 ///
@@ -179,6 +185,8 @@ pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> 
 fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, DecodeError> {
     let allowed = match kind {
         FrameKind::Hello | FrameKind::HelloAck => FLAG_PROOF,
+        FrameKind::Data => FLAG_RETRANSMIT,
+        FrameKind::Ack => FLAG_RESET,
         _ => 0,
     };
     if flags & !allowed != 0 {
@@ -186,13 +194,15 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
     }
     let mut cursor = Cursor { body, pos: 0 };
     let frame = match kind {
-        FrameKind::Data => return decode_data(body).map(Frame::Data),
+        FrameKind::Data => return decode_data(body, flags).map(Frame::Data),
         FrameKind::Hello => Frame::Hello(decode_hello(&mut cursor, flags)?),
         FrameKind::HelloAck => Frame::HelloAck(decode_hello_ack(&mut cursor, flags)?),
         FrameKind::Ack => Frame::Ack(Ack {
             src: cursor.node("src")?,
             dst: cursor.node("dst")?,
             seq: cursor.u64("seq")?,
+            dst_incarnation: cursor.u64("dst_incarnation")?,
+            reset: flags & FLAG_RESET != 0,
         }),
         FrameKind::Unreachable => Frame::Unreachable(Unreachable {
             src: cursor.node("src")?,
@@ -235,7 +245,7 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
 }
 
 /// The data path: fixed fields read from one bounds-checked array, the rest is payload.
-fn decode_data(body: &[u8]) -> Result<Data<'_>, DecodeError> {
+fn decode_data(body: &[u8], flags: u16) -> Result<Data<'_>, DecodeError> {
     let Some((fixed, payload)) = body.split_first_chunk::<DATA_FIXED_LEN>() else {
         return Err(DecodeError::Truncated {
             field: data_field_at(body.len()),
@@ -250,8 +260,10 @@ fn decode_data(body: &[u8]) -> Result<Data<'_>, DecodeError> {
         src: NodeId(u64_at(0)),
         dst: NodeId(u64_at(8)),
         seq: u64_at(16),
-        msg_type: u32::from_le_bytes([fixed[24], fixed[25], fixed[26], fixed[27]]),
-        hop_count: fixed[28],
+        dst_incarnation: u64_at(24),
+        retransmit: flags & FLAG_RETRANSMIT != 0,
+        msg_type: u32::from_le_bytes([fixed[32], fixed[33], fixed[34], fixed[35]]),
+        hop_count: fixed[36],
         payload,
     })
 }
@@ -262,7 +274,8 @@ fn data_field_at(len: usize) -> &'static str {
         0..8 => "src",
         8..16 => "dst",
         16..24 => "seq",
-        24..28 => "msg_type",
+        24..32 => "dst_incarnation",
+        32..36 => "msg_type",
         _ => "hop_count",
     }
 }

@@ -1,7 +1,7 @@
 //! The encoder: appends frames to a caller's reused buffer.
 //!
 //! Link-level frames are written with no allocation once the buffer has capacity (`Data` with
-//! one `reserve`, one 37-byte header copy and one payload copy). Registry frames serialize
+//! one `reserve`, one 45-byte header copy and one payload copy). Registry frames serialize
 //! their records through [`DiscoveryInfo::to_json`](crate::discovery::DiscoveryInfo::to_json)
 //! (one temporary buffer per record); they are control-plane traffic.
 
@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use super::{
     HEADER_LEN, WIRE_VERSION,
-    decode::{DATA_FIXED_LEN, FLAG_PROOF},
+    decode::{DATA_FIXED_LEN, FLAG_PROOF, FLAG_RESET, FLAG_RETRANSMIT},
     frame::{Data, Frame, FrameKind, Proof, VersionRange},
     registry,
 };
@@ -75,7 +75,7 @@ pub fn encoded_len(frame: &Frame<'_>) -> usize {
         Frame::Hello(hello) => hello_len(hello.proof.as_ref(), hello.name) - 1,
         Frame::HelloAck(ack) => hello_len(ack.proof.as_ref(), ack.name),
         Frame::Data(data) => DATA_FIXED_LEN + data.payload.len(),
-        Frame::Ack(_) => 24,
+        Frame::Ack(_) => 32,
         Frame::Unreachable(_) => 25,
         Frame::Ping(_) | Frame::Pong(_) => 8,
         Frame::Bye(_) => 1,
@@ -111,12 +111,14 @@ fn encode_data(data: &Data<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError>
         });
     };
     let mut fixed = [0u8; HEADER_LEN + DATA_FIXED_LEN];
-    fixed[..HEADER_LEN].copy_from_slice(&header(len32, FrameKind::Data, 0));
+    let flags = if data.retransmit { FLAG_RETRANSMIT } else { 0 };
+    fixed[..HEADER_LEN].copy_from_slice(&header(len32, FrameKind::Data, flags));
     fixed[8..16].copy_from_slice(&data.src.0.to_le_bytes());
     fixed[16..24].copy_from_slice(&data.dst.0.to_le_bytes());
     fixed[24..32].copy_from_slice(&data.seq.to_le_bytes());
-    fixed[32..36].copy_from_slice(&data.msg_type.to_le_bytes());
-    fixed[36] = data.hop_count;
+    fixed[32..40].copy_from_slice(&data.dst_incarnation.to_le_bytes());
+    fixed[40..44].copy_from_slice(&data.msg_type.to_le_bytes());
+    fixed[44] = data.hop_count;
     out.reserve(len);
     out.extend_from_slice(&fixed);
     out.extend_from_slice(data.payload);
@@ -149,6 +151,10 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
             put_u64(out, ack.src.0);
             put_u64(out, ack.dst.0);
             put_u64(out, ack.seq);
+            put_u64(out, ack.dst_incarnation);
+            if ack.reset {
+                flags = FLAG_RESET;
+            }
         }
         Frame::Unreachable(unreachable) => {
             put_u64(out, unreachable.src.0);
@@ -175,9 +181,13 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
         Frame::Put(put) => registry::encode_put(put, out)?,
         Frame::Data(data) => {
             // Handled by `encode_data`; kept total so this function stands on its own.
+            if data.retransmit {
+                flags = FLAG_RETRANSMIT;
+            }
             put_u64(out, data.src.0);
             put_u64(out, data.dst.0);
             put_u64(out, data.seq);
+            put_u64(out, data.dst_incarnation);
             put_u32(out, data.msg_type);
             out.push(data.hop_count);
             out.extend_from_slice(data.payload);

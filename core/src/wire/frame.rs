@@ -237,6 +237,14 @@ pub struct Data<'a> {
     pub dst: NodeId,
     /// Sequence number in the `src → dst` stream.
     pub seq: u64,
+    /// The incarnation of `dst` the sender expects (learned from `dst`'s acks or handshake);
+    /// 0 when the sender does not know it yet. A receiver in another incarnation refuses the
+    /// frame with a reset [`Ack`].
+    pub dst_incarnation: u64,
+    /// An earlier copy of this message may have reached `dst` (header flag bit 0). A receiver
+    /// that does not hold the stream refuses a retransmitted first message stamped with
+    /// `dst_incarnation` 0: a previous incarnation may have delivered it.
+    pub retransmit: bool,
     /// Application message type.
     pub msg_type: u32,
     /// Relays passed so far; a relay increments it and drops the frame at the limit.
@@ -245,7 +253,9 @@ pub struct Data<'a> {
     pub payload: &'a [u8],
 }
 
-/// Cumulative acknowledgement: every `seq <= seq` of the `src → dst` stream arrived.
+/// Cumulative acknowledgement: every `seq <= seq` of the `src → dst` stream arrived — or,
+/// with `reset`, a refusal: `dst` in `dst_incarnation` does not hold the stream of `seq` and
+/// did not deliver that frame.
 ///
 /// `src`/`dst` name the acknowledged data stream (not the ack's own direction).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,8 +264,14 @@ pub struct Ack {
     pub src: NodeId,
     /// Destination of the acknowledged stream (the node that acknowledges).
     pub dst: NodeId,
-    /// Highest sequence number received in order.
+    /// Highest sequence number received in order; with `reset`, the refused frame's seq.
     pub seq: u64,
+    /// The acknowledging node's incarnation.
+    pub dst_incarnation: u64,
+    /// Header flag bit 0: a reset, not an acknowledgement — the frame `seq` was refused
+    /// (stamped for another incarnation, or a retransmitted first message of a stream this
+    /// incarnation does not hold) and the sender's stream is void.
+    pub reset: bool,
 }
 
 /// A relay could not forward the `Data` frame `seq` of stream `src → dst`.

@@ -21,7 +21,7 @@
 //! | 0 | 4 | `len` | whole frame, header included; `8 ..= max_frame` |
 //! | 4 | 1 | `version` | [`WIRE_VERSION`] (format of these bytes, not the bus protocol) |
 //! | 5 | 1 | `kind` | [`FrameKind`] code |
-//! | 6 | 2 | `flags` | bit 0 on `Hello`/`HelloAck`: proof present; every other bit 0 |
+//! | 6 | 2 | `flags` | bit 0 on `Hello`/`HelloAck`: proof present; bit 0 on `Data`: retransmission; bit 0 on `Ack`: reset; every other bit 0 |
 //!
 //! Bodies (after the header, in order; a frame's `len` must end exactly at its last field):
 //!
@@ -29,8 +29,8 @@
 //! |---|---|
 //! | `Hello` (1) | node `u64`, incarnation `u64`, version_min `u16`, version_max `u16`, proof (32 bytes, only if flag bit 0), name `str` |
 //! | `HelloAck` (2) | node, incarnation, version_min, version_max, status `u8` (0 accepted, else [`RefuseReason`] code), proof (if flag), name `str` |
-//! | `Data` (3) | src `u64`, dst `u64`, seq `u64`, msg_type `u32`, hop_count `u8`, payload = the rest of the frame |
-//! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative) |
+//! | `Data` (3) | src `u64`, dst `u64`, seq `u64`, dst_incarnation `u64` (0 = unknown), msg_type `u32`, hop_count `u8`, payload = the rest of the frame |
+//! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative; with the reset flag the refused seq), dst_incarnation `u64` (the acker's) |
 //! | `Unreachable` (5) | src, dst, seq, reason `u8` ([`UnreachableReason`]) |
 //! | `Ping` (6) / `Pong` (7) | nonce `u64` |
 //! | `Bye` (8) | reason `u8` ([`ByeReason`]) |
@@ -46,7 +46,11 @@
 //! (JSON, empty = none). JSON records are libatapp's `atapp_discovery` / `atapp_topology_info`
 //! as [`discovery`](crate::discovery) writes and reads them.
 //!
-//! A `Data` frame is 37 bytes plus its payload; `Ack` 32, `Ping`/`Pong` 16, `Bye` 9.
+//! The `Data` retransmission flag says an earlier copy of the message may have reached `dst`;
+//! the `Ack` reset flag says `dst` (in `dst_incarnation`) refused the frame `seq` and does not
+//! hold its stream ([`bus::stream`](crate::bus::stream) has the rules).
+//!
+//! A `Data` frame is 45 bytes plus its payload; `Ack` 40, `Ping`/`Pong` 16, `Bye` 9.
 //!
 //! # Example
 //!
@@ -57,16 +61,18 @@
 //!     src: NodeId(1),
 //!     dst: NodeId(2),
 //!     seq: 7,
+//!     dst_incarnation: 0,
+//!     retransmit: false,
 //!     msg_type: 100,
 //!     hop_count: 0,
 //!     payload: b"hi",
 //! };
 //! let mut out = Vec::with_capacity(64); // keep it: encode appends, clear after each flush
-//! assert_eq!(wire::encode(&Frame::Data(data), &mut out), Ok(39));
+//! assert_eq!(wire::encode(&Frame::Data(data), &mut out), Ok(47));
 //!
 //! let max = wire::DEFAULT_MAX_FRAME;
-//! assert_eq!(wire::decode(&out, max), Ok(Decoded::Frame(Frame::Data(data), 39)));
-//! assert_eq!(wire::decode(&out[..10], max), Ok(Decoded::NeedMore(29)));
+//! assert_eq!(wire::decode(&out, max), Ok(Decoded::Frame(Frame::Data(data), 47)));
+//! assert_eq!(wire::decode(&out[..10], max), Ok(Decoded::NeedMore(37)));
 //! ```
 
 mod decode;

@@ -93,16 +93,19 @@ pub(super) fn golden_data() -> (Frame<'static>, Vec<u8>) {
         src: NodeId(1),
         dst: NodeId(2),
         seq: 7,
+        dst_incarnation: 0x0302,
+        retransmit: true,
         msg_type: 100,
         hop_count: 1,
         payload: b"hi",
     });
     #[rustfmt::skip]
     let bytes = vec![
-        39, 0, 0, 0, 1, 3, 0, 0,
+        47, 0, 0, 0, 1, 3, 1, 0, // flag: retransmission
         1, 0, 0, 0, 0, 0, 0, 0,  // src
         2, 0, 0, 0, 0, 0, 0, 0,  // dst
         7, 0, 0, 0, 0, 0, 0, 0,  // seq
+        2, 3, 0, 0, 0, 0, 0, 0,  // dst_incarnation
         100, 0, 0, 0,            // msg_type
         1,                       // hop_count
         b'h', b'i',              // payload
@@ -115,13 +118,35 @@ pub(super) fn golden_ack() -> (Frame<'static>, Vec<u8>) {
         src: NodeId(1),
         dst: NodeId(2),
         seq: 0x0100,
+        dst_incarnation: 5,
+        reset: false,
     });
     #[rustfmt::skip]
     let bytes = vec![
-        32, 0, 0, 0, 1, 4, 0, 0,
+        40, 0, 0, 0, 1, 4, 0, 0,
         1, 0, 0, 0, 0, 0, 0, 0,
         2, 0, 0, 0, 0, 0, 0, 0,
         0, 1, 0, 0, 0, 0, 0, 0,
+        5, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    (frame, bytes)
+}
+
+pub(super) fn golden_reset() -> (Frame<'static>, Vec<u8>) {
+    let frame = Frame::Ack(Ack {
+        src: NodeId(1),
+        dst: NodeId(2),
+        seq: 0x0000_0009_0000_0001,
+        dst_incarnation: 0x0102,
+        reset: true,
+    });
+    #[rustfmt::skip]
+    let bytes = vec![
+        40, 0, 0, 0, 1, 4, 1, 0, // flag: reset
+        1, 0, 0, 0, 0, 0, 0, 0,
+        2, 0, 0, 0, 0, 0, 0, 0,
+        1, 0, 0, 0, 9, 0, 0, 0,
+        2, 1, 0, 0, 0, 0, 0, 0,
     ];
     (frame, bytes)
 }
@@ -256,19 +281,21 @@ fn data_has_exact_bytes() {
 }
 
 #[test]
-fn data_with_empty_payload_is_37_bytes() {
+fn data_with_empty_payload_is_45_bytes() {
     let frame = Frame::Data(Data {
         src: NodeId(u64::MAX),
         dst: NodeId(0),
         seq: u64::MAX,
+        dst_incarnation: u64::MAX,
+        retransmit: false,
         msg_type: u32::MAX,
         hop_count: 255,
         payload: b"",
     });
-    let mut bytes = vec![37, 0, 0, 0, 1, 3, 0, 0];
+    let mut bytes = vec![45, 0, 0, 0, 1, 3, 0, 0];
     bytes.extend_from_slice(&[0xFF; 8]);
     bytes.extend_from_slice(&[0; 8]);
-    bytes.extend_from_slice(&[0xFF; 8 + 4 + 1]);
+    bytes.extend_from_slice(&[0xFF; 8 + 8 + 4 + 1]);
     assert_golden(&frame, &bytes);
 }
 
@@ -276,6 +303,7 @@ fn data_with_empty_payload_is_37_bytes() {
 fn ack_unreachable_ping_pong_bye_have_exact_bytes() {
     for (frame, bytes) in [
         golden_ack(),
+        golden_reset(),
         golden_unreachable(),
         golden_ping(),
         golden_pong(),
@@ -339,10 +367,10 @@ fn frame_over_the_maximum_is_refused_from_its_length_field_alone() {
     );
     let (_, data) = golden_data();
     assert_eq!(
-        decode(&data, 38),
-        Err(DecodeError::FrameTooLarge { len: 39, max: 38 })
+        decode(&data, 46),
+        Err(DecodeError::FrameTooLarge { len: 47, max: 46 })
     );
-    assert!(matches!(decode(&data, 39), Ok(Decoded::Frame(_, 39))));
+    assert!(matches!(decode(&data, 47), Ok(Decoded::Frame(_, 47))));
 }
 
 #[test]
@@ -393,17 +421,55 @@ fn undefined_flags_are_refused() {
             flags: 0x8000
         })
     );
+    // Bit 0 is defined for Data (retransmission) and Ack (reset), bit 1 for neither.
+    let (_, mut data) = golden_data();
+    data[6] = 3;
+    assert_eq!(
+        decode(&data, MAX),
+        Err(DecodeError::UnknownFlags {
+            kind: FrameKind::Data,
+            flags: 3
+        })
+    );
+    let (_, mut ack) = golden_ack();
+    ack[6] = 2;
+    assert_eq!(
+        decode(&ack, MAX),
+        Err(DecodeError::UnknownFlags {
+            kind: FrameKind::Ack,
+            flags: 2
+        })
+    );
 }
 
 #[test]
 fn a_length_shorter_than_the_fields_names_the_cut_field() {
     // A Data frame whose length ends inside msg_type.
     let (_, data) = golden_data();
-    let mut short = data[..34].to_vec();
-    short[0] = 34;
+    let mut short = data[..42].to_vec();
+    short[0] = 42;
     assert_eq!(
         decode(&short, MAX),
         Err(DecodeError::Truncated { field: "msg_type" })
+    );
+    // ... and one that ends inside dst_incarnation.
+    let mut short = data[..36].to_vec();
+    short[0] = 36;
+    assert_eq!(
+        decode(&short, MAX),
+        Err(DecodeError::Truncated {
+            field: "dst_incarnation"
+        })
+    );
+    // An Ack from before dst_incarnation existed (32 bytes).
+    let (_, ack) = golden_ack();
+    let mut old = ack[..32].to_vec();
+    old[0] = 32;
+    assert_eq!(
+        decode(&old, MAX),
+        Err(DecodeError::Truncated {
+            field: "dst_incarnation"
+        })
     );
     // A Hello that claims a proof but ends before it is complete.
     let (_, hello) = golden_hello();

@@ -175,6 +175,8 @@ fn frame(spec: &Spec) -> Frame<'_> {
             src: NodeId(spec.a),
             dst: NodeId(spec.b),
             seq: spec.c,
+            dst_incarnation: spec.a ^ spec.c,
+            retransmit: spec.code % 2 == 1,
             msg_type: spec.small,
             hop_count: spec.code,
             payload: &spec.payload,
@@ -183,6 +185,8 @@ fn frame(spec: &Spec) -> Frame<'_> {
             src: NodeId(spec.a),
             dst: NodeId(spec.b),
             seq: spec.c,
+            dst_incarnation: spec.b ^ spec.c,
+            reset: spec.code % 2 == 1,
         }),
         4 => Frame::Unreachable(Unreachable {
             src: NodeId(spec.a),

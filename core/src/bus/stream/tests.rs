@@ -35,12 +35,12 @@ fn seqs_count_from_one_under_one_tag_and_acks_are_cumulative() {
     let mut out: Vec<MessageOutcome> = Vec::new();
     // Another tag, or a seq beyond what was sent, acknowledges nothing.
     assert_eq!(
-        s.on_ack(NodeId(2), make_seq(seq_tag(a) ^ 1, 3), &mut out),
+        s.on_ack(NodeId(2), make_seq(seq_tag(a) ^ 1, 3), 5, &mut out),
         0
     );
-    assert_eq!(s.on_ack(NodeId(2), make_seq(seq_tag(a), 4), &mut out), 0);
-    assert_eq!(s.on_ack(NodeId(2), b, &mut out), 2);
-    assert_eq!(s.on_ack(NodeId(2), b, &mut out), 0);
+    assert_eq!(s.on_ack(NodeId(2), make_seq(seq_tag(a), 4), 5, &mut out), 0);
+    assert_eq!(s.on_ack(NodeId(2), b, 5, &mut out), 2);
+    assert_eq!(s.on_ack(NodeId(2), b, 5, &mut out), 0);
     assert_eq!(
         out,
         [
@@ -100,19 +100,19 @@ fn deadlines_and_retransmissions_are_scheduled_from_the_oldest_message() {
 
 #[test]
 fn receiver_delivers_in_order_once_and_follows_new_tags() {
-    let mut r = RecvStreams::new();
+    let mut r = RecvStreams::new(5);
     let src = NodeId(1);
     assert_eq!(r.ack_seq(src), None);
-    assert_eq!(r.on_data(src, make_seq(7, 2)), Verdict::Unknown);
-    assert_eq!(r.on_data(src, make_seq(7, 1)), Verdict::Deliver);
-    assert_eq!(r.on_data(src, make_seq(7, 1)), Verdict::Duplicate);
-    assert_eq!(r.on_data(src, make_seq(7, 3)), Verdict::Gap);
-    assert_eq!(r.on_data(src, make_seq(7, 2)), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(7, 2), 0, false), Verdict::Unknown);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, false), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, false), Verdict::Duplicate);
+    assert_eq!(r.on_data(src, make_seq(7, 3), 0, false), Verdict::Gap);
+    assert_eq!(r.on_data(src, make_seq(7, 2), 0, false), Verdict::Deliver);
     assert_eq!(r.ack_seq(src), Some(make_seq(7, 2)));
     // A new stream replaces the old one; the old one cannot come back.
-    assert_eq!(r.on_data(src, make_seq(9, 1)), Verdict::Deliver);
-    assert_eq!(r.on_data(src, make_seq(7, 1)), Verdict::Unknown);
-    assert_eq!(r.on_data(src, make_seq(7, 3)), Verdict::Unknown);
+    assert_eq!(r.on_data(src, make_seq(9, 1), 0, false), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, false), Verdict::Unknown);
+    assert_eq!(r.on_data(src, make_seq(7, 3), 0, false), Verdict::Unknown);
     assert_eq!(r.ack_seq(src), Some(make_seq(9, 1)));
-    assert_eq!(r.on_data(src, make_seq(0, 1)), Verdict::Unknown);
+    assert_eq!(r.on_data(src, make_seq(0, 1), 0, false), Verdict::Unknown);
 }
