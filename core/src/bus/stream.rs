@@ -31,11 +31,13 @@
 //! handshake, [`SendStreams::on_incarnation`]) and stamps every stream it starts with it; a
 //! stream started stamped 0 takes the incarnation of its first ack (only the incarnation
 //! that acknowledged it may have delivered it). A reset ([`SendStreams::on_reset`]) voids the
-//! stream: if the refused frame is the oldest unacked one and was transmitted once, nothing in
-//! flight can have been delivered anywhere (that only copy was refused, and receivers deliver
-//! in order), so the in-flight messages move, in order, onto a fresh stream stamped with the
-//! resetting incarnation and are sent again; otherwise they end `Unknown(TargetRestarted)`
-//! (delivery unknown: a previous incarnation may have delivered them). Either way no message
+//! stream: if nothing in flight can have been delivered anywhere — the refused frame is the
+//! oldest unacked one and its only copy, or the resetting incarnation (a reset carries its
+//! age) was already running when the oldest unacked message was first sent, so no earlier
+//! incarnation can have received a copy — the in-flight messages move, in order, onto a fresh
+//! stream stamped with the resetting incarnation and are sent again; otherwise they end
+//! `Unknown(TargetRestarted)` (delivery unknown: a previous incarnation may have delivered
+//! them). Either way no message
 //! is delivered twice, and after a restart behind a proxy the next message reaches the new
 //! incarnation without waiting for a timeout. Relays forward both fields unchanged.
 //!
@@ -101,6 +103,8 @@ pub struct InFlight {
     pub payload: Bytes,
     /// When it is given up (`Unknown(Timeout)`).
     pub deadline: Instant,
+    /// When it was first transmitted.
+    pub first_tx: Instant,
     /// How many copies of it may have reached the target (1 after the first transmission;
     /// a copy a relay refused with `Unreachable` does not count). A frame of a message with
     /// transmissions > 0 goes out with the `retransmit` flag.
@@ -203,6 +207,7 @@ impl SendStreams {
             msg_type,
             payload,
             deadline,
+            first_tx: now,
             transmissions: 1,
         });
         seq
@@ -243,37 +248,46 @@ impl SendStreams {
         acked
     }
 
-    /// A reset from `dst` in `incarnation`: it refused the frame `seq` and does not hold the
-    /// stream. Ignored unless `seq` belongs to the current stream. Otherwise the target's
-    /// incarnation is now `incarnation`, and: if `seq` is the oldest in-flight message and
-    /// at most one copy of it may have arrived (the refused one), every in-flight message
-    /// moves, in order, onto a fresh stream stamped `incarnation` ([`Reset::Restarted`]:
-    /// send them again with [`SendStreams::unacked`], as first transmissions); else the
-    /// stream is abandoned with `Unknown(TargetRestarted)` ([`Reset::Abandoned`]).
+    /// A reset from `dst`: `refusal.incarnation` refused the frame `refusal.seq` and does
+    /// not hold its stream. Ignored unless the seq belongs to the current stream. Otherwise
+    /// the target's incarnation is now `refusal.incarnation`, and if nothing in flight can
+    /// have been delivered, every in-flight message moves, in order, onto a fresh stream
+    /// stamped with it ([`Reset::Restarted`]: send them again with
+    /// [`SendStreams::unacked`], as first transmissions); else the stream is abandoned with
+    /// `Unknown(TargetRestarted)` ([`Reset::Abandoned`]).
+    ///
+    /// Nothing can have been delivered when the refused frame is the oldest in flight and
+    /// its only copy (the refused one), or when the refusing incarnation was already running
+    /// when the oldest in-flight message was first sent (`now - age`, less a margin for
+    /// clock-rate differences of 0.1 % + 1 ms, is at or before it): then no earlier
+    /// incarnation can have received any copy, and this one holds none of the stream
+    /// (receivers deliver in order, from counter 1).
     pub fn on_reset<S: OutcomeSink + ?Sized>(
         &mut self,
         dst: NodeId,
-        seq: u64,
-        incarnation: u64,
+        refusal: Refusal,
+        now: Instant,
         sink: &mut S,
     ) -> Reset {
         let Some(stream) = self.streams.get_mut(&dst) else {
             return Reset::Ignored;
         };
-        if stream.tag != seq_tag(seq) {
+        if stream.tag != seq_tag(refusal.seq) {
             return Reset::Ignored;
         }
-        self.known.insert(dst, incarnation);
-        let head_unseen = stream
-            .inflight
-            .front()
-            .is_some_and(|m| m.seq == seq && m.transmissions <= 1);
-        if !head_unseen {
+        self.known.insert(dst, refusal.incarnation);
+        let age = refusal.age;
+        let margin = age / 1000 + Duration::from_millis(1);
+        let born_by = now.saturating_sub(age.saturating_sub(margin));
+        let nothing_delivered = stream.inflight.front().is_some_and(|m| {
+            (m.seq == refusal.seq && m.transmissions <= 1) || born_by <= m.first_tx
+        });
+        if !nothing_delivered {
             let n = self.abandon(dst, Outcome::Unknown(FailReason::TargetRestarted), sink);
             return Reset::Abandoned(n);
         }
         stream.tag = fresh_tag(&mut self.rng, stream.tag);
-        stream.stamp = incarnation;
+        stream.stamp = refusal.incarnation;
         stream.last = 0;
         for m in &mut stream.inflight {
             stream.last += 1;
@@ -437,6 +451,17 @@ impl SendStreams {
             .map(|(&d, _)| d)
             .collect()
     }
+}
+
+/// A reset `Ack` as the sender sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The refused frame's seq.
+    pub seq: u64,
+    /// The refusing incarnation.
+    pub incarnation: u64,
+    /// How long it had been running when it refused.
+    pub age: Duration,
 }
 
 /// What [`SendStreams::on_reset`] did.

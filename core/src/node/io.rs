@@ -8,12 +8,12 @@ use crate::{
     bus::{
         handshake::{self, PROTOCOL_VERSIONS, PeerHello},
         heartbeat::{Beat, Heartbeat},
-        stream::{Reset, Verdict},
+        stream::{Refusal, Reset, Verdict},
     },
     connector::{LinkState, World},
     ids::{LinkId, NodeId},
     outcome::{FailReason, Outcome},
-    time::Instant,
+    time::{Duration, Instant},
     wire::{self, Frame, FrameKind, Proof, RefuseReason, UnreachableReason, VersionRange},
 };
 
@@ -421,7 +421,7 @@ impl Node {
                 dst: self.id,
                 seq: data.seq,
                 dst_incarnation: self.incarnation,
-                reset: true,
+                reset: Some(self.now.as_nanos().saturating_sub(self.started.as_nanos())),
             };
             self.transmit(link, &Frame::Ack(reset));
             return;
@@ -448,7 +448,7 @@ impl Node {
                     dst: self.id,
                     seq,
                     dst_incarnation: self.incarnation,
-                    reset: false,
+                    reset: None,
                 };
                 self.transmit(link, &Frame::Ack(ack));
             }
@@ -463,15 +463,21 @@ impl Node {
     ///
     /// [`SendStreams::on_reset`]: crate::bus::stream::SendStreams::on_reset
     fn on_ack(&mut self, ack: &wire::Ack) {
+        let now = self.now;
         let mut sink = OutSink(&mut self.out);
-        if !ack.reset {
+        let Some(age) = ack.reset else {
             self.send_streams
                 .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
             return;
-        }
+        };
+        let refusal = Refusal {
+            seq: ack.seq,
+            incarnation: ack.dst_incarnation,
+            age: Duration::from_nanos(age),
+        };
         let reset = self
             .send_streams
-            .on_reset(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
+            .on_reset(ack.dst, refusal, now, &mut sink);
         if reset != Reset::Ignored {
             self.flush_target(ack.dst);
         }

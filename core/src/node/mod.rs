@@ -216,6 +216,8 @@ pub struct Node {
     send_streams: SendStreams,
     /// Delivered sequence numbers per source.
     recv_streams: RecvStreams,
+    /// When this incarnation started (its age goes out in reset acks).
+    started: Instant,
     /// The last incarnation seen in each peer's handshake (restart detection).
     peer_incarnations: BTreeMap<NodeId, u64>,
     /// Acks owed after the frames of one `handle_received` call: (stream source, link).
@@ -296,6 +298,7 @@ impl Node {
             incarnation,
             send_streams,
             recv_streams: RecvStreams::new(incarnation),
+            started: now,
             peer_incarnations: BTreeMap::new(),
             acks_due: Vec::new(),
             wbuf: Vec::new(),

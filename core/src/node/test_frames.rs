@@ -101,14 +101,13 @@ pub(super) fn encode_data(
     encode_data_seq(src, dst, make_seq(1, 1), msg_type, hop_count, payload)
 }
 
-/// A cumulative `Ack` of stream `src → dst` up to `seq`, from `dst` in incarnation
-/// [`peer_incarnation`].
-pub(super) fn encode_ack(src: NodeId, dst: NodeId, seq: u64) -> Bytes {
+/// A cumulative `Ack` of stream `src → dst` up to `seq`, from `dst` in `incarnation`.
+pub(super) fn encode_ack(src: NodeId, dst: NodeId, seq: u64, incarnation: u64) -> Bytes {
     bytes(&Frame::Ack(wire::Ack {
         src,
         dst,
         seq,
-        dst_incarnation: peer_incarnation(dst),
-        reset: false,
+        dst_incarnation: incarnation,
+        reset: None,
     }))
 }

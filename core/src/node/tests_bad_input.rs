@@ -80,6 +80,7 @@ fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
     for chunk in stream.chunks(3) {
         node.handle_received(secs(0), link, chunk);
     }
+    let incarnation = node.incarnation();
     assert_eq!(
         drain(&mut node),
         vec![
@@ -91,7 +92,7 @@ fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
             },
             Output::Transmit {
                 link,
-                bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(1, 1)),
+                bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(1, 1), incarnation),
             },
             Output::Received {
                 from: NodeId(0x105),
@@ -101,7 +102,7 @@ fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
             },
             Output::Transmit {
                 link,
-                bytes: encode_ack(NodeId(0x105), NodeId(0x102), make_seq(1, 1)),
+                bytes: encode_ack(NodeId(0x105), NodeId(0x102), make_seq(1, 1), incarnation),
             },
         ]
     );

@@ -214,9 +214,15 @@ fn the_receiver_delivers_each_message_once_in_order_and_acks_every_batch() {
             b"m",
         )
     };
+    let incarnation = node.incarnation();
     let ack = |counter| Output::Transmit {
         link,
-        bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(5, counter)),
+        bytes: encode_ack(
+            NodeId(0x101),
+            NodeId(0x102),
+            make_seq(5, counter),
+            incarnation,
+        ),
     };
     let got = Output::Received {
         from: NodeId(0x101),
@@ -332,7 +338,7 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
     node.handle_received(
         redial,
         second,
-        &encode_ack(NodeId(0x201), NodeId(0x202), seqs[0]),
+        &encode_ack(NodeId(0x201), NodeId(0x202), seqs[0], 2222),
     );
     assert_eq!(
         drain(&mut node),

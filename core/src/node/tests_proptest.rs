@@ -231,7 +231,7 @@ impl Driver {
                             dst,
                             seq,
                             dst_incarnation: super::test_frames::peer_incarnation(dst),
-                            reset: false,
+                            reset: None,
                         })
                     } else {
                         crate::wire::Frame::Unreachable(crate::wire::Unreachable {

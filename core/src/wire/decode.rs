@@ -202,7 +202,11 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
             dst: cursor.node("dst")?,
             seq: cursor.u64("seq")?,
             dst_incarnation: cursor.u64("dst_incarnation")?,
-            reset: flags & FLAG_RESET != 0,
+            reset: if flags & FLAG_RESET == 0 {
+                None
+            } else {
+                Some(cursor.u64("age")?)
+            },
         }),
         FrameKind::Unreachable => Frame::Unreachable(Unreachable {
             src: cursor.node("src")?,

@@ -75,7 +75,7 @@ pub fn encoded_len(frame: &Frame<'_>) -> usize {
         Frame::Hello(hello) => hello_len(hello.proof.as_ref(), hello.name) - 1,
         Frame::HelloAck(ack) => hello_len(ack.proof.as_ref(), ack.name),
         Frame::Data(data) => DATA_FIXED_LEN + data.payload.len(),
-        Frame::Ack(_) => 32,
+        Frame::Ack(ack) => 32 + if ack.reset.is_some() { 8 } else { 0 },
         Frame::Unreachable(_) => 25,
         Frame::Ping(_) | Frame::Pong(_) => 8,
         Frame::Bye(_) => 1,
@@ -152,7 +152,8 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
             put_u64(out, ack.dst.0);
             put_u64(out, ack.seq);
             put_u64(out, ack.dst_incarnation);
-            if ack.reset {
+            if let Some(age) = ack.reset {
+                put_u64(out, age);
                 flags = FLAG_RESET;
             }
         }

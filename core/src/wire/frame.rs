@@ -268,10 +268,12 @@ pub struct Ack {
     pub seq: u64,
     /// The acknowledging node's incarnation.
     pub dst_incarnation: u64,
-    /// Header flag bit 0: a reset, not an acknowledgement — the frame `seq` was refused
-    /// (stamped for another incarnation, or a retransmitted first message of a stream this
-    /// incarnation does not hold) and the sender's stream is void.
-    pub reset: bool,
+    /// `Some(age_ns)` (header flag bit 0): a reset, not an acknowledgement — the frame `seq`
+    /// was refused (stamped for another incarnation, or a retransmitted first message of a
+    /// stream this incarnation does not hold) and the sender's stream is void; `age_ns` is
+    /// how long the refusing incarnation had been running, in nanoseconds (the sender uses it
+    /// to tell whether a previous incarnation could have received its first copies).
+    pub reset: Option<u64>,
 }
 
 /// A relay could not forward the `Data` frame `seq` of stream `src → dst`.

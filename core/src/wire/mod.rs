@@ -30,7 +30,7 @@
 //! | `Hello` (1) | node `u64`, incarnation `u64`, version_min `u16`, version_max `u16`, proof (32 bytes, only if flag bit 0), name `str` |
 //! | `HelloAck` (2) | node, incarnation, version_min, version_max, status `u8` (0 accepted, else [`RefuseReason`] code), proof (if flag), name `str` |
 //! | `Data` (3) | src `u64`, dst `u64`, seq `u64`, dst_incarnation `u64` (0 = unknown), msg_type `u32`, hop_count `u8`, payload = the rest of the frame |
-//! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative; with the reset flag the refused seq), dst_incarnation `u64` (the acker's) |
+//! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative; with the reset flag the refused seq), dst_incarnation `u64` (the acker's), age `u64` (ns the acker has run; only with the reset flag) |
 //! | `Unreachable` (5) | src, dst, seq, reason `u8` ([`UnreachableReason`]) |
 //! | `Ping` (6) / `Pong` (7) | nonce `u64` |
 //! | `Bye` (8) | reason `u8` ([`ByeReason`]) |
@@ -50,7 +50,7 @@
 //! the `Ack` reset flag says `dst` (in `dst_incarnation`) refused the frame `seq` and does not
 //! hold its stream ([`bus::stream`](crate::bus::stream) has the rules).
 //!
-//! A `Data` frame is 45 bytes plus its payload; `Ack` 40, `Ping`/`Pong` 16, `Bye` 9.
+//! A `Data` frame is 45 bytes plus its payload; `Ack` 40 (a reset 48), `Ping`/`Pong` 16, `Bye` 9.
 //!
 //! # Example
 //!

@@ -119,7 +119,7 @@ pub(super) fn golden_ack() -> (Frame<'static>, Vec<u8>) {
         dst: NodeId(2),
         seq: 0x0100,
         dst_incarnation: 5,
-        reset: false,
+        reset: None,
     });
     #[rustfmt::skip]
     let bytes = vec![
@@ -138,15 +138,16 @@ pub(super) fn golden_reset() -> (Frame<'static>, Vec<u8>) {
         dst: NodeId(2),
         seq: 0x0000_0009_0000_0001,
         dst_incarnation: 0x0102,
-        reset: true,
+        reset: Some(0x0A00),
     });
     #[rustfmt::skip]
     let bytes = vec![
-        40, 0, 0, 0, 1, 4, 1, 0, // flag: reset
+        48, 0, 0, 0, 1, 4, 1, 0, // flag: reset
         1, 0, 0, 0, 0, 0, 0, 0,
         2, 0, 0, 0, 0, 0, 0, 0,
-        1, 0, 0, 0, 9, 0, 0, 0,
-        2, 1, 0, 0, 0, 0, 0, 0,
+        1, 0, 0, 0, 9, 0, 0, 0,  // seq: tag 9, counter 1
+        2, 1, 0, 0, 0, 0, 0, 0,  // dst_incarnation
+        0, 10, 0, 0, 0, 0, 0, 0, // age
     ];
     (frame, bytes)
 }
@@ -460,6 +461,14 @@ fn a_length_shorter_than_the_fields_names_the_cut_field() {
         Err(DecodeError::Truncated {
             field: "dst_incarnation"
         })
+    );
+    // A reset without its age.
+    let (_, reset) = golden_reset();
+    let mut short = reset[..40].to_vec();
+    short[0] = 40;
+    assert_eq!(
+        decode(&short, MAX),
+        Err(DecodeError::Truncated { field: "age" })
     );
     // An Ack from before dst_incarnation existed (32 bytes).
     let (_, ack) = golden_ack();

@@ -186,7 +186,7 @@ fn frame(spec: &Spec) -> Frame<'_> {
             dst: NodeId(spec.b),
             seq: spec.c,
             dst_incarnation: spec.b ^ spec.c,
-            reset: spec.code % 2 == 1,
+            reset: (spec.code % 2 == 1).then_some(spec.a),
         }),
         4 => Frame::Unreachable(Unreachable {
             src: NodeId(spec.a),
