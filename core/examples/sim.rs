@@ -92,7 +92,6 @@ fn main() -> ExitCode {
     }
     let started = Instant::now();
     let (mut sent, mut delivered, mut events, mut violations) = (0u64, 0u64, 0u64, 0u64);
-    let mut retries = 0u64;
     let mut failed: BTreeMap<String, u64> = BTreeMap::new();
     let end = args.from.saturating_add(args.seeds);
     for seed in args.from..end {
@@ -100,7 +99,6 @@ fn main() -> ExitCode {
         sent += report.totals.sent;
         delivered += report.totals.delivered;
         events += report.events;
-        retries += report.probe_retries;
         for (k, v) in &report.totals.failed {
             *failed.entry(k.clone()).or_insert(0) += v;
         }
@@ -131,9 +129,6 @@ fn main() -> ExitCode {
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "sim: {retries} first probes after quiescence ended Unknown(Timeout) and were retried"
-    );
     let failed_json: Vec<String> = failed.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
     println!(
         "{{\"seeds\":{},\"violations\":{violations},\"sent\":{sent},\"delivered\":{delivered},\"failed\":{{{}}},\"events\":{events},\"events_per_sec\":{}}}",
