@@ -139,6 +139,8 @@ mod tests_bus;
 #[cfg(test)]
 mod tests_bus_sim;
 #[cfg(test)]
+mod tests_restart_sim;
+#[cfg(test)]
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;

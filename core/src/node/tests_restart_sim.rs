@@ -1,0 +1,152 @@
+//! Regression of chaos seed 972: a target behind a proxy delivers a message, dies before its
+//! ack gets back and restarts. The sender cannot see the restart (no direct link); its
+//! retransmission reaches the new incarnation, which refuses it with a reset instead of
+//! delivering it a second time. The message ends `Unknown(TargetRestarted)` (the old
+//! incarnation may have delivered it — it did), and the next message reaches the new
+//! incarnation at once.
+
+use alloc::{format, vec, vec::Vec};
+
+use bytes::Bytes;
+
+use crate::{
+    config::Config,
+    ids::NodeId,
+    node::Target,
+    outcome::{FailReason, Outcome},
+    sim::{Sim, discovery_info, sim_addr, topology_info},
+    time::Duration,
+};
+
+fn config(id: u64, upstream: u64) -> Config {
+    let mut c = Config::new(NodeId(id), format!("node-{id:x}"));
+    c.reconnect_jitter_percent = 0;
+    c.upstream = NodeId(upstream);
+    if upstream != 0 {
+        c.upstream_address = sim_addr(NodeId(upstream));
+    }
+    c.listen = vec![sim_addr(NodeId(id))];
+    c
+}
+
+const PROXY: NodeId = NodeId(0x711);
+const SENDER: NodeId = NodeId(0x725);
+const TARGET: NodeId = NodeId(0x700);
+
+fn cluster() -> Sim {
+    let layout = [(0x711, 0), (0x725, 0x711), (0x700, 0x711)];
+    let mut sim = Sim::new();
+    for (id, up) in layout {
+        sim.add_node(config(id, up)).unwrap();
+    }
+    sim.run_until_idle();
+    for (id, up) in layout {
+        let name = format!("node-{id:x}");
+        sim.registry_put_topology(topology_info(NodeId(id), &name, NodeId(up)));
+        sim.registry_put_discovery(discovery_info(NodeId(id), &name));
+    }
+    sim.run_until_idle();
+    sim.advance(Duration::from_millis(100));
+    sim
+}
+
+/// `(from, via, msg_type, payload)` of everything `id` received, in order.
+fn received(sim: &Sim, id: NodeId) -> Vec<(NodeId, NodeId, u32, Bytes)> {
+    sim.received(id)
+        .iter()
+        .map(|r| (r.from, r.via, r.msg_type, r.payload.clone()))
+        .collect()
+}
+
+#[test]
+fn a_target_restarting_behind_a_proxy_after_delivery_gets_nothing_twice() {
+    let mut sim = cluster();
+    // Frames between the proxy and the target take 10 ms each way.
+    sim.set_latency(PROXY, TARGET, Duration::from_millis(10));
+    let t0 = sim.now();
+    let m1 = sim
+        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"one"))
+        .unwrap();
+    // Delivered at t0 + 10 ms; its ack is on the wire back to the proxy when the target dies.
+    sim.advance(Duration::from_millis(15));
+    let one = (SENDER, PROXY, 1, Bytes::from_static(b"one"));
+    assert_eq!(received(&sim, TARGET), [one.clone()]);
+    assert_eq!(sim.node(SENDER).unacked(TARGET), 1);
+    sim.restart(TARGET);
+    let restarted = sim.now();
+    // The sender retransmits (it cannot see the restart); the new incarnation refuses it.
+    sim.advance(Duration::from_secs(5));
+    assert_eq!(
+        received(&sim, TARGET),
+        [one.clone()],
+        "{}",
+        sim.trace_tail(40)
+    );
+    let record = sim.outcome_of(SENDER, m1).unwrap();
+    assert_eq!(
+        record.outcome,
+        Outcome::Unknown(FailReason::TargetRestarted)
+    );
+    assert!(
+        record.at > restarted && record.at < t0 + Duration::from_secs(3),
+        "ended by the reset, not by the 3 s deadline: {:?}",
+        record.at
+    );
+    assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
+    // The next messages go to the new incarnation on a fresh stream, exactly once each.
+    let m2 = sim
+        .send(SENDER, Target::Id(TARGET), 2, Bytes::from_static(b"two"))
+        .unwrap();
+    let m3 = sim
+        .send(SENDER, Target::Id(TARGET), 3, Bytes::from_static(b"three"))
+        .unwrap();
+    sim.advance(Duration::from_secs(1));
+    assert_eq!(
+        received(&sim, TARGET),
+        [
+            one,
+            (SENDER, PROXY, 2, Bytes::from_static(b"two")),
+            (SENDER, PROXY, 3, Bytes::from_static(b"three")),
+        ]
+    );
+    for m in [m2, m3] {
+        assert_eq!(
+            sim.outcome_of(SENDER, m).unwrap().outcome,
+            Outcome::Delivered
+        );
+    }
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+#[test]
+fn after_a_silent_restart_behind_a_proxy_the_next_message_is_delivered_at_the_first_try() {
+    let mut sim = cluster();
+    // A first message is delivered and acknowledged: the sender knows the incarnation.
+    let m1 = sim
+        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"one"))
+        .unwrap();
+    sim.advance(Duration::from_millis(10));
+    assert_eq!(
+        sim.outcome_of(SENDER, m1).unwrap().outcome,
+        Outcome::Delivered
+    );
+    sim.restart(TARGET);
+    sim.advance(Duration::from_secs(2));
+    // The next message is stamped with the old incarnation: refused with a reset, and
+    // since that refused copy was its only one it moves to a fresh stream and is delivered.
+    let t1 = sim.now();
+    let m2 = sim
+        .send(SENDER, Target::Id(TARGET), 2, Bytes::from_static(b"two"))
+        .unwrap();
+    sim.advance(Duration::from_millis(10));
+    let record = sim.outcome_of(SENDER, m2).unwrap();
+    assert_eq!((record.at, record.outcome), (t1, Outcome::Delivered));
+    assert_eq!(
+        received(&sim, TARGET),
+        [
+            (SENDER, PROXY, 1, Bytes::from_static(b"one")),
+            (SENDER, PROXY, 2, Bytes::from_static(b"two")),
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
