@@ -349,3 +349,60 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
     );
     assert_eq!(node.unacked(NodeId(0x202)), 0);
 }
+
+#[test]
+fn refused_frames_are_answered_with_an_exact_reset_and_never_delivered() {
+    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, &encode_hello(NodeId(0x101)));
+    drain(&mut node);
+    let own = node.incarnation();
+    let frame = |seq, dst_incarnation, retransmit| {
+        bytes(&Frame::Data(wire::Data {
+            src: NodeId(0x101),
+            dst: NodeId(0x102),
+            seq,
+            dst_incarnation,
+            retransmit,
+            msg_type: 9,
+            hop_count: 1,
+            payload: b"m",
+        }))
+    };
+    // Stamped 3 s after start: the reset says who refused, and how long it has run.
+    let reset = |seq: u64| {
+        let mut b = vec![48, 0, 0, 0, 1, 4, 1, 0];
+        b.extend_from_slice(&0x101u64.to_le_bytes());
+        b.extend_from_slice(&0x102u64.to_le_bytes());
+        b.extend_from_slice(&seq.to_le_bytes());
+        b.extend_from_slice(&own.to_le_bytes());
+        b.extend_from_slice(&3_000_000_000u64.to_le_bytes());
+        Output::Transmit {
+            link,
+            bytes: Bytes::from(b),
+        }
+    };
+    // Rule 1: stamped for another incarnation.
+    node.handle_received(secs(3), link, &frame(make_seq(5, 1), own ^ 1, false));
+    assert_eq!(drain(&mut node), vec![reset(make_seq(5, 1))]);
+    // Rule 4: a retransmitted first message stamped 0 of a stream this node does not hold.
+    node.handle_received(secs(3), link, &frame(make_seq(6, 1), 0, true));
+    assert_eq!(drain(&mut node), vec![reset(make_seq(6, 1))]);
+    // Stamped with our incarnation it is delivered and acked (not reset).
+    node.handle_received(secs(3), link, &frame(make_seq(6, 1), own, true));
+    assert_eq!(
+        drain(&mut node),
+        vec![
+            Output::Received {
+                from: NodeId(0x101),
+                via: NodeId(0x101),
+                msg_type: 9,
+                payload: Bytes::from_static(b"m"),
+            },
+            Output::Transmit {
+                link,
+                bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(6, 1), own),
+            },
+        ]
+    );
+}

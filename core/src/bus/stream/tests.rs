@@ -116,3 +116,163 @@ fn receiver_delivers_in_order_once_and_follows_new_tags() {
     assert_eq!(r.ack_seq(src), Some(make_seq(9, 1)));
     assert_eq!(r.on_data(src, make_seq(0, 1), 0, false), Verdict::Unknown);
 }
+
+#[test]
+fn receiver_rule_1_a_frame_stamped_for_another_incarnation_is_reset() {
+    let mut r = RecvStreams::new(5);
+    let src = NodeId(1);
+    assert_eq!(r.incarnation(), 5);
+    // Whatever the seq and flag: never delivered, no stream state touched.
+    assert_eq!(r.on_data(src, make_seq(7, 1), 4, false), Verdict::Reset);
+    assert_eq!(r.on_data(src, make_seq(7, 3), 6, true), Verdict::Reset);
+    assert_eq!(r.ack_seq(src), None);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 5, false), Verdict::Deliver);
+    // Even the current stream's next counter.
+    assert_eq!(r.on_data(src, make_seq(7, 2), 4, false), Verdict::Reset);
+    assert_eq!(r.ack_seq(src), Some(make_seq(7, 1)));
+}
+
+#[test]
+fn receiver_rule_4_a_retransmitted_first_message_stamped_0_of_an_unknown_stream_is_reset() {
+    let mut r = RecvStreams::new(5);
+    let src = NodeId(1);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, true), Verdict::Reset);
+    assert_eq!(r.ack_seq(src), None);
+    // Not counter 1: silently unknown, as before.
+    assert_eq!(r.on_data(src, make_seq(7, 2), 0, true), Verdict::Unknown);
+    // Stamped with our own incarnation: the sender knows it is talking to us.
+    assert_eq!(r.on_data(src, make_seq(7, 1), 5, true), Verdict::Deliver);
+    // Once held, a retransmission stamped 0 is a plain duplicate (acked again).
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, true), Verdict::Duplicate);
+    assert_eq!(r.on_data(src, make_seq(7, 2), 0, true), Verdict::Deliver);
+    // A new stream's retransmitted first message stamped 0 is reset; the held stream stays.
+    assert_eq!(r.on_data(src, make_seq(9, 1), 0, true), Verdict::Reset);
+    assert_eq!(r.ack_seq(src), Some(make_seq(7, 2)));
+}
+
+#[test]
+fn receiver_rule_5_first_transmissions_stamped_0_or_ours_start_a_stream() {
+    let mut r = RecvStreams::new(5);
+    let src = NodeId(1);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, false), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(8, 1), 5, false), Verdict::Deliver);
+    assert_eq!(r.ack_seq(src), Some(make_seq(8, 1)));
+    // The retired stream cannot come back, stamped or not.
+    assert_eq!(r.on_data(src, make_seq(7, 1), 5, false), Verdict::Unknown);
+}
+
+fn msgs(out: &[MessageOutcome]) -> Vec<(u64, Outcome)> {
+    out.iter().map(|o| (o.msg.0, o.outcome)).collect()
+}
+
+#[test]
+fn the_first_ack_stamps_the_stream_and_acks_from_other_incarnations_are_ignored() {
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 0);
+    let b = push(&mut s, 2, 2, 0);
+    assert_eq!((s.stamp(NodeId(2)), s.known_incarnation(NodeId(2))), (0, 0));
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    assert_eq!(s.on_ack(NodeId(2), a, 77, &mut out), 1);
+    assert_eq!((s.stamp(NodeId(2)), s.known_incarnation(NodeId(2))), (77, 77));
+    assert_eq!(s.on_ack(NodeId(2), b, 78, &mut out), 0);
+    assert_eq!(msgs(&out), [(1, Outcome::Delivered)]);
+    // A stream started later is stamped from the start.
+    s.abandon(NodeId(2), Outcome::Unknown(FailReason::Timeout), &mut out);
+    push(&mut s, 2, 3, 0);
+    assert_eq!(s.stamp(NodeId(2)), 77);
+}
+
+fn refusal(seq: u64, incarnation: u64, age_ms: u64) -> Refusal {
+    Refusal {
+        seq,
+        incarnation,
+        age: Duration::from_millis(age_ms),
+    }
+}
+
+#[test]
+fn a_reset_of_a_message_sent_once_moves_the_stream_to_a_fresh_tag() {
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 1_000);
+    push(&mut s, 2, 2, 1_000);
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    // Stale: another tag.
+    let stale = make_seq(seq_tag(a) ^ 1, 1);
+    assert_eq!(
+        s.on_reset(NodeId(2), refusal(stale, 9, 0), Instant::from_millis(1_010), &mut out),
+        Reset::Ignored
+    );
+    // The target started 5 ms ago (after the first send) but the refused copy was the only
+    // one: nothing can have been delivered.
+    assert_eq!(
+        s.on_reset(NodeId(2), refusal(a, 9, 5), Instant::from_millis(1_010), &mut out),
+        Reset::Restarted(2)
+    );
+    assert_eq!(out, []);
+    let moved: Vec<(u32, u32, u32)> = s
+        .unacked(NodeId(2))
+        .map(|m| (seq_tag(m.seq), seq_counter(m.seq), m.transmissions))
+        .collect();
+    let tag = moved[0].0;
+    assert_ne!(tag, seq_tag(a));
+    assert_eq!(moved, [(tag, 1, 0), (tag, 2, 0)]);
+    assert_eq!((s.stamp(NodeId(2)), s.known_incarnation(NodeId(2))), (9, 9));
+}
+
+#[test]
+fn a_reset_of_a_retransmitted_message_restarts_only_if_the_target_predates_it() {
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    // Sent at 1 s, retransmitted at 3 s, reset at 3.01 s by an incarnation 2.5 s old (born
+    // by 0.51 s + margin): it was running at the first send, nothing was delivered.
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 1_000);
+    s.mark_retransmitted(NodeId(2), Instant::from_millis(3_000));
+    assert_eq!(
+        s.on_reset(NodeId(2), refusal(a, 9, 2_500), Instant::from_millis(3_010), &mut out),
+        Reset::Restarted(1)
+    );
+    // The same reset from an incarnation 1 s old (born after the first send): the first
+    // copy may have reached the previous incarnation.
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 1_000);
+    push(&mut s, 2, 2, 1_500);
+    s.mark_retransmitted(NodeId(2), Instant::from_millis(3_000));
+    assert_eq!(
+        s.on_reset(NodeId(2), refusal(a, 9, 1_000), Instant::from_millis(3_010), &mut out),
+        Reset::Abandoned(2)
+    );
+    let unknown = Outcome::Unknown(FailReason::TargetRestarted);
+    assert_eq!(msgs(&out), [(1, unknown), (2, unknown)]);
+    assert_eq!(s.inflight(NodeId(2)), (0, 0));
+    // The next message starts a stream stamped with the resetting incarnation.
+    assert_eq!(seq_counter(push(&mut s, 2, 3, 3_020)), 1);
+    assert_eq!(s.stamp(NodeId(2)), 9);
+}
+
+#[test]
+fn a_handshake_with_another_incarnation_ends_a_stamped_stream() {
+    let mut s = streams();
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    assert_eq!(s.on_incarnation(NodeId(2), 40, &mut out), 0);
+    push(&mut s, 2, 1, 0);
+    assert_eq!(s.stamp(NodeId(2)), 40);
+    assert_eq!(s.on_incarnation(NodeId(2), 40, &mut out), 0);
+    assert_eq!(s.on_incarnation(NodeId(2), 41, &mut out), 1);
+    assert_eq!(
+        msgs(&out),
+        [(1, Outcome::Unknown(FailReason::TargetRestarted))]
+    );
+}
+
+#[test]
+fn a_refused_only_copy_goes_out_again_as_a_first_transmission() {
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 0);
+    s.on_refused(NodeId(2), a);
+    assert_eq!(s.unacked(NodeId(2)).map(|m| m.transmissions).collect::<Vec<_>>(), [0]);
+    s.mark_retransmitted(NodeId(2), Instant::from_millis(10));
+    assert!(s.head_sent_once(NodeId(2), a));
+    s.mark_retransmitted(NodeId(2), Instant::from_millis(20));
+    s.on_refused(NodeId(2), a);
+    assert_eq!(s.unacked(NodeId(2)).map(|m| m.transmissions).collect::<Vec<_>>(), [2]);
+}
