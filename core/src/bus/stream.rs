@@ -17,24 +17,31 @@
 //! acker's incarnation, and a *reset* `Ack` says "I, incarnation X, refused frame `seq`: I do
 //! not hold its stream". The receiver rules ([`RecvStreams::on_data`]):
 //!
-//! 1. `dst_incarnation` non-zero and not the receiver's own → [`Verdict::Reset`] (never
-//!    delivered, whatever the seq).
-//! 2. A frame of the current stream → deliver the next counter, else duplicate or gap.
-//! 3. A stream it does not hold: counter ≠ 1, tag 0 or a retired tag → [`Verdict::Unknown`]
-//!    (dropped silently; the sender retransmits from its oldest unacked message).
-//! 4. Counter 1 of a stream it does not hold, *retransmitted* and stamped 0 →
-//!    [`Verdict::Reset`]: a previous incarnation may have delivered the first copy.
-//! 5. Otherwise (a first transmission stamped 0, or a frame stamped with its own incarnation)
-//!    it is a new stream: deliver.
+//! 1. A frame of the stream it holds → deliver the next counter, else duplicate or gap
+//!    (whatever the stamp: this incarnation delivered the stream's first message, so the
+//!    stream is talking to it).
+//! 2. Tag 0, or a tag retired by a newer stream of the same sender → [`Verdict::Unknown`]
+//!    (dropped silently).
+//! 3. A tag it refused before → [`Verdict::Reset`] again.
+//! 4. A stream it does not hold, stamped with another incarnation (non-zero, not its own), or
+//!    its counter 1 *retransmitted* and stamped 0 (a previous incarnation may have delivered
+//!    the first copy) → [`Verdict::Reset`], and the tag is remembered as refused: this
+//!    incarnation never delivers anything of that stream, even a delayed first copy.
+//! 5. Otherwise counter ≠ 1 → [`Verdict::Unknown`] (the sender retransmits from its oldest
+//!    unacked message); counter 1 (a first transmission stamped 0, or stamped with its own
+//!    incarnation) starts a new stream: deliver.
+//!
+//! So a reset from incarnation X means "X delivered nothing of this stream and never will".
 //!
 //! The sender ([`SendStreams`]) learns a target's incarnation from acks (and from a direct
 //! handshake, [`SendStreams::on_incarnation`]) and stamps every stream it starts with it; a
 //! stream started stamped 0 takes the incarnation of its first ack (only the incarnation
 //! that acknowledged it may have delivered it). A reset ([`SendStreams::on_reset`]) voids the
-//! stream: if nothing in flight can have been delivered anywhere — the refused frame is the
-//! oldest unacked one and its only copy, or the resetting incarnation (a reset carries its
-//! age) was already running when the oldest unacked message was first sent, so no earlier
-//! incarnation can have received a copy — the in-flight messages move, in order, onto a fresh
+//! stream: if nothing in flight can have been delivered by an *earlier* incarnation either —
+//! the refused frame is the oldest unacked one and its only copy, or the resetting
+//! incarnation (a reset carries its age) was already running when the oldest unacked message
+//! was first sent, so no earlier incarnation can have received a copy of it (and receivers
+//! deliver in order) — the in-flight messages move, in order, onto a fresh
 //! stream stamped with the resetting incarnation and are sent again; otherwise they end
 //! `Unknown(TargetRestarted)` (delivery unknown: a previous incarnation may have delivered
 //! them). Either way no message
@@ -54,7 +61,9 @@
 //! duplicates (counter already delivered) and gaps (a later counter: the sender retransmits
 //! from its first unacked message), and remembers the last few retired tags so a stale
 //! retransmission of an old stream cannot restart it. Tags are random, so two streams of one
-//! sender collide with probability 2⁻³² per restart — documented, not handled.
+//! sender collide with probability 2⁻³² per restart — documented, not handled. Likewise a
+//! receiver remembers the last 4 refused tags per sender: a first copy delayed past 4 later
+//! refusals from the same sender could still be delivered — documented, not handled.
 
 use alloc::collections::{BTreeMap, VecDeque};
 
@@ -496,6 +505,8 @@ struct RecvStream {
     tag: u32,
     delivered: u32,
     retired: [u32; RETIRED],
+    /// Tags this incarnation refused with a reset and never held: refused for good.
+    refused: [u32; RETIRED],
 }
 
 /// What the receiver does with one `Data` frame.
@@ -550,9 +561,6 @@ impl RecvStreams {
         dst_incarnation: u64,
         retransmit: bool,
     ) -> Verdict {
-        if dst_incarnation != 0 && dst_incarnation != self.incarnation {
-            return Verdict::Reset;
-        }
         let (tag, counter) = (seq_tag(seq), seq_counter(seq));
         let stream = self.streams.entry(src).or_default();
         if tag == stream.tag && tag != 0 {
@@ -565,11 +573,23 @@ impl RecvStreams {
                 Verdict::Gap
             };
         }
-        if tag == 0 || counter != 1 || stream.retired.contains(&tag) {
+        if tag == 0 {
             return Verdict::Unknown;
         }
-        if retransmit && dst_incarnation == 0 {
+        if stream.refused.contains(&tag) {
             return Verdict::Reset;
+        }
+        if stream.retired.contains(&tag) {
+            return Verdict::Unknown;
+        }
+        let foreign = dst_incarnation != 0 && dst_incarnation != self.incarnation;
+        if foreign || (counter == 1 && retransmit && dst_incarnation == 0) {
+            stream.refused.rotate_right(1);
+            stream.refused[0] = tag;
+            return Verdict::Reset;
+        }
+        if counter != 1 {
+            return Verdict::Unknown;
         }
         if stream.tag != 0 {
             stream.retired.rotate_right(1);

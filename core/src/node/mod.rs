@@ -66,7 +66,10 @@
 //!
 //! // The target's cumulative ack makes it `Delivered`.
 //! let mut bytes = Vec::new();
-//! wire::encode(&Frame::Ack(wire::Ack { src: NodeId(0x101), dst: NodeId(0x102), seq }), &mut bytes)?;
+//! let ack = wire::Ack {
+//!     src: NodeId(0x101), dst: NodeId(0x102), seq, dst_incarnation: 42, reset: None,
+//! };
+//! wire::encode(&Frame::Ack(ack), &mut bytes)?;
 //! node.handle_received(Instant::from_millis(6), link, &bytes);
 //! assert_eq!(node.poll_output(), Some(Output::Outcome { msg, outcome: Outcome::Delivered }));
 //! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (2 s).
@@ -109,10 +112,15 @@
 //! `Failed(reason)` when it was never transmitted (`Timeout` at its deadline, `NoRoute |
 //! TargetGone` when its route record is removed, `Shutdown`, `QueueFull`); `Unknown(reason)`
 //! when it was transmitted but not acknowledged when given up (`TargetRestarted` when the
-//! target's handshake shows a new incarnation, `Timeout` at the deadline of the oldest
-//! unacknowledged message — the whole stream ends with it and later messages start a fresh
-//! one —, `TargetGone | NoRoute` on route removal, `Shutdown`). A target restart is seen only
-//! through a direct link's handshake; behind a proxy it surfaces as `Unknown(Timeout)`.
+//! target's handshake shows a new incarnation or the target's reset says a previous
+//! incarnation may have delivered it, `Timeout` at the deadline of the oldest unacknowledged
+//! message — the whole stream ends with it and later messages start a fresh one —,
+//! `TargetGone | NoRoute` on route removal, `Shutdown`). Every `Data` frame carries the target
+//! incarnation its stream expects (learned from the target's acks or handshake) and a
+//! retransmission flag; a target that restarted — even behind a proxy, where no handshake
+//! shows it — refuses frames it must not deliver with a reset `Ack`, and messages it provably
+//! never received move to a fresh stream and go out again at once
+//! ([`crate::bus::stream`] has the rules).
 //!
 //! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
 //! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]

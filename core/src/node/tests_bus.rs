@@ -388,8 +388,11 @@ fn refused_frames_are_answered_with_an_exact_reset_and_never_delivered() {
     // Rule 4: a retransmitted first message stamped 0 of a stream this node does not hold.
     node.handle_received(secs(3), link, &frame(make_seq(6, 1), 0, true));
     assert_eq!(drain(&mut node), vec![reset(make_seq(6, 1))]);
-    // Stamped with our incarnation it is delivered and acked (not reset).
-    node.handle_received(secs(3), link, &frame(make_seq(6, 1), own, true));
+    // A refused stream stays refused, even its first copy stamped for us.
+    node.handle_received(secs(3), link, &frame(make_seq(6, 1), own, false));
+    assert_eq!(drain(&mut node), vec![reset(make_seq(6, 1))]);
+    // A new stream stamped with our incarnation is delivered and acked (not reset).
+    node.handle_received(secs(3), link, &frame(make_seq(7, 1), own, true));
     assert_eq!(
         drain(&mut node),
         vec![
@@ -401,7 +404,7 @@ fn refused_frames_are_answered_with_an_exact_reset_and_never_delivered() {
             },
             Output::Transmit {
                 link,
-                bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(6, 1), own),
+                bytes: encode_ack(NodeId(0x101), NodeId(0x102), make_seq(7, 1), own),
             },
         ]
     );

@@ -118,36 +118,49 @@ fn receiver_delivers_in_order_once_and_follows_new_tags() {
 }
 
 #[test]
-fn receiver_rule_1_a_frame_stamped_for_another_incarnation_is_reset() {
+fn receiver_rule_4_a_stream_stamped_for_another_incarnation_is_reset_for_good() {
     let mut r = RecvStreams::new(5);
     let src = NodeId(1);
     assert_eq!(r.incarnation(), 5);
-    // Whatever the seq and flag: never delivered, no stream state touched.
+    // Whatever the counter and flag: never delivered, refused from now on.
     assert_eq!(r.on_data(src, make_seq(7, 1), 4, false), Verdict::Reset);
-    assert_eq!(r.on_data(src, make_seq(7, 3), 6, true), Verdict::Reset);
+    assert_eq!(r.on_data(src, make_seq(8, 3), 6, true), Verdict::Reset);
     assert_eq!(r.ack_seq(src), None);
-    assert_eq!(r.on_data(src, make_seq(7, 1), 5, false), Verdict::Deliver);
-    // Even the current stream's next counter.
-    assert_eq!(r.on_data(src, make_seq(7, 2), 4, false), Verdict::Reset);
-    assert_eq!(r.ack_seq(src), Some(make_seq(7, 1)));
+    // Rule 3: even a first copy stamped 0 or stamped for us.
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, false), Verdict::Reset);
+    assert_eq!(r.on_data(src, make_seq(8, 1), 5, false), Verdict::Reset);
+    assert_eq!(r.ack_seq(src), None);
+}
+
+#[test]
+fn receiver_rule_1_the_held_stream_ignores_stamps() {
+    let mut r = RecvStreams::new(5);
+    let src = NodeId(1);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, false), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(7, 2), 4, false), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(7, 2), 4, true), Verdict::Duplicate);
+    assert_eq!(r.on_data(src, make_seq(7, 4), 4, true), Verdict::Gap);
+    assert_eq!(r.ack_seq(src), Some(make_seq(7, 2)));
 }
 
 #[test]
 fn receiver_rule_4_a_retransmitted_first_message_stamped_0_of_an_unknown_stream_is_reset() {
     let mut r = RecvStreams::new(5);
     let src = NodeId(1);
+    // Not counter 1: silently unknown.
+    assert_eq!(r.on_data(src, make_seq(7, 2), 0, true), Verdict::Unknown);
     assert_eq!(r.on_data(src, make_seq(7, 1), 0, true), Verdict::Reset);
     assert_eq!(r.ack_seq(src), None);
-    // Not counter 1: silently unknown, as before.
-    assert_eq!(r.on_data(src, make_seq(7, 2), 0, true), Verdict::Unknown);
+    // The delayed first copy of the refused stream is refused too (rule 3).
+    assert_eq!(r.on_data(src, make_seq(7, 1), 0, false), Verdict::Reset);
     // Stamped with our own incarnation: the sender knows it is talking to us.
-    assert_eq!(r.on_data(src, make_seq(7, 1), 5, true), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(8, 1), 5, true), Verdict::Deliver);
     // Once held, a retransmission stamped 0 is a plain duplicate (acked again).
-    assert_eq!(r.on_data(src, make_seq(7, 1), 0, true), Verdict::Duplicate);
-    assert_eq!(r.on_data(src, make_seq(7, 2), 0, true), Verdict::Deliver);
+    assert_eq!(r.on_data(src, make_seq(8, 1), 0, true), Verdict::Duplicate);
+    assert_eq!(r.on_data(src, make_seq(8, 2), 0, true), Verdict::Deliver);
     // A new stream's retransmitted first message stamped 0 is reset; the held stream stays.
     assert_eq!(r.on_data(src, make_seq(9, 1), 0, true), Verdict::Reset);
-    assert_eq!(r.ack_seq(src), Some(make_seq(7, 2)));
+    assert_eq!(r.ack_seq(src), Some(make_seq(8, 2)));
 }
 
 #[test]
