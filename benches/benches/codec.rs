@@ -118,6 +118,8 @@ impl Bench {
                 src: NodeId(1),
                 dst: NodeId(2),
                 seq,
+                dst_incarnation: 0,
+                retransmit: false,
                 msg_type: 7,
                 hop_count: 0,
                 payload: black_box(&self.payload),

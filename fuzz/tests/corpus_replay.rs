@@ -72,7 +72,9 @@ fn frame_decode_seeds_decode_as_named() {
         "data_small",
         "data_empty",
         "data_1k",
+        "data_retransmit_stamped",
         "ack",
+        "ack_reset",
         "unreachable",
         "ping",
         "pong",
@@ -90,7 +92,7 @@ fn frame_decode_seeds_decode_as_named() {
     }
     for seed in 0..5 {
         let name = format!("stream_all_chunking_{seed}");
-        assert_eq!(decode_stream(&read(&name)), (20, Ok(())), "{name}");
+        assert_eq!(decode_stream(&read(&name)), (22, Ok(())), "{name}");
     }
     let snapshot_len = read("snapshot").len() - 1;
     let expected: [(&str, usize, DecodeError); 11] = [
@@ -205,6 +207,8 @@ mod wire_seeds {
             src: NodeId(1),
             dst: NodeId(2),
             seq: 1,
+            dst_incarnation: 0,
+            retransmit: false,
             msg_type: 7,
             hop_count: 0,
             payload: b"ping",
@@ -272,11 +276,31 @@ mod wire_seeds {
                 }),
             ),
             (
+                "data_retransmit_stamped",
+                Frame::Data(Data {
+                    dst_incarnation: 0x0102_0304,
+                    retransmit: true,
+                    ..small
+                }),
+            ),
+            (
                 "ack",
                 Frame::Ack(Ack {
                     src: NodeId(1),
                     dst: NodeId(2),
                     seq: 2,
+                    dst_incarnation: 0x0102_0304,
+                    reset: None,
+                }),
+            ),
+            (
+                "ack_reset",
+                Frame::Ack(Ack {
+                    src: NodeId(1),
+                    dst: NodeId(2),
+                    seq: 2,
+                    dst_incarnation: 0x0102_0304,
+                    reset: Some(5_000_000_000),
                 }),
             ),
             (
@@ -426,12 +450,16 @@ mod wire_seeds {
             );
         }
 
-        let (_, ping) = &frames[9];
-        let ping = encoded(ping);
-        let (_, hello) = &frames[0];
-        let hello = encoded(hello);
-        let (_, snapshot) = &frames[15];
-        let snapshot = encoded(snapshot);
+        let named = |wanted: &str| {
+            let (_, frame) = frames
+                .iter()
+                .find(|(name, _)| *name == wanted)
+                .expect("every seed frame is named");
+            encoded(frame)
+        };
+        let ping = named("ping");
+        let hello = named("hello");
+        let snapshot = named("snapshot");
         let mut malformed: Vec<(&str, Vec<u8>)> = Vec::new();
         malformed.push((
             "bad_oversized_length",
@@ -630,6 +658,8 @@ mod allocation {
             src: NodeId(1),
             dst: NodeId(2),
             seq: 3,
+            dst_incarnation: 9,
+            retransmit: true,
             msg_type: 4,
             hop_count: 0,
             payload: &payload,
