@@ -475,9 +475,7 @@ impl Node {
             incarnation: ack.dst_incarnation,
             age: Duration::from_nanos(age),
         };
-        let reset = self
-            .send_streams
-            .on_reset(ack.dst, refusal, now, &mut sink);
+        let reset = self.send_streams.on_reset(ack.dst, refusal, now, &mut sink);
         if reset != Reset::Ignored {
             self.flush_target(ack.dst);
         }

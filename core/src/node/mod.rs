@@ -147,11 +147,11 @@ mod tests_bus;
 #[cfg(test)]
 mod tests_bus_sim;
 #[cfg(test)]
-mod tests_restart_sim;
-#[cfg(test)]
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
+#[cfg(test)]
+mod tests_restart_sim;
 
 use alloc::{
     collections::{BTreeMap, BTreeSet, VecDeque},

@@ -186,7 +186,10 @@ fn the_first_ack_stamps_the_stream_and_acks_from_other_incarnations_are_ignored(
     assert_eq!((s.stamp(NodeId(2)), s.known_incarnation(NodeId(2))), (0, 0));
     let mut out: Vec<MessageOutcome> = Vec::new();
     assert_eq!(s.on_ack(NodeId(2), a, 77, &mut out), 1);
-    assert_eq!((s.stamp(NodeId(2)), s.known_incarnation(NodeId(2))), (77, 77));
+    assert_eq!(
+        (s.stamp(NodeId(2)), s.known_incarnation(NodeId(2))),
+        (77, 77)
+    );
     assert_eq!(s.on_ack(NodeId(2), b, 78, &mut out), 0);
     assert_eq!(msgs(&out), [(1, Outcome::Delivered)]);
     // A stream started later is stamped from the start.
@@ -212,13 +215,23 @@ fn a_reset_of_a_message_sent_once_moves_the_stream_to_a_fresh_tag() {
     // Stale: another tag.
     let stale = make_seq(seq_tag(a) ^ 1, 1);
     assert_eq!(
-        s.on_reset(NodeId(2), refusal(stale, 9, 0), Instant::from_millis(1_010), &mut out),
+        s.on_reset(
+            NodeId(2),
+            refusal(stale, 9, 0),
+            Instant::from_millis(1_010),
+            &mut out
+        ),
         Reset::Ignored
     );
     // The target started 5 ms ago (after the first send) but the refused copy was the only
     // one: nothing can have been delivered.
     assert_eq!(
-        s.on_reset(NodeId(2), refusal(a, 9, 5), Instant::from_millis(1_010), &mut out),
+        s.on_reset(
+            NodeId(2),
+            refusal(a, 9, 5),
+            Instant::from_millis(1_010),
+            &mut out
+        ),
         Reset::Restarted(2)
     );
     assert_eq!(out, []);
@@ -241,7 +254,12 @@ fn a_reset_of_a_retransmitted_message_restarts_only_if_the_target_predates_it() 
     let a = push(&mut s, 2, 1, 1_000);
     s.mark_retransmitted(NodeId(2), Instant::from_millis(3_000));
     assert_eq!(
-        s.on_reset(NodeId(2), refusal(a, 9, 2_500), Instant::from_millis(3_010), &mut out),
+        s.on_reset(
+            NodeId(2),
+            refusal(a, 9, 2_500),
+            Instant::from_millis(3_010),
+            &mut out
+        ),
         Reset::Restarted(1)
     );
     // The same reset from an incarnation 1 s old (born after the first send): the first
@@ -251,7 +269,12 @@ fn a_reset_of_a_retransmitted_message_restarts_only_if_the_target_predates_it() 
     push(&mut s, 2, 2, 1_500);
     s.mark_retransmitted(NodeId(2), Instant::from_millis(3_000));
     assert_eq!(
-        s.on_reset(NodeId(2), refusal(a, 9, 1_000), Instant::from_millis(3_010), &mut out),
+        s.on_reset(
+            NodeId(2),
+            refusal(a, 9, 1_000),
+            Instant::from_millis(3_010),
+            &mut out
+        ),
         Reset::Abandoned(2)
     );
     let unknown = Outcome::Unknown(FailReason::TargetRestarted);
@@ -282,10 +305,20 @@ fn a_refused_only_copy_goes_out_again_as_a_first_transmission() {
     let mut s = streams();
     let a = push(&mut s, 2, 1, 0);
     s.on_refused(NodeId(2), a);
-    assert_eq!(s.unacked(NodeId(2)).map(|m| m.transmissions).collect::<Vec<_>>(), [0]);
+    assert_eq!(
+        s.unacked(NodeId(2))
+            .map(|m| m.transmissions)
+            .collect::<Vec<_>>(),
+        [0]
+    );
     s.mark_retransmitted(NodeId(2), Instant::from_millis(10));
     assert!(s.head_sent_once(NodeId(2), a));
     s.mark_retransmitted(NodeId(2), Instant::from_millis(20));
     s.on_refused(NodeId(2), a);
-    assert_eq!(s.unacked(NodeId(2)).map(|m| m.transmissions).collect::<Vec<_>>(), [2]);
+    assert_eq!(
+        s.unacked(NodeId(2))
+            .map(|m| m.transmissions)
+            .collect::<Vec<_>>(),
+        [2]
+    );
 }
