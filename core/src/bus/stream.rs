@@ -523,9 +523,10 @@ pub enum Verdict {
     /// A stream this receiver does not hold that does not start at counter 1 (this node
     /// restarted mid-stream, or the stream is a retired one): drop it, no ack.
     Unknown,
-    /// Stamped for another incarnation of this node, or a retransmitted first message
-    /// stamped 0 of a stream this node does not hold (a previous incarnation may have
-    /// delivered it): drop it and answer a reset `Ack` (this incarnation, the frame's seq).
+    /// A stream this node does not hold, stamped for another incarnation, or its
+    /// retransmitted first message stamped 0 (a previous incarnation may have delivered it),
+    /// or a stream refused before: drop it and answer a reset `Ack` (this incarnation, its
+    /// age, the frame's seq). This incarnation delivers nothing of that stream, ever.
     Reset,
 }
 
