@@ -67,6 +67,10 @@ const TOP_BITS: u32 = 8;
 const SINGLE_PASS_MAX: usize = 1 << 17;
 
 /// Index bits suited to `len` points: about one to two points per prefix, capped.
+/// Points a lookup scans branch-free in its bucket before falling back to a binary search
+/// (buckets hold one or two points on average; see [`ideal_bits`]).
+const SCAN_WINDOW: usize = 4;
+
 fn ideal_bits(len: usize) -> u32 {
     let log = usize::BITS - 1 - len.max(2).leading_zeros();
     log.clamp(1, MAX_INDEX_BITS)
@@ -255,14 +259,18 @@ impl Points {
         let b = self.bucket(key);
         let lo = self.index[b] as usize;
         let hi = self.index[b + 1] as usize;
-        let bucket = &self.pts[lo..hi];
-        if bucket.len() <= 8 {
-            bucket
+        if hi - lo <= SCAN_WINDOW && lo + SCAN_WINDOW <= self.pts.len() {
+            // Branch-free: count the window's points below `key`. Points past the bucket have
+            // a larger prefix, so they never count; the count is the offset in the bucket.
+            // (A data-dependent early exit mispredicts on most lookups: hashed keys land
+            // anywhere in their bucket.)
+            let window = &self.pts[lo..lo + SCAN_WINDOW];
+            lo + window
                 .iter()
-                .position(|p| p.key() >= key)
-                .map_or(hi, |i| lo + i)
+                .map(|p| usize::from(p.key() < key))
+                .sum::<usize>()
         } else {
-            lo + bucket.partition_point(|p| p.key() < key)
+            lo + self.pts[lo..hi].partition_point(|p| p.key() < key)
         }
     }
 
