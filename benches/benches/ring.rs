@@ -36,7 +36,7 @@ use switchboard_benches::{
     libatapp_emu::{EmuNode, LibatappSet},
     peers::{AnchorPeer, ConhashPeer, HashringPeer, JumpPeer},
     timers::{BATCH as TIMER_BATCH, LIVE_TIMERS, TimerLoad},
-    workload::{NODE_COUNTS, Workload, keys, members, zone_filter, zone_metadata},
+    workload::{NODE_COUNTS, Workload, emu_set, keys, members, ring, zone_filter, zone_metadata},
 };
 use switchboard_core::{
     hash::HashMode,
@@ -47,27 +47,6 @@ type Group<'a> = criterion::BenchmarkGroup<'a, WallTime>;
 
 const SEED: u64 = 1;
 const KEY_COUNT: usize = 1 << 16;
-
-fn ring(w: &Workload, mode: HashMode) -> Ring {
-    let mut ring = Ring::new(RingConfig {
-        mode,
-        ..RingConfig::default()
-    });
-    ring.build(members(w)).expect("workload ids are non-zero");
-    ring
-}
-
-fn emu_set(w: &Workload) -> LibatappSet {
-    let mut set = LibatappSet::new();
-    for i in 0..w.len() {
-        set.add_node(EmuNode::new(
-            w.ids[i],
-            w.names[i].clone(),
-            w.metadata[i].clone(),
-        ));
-    }
-    set
-}
 
 /// Eight nodes spread over the ring's node list, cycled through by the change benches.
 fn victims(n: usize) -> Vec<usize> {

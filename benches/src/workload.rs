@@ -9,10 +9,13 @@ use std::collections::BTreeMap;
 
 use switchboard_core::{
     discovery::{Filter, Metadata},
+    hash::HashMode,
     ids::NodeId,
-    ring::RingMember,
+    ring::{Ring, RingConfig, RingMember},
     rng::Rng,
 };
+
+use crate::libatapp_emu::{EmuNode, LibatappSet};
 
 /// Virtual points per node for every ring in the comparison (libatapp `HASH_POINT_PER_INS`).
 pub const POINTS_PER_NODE: u32 = 80;
@@ -99,6 +102,31 @@ pub fn zone_filter(zone: &str) -> Filter {
 pub fn keys(count: usize, seed: u64) -> Vec<u64> {
     let mut rng = Rng::new(seed ^ 0x6b65_7973);
     (0..count).map(|_| rng.next_u64()).collect()
+}
+
+/// The workload's nodes in a freshly built [`Ring`] of `mode`.
+#[must_use]
+pub fn ring(w: &Workload, mode: HashMode) -> Ring {
+    let mut ring = Ring::new(RingConfig {
+        mode,
+        ..RingConfig::default()
+    });
+    ring.build(members(w)).expect("workload ids are non-zero");
+    ring
+}
+
+/// The workload's nodes in the libatapp emulation (its rings are built lazily on first use).
+#[must_use]
+pub fn emu_set(w: &Workload) -> LibatappSet {
+    let mut set = LibatappSet::new();
+    for i in 0..w.len() {
+        set.add_node(EmuNode::new(
+            w.ids[i],
+            w.names[i].clone(),
+            w.metadata[i].clone(),
+        ));
+    }
+    set
 }
 
 #[cfg(test)]

@@ -22,9 +22,9 @@ use std::{
 };
 
 use switchboard_benches::{
-    libatapp_emu::{EmuNode, LibatappSet},
+    libatapp_emu::EmuNode,
     timers::{BATCH as TIMER_BATCH, TimerLoad},
-    workload::{Workload, keys, members, zone_filter, zone_metadata},
+    workload::{Workload, emu_set, keys, members, ring, zone_filter, zone_metadata},
 };
 use switchboard_core::{
     hash::HashMode,
@@ -87,27 +87,6 @@ fn per_lookup_ns(keys: &[u64], mut lookup: impl FnMut(u64) -> bool) -> f64 {
         nothing,
     );
     ns / LOOKUP_BATCH as f64
-}
-
-fn ring(w: &Workload, mode: HashMode) -> Ring {
-    let mut ring = Ring::new(RingConfig {
-        mode,
-        ..RingConfig::default()
-    });
-    ring.build(members(w)).expect("workload ids are non-zero");
-    ring
-}
-
-fn emu_set(w: &Workload) -> LibatappSet {
-    let mut set = LibatappSet::new();
-    for i in 0..w.len() {
-        set.add_node(EmuNode::new(
-            w.ids[i],
-            w.names[i].clone(),
-            w.metadata[i].clone(),
-        ));
-    }
-    set
 }
 
 /// Eight nodes spread over the node list; changes cycle through them.
