@@ -1,0 +1,366 @@
+//! A core `Node` on tokio: [`NodeBuilder`] starts it, [`NodeHandle`] talks to it, [`Inbox`]
+//! yields what it receives.
+//!
+//! One task ([`driver`]) owns the `Node`. It waits for a command, a link event, a registry
+//! feed event or the core's next deadline, makes one `handle_*` call, drains `poll_output`
+//! into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
+//! writer task (batched writes of the core's `Transmit`s). Routing decisions live in the core
+//! only.
+
+mod driver;
+
+use std::{
+    net::SocketAddr,
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use bytes::Bytes;
+use switchboard_core::{config::Config, ids::NodeId, node::SendError, outcome::Outcome};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{
+    observe::{Metrics, Status},
+    target::TargetSpec,
+};
+
+/// Capacity of the command channel into the driver (senders wait when it is full).
+pub const COMMAND_CAPACITY: usize = 4096;
+/// Capacity of the inbox (the driver stops reading links while it is full).
+pub const INBOX_CAPACITY: usize = 65_536;
+
+/// Where a node finds the registry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistrySpec {
+    /// No registry: peers are known from config only (`upstream_address`).
+    None,
+    /// The embedded registry at this address.
+    Embedded(SocketAddr),
+}
+
+/// A message received by this node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// The node that sent it.
+    pub from: NodeId,
+    /// The node it arrived from (the sender, or the last relay).
+    pub via: NodeId,
+    /// Application message type.
+    pub msg_type: u32,
+    /// The payload, byte for byte as sent.
+    pub payload: Bytes,
+}
+
+/// Why a send was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendFailure {
+    /// The core refused it; nothing was accepted.
+    #[error(transparent)]
+    Refused(#[from] SendError),
+    /// The node's driver has stopped.
+    #[error("the node is stopped")]
+    Stopped,
+}
+
+/// The node's driver has stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the node is stopped")]
+pub struct Stopped;
+
+/// Why a node did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The configuration is invalid.
+    #[error("invalid config: {0}")]
+    Config(#[from] switchboard_core::config::ConfigError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Commands from handles to the driver.
+#[derive(Debug)]
+#[allow(
+    dead_code,
+    reason = "skeleton: the driver loop that reads these lands next"
+)]
+pub(crate) enum Command {
+    Send {
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+        accepted: oneshot::Sender<Result<OutcomeReceiver, SendError>>,
+    },
+    SetUpstream {
+        upstream: NodeId,
+        done: oneshot::Sender<()>,
+    },
+    Status(oneshot::Sender<Status>),
+    Metrics(oneshot::Sender<Metrics>),
+    Shutdown(oneshot::Sender<()>),
+    Kill,
+}
+
+/// Resolves to the outcome of one accepted message.
+pub type OutcomeReceiver = oneshot::Receiver<Outcome>;
+
+/// An accepted message whose outcome is still to come.
+#[derive(Debug)]
+pub struct PendingOutcome {
+    rx: OutcomeReceiver,
+}
+
+impl Future for PendingOutcome {
+    /// `Err(Stopped)` if the driver stopped before reporting (only after [`NodeHandle::kill`]:
+    /// a graceful shutdown reports every accepted message).
+    type Output = Result<Outcome, Stopped>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|r| r.map_err(|_| Stopped))
+    }
+}
+
+/// Configures and starts a node.
+#[derive(Clone, Debug)]
+pub struct NodeBuilder {
+    config: Config,
+    listen: SocketAddr,
+    registry: RegistrySpec,
+}
+
+impl NodeBuilder {
+    /// A node with this id and name, the core's default config, listening on
+    /// `127.0.0.1:0`, without a registry.
+    #[must_use]
+    pub fn new(id: NodeId, name: impl Into<String>) -> NodeBuilder {
+        NodeBuilder {
+            config: Config::new(id, name),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            registry: RegistrySpec::None,
+        }
+    }
+
+    /// The address to listen on (port 0 = any free port).
+    #[must_use]
+    pub fn listen(mut self, addr: SocketAddr) -> NodeBuilder {
+        self.listen = addr;
+        self
+    }
+
+    /// This node's upstream (its proxy).
+    #[must_use]
+    pub fn upstream(mut self, id: NodeId) -> NodeBuilder {
+        self.config.upstream = id;
+        self
+    }
+
+    /// Adds a label to the node's records.
+    #[must_use]
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> NodeBuilder {
+        self.config.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Use the embedded registry at `addr`.
+    #[must_use]
+    pub fn registry(mut self, addr: SocketAddr) -> NodeBuilder {
+        self.registry = RegistrySpec::Embedded(addr);
+        self
+    }
+
+    /// Where to find the registry.
+    #[must_use]
+    pub fn registry_spec(mut self, spec: RegistrySpec) -> NodeBuilder {
+        self.registry = spec;
+        self
+    }
+
+    /// Changes the core config (timeouts, limits, seed, ...) before start.
+    #[must_use]
+    pub fn config(mut self, f: impl FnOnce(&mut Config)) -> NodeBuilder {
+        f(&mut self.config);
+        self
+    }
+
+    /// Binds the listener, creates the core `Node`, starts the registry backend and the
+    /// driver task.
+    ///
+    /// # Errors
+    ///
+    /// An invalid config or a failed bind.
+    pub async fn start(self) -> Result<(NodeHandle, Inbox), StartError> {
+        driver::start(self.config, self.listen, self.registry).await
+    }
+}
+
+/// A cheap, cloneable handle to a running node.
+#[derive(Clone, Debug)]
+pub struct NodeHandle {
+    id: NodeId,
+    name: String,
+    local_addr: SocketAddr,
+    incarnation: u64,
+    commands: mpsc::Sender<Command>,
+}
+
+impl NodeHandle {
+    /// The node's id.
+    #[must_use]
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// The node's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The address the node listens on.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// This life's incarnation.
+    #[must_use]
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// Sends and waits for the outcome.
+    ///
+    /// # Errors
+    ///
+    /// The core refused the message, or the node stopped.
+    pub async fn send(
+        &self,
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<Outcome, SendFailure> {
+        self.submit(target, msg_type, payload)
+            .await?
+            .await
+            .map_err(|Stopped| SendFailure::Stopped)
+    }
+
+    /// Hands a message to the node; returns once it is accepted (or refused), with a future
+    /// of its outcome. Use this to keep many messages in flight.
+    ///
+    /// # Errors
+    ///
+    /// The core refused the message, or the node stopped.
+    pub async fn submit(
+        &self,
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<PendingOutcome, SendFailure> {
+        let (accepted, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Send {
+                target,
+                msg_type,
+                payload,
+                accepted,
+            })
+            .await
+            .map_err(|_| SendFailure::Stopped)?;
+        match rx.await {
+            Ok(Ok(rx)) => Ok(PendingOutcome { rx }),
+            Ok(Err(e)) => Err(SendFailure::Refused(e)),
+            Err(_) => Err(SendFailure::Stopped),
+        }
+    }
+
+    /// Switches this node's upstream: publishes the new topology record to the registry (the
+    /// core applies it when the registry reports it back, as for any node).
+    ///
+    /// # Errors
+    ///
+    /// The node stopped.
+    pub async fn set_upstream(&self, upstream: NodeId) -> Result<(), Stopped> {
+        let (done, rx) = oneshot::channel();
+        self.command(Command::SetUpstream { upstream, done })
+            .await?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    /// A point-in-time view of endpoints, routes and links.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped.
+    pub async fn status(&self) -> Result<Status, Stopped> {
+        let (tx, rx) = oneshot::channel();
+        self.command(Command::Status(tx)).await?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    /// Counters and gauges.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped.
+    pub async fn metrics(&self) -> Result<Metrics, Stopped> {
+        let (tx, rx) = oneshot::channel();
+        self.command(Command::Metrics(tx)).await?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    /// Graceful stop: unregisters, fails what is queued with `Shutdown`, reports every
+    /// outcome, closes links, ends the driver. Returns when it is done.
+    ///
+    /// # Errors
+    ///
+    /// The node had already stopped.
+    pub async fn shutdown(&self) -> Result<(), Stopped> {
+        let (tx, rx) = oneshot::channel();
+        self.command(Command::Shutdown(tx)).await?;
+        rx.await.map_err(|_| Stopped)
+    }
+
+    /// Abrupt stop, as if the process were killed: every socket is dropped at once, nothing
+    /// is unregistered, no goodbye is sent, pending outcome futures resolve to `Stopped`.
+    pub fn kill(&self) {
+        // A full channel means the driver is busy; it also drops its end when killed, so a
+        // lost Kill here can only race with a stop already under way.
+        let _ = self.commands.try_send(Command::Kill);
+    }
+
+    async fn command(&self, command: Command) -> Result<(), Stopped> {
+        self.commands.send(command).await.map_err(|_| Stopped)
+    }
+}
+
+/// The messages a node receives, in arrival order. Ends when the node stops.
+#[derive(Debug)]
+pub struct Inbox {
+    rx: mpsc::Receiver<Received>,
+}
+
+impl Inbox {
+    /// The next message; `None` once the node stopped and everything was read.
+    pub async fn recv(&mut self) -> Option<Received> {
+        self.rx.recv().await
+    }
+}
+
+impl futures_core::Stream for Inbox {
+    type Item = Received;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received>> {
+        self.rx.poll_recv(cx)
+    }
+}

@@ -1,0 +1,101 @@
+//! What a running node reports: [`Metrics`] (counters and gauges, rendered as Prometheus text
+//! on `/metrics`) and [`Status`] (a JSON view of endpoints, route records and links on
+//! `/status`). The driver fills both from the core's outputs and read-only views.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Counters since start and current gauges of one node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Metrics {
+    /// Sends the core accepted.
+    pub sent: u64,
+    /// Sends the core refused (`SendError`), by error name (`unknown_target`, ...).
+    pub refused: BTreeMap<String, u64>,
+    /// Outcomes by label: `delivered`, `failed_<reason>`, `unknown_<reason>` (reason in
+    /// snake case, e.g. `failed_no_route`).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Messages received for this node.
+    pub received: u64,
+    /// Messages queued in endpoints' pending queues now (gauge).
+    pub pending: u64,
+    /// Dials the core asked for (first connects and reconnects).
+    pub dials: u64,
+    /// Dials that failed.
+    pub dial_failures: u64,
+    /// Ring updates applied by the discovery set (all rings).
+    pub ring_updates: u64,
+    /// Registry events applied or ignored.
+    pub registry_events: u64,
+    /// Links by state now (gauge): `connecting`, `handshaking`, `up`.
+    pub links: BTreeMap<String, u64>,
+    /// Peers restarted (new incarnation seen).
+    pub peer_restarts: u64,
+    /// Messages this node could not forward as a relay.
+    pub forward_dropped: u64,
+}
+
+/// One endpoint (a known target with a pending queue) in [`Status`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EndpointStatus {
+    /// The target node.
+    pub id: u64,
+    /// Its name in discovery, if known.
+    pub name: Option<String>,
+    /// Messages queued for it.
+    pub pending: usize,
+    /// Messages transmitted to it and not acknowledged yet.
+    pub unacked: usize,
+}
+
+/// One route record in [`Status`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RouteStatus {
+    /// The target node.
+    pub target: u64,
+    /// Set flags by name: `ready`, `waiting_discovery`, `waiting_topology`, `lost_topology`.
+    pub flags: Vec<String>,
+    /// The record it routes through; `None` = direct.
+    pub proxy: Option<u64>,
+    /// Reconnect attempts since the last reset.
+    pub retry_count: u32,
+}
+
+/// One link in [`Status`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LinkStatus {
+    /// The core's link id.
+    pub link: u64,
+    /// The peer once known.
+    pub peer: Option<u64>,
+    /// `connecting`, `handshaking` or `up`.
+    pub state: String,
+    /// Whether this node dialled it (else accepted).
+    pub outbound: bool,
+}
+
+/// A point-in-time view of one node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Status {
+    /// Node id.
+    pub id: u64,
+    /// Node name.
+    pub name: String,
+    /// This life's incarnation.
+    pub incarnation: u64,
+    /// The listen address.
+    pub listen: String,
+    /// The upstream, 0 = none.
+    pub upstream: u64,
+    /// Whether the registry backend reports the node registered.
+    pub registered: bool,
+    /// Nodes in the discovery set.
+    pub known_nodes: usize,
+    /// Endpoints with their queues.
+    pub endpoints: Vec<EndpointStatus>,
+    /// Route records.
+    pub routes: Vec<RouteStatus>,
+    /// Links.
+    pub links: Vec<LinkStatus>,
+}

@@ -1,0 +1,9 @@
+//! Registries: the embedded registry server ([`server`]), the embedded registry client
+//! backend ([`client`]), and the [`feed`] contract every backend speaks to the node driver.
+
+pub mod client;
+pub mod feed;
+pub mod server;
+
+pub use feed::{Feed, FeedCommand, FeedEvent, FeedPort, Registration, feed_channel};
+pub use server::{RegistryHandle, spawn_registry};
