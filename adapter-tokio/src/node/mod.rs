@@ -37,6 +37,9 @@ pub enum RegistrySpec {
     None,
     /// The embedded registry at this address.
     Embedded(SocketAddr),
+    /// etcd (needs the `etcd` feature; without it `start` fails with
+    /// [`StartError::EtcdDisabled`]).
+    Etcd(crate::registry::EtcdOptions),
 }
 
 /// A message received by this node.
@@ -84,6 +87,9 @@ pub enum StartError {
         /// The error.
         source: std::io::Error,
     },
+    /// An etcd registry was asked for in a build without the `etcd` feature.
+    #[error("this build has no etcd support (rebuild with `--features etcd`)")]
+    EtcdDisabled,
 }
 
 /// Commands from handles to the driver.

@@ -2,8 +2,10 @@
 //! backend ([`client`]), and the [`feed`] contract every backend speaks to the node driver.
 
 pub mod client;
+pub mod etcd_options;
 pub mod feed;
 pub mod server;
 
+pub use etcd_options::EtcdOptions;
 pub use feed::{Feed, FeedCommand, FeedEvent, FeedPort, Registration, feed_channel};
 pub use server::{RegistryHandle, spawn_registry};
