@@ -11,6 +11,8 @@
 //! re-arms its timer.
 
 pub mod clock;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod node;
 pub mod observe;
 pub mod registry;

@@ -1,0 +1,395 @@
+//! The lease task: performs what the core's [`LeaseState`] plans, and the topology rewrites.
+//!
+//! Grant → the registration txn ([`RegistrationTxn`]: guarded on the `by_id` key not
+//! existing, then topology, `by_id`, `by_name`, all on the lease) → keepalives on one stream
+//! (each sent when the machine asks; every answer's TTL goes back to the machine, which
+//! treats TTL ≤ 0 as a lost lease) → `lease_time_to_live` when the machine suspects the lease
+//! → revoke on shutdown. A keepalive stream that fails or ends is dropped and reopened by the
+//! next keepalive; opening it on a lease etcd no longer knows reports the lease lost at once.
+//!
+//! A conflicting registration (the `by_id` key exists on another lease) is reported to the
+//! coordinator and retried on the machine's schedule; nothing is overwritten. A conflict
+//! whose owner is this very lease (an earlier txn that committed but whose answer was lost)
+//! counts as registered. An upstream switch rewrites only the topology key, on the same
+//! lease, as soon as the node is registered; a failed rewrite is retried.
+
+use std::time::Duration;
+
+use etcd_client::{
+    Client, Compare, CompareOp, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp,
+    TxnOpResponse,
+};
+use switchboard_core::{
+    discovery::TopologyInfo,
+    registry::etcd::{
+        KeyLayout, LeaseAction, LeaseConfig, LeaseState, RegisterConflict, RegisterOutcome,
+        RegistrationTxn,
+    },
+    time::{Instant, earliest},
+};
+use tokio::sync::mpsc;
+
+use super::{
+    convert::{bounded, header_revision, key_value},
+    coordinator::{LeaseUpdate, Report},
+    stats::EtcdStats,
+};
+use crate::{clock::Clock, registry::feed::Registration};
+
+/// What the coordinator tells the lease task.
+#[derive(Debug)]
+pub(super) enum LeaseCommand {
+    /// Publish this topology record (rewrite only the topology key).
+    UpdateTopology(TopologyInfo),
+    /// Revoke the lease and end.
+    Shutdown,
+}
+
+/// The machine's timing from the backend options: the TTL (at least 1 s), the keepalive
+/// interval, and a retry delay of 3 s or one keepalive interval, whichever is shorter.
+pub(super) fn lease_config(ttl: Duration, keepalive_interval: Duration) -> LeaseConfig {
+    LeaseConfig {
+        ttl: ttl.max(Duration::from_secs(1)),
+        keepalive_interval,
+        retry: keepalive_interval.min(LeaseConfig::default().retry),
+    }
+}
+
+/// Everything the lease task owns.
+pub(super) struct LeaseTask {
+    pub(super) client: Client,
+    pub(super) layout: KeyLayout,
+    pub(super) registration: Registration,
+    pub(super) state: LeaseState,
+    pub(super) config: LeaseConfig,
+    pub(super) clock: Clock,
+    pub(super) reports: mpsc::Sender<Report>,
+    pub(super) commands: mpsc::Receiver<LeaseCommand>,
+    pub(super) stats: EtcdStats,
+}
+
+/// The running task's mutable extras.
+struct Run {
+    keeper: Option<(LeaseKeeper, LeaseKeepAliveStream)>,
+    topology_due: Option<Instant>,
+    registered: bool,
+    /// Revision of the last successful registration txn.
+    revision: u64,
+    last_conflict: Option<String>,
+}
+
+impl LeaseTask {
+    /// Runs until the lease is revoked after a shutdown, or the coordinator goes away.
+    pub(super) async fn run(mut self) {
+        let mut run = Run {
+            keeper: None,
+            topology_due: None,
+            registered: false,
+            revision: 0,
+            last_conflict: None,
+        };
+        loop {
+            let now = self.clock.now();
+            let alive = match self.state.poll(now) {
+                LeaseAction::Grant { ttl_secs } => {
+                    run.keeper = None;
+                    self.grant(ttl_secs).await;
+                    true
+                }
+                LeaseAction::Register { lease } => self.register(&mut run, lease).await,
+                LeaseAction::KeepAlive { lease } => {
+                    self.keep_alive(&mut run, lease).await;
+                    true
+                }
+                LeaseAction::CheckTimeToLive { lease } => {
+                    run.keeper = None;
+                    self.check_time_to_live(lease).await;
+                    true
+                }
+                LeaseAction::Revoke { lease } => {
+                    run.keeper = None;
+                    if let Err(e) = bounded(self.client.lease_revoke(lease)).await {
+                        tracing::warn!(%e, lease, "etcd lease revoke failed; the keys expire with it");
+                    }
+                    self.state.on_revoked();
+                    true
+                }
+                LeaseAction::Wait { until } => {
+                    !self.state.is_closed() && self.wait(&mut run, until).await
+                }
+                _ => true,
+            };
+            if !alive {
+                self.publish();
+                return;
+            }
+            self.rewrite_topology(&mut run).await;
+            self.publish();
+            if !self.report_status(&mut run).await {
+                return;
+            }
+        }
+    }
+
+    async fn grant(&mut self, ttl_secs: i64) {
+        match bounded(self.client.lease_grant(ttl_secs, None)).await {
+            Ok(granted) => {
+                tracing::debug!(lease = granted.id(), "etcd lease granted");
+                self.state.on_granted(self.clock.now(), granted.id());
+            }
+            Err(e) => {
+                tracing::warn!(%e, "etcd lease grant failed");
+                self.state.on_grant_failed(self.clock.now());
+            }
+        }
+    }
+
+    async fn check_time_to_live(&mut self, lease: i64) {
+        match bounded(self.client.lease_time_to_live(lease, None)).await {
+            Ok(answer) => self.state.on_time_to_live(self.clock.now(), answer.ttl()),
+            Err(e) => {
+                tracing::warn!(%e, lease, "etcd lease time-to-live check failed");
+                self.state.on_time_to_live_failed(self.clock.now());
+            }
+        }
+    }
+
+    /// Runs the registration txn on `lease`. Returns false when the coordinator is gone.
+    async fn register(&mut self, run: &mut Run, lease: i64) -> bool {
+        let plan = RegistrationTxn::plan(
+            &self.layout,
+            &self.registration.discovery,
+            &self.registration.topology,
+        );
+        let puts: Vec<TxnOp> = plan
+            .puts
+            .iter()
+            .map(|put| {
+                let options = put.with_lease.then(|| PutOptions::new().with_lease(lease));
+                TxnOp::put(put.key.clone(), put.value.clone(), options)
+            })
+            .collect();
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                plan.guard_key.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then(puts)
+            .or_else([TxnOp::get(plan.guard_key.clone(), None)]);
+        let answer = match bounded(self.client.txn(txn)).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(%e, lease, "etcd registration txn failed");
+                let now = self.clock.now();
+                self.state.on_register_failed(now);
+                if e.is_lease_not_found() {
+                    self.state.on_keepalive(now, 0);
+                }
+                return true;
+            }
+        };
+        let existing = answer.op_responses().into_iter().find_map(|op| match op {
+            TxnOpResponse::Get(got) => got.kvs().first().map(key_value),
+            _ => None,
+        });
+        let mut outcome = plan.outcome(
+            answer.succeeded(),
+            header_revision(answer.header()),
+            existing.as_ref(),
+        );
+        if let RegisterOutcome::Conflict(conflict) = &outcome
+            && conflict.owner_lease == lease
+        {
+            outcome = RegisterOutcome::Registered {
+                revision: u64::try_from(conflict.create_revision).unwrap_or(0),
+            };
+        }
+        self.state.on_registered(self.clock.now(), &outcome);
+        match outcome {
+            RegisterOutcome::Registered { revision } => {
+                tracing::info!(lease, revision, "registered in etcd");
+                // The txn wrote the current topology record.
+                run.topology_due = None;
+                run.revision = revision;
+                run.last_conflict = None;
+                true
+            }
+            RegisterOutcome::Conflict(conflict) => {
+                let holder = describe_holder(&conflict);
+                tracing::warn!(%holder, "etcd registration refused: the id is owned by another instance");
+                if run.last_conflict.as_ref() == Some(&holder) {
+                    return true;
+                }
+                run.last_conflict = Some(holder.clone());
+                self.reports
+                    .send(Report::Lease(LeaseUpdate::Conflict(holder)))
+                    .await
+                    .is_ok()
+            }
+            _ => true,
+        }
+    }
+
+    /// Sends one keepalive, opening the stream when there is none for this lease.
+    async fn keep_alive(&mut self, run: &mut Run, lease: i64) {
+        if let Some((keeper, _)) = run.keeper.as_mut()
+            && keeper.id() == lease
+        {
+            if let Err(e) = keeper.keep_alive().await {
+                tracing::debug!(%e, lease, "etcd keepalive stream broke");
+                run.keeper = None;
+                self.state.on_keepalive_failed(self.clock.now());
+            }
+            return;
+        }
+        run.keeper = None;
+        match bounded(self.client.lease_keep_alive(lease)).await {
+            Ok(pair) => {
+                // Opening sends a keepalive and checks that its answer has TTL > 0.
+                run.keeper = Some(pair);
+                let ttl = i64::try_from(self.config.ttl.as_secs()).unwrap_or(i64::MAX);
+                self.state.on_keepalive(self.clock.now(), ttl.max(1));
+            }
+            Err(e) if e.is_lease_not_found() => {
+                tracing::warn!(lease, "etcd lease gone: registering again on a new lease");
+                self.state.on_keepalive(self.clock.now(), 0);
+            }
+            Err(e) => {
+                tracing::debug!(%e, lease, "etcd keepalive stream did not open");
+                self.state.on_keepalive_failed(self.clock.now());
+            }
+        }
+    }
+
+    /// Waits for a command, a keepalive answer or the next deadline. Returns false when the
+    /// coordinator is gone.
+    async fn wait(&mut self, run: &mut Run, until: Option<Instant>) -> bool {
+        let topology_due = run.topology_due.filter(|_| self.state.is_registered());
+        let deadline = earliest(until, topology_due).map(|at| self.clock.to_tokio(at));
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let answer = async {
+            match run.keeper.as_mut() {
+                Some((_, stream)) => stream.message().await,
+                None => std::future::pending().await,
+            }
+        };
+        enum Woke {
+            Command(Option<LeaseCommand>),
+            Answer(Result<Option<etcd_client::LeaseKeepAliveResponse>, etcd_client::Error>),
+            Deadline,
+        }
+        let woke = tokio::select! {
+            command = self.commands.recv() => Woke::Command(command),
+            answer = answer => Woke::Answer(answer),
+            () = sleep => Woke::Deadline,
+        };
+        let now = self.clock.now();
+        match woke {
+            Woke::Command(None) => return false,
+            Woke::Command(Some(LeaseCommand::UpdateTopology(topology))) => {
+                self.registration.topology = topology;
+                run.topology_due = Some(now);
+            }
+            Woke::Command(Some(LeaseCommand::Shutdown)) => self.state.shutdown(),
+            Woke::Answer(Ok(Some(answer))) => {
+                if answer.ttl() <= 0 {
+                    tracing::warn!(lease = answer.id(), "etcd keepalive says the lease is gone");
+                }
+                self.state.on_keepalive(now, answer.ttl());
+            }
+            Woke::Answer(Ok(None)) => {
+                run.keeper = None;
+                self.state.on_keepalive_failed(now);
+            }
+            Woke::Answer(Err(e)) => {
+                tracing::debug!(%e, "etcd keepalive stream failed");
+                run.keeper = None;
+                self.state.on_keepalive_failed(now);
+            }
+            Woke::Deadline => {}
+        }
+        true
+    }
+
+    /// Rewrites the topology key when an update is due and the node is registered.
+    async fn rewrite_topology(&mut self, run: &mut Run) {
+        let now = self.clock.now();
+        let Some(due) = run.topology_due else { return };
+        if now < due || !self.state.is_registered() {
+            return;
+        }
+        let lease = self.state.lease();
+        let put = RegistrationTxn::topology_update(
+            &self.layout,
+            &self.registration.discovery,
+            &self.registration.topology,
+        );
+        let options = PutOptions::new().with_lease(lease);
+        match bounded(self.client.put(put.key, put.value, Some(options))).await {
+            Ok(_) => {
+                run.topology_due = None;
+                self.stats.update(|c| c.topology_writes += 1);
+            }
+            Err(e) => {
+                tracing::warn!(%e, lease, "etcd topology rewrite failed");
+                let now = self.clock.now();
+                if e.is_lease_not_found() {
+                    // The replayed registration writes the current topology.
+                    self.state.on_keepalive(now, 0);
+                } else {
+                    run.topology_due = Some(now.saturating_add(self.config.retry));
+                }
+            }
+        }
+    }
+
+    /// Tells the coordinator when the registration appears or goes. Returns false when the
+    /// coordinator is gone.
+    async fn report_status(&mut self, run: &mut Run) -> bool {
+        let registered = self.state.is_registered();
+        if registered == run.registered {
+            return true;
+        }
+        run.registered = registered;
+        let update = if registered {
+            LeaseUpdate::Registered(run.revision)
+        } else {
+            LeaseUpdate::Unregistered
+        };
+        self.reports.send(Report::Lease(update)).await.is_ok()
+    }
+
+    fn publish(&self) {
+        let lease = self.state.stats();
+        let lease_id = self.state.lease();
+        let registered = self.state.is_registered();
+        self.stats.update(|c| {
+            c.lease = lease;
+            c.lease_id = lease_id;
+            c.registered = registered;
+        });
+    }
+}
+
+/// Names the owner of a contested id for the conflict report.
+fn describe_holder(conflict: &RegisterConflict) -> String {
+    let key = String::from_utf8_lossy(&conflict.key);
+    let owner = match (&conflict.owner, &conflict.owner_error) {
+        (Some(owner), _) => format!(
+            "identity {:?}, listen {:?}, pid {}",
+            owner.identity, owner.listen, owner.pid
+        ),
+        (None, Some(error)) => format!("undecodable value ({error})"),
+        (None, None) => String::from("no value"),
+    };
+    format!(
+        "{key} is held by lease {:#x} (created at revision {}; {owner})",
+        conflict.owner_lease, conflict.create_revision
+    )
+}

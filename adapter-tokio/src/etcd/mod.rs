@@ -1,0 +1,92 @@
+//! The etcd registry backend (feature `etcd`): registers a node in etcd and follows the
+//! registry, speaking the [`feed`](crate::registry::feed) contract to the node driver.
+//!
+//! Everything this backend *decides* lives in the core's sans-IO machines
+//! ([`switchboard_core::registry::etcd`]): the key layout, the registration txn, the libatapp
+//! JSON mapping, each watcher's revision bookkeeping ([`WatchState`]) and the lease machine
+//! ([`LeaseState`]). This module only performs the RPCs they plan, with `etcd-client`:
+//!
+//! - a **lease task** ([`lease_task`]): grant → one registration txn guarded on `by_id` not
+//!   existing (a conflict is reported, never overwritten, retried on the lease schedule) →
+//!   a keepalive every `keepalive_interval` whose every answer is checked for TTL ≤ 0 →
+//!   `lease_time_to_live` when the stream stayed broken past the TTL → a new lease and a
+//!   replayed registration when the lease is lost → topology-only rewrites on the same lease
+//!   → revoke on graceful shutdown;
+//! - three **watcher tasks** ([`watch_task`]: `topology`, `by_id`, `by_name`): linearizable
+//!   list → watch from revision + 1 with `prev_kv` and progress notify → re-watch from the
+//!   last seen revision after an error or end → re-list and diff after a compaction → a
+//!   progress watchdog that replaces a silent stream;
+//! - a **coordinator** ([`coordinator`]): forwards registry events, announces
+//!   [`FeedEvent::Registered`](crate::registry::FeedEvent::Registered) once the keys are
+//!   written and every watcher has listed, [`Disconnected`](crate::registry::FeedEvent) when
+//!   etcd is lost, [`Conflict`](crate::registry::FeedEvent) when another instance owns the
+//!   id, and obeys the driver's commands.
+//!
+//! The client uses HTTP/2 keepalive and `require_leader`, so a hung or leaderless member
+//! breaks the streams instead of leaving them silent. Values in etcd that do not decode are
+//! skipped with a warning and counted ([`EtcdCounters::map_errors`]), never a panic.
+//!
+//! [`WatchState`]: switchboard_core::registry::etcd::WatchState
+//! [`LeaseState`]: switchboard_core::registry::etcd::LeaseState
+
+mod convert;
+mod coordinator;
+pub mod fault;
+mod lease_task;
+mod stats;
+mod watch_task;
+
+use std::time::Duration;
+
+pub use stats::{EtcdCounters, EtcdStats};
+
+use crate::registry::{
+    EtcdOptions,
+    feed::{Feed, Registration, feed_channel},
+};
+
+/// HTTP/2 keepalive ping interval on the etcd connection.
+pub const HTTP2_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
+/// Time an HTTP/2 keepalive ping may take before the connection is declared dead.
+pub const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time a connection attempt to an etcd endpoint may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time one unary RPC (range, txn, put, lease grant / time-to-live / revoke) or the opening
+/// of a stream may take.
+pub const RPC_TIMEOUT: Duration = Duration::from_secs(5);
+/// Keys fetched per page of a list (later pages are read at the first page's revision).
+pub const LIST_PAGE: i64 = 1000;
+
+/// Starts the etcd backend for `registration` and returns the driver's end of its feed.
+///
+/// The backend connects to `options.endpoints`, registers the node's three keys under
+/// `options.prefix` on one lease and watches the three key families; see the module docs.
+/// It runs until the driver sends [`FeedCommand::Shutdown`](crate::registry::FeedCommand)
+/// (the lease is revoked, every key goes in one revision) or drops either end of the feed
+/// (nothing is revoked: the keys expire with the lease, as when a process is killed).
+///
+/// Must be called inside a tokio runtime.
+#[must_use]
+pub fn spawn_etcd(options: EtcdOptions, registration: Registration) -> Feed {
+    spawn_etcd_with_stats(options, registration).0
+}
+
+/// [`spawn_etcd`], also returning live counters of the backend (lease, registrations,
+/// watchers, skipped records) for tests, metrics and logs.
+///
+/// Must be called inside a tokio runtime.
+#[must_use]
+pub fn spawn_etcd_with_stats(
+    options: EtcdOptions,
+    registration: Registration,
+) -> (Feed, EtcdStats) {
+    let (feed, port) = feed_channel();
+    let stats = EtcdStats::default();
+    tokio::spawn(coordinator::run(
+        options,
+        registration,
+        port,
+        stats.clone(),
+    ));
+    (feed, stats)
+}

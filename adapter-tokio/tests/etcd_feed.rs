@@ -1,0 +1,264 @@
+//! The etcd backend at feed level against a real etcd: registration (exact keys, exact
+//! libatapp JSON, one lease), watching (a second node sees the first exactly), libatapp
+//! documents, garbage, upstream switches, graceful shutdown, idle streams.
+
+#![cfg(feature = "etcd")]
+
+mod etcd_support;
+
+use std::time::Duration;
+
+use etcd_support::{
+    EtcdServer,
+    feed::{Backend, registration},
+};
+use switchboard_core::{ids::NodeId, node::RegistryEvent, registry::etcd::KeyKind};
+use switchboard_tokio::registry::FeedEvent;
+
+const ALPHA_DISCOVERY: &str = concat!(
+    r#"{"id":257,"name":"alpha","hostname":"test-host","pid":4242,"#,
+    r#""listen":["atcp://127.0.0.1:7001"],"identity":"instance-257-1"}"#
+);
+const ALPHA_TOPOLOGY: &str =
+    r#"{"id":257,"name":"alpha","hostname":"test-host","pid":4242,"identity":"instance-257-1"}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_writes_three_keys_with_libatapp_json_on_one_lease() {
+    let etcd = EtcdServer::start().await;
+    let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
+    alpha.registered().await;
+
+    assert_eq!(
+        etcd.keys("/sb/").await,
+        vec![
+            "/sb/by_id/alpha-257".to_owned(),
+            "/sb/by_name/alpha-257".to_owned(),
+            "/sb/topology/alpha-257".to_owned(),
+        ]
+    );
+    let by_id = etcd.get("/sb/by_id/alpha-257").await.expect("by_id key");
+    let by_name = etcd.get("/sb/by_name/alpha-257").await.expect("by_name key");
+    let topology = etcd.get("/sb/topology/alpha-257").await.expect("topology key");
+    assert_eq!(by_id.value_str().expect("utf-8"), ALPHA_DISCOVERY);
+    assert_eq!(by_name.value_str().expect("utf-8"), ALPHA_DISCOVERY);
+    assert_eq!(topology.value_str().expect("utf-8"), ALPHA_TOPOLOGY);
+
+    // One txn: one revision, one lease, the backend's lease, alive with the asked TTL.
+    let counters = alpha.stats.snapshot();
+    assert!(counters.registered);
+    assert_ne!(counters.lease_id, 0);
+    for kv in [&by_id, &by_name, &topology] {
+        assert_eq!(kv.lease(), counters.lease_id);
+        assert_eq!(kv.create_revision(), by_id.create_revision());
+        assert_eq!(kv.version(), 1);
+    }
+    let ttl = etcd.lease_ttl(counters.lease_id).await;
+    assert!((1..=5).contains(&ttl), "lease ttl {ttl}");
+    assert_eq!(
+        (counters.lease.grants, counters.lease.registrations, counters.lease.conflicts),
+        (1, 1, 0)
+    );
+
+    // The backend reports its own records at the txn's revision.
+    let revision = u64::try_from(by_id.mod_revision()).expect("positive revision");
+    let mut own = registration(257, "alpha", 0, 7001, 1);
+    own.discovery.revision = revision;
+    own.topology.revision = revision;
+    assert_eq!(alpha.view.discovery_of(257), Some(&own.discovery));
+    assert_eq!(alpha.view.topology_of(257), Some(&own.topology));
+    alpha.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_node_sees_the_first_exactly_and_each_change_once_per_watcher() {
+    let etcd = EtcdServer::start().await;
+    let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
+    alpha.registered().await;
+    let mut beta = Backend::spawn(etcd.options("/sb/"), registration(258, "beta", 257, 7002, 1));
+    beta.registered().await;
+
+    let revision = u64::try_from(
+        etcd.get("/sb/by_id/alpha-257")
+            .await
+            .expect("alpha registered")
+            .mod_revision(),
+    )
+    .expect("positive revision");
+    let mut expected = registration(257, "alpha", 0, 7001, 1);
+    expected.discovery.revision = revision;
+    expected.topology.revision = revision;
+    // The list of each watcher: by_id and by_name both carry alpha's discovery, topology once.
+    let alpha_events: Vec<&RegistryEvent> = beta
+        .seen
+        .iter()
+        .filter_map(|e| match e {
+            FeedEvent::Registry(r) if registry_id(r) == 257 => Some(r),
+            _ => None,
+        })
+        .collect();
+    let puts = |want: &RegistryEvent| alpha_events.iter().filter(|e| **e == want).count();
+    assert_eq!(puts(&RegistryEvent::DiscoveryPut(expected.discovery.clone())), 2);
+    assert_eq!(puts(&RegistryEvent::TopologyPut(expected.topology.clone())), 1);
+    assert_eq!(alpha_events.len(), 3);
+
+    // And alpha sees beta through its watch, exactly.
+    alpha
+        .until_view("beta in alpha's view", |v| {
+            v.discovery_of(258).is_some() && v.topology_of(258).is_some()
+        })
+        .await;
+    let beta_revision = u64::try_from(
+        etcd.get("/sb/topology/beta-258")
+            .await
+            .expect("beta registered")
+            .mod_revision(),
+    )
+    .expect("positive revision");
+    let mut beta_records = registration(258, "beta", 257, 7002, 1);
+    beta_records.discovery.revision = beta_revision;
+    beta_records.topology.revision = beta_revision;
+    assert_eq!(alpha.view.discovery_of(258), Some(&beta_records.discovery));
+    assert_eq!(alpha.view.topology_of(258), Some(&beta_records.topology));
+    assert_eq!(beta.stats.snapshot().map_errors(), 0);
+    beta.shutdown().await;
+    alpha.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_revokes_the_lease_and_every_key_goes_in_one_revision() {
+    let etcd = EtcdServer::start().await;
+    let mut watcher = Backend::spawn(etcd.options("/sb/"), registration(300, "watcher", 0, 7300, 1));
+    watcher.registered().await;
+    let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
+    alpha.registered().await;
+    let lease = alpha.stats.snapshot().lease_id;
+    watcher
+        .until_view("alpha seen", |v| v.discovery_of(257).is_some() && v.topology_of(257).is_some())
+        .await;
+
+    alpha.shutdown().await;
+    assert!(etcd.keys("/sb/").await.iter().all(|k| !k.contains("alpha")));
+    assert_eq!(etcd.lease_ttl(lease).await, -1);
+
+    watcher
+        .until_view("alpha gone", |v| v.discovery_of(257).is_none() && v.topology_of(257).is_none())
+        .await;
+    let deletes: Vec<RegistryEvent> = watcher
+        .seen
+        .iter()
+        .filter_map(|e| match e {
+            FeedEvent::Registry(r @ RegistryEvent::DiscoveryDelete { id, .. })
+            | FeedEvent::Registry(r @ RegistryEvent::TopologyDelete { id, .. })
+                if id.0 == 257 =>
+            {
+                Some(r.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    let revision = match deletes.first() {
+        Some(RegistryEvent::TopologyDelete { revision, .. }) => *revision,
+        Some(RegistryEvent::DiscoveryDelete { revision, .. }) => *revision,
+        _ => panic!("no delete seen: {deletes:?}"),
+    };
+    let mut got = deletes.clone();
+    got.sort_by_key(|e| format!("{e:?}"));
+    let mut want = vec![
+        RegistryEvent::DiscoveryDelete { id: NodeId(257), name: "alpha".into(), revision },
+        RegistryEvent::DiscoveryDelete { id: NodeId(257), name: "alpha".into(), revision },
+        RegistryEvent::TopologyDelete { id: NodeId(257), revision },
+    ];
+    want.sort_by_key(|e| format!("{e:?}"));
+    assert_eq!(got, want);
+    watcher.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_switch_rewrites_only_the_topology_key_on_the_same_lease() {
+    let etcd = EtcdServer::start().await;
+    let mut watcher = Backend::spawn(etcd.options("/sb/"), registration(300, "watcher", 0, 7300, 1));
+    watcher.registered().await;
+    let records = registration(258, "beta", 257, 7002, 1);
+    let mut beta = Backend::spawn(etcd.options("/sb/"), records.clone());
+    beta.registered().await;
+    watcher
+        .until_view("beta seen", |v| v.topology_of(258).is_some() && v.discovery_of(258).is_some())
+        .await;
+    let by_id = etcd.get("/sb/by_id/beta-258").await.expect("by_id");
+    let by_name = etcd.get("/sb/by_name/beta-258").await.expect("by_name");
+    let before = etcd.get("/sb/topology/beta-258").await.expect("topology");
+    let _ = watcher.drain_for(Duration::from_millis(300)).await;
+    let seen_before = watcher.seen.len();
+
+    let mut switched = records.topology.clone();
+    switched.upstream_id = NodeId(259);
+    beta.update_topology(switched.clone()).await;
+    watcher
+        .until_view("the switch", |v| {
+            v.topology_of(258).is_some_and(|t| t.upstream_id == NodeId(259))
+        })
+        .await;
+
+    let after = etcd.get("/sb/topology/beta-258").await.expect("topology");
+    assert_eq!(after.value(), switched.to_json().as_slice());
+    assert_eq!(
+        after.value_str().expect("utf-8"),
+        r#"{"id":258,"name":"beta","hostname":"test-host","pid":4242,"identity":"instance-258-1","upstream_id":259}"#
+    );
+    assert_eq!(after.lease(), before.lease());
+    assert_eq!(after.version(), 2);
+    assert!(after.mod_revision() > before.mod_revision());
+    // The discovery keys are untouched: same revision, same bytes.
+    for (key, was) in [("/sb/by_id/beta-258", by_id), ("/sb/by_name/beta-258", by_name)] {
+        let now = etcd.get(key).await.expect("discovery key");
+        assert_eq!(
+            (now.mod_revision(), now.version(), now.value()),
+            (was.mod_revision(), was.version(), was.value())
+        );
+    }
+    // The watcher got exactly one topology put for the switch, and no discovery event.
+    let mut expected = switched;
+    expected.revision = u64::try_from(after.mod_revision()).expect("positive revision");
+    let _ = watcher.drain_for(Duration::from_millis(500)).await;
+    let since: Vec<&FeedEvent> = watcher.seen[seen_before..]
+        .iter()
+        .filter(|e| matches!(e, FeedEvent::Registry(r) if registry_id(r) == 258))
+        .collect();
+    assert_eq!(since, vec![&FeedEvent::Registry(RegistryEvent::TopologyPut(expected))]);
+    assert_eq!(beta.stats.snapshot().topology_writes, 1);
+    beta.shutdown().await;
+    watcher.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_streams_stay_up_with_progress_requests_and_http2_keepalive() {
+    let etcd = EtcdServer::start().await;
+    let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
+    alpha.registered().await;
+    // 3 s silence bound: progress is requested after 1 s of quiet. 8 s of nothing at all.
+    let extra = alpha.drain_for(Duration::from_secs(8)).await;
+    assert_eq!(extra, Vec::<FeedEvent>::new());
+    let counters = alpha.stats.snapshot();
+    for kind in KeyKind::ALL {
+        let w = counters.watcher(kind);
+        assert_eq!(
+            (w.lists, w.watches, w.stream_errors, w.dead_streams, w.cancels),
+            (1, 1, 0, 0, 0),
+            "{kind:?}: {w:?}"
+        );
+        assert!(w.progress_requests >= 3, "{kind:?}: {w:?}");
+        assert!(w.progress_notifies >= 3, "{kind:?}: {w:?}");
+    }
+    assert!(counters.lease.keepalives >= 5, "{:?}", counters.lease);
+    assert_eq!(counters.lease.grants, 1);
+    alpha.shutdown().await;
+}
+
+fn registry_id(event: &RegistryEvent) -> u64 {
+    match event {
+        RegistryEvent::DiscoveryPut(info) => info.id.0,
+        RegistryEvent::TopologyPut(info) => info.id.0,
+        RegistryEvent::DiscoveryDelete { id, .. } | RegistryEvent::TopologyDelete { id, .. } => id.0,
+        _ => 0,
+    }
+}
