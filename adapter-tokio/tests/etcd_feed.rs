@@ -12,7 +12,14 @@ use etcd_support::{
     EtcdServer,
     feed::{Backend, registration},
 };
-use switchboard_core::{ids::NodeId, node::RegistryEvent, registry::etcd::KeyKind};
+use std::collections::BTreeMap;
+
+use switchboard_core::{
+    discovery::{Area, DiscoveryInfo, Gateway, Metadata, Runtime, TopologyData, TopologyInfo},
+    ids::NodeId,
+    node::RegistryEvent,
+    registry::etcd::KeyKind,
+};
 use switchboard_tokio::registry::FeedEvent;
 
 const ALPHA_DISCOVERY: &str = concat!(
@@ -37,8 +44,14 @@ async fn registration_writes_three_keys_with_libatapp_json_on_one_lease() {
         ]
     );
     let by_id = etcd.get("/sb/by_id/alpha-257").await.expect("by_id key");
-    let by_name = etcd.get("/sb/by_name/alpha-257").await.expect("by_name key");
-    let topology = etcd.get("/sb/topology/alpha-257").await.expect("topology key");
+    let by_name = etcd
+        .get("/sb/by_name/alpha-257")
+        .await
+        .expect("by_name key");
+    let topology = etcd
+        .get("/sb/topology/alpha-257")
+        .await
+        .expect("topology key");
     assert_eq!(by_id.value_str().expect("utf-8"), ALPHA_DISCOVERY);
     assert_eq!(by_name.value_str().expect("utf-8"), ALPHA_DISCOVERY);
     assert_eq!(topology.value_str().expect("utf-8"), ALPHA_TOPOLOGY);
@@ -55,7 +68,11 @@ async fn registration_writes_three_keys_with_libatapp_json_on_one_lease() {
     let ttl = etcd.lease_ttl(counters.lease_id).await;
     assert!((1..=5).contains(&ttl), "lease ttl {ttl}");
     assert_eq!(
-        (counters.lease.grants, counters.lease.registrations, counters.lease.conflicts),
+        (
+            counters.lease.grants,
+            counters.lease.registrations,
+            counters.lease.conflicts
+        ),
         (1, 1, 0)
     );
 
@@ -74,7 +91,10 @@ async fn a_second_node_sees_the_first_exactly_and_each_change_once_per_watcher()
     let etcd = EtcdServer::start().await;
     let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
     alpha.registered().await;
-    let mut beta = Backend::spawn(etcd.options("/sb/"), registration(258, "beta", 257, 7002, 1));
+    let mut beta = Backend::spawn(
+        etcd.options("/sb/"),
+        registration(258, "beta", 257, 7002, 1),
+    );
     beta.registered().await;
 
     let revision = u64::try_from(
@@ -97,8 +117,14 @@ async fn a_second_node_sees_the_first_exactly_and_each_change_once_per_watcher()
         })
         .collect();
     let puts = |want: &RegistryEvent| alpha_events.iter().filter(|e| **e == want).count();
-    assert_eq!(puts(&RegistryEvent::DiscoveryPut(expected.discovery.clone())), 2);
-    assert_eq!(puts(&RegistryEvent::TopologyPut(expected.topology.clone())), 1);
+    assert_eq!(
+        puts(&RegistryEvent::DiscoveryPut(expected.discovery.clone())),
+        2
+    );
+    assert_eq!(
+        puts(&RegistryEvent::TopologyPut(expected.topology.clone())),
+        1
+    );
     assert_eq!(alpha_events.len(), 3);
 
     // And alpha sees beta through its watch, exactly.
@@ -127,13 +153,18 @@ async fn a_second_node_sees_the_first_exactly_and_each_change_once_per_watcher()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_revokes_the_lease_and_every_key_goes_in_one_revision() {
     let etcd = EtcdServer::start().await;
-    let mut watcher = Backend::spawn(etcd.options("/sb/"), registration(300, "watcher", 0, 7300, 1));
+    let mut watcher = Backend::spawn(
+        etcd.options("/sb/"),
+        registration(300, "watcher", 0, 7300, 1),
+    );
     watcher.registered().await;
     let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
     alpha.registered().await;
     let lease = alpha.stats.snapshot().lease_id;
     watcher
-        .until_view("alpha seen", |v| v.discovery_of(257).is_some() && v.topology_of(257).is_some())
+        .until_view("alpha seen", |v| {
+            v.discovery_of(257).is_some() && v.topology_of(257).is_some()
+        })
         .await;
 
     alpha.shutdown().await;
@@ -141,7 +172,9 @@ async fn graceful_shutdown_revokes_the_lease_and_every_key_goes_in_one_revision(
     assert_eq!(etcd.lease_ttl(lease).await, -1);
 
     watcher
-        .until_view("alpha gone", |v| v.discovery_of(257).is_none() && v.topology_of(257).is_none())
+        .until_view("alpha gone", |v| {
+            v.discovery_of(257).is_none() && v.topology_of(257).is_none()
+        })
         .await;
     let deletes: Vec<RegistryEvent> = watcher
         .seen
@@ -164,9 +197,20 @@ async fn graceful_shutdown_revokes_the_lease_and_every_key_goes_in_one_revision(
     let mut got = deletes.clone();
     got.sort_by_key(|e| format!("{e:?}"));
     let mut want = vec![
-        RegistryEvent::DiscoveryDelete { id: NodeId(257), name: "alpha".into(), revision },
-        RegistryEvent::DiscoveryDelete { id: NodeId(257), name: "alpha".into(), revision },
-        RegistryEvent::TopologyDelete { id: NodeId(257), revision },
+        RegistryEvent::DiscoveryDelete {
+            id: NodeId(257),
+            name: "alpha".into(),
+            revision,
+        },
+        RegistryEvent::DiscoveryDelete {
+            id: NodeId(257),
+            name: "alpha".into(),
+            revision,
+        },
+        RegistryEvent::TopologyDelete {
+            id: NodeId(257),
+            revision,
+        },
     ];
     want.sort_by_key(|e| format!("{e:?}"));
     assert_eq!(got, want);
@@ -176,13 +220,18 @@ async fn graceful_shutdown_revokes_the_lease_and_every_key_goes_in_one_revision(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_switch_rewrites_only_the_topology_key_on_the_same_lease() {
     let etcd = EtcdServer::start().await;
-    let mut watcher = Backend::spawn(etcd.options("/sb/"), registration(300, "watcher", 0, 7300, 1));
+    let mut watcher = Backend::spawn(
+        etcd.options("/sb/"),
+        registration(300, "watcher", 0, 7300, 1),
+    );
     watcher.registered().await;
     let records = registration(258, "beta", 257, 7002, 1);
     let mut beta = Backend::spawn(etcd.options("/sb/"), records.clone());
     beta.registered().await;
     watcher
-        .until_view("beta seen", |v| v.topology_of(258).is_some() && v.discovery_of(258).is_some())
+        .until_view("beta seen", |v| {
+            v.topology_of(258).is_some() && v.discovery_of(258).is_some()
+        })
         .await;
     let by_id = etcd.get("/sb/by_id/beta-258").await.expect("by_id");
     let by_name = etcd.get("/sb/by_name/beta-258").await.expect("by_name");
@@ -195,7 +244,8 @@ async fn upstream_switch_rewrites_only_the_topology_key_on_the_same_lease() {
     beta.update_topology(switched.clone()).await;
     watcher
         .until_view("the switch", |v| {
-            v.topology_of(258).is_some_and(|t| t.upstream_id == NodeId(259))
+            v.topology_of(258)
+                .is_some_and(|t| t.upstream_id == NodeId(259))
         })
         .await;
 
@@ -209,7 +259,10 @@ async fn upstream_switch_rewrites_only_the_topology_key_on_the_same_lease() {
     assert_eq!(after.version(), 2);
     assert!(after.mod_revision() > before.mod_revision());
     // The discovery keys are untouched: same revision, same bytes.
-    for (key, was) in [("/sb/by_id/beta-258", by_id), ("/sb/by_name/beta-258", by_name)] {
+    for (key, was) in [
+        ("/sb/by_id/beta-258", by_id),
+        ("/sb/by_name/beta-258", by_name),
+    ] {
         let now = etcd.get(key).await.expect("discovery key");
         assert_eq!(
             (now.mod_revision(), now.version(), now.value()),
@@ -224,7 +277,10 @@ async fn upstream_switch_rewrites_only_the_topology_key_on_the_same_lease() {
         .iter()
         .filter(|e| matches!(e, FeedEvent::Registry(r) if registry_id(r) == 258))
         .collect();
-    assert_eq!(since, vec![&FeedEvent::Registry(RegistryEvent::TopologyPut(expected))]);
+    assert_eq!(
+        since,
+        vec![&FeedEvent::Registry(RegistryEvent::TopologyPut(expected))]
+    );
     assert_eq!(beta.stats.snapshot().topology_writes, 1);
     beta.shutdown().await;
     watcher.shutdown().await;
@@ -242,7 +298,13 @@ async fn idle_streams_stay_up_with_progress_requests_and_http2_keepalive() {
     for kind in KeyKind::ALL {
         let w = counters.watcher(kind);
         assert_eq!(
-            (w.lists, w.watches, w.stream_errors, w.dead_streams, w.cancels),
+            (
+                w.lists,
+                w.watches,
+                w.stream_errors,
+                w.dead_streams,
+                w.cancels
+            ),
             (1, 1, 0, 0, 0),
             "{kind:?}: {w:?}"
         );
@@ -258,7 +320,275 @@ fn registry_id(event: &RegistryEvent) -> u64 {
     match event {
         RegistryEvent::DiscoveryPut(info) => info.id.0,
         RegistryEvent::TopologyPut(info) => info.id.0,
-        RegistryEvent::DiscoveryDelete { id, .. } | RegistryEvent::TopologyDelete { id, .. } => id.0,
+        RegistryEvent::DiscoveryDelete { id, .. } | RegistryEvent::TopologyDelete { id, .. } => {
+            id.0
+        }
         _ => 0,
     }
+}
+
+/// etcd closes connections that ping more often than every 5 s (`GOAWAY too_many_pings`);
+/// with the default 30 s silence bound, no progress request keeps the connection busy for
+/// 10 s. The client's HTTP/2 keepalive must stay within etcd's policy: 20 quiet seconds
+/// break nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_connection_is_not_closed_by_etcds_ping_policy() {
+    let etcd = EtcdServer::start().await;
+    let mut options = etcd.options("/sb/");
+    options.watch_silence = Duration::from_secs(30);
+    let mut alpha = Backend::spawn(options, registration(257, "alpha", 0, 7001, 1));
+    alpha.registered().await;
+    let extra = alpha.drain_for(Duration::from_secs(20)).await;
+    assert_eq!(extra, Vec::<FeedEvent>::new());
+    let counters = alpha.stats.snapshot();
+    for kind in KeyKind::ALL {
+        let w = counters.watcher(kind);
+        assert_eq!(
+            (
+                w.lists,
+                w.watches,
+                w.stream_errors,
+                w.dead_streams,
+                w.cancels
+            ),
+            (1, 1, 0, 0, 0),
+            "{kind:?}: {w:?}"
+        );
+        // A request after 10 s of quiet, maybe a second one at 20 s; each answered.
+        assert!((1..=2).contains(&w.progress_requests), "{kind:?}: {w:?}");
+    }
+    assert_eq!((counters.lease.grants, counters.lease.lost), (1, 0));
+    alpha.shutdown().await;
+}
+
+/// An `atapp_discovery` as libatapp writes it: protobuf JSON with the original field names,
+/// declaration order, defaults omitted, int64 unquoted, compact.
+const LIBATAPP_DISCOVERY: &str = concat!(
+    r#"{"id":8193,"name":"lobby-svr-3","hostname":"game-07.sh2","pid":17733,"#,
+    r#""listen":["atcp://10.2.0.7:21437","ipv4://10.2.0.7:21438"],"#,
+    r#""hash_code":"6F1C0B0AD2E4A3F19C8B7A6E5D4C3B2A","type_id":3,"type_name":"lobby","#,
+    r#""area":{"region":"cn-east","district":"sh","zone_id":2002},"#,
+    r#""version":"1.14.0","custom_data":"{\"shard\":3}","#,
+    r#""identity":"5e3b1c2a-0d4f-4e6a-8b7c-9d0e1f2a3b4c","#,
+    r#""gateways":[{"address":"atcp://203.0.113.9:21437","match_hosts":["gw-1","gw-2"],"#,
+    r#""match_namespaces":["prod"],"match_labels":{"isp":"ct"}}],"#,
+    r#""runtime":{"stateful_pod_index":3},"#,
+    r#""atbus_protocol_version":3,"atbus_protocol_min_version":3,"#,
+    r#""metadata":{"api_version":"v2","kind":"lobby","group":"game","name":"lobby-svr","#,
+    r#""namespace_name":"prod","uid":"f00d","service_subset":"blue","#,
+    r#""labels":{"region":"cn-east","tier":"edge"}}}"#
+);
+
+/// An `atapp_topology_info` as libatapp writes it.
+const LIBATAPP_TOPOLOGY: &str = concat!(
+    r#"{"id":8193,"name":"lobby-svr-3","hostname":"game-07.sh2","pid":17733,"#,
+    r#""identity":"5e3b1c2a-0d4f-4e6a-8b7c-9d0e1f2a3b4c","version":"1.14.0","#,
+    r#""upstream_id":4097,"data":{"label":{"rack":"r12"}}}"#
+);
+
+fn text_map(items: &[(&str, &str)]) -> BTreeMap<String, String> {
+    items
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn lobby_discovery(revision: u64) -> DiscoveryInfo {
+    DiscoveryInfo {
+        id: NodeId(8193),
+        name: "lobby-svr-3".into(),
+        hostname: "game-07.sh2".into(),
+        pid: 17733,
+        listen: vec![
+            "atcp://10.2.0.7:21437".into(),
+            "ipv4://10.2.0.7:21438".into(),
+        ],
+        hash_code: "6F1C0B0AD2E4A3F19C8B7A6E5D4C3B2A".into(),
+        type_id: 3,
+        type_name: "lobby".into(),
+        area: Area {
+            region: "cn-east".into(),
+            district: "sh".into(),
+            zone_id: 2002,
+        },
+        version: "1.14.0".into(),
+        custom_data: r#"{"shard":3}"#.into(),
+        identity: "5e3b1c2a-0d4f-4e6a-8b7c-9d0e1f2a3b4c".into(),
+        gateways: vec![Gateway {
+            address: "atcp://203.0.113.9:21437".into(),
+            match_hosts: vec!["gw-1".into(), "gw-2".into()],
+            match_namespaces: vec!["prod".into()],
+            match_labels: text_map(&[("isp", "ct")]),
+        }],
+        runtime: Runtime {
+            stateful_pod_index: 3,
+        },
+        atbus_protocol_version: 3,
+        atbus_protocol_min_version: 3,
+        metadata: Metadata {
+            api_version: "v2".into(),
+            kind: "lobby".into(),
+            group: "game".into(),
+            name: "lobby-svr".into(),
+            namespace_name: "prod".into(),
+            uid: "f00d".into(),
+            service_subset: "blue".into(),
+            labels: text_map(&[("region", "cn-east"), ("tier", "edge")]),
+        },
+        revision,
+    }
+}
+
+fn lobby_topology(revision: u64) -> TopologyInfo {
+    TopologyInfo {
+        id: NodeId(8193),
+        name: "lobby-svr-3".into(),
+        hostname: "game-07.sh2".into(),
+        pid: 17733,
+        identity: "5e3b1c2a-0d4f-4e6a-8b7c-9d0e1f2a3b4c".into(),
+        version: "1.14.0".into(),
+        upstream_id: NodeId(4097),
+        data: TopologyData {
+            label: text_map(&[("rack", "r12")]),
+        },
+        revision,
+    }
+}
+
+fn rev(revision: i64) -> u64 {
+    u64::try_from(revision).expect("positive revision")
+}
+
+/// Documents written exactly as a libatapp node writes them (keys in its layout, values in
+/// its JSON, topology first) decode into the expected records — from the list and from the
+/// watch; libatapp's key-only records take their identity from the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn libatapp_documents_decode_into_the_expected_records() {
+    let etcd = EtcdServer::start().await;
+    let base = "/atapp/services/";
+    // Before the backend starts: seen by its lists.
+    let listed_topology = etcd
+        .put(
+            "/atapp/services/topology/lobby-svr-3-8193",
+            LIBATAPP_TOPOLOGY.as_bytes(),
+            None,
+        )
+        .await;
+    let listed_by_id = etcd
+        .put(
+            "/atapp/services/by_id/lobby-svr-3-8193",
+            LIBATAPP_DISCOVERY.as_bytes(),
+            None,
+        )
+        .await;
+    let listed_by_name = etcd
+        .put(
+            "/atapp/services/by_name/lobby-svr-3-8193",
+            LIBATAPP_DISCOVERY.as_bytes(),
+            None,
+        )
+        .await;
+    let key_only = etcd
+        .put("/atapp/services/by_name/legacy-svr-77", b"", None)
+        .await;
+    let mut node = Backend::spawn(etcd.options(base), registration(300, "watcher", 0, 7300, 1));
+    node.registered().await;
+    let expected = vec![
+        FeedEvent::Registry(RegistryEvent::DiscoveryPut(lobby_discovery(rev(
+            listed_by_id,
+        )))),
+        FeedEvent::Registry(RegistryEvent::DiscoveryPut(lobby_discovery(rev(
+            listed_by_name,
+        )))),
+        FeedEvent::Registry(RegistryEvent::TopologyPut(lobby_topology(rev(
+            listed_topology,
+        )))),
+        FeedEvent::Registry(RegistryEvent::DiscoveryPut(DiscoveryInfo {
+            id: NodeId(77),
+            name: "legacy-svr".into(),
+            revision: rev(key_only),
+            ..DiscoveryInfo::default()
+        })),
+    ];
+    for event in &expected {
+        assert_eq!(
+            node.seen.iter().filter(|e| *e == event).count(),
+            1,
+            "{event:?} in {:#?}",
+            node.seen
+        );
+    }
+
+    // While it watches: a libatapp node moving to another upstream, then going away.
+    let moved = LIBATAPP_TOPOLOGY.replace(r#""upstream_id":4097"#, r#""upstream_id":4098"#);
+    let moved_at = etcd
+        .put(
+            "/atapp/services/topology/lobby-svr-3-8193",
+            moved.as_bytes(),
+            None,
+        )
+        .await;
+    let mut want = lobby_topology(rev(moved_at));
+    want.upstream_id = NodeId(4098);
+    node.until("the moved topology", |e| {
+        *e == FeedEvent::Registry(RegistryEvent::TopologyPut(want.clone()))
+    })
+    .await;
+    let gone_at = etcd.delete("/atapp/services/by_id/lobby-svr-3-8193").await;
+    node.until("the delete", |e| {
+        *e == FeedEvent::Registry(RegistryEvent::DiscoveryDelete {
+            id: NodeId(8193),
+            name: "lobby-svr-3".into(),
+            revision: rev(gone_at),
+        })
+    })
+    .await;
+    assert_eq!(node.stats.snapshot().map_errors(), 0);
+    node.shutdown().await;
+}
+
+/// Values that do not decode, and keys that do not parse, are skipped and counted — from the
+/// list and from the watch — and the backend goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_in_etcd_is_skipped_and_counted() {
+    let etcd = EtcdServer::start().await;
+    etcd.put("/sb/by_id/bad-5", b"{not json", None).await;
+    etcd.put("/sb/by_id/noid-x", ALPHA_DISCOVERY.as_bytes(), None)
+        .await;
+    etcd.put("/sb/topology/bad-6", b"[1,2]", None).await;
+    let mut node = Backend::spawn(
+        etcd.options("/sb/"),
+        registration(300, "watcher", 0, 7300, 1),
+    );
+    node.registered().await;
+    etcd.put("/sb/by_name/worse-8", &[0xff, 0xfe, 0x00], None)
+        .await;
+    let good_at = etcd
+        .put("/sb/by_name/good-9", br#"{"id":9,"name":"good"}"#, None)
+        .await;
+    node.until("the good record", |e| {
+        *e == FeedEvent::Registry(RegistryEvent::DiscoveryPut(DiscoveryInfo {
+            id: NodeId(9),
+            name: "good".into(),
+            revision: rev(good_at),
+            ..DiscoveryInfo::default()
+        }))
+    })
+    .await;
+    let counters = node.stats.snapshot();
+    assert_eq!(
+        (
+            counters.watcher(KeyKind::ById).map_errors,
+            counters.watcher(KeyKind::ByName).map_errors,
+            counters.watcher(KeyKind::Topology).map_errors,
+        ),
+        (2, 1, 1)
+    );
+    let others: Vec<&FeedEvent> = node
+        .seen
+        .iter()
+        .filter(|e| matches!(e, FeedEvent::Registry(r) if ![9, 300].contains(&registry_id(r))))
+        .collect();
+    assert_eq!(others, Vec::<&FeedEvent>::new());
+    node.shutdown().await;
 }

@@ -42,9 +42,7 @@ impl RpcError {
 }
 
 /// Runs one RPC with the [`RPC_TIMEOUT`] bound.
-pub(super) async fn bounded<T>(
-    rpc: impl Future<Output = Result<T, Error>>,
-) -> Result<T, RpcError> {
+pub(super) async fn bounded<T>(rpc: impl Future<Output = Result<T, Error>>) -> Result<T, RpcError> {
     match tokio::time::timeout(RPC_TIMEOUT, rpc).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(RpcError::Etcd(e)),

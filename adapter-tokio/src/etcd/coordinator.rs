@@ -243,7 +243,8 @@ async fn connect(
         .with_require_leader(true);
     let mut reported = false;
     loop {
-        let attempt = etcd_client::Client::connect(&options.endpoints, Some(connect_options.clone()));
+        let attempt =
+            etcd_client::Client::connect(&options.endpoints, Some(connect_options.clone()));
         let error = match bounded(attempt).await {
             Ok(client) => return Some(client),
             Err(e) => e,

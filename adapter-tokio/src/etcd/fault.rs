@@ -26,6 +26,8 @@ struct Hold {
     node: NodeId,
     kind: KeyKind,
     released: watch::Sender<bool>,
+    /// How many times a watcher has stopped at this hold.
+    stopped: watch::Sender<u64>,
 }
 
 static HOLDS: Mutex<Vec<Arc<Hold>>> = Mutex::new(Vec::new());
@@ -52,11 +54,13 @@ impl std::fmt::Debug for WatcherDelay {
 /// later is held too.
 pub fn delay_watcher(prefix: &str, node: NodeId, kind: KeyKind) -> WatcherDelay {
     let (released, _) = watch::channel(false);
+    let (stopped, _) = watch::channel(0);
     let hold = Arc::new(Hold {
         prefix: KeyLayout::new(prefix).prefix().to_owned(),
         node,
         kind,
         released,
+        stopped,
     });
     HOLDS
         .lock()
@@ -67,6 +71,14 @@ pub fn delay_watcher(prefix: &str, node: NodeId, kind: KeyKind) -> WatcherDelay 
 }
 
 impl WatcherDelay {
+    /// Waits until the watcher has stopped at this hold with something to deliver (its
+    /// first list, or an event).
+    pub async fn until_stopped(&self) {
+        let mut stopped = self.hold.stopped.subscribe();
+        // The sender lives in `self.hold`, so the channel cannot close while we wait.
+        let _ = stopped.wait_for(|count| *count > 0).await;
+    }
+
     /// Lets the watcher deliver what it kept, in order, and go on.
     pub fn release(self) {
         drop(self);
@@ -97,7 +109,10 @@ pub(super) async fn until_released(prefix: &str, node: NodeId, kind: KeyKind) {
                 .iter()
                 .find(|h| h.node == node && h.kind == kind && h.prefix == prefix)
             {
-                Some(hold) => hold.released.subscribe(),
+                Some(hold) => {
+                    hold.stopped.send_modify(|count| *count += 1);
+                    hold.released.subscribe()
+                }
                 None => return,
             }
         };

@@ -45,10 +45,16 @@ use crate::registry::{
     feed::{Feed, Registration, feed_channel},
 };
 
-/// HTTP/2 keepalive ping interval on the etcd connection.
-pub const HTTP2_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(2);
-/// Time an HTTP/2 keepalive ping may take before the connection is declared dead.
-pub const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(2);
+/// HTTP/2 keepalive ping interval on the etcd connection (a ping after this long without a
+/// frame from etcd).
+///
+/// etcd's server refuses pings more frequent than `--grpc-keepalive-min-time` (default 5 s):
+/// after three it closes the connection with `GOAWAY too_many_pings`, which breaks every
+/// stream of an idle client — with 2 s pings, every ~8 s. 6 s stays above that default.
+pub const HTTP2_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(6);
+/// Time an HTTP/2 keepalive ping may take before the connection is declared dead (a hung
+/// or partitioned etcd is detected within interval + timeout = 9 s).
+pub const HTTP2_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Time a connection attempt to an etcd endpoint may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Time one unary RPC (range, txn, put, lease grant / time-to-live / revoke) or the opening
@@ -82,11 +88,6 @@ pub fn spawn_etcd_with_stats(
 ) -> (Feed, EtcdStats) {
     let (feed, port) = feed_channel();
     let stats = EtcdStats::default();
-    tokio::spawn(coordinator::run(
-        options,
-        registration,
-        port,
-        stats.clone(),
-    ));
+    tokio::spawn(coordinator::run(options, registration, port, stats.clone()));
     (feed, stats)
 }

@@ -47,8 +47,14 @@ impl WatchTask {
             let dead_before = self.state.stats().dead_streams;
             let action = self.state.poll(now);
             if self.state.stats().dead_streams != dead_before {
-                tracing::warn!(?kind, "etcd watch stream silent past the watchdog: replaced");
-                if !self.report(WatchUpdate::Down(String::from("watch stream silent"))).await {
+                tracing::warn!(
+                    ?kind,
+                    "etcd watch stream silent past the watchdog: replaced"
+                );
+                if !self
+                    .report(WatchUpdate::Down(String::from("watch stream silent")))
+                    .await
+                {
                     return;
                 }
             }
@@ -191,7 +197,8 @@ impl WatchTask {
         }
         fault::until_released(&self.prefix, self.node, kind).await;
         let seen = self.state.last_seen();
-        self.report(WatchUpdate::Events(delivered.events, seen)).await
+        self.report(WatchUpdate::Events(delivered.events, seen))
+            .await
     }
 
     async fn report(&self, update: WatchUpdate) -> bool {

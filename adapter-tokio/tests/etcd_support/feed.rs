@@ -19,7 +19,13 @@ pub const EVENT_BOUND: Duration = Duration::from_secs(30);
 
 /// The records of node `id` named `name` under `upstream` (0 = root), listening on
 /// `127.0.0.1:<port>`, identity `instance-<id>-<incarnation>`.
-pub fn registration(id: u64, name: &str, upstream: u64, port: u16, incarnation: u64) -> Registration {
+pub fn registration(
+    id: u64,
+    name: &str,
+    upstream: u64,
+    port: u16,
+    incarnation: u64,
+) -> Registration {
     let identity = format!("instance-{id}-{incarnation}");
     Registration {
         discovery: DiscoveryInfo {
@@ -72,7 +78,12 @@ impl Backend {
     pub async fn next(&mut self) -> FeedEvent {
         let event = tokio::time::timeout(EVENT_BOUND, self.feed.events.recv())
             .await
-            .unwrap_or_else(|_| panic!("no feed event within {EVENT_BOUND:?}; seen: {:#?}", self.seen))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no feed event within {EVENT_BOUND:?}; seen: {:#?}",
+                    self.seen
+                )
+            })
             .expect("the backend ended its feed");
         if let FeedEvent::Registry(registry) = &event {
             self.view.apply(registry);
@@ -88,7 +99,9 @@ impl Backend {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             let event = tokio::time::timeout(left, self.next())
                 .await
-                .unwrap_or_else(|_| panic!("waited {EVENT_BOUND:?} for {what}; seen: {:#?}", self.seen));
+                .unwrap_or_else(|_| {
+                    panic!("waited {EVENT_BOUND:?} for {what}; seen: {:#?}", self.seen)
+                });
             if matches(&event) {
                 return event;
             }
@@ -108,7 +121,8 @@ impl Backend {
 
     /// Reads events until [`FeedEvent::Registered`].
     pub async fn registered(&mut self) {
-        self.until("Registered", |e| *e == FeedEvent::Registered).await;
+        self.until("Registered", |e| *e == FeedEvent::Registered)
+            .await;
     }
 
     /// Reads whatever arrives within `window` (no bound error: quiet is fine).
@@ -170,13 +184,23 @@ impl RegistryView {
     pub fn apply(&mut self, event: &RegistryEvent) {
         match event {
             RegistryEvent::DiscoveryPut(info) => {
-                settle(&mut self.discovery, info.id, info.revision, Some(info.clone()));
+                settle(
+                    &mut self.discovery,
+                    info.id,
+                    info.revision,
+                    Some(info.clone()),
+                );
             }
             RegistryEvent::DiscoveryDelete { id, revision, .. } => {
                 settle(&mut self.discovery, *id, *revision, None);
             }
             RegistryEvent::TopologyPut(info) => {
-                settle(&mut self.topology, info.id, info.revision, Some(info.clone()));
+                settle(
+                    &mut self.topology,
+                    info.id,
+                    info.revision,
+                    Some(info.clone()),
+                );
             }
             RegistryEvent::TopologyDelete { id, revision } => {
                 settle(&mut self.topology, *id, *revision, None);
@@ -197,16 +221,25 @@ impl RegistryView {
 
     /// The live discovery record of `id`.
     pub fn discovery_of(&self, id: u64) -> Option<&DiscoveryInfo> {
-        self.discovery.get(&NodeId(id)).and_then(|(_, info)| info.as_ref())
+        self.discovery
+            .get(&NodeId(id))
+            .and_then(|(_, info)| info.as_ref())
     }
 
     /// The live topology record of `id`.
     pub fn topology_of(&self, id: u64) -> Option<&TopologyInfo> {
-        self.topology.get(&NodeId(id)).and_then(|(_, info)| info.as_ref())
+        self.topology
+            .get(&NodeId(id))
+            .and_then(|(_, info)| info.as_ref())
     }
 }
 
-fn settle<T>(map: &mut BTreeMap<NodeId, (u64, Option<T>)>, id: NodeId, revision: u64, value: Option<T>) {
+fn settle<T>(
+    map: &mut BTreeMap<NodeId, (u64, Option<T>)>,
+    id: NodeId,
+    revision: u64,
+    value: Option<T>,
+) {
     match map.get(&id) {
         Some((held, _)) if *held > revision => {}
         _ => {

@@ -8,7 +8,11 @@
 //! the same ports and data dir. Helpers compact, revoke a lease from outside, put raw
 //! values (libatapp documents, garbage) and read keys back.
 
-#![allow(dead_code, unreachable_pub, reason = "each test binary uses a part of the harness")]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    reason = "each test binary uses a part of the harness"
+)]
 
 pub mod feed;
 
@@ -157,7 +161,10 @@ impl EtcdServer {
     pub async fn revision(&self) -> i64 {
         let mut client = self.client().await;
         let response = bound(client.get("/", Some(GetOptions::new().with_count_only()))).await;
-        response.header().expect("a range response has a header").revision()
+        response
+            .header()
+            .expect("a range response has a header")
+            .revision()
     }
 
     /// Revokes `lease` from outside (its keys are deleted at once).
@@ -177,14 +184,20 @@ impl EtcdServer {
         let mut client = self.client().await;
         let options = lease.map(|id| PutOptions::new().with_lease(id));
         let response = bound(client.put(key, value.to_vec(), options)).await;
-        response.header().expect("a put response has a header").revision()
+        response
+            .header()
+            .expect("a put response has a header")
+            .revision()
     }
 
     /// Deletes one key; returns the revision of the delete.
     pub async fn delete(&self, key: &str) -> i64 {
         let mut client = self.client().await;
         let response = bound(client.delete(key, None)).await;
-        response.header().expect("a delete response has a header").revision()
+        response
+            .header()
+            .expect("a delete response has a header")
+            .revision()
     }
 
     /// Grants a lease with `ttl` seconds from outside.
@@ -218,7 +231,10 @@ impl EtcdServer {
         let mut command = Command::new(&self.binary);
         command
             .arg("--name=switchboard-test")
-            .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
+            .arg(format!(
+                "--data-dir={}",
+                self.dir.path().join("data").display()
+            ))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
