@@ -13,6 +13,7 @@
 pub mod clock;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+mod net;
 pub mod node;
 pub mod observe;
 pub mod registry;
@@ -21,5 +22,5 @@ pub mod target;
 pub use node::{
     Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, RegistrySpec, SendFailure,
 };
-pub use observe::{Metrics, Status};
+pub use observe::{Known, Metrics, Status};
 pub use target::TargetSpec;
