@@ -15,6 +15,7 @@
 )]
 
 pub mod feed;
+pub mod node;
 
 use std::{
     net::TcpListener,
