@@ -1,0 +1,240 @@
+//! Real nodes with etcd as their registry: registration and routing, and a proxy scale-out
+//! under traffic that must leave every hash ring untouched and lose nothing.
+
+#![cfg(feature = "etcd")]
+
+mod etcd_support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use etcd_support::{
+    EtcdServer,
+    node::{STEP, direct_on_etcd, on_etcd, parse, payload, recv, start, wait_known, within},
+};
+use switchboard_core::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    ids::NodeId,
+    outcome::Outcome,
+};
+use switchboard_tokio::{NodeHandle, Received, TargetSpec};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_register_in_etcd_and_route_by_what_they_read_there() {
+    let etcd = EtcdServer::start().await;
+    let (a, mut a_inbox) = start(direct_on_etcd(&etcd, "/sb/", 1, "alpha")).await;
+    let (b, mut b_inbox) = start(direct_on_etcd(&etcd, "/sb/", 2, "beta")).await;
+    wait_known(&a, &[1, 2]).await;
+    wait_known(&b, &[1, 2]).await;
+
+    // What each published, in libatapp's layout, is what the other one knows.
+    assert_eq!(
+        etcd.keys("/sb/").await,
+        [
+            "/sb/by_id/alpha-1",
+            "/sb/by_id/beta-2",
+            "/sb/by_name/alpha-1",
+            "/sb/by_name/beta-2",
+            "/sb/topology/alpha-1",
+            "/sb/topology/beta-2",
+        ]
+    );
+    for (node, name, id, other) in [(&a, "alpha", 1, &b), (&b, "beta", 2, &a)] {
+        let by_id = etcd
+            .get(&format!("/sb/by_id/{name}-{id}"))
+            .await
+            .expect("by_id");
+        let by_name = etcd
+            .get(&format!("/sb/by_name/{name}-{id}"))
+            .await
+            .expect("by_name");
+        assert_eq!(by_id.value(), by_name.value());
+        let info = DiscoveryInfo::from_json(by_id.value()).expect("libatapp JSON");
+        assert_eq!((info.id, info.name.as_str()), (NodeId(id), name));
+        let address = format!("atcp://127.0.0.1:{}", node.local_addr().port());
+        assert_eq!(info.listen, vec![address.clone()]);
+        assert_eq!(
+            other.known().discovery.get(&NodeId(id)),
+            Some(&vec![address])
+        );
+        let topology = etcd
+            .get(&format!("/sb/topology/{name}-{id}"))
+            .await
+            .expect("topology");
+        let topology = TopologyInfo::from_json(topology.value()).expect("libatapp JSON");
+        assert_eq!(
+            (topology.id, topology.upstream_id),
+            (NodeId(id), NodeId::NONE)
+        );
+        assert_eq!(other.known().topology.get(&NodeId(id)), Some(&NodeId::NONE));
+    }
+
+    let hello = payload(1, 0);
+    let outcome = within(
+        "a -> b",
+        a.send(TargetSpec::Id(NodeId(2)), 7, hello.clone()),
+    )
+    .await;
+    assert_eq!(outcome, Ok(Outcome::Delivered));
+    assert_eq!(
+        recv(&mut b_inbox).await,
+        Received {
+            from: NodeId(1),
+            via: NodeId(1),
+            msg_type: 7,
+            payload: hello
+        }
+    );
+    let reply = payload(2, 0);
+    let outcome = within(
+        "b -> a by name",
+        b.send(TargetSpec::Name("alpha".into()), 8, reply.clone()),
+    )
+    .await;
+    assert_eq!(outcome, Ok(Outcome::Delivered));
+    assert_eq!(
+        recv(&mut a_inbox).await,
+        Received {
+            from: NodeId(2),
+            via: NodeId(2),
+            msg_type: 8,
+            payload: reply
+        }
+    );
+
+    // Graceful shutdown revokes each lease: nothing is left behind.
+    for node in [&a, &b] {
+        within("shutdown", node.shutdown()).await.expect("running");
+    }
+    assert_eq!(etcd.keys("/sb/").await, Vec::<String>::new());
+}
+
+const HUB: u64 = 0x100;
+const P1: u64 = 0x110;
+const P2: u64 = 0x140;
+const SENDER: u64 = 0x120;
+const RECEIVERS: [u64; 3] = [0x121, 0x122, 0x123];
+const MESSAGES: u64 = 600;
+
+async fn ring_updates(nodes: &[NodeHandle]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for node in nodes {
+        let metrics = within("metrics", node.metrics()).await.expect("running");
+        out.push((node.id().0, metrics.ring_updates));
+    }
+    out
+}
+
+/// The simulator's cluster shape on etcd: a hub, proxy 1 under it, a sender and three
+/// receivers under proxy 1 (no direct links: traffic climbs the tree). Proxy 2 joins under
+/// the hub; two receivers move to it while the sender keeps sending to all three. The moves
+/// are topology-only: no hash ring anywhere changes, and every message is delivered exactly
+/// once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_scale_out_under_traffic_leaves_rings_untouched_and_loses_nothing() {
+    let etcd = EtcdServer::start().await;
+    let (hub, _hub_inbox) = start(on_etcd(&etcd, "/sb/", HUB, "hub")).await;
+    let (p1, _p1_inbox) = start(on_etcd(&etcd, "/sb/", P1, "proxy-1").upstream(NodeId(HUB))).await;
+    let (sender, _s_inbox) =
+        start(on_etcd(&etcd, "/sb/", SENDER, "sender").upstream(NodeId(P1))).await;
+    let mut receivers = Vec::new();
+    for id in RECEIVERS {
+        let name = format!("receiver-{id}");
+        receivers.push(start(on_etcd(&etcd, "/sb/", id, &name).upstream(NodeId(P1))).await);
+    }
+    // Scale out: the new proxy registers (a discovery change: rings are rebuilt here).
+    let (p2, _p2_inbox) = start(on_etcd(&etcd, "/sb/", P2, "proxy-2").upstream(NodeId(HUB))).await;
+    let everyone = [
+        HUB,
+        P1,
+        P2,
+        SENDER,
+        RECEIVERS[0],
+        RECEIVERS[1],
+        RECEIVERS[2],
+    ];
+    let mut all: Vec<NodeHandle> = vec![hub.clone(), p1.clone(), p2.clone(), sender.clone()];
+    all.extend(receivers.iter().map(|(node, _)| node.clone()));
+    for node in &all {
+        wait_known(node, &everyone).await;
+    }
+    let before = ring_updates(&all).await;
+
+    // Traffic: the sender cycles over the receivers, many messages in flight.
+    let traffic = {
+        let sender = sender.clone();
+        tokio::spawn(async move {
+            let mut pending = Vec::new();
+            for seq in 0..MESSAGES {
+                let target = RECEIVERS[(seq % 3) as usize];
+                let accepted = sender
+                    .submit(TargetSpec::Id(NodeId(target)), 9, payload(SENDER, seq))
+                    .await
+                    .expect("accepted");
+                pending.push(accepted);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let mut outcomes = BTreeMap::new();
+            for accepted in pending {
+                let outcome = tokio::time::timeout(STEP, accepted)
+                    .await
+                    .expect("an outcome within the bound");
+                *outcomes.entry(format!("{outcome:?}")).or_insert(0u64) += 1;
+            }
+            outcomes
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for (receiver, _) in &receivers[1..] {
+        within("set upstream", receiver.set_upstream(NodeId(P2)))
+            .await
+            .expect("running");
+    }
+    for node in &all {
+        let moved = node
+            .wait_for(STEP, |k| {
+                k.topology.get(&NodeId(RECEIVERS[1])) == Some(&NodeId(P2))
+                    && k.topology.get(&NodeId(RECEIVERS[2])) == Some(&NodeId(P2))
+            })
+            .await;
+        assert!(
+            moved,
+            "node {} did not see the moves: {:?}",
+            node.id(),
+            node.known()
+        );
+    }
+    let outcomes = within("traffic", traffic).await.expect("the traffic task");
+    assert_eq!(
+        outcomes,
+        BTreeMap::from([(format!("{:?}", Ok::<_, ()>(Outcome::Delivered)), MESSAGES)])
+    );
+
+    // Every receiver got exactly its share, once each.
+    for (index, (receiver, inbox)) in receivers.iter_mut().enumerate() {
+        let share: Vec<u64> = (0..MESSAGES)
+            .filter(|seq| seq % 3 == index as u64)
+            .collect();
+        let mut seqs = Vec::new();
+        for _ in 0..share.len() {
+            let message = recv(inbox).await;
+            assert_eq!((message.from, message.msg_type), (NodeId(SENDER), 9));
+            let (from, seq) = parse(&message.payload);
+            assert_eq!(message.payload, payload(from, seq));
+            seqs.push(seq);
+        }
+        seqs.sort_unstable();
+        assert_eq!(seqs, share, "receiver {}", receiver.id());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), inbox.recv())
+                .await
+                .is_err(),
+            "receiver {} got a duplicate",
+            receiver.id()
+        );
+    }
+    // Topology-only changes: zero ring updates anywhere.
+    assert_eq!(ring_updates(&all).await, before);
+    for node in &all {
+        within("shutdown", node.shutdown()).await.expect("running");
+    }
+}
