@@ -171,24 +171,31 @@ async fn graceful_shutdown_revokes_the_lease_and_every_key_goes_in_one_revision(
     assert!(etcd.keys("/sb/").await.iter().all(|k| !k.contains("alpha")));
     assert_eq!(etcd.lease_ttl(lease).await, -1);
 
-    watcher
-        .until_view("alpha gone", |v| {
-            v.discovery_of(257).is_none() && v.topology_of(257).is_none()
-        })
-        .await;
-    let deletes: Vec<RegistryEvent> = watcher
-        .seen
-        .iter()
-        .filter_map(|e| match e {
-            FeedEvent::Registry(r @ RegistryEvent::DiscoveryDelete { id, .. })
-            | FeedEvent::Registry(r @ RegistryEvent::TopologyDelete { id, .. })
-                if id.0 == 257 =>
-            {
-                Some(r.clone())
-            }
-            _ => None,
-        })
-        .collect();
+    // One delete per watcher: by_id, by_name (both discovery) and topology.
+    let is_alpha_delete = |e: &FeedEvent| {
+        matches!(
+            e,
+            FeedEvent::Registry(RegistryEvent::DiscoveryDelete {
+                id: NodeId(257),
+                ..
+            }) | FeedEvent::Registry(RegistryEvent::TopologyDelete {
+                id: NodeId(257),
+                ..
+            })
+        )
+    };
+    let mut deletes = Vec::new();
+    while deletes.len() < 3 {
+        let event = watcher.until("alpha's deletes", is_alpha_delete).await;
+        if let FeedEvent::Registry(r) = event {
+            deletes.push(r);
+        }
+    }
+    let _ = watcher.drain_for(Duration::from_millis(300)).await;
+    assert_eq!(
+        watcher.seen.iter().filter(|e| is_alpha_delete(e)).count(),
+        3
+    );
     let revision = match deletes.first() {
         Some(RegistryEvent::TopologyDelete { revision, .. }) => *revision,
         Some(RegistryEvent::DiscoveryDelete { revision, .. }) => *revision,
@@ -220,23 +227,19 @@ async fn graceful_shutdown_revokes_the_lease_and_every_key_goes_in_one_revision(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_switch_rewrites_only_the_topology_key_on_the_same_lease() {
     let etcd = EtcdServer::start().await;
+    let records = registration(258, "beta", 257, 7002, 1);
+    let mut beta = Backend::spawn(etcd.options("/sb/"), records.clone());
+    beta.registered().await;
+    // Registered after listing: the watcher has beta's three records by then.
     let mut watcher = Backend::spawn(
         etcd.options("/sb/"),
         registration(300, "watcher", 0, 7300, 1),
     );
     watcher.registered().await;
-    let records = registration(258, "beta", 257, 7002, 1);
-    let mut beta = Backend::spawn(etcd.options("/sb/"), records.clone());
-    beta.registered().await;
-    watcher
-        .until_view("beta seen", |v| {
-            v.topology_of(258).is_some() && v.discovery_of(258).is_some()
-        })
-        .await;
+    assert!(watcher.view.topology_of(258).is_some() && watcher.view.discovery_of(258).is_some());
     let by_id = etcd.get("/sb/by_id/beta-258").await.expect("by_id");
     let by_name = etcd.get("/sb/by_name/beta-258").await.expect("by_name");
     let before = etcd.get("/sb/topology/beta-258").await.expect("topology");
-    let _ = watcher.drain_for(Duration::from_millis(300)).await;
     let seen_before = watcher.seen.len();
 
     let mut switched = records.topology.clone();

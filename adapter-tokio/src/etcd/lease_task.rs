@@ -209,6 +209,8 @@ impl LeaseTask {
         match outcome {
             RegisterOutcome::Registered { revision } => {
                 tracing::info!(lease, revision, "registered in etcd");
+                let at = tokio::time::Instant::now();
+                self.stats.update(|c| c.registered_at = Some(at));
                 // The txn wrote the current topology record.
                 run.topology_due = None;
                 run.revision = revision;
@@ -222,6 +224,7 @@ impl LeaseTask {
                     return true;
                 }
                 run.last_conflict = Some(holder.clone());
+                self.publish();
                 self.reports
                     .send(Report::Lease(LeaseUpdate::Conflict(holder)))
                     .await

@@ -15,6 +15,8 @@ pub struct EtcdCounters {
     pub lease_id: i64,
     /// Whether the node's keys are registered on a live lease now.
     pub registered: bool,
+    /// When the last successful registration txn answered (`None`: never registered).
+    pub registered_at: Option<tokio::time::Instant>,
     /// Topology-only rewrites committed (upstream switches).
     pub topology_writes: u64,
     /// Each watcher's counters, in [`KeyKind::ALL`] order (topology, by_id, by_name).

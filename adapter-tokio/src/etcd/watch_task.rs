@@ -201,7 +201,10 @@ impl WatchTask {
             .await
     }
 
+    /// Sends one report, publishing the counters first so that they are never behind what
+    /// the feed has shown.
     async fn report(&self, update: WatchUpdate) -> bool {
+        self.publish();
         let kind = self.state.kind();
         self.reports
             .send(Report::Watch { kind, update })
