@@ -14,7 +14,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use etcd_support::{
     EtcdServer,
-    node::{STEP, direct_on_etcd, on_etcd, payload, recv, route_flags, start, wait_known, within},
+    node::{
+        STEP, direct_on_etcd, on_etcd, payload, recv, route_flags, start, wait_known,
+        wait_links_up, within,
+    },
 };
 use switchboard_core::{
     ids::NodeId,
@@ -69,6 +72,7 @@ async fn partial(
     let a = start(builder(etcd, prefix, A, direct)).await;
     wait_known(&a.0, &[A, PROXY]).await;
     wait_known(&proxy.0, &[A, PROXY]).await;
+    wait_links_up(&proxy.0, &[A]).await;
     (proxy, a)
 }
 
@@ -84,6 +88,8 @@ async fn start_b(
 ) -> (NodeHandle, Inbox) {
     let b = start(builder(etcd, prefix, B, direct)).await;
     wait_known(proxy, &[A, B, PROXY]).await;
+    // 0x202 is online: linked to its proxy.
+    wait_links_up(proxy, &[A, B]).await;
     let got_it = a
         .wait_for(STEP, |k| match held {
             Held::Discovery => k.topology.contains_key(&NodeId(B)),
@@ -283,6 +289,7 @@ async fn ordering_case4_offline_deletes_in_either_order_end_the_same() {
         .await;
         let (b, mut b_inbox) = start(builder(&etcd, &prefix, B, true)).await;
         wait_known(&a.0, &[A, B, PROXY]).await;
+        wait_links_up(&proxy.0, &[A, B]).await;
         let before = payload(A, 4);
         let outcome = within(
             "send",

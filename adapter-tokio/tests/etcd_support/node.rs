@@ -103,3 +103,27 @@ pub async fn route_flags(node: &NodeHandle, target: u64) -> Option<Vec<String>> 
         .find(|r| r.target == target)
         .map(|r| r.flags)
 }
+
+/// Waits until `node` has an up link to every id in `peers`.
+pub async fn wait_links_up(node: &NodeHandle, peers: &[u64]) {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let status = within("status", node.status()).await.expect("running");
+        let up = |peer: u64| {
+            status
+                .links
+                .iter()
+                .any(|l| l.peer == Some(peer) && l.state == "up")
+        };
+        if peers.iter().all(|&p| up(p)) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "node {} links {:?}, wanted {peers:?}",
+            node.id(),
+            status.links
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
