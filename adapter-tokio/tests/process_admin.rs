@@ -1,0 +1,92 @@
+//! `/metrics` and `/status` of real `switchboard` nodes after a known load.
+//!
+//! One clean run of N messages to echo leaf A through the proxy; then A's counters and every
+//! node's status must match the run exactly.
+
+mod process_support;
+
+use process_support::{
+    cluster::{SETTLE_TIMEOUT, run_load},
+    http::{counter, counter_sum},
+    scenario::{KNOWN_NODES, LEAF_A_ID, LEAF_B_ID, PROXY_ID, ProxyCluster, RATE},
+    wait_until,
+};
+
+const N: u64 = 1000;
+const LOAD_ID: u64 = 930;
+
+#[test]
+fn process_admin() {
+    let cluster = ProxyCluster::start();
+
+    let summary = run_load(&cluster.load_to_a(LOAD_ID, N, RATE));
+    summary.assert_all_delivered(N);
+
+    // A received exactly what the load had delivered; nobody else received anything.
+    let a_metrics = cluster.leaf_a.metrics();
+    assert_eq!(
+        counter(&a_metrics, "switchboard_received_total", &[]),
+        Some(N),
+        "A's received_total"
+    );
+    assert_eq!(cluster.leaf_b.received_total(), 0, "B received nothing");
+    assert_eq!(cluster.proxy.received_total(), 0, "the proxy only relays");
+
+    // A echoed each message once: N sends, and in the end N outcomes (the load's node acks
+    // the echoes or leaves, which ends the rest with a reason).
+    let outcomes = wait_until(
+        SETTLE_TIMEOUT,
+        "A's echo outcomes to add up to N",
+        || {
+            let total = counter_sum(&cluster.leaf_a.metrics(), "switchboard_messages_total");
+            (total == N).then_some(total)
+        },
+        || format!("{:?}", cluster.leaf_a.metrics()),
+    );
+    assert_eq!(outcomes, N);
+
+    // /status of A: itself, under the proxy, one up link it dialled to the proxy, nothing
+    // queued for anyone.
+    let a = cluster.leaf_a.wait_known(KNOWN_NODES);
+    assert_eq!((a.id, a.name.as_str()), (LEAF_A_ID, "leaf-a"));
+    assert_eq!(a.upstream, PROXY_ID);
+    assert!(a.registered);
+    assert_eq!(a.listen, cluster.leaf_a.listen.to_string());
+    let a_links: Vec<_> = a
+        .links
+        .iter()
+        .map(|l| (l.peer, l.state.as_str(), l.outbound))
+        .collect();
+    assert_eq!(a_links, [(Some(PROXY_ID), "up", true)], "A's links: {a:?}");
+    for endpoint in &a.endpoints {
+        assert_eq!(
+            (endpoint.pending, endpoint.unacked),
+            (0, 0),
+            "A's endpoint {endpoint:?} drained"
+        );
+    }
+
+    // /status of the proxy: both leaves dialled it and are up; the load's node is gone.
+    let proxy = wait_until(
+        SETTLE_TIMEOUT,
+        "the proxy to list exactly the two leaves' links",
+        || {
+            let status = cluster.proxy.try_status().ok()?;
+            let mut links: Vec<_> = status
+                .links
+                .iter()
+                .map(|l| (l.peer, l.state.clone(), l.outbound))
+                .collect();
+            links.sort();
+            (links
+                == [
+                    (Some(LEAF_A_ID), "up".to_owned(), false),
+                    (Some(LEAF_B_ID), "up".to_owned(), false),
+                ])
+            .then_some(status)
+        },
+        || format!("{:?}", cluster.proxy.try_status()),
+    );
+    assert_eq!(proxy.upstream, 0);
+    assert_eq!(proxy.known_nodes, KNOWN_NODES);
+}

@@ -1,0 +1,107 @@
+//! The cluster every process test starts from: one registry, one proxy (id 10) and two echo
+//! leaves under it (ids 101 and 102), each node with an admin port; and the load runs that
+//! send to leaf A.
+
+use std::time::Duration;
+
+use super::cluster::{ANY_PORT, LoadSpec, Node, NodeSpec, Registry, start_node, start_registry};
+
+/// The proxy's id (both lives of it).
+pub const PROXY_ID: u64 = 10;
+/// The proxy's name.
+pub const PROXY: &str = "proxy";
+/// Leaf A's id.
+pub const LEAF_A_ID: u64 = 101;
+/// Leaf A's name (the load's `--to`).
+pub const LEAF_A: &str = "leaf-a";
+/// Leaf B's id.
+pub const LEAF_B_ID: u64 = 102;
+/// Leaf B's name.
+pub const LEAF_B: &str = "leaf-b";
+
+/// Nodes in every cluster node's discovery set once the proxy and both leaves registered
+/// (each node counts itself).
+pub const KNOWN_NODES: usize = 3;
+
+/// Messages per load run.
+pub const COUNT: u64 = 2000;
+/// Messages per second of a load run.
+pub const RATE: u64 = 1000;
+/// Bound on a load run getting going (its node registers, finds the target, sends).
+pub const RUN_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Flags the load's own node needs to reach a leaf: under the proxy like the leaves (the
+/// default topology policy allows no direct link between peers).
+pub const LOAD_ROUTE_FLAGS: &[&str] = &["--upstream", "10"];
+
+/// Registry, proxy and two echo leaves, settled: every node registered and knowing
+/// [`KNOWN_NODES`] nodes, both leaves linked to the proxy.
+pub struct ProxyCluster {
+    /// The registry.
+    pub registry: Registry,
+    /// The proxy (id [`PROXY_ID`]).
+    pub proxy: Node,
+    /// Leaf A (id [`LEAF_A_ID`], `--echo`).
+    pub leaf_a: Node,
+    /// Leaf B (id [`LEAF_B_ID`], `--echo`).
+    pub leaf_b: Node,
+}
+
+impl ProxyCluster {
+    /// Starts the four processes and waits until the cluster settled.
+    ///
+    /// # Panics
+    ///
+    /// A process does not come up, or the cluster does not settle within the bounds.
+    #[must_use]
+    pub fn start() -> ProxyCluster {
+        let registry = start_registry("registry", ANY_PORT);
+        let proxy = start_node(proxy_spec(&registry));
+        let leaf_a = start_node(leaf_spec(&registry, LEAF_A_ID, LEAF_A));
+        let leaf_b = start_node(leaf_spec(&registry, LEAF_B_ID, LEAF_B));
+        let cluster = ProxyCluster {
+            registry,
+            proxy,
+            leaf_a,
+            leaf_b,
+        };
+        cluster.wait_settled();
+        cluster
+    }
+
+    /// Waits until every node is registered and knows [`KNOWN_NODES`] nodes and both leaves
+    /// have an up link to the proxy.
+    ///
+    /// # Panics
+    ///
+    /// Not so within the settle bound.
+    pub fn wait_settled(&self) {
+        for node in [&self.proxy, &self.leaf_a, &self.leaf_b] {
+            node.wait_known(KNOWN_NODES);
+        }
+        self.leaf_a.wait_link_up(PROXY_ID);
+        self.leaf_b.wait_link_up(PROXY_ID);
+    }
+
+    /// A load run of `count` messages at `rate`/s from a node with id `load_id` to leaf A.
+    #[must_use]
+    pub fn load_to_a(&self, load_id: u64, count: u64, rate: u64) -> LoadSpec {
+        let mut spec = LoadSpec::to_name(self.registry.addr, LEAF_A, load_id, count, rate);
+        spec.extra = LOAD_ROUTE_FLAGS.iter().map(|s| (*s).to_owned()).collect();
+        spec
+    }
+}
+
+/// The proxy: no upstream, admin port, no echo.
+#[must_use]
+pub fn proxy_spec(registry: &Registry) -> NodeSpec {
+    NodeSpec::new(PROXY_ID, PROXY, registry.addr)
+}
+
+/// A leaf under the proxy that echoes what it receives.
+#[must_use]
+pub fn leaf_spec(registry: &Registry, id: u64, name: &str) -> NodeSpec {
+    NodeSpec::new(id, name, registry.addr)
+        .upstream(PROXY_ID)
+        .echo()
+}
