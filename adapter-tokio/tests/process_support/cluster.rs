@@ -212,10 +212,33 @@ impl Node {
         parse_prometheus(&get_ok(self.admin_addr(), "/metrics"))
     }
 
-    /// `switchboard_received_total` (0 when the node has not exported it yet).
+    /// `switchboard_received_total`.
+    ///
+    /// # Panics
+    ///
+    /// The node does not answer or does not export it.
     #[must_use]
     pub fn received_total(&self) -> u64 {
-        counter(&self.metrics(), "switchboard_received_total", &[]).unwrap_or(0)
+        self.try_received_total()
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", self.proc.label(), self.proc.diagnostics()))
+    }
+
+    /// `switchboard_received_total`, or why it could not be read.
+    ///
+    /// # Errors
+    ///
+    /// The request failed or the counter is missing.
+    pub fn try_received_total(&self) -> Result<u64, String> {
+        let response = http_get(self.admin_addr(), "/metrics")?;
+        if response.status != 200 {
+            return Err(format!("/metrics answered {}", response.status));
+        }
+        counter(
+            &parse_prometheus(&response.body),
+            "switchboard_received_total",
+            &[],
+        )
+        .ok_or_else(|| format!("no switchboard_received_total in {:?}", response.body))
     }
 
     /// Waits until `/status` says registered with exactly `known_nodes` nodes in discovery.
@@ -271,8 +294,8 @@ impl Node {
         wait_until(
             timeout,
             &what,
-            || Some(self.received_total()).filter(|&n| n >= count),
-            || self.received_total().to_string(),
+            || self.try_received_total().ok().filter(|&n| n >= count),
+            || format!("{:?}", self.try_received_total()),
         )
     }
 }
