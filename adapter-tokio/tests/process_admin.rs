@@ -34,6 +34,11 @@ fn process_admin() {
 
     // A echoed each message once: N sends, and in the end N outcomes (the load's node acks
     // the echoes or leaves, which ends the rest with a reason).
+    assert_eq!(
+        counter(&a_metrics, "switchboard_sent_total", &[]),
+        Some(N),
+        "A's sent_total (one echo per message)"
+    );
     let outcomes = wait_until(
         SETTLE_TIMEOUT,
         "A's echo outcomes to add up to N",
@@ -51,20 +56,34 @@ fn process_admin() {
     assert_eq!((a.id, a.name.as_str()), (LEAF_A_ID, "leaf-a"));
     assert_eq!(a.upstream, PROXY_ID);
     assert!(a.registered);
-    assert_eq!(a.listen, cluster.leaf_a.listen.to_string());
+    assert_eq!(a.listen, format!("atcp://{}", cluster.leaf_a.listen));
     let a_links: Vec<_> = a
         .links
         .iter()
         .map(|l| (l.peer, l.state.as_str(), l.outbound))
         .collect();
     assert_eq!(a_links, [(Some(PROXY_ID), "up", true)], "A's links: {a:?}");
-    for endpoint in &a.endpoints {
-        assert_eq!(
-            (endpoint.pending, endpoint.unacked),
-            (0, 0),
-            "A's endpoint {endpoint:?} drained"
-        );
-    }
+    // One endpoint: the load's node, which A echoed to, drained.
+    let a_endpoints: Vec<_> = a
+        .endpoints
+        .iter()
+        .map(|e| (e.id, e.pending, e.unacked))
+        .collect();
+    assert_eq!(a_endpoints, [(LOAD_ID, 0, 0)], "A's endpoints: {a:?}");
+    // Routes: the proxy directly (its link is up), the load's node through the proxy.
+    let to_proxy = a.routes.iter().find(|r| r.target == PROXY_ID);
+    assert_eq!(
+        to_proxy.map(|r| (r.flags.clone(), r.proxy, r.retry_count)),
+        Some((vec!["ready".to_owned()], None, 0)),
+        "A's route to the proxy: {a:?}"
+    );
+    let to_load = a.routes.iter().find(|r| r.target == LOAD_ID);
+    assert_eq!(
+        to_load.map(|r| r.proxy),
+        Some(Some(PROXY_ID)),
+        "A echoed through the proxy: {a:?}"
+    );
+    assert_eq!(a.routes.len(), 2, "A's routes: {a:?}");
 
     // /status of the proxy: both leaves dialled it and are up; the load's node is gone.
     let proxy = wait_until(

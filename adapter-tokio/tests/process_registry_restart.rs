@@ -33,6 +33,7 @@ fn process_registry_restart() {
         "restarted on the same port"
     );
     let summary = finish_load(run, &spec);
+    eprintln!("process_registry_restart: run across the fault: {summary:?}");
 
     assert!(
         received_at_kill < COUNT,

@@ -496,6 +496,28 @@ pub struct LoadSummary {
     pub p99_us: serde_json::Value,
 }
 
+/// Outcome reasons `switchboard load` reports (the core's `FailReason`s in snake case).
+pub const OUTCOME_REASONS: [&str; 6] = [
+    "timeout",
+    "queue_full",
+    "no_route",
+    "target_gone",
+    "target_restarted",
+    "shutdown",
+];
+
+/// Whether `key` of the load summary's `failed` map is a named reason: an outcome reason, the
+/// same prefixed `unknown_` (transmitted, not acknowledged), or `refused_<why>` (the node did
+/// not accept the send). `no_outcome` (no outcome in time: a lost message) is not.
+#[must_use]
+pub fn is_named_reason(key: &str) -> bool {
+    let outcome = key.strip_prefix("unknown_").unwrap_or(key);
+    let refused = key.strip_prefix("refused_").is_some_and(|why| {
+        !why.is_empty() && why.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+    });
+    OUTCOME_REASONS.contains(&outcome) || refused
+}
+
 impl LoadSummary {
     /// The sum of every failure reason's count.
     #[must_use]
@@ -503,9 +525,20 @@ impl LoadSummary {
         self.failed.values().sum()
     }
 
+    /// Messages transmitted but never acknowledged (`unknown_*`): each may or may not have
+    /// reached the target.
+    #[must_use]
+    pub fn unknown_total(&self) -> u64 {
+        self.failed
+            .iter()
+            .filter(|(reason, _)| reason.starts_with("unknown_"))
+            .map(|(_, count)| count)
+            .sum()
+    }
+
     /// The run's accounting is exact: `sent` is `expected_sent`, every message has exactly
-    /// one outcome (`delivered + failed == sent`), every failure names its reason, and no
-    /// echo came back twice.
+    /// one outcome (`delivered + failed == sent`), every failure names its reason (none is
+    /// `no_outcome`), and no echo came back twice.
     ///
     /// # Panics
     ///
@@ -520,11 +553,8 @@ impl LoadSummary {
         assert_eq!(self.duplicates, 0, "duplicates: {self:?}");
         for (reason, count) in &self.failed {
             assert!(
-                !reason.is_empty()
-                    && reason
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
-                "failure reason {reason:?} is not a snake_case name: {self:?}"
+                is_named_reason(reason),
+                "failure reason {reason:?} is not a named reason: {self:?}"
             );
             assert!(
                 *count > 0,
@@ -537,8 +567,8 @@ impl LoadSummary {
         );
     }
 
-    /// Every message delivered and echoed exactly once: `delivered == sent == count`, no
-    /// failure, no duplicate.
+    /// A clean run: every message delivered and echoed exactly once (`delivered == echoed ==
+    /// sent == count`), no failure, no duplicate.
     ///
     /// # Panics
     ///
@@ -547,6 +577,7 @@ impl LoadSummary {
         self.assert_accounted(count);
         assert_eq!(self.delivered, count, "delivered: {self:?}");
         assert!(self.failed.is_empty(), "failures: {self:?}");
+        assert_eq!(self.echoed, count, "echoed: {self:?}");
     }
 }
 

@@ -2,7 +2,10 @@
 //! leaves under it (ids 101 and 102), each node with an admin port; and the load runs that
 //! send to leaf A.
 
-use std::time::Duration;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use super::cluster::{ANY_PORT, LoadSpec, Node, NodeSpec, Registry, start_node, start_registry};
 
@@ -30,9 +33,35 @@ pub const RATE: u64 = 1000;
 /// Bound on a load run getting going (its node registers, finds the target, sends).
 pub const RUN_START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Flags the load's own node needs to reach a leaf: under the proxy like the leaves (the
-/// default topology policy allows no direct link between peers).
-pub const LOAD_ROUTE_FLAGS: &[&str] = &["--upstream", "10"];
+/// The label that marks the proxy (`--label role=proxy`).
+pub const PROXY_LABEL: (&str, &str) = ("role", "proxy");
+
+/// The load node's config file: `switchboard load` has no `--upstream` (its node links to its
+/// targets directly), so its `[core]` topology policy allows direct links to proxies only.
+/// The routing decision then skips the leaf (policy-denied) and takes the next candidate up
+/// the leaf's chain, the proxy: every load message and every echo crosses the proxy.
+pub const LOAD_THROUGH_PROXY_TOML: &str = "\
+[core.topology_policy]
+allow_direct_connection = true
+
+[core.topology_policy.match_label]
+role = [\"proxy\"]
+";
+
+/// Writes [`LOAD_THROUGH_PROXY_TOML`] under cargo's scratch directory for tests (one file per
+/// test process) and returns its path.
+///
+/// # Panics
+///
+/// The file cannot be written.
+#[must_use]
+pub fn load_through_proxy_config() -> PathBuf {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("load-through-proxy-{}.toml", std::process::id()));
+    std::fs::write(&path, LOAD_THROUGH_PROXY_TOML)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
 
 /// Registry, proxy and two echo leaves, settled: every node registered and knowing
 /// [`KNOWN_NODES`] nodes, both leaves linked to the proxy.
@@ -83,19 +112,24 @@ impl ProxyCluster {
         self.leaf_b.wait_link_up(PROXY_ID);
     }
 
-    /// A load run of `count` messages at `rate`/s from a node with id `load_id` to leaf A.
+    /// A load run of `count` messages at `rate`/s from a node with id `load_id` to leaf A,
+    /// through the proxy.
     #[must_use]
     pub fn load_to_a(&self, load_id: u64, count: u64, rate: u64) -> LoadSpec {
         let mut spec = LoadSpec::to_name(self.registry.addr, LEAF_A, load_id, count, rate);
-        spec.extra = LOAD_ROUTE_FLAGS.iter().map(|s| (*s).to_owned()).collect();
+        let config = load_through_proxy_config();
+        spec.extra = vec!["--config".to_owned(), config.display().to_string()];
         spec
     }
 }
 
-/// The proxy: no upstream, admin port, no echo.
+/// The proxy: no upstream, labelled [`PROXY_LABEL`], admin port, no echo.
 #[must_use]
 pub fn proxy_spec(registry: &Registry) -> NodeSpec {
-    NodeSpec::new(PROXY_ID, PROXY, registry.addr)
+    let mut spec = NodeSpec::new(PROXY_ID, PROXY, registry.addr);
+    spec.labels
+        .push((PROXY_LABEL.0.to_owned(), PROXY_LABEL.1.to_owned()));
+    spec
 }
 
 /// A leaf under the proxy that echoes what it receives.
