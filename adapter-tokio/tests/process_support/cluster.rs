@@ -247,12 +247,21 @@ impl Node {
     ///
     /// Not so within [`SETTLE_TIMEOUT`].
     pub fn wait_known(&self, known_nodes: usize) -> NodeStatus {
+        self.wait_known_within(known_nodes, SETTLE_TIMEOUT)
+    }
+
+    /// [`Node::wait_known`] with its own bound (e.g. to outlast a registry client's grace).
+    ///
+    /// # Panics
+    ///
+    /// Not so within `timeout`.
+    pub fn wait_known_within(&self, known_nodes: usize, timeout: Duration) -> NodeStatus {
         let what = format!(
             "{} registered with known_nodes == {known_nodes}",
             self.proc.label()
         );
         wait_until(
-            SETTLE_TIMEOUT,
+            timeout,
             &what,
             || {
                 self.try_status()
