@@ -6,8 +6,9 @@
 mod process_support;
 
 use process_support::{
-    cluster::{SETTLE_TIMEOUT, run_load},
-    http::{counter, counter_sum},
+    cluster::SETTLE_TIMEOUT,
+    http::{counter, counter_sum, parse_prometheus, parse_response},
+    load::run_load,
     scenario::{KNOWN_NODES, LEAF_A_ID, LEAF_B_ID, PROXY_ID, ProxyCluster, RATE},
     wait_until,
 };
@@ -108,4 +109,40 @@ fn process_admin() {
     );
     assert_eq!(proxy.upstream, 0);
     assert_eq!(proxy.known_nodes, KNOWN_NODES);
+}
+
+/// The harness's Prometheus parser reads names, escaped label values and exact counts.
+#[test]
+fn harness_parses_prometheus_text() {
+    let text = "# HELP x y\n# TYPE switchboard_messages_total counter\n\
+        switchboard_messages_total{outcome=\"delivered\"} 12\n\
+        switchboard_messages_total{node=\"a\\\"b\",outcome=\"failed_timeout\"} 3\n\
+        switchboard_received_total 7\n";
+    let samples = parse_prometheus(text);
+    assert_eq!(samples.len(), 3);
+    assert_eq!(
+        counter(
+            &samples,
+            "switchboard_messages_total",
+            &[("outcome", "delivered")]
+        ),
+        Some(12)
+    );
+    assert_eq!(samples[1].labels["node"], "a\"b");
+    assert_eq!(
+        counter(&samples, "switchboard_received_total", &[]),
+        Some(7)
+    );
+    assert_eq!(counter_sum(&samples, "switchboard_messages_total"), 15);
+    assert_eq!(counter(&samples, "nope", &[]), None);
+}
+
+/// The harness's HTTP client decodes a chunked body byte for byte.
+#[test]
+fn harness_decodes_a_chunked_body() {
+    let raw =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+    let response = parse_response(raw).expect("well-formed");
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, "abcde");
 }

@@ -9,7 +9,8 @@
 mod process_support;
 
 use process_support::{
-    cluster::{finish_load, run_load, spawn_load, start_node},
+    cluster::start_node,
+    load::{finish_load, run_load, spawn_load},
     scenario::{COUNT, LEAF_A_ID, PROXY_ID, ProxyCluster, RATE, RUN_START_TIMEOUT},
 };
 

@@ -10,7 +10,8 @@
 mod process_support;
 
 use process_support::{
-    cluster::{finish_load, run_load, spawn_load, start_node},
+    cluster::start_node,
+    load::{finish_load, run_load, spawn_load},
     scenario::{COUNT, KNOWN_NODES, PROXY_ID, ProxyCluster, RATE, RUN_START_TIMEOUT, proxy_spec},
 };
 

@@ -10,7 +10,8 @@ mod process_support;
 use std::{thread, time::Duration};
 
 use process_support::{
-    cluster::{SETTLE_TIMEOUT, finish_load, spawn_load, start_registry},
+    cluster::{SETTLE_TIMEOUT, start_registry},
+    load::{finish_load, spawn_load},
     scenario::{COUNT, KNOWN_NODES, ProxyCluster, RATE, RUN_START_TIMEOUT},
 };
 

@@ -65,7 +65,12 @@ pub fn get_ok(addr: SocketAddr, path: &str) -> String {
     response.body
 }
 
-fn parse_response(raw: &[u8]) -> Result<HttpResponse, String> {
+/// Parses a raw HTTP/1.x response (status line, headers, body; a chunked body is decoded).
+///
+/// # Errors
+///
+/// No end of headers, a bad status line, a bad chunk, or a body that is not UTF-8.
+pub fn parse_response(raw: &[u8]) -> Result<HttpResponse, String> {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -247,42 +252,4 @@ fn as_count(sample: &Sample) -> u64 {
     )]
     let count = value as u64;
     count
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_labels_values_and_comments() {
-        let text = "# HELP x y\n# TYPE switchboard_messages_total counter\n\
-            switchboard_messages_total{outcome=\"delivered\"} 12\n\
-            switchboard_messages_total{node=\"a\\\"b\",outcome=\"failed_timeout\"} 3\n\
-            switchboard_received_total 7\n";
-        let samples = parse_prometheus(text);
-        assert_eq!(samples.len(), 3);
-        assert_eq!(
-            counter(
-                &samples,
-                "switchboard_messages_total",
-                &[("outcome", "delivered")]
-            ),
-            Some(12)
-        );
-        assert_eq!(samples[1].labels["node"], "a\"b");
-        assert_eq!(
-            counter(&samples, "switchboard_received_total", &[]),
-            Some(7)
-        );
-        assert_eq!(counter_sum(&samples, "switchboard_messages_total"), 15);
-        assert_eq!(counter(&samples, "nope", &[]), None);
-    }
-
-    #[test]
-    fn decodes_a_chunked_body() {
-        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
-        let response = parse_response(raw).expect("well-formed");
-        assert_eq!(response.status, 200);
-        assert_eq!(response.body, "abcde");
-    }
 }

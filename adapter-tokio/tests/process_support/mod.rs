@@ -6,8 +6,10 @@
 //! can show what it logged). Every process is killed with SIGKILL when its `Proc` drops, so no
 //! process outlives its test, and every wait here is bounded.
 //!
-//! [`cluster`] starts registries, nodes and load runs with the CLI's flags and parses their
-//! ready lines and summaries; [`http`] reads `/metrics` and `/status` from a node's admin port.
+//! [`cluster`] starts registries and nodes with the CLI's flags and parses their ready lines;
+//! [`load`] runs `switchboard load` and checks its summary; [`http`] reads `/metrics` and
+//! `/status` from a node's admin port; [`scenario`] is the proxy-and-two-leaves cluster every
+//! test starts from.
 //!
 //! Each test file includes this module with `mod process_support;` and uses a part of it.
 
@@ -19,6 +21,7 @@
 
 pub mod cluster;
 pub mod http;
+pub mod load;
 pub mod scenario;
 
 use std::{

@@ -7,7 +7,10 @@ use std::{
     time::Duration,
 };
 
-use super::cluster::{ANY_PORT, LoadSpec, Node, NodeSpec, Registry, start_node, start_registry};
+use super::{
+    cluster::{ANY_PORT, Node, NodeSpec, Registry, start_node, start_registry},
+    load::LoadSpec,
+};
 
 /// The proxy's id (both lives of it).
 pub const PROXY_ID: u64 = 10;
