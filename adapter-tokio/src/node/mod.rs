@@ -108,6 +108,10 @@ pub(crate) enum Command {
         payload: Bytes,
         accepted: oneshot::Sender<Result<OutcomeReceiver, SendError>>,
     },
+    SendBatch {
+        messages: Vec<(TargetSpec, u32, Bytes)>,
+        accepted: oneshot::Sender<Vec<Result<OutcomeReceiver, SendError>>>,
+    },
     SetUpstream {
         upstream: NodeId,
         done: oneshot::Sender<()>,
@@ -145,6 +149,7 @@ pub struct NodeBuilder {
     listen: SocketAddr,
     registry: RegistrySpec,
     tuning: ClientTuning,
+    inbox_capacity: usize,
 }
 
 impl NodeBuilder {
@@ -157,6 +162,7 @@ impl NodeBuilder {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             registry: RegistrySpec::None,
             tuning: ClientTuning::default(),
+            inbox_capacity: INBOX_CAPACITY,
         }
     }
 
@@ -203,6 +209,14 @@ impl NodeBuilder {
         self
     }
 
+    /// Capacity of the [`Inbox`] (default [`INBOX_CAPACITY`]; at least 1). While it is full
+    /// the node stops reading its links.
+    #[must_use]
+    pub fn inbox_capacity(mut self, capacity: usize) -> NodeBuilder {
+        self.inbox_capacity = capacity.max(1);
+        self
+    }
+
     /// Changes the core config (timeouts, limits, seed, ...) before start.
     #[must_use]
     pub fn config(mut self, f: impl FnOnce(&mut Config)) -> NodeBuilder {
@@ -221,11 +235,14 @@ impl NodeBuilder {
     ///
     /// An invalid config or a failed bind.
     pub async fn start(self) -> Result<(NodeHandle, Inbox), StartError> {
-        driver::start(self.config, self.listen, self.registry, self.tuning).await
+        driver::start(self).await
     }
 }
 
 /// A cheap, cloneable handle to a running node.
+///
+/// When the last handle is dropped the node shuts down gracefully, as after
+/// [`shutdown`](Self::shutdown).
 #[derive(Clone, Debug)]
 pub struct NodeHandle {
     id: NodeId,
@@ -306,6 +323,27 @@ impl NodeHandle {
             Ok(Err(e)) => Err(SendFailure::Refused(e)),
             Err(_) => Err(SendFailure::Stopped),
         }
+    }
+
+    /// Hands several messages to the node in one command — one round trip to the driver
+    /// instead of one per message — and returns, in order, each one's outcome future or why
+    /// the core refused it. Use this to push many messages fast from one task.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped (nothing was accepted).
+    pub async fn submit_batch(
+        &self,
+        messages: Vec<(TargetSpec, u32, Bytes)>,
+    ) -> Result<Vec<Result<PendingOutcome, SendError>>, Stopped> {
+        let (accepted, rx) = oneshot::channel();
+        self.command(Command::SendBatch { messages, accepted })
+            .await?;
+        let results = rx.await.map_err(|_| Stopped)?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.map(|rx| PendingOutcome { rx }))
+            .collect())
     }
 
     /// Switches this node's upstream: publishes the new topology record to the registry (the
@@ -399,7 +437,8 @@ impl NodeHandle {
 
 /// The messages a node receives, in arrival order. Ends when the node stops.
 ///
-/// Bounded by [`INBOX_CAPACITY`]: while it is full the driver stops reading its links, so
+/// Bounded ([`INBOX_CAPACITY`] unless [`NodeBuilder::inbox_capacity`] says otherwise): while
+/// it is full the driver stops reading its links, so
 /// senders see backpressure (their pending queues fill) instead of this node buffering
 /// without limit.
 #[derive(Debug)]
