@@ -1,9 +1,9 @@
 //! A core `Node` on tokio: [`NodeBuilder`] starts it, [`NodeHandle`] talks to it, [`Inbox`]
 //! yields what it receives.
 //!
-//! One task ([`driver`]) owns the `Node`. It waits for a command, a link event, a registry
-//! feed event or the core's next deadline, makes one `handle_*` call, drains `poll_output`
-//! into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
+//! One task (the private `driver` module) owns the `Node`. It waits for a command, a link
+//! event, a registry feed event or the core's next deadline, makes one `handle_*` call, drains
+//! `poll_output` into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
 //! writer task (batched writes of the core's `Transmit`s). Routing decisions live in the core
 //! only.
 

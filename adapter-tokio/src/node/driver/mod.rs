@@ -1,7 +1,8 @@
 //! The driver task: one loop over the core `Node`.
 //!
-//! [`start`] binds the listener, builds the `Node` and the records the node registers, starts
-//! the registry backend ([`start_backend`]) and spawns the loop. The loop waits for one of: a
+//! [`start`] ([`lifecycle`]) binds the listener, builds the `Node` and the records the node
+//! registers, starts the registry backend (`lifecycle::start_backend`, the one place a
+//! backend is chosen) and spawns the loop. The loop waits for one of: a
 //! command from a [`NodeHandle`], a link event ([`links`]), a registry feed event, room in a
 //! full inbox, or the core's next deadline (one `Sleep`, reset only when the deadline moves).
 //! It makes the matching `handle_*` call (or command), then drains `poll_output` into I/O:
@@ -11,6 +12,13 @@
 //!
 //! Backpressure: while the inbox is full, received messages wait in a local queue and the
 //! loop stops taking link events, so the link readers stop and the peers' TCP windows close.
+//! Writers are unbounded queues; what a node transmits is bounded by the core (each sender's
+//! pending and unacknowledged messages per target count against its queue limits), and a peer
+//! that stops reading is closed by the core's heartbeat.
+//!
+//! Stops: a graceful shutdown ([`lifecycle`]) reports every outcome, unregisters and flushes;
+//! a kill drops the driver, and with it every task (they live in the link table's `JoinSet`),
+//! socket, outcome sender, and the registry feed (the backend then ends without a goodbye).
 
 mod accounting;
 mod lifecycle;
