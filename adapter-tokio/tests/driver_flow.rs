@@ -5,8 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use switchboard_core::{ids::NodeId, outcome::Outcome};
-use switchboard_tokio::TargetSpec;
+use switchboard_core::{ids::NodeId, node::SendError, outcome::Outcome};
+use switchboard_tokio::{SendFailure, TargetSpec};
 
 use support::{
     direct, init_logs, outcomes, parse, payload, recv_n, start, start_registry, wait_known, within,
@@ -88,7 +88,6 @@ async fn a_batch_reports_refusals_in_place() {
             Err(e) => refused.push((i, e)),
         }
     }
-    use switchboard_core::node::SendError;
     assert_eq!(
         refused,
         vec![(1, SendError::UnknownTarget), (2, SendError::InvalidTarget)]
@@ -107,5 +106,51 @@ async fn a_batch_reports_refusals_in_place() {
     assert_eq!(m.refused.get("unknown_target"), Some(&1));
     assert_eq!(m.refused.get("invalid_target"), Some(&1));
     assert_eq!(m.sent, 2);
+    registry.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn posted_messages_stream_in_order_and_report_refusals_in_their_futures() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let (a, _a_inbox) = start(direct(addr, 1, "alpha")).await;
+    let (_b, mut b_inbox) = start(direct(addr, 2, "beta")).await;
+    wait_known(&a, &[1, 2]).await;
+
+    let mut posted = Vec::new();
+    for seq in 0..2000u64 {
+        let target = if seq == 1000 {
+            TargetSpec::Name("nobody".into())
+        } else {
+            TargetSpec::Id(NodeId(2))
+        };
+        let p = within("post", a.post(target, 3, payload(1, seq, 40)))
+            .await
+            .expect("running");
+        posted.push(p);
+    }
+    for (seq, p) in posted.into_iter().enumerate() {
+        let want = if seq == 1000 {
+            Err(SendFailure::Refused(SendError::UnknownTarget))
+        } else {
+            Ok(Outcome::Delivered)
+        };
+        assert_eq!(within("posted outcome", p).await, want, "message {seq}");
+    }
+    let got = recv_n(&mut b_inbox, 1999).await;
+    let seqs: Vec<u64> = got.iter().map(|r| parse(&r.payload).1).collect();
+    let want: Vec<u64> = (0..2000).filter(|s| *s != 1000).collect();
+    assert_eq!(seqs, want);
+    let m = within("metrics", a.metrics()).await.expect("running");
+    assert_eq!((m.sent, m.refused.get("unknown_target")), (1999, Some(&1)));
+
+    within("shutdown", a.shutdown()).await.expect("running");
+    assert_eq!(
+        a.post(TargetSpec::Id(NodeId(2)), 3, payload(1, 0, 16))
+            .await
+            .err(),
+        Some(switchboard_tokio::node::Stopped)
+    );
     registry.kill();
 }

@@ -108,6 +108,12 @@ pub(crate) enum Command {
         payload: Bytes,
         accepted: oneshot::Sender<Result<OutcomeReceiver, SendError>>,
     },
+    Post {
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+        outcome: oneshot::Sender<Result<Outcome, SendError>>,
+    },
     SendBatch {
         messages: Vec<(TargetSpec, u32, Bytes)>,
         accepted: oneshot::Sender<Vec<Result<OutcomeReceiver, SendError>>>,
@@ -139,6 +145,28 @@ impl Future for PendingOutcome {
         Pin::new(&mut self.rx)
             .poll(cx)
             .map(|r| r.map_err(|_| Stopped))
+    }
+}
+
+/// A message handed over with [`NodeHandle::post`]: resolves to its outcome, or to why it was
+/// not accepted.
+#[derive(Debug)]
+pub struct PostedOutcome {
+    rx: oneshot::Receiver<Result<Outcome, SendError>>,
+}
+
+impl Future for PostedOutcome {
+    /// `Err(Refused)` if the core refused the message (nothing was accepted), `Err(Stopped)`
+    /// if the driver stopped before reporting (only after [`NodeHandle::kill`], or when the
+    /// node had stopped before the message reached it).
+    type Output = Result<Outcome, SendFailure>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| match r {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(refused)) => Err(SendFailure::Refused(refused)),
+            Err(_) => Err(SendFailure::Stopped),
+        })
     }
 }
 
@@ -323,6 +351,32 @@ impl NodeHandle {
             Ok(Err(e)) => Err(SendFailure::Refused(e)),
             Err(_) => Err(SendFailure::Stopped),
         }
+    }
+
+    /// Hands a message to the node without waiting for the node to look at it: returns as
+    /// soon as the command queue has room, with a future of its outcome (or of its refusal).
+    /// Unlike [`submit`](Self::submit) this costs no round trip to the driver per message, so
+    /// one task can stream messages at full speed; the bounded command queue is the
+    /// backpressure.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped.
+    pub async fn post(
+        &self,
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<PostedOutcome, Stopped> {
+        let (outcome, rx) = oneshot::channel();
+        self.command(Command::Post {
+            target,
+            msg_type,
+            payload,
+            outcome,
+        })
+        .await?;
+        Ok(PostedOutcome { rx })
     }
 
     /// Hands several messages to the node in one command — one round trip to the driver

@@ -214,6 +214,9 @@ pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: 
             Command::Send { accepted, .. } => {
                 let _ = accepted.send(Err(SendError::Shutdown));
             }
+            Command::Post { outcome, .. } => {
+                let _ = outcome.send(Err(SendError::Shutdown));
+            }
             Command::SendBatch { messages, accepted } => {
                 let _ = accepted.send(messages.iter().map(|_| Err(SendError::Shutdown)).collect());
             }

@@ -68,7 +68,7 @@ struct Driver {
     clock: Clock,
     links: Links,
     /// Outcome futures of accepted messages.
-    pending: HashMap<MsgId, oneshot::Sender<Outcome>>,
+    pending: HashMap<MsgId, Waiter>,
     inbox: mpsc::Sender<Received>,
     /// Received messages waiting for room in the inbox (link events pause meanwhile).
     overflow: VecDeque<Received>,
@@ -78,6 +78,24 @@ struct Driver {
     counters: Counters,
     registered: bool,
     known: watch::Sender<Known>,
+}
+
+/// Who waits for an accepted message's outcome.
+#[derive(Debug)]
+enum Waiter {
+    /// A [`super::PendingOutcome`] (`submit`, `send`, `submit_batch`).
+    Submitted(oneshot::Sender<Outcome>),
+    /// A [`super::PostedOutcome`] (`post`).
+    Posted(oneshot::Sender<Result<Outcome, SendError>>),
+}
+
+impl Waiter {
+    fn resolve(self, outcome: Outcome) {
+        let _ = match self {
+            Waiter::Submitted(tx) => tx.send(outcome).map_err(drop),
+            Waiter::Posted(tx) => tx.send(Ok(outcome)).map_err(drop),
+        };
+    }
 }
 
 /// How the loop ended.
@@ -188,14 +206,30 @@ impl Driver {
                 payload,
                 accepted,
             } => {
-                let result = self.send_one(now, &target, msg_type, payload);
+                let result = self
+                    .send_one(now, &target, msg_type, payload)
+                    .map(|msg| self.waiting_submit(msg));
                 let _ = accepted.send(result);
             }
+            Command::Post {
+                target,
+                msg_type,
+                payload,
+                outcome,
+            } => match self.send_one(now, &target, msg_type, payload) {
+                Ok(msg) => {
+                    self.pending.insert(msg, Waiter::Posted(outcome));
+                }
+                Err(refused) => {
+                    let _ = outcome.send(Err(refused));
+                }
+            },
             Command::SendBatch { messages, accepted } => {
                 let results = messages
                     .into_iter()
                     .map(|(target, msg_type, payload)| {
                         self.send_one(now, &target, msg_type, payload)
+                            .map(|msg| self.waiting_submit(msg))
                     })
                     .collect();
                 let _ = accepted.send(results);
@@ -217,26 +251,27 @@ impl Driver {
         }
     }
 
-    /// Hands one message to the core; its outcome future, or why it was refused.
+    /// Hands one message to the core; its id, or why it was refused.
     fn send_one(
         &mut self,
         now: Instant,
         target: &TargetSpec,
         msg_type: u32,
         payload: bytes::Bytes,
-    ) -> Result<OutcomeReceiver, SendError> {
-        match self.node.send(now, target.as_target(), msg_type, payload) {
-            Ok(msg) => {
-                self.counters.accepted();
-                let (tx, rx) = oneshot::channel();
-                self.pending.insert(msg, tx);
-                Ok(rx)
-            }
-            Err(error) => {
-                self.counters.refused(&error);
-                Err(error)
-            }
+    ) -> Result<MsgId, SendError> {
+        let result = self.node.send(now, target.as_target(), msg_type, payload);
+        match &result {
+            Ok(_) => self.counters.accepted(),
+            Err(error) => self.counters.refused(error),
         }
+        result
+    }
+
+    /// Registers a submitter waiting for `msg`'s outcome.
+    fn waiting_submit(&mut self, msg: MsgId) -> OutcomeReceiver {
+        let (tx, rx) = oneshot::channel();
+        self.pending.insert(msg, Waiter::Submitted(tx));
+        rx
     }
 
     /// Publishes a topology record naming `upstream`. With a registry the core applies it
@@ -364,8 +399,8 @@ impl Driver {
                 }
                 Output::Outcome { msg, outcome } => {
                     self.counters.outcome(outcome);
-                    if let Some(tx) = self.pending.remove(&msg) {
-                        let _ = tx.send(outcome);
+                    if let Some(waiter) = self.pending.remove(&msg) {
+                        waiter.resolve(outcome);
                     }
                 }
                 Output::Event(event) => self.on_event(&event),
