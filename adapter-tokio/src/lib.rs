@@ -18,7 +18,8 @@ pub mod registry;
 pub mod target;
 
 pub use node::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, RegistrySpec, SendFailure,
+    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received, RegistrySpec,
+    SendFailure,
 };
 pub use observe::{Known, Metrics, Status};
 pub use target::TargetSpec;

@@ -180,3 +180,56 @@ async fn a_duplicate_id_is_refused_and_the_holder_is_unaffected() {
     assert!(a.wait_registered(STEP).await);
     registry.kill();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_shut_down_gracefully_leaves_the_views_and_a_new_one_takes_over() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let (a, _a_inbox) = start(direct(addr, 1, "alpha")).await;
+    let (b, mut b_inbox) = start(direct(addr, 2, "beta")).await;
+    wait_known(&a, &[1, 2]).await;
+    wait_known(&b, &[1, 2]).await;
+
+    within("registry shutdown", registry.shutdown()).await;
+    for node in [&a, &b] {
+        assert!(node.wait_for(STEP, |k| !k.registered).await);
+        assert!(
+            node.known().knows_all(&[NodeId(1), NodeId(2)]),
+            "the view is kept"
+        );
+    }
+    let outcome = within(
+        "a -> b without a registry",
+        a.send(TargetSpec::Id(NodeId(2)), 1, payload(1, 0, 16)),
+    )
+    .await;
+    assert_eq!(outcome, Ok(Outcome::Delivered));
+    assert_eq!(recv_n(&mut b_inbox, 1).await[0].payload, payload(1, 0, 16));
+
+    let registry = support::start_registry_at(addr).await;
+    for node in [&a, &b] {
+        assert!(node.wait_registered(STEP).await);
+    }
+    within("both listed again", async {
+        loop {
+            let ids: Vec<u64> = registry
+                .entries()
+                .await
+                .iter()
+                .map(|e| e.discovery.id.0)
+                .collect();
+            if ids == [1, 2] {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    for node in [&a, &b] {
+        let m = within("metrics", node.metrics()).await.expect("running");
+        assert_eq!(m.discovery_deletes, 0);
+        assert_eq!(m.registrations, 2);
+    }
+    registry.kill();
+}
