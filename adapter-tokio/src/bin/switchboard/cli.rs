@@ -121,7 +121,8 @@ pub(crate) struct NodeArgs {
     queue_full, no_route, target_gone, target_restarted, shutdown; `unknown_<reason>` when \
     the message was transmitted but not acknowledged; `no_outcome` when none came in time. \
     Latency is from send to the Delivered outcome. Echoes (from a node run with --echo) are \
-    counted by sequence number: a repeated one is a duplicate.\n\n\
+    counted by sequence number: a repeated one is a duplicate. The load node (label \
+    role=load, no upstream) links to its targets directly.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
     wait_known, window, etcd, etcd_prefix, and a [core] table."
 )]

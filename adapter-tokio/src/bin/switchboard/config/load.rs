@@ -7,6 +7,7 @@ use serde::Deserialize;
 use switchboard_core::{
     config::Config,
     discovery::{Filter, Metadata},
+    topology::TopologyPolicy,
 };
 use switchboard_tokio::{RegistrySpec, TargetSpec};
 
@@ -162,7 +163,7 @@ impl LoadOptions {
             .name
             .or(file.name)
             .unwrap_or_else(|| format!("load-{pid}"));
-        let core = core_config(
+        let mut core = core_config(
             file.core,
             Identity {
                 id,
@@ -171,6 +172,11 @@ impl LoadOptions {
                 labels: BTreeMap::from([("role".to_owned(), LOAD_ROLE.to_owned())]),
             },
         )?;
+        // The load node has no upstream: it links to its targets directly unless the file's
+        // [core] table chose a topology policy of its own.
+        if core.topology_policy == TopologyPolicy::default() {
+            core.topology_policy.allow_direct_connection = true;
+        }
         Ok(LoadOptions {
             core,
             registry,
@@ -222,6 +228,7 @@ mod tests {
             (100, 50, 64, DEFAULT_WINDOW)
         );
         assert_eq!(options.wait_known, DEFAULT_WAIT_KNOWN);
+        assert!(options.core.topology_policy.allow_direct_connection);
     }
 
     #[test]
