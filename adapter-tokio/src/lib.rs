@@ -12,6 +12,7 @@
 
 pub mod admin;
 pub mod clock;
+mod net;
 pub mod node;
 pub mod observe;
 pub mod registry;
@@ -20,5 +21,5 @@ pub mod target;
 pub use node::{
     Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, RegistrySpec, SendFailure,
 };
-pub use observe::{Metrics, Status};
+pub use observe::{Known, Metrics, Status};
 pub use target::TargetSpec;
