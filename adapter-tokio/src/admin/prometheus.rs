@@ -5,28 +5,33 @@
 
 use std::{collections::BTreeMap, fmt::Write as _};
 
-use crate::observe::Metrics;
+use switchboard_core::{
+    node::SendError,
+    outcome::{FailReason, Outcome},
+};
+
+use crate::observe::{Metrics, outcome_label, send_error_label};
 
 /// The `Content-Type` of [`render`]'s text.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Failure reasons as the driver names them in outcome labels.
-const FAIL_REASONS: [&str; 6] = [
-    "timeout",
-    "queue_full",
-    "no_route",
-    "target_gone",
-    "target_restarted",
-    "shutdown",
+/// Every failure reason, named in outcome labels by [`outcome_label`].
+const FAIL_REASONS: [FailReason; 6] = [
+    FailReason::Timeout,
+    FailReason::QueueFull,
+    FailReason::NoRoute,
+    FailReason::TargetGone,
+    FailReason::TargetRestarted,
+    FailReason::Shutdown,
 ];
 
-/// Refusal names of `Metrics::refused`.
-const REFUSALS: [&str; 5] = [
-    "invalid_target",
-    "unknown_target",
-    "no_route",
-    "payload_too_large",
-    "shutdown",
+/// Every refusal, named in labels by [`send_error_label`].
+const REFUSALS: [SendError; 5] = [
+    SendError::InvalidTarget,
+    SendError::UnknownTarget,
+    SendError::NoRoute,
+    SendError::PayloadTooLarge { len: 0, max: 0 },
+    SendError::Shutdown,
 ];
 
 /// Link states of `Metrics::links`.
@@ -43,7 +48,7 @@ pub fn render(metrics: &Metrics) -> String {
         "Messages the node accepted for sending.",
         metrics.sent,
     );
-    let refusals = REFUSALS.iter().map(|r| (*r).to_owned());
+    let refusals = REFUSALS.iter().map(|e| send_error_label(e).to_owned());
     labelled(
         &mut out,
         "switchboard_refused_total",
@@ -53,8 +58,8 @@ pub fn render(metrics: &Metrics) -> String {
         &with_known(refusals, &metrics.refused),
     );
     let outcomes = std::iter::once("delivered".to_owned())
-        .chain(FAIL_REASONS.iter().map(|r| format!("failed_{r}")))
-        .chain(FAIL_REASONS.iter().map(|r| format!("unknown_{r}")));
+        .chain(FAIL_REASONS.map(|r| outcome_label(Outcome::Failed(r))))
+        .chain(FAIL_REASONS.map(|r| outcome_label(Outcome::Unknown(r))));
     labelled(
         &mut out,
         "switchboard_messages_total",
@@ -128,6 +133,41 @@ pub fn render(metrics: &Metrics) -> String {
         "Messages this node could not forward as a relay.",
         metrics.forward_dropped,
     );
+    let registry_counters = [
+        (
+            "switchboard_discovery_deletes_total",
+            "Peers that left the discovery view.",
+            metrics.discovery_deletes,
+        ),
+        (
+            "switchboard_registrations_total",
+            "Times the node was registered (first time and after every reconnect).",
+            metrics.registrations,
+        ),
+        (
+            "switchboard_registry_disconnects_total",
+            "Times the registry was lost (failed dials included).",
+            metrics.registry_disconnects,
+        ),
+        (
+            "switchboard_registry_conflicts_total",
+            "Registrations refused because another live instance holds the id.",
+            metrics.registry_conflicts,
+        ),
+        (
+            "switchboard_links_rejected_total",
+            "Links closed because of what the peer sent.",
+            metrics.links_rejected,
+        ),
+        (
+            "switchboard_inbox_dropped_total",
+            "Received messages dropped because nobody reads the inbox.",
+            metrics.inbox_dropped,
+        ),
+    ];
+    for (name, help, value) in registry_counters {
+        scalar(&mut out, name, "counter", help, value);
+    }
     out
 }
 

@@ -58,6 +58,24 @@ switchboard_peer_restarts_total 0
 # HELP switchboard_forward_dropped_total Messages this node could not forward as a relay.
 # TYPE switchboard_forward_dropped_total counter
 switchboard_forward_dropped_total 0
+# HELP switchboard_discovery_deletes_total Peers that left the discovery view.
+# TYPE switchboard_discovery_deletes_total counter
+switchboard_discovery_deletes_total 0
+# HELP switchboard_registrations_total Times the node was registered (first time and after every reconnect).
+# TYPE switchboard_registrations_total counter
+switchboard_registrations_total 0
+# HELP switchboard_registry_disconnects_total Times the registry was lost (failed dials included).
+# TYPE switchboard_registry_disconnects_total counter
+switchboard_registry_disconnects_total 0
+# HELP switchboard_registry_conflicts_total Registrations refused because another live instance holds the id.
+# TYPE switchboard_registry_conflicts_total counter
+switchboard_registry_conflicts_total 0
+# HELP switchboard_links_rejected_total Links closed because of what the peer sent.
+# TYPE switchboard_links_rejected_total counter
+switchboard_links_rejected_total 0
+# HELP switchboard_inbox_dropped_total Received messages dropped because nobody reads the inbox.
+# TYPE switchboard_inbox_dropped_total counter
+switchboard_inbox_dropped_total 0
 ";
 
 #[test]
@@ -84,6 +102,12 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         links: BTreeMap::from([("up".to_owned(), 2), ("draining".to_owned(), 1)]),
         peer_restarts: 1,
         forward_dropped: 5,
+        discovery_deletes: 6,
+        registrations: 2,
+        registry_disconnects: 1,
+        registry_conflicts: 0,
+        links_rejected: 3,
+        inbox_dropped: 4,
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -121,6 +145,12 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_links{state=\"up\"} 2",
             "switchboard_peer_restarts_total 1",
             "switchboard_forward_dropped_total 5",
+            "switchboard_discovery_deletes_total 6",
+            "switchboard_registrations_total 2",
+            "switchboard_registry_disconnects_total 1",
+            "switchboard_registry_conflicts_total 0",
+            "switchboard_links_rejected_total 3",
+            "switchboard_inbox_dropped_total 4",
         ]
     );
 }

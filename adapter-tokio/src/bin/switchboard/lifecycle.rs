@@ -1,6 +1,5 @@
 //! What every long-running subcommand shares: stop signals, the one-line JSON written to
-//! stdout, waiting (bounded) for a node to register, bounded shutdown, and start errors as
-//! CLI errors.
+//! stdout, bounded shutdown, and start errors as CLI errors.
 
 use std::{io::Write, time::Duration};
 
@@ -10,8 +9,6 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::{config::core_config_error, error::CliError};
 
-/// How often `wait_*` helpers poll a node's status.
-pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// Bound on a graceful node shutdown before the process gives up on it.
 pub(crate) const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
@@ -59,27 +56,6 @@ pub(crate) fn print_json_line<T: Serialize>(value: &T) -> Result<(), CliError> {
     writeln!(stdout, "{line}")
         .and_then(|()| stdout.flush())
         .map_err(|e| CliError::failed(format!("cannot write to stdout: {e}")))
-}
-
-/// Polls `handle`'s status until `ready` holds for it, at most `limit`; whether it did. A
-/// stopped node never does.
-pub(crate) async fn wait_until(
-    handle: &NodeHandle,
-    limit: Duration,
-    ready: impl Fn(&switchboard_tokio::Status) -> bool,
-) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        match handle.status().await {
-            Ok(status) if ready(&status) => return true,
-            Ok(_) => {}
-            Err(_) => return false,
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(POLL_INTERVAL).await;
-    }
 }
 
 /// Gracefully shuts `handle` down, at most [`SHUTDOWN_WAIT`]; kills it if that passes.

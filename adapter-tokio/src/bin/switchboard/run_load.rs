@@ -14,7 +14,7 @@ use tokio::{sync::Semaphore, time::Instant};
 use crate::{
     config::load::LoadOptions,
     error::CliError,
-    lifecycle::{print_json_line, shutdown_bounded, start_error, wait_until},
+    lifecycle::{print_json_line, shutdown_bounded, start_error},
     payload,
     stats::{DuplicateCounter, NO_OUTCOME, SharedTally, Tally},
 };
@@ -85,11 +85,15 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
         .map_err(start_error)?;
     let echoes = Arc::new(Mutex::new(DuplicateCounter::default()));
     let echo_task = tokio::spawn(count_echoes(inbox, Arc::clone(&echoes)));
-    if !wait_until(&handle, options.wait_known, |s| {
-        s.registered && s.known_nodes >= 2
-    })
-    .await
-    {
+    // The view is complete once registered, so a registered target is known by then. Names
+    // are not listed in the view (it holds ids): an unknown name is refused per send.
+    let own = handle.id();
+    let ready = handle
+        .wait_for(options.wait_known, |k| {
+            k.registered && k.discovery.keys().any(|id| *id != own)
+        })
+        .await;
+    if !ready {
         tracing::warn!(
             "the registry and the target were not known within {:?}; sending anyway",
             options.wait_known

@@ -11,7 +11,7 @@ use switchboard_tokio::{
 use crate::{
     config::node::NodeOptions,
     error::CliError,
-    lifecycle::{StopSignals, print_json_line, shutdown_bounded, start_error, wait_until},
+    lifecycle::{StopSignals, print_json_line, shutdown_bounded, start_error},
 };
 
 /// How long the ready line waits for the registration.
@@ -65,7 +65,7 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         },
     };
     let mut inbox_task = tokio::spawn(serve_inbox(handle.clone(), inbox, echo));
-    if !wait_until(&handle, REGISTER_WAIT, |s| s.registered).await {
+    if !handle.wait_registered(REGISTER_WAIT).await {
         tracing::warn!("not registered after {REGISTER_WAIT:?}; running on, the backend retries");
     }
     print_json_line(&NodeReady {

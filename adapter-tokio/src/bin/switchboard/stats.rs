@@ -8,11 +8,11 @@ use std::{
     time::Duration,
 };
 
-use switchboard_core::{
-    node::SendError,
-    outcome::{FailReason, Outcome},
+use switchboard_core::{node::SendError, outcome::Outcome};
+use switchboard_tokio::{
+    node::Stopped,
+    observe::{reason_label, send_error_label},
 };
-use switchboard_tokio::node::Stopped;
 
 /// The nearest-rank `percent` percentile of an ascending `sorted` sample: the smallest value
 /// with at least `percent`% of the sample at or below it. 0 for an empty sample.
@@ -28,41 +28,20 @@ pub(crate) fn percentile(sorted: &[u64], percent: u32) -> u64 {
     sorted.get(index).copied().unwrap_or(0)
 }
 
-/// The snake-case name of a failure reason (`no_route`, `timeout`, ...).
-pub(crate) fn fail_reason_name(reason: FailReason) -> &'static str {
-    match reason {
-        FailReason::Timeout => "timeout",
-        FailReason::QueueFull => "queue_full",
-        FailReason::NoRoute => "no_route",
-        FailReason::TargetGone => "target_gone",
-        FailReason::TargetRestarted => "target_restarted",
-        FailReason::Shutdown => "shutdown",
-        _ => "other",
-    }
-}
-
 /// The name an outcome is counted under among failures: `None` for `Delivered`, the reason
 /// for `Failed`, `unknown_<reason>` for `Unknown` (transmitted, maybe delivered).
 pub(crate) fn failure_label(outcome: Outcome) -> Option<String> {
     match outcome {
         Outcome::Delivered => None,
-        Outcome::Failed(reason) => Some(fail_reason_name(reason).to_owned()),
-        Outcome::Unknown(reason) => Some(format!("unknown_{}", fail_reason_name(reason))),
+        Outcome::Failed(reason) => Some(reason_label(reason).to_owned()),
+        Outcome::Unknown(reason) => Some(format!("unknown_{}", reason_label(reason))),
         _ => Some("other".to_owned()),
     }
 }
 
 /// The name a refused send is counted under among failures: `refused_<why>`.
 pub(crate) fn refusal_label(error: &SendError) -> String {
-    let why = match error {
-        SendError::InvalidTarget => "invalid_target",
-        SendError::UnknownTarget => "unknown_target",
-        SendError::NoRoute => "no_route",
-        SendError::PayloadTooLarge { .. } => "payload_too_large",
-        SendError::Shutdown => "shutdown",
-        _ => "other",
-    };
-    format!("refused_{why}")
+    format!("refused_{}", send_error_label(error))
 }
 
 /// Label of messages whose outcome did not come within the final wait (`load` only; the demo
@@ -182,6 +161,8 @@ impl DuplicateCounter {
 
 #[cfg(test)]
 mod tests {
+    use switchboard_core::outcome::FailReason;
+
     use super::*;
 
     #[test]

@@ -6,12 +6,15 @@
 use std::{collections::BTreeMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use switchboard_core::{
-    config::Config, ids::NodeId, registry::server::ServerConfig, topology::TopologyPolicy,
+    backoff::{BackoffConfig, Jitter},
+    config::Config,
+    ids::NodeId,
+    registry::server::ServerConfig,
 };
 use switchboard_tokio::{
     NodeBuilder, NodeHandle, RegistrySpec,
     node::StartError,
-    registry::{EtcdOptions, RegistryHandle, spawn_registry},
+    registry::{EtcdOptions, RegistryHandle, client::ClientTuning, spawn_registry},
 };
 use tokio::task::JoinHandle;
 
@@ -35,13 +38,19 @@ pub(crate) const LOST_TOPOLOGY_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const DISCONNECT_PROTECTION: Duration = Duration::from_secs(2);
 /// Registry: an unregistered connection is closed after this.
 pub(crate) const ACCESS_TIMEOUT: Duration = Duration::from_secs(2);
+/// Registry client: heartbeat period.
+pub(crate) const REGISTRY_HEARTBEAT: Duration = Duration::from_millis(500);
+/// Registry client and server: a connection silent this long is dropped.
+pub(crate) const REGISTRY_SILENCE: Duration = Duration::from_secs(3);
+/// Registry client: peers missing from a restarted registry's snapshot are kept this long.
+pub(crate) const REGISTRY_GRACE: Duration = Duration::from_secs(5);
 /// Rebinding an address just released is retried for this long.
 const REBIND_WAIT: Duration = Duration::from_secs(5);
 
 /// What a node does in the demo (its `role` label).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
-    /// Relays between leaves; linked directly to the other proxies.
+    /// Relays: the hub between proxies, a proxy between its children and the hub.
     Proxy,
     /// Receives traffic.
     Leaf,
@@ -147,6 +156,7 @@ impl Cluster {
             let builder = NodeBuilder::new(id, format!("{}-{}", role.label(), id.0))
                 .listen(listen)
                 .registry_spec(spec.clone())
+                .registry_tuning(client_tuning())
                 .config(|config| tune_node(config, role, upstream));
             match builder.start().await {
                 Ok(started) => break started,
@@ -238,17 +248,34 @@ impl Cluster {
         }
     }
 
-    /// Waits until every running node knows every running node, at most `limit`.
+    /// Waits until every running node knows every other running node (discovery and
+    /// topology), at most `limit`.
     pub(crate) async fn wait_all_known(&self, limit: Duration) -> bool {
-        let expected = self.nodes.len();
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
         let deadline = tokio::time::Instant::now() + limit;
-        for node in self.nodes.values() {
+        for (id, node) in &self.nodes {
+            let others: Vec<NodeId> = ids.iter().copied().filter(|other| other != id).collect();
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let known = crate::lifecycle::wait_until(&node.handle, left, |s| {
-                s.registered && s.known_nodes >= expected
-            })
-            .await;
-            if !known {
+            if !node.handle.wait_known(&others, left).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Waits until node `id` is registered and every other running node knows it, at most
+    /// `limit`.
+    pub(crate) async fn wait_known_by_all(&self, id: NodeId, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
+        let Some(node) = self.nodes.get(&id) else {
+            return false;
+        };
+        if !node.handle.wait_registered(left()).await {
+            return false;
+        }
+        for (other, node) in &self.nodes {
+            if *other != id && !node.handle.wait_known(&[id], left()).await {
                 return false;
             }
         }
@@ -280,7 +307,24 @@ pub(crate) fn server_config() -> ServerConfig {
     ServerConfig {
         access_timeout: ACCESS_TIMEOUT,
         disconnect_protection: DISCONNECT_PROTECTION,
+        heartbeat_timeout: Some(REGISTRY_SILENCE),
         ..ServerConfig::default()
+    }
+}
+
+/// The registry client's settings in the demo: quick reconnects after the registry restart,
+/// a grace long enough to cover it.
+pub(crate) fn client_tuning() -> ClientTuning {
+    ClientTuning {
+        backoff: Some(BackoffConfig {
+            start: RECONNECT_START,
+            max: RECONNECT_MAX,
+            max_tries: 0,
+            jitter: Jitter::Proportional { percent: 20 },
+        }),
+        grace: Some(REGISTRY_GRACE),
+        heartbeat_interval: Some(REGISTRY_HEARTBEAT),
+        silence_timeout: Some(REGISTRY_SILENCE),
     }
 }
 
@@ -296,37 +340,27 @@ pub(crate) fn tune_node(config: &mut Config, role: Role, upstream: Option<NodeId
     config
         .labels
         .insert("role".to_owned(), role.label().to_owned());
-    if role == Role::Proxy {
-        // Proxies link to each other directly (and only to each other): a leaf behind one
-        // proxy reaches a leaf behind another through both.
-        config.topology_policy = TopologyPolicy {
-            allow_direct_connection: true,
-            match_label: BTreeMap::from([("role".to_owned(), vec!["proxy".to_owned()])]),
-            ..TopologyPolicy::default()
-        };
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use switchboard_core::topology::TopologyPolicy;
+
     use super::*;
 
     #[test]
-    fn proxies_may_link_to_proxies_only_and_others_not_at_all() {
-        let mut proxy = Config::new(NodeId(101), "proxy-101");
-        tune_node(&mut proxy, Role::Proxy, None);
-        assert!(proxy.topology_policy.allow_direct_connection);
-        assert_eq!(
-            proxy.topology_policy.match_label,
-            BTreeMap::from([("role".to_owned(), vec!["proxy".to_owned()])])
-        );
-        assert_eq!(proxy.upstream, NodeId::NONE);
+    fn demo_nodes_get_the_tuned_settings_their_role_and_upstream() {
         let mut leaf = Config::new(NodeId(201), "leaf-201");
         tune_node(&mut leaf, Role::Leaf, Some(NodeId(101)));
         assert_eq!(leaf.topology_policy, TopologyPolicy::default());
         assert_eq!(leaf.upstream, NodeId(101));
         assert_eq!(leaf.labels.get("role").map(String::as_str), Some("leaf"));
         assert_eq!(leaf.message_timeout, MESSAGE_TIMEOUT);
+        assert_eq!(leaf.heartbeat_interval, HEARTBEAT_INTERVAL);
         leaf.validate().expect("the demo config is valid");
+        let mut hub = Config::new(NodeId(100), "proxy-100");
+        tune_node(&mut hub, Role::Proxy, None);
+        assert_eq!(hub.upstream, NodeId::NONE);
+        assert_eq!(hub.labels.get("role").map(String::as_str), Some("proxy"));
     }
 }

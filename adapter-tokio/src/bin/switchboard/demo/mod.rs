@@ -36,13 +36,14 @@ use crate::{
 
 /// The `demo --help` text after the flags.
 pub(crate) const HELP: &str = "\
-The cluster: the embedded registry on 127.0.0.1 (a free port), proxies 101 and 102, leaves \
-201-203 behind 101 and 204-206 behind 102, clients 301 (behind 101) and 302 (behind 102). Each \
+The cluster: the embedded registry on 127.0.0.1 (a free port), hub 100 (the root), proxies 101 \
+and 102 under it, leaves 201-203 behind 101 and 204-206 behind 102, clients 301 (behind 101) \
+and 302 (behind 102); traffic between proxies goes through the hub. Each \
 client sends R/4 msg/s by consistent hash and R/4 msg/s round robin over the nodes labelled \
 role=leaf; payloads are 64 bytes starting with the client's sequence number, checked byte for \
 byte by the receivers.
 
-Script, at fractions of S: 0.15 proxy 103 starts and leaves 203 and 206 move to it; 0.35 proxy \
+Script, at fractions of S: 0.15 proxy 103 starts under the hub and leaves 203 and 206 move to it; 0.35 proxy \
 101 is killed abruptly; 0.40 its leaves 201, 202 and client 301 move to proxy 102; 0.55 leaf \
 204 is killed and at 0.60 restarted with the same id and address; 0.70 the registry is killed \
 and at 0.78 restarted on the same address. Traffic stops at S; the demo then waits up to 5 s \
@@ -50,7 +51,8 @@ for the last outcomes.
 
 Tuned settings (shorter than the defaults so it ends promptly): message_timeout 3 s, \
 heartbeat 300 ms (dead after 3 missed), reconnect 100 ms -> 1 s, lost_topology_timeout 5 s; \
-registry access_timeout 2 s, disconnect_protection 2 s.
+registry access_timeout 2 s, disconnect_protection 2 s, heartbeat timeout 3 s; registry \
+client reconnect 100 ms -> 1 s, heartbeat 500 ms, grace after a registry restart 5 s.
 
 Output: a progress line on stderr once per second (not with --json), then a table on stdout: \
 the events with their times, sent / delivered / failed by reason / duplicates / lost / \
@@ -163,7 +165,7 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
         at: Duration::ZERO,
         text: format!(
             "traffic started: {} msg/s from clients {} and {} (hash + round robin over role=leaf)",
-            options.rate, CLIENTS[0].0, CLIENTS[1].0
+            options.rate, CLIENTS[0].0.0, CLIENTS[1].0.0
         ),
     }];
     let scripted = run_script(&mut cluster, start, options.traffic, &mut events).await;
@@ -226,8 +228,8 @@ fn setup_line(options: &DemoOptions, registry: Option<std::net::SocketAddr>) -> 
         None => "etcd registry".to_owned(),
     };
     format!(
-        "switchboard demo: {} s of traffic at {} msg/s; {registry}; proxies 101 102 (+103), \
-         leaves 201-206, clients 301 302",
+        "switchboard demo: {} s of traffic at {} msg/s; {registry}; hub 100, proxies 101 102 \
+         (+103), leaves 201-206, clients 301 302",
         options.traffic.as_secs(),
         options.rate
     )

@@ -9,7 +9,9 @@ use tokio::time::Instant;
 use super::cluster::{Cluster, Role};
 use crate::error::CliError;
 
-/// The first two proxies.
+/// The root of the tree: every proxy's upstream, the relay between proxies.
+pub(crate) const HUB: NodeId = NodeId(100);
+/// The first proxy (killed by the script).
 pub(crate) const PROXY_A: NodeId = NodeId(101);
 /// The second proxy.
 pub(crate) const PROXY_B: NodeId = NodeId(102);
@@ -26,15 +28,22 @@ pub(crate) const LEAVES: [(NodeId, NodeId); 6] = [
     (NodeId(205), PROXY_B),
     (NodeId(206), PROXY_B),
 ];
+/// Bound on the wait for the new proxy to be known before leaves move to it.
+const SCALE_OUT_WAIT: Duration = Duration::from_secs(3);
 /// The leaf the script restarts (behind [`PROXY_B`], which survives).
 const RESTARTED_LEAF: NodeId = NodeId(204);
 
 /// Every node started before traffic: (id, role, upstream).
 pub(crate) fn initial_nodes() -> Vec<(NodeId, Role, Option<NodeId>)> {
-    let proxies = [PROXY_A, PROXY_B].map(|id| (id, Role::Proxy, None));
+    let hub = (HUB, Role::Proxy, None);
+    let proxies = [PROXY_A, PROXY_B].map(|id| (id, Role::Proxy, Some(HUB)));
     let leaves = LEAVES.map(|(id, up)| (id, Role::Leaf, Some(up)));
     let clients = CLIENTS.map(|(id, up)| (id, Role::Client, Some(up)));
-    proxies.into_iter().chain(leaves).chain(clients).collect()
+    std::iter::once(hub)
+        .chain(proxies)
+        .chain(leaves)
+        .chain(clients)
+        .collect()
 }
 
 /// One scripted action.
@@ -112,33 +121,42 @@ async fn run_step(
     match step {
         Step::ScaleOut => {
             cluster
-                .start_node(PROXY_C, Role::Proxy, None, any_port)
+                .start_node(PROXY_C, Role::Proxy, Some(HUB), any_port)
                 .await?;
+            // As an operator would: move leaves only once the new proxy is registered and
+            // every node has learned it (bounded; moving earlier only costs failed sends).
+            if !cluster.wait_known_by_all(PROXY_C, SCALE_OUT_WAIT).await {
+                tracing::warn!(
+                    "proxy {PROXY_C} was not known everywhere within {SCALE_OUT_WAIT:?}"
+                );
+            }
             cluster.set_upstream(NodeId(203), PROXY_C).await?;
             cluster.set_upstream(NodeId(206), PROXY_C).await?;
             Ok(format!(
-                "scale-out: proxy {PROXY_C} started; leaf 203 moved {PROXY_A} -> {PROXY_C}, \
-                 leaf 206 moved {PROXY_B} -> {PROXY_C}"
+                "scale-out: proxy {c} started; leaf 203 moved {a} -> {c}, leaf 206 moved {b} -> {c}",
+                a = PROXY_A.0,
+                b = PROXY_B.0,
+                c = PROXY_C.0
             ))
         }
         Step::KillProxy => {
             cluster.kill_node(PROXY_A);
-            Ok(format!("proxy {PROXY_A} killed abruptly"))
+            Ok(format!("proxy {} killed abruptly", PROXY_A.0))
         }
         Step::MoveOrphans => {
             for id in [NodeId(201), NodeId(202), CLIENTS[0].0] {
                 cluster.set_upstream(id, PROXY_B).await?;
             }
             Ok(format!(
-                "leaf 201, leaf 202, client {} moved {PROXY_A} -> {PROXY_B}",
-                CLIENTS[0].0
+                "leaf 201, leaf 202, client {} moved {} -> {}",
+                CLIENTS[0].0.0, PROXY_A.0, PROXY_B.0
             ))
         }
         Step::KillLeaf => {
             if let Some((_, listen)) = cluster.kill_node(RESTARTED_LEAF) {
                 killed.insert(RESTARTED_LEAF, listen);
             }
-            Ok(format!("leaf {RESTARTED_LEAF} killed abruptly"))
+            Ok(format!("leaf {} killed abruptly", RESTARTED_LEAF.0))
         }
         Step::RestartLeaf => {
             let listen = killed.remove(&RESTARTED_LEAF).unwrap_or(any_port);
@@ -146,7 +164,8 @@ async fn run_step(
                 .start_node(RESTARTED_LEAF, Role::Leaf, Some(PROXY_B), listen)
                 .await?;
             Ok(format!(
-                "leaf {RESTARTED_LEAF} restarted on {listen} (new incarnation)"
+                "leaf {} restarted on {listen} (new incarnation)",
+                RESTARTED_LEAF.0
             ))
         }
         Step::KillRegistry => Ok(if cluster.kill_registry() {
@@ -169,13 +188,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cast_is_two_proxies_six_leaves_and_two_clients() {
+    fn the_cast_is_a_hub_two_proxies_six_leaves_and_two_clients() {
         let nodes = initial_nodes();
         let count = |role| nodes.iter().filter(|(_, r, _)| *r == role).count();
         assert_eq!(
             (count(Role::Proxy), count(Role::Leaf), count(Role::Client)),
-            (2, 6, 2)
+            (3, 6, 2)
         );
+        assert_eq!(nodes[0], (HUB, Role::Proxy, None));
+        let under_hub = nodes.iter().filter(|(_, _, up)| *up == Some(HUB)).count();
+        assert_eq!(under_hub, 2);
         let behind = |proxy| {
             nodes
                 .iter()
