@@ -248,3 +248,30 @@ fn a_listen_address_in_use_is_a_run_time_failure() {
     assert_eq!(exit.code(), Some(1));
     assert_eq!(node.rest_of_stdout(), Vec::<String>::new(), "no ready line");
 }
+
+#[test]
+fn a_registry_with_a_concern_file_announces_itself_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let concern = dir.path().join("concern.toml");
+    std::fs::write(&concern, "[concern]\ngame = [\"gate\", \"chat\"]\n").expect("write");
+    let mut registry = Running::start(&[
+        "registry",
+        "--listen",
+        "127.0.0.1:0",
+        "--concern",
+        concern.to_str().expect("UTF-8 path"),
+    ]);
+    let line = registry.next_line("registry ready");
+    let ready: Value = serde_json::from_str(&line).expect("JSON ready line");
+    let listen = str_field(&ready, "listen");
+    assert!(
+        listen.starts_with("127.0.0.1:") && !listen.ends_with(":0"),
+        "{line}"
+    );
+    assert_eq!(
+        line,
+        format!(r#"{{"ready":"registry","listen":"{listen}"}}"#)
+    );
+    registry.terminate();
+    assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
+}
