@@ -27,7 +27,7 @@ use self::{
     progress::{finish_progress, spawn_progress},
     scenario::{CLIENTS, Event, initial_nodes, run_script},
     table::{DemoSummary, Report},
-    traffic::{Pattern, Receipts, spawn_sender},
+    traffic::{Pattern, Receipts, Schedule, spawn_sender},
 };
 use crate::{
     cli::DemoArgs, config::registry_spec, error::CliError, lifecycle::print_json_line,
@@ -154,8 +154,11 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
                 handle.clone(),
                 pattern,
                 Arc::clone(&seqs),
-                options.rate / 4,
-                until,
+                Schedule {
+                    start,
+                    until,
+                    rate: options.rate / 4,
+                },
                 Arc::clone(&tally),
             ));
         }

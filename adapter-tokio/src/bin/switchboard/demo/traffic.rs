@@ -101,18 +101,30 @@ pub(crate) fn target(pattern: Pattern, seq: u64) -> TargetSpec {
     }
 }
 
-/// Starts a paced sender on `client` with `pattern`, sending `rate` messages per second
-/// until `until`; sequence numbers come from `seqs` (shared by a client's senders).
+/// When and how fast a sender sends: `rate` messages per second, the n-th due at
+/// `start + n / rate`, every message due before `until` (so a run sends exactly
+/// `rate × (until - start)` messages, however late the task gets to run).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Schedule {
+    /// First message.
+    pub(crate) start: Instant,
+    /// No message is due at or after this.
+    pub(crate) until: Instant,
+    /// Messages per second.
+    pub(crate) rate: u64,
+}
+
+/// Starts a paced sender on `client` with `pattern`, sending on `schedule`; sequence numbers
+/// come from `seqs` (shared by a client's senders).
 pub(crate) fn spawn_sender(
     client: NodeHandle,
     pattern: Pattern,
     seqs: Arc<AtomicU64>,
-    rate: u64,
-    until: Instant,
+    schedule: Schedule,
     tally: Arc<SharedTally>,
 ) -> JoinHandle<()> {
+    let Schedule { start, until, rate } = schedule;
     tokio::spawn(async move {
-        let start = Instant::now();
         for n in 0.. {
             let due = start + send_offset(n, rate);
             if due >= until {
