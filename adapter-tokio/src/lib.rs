@@ -10,6 +10,7 @@
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and
 //! re-arms its timer.
 
+pub mod admin;
 pub mod clock;
 mod net;
 pub mod node;
