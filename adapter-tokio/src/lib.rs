@@ -10,14 +10,17 @@
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and
 //! re-arms its timer.
 
+pub mod admin;
 pub mod clock;
+mod net;
 pub mod node;
 pub mod observe;
 pub mod registry;
 pub mod target;
 
 pub use node::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, RegistrySpec, SendFailure,
+    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received, RegistrySpec,
+    SendFailure,
 };
-pub use observe::{Metrics, Status};
+pub use observe::{Known, Metrics, Status};
 pub use target::TargetSpec;

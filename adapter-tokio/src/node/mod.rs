@@ -1,9 +1,9 @@
 //! A core `Node` on tokio: [`NodeBuilder`] starts it, [`NodeHandle`] talks to it, [`Inbox`]
 //! yields what it receives.
 //!
-//! One task ([`driver`]) owns the `Node`. It waits for a command, a link event, a registry
-//! feed event or the core's next deadline, makes one `handle_*` call, drains `poll_output`
-//! into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
+//! One task (the private `driver` module) owns the `Node`. It waits for a command, a link
+//! event, a registry feed event or the core's next deadline, makes one `handle_*` call, drains
+//! `poll_output` into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
 //! writer task (batched writes of the core's `Transmit`s). Routing decisions live in the core
 //! only.
 
@@ -12,15 +12,18 @@ mod driver;
 use std::{
     net::SocketAddr,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll},
+    time::Duration,
 };
 
 use bytes::Bytes;
 use switchboard_core::{config::Config, ids::NodeId, node::SendError, outcome::Outcome};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::{
-    observe::{Metrics, Status},
+    observe::{Known, Metrics, Status},
+    registry::client::ClientTuning,
     target::TargetSpec,
 };
 
@@ -95,10 +98,6 @@ pub enum StartError {
 /// Commands from handles to the driver.
 #[derive(Debug)]
 #[allow(
-    dead_code,
-    reason = "skeleton: the driver loop that reads these lands next"
-)]
-#[allow(
     clippy::large_enum_variant,
     reason = "sends are the hot command and already carry a filter inline; boxing would add an allocation per message"
 )]
@@ -109,6 +108,16 @@ pub(crate) enum Command {
         payload: Bytes,
         accepted: oneshot::Sender<Result<OutcomeReceiver, SendError>>,
     },
+    Post {
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+        outcome: oneshot::Sender<Result<Outcome, SendError>>,
+    },
+    SendBatch {
+        messages: Vec<(TargetSpec, u32, Bytes)>,
+        accepted: oneshot::Sender<Vec<Result<OutcomeReceiver, SendError>>>,
+    },
     SetUpstream {
         upstream: NodeId,
         done: oneshot::Sender<()>,
@@ -116,7 +125,6 @@ pub(crate) enum Command {
     Status(oneshot::Sender<Status>),
     Metrics(oneshot::Sender<Metrics>),
     Shutdown(oneshot::Sender<()>),
-    Kill,
 }
 
 /// Resolves to the outcome of one accepted message.
@@ -140,12 +148,36 @@ impl Future for PendingOutcome {
     }
 }
 
+/// A message handed over with [`NodeHandle::post`]: resolves to its outcome, or to why it was
+/// not accepted.
+#[derive(Debug)]
+pub struct PostedOutcome {
+    rx: oneshot::Receiver<Result<Outcome, SendError>>,
+}
+
+impl Future for PostedOutcome {
+    /// `Err(Refused)` if the core refused the message (nothing was accepted), `Err(Stopped)`
+    /// if the driver stopped before reporting (only after [`NodeHandle::kill`], or when the
+    /// node had stopped before the message reached it).
+    type Output = Result<Outcome, SendFailure>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| match r {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(refused)) => Err(SendFailure::Refused(refused)),
+            Err(_) => Err(SendFailure::Stopped),
+        })
+    }
+}
+
 /// Configures and starts a node.
 #[derive(Clone, Debug)]
 pub struct NodeBuilder {
     config: Config,
     listen: SocketAddr,
     registry: RegistrySpec,
+    tuning: ClientTuning,
+    inbox_capacity: usize,
 }
 
 impl NodeBuilder {
@@ -157,6 +189,8 @@ impl NodeBuilder {
             config: Config::new(id, name),
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             registry: RegistrySpec::None,
+            tuning: ClientTuning::default(),
+            inbox_capacity: INBOX_CAPACITY,
         }
     }
 
@@ -195,6 +229,22 @@ impl NodeBuilder {
         self
     }
 
+    /// Overrides the embedded registry client's defaults (reconnect backoff, grace after a
+    /// registry restart, heartbeat); ignored by other backends.
+    #[must_use]
+    pub fn registry_tuning(mut self, tuning: ClientTuning) -> NodeBuilder {
+        self.tuning = tuning;
+        self
+    }
+
+    /// Capacity of the [`Inbox`] (default [`INBOX_CAPACITY`]; at least 1). While it is full
+    /// the node stops reading its links.
+    #[must_use]
+    pub fn inbox_capacity(mut self, capacity: usize) -> NodeBuilder {
+        self.inbox_capacity = capacity.max(1);
+        self
+    }
+
     /// Changes the core config (timeouts, limits, seed, ...) before start.
     #[must_use]
     pub fn config(mut self, f: impl FnOnce(&mut Config)) -> NodeBuilder {
@@ -205,15 +255,22 @@ impl NodeBuilder {
     /// Binds the listener, creates the core `Node`, starts the registry backend and the
     /// driver task.
     ///
+    /// Filled in at start when left at their defaults: `listen` (the bound address as
+    /// `atcp://ip:port`, loopback for an unspecified ip), `pid`, `hostname`. Fresh entropy is
+    /// mixed into `rng_seed`, so a restarted node is always a new incarnation.
+    ///
     /// # Errors
     ///
     /// An invalid config or a failed bind.
     pub async fn start(self) -> Result<(NodeHandle, Inbox), StartError> {
-        driver::start(self.config, self.listen, self.registry).await
+        driver::start(self).await
     }
 }
 
 /// A cheap, cloneable handle to a running node.
+///
+/// When the last handle is dropped the node shuts down gracefully, as after
+/// [`shutdown`](Self::shutdown).
 #[derive(Clone, Debug)]
 pub struct NodeHandle {
     id: NodeId,
@@ -221,6 +278,8 @@ pub struct NodeHandle {
     local_addr: SocketAddr,
     incarnation: u64,
     commands: mpsc::Sender<Command>,
+    kill_switch: Arc<Notify>,
+    known: watch::Receiver<Known>,
 }
 
 impl NodeHandle {
@@ -294,6 +353,53 @@ impl NodeHandle {
         }
     }
 
+    /// Hands a message to the node without waiting for the node to look at it: returns as
+    /// soon as the command queue has room, with a future of its outcome (or of its refusal).
+    /// Unlike [`submit`](Self::submit) this costs no round trip to the driver per message, so
+    /// one task can stream messages at full speed; the bounded command queue is the
+    /// backpressure.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped.
+    pub async fn post(
+        &self,
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<PostedOutcome, Stopped> {
+        let (outcome, rx) = oneshot::channel();
+        self.command(Command::Post {
+            target,
+            msg_type,
+            payload,
+            outcome,
+        })
+        .await?;
+        Ok(PostedOutcome { rx })
+    }
+
+    /// Hands several messages to the node in one command — one round trip to the driver
+    /// instead of one per message — and returns, in order, each one's outcome future or why
+    /// the core refused it. Use this to push many messages fast from one task.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped (nothing was accepted).
+    pub async fn submit_batch(
+        &self,
+        messages: Vec<(TargetSpec, u32, Bytes)>,
+    ) -> Result<Vec<Result<PendingOutcome, SendError>>, Stopped> {
+        let (accepted, rx) = oneshot::channel();
+        self.command(Command::SendBatch { messages, accepted })
+            .await?;
+        let results = rx.await.map_err(|_| Stopped)?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.map(|rx| PendingOutcome { rx }))
+            .collect())
+    }
+
     /// Switches this node's upstream: publishes the new topology record to the registry (the
     /// core applies it when the registry reports it back, as for any node).
     ///
@@ -344,9 +450,38 @@ impl NodeHandle {
     /// Abrupt stop, as if the process were killed: every socket is dropped at once, nothing
     /// is unregistered, no goodbye is sent, pending outcome futures resolve to `Stopped`.
     pub fn kill(&self) {
-        // A full channel means the driver is busy; it also drops its end when killed, so a
-        // lost Kill here can only race with a stop already under way.
-        let _ = self.commands.try_send(Command::Kill);
+        // A stored permit: the driver sees it at its next wait even if it is busy now.
+        self.kill_switch.notify_one();
+    }
+
+    /// What the node's registry view holds now.
+    #[must_use]
+    pub fn known(&self) -> Known {
+        self.known.borrow().clone()
+    }
+
+    /// Waits until `done` holds for the node's registry view (checked now and after every
+    /// registry event), at most `timeout`. Returns whether it held; `false` also when the node
+    /// stopped.
+    pub async fn wait_for(&self, timeout: Duration, mut done: impl FnMut(&Known) -> bool) -> bool {
+        let mut known = self.known.clone();
+        tokio::time::timeout(
+            timeout,
+            async move { known.wait_for(|k| done(k)).await.is_ok() },
+        )
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Waits until discovery and topology records of every node in `ids` are applied, at
+    /// most `timeout`. Returns whether they are.
+    pub async fn wait_known(&self, ids: &[NodeId], timeout: Duration) -> bool {
+        self.wait_for(timeout, |k| k.knows_all(ids)).await
+    }
+
+    /// Waits until the registry backend reports the node registered, at most `timeout`.
+    pub async fn wait_registered(&self, timeout: Duration) -> bool {
+        self.wait_for(timeout, |k| k.registered).await
     }
 
     async fn command(&self, command: Command) -> Result<(), Stopped> {
@@ -355,6 +490,11 @@ impl NodeHandle {
 }
 
 /// The messages a node receives, in arrival order. Ends when the node stops.
+///
+/// Bounded ([`INBOX_CAPACITY`] unless [`NodeBuilder::inbox_capacity`] says otherwise): while
+/// it is full the driver stops reading its links, so
+/// senders see backpressure (their pending queues fill) instead of this node buffering
+/// without limit.
 #[derive(Debug)]
 pub struct Inbox {
     rx: mpsc::Receiver<Received>,

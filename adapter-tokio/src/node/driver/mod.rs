@@ -1,0 +1,481 @@
+//! The driver task: one loop over the core `Node`.
+//!
+//! [`start`] ([`lifecycle`]) binds the listener, builds the `Node` and the records the node
+//! registers, starts the registry backend (`lifecycle::start_backend`, the one place a
+//! backend is chosen) and spawns the loop. The loop waits for one of: a
+//! command from a [`NodeHandle`], a link event ([`links`]), a registry feed event, room in a
+//! full inbox, or the core's next deadline (one `Sleep`, reset only when the deadline moves).
+//! It makes the matching `handle_*` call (or command), then drains `poll_output` into I/O:
+//! `Connect` → a dial task, `Transmit` → the link's writer, `Close` → the link's tasks stop
+//! (the writer flushes first), `Received` → the inbox, `Outcome` → the sender's outcome
+//! future, `Event` → counters and logs. No routing decision is taken here.
+//!
+//! Backpressure: while the inbox is full, received messages wait in a local queue and the
+//! loop stops taking link events, so the link readers stop and the peers' TCP windows close.
+//! Writers are unbounded queues; what a node transmits is bounded by the core (each sender's
+//! pending and unacknowledged messages per target count against its queue limits), and a peer
+//! that stops reading is closed by the core's heartbeat.
+//!
+//! Stops: a graceful shutdown ([`lifecycle`]) reports every outcome, unregisters and flushes;
+//! a kill drops the driver, and with it every task (they live in the link table's `JoinSet`),
+//! socket, outcome sender, and the registry feed (the backend then ends without a goodbye).
+
+mod accounting;
+mod lifecycle;
+mod links;
+
+pub(super) use lifecycle::start;
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::Arc,
+    time::Duration,
+};
+
+use switchboard_core::{
+    discovery::TopologyInfo,
+    ids::{MsgId, NodeId},
+    node::{Event, Node, Output, RegistryEvent, SendError},
+    outcome::Outcome,
+    time::Instant,
+};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tracing::{debug, info, warn};
+
+use self::{
+    accounting::Counters,
+    lifecycle::answer_after_stop,
+    links::{LinkEvent, Links},
+};
+use super::{Command, OutcomeReceiver, Received};
+use crate::{
+    clock::Clock,
+    observe::Known,
+    registry::feed::{Feed, FeedCommand, FeedEvent},
+    target::TargetSpec,
+};
+
+/// Ready commands and link events handled per wake-up before the loop waits again.
+const BURST: usize = 256;
+/// How long a graceful shutdown waits for the registry backend to unregister.
+const UNREGISTER_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a graceful shutdown waits for the link writers to flush.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The loop's state: the core node and everything its outputs go to.
+struct Driver {
+    node: Node,
+    clock: Clock,
+    links: Links,
+    /// Outcome futures of accepted messages.
+    pending: HashMap<MsgId, Waiter>,
+    inbox: mpsc::Sender<Received>,
+    /// Received messages waiting for room in the inbox (link events pause meanwhile).
+    overflow: VecDeque<Received>,
+    feed: Option<Feed>,
+    /// The topology record as last published.
+    topology: TopologyInfo,
+    counters: Counters,
+    registered: bool,
+    known: watch::Sender<Known>,
+}
+
+/// Who waits for an accepted message's outcome.
+#[derive(Debug)]
+enum Waiter {
+    /// A [`super::PendingOutcome`] (`submit`, `send`, `submit_batch`).
+    Submitted(oneshot::Sender<Outcome>),
+    /// A [`super::PostedOutcome`] (`post`).
+    Posted(oneshot::Sender<Result<Outcome, SendError>>),
+}
+
+impl Waiter {
+    fn resolve(self, outcome: Outcome) {
+        let _ = match self {
+            Waiter::Submitted(tx) => tx.send(outcome).map_err(drop),
+            Waiter::Posted(tx) => tx.send(Ok(outcome)).map_err(drop),
+        };
+    }
+}
+
+/// How the loop ended.
+enum Exit {
+    Killed,
+    Shutdown(Option<oneshot::Sender<()>>),
+}
+
+impl Driver {
+    async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut link_events: mpsc::Receiver<LinkEvent>,
+        kill_switch: Arc<Notify>,
+    ) {
+        let far = || tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        let sleep = tokio::time::sleep_until(far());
+        tokio::pin!(sleep);
+        let mut armed: Option<Instant> = None;
+        let exit = loop {
+            let deadline = self.node.poll_timeout();
+            if deadline != armed {
+                armed = deadline;
+                let at = deadline.map_or_else(far, |d| self.clock.to_tokio(d));
+                sleep.as_mut().reset(at);
+            }
+            let inbox_blocked = !self.overflow.is_empty();
+            tokio::select! {
+                () = kill_switch.notified() => break Exit::Killed,
+                command = commands.recv() => match command {
+                    Some(Command::Shutdown(done)) => break Exit::Shutdown(Some(done)),
+                    Some(command) => self.on_command(command),
+                    None => break Exit::Shutdown(None),
+                },
+                Some(event) = link_events.recv(), if !inbox_blocked => self.on_link_event(event),
+                event = feed_recv(&mut self.feed) => self.on_feed_event(event),
+                room = inbox_room(&self.inbox), if inbox_blocked => {
+                    if room {
+                        self.push_overflow();
+                    } else {
+                        self.drop_overflow();
+                    }
+                }
+                () = &mut sleep, if armed.is_some() => {
+                    let now = self.clock.now();
+                    self.node.handle_timeout(now);
+                }
+            }
+            self.drain();
+            if let Some(exit) = self.burst(&mut commands, &mut link_events) {
+                break exit;
+            }
+        };
+        match exit {
+            Exit::Killed => {
+                info!(id = %self.node.id(), "node killed");
+                // Dropping the driver drops the link table (aborting every task and socket),
+                // the feed (the backend ends without unregistering) and every outcome sender.
+            }
+            Exit::Shutdown(done) => {
+                self.shutdown().await;
+                answer_after_stop(&mut commands, &self);
+                if let Some(done) = done {
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// Handles commands and link events that are already waiting, up to [`BURST`] of them,
+    /// without going back through `select!` (each followed by a full drain). Returns how the
+    /// loop ends if a shutdown command came up.
+    fn burst(
+        &mut self,
+        commands: &mut mpsc::Receiver<Command>,
+        link_events: &mut mpsc::Receiver<LinkEvent>,
+    ) -> Option<Exit> {
+        for _ in 0..BURST {
+            let mut progressed = false;
+            if let Ok(command) = commands.try_recv() {
+                if let Command::Shutdown(done) = command {
+                    return Some(Exit::Shutdown(Some(done)));
+                }
+                self.on_command(command);
+                self.drain();
+                progressed = true;
+            }
+            if self.overflow.is_empty() {
+                if let Ok(event) = link_events.try_recv() {
+                    self.on_link_event(event);
+                    self.drain();
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        None
+    }
+
+    fn on_command(&mut self, command: Command) {
+        let now = self.clock.now();
+        match command {
+            Command::Send {
+                target,
+                msg_type,
+                payload,
+                accepted,
+            } => {
+                let result = self
+                    .send_one(now, &target, msg_type, payload)
+                    .map(|msg| self.waiting_submit(msg));
+                let _ = accepted.send(result);
+            }
+            Command::Post {
+                target,
+                msg_type,
+                payload,
+                outcome,
+            } => match self.send_one(now, &target, msg_type, payload) {
+                Ok(msg) => {
+                    self.pending.insert(msg, Waiter::Posted(outcome));
+                }
+                Err(refused) => {
+                    let _ = outcome.send(Err(refused));
+                }
+            },
+            Command::SendBatch { messages, accepted } => {
+                let results = messages
+                    .into_iter()
+                    .map(|(target, msg_type, payload)| {
+                        self.send_one(now, &target, msg_type, payload)
+                            .map(|msg| self.waiting_submit(msg))
+                    })
+                    .collect();
+                let _ = accepted.send(results);
+            }
+            Command::SetUpstream { upstream, done } => {
+                self.set_upstream(now, upstream);
+                let _ = done.send(());
+            }
+            Command::Status(tx) => {
+                let _ = tx.send(accounting::status(&self.node, &self.links, self.registered));
+            }
+            Command::Metrics(tx) => {
+                let _ = tx.send(self.counters.snapshot(&self.node, &self.links));
+            }
+            Command::Shutdown(done) => {
+                // Handled by the loop; unreachable here, answered anyway.
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Hands one message to the core; its id, or why it was refused.
+    fn send_one(
+        &mut self,
+        now: Instant,
+        target: &TargetSpec,
+        msg_type: u32,
+        payload: bytes::Bytes,
+    ) -> Result<MsgId, SendError> {
+        let result = self.node.send(now, target.as_target(), msg_type, payload);
+        match &result {
+            Ok(_) => self.counters.accepted(),
+            Err(error) => self.counters.refused(error),
+        }
+        result
+    }
+
+    /// Registers a submitter waiting for `msg`'s outcome.
+    fn waiting_submit(&mut self, msg: MsgId) -> OutcomeReceiver {
+        let (tx, rx) = oneshot::channel();
+        self.pending.insert(msg, Waiter::Submitted(tx));
+        rx
+    }
+
+    /// Publishes a topology record naming `upstream`. With a registry the core applies it
+    /// when the registry echoes the node's own record back (as for any node); without one it
+    /// is applied at once.
+    fn set_upstream(&mut self, now: Instant, upstream: NodeId) {
+        self.topology.upstream_id = upstream;
+        info!(id = %self.node.id(), %upstream, "switching upstream");
+        match &self.feed {
+            Some(feed) => {
+                let update = FeedCommand::UpdateTopology(self.topology.clone());
+                if let Err(e) = feed.commands.try_send(update) {
+                    warn!(error = %e, "registry backend did not take the topology update");
+                }
+            }
+            None => {
+                let event = RegistryEvent::TopologyPut(self.topology.clone());
+                self.node.handle_registry(now, event);
+                self.publish_known();
+            }
+        }
+    }
+
+    fn on_link_event(&mut self, event: LinkEvent) {
+        let now = self.clock.now();
+        match event {
+            LinkEvent::Accepted(stream, peer) => {
+                let link = self.node.handle_accepted(now);
+                debug!(%link, %peer, "accepted");
+                self.links.accepted(link, stream);
+            }
+            LinkEvent::Connected(link, stream) => {
+                if self.links.connected(link, stream) {
+                    self.node.handle_connected(now, link);
+                }
+            }
+            LinkEvent::ConnectFailed(link, reason) => {
+                if self.links.gone(link) {
+                    debug!(%link, %reason, "dial failed");
+                    self.counters.dial_failed();
+                    self.node.handle_connect_failed(now, link);
+                }
+            }
+            LinkEvent::Bytes(link, bytes) => {
+                if self.links.contains(link) {
+                    self.node.handle_received(now, link, &bytes);
+                }
+            }
+            LinkEvent::Closed(link, reason) => {
+                if self.links.gone(link) {
+                    debug!(%link, %reason, "link closed by the peer or the network");
+                    self.node.handle_closed(now, link);
+                }
+            }
+        }
+    }
+
+    fn on_feed_event(&mut self, event: Option<FeedEvent>) {
+        let Some(event) = event else {
+            debug!(id = %self.node.id(), "registry backend ended");
+            self.feed = None;
+            return;
+        };
+        match event {
+            FeedEvent::Registry(event) => {
+                self.counters.registry_event(&event);
+                let now = self.clock.now();
+                self.node.handle_registry(now, event);
+            }
+            FeedEvent::Registered => {
+                self.counters.registered();
+                self.registered = true;
+            }
+            FeedEvent::Disconnected { reason } => {
+                if self.registered {
+                    info!(id = %self.node.id(), %reason, "registry lost");
+                }
+                self.counters.registry_disconnected();
+                self.registered = false;
+            }
+            FeedEvent::Conflict { holder } => {
+                warn!(id = %self.node.id(), %holder, "another instance holds this node's id");
+                self.counters.registry_conflict();
+                self.registered = false;
+            }
+        }
+        self.publish_known();
+    }
+
+    fn publish_known(&mut self) {
+        let known = accounting::known(&self.node, self.registered);
+        self.known.send_if_modified(|k| {
+            if *k == known {
+                false
+            } else {
+                *k = known;
+                true
+            }
+        });
+    }
+
+    /// Performs every pending output of the core.
+    fn drain(&mut self) {
+        while let Some(output) = self.node.poll_output() {
+            match output {
+                Output::Connect { link, peer, addr } => {
+                    self.counters.dial();
+                    self.links.dial(link, peer, addr);
+                }
+                Output::Transmit { link, bytes } => self.links.transmit(link, bytes),
+                Output::Close { link } => self.links.close(link),
+                Output::Received {
+                    from,
+                    via,
+                    msg_type,
+                    payload,
+                } => {
+                    self.counters.received();
+                    self.deliver(Received {
+                        from,
+                        via,
+                        msg_type,
+                        payload,
+                    });
+                }
+                Output::Outcome { msg, outcome } => {
+                    self.counters.outcome(outcome);
+                    if let Some(waiter) = self.pending.remove(&msg) {
+                        waiter.resolve(outcome);
+                    }
+                }
+                Output::Event(event) => self.on_event(&event),
+                other => debug!(?other, "unhandled node output"),
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        self.counters.event(event);
+        match event {
+            Event::LinkUp { link, peer } => {
+                self.links.mark_up(*link, *peer);
+                debug!(id = %self.node.id(), %link, %peer, "link up");
+            }
+            Event::LinkClosed { link, peer } => {
+                debug!(id = %self.node.id(), %link, ?peer, "link down");
+            }
+            Event::LinkRejected { link, reason } => {
+                warn!(id = %self.node.id(), %link, %reason, "link rejected");
+            }
+            Event::PeerRestarted { peer, incarnation } => {
+                info!(id = %self.node.id(), %peer, incarnation, "peer restarted");
+            }
+            other => debug!(id = %self.node.id(), ?other, "node event"),
+        }
+    }
+
+    /// Hands `msg` to the inbox, or queues it while the inbox is full.
+    fn deliver(&mut self, msg: Received) {
+        if !self.overflow.is_empty() {
+            self.overflow.push_back(msg);
+            return;
+        }
+        match self.inbox.try_send(msg) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(msg)) => self.overflow.push_back(msg),
+            Err(mpsc::error::TrySendError::Closed(_)) => self.counters.inbox_dropped(),
+        }
+    }
+
+    /// Moves queued messages into the inbox while it has room.
+    fn push_overflow(&mut self) {
+        while let Some(msg) = self.overflow.pop_front() {
+            match self.inbox.try_send(msg) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(msg)) => {
+                    self.overflow.push_front(msg);
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    self.counters.inbox_dropped();
+                    self.drop_overflow();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn drop_overflow(&mut self) {
+        for _ in self.overflow.drain(..) {
+            self.counters.inbox_dropped();
+        }
+    }
+}
+
+/// Waits until the inbox has room (`true`; the driver is its only sender, so the room stays
+/// until it sends) or was dropped (`false`).
+async fn inbox_room(inbox: &mpsc::Sender<Received>) -> bool {
+    inbox.reserve().await.is_ok()
+}
+
+async fn feed_recv(feed: &mut Option<Feed>) -> Option<FeedEvent> {
+    match feed {
+        Some(feed) => feed.events.recv().await,
+        None => std::future::pending().await,
+    }
+}
