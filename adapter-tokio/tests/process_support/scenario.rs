@@ -51,17 +51,20 @@ allow_direct_connection = true
 role = [\"proxy\"]
 ";
 
-/// Writes [`LOAD_THROUGH_PROXY_TOML`] under cargo's scratch directory for tests (one file per
-/// test process) and returns its path.
+/// Writes [`LOAD_THROUGH_PROXY_TOML`] under cargo's scratch directory for tests and returns
+/// its path. Test processes running at once write the same bytes: each writes a file of its
+/// own and renames it into place, so a reader never sees a partly written file.
 ///
 /// # Panics
 ///
 /// The file cannot be written.
 #[must_use]
 pub fn load_through_proxy_config() -> PathBuf {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("load-through-proxy-{}.toml", std::process::id()));
-    std::fs::write(&path, LOAD_THROUGH_PROXY_TOML)
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("load-through-proxy.toml");
+    let staging = dir.join(format!("load-through-proxy.toml.{}", std::process::id()));
+    std::fs::write(&staging, LOAD_THROUGH_PROXY_TOML)
+        .and_then(|()| std::fs::rename(&staging, &path))
         .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     path
 }
