@@ -10,6 +10,7 @@
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and
 //! re-arms its timer.
 
+pub mod admin;
 pub mod clock;
 #[cfg(feature = "etcd")]
 pub mod etcd;
@@ -20,7 +21,8 @@ pub mod registry;
 pub mod target;
 
 pub use node::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, RegistrySpec, SendFailure,
+    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received, RegistrySpec,
+    SendFailure,
 };
 pub use observe::{Known, Metrics, Status};
 pub use target::TargetSpec;
