@@ -309,3 +309,43 @@ async fn snapshot_keys(etcd: &EtcdServer) -> Vec<(String, Vec<u8>, i64, i64, i64
     }
     out
 }
+
+/// A backend started while etcd is down reports it, keeps trying, and registers once etcd
+/// answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_started_before_etcd_registers_once_etcd_is_up() {
+    let mut etcd = EtcdServer::start().await;
+    etcd.kill();
+    let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
+    let down = alpha
+        .until("Disconnected", |e| {
+            matches!(e, FeedEvent::Disconnected { .. })
+        })
+        .await;
+    assert!(
+        matches!(&down, FeedEvent::Disconnected { reason } if reason.contains("list")),
+        "{down:?}"
+    );
+    etcd.restart().await;
+    alpha.registered().await;
+    let kv = etcd.get("/sb/by_id/alpha-257").await.expect("registered");
+    assert_eq!(kv.lease(), alpha.stats.snapshot().lease_id);
+    alpha.shutdown().await;
+    assert_eq!(etcd.keys("/sb/").await, Vec::<String>::new());
+}
+
+/// Endpoints the client cannot use are reported (never a panic); a shutdown is still
+/// answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_endpoints_are_reported_and_shutdown_is_answered() {
+    let mut options = switchboard_tokio::registry::EtcdOptions::new(vec!["http://[::1".into()]);
+    options.prefix = "/sb/".into();
+    let mut alpha = Backend::spawn(options, registration(257, "alpha", 0, 7001, 1));
+    let down = alpha.next().await;
+    assert!(
+        matches!(&down, FeedEvent::Disconnected { reason }
+            if reason.starts_with("cannot use etcd endpoints [\"http://[::1\"]: ")),
+        "{down:?}"
+    );
+    alpha.shutdown().await;
+}

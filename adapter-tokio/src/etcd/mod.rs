@@ -6,17 +6,17 @@
 //! JSON mapping, each watcher's revision bookkeeping ([`WatchState`]) and the lease machine
 //! ([`LeaseState`]). This module only performs the RPCs they plan, with `etcd-client`:
 //!
-//! - a **lease task** ([`lease_task`]): grant → one registration txn guarded on `by_id` not
+//! - a **lease task** (`lease_task`): grant → one registration txn guarded on `by_id` not
 //!   existing (a conflict is reported, never overwritten, retried on the lease schedule) →
 //!   a keepalive every `keepalive_interval` whose every answer is checked for TTL ≤ 0 →
 //!   `lease_time_to_live` when the stream stayed broken past the TTL → a new lease and a
 //!   replayed registration when the lease is lost → topology-only rewrites on the same lease
 //!   → revoke on graceful shutdown;
-//! - three **watcher tasks** ([`watch_task`]: `topology`, `by_id`, `by_name`): linearizable
+//! - three **watcher tasks** (`watch_task`: `topology`, `by_id`, `by_name`): linearizable
 //!   list → watch from revision + 1 with `prev_kv` and progress notify → re-watch from the
 //!   last seen revision after an error or end → re-list and diff after a compaction → a
 //!   progress watchdog that replaces a silent stream;
-//! - a **coordinator** ([`coordinator`]): forwards registry events, announces
+//! - a **coordinator** (`coordinator`): forwards registry events, announces
 //!   [`FeedEvent::Registered`](crate::registry::FeedEvent::Registered) once the keys are
 //!   written and every watcher has listed, [`Disconnected`](crate::registry::FeedEvent) when
 //!   etcd is lost, [`Conflict`](crate::registry::FeedEvent) when another instance owns the

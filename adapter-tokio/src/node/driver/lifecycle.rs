@@ -116,10 +116,9 @@ fn start_backend(
             tuning.apply(c);
         }))),
         #[cfg(feature = "etcd")]
-        RegistrySpec::Etcd(options) => Ok(Some(crate::etcd::spawn_etcd(
-            options.clone(),
-            registration,
-        ))),
+        RegistrySpec::Etcd(options) => {
+            Ok(Some(crate::etcd::spawn_etcd(options.clone(), registration)))
+        }
         #[cfg(not(feature = "etcd"))]
         RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
     }
