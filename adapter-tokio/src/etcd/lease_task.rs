@@ -117,7 +117,15 @@ impl LeaseTask {
                 LeaseAction::Wait { until } => {
                     !self.state.is_closed() && self.wait(&mut run, until).await
                 }
-                _ => true,
+                other => {
+                    // A newer core's action this adapter does not know: never spin on it.
+                    tracing::error!(
+                        ?other,
+                        "unknown etcd lease action; waiting before the next poll"
+                    );
+                    tokio::time::sleep(self.config.retry).await;
+                    true
+                }
             };
             if !alive {
                 self.publish();

@@ -25,6 +25,9 @@ use super::{
 };
 use crate::clock::Clock;
 
+/// Pause after an action this adapter does not know (a newer core), instead of spinning.
+const UNKNOWN_ACTION_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Everything one watcher task owns.
 pub(super) struct WatchTask {
     pub(super) client: Client,
@@ -91,7 +94,16 @@ impl WatchTask {
                     None => true,
                 },
                 WatchAction::Wait { until } => self.wait(&mut stream, until).await,
-                _ => true,
+                other => {
+                    // A newer core's action this adapter does not know: never spin on it.
+                    tracing::error!(
+                        ?kind,
+                        ?other,
+                        "unknown etcd watch action; waiting before the next poll"
+                    );
+                    tokio::time::sleep(UNKNOWN_ACTION_PAUSE).await;
+                    true
+                }
             };
             self.publish();
             if !alive {
