@@ -132,6 +132,9 @@ struct SendStream {
     bytes: usize,
     /// When the in-flight list was last (re)transmitted.
     last_tx: Instant,
+    /// A relay refused one of its frames (`Unreachable`) since its last (re)transmission:
+    /// given up now, its reason is `NoRoute` rather than `Timeout`.
+    refused: bool,
 }
 
 /// Every stream this node sends on, by destination.
@@ -200,6 +203,7 @@ impl SendStreams {
             inflight: VecDeque::new(),
             bytes: 0,
             last_tx: now,
+            refused: false,
         });
         stream.last = stream.last.wrapping_add(1);
         if stream.last == 0 {
@@ -298,6 +302,7 @@ impl SendStreams {
         stream.tag = fresh_tag(&mut self.rng, stream.tag);
         stream.stamp = refusal.incarnation;
         stream.last = 0;
+        stream.refused = false;
         for m in &mut stream.inflight {
             stream.last += 1;
             m.seq = make_seq(stream.tag, stream.last);
@@ -341,14 +346,24 @@ impl SendStreams {
         self.known.get(&dst).copied().unwrap_or(0)
     }
 
-    /// A relay refused the frame `seq` to `dst` (`Unreachable`). When it is the oldest
-    /// in-flight message and that was its only copy, it provably did not arrive: its next
-    /// copy goes out as a first transmission (no `retransmit` flag).
+    /// A relay refused the frame `seq` to `dst` (`Unreachable`); ignored unless `seq` is in
+    /// flight on the current stream. The stream is marked refused until its next
+    /// (re)transmission (given up meanwhile, its reason is `NoRoute`). When `seq` is the
+    /// oldest in-flight message and that was its only copy, it provably did not arrive: its
+    /// transmissions drop to 0, so its next copy goes out as a first transmission (no
+    /// `retransmit` flag) and, given up before then, the stream ends `Failed`.
     pub fn on_refused(&mut self, dst: NodeId, seq: u64) {
-        if let Some(head) = self
+        let Some(stream) = self
             .streams
             .get_mut(&dst)
-            .and_then(|s| s.inflight.front_mut())
+            .filter(|s| s.inflight.iter().any(|m| m.seq == seq))
+        else {
+            return;
+        };
+        stream.refused = true;
+        if let Some(head) = stream
+            .inflight
+            .front_mut()
             .filter(|m| m.seq == seq && m.transmissions == 1)
         {
             head.transmissions = 0;
@@ -360,6 +375,7 @@ impl SendStreams {
     pub fn mark_retransmitted(&mut self, dst: NodeId, now: Instant) {
         if let Some(stream) = self.streams.get_mut(&dst) {
             stream.last_tx = now;
+            stream.refused = false;
             for m in &mut stream.inflight {
                 m.transmissions = m.transmissions.saturating_add(1);
             }
@@ -384,12 +400,47 @@ impl SendStreams {
         n
     }
 
-    /// Ends every in-flight message of every stream with `outcome` and forgets them all.
-    pub fn abandon_all<S: OutcomeSink + ?Sized>(&mut self, outcome: Outcome, sink: &mut S) {
-        for (_, stream) in core::mem::take(&mut self.streams) {
-            for m in stream.inflight {
-                sink.emit(m.msg, outcome);
-            }
+    /// Gives up `dst`'s stream for `reason`: every in-flight message ends `Failed(reason)`
+    /// when its oldest one has no copy that may have arrived (transmissions 0: never sent
+    /// since a reset, or its only copy refused by a relay — receivers deliver in order, so
+    /// nothing after it arrived either), else `Unknown(reason)`. Forgets the stream like
+    /// [`abandon`](Self::abandon). Returns how many ended.
+    pub fn give_up<S: OutcomeSink + ?Sized>(
+        &mut self,
+        dst: NodeId,
+        reason: FailReason,
+        sink: &mut S,
+    ) -> usize {
+        let outcome = self.give_up_outcome(dst, reason);
+        self.abandon(dst, outcome, sink)
+    }
+
+    /// The outcome [`give_up`](Self::give_up) would end `dst`'s stream with.
+    fn give_up_outcome(&self, dst: NodeId, reason: FailReason) -> Outcome {
+        let undelivered = self
+            .streams
+            .get(&dst)
+            .and_then(|s| s.inflight.front())
+            .is_some_and(|m| m.transmissions == 0);
+        if undelivered {
+            Outcome::Failed(reason)
+        } else {
+            Outcome::Unknown(reason)
+        }
+    }
+
+    /// Whether a relay refused a frame of `dst`'s stream since its last (re)transmission.
+    #[must_use]
+    pub fn refused(&self, dst: NodeId) -> bool {
+        self.streams.get(&dst).is_some_and(|s| s.refused)
+    }
+
+    /// Gives up every stream for `reason` ([`give_up`](Self::give_up) each, by destination)
+    /// and forgets them all.
+    pub fn give_up_all<S: OutcomeSink + ?Sized>(&mut self, reason: FailReason, sink: &mut S) {
+        let all: alloc::vec::Vec<NodeId> = self.streams.keys().copied().collect();
+        for dst in all {
+            self.give_up(dst, reason, sink);
         }
     }
 
@@ -431,12 +482,13 @@ impl SendStreams {
             .fold(None, |acc, t| earliest(acc, Some(t)))
     }
 
-    /// Streams whose oldest in-flight message reached its deadline at `now`: each is
-    /// abandoned with `Unknown(reason)`. Returns the destinations.
+    /// Streams whose oldest in-flight message reached its deadline at `now`: each is given
+    /// up ([`give_up`](Self::give_up)) for `NoRoute` if a relay refused one of its frames
+    /// since its last (re)transmission, else for `Timeout` — so `Failed(_)` when its oldest
+    /// message provably never arrived, else `Unknown(_)`. Returns the destinations.
     pub fn expire<S: OutcomeSink + ?Sized>(
         &mut self,
         now: Instant,
-        outcome: Outcome,
         sink: &mut S,
     ) -> alloc::vec::Vec<NodeId> {
         let due: alloc::vec::Vec<NodeId> = self
@@ -446,7 +498,12 @@ impl SendStreams {
             .map(|(&d, _)| d)
             .collect();
         for &dst in &due {
-            self.abandon(dst, outcome, sink);
+            let reason = if self.refused(dst) {
+                FailReason::NoRoute
+            } else {
+                FailReason::Timeout
+            };
+            self.give_up(dst, reason, sink);
         }
         due
     }

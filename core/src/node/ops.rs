@@ -235,8 +235,7 @@ impl Node {
         self.shut_down = true;
         let mut sink = OutSink(&mut self.out);
         self.endpoints.remove_all(FailReason::Shutdown, &mut sink);
-        self.send_streams
-            .abandon_all(Outcome::Unknown(FailReason::Shutdown), &mut sink);
+        self.send_streams.give_up_all(FailReason::Shutdown, &mut sink);
         for link in core::mem::take(&mut self.links).into_keys() {
             self.out.push_back(Output::Close { link });
         }
@@ -257,6 +256,9 @@ impl Node {
         if self.shut_down {
             return;
         }
+        // In-flight messages due now end before a route readied now could send them again.
+        let mut sink = OutSink(&mut self.out);
+        self.send_streams.expire(now, &mut sink);
         let world = World {
             topology: &self.topology,
             discovery: &self.discovery,
@@ -265,8 +267,6 @@ impl Node {
         self.apply_effects();
         let mut sink = OutSink(&mut self.out);
         self.endpoints.handle_timeout(now, &mut sink);
-        self.send_streams
-            .expire(now, Outcome::Unknown(FailReason::Timeout), &mut sink);
         for dst in self.send_streams.due_retransmits(now) {
             match self.ready_link(dst) {
                 Some(link) => self.retransmit(dst, link),
@@ -474,8 +474,7 @@ impl Node {
     fn route_removed(&mut self, target: NodeId, reason: FailReason) {
         self.flush_pending.remove(&target);
         let mut sink = OutSink(&mut self.out);
-        self.send_streams
-            .abandon(target, Outcome::Unknown(reason), &mut sink);
+        self.send_streams.give_up(target, reason, &mut sink);
         let Some(key) = self.endpoints.find_by_id(target) else {
             return;
         };

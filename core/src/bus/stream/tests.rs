@@ -76,9 +76,9 @@ fn deadlines_and_retransmissions_are_scheduled_from_the_oldest_message() {
     assert!(!s.head_sent_once(NodeId(2), make_seq(0, 1)));
     let mut out: Vec<MessageOutcome> = Vec::new();
     let unknown = Outcome::Unknown(FailReason::Timeout);
-    assert_eq!(s.expire(Instant::from_millis(8_099), unknown, &mut out), []);
+    assert_eq!(s.expire(Instant::from_millis(8_099), &mut out), []);
     assert_eq!(
-        s.expire(Instant::from_millis(8_100), unknown, &mut out),
+        s.expire(Instant::from_millis(8_100), &mut out),
         [NodeId(2)]
     );
     // The whole stream ends with its oldest message, and the next one starts afresh.
