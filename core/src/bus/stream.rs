@@ -400,50 +400,6 @@ impl SendStreams {
         n
     }
 
-    /// Gives up `dst`'s stream for `reason`: every in-flight message ends `Failed(reason)`
-    /// when its oldest one has no copy that may have arrived (transmissions 0: never sent
-    /// since a reset, or its only copy refused by a relay — receivers deliver in order, so
-    /// nothing after it arrived either), else `Unknown(reason)`. Forgets the stream like
-    /// [`abandon`](Self::abandon). Returns how many ended.
-    pub fn give_up<S: OutcomeSink + ?Sized>(
-        &mut self,
-        dst: NodeId,
-        reason: FailReason,
-        sink: &mut S,
-    ) -> usize {
-        let outcome = self.give_up_outcome(dst, reason);
-        self.abandon(dst, outcome, sink)
-    }
-
-    /// The outcome [`give_up`](Self::give_up) would end `dst`'s stream with.
-    fn give_up_outcome(&self, dst: NodeId, reason: FailReason) -> Outcome {
-        let undelivered = self
-            .streams
-            .get(&dst)
-            .and_then(|s| s.inflight.front())
-            .is_some_and(|m| m.transmissions == 0);
-        if undelivered {
-            Outcome::Failed(reason)
-        } else {
-            Outcome::Unknown(reason)
-        }
-    }
-
-    /// Whether a relay refused a frame of `dst`'s stream since its last (re)transmission.
-    #[must_use]
-    pub fn refused(&self, dst: NodeId) -> bool {
-        self.streams.get(&dst).is_some_and(|s| s.refused)
-    }
-
-    /// Gives up every stream for `reason` ([`give_up`](Self::give_up) each, by destination)
-    /// and forgets them all.
-    pub fn give_up_all<S: OutcomeSink + ?Sized>(&mut self, reason: FailReason, sink: &mut S) {
-        let all: alloc::vec::Vec<NodeId> = self.streams.keys().copied().collect();
-        for dst in all {
-            self.give_up(dst, reason, sink);
-        }
-    }
-
     /// Whether `seq` is in flight to `dst` (its stream is the current one).
     #[must_use]
     pub fn holds(&self, dst: NodeId, seq: u64) -> bool {
@@ -480,32 +436,6 @@ impl SendStreams {
                 Some(head.deadline.min(s.last_tx + self.retransmit_after))
             })
             .fold(None, |acc, t| earliest(acc, Some(t)))
-    }
-
-    /// Streams whose oldest in-flight message reached its deadline at `now`: each is given
-    /// up ([`give_up`](Self::give_up)) for `NoRoute` if a relay refused one of its frames
-    /// since its last (re)transmission, else for `Timeout` — so `Failed(_)` when its oldest
-    /// message provably never arrived, else `Unknown(_)`. Returns the destinations.
-    pub fn expire<S: OutcomeSink + ?Sized>(
-        &mut self,
-        now: Instant,
-        sink: &mut S,
-    ) -> alloc::vec::Vec<NodeId> {
-        let due: alloc::vec::Vec<NodeId> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| s.inflight.front().is_some_and(|m| m.deadline <= now))
-            .map(|(&d, _)| d)
-            .collect();
-        for &dst in &due {
-            let reason = if self.refused(dst) {
-                FailReason::NoRoute
-            } else {
-                FailReason::Timeout
-            };
-            self.give_up(dst, reason, sink);
-        }
-        due
     }
 
     /// Destinations whose oldest in-flight message waited `retransmit_after` at `now`.
@@ -668,5 +598,6 @@ impl RecvStreams {
     }
 }
 
+mod give_up;
 #[cfg(test)]
 mod tests;
