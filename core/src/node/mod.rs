@@ -151,6 +151,8 @@ mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
 #[cfg(test)]
+mod tests_relay_refusal;
+#[cfg(test)]
 mod tests_restart_sim;
 
 use alloc::{
