@@ -757,7 +757,14 @@ fn every_accepted_send_ends_in_exactly_one_outcome() {
     // The relay refused "t50-103-101-0" each time its sender's route was ready again (the
     // backoff start, 2 s, after each refusal) until shutdown.
     let refused: Vec<Instant> = events_where(&sim, 0x102, |e| {
-        matches!(e, Event::ForwardDropped { src: NodeId(0x103), dst: NodeId(0x101), .. })
+        matches!(
+            e,
+            Event::ForwardDropped {
+                src: NodeId(0x103),
+                dst: NodeId(0x101),
+                ..
+            }
+        )
     })
     .into_iter()
     .map(|(t, _)| t)

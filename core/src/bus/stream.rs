@@ -57,6 +57,17 @@
 //! receiver would wait for the missing one for ever — and the next message starts a fresh
 //! stream.
 //!
+//! **Giving up** ([`SendStreams::give_up`], [`SendStreams::expire`]): a stream given up ends
+//! `Failed(reason)` when its oldest in-flight message has no copy that may have arrived (its
+//! transmissions are 0: never sent since a reset moved it to a fresh stream, or its only copy
+//! was refused by a relay with `Unreachable`, [`SendStreams::on_refused`]) — receivers deliver
+//! in order, so nothing after it arrived either — and `Unknown(reason)` otherwise. At a
+//! deadline the reason is `NoRoute` when a relay refused one of the stream's frames since its
+//! last (re)transmission (the last thing that happened to it was a refusal), else `Timeout`;
+//! a stream whose due oldest message provably never arrived ends only its due messages, and
+//! the others move, in order, onto a fresh stream (as first transmissions) and keep their own
+//! deadlines.
+//!
 //! **Receiver** ([`RecvStreams`]): delivers exactly the next counter of the current tag, drops
 //! duplicates (counter already delivered) and gaps (a later counter: the sender retransmits
 //! from its first unacked message), and remembers the last few retired tags so a stale

@@ -235,7 +235,8 @@ impl Node {
         self.shut_down = true;
         let mut sink = OutSink(&mut self.out);
         self.endpoints.remove_all(FailReason::Shutdown, &mut sink);
-        self.send_streams.give_up_all(FailReason::Shutdown, &mut sink);
+        self.send_streams
+            .give_up_all(FailReason::Shutdown, &mut sink);
         for link in core::mem::take(&mut self.links).into_keys() {
             self.out.push_back(Output::Close { link });
         }
@@ -244,13 +245,18 @@ impl Node {
         self.connector.clear();
     }
 
-    /// Handles everything due at `now` in one call: record timers (reconnects, lost
-    /// deadlines, the upstream redial), then message deadlines (`Failed(Timeout)` for queued
-    /// messages; `Unknown(Timeout)` for a stream whose oldest unacknowledged message is due,
-    /// with everything in flight behind it) and endpoint GC (`Failed(TargetGone)` for anything
-    /// left), then retransmissions of streams whose oldest message waited
+    /// Handles everything due at `now` in one call: deadlines of unacknowledged messages
+    /// first (a stream whose oldest message is due ends `Unknown(Timeout)` with everything in
+    /// flight behind it — `NoRoute` instead of `Timeout` if a relay refused it since its last
+    /// (re)transmission, and only the due messages, `Failed`, if that oldest one provably never
+    /// arrived: [`SendStreams::expire`]), then record timers (reconnects, lost deadlines, the
+    /// upstream redial; a route ready again now retransmits only what is still alive), then
+    /// queued message deadlines (`Failed(Timeout)`) and endpoint GC (`Failed(TargetGone)` for
+    /// anything left), then retransmissions of streams whose oldest message waited
     /// `heartbeat_interval` for its ack, heartbeats (pings, dead links closed), then
     /// unfinished flushes. Spurious calls do nothing.
+    ///
+    /// [`SendStreams::expire`]: crate::bus::stream::SendStreams::expire
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.advance(now);
         if self.shut_down {
@@ -469,7 +475,8 @@ impl Node {
     }
 
     /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`,
-    /// end its unacknowledged messages with `Unknown(reason)`, and release the endpoint's
+    /// end its unacknowledged messages with `Unknown(reason)` (`Failed(reason)` if the oldest
+    /// provably never arrived), and release the endpoint's
     /// handle (it is collected after `endpoint_gc_timeout`).
     fn route_removed(&mut self, target: NodeId, reason: FailReason) {
         self.flush_pending.remove(&target);

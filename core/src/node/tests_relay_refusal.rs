@@ -94,7 +94,12 @@ fn outcomes_of(sim: &Sim, msg: MsgId) -> Vec<(Instant, Outcome)> {
 fn a_window_refused_until_the_target_relinks_is_delivered_once_each() {
     let mut sim = cluster();
     let first = sim
-        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"w-first"))
+        .send(
+            SENDER,
+            Target::Id(TARGET),
+            1,
+            Bytes::from_static(b"w-first"),
+        )
         .unwrap();
     sim.advance(Duration::from_millis(10));
     // The window is on its way from the proxy to the target (10 ms) when the proxy restarts
@@ -203,7 +208,12 @@ fn one_in_flight() -> (Net, MsgId, u64) {
     net.publish(&[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
     let node = net.node(0x101);
     let msg = node
-        .send(secs(0), Target::Id(NodeId(0x103)), 100, Bytes::from_static(b"x"))
+        .send(
+            secs(0),
+            Target::Id(NodeId(0x103)),
+            100,
+            Bytes::from_static(b"x"),
+        )
         .unwrap();
     let seq = drain(node)
         .iter()
@@ -232,7 +242,11 @@ fn a_hop_limit_refusal_still_fails_the_stream_at_once() {
     let (mut net, msg, seq) = one_in_flight();
     let node = net.node(0x101);
     let link = node.link_to(NodeId(0x102)).unwrap();
-    node.handle_received(secs(1), link, &unreachable(seq, UnreachableReason::HopLimit));
+    node.handle_received(
+        secs(1),
+        link,
+        &unreachable(seq, UnreachableReason::HopLimit),
+    );
     let outcomes: Vec<Output> = drain(node)
         .into_iter()
         .filter(|o| matches!(o, Output::Outcome { .. }))
@@ -259,7 +273,10 @@ fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_a
     // Kept (no outcome); the route is unready for its backoff (start 2 s); a second
     // refusal of the same window changes nothing.
     let out = drain(node);
-    assert!(!out.iter().any(|o| matches!(o, Output::Outcome { .. })), "{out:?}");
+    assert!(
+        !out.iter().any(|o| matches!(o, Output::Outcome { .. })),
+        "{out:?}"
+    );
     assert_eq!(node.unacked(NodeId(0x103)), 1);
     assert_eq!(node.connector().ready_hop(NodeId(0x103)), None);
     // Next: the stream's retransmission timer (sent at 0, `heartbeat_interval` 2 s), which

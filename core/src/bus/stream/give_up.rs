@@ -1,16 +1,5 @@
-//! Giving streams up: at a message deadline, on route removal, at shutdown.
-//!
-//! A stream given up ends `Failed(reason)` when its oldest in-flight message has no copy
-//! that may have arrived (its transmissions are 0: never sent since a reset moved it to a
-//! fresh stream, or its only copy was refused by a relay with `Unreachable`) — receivers
-//! deliver in order, so nothing after it arrived either — and `Unknown(reason)` otherwise.
-//!
-//! At a deadline the reason is `NoRoute` when a relay refused one of the stream's frames
-//! since its last (re)transmission (the last thing that happened to it was a refusal), else
-//! `Timeout`. A stream whose due head is provably undelivered does not drag the messages
-//! behind it down with it: only the messages due end, and the others move, in order, onto a
-//! fresh stream (as first transmissions) and keep their own deadlines. A stream whose head
-//! may have arrived ends whole (the receiver would wait for the missing message for ever).
+//! Giving streams up: at a message deadline, on route removal, at shutdown (the rules are in
+//! the [`crate::bus::stream`] docs, "Giving up").
 
 use alloc::vec::Vec;
 
@@ -22,7 +11,7 @@ use crate::{
 };
 
 impl SendStreams {
-    /// Gives up `dst`'s stream for `reason` (see the [module docs](self)): every in-flight
+    /// Gives up `dst`'s stream for `reason` (see [`crate::bus::stream`], "Giving up"): every in-flight
     /// message ends `Failed(reason)` when the oldest one provably never arrived, else
     /// `Unknown(reason)`; the stream is forgotten like [`abandon`](Self::abandon). Returns how
     /// many ended.
@@ -65,7 +54,7 @@ impl SendStreams {
 
     /// Streams whose oldest in-flight message reached its deadline at `now`, given up for
     /// `NoRoute` if a relay refused one of their frames since their last (re)transmission,
-    /// else for `Timeout` (see the [module docs](self)): a stream whose head may have arrived
+    /// else for `Timeout` (see [`crate::bus::stream`], "Giving up"): a stream whose head may have arrived
     /// ends whole, `Unknown(reason)`; one whose head provably never arrived ends its due
     /// messages `Failed(reason)` and moves the rest onto a fresh stream. Returns the
     /// destinations.
@@ -105,10 +94,9 @@ impl SendStreams {
         let Some(stream) = self.streams.get_mut(&dst) else {
             return;
         };
-        let (ended, kept): (Vec<InFlight>, Vec<InFlight>) =
-            core::mem::take(&mut stream.inflight)
-                .into_iter()
-                .partition(|m| m.deadline <= now);
+        let (ended, kept): (Vec<InFlight>, Vec<InFlight>) = core::mem::take(&mut stream.inflight)
+            .into_iter()
+            .partition(|m| m.deadline <= now);
         for m in &ended {
             sink.emit(m.msg, Outcome::Failed(reason));
         }
