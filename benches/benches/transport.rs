@@ -20,7 +20,7 @@ use std::{
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use switchboard_benches::transport::{
-    baseline::{EchoServer, run_baseline},
+    baseline::{ClientWrites, EchoServer, run_baseline},
     load::{Load, Stop},
     ours::{OursCluster, OursRoute, run_ours},
     run_on_workers, runtime,
@@ -72,7 +72,7 @@ fn transport(c: &mut Criterion) {
     group.bench_function("baseline_tokio_echo", |b| {
         b.iter_custom(|iters| {
             let run = run_on_workers(&rt, async move {
-                run_baseline(echo_addr, &counted(iters)).await
+                run_baseline(echo_addr, &counted(iters), ClientWrites::Batched).await
             })
             .expect("baseline run");
             assert_eq!(run.completed, iters, "every frame echoed");

@@ -29,7 +29,7 @@ use std::{
 use serde_json::{Value, json};
 use switchboard_benches::transport::{
     BenchError, PAYLOAD_BYTES, WORKER_THREADS,
-    baseline::{EchoServer, run_baseline},
+    baseline::{ClientWrites, EchoServer, run_baseline},
     load::{Load, RunOutcome},
     ours::{OursCluster, OursRoute, run_ours},
     run_on_workers, runtime,
@@ -240,30 +240,35 @@ async fn measure(p: Params) -> Result<String, BenchError> {
     eprintln!("warm-up ({} ms per path)", WARMUP.as_millis());
     let warm = Load::windowed(p.window, WARMUP);
     check.run(&cluster.direct, &warm).await?;
-    run_baseline(echo.local_addr(), &warm).await?;
+    run_baseline(echo.local_addr(), &warm, ClientWrites::Batched).await?;
     check.run(&cluster.proxied, &warm).await?;
 
     let mut ours = PathResults::default();
     let mut baseline = PathResults::default();
     let mut proxied = PathResults::default();
+    let mut per_message = PathResults::default();
 
     let windowed = Load::windowed(p.window, p.throughput);
     for round in 0..p.rounds {
-        for side in 0..2 {
-            if (round + side) % 2 == 0 {
-                let run = check.run(&cluster.direct, &windowed).await?;
-                eprintln!(
-                    "throughput round {round}: ours     {:>9.0} msg/s",
-                    run.msgs_per_sec()
-                );
-                ours.add_throughput(&run);
-            } else {
-                let run = run_baseline(echo.local_addr(), &windowed).await?;
-                eprintln!(
-                    "throughput round {round}: baseline {:>9.0} msg/s",
-                    run.msgs_per_sec()
-                );
-                baseline.add_throughput(&run);
+        for slot in 0..3 {
+            match (round + slot) % 3 {
+                0 => {
+                    let run = check.run(&cluster.direct, &windowed).await?;
+                    report_throughput(round, "ours", &run);
+                    ours.add_throughput(&run);
+                }
+                1 => {
+                    let run =
+                        run_baseline(echo.local_addr(), &windowed, ClientWrites::Batched).await?;
+                    report_throughput(round, "baseline", &run);
+                    baseline.add_throughput(&run);
+                }
+                _ => {
+                    let run = run_baseline(echo.local_addr(), &windowed, ClientWrites::PerMessage)
+                        .await?;
+                    report_throughput(round, "baseline (write per message)", &run);
+                    per_message.add_throughput(&run);
+                }
             }
         }
     }
@@ -278,7 +283,8 @@ async fn measure(p: Params) -> Result<String, BenchError> {
                     ours.add_paced(&run);
                 }
                 1 => {
-                    let mut run = run_baseline(echo.local_addr(), &paced).await?;
+                    let mut run =
+                        run_baseline(echo.local_addr(), &paced, ClientWrites::Batched).await?;
                     report_paced(round, "baseline", &mut run);
                     baseline.add_paced(&run);
                 }
@@ -294,14 +300,21 @@ async fn measure(p: Params) -> Result<String, BenchError> {
         && cluster.direct.receiver().unexpected() == 0
         && cluster.proxied.receiver().unexpected() == 0;
     cluster.shutdown(Duration::from_secs(2)).await;
-    Ok(json_line(
-        &p,
-        &mut ours,
-        &mut baseline,
-        &mut proxied,
-        exactly_once,
-        started.elapsed(),
-    ))
+    let paths = Paths {
+        ours,
+        baseline,
+        proxied,
+        per_message,
+    };
+    Ok(json_line(&p, paths, exactly_once, started.elapsed()))
+}
+
+fn report_throughput(round: u32, path: &str, run: &RunOutcome) {
+    eprintln!(
+        "throughput round {round}: {path:<28} {:>9.0} msg/s ({} failed)",
+        run.msgs_per_sec(),
+        run.failed
+    );
 }
 
 fn report_paced(round: u32, path: &str, run: &mut RunOutcome) {
@@ -313,14 +326,21 @@ fn report_paced(round: u32, path: &str, run: &mut RunOutcome) {
     );
 }
 
-fn json_line(
-    p: &Params,
-    ours: &mut PathResults,
-    baseline: &mut PathResults,
-    proxied: &mut PathResults,
-    exactly_once: bool,
-    elapsed: Duration,
-) -> String {
+/// Results of every measured path.
+struct Paths {
+    ours: PathResults,
+    baseline: PathResults,
+    proxied: PathResults,
+    per_message: PathResults,
+}
+
+fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) -> String {
+    let Paths {
+        mut ours,
+        mut baseline,
+        mut proxied,
+        per_message,
+    } = paths;
     let ours_tp = ours.best_throughput();
     let base_tp = baseline.best_throughput();
     let ratio = if base_tp > 0.0 {
@@ -379,6 +399,10 @@ fn json_line(
             json!(round_to(pct(&mut baseline.under_window, 99.0), 1)),
         ),
         (
+            "baseline_write_per_msg_msgs_per_sec",
+            json!(per_message.best_throughput().round()),
+        ),
+        (
             "ours_msgs_per_sec_runs",
             json!(
                 ours.throughput_runs
@@ -422,4 +446,75 @@ fn json_line(
 fn round_to(v: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (v * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Params, UsageError> {
+        Params::parse(args.iter().map(|s| (*s).to_owned()))
+    }
+
+    #[test]
+    fn defaults_without_flags() {
+        let p = parse(&[]).expect("no flags is valid");
+        assert_eq!(p.rounds, 3);
+        assert_eq!(p.throughput, Duration::from_secs(2));
+        assert_eq!(p.latency, Duration::from_secs(2));
+        assert_eq!(p.window, 256);
+        assert_eq!(p.rate_per_sec, 10_000);
+    }
+
+    #[test]
+    fn every_flag_is_read() {
+        let p = parse(&[
+            "--rounds",
+            "1",
+            "--throughput-seconds",
+            "0.5",
+            "--latency-seconds",
+            "1.5",
+            "--window",
+            "64",
+            "--rate",
+            "5000",
+        ])
+        .expect("valid flags");
+        assert_eq!(p.rounds, 1);
+        assert_eq!(p.throughput, Duration::from_millis(500));
+        assert_eq!(p.latency, Duration::from_millis(1500));
+        assert_eq!(p.window, 64);
+        assert_eq!(p.rate_per_sec, 5000);
+    }
+
+    #[test]
+    fn bad_flags_name_the_field() {
+        assert_eq!(
+            parse(&["--window", "0"])
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err("flag --window: `0` is not an integer in 1..=4096".to_owned())
+        );
+        assert_eq!(
+            parse(&["--rate"]).map(|_| ()).map_err(|e| e.to_string()),
+            Err("flag --rate needs a value".to_owned())
+        );
+        assert_eq!(
+            parse(&["--latency-seconds", "-1"])
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err("flag --latency-seconds: `-1` is not seconds in (0, 60]".to_owned())
+        );
+        assert!(matches!(
+            parse(&["--fast"]),
+            Err(UsageError::UnknownFlag(f)) if f == "--fast"
+        ));
+    }
+
+    #[test]
+    fn json_values_are_rounded() {
+        assert_eq!(round_to(12.345_67, 1), 12.3);
+        assert_eq!(round_to(0.699_96, 3), 0.7);
+    }
 }

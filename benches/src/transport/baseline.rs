@@ -4,9 +4,12 @@
 //! splits it into frames ([`super::frame`]) and writes every echo of that read back in one
 //! `write_all` — the batching a well-written framed server gets from `Framed` (feed, then
 //! flush when the input runs dry). [`run_baseline`] is the client: one connection, a sender
-//! task driven by [`super::load::drive`] (frames appended to one buffer, written when the
-//! sender would otherwise wait) and a reader task that matches each echo to its send instant
-//! (carried in the payload) and returns the window permit.
+//! task driven by [`super::load::drive`] and a reader task that matches each echo to its send
+//! instant (carried in the payload) and returns the window permit. The sender either appends
+//! frames to one buffer and writes it when it would otherwise wait
+//! ([`ClientWrites::Batched`], the baseline proper) or writes every frame at once
+//! ([`ClientWrites::PerMessage`], what `SinkExt::send` on a `Framed` does: one write per
+//! message) — the second is reported for context only.
 
 use std::{
     collections::BTreeMap,
@@ -111,13 +114,26 @@ fn invalid_data(e: frame::FrameTooLong) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
+/// How the baseline client writes its frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientWrites {
+    /// Appended to a buffer, written when the sender would wait or the buffer holds 64 KiB.
+    Batched,
+    /// One `write_all` per frame.
+    PerMessage,
+}
+
 /// One measured baseline run against the echo server at `server`: connects (not timed),
 /// sends 64-byte frames per `load`, and measures each echo's round trip.
 ///
 /// # Errors
 ///
 /// Connecting, writing or reading failed, or the server closed the connection early.
-pub async fn run_baseline(server: SocketAddr, load: &Load) -> Result<RunOutcome, BenchError> {
+pub async fn run_baseline(
+    server: SocketAddr,
+    load: &Load,
+    writes: ClientWrites,
+) -> Result<RunOutcome, BenchError> {
     let stream = TcpStream::connect(server)
         .await
         .map_err(|e| BenchError::io("connect to the echo server", e))?;
@@ -138,6 +154,7 @@ pub async fn run_baseline(server: SocketAddr, load: &Load) -> Result<RunOutcome,
         out: BytesMut::with_capacity(WRITE_CHUNK * 2),
         epoch,
         seq: 0,
+        writes,
     };
     let (started, sent) = drive(&mut sink, load, &window).await?;
     sink.push(epoch.elapsed(), END_OF_RUN);
@@ -171,6 +188,7 @@ struct EchoSink {
     out: BytesMut,
     epoch: Instant,
     seq: u64,
+    writes: ClientWrites,
 }
 
 impl EchoSink {
@@ -198,7 +216,7 @@ impl RequestSink for EchoSink {
         let seq = self.seq;
         self.seq += 1;
         self.push(sent_at.duration_since(self.epoch), seq);
-        if self.out.len() >= WRITE_CHUNK {
+        if self.writes == ClientWrites::PerMessage || self.out.len() >= WRITE_CHUNK {
             self.write_out().await?;
         }
         Ok(())
@@ -295,17 +313,19 @@ mod tests {
             rate_per_sec: None,
             stop: Stop::Count(1000),
         };
-        let run = tokio::time::timeout(
-            Duration::from_secs(20),
-            run_baseline(server.local_addr(), &load),
-        )
-        .await
-        .expect("bounded")
-        .expect("run");
-        assert_eq!(run.sent, 1000);
-        assert_eq!(run.completed, 1000);
-        assert_eq!(run.failed, 0);
-        assert_eq!(run.latencies.len(), 1000);
+        for writes in [ClientWrites::Batched, ClientWrites::PerMessage] {
+            let run = tokio::time::timeout(
+                Duration::from_secs(20),
+                run_baseline(server.local_addr(), &load, writes),
+            )
+            .await
+            .expect("bounded")
+            .expect("run");
+            assert_eq!(run.sent, 1000, "{writes:?}");
+            assert_eq!(run.completed, 1000, "{writes:?}");
+            assert_eq!(run.failed, 0, "{writes:?}");
+            assert_eq!(run.latencies.len(), 1000, "{writes:?}");
+        }
     }
 
     #[tokio::test]
@@ -318,7 +338,7 @@ mod tests {
         };
         let run = tokio::time::timeout(
             Duration::from_secs(20),
-            run_baseline(server.local_addr(), &load),
+            run_baseline(server.local_addr(), &load, ClientWrites::Batched),
         )
         .await
         .expect("bounded")
