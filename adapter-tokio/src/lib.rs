@@ -11,6 +11,7 @@
 //! re-arms its timer.
 
 pub mod clock;
+mod net;
 pub mod node;
 pub mod observe;
 pub mod registry;
@@ -19,5 +20,5 @@ pub mod target;
 pub use node::{
     Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, RegistrySpec, SendFailure,
 };
-pub use observe::{Metrics, Status};
+pub use observe::{Known, Metrics, Status};
 pub use target::TargetSpec;

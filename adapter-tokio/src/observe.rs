@@ -5,6 +5,11 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use switchboard_core::{
+    ids::NodeId,
+    node::SendError,
+    outcome::{FailReason, Outcome},
+};
 
 /// Counters since start and current gauges of one node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -34,6 +39,83 @@ pub struct Metrics {
     pub peer_restarts: u64,
     /// Messages this node could not forward as a relay.
     pub forward_dropped: u64,
+    /// Discovery deletes the registry backend passed to the core (a peer left the view).
+    pub discovery_deletes: u64,
+    /// Times the registry backend reported the node registered (first time and after every
+    /// reconnect).
+    pub registrations: u64,
+    /// Times the registry backend lost the registry (including failed dials).
+    pub registry_disconnects: u64,
+    /// Registrations refused because another live instance holds this node's id.
+    pub registry_conflicts: u64,
+    /// Links this node closed because of what the peer sent (bad frames, refused handshakes).
+    pub links_rejected: u64,
+    /// Received messages dropped because the [`crate::Inbox`] was dropped.
+    pub inbox_dropped: u64,
+}
+
+/// The label of an outcome in [`Metrics::outcomes`]: `delivered`, `failed_<reason>`,
+/// `unknown_<reason>`.
+#[must_use]
+pub fn outcome_label(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Delivered => String::from("delivered"),
+        Outcome::Failed(reason) => format!("failed_{}", reason_label(reason)),
+        Outcome::Unknown(reason) => format!("unknown_{}", reason_label(reason)),
+        _ => String::from("other"),
+    }
+}
+
+/// A failure reason in snake case: `timeout`, `queue_full`, `no_route`, `target_gone`,
+/// `target_restarted`, `shutdown`.
+#[must_use]
+pub fn reason_label(reason: FailReason) -> &'static str {
+    match reason {
+        FailReason::Timeout => "timeout",
+        FailReason::QueueFull => "queue_full",
+        FailReason::NoRoute => "no_route",
+        FailReason::TargetGone => "target_gone",
+        FailReason::TargetRestarted => "target_restarted",
+        FailReason::Shutdown => "shutdown",
+        _ => "other",
+    }
+}
+
+/// A refused send in snake case, the key of [`Metrics::refused`]: `invalid_target`,
+/// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`.
+#[must_use]
+pub fn send_error_label(error: &SendError) -> &'static str {
+    match error {
+        SendError::InvalidTarget => "invalid_target",
+        SendError::UnknownTarget => "unknown_target",
+        SendError::NoRoute => "no_route",
+        SendError::PayloadTooLarge { .. } => "payload_too_large",
+        SendError::Shutdown => "shutdown",
+        _ => "other",
+    }
+}
+
+/// What a node's registry view holds now, published by the driver on a watch channel after
+/// every registry event (see `NodeHandle::wait_for`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Known {
+    /// Whether the registry backend reports the node registered.
+    pub registered: bool,
+    /// The node's current upstream (0 = none), as its applied topology says.
+    pub upstream: u64,
+    /// Nodes in the discovery set, with their published listen addresses.
+    pub discovery: BTreeMap<NodeId, Vec<String>>,
+    /// Nodes with an applied topology record, with their upstream (`NodeId::NONE` = root).
+    pub topology: BTreeMap<NodeId, NodeId>,
+}
+
+impl Known {
+    /// Whether every id in `ids` has both a discovery and a topology record.
+    #[must_use]
+    pub fn knows_all(&self, ids: &[NodeId]) -> bool {
+        ids.iter()
+            .all(|id| self.discovery.contains_key(id) && self.topology.contains_key(id))
+    }
 }
 
 /// One endpoint (a known target with a pending queue) in [`Status`].
@@ -54,7 +136,7 @@ pub struct EndpointStatus {
 pub struct RouteStatus {
     /// The target node.
     pub target: u64,
-    /// Set flags by name: `ready`, `waiting_discovery`, `waiting_topology`, `lost_topology`.
+    /// Set flags by name: `active`, `ready`, `waiting_discovery`, `lost_topology`.
     pub flags: Vec<String>,
     /// The record it routes through; `None` = direct.
     pub proxy: Option<u64>,

@@ -139,6 +139,11 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+/// The README's Rust blocks, compiled and run as doctests so the embedding example stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod backoff;
 pub mod bus;
 pub mod config;

@@ -12,15 +12,18 @@ mod driver;
 use std::{
     net::SocketAddr,
     pin::Pin,
+    sync::Arc,
     task::{Context, Poll},
+    time::Duration,
 };
 
 use bytes::Bytes;
 use switchboard_core::{config::Config, ids::NodeId, node::SendError, outcome::Outcome};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::{
-    observe::{Metrics, Status},
+    observe::{Known, Metrics, Status},
+    registry::client::ClientTuning,
     target::TargetSpec,
 };
 
@@ -95,10 +98,6 @@ pub enum StartError {
 /// Commands from handles to the driver.
 #[derive(Debug)]
 #[allow(
-    dead_code,
-    reason = "skeleton: the driver loop that reads these lands next"
-)]
-#[allow(
     clippy::large_enum_variant,
     reason = "sends are the hot command and already carry a filter inline; boxing would add an allocation per message"
 )]
@@ -116,7 +115,6 @@ pub(crate) enum Command {
     Status(oneshot::Sender<Status>),
     Metrics(oneshot::Sender<Metrics>),
     Shutdown(oneshot::Sender<()>),
-    Kill,
 }
 
 /// Resolves to the outcome of one accepted message.
@@ -146,6 +144,7 @@ pub struct NodeBuilder {
     config: Config,
     listen: SocketAddr,
     registry: RegistrySpec,
+    tuning: ClientTuning,
 }
 
 impl NodeBuilder {
@@ -157,6 +156,7 @@ impl NodeBuilder {
             config: Config::new(id, name),
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             registry: RegistrySpec::None,
+            tuning: ClientTuning::default(),
         }
     }
 
@@ -195,6 +195,14 @@ impl NodeBuilder {
         self
     }
 
+    /// Overrides the embedded registry client's defaults (reconnect backoff, grace after a
+    /// registry restart, heartbeat); ignored by other backends.
+    #[must_use]
+    pub fn registry_tuning(mut self, tuning: ClientTuning) -> NodeBuilder {
+        self.tuning = tuning;
+        self
+    }
+
     /// Changes the core config (timeouts, limits, seed, ...) before start.
     #[must_use]
     pub fn config(mut self, f: impl FnOnce(&mut Config)) -> NodeBuilder {
@@ -205,11 +213,15 @@ impl NodeBuilder {
     /// Binds the listener, creates the core `Node`, starts the registry backend and the
     /// driver task.
     ///
+    /// Filled in at start when left at their defaults: `listen` (the bound address as
+    /// `atcp://ip:port`, loopback for an unspecified ip), `pid`, `hostname`. Fresh entropy is
+    /// mixed into `rng_seed`, so a restarted node is always a new incarnation.
+    ///
     /// # Errors
     ///
     /// An invalid config or a failed bind.
     pub async fn start(self) -> Result<(NodeHandle, Inbox), StartError> {
-        driver::start(self.config, self.listen, self.registry).await
+        driver::start(self.config, self.listen, self.registry, self.tuning).await
     }
 }
 
@@ -221,6 +233,8 @@ pub struct NodeHandle {
     local_addr: SocketAddr,
     incarnation: u64,
     commands: mpsc::Sender<Command>,
+    kill_switch: Arc<Notify>,
+    known: watch::Receiver<Known>,
 }
 
 impl NodeHandle {
@@ -344,9 +358,38 @@ impl NodeHandle {
     /// Abrupt stop, as if the process were killed: every socket is dropped at once, nothing
     /// is unregistered, no goodbye is sent, pending outcome futures resolve to `Stopped`.
     pub fn kill(&self) {
-        // A full channel means the driver is busy; it also drops its end when killed, so a
-        // lost Kill here can only race with a stop already under way.
-        let _ = self.commands.try_send(Command::Kill);
+        // A stored permit: the driver sees it at its next wait even if it is busy now.
+        self.kill_switch.notify_one();
+    }
+
+    /// What the node's registry view holds now.
+    #[must_use]
+    pub fn known(&self) -> Known {
+        self.known.borrow().clone()
+    }
+
+    /// Waits until `done` holds for the node's registry view (checked now and after every
+    /// registry event), at most `timeout`. Returns whether it held; `false` also when the node
+    /// stopped.
+    pub async fn wait_for(&self, timeout: Duration, mut done: impl FnMut(&Known) -> bool) -> bool {
+        let mut known = self.known.clone();
+        tokio::time::timeout(
+            timeout,
+            async move { known.wait_for(|k| done(k)).await.is_ok() },
+        )
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Waits until discovery and topology records of every node in `ids` are applied, at
+    /// most `timeout`. Returns whether they are.
+    pub async fn wait_known(&self, ids: &[NodeId], timeout: Duration) -> bool {
+        self.wait_for(timeout, |k| k.knows_all(ids)).await
+    }
+
+    /// Waits until the registry backend reports the node registered, at most `timeout`.
+    pub async fn wait_registered(&self, timeout: Duration) -> bool {
+        self.wait_for(timeout, |k| k.registered).await
     }
 
     async fn command(&self, command: Command) -> Result<(), Stopped> {
@@ -355,6 +398,10 @@ impl NodeHandle {
 }
 
 /// The messages a node receives, in arrival order. Ends when the node stops.
+///
+/// Bounded by [`INBOX_CAPACITY`]: while it is full the driver stops reading its links, so
+/// senders see backpressure (their pending queues fill) instead of this node buffering
+/// without limit.
 #[derive(Debug)]
 pub struct Inbox {
     rx: mpsc::Receiver<Received>,

@@ -1,20 +1,365 @@
 //! The embedded registry client backend: a task that drives the core's `RegistryClient` over
 //! one TCP connection to the registry and speaks the [`super::feed`] contract.
+//!
+//! The task waits for the client machine's next deadline, a byte chunk or close from the
+//! registry connection, a dial result, or a [`FeedCommand`]; makes one `handle_*` call; and
+//! drains `poll_output`: it dials on `Connect`, queues `Transmit`s on the connection's writer,
+//! closes on `Close` (the writer flushes first), and forwards `Registry` events to the node
+//! driver as [`FeedEvent::Registry`] (awaiting room in the feed). Client events become
+//! [`FeedEvent::Registered`], [`FeedEvent::Disconnected`] and [`FeedEvent::Conflict`].
+//!
+//! The task ends after [`FeedCommand::Shutdown`] (a `Bye{Shutdown}` is written and flushed:
+//! the registry removes the node at once) or, abruptly, when the driver drops its [`Feed`] —
+//! that is how a killed node leaves: no goodbye, its entry goes into disconnect protection.
 
 use std::net::SocketAddr;
 
-use switchboard_core::registry::client::ClientConfig;
+use bytes::Bytes;
+use switchboard_core::{
+    backoff::BackoffConfig,
+    registry::client::{ClientConfig, ClientEvent, ClientOutput, RegistryClient},
+    time::Duration,
+};
+use tokio::{
+    net::TcpStream,
+    sync::mpsc,
+    task::{AbortHandle, JoinSet},
+};
+use tracing::{debug, info, warn};
 
-use super::feed::{Feed, Registration};
+use super::feed::{Feed, FeedCommand, FeedEvent, FeedPort, Registration, feed_channel};
+use crate::{clock::Clock, net};
+
+/// Overrides of the embedded registry client's defaults (`ClientConfig::new`), as a node
+/// carries them from its builder to [`spawn_client`]. `None` keeps the default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientTuning {
+    /// Delays between connection attempts (default 1 s → 60 s, ±20 %).
+    pub backoff: Option<BackoffConfig>,
+    /// How long peers missing from a restarted registry's snapshot are kept (default 30 s).
+    pub grace: Option<Duration>,
+    /// Period of the client's heartbeats (default 5 s).
+    pub heartbeat_interval: Option<Duration>,
+    /// Silence after which the registry connection is dropped and redialled (default 15 s).
+    pub silence_timeout: Option<Duration>,
+}
+
+impl ClientTuning {
+    /// Writes the overrides into `config`.
+    pub fn apply(&self, config: &mut ClientConfig) {
+        if let Some(backoff) = self.backoff {
+            config.backoff = backoff;
+        }
+        if let Some(grace) = self.grace {
+            config.grace = grace;
+        }
+        if let Some(interval) = self.heartbeat_interval {
+            config.heartbeat_interval = interval;
+        }
+        if let Some(silence) = self.silence_timeout {
+            config.silence_timeout = silence;
+        }
+    }
+}
+
+/// How long a graceful shutdown waits for the goodbye to be written.
+const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 
 /// Starts the client task for `registration` against the registry at `addr`; `tune` may
-/// change the client's defaults (backoff, grace, heartbeat) before it starts.
+/// change the client's defaults (backoff, grace, heartbeat) before it starts. The jitter seed
+/// is the incarnation unless `tune` sets another.
+///
+/// Must be called inside a tokio runtime. Dropping the returned [`Feed`] ends the task
+/// abruptly (no unregister); send [`FeedCommand::Shutdown`] to leave gracefully.
 #[must_use]
 pub fn spawn_client(
     addr: SocketAddr,
     registration: Registration,
     tune: impl FnOnce(&mut ClientConfig),
 ) -> Feed {
-    let _ = (addr, registration, tune);
-    unimplemented!("driver helper")
+    let mut config = ClientConfig::new(
+        registration.discovery,
+        Some(registration.topology),
+        registration.incarnation,
+    );
+    config.seed = registration.incarnation;
+    tune(&mut config);
+    let (feed, port) = feed_channel();
+    tokio::spawn(run(addr, config, port));
+    feed
+}
+
+/// Events of the registry connection's tasks, tagged with the connection's generation so a
+/// late event of a closed connection is ignored.
+enum ConnEvent {
+    Connected(u64, TcpStream),
+    ConnectFailed(u64, String),
+    Bytes(u64, Bytes),
+    Closed(u64, String),
+}
+
+/// The live registry connection.
+struct Conn {
+    generation: u64,
+    writer: mpsc::UnboundedSender<Bytes>,
+    reader: AbortHandle,
+}
+
+struct ClientTask {
+    addr: SocketAddr,
+    clock: Clock,
+    client: RegistryClient,
+    port: FeedPort,
+    /// Generation of the latest dial; events of older ones are ignored.
+    generation: u64,
+    dialing: Option<AbortHandle>,
+    conn: Option<Conn>,
+    events_tx: mpsc::Sender<ConnEvent>,
+    tasks: JoinSet<()>,
+}
+
+/// What the loop does next.
+enum Step {
+    Continue,
+    Stop,
+}
+
+async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort) {
+    let clock = Clock::start();
+    let client = RegistryClient::new(config, clock.now());
+    let (events_tx, mut events_rx) = mpsc::channel(256);
+    let mut task = ClientTask {
+        addr,
+        clock,
+        client,
+        port,
+        generation: 0,
+        dialing: None,
+        conn: None,
+        events_tx,
+        tasks: JoinSet::new(),
+    };
+    if let Step::Stop = task.drain().await {
+        return;
+    }
+    loop {
+        let deadline = task.client.poll_timeout().map(|d| task.clock.to_tokio(d));
+        let step = tokio::select! {
+            command = task.port.commands.recv() => match command {
+                Some(FeedCommand::UpdateTopology(info)) => {
+                    task.client.update_topology(info);
+                    task.drain().await
+                }
+                Some(FeedCommand::Shutdown(done)) => {
+                    task.shutdown().await;
+                    let _ = done.send(());
+                    return;
+                }
+                None => {
+                    debug!(registry = %task.addr, "registry client dropped by its node");
+                    return;
+                }
+            },
+            Some(event) = events_rx.recv() => {
+                task.on_conn_event(event);
+                task.drain().await
+            }
+            () = net::sleep_until(deadline) => {
+                let now = task.clock.now();
+                task.client.handle_timeout(now);
+                task.drain().await
+            }
+        };
+        if let Step::Stop = step {
+            return;
+        }
+    }
+}
+
+impl ClientTask {
+    fn on_conn_event(&mut self, event: ConnEvent) {
+        let now = self.clock.now();
+        match event {
+            ConnEvent::Connected(generation, stream) if generation == self.generation => {
+                self.dialing = None;
+                debug!(registry = %self.addr, "registry connected");
+                self.attach(generation, stream);
+                self.client.handle_connected(now);
+            }
+            ConnEvent::ConnectFailed(generation, reason) if generation == self.generation => {
+                self.dialing = None;
+                debug!(registry = %self.addr, %reason, "registry dial failed");
+                self.client.handle_connect_failed(now);
+            }
+            ConnEvent::Bytes(generation, bytes)
+                if self
+                    .conn
+                    .as_ref()
+                    .is_some_and(|c| c.generation == generation) =>
+            {
+                self.client.handle_received(now, &bytes);
+            }
+            ConnEvent::Closed(generation, reason)
+                if self
+                    .conn
+                    .as_ref()
+                    .is_some_and(|c| c.generation == generation) =>
+            {
+                info!(registry = %self.addr, %reason, "registry connection lost");
+                self.close();
+                self.client.handle_closed(now);
+            }
+            _ => {}
+        }
+        self.reap();
+    }
+
+    fn attach(&mut self, generation: u64, stream: TcpStream) {
+        let (read, write) = stream.into_split();
+        let (writer, queue) = mpsc::unbounded_channel();
+        let events = self.events_tx.clone();
+        self.tasks.spawn(async move {
+            if let Err(e) = net::write_loop(write, queue).await {
+                let _ = events
+                    .send(ConnEvent::Closed(generation, e.to_string()))
+                    .await;
+            }
+        });
+        let events = self.events_tx.clone();
+        let reader = self.tasks.spawn(net::read_loop(
+            read,
+            events,
+            move |b| ConnEvent::Bytes(generation, b),
+            move |reason| ConnEvent::Closed(generation, reason),
+        ));
+        self.conn = Some(Conn {
+            generation,
+            writer,
+            reader,
+        });
+    }
+
+    /// Drops the connection: the writer flushes what is queued and closes; the reader stops.
+    fn close(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.reader.abort();
+        }
+    }
+
+    fn dial(&mut self) {
+        self.close();
+        if let Some(dial) = self.dialing.take() {
+            dial.abort();
+        }
+        self.generation += 1;
+        let generation = self.generation;
+        let addr = self.addr;
+        let events = self.events_tx.clone();
+        self.dialing = Some(self.tasks.spawn(async move {
+            let event = match net::dial(&addr.to_string()).await {
+                Ok(stream) => ConnEvent::Connected(generation, stream),
+                Err(e) => ConnEvent::ConnectFailed(generation, e.to_string()),
+            };
+            let _ = events.send(event).await;
+        }));
+    }
+
+    fn reap(&mut self) {
+        while self.tasks.try_join_next().is_some() {}
+    }
+
+    /// Performs every output of the client machine; `Stop` when the node driver is gone.
+    async fn drain(&mut self) -> Step {
+        while let Some(output) = self.client.poll_output() {
+            let event = match output {
+                ClientOutput::Connect => {
+                    self.dial();
+                    continue;
+                }
+                ClientOutput::Transmit { bytes } => {
+                    if let Some(conn) = &self.conn {
+                        let _ = conn.writer.send(Bytes::from(bytes));
+                    }
+                    continue;
+                }
+                ClientOutput::Close => {
+                    self.close();
+                    continue;
+                }
+                ClientOutput::Registry(event) => FeedEvent::Registry(event),
+                ClientOutput::Event(event) => match self.translate(event) {
+                    Some(event) => event,
+                    None => continue,
+                },
+                other => {
+                    debug!(?other, "unhandled registry client output");
+                    continue;
+                }
+            };
+            if self.port.events.send(event).await.is_err() {
+                return Step::Stop;
+            }
+        }
+        Step::Continue
+    }
+
+    fn translate(&self, event: ClientEvent) -> Option<FeedEvent> {
+        match event {
+            ClientEvent::Registered {
+                epoch,
+                new_epoch,
+                in_grace,
+            } => {
+                info!(registry = %self.addr, epoch, new_epoch, in_grace, "registered");
+                Some(FeedEvent::Registered)
+            }
+            ClientEvent::Refused { holder } => {
+                warn!(registry = %self.addr, holder, "registration refused: the id is held by another incarnation");
+                Some(FeedEvent::Conflict {
+                    holder: format!("incarnation {holder}"),
+                })
+            }
+            ClientEvent::Disconnected { retry_at } => {
+                let retry_in = retry_at.saturating_duration_since(self.clock.now());
+                debug!(registry = %self.addr, ?retry_in, "registry disconnected");
+                Some(FeedEvent::Disconnected {
+                    reason: format!("retrying in {} ms", retry_in.as_millis()),
+                })
+            }
+            ClientEvent::ProtocolError(error) => {
+                warn!(registry = %self.addr, %error, "registry protocol error");
+                None
+            }
+            other => {
+                debug!(?other, "registry client event");
+                None
+            }
+        }
+    }
+
+    /// Graceful leave: `Bye{Shutdown}` on the live connection, flushed, then every task ends.
+    async fn shutdown(&mut self) {
+        self.client.shutdown();
+        while let Some(output) = self.client.poll_output() {
+            match output {
+                ClientOutput::Transmit { bytes } => {
+                    if let Some(conn) = &self.conn {
+                        let _ = conn.writer.send(Bytes::from(bytes));
+                    }
+                }
+                ClientOutput::Close => self.close(),
+                _ => {}
+            }
+        }
+        self.close();
+        if let Some(dial) = self.dialing.take() {
+            dial.abort();
+        }
+        let tasks = &mut self.tasks;
+        let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        info!(registry = %self.addr, "left the registry");
+    }
 }

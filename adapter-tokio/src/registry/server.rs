@@ -1,14 +1,50 @@
 //! The embedded registry server over TCP: one task drives the core's `RegistryServer`, per
 //! connection reader and writer tasks move bytes.
+//!
+//! The task waits for an accepted connection, a byte chunk or close from a connection, a
+//! request from the [`RegistryHandle`], or the server machine's next deadline; makes one
+//! `handle_*` call; and drains `poll_output` into the connections' writers (`Close` drops a
+//! writer, which flushes and closes). Every connection task lives in the server task's
+//! `JoinSet`, so killing the server task drops the listener and every socket at once — what a
+//! killed registry process looks like to its clients.
 
-use std::net::SocketAddr;
+use std::{collections::HashMap, net::SocketAddr};
 
-use switchboard_core::{registry::server::ServerConfig, wire::RegistryEntry};
+use bytes::Bytes;
+use switchboard_core::{
+    registry::server::{ConnId, RegistryServer, ServerConfig, ServerEvent, ServerOutput},
+    wire::RegistryEntry,
+};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::{mpsc, oneshot},
+    task::{AbortHandle, JoinHandle, JoinSet},
+};
+use tracing::{debug, info, warn};
+
+use crate::{clock::Clock, net};
+
+/// How long a graceful stop waits for the writers to flush.
+const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Requests from a [`RegistryHandle`].
+#[derive(Debug)]
+enum Control {
+    Entries(oneshot::Sender<Vec<RegistryEntry>>),
+    Shutdown(oneshot::Sender<()>),
+}
 
 /// A running embedded registry.
+///
+/// Dropping the handle leaves the registry running (as a detached task); use
+/// [`kill`](Self::kill) or [`shutdown`](Self::shutdown) to stop it.
 #[derive(Debug)]
 pub struct RegistryHandle {
     local_addr: SocketAddr,
+    epoch: u64,
+    control: mpsc::Sender<Control>,
+    abort: AbortHandle,
+    task: JoinHandle<()>,
 }
 
 impl RegistryHandle {
@@ -20,28 +56,43 @@ impl RegistryHandle {
 
     /// The registry's epoch (new at every start).
     pub async fn epoch(&self) -> u64 {
-        unimplemented!("driver helper")
+        self.epoch
     }
 
-    /// The entries it lists now (registered and protected).
+    /// The entries it lists now (registered and protected); empty once it stopped.
     pub async fn entries(&self) -> Vec<RegistryEntry> {
-        unimplemented!("driver helper")
+        let (tx, rx) = oneshot::channel();
+        if self.control.send(Control::Entries(tx)).await.is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
     }
 
     /// Stops abruptly: the listener and every connection are dropped without a goodbye (as
-    /// if the process were killed).
+    /// if the process were killed). The port is free once the runtime dropped the task — a
+    /// moment later; [`spawn_registry`] on the same address waits for that.
     pub fn kill(&self) {
-        unimplemented!("driver helper")
+        self.abort.abort();
     }
 
-    /// Stops gracefully and waits until the task ended.
+    /// Stops gracefully — stops listening, flushes and closes every connection (clients see
+    /// a close and keep their view: the node entries are not removed) — and waits until the
+    /// task ended.
     pub async fn shutdown(self) {
-        unimplemented!("driver helper")
+        let (tx, rx) = oneshot::channel();
+        if self.control.send(Control::Shutdown(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+        let _ = self.task.await;
     }
 }
 
 /// Binds `addr` and starts a registry with `config` (its epoch drawn from `seed` and the
 /// clock).
+///
+/// An address still held by a registry killed a moment ago in this process is retried for a
+/// short while, so a registry can be restarted on the same address right after
+/// [`RegistryHandle::kill`].
 ///
 /// # Errors
 ///
@@ -51,6 +102,192 @@ pub async fn spawn_registry(
     config: ServerConfig,
     seed: u64,
 ) -> std::io::Result<RegistryHandle> {
-    let _ = (config, seed);
-    Ok(RegistryHandle { local_addr: addr })
+    let listener = net::bind_listener(addr).await?;
+    let local_addr = listener.local_addr()?;
+    let server = RegistryServer::new(config, seed ^ net::entropy());
+    let epoch = server.epoch();
+    let (control, control_rx) = mpsc::channel(16);
+    let (events_tx, events_rx) = mpsc::channel(1024);
+    let task = ServerTask {
+        clock: Clock::start(),
+        server,
+        conns: HashMap::new(),
+        events_tx,
+        tasks: JoinSet::new(),
+    };
+    info!(%local_addr, epoch, "registry listening");
+    let task = tokio::spawn(task.run(listener, events_rx, control_rx));
+    Ok(RegistryHandle {
+        local_addr,
+        epoch,
+        control,
+        abort: task.abort_handle(),
+        task,
+    })
+}
+
+/// What a connection's tasks report.
+enum ConnEvent {
+    Bytes(ConnId, Bytes),
+    Closed(ConnId, String),
+}
+
+/// One open connection: its writer queue and its reader task.
+struct Conn {
+    writer: mpsc::UnboundedSender<Bytes>,
+    reader: AbortHandle,
+    peer: SocketAddr,
+}
+
+struct ServerTask {
+    clock: Clock,
+    server: RegistryServer,
+    conns: HashMap<ConnId, Conn>,
+    events_tx: mpsc::Sender<ConnEvent>,
+    tasks: JoinSet<()>,
+}
+
+impl ServerTask {
+    async fn run(
+        mut self,
+        listener: TcpListener,
+        mut events: mpsc::Receiver<ConnEvent>,
+        mut control: mpsc::Receiver<Control>,
+    ) {
+        let mut control_open = true;
+        loop {
+            let deadline = self.server.poll_timeout().map(|d| self.clock.to_tokio(d));
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, peer)) => self.accept(stream, peer),
+                    Err(e) => {
+                        warn!(error = %e, "registry accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                },
+                Some(event) = events.recv() => self.on_event(event),
+                request = control.recv(), if control_open => match request {
+                    Some(Control::Entries(tx)) => {
+                        let _ = tx.send(self.server.entries());
+                    }
+                    Some(Control::Shutdown(done)) => {
+                        drop(listener);
+                        self.shutdown().await;
+                        let _ = done.send(());
+                        return;
+                    }
+                    None => control_open = false,
+                },
+                () = net::sleep_until(deadline) => {
+                    let now = self.clock.now();
+                    self.server.handle_timeout(now);
+                }
+            }
+            self.drain();
+        }
+    }
+
+    fn accept(&mut self, stream: TcpStream, peer: SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let conn = self.server.handle_accepted(self.clock.now());
+        debug!(?conn, %peer, "registry accepted a connection");
+        let (read, write) = stream.into_split();
+        let (writer, queue) = mpsc::unbounded_channel();
+        let events = self.events_tx.clone();
+        self.tasks.spawn(async move {
+            if let Err(e) = net::write_loop(write, queue).await {
+                let _ = events.send(ConnEvent::Closed(conn, e.to_string())).await;
+            }
+        });
+        let reader = self.tasks.spawn(net::read_loop(
+            read,
+            self.events_tx.clone(),
+            move |b| ConnEvent::Bytes(conn, b),
+            move |reason| ConnEvent::Closed(conn, reason),
+        ));
+        self.conns.insert(
+            conn,
+            Conn {
+                writer,
+                reader,
+                peer,
+            },
+        );
+    }
+
+    fn on_event(&mut self, event: ConnEvent) {
+        let now = self.clock.now();
+        match event {
+            ConnEvent::Bytes(conn, bytes) => {
+                if self.conns.contains_key(&conn) {
+                    self.server.handle_received(now, conn, &bytes);
+                }
+            }
+            ConnEvent::Closed(conn, reason) => {
+                if let Some(c) = self.conns.remove(&conn) {
+                    debug!(?conn, peer = %c.peer, %reason, "registry connection closed");
+                    c.reader.abort();
+                    self.server.handle_closed(now, conn);
+                }
+                while self.tasks.try_join_next().is_some() {}
+            }
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.server.poll_output() {
+            match output {
+                ServerOutput::Transmit { conn, bytes } => {
+                    if let Some(c) = self.conns.get(&conn) {
+                        let _ = c.writer.send(Bytes::from(bytes));
+                    }
+                }
+                ServerOutput::Close { conn } => {
+                    if let Some(c) = self.conns.remove(&conn) {
+                        c.reader.abort();
+                    }
+                }
+                ServerOutput::Event(event) => log_event(&event),
+                other => debug!(?other, "unhandled registry server output"),
+            }
+        }
+    }
+
+    async fn shutdown(mut self) {
+        for (_, conn) in self.conns.drain() {
+            conn.reader.abort();
+        }
+        let tasks = &mut self.tasks;
+        let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        info!("registry stopped");
+    }
+}
+
+fn log_event(event: &ServerEvent) {
+    match event {
+        ServerEvent::Registered {
+            key,
+            incarnation,
+            restored,
+            ..
+        } => info!(?key, incarnation, restored, "node registered"),
+        ServerEvent::Refused {
+            key,
+            incarnation,
+            holder,
+            ..
+        } => warn!(
+            ?key,
+            incarnation, holder, "registration refused: duplicate id"
+        ),
+        ServerEvent::Removed { key } => info!(?key, "node removed"),
+        ServerEvent::Protected { key } => info!(?key, "node disconnected, protected"),
+        ServerEvent::ProtocolError { conn, error } => {
+            warn!(?conn, %error, "registry protocol error, connection closed");
+        }
+        other => debug!(?other, "registry event"),
+    }
 }

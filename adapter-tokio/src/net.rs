@@ -1,0 +1,232 @@
+//! Socket plumbing shared by the node driver and the embedded registry: binding a listener
+//! that a restarted process can take over at once, dialling with a timeout, parsing the
+//! addresses nodes publish, and the per-connection reader and writer tasks.
+//!
+//! A reader task reads into a reusable buffer and hands each chunk to its owner over a bounded
+//! channel (a full channel stops the reads: that is the backpressure on the socket). A writer
+//! task takes the byte strings its owner queues, gathers whatever is queued into one buffer,
+//! writes it, and when its owner drops the queue it writes what is left and closes its half of
+//! the connection (a FIN: the peer reads everything, then end of stream).
+
+use std::{
+    hash::{BuildHasher, Hasher},
+    io,
+    net::SocketAddr,
+    time::Duration,
+};
+
+use bytes::{Bytes, BytesMut};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{
+        TcpListener, TcpSocket, TcpStream,
+        tcp::{OwnedReadHalf, OwnedWriteHalf},
+    },
+    sync::mpsc,
+};
+
+/// Bytes a reader asks the socket for at once.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+/// A writer stops gathering queued chunks into one write past this many bytes.
+pub(crate) const WRITE_BATCH: usize = 256 * 1024;
+/// How long a dial may take before it counts as failed.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Pending connections a listener keeps.
+const BACKLOG: u32 = 1024;
+/// How long [`bind_listener`] keeps retrying an address still held by a listener that is
+/// being torn down (a registry or node killed in the same process a moment ago).
+const REBIND_WINDOW: Duration = Duration::from_secs(2);
+
+/// Binds a listener with `SO_REUSEADDR`, so an address left in `TIME_WAIT` by a previous
+/// process (or a registry killed in this one) can be bound again at once. `AddrInUse` is
+/// retried for up to two seconds: a listener dropped by an aborted task is released only when
+/// the runtime drops that task.
+///
+/// # Errors
+///
+/// The socket could not be created or bound, or the address stayed in use.
+pub(crate) async fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let deadline = tokio::time::Instant::now() + REBIND_WINDOW;
+    loop {
+        match try_bind(addr) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(e);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn try_bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+/// Dials `addr` (`host:port`, optionally behind a scheme, see [`dial_target`]) within
+/// [`CONNECT_TIMEOUT`], with `TCP_NODELAY` set.
+///
+/// # Errors
+///
+/// An unparsable address, a refused or unreachable peer, or the timeout.
+pub(crate) async fn dial(addr: &str) -> io::Result<TcpStream> {
+    let target = dial_target(addr).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a TCP address: {addr:?}"),
+        )
+    })?;
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(target))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// The `host:port` part of a published address: `atcp://h:p`, `tcp://h:p`, `ipv4://h:p`,
+/// `ipv6://[h]:p` or a bare `h:p`. `None` for other schemes (`unix://`, `shm://`, ...) and
+/// for an address without a port.
+#[must_use]
+pub(crate) fn dial_target(addr: &str) -> Option<&str> {
+    let rest = match addr.split_once("://") {
+        Some((scheme, rest)) => {
+            let scheme = scheme.to_ascii_lowercase();
+            if !matches!(scheme.as_str(), "atcp" | "tcp" | "ipv4" | "ipv6") {
+                return None;
+            }
+            rest
+        }
+        None => addr,
+    };
+    let rest = rest.trim_end_matches('/');
+    let (host, port) = rest.rsplit_once(':')?;
+    (!host.is_empty() && port.parse::<u16>().is_ok()).then_some(rest)
+}
+
+/// The address a node publishes for a listener bound at `bound`: `atcp://ip:port`, with an
+/// unspecified ip (`0.0.0.0`, `::`) replaced by loopback (a node listening everywhere is at
+/// least reachable from its own host; set `Config::listen` to publish another address).
+#[must_use]
+pub(crate) fn published_address(bound: SocketAddr) -> String {
+    let ip = match bound.ip() {
+        std::net::IpAddr::V4(v4) if v4.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    format!("atcp://{}", SocketAddr::new(ip, bound.port()))
+}
+
+/// Sleeps until `deadline`, or forever when there is none (a `select!` branch for a driver's
+/// next timer).
+pub(crate) async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Fresh entropy from the process's randomly keyed hasher, the wall clock and the pid.
+#[must_use]
+pub(crate) fn entropy() -> u64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(nanos);
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// Reads `read` until end of stream or an error; each chunk goes out as `bytes(chunk)`, the
+/// end as `closed(reason)`. Returns early when the owner dropped the channel.
+pub(crate) async fn read_loop<E>(
+    mut read: OwnedReadHalf,
+    events: mpsc::Sender<E>,
+    bytes: impl Fn(Bytes) -> E,
+    closed: impl FnOnce(String) -> E,
+) {
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let reason = loop {
+        if buf.capacity() < READ_CHUNK / 4 {
+            buf.reserve(READ_CHUNK);
+        }
+        match read.read_buf(&mut buf).await {
+            Ok(0) => break String::from("end of stream"),
+            Ok(_) => {
+                if events.send(bytes(buf.split().freeze())).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => break e.to_string(),
+        }
+    };
+    let _ = events.send(closed(reason)).await;
+}
+
+/// Writes what the owner queues on `queue`, gathering every chunk already queued into one
+/// write; when the owner drops the queue, writes the rest and shuts the write half down.
+///
+/// # Errors
+///
+/// The first write error (the owner learns of it from the returned value).
+pub(crate) async fn write_loop(
+    mut write: OwnedWriteHalf,
+    mut queue: mpsc::UnboundedReceiver<Bytes>,
+) -> io::Result<()> {
+    let mut batch: Vec<u8> = Vec::new();
+    while let Some(first) = queue.recv().await {
+        match queue.try_recv() {
+            Ok(second) => {
+                batch.clear();
+                batch.extend_from_slice(&first);
+                batch.extend_from_slice(&second);
+                while batch.len() < WRITE_BATCH {
+                    match queue.try_recv() {
+                        Ok(more) => batch.extend_from_slice(&more),
+                        Err(_) => break,
+                    }
+                }
+                write.write_all(&batch).await?;
+                if batch.capacity() > 4 * WRITE_BATCH {
+                    batch = Vec::new();
+                }
+            }
+            Err(_) => write.write_all(&first).await?,
+        }
+    }
+    write.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_addresses_parse_back_to_their_socket_address() {
+        let bound: SocketAddr = "0.0.0.0:4100".parse().expect("literal");
+        assert_eq!(published_address(bound), "atcp://127.0.0.1:4100");
+        let bound: SocketAddr = "[::]:4100".parse().expect("literal");
+        assert_eq!(published_address(bound), "atcp://[::1]:4100");
+        assert_eq!(dial_target("atcp://127.0.0.1:4100"), Some("127.0.0.1:4100"));
+        assert_eq!(dial_target("atcp://[::1]:4100"), Some("[::1]:4100"));
+        assert_eq!(dial_target("TCP://host-a:80/"), Some("host-a:80"));
+        assert_eq!(dial_target("10.0.0.1:21902"), Some("10.0.0.1:21902"));
+        assert_eq!(dial_target("unix:///tmp/a.sock"), None);
+        assert_eq!(dial_target("atcp://127.0.0.1"), None);
+        assert_eq!(dial_target("atcp://:80"), None);
+        assert_eq!(dial_target("atcp://h:99999"), None);
+    }
+
+    #[test]
+    fn entropy_differs_between_calls() {
+        assert_ne!(entropy(), entropy());
+    }
+}

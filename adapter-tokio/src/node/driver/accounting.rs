@@ -1,0 +1,179 @@
+//! What the driver counts and reports: [`Metrics`] counters updated from the core's outputs
+//! and the feed's events, gauges and [`Status`] read from the core's views and the link table
+//! on request, and the [`Known`] view published on a watch channel.
+
+use switchboard_core::{
+    connector::RouteFlags,
+    ids::NodeId,
+    node::{Event, Node, RegistryEvent, SendError},
+    outcome::Outcome,
+};
+
+use super::links::Links;
+use crate::observe::{
+    EndpointStatus, Known, Metrics, RouteStatus, Status, outcome_label, send_error_label,
+};
+
+/// The counters of one node; gauges are filled in by [`Counters::snapshot`].
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    metrics: Metrics,
+}
+
+impl Counters {
+    pub(super) fn accepted(&mut self) {
+        self.metrics.sent += 1;
+    }
+
+    pub(super) fn refused(&mut self, error: &SendError) {
+        *self
+            .metrics
+            .refused
+            .entry(send_error_label(error).to_owned())
+            .or_default() += 1;
+    }
+
+    pub(super) fn outcome(&mut self, outcome: Outcome) {
+        *self
+            .metrics
+            .outcomes
+            .entry(outcome_label(outcome))
+            .or_default() += 1;
+    }
+
+    pub(super) fn received(&mut self) {
+        self.metrics.received += 1;
+    }
+
+    pub(super) fn inbox_dropped(&mut self) {
+        self.metrics.inbox_dropped += 1;
+    }
+
+    pub(super) fn dial(&mut self) {
+        self.metrics.dials += 1;
+    }
+
+    pub(super) fn dial_failed(&mut self) {
+        self.metrics.dial_failures += 1;
+    }
+
+    pub(super) fn registry_event(&mut self, event: &RegistryEvent) {
+        self.metrics.registry_events += 1;
+        if matches!(event, RegistryEvent::DiscoveryDelete { .. }) {
+            self.metrics.discovery_deletes += 1;
+        }
+    }
+
+    pub(super) fn registered(&mut self) {
+        self.metrics.registrations += 1;
+    }
+
+    pub(super) fn registry_disconnected(&mut self) {
+        self.metrics.registry_disconnects += 1;
+    }
+
+    pub(super) fn registry_conflict(&mut self) {
+        self.metrics.registry_conflicts += 1;
+    }
+
+    pub(super) fn event(&mut self, event: &Event) {
+        match event {
+            Event::PeerRestarted { .. } => self.metrics.peer_restarts += 1,
+            Event::ForwardDropped { .. } => self.metrics.forward_dropped += 1,
+            Event::LinkRejected { .. } => self.metrics.links_rejected += 1,
+            _ => {}
+        }
+    }
+
+    /// The counters with the gauges of now.
+    pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
+        let mut metrics = self.metrics.clone();
+        metrics.pending = node
+            .endpoints()
+            .iter()
+            .map(|(_, e)| e.queue().len() as u64)
+            .sum();
+        metrics.ring_updates = node.discovery().rings().ring_updates();
+        metrics.links.clear();
+        for state in ["connecting", "handshaking", "up"] {
+            metrics.links.insert(state.to_owned(), 0);
+        }
+        for state in links.count_by_state() {
+            *metrics.links.entry(state.label().to_owned()).or_default() += 1;
+        }
+        metrics
+    }
+}
+
+/// The node's status now.
+pub(super) fn status(node: &Node, links: &Links, registered: bool) -> Status {
+    let config = node.config();
+    let endpoints = node
+        .endpoints()
+        .iter()
+        .map(|(_, e)| EndpointStatus {
+            id: e.id().0,
+            name: node.discovery().get_by_id(e.id()).map(|i| i.name.clone()),
+            pending: e.queue().len(),
+            unacked: node.unacked(e.id()),
+        })
+        .collect();
+    let routes = node
+        .connector()
+        .targets()
+        .filter_map(|target| node.route(target))
+        .map(|view| RouteStatus {
+            target: view.target.0,
+            flags: flag_names(view.flags),
+            proxy: view.proxy.map(|p| p.0),
+            retry_count: view.retry_count,
+        })
+        .collect();
+    Status {
+        id: node.id().0,
+        name: config.name.clone(),
+        incarnation: node.incarnation(),
+        listen: config.listen.first().cloned().unwrap_or_default(),
+        upstream: node.connector().upstream().0,
+        registered,
+        known_nodes: node.discovery().len(),
+        endpoints,
+        routes,
+        links: links.statuses(),
+    }
+}
+
+fn flag_names(flags: RouteFlags) -> Vec<String> {
+    [
+        (RouteFlags::ACTIVE, "active"),
+        (RouteFlags::READY, "ready"),
+        (RouteFlags::WAIT_DISCOVERY, "waiting_discovery"),
+        (RouteFlags::LOST_TOPOLOGY, "lost_topology"),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| flags.contains(*flag))
+    .map(|(_, name)| name.to_owned())
+    .collect()
+}
+
+/// The registry view of `node` now.
+pub(super) fn known(node: &Node, registered: bool) -> Known {
+    let discovery = node
+        .discovery()
+        .iter()
+        .filter(|info| info.id.is_valid())
+        .map(|info| (info.id, info.listen.clone()))
+        .collect();
+    let topology = node.topology();
+    let topology = topology
+        .ids()
+        .filter(|&id| topology.is_proactive(id))
+        .map(|id| (id, topology.upstream_of(id).unwrap_or(NodeId::NONE)))
+        .collect();
+    Known {
+        registered,
+        upstream: node.connector().upstream().0,
+        discovery,
+        topology,
+    }
+}

@@ -1,0 +1,295 @@
+//! The driver's link table: for each core `LinkId`, the tasks that carry it.
+//!
+//! A dialled link starts with a dial task; once connected (and every accepted link at once) it
+//! has a reader task (socket → [`LinkEvent::Bytes`]) and a writer task (queued `Transmit`s →
+//! socket, batched). All of them report on one bounded channel of [`LinkEvent`]s, each tagged
+//! with its `LinkId`; the core never reuses a link id, so an event of a link the table no
+//! longer holds is stale and ignored. Every task lives in one `JoinSet`: dropping the table
+//! aborts them all, which is how a killed node drops its sockets.
+
+use std::{collections::HashMap, net::SocketAddr, time::Duration};
+
+use bytes::Bytes;
+use switchboard_core::ids::{LinkId, NodeId};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::mpsc,
+    task::{AbortHandle, JoinSet},
+};
+use tracing::{debug, warn};
+
+use crate::{net, observe::LinkStatus};
+
+/// Capacity of the link event channel (readers wait when it is full).
+pub(super) const LINK_EVENT_CAPACITY: usize = 1024;
+
+/// What the link tasks report to the driver.
+#[derive(Debug)]
+pub(super) enum LinkEvent {
+    /// The listener accepted a connection.
+    Accepted(TcpStream, SocketAddr),
+    /// The dial of `LinkId` succeeded.
+    Connected(LinkId, TcpStream),
+    /// The dial of `LinkId` failed.
+    ConnectFailed(LinkId, String),
+    /// Bytes arrived on `LinkId`.
+    Bytes(LinkId, Bytes),
+    /// `LinkId` is gone: end of stream, or a read or write error.
+    Closed(LinkId, String),
+}
+
+/// Where a link is, as the driver sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    /// Dialling.
+    Connecting,
+    /// Connected or accepted; the handshake is under way.
+    Handshaking,
+    /// The core reported the handshake done.
+    Up,
+}
+
+impl State {
+    pub(super) fn label(self) -> &'static str {
+        match self {
+            State::Connecting => "connecting",
+            State::Handshaking => "handshaking",
+            State::Up => "up",
+        }
+    }
+}
+
+struct Entry {
+    state: State,
+    outbound: bool,
+    peer: Option<NodeId>,
+    /// The writer's queue; exists from the start so nothing the core transmits is lost.
+    writer: mpsc::UnboundedSender<Bytes>,
+    /// The writer's end of the queue until the socket exists.
+    queue: Option<mpsc::UnboundedReceiver<Bytes>>,
+    reader: Option<AbortHandle>,
+    dial: Option<AbortHandle>,
+}
+
+/// The links of one node and their tasks.
+pub(super) struct Links {
+    entries: HashMap<LinkId, Entry>,
+    events: mpsc::Sender<LinkEvent>,
+    tasks: JoinSet<()>,
+    accept: Option<AbortHandle>,
+}
+
+impl Links {
+    pub(super) fn new(events: mpsc::Sender<LinkEvent>) -> Links {
+        Links {
+            entries: HashMap::new(),
+            events,
+            tasks: JoinSet::new(),
+            accept: None,
+        }
+    }
+
+    /// Starts accepting on `listener`; each connection becomes a [`LinkEvent::Accepted`].
+    pub(super) fn spawn_accept(&mut self, listener: TcpListener) {
+        let events = self.events.clone();
+        self.accept = Some(self.tasks.spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, peer)) => {
+                        if events
+                            .send(LinkEvent::Accepted(stream, peer))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }));
+    }
+
+    /// Stops accepting and releases the listener.
+    pub(super) fn stop_accepting(&mut self) {
+        if let Some(accept) = self.accept.take() {
+            accept.abort();
+        }
+    }
+
+    /// Whether the table holds `link`.
+    pub(super) fn contains(&self, link: LinkId) -> bool {
+        self.entries.contains_key(&link)
+    }
+
+    /// Starts dialling `addr` for `link` (the core's `Connect`).
+    pub(super) fn dial(&mut self, link: LinkId, peer: NodeId, addr: String) {
+        debug!(%link, %peer, %addr, "dialling");
+        let events = self.events.clone();
+        let dial = self.tasks.spawn(async move {
+            let event = match net::dial(&addr).await {
+                Ok(stream) => LinkEvent::Connected(link, stream),
+                Err(e) => LinkEvent::ConnectFailed(link, format!("{addr}: {e}")),
+            };
+            let _ = events.send(event).await;
+        });
+        let (writer, queue) = mpsc::unbounded_channel();
+        self.entries.insert(
+            link,
+            Entry {
+                state: State::Connecting,
+                outbound: true,
+                peer: Some(peer),
+                writer,
+                queue: Some(queue),
+                reader: None,
+                dial: Some(dial),
+            },
+        );
+    }
+
+    /// The dial of `link` succeeded: starts its reader and writer. `false` (the stream is
+    /// dropped) when the link is no longer wanted.
+    pub(super) fn connected(&mut self, link: LinkId, stream: TcpStream) -> bool {
+        let Some(entry) = self.entries.get_mut(&link) else {
+            return false;
+        };
+        if entry.state != State::Connecting {
+            return false;
+        }
+        entry.state = State::Handshaking;
+        entry.dial = None;
+        let queue = entry.queue.take();
+        self.attach(link, stream, queue);
+        true
+    }
+
+    /// An accepted connection became `link`: starts its reader and writer.
+    pub(super) fn accepted(&mut self, link: LinkId, stream: TcpStream) {
+        let (writer, queue) = mpsc::unbounded_channel();
+        self.entries.insert(
+            link,
+            Entry {
+                state: State::Handshaking,
+                outbound: false,
+                peer: None,
+                writer,
+                queue: None,
+                reader: None,
+                dial: None,
+            },
+        );
+        self.attach(link, stream, Some(queue));
+    }
+
+    fn attach(
+        &mut self,
+        link: LinkId,
+        stream: TcpStream,
+        queue: Option<mpsc::UnboundedReceiver<Bytes>>,
+    ) {
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        if let Some(queue) = queue {
+            let events = self.events.clone();
+            self.tasks.spawn(async move {
+                if let Err(e) = net::write_loop(write, queue).await {
+                    let _ = events.send(LinkEvent::Closed(link, e.to_string())).await;
+                }
+            });
+        }
+        let reader = self.tasks.spawn(net::read_loop(
+            read,
+            self.events.clone(),
+            move |b| LinkEvent::Bytes(link, b),
+            move |reason| LinkEvent::Closed(link, reason),
+        ));
+        if let Some(entry) = self.entries.get_mut(&link) {
+            entry.reader = Some(reader);
+        }
+    }
+
+    /// Queues `bytes` on `link`'s writer (dropped for an unknown link).
+    pub(super) fn transmit(&self, link: LinkId, bytes: Bytes) {
+        if let Some(entry) = self.entries.get(&link) {
+            let _ = entry.writer.send(bytes);
+        }
+    }
+
+    /// The core finished `link`'s handshake with `peer`.
+    pub(super) fn mark_up(&mut self, link: LinkId, peer: NodeId) {
+        if let Some(entry) = self.entries.get_mut(&link) {
+            entry.state = State::Up;
+            entry.peer = Some(peer);
+        }
+    }
+
+    /// The core closed `link`: the writer flushes what is queued, then closes; the reader and
+    /// any dial stop.
+    pub(super) fn close(&mut self, link: LinkId) {
+        if let Some(entry) = self.entries.remove(&link) {
+            debug!(%link, peer = ?entry.peer, "closing link");
+            stop(entry);
+        }
+        self.reap();
+    }
+
+    /// The transport lost `link` (or its dial failed). Returns whether the table held it (the
+    /// core must then be told).
+    pub(super) fn gone(&mut self, link: LinkId) -> bool {
+        let held = self.entries.remove(&link).map(stop).is_some();
+        self.reap();
+        held
+    }
+
+    /// Closes every link and waits up to `flush` for the writers to write what they hold.
+    pub(super) async fn close_all(&mut self, flush: Duration) {
+        self.stop_accepting();
+        for (_, entry) in self.entries.drain() {
+            stop(entry);
+        }
+        let tasks = &mut self.tasks;
+        let _ =
+            tokio::time::timeout(flush, async { while tasks.join_next().await.is_some() {} }).await;
+        self.tasks.abort_all();
+    }
+
+    /// Links by state label.
+    pub(super) fn count_by_state(&self) -> impl Iterator<Item = State> + '_ {
+        self.entries.values().map(|e| e.state)
+    }
+
+    /// One [`LinkStatus`] per link, by link id.
+    pub(super) fn statuses(&self) -> Vec<LinkStatus> {
+        let mut links: Vec<LinkStatus> = self
+            .entries
+            .iter()
+            .map(|(link, e)| LinkStatus {
+                link: link.0,
+                peer: e.peer.map(|p| p.0),
+                state: e.state.label().to_owned(),
+                outbound: e.outbound,
+            })
+            .collect();
+        links.sort_by_key(|l| l.link);
+        links
+    }
+
+    fn reap(&mut self) {
+        while self.tasks.try_join_next().is_some() {}
+    }
+}
+
+/// Stops a link's reader and dial; dropping the entry drops the writer's queue, so the writer
+/// ends after writing what it holds.
+fn stop(entry: Entry) {
+    if let Some(reader) = entry.reader {
+        reader.abort();
+    }
+    if let Some(dial) = entry.dial {
+        dial.abort();
+    }
+}

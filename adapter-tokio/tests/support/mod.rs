@@ -1,0 +1,152 @@
+//! Helpers of the driver tests: a registry and nodes tuned for fast tests, bounded waits,
+//! and sequence-numbered payloads.
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::{future::Future, net::SocketAddr, time::Duration};
+
+use bytes::Bytes;
+use switchboard_core::{
+    backoff::{BackoffConfig, Jitter},
+    config::Config,
+    ids::NodeId,
+    registry::server::ServerConfig,
+};
+use switchboard_tokio::{
+    Inbox, NodeBuilder, NodeHandle, Received,
+    registry::{RegistryHandle, client::ClientTuning, spawn_registry},
+};
+
+/// Upper bound of any single wait in a test (generous: the machine may be loaded).
+pub(crate) const STEP: Duration = Duration::from_secs(15);
+
+/// Logs to the test output when `SWITCHBOARD_TEST_LOG` names a level (`debug`, `info`, ...).
+pub(crate) fn init_logs() {
+    if let Ok(level) = std::env::var("SWITCHBOARD_TEST_LOG") {
+        let level = level.parse().unwrap_or(tracing::Level::DEBUG);
+        let _ = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_test_writer()
+            .try_init();
+    }
+}
+
+/// Awaits `fut` for at most [`STEP`]; panics naming `what` on timeout.
+pub(crate) async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(STEP, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {STEP:?}: {what}"),
+    }
+}
+
+/// Registry settings for tests: short access and heartbeat timeouts; protection long enough
+/// that no test sees a protection expire unless it waits for it.
+pub(crate) fn server_config() -> ServerConfig {
+    ServerConfig {
+        access_timeout: Duration::from_secs(2),
+        disconnect_protection: Duration::from_secs(20),
+        heartbeat_timeout: Some(Duration::from_secs(3)),
+        ..ServerConfig::default()
+    }
+}
+
+/// A registry on a free loopback port.
+pub(crate) async fn start_registry() -> RegistryHandle {
+    start_registry_at(SocketAddr::from(([127, 0, 0, 1], 0))).await
+}
+
+/// A registry on `addr` (may be the address of one killed a moment ago).
+pub(crate) async fn start_registry_at(addr: SocketAddr) -> RegistryHandle {
+    within("registry bind", spawn_registry(addr, server_config(), 7))
+        .await
+        .expect("the registry binds")
+}
+
+/// Registry client settings for tests: reconnect within 100-300 ms, heartbeats every 500 ms.
+pub(crate) fn tuning() -> ClientTuning {
+    ClientTuning {
+        backoff: Some(BackoffConfig {
+            start: Duration::from_millis(100),
+            max: Duration::from_millis(300),
+            max_tries: 0,
+            jitter: Jitter::None,
+        }),
+        grace: Some(Duration::from_secs(20)),
+        heartbeat_interval: Some(Duration::from_millis(500)),
+        silence_timeout: Some(Duration::from_secs(3)),
+    }
+}
+
+/// Core settings for tests: fast reconnects and heartbeats, no route ever given up on
+/// retries, messages time out after 10 s.
+pub(crate) fn fast(config: &mut Config) {
+    config.reconnect_start = Duration::from_millis(100);
+    config.reconnect_max = Duration::from_millis(300);
+    config.reconnect_max_tries = 0;
+    config.reconnect_jitter_percent = 0;
+    config.heartbeat_interval = Duration::from_millis(500);
+    config.message_timeout = Duration::from_secs(10);
+    config.lost_topology_timeout = Duration::from_secs(10);
+}
+
+/// A builder for node `id` called `name` on the registry at `registry`, with [`fast`] and
+/// [`tuning`].
+pub(crate) fn builder(registry: SocketAddr, id: u64, name: &str) -> NodeBuilder {
+    NodeBuilder::new(NodeId(id), name)
+        .registry(registry)
+        .registry_tuning(tuning())
+        .config(fast)
+}
+
+/// A root node that may link any other node directly.
+pub(crate) fn direct(registry: SocketAddr, id: u64, name: &str) -> NodeBuilder {
+    builder(registry, id, name).config(|c| c.topology_policy.allow_direct_connection = true)
+}
+
+/// Starts `builder` (bounded).
+pub(crate) async fn start(builder: NodeBuilder) -> (NodeHandle, Inbox) {
+    within("node start", builder.start())
+        .await
+        .expect("the node starts")
+}
+
+/// Waits until `node` knows every id in `ids` (discovery and topology).
+pub(crate) async fn wait_known(node: &NodeHandle, ids: &[u64]) {
+    let ids: Vec<NodeId> = ids.iter().map(|&i| NodeId(i)).collect();
+    assert!(
+        node.wait_known(&ids, STEP).await,
+        "node {} did not learn {ids:?}: {:?}",
+        node.id(),
+        node.known()
+    );
+}
+
+/// A payload naming its sender and sequence number, padded to `len` bytes (at least 16).
+pub(crate) fn payload(from: u64, seq: u64, len: usize) -> Bytes {
+    let mut v = Vec::with_capacity(len.max(16));
+    v.extend_from_slice(&from.to_le_bytes());
+    v.extend_from_slice(&seq.to_le_bytes());
+    while v.len() < len {
+        v.push((v.len() % 251) as u8);
+    }
+    Bytes::from(v)
+}
+
+/// The (sender, sequence number) of a [`payload`].
+pub(crate) fn parse(payload: &[u8]) -> (u64, u64) {
+    let from = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+    let seq = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
+    (from, seq)
+}
+
+/// The next `n` messages of `inbox` (bounded).
+pub(crate) async fn recv_n(inbox: &mut Inbox, n: usize) -> Vec<Received> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let msg = within("inbox message", inbox.recv())
+            .await
+            .expect("the node is running");
+        out.push(msg);
+    }
+    out
+}
