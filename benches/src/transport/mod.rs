@@ -75,13 +75,13 @@ pub enum BenchError {
         source: SendFailure,
     },
     /// A route never delivered a warm-up message.
-    #[error("route {route} delivered nothing within {waited_ms} ms (last: {last})")]
+    #[error("route {route} delivered nothing within {waited_ms} ms: {last}")]
     RouteNotReady {
         /// The route's name.
         route: &'static str,
         /// How long it was tried.
         waited_ms: u128,
-        /// The last outcome or error seen.
+        /// Each attempt's result, then the sender's status.
         last: String,
     },
 }

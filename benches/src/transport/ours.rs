@@ -99,29 +99,42 @@ impl OursRoute {
     ///
     /// # Errors
     ///
-    /// [`BenchError::RouteNotReady`] with the last outcome or error seen.
+    /// [`BenchError::RouteNotReady`] with every attempt's result and the sender's status.
     pub async fn wait_ready(&self, timeout: Duration) -> Result<(), BenchError> {
         let started = Instant::now();
-        let mut last = String::from("nothing sent yet");
+        let mut attempts = Vec::new();
         while started.elapsed() < timeout {
             let remaining = timeout.saturating_sub(started.elapsed());
+            let sent_at = Instant::now();
             let attempt = self.sender.send(
                 TargetSpec::Id(self.target),
                 MSG_TYPE,
                 Bytes::from_static(PAYLOAD),
             );
-            match tokio::time::timeout(remaining, attempt).await {
+            let result = match tokio::time::timeout(remaining, attempt).await {
                 Ok(Ok(Outcome::Delivered)) => return Ok(()),
-                Ok(Ok(other)) => last = format!("outcome {other:?}"),
-                Ok(Err(e)) => last = format!("send error: {e}"),
-                Err(_) => last = String::from("no outcome before the deadline"),
-            }
+                Ok(Ok(other)) => format!("outcome {other:?}"),
+                Ok(Err(e)) => format!("send error: {e}"),
+                Err(_) => String::from("no outcome yet"),
+            };
+            attempts.push(format!(
+                "attempt {}: {result} after {} ms",
+                attempts.len() + 1,
+                sent_at.elapsed().as_millis()
+            ));
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let status = match tokio::time::timeout(Duration::from_secs(1), self.sender.status()).await
+        {
+            Ok(Ok(status)) => serde_json::to_string(&status)
+                .unwrap_or_else(|e| format!("status not serializable: {e}")),
+            Ok(Err(_)) => String::from("the sender stopped"),
+            Err(_) => String::from("the sender did not answer a status request within 1 s"),
+        };
         Err(BenchError::RouteNotReady {
             route: self.name,
             waited_ms: timeout.as_millis(),
-            last,
+            last: format!("{}; sender status: {status}", attempts.join("; ")),
         })
     }
 
