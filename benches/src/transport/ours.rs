@@ -382,13 +382,66 @@ async fn collect_outcomes(
     c
 }
 
-/// `failed_<reason>`, `unknown_<reason>` or `stopped`, like the node's metrics labels.
+/// The node's metrics label of an outcome (`failed_queue_full`, ...), or `stopped`.
 fn failure_label(outcome: Result<Outcome, switchboard_tokio::node::Stopped>) -> String {
     match outcome {
-        Ok(Outcome::Delivered) => "delivered".to_owned(),
-        Ok(Outcome::Failed(reason)) => format!("failed_{reason:?}").to_lowercase(),
-        Ok(Outcome::Unknown(reason)) => format!("unknown_{reason:?}").to_lowercase(),
-        Ok(other) => format!("{other:?}").to_lowercase(),
+        Ok(outcome) => switchboard_tokio::observe::outcome_label(outcome),
         Err(_) => "stopped".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::load::Stop;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn both_routes_deliver_every_message_exactly_once() {
+        let cluster = tokio::time::timeout(
+            Duration::from_secs(30),
+            OursCluster::start(Duration::from_secs(20)),
+        )
+        .await
+        .expect("bounded start")
+        .expect("cluster starts");
+        let load = Load {
+            in_flight: 32,
+            rate_per_sec: None,
+            stop: Stop::Count(500),
+        };
+        for route in [&cluster.direct, &cluster.proxied] {
+            let before = route.receiver().received();
+            let run = tokio::time::timeout(Duration::from_secs(30), run_ours(route, &load))
+                .await
+                .expect("bounded run")
+                .expect("run");
+            assert_eq!(run.sent, 500, "{}", route.name());
+            assert_eq!(run.completed, 500, "{}: {:?}", route.name(), run.failures);
+            assert_eq!(run.failed, 0, "{}", route.name());
+            assert_eq!(run.latencies.len(), 500, "{}", route.name());
+            let got = route
+                .settle_received(before + 500, Duration::from_secs(10))
+                .await;
+            assert_eq!(got, before + 500, "{}: each message once", route.name());
+            assert_eq!(route.receiver().unexpected(), 0, "{}", route.name());
+        }
+        cluster.shutdown(Duration::from_secs(5)).await;
+    }
+
+    #[test]
+    fn failure_labels_follow_the_metrics_names() {
+        use switchboard_core::outcome::FailReason;
+        assert_eq!(
+            failure_label(Ok(Outcome::Failed(FailReason::QueueFull))),
+            "failed_queue_full"
+        );
+        assert_eq!(
+            failure_label(Ok(Outcome::Unknown(FailReason::Timeout))),
+            "unknown_timeout"
+        );
+        assert_eq!(
+            failure_label(Err(switchboard_tokio::node::Stopped)),
+            "stopped"
+        );
     }
 }
