@@ -10,6 +10,7 @@
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and
 //! re-arms its timer.
 
+pub mod admin;
 pub mod clock;
 mod net;
 pub mod node;
@@ -18,7 +19,8 @@ pub mod registry;
 pub mod target;
 
 pub use node::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, RegistrySpec, SendFailure,
+    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received, RegistrySpec,
+    SendFailure,
 };
 pub use observe::{Known, Metrics, Status};
 pub use target::TargetSpec;

@@ -4,10 +4,19 @@
 mod support;
 
 use bytes::Bytes;
-use switchboard_core::{ids::NodeId, outcome::Outcome};
+use switchboard_core::{
+    discovery::{Filter, Metadata},
+    ids::NodeId,
+    outcome::Outcome,
+    ring::{RingConfig, RingMember, RingSet},
+    select,
+};
 use switchboard_tokio::{Received, TargetSpec};
 
-use support::{direct, init_logs, recv_n, start, start_registry, wait_known, within};
+use support::{
+    STEP, builder, direct, init_logs, parse, payload, recv_n, start, start_registry, wait_known,
+    wait_links_up, within,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_exchange_exact_payloads_in_order() {
@@ -62,7 +71,7 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
     for seq in 0..500u64 {
         let p = within(
             "submit",
-            a.submit(TargetSpec::Id(NodeId(2)), 9, support::payload(1, seq, 64)),
+            a.submit(TargetSpec::Id(NodeId(2)), 9, payload(1, seq, 64)),
         )
         .await
         .expect("accepted");
@@ -72,7 +81,7 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
         assert_eq!(within("outcome", p).await, Ok(Outcome::Delivered));
     }
     let got = recv_n(&mut b_inbox, 500).await;
-    let seqs: Vec<u64> = got.iter().map(|r| support::parse(&r.payload).1).collect();
+    let seqs: Vec<u64> = got.iter().map(|r| parse(&r.payload).1).collect();
     assert_eq!(seqs, (0..500).collect::<Vec<_>>());
     assert!(
         got.iter()
@@ -85,5 +94,168 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
     assert_eq!(metrics.received, 1);
     within("shutdown a", a.shutdown()).await.expect("running");
     within("shutdown b", b.shutdown()).await.expect("running");
+    registry.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaves_talk_through_their_proxy_and_follow_an_upstream_switch() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let (p1, _p1_inbox) = start(direct(addr, 10, "proxy-1")).await;
+    let (p2, _p2_inbox) = start(direct(addr, 20, "proxy-2")).await;
+    let (l1, mut l1_inbox) = start(builder(addr, 11, "leaf-1").upstream(NodeId(10))).await;
+    let (l2, mut l2_inbox) = start(builder(addr, 12, "leaf-2").upstream(NodeId(10))).await;
+    for node in [&p1, &p2, &l1, &l2] {
+        wait_known(node, &[10, 20, 11, 12]).await;
+    }
+
+    for seq in 0..20 {
+        let outcome = within(
+            "l1 -> l2",
+            l1.send(TargetSpec::Id(NodeId(12)), 1, payload(11, seq, 32)),
+        )
+        .await;
+        assert_eq!(outcome, Ok(Outcome::Delivered));
+    }
+    let outcome = within(
+        "l2 -> l1",
+        l2.send(TargetSpec::Id(NodeId(11)), 2, payload(12, 0, 32)),
+    )
+    .await;
+    assert_eq!(outcome, Ok(Outcome::Delivered));
+    let got = recv_n(&mut l2_inbox, 20).await;
+    for (seq, r) in got.iter().enumerate() {
+        assert_eq!((r.from, r.via, r.msg_type), (NodeId(11), NodeId(10), 1));
+        assert_eq!(r.payload, payload(11, seq as u64, 32));
+    }
+    let got = recv_n(&mut l1_inbox, 1).await;
+    assert_eq!((got[0].from, got[0].via), (NodeId(12), NodeId(10)));
+    let status = within("l1 status", l1.status()).await.expect("running");
+    assert_eq!(status.upstream, 10);
+    assert!(
+        status.links.iter().all(|l| l.peer == Some(10)),
+        "{status:?}"
+    );
+
+    // The switch goes through the registry: the core applies the echoed own record. Both
+    // leaves move to proxy-2, which then carries their traffic.
+    for leaf in [&l1, &l2] {
+        within("set upstream", leaf.set_upstream(NodeId(20)))
+            .await
+            .expect("running");
+        assert!(
+            leaf.wait_for(STEP, |k| k.upstream == 20).await,
+            "{:?}",
+            leaf.known()
+        );
+    }
+    wait_links_up(&p2, &[11, 12]).await;
+    let outcome = within(
+        "l1 -> l2 after the switch",
+        l1.send(TargetSpec::Id(NodeId(12)), 3, payload(11, 100, 32)),
+    )
+    .await;
+    assert_eq!(outcome, Ok(Outcome::Delivered));
+    let got = recv_n(&mut l2_inbox, 1).await;
+    assert_eq!(
+        (got[0].from, got[0].via, got[0].msg_type),
+        (NodeId(11), NodeId(20), 3)
+    );
+
+    for node in [&l1, &l2, &p1, &p2] {
+        within("shutdown", node.shutdown()).await.expect("running");
+    }
+    registry.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_and_round_robin_targets_pick_what_the_core_rings_pick() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let worker_ids = [31u64, 32, 33];
+    let mut workers = Vec::new();
+    for id in worker_ids {
+        let node = start(direct(addr, id, &format!("worker-{id}")).label("role", "worker")).await;
+        workers.push(node);
+    }
+    let (client, _client_inbox) = start(direct(addr, 30, "client").label("role", "client")).await;
+    wait_known(&client, &[30, 31, 32, 33]).await;
+
+    let mut labels = std::collections::BTreeMap::new();
+    labels.insert("role".to_owned(), "worker".to_owned());
+    let worker_meta = Metadata {
+        labels,
+        ..Metadata::default()
+    };
+    let filter = Filter(worker_meta.clone());
+
+    // Round robin: 30 sends hit each worker exactly 10 times, cycling in a fixed order.
+    for seq in 0..30 {
+        let target = TargetSpec::RoundRobin {
+            filter: Some(filter.clone()),
+        };
+        let outcome = within("rr send", client.send(target, 5, payload(30, seq, 16))).await;
+        assert_eq!(outcome, Ok(Outcome::Delivered));
+    }
+    let mut residues = Vec::new();
+    for (_, inbox) in &mut workers {
+        let got = recv_n(inbox, 10).await;
+        let seqs: Vec<u64> = got.iter().map(|r| parse(&r.payload).1).collect();
+        let residue = seqs[0] % 3;
+        assert_eq!(
+            seqs,
+            (0..10).map(|k| residue + 3 * k).collect::<Vec<_>>(),
+            "one worker's share of the round robin"
+        );
+        residues.push(residue);
+    }
+    residues.sort_unstable();
+    assert_eq!(residues, vec![0, 1, 2]);
+
+    // Hash: every key lands where the core's ring over the same members puts it.
+    let mut rings = RingSet::new(RingConfig::default());
+    let fid = rings.add_filter(filter.clone());
+    for id in worker_ids {
+        rings
+            .insert(
+                RingMember::new(NodeId(id), &format!("worker-{id}")),
+                &worker_meta,
+            )
+            .expect("fits");
+    }
+    let mut expected: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    for key in 0..40u64 {
+        let key_bytes = key.to_le_bytes();
+        let owner = select::by_hash(&rings, Some(fid), &key_bytes).expect("non-empty ring");
+        expected.entry(owner.0).or_default().push(key);
+        let target = TargetSpec::Hash {
+            filter: Some(filter.clone()),
+            key: key_bytes.to_vec(),
+        };
+        let outcome = within("hash send", client.send(target, 6, payload(30, key, 16))).await;
+        assert_eq!(outcome, Ok(Outcome::Delivered));
+    }
+    for (id, (_, inbox)) in worker_ids.iter().zip(&mut workers) {
+        let want = expected.remove(id).unwrap_or_default();
+        let got = recv_n(inbox, want.len()).await;
+        let keys: Vec<u64> = got.iter().map(|r| parse(&r.payload).1).collect();
+        assert_eq!(keys, want, "keys owned by worker {id}");
+        assert!(got.iter().all(|r| r.msg_type == 6));
+    }
+    let metrics = within("metrics", client.metrics()).await.expect("running");
+    assert_eq!(metrics.outcomes.get("delivered"), Some(&70));
+    assert_eq!(metrics.received, 0);
+    for ((node, _), id) in workers.iter().zip(worker_ids) {
+        let m = within("metrics", node.metrics()).await.expect("running");
+        let hashed = 40
+            - (0..40u64)
+                .filter(|k| {
+                    select::by_hash(&rings, Some(fid), &k.to_le_bytes()) != Some(NodeId(id))
+                })
+                .count() as u64;
+        assert_eq!(m.received, 10 + hashed, "worker {id}");
+    }
     registry.kill();
 }

@@ -1,9 +1,9 @@
 //! A core `Node` on tokio: [`NodeBuilder`] starts it, [`NodeHandle`] talks to it, [`Inbox`]
 //! yields what it receives.
 //!
-//! One task ([`driver`]) owns the `Node`. It waits for a command, a link event, a registry
-//! feed event or the core's next deadline, makes one `handle_*` call, drains `poll_output`
-//! into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
+//! One task (the private `driver` module) owns the `Node`. It waits for a command, a link
+//! event, a registry feed event or the core's next deadline, makes one `handle_*` call, drains
+//! `poll_output` into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
 //! writer task (batched writes of the core's `Transmit`s). Routing decisions live in the core
 //! only.
 
@@ -108,6 +108,16 @@ pub(crate) enum Command {
         payload: Bytes,
         accepted: oneshot::Sender<Result<OutcomeReceiver, SendError>>,
     },
+    Post {
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+        outcome: oneshot::Sender<Result<Outcome, SendError>>,
+    },
+    SendBatch {
+        messages: Vec<(TargetSpec, u32, Bytes)>,
+        accepted: oneshot::Sender<Vec<Result<OutcomeReceiver, SendError>>>,
+    },
     SetUpstream {
         upstream: NodeId,
         done: oneshot::Sender<()>,
@@ -138,6 +148,28 @@ impl Future for PendingOutcome {
     }
 }
 
+/// A message handed over with [`NodeHandle::post`]: resolves to its outcome, or to why it was
+/// not accepted.
+#[derive(Debug)]
+pub struct PostedOutcome {
+    rx: oneshot::Receiver<Result<Outcome, SendError>>,
+}
+
+impl Future for PostedOutcome {
+    /// `Err(Refused)` if the core refused the message (nothing was accepted), `Err(Stopped)`
+    /// if the driver stopped before reporting (only after [`NodeHandle::kill`], or when the
+    /// node had stopped before the message reached it).
+    type Output = Result<Outcome, SendFailure>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| match r {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(refused)) => Err(SendFailure::Refused(refused)),
+            Err(_) => Err(SendFailure::Stopped),
+        })
+    }
+}
+
 /// Configures and starts a node.
 #[derive(Clone, Debug)]
 pub struct NodeBuilder {
@@ -145,6 +177,7 @@ pub struct NodeBuilder {
     listen: SocketAddr,
     registry: RegistrySpec,
     tuning: ClientTuning,
+    inbox_capacity: usize,
 }
 
 impl NodeBuilder {
@@ -157,6 +190,7 @@ impl NodeBuilder {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             registry: RegistrySpec::None,
             tuning: ClientTuning::default(),
+            inbox_capacity: INBOX_CAPACITY,
         }
     }
 
@@ -203,6 +237,14 @@ impl NodeBuilder {
         self
     }
 
+    /// Capacity of the [`Inbox`] (default [`INBOX_CAPACITY`]; at least 1). While it is full
+    /// the node stops reading its links.
+    #[must_use]
+    pub fn inbox_capacity(mut self, capacity: usize) -> NodeBuilder {
+        self.inbox_capacity = capacity.max(1);
+        self
+    }
+
     /// Changes the core config (timeouts, limits, seed, ...) before start.
     #[must_use]
     pub fn config(mut self, f: impl FnOnce(&mut Config)) -> NodeBuilder {
@@ -221,11 +263,14 @@ impl NodeBuilder {
     ///
     /// An invalid config or a failed bind.
     pub async fn start(self) -> Result<(NodeHandle, Inbox), StartError> {
-        driver::start(self.config, self.listen, self.registry, self.tuning).await
+        driver::start(self).await
     }
 }
 
 /// A cheap, cloneable handle to a running node.
+///
+/// When the last handle is dropped the node shuts down gracefully, as after
+/// [`shutdown`](Self::shutdown).
 #[derive(Clone, Debug)]
 pub struct NodeHandle {
     id: NodeId,
@@ -306,6 +351,53 @@ impl NodeHandle {
             Ok(Err(e)) => Err(SendFailure::Refused(e)),
             Err(_) => Err(SendFailure::Stopped),
         }
+    }
+
+    /// Hands a message to the node without waiting for the node to look at it: returns as
+    /// soon as the command queue has room, with a future of its outcome (or of its refusal).
+    /// Unlike [`submit`](Self::submit) this costs no round trip to the driver per message, so
+    /// one task can stream messages at full speed; the bounded command queue is the
+    /// backpressure.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped.
+    pub async fn post(
+        &self,
+        target: TargetSpec,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<PostedOutcome, Stopped> {
+        let (outcome, rx) = oneshot::channel();
+        self.command(Command::Post {
+            target,
+            msg_type,
+            payload,
+            outcome,
+        })
+        .await?;
+        Ok(PostedOutcome { rx })
+    }
+
+    /// Hands several messages to the node in one command — one round trip to the driver
+    /// instead of one per message — and returns, in order, each one's outcome future or why
+    /// the core refused it. Use this to push many messages fast from one task.
+    ///
+    /// # Errors
+    ///
+    /// The node stopped (nothing was accepted).
+    pub async fn submit_batch(
+        &self,
+        messages: Vec<(TargetSpec, u32, Bytes)>,
+    ) -> Result<Vec<Result<PendingOutcome, SendError>>, Stopped> {
+        let (accepted, rx) = oneshot::channel();
+        self.command(Command::SendBatch { messages, accepted })
+            .await?;
+        let results = rx.await.map_err(|_| Stopped)?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.map(|rx| PendingOutcome { rx }))
+            .collect())
     }
 
     /// Switches this node's upstream: publishes the new topology record to the registry (the
@@ -399,7 +491,8 @@ impl NodeHandle {
 
 /// The messages a node receives, in arrival order. Ends when the node stops.
 ///
-/// Bounded by [`INBOX_CAPACITY`]: while it is full the driver stops reading its links, so
+/// Bounded ([`INBOX_CAPACITY`] unless [`NodeBuilder::inbox_capacity`] says otherwise): while
+/// it is full the driver stops reading its links, so
 /// senders see backpressure (their pending queues fill) instead of this node buffering
 /// without limit.
 #[derive(Debug)]

@@ -3,17 +3,19 @@
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
-use std::{future::Future, net::SocketAddr, time::Duration};
+use std::{collections::BTreeSet, future::Future, net::SocketAddr, time::Duration};
 
 use bytes::Bytes;
 use switchboard_core::{
     backoff::{BackoffConfig, Jitter},
     config::Config,
     ids::NodeId,
+    outcome::Outcome,
     registry::server::ServerConfig,
 };
 use switchboard_tokio::{
-    Inbox, NodeBuilder, NodeHandle, Received,
+    Inbox, NodeBuilder, NodeHandle, PendingOutcome, Received, TargetSpec,
+    node::Stopped,
     registry::{RegistryHandle, client::ClientTuning, spawn_registry},
 };
 
@@ -149,4 +151,115 @@ pub(crate) async fn recv_n(inbox: &mut Inbox, n: usize) -> Vec<Received> {
         out.push(msg);
     }
     out
+}
+
+/// Waits until `node` has an up link to each of `peers` (polling its status).
+pub(crate) async fn wait_links_up(node: &NodeHandle, peers: &[u64]) {
+    within("links up", async {
+        loop {
+            let status = node.status().await.expect("running");
+            let up = |p: &u64| {
+                status
+                    .links
+                    .iter()
+                    .any(|l| l.peer == Some(*p) && l.state == "up")
+            };
+            if peers.iter().all(up) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+/// Submits messages `seqs` from `node` (id `from`) to `target`, one every `pace`; returns
+/// each sequence number with its outcome future (refused sends are a test failure).
+pub(crate) async fn submit_paced(
+    node: &NodeHandle,
+    target: u64,
+    seqs: std::ops::Range<u64>,
+    pace: Duration,
+) -> Vec<(u64, PendingOutcome)> {
+    let mut out = Vec::new();
+    for seq in seqs {
+        let p = within(
+            "submit",
+            node.submit(
+                TargetSpec::Id(NodeId(target)),
+                1,
+                payload(node.id().0, seq, 32),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("send {seq} refused: {e}"));
+        out.push((seq, p));
+        tokio::time::sleep(pace).await;
+    }
+    out
+}
+
+/// Every outcome of `pending` (an outcome future that ends without one is `Err(Stopped)`).
+pub(crate) async fn outcomes(
+    pending: Vec<(u64, PendingOutcome)>,
+) -> Vec<(u64, Result<Outcome, Stopped>)> {
+    let mut out = Vec::with_capacity(pending.len());
+    for (seq, p) in pending {
+        out.push((seq, within("outcome", p).await));
+    }
+    out
+}
+
+/// Sequence numbers of `outcomes` that ended as `want`.
+pub(crate) fn seqs_with(
+    outcomes: &[(u64, Result<Outcome, Stopped>)],
+    want: impl Fn(&Outcome) -> bool,
+) -> BTreeSet<u64> {
+    outcomes
+        .iter()
+        .filter(|(_, o)| o.as_ref().is_ok_and(&want))
+        .map(|(seq, _)| *seq)
+        .collect()
+}
+
+/// Drains `inbox` of messages from `from`: waits until every seq in `must` arrived, then takes
+/// whatever else arrives within `quiet` of silence. Returns the sequence numbers in arrival
+/// order (duplicates kept).
+pub(crate) async fn drain_inbox(
+    inbox: &mut Inbox,
+    from: u64,
+    must: &BTreeSet<u64>,
+    quiet: Duration,
+) -> Vec<u64> {
+    let mut got = Vec::new();
+    let mut seen = BTreeSet::new();
+    let next = async |inbox: &mut Inbox, wait: Duration| {
+        tokio::time::timeout(wait, inbox.recv())
+            .await
+            .ok()
+            .flatten()
+    };
+    loop {
+        let missing = must.iter().any(|s| !seen.contains(s));
+        let wait = if missing { STEP } else { quiet };
+        match next(inbox, wait).await {
+            Some(msg) => {
+                let (sender, seq) = parse(&msg.payload);
+                assert_eq!(sender, from, "a message from an unexpected sender");
+                seen.insert(seq);
+                got.push(seq);
+            }
+            None if missing => panic!(
+                "messages reported delivered never arrived: {:?}",
+                must.difference(&seen).collect::<Vec<_>>()
+            ),
+            None => return got,
+        }
+    }
+}
+
+/// The duplicates in `seqs`.
+pub(crate) fn duplicates(seqs: &[u64]) -> Vec<u64> {
+    let mut seen = BTreeSet::new();
+    seqs.iter().filter(|s| !seen.insert(**s)).copied().collect()
 }

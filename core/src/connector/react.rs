@@ -435,6 +435,15 @@ impl Connector {
             self.timers.arm(id, next.map_or(at, |n| n.min(at)));
             return;
         }
+        // A proxied record is unready while its proxy is ready only after a failed hand-off
+        // through it (`on_send_failed`: the proxy answered `Unreachable`, e.g. the target had
+        // just restarted behind it). Nothing else re-readies it — its readiness follows the
+        // proxy's, which did not change — so at the end of its backoff window it follows the
+        // proxy again and its queue is retried through it.
+        if r.proxy.is_valid() && !r.has(RouteFlags::LOST_TOPOLOGY) && self.is_ready(r.proxy) {
+            self.set_ready(id);
+            return;
+        }
         if !self.schedule_reconnect(now, id) {
             return;
         }

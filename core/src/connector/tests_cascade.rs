@@ -357,3 +357,46 @@ fn old_upstream_is_kept_while_something_still_needs_it() {
     assert_eq!(h.c.link_state(n(0x102)), Some(LinkState::Up));
     assert_eq!((h.flags(0x102), h.view(0x102).proxy), (A | R, None));
 }
+
+#[test]
+fn a_failed_hand_off_through_a_ready_proxy_is_retried_after_the_backoff() {
+    // The proxy answered `Unreachable` (the target restarted behind it) while its own link
+    // stayed up: the record follows the proxy again when its backoff window ends.
+    let mut h = group_f();
+    h.up(0x602);
+    h.effects();
+    h.now = t(5);
+    h.send_failed(0x603);
+    assert_eq!(h.effects(), vec![unready(0x603), scheduled(0x603, 1, t(7))]);
+    h.at(t(6));
+    assert_eq!(h.effects(), vec![]);
+    h.at(t(7));
+    assert_eq!(h.effects(), vec![ready(0x603, Some(0x602))]);
+    let v = h.view(0x603);
+    assert_eq!(
+        (v.flags, v.proxy, v.retry_count, v.timer),
+        (A | R, Some(n(0x602)), 0, None)
+    );
+    assert_eq!(h.c.ready_hop(n(0x603)), Some(n(0x602)));
+}
+
+#[test]
+fn a_failed_hand_off_waits_for_a_proxy_that_went_down() {
+    let mut h = group_f();
+    h.up(0x602);
+    h.effects();
+    h.now = t(5);
+    h.send_failed(0x603);
+    h.down(0x602);
+    h.effects();
+    // The proxy is down at the end of the window: the record keeps counting attempts and
+    // becomes ready with the proxy's link.
+    h.at(t(7));
+    assert!(!h.flags(0x603).contains(R));
+    h.effects();
+    h.up(0x602);
+    assert_eq!(
+        h.effects(),
+        vec![ready(0x602, None), ready(0x603, Some(0x602))]
+    );
+}

@@ -1,7 +1,8 @@
 //! The driver task: one loop over the core `Node`.
 //!
-//! [`start`] binds the listener, builds the `Node` and the records the node registers, starts
-//! the registry backend ([`start_backend`]) and spawns the loop. The loop waits for one of: a
+//! [`start`] ([`lifecycle`]) binds the listener, builds the `Node` and the records the node
+//! registers, starts the registry backend (`lifecycle::start_backend`, the one place a
+//! backend is chosen) and spawns the loop. The loop waits for one of: a
 //! command from a [`NodeHandle`], a link event ([`links`]), a registry feed event, room in a
 //! full inbox, or the core's next deadline (one `Sleep`, reset only when the deadline moves).
 //! It makes the matching `handle_*` call (or command), then drains `poll_output` into I/O:
@@ -11,22 +12,30 @@
 //!
 //! Backpressure: while the inbox is full, received messages wait in a local queue and the
 //! loop stops taking link events, so the link readers stop and the peers' TCP windows close.
+//! Writers are unbounded queues; what a node transmits is bounded by the core (each sender's
+//! pending and unacknowledged messages per target count against its queue limits), and a peer
+//! that stops reading is closed by the core's heartbeat.
+//!
+//! Stops: a graceful shutdown ([`lifecycle`]) reports every outcome, unregisters and flushes;
+//! a kill drops the driver, and with it every task (they live in the link table's `JoinSet`),
+//! socket, outcome sender, and the registry feed (the backend then ends without a goodbye).
 
 mod accounting;
+mod lifecycle;
 mod links;
+
+pub(super) use lifecycle::start;
 
 use std::{
     collections::{HashMap, VecDeque},
-    net::SocketAddr,
     sync::Arc,
     time::Duration,
 };
 
 use switchboard_core::{
-    config::Config,
-    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
+    discovery::TopologyInfo,
     ids::{MsgId, NodeId},
-    node::{Event, Node, Output, RegistryEvent},
+    node::{Event, Node, Output, RegistryEvent, SendError},
     outcome::Outcome,
     time::Instant,
 };
@@ -35,156 +44,23 @@ use tracing::{debug, info, warn};
 
 use self::{
     accounting::Counters,
-    links::{LINK_EVENT_CAPACITY, LinkEvent, Links},
+    lifecycle::answer_after_stop,
+    links::{LinkEvent, Links},
 };
-use super::{
-    COMMAND_CAPACITY, Command, INBOX_CAPACITY, Inbox, NodeHandle, Received, RegistrySpec,
-    StartError,
-};
+use super::{Command, OutcomeReceiver, Received};
 use crate::{
     clock::Clock,
-    net,
     observe::Known,
-    registry::{
-        client::{ClientTuning, spawn_client},
-        feed::{Feed, FeedCommand, FeedEvent, Registration},
-    },
+    registry::feed::{Feed, FeedCommand, FeedEvent},
+    target::TargetSpec,
 };
 
+/// Ready commands and link events handled per wake-up before the loop waits again.
+const BURST: usize = 256;
 /// How long a graceful shutdown waits for the registry backend to unregister.
 const UNREGISTER_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a graceful shutdown waits for the link writers to flush.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Binds, builds the `Node`, starts the registry backend and spawns the loop.
-pub(super) async fn start(
-    mut config: Config,
-    listen: SocketAddr,
-    registry: RegistrySpec,
-    tuning: ClientTuning,
-) -> Result<(NodeHandle, Inbox), StartError> {
-    config.validate()?;
-    let bind_error = |source| StartError::Bind {
-        addr: listen,
-        source,
-    };
-    let listener = net::bind_listener(listen).await.map_err(bind_error)?;
-    let local_addr = listener.local_addr().map_err(bind_error)?;
-    if config.listen.is_empty() {
-        config.listen = vec![net::published_address(local_addr)];
-    }
-    if config.pid == 0 {
-        config.pid = i64::from(std::process::id());
-    }
-    if config.hostname.is_empty() {
-        config.hostname = local_hostname();
-    }
-    // A restarted node must be a new incarnation, whatever seed it was given.
-    config.rng_seed ^= net::entropy();
-    let clock = Clock::start();
-    let node = Node::new(config, clock.now())?;
-    let topology = topology_of(&node, node.config().upstream);
-    let registration = Registration {
-        discovery: discovery_of(&node),
-        topology: topology.clone(),
-        incarnation: node.incarnation(),
-    };
-    let feed = start_backend(&registry, registration, &tuning)?;
-
-    let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
-    let (inbox_tx, inbox_rx) = mpsc::channel(INBOX_CAPACITY);
-    let (link_tx, link_events) = mpsc::channel(LINK_EVENT_CAPACITY);
-    let kill_switch = Arc::new(Notify::new());
-    let (known_tx, known_rx) = watch::channel(accounting::known(&node, false));
-    let handle = NodeHandle {
-        id: node.id(),
-        name: node.config().name.clone(),
-        local_addr,
-        incarnation: node.incarnation(),
-        commands: commands_tx,
-        kill_switch: Arc::clone(&kill_switch),
-        known: known_rx,
-    };
-    info!(
-        id = %node.id(), name = %node.config().name, %local_addr,
-        incarnation = node.incarnation(), upstream = %node.config().upstream,
-        "node started"
-    );
-    let mut links = Links::new(link_tx);
-    links.spawn_accept(listener);
-    let mut driver = Driver {
-        node,
-        clock,
-        links,
-        pending: HashMap::new(),
-        inbox: inbox_tx,
-        overflow: VecDeque::new(),
-        feed,
-        topology,
-        counters: Counters::default(),
-        registered: false,
-        known: known_tx,
-    };
-    driver.drain();
-    tokio::spawn(driver.run(commands, link_events, kill_switch));
-    Ok((handle, Inbox { rx: inbox_rx }))
-}
-
-/// Starts the registry backend `spec` names for `registration`; `None` without a registry.
-fn start_backend(
-    spec: &RegistrySpec,
-    registration: Registration,
-    tuning: &ClientTuning,
-) -> Result<Option<Feed>, StartError> {
-    match spec {
-        RegistrySpec::None => Ok(None),
-        RegistrySpec::Embedded(addr) => Ok(Some(spawn_client(*addr, registration, |c| {
-            tuning.apply(c);
-        }))),
-        RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
-    }
-}
-
-/// The discovery record a node publishes: identity, listen addresses, host, pid, and its
-/// labels as metadata labels (so filters can select on them).
-fn discovery_of(node: &Node) -> DiscoveryInfo {
-    let config = node.config();
-    let mut info = DiscoveryInfo {
-        id: config.id,
-        name: config.name.clone(),
-        hostname: config.hostname.clone(),
-        pid: i32::try_from(config.pid).unwrap_or(0),
-        listen: config.listen.clone(),
-        ..DiscoveryInfo::default()
-    };
-    info.metadata.labels = config.labels.clone();
-    info
-}
-
-/// The topology record of a node with `upstream`.
-fn topology_of(node: &Node, upstream: NodeId) -> TopologyInfo {
-    let config = node.config();
-    TopologyInfo {
-        id: config.id,
-        name: config.name.clone(),
-        hostname: config.hostname.clone(),
-        pid: i32::try_from(config.pid).unwrap_or(0),
-        upstream_id: upstream,
-        data: TopologyData {
-            label: config.labels.clone(),
-        },
-        ..TopologyInfo::default()
-    }
-}
-
-fn local_hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
-        .unwrap_or_else(|| String::from("localhost"))
-}
 
 /// The loop's state: the core node and everything its outputs go to.
 struct Driver {
@@ -192,7 +68,7 @@ struct Driver {
     clock: Clock,
     links: Links,
     /// Outcome futures of accepted messages.
-    pending: HashMap<MsgId, oneshot::Sender<Outcome>>,
+    pending: HashMap<MsgId, Waiter>,
     inbox: mpsc::Sender<Received>,
     /// Received messages waiting for room in the inbox (link events pause meanwhile).
     overflow: VecDeque<Received>,
@@ -202,6 +78,24 @@ struct Driver {
     counters: Counters,
     registered: bool,
     known: watch::Sender<Known>,
+}
+
+/// Who waits for an accepted message's outcome.
+#[derive(Debug)]
+enum Waiter {
+    /// A [`super::PendingOutcome`] (`submit`, `send`, `submit_batch`).
+    Submitted(oneshot::Sender<Outcome>),
+    /// A [`super::PostedOutcome`] (`post`).
+    Posted(oneshot::Sender<Result<Outcome, SendError>>),
+}
+
+impl Waiter {
+    fn resolve(self, outcome: Outcome) {
+        let _ = match self {
+            Waiter::Submitted(tx) => tx.send(outcome).map_err(drop),
+            Waiter::Posted(tx) => tx.send(Ok(outcome)).map_err(drop),
+        };
+    }
 }
 
 /// How the loop ended.
@@ -251,6 +145,9 @@ impl Driver {
                 }
             }
             self.drain();
+            if let Some(exit) = self.burst(&mut commands, &mut link_events) {
+                break exit;
+            }
         };
         match exit {
             Exit::Killed => {
@@ -268,6 +165,38 @@ impl Driver {
         }
     }
 
+    /// Handles commands and link events that are already waiting, up to [`BURST`] of them,
+    /// without going back through `select!` (each followed by a full drain). Returns how the
+    /// loop ends if a shutdown command came up.
+    fn burst(
+        &mut self,
+        commands: &mut mpsc::Receiver<Command>,
+        link_events: &mut mpsc::Receiver<LinkEvent>,
+    ) -> Option<Exit> {
+        for _ in 0..BURST {
+            let mut progressed = false;
+            if let Ok(command) = commands.try_recv() {
+                if let Command::Shutdown(done) = command {
+                    return Some(Exit::Shutdown(Some(done)));
+                }
+                self.on_command(command);
+                self.drain();
+                progressed = true;
+            }
+            if self.overflow.is_empty() {
+                if let Ok(event) = link_events.try_recv() {
+                    self.on_link_event(event);
+                    self.drain();
+                    progressed = true;
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        None
+    }
+
     fn on_command(&mut self, command: Command) {
         let now = self.clock.now();
         match command {
@@ -276,18 +205,35 @@ impl Driver {
                 msg_type,
                 payload,
                 accepted,
-            } => match self.node.send(now, target.as_target(), msg_type, payload) {
+            } => {
+                let result = self
+                    .send_one(now, &target, msg_type, payload)
+                    .map(|msg| self.waiting_submit(msg));
+                let _ = accepted.send(result);
+            }
+            Command::Post {
+                target,
+                msg_type,
+                payload,
+                outcome,
+            } => match self.send_one(now, &target, msg_type, payload) {
                 Ok(msg) => {
-                    self.counters.accepted();
-                    let (tx, rx) = oneshot::channel();
-                    self.pending.insert(msg, tx);
-                    let _ = accepted.send(Ok(rx));
+                    self.pending.insert(msg, Waiter::Posted(outcome));
                 }
-                Err(error) => {
-                    self.counters.refused(&error);
-                    let _ = accepted.send(Err(error));
+                Err(refused) => {
+                    let _ = outcome.send(Err(refused));
                 }
             },
+            Command::SendBatch { messages, accepted } => {
+                let results = messages
+                    .into_iter()
+                    .map(|(target, msg_type, payload)| {
+                        self.send_one(now, &target, msg_type, payload)
+                            .map(|msg| self.waiting_submit(msg))
+                    })
+                    .collect();
+                let _ = accepted.send(results);
+            }
             Command::SetUpstream { upstream, done } => {
                 self.set_upstream(now, upstream);
                 let _ = done.send(());
@@ -303,6 +249,29 @@ impl Driver {
                 let _ = done.send(());
             }
         }
+    }
+
+    /// Hands one message to the core; its id, or why it was refused.
+    fn send_one(
+        &mut self,
+        now: Instant,
+        target: &TargetSpec,
+        msg_type: u32,
+        payload: bytes::Bytes,
+    ) -> Result<MsgId, SendError> {
+        let result = self.node.send(now, target.as_target(), msg_type, payload);
+        match &result {
+            Ok(_) => self.counters.accepted(),
+            Err(error) => self.counters.refused(error),
+        }
+        result
+    }
+
+    /// Registers a submitter waiting for `msg`'s outcome.
+    fn waiting_submit(&mut self, msg: MsgId) -> OutcomeReceiver {
+        let (tx, rx) = oneshot::channel();
+        self.pending.insert(msg, Waiter::Submitted(tx));
+        rx
     }
 
     /// Publishes a topology record naming `upstream`. With a registry the core applies it
@@ -430,8 +399,8 @@ impl Driver {
                 }
                 Output::Outcome { msg, outcome } => {
                     self.counters.outcome(outcome);
-                    if let Some(tx) = self.pending.remove(&msg) {
-                        let _ = tx.send(outcome);
+                    if let Some(waiter) = self.pending.remove(&msg) {
+                        waiter.resolve(outcome);
                     }
                 }
                 Output::Event(event) => self.on_event(&event),
@@ -494,78 +463,6 @@ impl Driver {
     fn drop_overflow(&mut self) {
         for _ in self.overflow.drain(..) {
             self.counters.inbox_dropped();
-        }
-    }
-
-    /// Graceful stop: every accepted message gets its outcome, the backend unregisters, the
-    /// links flush and close; received messages still queued reach the inbox afterwards.
-    async fn shutdown(&mut self) {
-        let now = self.clock.now();
-        self.node.shutdown(now);
-        self.drain();
-        if let Some(mut feed) = self.feed.take() {
-            let (tx, mut rx) = oneshot::channel();
-            if feed.commands.send(FeedCommand::Shutdown(tx)).await.is_ok() {
-                // Keep taking the backend's events so it is never blocked on a full feed.
-                let wait = async {
-                    loop {
-                        tokio::select! {
-                            _ = &mut rx => return,
-                            event = feed.events.recv() => if event.is_none() { return },
-                        }
-                    }
-                };
-                if tokio::time::timeout(UNREGISTER_TIMEOUT, wait)
-                    .await
-                    .is_err()
-                {
-                    warn!(id = %self.node.id(), "registry backend did not confirm the unregister");
-                }
-            }
-        }
-        self.links.close_all(FLUSH_TIMEOUT).await;
-        self.registered = false;
-        self.publish_known();
-        if !self.overflow.is_empty() {
-            let inbox = self.inbox.clone();
-            let overflow = std::mem::take(&mut self.overflow);
-            tokio::spawn(async move {
-                for msg in overflow {
-                    if inbox.send(msg).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        info!(id = %self.node.id(), "node stopped");
-    }
-}
-
-/// After a graceful stop: refuses the sends still queued (`Shutdown`) and answers the other
-/// commands, so no caller waits on a dropped driver.
-fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: &Driver) {
-    commands.close();
-    while let Ok(command) = commands.try_recv() {
-        match command {
-            Command::Send { accepted, .. } => {
-                let _ = accepted.send(Err(switchboard_core::node::SendError::Shutdown));
-            }
-            Command::SetUpstream { done, .. } => {
-                let _ = done.send(());
-            }
-            Command::Status(tx) => {
-                let _ = tx.send(accounting::status(
-                    &driver.node,
-                    &driver.links,
-                    driver.registered,
-                ));
-            }
-            Command::Metrics(tx) => {
-                let _ = tx.send(driver.counters.snapshot(&driver.node, &driver.links));
-            }
-            Command::Shutdown(done) => {
-                let _ = done.send(());
-            }
         }
     }
 }

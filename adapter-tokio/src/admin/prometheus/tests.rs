@@ -1,0 +1,170 @@
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// The text for a fresh node: every family, every known series, all 0.
+const FRESH_NODE_TEXT: &str = "\
+# HELP switchboard_sent_total Messages the node accepted for sending.
+# TYPE switchboard_sent_total counter
+switchboard_sent_total 0
+# HELP switchboard_refused_total Sends the node refused, by reason.
+# TYPE switchboard_refused_total counter
+switchboard_refused_total{reason=\"invalid_target\"} 0
+switchboard_refused_total{reason=\"no_route\"} 0
+switchboard_refused_total{reason=\"payload_too_large\"} 0
+switchboard_refused_total{reason=\"shutdown\"} 0
+switchboard_refused_total{reason=\"unknown_target\"} 0
+# HELP switchboard_messages_total Outcomes of accepted messages (unknown_* = transmitted, not acknowledged).
+# TYPE switchboard_messages_total counter
+switchboard_messages_total{outcome=\"delivered\"} 0
+switchboard_messages_total{outcome=\"failed_no_route\"} 0
+switchboard_messages_total{outcome=\"failed_queue_full\"} 0
+switchboard_messages_total{outcome=\"failed_shutdown\"} 0
+switchboard_messages_total{outcome=\"failed_target_gone\"} 0
+switchboard_messages_total{outcome=\"failed_target_restarted\"} 0
+switchboard_messages_total{outcome=\"failed_timeout\"} 0
+switchboard_messages_total{outcome=\"unknown_no_route\"} 0
+switchboard_messages_total{outcome=\"unknown_queue_full\"} 0
+switchboard_messages_total{outcome=\"unknown_shutdown\"} 0
+switchboard_messages_total{outcome=\"unknown_target_gone\"} 0
+switchboard_messages_total{outcome=\"unknown_target_restarted\"} 0
+switchboard_messages_total{outcome=\"unknown_timeout\"} 0
+# HELP switchboard_received_total Messages received for this node.
+# TYPE switchboard_received_total counter
+switchboard_received_total 0
+# HELP switchboard_pending_messages Messages queued in endpoints' pending queues.
+# TYPE switchboard_pending_messages gauge
+switchboard_pending_messages 0
+# HELP switchboard_dials_total Dials to peers (first connects and reconnects).
+# TYPE switchboard_dials_total counter
+switchboard_dials_total 0
+# HELP switchboard_dial_failures_total Dials that failed.
+# TYPE switchboard_dial_failures_total counter
+switchboard_dial_failures_total 0
+# HELP switchboard_ring_updates_total Consistent-hash ring updates applied.
+# TYPE switchboard_ring_updates_total counter
+switchboard_ring_updates_total 0
+# HELP switchboard_registry_events_total Registry events handled.
+# TYPE switchboard_registry_events_total counter
+switchboard_registry_events_total 0
+# HELP switchboard_links Links by state.
+# TYPE switchboard_links gauge
+switchboard_links{state=\"connecting\"} 0
+switchboard_links{state=\"handshaking\"} 0
+switchboard_links{state=\"up\"} 0
+# HELP switchboard_peer_restarts_total Peers seen restarting (a new incarnation).
+# TYPE switchboard_peer_restarts_total counter
+switchboard_peer_restarts_total 0
+# HELP switchboard_forward_dropped_total Messages this node could not forward as a relay.
+# TYPE switchboard_forward_dropped_total counter
+switchboard_forward_dropped_total 0
+# HELP switchboard_discovery_deletes_total Peers that left the discovery view.
+# TYPE switchboard_discovery_deletes_total counter
+switchboard_discovery_deletes_total 0
+# HELP switchboard_registrations_total Times the node was registered (first time and after every reconnect).
+# TYPE switchboard_registrations_total counter
+switchboard_registrations_total 0
+# HELP switchboard_registry_disconnects_total Times the registry was lost (failed dials included).
+# TYPE switchboard_registry_disconnects_total counter
+switchboard_registry_disconnects_total 0
+# HELP switchboard_registry_conflicts_total Registrations refused because another live instance holds the id.
+# TYPE switchboard_registry_conflicts_total counter
+switchboard_registry_conflicts_total 0
+# HELP switchboard_links_rejected_total Links closed because of what the peer sent.
+# TYPE switchboard_links_rejected_total counter
+switchboard_links_rejected_total 0
+# HELP switchboard_inbox_dropped_total Received messages dropped because nobody reads the inbox.
+# TYPE switchboard_inbox_dropped_total counter
+switchboard_inbox_dropped_total 0
+";
+
+#[test]
+fn a_fresh_node_shows_every_series_at_zero() {
+    assert_eq!(render(&Metrics::default()), FRESH_NODE_TEXT);
+}
+
+#[test]
+fn counted_values_replace_the_zeros_and_new_labels_are_added() {
+    let metrics = Metrics {
+        sent: 12,
+        refused: BTreeMap::from([("unknown_target".to_owned(), 2)]),
+        outcomes: BTreeMap::from([
+            ("delivered".to_owned(), 10),
+            ("failed_no_route".to_owned(), 1),
+            ("unknown_timeout".to_owned(), 1),
+        ]),
+        received: 7,
+        pending: 3,
+        dials: 4,
+        dial_failures: 1,
+        ring_updates: 9,
+        registry_events: 11,
+        links: BTreeMap::from([("up".to_owned(), 2), ("draining".to_owned(), 1)]),
+        peer_restarts: 1,
+        forward_dropped: 5,
+        discovery_deletes: 6,
+        registrations: 2,
+        registry_disconnects: 1,
+        registry_conflicts: 0,
+        links_rejected: 3,
+        inbox_dropped: 4,
+    };
+    let text = render(&metrics);
+    let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        samples,
+        vec![
+            "switchboard_sent_total 12",
+            "switchboard_refused_total{reason=\"invalid_target\"} 0",
+            "switchboard_refused_total{reason=\"no_route\"} 0",
+            "switchboard_refused_total{reason=\"payload_too_large\"} 0",
+            "switchboard_refused_total{reason=\"shutdown\"} 0",
+            "switchboard_refused_total{reason=\"unknown_target\"} 2",
+            "switchboard_messages_total{outcome=\"delivered\"} 10",
+            "switchboard_messages_total{outcome=\"failed_no_route\"} 1",
+            "switchboard_messages_total{outcome=\"failed_queue_full\"} 0",
+            "switchboard_messages_total{outcome=\"failed_shutdown\"} 0",
+            "switchboard_messages_total{outcome=\"failed_target_gone\"} 0",
+            "switchboard_messages_total{outcome=\"failed_target_restarted\"} 0",
+            "switchboard_messages_total{outcome=\"failed_timeout\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_no_route\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_queue_full\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_shutdown\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_target_gone\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_target_restarted\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_timeout\"} 1",
+            "switchboard_received_total 7",
+            "switchboard_pending_messages 3",
+            "switchboard_dials_total 4",
+            "switchboard_dial_failures_total 1",
+            "switchboard_ring_updates_total 9",
+            "switchboard_registry_events_total 11",
+            "switchboard_links{state=\"connecting\"} 0",
+            "switchboard_links{state=\"draining\"} 1",
+            "switchboard_links{state=\"handshaking\"} 0",
+            "switchboard_links{state=\"up\"} 2",
+            "switchboard_peer_restarts_total 1",
+            "switchboard_forward_dropped_total 5",
+            "switchboard_discovery_deletes_total 6",
+            "switchboard_registrations_total 2",
+            "switchboard_registry_disconnects_total 1",
+            "switchboard_registry_conflicts_total 0",
+            "switchboard_links_rejected_total 3",
+            "switchboard_inbox_dropped_total 4",
+        ]
+    );
+}
+
+#[test]
+fn label_values_are_escaped() {
+    assert_eq!(escape_label_value(r#"a"b\c"#), r#"a\"b\\c"#);
+    assert_eq!(escape_label_value("line\nbreak"), "line\\nbreak");
+    let metrics = Metrics {
+        outcomes: BTreeMap::from([("we\"ird".to_owned(), 1)]),
+        ..Metrics::default()
+    };
+    assert!(
+        render(&metrics).contains("switchboard_messages_total{outcome=\"we\\\"ird\"} 1\n"),
+        "escaped sample present"
+    );
+}

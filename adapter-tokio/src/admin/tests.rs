@@ -1,0 +1,223 @@
+use std::collections::BTreeMap;
+
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    time::timeout,
+};
+
+use super::*;
+use crate::observe::{EndpointStatus, LinkStatus, RouteStatus};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Fixed views; `None` answers as a stopped node.
+#[derive(Clone)]
+struct Fixed {
+    metrics: Option<Metrics>,
+    status: Option<Status>,
+}
+
+impl AdminSource for Fixed {
+    fn metrics(&self) -> impl Future<Output = Result<Metrics, Stopped>> + Send {
+        let metrics = self.metrics.clone();
+        async move { metrics.ok_or(Stopped) }
+    }
+
+    fn status(&self) -> impl Future<Output = Result<Status, Stopped>> + Send {
+        let status = self.status.clone();
+        async move { status.ok_or(Stopped) }
+    }
+}
+
+fn sample_status() -> Status {
+    Status {
+        id: 7,
+        name: "leaf-7".to_owned(),
+        incarnation: 42,
+        listen: "127.0.0.1:7100".to_owned(),
+        upstream: 3,
+        registered: true,
+        known_nodes: 4,
+        endpoints: vec![EndpointStatus {
+            id: 9,
+            name: Some("leaf-9".to_owned()),
+            pending: 2,
+            unacked: 1,
+        }],
+        routes: vec![RouteStatus {
+            target: 9,
+            flags: vec!["ready".to_owned()],
+            proxy: Some(3),
+            retry_count: 0,
+        }],
+        links: vec![LinkStatus {
+            link: 1,
+            peer: Some(3),
+            state: "up".to_owned(),
+            outbound: true,
+        }],
+    }
+}
+
+fn sample_metrics() -> Metrics {
+    Metrics {
+        sent: 5,
+        outcomes: BTreeMap::from([("delivered".to_owned(), 5)]),
+        received: 2,
+        ..Metrics::default()
+    }
+}
+
+async fn serve(source: Fixed) -> AdminServer {
+    AdminServer::bind(SocketAddr::from(([127, 0, 0, 1], 0)), source)
+        .await
+        .expect("bind 127.0.0.1:0")
+}
+
+/// Sends raw request bytes and reads the whole answer (the server closes after it).
+async fn exchange(addr: SocketAddr, request: &[u8]) -> String {
+    timeout(WAIT, async {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(request).await.expect("write");
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.expect("read");
+        String::from_utf8(answer).expect("utf-8 answer")
+    })
+    .await
+    .expect("answered in time")
+}
+
+fn get(path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").into_bytes()
+}
+
+/// (status line, content type, body).
+fn split(answer: &str) -> (&str, Option<&str>, &str) {
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let mut lines = head.lines();
+    let status = lines.next().expect("a status line");
+    let content_type = lines.find_map(|l| l.strip_prefix("content-type: "));
+    (status, content_type, body)
+}
+
+#[tokio::test]
+async fn metrics_are_served_as_prometheus_text() {
+    let server = serve(Fixed {
+        metrics: Some(sample_metrics()),
+        status: None,
+    })
+    .await;
+    let answer = exchange(server.local_addr(), &get("/metrics")).await;
+    let (status, content_type, body) = split(&answer);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        content_type,
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    assert_eq!(body, prometheus::render(&sample_metrics()));
+    assert!(body.contains("\nswitchboard_sent_total 5\n"));
+    assert!(body.contains("\nswitchboard_messages_total{outcome=\"delivered\"} 5\n"));
+}
+
+#[tokio::test]
+async fn status_is_served_as_json() {
+    let server = serve(Fixed {
+        metrics: None,
+        status: Some(sample_status()),
+    })
+    .await;
+    let answer = exchange(server.local_addr(), &get("/status")).await;
+    let (status, content_type, body) = split(&answer);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(content_type, Some("application/json"));
+    assert_eq!(
+        body,
+        "{\"id\":7,\"name\":\"leaf-7\",\"incarnation\":42,\"listen\":\"127.0.0.1:7100\",\
+         \"upstream\":3,\"registered\":true,\"known_nodes\":4,\
+         \"endpoints\":[{\"id\":9,\"name\":\"leaf-9\",\"pending\":2,\"unacked\":1}],\
+         \"routes\":[{\"target\":9,\"flags\":[\"ready\"],\"proxy\":3,\"retry_count\":0}],\
+         \"links\":[{\"link\":1,\"peer\":3,\"state\":\"up\",\"outbound\":true}]}"
+    );
+}
+
+#[tokio::test]
+async fn other_paths_are_not_found_and_other_methods_not_allowed() {
+    let server = serve(Fixed {
+        metrics: Some(Metrics::default()),
+        status: Some(sample_status()),
+    })
+    .await;
+    let answer = exchange(server.local_addr(), &get("/nothing")).await;
+    assert_eq!(split(&answer).0, "HTTP/1.1 404 Not Found");
+    let answer = exchange(
+        server.local_addr(),
+        b"POST /metrics HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(split(&answer).0, "HTTP/1.1 405 Method Not Allowed");
+    assert!(answer.contains("\r\nallow: GET, HEAD\r\n"), "{answer}");
+    let answer = exchange(server.local_addr(), &get("/metrics?debug=1")).await;
+    assert_eq!(
+        split(&answer).0,
+        "HTTP/1.1 200 OK",
+        "a query string is ignored"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_request_is_a_bad_request() {
+    let server = serve(Fixed {
+        metrics: Some(Metrics::default()),
+        status: None,
+    })
+    .await;
+    let answer = exchange(server.local_addr(), b"\x00\x01garbage\r\n\r\n").await;
+    assert!(
+        answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{answer:?}"
+    );
+    // The server is still serving.
+    let answer = exchange(server.local_addr(), &get("/metrics")).await;
+    assert_eq!(split(&answer).0, "HTTP/1.1 200 OK");
+}
+
+#[tokio::test]
+async fn a_stopped_node_is_service_unavailable() {
+    let server = serve(Fixed {
+        metrics: None,
+        status: None,
+    })
+    .await;
+    for path in ["/metrics", "/status"] {
+        let answer = exchange(server.local_addr(), &get(path)).await;
+        let (status, _, body) = split(&answer);
+        assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+        assert_eq!(body, "node stopped\n");
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_server_stops_listening() {
+    let server = serve(Fixed {
+        metrics: Some(Metrics::default()),
+        status: None,
+    })
+    .await;
+    let addr = server.local_addr();
+    drop(server);
+    // The accept task is aborted at its next poll; the listener closes with it.
+    let refused = timeout(WAIT, async {
+        loop {
+            if TcpStream::connect(addr).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        refused.is_ok(),
+        "the port was still accepting after {WAIT:?}"
+    );
+}

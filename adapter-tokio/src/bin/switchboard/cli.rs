@@ -1,0 +1,326 @@
+//! The command line as clap sees it: one struct per subcommand, every flag optional where a
+//! config file may give it instead (required values are checked after the file is merged, in
+//! [`crate::config`]).
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+/// `switchboard`: run a registry, a node, a load generator or the in-process demo.
+#[derive(Debug, Parser)]
+#[command(
+    name = "switchboard",
+    version,
+    about = "Run switchboard registries, nodes, load and the demo cluster",
+    long_about = "Run switchboard registries, nodes, load and the demo cluster.\n\n\
+        Logs go to stderr, filtered by RUST_LOG (default `warn`). A bad flag or config value \
+        prints one line `error: <field>: <problem>` and exits with code 2.",
+    propagate_version = true
+)]
+pub(crate) struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run the embedded registry until SIGINT/SIGTERM.
+    Registry(RegistryArgs),
+    /// Run a node until SIGINT/SIGTERM (graceful shutdown).
+    Node(NodeArgs),
+    /// Send a measured burst of messages from a node of its own and print a JSON summary.
+    Load(LoadArgs),
+    /// Run an in-process cluster through a scripted series of failures and print a summary.
+    Demo(DemoArgs),
+}
+
+/// Where a node finds its registry when etcd is used (shared by `node`, `load`, `demo`).
+#[derive(Debug, Default, Args)]
+pub(crate) struct EtcdArgs {
+    /// Use etcd as the registry: client URLs, comma separated (needs a build with the `etcd`
+    /// feature).
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    pub(crate) etcd: Option<Vec<String>>,
+    /// Key prefix in etcd (default `/switchboard/`).
+    #[arg(long, value_name = "P")]
+    pub(crate) etcd_prefix: Option<String>,
+}
+
+/// `switchboard registry`.
+#[derive(Debug, Args)]
+#[command(after_help = "When ready it prints one line on stdout: \
+    {\"ready\":\"registry\",\"listen\":\"HOST:PORT\"} (the real bound port).\n\n\
+    Concern file (TOML): [concern] game = [\"gate\", \"chat\"] makes nodes of type `game` \
+    follow only `gate` and `chat`; unlisted types follow everything.\n\
+    Config file keys: listen, concern, and a [server] table with access_timeout_ms, \
+    disconnect_protection_ms, heartbeat_timeout_ms (0 = never), max_frame.")]
+pub(crate) struct RegistryArgs {
+    /// Address to listen on (port 0 = any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<SocketAddr>,
+    /// TOML file with the concern table.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) concern: Option<PathBuf>,
+    /// TOML config file; flags override its values.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+/// `switchboard node`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "When ready (registered, or after 5 s without a registry) it prints \
+    one line on stdout: {\"ready\":\"node\",\"id\":N,\"listen\":\"HOST:PORT\",\
+    \"admin\":\"HOST:PORT\"|null}.\n\n\
+    Config file keys: id, name, listen, upstream, registry, label (a table), admin, echo, \
+    etcd (a list), etcd_prefix, and a [core] table with the core settings \
+    (message_timeout_ms, heartbeat_interval_ms, ...)."
+)]
+pub(crate) struct NodeArgs {
+    /// Node id (non-zero).
+    #[arg(long, value_name = "N")]
+    pub(crate) id: Option<u64>,
+    /// Node name, as published in discovery.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) name: Option<String>,
+    /// Address to listen on (port 0 = any free port).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<SocketAddr>,
+    /// Id of this node's upstream (its proxy).
+    #[arg(long, value_name = "ID")]
+    pub(crate) upstream: Option<u64>,
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// A label `key=value` (repeatable).
+    #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
+    pub(crate) labels: Vec<(String, String)>,
+    /// Serve /metrics (Prometheus text) and /status (JSON) on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) admin: Option<SocketAddr>,
+    /// Send every received message back to its sender (same type, same payload).
+    #[arg(long)]
+    pub(crate) echo: bool,
+    /// TOML config file; flags override its values.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+}
+
+/// `switchboard load`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Prints one JSON line: {\"sent\",\"delivered\",\"failed\":{reason:count},\
+    \"duplicates\",\"echoed\",\"p50_us\",\"p99_us\"}. `sent` counts every message handed to \
+    the node (all --count of them); a refused one is counted under failed as \
+    `refused_<why>`, so sent = delivered + the sum of failed. Outcome reasons: timeout, \
+    queue_full, no_route, target_gone, target_restarted, shutdown; `unknown_<reason>` when \
+    the message was transmitted but not acknowledged; `no_outcome` when none came in time. \
+    Latency is from send to the Delivered outcome. Echoes (from a node run with --echo) are \
+    counted by sequence number: a repeated one is a duplicate. The load node (label \
+    role=load, no upstream) links to its targets directly.\n\n\
+    Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
+    wait_known, window, etcd, etcd_prefix, and a [core] table."
+)]
+pub(crate) struct LoadArgs {
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// Send to the node with this name.
+    #[arg(long, value_name = "NAME", conflicts_with = "hash_key")]
+    pub(crate) to: Option<String>,
+    /// Send by consistent hash of this key (among nodes matching --filter).
+    #[arg(long, value_name = "K")]
+    pub(crate) hash_key: Option<String>,
+    /// Restrict --hash-key candidates to nodes with this label `key=value` (repeatable).
+    #[arg(long = "filter", value_name = "K=V", value_parser = parse_label)]
+    pub(crate) filters: Vec<(String, String)>,
+    /// Messages to send.
+    #[arg(long, value_name = "N")]
+    pub(crate) count: Option<u64>,
+    /// Messages per second (0 = as fast as the in-flight window allows).
+    #[arg(long, value_name = "R")]
+    pub(crate) rate: Option<u64>,
+    /// Payload size in bytes (at least 8: the sequence number).
+    #[arg(long, value_name = "B")]
+    pub(crate) size: Option<usize>,
+    /// Id of the load node (default 1000000 + process id).
+    #[arg(long, value_name = "N")]
+    pub(crate) id: Option<u64>,
+    /// Name of the load node (default `load-<pid>`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) name: Option<String>,
+    /// Seconds to wait for the registry and the target before sending (default 10).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) wait_known: Option<f64>,
+    /// Messages in flight at most (default 1024).
+    #[arg(long, value_name = "N")]
+    pub(crate) window: Option<usize>,
+    /// TOML config file; flags override its values.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+}
+
+/// `switchboard demo`.
+#[derive(Debug, Args)]
+#[command(after_help = crate::demo::HELP)]
+pub(crate) struct DemoArgs {
+    /// Length of the traffic phase in seconds (at least 1).
+    #[arg(long, value_name = "S", default_value_t = 20)]
+    pub(crate) seconds: u64,
+    /// Total messages per second over all senders (at least 4).
+    #[arg(long, value_name = "R", default_value_t = 1000)]
+    pub(crate) rate: u64,
+    /// No progress line; the last stdout line is the JSON summary.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// etcd registry instead of the embedded one (the registry restart is then skipped).
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+}
+
+/// Parses `key=value` (the key non-empty).
+pub(crate) fn parse_label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser, error::ErrorKind};
+
+    use super::*;
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn labels_need_a_key_and_an_equals_sign() {
+        assert_eq!(
+            parse_label("role=leaf"),
+            Ok(("role".to_owned(), "leaf".to_owned()))
+        );
+        assert_eq!(parse_label("a=b=c"), Ok(("a".to_owned(), "b=c".to_owned())));
+        assert_eq!(
+            parse_label("empty="),
+            Ok(("empty".to_owned(), String::new()))
+        );
+        assert_eq!(
+            parse_label("role"),
+            Err("expected KEY=VALUE, got \"role\"".to_owned())
+        );
+        assert_eq!(
+            parse_label("=leaf"),
+            Err("expected KEY=VALUE, got \"=leaf\"".to_owned())
+        );
+    }
+
+    #[test]
+    fn node_flags_parse_into_their_fields() {
+        let cli = Cli::try_parse_from([
+            "switchboard",
+            "node",
+            "--id",
+            "7",
+            "--name",
+            "leaf-7",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "3",
+            "--registry",
+            "127.0.0.1:7000",
+            "--label",
+            "role=leaf",
+            "--label",
+            "zone=a",
+            "--echo",
+        ])
+        .expect("valid flags");
+        let Command::Node(args) = cli.command else {
+            panic!("not the node subcommand");
+        };
+        assert_eq!(args.id, Some(7));
+        assert_eq!(args.name.as_deref(), Some("leaf-7"));
+        assert_eq!(args.listen, Some(SocketAddr::from(([127, 0, 0, 1], 0))));
+        assert_eq!(args.upstream, Some(3));
+        assert_eq!(
+            args.registry,
+            Some(SocketAddr::from(([127, 0, 0, 1], 7000)))
+        );
+        assert_eq!(
+            args.labels,
+            vec![
+                ("role".to_owned(), "leaf".to_owned()),
+                ("zone".to_owned(), "a".to_owned())
+            ]
+        );
+        assert!(args.echo);
+        assert_eq!(args.admin, None);
+        assert_eq!(args.etcd.etcd, None);
+    }
+
+    #[test]
+    fn etcd_urls_split_on_commas() {
+        let cli = Cli::try_parse_from([
+            "switchboard",
+            "load",
+            "--etcd",
+            "http://127.0.0.1:2379,http://127.0.0.1:2380",
+            "--to",
+            "leaf",
+        ])
+        .expect("valid flags");
+        let Command::Load(args) = cli.command else {
+            panic!("not the load subcommand");
+        };
+        assert_eq!(
+            args.etcd.etcd,
+            Some(vec![
+                "http://127.0.0.1:2379".to_owned(),
+                "http://127.0.0.1:2380".to_owned()
+            ])
+        );
+    }
+
+    #[test]
+    fn registry_and_etcd_are_mutually_exclusive() {
+        let err = Cli::try_parse_from([
+            "switchboard",
+            "node",
+            "--registry",
+            "127.0.0.1:1",
+            "--etcd",
+            "http://127.0.0.1:2379",
+        ])
+        .expect_err("conflicting flags");
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn to_and_hash_key_are_mutually_exclusive() {
+        let err = Cli::try_parse_from(["switchboard", "load", "--to", "a", "--hash-key", "k"])
+            .expect_err("conflicting flags");
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+    }
+
+    #[test]
+    fn demo_defaults_are_twenty_seconds_at_a_thousand_messages_per_second() {
+        let cli = Cli::try_parse_from(["switchboard", "demo"]).expect("valid flags");
+        let Command::Demo(args) = cli.command else {
+            panic!("not the demo subcommand");
+        };
+        assert_eq!((args.seconds, args.rate, args.json), (20, 1000, false));
+    }
+}

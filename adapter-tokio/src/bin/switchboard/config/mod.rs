@@ -1,0 +1,437 @@
+//! Config files and the merge with flags: each subcommand's TOML file ([`registry`], [`node`],
+//! [`load`]) has keys named like its flags; a flag given on the command line overrides the
+//! file; the merged values are checked here, so the runners get complete, valid options.
+//!
+//! Every problem is a [`CliError::Invalid`] naming the key (dotted for nested tables, e.g.
+//! `core.message_timeout_ms`): unknown keys, wrong types, missing required values, values out
+//! of range.
+
+pub(crate) mod concern;
+pub(crate) mod load;
+pub(crate) mod node;
+pub(crate) mod registry;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use serde::de::DeserializeOwned;
+use switchboard_core::config::{Config, ConfigError};
+use switchboard_tokio::{RegistrySpec, registry::EtcdOptions};
+
+use crate::error::CliError;
+
+/// Reads and deserializes a TOML file; `None` reads nothing and gives `T::default()`.
+///
+/// # Errors
+///
+/// The file cannot be read (field `config`), is not TOML (field `config`, with the line), or
+/// a key is unknown or has the wrong type (field = the dotted key path).
+pub(crate) fn read_toml<T: DeserializeOwned + Default>(path: Option<&Path>) -> Result<T, CliError> {
+    let Some(path) = path else {
+        return Ok(T::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::invalid("config", format!("cannot read {}: {e}", path.display())))?;
+    parse_toml(&text).map_err(|e| match e {
+        TomlProblem::Syntax { line, message } => CliError::invalid(
+            "config",
+            format!("{}: line {line}: {message}", path.display()),
+        ),
+        TomlProblem::Field { field, message } => CliError::invalid(field, message),
+    })
+}
+
+/// Why a TOML text did not deserialize.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TomlProblem {
+    /// Not TOML at all.
+    Syntax {
+        /// 1-based line of the problem (0 if unknown).
+        line: usize,
+        /// toml's message.
+        message: String,
+    },
+    /// A key is unknown or has a bad value.
+    Field {
+        /// Dotted path of the key.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Deserializes TOML text, naming the offending key on error.
+pub(crate) fn parse_toml<T: DeserializeOwned>(text: &str) -> Result<T, TomlProblem> {
+    let one_line = |s: &str| s.trim().replace('\n', " ");
+    let deserializer = toml::de::Deserializer::parse(text).map_err(|e| TomlProblem::Syntax {
+        line: e.span().map_or(0, |span| line_of(text, span.start)),
+        message: one_line(e.message()),
+    })?;
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let message = one_line(e.inner().message());
+        // serde_path_to_error's path already ends with an unknown key; say "unknown key"
+        // rather than serde's "unknown field" (these are TOML keys).
+        if let Some(key) = unknown_key(&message) {
+            let field = if path == "." { key.to_owned() } else { path };
+            return TomlProblem::Field {
+                field,
+                message: format!("unknown key{}", after_unknown_key(&message)),
+            };
+        }
+        TomlProblem::Field {
+            field: if path == "." {
+                String::from("config")
+            } else {
+                path
+            },
+            message,
+        }
+    })
+}
+
+/// The key in serde's "unknown field `x`, expected ..." message.
+fn unknown_key(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split_once('`').map(|(key, _)| key)
+}
+
+/// What serde says after the unknown key (", expected one of ...").
+fn after_unknown_key(message: &str) -> &str {
+    message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+        .map_or("", |(_, after)| after)
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset)
+        .map_or(0, |before| before.matches('\n').count() + 1)
+}
+
+/// A path from a config file, relative to the file's directory.
+pub(crate) fn relative_to(config: Option<&Path>, path: PathBuf) -> PathBuf {
+    match config.and_then(Path::parent) {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path,
+    }
+}
+
+/// The registry a node uses, from the merged `registry` / `etcd` / `etcd_prefix` values.
+///
+/// # Errors
+///
+/// Both or neither of `registry` and `etcd`, an empty URL list or URL, or an `etcd_prefix`
+/// without `etcd` or not ending with `/`.
+pub(crate) fn registry_spec(
+    registry: Option<std::net::SocketAddr>,
+    etcd: Option<Vec<String>>,
+    etcd_prefix: Option<String>,
+) -> Result<RegistrySpec, CliError> {
+    match (registry, etcd) {
+        (Some(_), Some(_)) => Err(CliError::invalid(
+            "registry",
+            "give either registry or etcd, not both",
+        )),
+        (None, None) => Err(CliError::invalid(
+            "registry",
+            "required: give --registry ADDR or --etcd URL",
+        )),
+        (Some(addr), None) => match etcd_prefix {
+            Some(_) => Err(CliError::invalid("etcd_prefix", "only used with etcd")),
+            None => Ok(RegistrySpec::Embedded(addr)),
+        },
+        (None, Some(urls)) => {
+            if urls.is_empty() {
+                return Err(CliError::invalid("etcd", "needs at least one URL"));
+            }
+            if urls.iter().any(|u| u.trim().is_empty()) {
+                return Err(CliError::invalid("etcd", "a URL is empty"));
+            }
+            let mut options = EtcdOptions::new(urls);
+            if let Some(prefix) = etcd_prefix {
+                if !prefix.ends_with('/') {
+                    return Err(CliError::invalid(
+                        "etcd_prefix",
+                        format!("must end with `/`, got {prefix:?}"),
+                    ));
+                }
+                options.prefix = prefix;
+            }
+            Ok(RegistrySpec::Etcd(options))
+        }
+    }
+}
+
+/// The identity a node's core config gets from flags.
+pub(crate) struct Identity {
+    /// Node id.
+    pub(crate) id: u64,
+    /// Node name.
+    pub(crate) name: String,
+    /// Upstream id, if any.
+    pub(crate) upstream: Option<u64>,
+    /// Labels.
+    pub(crate) labels: BTreeMap<String, String>,
+}
+
+/// The complete core config: the file's `[core]` table (or the defaults) with the identity
+/// from flags, validated.
+///
+/// # Errors
+///
+/// `[core]` sets a key that has its own flag, or the config fails `Config::validate`.
+pub(crate) fn core_config(core: Option<Config>, identity: Identity) -> Result<Config, CliError> {
+    let mut config = core.unwrap_or_default();
+    let defaults = Config::default();
+    let own_keys = [
+        ("id", config.id != defaults.id),
+        ("name", config.name != defaults.name),
+        ("upstream", config.upstream != defaults.upstream),
+        ("labels", config.labels != defaults.labels),
+        ("listen", config.listen != defaults.listen),
+    ];
+    if let Some((key, _)) = own_keys.iter().find(|(_, set)| *set) {
+        let flag = if *key == "labels" { "label" } else { key };
+        return Err(CliError::invalid(
+            format!("core.{key}"),
+            format!("set it with `{flag}` (the flag or the top-level key), not in [core]"),
+        ));
+    }
+    if identity.id == 0 {
+        return Err(CliError::invalid("id", "node id 0 is reserved"));
+    }
+    config.id = identity.id.into();
+    config.name = identity.name;
+    if let Some(upstream) = identity.upstream {
+        if upstream == identity.id {
+            return Err(CliError::invalid(
+                "upstream",
+                "a node cannot be its own upstream",
+            ));
+        }
+        config.upstream = upstream.into();
+    }
+    config.labels = identity.labels;
+    config.validate().map_err(core_config_error)?;
+    Ok(config)
+}
+
+/// A core `ConfigError` as a field and a problem.
+pub(crate) fn core_config_error(e: ConfigError) -> CliError {
+    match e {
+        ConfigError::ReservedNodeId => CliError::invalid("id", "node id 0 is reserved"),
+        ConfigError::SelfUpstream { .. } => {
+            CliError::invalid("upstream", "a node cannot be its own upstream")
+        }
+        ConfigError::Zero { field } => {
+            CliError::invalid(format!("core.{field}"), "must be greater than zero")
+        }
+        ConfigError::ReconnectMaxBelowStart { .. } => CliError::invalid(
+            "core.reconnect_max_ms",
+            "must not be below reconnect_start_ms",
+        ),
+        ConfigError::JitterOutOfRange { percent } => CliError::invalid(
+            "core.reconnect_jitter_percent",
+            format!("is {percent}; it must be between 0 and 100"),
+        ),
+        other => CliError::invalid("core", other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{net::SocketAddr, time::Duration};
+
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Sample {
+        listen: Option<SocketAddr>,
+        inner: Option<Inner>,
+    }
+
+    #[derive(Debug, Default, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        count: Option<u32>,
+    }
+
+    fn field_problem(text: &str) -> (String, String) {
+        match parse_toml::<Sample>(text) {
+            Err(TomlProblem::Field { field, message }) => (field, message),
+            other => panic!("expected a field problem, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_top_level_key_is_named() {
+        assert_eq!(
+            field_problem("listen = \"127.0.0.1:1\"\nbogus = 1\n"),
+            (
+                "bogus".to_owned(),
+                "unknown key, expected `listen` or `inner`".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn an_unknown_nested_key_is_named_with_its_table() {
+        assert_eq!(
+            field_problem("[inner]\ncout = 3\n"),
+            (
+                "inner.cout".to_owned(),
+                "unknown key, expected `count`".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn a_bad_value_is_named_with_its_path() {
+        let (field, message) = field_problem("listen = \"nowhere\"\n");
+        assert_eq!(field, "listen");
+        assert_eq!(message, "invalid socket address syntax");
+        let (field, message) = field_problem("[inner]\ncount = \"three\"\n");
+        assert_eq!(field, "inner.count");
+        assert_eq!(message, "invalid type: string \"three\", expected u32");
+    }
+
+    #[test]
+    fn a_syntax_error_reports_its_line() {
+        match parse_toml::<Sample>("listen = \"127.0.0.1:1\"\n[inner\n") {
+            Err(TomlProblem::Syntax { line, .. }) => assert_eq!(line, 2),
+            other => panic!("expected a syntax problem, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_valid_file_deserializes() {
+        assert_eq!(
+            parse_toml::<Sample>("listen = \"127.0.0.1:1\"\n[inner]\ncount = 3\n"),
+            Ok(Sample {
+                listen: Some(SocketAddr::from(([127, 0, 0, 1], 1))),
+                inner: Some(Inner { count: Some(3) }),
+            })
+        );
+    }
+
+    #[test]
+    fn paths_in_a_config_file_are_relative_to_it() {
+        let config = Path::new("/etc/sb/registry.toml");
+        assert_eq!(
+            relative_to(Some(config), PathBuf::from("concern.toml")),
+            PathBuf::from("/etc/sb/concern.toml")
+        );
+        assert_eq!(
+            relative_to(Some(config), PathBuf::from("/abs/c.toml")),
+            PathBuf::from("/abs/c.toml")
+        );
+        assert_eq!(
+            relative_to(None, PathBuf::from("c.toml")),
+            PathBuf::from("c.toml")
+        );
+    }
+
+    fn field_of(e: CliError) -> String {
+        match e {
+            CliError::Invalid { field, .. } => field,
+            CliError::Failed(m) => panic!("expected an invalid value, got failure {m}"),
+        }
+    }
+
+    #[test]
+    fn the_registry_is_embedded_or_etcd_never_both_nor_neither() {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 7000));
+        assert_eq!(
+            registry_spec(Some(addr), None, None).expect("embedded"),
+            RegistrySpec::Embedded(addr)
+        );
+        let urls = vec!["http://127.0.0.1:2379".to_owned()];
+        let mut expected = EtcdOptions::new(urls.clone());
+        expected.prefix = "/demo/".to_owned();
+        assert_eq!(
+            registry_spec(None, Some(urls.clone()), Some("/demo/".to_owned())).expect("etcd"),
+            RegistrySpec::Etcd(expected)
+        );
+        let both = registry_spec(Some(addr), Some(urls.clone()), None).expect_err("both");
+        assert_eq!(
+            both.to_string(),
+            "registry: give either registry or etcd, not both"
+        );
+        assert_eq!(
+            field_of(registry_spec(None, None, None).expect_err("neither")),
+            "registry"
+        );
+        assert_eq!(
+            field_of(registry_spec(None, Some(vec![]), None).expect_err("empty")),
+            "etcd"
+        );
+        assert_eq!(
+            field_of(registry_spec(None, Some(urls), Some("/x".to_owned())).expect_err("slash")),
+            "etcd_prefix"
+        );
+        assert_eq!(
+            field_of(registry_spec(Some(addr), None, Some("/x/".to_owned())).expect_err("prefix")),
+            "etcd_prefix"
+        );
+    }
+
+    fn identity(id: u64, upstream: Option<u64>) -> Identity {
+        Identity {
+            id,
+            name: "leaf-1".to_owned(),
+            upstream,
+            labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
+        }
+    }
+
+    #[test]
+    fn the_core_table_is_merged_with_the_identity_from_flags() {
+        let core: Config =
+            parse_toml("message_timeout_ms = 1500\nheartbeat_interval_ms = 250\n").expect("core");
+        let config = core_config(Some(core), identity(7, Some(3))).expect("valid");
+        assert_eq!(config.id.0, 7);
+        assert_eq!(config.name, "leaf-1");
+        assert_eq!(config.upstream.0, 3);
+        assert_eq!(config.labels.get("role").map(String::as_str), Some("leaf"));
+        assert_eq!(config.message_timeout, Duration::from_millis(1500));
+        assert_eq!(config.heartbeat_interval, Duration::from_millis(250));
+        assert_eq!(
+            config.reconnect_max_tries, 8,
+            "untouched keys keep their defaults"
+        );
+    }
+
+    #[test]
+    fn core_errors_name_the_key() {
+        let zero: Config = parse_toml("message_timeout_ms = 0\n").expect("core");
+        assert_eq!(
+            core_config(Some(zero), identity(7, None))
+                .expect_err("zero")
+                .to_string(),
+            "core.message_timeout_ms: must be greater than zero"
+        );
+        let own_id: Config = parse_toml("id = 9\n").expect("core");
+        assert_eq!(
+            field_of(core_config(Some(own_id), identity(7, None)).expect_err("id in core")),
+            "core.id"
+        );
+        assert_eq!(
+            field_of(core_config(None, identity(0, None)).expect_err("id 0")),
+            "id"
+        );
+        assert_eq!(
+            field_of(core_config(None, identity(7, Some(7))).expect_err("self upstream")),
+            "upstream"
+        );
+        match parse_toml::<Config>("message_timeout = 5\n") {
+            Err(TomlProblem::Field { field, .. }) => assert_eq!(field, "message_timeout"),
+            other => panic!("expected an unknown key, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! `switchboard node` options: flags merged over the config file into a validated core
+//! config, a registry choice and the runner's switches.
+
+use std::{collections::BTreeMap, net::SocketAddr};
+
+use serde::Deserialize;
+use switchboard_core::config::Config;
+use switchboard_tokio::RegistrySpec;
+
+use super::{Identity, core_config, read_toml, registry_spec};
+use crate::{cli::NodeArgs, error::CliError};
+
+/// The node config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NodeFile {
+    /// `--id`.
+    pub(crate) id: Option<u64>,
+    /// `--name`.
+    pub(crate) name: Option<String>,
+    /// `--listen`.
+    pub(crate) listen: Option<SocketAddr>,
+    /// `--upstream`.
+    pub(crate) upstream: Option<u64>,
+    /// `--registry`.
+    pub(crate) registry: Option<SocketAddr>,
+    /// `--label` as a table; flags add to it and override equal keys.
+    pub(crate) label: Option<BTreeMap<String, String>>,
+    /// `--admin`.
+    pub(crate) admin: Option<SocketAddr>,
+    /// `--echo`.
+    pub(crate) echo: Option<bool>,
+    /// `--etcd`.
+    pub(crate) etcd: Option<Vec<String>>,
+    /// `--etcd-prefix`.
+    pub(crate) etcd_prefix: Option<String>,
+    /// Core settings (`message_timeout_ms`, ...).
+    pub(crate) core: Option<Config>,
+}
+
+/// Everything `switchboard node` runs with.
+#[derive(Debug)]
+pub(crate) struct NodeOptions {
+    /// The validated core config (identity, upstream, labels included).
+    pub(crate) core: Config,
+    /// Address to listen on.
+    pub(crate) listen: SocketAddr,
+    /// Where the registry is.
+    pub(crate) registry: RegistrySpec,
+    /// Admin endpoint address.
+    pub(crate) admin: Option<SocketAddr>,
+    /// Echo received messages.
+    pub(crate) echo: bool,
+}
+
+impl NodeOptions {
+    /// Merges the flags over the config file.
+    ///
+    /// # Errors
+    ///
+    /// A bad config file, a missing `id`, `name`, `listen` or registry, a bad label, or a core
+    /// config that fails validation.
+    pub(crate) fn resolve(args: NodeArgs) -> Result<NodeOptions, CliError> {
+        let file: NodeFile = read_toml(args.config.as_deref())?;
+        let id = args
+            .id
+            .or(file.id)
+            .ok_or_else(|| CliError::invalid("id", "required: give --id N"))?;
+        let name = args
+            .name
+            .or(file.name)
+            .ok_or_else(|| CliError::invalid("name", "required: give --name NAME"))?;
+        let listen = args
+            .listen
+            .or(file.listen)
+            .ok_or_else(|| CliError::invalid("listen", "required: give --listen ADDR"))?;
+        let mut labels = file.label.unwrap_or_default();
+        if labels.keys().any(String::is_empty) {
+            return Err(CliError::invalid("label", "a label key is empty"));
+        }
+        labels.extend(args.labels);
+        let registry = registry_spec(
+            args.registry.or(file.registry),
+            args.etcd.etcd.or(file.etcd),
+            args.etcd.etcd_prefix.or(file.etcd_prefix),
+        )?;
+        let core = core_config(
+            file.core,
+            Identity {
+                id,
+                name,
+                upstream: args.upstream.or(file.upstream),
+                labels,
+            },
+        )?;
+        Ok(NodeOptions {
+            core,
+            listen,
+            registry,
+            admin: args.admin.or(file.admin),
+            echo: args.echo || file.echo.unwrap_or(false),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{path::PathBuf, time::Duration};
+
+    use super::*;
+    use crate::cli::EtcdArgs;
+
+    fn bare_args(config: Option<PathBuf>) -> NodeArgs {
+        NodeArgs {
+            id: None,
+            name: None,
+            listen: None,
+            upstream: None,
+            registry: None,
+            labels: Vec::new(),
+            admin: None,
+            echo: false,
+            config,
+            etcd: EtcdArgs::default(),
+        }
+    }
+
+    fn write_config(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("node.toml");
+        std::fs::write(&path, text).expect("write");
+        (dir, path)
+    }
+
+    #[test]
+    fn a_config_file_can_replace_every_flag() {
+        let (_dir, path) = write_config(
+            "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\nupstream = 3\n\
+             registry = \"127.0.0.1:7000\"\nadmin = \"127.0.0.1:9100\"\necho = true\n\
+             [label]\nrole = \"leaf\"\n[core]\nmessage_timeout_ms = 2500\n",
+        );
+        let options = NodeOptions::resolve(bare_args(Some(path))).expect("valid");
+        assert_eq!(options.core.id.0, 7);
+        assert_eq!(options.core.name, "leaf-7");
+        assert_eq!(options.core.upstream.0, 3);
+        assert_eq!(
+            options.core.labels,
+            BTreeMap::from([("role".to_owned(), "leaf".to_owned())])
+        );
+        assert_eq!(options.core.message_timeout, Duration::from_millis(2500));
+        assert_eq!(options.listen, SocketAddr::from(([127, 0, 0, 1], 0)));
+        assert_eq!(
+            options.registry,
+            RegistrySpec::Embedded(SocketAddr::from(([127, 0, 0, 1], 7000)))
+        );
+        assert_eq!(
+            options.admin,
+            Some(SocketAddr::from(([127, 0, 0, 1], 9100)))
+        );
+        assert!(options.echo);
+    }
+
+    #[test]
+    fn flags_override_the_file_and_labels_merge() {
+        let (_dir, path) = write_config(
+            "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+             registry = \"127.0.0.1:7000\"\n[label]\nrole = \"leaf\"\nzone = \"a\"\n",
+        );
+        let mut args = bare_args(Some(path));
+        args.id = Some(8);
+        args.labels = vec![("zone".to_owned(), "b".to_owned())];
+        let options = NodeOptions::resolve(args).expect("valid");
+        assert_eq!(options.core.id.0, 8);
+        assert_eq!(
+            options.core.labels,
+            BTreeMap::from([
+                ("role".to_owned(), "leaf".to_owned()),
+                ("zone".to_owned(), "b".to_owned())
+            ])
+        );
+        assert!(!options.echo);
+    }
+
+    #[test]
+    fn missing_required_values_are_named() {
+        let e = NodeOptions::resolve(bare_args(None)).expect_err("no id");
+        assert_eq!(e.to_string(), "id: required: give --id N");
+        let mut args = bare_args(None);
+        args.id = Some(1);
+        args.name = Some("n".to_owned());
+        args.listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+        let e = NodeOptions::resolve(args).expect_err("no registry");
+        assert_eq!(
+            e.to_string(),
+            "registry: required: give --registry ADDR or --etcd URL"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_in_the_file_is_named() {
+        let (_dir, path) = write_config("id = 7\nlabels = { role = \"leaf\" }\n");
+        let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("unknown key");
+        match e {
+            CliError::Invalid { field, problem } => {
+                assert_eq!(field, "labels");
+                assert!(
+                    problem.starts_with("unknown key, expected one of"),
+                    "{problem}"
+                );
+            }
+            CliError::Failed(m) => panic!("expected an invalid value, got {m}"),
+        }
+    }
+
+    #[test]
+    fn a_bad_core_value_is_named() {
+        let (_dir, path) = write_config(
+            "id = 7\nname = \"n\"\nlisten = \"127.0.0.1:0\"\nregistry = \"127.0.0.1:1\"\n\
+             [core]\nheartbeat_interval_ms = \"fast\"\n",
+        );
+        let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("bad core value");
+        assert_eq!(
+            e.to_string(),
+            "core.heartbeat_interval_ms: invalid type: string \"fast\", expected u64"
+        );
+    }
+}

@@ -1,0 +1,135 @@
+//! `switchboard node`: one node until SIGINT/SIGTERM, optionally echoing what it receives and
+//! serving the admin endpoint.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use switchboard_tokio::{
+    Inbox, NodeBuilder, NodeHandle, SendFailure, TargetSpec, admin::AdminServer,
+};
+
+use crate::{
+    config::node::NodeOptions,
+    error::CliError,
+    lifecycle::{StopSignals, print_json_line, shutdown_bounded, start_error},
+};
+
+/// How long the ready line waits for the registration.
+pub(crate) const REGISTER_WAIT: Duration = Duration::from_secs(5);
+
+/// The ready line: `{"ready":"node","id":N,"listen":"HOST:PORT","admin":"HOST:PORT"|null}`.
+#[derive(Debug, Serialize)]
+pub(crate) struct NodeReady {
+    /// Always `node`.
+    pub(crate) ready: &'static str,
+    /// The node id.
+    pub(crate) id: u64,
+    /// The bound listen address.
+    pub(crate) listen: String,
+    /// The bound admin address, if any.
+    pub(crate) admin: Option<String>,
+}
+
+/// Runs the node until a stop signal, then shuts it down gracefully.
+///
+/// # Errors
+///
+/// The node or the admin server did not start, or the node stopped by itself.
+pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
+    let mut signals = StopSignals::install()?;
+    let NodeOptions {
+        core,
+        listen,
+        registry,
+        admin,
+        echo,
+    } = options;
+    let id = core.id;
+    let (handle, inbox) = NodeBuilder::new(id, core.name.clone())
+        .listen(listen)
+        .registry_spec(registry)
+        .config(move |config| *config = core)
+        .start()
+        .await
+        .map_err(start_error)?;
+    let admin_server = match admin {
+        None => None,
+        Some(addr) => match AdminServer::bind(addr, handle.clone()).await {
+            Ok(server) => Some(server),
+            Err(e) => {
+                shutdown_bounded(&handle).await;
+                return Err(CliError::failed(format!(
+                    "admin: cannot listen on {addr}: {e}"
+                )));
+            }
+        },
+    };
+    let mut inbox_task = tokio::spawn(serve_inbox(handle.clone(), inbox, echo));
+    if !handle.wait_registered(REGISTER_WAIT).await {
+        tracing::warn!("not registered after {REGISTER_WAIT:?}; running on, the backend retries");
+    }
+    print_json_line(&NodeReady {
+        ready: "node",
+        id: id.0,
+        listen: handle.local_addr().to_string(),
+        admin: admin_server.as_ref().map(|a| a.local_addr().to_string()),
+    })?;
+    tokio::select! {
+        signal = signals.wait() => tracing::info!(signal, "stopping the node"),
+        _ = &mut inbox_task => {
+            return Err(CliError::failed("the node stopped by itself"));
+        }
+    }
+    drop(admin_server);
+    shutdown_bounded(&handle).await;
+    Ok(())
+}
+
+/// Reads the inbox until the node stops; with `echo`, sends every message back to its sender
+/// (same type, same payload) without waiting for the echo's outcome.
+async fn serve_inbox(handle: NodeHandle, mut inbox: Inbox, echo: bool) {
+    while let Some(message) = inbox.recv().await {
+        if !echo {
+            continue;
+        }
+        let reply = handle
+            .submit(
+                TargetSpec::Id(message.from),
+                message.msg_type,
+                message.payload,
+            )
+            .await;
+        match reply {
+            Ok(_outcome_not_awaited) => {}
+            Err(SendFailure::Stopped) => break,
+            Err(e) => tracing::debug!(from = %message.from, error = %e, "echo refused"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ready_line_has_its_keys_in_order() {
+        let with_admin = NodeReady {
+            ready: "node",
+            id: 7,
+            listen: "127.0.0.1:7100".to_owned(),
+            admin: Some("127.0.0.1:9100".to_owned()),
+        };
+        assert_eq!(
+            serde_json::to_string(&with_admin).expect("json"),
+            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":"127.0.0.1:9100"}"#
+        );
+        let without = NodeReady {
+            admin: None,
+            ..with_admin
+        };
+        assert_eq!(
+            serde_json::to_string(&without).expect("json"),
+            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":null}"#
+        );
+    }
+}

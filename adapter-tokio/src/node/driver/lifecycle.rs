@@ -1,0 +1,241 @@
+//! Starting and stopping a node: binding, the records it registers, the registry backend,
+//! and the graceful stop.
+
+use std::{collections::HashMap, collections::VecDeque, sync::Arc};
+
+use switchboard_core::{
+    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
+    ids::NodeId,
+    node::{Node, SendError},
+};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tracing::{info, warn};
+
+use super::{
+    Driver, FLUSH_TIMEOUT, UNREGISTER_TIMEOUT, accounting,
+    accounting::Counters,
+    links::{LINK_EVENT_CAPACITY, Links},
+};
+use crate::{
+    clock::Clock,
+    net,
+    node::{COMMAND_CAPACITY, Command, Inbox, NodeBuilder, NodeHandle, RegistrySpec, StartError},
+    registry::{
+        client::{ClientTuning, spawn_client},
+        feed::{Feed, FeedCommand, Registration},
+    },
+};
+
+/// Binds, builds the `Node`, starts the registry backend and spawns the loop.
+pub(in crate::node) async fn start(
+    builder: NodeBuilder,
+) -> Result<(NodeHandle, Inbox), StartError> {
+    let NodeBuilder {
+        mut config,
+        listen,
+        registry,
+        tuning,
+        inbox_capacity,
+    } = builder;
+    config.validate()?;
+    let bind_error = |source| StartError::Bind {
+        addr: listen,
+        source,
+    };
+    let listener = net::bind_listener(listen).await.map_err(bind_error)?;
+    let local_addr = listener.local_addr().map_err(bind_error)?;
+    if config.listen.is_empty() {
+        config.listen = vec![net::published_address(local_addr)];
+    }
+    if config.pid == 0 {
+        config.pid = i64::from(std::process::id());
+    }
+    if config.hostname.is_empty() {
+        config.hostname = local_hostname();
+    }
+    // A restarted node must be a new incarnation, whatever seed it was given.
+    config.rng_seed ^= net::entropy();
+    let clock = Clock::start();
+    let node = Node::new(config, clock.now())?;
+    let topology = topology_of(&node, node.config().upstream);
+    let registration = Registration {
+        discovery: discovery_of(&node),
+        topology: topology.clone(),
+        incarnation: node.incarnation(),
+    };
+    let feed = start_backend(&registry, registration, &tuning)?;
+
+    let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
+    let (inbox_tx, inbox_rx) = mpsc::channel(inbox_capacity);
+    let (link_tx, link_events) = mpsc::channel(LINK_EVENT_CAPACITY);
+    let kill_switch = Arc::new(Notify::new());
+    let (known_tx, known_rx) = watch::channel(accounting::known(&node, false));
+    let handle = NodeHandle {
+        id: node.id(),
+        name: node.config().name.clone(),
+        local_addr,
+        incarnation: node.incarnation(),
+        commands: commands_tx,
+        kill_switch: Arc::clone(&kill_switch),
+        known: known_rx,
+    };
+    info!(
+        id = %node.id(), name = %node.config().name, %local_addr,
+        incarnation = node.incarnation(), upstream = %node.config().upstream,
+        "node started"
+    );
+    let mut links = Links::new(link_tx);
+    links.spawn_accept(listener);
+    let mut driver = Driver {
+        node,
+        clock,
+        links,
+        pending: HashMap::new(),
+        inbox: inbox_tx,
+        overflow: VecDeque::new(),
+        feed,
+        topology,
+        counters: Counters::default(),
+        registered: false,
+        known: known_tx,
+    };
+    driver.drain();
+    tokio::spawn(driver.run(commands, link_events, kill_switch));
+    Ok((handle, Inbox { rx: inbox_rx }))
+}
+
+/// Starts the registry backend `spec` names for `registration`; `None` without a registry.
+fn start_backend(
+    spec: &RegistrySpec,
+    registration: Registration,
+    tuning: &ClientTuning,
+) -> Result<Option<Feed>, StartError> {
+    match spec {
+        RegistrySpec::None => Ok(None),
+        RegistrySpec::Embedded(addr) => Ok(Some(spawn_client(*addr, registration, |c| {
+            tuning.apply(c);
+        }))),
+        RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
+    }
+}
+
+/// The discovery record a node publishes: identity, listen addresses, host, pid, and its
+/// labels as metadata labels (so filters can select on them).
+fn discovery_of(node: &Node) -> DiscoveryInfo {
+    let config = node.config();
+    let mut info = DiscoveryInfo {
+        id: config.id,
+        name: config.name.clone(),
+        hostname: config.hostname.clone(),
+        pid: i32::try_from(config.pid).unwrap_or(0),
+        listen: config.listen.clone(),
+        ..DiscoveryInfo::default()
+    };
+    info.metadata.labels = config.labels.clone();
+    info
+}
+
+/// The topology record of a node with `upstream`.
+fn topology_of(node: &Node, upstream: NodeId) -> TopologyInfo {
+    let config = node.config();
+    TopologyInfo {
+        id: config.id,
+        name: config.name.clone(),
+        hostname: config.hostname.clone(),
+        pid: i32::try_from(config.pid).unwrap_or(0),
+        upstream_id: upstream,
+        data: TopologyData {
+            label: config.labels.clone(),
+        },
+        ..TopologyInfo::default()
+    }
+}
+
+fn local_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| String::from("localhost"))
+}
+
+impl Driver {
+    /// Graceful stop: every accepted message gets its outcome, the backend unregisters, the
+    /// links flush and close; received messages still queued reach the inbox afterwards.
+    pub(super) async fn shutdown(&mut self) {
+        let now = self.clock.now();
+        self.node.shutdown(now);
+        self.drain();
+        if let Some(mut feed) = self.feed.take() {
+            let (tx, mut rx) = oneshot::channel();
+            if feed.commands.send(FeedCommand::Shutdown(tx)).await.is_ok() {
+                // Keep taking the backend's events so it is never blocked on a full feed.
+                let wait = async {
+                    loop {
+                        tokio::select! {
+                            _ = &mut rx => return,
+                            event = feed.events.recv() => if event.is_none() { return },
+                        }
+                    }
+                };
+                if tokio::time::timeout(UNREGISTER_TIMEOUT, wait)
+                    .await
+                    .is_err()
+                {
+                    warn!(id = %self.node.id(), "registry backend did not confirm the unregister");
+                }
+            }
+        }
+        self.links.close_all(FLUSH_TIMEOUT).await;
+        self.registered = false;
+        self.publish_known();
+        if !self.overflow.is_empty() {
+            let inbox = self.inbox.clone();
+            let overflow = std::mem::take(&mut self.overflow);
+            tokio::spawn(async move {
+                for msg in overflow {
+                    if inbox.send(msg).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        info!(id = %self.node.id(), "node stopped");
+    }
+}
+
+/// After a graceful stop: refuses the sends still queued (`Shutdown`) and answers the other
+/// commands, so no caller waits on a dropped driver.
+pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: &Driver) {
+    commands.close();
+    while let Ok(command) = commands.try_recv() {
+        match command {
+            Command::Send { accepted, .. } => {
+                let _ = accepted.send(Err(SendError::Shutdown));
+            }
+            Command::Post { outcome, .. } => {
+                let _ = outcome.send(Err(SendError::Shutdown));
+            }
+            Command::SendBatch { messages, accepted } => {
+                let _ = accepted.send(messages.iter().map(|_| Err(SendError::Shutdown)).collect());
+            }
+            Command::SetUpstream { done, .. } => {
+                let _ = done.send(());
+            }
+            Command::Status(tx) => {
+                let _ = tx.send(accounting::status(
+                    &driver.node,
+                    &driver.links,
+                    driver.registered,
+                ));
+            }
+            Command::Metrics(tx) => {
+                let _ = tx.send(driver.counters.snapshot(&driver.node, &driver.links));
+            }
+            Command::Shutdown(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! `switchboard registry`, `node` and `load` as real processes on 127.0.0.1: ready lines,
+//! the admin endpoint of a fresh node, echo and load accounting, graceful stop on SIGTERM.
+
+mod cli_support;
+
+use std::net::SocketAddr;
+
+use cli_support::{Running, http_get, start_registry, str_field, u64_field};
+use serde_json::Value;
+
+/// Starts a node; returns it and its ready line as JSON.
+fn start_node(args: &[&str]) -> (Running, Value) {
+    let mut node = Running::start(args);
+    let ready = node.next_json("node ready");
+    assert_eq!(ready["ready"], "node", "{ready}");
+    (node, ready)
+}
+
+#[test]
+fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
+    let (_registry, registry) = start_registry();
+    let mut node = Running::start(&[
+        "node",
+        "--id",
+        "7",
+        "--name",
+        "leaf-7",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &registry,
+        "--label",
+        "role=leaf",
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    let line = node.next_line("node ready");
+    let ready: Value = serde_json::from_str(&line).expect("JSON ready line");
+    let listen = str_field(&ready, "listen").to_owned();
+    let admin = str_field(&ready, "admin").to_owned();
+    assert_eq!(
+        line,
+        format!(r#"{{"ready":"node","id":7,"listen":"{listen}","admin":"{admin}"}}"#)
+    );
+    let admin: SocketAddr = admin.parse().expect("admin address");
+
+    let (status, head, body) = http_get(admin, "/metrics");
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("\r\ncontent-type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    // Every sample of a fresh, registered node that talked to nobody; registry events and
+    // ring updates depend on how the registry batched its pushes and are only listed.
+    let samples: Vec<&str> = body.lines().filter(|l| !l.starts_with('#')).collect();
+    let (variable, fixed): (Vec<&str>, Vec<&str>) = samples.iter().partition(|l| {
+        l.starts_with("switchboard_registry_events_total ")
+            || l.starts_with("switchboard_ring_updates_total ")
+    });
+    assert_eq!(variable.len(), 2, "{body}");
+    let mut expected = vec!["switchboard_sent_total 0".to_owned()];
+    for reason in [
+        "invalid_target",
+        "no_route",
+        "payload_too_large",
+        "shutdown",
+        "unknown_target",
+    ] {
+        expected.push(format!(
+            "switchboard_refused_total{{reason=\"{reason}\"}} 0"
+        ));
+    }
+    expected.push("switchboard_messages_total{outcome=\"delivered\"} 0".to_owned());
+    for kind in ["failed", "unknown"] {
+        for reason in [
+            "no_route",
+            "queue_full",
+            "shutdown",
+            "target_gone",
+            "target_restarted",
+            "timeout",
+        ] {
+            expected.push(format!(
+                "switchboard_messages_total{{outcome=\"{kind}_{reason}\"}} 0"
+            ));
+        }
+    }
+    expected.extend(
+        [
+            "switchboard_received_total 0",
+            "switchboard_pending_messages 0",
+            "switchboard_dials_total 0",
+            "switchboard_dial_failures_total 0",
+            "switchboard_links{state=\"connecting\"} 0",
+            "switchboard_links{state=\"handshaking\"} 0",
+            "switchboard_links{state=\"up\"} 0",
+            "switchboard_peer_restarts_total 0",
+            "switchboard_forward_dropped_total 0",
+            "switchboard_discovery_deletes_total 0",
+            "switchboard_registrations_total 1",
+            "switchboard_registry_disconnects_total 0",
+            "switchboard_registry_conflicts_total 0",
+            "switchboard_links_rejected_total 0",
+            "switchboard_inbox_dropped_total 0",
+        ]
+        .map(str::to_owned),
+    );
+    assert_eq!(
+        fixed,
+        expected.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+
+    let (status, head, body) = http_get(admin, "/status");
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("\r\ncontent-type: application/json"),
+        "{head}"
+    );
+    let status: Value = serde_json::from_str(&body).expect("status JSON");
+    assert_eq!(u64_field(&status, "id"), 7);
+    assert_eq!(status["name"], "leaf-7");
+    assert_eq!(status["registered"], true);
+    assert_eq!(u64_field(&status, "upstream"), 0);
+    assert_eq!(status["endpoints"], Value::Array(vec![]));
+    assert_eq!(status["routes"], Value::Array(vec![]));
+    assert_eq!(status["links"], Value::Array(vec![]));
+
+    let (status, _, body) = http_get(admin, "/nothing");
+    assert_eq!((status, body.as_str()), (404, "not found\n"));
+
+    node.terminate();
+    let exit = node.wait("node after SIGTERM");
+    assert_eq!(exit.code(), Some(0), "graceful stop exits 0");
+    assert_eq!(
+        node.rest_of_stdout(),
+        Vec::<String>::new(),
+        "nothing after ready"
+    );
+}
+
+#[test]
+fn load_through_a_proxy_to_an_echoing_leaf_accounts_for_every_message() {
+    let (_registry, registry) = start_registry();
+    let (_proxy, _) = start_node(&[
+        "node",
+        "--id",
+        "10",
+        "--name",
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &registry,
+    ]);
+    let (_leaf, _) = start_node(&[
+        "node",
+        "--id",
+        "101",
+        "--name",
+        "a",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "10",
+        "--registry",
+        &registry,
+        "--label",
+        "role=leaf",
+        "--echo",
+    ]);
+    let mut load = Running::start(&[
+        "load",
+        "--registry",
+        &registry,
+        "--to",
+        "a",
+        "--count",
+        "300",
+        "--rate",
+        "1000",
+        "--size",
+        "64",
+    ]);
+    let summary = load.next_json("load summary");
+    assert_eq!(load.wait("load").code(), Some(0));
+    assert_eq!(u64_field(&summary, "sent"), 300, "{summary}");
+    assert_eq!(u64_field(&summary, "delivered"), 300, "{summary}");
+    assert_eq!(summary["failed"], serde_json::json!({}), "{summary}");
+    assert_eq!(u64_field(&summary, "duplicates"), 0, "{summary}");
+    assert_eq!(u64_field(&summary, "echoed"), 300, "{summary}");
+    assert!(u64_field(&summary, "p50_us") <= u64_field(&summary, "p99_us"));
+    let keys: Vec<&str> = summary
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys.len(),
+        7,
+        "sent, delivered, failed, duplicates, echoed, p50_us, p99_us: {keys:?}"
+    );
+
+    let mut by_hash = Running::start(&[
+        "load",
+        "--registry",
+        &registry,
+        "--hash-key",
+        "user-1",
+        "--filter",
+        "role=leaf",
+        "--count",
+        "50",
+        "--rate",
+        "0",
+        "--size",
+        "8",
+    ]);
+    let summary = by_hash.next_json("load summary");
+    assert_eq!(by_hash.wait("load").code(), Some(0));
+    assert_eq!(
+        (
+            u64_field(&summary, "sent"),
+            u64_field(&summary, "delivered"),
+            u64_field(&summary, "echoed"),
+            u64_field(&summary, "duplicates")
+        ),
+        (50, 50, 50, 0),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_listen_address_in_use_is_a_run_time_failure() {
+    let (_registry, registry) = start_registry();
+    let mut node = Running::start(&[
+        "node",
+        "--id",
+        "5",
+        "--name",
+        "clash",
+        "--listen",
+        &registry,
+        "--registry",
+        &registry,
+    ]);
+    let exit = node.wait("node with a taken port");
+    assert_eq!(exit.code(), Some(1));
+    assert_eq!(node.rest_of_stdout(), Vec::<String>::new(), "no ready line");
+}
+
+#[test]
+fn a_registry_with_a_concern_file_announces_itself_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let concern = dir.path().join("concern.toml");
+    std::fs::write(&concern, "[concern]\ngame = [\"gate\", \"chat\"]\n").expect("write");
+    let mut registry = Running::start(&[
+        "registry",
+        "--listen",
+        "127.0.0.1:0",
+        "--concern",
+        concern.to_str().expect("UTF-8 path"),
+    ]);
+    let line = registry.next_line("registry ready");
+    let ready: Value = serde_json::from_str(&line).expect("JSON ready line");
+    let listen = str_field(&ready, "listen");
+    assert!(
+        listen.starts_with("127.0.0.1:") && !listen.ends_with(":0"),
+        "{line}"
+    );
+    assert_eq!(
+        line,
+        format!(r#"{{"ready":"registry","listen":"{listen}"}}"#)
+    );
+    registry.terminate();
+    assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
+}

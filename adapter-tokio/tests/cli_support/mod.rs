@@ -1,0 +1,155 @@
+//! Helpers of the `cli_*` tests: run the `switchboard` binary as a child process, read its
+//! one-line JSON ready announcement (bounded), speak a little HTTP, and make sure no child
+//! outlives its test.
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpStream},
+    process::{Child, Command, ExitStatus, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+/// Upper bound of any single wait (generous: the machine may be loaded).
+pub(crate) const STEP: Duration = Duration::from_secs(30);
+
+/// A running `switchboard` process: its stdout lines arrive on a channel; it is killed when
+/// dropped.
+pub(crate) struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Running {
+    /// Starts `switchboard args...` with stdout piped (stderr inherited, for the test log).
+    pub(crate) fn start(args: &[&str]) -> Running {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the switchboard binary");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        Running { child, lines }
+    }
+
+    /// The next stdout line (bounded by [`STEP`]).
+    pub(crate) fn next_line(&mut self, what: &str) -> String {
+        self.lines
+            .recv_timeout(STEP)
+            .unwrap_or_else(|e| panic!("no {what} line within {STEP:?}: {e}"))
+    }
+
+    /// The next stdout line as JSON (bounded by [`STEP`]).
+    pub(crate) fn next_json(&mut self, what: &str) -> Value {
+        let line = self.next_line(what);
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {line}"))
+    }
+
+    /// The process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM.
+    pub(crate) fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// Waits for the exit (bounded by [`STEP`]).
+    pub(crate) fn wait(&mut self, what: &str) -> ExitStatus {
+        let deadline = Instant::now() + STEP;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll the child") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what} did not exit within {STEP:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Every remaining stdout line, once the process has exited.
+    pub(crate) fn rest_of_stdout(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            out.push(line);
+        }
+        out
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `json[key]` as a string, panicking with the whole value if it is not one.
+pub(crate) fn str_field<'a>(json: &'a Value, key: &str) -> &'a str {
+    json[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} is not a string in {json}"))
+}
+
+/// `json[key]` as a u64, panicking with the whole value if it is not one.
+pub(crate) fn u64_field(json: &Value, key: &str) -> u64 {
+    json[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {json}"))
+}
+
+/// Starts a registry on a free port; returns it and its address.
+pub(crate) fn start_registry() -> (Running, String) {
+    let mut registry = Running::start(&["registry", "--listen", "127.0.0.1:0"]);
+    let ready = registry.next_json("registry ready");
+    assert_eq!(ready["ready"], "registry", "{ready}");
+    let addr = str_field(&ready, "listen").to_owned();
+    (registry, addr)
+}
+
+/// (status code, headers lowercased, body) of `GET path` on `addr` (bounded).
+pub(crate) fn http_get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, STEP).expect("connect to admin");
+    stream.set_read_timeout(Some(STEP)).expect("read timeout");
+    stream.set_write_timeout(Some(STEP)).expect("write timeout");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read answer");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("head and body");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("a status code");
+    (status, head.to_ascii_lowercase(), body.to_owned())
+}

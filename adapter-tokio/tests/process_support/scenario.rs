@@ -1,0 +1,147 @@
+//! The cluster every process test starts from: one registry, one proxy (id 10) and two echo
+//! leaves under it (ids 101 and 102), each node with an admin port; and the load runs that
+//! send to leaf A.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use super::{
+    cluster::{ANY_PORT, Node, NodeSpec, Registry, start_node, start_registry},
+    load::LoadSpec,
+};
+
+/// The proxy's id (both lives of it).
+pub const PROXY_ID: u64 = 10;
+/// The proxy's name.
+pub const PROXY: &str = "proxy";
+/// Leaf A's id.
+pub const LEAF_A_ID: u64 = 101;
+/// Leaf A's name (the load's `--to`).
+pub const LEAF_A: &str = "leaf-a";
+/// Leaf B's id.
+pub const LEAF_B_ID: u64 = 102;
+/// Leaf B's name.
+pub const LEAF_B: &str = "leaf-b";
+
+/// Nodes in every cluster node's discovery set once the proxy and both leaves registered
+/// (each node counts itself).
+pub const KNOWN_NODES: usize = 3;
+
+/// Messages per load run.
+pub const COUNT: u64 = 2000;
+/// Messages per second of a load run.
+pub const RATE: u64 = 1000;
+/// Bound on a load run getting going (its node registers, finds the target, sends).
+pub const RUN_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The label that marks the proxy (`--label role=proxy`).
+pub const PROXY_LABEL: (&str, &str) = ("role", "proxy");
+
+/// The load node's config file: `switchboard load` has no `--upstream` (its node links to its
+/// targets directly), so its `[core]` topology policy allows direct links to proxies only.
+/// The routing decision then skips the leaf (policy-denied) and takes the next candidate up
+/// the leaf's chain, the proxy: every load message and every echo crosses the proxy.
+pub const LOAD_THROUGH_PROXY_TOML: &str = "\
+[core.topology_policy]
+allow_direct_connection = true
+
+[core.topology_policy.match_label]
+role = [\"proxy\"]
+";
+
+/// Writes [`LOAD_THROUGH_PROXY_TOML`] under cargo's scratch directory for tests and returns
+/// its path. Test processes running at once write the same bytes: each writes a file of its
+/// own and renames it into place, so a reader never sees a partly written file.
+///
+/// # Panics
+///
+/// The file cannot be written.
+#[must_use]
+pub fn load_through_proxy_config() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("load-through-proxy.toml");
+    let staging = dir.join(format!("load-through-proxy.toml.{}", std::process::id()));
+    std::fs::write(&staging, LOAD_THROUGH_PROXY_TOML)
+        .and_then(|()| std::fs::rename(&staging, &path))
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    path
+}
+
+/// Registry, proxy and two echo leaves, settled: every node registered and knowing
+/// [`KNOWN_NODES`] nodes, both leaves linked to the proxy.
+pub struct ProxyCluster {
+    /// The registry.
+    pub registry: Registry,
+    /// The proxy (id [`PROXY_ID`]).
+    pub proxy: Node,
+    /// Leaf A (id [`LEAF_A_ID`], `--echo`).
+    pub leaf_a: Node,
+    /// Leaf B (id [`LEAF_B_ID`], `--echo`).
+    pub leaf_b: Node,
+}
+
+impl ProxyCluster {
+    /// Starts the four processes and waits until the cluster settled.
+    ///
+    /// # Panics
+    ///
+    /// A process does not come up, or the cluster does not settle within the bounds.
+    #[must_use]
+    pub fn start() -> ProxyCluster {
+        let registry = start_registry("registry", ANY_PORT);
+        let proxy = start_node(proxy_spec(&registry));
+        let leaf_a = start_node(leaf_spec(&registry, LEAF_A_ID, LEAF_A));
+        let leaf_b = start_node(leaf_spec(&registry, LEAF_B_ID, LEAF_B));
+        let cluster = ProxyCluster {
+            registry,
+            proxy,
+            leaf_a,
+            leaf_b,
+        };
+        cluster.wait_settled();
+        cluster
+    }
+
+    /// Waits until every node is registered and knows [`KNOWN_NODES`] nodes and both leaves
+    /// have an up link to the proxy.
+    ///
+    /// # Panics
+    ///
+    /// Not so within the settle bound.
+    pub fn wait_settled(&self) {
+        for node in [&self.proxy, &self.leaf_a, &self.leaf_b] {
+            node.wait_known(KNOWN_NODES);
+        }
+        self.leaf_a.wait_link_up(PROXY_ID);
+        self.leaf_b.wait_link_up(PROXY_ID);
+    }
+
+    /// A load run of `count` messages at `rate`/s from a node with id `load_id` to leaf A,
+    /// through the proxy.
+    #[must_use]
+    pub fn load_to_a(&self, load_id: u64, count: u64, rate: u64) -> LoadSpec {
+        let mut spec = LoadSpec::to_name(self.registry.addr, LEAF_A, load_id, count, rate);
+        let config = load_through_proxy_config();
+        spec.extra = vec!["--config".to_owned(), config.display().to_string()];
+        spec
+    }
+}
+
+/// The proxy: no upstream, labelled [`PROXY_LABEL`], admin port, no echo.
+#[must_use]
+pub fn proxy_spec(registry: &Registry) -> NodeSpec {
+    let mut spec = NodeSpec::new(PROXY_ID, PROXY, registry.addr);
+    spec.labels
+        .push((PROXY_LABEL.0.to_owned(), PROXY_LABEL.1.to_owned()));
+    spec
+}
+
+/// A leaf under the proxy that echoes what it receives.
+#[must_use]
+pub fn leaf_spec(registry: &Registry, id: u64, name: &str) -> NodeSpec {
+    NodeSpec::new(id, name, registry.addr)
+        .upstream(PROXY_ID)
+        .echo()
+}
