@@ -3,14 +3,16 @@
 //!
 //! - `transport_64B_window256/baseline_tokio_echo`: frame → echo round trips over one TCP
 //!   connection (hand-rolled u32-length framing, batched reads and writes on both ends).
-//! - `.../ours_direct_acked`: `NodeHandle::submit` → `Outcome::Delivered` from node A to its
-//!   upstream B (data out, the core's ack back) over one link.
-//! - `.../ours_proxied_acked`: the same from A to B through a proxy both are below.
+//! - `.../ours_direct_acked_post`: `NodeHandle::post` → `Outcome::Delivered` from node A to
+//!   its upstream B (data out, the core's ack back) over one link.
+//! - `.../ours_direct_acked_submit`: the same with `NodeHandle::submit` (which waits for the
+//!   driver to accept each message before the next).
+//! - `.../ours_proxied_acked_post`: `post` from A to B through a proxy both are below.
 //!
 //! One iteration is one message; criterion's elements/s is round trips per second. Latency
 //! percentiles at a paced rate are in the `transport-report` binary, not here.
 //!
-//! Run: `cargo bench -p switchboard-benches --bench transport` (about 15 s; `-- --test` runs
+//! Run: `cargo bench -p switchboard-benches --bench transport` (about 20 s; `-- --test` runs
 //! each once).
 
 use std::{
@@ -22,7 +24,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use switchboard_benches::transport::{
     baseline::{ClientWrites, EchoServer, run_baseline},
     load::{Load, Stop},
-    ours::{OursCluster, OursRoute, run_ours},
+    ours::{OursCluster, OursRoute, SendApi, run_ours},
     run_on_workers, runtime,
 };
 use tokio::runtime::Runtime;
@@ -39,10 +41,13 @@ fn counted(iters: u64) -> Load {
 }
 
 /// Time for `iters` acked messages on `route` (from the first send to the last outcome).
-fn ours_elapsed(rt: &Runtime, route: &OursRoute, iters: u64) -> Duration {
+fn ours_elapsed(rt: &Runtime, route: &OursRoute, api: SendApi, iters: u64) -> Duration {
     let route = route.clone();
-    let run = run_on_workers(rt, async move { run_ours(&route, &counted(iters)).await })
-        .expect("ours run");
+    let run = run_on_workers(
+        rt,
+        async move { run_ours(&route, &counted(iters), api).await },
+    )
+    .expect("ours run");
     assert_eq!(
         run.completed, iters,
         "every message delivered: {:?}",
@@ -79,11 +84,14 @@ fn transport(c: &mut Criterion) {
             run.elapsed
         });
     });
-    group.bench_function("ours_direct_acked", |b| {
-        b.iter_custom(|iters| ours_elapsed(&rt, &cluster.direct, iters));
+    group.bench_function("ours_direct_acked_post", |b| {
+        b.iter_custom(|iters| ours_elapsed(&rt, &cluster.direct, SendApi::Post, iters));
     });
-    group.bench_function("ours_proxied_acked", |b| {
-        b.iter_custom(|iters| ours_elapsed(&rt, &cluster.proxied, iters));
+    group.bench_function("ours_direct_acked_submit", |b| {
+        b.iter_custom(|iters| ours_elapsed(&rt, &cluster.direct, SendApi::Submit, iters));
+    });
+    group.bench_function("ours_proxied_acked_post", |b| {
+        b.iter_custom(|iters| ours_elapsed(&rt, &cluster.proxied, SendApi::Post, iters));
     });
     group.finish();
 

@@ -1,17 +1,21 @@
 //! `transport-report`: switchboard-tokio against a raw tokio length-delimited echo, as one
 //! JSON line.
 //!
-//! Run `cargo run --release -p switchboard-benches --bin transport-report` (about 35 s).
+//! Run `cargo run --release -p switchboard-benches --bin transport-report` (about 45 s).
 //! Progress goes to stderr; stdout is one JSON object:
 //! - `ours_msgs_per_sec` / `baseline_msgs_per_sec`: round trips per second with a window of
 //!   `window` (256) messages in flight, best of `rounds` runs per side, the sides alternating
-//!   which goes first. Ours = `submit` → `Outcome::Delivered` over a direct link (data out,
-//!   the core's ack back); baseline = frame → echo. `ratio` = ours / baseline.
-//! - `ours_p99_us` (= `direct_p99_us_at_10k`), `baseline_p99_us`, `proxy_hop_p99_us`: round-trip
-//!   p99 at a paced `rate_per_sec` (10 000), best (lowest) of `rounds` runs of about 20 000
-//!   samples per path, the three paths rotating their order each round (other processes on
-//!   the machine only add latency, so the least disturbed run is the estimate, as the best
-//!   throughput run is); `proxy_hop_added_p99_us` = proxied − direct. Beside them: p50, p99
+//!   which goes first. Ours = `NodeHandle::post` → `Outcome::Delivered` over a direct link
+//!   (data out, the core's ack back); baseline = frame → echo. `ratio` = ours / baseline.
+//!   For context: `ours_submit_msgs_per_sec` (the same with `submit`, which waits for the
+//!   driver to accept each message) and `baseline_write_per_msg_msgs_per_sec` (the baseline
+//!   client writing each frame with its own `write_all`, as `SinkExt::send` on a `Framed`
+//!   does).
+//! - `ours_p99_us` (= `direct_p99_us_at_10k`), `baseline_p99_us`, `proxy_hop_p99_us`:
+//!   round-trip p99 at a paced `rate_per_sec` (10 000; ours with `post`), best (lowest) of
+//!   `rounds` runs of about 20 000 samples per path, the three paths rotating their order each
+//!   round (other processes on the machine only add latency, so the least disturbed run is
+//!   the estimate, as the best throughput run is); `proxy_hop_added_p99_us` = proxied − direct. Beside them: p50, p99
 //!   and p99.9 over every sample of every round (`*_pooled`), each round's p99 (`*_runs`),
 //!   the p99 under the windowed load, and every throughput run.
 //! - `goal_*`: ratio ≥ 0.7, ours p99 ≤ 2 × baseline p99, proxy hop adds ≤ 1000 µs p99.
@@ -34,7 +38,7 @@ use switchboard_benches::transport::{
     BenchError, PAYLOAD_BYTES, WORKER_THREADS,
     baseline::{ClientWrites, EchoServer, run_baseline},
     load::{Load, RunOutcome},
-    ours::{OursCluster, OursRoute, run_ours},
+    ours::{OursCluster, OursRoute, SendApi, run_ours},
     run_on_workers, runtime,
     stats::Latencies,
 };
@@ -220,9 +224,14 @@ struct DeliveryCheck {
 impl DeliveryCheck {
     /// One ours run on `route`, with the receiver's count checked against the run's
     /// `Delivered` count (exact when nothing ended `Unknown`).
-    async fn run(&mut self, route: &OursRoute, load: &Load) -> Result<RunOutcome, BenchError> {
+    async fn run(
+        &mut self,
+        route: &OursRoute,
+        load: &Load,
+        api: SendApi,
+    ) -> Result<RunOutcome, BenchError> {
         let before = route.receiver().received();
-        let run = run_ours(route, load).await?;
+        let run = run_ours(route, load, api).await?;
         let expected = before + run.completed;
         let got = route.settle_received(expected, SETTLE_TIMEOUT).await;
         let unknown = run.failures.keys().any(|k| k.starts_with("unknown"));
@@ -256,22 +265,24 @@ async fn measure(p: Params) -> Result<String, BenchError> {
 
     eprintln!("warm-up ({} ms per path)", WARMUP.as_millis());
     let warm = Load::windowed(p.window, WARMUP);
-    check.run(&cluster.direct, &warm).await?;
+    check.run(&cluster.direct, &warm, SendApi::Post).await?;
+    check.run(&cluster.direct, &warm, SendApi::Submit).await?;
     run_baseline(echo.local_addr(), &warm, ClientWrites::Batched).await?;
-    check.run(&cluster.proxied, &warm).await?;
+    check.run(&cluster.proxied, &warm, SendApi::Post).await?;
 
     let mut ours = PathResults::default();
     let mut baseline = PathResults::default();
     let mut proxied = PathResults::default();
     let mut per_message = PathResults::default();
+    let mut submitted = PathResults::default();
 
     let windowed = Load::windowed(p.window, p.throughput);
     for round in 0..p.rounds {
-        for slot in 0..3 {
-            match (round + slot) % 3 {
+        for slot in 0..4 {
+            match (round + slot) % 4 {
                 0 => {
-                    let run = check.run(&cluster.direct, &windowed).await?;
-                    report_throughput(round, "ours", &run);
+                    let run = check.run(&cluster.direct, &windowed, SendApi::Post).await?;
+                    report_throughput(round, "ours (post)", &run);
                     ours.add_throughput(&run);
                 }
                 1 => {
@@ -279,6 +290,13 @@ async fn measure(p: Params) -> Result<String, BenchError> {
                         run_baseline(echo.local_addr(), &windowed, ClientWrites::Batched).await?;
                     report_throughput(round, "baseline", &run);
                     baseline.add_throughput(&run);
+                }
+                2 => {
+                    let run = check
+                        .run(&cluster.direct, &windowed, SendApi::Submit)
+                        .await?;
+                    report_throughput(round, "ours (submit)", &run);
+                    submitted.add_throughput(&run);
                 }
                 _ => {
                     let run = run_baseline(echo.local_addr(), &windowed, ClientWrites::PerMessage)
@@ -295,7 +313,7 @@ async fn measure(p: Params) -> Result<String, BenchError> {
         for slot in 0..3 {
             match (round + slot) % 3 {
                 0 => {
-                    let mut run = check.run(&cluster.direct, &paced).await?;
+                    let mut run = check.run(&cluster.direct, &paced, SendApi::Post).await?;
                     report_paced(round, "ours direct", &mut run);
                     ours.add_paced(&mut run);
                 }
@@ -306,7 +324,7 @@ async fn measure(p: Params) -> Result<String, BenchError> {
                     baseline.add_paced(&mut run);
                 }
                 _ => {
-                    let mut run = check.run(&cluster.proxied, &paced).await?;
+                    let mut run = check.run(&cluster.proxied, &paced, SendApi::Post).await?;
                     report_paced(round, "ours proxied", &mut run);
                     proxied.add_paced(&mut run);
                 }
@@ -322,6 +340,7 @@ async fn measure(p: Params) -> Result<String, BenchError> {
         baseline,
         proxied,
         per_message,
+        submitted,
     };
     Ok(json_line(&p, paths, exactly_once, started.elapsed()))
 }
@@ -349,6 +368,7 @@ struct Paths {
     baseline: PathResults,
     proxied: PathResults,
     per_message: PathResults,
+    submitted: PathResults,
 }
 
 fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) -> String {
@@ -357,6 +377,7 @@ fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) ->
         mut baseline,
         mut proxied,
         per_message,
+        submitted,
     } = paths;
     let ours_tp = ours.best_throughput();
     let base_tp = baseline.best_throughput();
@@ -404,6 +425,10 @@ fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) ->
             pct(&mut baseline.under_window, 99.0),
         ),
         (
+            "ours_submit_msgs_per_sec",
+            json!(submitted.best_throughput().round()),
+        ),
+        (
             "baseline_write_per_msg_msgs_per_sec",
             json!(per_message.best_throughput().round()),
         ),
@@ -418,6 +443,7 @@ fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) ->
         ("ours_failures", json!(failures)),
         ("ours_exactly_once", json!(exactly_once)),
         ("samples_per_latency_path", json!(ours.paced.len())),
+        ("ours_send_api", json!(SendApi::Post.name())),
         ("window", json!(p.window)),
         ("rate_per_sec", json!(p.rate_per_sec)),
         ("rounds", json!(p.rounds)),

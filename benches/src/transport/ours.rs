@@ -5,10 +5,12 @@
 //! - `proxied`: nodes A and B both below proxy P (direct links off, the core's default), so
 //!   A → B is relayed by P — checked on every received message (`Received::via == P`).
 //!
-//! [`run_ours`] measures one route: the sender task submits per the [`Load`] and hands each
-//! `PendingOutcome` with its send instant to a collector task, which awaits the outcomes in
-//! order (acks are cumulative, so they resolve in order), records each `Delivered` round
-//! trip and returns the window permit. A drainer task per receiving node reads its inbox and
+//! [`run_ours`] measures one route: the sender task hands messages to the node per the
+//! [`Load`] — with [`SendApi::Post`] (`NodeHandle::post`: no round trip to the driver per
+//! message, the API meant for streaming) or [`SendApi::Submit`] (`NodeHandle::submit`: waits
+//! until the driver accepted each one) — and passes each outcome future with its send instant
+//! to a collector task, which awaits the outcomes in order (acks are cumulative, so they
+//! resolve in order), records each `Delivered` round trip and returns the window permit. A drainer task per receiving node reads its inbox and
 //! checks every message (sender, relay, type, payload bytes), so a run can also assert
 //! exactly-once delivery.
 
@@ -25,7 +27,7 @@ use std::{
 use bytes::Bytes;
 use switchboard_core::{ids::NodeId, outcome::Outcome, registry::server::ServerConfig};
 use switchboard_tokio::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, TargetSpec,
+    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec,
     registry::{RegistryHandle, spawn_registry},
 };
 use tokio::sync::{Semaphore, mpsc};
@@ -50,6 +52,26 @@ const DIRECT_RECEIVER: NodeId = NodeId(0x7b02);
 const PROXY: NodeId = NodeId(0x7b10);
 const PROXIED_SENDER: NodeId = NodeId(0x7b11);
 const PROXIED_RECEIVER: NodeId = NodeId(0x7b12);
+
+/// Which `NodeHandle` call hands the measured messages to the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendApi {
+    /// `NodeHandle::post`: returns once the command queue took the message.
+    Post,
+    /// `NodeHandle::submit`: returns once the driver accepted (or refused) the message.
+    Submit,
+}
+
+impl SendApi {
+    /// The call's name in reports.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            SendApi::Post => "post",
+            SendApi::Submit => "submit",
+        }
+    }
+}
 
 /// What a receiving node's drainer has seen.
 #[derive(Debug, Default)]
@@ -272,13 +294,18 @@ fn spawn_drainer(mut inbox: Inbox, from: NodeId, via: NodeId) -> Arc<ReceiverCou
     counts
 }
 
-/// One measured run on `route` per `load`; returns once every accepted message has its
-/// outcome.
+/// One measured run on `route` per `load`, messages handed over with `api`; returns once
+/// every message has its outcome.
 ///
 /// # Errors
 ///
-/// A send was refused or the node stopped.
-pub async fn run_ours(route: &OursRoute, load: &Load) -> Result<RunOutcome, BenchError> {
+/// A send was refused (with [`SendApi::Submit`]; [`SendApi::Post`] reports refusals as
+/// failures) or the node stopped.
+pub async fn run_ours(
+    route: &OursRoute,
+    load: &Load,
+    api: SendApi,
+) -> Result<RunOutcome, BenchError> {
     let window = Arc::new(Semaphore::new(load.in_flight));
     let (pending_tx, pending_rx) = mpsc::channel(load.in_flight.max(1));
     let collector = tokio::spawn(collect_outcomes(
@@ -291,6 +318,7 @@ pub async fn run_ours(route: &OursRoute, load: &Load) -> Result<RunOutcome, Benc
         target: TargetSpec::Id(route.target),
         payload: Bytes::from_static(PAYLOAD),
         pending: pending_tx,
+        api,
     };
     let driven = drive(&mut sink, load, &window).await;
     // Dropping the sink closes the channel: the collector ends after the last outcome.
@@ -316,28 +344,56 @@ struct OursSink<'r> {
     route: &'r OursRoute,
     target: TargetSpec,
     payload: Bytes,
-    pending: mpsc::Sender<(Instant, PendingOutcome)>,
+    pending: mpsc::Sender<(Instant, OutcomeFuture)>,
+    api: SendApi,
+}
+
+/// The outcome future of one message, from either call.
+enum OutcomeFuture {
+    Submitted(PendingOutcome),
+    Posted(PostedOutcome),
+}
+
+impl OutcomeFuture {
+    /// The outcome, or the label of why there is none.
+    async fn resolve(self) -> Result<Outcome, String> {
+        match self {
+            OutcomeFuture::Submitted(pending) => pending.await.map_err(|_| "stopped".to_owned()),
+            OutcomeFuture::Posted(posted) => posted.await.map_err(|e| match e {
+                SendFailure::Refused(refused) => format!("refused: {refused}"),
+                _ => "stopped".to_owned(),
+            }),
+        }
+    }
 }
 
 impl RequestSink for OursSink<'_> {
     async fn send(&mut self, sent_at: Instant) -> Result<(), BenchError> {
-        let pending = self
-            .route
-            .sender
-            .submit(self.target.clone(), MSG_TYPE, self.payload.clone())
-            .await
-            .map_err(|source| BenchError::Send {
-                route: self.route.name,
-                source,
-            })?;
+        let node = &self.route.sender;
+        let (target, payload) = (self.target.clone(), self.payload.clone());
+        let outcome = match self.api {
+            SendApi::Post => node
+                .post(target, MSG_TYPE, payload)
+                .await
+                .map(OutcomeFuture::Posted)
+                .map_err(|_| SendFailure::Stopped),
+            SendApi::Submit => node
+                .submit(target, MSG_TYPE, payload)
+                .await
+                .map(OutcomeFuture::Submitted),
+        }
+        .map_err(|source| BenchError::Send {
+            route: self.route.name,
+            source,
+        })?;
         self.pending
-            .send((sent_at, pending))
+            .send((sent_at, outcome))
             .await
             .map_err(|_| BenchError::Task("the outcome collector ended early".to_owned()))
     }
 
     async fn flush(&mut self) -> Result<(), BenchError> {
-        // Submitted messages are the driver's to batch; nothing is buffered here.
+        // Handed-over messages are the driver's to batch; nothing is buffered here.
         Ok(())
     }
 }
@@ -352,7 +408,7 @@ struct Collected {
 }
 
 async fn collect_outcomes(
-    mut pending: mpsc::Receiver<(Instant, PendingOutcome)>,
+    mut pending: mpsc::Receiver<(Instant, OutcomeFuture)>,
     window: Arc<Semaphore>,
     expected: usize,
 ) -> Collected {
@@ -364,30 +420,27 @@ async fn collect_outcomes(
         latencies: Latencies::with_capacity(expected),
     };
     while let Some((sent_at, outcome)) = pending.recv().await {
-        let outcome = outcome.await;
+        let outcome = outcome.resolve().await;
         let now = Instant::now();
         match outcome {
             Ok(Outcome::Delivered) => {
                 c.latencies.record(now.saturating_duration_since(sent_at));
                 c.completed += 1;
             }
-            other => {
+            Ok(other) => {
                 c.failed += 1;
-                *c.failures.entry(failure_label(other)).or_insert(0) += 1;
+                let label = switchboard_tokio::observe::outcome_label(other);
+                *c.failures.entry(label).or_insert(0) += 1;
+            }
+            Err(label) => {
+                c.failed += 1;
+                *c.failures.entry(label).or_insert(0) += 1;
             }
         }
         c.last_at = Some(now);
         window.add_permits(1);
     }
     c
-}
-
-/// The node's metrics label of an outcome (`failed_queue_full`, ...), or `stopped`.
-fn failure_label(outcome: Result<Outcome, switchboard_tokio::node::Stopped>) -> String {
-    match outcome {
-        Ok(outcome) => switchboard_tokio::observe::outcome_label(outcome),
-        Err(_) => "stopped".to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -409,9 +462,14 @@ mod tests {
             rate_per_sec: None,
             stop: Stop::Count(500),
         };
-        for route in [&cluster.direct, &cluster.proxied] {
+        let runs = [
+            (&cluster.direct, SendApi::Post),
+            (&cluster.direct, SendApi::Submit),
+            (&cluster.proxied, SendApi::Post),
+        ];
+        for (route, api) in runs {
             let before = route.receiver().received();
-            let run = tokio::time::timeout(Duration::from_secs(30), run_ours(route, &load))
+            let run = tokio::time::timeout(Duration::from_secs(30), run_ours(route, &load, api))
                 .await
                 .expect("bounded run")
                 .expect("run");
@@ -426,22 +484,5 @@ mod tests {
             assert_eq!(route.receiver().unexpected(), 0, "{}", route.name());
         }
         cluster.shutdown(Duration::from_secs(5)).await;
-    }
-
-    #[test]
-    fn failure_labels_follow_the_metrics_names() {
-        use switchboard_core::outcome::FailReason;
-        assert_eq!(
-            failure_label(Ok(Outcome::Failed(FailReason::QueueFull))),
-            "failed_queue_full"
-        );
-        assert_eq!(
-            failure_label(Ok(Outcome::Unknown(FailReason::Timeout))),
-            "unknown_timeout"
-        );
-        assert_eq!(
-            failure_label(Err(switchboard_tokio::node::Stopped)),
-            "stopped"
-        );
     }
 }
