@@ -71,7 +71,11 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// Registers an accepted (or already connected) stream for reading.
-    pub(crate) fn open(registry: &Registry, mut stream: TcpStream, token: Token) -> io::Result<Conn> {
+    pub(crate) fn open(
+        registry: &Registry,
+        mut stream: TcpStream,
+        token: Token,
+    ) -> io::Result<Conn> {
         registry.register(&mut stream, token, Interest::READABLE)?;
         let _ = stream.set_nodelay(true);
         Ok(Conn {

@@ -74,9 +74,15 @@ mod tests {
 
     #[test]
     fn published_addresses_dial_back_to_their_socket_address() {
-        assert_eq!(published_address(sa("0.0.0.0:4100")), "atcp://127.0.0.1:4100");
+        assert_eq!(
+            published_address(sa("0.0.0.0:4100")),
+            "atcp://127.0.0.1:4100"
+        );
         assert_eq!(published_address(sa("[::]:4100")), "atcp://[::1]:4100");
-        assert_eq!(dial_target("atcp://127.0.0.1:4100"), Some(sa("127.0.0.1:4100")));
+        assert_eq!(
+            dial_target("atcp://127.0.0.1:4100"),
+            Some(sa("127.0.0.1:4100"))
+        );
         assert_eq!(dial_target("atcp://[::1]:4100"), Some(sa("[::1]:4100")));
         assert_eq!(dial_target("TCP://10.0.0.1:80/"), Some(sa("10.0.0.1:80")));
         assert_eq!(dial_target("10.0.0.1:21902"), Some(sa("10.0.0.1:21902")));

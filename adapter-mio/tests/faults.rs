@@ -66,7 +66,11 @@ fn a_peer_dropped_mid_stream_leaves_exactly_one_outcome_per_accepted_message() {
         p[0].outcomes.len() >= accepted.len()
     });
     leaf.pump();
-    assert_eq!(leaf.outcomes.len(), accepted.len(), "exactly one outcome each");
+    assert_eq!(
+        leaf.outcomes.len(),
+        accepted.len(),
+        "exactly one outcome each"
+    );
     let ended: BTreeSet<_> = leaf.outcomes.iter().map(|(m, _)| *m).collect();
     let expected: BTreeSet<_> = accepted.iter().copied().collect();
     assert_eq!(ended, expected);
@@ -116,7 +120,15 @@ fn garbage_on_the_listen_port_closes_that_link_and_the_node_keeps_serving() {
     let rejected: Vec<_> = server
         .node_events
         .iter()
-        .filter(|e| matches!(e, Event::LinkRejected { reason: LinkError::Frame(_), .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                Event::LinkRejected {
+                    reason: LinkError::Frame(_),
+                    ..
+                }
+            )
+        })
         .collect();
     assert_eq!(rejected.len(), 1, "events: {:?}", server.node_events);
     assert_eq!(server.node.node().link_count(), 0);
@@ -130,9 +142,14 @@ fn garbage_on_the_listen_port_closes_that_link_and_the_node_keeps_serving() {
         .node
         .send(Target::Id(NodeId(1)), 8, payload(2, 0, 20))
         .expect("accepted");
-    pump_until("the message is delivered", &mut [&mut leaf, &mut server], |p| {
-        p[0].outcomes.len() == 1 && p[1].received.len() == 1
-    });
+    pump_until(
+        "the message is delivered",
+        &mut [&mut leaf, &mut server],
+        |p| p[0].outcomes.len() == 1 && p[1].received.len() == 1,
+    );
     assert_eq!(leaf.outcomes, vec![(msg, Outcome::Delivered)]);
-    assert_eq!(server.received, vec![(NodeId(2), NodeId(2), 8, payload(2, 0, 20))]);
+    assert_eq!(
+        server.received,
+        vec![(NodeId(2), NodeId(2), 8, payload(2, 0, 20))]
+    );
 }

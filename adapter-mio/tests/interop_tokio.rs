@@ -53,7 +53,9 @@ fn mio_and_tokio_nodes_exchange_exact_payloads_in_order() {
     pump_until("the mio node learns both nodes", &mut [&mut mio], |p| {
         p[0].knows(&[1, 2])
     });
-    let known = world.rt.block_on(tokio_node.wait_known(&[NodeId(1), NodeId(2)], STEP));
+    let known = world
+        .rt
+        .block_on(tokio_node.wait_known(&[NodeId(1), NodeId(2)], STEP));
     assert!(known, "the tokio node learns the mio node");
 
     // tokio → mio: 200 messages submitted at once, outcomes awaited in the background.
@@ -69,7 +71,12 @@ fn mio_and_tokio_nodes_exchange_exact_payloads_in_order() {
         }
         let mut outcomes = Vec::new();
         for p in pending {
-            outcomes.push(tokio::time::timeout(STEP, p).await.expect("in time").expect("running"));
+            outcomes.push(
+                tokio::time::timeout(STEP, p)
+                    .await
+                    .expect("in time")
+                    .expect("running"),
+            );
         }
         let mut received = Vec::new();
         while received.len() < COUNT as usize {
@@ -127,7 +134,9 @@ fn graceful_shutdown_fails_queued_messages_and_the_tokio_peer_sees_the_node_leav
     pump_until("the mio node learns both nodes", &mut [&mut mio], |p| {
         p[0].knows(&[1, 2])
     });
-    let known = world.rt.block_on(tokio_node.wait_known(&[NodeId(1), NodeId(2)], STEP));
+    let known = world
+        .rt
+        .block_on(tokio_node.wait_known(&[NodeId(1), NodeId(2)], STEP));
     assert!(known, "the tokio node learns the mio node");
     assert_eq!(tokio_node.known().discovery.len(), 2);
 
@@ -156,9 +165,13 @@ fn graceful_shutdown_fails_queued_messages_and_the_tokio_peer_sees_the_node_leav
     );
 
     // The registry removes the node at once on its goodbye (no disconnect protection).
-    let left = world.rt.block_on(
-        tokio_node.wait_for(STEP, |k| !k.discovery.contains_key(&NodeId(2))),
+    let left = world
+        .rt
+        .block_on(tokio_node.wait_for(STEP, |k| !k.discovery.contains_key(&NodeId(2))));
+    assert!(
+        left,
+        "the tokio node saw the mio node leave: {:?}",
+        tokio_node.known()
     );
-    assert!(left, "the tokio node saw the mio node leave: {:?}", tokio_node.known());
     assert_eq!(tokio_node.known().discovery.len(), 1);
 }

@@ -18,7 +18,10 @@ fn two_mio_nodes_exchange_exact_payloads_through_the_registry() {
     assert!(a.node.is_registered() && b.node.is_registered());
 
     let big = bytes::Bytes::from(vec![0xa5; 100_000]);
-    let m1 = a.node.send(Target::Id(NodeId(2)), 3, big.clone()).expect("accepted");
+    let m1 = a
+        .node
+        .send(Target::Id(NodeId(2)), 3, big.clone())
+        .expect("accepted");
     let m2 = b
         .node
         .send(Target::Name("alpha"), 4, payload(2, 0, 32))
@@ -29,7 +32,10 @@ fn two_mio_nodes_exchange_exact_payloads_through_the_registry() {
     assert_eq!(a.outcomes, vec![(m1, Outcome::Delivered)]);
     assert_eq!(b.outcomes, vec![(m2, Outcome::Delivered)]);
     assert_eq!(b.received, vec![(NodeId(1), NodeId(1), 3, big)]);
-    assert_eq!(a.received, vec![(NodeId(2), NodeId(2), 4, payload(2, 0, 32))]);
+    assert_eq!(
+        a.received,
+        vec![(NodeId(2), NodeId(2), 4, payload(2, 0, 32))]
+    );
 }
 
 #[test]
@@ -56,9 +62,11 @@ fn leaves_talk_through_a_proxy_mio_node() {
                 .expect("accepted")
         })
         .collect();
-    pump_until("all relayed and acknowledged", &mut [&mut proxy, &mut x, &mut y], |p| {
-        p[1].outcomes.len() == sent.len() && p[2].received.len() == sent.len()
-    });
+    pump_until(
+        "all relayed and acknowledged",
+        &mut [&mut proxy, &mut x, &mut y],
+        |p| p[1].outcomes.len() == sent.len() && p[2].received.len() == sent.len(),
+    );
     let delivered: Vec<_> = sent.iter().map(|m| (*m, Outcome::Delivered)).collect();
     assert_eq!(x.outcomes, delivered);
     let expected: Vec<_> = (0..50)

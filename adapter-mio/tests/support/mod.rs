@@ -155,8 +155,7 @@ impl Peer {
     pub(crate) fn knows(&self, ids: &[u64]) -> bool {
         let node = self.node.node();
         ids.iter().all(|&id| {
-            node.discovery().get_by_id(NodeId(id)).is_some()
-                && node.topology().contains(NodeId(id))
+            node.discovery().get_by_id(NodeId(id)).is_some() && node.topology().contains(NodeId(id))
         })
     }
 
@@ -170,7 +169,11 @@ impl Peer {
 }
 
 /// Pumps every peer in turn until `done` holds, at most [`STEP`]; panics naming `what`.
-pub(crate) fn pump_until(what: &str, peers: &mut [&mut Peer], mut done: impl FnMut(&[&mut Peer]) -> bool) {
+pub(crate) fn pump_until(
+    what: &str,
+    peers: &mut [&mut Peer],
+    mut done: impl FnMut(&[&mut Peer]) -> bool,
+) {
     let deadline = Instant::now() + STEP;
     loop {
         for peer in peers.iter_mut() {
@@ -179,7 +182,10 @@ pub(crate) fn pump_until(what: &str, peers: &mut [&mut Peer], mut done: impl FnM
         if done(peers) {
             return;
         }
-        assert!(Instant::now() < deadline, "timed out after {STEP:?}: {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {STEP:?}: {what}"
+        );
     }
 }
 
