@@ -1,14 +1,77 @@
 //! Single-threaded mio driver for [`switchboard_core`], for applications that own their event
 //! loop.
 //!
-//! The driver will expose `run_once(timeout)`: poll the sockets for at most `timeout` (or until
-//! the core's next deadline), feed each readiness event to the core as one `handle_*` call,
-//! drain `poll_output` into socket writes, connects and closes, and return — so a game server's
-//! own frame loop can call it between its other work. It speaks the same TCP framing and
-//! registry-client protocol as `switchboard-tokio`, so both kinds of node join one cluster.
+//! A [`MioNode`] is one switchboard node — the core `Node`, its TCP listener and links, and
+//! optionally its embedded-registry client — on one `mio::Poll`. The application calls
+//! [`MioNode::run_once`] from its own loop (a game server once per frame): it waits for socket
+//! readiness for at most the given timeout and at most until the core's next deadline, feeds
+//! each readiness event to the core as one `handle_*` call (an accepted connection, a finished
+//! dial, a chunk of bytes, an end of stream), drains `poll_output` into socket operations
+//! (non-blocking dials, buffered writes, closes) and returns. Received messages, outcomes and
+//! notices wait in [`MioNode::poll_event`]. It speaks the same TCP framing and registry-client
+//! protocol as `switchboard-tokio`, so both kinds of node join one cluster.
 //!
-//! It arrives after the tokio adapter has fixed the transport and registry protocols; until then
-//! this crate only pins the dependency set (`mio` with `os-poll` and `net`) and the rule it will
-//! follow: no routing, retry or queueing decision lives here — those are the core's.
+//! No routing, retry or queueing decision lives here — those are the core's. Time enters in
+//! one place, [`clock::Clock`]. Memory is bounded: each connection's unwritten bytes are
+//! capped at [`MAX_OUT_BUFFER`] (past it the peer is not reading; the link is closed and the
+//! core re-routes or fails its messages as for any lost link), and while
+//! [`EVENT_CAPACITY`] events wait untaken the node stops reading its links. Addresses are
+//! IP literals (`atcp://127.0.0.1:4100`): the driver never blocks on a name lookup.
+//!
+//! # Example
+//!
+//! Two nodes without a registry: the leaf knows its upstream's address from its config and
+//! sends it one message; one thread drives both loops in turn.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use bytes::Bytes;
+//! use switchboard_core::{config::Config, ids::NodeId, node::Target, outcome::Outcome};
+//! use switchboard_mio::{AppEvent, MioNode};
+//!
+//! let any_port = "127.0.0.1:0".parse()?;
+//! let mut proxy = MioNode::bind(Config::new(NodeId(1), "proxy"), any_port, None)?;
+//! let mut config = Config::new(NodeId(2), "leaf");
+//! config.upstream = NodeId(1);
+//! config.upstream_address = format!("atcp://{}", proxy.local_addr());
+//! let mut leaf = MioNode::bind(config, any_port, None)?;
+//!
+//! let msg = leaf.send(Target::Id(NodeId(1)), 7, Bytes::from_static(b"hello"))?;
+//! let (mut received, mut outcome) = (None, None);
+//! for _ in 0..1_000 {
+//!     leaf.run_once(Some(Duration::from_millis(5)))?;
+//!     proxy.run_once(Some(Duration::from_millis(5)))?;
+//!     while let Some(event) = proxy.poll_event() {
+//!         if let AppEvent::Received { from, payload, .. } = event {
+//!             received = Some((from, payload));
+//!         }
+//!     }
+//!     while let Some(event) = leaf.poll_event() {
+//!         if let AppEvent::Outcome { msg: m, outcome: o } = event {
+//!             assert_eq!(m, msg);
+//!             outcome = Some(o);
+//!         }
+//!     }
+//!     if received.is_some() && outcome.is_some() {
+//!         break;
+//!     }
+//! }
+//! assert_eq!(received, Some((NodeId(2), Bytes::from_static(b"hello"))));
+//! assert_eq!(outcome, Some(Outcome::Delivered));
+//! leaf.shutdown()?;
+//! proxy.shutdown()?;
+//! # Ok(())
+//! # }
+//! ```
 
+pub mod clock;
+mod conn;
+mod driver;
+pub mod net;
+mod node;
+
+pub use conn::MAX_OUT_BUFFER;
+pub use driver::{CONNECT_TIMEOUT, EVENT_CAPACITY};
+pub use node::{AppEvent, BindError, MioNode, SHUTDOWN_FLUSH};
 pub use switchboard_core;

@@ -7,8 +7,11 @@
 //!   lazy rebuild on every change).
 //! - [`peers`]: the crates `hashring`, `conhash`, `anchorhash` and `jumphash` behind one shape.
 //! - [`timers`]: timer arm/cancel at a steady 64k live timers.
+//! - [`transport`]: switchboard-tokio nodes against a raw tokio length-delimited echo
+//!   (throughput with a window in flight, paced latency percentiles, one proxy hop).
 
 pub mod libatapp_emu;
 pub mod peers;
 pub mod timers;
+pub mod transport;
 pub mod workload;

@@ -742,25 +742,44 @@ fn every_accepted_send_ends_in_exactly_one_outcome() {
         (0x103, "t0-103-101-0", at(0), ok),
         (0x103, "t11-103-101-0", at(19), failed(Timeout)),
         (0x103, "t25-103-101-0", at(25), ok),
-        // The relay 0x102 has lost its link to 0x101: it answers `Unreachable` and the
-        // sender fails the message at once (the route has no alternative) instead of
-        // reporting a message the relay dropped as delivered.
-        (0x103, "t50-103-101-0", at(50), failed(NoRoute)),
+        // The relay 0x102 has lost its link to 0x101: it answers `Unreachable` (at 50, 52
+        // and 54: the sender retries it whenever its route is ready again) instead of
+        // reporting a message the relay dropped as delivered. Changed: it used to end at 50
+        // with `Failed(NoRoute)`; a transient relay refusal is now retried until the message
+        // deadline (58), so shutdown ends it first — `Failed`: its only copy was refused.
+        (0x103, "t50-103-101-0", at(55), failed(Shutdown)),
     ];
     let expected: Vec<(u64, String, Instant, Outcome)> = expected
         .into_iter()
         .map(|(n, t, at, o)| (n, t.to_owned(), at, o))
         .collect();
     assert_eq!(table, expected);
+    // The relay refused "t50-103-101-0" each time its sender's route was ready again (the
+    // backoff start, 2 s, after each refusal) until shutdown.
+    let refused: Vec<Instant> = events_where(&sim, 0x102, |e| {
+        matches!(
+            e,
+            Event::ForwardDropped {
+                src: NodeId(0x103),
+                dst: NodeId(0x101),
+                ..
+            }
+        )
+    })
+    .into_iter()
+    .map(|(t, _)| t)
+    .filter(|&t| t >= at(41))
+    .collect();
+    assert_eq!(refused, [at(50), at(52), at(54)]);
     assert_eq!(
         multiset,
         BTreeMap::from([
             (None, 8),
             (Some(Timeout), 4),
             (Some(QueueFull), 1),
-            (Some(NoRoute), 3),
+            (Some(NoRoute), 2),
             (Some(TargetGone), 1),
-            (Some(Shutdown), 2),
+            (Some(Shutdown), 3),
         ])
     );
 }

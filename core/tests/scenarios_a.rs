@@ -115,9 +115,14 @@ fn a2_upstream_connected_forward_success() {
 /// libatapp accepts either an immediate send error or a non-zero forward response. Here: the
 /// target is relayed through the upstream (ARCHITECTURE §8, step "relay through our own
 /// upstream"); the relay has no route to 0x199, reports `ForwardDropped` and sends
-/// `Unreachable` back; the sender has no other hop and fails the message with `NoRoute`
-/// (transmitted once and refused by the relay: certainly not delivered). With zero latency
-/// that is the same instant.
+/// `Unreachable` back. The sender treats the refusal as transient: the route is unready for
+/// its backoff (start 2 s), then follows its ready proxy again and the message goes out
+/// again — refused at 0, 2, 4 and 6 s — until its deadline (8 s), where it fails with
+/// `NoRoute` (the last thing that happened to it was a refusal, and its only copy was
+/// refused: certainly not delivered).
+///
+/// Changed: the message used to fail `Failed(NoRoute)` at 0 s, at the first refusal; a
+/// transient relay refusal is now retried until the message deadline.
 #[test]
 fn a3_upstream_connected_target_unreachable() {
     let mut sim = cluster(GROUP_A, &LAYOUT);
@@ -130,18 +135,21 @@ fn a3_upstream_connected_target_unreachable() {
 
     assert_eq!(
         outcome(&sim, 0x101, msg),
-        Some((at(0), Outcome::Failed(FailReason::NoRoute)))
+        Some((at(8), Outcome::Failed(FailReason::NoRoute)))
     );
+    let dropped = Event::ForwardDropped {
+        src: NodeId(0x101),
+        dst: NodeId(0x199),
+        msg_type: 100,
+    };
     assert_eq!(
         events_where(&sim, 0x102, |e| matches!(e, Event::ForwardDropped { .. })),
-        [(
-            at(0),
-            Event::ForwardDropped {
-                src: NodeId(0x101),
-                dst: NodeId(0x199),
-                msg_type: 100,
-            }
-        )]
+        [
+            (at(0), dropped.clone()),
+            (at(2), dropped.clone()),
+            (at(4), dropped.clone()),
+            (at(6), dropped),
+        ]
     );
     for node in [0x101, 0x102, 0x103, 0x104] {
         assert_eq!(got(&sim, node), [], "node {node:#x} received something");

@@ -57,6 +57,17 @@
 //! receiver would wait for the missing one for ever — and the next message starts a fresh
 //! stream.
 //!
+//! **Giving up** ([`SendStreams::give_up`], [`SendStreams::expire`]): a stream given up ends
+//! `Failed(reason)` when its oldest in-flight message has no copy that may have arrived (its
+//! transmissions are 0: never sent since a reset moved it to a fresh stream, or its only copy
+//! was refused by a relay with `Unreachable`, [`SendStreams::on_refused`]) — receivers deliver
+//! in order, so nothing after it arrived either — and `Unknown(reason)` otherwise. At a
+//! deadline the reason is `NoRoute` when a relay refused one of the stream's frames since its
+//! last (re)transmission (the last thing that happened to it was a refusal), else `Timeout`;
+//! a stream whose due oldest message provably never arrived ends only its due messages, and
+//! the others move, in order, onto a fresh stream (as first transmissions) and keep their own
+//! deadlines.
+//!
 //! **Receiver** ([`RecvStreams`]): delivers exactly the next counter of the current tag, drops
 //! duplicates (counter already delivered) and gaps (a later counter: the sender retransmits
 //! from its first unacked message), and remembers the last few retired tags so a stale
@@ -132,6 +143,9 @@ struct SendStream {
     bytes: usize,
     /// When the in-flight list was last (re)transmitted.
     last_tx: Instant,
+    /// A relay refused one of its frames (`Unreachable`) since its last (re)transmission:
+    /// given up now, its reason is `NoRoute` rather than `Timeout`.
+    refused: bool,
 }
 
 /// Every stream this node sends on, by destination.
@@ -200,6 +214,7 @@ impl SendStreams {
             inflight: VecDeque::new(),
             bytes: 0,
             last_tx: now,
+            refused: false,
         });
         stream.last = stream.last.wrapping_add(1);
         if stream.last == 0 {
@@ -298,6 +313,7 @@ impl SendStreams {
         stream.tag = fresh_tag(&mut self.rng, stream.tag);
         stream.stamp = refusal.incarnation;
         stream.last = 0;
+        stream.refused = false;
         for m in &mut stream.inflight {
             stream.last += 1;
             m.seq = make_seq(stream.tag, stream.last);
@@ -341,14 +357,24 @@ impl SendStreams {
         self.known.get(&dst).copied().unwrap_or(0)
     }
 
-    /// A relay refused the frame `seq` to `dst` (`Unreachable`). When it is the oldest
-    /// in-flight message and that was its only copy, it provably did not arrive: its next
-    /// copy goes out as a first transmission (no `retransmit` flag).
+    /// A relay refused the frame `seq` to `dst` (`Unreachable`); ignored unless `seq` is in
+    /// flight on the current stream. The stream is marked refused until its next
+    /// (re)transmission (given up meanwhile, its reason is `NoRoute`). When `seq` is the
+    /// oldest in-flight message and that was its only copy, it provably did not arrive: its
+    /// transmissions drop to 0, so its next copy goes out as a first transmission (no
+    /// `retransmit` flag) and, given up before then, the stream ends `Failed`.
     pub fn on_refused(&mut self, dst: NodeId, seq: u64) {
-        if let Some(head) = self
+        let Some(stream) = self
             .streams
             .get_mut(&dst)
-            .and_then(|s| s.inflight.front_mut())
+            .filter(|s| s.inflight.iter().any(|m| m.seq == seq))
+        else {
+            return;
+        };
+        stream.refused = true;
+        if let Some(head) = stream
+            .inflight
+            .front_mut()
             .filter(|m| m.seq == seq && m.transmissions == 1)
         {
             head.transmissions = 0;
@@ -360,6 +386,7 @@ impl SendStreams {
     pub fn mark_retransmitted(&mut self, dst: NodeId, now: Instant) {
         if let Some(stream) = self.streams.get_mut(&dst) {
             stream.last_tx = now;
+            stream.refused = false;
             for m in &mut stream.inflight {
                 m.transmissions = m.transmissions.saturating_add(1);
             }
@@ -382,15 +409,6 @@ impl SendStreams {
             sink.emit(m.msg, outcome);
         }
         n
-    }
-
-    /// Ends every in-flight message of every stream with `outcome` and forgets them all.
-    pub fn abandon_all<S: OutcomeSink + ?Sized>(&mut self, outcome: Outcome, sink: &mut S) {
-        for (_, stream) in core::mem::take(&mut self.streams) {
-            for m in stream.inflight {
-                sink.emit(m.msg, outcome);
-            }
-        }
     }
 
     /// Whether `seq` is in flight to `dst` (its stream is the current one).
@@ -429,26 +447,6 @@ impl SendStreams {
                 Some(head.deadline.min(s.last_tx + self.retransmit_after))
             })
             .fold(None, |acc, t| earliest(acc, Some(t)))
-    }
-
-    /// Streams whose oldest in-flight message reached its deadline at `now`: each is
-    /// abandoned with `Unknown(reason)`. Returns the destinations.
-    pub fn expire<S: OutcomeSink + ?Sized>(
-        &mut self,
-        now: Instant,
-        outcome: Outcome,
-        sink: &mut S,
-    ) -> alloc::vec::Vec<NodeId> {
-        let due: alloc::vec::Vec<NodeId> = self
-            .streams
-            .iter()
-            .filter(|(_, s)| s.inflight.front().is_some_and(|m| m.deadline <= now))
-            .map(|(&d, _)| d)
-            .collect();
-        for &dst in &due {
-            self.abandon(dst, outcome, sink);
-        }
-        due
     }
 
     /// Destinations whose oldest in-flight message waited `retransmit_after` at `now`.
@@ -611,5 +609,6 @@ impl RecvStreams {
     }
 }
 
+mod give_up;
 #[cfg(test)]
 mod tests;

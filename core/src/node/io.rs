@@ -12,7 +12,7 @@ use crate::{
     },
     connector::{LinkState, World},
     ids::{LinkId, NodeId},
-    outcome::{FailReason, Outcome},
+    outcome::FailReason,
     time::{Duration, Instant},
     wire::{self, Frame, FrameKind, Proof, RefuseReason, UnreachableReason, VersionRange},
 };
@@ -273,7 +273,7 @@ impl Node {
             In::Unreachable(u) => {
                 let via = up.expect("checked above");
                 if u.src == self.id {
-                    self.on_unreachable(now, u.dst, u.seq, via);
+                    self.on_unreachable(now, &u, via);
                 } else if let Some(next) = self.forward_link(u.src, via) {
                     self.transmit(next, &Frame::Unreachable(u));
                 }
@@ -481,17 +481,34 @@ impl Node {
         }
     }
 
-    /// A relay could not route our message `seq` to `dst`. The route is marked unready and
-    /// re-decided; if another hop is ready at once the in-flight messages are retransmitted
-    /// through it, else they end: `Failed(NoRoute)` when the refused message was the oldest
-    /// in flight and transmitted once (so nothing after it was delivered either), else
-    /// `Unknown(NoRoute)`.
-    fn on_unreachable(&mut self, now: Instant, dst: NodeId, seq: u64, via: NodeId) {
-        if !self.send_streams.holds(dst, seq) {
+    /// A relay could not route our message `u.seq` to `u.dst`; `via` is the hop it came
+    /// back from. Ignored unless the message is in flight on the current stream.
+    ///
+    /// A refusal for lack of a route right now (`NoRoute`, `UnknownTarget`, `Overloaded`) is
+    /// transient: the messages stay in flight (the refused one, if it was its only copy,
+    /// provably did not arrive — [`SendStreams::on_refused`]). If the route still goes
+    /// through `via` it is marked unready and its retry scheduled by the connector's backoff;
+    /// a route that is already unready, or moved to another hop, is left alone (a window of
+    /// frames brings one `Unreachable` each: only the first acts). When the route is ready
+    /// again the stream goes out again, in order. The messages end by the usual means: an
+    /// ack, their deadline (`NoRoute` instead of `Timeout` if the last thing that happened to
+    /// the stream was a refusal), the route's removal, shutdown.
+    ///
+    /// `HopLimit` (a routing loop) is not transient: the route is marked unready and, if no
+    /// other hop is ready at once, the in-flight messages end now — `Failed(NoRoute)` when
+    /// the oldest in flight was the refused one and its only copy, else `Unknown(NoRoute)`.
+    ///
+    /// [`SendStreams::on_refused`]: crate::bus::stream::SendStreams::on_refused
+    fn on_unreachable(&mut self, now: Instant, u: &wire::Unreachable, via: NodeId) {
+        let dst = u.dst;
+        if !self.send_streams.holds(dst, u.seq) {
             return;
         }
-        let sent_once = self.send_streams.head_sent_once(dst, seq);
-        self.send_streams.on_refused(dst, seq);
+        self.send_streams.on_refused(dst, u.seq);
+        let loop_detected = u.reason == UnreachableReason::HopLimit;
+        if !loop_detected && self.connector.ready_hop(dst) != Some(via) {
+            return;
+        }
         let world = World {
             topology: &self.topology,
             discovery: &self.discovery,
@@ -502,13 +519,11 @@ impl Node {
             self.flush_target(dst);
             return;
         }
-        let outcome = if sent_once {
-            Outcome::Failed(FailReason::NoRoute)
-        } else {
-            Outcome::Unknown(FailReason::NoRoute)
-        };
-        let mut sink = OutSink(&mut self.out);
-        self.send_streams.abandon(dst, outcome, &mut sink);
+        if loop_detected {
+            let mut sink = OutSink(&mut self.out);
+            self.send_streams
+                .give_up(dst, FailReason::NoRoute, &mut sink);
+        }
     }
 
     /// Relays a `Data` frame for another node that arrived on `from_link` from `from`, by

@@ -115,7 +115,9 @@
 //! target's handshake shows a new incarnation or the target's reset says a previous
 //! incarnation may have delivered it, `Timeout` at the deadline of the oldest unacknowledged
 //! message — the whole stream ends with it and later messages start a fresh one —,
-//! `TargetGone | NoRoute` on route removal, `Shutdown`). Every `Data` frame carries the target
+//! `TargetGone | NoRoute` on route removal, `Shutdown`) — or `Failed(reason)` for the same
+//! reasons when its stream's oldest message provably never arrived (see relay refusals
+//! below). Every `Data` frame carries the target
 //! incarnation its stream expects (learned from the target's acks or handshake) and a
 //! retransmission flag; a target that restarted — even behind a proxy, where no handshake
 //! shows it — refuses frames it must not deliver with a reset `Ack`, and messages it provably
@@ -124,11 +126,23 @@
 //!
 //! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
 //! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]
-//! and an `Unreachable` goes back toward the source, which marks the route unready and
-//! re-routes, or — with no other hop ready — ends its unacknowledged messages with
-//! `Failed(NoRoute)` (the refused message was the oldest and sent once, so nothing after it was
-//! delivered either) or `Unknown(NoRoute)`. Acks and `Unreachable` frames are relayed the same
-//! way. A message to this node itself is delivered at once (`Received` with `via` = this node).
+//! and an `Unreachable` goes back toward the source. A refusal for lack of a route *right
+//! now* (the relay has no link toward the target yet — churn, a proxy restarted before the
+//! target re-linked to it) is transient: the source keeps its unacknowledged messages, marks
+//! the route unready if it still goes through that relay (once per window: the other
+//! refusals of the same window change nothing) and the connector retries it after its backoff
+//! — a proxied route follows its ready proxy again — when the messages go out again, in
+//! order; a relay that keeps refusing sees each message once per retry. They end by the usual
+//! means: an ack, the route's removal, shutdown, or their deadline, where the reason is
+//! `NoRoute` instead of `Timeout` if a relay refused the stream since its last
+//! (re)transmission. A refused message whose only copy was refused provably did not arrive
+//! (nor did anything after it): it ends `Failed(reason)` and, at its deadline, only the
+//! messages due end while the others keep their own deadlines; otherwise the stream ends
+//! whole, `Unknown(reason)`. A hop-limit refusal (a routing loop) is not transient: with no
+//! other hop ready the unacknowledged messages end at once with `Failed(NoRoute)` (the
+//! refused message was the oldest and sent once, so nothing after it was delivered either)
+//! or `Unknown(NoRoute)`. Acks and `Unreachable` frames are relayed the same way. A message to
+//! this node itself is delivered at once (`Received` with `via` = this node).
 
 mod io;
 mod ops;
@@ -150,6 +164,8 @@ mod tests_bus_sim;
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
+#[cfg(test)]
+mod tests_relay_refusal;
 #[cfg(test)]
 mod tests_restart_sim;
 

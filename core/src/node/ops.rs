@@ -236,7 +236,7 @@ impl Node {
         let mut sink = OutSink(&mut self.out);
         self.endpoints.remove_all(FailReason::Shutdown, &mut sink);
         self.send_streams
-            .abandon_all(Outcome::Unknown(FailReason::Shutdown), &mut sink);
+            .give_up_all(FailReason::Shutdown, &mut sink);
         for link in core::mem::take(&mut self.links).into_keys() {
             self.out.push_back(Output::Close { link });
         }
@@ -245,18 +245,26 @@ impl Node {
         self.connector.clear();
     }
 
-    /// Handles everything due at `now` in one call: record timers (reconnects, lost
-    /// deadlines, the upstream redial), then message deadlines (`Failed(Timeout)` for queued
-    /// messages; `Unknown(Timeout)` for a stream whose oldest unacknowledged message is due,
-    /// with everything in flight behind it) and endpoint GC (`Failed(TargetGone)` for anything
-    /// left), then retransmissions of streams whose oldest message waited
+    /// Handles everything due at `now` in one call: deadlines of unacknowledged messages
+    /// first (a stream whose oldest message is due ends `Unknown(Timeout)` with everything in
+    /// flight behind it — `NoRoute` instead of `Timeout` if a relay refused it since its last
+    /// (re)transmission, and only the due messages, `Failed`, if that oldest one provably never
+    /// arrived: [`SendStreams::expire`]), then record timers (reconnects, lost deadlines, the
+    /// upstream redial; a route ready again now retransmits only what is still alive), then
+    /// queued message deadlines (`Failed(Timeout)`) and endpoint GC (`Failed(TargetGone)` for
+    /// anything left), then retransmissions of streams whose oldest message waited
     /// `heartbeat_interval` for its ack, heartbeats (pings, dead links closed), then
     /// unfinished flushes. Spurious calls do nothing.
+    ///
+    /// [`SendStreams::expire`]: crate::bus::stream::SendStreams::expire
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.advance(now);
         if self.shut_down {
             return;
         }
+        // In-flight messages due now end before a route readied now could send them again.
+        let mut sink = OutSink(&mut self.out);
+        self.send_streams.expire(now, &mut sink);
         let world = World {
             topology: &self.topology,
             discovery: &self.discovery,
@@ -265,8 +273,6 @@ impl Node {
         self.apply_effects();
         let mut sink = OutSink(&mut self.out);
         self.endpoints.handle_timeout(now, &mut sink);
-        self.send_streams
-            .expire(now, Outcome::Unknown(FailReason::Timeout), &mut sink);
         for dst in self.send_streams.due_retransmits(now) {
             match self.ready_link(dst) {
                 Some(link) => self.retransmit(dst, link),
@@ -469,13 +475,13 @@ impl Node {
     }
 
     /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`,
-    /// end its unacknowledged messages with `Unknown(reason)`, and release the endpoint's
+    /// end its unacknowledged messages with `Unknown(reason)` (`Failed(reason)` if the oldest
+    /// provably never arrived), and release the endpoint's
     /// handle (it is collected after `endpoint_gc_timeout`).
     fn route_removed(&mut self, target: NodeId, reason: FailReason) {
         self.flush_pending.remove(&target);
         let mut sink = OutSink(&mut self.out);
-        self.send_streams
-            .abandon(target, Outcome::Unknown(reason), &mut sink);
+        self.send_streams.give_up(target, reason, &mut sink);
         let Some(key) = self.endpoints.find_by_id(target) else {
             return;
         };

@@ -274,13 +274,12 @@ fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
     net.publish(&[(0x102, 0), (0x101, 0x102)]);
     net.registry_all(&[RegistryEvent::TopologyPut(topo(0x105, 0x106, 90))]);
     // 0x105 is relayed through 0x102... which has no route to it: the relay drops it with
-    // an event and answers `Unreachable`; the source has no other hop and fails it (sent
-    // once, refused by the relay: certainly not delivered).
+    // an event and answers `Unreachable`; the source keeps it in flight (changed: it used to
+    // fail it `Failed(NoRoute)` at once — a transient relay refusal is now retried until the
+    // message deadline) with no copy that may have arrived (sent once, refused).
     let relayed = net.send(0x101, 0x105, b"nowhere");
-    assert_eq!(
-        net.take_seen(0x101),
-        vec![Seen::Outcome(relayed, Outcome::Failed(FailReason::NoRoute))]
-    );
+    assert_eq!(net.take_seen(0x101), vec![]);
+    assert_eq!(net.node(0x101).unacked(NodeId(0x105)), 1);
     assert_eq!(
         net.events[&NodeId(0x102)].last(),
         Some(&Event::ForwardDropped {
@@ -299,6 +298,9 @@ fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
     while let Some(o) = node.poll_output() {
         outs.push(o);
     }
+    // The refused message ends at shutdown, `Failed` (changed: it used to end at once with
+    // `Failed(NoRoute)`): its only copy was refused by the relay, so it certainly did not
+    // arrive.
     assert_eq!(
         outs,
         vec![
@@ -308,6 +310,10 @@ fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
             },
             Output::Outcome {
                 msg: b,
+                outcome: Outcome::Failed(FailReason::Shutdown)
+            },
+            Output::Outcome {
+                msg: relayed,
                 outcome: Outcome::Failed(FailReason::Shutdown)
             },
         ]

@@ -76,11 +76,8 @@ fn deadlines_and_retransmissions_are_scheduled_from_the_oldest_message() {
     assert!(!s.head_sent_once(NodeId(2), make_seq(0, 1)));
     let mut out: Vec<MessageOutcome> = Vec::new();
     let unknown = Outcome::Unknown(FailReason::Timeout);
-    assert_eq!(s.expire(Instant::from_millis(8_099), unknown, &mut out), []);
-    assert_eq!(
-        s.expire(Instant::from_millis(8_100), unknown, &mut out),
-        [NodeId(2)]
-    );
+    assert_eq!(s.expire(Instant::from_millis(8_099), &mut out), []);
+    assert_eq!(s.expire(Instant::from_millis(8_100), &mut out), [NodeId(2)]);
     // The whole stream ends with its oldest message, and the next one starts afresh.
     assert_eq!(
         out,
@@ -320,5 +317,73 @@ fn a_refused_only_copy_goes_out_again_as_a_first_transmission() {
             .map(|m| m.transmissions)
             .collect::<Vec<_>>(),
         [2]
+    );
+}
+
+#[test]
+fn a_refused_head_at_its_deadline_ends_alone_failed_and_the_rest_keep_their_deadlines() {
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 0);
+    push(&mut s, 2, 2, 500);
+    push(&mut s, 2, 3, 3_000);
+    // A relay refuses the head's only copy (and the others): the stream is marked refused.
+    s.on_refused(NodeId(2), a);
+    assert!(s.refused(NodeId(2)));
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    assert_eq!(s.expire(Instant::from_millis(8_000), &mut out), [NodeId(2)]);
+    assert_eq!(msgs(&out), [(1, Outcome::Failed(FailReason::NoRoute))]);
+    // The others moved, in order, onto a fresh stream, as first transmissions.
+    let moved: Vec<(u64, u32, u32)> = s
+        .unacked(NodeId(2))
+        .map(|m| (m.msg.0, seq_counter(m.seq), m.transmissions))
+        .collect();
+    assert_eq!(moved, [(2, 1, 0), (3, 2, 0)]);
+    assert_ne!(
+        s.unacked(NodeId(2)).map(|m| seq_tag(m.seq)).next(),
+        Some(seq_tag(a))
+    );
+    assert_eq!(s.inflight(NodeId(2)), (2, 6));
+    let deadlines: Vec<Instant> = s.unacked(NodeId(2)).map(|m| m.deadline).collect();
+    assert_eq!(
+        deadlines,
+        [Instant::from_millis(8_500), Instant::from_millis(11_000)]
+    );
+    // Sent again (no refusal since): the next deadline ends the whole stream, delivery
+    // unknown, for `Timeout`.
+    s.mark_retransmitted(NodeId(2), Instant::from_millis(8_100));
+    assert!(!s.refused(NodeId(2)));
+    out.clear();
+    assert_eq!(s.expire(Instant::from_millis(8_500), &mut out), [NodeId(2)]);
+    assert_eq!(
+        msgs(&out),
+        [
+            (2, Outcome::Unknown(FailReason::Timeout)),
+            (3, Outcome::Unknown(FailReason::Timeout))
+        ]
+    );
+    assert_eq!(s.inflight(NodeId(2)), (0, 0));
+}
+
+#[test]
+fn giving_up_ends_failed_only_when_the_head_provably_never_arrived() {
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 0);
+    push(&mut s, 2, 2, 0);
+    let b = push(&mut s, 3, 3, 0);
+    push(&mut s, 3, 4, 0);
+    s.on_refused(NodeId(2), a);
+    // A refusal of a message that is not the head, or of a seq not in flight, proves nothing.
+    s.on_refused(NodeId(3), make_seq(seq_tag(b), 2));
+    s.on_refused(NodeId(3), make_seq(seq_tag(b) ^ 1, 1));
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    s.give_up_all(FailReason::Shutdown, &mut out);
+    assert_eq!(
+        msgs(&out),
+        [
+            (1, Outcome::Failed(FailReason::Shutdown)),
+            (2, Outcome::Failed(FailReason::Shutdown)),
+            (3, Outcome::Unknown(FailReason::Shutdown)),
+            (4, Outcome::Unknown(FailReason::Shutdown)),
+        ]
     );
 }

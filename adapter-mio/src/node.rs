@@ -1,0 +1,342 @@
+//! [`MioNode`]: one core `Node` (and optionally its embedded-registry client) on a
+//! single-threaded `mio::Poll`, driven by the caller's loop through
+//! [`run_once`](MioNode::run_once).
+//!
+//! This module holds the node's state, how it starts ([`MioNode::bind`]: listener, records,
+//! registry client), the commands (`send`, `shutdown`) and the read-only views. The loop
+//! itself — readiness → one `handle_*` call → drained outputs → socket operations — lives in
+//! the private `driver` module.
+
+use std::{
+    collections::{BTreeSet, HashMap, VecDeque},
+    io,
+    net::SocketAddr,
+    time::Duration,
+};
+
+use bytes::Bytes;
+use mio::{Events, Interest, Poll, Token, net::TcpListener};
+use switchboard_core::{
+    config::{Config, ConfigError},
+    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
+    ids::{LinkId, MsgId, NodeId},
+    node::{Event, Node, SendError, Target},
+    outcome::Outcome,
+    registry::client::{ClientConfig, ClientEvent, RegistryClient},
+};
+
+use crate::{clock::Clock, conn::Conn, net};
+
+/// The listener's token; link and registry tokens are derived from their ids (see
+/// `driver::Key`).
+pub(crate) const LISTENER: Token = Token(0);
+/// Readiness events taken from the poll at once.
+const EVENTS_CAPACITY: usize = 1024;
+/// How long [`MioNode::shutdown`] waits for links and the registry connection to flush.
+pub const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
+
+/// Something the application may act on, taken with [`MioNode::poll_event`] in the order it
+/// happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AppEvent {
+    /// A message for this node.
+    Received {
+        /// The node that sent it.
+        from: NodeId,
+        /// The node it arrived from (the sender, or the last relay).
+        via: NodeId,
+        /// Application message type.
+        msg_type: u32,
+        /// The payload, byte for byte as sent.
+        payload: Bytes,
+    },
+    /// How an accepted message ended: exactly one per [`MsgId`] that `send` returned.
+    Outcome {
+        /// The message.
+        msg: MsgId,
+        /// How it ended.
+        outcome: Outcome,
+    },
+    /// A core observability event (link up or closed, route changes, rejected input).
+    Node(Event),
+    /// A registry client event (registered, refused, disconnected, protocol error).
+    Registry(ClientEvent),
+}
+
+/// Why [`MioNode::bind`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindError {
+    /// The configuration is invalid.
+    #[error("invalid config: {0}")]
+    Config(#[from] ConfigError),
+    /// The poll could not be created, or the listen address not bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Io {
+        /// The listen address asked for.
+        addr: SocketAddr,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+/// The registry client and its one connection.
+#[derive(Debug)]
+pub(crate) struct RegistrySide {
+    pub(crate) addr: SocketAddr,
+    pub(crate) client: RegistryClient,
+    pub(crate) conn: Option<Conn>,
+    /// Generation of the current connection (its token is derived from it).
+    pub(crate) generation: u64,
+}
+
+/// A connection the core (or the registry client) closed: flushing what it holds, then
+/// waiting for the peer's end of stream, at most until `deadline`.
+#[derive(Debug)]
+pub(crate) struct Closing {
+    pub(crate) conn: Conn,
+    pub(crate) deadline: switchboard_core::time::Instant,
+    pub(crate) fin_sent: bool,
+}
+
+/// A switchboard node on a single-threaded `mio::Poll`. See the [crate docs](crate).
+#[derive(Debug)]
+pub struct MioNode {
+    pub(crate) poll: Poll,
+    pub(crate) events: Events,
+    pub(crate) listener: Option<TcpListener>,
+    pub(crate) local_addr: SocketAddr,
+    pub(crate) node: Node,
+    pub(crate) clock: Clock,
+    pub(crate) links: HashMap<LinkId, Conn>,
+    pub(crate) closing: HashMap<Token, Closing>,
+    pub(crate) registry: Option<RegistrySide>,
+    pub(crate) app: VecDeque<AppEvent>,
+    /// Links with bytes queued since their last flush.
+    pub(crate) dirty: BTreeSet<LinkId>,
+    /// Connections whose read stopped early (budget or a full event queue): read again at
+    /// the next `run_once`.
+    pub(crate) resume: BTreeSet<Token>,
+    pub(crate) scratch: Vec<u8>,
+}
+
+impl MioNode {
+    /// Binds `listen` (port 0 picks a free one) and starts a node with `config`, joined to
+    /// the embedded registry at `registry` if given (default client settings). See
+    /// [`bind_with`](Self::bind_with).
+    ///
+    /// # Errors
+    ///
+    /// An invalid config, or the poll or listener could not be set up.
+    pub fn bind(
+        config: Config,
+        listen: SocketAddr,
+        registry: Option<SocketAddr>,
+    ) -> Result<MioNode, BindError> {
+        MioNode::bind_with(config, listen, registry, |_| {})
+    }
+
+    /// Like [`bind`](Self::bind), with `tune` applied to the registry client's config
+    /// (backoff, heartbeat, silence timeout) before it starts.
+    ///
+    /// An empty `config.listen` becomes the bound address (`atcp://ip:port`, loopback for an
+    /// unspecified ip); an empty hostname and a zero pid become this host's and process's;
+    /// fresh entropy is mixed into `rng_seed` so a restarted node is a new incarnation. The
+    /// node registers its discovery record (id, name, host, pid, listen addresses, labels as
+    /// metadata labels) and its topology record (upstream, labels). Nothing is dialled until
+    /// the first [`run_once`](Self::run_once) — the dials are queued already.
+    ///
+    /// # Errors
+    ///
+    /// An invalid config, or the poll or listener could not be set up.
+    pub fn bind_with(
+        mut config: Config,
+        listen: SocketAddr,
+        registry: Option<SocketAddr>,
+        tune: impl FnOnce(&mut ClientConfig),
+    ) -> Result<MioNode, BindError> {
+        config.validate()?;
+        let io_error = |source| BindError::Io {
+            addr: listen,
+            source,
+        };
+        let poll = Poll::new().map_err(io_error)?;
+        let mut listener = TcpListener::bind(listen).map_err(io_error)?;
+        let local_addr = listener.local_addr().map_err(io_error)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(io_error)?;
+        if config.listen.is_empty() {
+            config.listen = vec![net::published_address(local_addr)];
+        }
+        if config.pid == 0 {
+            config.pid = i64::from(std::process::id());
+        }
+        if config.hostname.is_empty() {
+            config.hostname = net::hostname();
+        }
+        config.rng_seed ^= net::entropy();
+        let clock = Clock::start();
+        let node = Node::new(config, clock.now())?;
+        let registry = registry.map(|addr| {
+            let mut client_config = ClientConfig::new(
+                discovery_of(&node),
+                Some(topology_of(&node)),
+                node.incarnation(),
+            );
+            client_config.seed = node.incarnation();
+            tune(&mut client_config);
+            RegistrySide {
+                addr,
+                client: RegistryClient::new(client_config, clock.now()),
+                conn: None,
+                generation: 0,
+            }
+        });
+        let mut mio_node = MioNode {
+            poll,
+            events: Events::with_capacity(EVENTS_CAPACITY),
+            listener: Some(listener),
+            local_addr,
+            node,
+            clock,
+            links: HashMap::new(),
+            closing: HashMap::new(),
+            registry,
+            app: VecDeque::new(),
+            dirty: BTreeSet::new(),
+            resume: BTreeSet::new(),
+            scratch: vec![0; crate::driver::READ_CHUNK],
+        };
+        let now = mio_node.clock.now();
+        mio_node.drain(now);
+        Ok(mio_node)
+    }
+
+    /// The address the listener is bound to.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The core node, read-only: discovery, topology, routes, pending counts.
+    #[must_use]
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The registry client, read-only (`None` without a registry).
+    #[must_use]
+    pub fn registry_client(&self) -> Option<&RegistryClient> {
+        self.registry.as_ref().map(|r| &r.client)
+    }
+
+    /// Whether the registry answered this node's registration on the current connection.
+    #[must_use]
+    pub fn is_registered(&self) -> bool {
+        self.registry
+            .as_ref()
+            .is_some_and(|r| r.client.is_registered())
+    }
+
+    /// Hands a message to the core; its [`AppEvent::Outcome`] follows. The frames go out
+    /// at the next [`run_once`](Self::run_once) (sends between two calls are written in one
+    /// batch).
+    ///
+    /// # Errors
+    ///
+    /// The core's [`SendError`]: nothing was accepted and no outcome will follow.
+    pub fn send(
+        &mut self,
+        target: Target<'_>,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<MsgId, SendError> {
+        let now = self.clock.now();
+        let msg = self.node.send(now, target, msg_type, payload)?;
+        self.drain(now);
+        Ok(msg)
+    }
+
+    /// The oldest event not taken yet. Call until `None` after every
+    /// [`run_once`](Self::run_once): while [`EVENT_CAPACITY`](crate::EVENT_CAPACITY) events
+    /// wait, the node stops reading its links (the peers see backpressure).
+    pub fn poll_event(&mut self) -> Option<AppEvent> {
+        self.app.pop_front()
+    }
+
+    /// Events waiting to be taken.
+    #[must_use]
+    pub fn pending_events(&self) -> usize {
+        self.app.len()
+    }
+
+    /// Graceful stop: every queued or unacknowledged message ends (`Failed(Shutdown)` /
+    /// `Unknown(Shutdown)`, waiting in [`poll_event`](Self::poll_event)), the registry client
+    /// says `Bye` (the registry removes the node at once), the listener closes, and the
+    /// links and registry connection are flushed and closed — this call drives the poll for
+    /// at most [`SHUTDOWN_FLUSH`] to do so. Later `send`s fail with
+    /// [`SendError::Shutdown`]; later `run_once` calls do nothing but finish closes.
+    ///
+    /// # Errors
+    ///
+    /// The poll failed.
+    pub fn shutdown(&mut self) -> io::Result<()> {
+        let now = self.clock.now();
+        self.node.shutdown(now);
+        if let Some(registry) = &mut self.registry {
+            registry.client.shutdown();
+        }
+        self.drain(now);
+        if let Some(mut listener) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut listener);
+        }
+        self.stop_registry_dial();
+        let until = std::time::Instant::now() + SHUTDOWN_FLUSH;
+        loop {
+            self.flush_dirty(self.clock.now());
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if self.closing.is_empty() || left.is_zero() {
+                break;
+            }
+            self.run_once(Some(left))?;
+        }
+        for (_, mut closing) in self.closing.drain() {
+            closing.conn.deregister(self.poll.registry());
+        }
+        Ok(())
+    }
+}
+
+/// The discovery record a node publishes: identity, listen addresses, host, pid, and its
+/// labels as metadata labels (so filters can select on them).
+fn discovery_of(node: &Node) -> DiscoveryInfo {
+    let config = node.config();
+    let mut info = DiscoveryInfo {
+        id: config.id,
+        name: config.name.clone(),
+        hostname: config.hostname.clone(),
+        pid: i32::try_from(config.pid).unwrap_or(0),
+        listen: config.listen.clone(),
+        ..DiscoveryInfo::default()
+    };
+    info.metadata.labels = config.labels.clone();
+    info
+}
+
+/// The topology record of a node: its configured upstream and labels.
+fn topology_of(node: &Node) -> TopologyInfo {
+    let config = node.config();
+    TopologyInfo {
+        id: config.id,
+        name: config.name.clone(),
+        hostname: config.hostname.clone(),
+        pid: i32::try_from(config.pid).unwrap_or(0),
+        upstream_id: config.upstream,
+        data: TopologyData {
+            label: config.labels.clone(),
+        },
+        ..TopologyInfo::default()
+    }
+}

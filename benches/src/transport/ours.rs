@@ -1,0 +1,488 @@
+//! Ours: switchboard-tokio nodes on loopback, driven through the public API only.
+//!
+//! [`OursCluster::start`] runs an embedded registry and two measured routes on it:
+//! - `direct`: node A with node B as its upstream, so A → B is one TCP link;
+//! - `proxied`: nodes A and B both below proxy P (direct links off, the core's default), so
+//!   A → B is relayed by P — checked on every received message (`Received::via == P`).
+//!
+//! [`run_ours`] measures one route: the sender task hands messages to the node per the
+//! [`Load`] — with [`SendApi::Post`] (`NodeHandle::post`: no round trip to the driver per
+//! message, the API meant for streaming) or [`SendApi::Submit`] (`NodeHandle::submit`: waits
+//! until the driver accepted each one) — and passes each outcome future with its send instant
+//! to a collector task, which awaits the outcomes in order (acks are cumulative, so they
+//! resolve in order), records each `Delivered` round trip and returns the window permit. A drainer task per receiving node reads its inbox and
+//! checks every message (sender, relay, type, payload bytes), so a run can also assert
+//! exactly-once delivery.
+
+use std::{
+    collections::BTreeMap,
+    net::{Ipv4Addr, SocketAddr},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use switchboard_core::{ids::NodeId, outcome::Outcome, registry::server::ServerConfig};
+use switchboard_tokio::{
+    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec,
+    registry::{RegistryHandle, spawn_registry},
+};
+use tokio::sync::{Semaphore, mpsc};
+
+use super::{
+    BenchError, PAYLOAD_BYTES,
+    load::{Load, RequestSink, RunOutcome, drive},
+    stats::Latencies,
+};
+
+/// Application message type of the measured messages.
+pub const MSG_TYPE: u32 = 0x7b;
+/// The measured payload (64 bytes, checked byte for byte by the receiver).
+pub const PAYLOAD: &[u8; PAYLOAD_BYTES] =
+    b"switchboard transport bench payload: 64 bytes checked on arrival";
+/// Seed of the embedded registry.
+const REGISTRY_SEED: u64 = 0x7b_7b;
+const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+
+const DIRECT_SENDER: NodeId = NodeId(0x7b01);
+const DIRECT_RECEIVER: NodeId = NodeId(0x7b02);
+const PROXY: NodeId = NodeId(0x7b10);
+const PROXIED_SENDER: NodeId = NodeId(0x7b11);
+const PROXIED_RECEIVER: NodeId = NodeId(0x7b12);
+
+/// Which `NodeHandle` call hands the measured messages to the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendApi {
+    /// `NodeHandle::post`: returns once the command queue took the message.
+    Post,
+    /// `NodeHandle::submit`: returns once the driver accepted (or refused) the message.
+    Submit,
+}
+
+impl SendApi {
+    /// The call's name in reports.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            SendApi::Post => "post",
+            SendApi::Submit => "submit",
+        }
+    }
+}
+
+/// What a receiving node's drainer has seen.
+#[derive(Debug, Default)]
+pub struct ReceiverCounts {
+    received: AtomicU64,
+    unexpected: AtomicU64,
+}
+
+impl ReceiverCounts {
+    /// Messages that arrived exactly as sent (sender, relay, type, payload).
+    #[must_use]
+    pub fn received(&self) -> u64 {
+        self.received.load(Ordering::Acquire)
+    }
+
+    /// Messages that arrived with anything else than expected.
+    #[must_use]
+    pub fn unexpected(&self) -> u64 {
+        self.unexpected.load(Ordering::Acquire)
+    }
+}
+
+/// One measured path: a sending node, the target id, and the target's drainer counts.
+#[derive(Clone, Debug)]
+pub struct OursRoute {
+    name: &'static str,
+    sender: NodeHandle,
+    target: NodeId,
+    receiver: Arc<ReceiverCounts>,
+}
+
+impl OursRoute {
+    /// The route's name in reports (`direct`, `proxied`).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The target's drainer counts.
+    #[must_use]
+    pub fn receiver(&self) -> &ReceiverCounts {
+        &self.receiver
+    }
+
+    /// Sends one message at a time until one is `Delivered` (discovery and the link come up
+    /// in the background), at most for `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// [`BenchError::RouteNotReady`] with every attempt's result and the sender's status.
+    pub async fn wait_ready(&self, timeout: Duration) -> Result<(), BenchError> {
+        let started = Instant::now();
+        let mut attempts = Vec::new();
+        while started.elapsed() < timeout {
+            let remaining = timeout.saturating_sub(started.elapsed());
+            let sent_at = Instant::now();
+            let attempt = self.sender.send(
+                TargetSpec::Id(self.target),
+                MSG_TYPE,
+                Bytes::from_static(PAYLOAD),
+            );
+            let result = match tokio::time::timeout(remaining, attempt).await {
+                Ok(Ok(Outcome::Delivered)) => return Ok(()),
+                Ok(Ok(other)) => format!("outcome {other:?}"),
+                Ok(Err(e)) => format!("send error: {e}"),
+                Err(_) => String::from("no outcome yet"),
+            };
+            attempts.push(format!(
+                "attempt {}: {result} after {} ms",
+                attempts.len() + 1,
+                sent_at.elapsed().as_millis()
+            ));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let status = match tokio::time::timeout(Duration::from_secs(1), self.sender.status()).await
+        {
+            Ok(Ok(status)) => serde_json::to_string(&status)
+                .unwrap_or_else(|e| format!("status not serializable: {e}")),
+            Ok(Err(_)) => String::from("the sender stopped"),
+            Err(_) => String::from("the sender did not answer a status request within 1 s"),
+        };
+        Err(BenchError::RouteNotReady {
+            route: self.name,
+            waited_ms: timeout.as_millis(),
+            last: format!("{}; sender status: {status}", attempts.join("; ")),
+        })
+    }
+
+    /// Waits (polling every millisecond, at most `timeout`) until the target's drainer has
+    /// counted `expected` messages; returns the count it reached.
+    pub async fn settle_received(&self, expected: u64, timeout: Duration) -> u64 {
+        let started = Instant::now();
+        loop {
+            let got = self.receiver.received();
+            if got >= expected || started.elapsed() >= timeout {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+/// A registry, a direct pair and a proxied pair, all on loopback.
+#[derive(Debug)]
+pub struct OursCluster {
+    registry: RegistryHandle,
+    nodes: Vec<NodeHandle>,
+    /// A → B over one link (B is A's upstream).
+    pub direct: OursRoute,
+    /// A → P → B (A and B share the upstream P).
+    pub proxied: OursRoute,
+}
+
+impl OursCluster {
+    /// Starts the registry and the five nodes, then waits until each route delivered a
+    /// message (at most `ready_timeout` per route).
+    ///
+    /// # Errors
+    ///
+    /// A bind or node start failed, or a route did not become ready.
+    pub async fn start(ready_timeout: Duration) -> Result<OursCluster, BenchError> {
+        let registry = spawn_registry(LOOPBACK, ServerConfig::default(), REGISTRY_SEED)
+            .await
+            .map_err(|e| BenchError::io("start the embedded registry", e))?;
+        let reg = registry.local_addr();
+        let mut nodes = Vec::new();
+
+        let direct_b = start_node(&mut nodes, reg, DIRECT_RECEIVER, "direct-b", None).await?;
+        let direct_a = start_node(
+            &mut nodes,
+            reg,
+            DIRECT_SENDER,
+            "direct-a",
+            Some(DIRECT_RECEIVER),
+        )
+        .await?;
+        let proxy = start_node(&mut nodes, reg, PROXY, "proxy", None).await?;
+        let proxied_b =
+            start_node(&mut nodes, reg, PROXIED_RECEIVER, "proxied-b", Some(PROXY)).await?;
+        let proxied_a =
+            start_node(&mut nodes, reg, PROXIED_SENDER, "proxied-a", Some(PROXY)).await?;
+
+        let direct = OursRoute {
+            name: "direct",
+            sender: direct_a.0,
+            target: DIRECT_RECEIVER,
+            receiver: spawn_drainer(direct_b.1, DIRECT_SENDER, DIRECT_SENDER),
+        };
+        let proxied = OursRoute {
+            name: "proxied",
+            sender: proxied_a.0,
+            target: PROXIED_RECEIVER,
+            receiver: spawn_drainer(proxied_b.1, PROXIED_SENDER, PROXY),
+        };
+        // Nobody sends to these; their drainers only keep the inboxes from filling.
+        spawn_drainer(direct_a.1, NodeId::NONE, NodeId::NONE);
+        spawn_drainer(proxy.1, NodeId::NONE, NodeId::NONE);
+        spawn_drainer(proxied_a.1, NodeId::NONE, NodeId::NONE);
+
+        direct.wait_ready(ready_timeout).await?;
+        proxied.wait_ready(ready_timeout).await?;
+        Ok(OursCluster {
+            registry,
+            nodes,
+            direct,
+            proxied,
+        })
+    }
+
+    /// Shuts every node down gracefully, then the registry (each step bounded by `timeout`).
+    pub async fn shutdown(self, timeout: Duration) {
+        for node in &self.nodes {
+            // A node that does not stop in time is left to the runtime's shutdown.
+            let _ = tokio::time::timeout(timeout, node.shutdown()).await;
+        }
+        let _ = tokio::time::timeout(timeout, self.registry.shutdown()).await;
+    }
+}
+
+async fn start_node(
+    nodes: &mut Vec<NodeHandle>,
+    registry: SocketAddr,
+    id: NodeId,
+    name: &'static str,
+    upstream: Option<NodeId>,
+) -> Result<(NodeHandle, Inbox), BenchError> {
+    let mut builder = NodeBuilder::new(id, name)
+        .listen(LOOPBACK)
+        .registry(registry);
+    if let Some(up) = upstream {
+        builder = builder.upstream(up);
+    }
+    let (handle, inbox) = builder
+        .start()
+        .await
+        .map_err(|source| BenchError::Start { name, source })?;
+    nodes.push(handle.clone());
+    Ok((handle, inbox))
+}
+
+/// Reads `inbox` until the node stops, counting messages from `from` relayed by `via` with
+/// the bench type and payload as `received`, anything else as `unexpected`.
+fn spawn_drainer(mut inbox: Inbox, from: NodeId, via: NodeId) -> Arc<ReceiverCounts> {
+    let counts = Arc::new(ReceiverCounts::default());
+    let task_counts = Arc::clone(&counts);
+    tokio::spawn(async move {
+        while let Some(msg) = inbox.recv().await {
+            let exact = msg.from == from
+                && msg.via == via
+                && msg.msg_type == MSG_TYPE
+                && msg.payload.as_ref() == PAYLOAD;
+            let counter = if exact {
+                &task_counts.received
+            } else {
+                &task_counts.unexpected
+            };
+            counter.fetch_add(1, Ordering::AcqRel);
+        }
+    });
+    counts
+}
+
+/// One measured run on `route` per `load`, messages handed over with `api`; returns once
+/// every message has its outcome.
+///
+/// # Errors
+///
+/// A send was refused (with [`SendApi::Submit`]; [`SendApi::Post`] reports refusals as
+/// failures) or the node stopped.
+pub async fn run_ours(
+    route: &OursRoute,
+    load: &Load,
+    api: SendApi,
+) -> Result<RunOutcome, BenchError> {
+    let window = Arc::new(Semaphore::new(load.in_flight));
+    let (pending_tx, pending_rx) = mpsc::channel(load.in_flight.max(1));
+    let collector = tokio::spawn(collect_outcomes(
+        pending_rx,
+        Arc::clone(&window),
+        load.expected_requests(),
+    ));
+    let mut sink = OursSink {
+        route,
+        target: TargetSpec::Id(route.target),
+        payload: Bytes::from_static(PAYLOAD),
+        pending: pending_tx,
+        api,
+    };
+    let driven = drive(&mut sink, load, &window).await;
+    // Dropping the sink closes the channel: the collector ends after the last outcome.
+    drop(sink);
+    let collected = collector
+        .await
+        .map_err(|e| BenchError::Task(e.to_string()))?;
+    let (started, sent) = driven?;
+    Ok(RunOutcome {
+        sent,
+        completed: collected.completed,
+        failed: collected.failed,
+        failures: collected.failures,
+        elapsed: collected.last_at.map_or(Duration::ZERO, |last| {
+            last.saturating_duration_since(started)
+        }),
+        latencies: collected.latencies,
+    })
+}
+
+/// The sending half of a run.
+struct OursSink<'r> {
+    route: &'r OursRoute,
+    target: TargetSpec,
+    payload: Bytes,
+    pending: mpsc::Sender<(Instant, OutcomeFuture)>,
+    api: SendApi,
+}
+
+/// The outcome future of one message, from either call.
+enum OutcomeFuture {
+    Submitted(PendingOutcome),
+    Posted(PostedOutcome),
+}
+
+impl OutcomeFuture {
+    /// The outcome, or the label of why there is none.
+    async fn resolve(self) -> Result<Outcome, String> {
+        match self {
+            OutcomeFuture::Submitted(pending) => pending.await.map_err(|_| "stopped".to_owned()),
+            OutcomeFuture::Posted(posted) => posted.await.map_err(|e| match e {
+                SendFailure::Refused(refused) => format!("refused: {refused}"),
+                _ => "stopped".to_owned(),
+            }),
+        }
+    }
+}
+
+impl RequestSink for OursSink<'_> {
+    async fn send(&mut self, sent_at: Instant) -> Result<(), BenchError> {
+        let node = &self.route.sender;
+        let (target, payload) = (self.target.clone(), self.payload.clone());
+        let outcome = match self.api {
+            SendApi::Post => node
+                .post(target, MSG_TYPE, payload)
+                .await
+                .map(OutcomeFuture::Posted)
+                .map_err(|_| SendFailure::Stopped),
+            SendApi::Submit => node
+                .submit(target, MSG_TYPE, payload)
+                .await
+                .map(OutcomeFuture::Submitted),
+        }
+        .map_err(|source| BenchError::Send {
+            route: self.route.name,
+            source,
+        })?;
+        self.pending
+            .send((sent_at, outcome))
+            .await
+            .map_err(|_| BenchError::Task("the outcome collector ended early".to_owned()))
+    }
+
+    async fn flush(&mut self) -> Result<(), BenchError> {
+        // Handed-over messages are the driver's to batch; nothing is buffered here.
+        Ok(())
+    }
+}
+
+/// What the collector saw.
+struct Collected {
+    completed: u64,
+    failed: u64,
+    failures: BTreeMap<String, u64>,
+    last_at: Option<Instant>,
+    latencies: Latencies,
+}
+
+async fn collect_outcomes(
+    mut pending: mpsc::Receiver<(Instant, OutcomeFuture)>,
+    window: Arc<Semaphore>,
+    expected: usize,
+) -> Collected {
+    let mut c = Collected {
+        completed: 0,
+        failed: 0,
+        failures: BTreeMap::new(),
+        last_at: None,
+        latencies: Latencies::with_capacity(expected),
+    };
+    while let Some((sent_at, outcome)) = pending.recv().await {
+        let outcome = outcome.resolve().await;
+        let now = Instant::now();
+        match outcome {
+            Ok(Outcome::Delivered) => {
+                c.latencies.record(now.saturating_duration_since(sent_at));
+                c.completed += 1;
+            }
+            Ok(other) => {
+                c.failed += 1;
+                let label = switchboard_tokio::observe::outcome_label(other);
+                *c.failures.entry(label).or_insert(0) += 1;
+            }
+            Err(label) => {
+                c.failed += 1;
+                *c.failures.entry(label).or_insert(0) += 1;
+            }
+        }
+        c.last_at = Some(now);
+        window.add_permits(1);
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::load::Stop;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn both_routes_deliver_every_message_exactly_once() {
+        let cluster = tokio::time::timeout(
+            Duration::from_secs(30),
+            OursCluster::start(Duration::from_secs(20)),
+        )
+        .await
+        .expect("bounded start")
+        .expect("cluster starts");
+        let load = Load {
+            in_flight: 32,
+            rate_per_sec: None,
+            stop: Stop::Count(500),
+        };
+        let runs = [
+            (&cluster.direct, SendApi::Post),
+            (&cluster.direct, SendApi::Submit),
+            (&cluster.proxied, SendApi::Post),
+        ];
+        for (route, api) in runs {
+            let before = route.receiver().received();
+            let run = tokio::time::timeout(Duration::from_secs(30), run_ours(route, &load, api))
+                .await
+                .expect("bounded run")
+                .expect("run");
+            assert_eq!(run.sent, 500, "{}", route.name());
+            assert_eq!(run.completed, 500, "{}: {:?}", route.name(), run.failures);
+            assert_eq!(run.failed, 0, "{}", route.name());
+            assert_eq!(run.latencies.len(), 500, "{}", route.name());
+            let got = route
+                .settle_received(before + 500, Duration::from_secs(10))
+                .await;
+            assert_eq!(got, before + 500, "{}: each message once", route.name());
+            assert_eq!(route.receiver().unexpected(), 0, "{}", route.name());
+        }
+        cluster.shutdown(Duration::from_secs(5)).await;
+    }
+}

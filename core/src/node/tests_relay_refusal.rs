@@ -1,0 +1,302 @@
+//! A relay answering `Unreachable` (no link toward the target *right now*): the sender keeps
+//! its in-flight messages and retries them each time the route is ready again, until their
+//! deadline; a hop-limit refusal (a routing loop) still ends them at once.
+
+use alloc::{format, vec, vec::Vec};
+
+use bytes::Bytes;
+
+use super::{
+    Event, Node, Output, Target,
+    test_frames::bytes,
+    test_net::{Net, Seen, config, secs},
+};
+use crate::{
+    config::Config,
+    connector::RouteEvent,
+    ids::{MsgId, NodeId},
+    outcome::{FailReason, Outcome},
+    sim::{Sim, discovery_info, sim_addr, topology_info},
+    time::{Duration, Instant},
+    wire::{self, Decoded, Frame, UnreachableReason},
+};
+
+const PROXY: NodeId = NodeId(0x711);
+const SENDER: NodeId = NodeId(0x725);
+const TARGET: NodeId = NodeId(0x700);
+
+fn sim_config(id: u64, upstream: u64) -> Config {
+    let mut c = Config::new(NodeId(id), format!("node-{id:x}"));
+    c.reconnect_jitter_percent = 0;
+    c.upstream = NodeId(upstream);
+    if upstream != 0 {
+        c.upstream_address = sim_addr(NodeId(upstream));
+    }
+    c.listen = vec![sim_addr(NodeId(id))];
+    c
+}
+
+/// The sender and the target are both children of the proxy; the sender reaches the target
+/// only through it. Everything is linked at 100 ms.
+fn cluster() -> Sim {
+    let layout = [(0x711, 0), (0x725, 0x711), (0x700, 0x711)];
+    let mut sim = Sim::new();
+    for (id, up) in layout {
+        sim.add_node(sim_config(id, up)).unwrap();
+    }
+    sim.run_until_idle();
+    for (id, up) in layout {
+        let name = format!("node-{id:x}");
+        sim.registry_put_topology(topology_info(NodeId(id), &name, NodeId(up)));
+        sim.registry_put_discovery(discovery_info(NodeId(id), &name));
+    }
+    sim.run_until_idle();
+    sim.advance(Duration::from_millis(100));
+    sim
+}
+
+/// The instants at which the proxy dropped a frame from the sender to the target.
+fn refusals(sim: &Sim) -> Vec<Instant> {
+    sim.events(PROXY)
+        .iter()
+        .filter(|(_, e)| {
+            matches!(e, Event::ForwardDropped { src, dst, .. } if *src == SENDER && *dst == TARGET)
+        })
+        .map(|&(t, _)| t)
+        .collect()
+}
+
+/// The sender's reconnect schedule for its route to the target: (when, attempt, at).
+fn retries(sim: &Sim) -> Vec<(Instant, u32, Instant)> {
+    sim.events(SENDER)
+        .iter()
+        .filter_map(|(t, e)| match e {
+            Event::Route(RouteEvent::ReconnectScheduled {
+                target,
+                attempt,
+                at,
+            }) if *target == TARGET => Some((*t, *attempt, *at)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every outcome record of `msg` at the sender: (when, outcome).
+fn outcomes_of(sim: &Sim, msg: MsgId) -> Vec<(Instant, Outcome)> {
+    sim.outcomes(SENDER)
+        .iter()
+        .filter(|o| o.msg == msg)
+        .map(|o| (o.at, o.outcome))
+        .collect()
+}
+
+#[test]
+fn a_window_refused_until_the_target_relinks_is_delivered_once_each() {
+    let mut sim = cluster();
+    let first = sim
+        .send(
+            SENDER,
+            Target::Id(TARGET),
+            1,
+            Bytes::from_static(b"w-first"),
+        )
+        .unwrap();
+    sim.advance(Duration::from_millis(10));
+    // The window is on its way from the proxy to the target (10 ms) when the proxy restarts
+    // with the same id: every copy is lost.
+    sim.set_latency(PROXY, TARGET, Duration::from_millis(10));
+    let payloads: Vec<Bytes> = (0..16).map(|i| Bytes::from(format!("w{i:02}"))).collect();
+    let window: Vec<MsgId> = payloads
+        .iter()
+        .map(|p| sim.send(SENDER, Target::Id(TARGET), 2, p.clone()).unwrap())
+        .collect();
+    sim.advance(Duration::from_millis(5));
+    let restart = sim.now();
+    sim.restart(PROXY);
+    sim.set_latency(PROXY, TARGET, Duration::ZERO);
+    // Both children redial their upstream after 1 s; the target's dial takes 900 ms more.
+    sim.set_connect_latency(TARGET, PROXY, Duration::from_millis(900));
+    sim.advance(Duration::from_secs(5));
+
+    // The sender is back first (restart + 1 s) and retransmits its window: the new proxy has
+    // no link to the target yet and refuses each frame once. The sender marks the route
+    // unready at the first refusal (attempt 1, 1 s backoff) and ignores the other 15.
+    let one_s = restart + Duration::from_secs(1);
+    let two_s = restart + Duration::from_secs(2);
+    assert_eq!(refusals(&sim), vec![one_s; 16], "{}", sim.trace_tail(40));
+    assert_eq!(retries(&sim), [(one_s, 1, two_s)]);
+    // The target linked at restart + 1.9 s; at restart + 2 s the route follows its proxy
+    // again and the window goes out once more: each message delivered once, in order.
+    let mut want = vec![(SENDER, PROXY, Bytes::from_static(b"w-first"))];
+    want.extend(payloads.iter().map(|p| (SENDER, PROXY, p.clone())));
+    let got: Vec<(NodeId, NodeId, Bytes)> = sim
+        .received(TARGET)
+        .iter()
+        .map(|r| (r.from, r.via, r.payload.clone()))
+        .collect();
+    assert_eq!(got, want);
+    let at_two: Vec<Instant> = sim.received(TARGET)[1..].iter().map(|r| r.at).collect();
+    assert_eq!(at_two, vec![two_s; 16]);
+    assert_eq!(
+        outcomes_of(&sim, first),
+        [(restart - Duration::from_millis(15), Outcome::Delivered)]
+    );
+    for msg in window {
+        assert_eq!(outcomes_of(&sim, msg), [(two_s, Outcome::Delivered)]);
+    }
+    assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+#[test]
+fn messages_to_a_target_that_never_comes_back_end_at_their_own_deadlines() {
+    let mut sim = cluster();
+    sim.kill(TARGET);
+    let t0 = sim.now();
+    let ms = |n: u64| t0 + Duration::from_millis(n);
+    let m1 = sim
+        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"one"))
+        .unwrap();
+    sim.advance_to(ms(500));
+    let m2 = sim
+        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"two"))
+        .unwrap();
+    sim.advance_to(ms(3_000));
+    let m3 = sim
+        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"three"))
+        .unwrap();
+    sim.advance_to(ms(20_000));
+
+    // Each message ends at its own deadline (8 s after its send), `Failed(NoRoute)`: the last
+    // thing that happened to it was a relay refusal of its only copy.
+    let no_route = Outcome::Failed(FailReason::NoRoute);
+    assert_eq!(outcomes_of(&sim, m1), [(ms(8_000), no_route)]);
+    assert_eq!(outcomes_of(&sim, m2), [(ms(8_500), no_route)]);
+    assert_eq!(outcomes_of(&sim, m3), [(ms(11_000), no_route)]);
+    assert_eq!(sim.outcomes(SENDER).len(), 3);
+    // One refusal per frame sent, one retry per second (each backoff starts over: the
+    // route was ready in between), nothing after the last deadline. The retry at 3 s comes
+    // before the third send, which waits in the queue for the next one.
+    let mut want = vec![ms(0)];
+    for s in 1..=7 {
+        let n = if s < 4 { 2 } else { 3 };
+        want.extend(vec![ms(s * 1_000); n]);
+    }
+    want.extend(vec![ms(8_000); 2]);
+    want.extend(vec![ms(9_000), ms(10_000)]);
+    assert_eq!(refusals(&sim), want, "{}", sim.trace_tail(60));
+    let expected_retries: Vec<(Instant, u32, Instant)> = (0..=10)
+        .map(|s| (ms(s * 1_000), 1, ms((s + 1) * 1_000)))
+        .collect();
+    assert_eq!(retries(&sim), expected_retries);
+    assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+fn drain(node: &mut Node) -> Vec<Output> {
+    core::iter::from_fn(|| node.poll_output()).collect()
+}
+
+/// 0x101 sends one message to 0x103 through its relay 0x102 (the frame is captured, not
+/// delivered); returns the net, the message and its seq.
+fn one_in_flight() -> (Net, MsgId, u64) {
+    let mut net = Net::new(vec![
+        config(0x101, 0x102, 2, false),
+        config(0x102, 0, 2, false),
+        config(0x103, 0x102, 2, false),
+    ]);
+    net.publish(&[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
+    let node = net.node(0x101);
+    let msg = node
+        .send(
+            secs(0),
+            Target::Id(NodeId(0x103)),
+            100,
+            Bytes::from_static(b"x"),
+        )
+        .unwrap();
+    let seq = drain(node)
+        .iter()
+        .find_map(|o| match o {
+            Output::Transmit { bytes, .. } => match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
+                Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
+                _ => None,
+            },
+            _ => None,
+        })
+        .unwrap();
+    (net, msg, seq)
+}
+
+fn unreachable(seq: u64, reason: UnreachableReason) -> Bytes {
+    bytes(&Frame::Unreachable(wire::Unreachable {
+        src: NodeId(0x101),
+        dst: NodeId(0x103),
+        seq,
+        reason,
+    }))
+}
+
+#[test]
+fn a_hop_limit_refusal_still_fails_the_stream_at_once() {
+    let (mut net, msg, seq) = one_in_flight();
+    let node = net.node(0x101);
+    let link = node.link_to(NodeId(0x102)).unwrap();
+    node.handle_received(
+        secs(1),
+        link,
+        &unreachable(seq, UnreachableReason::HopLimit),
+    );
+    let outcomes: Vec<Output> = drain(node)
+        .into_iter()
+        .filter(|o| matches!(o, Output::Outcome { .. }))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [Output::Outcome {
+            msg,
+            outcome: Outcome::Failed(FailReason::NoRoute)
+        }]
+    );
+    assert_eq!(node.unacked(NodeId(0x103)), 0);
+    net.run_until(secs(20));
+    assert_eq!(net.take_seen(0x101), Vec::<Seen>::new());
+    assert_eq!(net.take_seen(0x103), Vec::<Seen>::new());
+}
+
+#[test]
+fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_again() {
+    let (mut net, msg, seq) = one_in_flight();
+    let node = net.node(0x101);
+    let link = node.link_to(NodeId(0x102)).unwrap();
+    node.handle_received(secs(1), link, &unreachable(seq, UnreachableReason::NoRoute));
+    // Kept (no outcome); the route is unready for its backoff (start 2 s); a second
+    // refusal of the same window changes nothing.
+    let out = drain(node);
+    assert!(
+        !out.iter().any(|o| matches!(o, Output::Outcome { .. })),
+        "{out:?}"
+    );
+    assert_eq!(node.unacked(NodeId(0x103)), 1);
+    assert_eq!(node.connector().ready_hop(NodeId(0x103)), None);
+    // Next: the stream's retransmission timer (sent at 0, `heartbeat_interval` 2 s), which
+    // finds the route unready and sends nothing.
+    assert_eq!(node.poll_timeout(), Some(secs(2)));
+    node.handle_received(secs(1), link, &unreachable(seq, UnreachableReason::NoRoute));
+    assert_eq!(drain(node), vec![]);
+    net.now = secs(1);
+    net.run_until(secs(3) - Duration::from_nanos(1));
+    assert_eq!(net.take_seen(0x103), Vec::<Seen>::new());
+    assert_eq!(net.take_seen(0x101), Vec::<Seen>::new());
+    // At 3 s the route follows its ready proxy again and the message goes out — its only
+    // copy was refused, so as a first transmission — and is delivered.
+    net.run_until(secs(3));
+    assert_eq!(
+        net.take_seen(0x103),
+        [super::test_net::received(0x101, 0x102, b"x")]
+    );
+    assert_eq!(
+        net.take_seen(0x101),
+        [Seen::Outcome(msg, Outcome::Delivered)]
+    );
+}
