@@ -37,14 +37,13 @@
 //! handshake, [`SendStreams::on_incarnation`]) and stamps every stream it starts with it; a
 //! stream started stamped 0 takes the incarnation of its first ack (only the incarnation
 //! that acknowledged it may have delivered it). A reset ([`SendStreams::on_reset`]) voids the
-//! stream: if nothing in flight can have been delivered by an *earlier* incarnation either —
-//! the refused frame is the oldest unacked one and its only copy, or the resetting
-//! incarnation (a reset carries its age) was already running when the oldest unacked message
-//! was first sent, so no earlier incarnation can have received a copy of it (and receivers
-//! deliver in order) — the in-flight messages move, in order, onto a fresh
-//! stream stamped with the resetting incarnation and are sent again; otherwise they end
-//! `Unknown(TargetRestarted)` (delivery unknown: a previous incarnation may have delivered
-//! them). Either way no message
+//! stream: the in-flight messages from the first one no *earlier* incarnation can have
+//! received — every copy of it was refused (by relays with `Unreachable`, or by this reset),
+//! or the resetting incarnation (a reset carries its age) was already running when it was
+//! first sent, or when it was sent again after every earlier copy had been refused — move, in order, onto a fresh stream stamped with the resetting incarnation
+//! and are sent again (receivers deliver in order, so nothing after such a message was
+//! delivered either); the ones before it end `Unknown(TargetRestarted)` (delivery unknown: a
+//! previous incarnation may have delivered them). Either way no message
 //! is delivered twice, and after a restart behind a proxy the next message reaches the new
 //! incarnation without waiting for a timeout. Relays forward both fields unchanged.
 //!
@@ -53,20 +52,20 @@
 //! seq — then it is `Delivered`. In-flight messages are retransmitted, in order and with their
 //! original seqs, when the route becomes ready again or when the oldest one has waited
 //! `retransmit_after` without an ack. A stream whose oldest in-flight message is given up
-//! (deadline, target restarted, route removed) ends *every* in-flight message of it — the
-//! receiver would wait for the missing one for ever — and the next message starts a fresh
-//! stream.
+//! (deadline, target restarted, route removed) ends every in-flight message of it that may
+//! have arrived — the receiver would wait for the missing one for ever — and the next
+//! message (or the ones that provably never arrived, below) starts a fresh stream.
 //!
-//! **Giving up** ([`SendStreams::give_up`], [`SendStreams::expire`]): a stream given up ends
-//! `Failed(reason)` when its oldest in-flight message has no copy that may have arrived (its
-//! transmissions are 0: never sent since a reset moved it to a fresh stream, or its only copy
-//! was refused by a relay with `Unreachable`, [`SendStreams::on_refused`]) — receivers deliver
-//! in order, so nothing after it arrived either — and `Unknown(reason)` otherwise. At a
-//! deadline the reason is `NoRoute` when a relay refused one of the stream's frames since its
-//! last (re)transmission (the last thing that happened to it was a refusal), else `Timeout`;
-//! a stream whose due oldest message provably never arrived ends only its due messages, and
-//! the others move, in order, onto a fresh stream (as first transmissions) and keep their own
-//! deadlines.
+//! **Giving up** ([`SendStreams::give_up`], [`SendStreams::expire`]): a message with no copy
+//! that may have arrived (its transmissions are 0: never sent since it moved to a fresh
+//! stream, or every copy refused by a relay with `Unreachable`, [`SendStreams::on_refused`])
+//! provably never arrived, nor did anything after it (receivers deliver in order). A stream
+//! given up ends the messages before the first such message `Unknown(reason)`, that one and
+//! the rest `Failed(reason)`. At a deadline the reason is `NoRoute` when a relay refused one
+//! of the stream's frames since its last (re)transmission (the last thing that happened to
+//! it was a refusal), else `Timeout`; of the messages that provably never arrived only the
+//! due ones end, and the others move, in order, onto a fresh stream (as first transmissions)
+//! and keep their own deadlines.
 //!
 //! **Receiver** ([`RecvStreams`]): delivers exactly the next counter of the current tag, drops
 //! duplicates (counter already delivered) and gaps (a later counter: the sender retransmits
@@ -125,10 +124,15 @@ pub struct InFlight {
     pub deadline: Instant,
     /// When it was first transmitted.
     pub first_tx: Instant,
-    /// How many copies of it may have reached the target (1 after the first transmission;
-    /// a copy a relay refused with `Unreachable` does not count). A frame of a message with
-    /// transmissions > 0 goes out with the `retransmit` flag.
+    /// How many copies of it may have reached the target: one per transmission, less one per
+    /// copy refused (by a relay with `Unreachable`, or by the reset of a new incarnation).
+    /// 0 = it provably never arrived. A frame of a message with transmissions > 0 goes out
+    /// with the `retransmit` flag.
     pub transmissions: u32,
+    /// When the oldest copy that may have arrived was sent: its first transmission, or the
+    /// first one after every earlier copy had been refused (every copy sent before this
+    /// instant provably did not arrive). Meaningless while `transmissions` is 0.
+    pub open_since: Instant,
 }
 
 /// The sending half of one stream.
@@ -233,6 +237,7 @@ impl SendStreams {
             deadline,
             first_tx: now,
             transmissions: 1,
+            open_since: now,
         });
         seq
     }
@@ -274,18 +279,24 @@ impl SendStreams {
 
     /// A reset from `dst`: `refusal.incarnation` refused the frame `refusal.seq` and does
     /// not hold its stream. Ignored unless the seq belongs to the current stream. Otherwise
-    /// the target's incarnation is now `refusal.incarnation`, and if nothing in flight can
-    /// have been delivered, every in-flight message moves, in order, onto a fresh stream
-    /// stamped with it ([`Reset::Restarted`]: send them again with
-    /// [`SendStreams::unacked`], as first transmissions); else the stream is abandoned with
-    /// `Unknown(TargetRestarted)` ([`Reset::Abandoned`]).
+    /// the target's incarnation is now `refusal.incarnation`, the refused copy is counted as
+    /// not arrived, and the in-flight messages split in two, in order:
     ///
-    /// Nothing can have been delivered when the refused frame is the oldest in flight and
-    /// its only copy (the refused one), or when the refusing incarnation was already running
-    /// when the oldest in-flight message was first sent (`now - age`, less a margin for
-    /// clock-rate differences of 0.1 % + 1 ms, is at or before it): then no earlier
-    /// incarnation can have received any copy, and this one holds none of the stream
-    /// (receivers deliver in order, from counter 1).
+    /// - the first one that provably never reached an *earlier* incarnation, and everything
+    ///   after it (receivers deliver in order), move onto a fresh stream stamped with the
+    ///   resetting incarnation (send them again with [`SendStreams::unacked`], as first
+    ///   transmissions). A message provably never reached an earlier incarnation when every
+    ///   copy of it was refused (its transmissions are 0: by a relay with `Unreachable`, or
+    ///   this reset), or when the resetting incarnation was already running when the oldest
+    ///   copy of it that may have arrived was sent (`now - age`, less a margin for clock-rate
+    ///   differences of 0.1 % + 1 ms, is at or before [`InFlight::open_since`]: every copy
+    ///   sent before was refused);
+    /// - the messages before it may have been delivered by an earlier incarnation: they end
+    ///   `Unknown(TargetRestarted)`.
+    ///
+    /// The resetting incarnation holds nothing of the voided stream (a reset says so), so
+    /// nothing that moves can be delivered twice. Returns [`Reset::Restarted`] when some
+    /// messages moved, [`Reset::Abandoned`] when every one ended (the stream is forgotten).
     pub fn on_reset<S: OutcomeSink + ?Sized>(
         &mut self,
         dst: NodeId,
@@ -300,15 +311,25 @@ impl SendStreams {
             return Reset::Ignored;
         }
         self.known.insert(dst, refusal.incarnation);
+        if let Some(m) = stream.inflight.iter_mut().find(|m| m.seq == refusal.seq) {
+            m.transmissions = m.transmissions.saturating_sub(1);
+        }
         let age = refusal.age;
         let margin = age / 1000 + Duration::from_millis(1);
         let born_by = now.saturating_sub(age.saturating_sub(margin));
-        let nothing_delivered = stream.inflight.front().is_some_and(|m| {
-            (m.seq == refusal.seq && m.transmissions <= 1) || born_by <= m.first_tx
-        });
-        if !nothing_delivered {
-            let n = self.abandon(dst, Outcome::Unknown(FailReason::TargetRestarted), sink);
-            return Reset::Abandoned(n);
+        let keep_from = stream
+            .inflight
+            .iter()
+            .position(|m| m.transmissions == 0 || born_by <= m.open_since)
+            .unwrap_or(stream.inflight.len());
+        let ended = keep_from;
+        for m in stream.inflight.drain(..keep_from) {
+            stream.bytes -= m.payload.len();
+            sink.emit(m.msg, Outcome::Unknown(FailReason::TargetRestarted));
+        }
+        if stream.inflight.is_empty() {
+            self.streams.remove(&dst);
+            return Reset::Abandoned(ended);
         }
         stream.tag = fresh_tag(&mut self.rng, stream.tag);
         stream.stamp = refusal.incarnation;
@@ -319,7 +340,10 @@ impl SendStreams {
             m.seq = make_seq(stream.tag, stream.last);
             m.transmissions = 0;
         }
-        Reset::Restarted(stream.inflight.len())
+        Reset::Restarted {
+            ended,
+            moved: stream.inflight.len(),
+        }
     }
 
     /// `dst`'s handshake says it runs `incarnation` (call on every link up). A stream stamped
@@ -359,26 +383,21 @@ impl SendStreams {
 
     /// A relay refused the frame `seq` to `dst` (`Unreachable`); ignored unless `seq` is in
     /// flight on the current stream. The stream is marked refused until its next
-    /// (re)transmission (given up meanwhile, its reason is `NoRoute`). When `seq` is the
-    /// oldest in-flight message and that was its only copy, it provably did not arrive: its
-    /// transmissions drop to 0, so its next copy goes out as a first transmission (no
-    /// `retransmit` flag) and, given up before then, the stream ends `Failed`.
+    /// (re)transmission (given up meanwhile, its reason is `NoRoute`). That copy of `seq`
+    /// provably did not arrive: its message's transmissions drop by one. A message whose every
+    /// copy was refused (transmissions 0) provably never arrived, nor did anything after it in
+    /// the stream (receivers deliver in order): its next copy goes out as a first transmission
+    /// (no `retransmit` flag); given up, it ends `Failed` rather than `Unknown`, and a reset
+    /// moves it to a fresh stream ([`SendStreams::on_reset`]).
     pub fn on_refused(&mut self, dst: NodeId, seq: u64) {
-        let Some(stream) = self
-            .streams
-            .get_mut(&dst)
-            .filter(|s| s.inflight.iter().any(|m| m.seq == seq))
-        else {
+        let Some(stream) = self.streams.get_mut(&dst) else {
             return;
         };
+        let Some(m) = stream.inflight.iter_mut().find(|m| m.seq == seq) else {
+            return;
+        };
+        m.transmissions = m.transmissions.saturating_sub(1);
         stream.refused = true;
-        if let Some(head) = stream
-            .inflight
-            .front_mut()
-            .filter(|m| m.seq == seq && m.transmissions == 1)
-        {
-            head.transmissions = 0;
-        }
     }
 
     /// Marks every in-flight message to `dst` retransmitted at `now` (call after writing them
@@ -388,6 +407,9 @@ impl SendStreams {
             stream.last_tx = now;
             stream.refused = false;
             for m in &mut stream.inflight {
+                if m.transmissions == 0 {
+                    m.open_since = now;
+                }
                 m.transmissions = m.transmissions.saturating_add(1);
             }
         }
@@ -477,9 +499,15 @@ pub struct Refusal {
 pub enum Reset {
     /// Not about the current stream (stale): nothing changed.
     Ignored,
-    /// None of the in-flight messages can have been delivered: this many moved onto a fresh
-    /// stream stamped with the new incarnation; send them again.
-    Restarted(usize),
+    /// The in-flight messages from the first one an earlier incarnation provably never
+    /// received moved onto a fresh stream stamped with the new incarnation (send them again);
+    /// the ones before it ended `Unknown(TargetRestarted)`.
+    Restarted {
+        /// How many ended `Unknown(TargetRestarted)`.
+        ended: usize,
+        /// How many moved onto the fresh stream.
+        moved: usize,
+    },
     /// This many in-flight messages ended `Unknown(TargetRestarted)`.
     Abandoned(usize),
 }

@@ -458,8 +458,9 @@ impl Node {
     }
 
     /// An `Ack` of one of our streams: an acknowledgement (messages end `Delivered`) or a
-    /// reset (the stream is void: its messages move to a fresh stream and go out again, or
-    /// end `Unknown(TargetRestarted)`; see [`SendStreams::on_reset`]).
+    /// reset (the stream is void: the messages no previous incarnation can have received
+    /// move to a fresh stream and go out again, the ones before them end
+    /// `Unknown(TargetRestarted)`; see [`SendStreams::on_reset`]).
     ///
     /// [`SendStreams::on_reset`]: crate::bus::stream::SendStreams::on_reset
     fn on_ack(&mut self, ack: &wire::Ack) {
@@ -485,8 +486,8 @@ impl Node {
     /// back from. Ignored unless the message is in flight on the current stream.
     ///
     /// A refusal for lack of a route right now (`NoRoute`, `UnknownTarget`, `Overloaded`) is
-    /// transient: the messages stay in flight (the refused one, if it was its only copy,
-    /// provably did not arrive — [`SendStreams::on_refused`]). If the route still goes
+    /// transient: the messages stay in flight (that copy of the refused one provably did not
+    /// arrive — [`SendStreams::on_refused`]). If the route still goes
     /// through `via` it is marked unready and its retry scheduled by the connector's backoff;
     /// a route that is already unready, or moved to another hop, is left alone (a window of
     /// frames brings one `Unreachable` each: only the first acts). When the route is ready
@@ -495,8 +496,8 @@ impl Node {
     /// the stream was a refusal), the route's removal, shutdown.
     ///
     /// `HopLimit` (a routing loop) is not transient: the route is marked unready and, if no
-    /// other hop is ready at once, the in-flight messages end now — `Failed(NoRoute)` when
-    /// the oldest in flight was the refused one and its only copy, else `Unknown(NoRoute)`.
+    /// other hop is ready at once, the in-flight messages end now — `Failed(NoRoute)` from
+    /// the first one every copy of which was refused, `Unknown(NoRoute)` before it.
     ///
     /// [`SendStreams::on_refused`]: crate::bus::stream::SendStreams::on_refused
     fn on_unreachable(&mut self, now: Instant, u: &wire::Unreachable, via: NodeId) {

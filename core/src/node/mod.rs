@@ -114,15 +114,16 @@
 //! when it was transmitted but not acknowledged when given up (`TargetRestarted` when the
 //! target's handshake shows a new incarnation or the target's reset says a previous
 //! incarnation may have delivered it, `Timeout` at the deadline of the oldest unacknowledged
-//! message — the whole stream ends with it and later messages start a fresh one —,
+//! message — the stream ends with it and later messages start a fresh one —,
 //! `TargetGone | NoRoute` on route removal, `Shutdown`) — or `Failed(reason)` for the same
-//! reasons when its stream's oldest message provably never arrived (see relay refusals
-//! below). Every `Data` frame carries the target
+//! reasons when it provably never arrived (see relay refusals below). Every `Data` frame carries the target
 //! incarnation its stream expects (learned from the target's acks or handshake) and a
 //! retransmission flag; a target that restarted — even behind a proxy, where no handshake
-//! shows it — refuses frames it must not deliver with a reset `Ack`, and messages it provably
-//! never received move to a fresh stream and go out again at once
-//! ([`crate::bus::stream`] has the rules).
+//! shows it — refuses frames it must not deliver with a reset `Ack`: messages no previous
+//! incarnation can have received (every copy refused by a relay, or first sent — or sent
+//! again after every earlier copy was refused — while the new incarnation was running) move
+//! to a fresh stream and go out again at once, and only the ones before them end
+//! `Unknown(TargetRestarted)` ([`crate::bus::stream`] has the rules).
 //!
 //! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
 //! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]
@@ -135,13 +136,12 @@
 //! order; a relay that keeps refusing sees each message once per retry. They end by the usual
 //! means: an ack, the route's removal, shutdown, or their deadline, where the reason is
 //! `NoRoute` instead of `Timeout` if a relay refused the stream since its last
-//! (re)transmission. A refused message whose only copy was refused provably did not arrive
-//! (nor did anything after it): it ends `Failed(reason)` and, at its deadline, only the
-//! messages due end while the others keep their own deadlines; otherwise the stream ends
-//! whole, `Unknown(reason)`. A hop-limit refusal (a routing loop) is not transient: with no
-//! other hop ready the unacknowledged messages end at once with `Failed(NoRoute)` (the
-//! refused message was the oldest and sent once, so nothing after it was delivered either)
-//! or `Unknown(NoRoute)`. Acks and `Unreachable` frames are relayed the same way. A message to
+//! (re)transmission. A message every copy of which was refused provably did not arrive (nor
+//! did anything after it in its stream): given up, it and the rest end `Failed(reason)`
+//! (the ones before it `Unknown(reason)`), and at a deadline only the messages due end
+//! while the others keep their own deadlines. A hop-limit refusal (a routing loop) is not
+//! transient: with no other hop ready the unacknowledged messages end at once, the same
+//! way, for `NoRoute`. Acks and `Unreachable` frames are relayed the same way. A message to
 //! this node itself is delivered at once (`Received` with `via` = this node).
 
 mod io;

@@ -247,9 +247,9 @@ impl Node {
 
     /// Handles everything due at `now` in one call: deadlines of unacknowledged messages
     /// first (a stream whose oldest message is due ends `Unknown(Timeout)` with everything in
-    /// flight behind it — `NoRoute` instead of `Timeout` if a relay refused it since its last
-    /// (re)transmission, and only the due messages, `Failed`, if that oldest one provably never
-    /// arrived: [`SendStreams::expire`]), then record timers (reconnects, lost deadlines, the
+    /// flight behind it that may have arrived — `NoRoute` instead of `Timeout` if a relay
+    /// refused it since its last (re)transmission; of the messages that provably never
+    /// arrived only the due ones end, `Failed`: [`SendStreams::expire`]), then record timers (reconnects, lost deadlines, the
     /// upstream redial; a route ready again now retransmits only what is still alive), then
     /// queued message deadlines (`Failed(Timeout)`) and endpoint GC (`Failed(TargetGone)` for
     /// anything left), then retransmissions of streams whose oldest message waited

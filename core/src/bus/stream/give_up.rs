@@ -11,22 +11,31 @@ use crate::{
 };
 
 impl SendStreams {
-    /// Gives up `dst`'s stream for `reason` (see [`crate::bus::stream`], "Giving up"): every in-flight
-    /// message ends `Failed(reason)` when the oldest one provably never arrived, else
-    /// `Unknown(reason)`; the stream is forgotten like [`abandon`](Self::abandon). Returns how
-    /// many ended.
+    /// Gives up `dst`'s stream for `reason` (see [`crate::bus::stream`], "Giving up"): the
+    /// in-flight messages before the first one that provably never arrived (every copy
+    /// refused) end `Unknown(reason)`, that one and everything after it `Failed(reason)`
+    /// (receivers deliver in order); the stream is forgotten like
+    /// [`abandon`](Self::abandon). Returns how many ended.
     pub fn give_up<S: OutcomeSink + ?Sized>(
         &mut self,
         dst: NodeId,
         reason: FailReason,
         sink: &mut S,
     ) -> usize {
-        let outcome = if self.head_undelivered(dst) {
-            Outcome::Failed(reason)
-        } else {
-            Outcome::Unknown(reason)
+        let Some(stream) = self.streams.remove(&dst) else {
+            return 0;
         };
-        self.abandon(dst, outcome, sink)
+        let n = stream.inflight.len();
+        let undelivered_from = first_undelivered(stream.inflight.iter());
+        for (i, m) in stream.inflight.into_iter().enumerate() {
+            let outcome = if i < undelivered_from {
+                Outcome::Unknown(reason)
+            } else {
+                Outcome::Failed(reason)
+            };
+            sink.emit(m.msg, outcome);
+        }
+        n
     }
 
     /// Gives up every stream for `reason` ([`give_up`](Self::give_up) each, by destination)
@@ -44,20 +53,13 @@ impl SendStreams {
         self.streams.get(&dst).is_some_and(|s| s.refused)
     }
 
-    /// Whether the oldest in-flight message to `dst` has no copy that may have arrived.
-    fn head_undelivered(&self, dst: NodeId) -> bool {
-        self.streams
-            .get(&dst)
-            .and_then(|s| s.inflight.front())
-            .is_some_and(|m| m.transmissions == 0)
-    }
-
     /// Streams whose oldest in-flight message reached its deadline at `now`, given up for
     /// `NoRoute` if a relay refused one of their frames since their last (re)transmission,
-    /// else for `Timeout` (see [`crate::bus::stream`], "Giving up"): a stream whose head may have arrived
-    /// ends whole, `Unknown(reason)`; one whose head provably never arrived ends its due
-    /// messages `Failed(reason)` and moves the rest onto a fresh stream. Returns the
-    /// destinations.
+    /// else for `Timeout` (see [`crate::bus::stream`], "Giving up"): the messages before the
+    /// first one that provably never arrived end `Unknown(reason)` (the receiver may hold
+    /// some of them and waits for the due one for ever); from that one on, the due messages
+    /// end `Failed(reason)` and the others move, in order, onto a fresh stream and keep their
+    /// deadlines. Returns the destinations.
     pub fn expire<S: OutcomeSink + ?Sized>(&mut self, now: Instant, sink: &mut S) -> Vec<NodeId> {
         let due: Vec<NodeId> = self
             .streams
@@ -71,20 +73,17 @@ impl SendStreams {
             } else {
                 FailReason::Timeout
             };
-            if self.head_undelivered(dst) {
-                self.expire_undelivered(dst, now, reason, sink);
-            } else {
-                self.give_up(dst, reason, sink);
-            }
+            self.expire_stream(dst, now, reason, sink);
         }
         due
     }
 
-    /// `dst`'s head is due and provably never arrived, so nothing of the stream did: the
-    /// messages due end `Failed(reason)`, the others move in order onto a fresh stream (same
-    /// stamp, first transmissions) — a later copy of an old seq can never be delivered, the
+    /// `dst`'s head is due: the messages that may have arrived (before the first one that
+    /// provably never did) end `Unknown(reason)`; of the others — none of which arrived —
+    /// the due ones end `Failed(reason)` and the rest move in order onto a fresh stream (same
+    /// stamp, first transmissions): a later copy of an old seq can never be delivered, the
     /// receiver missing the head.
-    fn expire_undelivered<S: OutcomeSink + ?Sized>(
+    fn expire_stream<S: OutcomeSink + ?Sized>(
         &mut self,
         dst: NodeId,
         now: Instant,
@@ -94,9 +93,14 @@ impl SendStreams {
         let Some(stream) = self.streams.get_mut(&dst) else {
             return;
         };
-        let (ended, kept): (Vec<InFlight>, Vec<InFlight>) = core::mem::take(&mut stream.inflight)
-            .into_iter()
-            .partition(|m| m.deadline <= now);
+        let undelivered_from = first_undelivered(stream.inflight.iter());
+        let mut all = core::mem::take(&mut stream.inflight);
+        let rest = all.split_off(undelivered_from);
+        for m in &all {
+            sink.emit(m.msg, Outcome::Unknown(reason));
+        }
+        let (ended, kept): (Vec<InFlight>, Vec<InFlight>) =
+            rest.into_iter().partition(|m| m.deadline <= now);
         for m in &ended {
             sink.emit(m.msg, Outcome::Failed(reason));
         }
@@ -115,4 +119,17 @@ impl SendStreams {
             stream.inflight.push_back(m);
         }
     }
+}
+
+/// The index of the first message, in stream order, whose every copy was refused (it and
+/// everything after it provably never arrived), or the count if there is none.
+fn first_undelivered<'a>(inflight: impl Iterator<Item = &'a InFlight>) -> usize {
+    let mut n = 0;
+    for m in inflight {
+        if m.transmissions == 0 {
+            return n;
+        }
+        n += 1;
+    }
+    n
 }

@@ -229,7 +229,7 @@ fn a_reset_of_a_message_sent_once_moves_the_stream_to_a_fresh_tag() {
             Instant::from_millis(1_010),
             &mut out
         ),
-        Reset::Restarted(2)
+        Reset::Restarted { ended: 0, moved: 2 }
     );
     assert_eq!(out, []);
     let moved: Vec<(u32, u32, u32)> = s
@@ -257,7 +257,7 @@ fn a_reset_of_a_retransmitted_message_restarts_only_if_the_target_predates_it() 
             Instant::from_millis(3_010),
             &mut out
         ),
-        Reset::Restarted(1)
+        Reset::Restarted { ended: 0, moved: 1 }
     );
     // The same reset from an incarnation 1 s old (born after the first send): the first
     // copy may have reached the previous incarnation.
@@ -310,13 +310,21 @@ fn a_refused_only_copy_goes_out_again_as_a_first_transmission() {
     );
     s.mark_retransmitted(NodeId(2), Instant::from_millis(10));
     assert!(s.head_sent_once(NodeId(2), a));
+    // Two copies out, one refused: the other may still arrive; both refused: neither did.
     s.mark_retransmitted(NodeId(2), Instant::from_millis(20));
     s.on_refused(NodeId(2), a);
     assert_eq!(
         s.unacked(NodeId(2))
             .map(|m| m.transmissions)
             .collect::<Vec<_>>(),
-        [2]
+        [1]
+    );
+    s.on_refused(NodeId(2), a);
+    assert_eq!(
+        s.unacked(NodeId(2))
+            .map(|m| m.transmissions)
+            .collect::<Vec<_>>(),
+        [0]
     );
 }
 
@@ -365,14 +373,16 @@ fn a_refused_head_at_its_deadline_ends_alone_failed_and_the_rest_keep_their_dead
 }
 
 #[test]
-fn giving_up_ends_failed_only_when_the_head_provably_never_arrived() {
+fn giving_up_ends_failed_from_the_first_message_that_provably_never_arrived() {
     let mut s = streams();
     let a = push(&mut s, 2, 1, 0);
     push(&mut s, 2, 2, 0);
     let b = push(&mut s, 3, 3, 0);
     push(&mut s, 3, 4, 0);
+    push(&mut s, 3, 5, 0);
     s.on_refused(NodeId(2), a);
-    // A refusal of a message that is not the head, or of a seq not in flight, proves nothing.
+    // The only copy of message 4 was refused: it never arrived, nor did 5 after it; 3 may
+    // have. A seq not in flight proves nothing.
     s.on_refused(NodeId(3), make_seq(seq_tag(b), 2));
     s.on_refused(NodeId(3), make_seq(seq_tag(b) ^ 1, 1));
     let mut out: Vec<MessageOutcome> = Vec::new();
@@ -383,7 +393,129 @@ fn giving_up_ends_failed_only_when_the_head_provably_never_arrived() {
             (1, Outcome::Failed(FailReason::Shutdown)),
             (2, Outcome::Failed(FailReason::Shutdown)),
             (3, Outcome::Unknown(FailReason::Shutdown)),
-            (4, Outcome::Unknown(FailReason::Shutdown)),
+            (4, Outcome::Failed(FailReason::Shutdown)),
+            (5, Outcome::Failed(FailReason::Shutdown)),
         ]
+    );
+}
+
+#[test]
+fn a_due_head_that_may_have_arrived_ends_unknown_and_the_refused_rest_keeps_its_deadlines() {
+    let mut s = streams();
+    push(&mut s, 2, 1, 0);
+    let b = push(&mut s, 2, 2, 0);
+    push(&mut s, 2, 3, 3_000);
+    s.on_refused(NodeId(2), b);
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    assert_eq!(s.expire(Instant::from_millis(8_000), &mut out), [NodeId(2)]);
+    assert_eq!(
+        msgs(&out),
+        [
+            (1, Outcome::Unknown(FailReason::NoRoute)),
+            (2, Outcome::Failed(FailReason::NoRoute)),
+        ]
+    );
+    let moved: Vec<(u64, u32, u32, Instant)> = s
+        .unacked(NodeId(2))
+        .map(|m| (m.msg.0, seq_counter(m.seq), m.transmissions, m.deadline))
+        .collect();
+    assert_eq!(moved, [(3, 1, 0, Instant::from_millis(11_000))]);
+    assert_ne!(
+        s.unacked(NodeId(2)).map(|m| seq_tag(m.seq)).next(),
+        Some(seq_tag(b))
+    );
+}
+
+#[test]
+fn a_reset_ends_unknown_only_what_an_earlier_incarnation_may_have_delivered() {
+    let mut s = streams();
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    // 1 and 2 go out at 0 s and 0.1 s and are not acknowledged (lost with the old target);
+    // every copy of 3 and 4 (sent at 0.2 s and 0.3 s, sent again at 1 s) is refused by the
+    // relay; 5 is first sent at 4 s, after the new incarnation started (at 3 s).
+    push(&mut s, 2, 1, 0);
+    push(&mut s, 2, 2, 100);
+    let c = push(&mut s, 2, 3, 200);
+    let d = push(&mut s, 2, 4, 300);
+    s.on_refused(NodeId(2), c);
+    s.on_refused(NodeId(2), d);
+    s.mark_retransmitted(NodeId(2), Instant::from_millis(1_000));
+    s.on_refused(NodeId(2), c);
+    s.on_refused(NodeId(2), d);
+    push(&mut s, 2, 5, 4_000);
+    let tx: Vec<u32> = s.unacked(NodeId(2)).map(|m| m.transmissions).collect();
+    assert_eq!(tx, [2, 2, 0, 0, 1]);
+    // The new incarnation (1.01 s old at 4.01 s) refuses the retransmitted head.
+    let head = s.unacked(NodeId(2)).next().unwrap().seq;
+    assert_eq!(
+        s.on_reset(
+            NodeId(2),
+            refusal(head, 9, 1_010),
+            Instant::from_millis(4_010),
+            &mut out
+        ),
+        Reset::Restarted { ended: 2, moved: 3 }
+    );
+    let unknown = Outcome::Unknown(FailReason::TargetRestarted);
+    assert_eq!(msgs(&out), [(1, unknown), (2, unknown)]);
+    let moved: Vec<(u64, u32, u32)> = s
+        .unacked(NodeId(2))
+        .map(|m| (m.msg.0, seq_counter(m.seq), m.transmissions))
+        .collect();
+    assert_eq!(moved, [(3, 1, 0), (4, 2, 0), (5, 3, 0)]);
+    assert_eq!(s.stamp(NodeId(2)), 9);
+    assert_eq!(s.inflight(NodeId(2)), (3, 9));
+}
+
+#[test]
+fn a_reset_moves_messages_first_sent_after_the_new_incarnation_started() {
+    let mut s = streams();
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    // 1 may have reached the old incarnation; 2 and 3 were first sent at 2.5 s and 2.6 s,
+    // after the resetting incarnation started (2 s old at 4 s: born by 2.002 s).
+    let a = push(&mut s, 2, 1, 0);
+    push(&mut s, 2, 2, 2_500);
+    push(&mut s, 2, 3, 2_600);
+    assert_eq!(
+        s.on_reset(
+            NodeId(2),
+            refusal(make_seq(seq_tag(a), 2), 9, 2_000),
+            Instant::from_millis(4_000),
+            &mut out
+        ),
+        Reset::Restarted { ended: 1, moved: 2 }
+    );
+    assert_eq!(
+        msgs(&out),
+        [(1, Outcome::Unknown(FailReason::TargetRestarted))]
+    );
+    let moved: Vec<u64> = s.unacked(NodeId(2)).map(|m| m.msg.0).collect();
+    assert_eq!(moved, [2, 3]);
+    // A message first sent 1 ms after the start is still within the margin: not moved.
+    let mut s = streams();
+    out.clear();
+    let a = push(&mut s, 2, 1, 2_001);
+    assert_eq!(
+        s.on_reset(
+            NodeId(2),
+            refusal(a, 9, 2_000),
+            Instant::from_millis(4_000),
+            &mut out
+        ),
+        Reset::Restarted { ended: 0, moved: 1 }
+    );
+    // (its only copy was the refused one) — the same with a second copy out:
+    let mut s = streams();
+    out.clear();
+    let a = push(&mut s, 2, 1, 2_001);
+    s.mark_retransmitted(NodeId(2), Instant::from_millis(3_000));
+    assert_eq!(
+        s.on_reset(
+            NodeId(2),
+            refusal(a, 9, 2_000),
+            Instant::from_millis(4_000),
+            &mut out
+        ),
+        Reset::Abandoned(1)
     );
 }
