@@ -9,7 +9,7 @@
 
 use std::{collections::HashMap, net::SocketAddr, time::Duration};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use switchboard_core::ids::{LinkId, NodeId};
 use tokio::{
     net::{TcpListener, TcpStream},
@@ -22,6 +22,9 @@ use crate::{net, observe::LinkStatus};
 
 /// Capacity of the link event channel (readers wait when it is full).
 pub(super) const LINK_EVENT_CAPACITY: usize = 1024;
+
+/// Bytes a link's gather buffer allocates at once.
+const OUT_CHUNK: usize = 16 * 1024;
 
 /// What the link tasks report to the driver.
 #[derive(Debug)]
@@ -67,6 +70,8 @@ struct Entry {
     writer: mpsc::UnboundedSender<Bytes>,
     /// The writer's end of the queue until the socket exists.
     queue: Option<mpsc::UnboundedReceiver<Bytes>>,
+    /// What the core transmitted since the last [`Links::flush`], gathered into one write.
+    out: BytesMut,
     reader: Option<AbortHandle>,
     dial: Option<AbortHandle>,
 }
@@ -74,6 +79,8 @@ struct Entry {
 /// The links of one node and their tasks.
 pub(super) struct Links {
     entries: HashMap<LinkId, Entry>,
+    /// Links whose `out` holds bytes, in the order they first got some.
+    dirty: Vec<LinkId>,
     events: mpsc::Sender<LinkEvent>,
     tasks: JoinSet<()>,
     accept: Option<AbortHandle>,
@@ -83,6 +90,7 @@ impl Links {
     pub(super) fn new(events: mpsc::Sender<LinkEvent>) -> Links {
         Links {
             entries: HashMap::new(),
+            dirty: Vec::new(),
             events,
             tasks: JoinSet::new(),
             accept: None,
@@ -145,6 +153,7 @@ impl Links {
                 peer: Some(peer),
                 writer,
                 queue: Some(queue),
+                out: BytesMut::new(),
                 reader: None,
                 dial: Some(dial),
             },
@@ -178,6 +187,7 @@ impl Links {
                 peer: None,
                 writer,
                 queue: None,
+                out: BytesMut::new(),
                 reader: None,
                 dial: None,
             },
@@ -212,10 +222,26 @@ impl Links {
         }
     }
 
-    /// Queues `bytes` on `link`'s writer (dropped for an unknown link).
-    pub(super) fn transmit(&self, link: LinkId, bytes: Bytes) {
-        if let Some(entry) = self.entries.get(&link) {
-            let _ = entry.writer.send(bytes);
+    /// Adds `bytes` to what `link` writes at the next [`Links::flush`] (dropped for an
+    /// unknown link).
+    pub(super) fn transmit(&mut self, link: LinkId, bytes: &[u8]) {
+        if let Some(entry) = self.entries.get_mut(&link) {
+            if entry.out.is_empty() {
+                self.dirty.push(link);
+                if entry.out.capacity() < bytes.len() {
+                    entry.out.reserve(bytes.len().max(OUT_CHUNK));
+                }
+            }
+            entry.out.extend_from_slice(bytes);
+        }
+    }
+
+    /// Hands each link's gathered transmits to its writer, one chunk per link.
+    pub(super) fn flush(&mut self) {
+        for link in self.dirty.drain(..) {
+            if let Some(entry) = self.entries.get_mut(&link) {
+                push_out(entry);
+            }
         }
     }
 
@@ -230,8 +256,9 @@ impl Links {
     /// The core closed `link`: the writer flushes what is queued, then closes; the reader and
     /// any dial stop.
     pub(super) fn close(&mut self, link: LinkId) {
-        if let Some(entry) = self.entries.remove(&link) {
+        if let Some(mut entry) = self.entries.remove(&link) {
             debug!(%link, peer = ?entry.peer, "closing link");
+            push_out(&mut entry);
             stop(entry);
         }
         self.reap();
@@ -248,6 +275,7 @@ impl Links {
     /// Closes every link and waits up to `flush` for the writers to write what they hold.
     pub(super) async fn close_all(&mut self, flush: Duration) {
         self.stop_accepting();
+        self.flush();
         for (_, entry) in self.entries.drain() {
             stop(entry);
         }
@@ -280,6 +308,13 @@ impl Links {
 
     fn reap(&mut self) {
         while self.tasks.try_join_next().is_some() {}
+    }
+}
+
+/// Hands what `entry` gathered to its writer.
+fn push_out(entry: &mut Entry) {
+    if !entry.out.is_empty() {
+        let _ = entry.writer.send(entry.out.split().freeze());
     }
 }
 
