@@ -7,12 +7,18 @@
 //! longer holds is stale and ignored. Every task lives in one `JoinSet`: dropping the table
 //! aborts them all, which is how a killed node drops its sockets.
 
-use std::{collections::HashMap, net::SocketAddr, time::Duration};
+use std::{
+    collections::HashMap,
+    io,
+    net::SocketAddr,
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
 
 use bytes::{Bytes, BytesMut};
 use switchboard_core::ids::{LinkId, NodeId};
 use tokio::{
-    net::{TcpListener, TcpStream},
+    net::{TcpListener, TcpStream, tcp::OwnedWriteHalf},
     sync::mpsc,
     task::{AbortHandle, JoinSet},
 };
@@ -72,6 +78,13 @@ struct Entry {
     queue: Option<mpsc::UnboundedReceiver<Bytes>>,
     /// What the core transmitted since the last [`Links::flush`], gathered into one write.
     out: BytesMut,
+    /// The socket's write half once connected: written to directly while the writer task has
+    /// nothing left to write (saves a task hop per burst).
+    socket: Option<Arc<OwnedWriteHalf>>,
+    /// Bytes handed to the writer task so far.
+    handed: u64,
+    /// Bytes the writer task has written so far.
+    written: net::WrittenCounter,
     reader: Option<AbortHandle>,
     dial: Option<AbortHandle>,
 }
@@ -154,6 +167,9 @@ impl Links {
                 writer,
                 queue: Some(queue),
                 out: BytesMut::new(),
+                socket: None,
+                handed: 0,
+                written: net::WrittenCounter::default(),
                 reader: None,
                 dial: Some(dial),
             },
@@ -188,6 +204,9 @@ impl Links {
                 writer,
                 queue: None,
                 out: BytesMut::new(),
+                socket: None,
+                handed: 0,
+                written: net::WrittenCounter::default(),
                 reader: None,
                 dial: None,
             },
@@ -203,13 +222,20 @@ impl Links {
     ) {
         let _ = stream.set_nodelay(true);
         let (read, write) = stream.into_split();
+        let write = Arc::new(write);
         if let Some(queue) = queue {
             let events = self.events.clone();
+            let written = self.entries.get(&link).map(|e| Arc::clone(&e.written));
+            let socket = Arc::clone(&write);
             self.tasks.spawn(async move {
-                if let Err(e) = net::write_loop(write, queue).await {
+                let written = written.unwrap_or_default();
+                if let Err(e) = net::write_shared_loop(socket, queue, written).await {
                     let _ = events.send(LinkEvent::Closed(link, e.to_string())).await;
                 }
             });
+        }
+        if let Some(entry) = self.entries.get_mut(&link) {
+            entry.socket = Some(write);
         }
         let reader = self.tasks.spawn(net::read_loop(
             read,
@@ -311,11 +337,30 @@ impl Links {
     }
 }
 
-/// Hands what `entry` gathered to its writer.
+/// Writes what `entry` gathered: straight to the socket when the writer task has written
+/// everything it was handed (no reordering possible), the rest (or all of it) through the
+/// writer task, which also reports a write error.
 fn push_out(entry: &mut Entry) {
-    if !entry.out.is_empty() {
-        let _ = entry.writer.send(entry.out.split().freeze());
+    if entry.out.is_empty() {
+        return;
     }
+    if let Some(socket) = &entry.socket {
+        if entry.written.load(Ordering::Acquire) == entry.handed {
+            match socket.try_write(&entry.out) {
+                Ok(n) if n == entry.out.len() => {
+                    entry.out.clear();
+                    return;
+                }
+                Ok(n) => bytes::Buf::advance(&mut entry.out, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The writer task meets the error too and reports the link closed.
+                Err(_) => {}
+            }
+        }
+    }
+    let chunk = entry.out.split().freeze();
+    entry.handed += chunk.len() as u64;
+    let _ = entry.writer.send(chunk);
 }
 
 /// Stops a link's reader and dial; dropping the entry drops the writer's queue, so the writer
