@@ -205,6 +205,65 @@ pub(crate) async fn write_loop(
     write.shutdown().await
 }
 
+/// Bytes a link writer has written, shared with the one who queues for it: everything queued
+/// is written when this equals what was queued, and the owner may then write to the socket
+/// itself without reordering anything.
+pub(crate) type WrittenCounter = std::sync::Arc<std::sync::atomic::AtomicU64>;
+
+/// Like [`write_loop`], for a write half its owner may also write to directly (see
+/// [`WrittenCounter`]): waits for readiness and uses `try_write` (which takes `&self`), and
+/// adds what it wrote to `written` after each chunk. When the owner drops the queue the loop
+/// ends; the write half shuts down when its last holder drops it.
+///
+/// # Errors
+///
+/// The first write error.
+pub(crate) async fn write_shared_loop(
+    write: std::sync::Arc<OwnedWriteHalf>,
+    mut queue: mpsc::UnboundedReceiver<Bytes>,
+    written: WrittenCounter,
+) -> io::Result<()> {
+    let mut batch: Vec<u8> = Vec::new();
+    while let Some(first) = queue.recv().await {
+        match queue.try_recv() {
+            Ok(second) => {
+                batch.clear();
+                batch.extend_from_slice(&first);
+                batch.extend_from_slice(&second);
+                while batch.len() < WRITE_BATCH {
+                    match queue.try_recv() {
+                        Ok(more) => batch.extend_from_slice(&more),
+                        Err(_) => break,
+                    }
+                }
+                write_all_shared(&write, &batch).await?;
+                written.fetch_add(batch.len() as u64, std::sync::atomic::Ordering::Release);
+                if batch.capacity() > 4 * WRITE_BATCH {
+                    batch = Vec::new();
+                }
+            }
+            Err(_) => {
+                write_all_shared(&write, &first).await?;
+                written.fetch_add(first.len() as u64, std::sync::atomic::Ordering::Release);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn write_all_shared(write: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        write.writable().await?;
+        match write.try_write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,21 +95,47 @@ pub enum StartError {
     EtcdDisabled,
 }
 
+/// A send target as it crosses the command channel: a node id inline, any other target boxed,
+/// so the hot command (a send to an id) stays small (a `TargetSpec` with its inline filter is
+/// over 200 bytes, moved several times per message).
+#[derive(Debug)]
+pub(crate) enum Dest {
+    /// `TargetSpec::Id`.
+    Id(NodeId),
+    /// Every other target.
+    Other(Box<TargetSpec>),
+}
+
+impl From<TargetSpec> for Dest {
+    fn from(target: TargetSpec) -> Dest {
+        match target {
+            TargetSpec::Id(id) => Dest::Id(id),
+            other => Dest::Other(Box::new(other)),
+        }
+    }
+}
+
+impl Dest {
+    /// The borrowed form the core's `Node::send` takes.
+    pub(crate) fn as_target(&self) -> switchboard_core::node::Target<'_> {
+        match self {
+            Dest::Id(id) => switchboard_core::node::Target::Id(*id),
+            Dest::Other(target) => target.as_target(),
+        }
+    }
+}
+
 /// Commands from handles to the driver.
 #[derive(Debug)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "sends are the hot command and already carry a filter inline; boxing would add an allocation per message"
-)]
 pub(crate) enum Command {
     Send {
-        target: TargetSpec,
+        target: Dest,
         msg_type: u32,
         payload: Bytes,
         accepted: oneshot::Sender<Result<OutcomeReceiver, SendError>>,
     },
     Post {
-        target: TargetSpec,
+        target: Dest,
         msg_type: u32,
         payload: Bytes,
         outcome: oneshot::Sender<Result<Outcome, SendError>>,
@@ -339,7 +365,7 @@ impl NodeHandle {
         let (accepted, rx) = oneshot::channel();
         self.commands
             .send(Command::Send {
-                target,
+                target: target.into(),
                 msg_type,
                 payload,
                 accepted,
@@ -370,7 +396,7 @@ impl NodeHandle {
     ) -> Result<PostedOutcome, Stopped> {
         let (outcome, rx) = oneshot::channel();
         self.command(Command::Post {
-            target,
+            target: target.into(),
             msg_type,
             payload,
             outcome,

@@ -18,6 +18,9 @@ use crate::observe::{
 #[derive(Debug, Default)]
 pub(super) struct Counters {
     metrics: Metrics,
+    /// Outcomes by value; labelled (a `String` each) only in [`Counters::snapshot`], not once
+    /// per message. Few distinct outcomes occur, so a list is the fastest map.
+    outcomes: Vec<(Outcome, u64)>,
 }
 
 impl Counters {
@@ -34,11 +37,10 @@ impl Counters {
     }
 
     pub(super) fn outcome(&mut self, outcome: Outcome) {
-        *self
-            .metrics
-            .outcomes
-            .entry(outcome_label(outcome))
-            .or_default() += 1;
+        match self.outcomes.iter_mut().find(|(o, _)| *o == outcome) {
+            Some((_, count)) => *count += 1,
+            None => self.outcomes.push((outcome, 1)),
+        }
     }
 
     pub(super) fn received(&mut self) {
@@ -88,6 +90,9 @@ impl Counters {
     /// The counters with the gauges of now.
     pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
+        for &(outcome, count) in &self.outcomes {
+            *metrics.outcomes.entry(outcome_label(outcome)).or_default() += count;
+        }
         metrics.pending = node
             .endpoints()
             .iter()

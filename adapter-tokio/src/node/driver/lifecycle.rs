@@ -1,7 +1,7 @@
 //! Starting and stopping a node: binding, the records it registers, the registry backend,
 //! and the graceful stop.
 
-use std::{collections::HashMap, collections::VecDeque, sync::Arc};
+use std::{collections::VecDeque, sync::Arc};
 
 use switchboard_core::{
     discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
@@ -90,7 +90,7 @@ pub(in crate::node) async fn start(
         node,
         clock,
         links,
-        pending: HashMap::new(),
+        pending: super::PendingMap::default(),
         inbox: inbox_tx,
         overflow: VecDeque::new(),
         feed,

@@ -7,12 +7,18 @@
 //! longer holds is stale and ignored. Every task lives in one `JoinSet`: dropping the table
 //! aborts them all, which is how a killed node drops its sockets.
 
-use std::{collections::HashMap, net::SocketAddr, time::Duration};
+use std::{
+    collections::HashMap,
+    io,
+    net::SocketAddr,
+    sync::{Arc, atomic::Ordering},
+    time::Duration,
+};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use switchboard_core::ids::{LinkId, NodeId};
 use tokio::{
-    net::{TcpListener, TcpStream},
+    net::{TcpListener, TcpStream, tcp::OwnedWriteHalf},
     sync::mpsc,
     task::{AbortHandle, JoinSet},
 };
@@ -22,6 +28,9 @@ use crate::{net, observe::LinkStatus};
 
 /// Capacity of the link event channel (readers wait when it is full).
 pub(super) const LINK_EVENT_CAPACITY: usize = 1024;
+
+/// Bytes a link's gather buffer allocates at once.
+const OUT_CHUNK: usize = 16 * 1024;
 
 /// What the link tasks report to the driver.
 #[derive(Debug)]
@@ -67,6 +76,15 @@ struct Entry {
     writer: mpsc::UnboundedSender<Bytes>,
     /// The writer's end of the queue until the socket exists.
     queue: Option<mpsc::UnboundedReceiver<Bytes>>,
+    /// What the core transmitted since the last [`Links::flush`], gathered into one write.
+    out: BytesMut,
+    /// The socket's write half once connected: written to directly while the writer task has
+    /// nothing left to write (saves a task hop per burst).
+    socket: Option<Arc<OwnedWriteHalf>>,
+    /// Bytes handed to the writer task so far.
+    handed: u64,
+    /// Bytes the writer task has written so far.
+    written: net::WrittenCounter,
     reader: Option<AbortHandle>,
     dial: Option<AbortHandle>,
 }
@@ -74,6 +92,8 @@ struct Entry {
 /// The links of one node and their tasks.
 pub(super) struct Links {
     entries: HashMap<LinkId, Entry>,
+    /// Links whose `out` holds bytes, in the order they first got some.
+    dirty: Vec<LinkId>,
     events: mpsc::Sender<LinkEvent>,
     tasks: JoinSet<()>,
     accept: Option<AbortHandle>,
@@ -83,6 +103,7 @@ impl Links {
     pub(super) fn new(events: mpsc::Sender<LinkEvent>) -> Links {
         Links {
             entries: HashMap::new(),
+            dirty: Vec::new(),
             events,
             tasks: JoinSet::new(),
             accept: None,
@@ -145,6 +166,10 @@ impl Links {
                 peer: Some(peer),
                 writer,
                 queue: Some(queue),
+                out: BytesMut::new(),
+                socket: None,
+                handed: 0,
+                written: net::WrittenCounter::default(),
                 reader: None,
                 dial: Some(dial),
             },
@@ -178,6 +203,10 @@ impl Links {
                 peer: None,
                 writer,
                 queue: None,
+                out: BytesMut::new(),
+                socket: None,
+                handed: 0,
+                written: net::WrittenCounter::default(),
                 reader: None,
                 dial: None,
             },
@@ -193,13 +222,20 @@ impl Links {
     ) {
         let _ = stream.set_nodelay(true);
         let (read, write) = stream.into_split();
+        let write = Arc::new(write);
         if let Some(queue) = queue {
             let events = self.events.clone();
+            let written = self.entries.get(&link).map(|e| Arc::clone(&e.written));
+            let socket = Arc::clone(&write);
             self.tasks.spawn(async move {
-                if let Err(e) = net::write_loop(write, queue).await {
+                let written = written.unwrap_or_default();
+                if let Err(e) = net::write_shared_loop(socket, queue, written).await {
                     let _ = events.send(LinkEvent::Closed(link, e.to_string())).await;
                 }
             });
+        }
+        if let Some(entry) = self.entries.get_mut(&link) {
+            entry.socket = Some(write);
         }
         let reader = self.tasks.spawn(net::read_loop(
             read,
@@ -212,10 +248,26 @@ impl Links {
         }
     }
 
-    /// Queues `bytes` on `link`'s writer (dropped for an unknown link).
-    pub(super) fn transmit(&self, link: LinkId, bytes: Bytes) {
-        if let Some(entry) = self.entries.get(&link) {
-            let _ = entry.writer.send(bytes);
+    /// Adds `bytes` to what `link` writes at the next [`Links::flush`] (dropped for an
+    /// unknown link).
+    pub(super) fn transmit(&mut self, link: LinkId, bytes: &[u8]) {
+        if let Some(entry) = self.entries.get_mut(&link) {
+            if entry.out.is_empty() {
+                self.dirty.push(link);
+                if entry.out.capacity() < bytes.len() {
+                    entry.out.reserve(bytes.len().max(OUT_CHUNK));
+                }
+            }
+            entry.out.extend_from_slice(bytes);
+        }
+    }
+
+    /// Hands each link's gathered transmits to its writer, one chunk per link.
+    pub(super) fn flush(&mut self) {
+        for link in self.dirty.drain(..) {
+            if let Some(entry) = self.entries.get_mut(&link) {
+                push_out(entry);
+            }
         }
     }
 
@@ -230,8 +282,9 @@ impl Links {
     /// The core closed `link`: the writer flushes what is queued, then closes; the reader and
     /// any dial stop.
     pub(super) fn close(&mut self, link: LinkId) {
-        if let Some(entry) = self.entries.remove(&link) {
+        if let Some(mut entry) = self.entries.remove(&link) {
             debug!(%link, peer = ?entry.peer, "closing link");
+            push_out(&mut entry);
             stop(entry);
         }
         self.reap();
@@ -248,6 +301,7 @@ impl Links {
     /// Closes every link and waits up to `flush` for the writers to write what they hold.
     pub(super) async fn close_all(&mut self, flush: Duration) {
         self.stop_accepting();
+        self.flush();
         for (_, entry) in self.entries.drain() {
             stop(entry);
         }
@@ -281,6 +335,32 @@ impl Links {
     fn reap(&mut self) {
         while self.tasks.try_join_next().is_some() {}
     }
+}
+
+/// Writes what `entry` gathered: straight to the socket when the writer task has written
+/// everything it was handed (no reordering possible), the rest (or all of it) through the
+/// writer task, which also reports a write error.
+fn push_out(entry: &mut Entry) {
+    if entry.out.is_empty() {
+        return;
+    }
+    if let Some(socket) = &entry.socket {
+        if entry.written.load(Ordering::Acquire) == entry.handed {
+            match socket.try_write(&entry.out) {
+                Ok(n) if n == entry.out.len() => {
+                    entry.out.clear();
+                    return;
+                }
+                Ok(n) => bytes::Buf::advance(&mut entry.out, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The writer task meets the error too and reports the link closed.
+                Err(_) => {}
+            }
+        }
+    }
+    let chunk = entry.out.split().freeze();
+    entry.handed += chunk.len() as u64;
+    let _ = entry.writer.send(chunk);
 }
 
 /// Stops a link's reader and dial; dropping the entry drops the writer's queue, so the writer

@@ -35,7 +35,7 @@ use std::{
 use switchboard_core::{
     discovery::TopologyInfo,
     ids::{MsgId, NodeId},
-    node::{Event, Node, Output, RegistryEvent, SendError},
+    node::{Event, Node, Output, RegistryEvent, SendError, Target},
     outcome::Outcome,
     time::Instant,
 };
@@ -52,8 +52,11 @@ use crate::{
     clock::Clock,
     observe::Known,
     registry::feed::{Feed, FeedCommand, FeedEvent},
-    target::TargetSpec,
 };
+
+/// The pending-outcome map: message ids are small sequential integers from our own node, so
+/// a fast non-keyed hash is enough.
+type PendingMap = HashMap<MsgId, Waiter, foldhash::fast::FixedState>;
 
 /// Ready commands and link events handled per wake-up before the loop waits again.
 const BURST: usize = 256;
@@ -68,7 +71,7 @@ struct Driver {
     clock: Clock,
     links: Links,
     /// Outcome futures of accepted messages.
-    pending: HashMap<MsgId, Waiter>,
+    pending: PendingMap,
     inbox: mpsc::Sender<Received>,
     /// Received messages waiting for room in the inbox (link events pause meanwhile).
     overflow: VecDeque<Received>,
@@ -127,10 +130,16 @@ impl Driver {
                 () = kill_switch.notified() => break Exit::Killed,
                 command = commands.recv() => match command {
                     Some(Command::Shutdown(done)) => break Exit::Shutdown(Some(done)),
-                    Some(command) => self.on_command(command),
+                    Some(command) => {
+                        let now = self.clock.now();
+                        self.on_command(now, command);
+                    }
                     None => break Exit::Shutdown(None),
                 },
-                Some(event) = link_events.recv(), if !inbox_blocked => self.on_link_event(event),
+                Some(event) = link_events.recv(), if !inbox_blocked => {
+                    let now = self.clock.now();
+                    self.on_link_event(now, event);
+                }
                 event = feed_recv(&mut self.feed) => self.on_feed_event(event),
                 room = inbox_room(&self.inbox), if inbox_blocked => {
                     if room {
@@ -144,8 +153,9 @@ impl Driver {
                     self.node.handle_timeout(now);
                 }
             }
+            let exit = self.burst(&mut commands, &mut link_events);
             self.drain();
-            if let Some(exit) = self.burst(&mut commands, &mut link_events) {
+            if let Some(exit) = exit {
                 break exit;
             }
         };
@@ -166,27 +176,28 @@ impl Driver {
     }
 
     /// Handles commands and link events that are already waiting, up to [`BURST`] of them,
-    /// without going back through `select!` (each followed by a full drain). Returns how the
-    /// loop ends if a shutdown command came up.
+    /// without going back through `select!`; the caller drains the outputs of the whole burst
+    /// at once (so each link's transmits go out as one write). Returns how the loop ends if a
+    /// shutdown command came up.
     fn burst(
         &mut self,
         commands: &mut mpsc::Receiver<Command>,
         link_events: &mut mpsc::Receiver<LinkEvent>,
     ) -> Option<Exit> {
+        // One clock read per burst: the burst takes microseconds.
+        let now = self.clock.now();
         for _ in 0..BURST {
             let mut progressed = false;
             if let Ok(command) = commands.try_recv() {
                 if let Command::Shutdown(done) = command {
                     return Some(Exit::Shutdown(Some(done)));
                 }
-                self.on_command(command);
-                self.drain();
+                self.on_command(now, command);
                 progressed = true;
             }
             if self.overflow.is_empty() {
                 if let Ok(event) = link_events.try_recv() {
-                    self.on_link_event(event);
-                    self.drain();
+                    self.on_link_event(now, event);
                     progressed = true;
                 }
             }
@@ -197,8 +208,7 @@ impl Driver {
         None
     }
 
-    fn on_command(&mut self, command: Command) {
-        let now = self.clock.now();
+    fn on_command(&mut self, now: Instant, command: Command) {
         match command {
             Command::Send {
                 target,
@@ -207,7 +217,7 @@ impl Driver {
                 accepted,
             } => {
                 let result = self
-                    .send_one(now, &target, msg_type, payload)
+                    .send_one(now, target.as_target(), msg_type, payload)
                     .map(|msg| self.waiting_submit(msg));
                 let _ = accepted.send(result);
             }
@@ -216,7 +226,7 @@ impl Driver {
                 msg_type,
                 payload,
                 outcome,
-            } => match self.send_one(now, &target, msg_type, payload) {
+            } => match self.send_one(now, target.as_target(), msg_type, payload) {
                 Ok(msg) => {
                     self.pending.insert(msg, Waiter::Posted(outcome));
                 }
@@ -228,7 +238,7 @@ impl Driver {
                 let results = messages
                     .into_iter()
                     .map(|(target, msg_type, payload)| {
-                        self.send_one(now, &target, msg_type, payload)
+                        self.send_one(now, target.as_target(), msg_type, payload)
                             .map(|msg| self.waiting_submit(msg))
                     })
                     .collect();
@@ -255,11 +265,11 @@ impl Driver {
     fn send_one(
         &mut self,
         now: Instant,
-        target: &TargetSpec,
+        target: Target<'_>,
         msg_type: u32,
         payload: bytes::Bytes,
     ) -> Result<MsgId, SendError> {
-        let result = self.node.send(now, target.as_target(), msg_type, payload);
+        let result = self.node.send(now, target, msg_type, payload);
         match &result {
             Ok(_) => self.counters.accepted(),
             Err(error) => self.counters.refused(error),
@@ -295,8 +305,7 @@ impl Driver {
         }
     }
 
-    fn on_link_event(&mut self, event: LinkEvent) {
-        let now = self.clock.now();
+    fn on_link_event(&mut self, now: Instant, event: LinkEvent) {
         match event {
             LinkEvent::Accepted(stream, peer) => {
                 let link = self.node.handle_accepted(now);
@@ -381,7 +390,7 @@ impl Driver {
                     self.counters.dial();
                     self.links.dial(link, peer, addr);
                 }
-                Output::Transmit { link, bytes } => self.links.transmit(link, bytes),
+                Output::Transmit { link, bytes } => self.links.transmit(link, &bytes),
                 Output::Close { link } => self.links.close(link),
                 Output::Received {
                     from,
@@ -407,6 +416,7 @@ impl Driver {
                 other => debug!(?other, "unhandled node output"),
             }
         }
+        self.links.flush();
     }
 
     fn on_event(&mut self, event: &Event) {
