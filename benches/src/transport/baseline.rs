@@ -4,7 +4,7 @@
 //! splits it into frames ([`super::frame`]) and writes every echo of that read back in one
 //! `write_all` — the batching a well-written framed server gets from `Framed` (feed, then
 //! flush when the input runs dry). [`run_baseline`] is the client: one connection, a sender
-//! task driven by [`super::load::drive`] and a reader task that matches each echo to its send
+//! task driven by the load module's `drive` loop and a reader task that matches each echo to its send
 //! instant (carried in the payload) and returns the window permit. The sender either appends
 //! frames to one buffer and writes it when it would otherwise wait
 //! ([`ClientWrites::Batched`], the baseline proper) or writes every frame at once

@@ -5,7 +5,7 @@
 //! on a fixed schedule (message `i` is due `i / rate` after the start; the runtime's 1 ms timer
 //! wakes the sender, which then sends every message that is due, so a 10 k msg/s load goes out
 //! as bursts of about 10 per millisecond — the same for both sides). It stops after a duration
-//! or a count. [`drive`] is the sender loop; each side supplies a [`RequestSink`] (how one
+//! or a count. `drive` is the sender loop; each side supplies a `RequestSink` (how one
 //! request goes out) and its own completion task (which records the round trip into
 //! [`Latencies`] and returns the permit).
 
