@@ -11,7 +11,7 @@
 //! future, `Event` → counters and logs. No routing decision is taken here.
 //!
 //! Backpressure: while the inbox is full, received messages wait in a local queue and the
-//! loop stops taking link events, so the link readers stop and the peers' TCP windows close.
+//! loop stops reading sockets and taking link events, so the peers' TCP windows close.
 //! Writers are unbounded queues; what a node transmits is bounded by the core (each sender's
 //! pending and unacknowledged messages per target count against its queue limits), and a peer
 //! that stops reading is closed by the core's heartbeat.
@@ -45,7 +45,7 @@ use tracing::{debug, info, warn};
 use self::{
     accounting::Counters,
     lifecycle::answer_after_stop,
-    links::{LinkEvent, Links},
+    links::{LinkEvent, Links, Read},
 };
 use super::{Command, OutcomeReceiver, Received};
 use crate::{
@@ -60,6 +60,9 @@ type PendingMap = HashMap<MsgId, Waiter, foldhash::fast::FixedState>;
 
 /// Ready commands and link events handled per wake-up before the loop waits again.
 const BURST: usize = 256;
+/// Below this much room in the inbox, a burst hands what each socket read delivers to the
+/// inbox at once instead of at the end of the burst (a read may hold thousands of messages).
+const LOW_INBOX_ROOM: usize = 4096;
 /// How long a graceful shutdown waits for the registry backend to unregister.
 const UNREGISTER_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a graceful shutdown waits for the link writers to flush.
@@ -140,6 +143,10 @@ impl Driver {
                     let now = self.clock.now();
                     self.on_link_event(now, event);
                 }
+                woken = self.links.next_readable(), if !inbox_blocked => self.links.readable(woken),
+                // The last burst stopped with sockets still readable: read on after letting
+                // other tasks run.
+                () = tokio::task::yield_now(), if !inbox_blocked && self.links.reads_pending() => {}
                 event = feed_recv(&mut self.feed) => self.on_feed_event(event),
                 room = inbox_room(&self.inbox), if inbox_blocked => {
                     if room {
@@ -200,12 +207,36 @@ impl Driver {
                     self.on_link_event(now, event);
                     progressed = true;
                 }
+                if self.read_one(now) {
+                    progressed = true;
+                }
             }
             if !progressed {
                 break;
             }
         }
         None
+    }
+
+    /// Reads one chunk from a readable link into the core (or reports the link gone);
+    /// `false` when no link is readable.
+    fn read_one(&mut self, now: Instant) -> bool {
+        match self.links.read_ready() {
+            None => false,
+            Some(Read::Bytes(link, bytes)) => {
+                self.node.handle_received(now, link, bytes);
+                if self.inbox.capacity() < LOW_INBOX_ROOM {
+                    // What this read delivers may fill the inbox: deliver it now, so the
+                    // burst stops reading as soon as messages have to wait.
+                    self.drain();
+                }
+                true
+            }
+            Some(Read::Closed(link, reason)) => {
+                self.on_link_event(now, LinkEvent::Closed(link, reason));
+                true
+            }
+        }
     }
 
     fn on_command(&mut self, now: Instant, command: Command) {
@@ -322,11 +353,6 @@ impl Driver {
                     debug!(%link, %reason, "dial failed");
                     self.counters.dial_failed();
                     self.node.handle_connect_failed(now, link);
-                }
-            }
-            LinkEvent::Bytes(link, bytes) => {
-                if self.links.contains(link) {
-                    self.node.handle_received(now, link, &bytes);
                 }
             }
             LinkEvent::Closed(link, reason) => {
