@@ -29,6 +29,7 @@ pub(super) use lifecycle::start;
 use std::{
     collections::{HashMap, VecDeque},
     sync::Arc,
+    task::{Context, Poll, Waker},
     time::Duration,
 };
 
@@ -84,6 +85,8 @@ struct Driver {
     counters: Counters,
     registered: bool,
     known: watch::Sender<Known>,
+    /// Commands taken from the queue at once; after a shutdown, those that came after it.
+    batch: Vec<Command>,
 }
 
 /// Who waits for an accepted message's outcome.
@@ -131,14 +134,16 @@ impl Driver {
             let inbox_blocked = !self.overflow.is_empty();
             tokio::select! {
                 () = kill_switch.notified() => break Exit::Killed,
-                command = commands.recv() => match command {
-                    Some(Command::Shutdown(done)) => break Exit::Shutdown(Some(done)),
-                    Some(command) => {
-                        let now = self.clock.now();
-                        self.on_command(now, command);
+                taken = commands.recv_many(&mut self.batch, BURST) => {
+                    if taken == 0 {
+                        break Exit::Shutdown(None);
                     }
-                    None => break Exit::Shutdown(None),
-                },
+                    let now = self.clock.now();
+                    if let Some(exit) = self.on_batch(now) {
+                        self.drain();
+                        break exit;
+                    }
+                }
                 Some(event) = link_events.recv(), if !inbox_blocked => {
                     let now = self.clock.now();
                     self.on_link_event(now, event);
@@ -174,7 +179,7 @@ impl Driver {
             }
             Exit::Shutdown(done) => {
                 self.shutdown().await;
-                answer_after_stop(&mut commands, &self);
+                answer_after_stop(&mut commands, &mut self);
                 if let Some(done) = done {
                     let _ = done.send(());
                 }
@@ -195,11 +200,18 @@ impl Driver {
         let now = self.clock.now();
         for _ in 0..BURST {
             let mut progressed = false;
-            if let Ok(command) = commands.try_recv() {
-                if let Command::Shutdown(done) = command {
-                    return Some(Exit::Shutdown(Some(done)));
+            // Takes every waiting command at once (one permit release for all of them). The
+            // no-op waker is fine: the loop polls `recv_many` again before it sleeps.
+            let mut context = Context::from_waker(Waker::noop());
+            if let Poll::Ready(taken) =
+                commands.poll_recv_many(&mut context, &mut self.batch, BURST)
+            {
+                if taken == 0 {
+                    return Some(Exit::Shutdown(None));
                 }
-                self.on_command(now, command);
+                if let Some(exit) = self.on_batch(now) {
+                    return Some(exit);
+                }
                 progressed = true;
             }
             if self.overflow.is_empty() {
@@ -237,6 +249,25 @@ impl Driver {
                 true
             }
         }
+    }
+
+    /// Handles the commands in `self.batch` in order; a shutdown ends it, leaving the commands
+    /// after it in the batch (answered once the node stopped).
+    fn on_batch(&mut self, now: Instant) -> Option<Exit> {
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut commands = batch.drain(..);
+        let mut exit = None;
+        for command in commands.by_ref() {
+            if let Command::Shutdown(done) = command {
+                exit = Some(Exit::Shutdown(Some(done)));
+                break;
+            }
+            self.on_command(now, command);
+        }
+        let rest: Vec<Command> = commands.collect();
+        self.batch = batch;
+        self.batch.extend(rest);
+        exit
     }
 
     fn on_command(&mut self, now: Instant, command: Command) {
