@@ -98,6 +98,7 @@ pub(in crate::node) async fn start(
         counters: Counters::default(),
         registered: false,
         known: known_tx,
+        batch: Vec::with_capacity(super::BURST),
     };
     driver.drain();
     tokio::spawn(driver.run(commands, link_events, kill_switch));
@@ -212,9 +213,11 @@ impl Driver {
 
 /// After a graceful stop: refuses the sends still queued (`Shutdown`) and answers the other
 /// commands, so no caller waits on a dropped driver.
-pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: &Driver) {
+pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: &mut Driver) {
     commands.close();
-    while let Ok(command) = commands.try_recv() {
+    let taken = std::mem::take(&mut driver.batch);
+    let queued = std::iter::from_fn(|| commands.try_recv().ok());
+    for command in taken.into_iter().chain(queued) {
         match command {
             Command::Send { accepted, .. } => {
                 let _ = accepted.send(Err(SendError::Shutdown));

@@ -1,26 +1,40 @@
 //! The driver's link table: for each core `LinkId`, the tasks that carry it.
 //!
 //! A dialled link starts with a dial task; once connected (and every accepted link at once) it
-//! has a reader task (socket → [`LinkEvent::Bytes`]) and a writer task (queued `Transmit`s →
-//! socket, batched). All of them report on one bounded channel of [`LinkEvent`]s, each tagged
-//! with its `LinkId`; the core never reuses a link id, so an event of a link the table no
-//! longer holds is stale and ignored. Every task lives in one `JoinSet`: dropping the table
-//! aborts them all, which is how a killed node drops its sockets.
+//! has a writer task (queued `Transmit`s → socket, batched), and the driver reads its socket
+//! itself: the read half waits for readiness in [`Links::next_readable`] (one future per link
+//! in a `FuturesUnordered`), then the driver's burst reads it with `try_read`
+//! ([`Links::read_ready`]) until it would block, and re-arms it — no reader task and no
+//! channel hop per chunk. The tasks report on one bounded channel of [`LinkEvent`]s, each
+//! tagged with its `LinkId`; the core never reuses a link id, so an event of a link the table
+//! no longer holds is stale and ignored. Every task lives in one `JoinSet` and every readiness
+//! wait in the table: dropping the table aborts them all, which is how a killed node drops its
+//! sockets.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
+    future::Future,
     io,
     net::SocketAddr,
+    pin::Pin,
     sync::{Arc, atomic::Ordering},
     time::Duration,
 };
 
 use bytes::{Bytes, BytesMut};
+use futures_util::{
+    StreamExt,
+    future::{AbortHandle, Abortable, Aborted},
+    stream::FuturesUnordered,
+};
 use switchboard_core::ids::{LinkId, NodeId};
 use tokio::{
-    net::{TcpListener, TcpStream, tcp::OwnedWriteHalf},
+    net::{
+        TcpListener, TcpStream,
+        tcp::{OwnedReadHalf, OwnedWriteHalf},
+    },
     sync::mpsc,
-    task::{AbortHandle, JoinSet},
+    task::{self, JoinSet},
 };
 use tracing::{debug, warn};
 
@@ -41,9 +55,7 @@ pub(super) enum LinkEvent {
     Connected(LinkId, TcpStream),
     /// The dial of `LinkId` failed.
     ConnectFailed(LinkId, String),
-    /// Bytes arrived on `LinkId`.
-    Bytes(LinkId, Bytes),
-    /// `LinkId` is gone: end of stream, or a read or write error.
+    /// `LinkId` is gone: a write error.
     Closed(LinkId, String),
 }
 
@@ -85,8 +97,23 @@ struct Entry {
     handed: u64,
     /// Bytes the writer task has written so far.
     written: net::WrittenCounter,
-    reader: Option<AbortHandle>,
-    dial: Option<AbortHandle>,
+    /// The socket's read half while the driver may read it (it was readable and has not
+    /// yet returned `WouldBlock`); `None` while it waits for readiness or before connecting.
+    read: Option<OwnedReadHalf>,
+    /// Cancels the readiness wait holding the read half.
+    read_wait: Option<AbortHandle>,
+    dial: Option<task::AbortHandle>,
+}
+
+/// A read half waiting for readiness; gives it back with its link.
+type ReadWait = Abortable<Pin<Box<dyn Future<Output = (LinkId, OwnedReadHalf)> + Send>>>;
+
+/// What [`Links::read_ready`] read.
+pub(super) enum Read<'a> {
+    /// Bytes arrived on the link.
+    Bytes(LinkId, &'a [u8]),
+    /// The link is gone: end of stream or a read error (the reason).
+    Closed(LinkId, String),
 }
 
 /// The links of one node and their tasks.
@@ -96,7 +123,13 @@ pub(super) struct Links {
     dirty: Vec<LinkId>,
     events: mpsc::Sender<LinkEvent>,
     tasks: JoinSet<()>,
-    accept: Option<AbortHandle>,
+    accept: Option<task::AbortHandle>,
+    /// Read halves waiting for readiness.
+    waits: FuturesUnordered<ReadWait>,
+    /// Links whose read half is readable, in the order they are read (round robin).
+    ready: VecDeque<LinkId>,
+    /// The one buffer every link is read into (the core copies what it keeps).
+    scratch: Vec<u8>,
 }
 
 impl Links {
@@ -107,6 +140,9 @@ impl Links {
             events,
             tasks: JoinSet::new(),
             accept: None,
+            waits: FuturesUnordered::new(),
+            ready: VecDeque::new(),
+            scratch: vec![0; net::READ_CHUNK],
         }
     }
 
@@ -141,11 +177,6 @@ impl Links {
         }
     }
 
-    /// Whether the table holds `link`.
-    pub(super) fn contains(&self, link: LinkId) -> bool {
-        self.entries.contains_key(&link)
-    }
-
     /// Starts dialling `addr` for `link` (the core's `Connect`).
     pub(super) fn dial(&mut self, link: LinkId, peer: NodeId, addr: String) {
         debug!(%link, %peer, %addr, "dialling");
@@ -170,7 +201,8 @@ impl Links {
                 socket: None,
                 handed: 0,
                 written: net::WrittenCounter::default(),
-                reader: None,
+                read: None,
+                read_wait: None,
                 dial: Some(dial),
             },
         );
@@ -207,7 +239,8 @@ impl Links {
                 socket: None,
                 handed: 0,
                 written: net::WrittenCounter::default(),
-                reader: None,
+                read: None,
+                read_wait: None,
                 dial: None,
             },
         );
@@ -236,16 +269,63 @@ impl Links {
         }
         if let Some(entry) = self.entries.get_mut(&link) {
             entry.socket = Some(write);
+            arm(&self.waits, entry, link, read);
         }
-        let reader = self.tasks.spawn(net::read_loop(
-            read,
-            self.events.clone(),
-            move |b| LinkEvent::Bytes(link, b),
-            move |reason| LinkEvent::Closed(link, reason),
-        ));
+    }
+
+    /// Waits until a link's read half is readable (pending forever while none waits; the
+    /// caller then re-polls after its next wake-up). Pass what it returns to
+    /// [`Links::readable`].
+    pub(super) async fn next_readable(&mut self) -> Result<(LinkId, OwnedReadHalf), Aborted> {
+        match self.waits.next().await {
+            Some(woken) => woken,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A read half became readable: [`Links::read_ready`] reads it from now on (dropped when
+    /// the link is gone).
+    pub(super) fn readable(&mut self, woken: Result<(LinkId, OwnedReadHalf), Aborted>) {
+        let Ok((link, read)) = woken else { return };
         if let Some(entry) = self.entries.get_mut(&link) {
-            entry.reader = Some(reader);
+            entry.read_wait = None;
+            entry.read = Some(read);
+            self.ready.push_back(link);
         }
+    }
+
+    /// Whether a readable link waits for [`Links::read_ready`].
+    pub(super) fn reads_pending(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Reads one chunk from the next readable link (round robin). A link that would block goes
+    /// back to waiting for readiness; `None` once no link is readable. After a
+    /// [`Read::Closed`] the caller reports the link gone ([`Links::gone`]).
+    pub(super) fn read_ready(&mut self) -> Option<Read<'_>> {
+        while let Some(link) = self.ready.pop_front() {
+            let Some(entry) = self.entries.get_mut(&link) else {
+                continue;
+            };
+            let Some(read) = entry.read.as_ref() else {
+                continue;
+            };
+            match read.try_read(&mut self.scratch) {
+                Ok(0) => return Some(Read::Closed(link, String::from("end of stream"))),
+                Ok(n) => {
+                    self.ready.push_back(link);
+                    return Some(Read::Bytes(link, &self.scratch[..n]));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Some(read) = entry.read.take() {
+                        arm(&self.waits, entry, link, read);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.ready.push_front(link),
+                Err(e) => return Some(Read::Closed(link, e.to_string())),
+            }
+        }
+        None
     }
 
     /// Adds `bytes` to what `link` writes at the next [`Links::flush`] (dropped for an
@@ -279,7 +359,7 @@ impl Links {
         }
     }
 
-    /// The core closed `link`: the writer flushes what is queued, then closes; the reader and
+    /// The core closed `link`: the writer flushes what is queued, then closes; reading and
     /// any dial stop.
     pub(super) fn close(&mut self, link: LinkId) {
         if let Some(mut entry) = self.entries.remove(&link) {
@@ -363,11 +443,24 @@ fn push_out(entry: &mut Entry) {
     let _ = entry.writer.send(chunk);
 }
 
-/// Stops a link's reader and dial; dropping the entry drops the writer's queue, so the writer
-/// ends after writing what it holds.
+/// Puts `read` to wait for readiness; `entry` keeps the handle that cancels the wait.
+fn arm(waits: &FuturesUnordered<ReadWait>, entry: &mut Entry, link: LinkId, read: OwnedReadHalf) {
+    let (handle, registration) = AbortHandle::new_pair();
+    let wait: Pin<Box<dyn Future<Output = (LinkId, OwnedReadHalf)> + Send>> =
+        Box::pin(async move {
+            // A readiness error shows again on the read, which reports it.
+            let _ = read.readable().await;
+            (link, read)
+        });
+    waits.push(Abortable::new(wait, registration));
+    entry.read_wait = Some(handle);
+}
+
+/// Stops a link's reading and dial (dropping its read half); dropping the entry drops the
+/// writer's queue, so the writer ends after writing what it holds.
 fn stop(entry: Entry) {
-    if let Some(reader) = entry.reader {
-        reader.abort();
+    if let Some(wait) = entry.read_wait {
+        wait.abort();
     }
     if let Some(dial) = entry.dial {
         dial.abort();

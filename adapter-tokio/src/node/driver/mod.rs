@@ -11,7 +11,7 @@
 //! future, `Event` → counters and logs. No routing decision is taken here.
 //!
 //! Backpressure: while the inbox is full, received messages wait in a local queue and the
-//! loop stops taking link events, so the link readers stop and the peers' TCP windows close.
+//! loop stops reading sockets and taking link events, so the peers' TCP windows close.
 //! Writers are unbounded queues; what a node transmits is bounded by the core (each sender's
 //! pending and unacknowledged messages per target count against its queue limits), and a peer
 //! that stops reading is closed by the core's heartbeat.
@@ -29,6 +29,7 @@ pub(super) use lifecycle::start;
 use std::{
     collections::{HashMap, VecDeque},
     sync::Arc,
+    task::{Context, Poll, Waker},
     time::Duration,
 };
 
@@ -45,7 +46,7 @@ use tracing::{debug, info, warn};
 use self::{
     accounting::Counters,
     lifecycle::answer_after_stop,
-    links::{LinkEvent, Links},
+    links::{LinkEvent, Links, Read},
 };
 use super::{Command, OutcomeReceiver, Received};
 use crate::{
@@ -60,6 +61,9 @@ type PendingMap = HashMap<MsgId, Waiter, foldhash::fast::FixedState>;
 
 /// Ready commands and link events handled per wake-up before the loop waits again.
 const BURST: usize = 256;
+/// Below this much room in the inbox, a burst hands what each socket read delivers to the
+/// inbox at once instead of at the end of the burst (a read may hold thousands of messages).
+const LOW_INBOX_ROOM: usize = 4096;
 /// How long a graceful shutdown waits for the registry backend to unregister.
 const UNREGISTER_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long a graceful shutdown waits for the link writers to flush.
@@ -81,6 +85,8 @@ struct Driver {
     counters: Counters,
     registered: bool,
     known: watch::Sender<Known>,
+    /// Commands taken from the queue at once; after a shutdown, those that came after it.
+    batch: Vec<Command>,
 }
 
 /// Who waits for an accepted message's outcome.
@@ -128,18 +134,24 @@ impl Driver {
             let inbox_blocked = !self.overflow.is_empty();
             tokio::select! {
                 () = kill_switch.notified() => break Exit::Killed,
-                command = commands.recv() => match command {
-                    Some(Command::Shutdown(done)) => break Exit::Shutdown(Some(done)),
-                    Some(command) => {
-                        let now = self.clock.now();
-                        self.on_command(now, command);
+                taken = commands.recv_many(&mut self.batch, BURST) => {
+                    if taken == 0 {
+                        break Exit::Shutdown(None);
                     }
-                    None => break Exit::Shutdown(None),
-                },
+                    let now = self.clock.now();
+                    if let Some(exit) = self.on_batch(now) {
+                        self.drain();
+                        break exit;
+                    }
+                }
                 Some(event) = link_events.recv(), if !inbox_blocked => {
                     let now = self.clock.now();
                     self.on_link_event(now, event);
                 }
+                woken = self.links.next_readable(), if !inbox_blocked => self.links.readable(woken),
+                // The last burst stopped with sockets still readable: read on after letting
+                // other tasks run.
+                () = tokio::task::yield_now(), if !inbox_blocked && self.links.reads_pending() => {}
                 event = feed_recv(&mut self.feed) => self.on_feed_event(event),
                 room = inbox_room(&self.inbox), if inbox_blocked => {
                     if room {
@@ -167,7 +179,7 @@ impl Driver {
             }
             Exit::Shutdown(done) => {
                 self.shutdown().await;
-                answer_after_stop(&mut commands, &self);
+                answer_after_stop(&mut commands, &mut self);
                 if let Some(done) = done {
                     let _ = done.send(());
                 }
@@ -188,16 +200,26 @@ impl Driver {
         let now = self.clock.now();
         for _ in 0..BURST {
             let mut progressed = false;
-            if let Ok(command) = commands.try_recv() {
-                if let Command::Shutdown(done) = command {
-                    return Some(Exit::Shutdown(Some(done)));
+            // Takes every waiting command at once (one permit release for all of them). The
+            // no-op waker is fine: the loop polls `recv_many` again before it sleeps.
+            let mut context = Context::from_waker(Waker::noop());
+            if let Poll::Ready(taken) =
+                commands.poll_recv_many(&mut context, &mut self.batch, BURST)
+            {
+                if taken == 0 {
+                    return Some(Exit::Shutdown(None));
                 }
-                self.on_command(now, command);
+                if let Some(exit) = self.on_batch(now) {
+                    return Some(exit);
+                }
                 progressed = true;
             }
             if self.overflow.is_empty() {
                 if let Ok(event) = link_events.try_recv() {
                     self.on_link_event(now, event);
+                    progressed = true;
+                }
+                if self.read_one(now) {
                     progressed = true;
                 }
             }
@@ -206,6 +228,46 @@ impl Driver {
             }
         }
         None
+    }
+
+    /// Reads one chunk from a readable link into the core (or reports the link gone);
+    /// `false` when no link is readable.
+    fn read_one(&mut self, now: Instant) -> bool {
+        match self.links.read_ready() {
+            None => false,
+            Some(Read::Bytes(link, bytes)) => {
+                self.node.handle_received(now, link, bytes);
+                if self.inbox.capacity() < LOW_INBOX_ROOM {
+                    // What this read delivers may fill the inbox: deliver it now, so the
+                    // burst stops reading as soon as messages have to wait.
+                    self.drain();
+                }
+                true
+            }
+            Some(Read::Closed(link, reason)) => {
+                self.on_link_event(now, LinkEvent::Closed(link, reason));
+                true
+            }
+        }
+    }
+
+    /// Handles the commands in `self.batch` in order; a shutdown ends it, leaving the commands
+    /// after it in the batch (answered once the node stopped).
+    fn on_batch(&mut self, now: Instant) -> Option<Exit> {
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut commands = batch.drain(..);
+        let mut exit = None;
+        for command in commands.by_ref() {
+            if let Command::Shutdown(done) = command {
+                exit = Some(Exit::Shutdown(Some(done)));
+                break;
+            }
+            self.on_command(now, command);
+        }
+        let rest: Vec<Command> = commands.collect();
+        self.batch = batch;
+        self.batch.extend(rest);
+        exit
     }
 
     fn on_command(&mut self, now: Instant, command: Command) {
@@ -322,11 +384,6 @@ impl Driver {
                     debug!(%link, %reason, "dial failed");
                     self.counters.dial_failed();
                     self.node.handle_connect_failed(now, link);
-                }
-            }
-            LinkEvent::Bytes(link, bytes) => {
-                if self.links.contains(link) {
-                    self.node.handle_received(now, link, &bytes);
                 }
             }
             LinkEvent::Closed(link, reason) => {
