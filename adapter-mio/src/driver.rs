@@ -13,6 +13,7 @@ use std::{io, time::Duration};
 
 use mio::{Token, event::Event as Readiness, net::TcpStream};
 use switchboard_core::{
+    discovery::address::tcp_socket_addr,
     ids::LinkId,
     node::Output,
     registry::client::ClientOutput,
@@ -21,7 +22,6 @@ use switchboard_core::{
 
 use crate::{
     conn::{Chunk, Conn, DialCheck, State},
-    net,
     node::{AppEvent, Closing, LISTENER, MioNode},
 };
 
@@ -387,7 +387,7 @@ impl MioNode {
     /// reported failed at once.
     fn dial_link(&mut self, now: Instant, link: LinkId, addr: &str) {
         let deadline = now.saturating_add(CONNECT_TIMEOUT);
-        let started = net::dial_target(addr)
+        let started = tcp_socket_addr(addr)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))
             .and_then(TcpStream::connect)
             .and_then(|s| Conn::dialing(self.poll.registry(), s, link_token(link), deadline));

@@ -68,7 +68,7 @@
 pub mod clock;
 mod conn;
 mod driver;
-pub mod net;
+mod net;
 mod node;
 
 pub use conn::MAX_OUT_BUFFER;

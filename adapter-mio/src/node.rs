@@ -18,7 +18,7 @@ use bytes::Bytes;
 use mio::{Events, Interest, Poll, Token, net::TcpListener};
 use switchboard_core::{
     config::{Config, ConfigError},
-    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
+    discovery::address::published_tcp_address,
     ids::{LinkId, MsgId, NodeId},
     node::{Event, Node, SendError, Target},
     outcome::Outcome,
@@ -168,7 +168,7 @@ impl MioNode {
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(io_error)?;
         if config.listen.is_empty() {
-            config.listen = vec![net::published_address(local_addr)];
+            config.listen = vec![published_tcp_address(local_addr)];
         }
         if config.pid == 0 {
             config.pid = i64::from(std::process::id());
@@ -181,8 +181,8 @@ impl MioNode {
         let node = Node::new(config, clock.now())?;
         let registry = registry.map(|addr| {
             let mut client_config = ClientConfig::new(
-                discovery_of(&node),
-                Some(topology_of(&node)),
+                node.config().discovery_info(),
+                Some(node.config().topology_info(node.config().upstream)),
                 node.incarnation(),
             );
             client_config.seed = node.incarnation();
@@ -306,37 +306,5 @@ impl MioNode {
             closing.conn.deregister(self.poll.registry());
         }
         Ok(())
-    }
-}
-
-/// The discovery record a node publishes: identity, listen addresses, host, pid, and its
-/// labels as metadata labels (so filters can select on them).
-fn discovery_of(node: &Node) -> DiscoveryInfo {
-    let config = node.config();
-    let mut info = DiscoveryInfo {
-        id: config.id,
-        name: config.name.clone(),
-        hostname: config.hostname.clone(),
-        pid: i32::try_from(config.pid).unwrap_or(0),
-        listen: config.listen.clone(),
-        ..DiscoveryInfo::default()
-    };
-    info.metadata.labels = config.labels.clone();
-    info
-}
-
-/// The topology record of a node: its configured upstream and labels.
-fn topology_of(node: &Node) -> TopologyInfo {
-    let config = node.config();
-    TopologyInfo {
-        id: config.id,
-        name: config.name.clone(),
-        hostname: config.hostname.clone(),
-        pid: i32::try_from(config.pid).unwrap_or(0),
-        upstream_id: config.upstream,
-        data: TopologyData {
-            label: config.labels.clone(),
-        },
-        ..TopologyInfo::default()
     }
 }

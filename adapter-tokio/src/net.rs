@@ -16,6 +16,7 @@ use std::{
 };
 
 use bytes::{Bytes, BytesMut};
+use switchboard_core::discovery::address::tcp_host_port;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{
@@ -71,14 +72,15 @@ fn try_bind(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.listen(BACKLOG)
 }
 
-/// Dials `addr` (`host:port`, optionally behind a scheme, see [`dial_target`]) within
+/// Dials `addr` (`host:port`, optionally behind a scheme, see
+/// [`tcp_host_port`]) within
 /// [`CONNECT_TIMEOUT`], with `TCP_NODELAY` set.
 ///
 /// # Errors
 ///
 /// An unparsable address, a refused or unreachable peer, or the timeout.
 pub(crate) async fn dial(addr: &str) -> io::Result<TcpStream> {
-    let target = dial_target(addr).ok_or_else(|| {
+    let target = tcp_host_port(addr).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("not a TCP address: {addr:?}"),
@@ -89,39 +91,6 @@ pub(crate) async fn dial(addr: &str) -> io::Result<TcpStream> {
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
     stream.set_nodelay(true)?;
     Ok(stream)
-}
-
-/// The `host:port` part of a published address: `atcp://h:p`, `tcp://h:p`, `ipv4://h:p`,
-/// `ipv6://[h]:p` or a bare `h:p`. `None` for other schemes (`unix://`, `shm://`, ...) and
-/// for an address without a port.
-#[must_use]
-pub(crate) fn dial_target(addr: &str) -> Option<&str> {
-    let rest = match addr.split_once("://") {
-        Some((scheme, rest)) => {
-            let scheme = scheme.to_ascii_lowercase();
-            if !matches!(scheme.as_str(), "atcp" | "tcp" | "ipv4" | "ipv6") {
-                return None;
-            }
-            rest
-        }
-        None => addr,
-    };
-    let rest = rest.trim_end_matches('/');
-    let (host, port) = rest.rsplit_once(':')?;
-    (!host.is_empty() && port.parse::<u16>().is_ok()).then_some(rest)
-}
-
-/// The address a node publishes for a listener bound at `bound`: `atcp://ip:port`, with an
-/// unspecified ip (`0.0.0.0`, `::`) replaced by loopback (a node listening everywhere is at
-/// least reachable from its own host; set `Config::listen` to publish another address).
-#[must_use]
-pub(crate) fn published_address(bound: SocketAddr) -> String {
-    let ip = match bound.ip() {
-        std::net::IpAddr::V4(v4) if v4.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
-        std::net::IpAddr::V6(v6) if v6.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
-        ip => ip,
-    };
-    format!("atcp://{}", SocketAddr::new(ip, bound.port()))
 }
 
 /// Sleeps until `deadline`, or forever when there is none (a `select!` branch for a driver's
@@ -267,22 +236,6 @@ async fn write_all_shared(write: &OwnedWriteHalf, mut buf: &[u8]) -> io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn published_addresses_parse_back_to_their_socket_address() {
-        let bound: SocketAddr = "0.0.0.0:4100".parse().expect("literal");
-        assert_eq!(published_address(bound), "atcp://127.0.0.1:4100");
-        let bound: SocketAddr = "[::]:4100".parse().expect("literal");
-        assert_eq!(published_address(bound), "atcp://[::1]:4100");
-        assert_eq!(dial_target("atcp://127.0.0.1:4100"), Some("127.0.0.1:4100"));
-        assert_eq!(dial_target("atcp://[::1]:4100"), Some("[::1]:4100"));
-        assert_eq!(dial_target("TCP://host-a:80/"), Some("host-a:80"));
-        assert_eq!(dial_target("10.0.0.1:21902"), Some("10.0.0.1:21902"));
-        assert_eq!(dial_target("unix:///tmp/a.sock"), None);
-        assert_eq!(dial_target("atcp://127.0.0.1"), None);
-        assert_eq!(dial_target("atcp://:80"), None);
-        assert_eq!(dial_target("atcp://h:99999"), None);
-    }
 
     #[test]
     fn entropy_differs_between_calls() {

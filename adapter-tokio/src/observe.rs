@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use switchboard_core::{
     ids::NodeId,
     node::SendError,
@@ -119,7 +119,7 @@ impl Known {
 }
 
 /// One endpoint (a known target with a pending queue) in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EndpointStatus {
     /// The target node.
     pub id: u64,
@@ -132,7 +132,7 @@ pub struct EndpointStatus {
 }
 
 /// One route record in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RouteStatus {
     /// The target node.
     pub target: u64,
@@ -145,7 +145,7 @@ pub struct RouteStatus {
 }
 
 /// One link in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkStatus {
     /// The core's link id.
     pub link: u64,
@@ -158,7 +158,7 @@ pub struct LinkStatus {
 }
 
 /// A point-in-time view of one node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
     /// Node id.
     pub id: u64,

@@ -16,7 +16,12 @@
 
 use alloc::{collections::BTreeMap, string::String, vec::Vec};
 
-use crate::{ids::NodeId, time::Duration, topology::TopologyPolicy};
+use crate::{
+    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
+    ids::NodeId,
+    time::Duration,
+    topology::TopologyPolicy,
+};
 
 /// Everything the connection manager and its parts are configured with.
 ///
@@ -131,6 +136,40 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The discovery record this node publishes: id, name, host, pid, listen addresses, and
+    /// its labels as metadata labels (so filters select on them). What a registry backend
+    /// registers; the revision is the registry's to set.
+    #[must_use]
+    pub fn discovery_info(&self) -> DiscoveryInfo {
+        let mut info = DiscoveryInfo {
+            id: self.id,
+            name: self.name.clone(),
+            hostname: self.hostname.clone(),
+            pid: i32::try_from(self.pid).unwrap_or(0),
+            listen: self.listen.clone(),
+            ..DiscoveryInfo::default()
+        };
+        info.metadata.labels = self.labels.clone();
+        info
+    }
+
+    /// The topology record this node publishes with `upstream` as its upstream (the configured
+    /// one at start, another after an upstream switch): id, name, host, pid, labels.
+    #[must_use]
+    pub fn topology_info(&self, upstream: NodeId) -> TopologyInfo {
+        TopologyInfo {
+            id: self.id,
+            name: self.name.clone(),
+            hostname: self.hostname.clone(),
+            pid: i32::try_from(self.pid).unwrap_or(0),
+            upstream_id: upstream,
+            data: TopologyData {
+                label: self.labels.clone(),
+            },
+            ..TopologyInfo::default()
+        }
+    }
+
     /// The defaults with this node's identity filled in.
     #[must_use]
     pub fn new(id: NodeId, name: impl Into<String>) -> Config {
@@ -265,6 +304,41 @@ mod tests {
 
     fn valid() -> Config {
         Config::new(NodeId(0x101), "gate-1")
+    }
+
+    #[test]
+    fn the_published_records_carry_the_node_identity_labels_and_upstream() {
+        let mut c = valid();
+        c.hostname = "host-a".to_string();
+        c.pid = 4242;
+        c.listen = alloc::vec!["atcp://127.0.0.1:4100".to_string()];
+        c.labels.insert("role".to_string(), "leaf".to_string());
+        let d = c.discovery_info();
+        assert_eq!(
+            (d.id, d.name.as_str(), d.hostname.as_str(), d.pid),
+            (NodeId(0x101), "gate-1", "host-a", 4242)
+        );
+        assert_eq!(d.listen, c.listen);
+        assert_eq!(d.metadata.labels, c.labels);
+        assert_eq!(d.revision, 0);
+        let t = c.topology_info(NodeId(0x10));
+        assert_eq!(
+            (
+                t.id,
+                t.name.as_str(),
+                t.hostname.as_str(),
+                t.pid,
+                t.upstream_id
+            ),
+            (NodeId(0x101), "gate-1", "host-a", 4242, NodeId(0x10))
+        );
+        assert_eq!(t.data.label, c.labels);
+        c.pid = i64::from(i32::MAX) + 1;
+        assert_eq!(
+            c.discovery_info().pid,
+            0,
+            "a pid out of the record's range is left out"
+        );
     }
 
     #[test]

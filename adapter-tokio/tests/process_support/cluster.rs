@@ -7,8 +7,6 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use serde::Deserialize;
-
 use super::{
     Proc,
     http::{Sample, counter, get_ok, http_get, parse_prometheus},
@@ -309,69 +307,8 @@ impl Node {
     }
 }
 
-/// `/status` of a node (the fields the tests read; others are ignored).
-#[derive(Clone, Debug, Deserialize)]
-pub struct NodeStatus {
-    /// Node id.
-    pub id: u64,
-    /// Node name.
-    pub name: String,
-    /// This life's incarnation.
-    pub incarnation: u64,
-    /// The listen address.
-    pub listen: String,
-    /// The upstream, 0 = none.
-    pub upstream: u64,
-    /// Registered with the registry.
-    pub registered: bool,
-    /// Nodes in the discovery set.
-    pub known_nodes: usize,
-    /// Endpoints.
-    pub endpoints: Vec<EndpointStatus>,
-    /// Route records.
-    pub routes: Vec<RouteStatus>,
-    /// Links.
-    pub links: Vec<LinkStatus>,
-}
-
-/// One endpoint in `/status`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct EndpointStatus {
-    /// Target node.
-    pub id: u64,
-    /// Its name, if known.
-    pub name: Option<String>,
-    /// Queued messages.
-    pub pending: u64,
-    /// Transmitted, not yet acknowledged.
-    pub unacked: u64,
-}
-
-/// One route record in `/status`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct RouteStatus {
-    /// Target node.
-    pub target: u64,
-    /// Flag names.
-    pub flags: Vec<String>,
-    /// The hop it routes through, `None` = direct.
-    pub proxy: Option<u64>,
-    /// Reconnect attempts since the last reset.
-    pub retry_count: u32,
-}
-
-/// One link in `/status`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct LinkStatus {
-    /// The core's link id.
-    pub link: u64,
-    /// The peer, once known.
-    pub peer: Option<u64>,
-    /// `connecting`, `handshaking` or `up`.
-    pub state: String,
-    /// Dialled by this node.
-    pub outbound: bool,
-}
+/// `/status` of a node, parsed into the library's own types (it serves what they serialize).
+pub use switchboard_tokio::observe::Status as NodeStatus;
 
 pub(super) fn args<const N: usize>(items: [&str; N]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()

@@ -7,6 +7,7 @@
 //! them by revision and reports each effect as an [`Applied`] so the hash rings built on top
 //! of it can be maintained incrementally. [`Filter`]s select nodes by their [`Metadata`].
 
+pub mod address;
 mod info;
 mod json;
 mod metadata;

@@ -4,8 +4,7 @@
 use std::{collections::VecDeque, sync::Arc};
 
 use switchboard_core::{
-    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
-    ids::NodeId,
+    discovery::address::published_tcp_address,
     node::{Node, SendError},
 };
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -45,7 +44,7 @@ pub(in crate::node) async fn start(
     let listener = net::bind_listener(listen).await.map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
     if config.listen.is_empty() {
-        config.listen = vec![net::published_address(local_addr)];
+        config.listen = vec![published_tcp_address(local_addr)];
     }
     if config.pid == 0 {
         config.pid = i64::from(std::process::id());
@@ -57,9 +56,9 @@ pub(in crate::node) async fn start(
     config.rng_seed ^= net::entropy();
     let clock = Clock::start();
     let node = Node::new(config, clock.now())?;
-    let topology = topology_of(&node, node.config().upstream);
+    let topology = node.config().topology_info(node.config().upstream);
     let registration = Registration {
-        discovery: discovery_of(&node),
+        discovery: node.config().discovery_info(),
         topology: topology.clone(),
         incarnation: node.incarnation(),
     };
@@ -122,38 +121,6 @@ fn start_backend(
         }
         #[cfg(not(feature = "etcd"))]
         RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
-    }
-}
-
-/// The discovery record a node publishes: identity, listen addresses, host, pid, and its
-/// labels as metadata labels (so filters can select on them).
-fn discovery_of(node: &Node) -> DiscoveryInfo {
-    let config = node.config();
-    let mut info = DiscoveryInfo {
-        id: config.id,
-        name: config.name.clone(),
-        hostname: config.hostname.clone(),
-        pid: i32::try_from(config.pid).unwrap_or(0),
-        listen: config.listen.clone(),
-        ..DiscoveryInfo::default()
-    };
-    info.metadata.labels = config.labels.clone();
-    info
-}
-
-/// The topology record of a node with `upstream`.
-fn topology_of(node: &Node, upstream: NodeId) -> TopologyInfo {
-    let config = node.config();
-    TopologyInfo {
-        id: config.id,
-        name: config.name.clone(),
-        hostname: config.hostname.clone(),
-        pid: i32::try_from(config.pid).unwrap_or(0),
-        upstream_id: upstream,
-        data: TopologyData {
-            label: config.labels.clone(),
-        },
-        ..TopologyInfo::default()
     }
 }
 
