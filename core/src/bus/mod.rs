@@ -12,4 +12,5 @@
 
 pub mod handshake;
 pub mod heartbeat;
+pub mod links;
 pub mod stream;
