@@ -82,19 +82,16 @@
 //!
 //! A link is a reliable, ordered byte stream to one peer, speaking [`crate::wire`]. The node
 //! asks for links with [`Output::Connect`]; the driver reports `handle_connected` /
-//! `handle_connect_failed`, and inbound connections with `handle_accepted`. The dialler sends
-//! `Hello` (id, name, [incarnation](Node::incarnation), protocol versions, cluster-token
-//! proof); the acceptor judges it ([`crate::bus::handshake`]) and answers `HelloAck` —
-//! accepted, or refused with a reason and closed: no common version, wrong cluster token, an
-//! invalid id, or an id already live on another link with a *different* incarnation (the same
-//! incarnation is a parallel or redialled link; the lowest link id carries traffic). A dialled
-//! peer whose `HelloAck` names another id than dialled is closed. Only then is the link *up*
-//! and counted by the connector. A peer seen with a new incarnation restarted
-//! ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split; a
-//! malformed frame or an oversized length closes the link with an [`Event::LinkRejected`] —
-//! nothing from a peer can panic the node. A link silent for `heartbeat_interval` gets a
-//! `Ping`; after `heartbeat_dead_after` unanswered pings and one more silent interval it is
-//! closed ([`LinkError::HeartbeatTimeout`]) — [`crate::bus::heartbeat`].
+//! `handle_connect_failed`, and inbound connections with `handle_accepted`. Everything that
+//! concerns one link — the `Hello`/`HelloAck` exchange and its refusals, heartbeats, the
+//! frame reader, delivery of this node's messages with coalesced acks, relaying — is the link
+//! machine's ([`crate::bus::links`], whose docs have the rules); the node composes what it
+//! hands back with the connector (link states, the hop of a relayed frame) and the send
+//! streams (acks, refusals, a peer's incarnation). A peer seen with a new incarnation
+//! restarted ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split,
+//! as owned [`Bytes`](bytes::Bytes): payloads are handed on as slices of them. A malformed
+//! frame or an oversized length closes the link with an [`Event::LinkRejected`] — nothing
+//! from a peer can panic the node.
 //!
 //! # Sending, acknowledgements, outcomes
 //!
