@@ -1,7 +1,8 @@
 //! tokio driver for [`switchboard_core`].
 //!
-//! This crate binds the sans-IO core to tokio: one task drives a core `Node` ([`node`]), per
-//! link reader and writer tasks move bytes over TCP, and the embedded registry server and
+//! This crate binds the sans-IO core to tokio: one task drives a core `Node` ([`node`]) and
+//! reads every link's socket itself (each read handed to the core as it is, without a copy),
+//! per-link writer tasks take only what would block, and the embedded registry server and
 //! client ([`registry`]) feed the core's registry input through one contract
 //! ([`registry::feed`]) that the etcd backend (feature `etcd`) speaks too. The admin HTTP
 //! endpoint (`admin`, feature `admin`) serves a node's metrics and status. The `switchboard`
