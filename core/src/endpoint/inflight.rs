@@ -31,17 +31,17 @@
 //! have arrived — the receiver would wait for the missing one for ever — and the next
 //! message (or the ones that provably never arrived, below) starts a fresh stream.
 //!
-//! **Giving up** ([`give_up`](super::give_up)): a message with no copy that may have arrived
-//! (its transmissions are 0: never sent since it moved to a fresh stream, or every copy
-//! refused by a relay with `Unreachable`,
-//! [`EndpointTable::on_refused`](super::EndpointTable::on_refused)) provably never arrived,
-//! nor did anything after it (receivers deliver in order). A stream given up ends the
-//! messages before the first such message `Unknown(reason)`, that one and the rest
-//! `Failed(reason)`. At a deadline the reason is `NoRoute` when a relay refused one of the
-//! stream's frames since its last (re)transmission (the last thing that happened to it was a
-//! refusal), else `Timeout`; of the messages that provably never arrived only the due ones
-//! end, and the others move, in order, onto a fresh stream (as first transmissions) and keep
-//! their own deadlines.
+//! **Giving up** ([`EndpointTable::give_up`](super::EndpointTable::give_up),
+//! [`EndpointTable::expire_unacked`](super::EndpointTable::expire_unacked)): a message with no copy
+//! that may have arrived (its transmissions are 0: never sent since it moved to a fresh stream, or
+//! every copy refused by a relay with `Unreachable`,
+//! [`EndpointTable::on_refused`](super::EndpointTable::on_refused)) provably never arrived, nor did
+//! anything after it (receivers deliver in order). A stream given up ends the messages before the
+//! first such message `Unknown(reason)`, that one and the rest `Failed(reason)`. At a deadline the
+//! reason is `NoRoute` when a relay refused one of the stream's frames since its last
+//! (re)transmission (the last thing that happened to it was a refusal), else `Timeout`; of the
+//! messages that provably never arrived only the due ones end, and the others move, in order, onto
+//! a fresh stream (as first transmissions) and keep their own deadlines.
 
 use alloc::collections::VecDeque;
 

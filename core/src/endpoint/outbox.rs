@@ -71,7 +71,8 @@ impl DataRoute<'_> {
 }
 
 /// The messages accepted for one target: queued, then in flight until acknowledged or given
-/// up. See the [module docs](self).
+/// up. The count and byte limits hold over both halves together; the
+/// [`EndpointTable`](super::EndpointTable) drives it.
 #[derive(Clone, Debug)]
 pub struct Outbox {
     pub(super) queue: PendingQueue,

@@ -404,11 +404,15 @@ impl EndpointTable {
         )
     }
 
-    /// Handles everything due at `now` in one call: in deadline order (ties by key), each due
-    /// endpoint first fails its expired messages with `Failed(Timeout)`, then, if its GC is
-    /// due, is removed with its remaining messages failed as `Failed(TargetGone)`.
+    /// Handles every queued-message and GC deadline due at `now` in one call: in deadline
+    /// order (ties by key), each due endpoint first fails its expired queued messages with
+    /// `Failed(Timeout)`, then, if its GC is due, is removed with its remaining messages failed
+    /// as `Failed(TargetGone)` (anything still in flight, which a node never has without a
+    /// handle, is given up for `TargetGone`). In-flight deadlines and retransmissions are
+    /// [`expire_unacked`](Self::expire_unacked) and [`due_retransmits`](Self::due_retransmits).
     ///
-    /// Spurious calls (nothing due) do nothing. Afterwards `next_deadline() > now`.
+    /// Spurious calls (nothing due) do nothing. Afterwards no queued-message or GC deadline is
+    /// `<= now`.
     pub fn handle_timeout<S: OutcomeSink + ?Sized>(
         &mut self,
         now: Instant,
