@@ -1,5 +1,5 @@
 //! The endpoint table: every endpoint behind a generational key, looked up by id then name,
-//! with one deadline index over all of them.
+//! with the deadlines of all their outboxes in keyed timer queues.
 
 use alloc::{string::String, vec::Vec};
 use core::hash::BuildHasher;
@@ -50,9 +50,9 @@ pub(super) struct Slot {
 ///
 /// Endpoints are addressed by [`Key`]s; a key whose endpoint was removed or collected returns
 /// `None` (or a `TargetGone` rejection) everywhere, even after its slot is reused. The table
-/// indexes endpoints by id and by name. Mutations go through table methods so the deadline
-/// index stays exact: [`next_deadline`](Self::next_deadline) is always the earliest message
-/// or GC deadline of any endpoint.
+/// indexes endpoints by id and by name. Mutations go through table methods so the deadlines
+/// stay exact: [`next_deadline`](Self::next_deadline) is always the earliest deadline of any
+/// endpoint.
 ///
 /// Every deadline of every endpoint lives in a [`TimerQueue`] keyed by endpoint: one for
 /// the earliest queued-message or GC deadline, one each for the oldest in-flight message's
