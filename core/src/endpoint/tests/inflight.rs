@@ -9,7 +9,7 @@ use crate::{
     bus::stream::{make_seq, seq_counter, seq_tag},
     endpoint::{EndpointSettings, EndpointTable, OutboxSink, QueueLimits, Refusal, Reset},
     ids::{LinkId, MsgId, NodeId},
-    outcome::{FailReason, MessageOutcome, Outcome},
+    outcome::{FailReason, MessageOutcome, Outcome, OutcomeSink},
     rng::Rng,
     time::{Duration, Instant},
 };
@@ -507,4 +507,122 @@ fn a_reset_moves_messages_first_sent_after_the_new_incarnation_started() {
         ),
         Reset::Abandoned(1)
     );
+}
+
+#[test]
+fn in_flight_deadlines_of_many_targets_come_from_the_timer_queues_and_fire_by_target_id() {
+    let mut s = streams();
+    // Target 5's oldest message is sent first, target 3's later: both due at 8.5 s.
+    push(&mut s, 5, 1, 100);
+    push(&mut s, 3, 2, 500);
+    push(&mut s, 5, 3, 500);
+    push(&mut s, 4, 4, 2_000);
+    // Earliest of everything: target 5's retransmission (0.1 s + 2 s).
+    assert_eq!(s.next_deadline(), Some(Instant::from_millis(2_100)));
+    assert_eq!(
+        s.due_retransmits(Instant::from_millis(2_500)),
+        [NodeId(3), NodeId(5)]
+    );
+    mark_retransmitted(&mut s, NodeId(5), Instant::from_millis(2_500));
+    s.touch(NodeId(3), Instant::from_millis(2_500));
+    assert_eq!(s.next_deadline(), Some(Instant::from_millis(4_000)));
+    assert_eq!(s.due_retransmits(Instant::from_millis(4_000)), [NodeId(4)]);
+    s.touch(NodeId(4), Instant::from_millis(4_000));
+    // Acknowledging target 5's first message moves its deadline to the next one's.
+    let first = s.unacked(NodeId(5)).next().unwrap().seq;
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    assert_eq!(s.on_ack(NodeId(5), first, 9, &mut out), 1);
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    for at in [4_500, 6_500] {
+        s.touch(NodeId(3), Instant::from_millis(at));
+        s.touch(NodeId(4), Instant::from_millis(at));
+        s.touch(NodeId(5), Instant::from_millis(at));
+    }
+    assert_eq!(s.next_deadline(), Some(Instant::from_millis(8_500)));
+    assert_eq!(s.expire_unacked(Instant::from_millis(8_499), &mut out), []);
+    assert_eq!(
+        s.expire_unacked(Instant::from_millis(8_500), &mut out),
+        [NodeId(3), NodeId(5)]
+    );
+    let unknown = Outcome::Unknown(FailReason::Timeout);
+    assert_eq!(msgs(&out), [(2, unknown), (3, unknown)]);
+    assert_eq!(s.next_deadline(), Some(Instant::from_millis(8_500)));
+    assert_eq!(s.due_retransmits(Instant::from_millis(8_500)), [NodeId(4)]);
+}
+
+#[test]
+fn removing_an_endpoint_gives_up_what_it_has_in_flight_and_its_timers() {
+    let mut s = streams();
+    let a = push(&mut s, 2, 1, 0);
+    push(&mut s, 2, 2, 0);
+    s.on_refused(NodeId(2), make_seq(seq_tag(a), 2));
+    let key = s.find_by_id(NodeId(2)).unwrap();
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    assert!(s.remove(key, FailReason::TargetGone, &mut out).is_some());
+    assert_eq!(
+        msgs(&out),
+        [
+            (1, Outcome::Unknown(FailReason::TargetGone)),
+            (2, Outcome::Failed(FailReason::TargetGone))
+        ]
+    );
+    assert_eq!(s.next_deadline(), None);
+    assert_eq!(s.unacked(NodeId(2)).len(), 0);
+}
+
+/// The node's flush through the outbox: at most `budget` queued messages per call go into
+/// flight; the rest is an unfinished flush, due at once and continued by `due_flushes`.
+#[test]
+fn an_outbox_flush_stopped_by_its_budget_is_due_at_once_and_continues_in_order() {
+    /// Frames counted, outcomes kept.
+    #[derive(Default)]
+    struct Sink(usize, Vec<MessageOutcome>);
+    impl OutcomeSink for Sink {
+        fn emit(&mut self, msg: MsgId, outcome: Outcome) {
+            self.1.push(MessageOutcome { msg, outcome });
+        }
+    }
+    impl OutboxSink for Sink {
+        fn transmit(&mut self, _link: LinkId, _frame: &[u8]) {
+            self.0 += 1;
+        }
+    }
+    let settings = EndpointSettings {
+        limits: QueueLimits::UNLIMITED,
+        message_timeout: Duration::from_secs(8),
+        gc_timeout: Duration::from_secs(60),
+    };
+    let mut table =
+        EndpointTable::for_node(settings, NodeId(1), Rng::new(1), Duration::from_secs(2));
+    let key = table
+        .get_or_create(NodeId(2), "", Instant::from_millis(0))
+        .unwrap();
+    table.attach_handle(key);
+    let mut sink = Sink::default();
+    for id in 1..=5 {
+        table.send(
+            key,
+            MsgId(id),
+            7,
+            Bytes::from_static(b"abc"),
+            Instant::from_millis(0),
+            None,
+            &mut sink,
+        );
+    }
+    assert_eq!(table.get(key).unwrap().queue().len(), 5);
+    assert!(table.has_outgoing(NodeId(2)));
+    table.flush_outbox(NodeId(2), LinkId(1), Instant::from_millis(10), 2, &mut sink);
+    assert_eq!((sink.0, table.unacked(NodeId(2)).len()), (2, 2));
+    assert!(table.has_unfinished_flush());
+    assert_eq!(table.due_flushes(Instant::from_millis(10)), [NodeId(2)]);
+    assert!(!table.has_unfinished_flush());
+    // The flush again: the two in flight go out again, then two more from the queue.
+    table.flush_outbox(NodeId(2), LinkId(1), Instant::from_millis(11), 2, &mut sink);
+    assert_eq!((sink.0, table.unacked(NodeId(2)).len()), (6, 4));
+    table.flush_outbox(NodeId(2), LinkId(1), Instant::from_millis(12), 2, &mut sink);
+    assert!(!table.has_unfinished_flush());
+    let order: Vec<u64> = table.unacked(NodeId(2)).map(|m| m.msg.0).collect();
+    assert_eq!(order, [1, 2, 3, 4, 5]);
+    assert_eq!(sink.1, []);
 }
