@@ -142,8 +142,10 @@
 //! way, for `NoRoute`. Acks and `Unreachable` frames are relayed the same way. A message to
 //! this node itself is delivered at once (`Received` with `via` = this node).
 
-mod io;
-mod ops;
+mod commands;
+mod registry_input;
+mod routes;
+mod transport;
 mod types;
 
 #[cfg(test)]
