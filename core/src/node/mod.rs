@@ -159,15 +159,11 @@ mod tests_bad_input;
 #[cfg(test)]
 mod tests_bus;
 #[cfg(test)]
-mod tests_bus_sim;
-#[cfg(test)]
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
 #[cfg(test)]
 mod tests_relay_refusal;
-#[cfg(test)]
-mod tests_restart_sim;
 
 use alloc::collections::{BTreeMap, VecDeque};
 

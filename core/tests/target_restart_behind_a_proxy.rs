@@ -5,11 +5,9 @@
 //! incarnation may have delivered it — it did), and the next message reaches the new
 //! incarnation at once.
 
-use alloc::{format, vec, vec::Vec};
-
 use bytes::Bytes;
 
-use crate::{
+use switchboard_core::{
     config::Config,
     ids::NodeId,
     node::Target,

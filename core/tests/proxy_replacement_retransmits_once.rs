@@ -5,11 +5,9 @@
 //! the reset's age that the target was running before the stream began and re-sends on a
 //! fresh stream).
 
-use alloc::{format, vec, vec::Vec};
-
 use bytes::Bytes;
 
-use crate::{
+use switchboard_core::{
     config::Config,
     ids::NodeId,
     node::Target,
