@@ -35,7 +35,7 @@ fn cluster() -> Sim {
     let layout = [(0x711, 0), (0x725, 0x711), (0x700, 0x711)];
     let mut sim = Sim::new();
     for (id, up) in layout {
-        sim.add_node(config(id, up)).unwrap();
+        sim.add_node(config(id, up)).expect("a valid node config");
     }
     sim.run_until_idle();
     for (id, up) in layout {
