@@ -26,7 +26,7 @@
 //!     config::Config,
 //!     discovery::{DiscoveryInfo, TopologyInfo},
 //!     ids::{LinkId, NodeId},
-//!     node::{Node, Output, RegistryEvent, Target},
+//!     node::{Node, Output, Target}, registry::RegistryEvent,
 //!     outcome::Outcome,
 //!     time::Instant,
 //! };

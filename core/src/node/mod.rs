@@ -174,7 +174,7 @@ use alloc::{
     vec::Vec,
 };
 
-pub use types::{Event, LinkError, Output, RegistryEvent, RegistryIgnored, SendError, Target};
+pub use types::{Event, LinkError, Output, RegistryIgnored, SendError, Target};
 
 use crate::{
     bus::{
@@ -187,6 +187,7 @@ use crate::{
     endpoint::{EndpointSettings, EndpointTable},
     ids::{IdSource, LinkId, MsgId, NodeId},
     outcome::{Outcome, OutcomeSink},
+    registry::RegistryEvent,
     rng::Rng,
     time::{Instant, earliest},
     topology::{PeerData, TopologyRegistry},

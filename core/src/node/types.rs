@@ -1,5 +1,4 @@
-//! The values that go in and out of a [`super::Node`]: targets, registry events, outputs,
-//! events and errors.
+//! The values that go in and out of a [`super::Node`]: targets, outputs, events and errors.
 
 use alloc::string::String;
 
@@ -7,7 +6,7 @@ use bytes::Bytes;
 
 use crate::{
     connector::RouteEvent,
-    discovery::{DiscoveryInfo, Filter, TopologyInfo},
+    discovery::Filter,
     ids::{LinkId, MsgId, NodeId},
     outcome::Outcome,
     topology::TopologyError,
@@ -45,37 +44,6 @@ pub enum Target<'a> {
     Random {
         /// Restricts the candidates; `None` = every node.
         filter: Option<&'a Filter>,
-    },
-}
-
-/// A change from the registry (embedded registry client or etcd watcher). Discovery and
-/// topology are separate streams and may arrive in any order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "registry events are rare and passed by value once; boxing would only add an allocation"
-)]
-pub enum RegistryEvent {
-    /// A discovery record was put (`info.revision` set).
-    DiscoveryPut(DiscoveryInfo),
-    /// A discovery key was deleted.
-    DiscoveryDelete {
-        /// The id part of the key (0 if the key has none).
-        id: NodeId,
-        /// The name part of the key (empty if none).
-        name: String,
-        /// The registry revision of the delete.
-        revision: u64,
-    },
-    /// A topology record was put (`info.revision` set).
-    TopologyPut(TopologyInfo),
-    /// A topology key was deleted.
-    TopologyDelete {
-        /// The node whose topology record went away.
-        id: NodeId,
-        /// The registry revision of the delete.
-        revision: u64,
     },
 }
 

@@ -23,7 +23,8 @@ use super::{
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{MsgId, NodeId},
-    node::{Event, Node, RegistryEvent, SendError, Target},
+    node::{Event, Node, SendError, Target},
+    registry::RegistryEvent,
     time::{Duration, Instant},
 };
 

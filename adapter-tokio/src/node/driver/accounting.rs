@@ -5,7 +5,8 @@
 use switchboard_core::{
     connector::RouteFlags,
     ids::NodeId,
-    node::{Event, Node, RegistryEvent, SendError},
+    node::{Event, Node, SendError},
+    registry::RegistryEvent,
     outcome::Outcome,
 };
 

@@ -36,8 +36,9 @@ use std::{
 use switchboard_core::{
     discovery::TopologyInfo,
     ids::{MsgId, NodeId},
-    node::{Event, Node, Output, RegistryEvent, SendError, Target},
+    node::{Event, Node, Output, SendError, Target},
     outcome::Outcome,
+    registry::RegistryEvent,
     time::Instant,
 };
 use tokio::sync::{Notify, mpsc, oneshot, watch};

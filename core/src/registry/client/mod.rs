@@ -2,8 +2,8 @@
 //!
 //! The client dials the registry ([`ClientOutput::Connect`]), registers the node's records on
 //! every connection, merges what the registry sends into its view of the peers, and hands the
-//! node the [`RegistryEvent`](crate::node::RegistryEvent)s that view's changes amount to — the same events the etcd
-//! backend produces, so the node cannot tell them apart.
+//! node the [`RegistryEvent`](super::RegistryEvent)s that view's changes amount to — the same
+//! events the etcd backend produces, so the node cannot tell them apart.
 //!
 //! # Rules
 //!

@@ -3,7 +3,7 @@
 use crate::{
     backoff::BackoffConfig,
     discovery::{DiscoveryInfo, TopologyInfo},
-    node::RegistryEvent,
+    registry::RegistryEvent,
     time::{Duration, Instant},
     wire::{DEFAULT_MAX_FRAME, DecodeError, FrameKind},
 };
@@ -75,7 +75,7 @@ pub enum ClientOutput {
     /// Flush and close the registry connection; the client has already scheduled the next
     /// attempt (no `handle_closed` needed, one is ignored).
     Close,
-    /// Pass to [`crate::node::Node::handle_registry`].
+    /// Pass to the node (`Node::handle_registry`).
     Registry(RegistryEvent),
     /// Something happened (for logs and metrics).
     Event(ClientEvent),

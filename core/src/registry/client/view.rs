@@ -17,7 +17,7 @@ use alloc::{
 use super::ClientOutput;
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
-    node::RegistryEvent,
+    registry::RegistryEvent,
     registry::server::EntryKey,
     time::{Duration, Instant},
     wire::{RegistryEntry, Snapshot},

@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 
 use crate::{
     backoff::{Backoff, BackoffConfig, Jitter},
-    node::RegistryEvent,
+    registry::RegistryEvent,
     rng::Rng,
     time::{Duration, Instant},
 };
