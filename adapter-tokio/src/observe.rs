@@ -5,21 +5,18 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use switchboard_core::{
-    ids::NodeId,
-    node::SendError,
-    outcome::{FailReason, Outcome},
-};
+use switchboard_core::ids::NodeId;
 
 /// Counters since start and current gauges of one node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Metrics {
     /// Sends the core accepted.
     pub sent: u64,
-    /// Sends the core refused (`SendError`), by error name (`unknown_target`, ...).
+    /// Sends the core refused, by [`SendError::as_str`](switchboard_core::node::SendError::as_str)
+    /// (`unknown_target`, ...).
     pub refused: BTreeMap<String, u64>,
-    /// Outcomes by label: `delivered`, `failed_<reason>`, `unknown_<reason>` (reason in
-    /// snake case, e.g. `failed_no_route`).
+    /// Outcomes by [`Outcome::label`](switchboard_core::outcome::Outcome::label):
+    /// `delivered`, `failed_<reason>`, `unknown_<reason>` (e.g. `failed_no_route`).
     pub outcomes: BTreeMap<String, u64>,
     /// Messages received for this node.
     pub received: u64,
@@ -52,47 +49,6 @@ pub struct Metrics {
     pub links_rejected: u64,
     /// Received messages dropped because the [`crate::Inbox`] was dropped.
     pub inbox_dropped: u64,
-}
-
-/// The label of an outcome in [`Metrics::outcomes`]: `delivered`, `failed_<reason>`,
-/// `unknown_<reason>`.
-#[must_use]
-pub fn outcome_label(outcome: Outcome) -> String {
-    match outcome {
-        Outcome::Delivered => String::from("delivered"),
-        Outcome::Failed(reason) => format!("failed_{}", reason_label(reason)),
-        Outcome::Unknown(reason) => format!("unknown_{}", reason_label(reason)),
-        _ => String::from("other"),
-    }
-}
-
-/// A failure reason in snake case: `timeout`, `queue_full`, `no_route`, `target_gone`,
-/// `target_restarted`, `shutdown`.
-#[must_use]
-pub fn reason_label(reason: FailReason) -> &'static str {
-    match reason {
-        FailReason::Timeout => "timeout",
-        FailReason::QueueFull => "queue_full",
-        FailReason::NoRoute => "no_route",
-        FailReason::TargetGone => "target_gone",
-        FailReason::TargetRestarted => "target_restarted",
-        FailReason::Shutdown => "shutdown",
-        _ => "other",
-    }
-}
-
-/// A refused send in snake case, the key of [`Metrics::refused`]: `invalid_target`,
-/// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`.
-#[must_use]
-pub fn send_error_label(error: &SendError) -> &'static str {
-    match error {
-        SendError::InvalidTarget => "invalid_target",
-        SendError::UnknownTarget => "unknown_target",
-        SendError::NoRoute => "no_route",
-        SendError::PayloadTooLarge { .. } => "payload_too_large",
-        SendError::Shutdown => "shutdown",
-        _ => "other",
-    }
 }
 
 /// What a node's registry view holds now, published by the driver on a watch channel after

@@ -241,3 +241,18 @@ pub enum SendError {
     #[error("the node is shut down")]
     Shutdown,
 }
+
+impl SendError {
+    /// The refusal's label in metrics and reports, in snake case: `invalid_target`,
+    /// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`.
+    #[must_use]
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            SendError::InvalidTarget => "invalid_target",
+            SendError::UnknownTarget => "unknown_target",
+            SendError::NoRoute => "no_route",
+            SendError::PayloadTooLarge { .. } => "payload_too_large",
+            SendError::Shutdown => "shutdown",
+        }
+    }
+}

@@ -6,14 +6,12 @@ use switchboard_core::{
     connector::RouteFlags,
     ids::NodeId,
     node::{Event, Node, SendError},
-    registry::RegistryEvent,
     outcome::Outcome,
+    registry::RegistryEvent,
 };
 
 use super::links::Links;
-use crate::observe::{
-    EndpointStatus, Known, Metrics, RouteStatus, Status, outcome_label, send_error_label,
-};
+use crate::observe::{EndpointStatus, Known, Metrics, RouteStatus, Status};
 
 /// The counters of one node; gauges are filled in by [`Counters::snapshot`].
 #[derive(Debug, Default)]
@@ -33,7 +31,7 @@ impl Counters {
         *self
             .metrics
             .refused
-            .entry(send_error_label(error).to_owned())
+            .entry(error.as_str().to_owned())
             .or_default() += 1;
     }
 
@@ -92,7 +90,7 @@ impl Counters {
     pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
         for &(outcome, count) in &self.outcomes {
-            *metrics.outcomes.entry(outcome_label(outcome)).or_default() += count;
+            *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }
         metrics.pending = node
             .endpoints()

@@ -3,10 +3,7 @@
 
 use std::{collections::VecDeque, sync::Arc};
 
-use switchboard_core::{
-    discovery::address::published_tcp_address,
-    node::{Node, SendError},
-};
+use switchboard_core::node::{Node, SendError};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
@@ -43,17 +40,12 @@ pub(in crate::node) async fn start(
     };
     let listener = net::bind_listener(listen).await.map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
-    if config.listen.is_empty() {
-        config.listen = vec![published_tcp_address(local_addr)];
-    }
-    if config.pid == 0 {
-        config.pid = i64::from(std::process::id());
-    }
-    if config.hostname.is_empty() {
-        config.hostname = local_hostname();
-    }
-    // A restarted node must be a new incarnation, whatever seed it was given.
-    config.rng_seed ^= net::entropy();
+    config.fill_from_process(
+        local_addr,
+        std::process::id(),
+        net::hostname,
+        net::entropy(),
+    );
     let clock = Clock::start();
     let node = Node::new(config, clock.now())?;
     let topology = node.config().topology_info(node.config().upstream);
@@ -122,15 +114,6 @@ fn start_backend(
         #[cfg(not(feature = "etcd"))]
         RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
     }
-}
-
-fn local_hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
-        .unwrap_or_else(|| String::from("localhost"))
 }
 
 impl Driver {
