@@ -22,7 +22,7 @@ use mio::{Events, Interest, Poll, Token, net::TcpListener};
 use switchboard_core::{
     config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
-    node::{Event, Node, SendError, Target},
+    node::{Event, Node, SendError, Status, Target},
     outcome::Outcome,
     registry::client::{ClientConfig, ClientEvent, RegistryClient},
     rng::entropy_seed,
@@ -232,6 +232,15 @@ impl MioNode {
     #[must_use]
     pub fn registry_client(&self) -> Option<&RegistryClient> {
         self.registry.as_ref().map(|r| &r.client)
+    }
+
+    /// The node's status now: the core's snapshot (the one `switchboard-tokio` serves on
+    /// `/status`) with `registered` as [`is_registered`](Self::is_registered) says.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        let mut status = self.node.status();
+        status.registered = self.is_registered();
+        status
     }
 
     /// Whether the registry answered this node's registration on the current connection.

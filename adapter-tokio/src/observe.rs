@@ -1,11 +1,13 @@
 //! What a running node reports: [`Metrics`] (counters and gauges, rendered as Prometheus text
-//! on `/metrics`) and [`Status`] (a JSON view of endpoints, route records and links on
-//! `/status`). The driver fills both from the core's outputs and read-only views.
+//! on `/metrics`) and [`Status`] (the core's snapshot of endpoints, route records and links,
+//! served as JSON on `/status`). The driver counts the metrics from the core's outputs and
+//! takes the status from `Node::status`, adding what its registry backend reports.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use switchboard_core::ids::NodeId;
+pub use switchboard_core::node::{EndpointStatus, LinkStatus, RouteStatus, Status};
 
 /// Counters since start and current gauges of one node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -72,68 +74,4 @@ impl Known {
         ids.iter()
             .all(|id| self.discovery.contains_key(id) && self.topology.contains_key(id))
     }
-}
-
-/// One endpoint (a known target with a pending queue) in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EndpointStatus {
-    /// The target node.
-    pub id: u64,
-    /// Its name in discovery, if known.
-    pub name: Option<String>,
-    /// Messages queued for it.
-    pub pending: usize,
-    /// Messages transmitted to it and not acknowledged yet.
-    pub unacked: usize,
-}
-
-/// One route record in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteStatus {
-    /// The target node.
-    pub target: u64,
-    /// Set flags by name: `active`, `ready`, `waiting_discovery`, `lost_topology`.
-    pub flags: Vec<String>,
-    /// The record it routes through; `None` = direct.
-    pub proxy: Option<u64>,
-    /// Reconnect attempts since the last reset.
-    pub retry_count: u32,
-}
-
-/// One link in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkStatus {
-    /// The core's link id.
-    pub link: u64,
-    /// The peer once known.
-    pub peer: Option<u64>,
-    /// `connecting`, `handshaking` or `up`.
-    pub state: String,
-    /// Whether this node dialled it (else accepted).
-    pub outbound: bool,
-}
-
-/// A point-in-time view of one node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Status {
-    /// Node id.
-    pub id: u64,
-    /// Node name.
-    pub name: String,
-    /// This life's incarnation.
-    pub incarnation: u64,
-    /// The listen address.
-    pub listen: String,
-    /// The upstream, 0 = none.
-    pub upstream: u64,
-    /// Whether the registry backend reports the node registered.
-    pub registered: bool,
-    /// Nodes in the discovery set.
-    pub known_nodes: usize,
-    /// Endpoints with their queues.
-    pub endpoints: Vec<EndpointStatus>,
-    /// Route records.
-    pub routes: Vec<RouteStatus>,
-    /// Links.
-    pub links: Vec<LinkStatus>,
 }

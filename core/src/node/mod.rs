@@ -146,6 +146,7 @@
 
 mod io;
 mod ops;
+mod status;
 mod types;
 
 #[cfg(test)]
@@ -168,12 +169,15 @@ mod tests_proptest;
 mod tests_relay_refusal;
 #[cfg(test)]
 mod tests_restart_sim;
+#[cfg(test)]
+mod tests_status;
 
 use alloc::{
     collections::{BTreeMap, BTreeSet, VecDeque},
     vec::Vec,
 };
 
+pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
 pub use types::{Event, LinkError, Output, RegistryIgnored, SendError, Target};
 
 use crate::{

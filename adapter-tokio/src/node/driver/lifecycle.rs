@@ -182,11 +182,7 @@ pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: 
                 let _ = done.send(());
             }
             Command::Status(tx) => {
-                let _ = tx.send(accounting::status(
-                    &driver.node,
-                    &driver.links,
-                    driver.registered,
-                ));
+                let _ = tx.send(accounting::status(&driver.node, driver.registered));
             }
             Command::Metrics(tx) => {
                 let _ = tx.send(driver.counters.snapshot(&driver.node, &driver.links));

@@ -38,7 +38,7 @@ use tokio::{
 };
 use tracing::{debug, warn};
 
-use crate::{net, observe::LinkStatus};
+use crate::net;
 
 /// Capacity of the link event channel (readers wait when it is full).
 pub(super) const LINK_EVENT_CAPACITY: usize = 1024;
@@ -82,7 +82,6 @@ impl State {
 
 struct Entry {
     state: State,
-    outbound: bool,
     peer: Option<NodeId>,
     /// The writer's queue; exists from the start so nothing the core transmits is lost.
     writer: mpsc::UnboundedSender<Bytes>,
@@ -193,7 +192,6 @@ impl Links {
             link,
             Entry {
                 state: State::Connecting,
-                outbound: true,
                 peer: Some(peer),
                 writer,
                 queue: Some(queue),
@@ -231,7 +229,6 @@ impl Links {
             link,
             Entry {
                 state: State::Handshaking,
-                outbound: false,
                 peer: None,
                 writer,
                 queue: None,
@@ -394,22 +391,6 @@ impl Links {
     /// Links by state label.
     pub(super) fn count_by_state(&self) -> impl Iterator<Item = State> + '_ {
         self.entries.values().map(|e| e.state)
-    }
-
-    /// One [`LinkStatus`] per link, by link id.
-    pub(super) fn statuses(&self) -> Vec<LinkStatus> {
-        let mut links: Vec<LinkStatus> = self
-            .entries
-            .iter()
-            .map(|(link, e)| LinkStatus {
-                link: link.0,
-                peer: e.peer.map(|p| p.0),
-                state: e.state.label().to_owned(),
-                outbound: e.outbound,
-            })
-            .collect();
-        links.sort_by_key(|l| l.link);
-        links
     }
 
     fn reap(&mut self) {

@@ -312,7 +312,7 @@ impl Driver {
                 let _ = done.send(());
             }
             Command::Status(tx) => {
-                let _ = tx.send(accounting::status(&self.node, &self.links, self.registered));
+                let _ = tx.send(accounting::status(&self.node, self.registered));
             }
             Command::Metrics(tx) => {
                 let _ = tx.send(self.counters.snapshot(&self.node, &self.links));
