@@ -182,12 +182,7 @@ impl MioNode {
         let clock = Clock::start();
         let node = Node::new(config, clock.now())?;
         let registry = registry.map(|addr| {
-            let mut client_config = ClientConfig::new(
-                node.config().discovery_info(),
-                Some(node.config().topology_info(node.config().upstream)),
-                node.incarnation(),
-            );
-            client_config.seed = node.incarnation();
+            let mut client_config = node.registry_client_config();
             tune(&mut client_config);
             RegistrySide {
                 addr,

@@ -146,6 +146,7 @@
 
 mod io;
 mod ops;
+mod registry_client;
 mod status;
 mod types;
 
@@ -165,6 +166,8 @@ mod tests_bus_sim;
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
+#[cfg(test)]
+mod tests_registry_client;
 #[cfg(test)]
 mod tests_relay_refusal;
 #[cfg(test)]

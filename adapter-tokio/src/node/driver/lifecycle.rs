@@ -18,7 +18,7 @@ use crate::{
     node::{COMMAND_CAPACITY, Command, Inbox, NodeBuilder, NodeHandle, RegistrySpec, StartError},
     registry::{
         client::{ClientTuning, spawn_client},
-        feed::{Feed, FeedCommand, Registration},
+        feed::{Feed, FeedCommand},
     },
 };
 
@@ -49,12 +49,7 @@ pub(in crate::node) async fn start(
     let clock = Clock::start();
     let node = Node::new(config, clock.now())?;
     let topology = node.config().topology_info(node.config().upstream);
-    let registration = Registration {
-        discovery: node.config().discovery_info(),
-        topology: topology.clone(),
-        incarnation: node.incarnation(),
-    };
-    let feed = start_backend(&registry, registration, &tuning)?;
+    let feed = start_backend(&registry, &node, &tuning)?;
 
     let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
     let (inbox_tx, inbox_rx) = mpsc::channel(inbox_capacity);
@@ -96,19 +91,26 @@ pub(in crate::node) async fn start(
     Ok((handle, Inbox { rx: inbox_rx }))
 }
 
-/// Starts the registry backend `spec` names for `registration`; `None` without a registry.
+/// Starts the registry backend `spec` names for `node`'s records; `None` without a registry.
 fn start_backend(
     spec: &RegistrySpec,
-    registration: Registration,
+    node: &Node,
     tuning: &ClientTuning,
 ) -> Result<Option<Feed>, StartError> {
     match spec {
         RegistrySpec::None => Ok(None),
-        RegistrySpec::Embedded(addr) => Ok(Some(spawn_client(*addr, registration, |c| {
-            tuning.apply(c);
-        }))),
+        RegistrySpec::Embedded(addr) => {
+            let mut config = node.registry_client_config();
+            tuning.apply(&mut config);
+            Ok(Some(spawn_client(*addr, config)))
+        }
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(options) => {
+            let registration = crate::registry::feed::Registration {
+                discovery: node.config().discovery_info(),
+                topology: node.config().topology_info(node.config().upstream),
+                incarnation: node.incarnation(),
+            };
             Ok(Some(crate::etcd::spawn_etcd(options.clone(), registration)))
         }
         #[cfg(not(feature = "etcd"))]

@@ -42,7 +42,7 @@ mod tests_restart;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 
-pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput};
+pub use types::{ClientAction, ClientConfig, ClientError, ClientEvent, ClientOutput, ClientRoute};
 pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;
