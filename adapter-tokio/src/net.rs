@@ -1,6 +1,7 @@
 //! Socket plumbing shared by the node driver and the embedded registry: binding a listener
-//! that a restarted process can take over at once, dialling with a timeout, parsing the
-//! addresses nodes publish, and the per-connection reader and writer tasks.
+//! that a restarted process can take over at once, dialling with a timeout, the writer tasks
+//! of links and registry connections and the reader tasks of registry connections, and the
+//! process facts a node's config is completed with (entropy, host name).
 //!
 //! A reader task reads into a reusable buffer and hands each chunk to its owner over a bounded
 //! channel (a full channel stops the reads: that is the backpressure on the socket). A writer

@@ -75,7 +75,7 @@ pub struct Config {
     pub heartbeat_dead_after: u32,
     /// Shared secret of the cluster: a link whose peer cannot prove the same token is refused
     /// ("wrong cluster"). Empty (the default) = no check, no proof sent. The proof is a keyed
-    /// non-cryptographic hash ([`crate::bus::handshake`]), a guard against mixing clusters,
+    /// non-cryptographic hash (`bus::handshake`), a guard against mixing clusters,
     /// not authentication.
     pub cluster_token: String,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes

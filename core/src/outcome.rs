@@ -150,6 +150,7 @@ impl fmt::Display for FailReason {
 
 /// One message's outcome, as the core reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct MessageOutcome {
     /// The message.
     pub msg: MsgId,

@@ -16,11 +16,12 @@ use crate::{
 /// Whom a `send` is for.
 ///
 /// `Id` and `Name` address one node. `Hash`, `RoundRobin` and `Random` pick one node among the
-/// discovery records matching `filter` (all nodes with an id when `None`). **v1:** they pick
-/// over the discovery set in its iteration order (ascending id) — `Hash` by a 64-bit hash of
-/// `key` modulo the candidate count, `RoundRobin` with one cursor per node, `Random` from the
-/// node's seeded generator; the consistent-hash rings replace this when the ring module is
-/// wired in (same API).
+/// discovery records matching `filter` (every node with an id when `None`), on the
+/// consistent-hash ring the discovery set keeps for that filter: `Hash` takes the owner of
+/// `key` on the ring, `RoundRobin` the next member in the ring's sorted order (one cursor per
+/// ring, which resumes after the last node it returned when membership changes), `Random` a
+/// member drawn from the node's seeded generator. The pick is made at `send` and the message
+/// stays with that node.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum Target<'a> {

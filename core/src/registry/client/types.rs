@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 
 /// Client parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// This node's discovery record (must have an id or a name).
     pub discovery: DiscoveryInfo,

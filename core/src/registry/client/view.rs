@@ -30,6 +30,7 @@ const REVISION_MASK: u64 = (1 << REVISION_BITS) - 1;
 
 /// One peer as reported to the node (records carry mapped revisions).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Peer {
     /// Incarnation it registered with.
     pub incarnation: u64,
