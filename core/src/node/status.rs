@@ -10,7 +10,10 @@ use alloc::{borrow::ToOwned, string::String, vec::Vec};
 use serde::{Deserialize, Serialize};
 
 use super::{Link, Node, Phase};
-use crate::{connector::RouteFlags, ids::LinkId};
+use crate::{
+    connector::RouteFlags,
+    ids::{LinkId, NodeId},
+};
 
 /// A point-in-time view of one node; see [`Node::status`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,6 +93,18 @@ const FLAG_NAMES: [(RouteFlags, &str); 4] = [
 ];
 
 impl Node {
+    /// The node's upstream now, as its applied topology says (`NodeId::NONE`: none).
+    #[must_use]
+    pub fn upstream(&self) -> NodeId {
+        self.connector.upstream()
+    }
+
+    /// Messages queued (not yet transmitted) for every target together.
+    #[must_use]
+    pub fn pending_total(&self) -> usize {
+        self.endpoints.iter().map(|(_, e)| e.queue().len()).sum()
+    }
+
     /// A snapshot of the node now: what adapters serve as its status. `registered` is
     /// `false` (the driver knows its registry backend; see [`Status::registered`]). Reads
     /// only; call it whenever a status is asked for.
@@ -125,7 +140,7 @@ impl Node {
             name: self.config.name.clone(),
             incarnation: self.incarnation,
             listen: self.config.listen.first().cloned().unwrap_or_default(),
-            upstream: self.connector.upstream().0,
+            upstream: self.upstream().0,
             registered: false,
             known_nodes: self.discovery.len(),
             endpoints,

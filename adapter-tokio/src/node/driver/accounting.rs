@@ -92,11 +92,7 @@ impl Counters {
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }
-        metrics.pending = node
-            .endpoints()
-            .iter()
-            .map(|(_, e)| e.queue().len() as u64)
-            .sum();
+        metrics.pending = node.pending_total() as u64;
         metrics.ring_updates = node.discovery().rings().ring_updates();
         metrics.links.clear();
         for state in ["connecting", "handshaking", "up"] {
@@ -132,7 +128,7 @@ pub(super) fn known(node: &Node, registered: bool) -> Known {
         .collect();
     Known {
         registered,
-        upstream: node.connector().upstream().0,
+        upstream: node.upstream().0,
         discovery,
         topology,
     }
