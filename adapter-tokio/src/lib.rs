@@ -1,10 +1,10 @@
 //! tokio driver for [`switchboard_core`].
 //!
-//! This crate binds the sans-IO core to tokio: one task drives a core `Node` ([`node`]), per
-//! link reader and writer tasks move bytes over TCP, and the embedded registry server and
-//! client ([`registry`]) feed the core's registry input through one contract
-//! ([`registry::feed`]) that the etcd backend (feature `etcd`) speaks too. It also ships the
-//! `switchboard` binary.
+//! This crate binds the sans-IO core to tokio: one task drives a core `Node` ([`node`]) and
+//! reads its links' sockets, per-link writer tasks write over TCP, and the embedded registry
+//! server and client ([`registry`]) feed the core's registry input through one contract
+//! ([`registry::feed`]) that the etcd backend (feature `etcd`) speaks too. `/status`
+//! ([`admin`]) serves the core's [`Status`]. It also ships the `switchboard` binary.
 //!
 //! [`clock::Clock`] is the one place wall-clock time enters the core. No routing decision
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and

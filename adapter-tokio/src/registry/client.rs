@@ -32,7 +32,8 @@ use super::feed::{Feed, FeedCommand, FeedEvent, FeedPort, feed_channel};
 use crate::{clock::Clock, net};
 
 /// Overrides of the embedded registry client's defaults (`ClientConfig::new`), as a node
-/// carries them from its builder to [`spawn_client`]. `None` keeps the default.
+/// carries them from its builder into the config it passes to [`spawn_client`]. `None` keeps
+/// the default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientTuning {
     /// Delays between connection attempts (default 1 s → 60 s, ±20 %).
