@@ -202,7 +202,11 @@ impl MioNode {
             match conn.read_chunk(&mut self.scratch) {
                 Chunk::Data(n) => {
                     total += n;
-                    self.node.handle_received(now, link, &self.scratch[..n]);
+                    self.node.handle_received(
+                        now,
+                        link,
+                        bytes::Bytes::copy_from_slice(&self.scratch[..n]),
+                    );
                     self.drain(now);
                 }
                 Chunk::Drained => return,

@@ -67,9 +67,9 @@ fn ready_pair() -> (Node, LinkId, Node, LinkId) {
     let link_b = b.handle_accepted(t0);
     a.handle_connected(t0, link_a);
     let hello_a = transmitted(&drain(&mut a));
-    b.handle_received(t0, link_b, &hello_a);
+    b.handle_received(t0, link_b, Bytes::copy_from_slice(&hello_a));
     let hello_b = transmitted(&drain(&mut b));
-    a.handle_received(t0, link_a, &hello_b);
+    a.handle_received(t0, link_a, Bytes::copy_from_slice(&hello_b));
     drain(&mut a);
     assert_eq!(a.link_to(NodeId(0x102)), Some(link_a), "handshake done");
     (a, link_a, b, link_b)
@@ -89,9 +89,9 @@ fn round_trip(
             .expect("accepted");
     }
     let data = transmitted(&drain(a));
-    b.handle_received(now, *link_b, &data);
+    b.handle_received(now, *link_b, Bytes::copy_from_slice(&data));
     let ack = transmitted(&drain(b));
-    a.handle_received(now, *link_a, &ack);
+    a.handle_received(now, *link_a, Bytes::copy_from_slice(&ack));
     drain(a)
         .iter()
         .filter(|o| {
@@ -145,10 +145,10 @@ fn send_to_transmit(c: &mut Criterion) {
                     }
                 }
                 timed += start.elapsed();
-                rx.handle_received(now, *link_b, &data);
+                rx.handle_received(now, *link_b, Bytes::copy_from_slice(&data));
                 let ack = transmitted(&drain(rx));
                 let start = std::time::Instant::now();
-                a.handle_received(now, *link_a, &ack);
+                a.handle_received(now, *link_a, Bytes::copy_from_slice(&ack));
                 black_box(drain(a));
                 timed += start.elapsed();
             }

@@ -79,7 +79,7 @@
 //!                         else if (y, ly) == (i, link) { Some((x, lx)) }
 //!                         else { None }
 //!                     }).expect("bytes only go out on links the driver opened");
-//!                     nodes[to].handle_received(now, to_link, &bytes);
+//!                     nodes[to].handle_received(now, to_link, bytes);
 //!                 }
 //!                 Output::Received { from, payload, .. } => delivered.push((from, payload)),
 //!                 Output::Outcome { msg, outcome } => outcomes.push((msg, outcome)),

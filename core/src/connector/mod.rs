@@ -93,6 +93,7 @@
 mod decide;
 mod react;
 mod record;
+mod relay;
 
 #[cfg(test)]
 mod tests;

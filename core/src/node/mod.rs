@@ -52,8 +52,8 @@
 //!     node: NodeId(0x102), incarnation: 42, versions: PROTOCOL_VERSIONS,
 //!     name: "upstream", proof: None, result: Ok(()),
 //! }), &mut ack)?;
-//! node.handle_received(Instant::from_millis(5), link, &ack[..6]);
-//! node.handle_received(Instant::from_millis(5), link, &ack[6..]);
+//! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[..6]));
+//! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[6..]));
 //! let outputs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
 //! let seq = outputs.iter().find_map(|o| match o {
 //!     Output::Transmit { bytes, .. } => match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
@@ -70,7 +70,7 @@
 //!     src: NodeId(0x101), dst: NodeId(0x102), seq, dst_incarnation: 42, reset: None,
 //! };
 //! wire::encode(&Frame::Ack(ack), &mut bytes)?;
-//! node.handle_received(Instant::from_millis(6), link, &bytes);
+//! node.handle_received(Instant::from_millis(6), link, Bytes::copy_from_slice(&bytes));
 //! assert_eq!(node.poll_output(), Some(Output::Outcome { msg, outcome: Outcome::Delivered }));
 //! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (2 s).
 //! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(2_006)));
@@ -82,19 +82,16 @@
 //!
 //! A link is a reliable, ordered byte stream to one peer, speaking [`crate::wire`]. The node
 //! asks for links with [`Output::Connect`]; the driver reports `handle_connected` /
-//! `handle_connect_failed`, and inbound connections with `handle_accepted`. The dialler sends
-//! `Hello` (id, name, [incarnation](Node::incarnation), protocol versions, cluster-token
-//! proof); the acceptor judges it (`bus::handshake`) and answers `HelloAck` —
-//! accepted, or refused with a reason and closed: no common version, wrong cluster token, an
-//! invalid id, or an id already live on another link with a *different* incarnation (the same
-//! incarnation is a parallel or redialled link; the lowest link id carries traffic). A dialled
-//! peer whose `HelloAck` names another id than dialled is closed. Only then is the link *up*
-//! and counted by the connector. A peer seen with a new incarnation restarted
-//! ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split; a
-//! malformed frame or an oversized length closes the link with an [`Event::LinkRejected`] —
-//! nothing from a peer can panic the node. A link silent for `heartbeat_interval` gets a
-//! `Ping`; after `heartbeat_dead_after` unanswered pings and one more silent interval it is
-//! closed ([`LinkError::HeartbeatTimeout`]) — `bus::heartbeat`.
+//! `handle_connect_failed`, and inbound connections with `handle_accepted`. Everything that
+//! concerns one link — the `Hello`/`HelloAck` exchange and its refusals, heartbeats, the
+//! frame reader, delivery of this node's messages with coalesced acks, relaying — is the link
+//! machine's (`bus::links`, whose docs have the rules); the node composes what it
+//! hands back with the connector (link states, the hop of a relayed frame) and the send
+//! streams (acks, refusals, a peer's incarnation). A peer seen with a new incarnation
+//! restarted ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split,
+//! as owned [`Bytes`](bytes::Bytes): payloads are handed on as slices of them. A malformed
+//! frame or an oversized length closes the link with an [`Event::LinkRejected`] — nothing
+//! from a peer can panic the node.
 //!
 //! # Sending, acknowledgements, outcomes
 //!
@@ -185,8 +182,8 @@ pub use types::{Event, LinkError, Output, RegistryIgnored, SendError, Target};
 
 use crate::{
     bus::{
-        heartbeat::Heartbeat,
-        stream::{RecvStreams, SendStreams},
+        links::{LinkSettings, Links},
+        stream::SendStreams,
     },
     config::{Config, ConfigError},
     connector::{Connector, ConnectorConfig, RouteView, World},
@@ -200,44 +197,6 @@ use crate::{
     topology::{PeerData, TopologyRegistry},
 };
 
-/// Where a link is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// `Connect` emitted, `handle_connected` not yet reported.
-    Dialing,
-    /// Connected (or accepted); waiting for the peer's `Hello`.
-    Handshaking,
-    /// Handshake done; the peer is known.
-    Up,
-}
-
-#[derive(Clone, Debug)]
-struct Link {
-    phase: Phase,
-    /// The node we dialled (`None` for an accepted link).
-    dialed: Option<NodeId>,
-    /// The peer, once its `Hello` arrived.
-    peer: Option<NodeId>,
-    /// The peer's incarnation, once its `Hello` arrived.
-    incarnation: u64,
-    reader: crate::wire::FrameReader,
-    /// Liveness, once the link is up.
-    heartbeat: Option<Heartbeat>,
-}
-
-impl Link {
-    fn new(phase: Phase, dialed: Option<NodeId>) -> Link {
-        Link {
-            phase,
-            dialed,
-            peer: None,
-            incarnation: 0,
-            reader: crate::wire::FrameReader::new(crate::wire::DEFAULT_MAX_FRAME),
-            heartbeat: None,
-        }
-    }
-}
-
 /// One node; see the [module docs](self).
 #[derive(Debug)]
 pub struct Node {
@@ -248,17 +207,10 @@ pub struct Node {
     rng: Rng,
     /// Unacknowledged messages per destination.
     send_streams: SendStreams,
-    /// Delivered sequence numbers per source.
-    recv_streams: RecvStreams,
-    /// When this incarnation started (its age goes out in reset acks).
-    started: Instant,
-    /// The last incarnation seen in each peer's handshake (restart detection).
-    peer_incarnations: BTreeMap<NodeId, u64>,
-    /// Acks owed after the frames of one `handle_received` call: (stream source, link).
-    acks_due: Vec<(NodeId, LinkId)>,
+    /// Every link: handshakes, heartbeats, delivery and acks of inbound messages.
+    links: Links,
     /// Reused encode buffer.
     wbuf: Vec<u8>,
-    link_ids: IdSource,
     msg_ids: IdSource,
     topology: TopologyRegistry,
     /// Latest applied topology revision per node (puts and deletes), for revision gating.
@@ -266,9 +218,6 @@ pub struct Node {
     discovery: DiscoverySet,
     endpoints: EndpointTable,
     connector: Connector,
-    links: BTreeMap<LinkId, Link>,
-    /// Up links per peer, ascending: the lowest carries traffic.
-    peer_links: BTreeMap<NodeId, BTreeSet<LinkId>>,
     out: VecDeque<Output>,
     /// Targets whose flush stopped on its budget: continued at the next `handle_timeout`.
     flush_pending: BTreeSet<NodeId>,
@@ -327,26 +276,32 @@ impl Node {
         // Never 0: a `Data` frame stamped 0 means "incarnation not known".
         let incarnation = bus_rng.next_u64().max(1);
         let send_streams = SendStreams::new(bus_rng.fork(), config.heartbeat_interval);
+        let links = Links::new(
+            LinkSettings {
+                own: config.id,
+                name: config.name.clone(),
+                incarnation,
+                cluster_token: config.cluster_token.clone(),
+                heartbeat_interval: config.heartbeat_interval,
+                heartbeat_dead_after: config.heartbeat_dead_after,
+                max_frame: crate::wire::DEFAULT_MAX_FRAME,
+            },
+            now,
+        );
         let mut node = Node {
             id: config.id,
             incarnation,
             send_streams,
-            recv_streams: RecvStreams::new(incarnation),
-            started: now,
-            peer_incarnations: BTreeMap::new(),
-            acks_due: Vec::new(),
+            links,
             wbuf: Vec::new(),
             endpoints: EndpointTable::new(EndpointSettings::from_config(&config)),
             config,
             rng,
-            link_ids: IdSource::new(),
             msg_ids: IdSource::new(),
             topology,
             topology_revisions: BTreeMap::new(),
             discovery,
             connector,
-            links: BTreeMap::new(),
-            peer_links: BTreeMap::new(),
             out: VecDeque::new(),
             flush_pending: BTreeSet::new(),
             selector: crate::select::Selector::new(),
@@ -448,12 +403,7 @@ impl Node {
             return None;
         }
         let flush = (!self.flush_pending.is_empty()).then_some(self.now);
-        let interval = self.config.heartbeat_interval;
-        let beats = self
-            .links
-            .values()
-            .filter_map(|l| l.heartbeat.map(|h| h.deadline(interval)))
-            .min();
+        let beats = self.links.next_deadline();
         earliest(
             earliest(
                 earliest(
@@ -492,7 +442,7 @@ impl Node {
     /// The peer of `link` once its handshake is done (`None` before, and for unknown links).
     #[must_use]
     pub fn link_peer(&self, link: LinkId) -> Option<NodeId> {
-        self.links.get(&link).and_then(|l| l.peer)
+        self.links.peer(link)
     }
 
     /// Links the node holds (dialling, handshaking or up).
@@ -504,9 +454,7 @@ impl Node {
     /// The up link that carries traffic to `peer` (the lowest link id among its up links).
     #[must_use]
     pub fn link_to(&self, peer: NodeId) -> Option<LinkId> {
-        self.peer_links
-            .get(&peer)
-            .and_then(|links| links.first().copied())
+        self.links.link_to(peer)
     }
 
     /// Clamps `now` to the latest instant seen (time never runs backwards in the node).

@@ -5,9 +5,7 @@ use alloc::vec::Vec;
 
 use bytes::Bytes;
 
-use super::{
-    Event, Link, Node, OutSink, Output, Phase, RegistryEvent, RegistryIgnored, SendError, Target,
-};
+use super::{Event, Node, OutSink, Output, RegistryEvent, RegistryIgnored, SendError, Target};
 use crate::{
     connector::{Effect, RouteError, RouteEvent, World},
     discovery::{Applied, DiscoveryInfo, Filter, TopologyInfo},
@@ -208,19 +206,10 @@ impl Node {
     }
 
     /// The up link carrying data for `target` now, if its route is ready.
-    fn ready_link(&mut self, target: NodeId) -> Option<crate::ids::LinkId> {
-        let hop = self.connector.ready_hop(target)?;
-        if let Some(link) = self.link_to(hop) {
-            return Some(link);
-        }
-        // The connector believes in a link the node does not have: resynchronise.
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
-        self.connector.on_send_failed(self.now, &world, target);
-        self.apply_effects();
-        None
+    fn ready_link(&self, target: NodeId) -> Option<LinkId> {
+        self.connector
+            .ready_hop(target)
+            .and_then(|hop| self.links.link_to(hop))
     }
 
     /// Shuts the node down: every queued message fails with `Shutdown`, every link is closed
@@ -237,10 +226,7 @@ impl Node {
         self.endpoints.remove_all(FailReason::Shutdown, &mut sink);
         self.send_streams
             .give_up_all(FailReason::Shutdown, &mut sink);
-        for link in core::mem::take(&mut self.links).into_keys() {
-            self.out.push_back(Output::Close { link });
-        }
-        self.peer_links.clear();
+        self.links.close_all(&mut self.out);
         self.flush_pending.clear();
         self.connector.clear();
     }
@@ -432,12 +418,9 @@ impl Node {
         while let Some(effect) = self.connector.pop_effect() {
             match effect {
                 Effect::Dial { peer, addr } => {
-                    let link = self.link_ids.next_link();
-                    self.links
-                        .insert(link, Link::new(Phase::Dialing, Some(peer)));
-                    self.out.push_back(Output::Connect { link, peer, addr });
+                    self.links.dial(peer, addr, &mut self.out);
                 }
-                Effect::Disconnect { peer } => self.close_links_to(peer),
+                Effect::Disconnect { peer } => self.links.close_peer(peer, &mut self.out),
                 Effect::Route(event) => {
                     self.out.push_back(Output::Event(Event::Route(event)));
                     match event {
@@ -452,26 +435,6 @@ impl Node {
                 }
             }
         }
-    }
-
-    /// Closes every link to `peer` on the connector's request ([`Output::Close`] each). The
-    /// connector already forgot the peer's links, so nothing is reported back to it.
-    fn close_links_to(&mut self, peer: NodeId) {
-        let links: Vec<crate::ids::LinkId> = self
-            .links
-            .iter()
-            .filter(|(_, l)| l.peer == Some(peer) || (l.peer.is_none() && l.dialed == Some(peer)))
-            .map(|(&id, _)| id)
-            .collect();
-        for link in links {
-            self.links.remove(&link);
-            self.out.push_back(Output::Close { link });
-            self.out.push_back(Output::Event(Event::LinkClosed {
-                link,
-                peer: Some(peer),
-            }));
-        }
-        self.peer_links.remove(&peer);
     }
 
     /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`,

@@ -9,11 +9,8 @@ use alloc::{borrow::ToOwned, string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Link, Node, Phase};
-use crate::{
-    connector::RouteFlags,
-    ids::{LinkId, NodeId},
-};
+use super::Node;
+use crate::{bus::links::LinkView, connector::RouteFlags, ids::NodeId};
 
 /// A point-in-time view of one node; see [`Node::status`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,21 +142,16 @@ impl Node {
             known_nodes: self.discovery.len(),
             endpoints,
             routes,
-            links: self.links.iter().map(link_status).collect(),
+            links: self.links.views().map(link_status).collect(),
         }
     }
 }
 
-fn link_status((id, link): (&LinkId, &Link)) -> LinkStatus {
-    let state = match link.phase {
-        Phase::Dialing => "connecting",
-        Phase::Handshaking => "handshaking",
-        Phase::Up => "up",
-    };
+fn link_status(view: LinkView) -> LinkStatus {
     LinkStatus {
-        link: id.0,
-        peer: link.peer.or(link.dialed).map(|p| p.0),
-        state: state.to_owned(),
-        outbound: link.dialed.is_some(),
+        link: view.link.0,
+        peer: view.peer.map(|p| p.0),
+        state: view.state.to_owned(),
+        outbound: view.outbound,
     }
 }

@@ -168,10 +168,11 @@ impl Net {
                 let now = self.now;
                 match action {
                     Action::Deliver(node, link, bytes) => {
-                        self.nodes
-                            .get_mut(&node)
-                            .unwrap()
-                            .handle_received(now, link, &bytes);
+                        self.nodes.get_mut(&node).unwrap().handle_received(
+                            now,
+                            link,
+                            Bytes::copy_from_slice(&bytes),
+                        );
                     }
                     Action::Closed(node, link) => {
                         self.nodes.get_mut(&node).unwrap().handle_closed(now, link);

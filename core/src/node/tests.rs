@@ -396,7 +396,7 @@ fn lowest_link_id_carries_traffic_when_both_sides_dial() {
         .unwrap();
     net.pump();
     let node = net.node(0x201);
-    let links: Vec<LinkId> = node.peer_links[&NodeId(0x202)].iter().copied().collect();
+    let links: Vec<LinkId> = node.links.up_links(NodeId(0x202)).collect();
     assert_eq!(links.len(), 2);
     assert_eq!(node.link_to(NodeId(0x202)), Some(links[0]));
     let lowest = links[0];

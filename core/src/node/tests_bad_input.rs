@@ -28,7 +28,11 @@ fn root(id: u64) -> Node {
 /// An accepted link on `node` whose peer said `Hello{peer}`; outputs drained.
 fn accepted_up(node: &mut Node, peer: u64) -> LinkId {
     let link = node.handle_accepted(secs(0));
-    node.handle_received(secs(0), link, &encode_hello(NodeId(peer)));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&encode_hello(NodeId(peer))),
+    );
     drain(node);
     link
 }
@@ -50,9 +54,9 @@ fn acceptor_replies_hello_and_learns_the_peer() {
     let link = node.handle_accepted(secs(0));
     assert_eq!(node.link_peer(link), None);
     let hello = encode_hello(NodeId(0x101));
-    node.handle_received(secs(0), link, &hello[..5]);
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&hello[..5]));
     assert_eq!(drain(&mut node), vec![]);
-    node.handle_received(secs(0), link, &hello[5..]);
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&hello[5..]));
     assert_eq!(
         drain(&mut node),
         vec![
@@ -78,7 +82,7 @@ fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
     stream.extend_from_slice(&encode_data(NodeId(0x101), NodeId(0x102), 9, 0, b"abc"));
     stream.extend_from_slice(&encode_data(NodeId(0x105), NodeId(0x102), 10, 1, b""));
     for chunk in stream.chunks(3) {
-        node.handle_received(secs(0), link, chunk);
+        node.handle_received(secs(0), link, Bytes::copy_from_slice(chunk));
     }
     let incarnation = node.incarnation();
     assert_eq!(
@@ -169,7 +173,7 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
         } else {
             node.handle_accepted(secs(0))
         };
-        node.handle_received(secs(0), link, &bytes);
+        node.handle_received(secs(0), link, Bytes::copy_from_slice(&bytes));
         let peer = after_hello.then_some(0x101);
         let mut expected = rejected(link, reason.clone(), peer);
         if refused {
@@ -185,7 +189,7 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
         assert_eq!(drain(&mut node), expected, "{reason:?}");
         assert_eq!(node.link_peer(link), None);
         // The link is forgotten: more bytes are ignored.
-        node.handle_received(secs(0), link, &bytes);
+        node.handle_received(secs(0), link, Bytes::copy_from_slice(&bytes));
         assert_eq!(drain(&mut node), vec![]);
     }
     assert_eq!(node.link_count(), 0);
@@ -219,7 +223,11 @@ fn a_dialled_peer_lying_about_its_id_is_closed_and_counts_as_a_failed_dial() {
             bytes: own_hello(&node)
         }]
     );
-    node.handle_received(secs(0), link, &encode_hello_ack(NodeId(0x2ff)));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&encode_hello_ack(NodeId(0x2ff))),
+    );
     assert_eq!(
         drain(&mut node),
         rejected(
@@ -246,7 +254,7 @@ fn events_for_unknown_links_and_duplicate_reports_change_nothing() {
     node.handle_connected(secs(1), ghost);
     node.handle_connect_failed(secs(1), ghost);
     node.handle_closed(secs(1), ghost);
-    node.handle_received(secs(1), ghost, b"\x00\x00\x00\x01\x01");
+    node.handle_received(secs(1), ghost, Bytes::from_static(b"\x00\x00\x00\x01\x01"));
     node.handle_timeout(secs(1));
     assert_eq!(drain(&mut node), vec![]);
     assert_eq!(node.link_count(), 0);
@@ -278,7 +286,11 @@ fn bytes_on_a_dial_not_yet_connected_close_it() {
             _ => None,
         })
         .unwrap();
-    node.handle_received(secs(0), link, &encode_hello(NodeId(0x102)));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&encode_hello(NodeId(0x102))),
+    );
     assert_eq!(
         drain(&mut node),
         rejected(link, LinkError::NotConnected, Some(0x102))
@@ -454,7 +466,13 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
     node.handle_received(
         secs(0),
         from,
-        &encode_data(NodeId(0x101), NodeId(0x103), 5, io::MAX_HOPS, b"loop"),
+        Bytes::copy_from_slice(&encode_data(
+            NodeId(0x101),
+            NodeId(0x103),
+            5,
+            crate::bus::links::MAX_HOPS,
+            b"loop",
+        )),
     );
     // Dropped, and the source is told (on the link the frame came from).
     assert_eq!(
@@ -481,7 +499,7 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
     node.handle_received(
         secs(0),
         from,
-        &encode_data(NodeId(0x101), NodeId(0x103), 5, 3, b"ok"),
+        Bytes::copy_from_slice(&encode_data(NodeId(0x101), NodeId(0x103), 5, 3, b"ok")),
     );
     assert_eq!(
         drain(&mut node),

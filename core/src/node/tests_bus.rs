@@ -53,7 +53,7 @@ fn a_peer_without_a_common_version_is_refused_with_the_reason() {
     node.handle_received(
         secs(0),
         link,
-        &hello(0x101, 1, VersionRange { min: 2, max: 4 }, None),
+        Bytes::copy_from_slice(&hello(0x101, 1, VersionRange { min: 2, max: 4 }, None)),
     );
     let ack = own_hello_ack(&node, Err(RefuseReason::VersionMismatch));
     assert_eq!(
@@ -80,7 +80,11 @@ fn a_peer_of_another_cluster_is_refused_and_the_right_token_is_accepted() {
     };
     for wrong in [proof(b"red", NodeId(0x101), 9), None] {
         let link = node.handle_accepted(secs(0));
-        node.handle_received(secs(0), link, &hello(0x101, 9, PROTOCOL_VERSIONS, wrong));
+        node.handle_received(
+            secs(0),
+            link,
+            Bytes::copy_from_slice(&hello(0x101, 9, PROTOCOL_VERSIONS, wrong)),
+        );
         let ack = own_ack(&node, Err(RefuseReason::WrongCluster));
         assert_eq!(
             drain(&mut node),
@@ -89,7 +93,11 @@ fn a_peer_of_another_cluster_is_refused_and_the_right_token_is_accepted() {
     }
     let link = node.handle_accepted(secs(0));
     let right = proof(b"blue", NodeId(0x101), 9);
-    node.handle_received(secs(0), link, &hello(0x101, 9, PROTOCOL_VERSIONS, right));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&hello(0x101, 9, PROTOCOL_VERSIONS, right)),
+    );
     assert_eq!(
         drain(&mut node),
         vec![
@@ -109,11 +117,19 @@ fn a_peer_of_another_cluster_is_refused_and_the_right_token_is_accepted() {
 fn a_second_link_for_a_live_id_is_refused_unless_it_is_the_same_incarnation() {
     let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
     let first = node.handle_accepted(secs(0));
-    node.handle_received(secs(0), first, &hello(0x101, 7, PROTOCOL_VERSIONS, None));
+    node.handle_received(
+        secs(0),
+        first,
+        Bytes::copy_from_slice(&hello(0x101, 7, PROTOCOL_VERSIONS, None)),
+    );
     drain(&mut node);
     // Another life of 0x101 while the first link is up: refused.
     let impostor = node.handle_accepted(secs(1));
-    node.handle_received(secs(1), impostor, &hello(0x101, 8, PROTOCOL_VERSIONS, None));
+    node.handle_received(
+        secs(1),
+        impostor,
+        Bytes::copy_from_slice(&hello(0x101, 8, PROTOCOL_VERSIONS, None)),
+    );
     let ack = own_hello_ack(&node, Err(RefuseReason::DuplicateId));
     assert_eq!(
         drain(&mut node),
@@ -122,7 +138,11 @@ fn a_second_link_for_a_live_id_is_refused_unless_it_is_the_same_incarnation() {
     // The same life dialling again (a parallel link): accepted; the lowest link carries
     // traffic.
     let parallel = node.handle_accepted(secs(1));
-    node.handle_received(secs(1), parallel, &hello(0x101, 7, PROTOCOL_VERSIONS, None));
+    node.handle_received(
+        secs(1),
+        parallel,
+        Bytes::copy_from_slice(&hello(0x101, 7, PROTOCOL_VERSIONS, None)),
+    );
     assert_eq!(
         drain(&mut node),
         vec![
@@ -143,7 +163,11 @@ fn a_second_link_for_a_live_id_is_refused_unless_it_is_the_same_incarnation() {
 fn a_silent_link_is_pinged_then_closed_at_the_exact_instant() {
     let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
     let link = node.handle_accepted(secs(1));
-    node.handle_received(secs(1), link, &encode_hello(NodeId(0x101)));
+    node.handle_received(
+        secs(1),
+        link,
+        Bytes::copy_from_slice(&encode_hello(NodeId(0x101))),
+    );
     drain(&mut node);
     let ping = |nonce| Output::Transmit {
         link,
@@ -181,12 +205,16 @@ fn a_silent_link_is_pinged_then_closed_at_the_exact_instant() {
 fn pings_are_answered_and_any_frame_keeps_a_link_alive() {
     let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
     let link = node.handle_accepted(secs(0));
-    node.handle_received(secs(0), link, &encode_hello(NodeId(0x101)));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&encode_hello(NodeId(0x101))),
+    );
     drain(&mut node);
     node.handle_received(
         secs(1),
         link,
-        &bytes(&Frame::Ping(wire::Ping { nonce: 77 })),
+        Bytes::copy_from_slice(&bytes(&Frame::Ping(wire::Ping { nonce: 77 }))),
     );
     assert_eq!(
         drain(&mut node),
@@ -202,7 +230,11 @@ fn pings_are_answered_and_any_frame_keeps_a_link_alive() {
 fn the_receiver_delivers_each_message_once_in_order_and_acks_every_batch() {
     let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
     let link = node.handle_accepted(secs(0));
-    node.handle_received(secs(0), link, &encode_hello(NodeId(0x101)));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&encode_hello(NodeId(0x101))),
+    );
     drain(&mut node);
     let data = |counter| {
         encode_data_seq(
@@ -230,18 +262,18 @@ fn the_receiver_delivers_each_message_once_in_order_and_acks_every_batch() {
         msg_type: 9,
         payload: Bytes::from_static(b"m"),
     };
-    node.handle_received(secs(0), link, &data(1));
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&data(1)));
     assert_eq!(drain(&mut node), vec![got.clone(), ack(1)]);
     // A retransmitted duplicate is dropped and acked again.
-    node.handle_received(secs(0), link, &data(1));
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&data(1)));
     assert_eq!(drain(&mut node), vec![ack(1)]);
     // A gap is not delivered out of order.
-    node.handle_received(secs(0), link, &data(3));
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&data(3)));
     assert_eq!(drain(&mut node), vec![ack(1)]);
     // One batch of two frames: two deliveries, one coalesced ack.
     let mut batch = data(2).to_vec();
     batch.extend_from_slice(&data(3));
-    node.handle_received(secs(0), link, &batch);
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&batch));
     assert_eq!(drain(&mut node), vec![got.clone(), got, ack(3)]);
 }
 
@@ -282,7 +314,7 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
     };
     let first = connect(&mut node);
     node.handle_connected(secs(0), first);
-    node.handle_received(secs(0), first, &hello_ack(1111));
+    node.handle_received(secs(0), first, Bytes::copy_from_slice(&hello_ack(1111)));
     drain(&mut node);
     let target = Target::Id(NodeId(0x202));
     let m1 = node
@@ -310,7 +342,7 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
     let second = connect(&mut node);
     node.handle_connected(redial, second);
     drain(&mut node);
-    node.handle_received(redial, second, &hello_ack(2222));
+    node.handle_received(redial, second, Bytes::copy_from_slice(&hello_ack(2222)));
     let outs = drain(&mut node);
     assert_eq!(
         outs[..2],
@@ -338,7 +370,7 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
     node.handle_received(
         redial,
         second,
-        &encode_ack(NodeId(0x201), NodeId(0x202), seqs[0], 2222),
+        Bytes::copy_from_slice(&encode_ack(NodeId(0x201), NodeId(0x202), seqs[0], 2222)),
     );
     assert_eq!(
         drain(&mut node),
@@ -354,7 +386,11 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
 fn refused_frames_are_answered_with_an_exact_reset_and_never_delivered() {
     let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
     let link = node.handle_accepted(secs(0));
-    node.handle_received(secs(0), link, &encode_hello(NodeId(0x101)));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&encode_hello(NodeId(0x101))),
+    );
     drain(&mut node);
     let own = node.incarnation();
     let frame = |seq, dst_incarnation, retransmit| {
@@ -383,16 +419,32 @@ fn refused_frames_are_answered_with_an_exact_reset_and_never_delivered() {
         }
     };
     // Rule 1: stamped for another incarnation.
-    node.handle_received(secs(3), link, &frame(make_seq(5, 1), own ^ 1, false));
+    node.handle_received(
+        secs(3),
+        link,
+        Bytes::copy_from_slice(&frame(make_seq(5, 1), own ^ 1, false)),
+    );
     assert_eq!(drain(&mut node), vec![reset(make_seq(5, 1))]);
     // Rule 4: a retransmitted first message stamped 0 of a stream this node does not hold.
-    node.handle_received(secs(3), link, &frame(make_seq(6, 1), 0, true));
+    node.handle_received(
+        secs(3),
+        link,
+        Bytes::copy_from_slice(&frame(make_seq(6, 1), 0, true)),
+    );
     assert_eq!(drain(&mut node), vec![reset(make_seq(6, 1))]);
     // A refused stream stays refused, even its first copy stamped for us.
-    node.handle_received(secs(3), link, &frame(make_seq(6, 1), own, false));
+    node.handle_received(
+        secs(3),
+        link,
+        Bytes::copy_from_slice(&frame(make_seq(6, 1), own, false)),
+    );
     assert_eq!(drain(&mut node), vec![reset(make_seq(6, 1))]);
     // A new stream stamped with our incarnation is delivered and acked (not reset).
-    node.handle_received(secs(3), link, &frame(make_seq(7, 1), own, true));
+    node.handle_received(
+        secs(3),
+        link,
+        Bytes::copy_from_slice(&frame(make_seq(7, 1), own, true)),
+    );
     assert_eq!(
         drain(&mut node),
         vec![

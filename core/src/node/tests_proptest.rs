@@ -190,7 +190,11 @@ impl Driver {
                 if ok {
                     self.node.handle_connected(now, link);
                     let id = if claim == 0 { peer } else { NodeId(claim) };
-                    self.node.handle_received(now, link, &encode_hello_ack(id));
+                    self.node.handle_received(
+                        now,
+                        link,
+                        Bytes::copy_from_slice(&encode_hello_ack(id)),
+                    );
                     self.links.push(link);
                 } else {
                     self.node.handle_connect_failed(now, link);
@@ -198,8 +202,11 @@ impl Driver {
             }
             Op::Accept { hello } => {
                 let link = self.node.handle_accepted(now);
-                self.node
-                    .handle_received(now, link, &encode_hello(NodeId(hello)));
+                self.node.handle_received(
+                    now,
+                    link,
+                    Bytes::copy_from_slice(&encode_hello(NodeId(hello))),
+                );
                 self.links.push(link);
             }
             Op::Close { k } => {
@@ -211,14 +218,19 @@ impl Driver {
             Op::Garbage { k, byte } => {
                 if !self.links.is_empty() {
                     let link = self.links[k % self.links.len()];
-                    self.node.handle_received(now, link, &[0, 0, 0, 1, byte]);
+                    self.node.handle_received(
+                        now,
+                        link,
+                        Bytes::copy_from_slice(&[0, 0, 0, 1, byte]),
+                    );
                 }
             }
             Op::DataIn { k, dst } => {
                 if !self.links.is_empty() {
                     let link = self.links[k % self.links.len()];
                     let frame = encode_data(NodeId(5), NodeId(dst), 3, 0, b"in");
-                    self.node.handle_received(now, link, &frame);
+                    self.node
+                        .handle_received(now, link, Bytes::copy_from_slice(&frame));
                 }
             }
             Op::AckIn { k, i } | Op::UnreachableIn { k, i } => {
@@ -241,7 +253,8 @@ impl Driver {
                             reason: crate::wire::UnreachableReason::NoRoute,
                         })
                     };
-                    self.node.handle_received(now, link, &bytes(&frame));
+                    self.node
+                        .handle_received(now, link, Bytes::copy_from_slice(&bytes(&frame)));
                 }
             }
             Op::Advance { ms } => {

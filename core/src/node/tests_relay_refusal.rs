@@ -245,7 +245,7 @@ fn a_hop_limit_refusal_still_fails_the_stream_at_once() {
     node.handle_received(
         secs(1),
         link,
-        &unreachable(seq, UnreachableReason::HopLimit),
+        Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::HopLimit)),
     );
     let outcomes: Vec<Output> = drain(node)
         .into_iter()
@@ -269,7 +269,11 @@ fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_a
     let (mut net, msg, seq) = one_in_flight();
     let node = net.node(0x101);
     let link = node.link_to(NodeId(0x102)).unwrap();
-    node.handle_received(secs(1), link, &unreachable(seq, UnreachableReason::NoRoute));
+    node.handle_received(
+        secs(1),
+        link,
+        Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::NoRoute)),
+    );
     // Kept (no outcome); the route is unready for its backoff (start 2 s); a second
     // refusal of the same window changes nothing.
     let out = drain(node);
@@ -282,7 +286,11 @@ fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_a
     // Next: the stream's retransmission timer (sent at 0, `heartbeat_interval` 2 s), which
     // finds the route unready and sends nothing.
     assert_eq!(node.poll_timeout(), Some(secs(2)));
-    node.handle_received(secs(1), link, &unreachable(seq, UnreachableReason::NoRoute));
+    node.handle_received(
+        secs(1),
+        link,
+        Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::NoRoute)),
+    );
     assert_eq!(drain(node), vec![]);
     net.now = secs(1);
     net.run_until(secs(3) - Duration::from_nanos(1));

@@ -4,13 +4,13 @@ use alloc::string::String;
 
 use bytes::Bytes;
 
+pub use crate::bus::links::LinkError;
 use crate::{
     connector::RouteEvent,
     discovery::Filter,
     ids::{LinkId, MsgId, NodeId},
     outcome::Outcome,
     topology::TopologyError,
-    wire::{DecodeError, FrameKind, RefuseReason},
 };
 
 /// Whom a `send` is for.
@@ -145,49 +145,6 @@ pub enum Event {
     },
     /// A registry event was not applied.
     RegistryIgnored(RegistryIgnored),
-}
-
-/// Why a link was closed by this node.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LinkError {
-    /// The byte stream did not decode.
-    #[error("malformed frame: {0}")]
-    Frame(#[from] DecodeError),
-    /// This node refused the peer's handshake (a `HelloAck` with the reason went back to an
-    /// accepted link before it was closed).
-    #[error("handshake refused: {0:?}")]
-    Refused(RefuseReason),
-    /// The peer refused our handshake.
-    #[error("the peer refused the handshake: {0:?}")]
-    RefusedByPeer(RefuseReason),
-    /// The peer stayed silent through `heartbeat_dead_after` pings (a half-open link).
-    #[error("no answer to {0} heartbeats")]
-    HeartbeatTimeout(u32),
-    /// A frame this side of the link never expects (a `HelloAck` on an accepted link, a
-    /// registry frame on a bus link).
-    #[error("unexpected {0:?} frame")]
-    UnexpectedFrame(FrameKind),
-    /// The peer we dialled introduced itself as another node.
-    #[error("dialled {expected} but the peer says it is {claimed}")]
-    PeerIdMismatch {
-        /// The node we dialled.
-        expected: NodeId,
-        /// The id its `Hello` claimed.
-        claimed: NodeId,
-    },
-    /// The peer claimed id 0 or this node's own id.
-    #[error("peer claims invalid id {0}")]
-    InvalidPeerId(NodeId),
-    /// A second `Hello` on an established link.
-    #[error("unexpected hello on an established link")]
-    UnexpectedHello,
-    /// `Data` before the handshake finished.
-    #[error("data before the handshake")]
-    DataBeforeHello,
-    /// Bytes on a link whose dial was not reported connected yet.
-    #[error("bytes received before the link was connected")]
-    NotConnected,
 }
 
 /// Why a registry event was not applied.

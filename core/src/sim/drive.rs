@@ -155,7 +155,7 @@ impl<N: SimNode> Sim<N> {
                 self.note_with(Some(end.node), || {
                     format!("<- received {} on {} {:?}", bytes.len(), end.link, bytes)
                 });
-                self.invoke(end.node, |n, now| n.handle_received(now, end.link, &bytes));
+                self.invoke(end.node, |n, now| n.handle_received(now, end.link, bytes));
             }
             Due::PeerClosed { link, to } => self.notify_closed(link, to, EndState::Open),
             Due::Registry {

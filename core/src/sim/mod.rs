@@ -102,7 +102,7 @@ pub trait SimNode: Sized {
     /// A dial the node asked for failed.
     fn handle_connect_failed(&mut self, now: Instant, link: LinkId);
     /// Bytes arrived on a link.
-    fn handle_received(&mut self, now: Instant, link: LinkId, bytes: &[u8]);
+    fn handle_received(&mut self, now: Instant, link: LinkId, bytes: bytes::Bytes);
     /// The other side closed the link, or the link dropped.
     fn handle_closed(&mut self, now: Instant, link: LinkId);
     /// A deadline reported by `poll_timeout` is due.
@@ -149,7 +149,7 @@ impl SimNode for Node {
     fn handle_connect_failed(&mut self, now: Instant, link: LinkId) {
         Node::handle_connect_failed(self, now, link);
     }
-    fn handle_received(&mut self, now: Instant, link: LinkId, bytes: &[u8]) {
+    fn handle_received(&mut self, now: Instant, link: LinkId, bytes: bytes::Bytes) {
         Node::handle_received(self, now, link, bytes);
     }
     fn handle_closed(&mut self, now: Instant, link: LinkId) {

@@ -106,14 +106,11 @@ impl SimNode for Puppet {
     fn handle_connect_failed(&mut self, now: Instant, link: LinkId) {
         self.inputs.push((now, Input::ConnectFailed(link)));
     }
-    fn handle_received(&mut self, now: Instant, link: LinkId, bytes: &[u8]) {
+    fn handle_received(&mut self, now: Instant, link: LinkId, bytes: Bytes) {
         self.inputs
             .push((now, Input::Received(link, bytes.to_vec())));
         if self.echo {
-            self.push(Output::Transmit {
-                link,
-                bytes: Bytes::copy_from_slice(bytes),
-            });
+            self.push(Output::Transmit { link, bytes });
         }
     }
     fn handle_closed(&mut self, now: Instant, link: LinkId) {

@@ -146,8 +146,46 @@ pub enum Decoded<'a> {
 /// as soon as they are present, so a prefix that is already wrong is refused without waiting
 /// for more.
 pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> {
+    let (len, kind) = match check_header(buf, max_frame)? {
+        Header::Partial(need) => return Ok(Decoded::NeedMore(need)),
+        Header::Complete(len, kind) => (len, kind),
+    };
+    let frame = &buf[..len];
+    let flags = u16::from_le_bytes([frame[6], frame[7]]);
+    let body = &frame[HEADER_LEN..];
+    let frame = decode_body(kind, flags, body)?;
+    Ok(Decoded::Frame(frame, len))
+}
+
+/// The length of the complete frame at the start of `buf` (its header checked, its body not
+/// looked at), or `None` while more bytes are needed.
+///
+/// A streaming reader that hands out whole frames as owned slices
+/// ([`FrameReader::next_frame_bytes`](super::FrameReader::next_frame_bytes)) uses it to cut the
+/// stream, and its caller decodes each frame once with [`decode`].
+///
+/// # Errors
+/// The same header errors as [`decode`], as soon as the header bytes are present.
+pub fn frame_len(buf: &[u8], max_frame: usize) -> Result<Option<usize>, DecodeError> {
+    Ok(match check_header(buf, max_frame)? {
+        Header::Partial(_) => None,
+        Header::Complete(len, _) => Some(len),
+    })
+}
+
+/// What the header check found.
+enum Header {
+    /// More bytes are needed (at least this many).
+    Partial(usize),
+    /// A whole frame of this length and kind is present.
+    Complete(usize, FrameKind),
+}
+
+/// Checks the header fields present at the start of `buf`: length against the maximum, then
+/// version, then kind.
+fn check_header(buf: &[u8], max_frame: usize) -> Result<Header, DecodeError> {
     let Some(len_bytes) = buf.first_chunk::<4>() else {
-        return Ok(Decoded::NeedMore(HEADER_LEN - buf.len()));
+        return Ok(Header::Partial(HEADER_LEN - buf.len()));
     };
     // u32 → usize is lossless on every target with at least 32-bit pointers.
     let len = u32::from_le_bytes(*len_bytes) as usize;
@@ -172,13 +210,10 @@ pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> 
         }
         None => None,
     };
-    let (Some(kind), Some(frame)) = (kind, buf.get(..len)) else {
-        return Ok(Decoded::NeedMore(len - buf.len()));
-    };
-    let flags = u16::from_le_bytes([frame[6], frame[7]]);
-    let body = &frame[HEADER_LEN..];
-    let frame = decode_body(kind, flags, body)?;
-    Ok(Decoded::Frame(frame, len))
+    match kind {
+        Some(kind) if buf.len() >= len => Ok(Header::Complete(len, kind)),
+        _ => Ok(Header::Partial(len - buf.len())),
+    }
 }
 
 /// Decodes the body of a frame whose header said `kind` and `flags`.

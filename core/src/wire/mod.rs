@@ -88,7 +88,7 @@ mod tests_prop;
 #[cfg(test)]
 mod tests_registry;
 
-pub use decode::{DecodeError, Decoded, decode};
+pub use decode::{DecodeError, Decoded, decode, frame_len};
 pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
 pub use frame::{
     Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck, PROOF_LEN,

@@ -1,26 +1,37 @@
 //! Streaming reassembly: a link delivers arbitrary chunks, [`FrameReader`] turns them into
 //! frames.
 
-use alloc::vec::Vec;
+use bytes::{Buf, Bytes, BytesMut};
 
-use super::decode::{DecodeError, Decoded, decode};
+use super::decode::{DecodeError, Decoded, decode, frame_len};
 use crate::wire::Frame;
 
 /// Reassembles frames from a byte stream cut at arbitrary points.
 ///
-/// One reader per link. Feed every chunk the transport delivers to [`push`](Self::push), then
-/// call [`next_frame`](Self::next_frame) until it returns `Ok(None)`. The reader buffers at
-/// most one incomplete frame (which is never larger than `max_frame`) plus whatever the last
-/// chunk carried; a length field is never trusted to reserve memory, bytes are stored only as
-/// they arrive.
+/// One reader per link. Feed every chunk the transport delivers to
+/// [`push_bytes`](Self::push_bytes) (owned) or [`push`](Self::push) (borrowed), then call
+/// [`next_frame_bytes`](Self::next_frame_bytes) (each frame as an owned slice) or
+/// [`next_frame`](Self::next_frame) (each frame decoded, borrowing from the reader) until it
+/// returns `Ok(None)`. The reader buffers at most one incomplete frame (which is never larger
+/// than `max_frame`) plus whatever the last chunk carried; a length field is never trusted to
+/// reserve memory, bytes are stored only as they arrive.
+///
+/// **Copies.** An owned chunk is kept as it is while it is all the reader holds: the frames
+/// cut from it are slices of it, so a payload reaches the application without a copy. Only a
+/// frame that spans chunks is copied, once, into the reader's spill buffer (whose frames are
+/// then slices of that buffer). A borrowed chunk is always copied into the spill buffer.
 ///
 /// After an error the stream's frame boundaries are lost: the reader keeps returning the same
 /// error and ignores further input; the link should be closed.
 #[derive(Clone, Debug)]
 pub struct FrameReader {
-    buf: Vec<u8>,
-    /// Start of the first undecoded byte in `buf`.
-    start: usize,
+    /// The undecoded bytes of the last owned chunk, while they are all the reader holds.
+    head: Bytes,
+    /// The undecoded bytes once a frame spans chunks (or of borrowed chunks).
+    spill: BytesMut,
+    /// Bytes at the start of the held bytes already returned by [`next_frame`](Self::next_frame)
+    /// (released at the next push or cut).
+    returned: usize,
     max_frame: usize,
     failed: Option<DecodeError>,
 }
@@ -30,14 +41,15 @@ impl FrameReader {
     #[must_use]
     pub fn new(max_frame: usize) -> FrameReader {
         FrameReader {
-            buf: Vec::new(),
-            start: 0,
+            head: Bytes::new(),
+            spill: BytesMut::new(),
+            returned: 0,
             max_frame,
             failed: None,
         }
     }
 
-    /// Appends a chunk received from the link.
+    /// Appends a chunk received from the link, copying it.
     ///
     /// Call whenever bytes arrive, then drain [`next_frame`](Self::next_frame). Bytes of
     /// frames already returned are released here (the buffer's capacity is kept).
@@ -45,11 +57,47 @@ impl FrameReader {
         if self.failed.is_some() {
             return;
         }
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.start = 0;
+        self.release();
+        self.spill_head();
+        self.spill.extend_from_slice(chunk);
+    }
+
+    /// Appends an owned chunk received from the link; while nothing else is held it is kept
+    /// as it is, so the frames cut from it by [`next_frame_bytes`](Self::next_frame_bytes)
+    /// are slices of it (no copy).
+    pub fn push_bytes(&mut self, chunk: Bytes) {
+        if self.failed.is_some() || chunk.is_empty() {
+            return;
         }
-        self.buf.extend_from_slice(chunk);
+        self.release();
+        if self.head.is_empty() && self.spill.is_empty() {
+            self.head = chunk;
+        } else {
+            self.spill_head();
+            self.spill.extend_from_slice(&chunk);
+        }
+    }
+
+    /// The next complete frame as an owned slice of the received bytes (decode it with
+    /// [`decode`](super::decode)), `Ok(None)` when more bytes are needed. Only the header is
+    /// checked here; the caller's decode checks the body.
+    ///
+    /// # Errors
+    /// The [`DecodeError`] of the first invalid header, again on every later call.
+    pub fn next_frame_bytes(&mut self) -> Result<Option<Bytes>, DecodeError> {
+        if let Some(error) = &self.failed {
+            return Err(error.clone());
+        }
+        self.release();
+        match frame_len(self.pending(), self.max_frame) {
+            Ok(None) => Ok(None),
+            Ok(Some(len)) if self.head.is_empty() => Ok(Some(self.spill.split_to(len).freeze())),
+            Ok(Some(len)) => Ok(Some(self.head.split_to(len))),
+            Err(error) => {
+                self.failed = Some(error.clone());
+                Err(error)
+            }
+        }
     }
 
     /// The next complete frame, `Ok(None)` when more bytes are needed.
@@ -63,10 +111,15 @@ impl FrameReader {
         if let Some(error) = &self.failed {
             return Err(error.clone());
         }
-        let pending = &self.buf[self.start..];
-        match decode(pending, self.max_frame) {
+        let returned = self.returned;
+        let held = if self.head.is_empty() {
+            &self.spill[..]
+        } else {
+            &self.head[..]
+        };
+        match decode(&held[returned..], self.max_frame) {
             Ok(Decoded::Frame(frame, consumed)) => {
-                self.start += consumed;
+                self.returned += consumed;
                 Ok(Some(frame))
             }
             Ok(Decoded::NeedMore(_)) => Ok(None),
@@ -77,10 +130,42 @@ impl FrameReader {
         }
     }
 
+    /// The held bytes not yet returned as frames.
+    fn pending(&self) -> &[u8] {
+        let held = if self.head.is_empty() {
+            &self.spill[..]
+        } else {
+            &self.head[..]
+        };
+        &held[self.returned..]
+    }
+
+    /// Drops the bytes of frames [`next_frame`](Self::next_frame) returned.
+    fn release(&mut self) {
+        if self.returned == 0 {
+            return;
+        }
+        if self.head.is_empty() {
+            self.spill.advance(self.returned);
+        } else {
+            self.head.advance(self.returned);
+        }
+        self.returned = 0;
+    }
+
+    /// Moves the held owned chunk's undecoded bytes into the spill buffer (a frame spans
+    /// chunks: its bytes must be contiguous).
+    fn spill_head(&mut self) {
+        if !self.head.is_empty() {
+            self.spill.extend_from_slice(&self.head);
+            self.head = Bytes::new();
+        }
+    }
+
     /// Bytes received but not yet returned as frames.
     #[must_use]
     pub fn buffered(&self) -> usize {
-        self.buf.len() - self.start
+        self.pending().len()
     }
 
     /// The maximum frame length this reader accepts.

@@ -3,7 +3,8 @@
 //! A dialled link starts with a dial task; once connected (and every accepted link at once) it
 //! has a writer task (queued `Transmit`s → socket, batched), and the driver reads its socket
 //! itself: the read half waits for readiness in [`Links::next_readable`] (one future per link
-//! in a `FuturesUnordered`), then the driver's burst reads it with `try_read`
+//! in a `FuturesUnordered`), then the driver's burst reads it with `try_read_buf` into one shared buffer, each read
+//! split off and handed to the core as owned bytes (no copy)
 //! ([`Links::read_ready`]) until it would block, and re-arms it — no reader task and no
 //! channel hop per chunk. The tasks report on one bounded channel of [`LinkEvent`]s, each
 //! tagged with its `LinkId`; the core never reuses a link id, so an event of a link the table
@@ -108,9 +109,10 @@ struct Entry {
 type ReadWait = Abortable<Pin<Box<dyn Future<Output = (LinkId, OwnedReadHalf)> + Send>>>;
 
 /// What [`Links::read_ready`] read.
-pub(super) enum Read<'a> {
-    /// Bytes arrived on the link.
-    Bytes(LinkId, &'a [u8]),
+pub(super) enum Read {
+    /// Bytes arrived on the link (a slice of the shared read buffer: the core keeps it as it
+    /// is and hands payloads on as slices of it).
+    Bytes(LinkId, Bytes),
     /// The link is gone: end of stream or a read error (the reason).
     Closed(LinkId, String),
 }
@@ -127,8 +129,9 @@ pub(super) struct Links {
     waits: FuturesUnordered<ReadWait>,
     /// Links whose read half is readable, in the order they are read (round robin).
     ready: VecDeque<LinkId>,
-    /// The one buffer every link is read into (the core copies what it keeps).
-    scratch: Vec<u8>,
+    /// The buffer every link is read into; each read is split off it and handed to the core
+    /// as it is (no copy), and the buffer grows again when what is left runs low.
+    scratch: BytesMut,
 }
 
 impl Links {
@@ -141,7 +144,7 @@ impl Links {
             accept: None,
             waits: FuturesUnordered::new(),
             ready: VecDeque::new(),
-            scratch: vec![0; net::READ_CHUNK],
+            scratch: BytesMut::with_capacity(net::READ_CHUNK),
         }
     }
 
@@ -299,7 +302,7 @@ impl Links {
     /// Reads one chunk from the next readable link (round robin). A link that would block goes
     /// back to waiting for readiness; `None` once no link is readable. After a
     /// [`Read::Closed`] the caller reports the link gone ([`Links::gone`]).
-    pub(super) fn read_ready(&mut self) -> Option<Read<'_>> {
+    pub(super) fn read_ready(&mut self) -> Option<Read> {
         while let Some(link) = self.ready.pop_front() {
             let Some(entry) = self.entries.get_mut(&link) else {
                 continue;
@@ -307,11 +310,14 @@ impl Links {
             let Some(read) = entry.read.as_ref() else {
                 continue;
             };
-            match read.try_read(&mut self.scratch) {
+            if self.scratch.capacity() < net::READ_CHUNK / 4 {
+                self.scratch.reserve(net::READ_CHUNK);
+            }
+            match read.try_read_buf(&mut self.scratch) {
                 Ok(0) => return Some(Read::Closed(link, String::from("end of stream"))),
-                Ok(n) => {
+                Ok(_) => {
                     self.ready.push_back(link);
-                    return Some(Read::Bytes(link, &self.scratch[..n]));
+                    return Some(Read::Bytes(link, self.scratch.split().freeze()));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     if let Some(read) = entry.read.take() {

@@ -1,0 +1,477 @@
+//! The link table: every connection of a node, from dial or accept through the handshake to
+//! close, with its heartbeat, its frame reader and the acknowledgements it owes.
+//!
+//! [`Links`] is the bus machine between the transport and the node. The node creates a link
+//! when the connector wants a dial ([`Links::dial`]) or the driver accepted one
+//! ([`Links::accept`]); the driver's reports (`connected`, `closed`) and bytes
+//! ([`Links::receive`] then [`Links::next_inbound`] until `None`, then
+//! [`Links::finish_receive`]) come here. This machine does, on its own, everything that
+//! concerns one link: the `Hello`/`HelloAck` exchange ([`super::handshake`]) and the
+//! duplicate-id rule, `Ping`/`Pong`, the heartbeat verdict ([`super::heartbeat`]), delivery
+//! of `Data` frames for this node in stream order with one coalesced `Ack` per stream and
+//! batch ([`super::stream::RecvStreams`]), and closing a link whose peer misbehaves
+//! ([`LinkError`]). What needs the rest of the node comes back as an [`Inbound`], one at a
+//! time and in frame order: a link up or down (the connector's link state, the outbox's
+//! incarnation), an `Ack` or `Unreachable` for one of this node's streams, and a frame to
+//! relay — the node asks the connector for the hop ([`Connector::relay_hop`]) and hands the
+//! frame back with it ([`Links::relay`]).
+//!
+//! Effects go to a [`LinkSink`] (the node's output queue), in order.
+//!
+//! # Handshake
+//!
+//! The dialler sends `Hello` (id, name, incarnation, protocol versions, cluster-token
+//! proof); the acceptor judges it and answers `HelloAck` — accepted, or refused with a reason
+//! and closed: no common version, wrong cluster token, an invalid id, or an id already live
+//! on another link with a *different* incarnation (the same incarnation is a parallel or
+//! redialled link; the lowest link id carries traffic). A dialled peer whose `HelloAck` names
+//! another id than dialled is closed. Bytes before the dial was reported connected, a second
+//! `Hello`, anything but a handshake frame before the handshake, and a frame that does not
+//! decode each close the link with a [`LinkError`].
+//!
+//! # Heartbeats
+//!
+//! A link silent for `heartbeat_interval` gets a `Ping`; after `heartbeat_dead_after`
+//! unanswered pings and one more silent interval it is closed
+//! ([`LinkError::HeartbeatTimeout`]). Each up link has one entry in a keyed timer queue at its
+//! exact heartbeat deadline (moved once per received batch), so
+//! [`next_deadline`](Links::next_deadline) is O(1).
+//!
+//! [`Connector::relay_hop`]: crate::connector::Connector::relay_hop
+
+mod receive;
+mod view;
+
+use alloc::{
+    collections::{BTreeMap, BTreeSet},
+    string::String,
+    vec::Vec,
+};
+
+use bytes::Bytes;
+pub use receive::{Inbound, Relay};
+pub use view::LinkView;
+
+use super::{
+    handshake::{self, PROTOCOL_VERSIONS},
+    heartbeat::{Beat, Heartbeat},
+    stream::RecvStreams,
+};
+use crate::{
+    ids::{IdSource, LinkId, NodeId},
+    time::{Duration, Instant},
+    timer::TimerQueue,
+    wire::{self, DecodeError, Frame, FrameKind, FrameReader, Proof, RefuseReason},
+};
+
+/// Relays a `Data` frame may take before it is dropped (a routing loop guard).
+pub const MAX_HOPS: u8 = 16;
+
+/// Where the effects of the link machine go, in order.
+pub trait LinkSink {
+    /// Dial `addr` for `link`, the peer being `peer`.
+    fn connect(&mut self, link: LinkId, peer: NodeId, addr: String);
+    /// Write `bytes` on `link`.
+    fn transmit(&mut self, link: LinkId, bytes: Bytes);
+    /// Close `link` (the machine already forgot it).
+    fn close(&mut self, link: LinkId);
+    /// A message for this node, its payload a slice of the received bytes.
+    fn received(&mut self, from: NodeId, via: NodeId, msg_type: u32, payload: Bytes);
+    /// Something observable happened to a link.
+    fn event(&mut self, event: LinkEvent);
+}
+
+/// What the link machine reports for observability.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// A link is gone (closed by either side, or its dial failed).
+    Closed {
+        /// The link.
+        link: LinkId,
+        /// Its peer, if known (or the node it dialled).
+        peer: Option<NodeId>,
+    },
+    /// This node closed a link because of what the peer sent (or did not send).
+    Rejected {
+        /// The link.
+        link: LinkId,
+        /// What was wrong.
+        reason: LinkError,
+    },
+    /// A frame for another node could not be relayed; an `Unreachable` went back.
+    ForwardDropped {
+        /// Original sender.
+        src: NodeId,
+        /// Intended target.
+        dst: NodeId,
+        /// Application message type.
+        msg_type: u32,
+    },
+}
+
+/// Why a link was closed by this node.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The byte stream did not decode.
+    #[error("malformed frame: {0}")]
+    Frame(#[from] DecodeError),
+    /// This node refused the peer's handshake (a `HelloAck` with the reason went back to an
+    /// accepted link before it was closed).
+    #[error("handshake refused: {0:?}")]
+    Refused(RefuseReason),
+    /// The peer refused our handshake.
+    #[error("the peer refused the handshake: {0:?}")]
+    RefusedByPeer(RefuseReason),
+    /// The peer stayed silent through `heartbeat_dead_after` pings (a half-open link).
+    #[error("no answer to {0} heartbeats")]
+    HeartbeatTimeout(u32),
+    /// A frame this side of the link never expects (a `HelloAck` on an accepted link, a
+    /// registry frame on a bus link).
+    #[error("unexpected {0:?} frame")]
+    UnexpectedFrame(FrameKind),
+    /// The peer we dialled introduced itself as another node.
+    #[error("dialled {expected} but the peer says it is {claimed}")]
+    PeerIdMismatch {
+        /// The node we dialled.
+        expected: NodeId,
+        /// The id its `Hello` claimed.
+        claimed: NodeId,
+    },
+    /// The peer claimed id 0 or this node's own id.
+    #[error("peer claims invalid id {0}")]
+    InvalidPeerId(NodeId),
+    /// A second `Hello` on an established link.
+    #[error("unexpected hello on an established link")]
+    UnexpectedHello,
+    /// `Data` before the handshake finished.
+    #[error("data before the handshake")]
+    DataBeforeHello,
+    /// Bytes on a link whose dial was not reported connected yet.
+    #[error("bytes received before the link was connected")]
+    NotConnected,
+}
+
+/// What a node tells its links about itself.
+#[derive(Clone, Debug)]
+pub struct LinkSettings {
+    /// This node's id.
+    pub own: NodeId,
+    /// This node's name (sent in the handshake).
+    pub name: String,
+    /// This node's incarnation.
+    pub incarnation: u64,
+    /// The cluster token (empty: none).
+    pub cluster_token: String,
+    /// Silence before a `Ping`.
+    pub heartbeat_interval: Duration,
+    /// Unanswered pings before a link is dead.
+    pub heartbeat_dead_after: u32,
+    /// The largest frame a link accepts.
+    pub max_frame: usize,
+}
+
+/// Where a link is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// `Connect` emitted, `connected` not yet reported.
+    Dialing,
+    /// Connected (or accepted); waiting for the peer's `Hello`.
+    Handshaking,
+    /// Handshake done; the peer is known.
+    Up,
+}
+
+#[derive(Clone, Debug)]
+struct Link {
+    phase: Phase,
+    /// The node we dialled (`None` for an accepted link).
+    dialed: Option<NodeId>,
+    /// The peer, once its `Hello` arrived.
+    peer: Option<NodeId>,
+    /// The peer's incarnation, once its `Hello` arrived.
+    incarnation: u64,
+    reader: FrameReader,
+    /// Liveness, once the link is up.
+    heartbeat: Option<Heartbeat>,
+}
+
+/// A link that went away: what the node must re-evaluate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Down {
+    /// The peer of its handshake, if it got that far.
+    pub peer: Option<NodeId>,
+    /// The node it was dialled for, if it was dialled.
+    pub dialed: Option<NodeId>,
+}
+
+/// Every link of one node; see the [module docs](self).
+#[derive(Debug)]
+pub struct Links {
+    settings: LinkSettings,
+    proof: Option<Proof>,
+    ids: IdSource,
+    table: BTreeMap<LinkId, Link>,
+    /// Up links per peer, ascending: the lowest carries traffic.
+    peer_links: BTreeMap<NodeId, BTreeSet<LinkId>>,
+    /// The last incarnation seen in each peer's handshake (restart detection).
+    peer_incarnations: BTreeMap<NodeId, u64>,
+    /// Delivered sequence numbers per source.
+    recv: RecvStreams,
+    /// When this incarnation started (its age goes out in reset acks).
+    started: Instant,
+    /// Acks owed after the frames of one received batch: (stream source, link).
+    acks_due: Vec<(NodeId, LinkId)>,
+    /// The heartbeat deadline of every up link.
+    beats: TimerQueue<LinkId>,
+    /// Reused encode buffer.
+    wbuf: Vec<u8>,
+}
+
+impl Links {
+    /// No links, for a node started at `now`.
+    #[must_use]
+    pub fn new(settings: LinkSettings, now: Instant) -> Links {
+        let proof = handshake::proof(
+            settings.cluster_token.as_bytes(),
+            settings.own,
+            settings.incarnation,
+        );
+        Links {
+            recv: RecvStreams::new(settings.incarnation),
+            settings,
+            proof,
+            ids: IdSource::new(),
+            table: BTreeMap::new(),
+            peer_links: BTreeMap::new(),
+            peer_incarnations: BTreeMap::new(),
+            started: now,
+            acks_due: Vec::new(),
+            beats: TimerQueue::new(),
+            wbuf: Vec::new(),
+        }
+    }
+
+    /// Links held (dialling, handshaking or up).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether no link is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// The peer of `link` once its handshake is done.
+    #[must_use]
+    pub fn peer(&self, link: LinkId) -> Option<NodeId> {
+        self.table.get(&link).and_then(|l| l.peer)
+    }
+
+    /// The up link that carries traffic to `peer` (the lowest link id among its up links).
+    #[must_use]
+    pub fn link_to(&self, peer: NodeId) -> Option<LinkId> {
+        self.peer_links
+            .get(&peer)
+            .and_then(|links| links.first().copied())
+    }
+
+    /// Every up link to `peer`, ascending (the first carries traffic).
+    pub fn up_links(&self, peer: NodeId) -> impl Iterator<Item = LinkId> + '_ {
+        self.peer_links.get(&peer).into_iter().flatten().copied()
+    }
+
+    /// Whether `peer` has an up link.
+    #[must_use]
+    pub fn is_up(&self, peer: NodeId) -> bool {
+        self.peer_links.contains_key(&peer)
+    }
+
+    /// Whether a dial to `peer` is still in progress (dialling or handshaking).
+    #[must_use]
+    pub fn is_connecting(&self, peer: NodeId) -> bool {
+        self.table
+            .values()
+            .any(|l| l.dialed == Some(peer) && l.phase != Phase::Up)
+    }
+
+    /// The earliest heartbeat deadline (O(1)).
+    #[must_use]
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.beats.next_deadline()
+    }
+
+    /// A new link dialling `peer` at `addr` ([`LinkSink::connect`]).
+    pub fn dial<S: LinkSink + ?Sized>(&mut self, peer: NodeId, addr: String, sink: &mut S) {
+        let link = self.ids.next_link();
+        let max_frame = self.settings.max_frame;
+        self.table
+            .insert(link, Link::new(Phase::Dialing, Some(peer), max_frame));
+        sink.connect(link, peer, addr);
+    }
+
+    /// A new accepted link, waiting for the peer's `Hello`.
+    pub fn accept(&mut self) -> LinkId {
+        let link = self.ids.next_link();
+        let max_frame = self.settings.max_frame;
+        self.table
+            .insert(link, Link::new(Phase::Handshaking, None, max_frame));
+        link
+    }
+
+    /// A link id for a connection that is refused at once (the node is shut down).
+    pub fn refuse(&mut self) -> LinkId {
+        self.ids.next_link()
+    }
+
+    /// The dial of `link` succeeded: our `Hello` goes out. Unknown links and repeated
+    /// reports are ignored.
+    pub fn connected<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) {
+        let Some(l) = self.table.get_mut(&link) else {
+            return;
+        };
+        if l.phase != Phase::Dialing {
+            return;
+        }
+        l.phase = Phase::Handshaking;
+        let name = core::mem::take(&mut self.settings.name);
+        let hello = wire::Hello {
+            node: self.settings.own,
+            incarnation: self.settings.incarnation,
+            versions: PROTOCOL_VERSIONS,
+            name: &name,
+            proof: self.proof,
+        };
+        self.transmit(link, &Frame::Hello(hello), sink);
+        self.settings.name = name;
+    }
+
+    /// Forgets `link` (closed by the peer or the network, or its dial failed) and reports
+    /// [`LinkEvent::Closed`]. `None` for unknown links.
+    pub fn closed<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) -> Option<Down> {
+        let l = self.table.remove(&link)?;
+        self.beats.cancel(link);
+        sink.event(LinkEvent::Closed {
+            link,
+            peer: l.peer.or(l.dialed),
+        });
+        if let Some(peer) = l.peer {
+            if let Some(set) = self.peer_links.get_mut(&peer) {
+                set.remove(&link);
+                if set.is_empty() {
+                    self.peer_links.remove(&peer);
+                }
+            }
+        }
+        Some(Down {
+            peer: l.peer,
+            dialed: l.dialed.filter(|&d| Some(d) != l.peer),
+        })
+    }
+
+    /// Closes `link` because of what its peer sent (or did not send).
+    pub fn reject<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        reason: LinkError,
+        sink: &mut S,
+    ) -> Option<Down> {
+        sink.event(LinkEvent::Rejected { link, reason });
+        sink.close(link);
+        self.closed(link, sink)
+    }
+
+    /// Closes every link to `peer` on the connector's request, without reporting anything
+    /// back (the connector already forgot the peer's links).
+    pub fn close_peer<S: LinkSink + ?Sized>(&mut self, peer: NodeId, sink: &mut S) {
+        let links: Vec<LinkId> = self
+            .table
+            .iter()
+            .filter(|(_, l)| l.peer == Some(peer) || (l.peer.is_none() && l.dialed == Some(peer)))
+            .map(|(&id, _)| id)
+            .collect();
+        for link in links {
+            self.table.remove(&link);
+            self.beats.cancel(link);
+            sink.close(link);
+            sink.event(LinkEvent::Closed {
+                link,
+                peer: Some(peer),
+            });
+        }
+        self.peer_links.remove(&peer);
+    }
+
+    /// Closes every link (shutdown), without events.
+    pub fn close_all<S: LinkSink + ?Sized>(&mut self, sink: &mut S) {
+        for link in core::mem::take(&mut self.table).into_keys() {
+            sink.close(link);
+        }
+        self.peer_links.clear();
+        self.beats.clear();
+    }
+
+    /// The links whose heartbeat is due at `now`, in ascending id order: pass each to
+    /// [`beat`](Self::beat).
+    pub fn due_beats(&mut self, now: Instant) -> Vec<LinkId> {
+        let mut due = Vec::new();
+        self.beats.expire(now, &mut due);
+        let mut links: Vec<LinkId> = due.into_iter().map(|(link, _)| link).collect();
+        links.sort_unstable();
+        links
+    }
+
+    /// `link`'s heartbeat at `now`: a `Ping` for each silent interval (a late call catches
+    /// up), or, once `heartbeat_dead_after` pings went unanswered and one more interval
+    /// passed, the link closed with [`LinkError::HeartbeatTimeout`] (the returned
+    /// [`Down`]).
+    pub fn beat<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        sink: &mut S,
+    ) -> Option<Down> {
+        let interval = self.settings.heartbeat_interval;
+        let dead_after = self.settings.heartbeat_dead_after;
+        loop {
+            let hb = self.table.get_mut(&link)?.heartbeat.as_mut()?;
+            match hb.poll(now, interval, dead_after) {
+                Beat::Idle => {
+                    let deadline = hb.deadline(interval);
+                    self.beats.replace(link, deadline);
+                    return None;
+                }
+                Beat::Ping(nonce) => {
+                    self.transmit(link, &Frame::Ping(wire::Ping { nonce }), sink);
+                }
+                Beat::Dead => {
+                    let reason = LinkError::HeartbeatTimeout(dead_after);
+                    return self.reject(link, reason, sink);
+                }
+            }
+        }
+    }
+
+    /// Encodes `frame` into the reused buffer and hands its bytes to the sink for `link`.
+    fn transmit<S: LinkSink + ?Sized>(&mut self, link: LinkId, frame: &Frame<'_>, sink: &mut S) {
+        self.wbuf.clear();
+        wire::encode(frame, &mut self.wbuf)
+            .expect("link frames are small and relayed frames were decoded within the limit");
+        sink.transmit(link, Bytes::copy_from_slice(&self.wbuf));
+    }
+}
+
+impl Link {
+    fn new(phase: Phase, dialed: Option<NodeId>, max_frame: usize) -> Link {
+        Link {
+            phase,
+            dialed,
+            peer: None,
+            incarnation: 0,
+            reader: FrameReader::new(max_frame),
+            heartbeat: None,
+        }
+    }
+}

@@ -1,0 +1,488 @@
+//! Received bytes: frames cut from each link's stream, the handshake, delivery of this node's
+//! messages, and the frames handed to the node ([`Inbound`]) or relayed for others.
+
+use bytes::Bytes;
+
+use super::{Down, LinkError, LinkEvent, LinkSink, Links, MAX_HOPS, Phase};
+use crate::{
+    bus::{
+        handshake::{self, PROTOCOL_VERSIONS, PeerHello},
+        heartbeat::Heartbeat,
+        stream::Verdict,
+    },
+    ids::{LinkId, NodeId},
+    time::Instant,
+    wire::{self, DecodeError, Decoded, Frame, FrameKind, RefuseReason, UnreachableReason},
+};
+
+/// What a received frame needs from the rest of the node, in frame order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inbound {
+    /// `link`'s handshake succeeded with `peer` in `incarnation`; `restarted` when an earlier
+    /// handshake showed another incarnation of it.
+    Up {
+        /// The link.
+        link: LinkId,
+        /// The peer.
+        peer: NodeId,
+        /// Its incarnation.
+        incarnation: u64,
+        /// Whether it restarted since its last handshake.
+        restarted: bool,
+    },
+    /// A link went away (the peer said `Bye`, or the link was rejected).
+    Down(Down),
+    /// An `Ack` (or reset) of one of this node's streams.
+    Ack(wire::Ack),
+    /// A relay could not route one of this node's messages; `via` is the hop it came back
+    /// from.
+    Unreachable {
+        /// The relay's notice.
+        notice: wire::Unreachable,
+        /// The peer it arrived from.
+        via: NodeId,
+    },
+    /// A frame for another node: ask the connector for the hop
+    /// ([`relay_hop`](crate::connector::Connector::relay_hop) of [`Relay::dst`] from
+    /// [`Relay::from`]) and hand it back with [`Links::relay`].
+    Relay(Relay),
+}
+
+/// A frame this node relays toward another node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relay {
+    from_link: LinkId,
+    from: NodeId,
+    frame: Relayed,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Relayed {
+    /// A message; its payload a slice of the received bytes.
+    Data {
+        header: wire::Data<'static>,
+        payload: Bytes,
+    },
+    Ack(wire::Ack),
+    Unreachable(wire::Unreachable),
+}
+
+impl Relay {
+    /// The node the frame goes toward (a message's target; the source of an ack or notice).
+    #[must_use]
+    pub fn dst(&self) -> NodeId {
+        match &self.frame {
+            Relayed::Data { header, .. } => header.dst,
+            Relayed::Ack(ack) => ack.src,
+            Relayed::Unreachable(notice) => notice.src,
+        }
+    }
+
+    /// The peer the frame arrived from (never the hop it goes on to).
+    #[must_use]
+    pub fn from(&self) -> NodeId {
+        self.from
+    }
+
+    /// Whether a hop is worth asking for (a message past its hop limit is refused anyway).
+    #[must_use]
+    pub fn needs_hop(&self) -> bool {
+        !matches!(&self.frame, Relayed::Data { header, .. } if header.hop_count >= MAX_HOPS)
+    }
+}
+
+impl Links {
+    /// Bytes arrived on `link`, in any split; the frames are handled by
+    /// [`next_inbound`](Self::next_inbound). Bytes on a link whose dial was not reported
+    /// connected close it (the returned [`Down`]). Unknown links are ignored.
+    pub fn receive<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        bytes: Bytes,
+        sink: &mut S,
+    ) -> Option<Down> {
+        let l = self.table.get_mut(&link)?;
+        if l.phase == Phase::Dialing {
+            return self.reject(link, LinkError::NotConnected, sink);
+        }
+        l.reader.push_bytes(bytes);
+        None
+    }
+
+    /// Handles `link`'s next complete frames until one needs the node, and returns it;
+    /// `None` when no complete frame is left (or the link is gone). Call until `None`, then
+    /// [`finish_receive`](Self::finish_receive).
+    ///
+    /// Handled here: the handshake (answering `HelloAck`), `Ping`, `Pong`, messages for this
+    /// node ([`LinkSink::received`] for each stream's next message, exactly once; a reset
+    /// `Ack` at once for a frame this incarnation must refuse), and every reason to close the
+    /// link.
+    pub fn next_inbound<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        loop {
+            let l = self.table.get_mut(&link)?;
+            let bytes = match l.reader.next_frame_bytes() {
+                Ok(None) => return None,
+                Ok(Some(bytes)) => bytes,
+                Err(e) => {
+                    return self
+                        .reject(link, LinkError::Frame(e), sink)
+                        .map(Inbound::Down);
+                }
+            };
+            if let Some(hb) = l.heartbeat.as_mut() {
+                hb.on_receive(now);
+            }
+            let frame = match wire::decode(&bytes, self.settings.max_frame) {
+                Ok(Decoded::Frame(frame, _)) => frame,
+                Ok(Decoded::NeedMore(_)) => {
+                    let error = DecodeError::Truncated { field: "frame" };
+                    return self
+                        .reject(link, LinkError::Frame(error), sink)
+                        .map(Inbound::Down);
+                }
+                Err(e) => {
+                    return self
+                        .reject(link, LinkError::Frame(e), sink)
+                        .map(Inbound::Down);
+                }
+            };
+            if let Some(inbound) = self.on_frame(now, link, &bytes, frame, sink) {
+                return Some(inbound);
+            }
+        }
+    }
+
+    /// Ends a received batch on `link`: one cumulative `Ack` per stream that received data
+    /// (on the link its last data arrived on; relays carry it on toward the source), and the
+    /// link's heartbeat deadline moved to its last traffic.
+    pub fn finish_receive<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) {
+        let due = core::mem::take(&mut self.acks_due);
+        for &(src, ack_link) in &due {
+            if !self.table.contains_key(&ack_link) {
+                continue;
+            }
+            if let Some(seq) = self.recv.ack_seq(src) {
+                let ack = wire::Ack {
+                    src,
+                    dst: self.settings.own,
+                    seq,
+                    dst_incarnation: self.settings.incarnation,
+                    reset: None,
+                };
+                self.transmit(ack_link, &Frame::Ack(ack), sink);
+            }
+        }
+        self.acks_due = due;
+        self.acks_due.clear();
+        let interval = self.settings.heartbeat_interval;
+        if let Some(hb) = self.table.get(&link).and_then(|l| l.heartbeat) {
+            self.beats.replace(link, hb.deadline(interval));
+        }
+    }
+
+    /// Relays `relay` on the link to `hop` (the connector's answer); without one a message
+    /// goes back as `Unreachable` toward its source ([`LinkEvent::ForwardDropped`]) and an
+    /// ack or notice is dropped.
+    pub fn relay<S: LinkSink + ?Sized>(&mut self, relay: Relay, hop: Option<NodeId>, sink: &mut S) {
+        let next = hop.and_then(|hop| self.link_to(hop));
+        match relay.frame {
+            Relayed::Data { header, payload } => {
+                let (next, reason) = if header.hop_count >= MAX_HOPS {
+                    (None, UnreachableReason::HopLimit)
+                } else {
+                    (next, UnreachableReason::NoRoute)
+                };
+                if let Some(link) = next {
+                    let relayed = wire::Data {
+                        hop_count: header.hop_count + 1,
+                        payload: &payload,
+                        ..header
+                    };
+                    self.transmit(link, &Frame::Data(relayed), sink);
+                    return;
+                }
+                sink.event(LinkEvent::ForwardDropped {
+                    src: header.src,
+                    dst: header.dst,
+                    msg_type: header.msg_type,
+                });
+                let notice = wire::Unreachable {
+                    src: header.src,
+                    dst: header.dst,
+                    seq: header.seq,
+                    reason,
+                };
+                self.transmit(relay.from_link, &Frame::Unreachable(notice), sink);
+            }
+            Relayed::Ack(ack) => {
+                if let Some(link) = next {
+                    self.transmit(link, &Frame::Ack(ack), sink);
+                }
+            }
+            Relayed::Unreachable(notice) => {
+                if let Some(link) = next {
+                    self.transmit(link, &Frame::Unreachable(notice), sink);
+                }
+            }
+        }
+    }
+
+    fn on_frame<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        bytes: &Bytes,
+        frame: Frame<'_>,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let l = self.table.get(&link)?;
+        let (phase, dialed, peer) = (l.phase, l.dialed, l.peer);
+        let up = peer.filter(|_| phase == Phase::Up);
+        let hello = |node, incarnation, versions, proof| PeerHello {
+            node,
+            incarnation,
+            versions,
+            proof,
+        };
+        let reject = |links: &mut Links, reason, sink: &mut S| {
+            links.reject(link, reason, sink).map(Inbound::Down)
+        };
+        match frame {
+            Frame::Hello(_) | Frame::HelloAck(_) if phase == Phase::Up => {
+                reject(self, LinkError::UnexpectedHello, sink)
+            }
+            Frame::Hello(h) => {
+                let peer = hello(h.node, h.incarnation, h.versions, h.proof.as_ref());
+                self.on_hello(now, link, dialed, &peer, None, sink)
+            }
+            Frame::HelloAck(h) => {
+                let peer = hello(h.node, h.incarnation, h.versions, h.proof.as_ref());
+                self.on_hello(now, link, dialed, &peer, Some(h.result), sink)
+            }
+            Frame::Data(_)
+            | Frame::Ack(_)
+            | Frame::Unreachable(_)
+            | Frame::Ping(_)
+            | Frame::Pong(_)
+            | Frame::Bye(_) => {
+                let Some(via) = up else {
+                    return reject(self, LinkError::DataBeforeHello, sink);
+                };
+                self.on_up_frame(now, link, via, bytes, frame, sink)
+            }
+            other => reject(self, LinkError::UnexpectedFrame(other.kind()), sink),
+        }
+    }
+
+    /// A frame on an up link from `via`.
+    fn on_up_frame<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        via: NodeId,
+        bytes: &Bytes,
+        frame: Frame<'_>,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let own = self.settings.own;
+        match frame {
+            Frame::Data(d) if d.dst == own => {
+                self.on_data(now, link, via, bytes, &d, sink);
+                None
+            }
+            Frame::Data(d) => Some(Inbound::Relay(Relay {
+                from_link: link,
+                from: via,
+                frame: Relayed::Data {
+                    payload: bytes.slice_ref(d.payload),
+                    header: wire::Data {
+                        src: d.src,
+                        dst: d.dst,
+                        seq: d.seq,
+                        dst_incarnation: d.dst_incarnation,
+                        retransmit: d.retransmit,
+                        msg_type: d.msg_type,
+                        hop_count: d.hop_count,
+                        payload: &[],
+                    },
+                },
+            })),
+            Frame::Ack(ack) if ack.src == own => Some(Inbound::Ack(ack)),
+            Frame::Ack(ack) => Some(Inbound::Relay(Relay {
+                from_link: link,
+                from: via,
+                frame: Relayed::Ack(ack),
+            })),
+            Frame::Unreachable(notice) if notice.src == own => {
+                Some(Inbound::Unreachable { notice, via })
+            }
+            Frame::Unreachable(notice) => Some(Inbound::Relay(Relay {
+                from_link: link,
+                from: via,
+                frame: Relayed::Unreachable(notice),
+            })),
+            Frame::Ping(p) => {
+                let pong = wire::Pong { nonce: p.nonce };
+                self.transmit(link, &Frame::Pong(pong), sink);
+                None
+            }
+            Frame::Bye(_) => {
+                sink.close(link);
+                self.closed(link, sink).map(Inbound::Down)
+            }
+            _ => None,
+        }
+    }
+
+    /// A `Hello` (acceptor side, `ack` = `None`) or `HelloAck` (dialler side) arrived on a
+    /// link still handshaking.
+    fn on_hello<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        dialed: Option<NodeId>,
+        hello: &PeerHello<'_>,
+        ack: Option<Result<(), RefuseReason>>,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let refused = match (dialed, ack) {
+            (None, Some(_)) => Some(LinkError::UnexpectedFrame(FrameKind::HelloAck)),
+            (Some(_), None) => Some(LinkError::UnexpectedHello),
+            (Some(_), Some(Err(reason))) => Some(LinkError::RefusedByPeer(reason)),
+            _ => None,
+        };
+        if let Some(error) = refused {
+            return self.reject(link, error, sink).map(Inbound::Down);
+        }
+        let id = hello.node;
+        if let Some(expected) = dialed.filter(|&e| e != id) {
+            let error = LinkError::PeerIdMismatch {
+                expected,
+                claimed: id,
+            };
+            return self.reject(link, error, sink).map(Inbound::Down);
+        }
+        let token = self.settings.cluster_token.as_bytes();
+        let verdict = handshake::check_peer(self.settings.own, token, hello)
+            .and_then(|()| self.check_duplicate(id, hello.incarnation));
+        if let Err(reason) = verdict {
+            if dialed.is_none() {
+                self.send_hello_ack(link, Err(reason), sink);
+            }
+            let error = if reason == RefuseReason::InvalidHello {
+                LinkError::InvalidPeerId(id)
+            } else {
+                LinkError::Refused(reason)
+            };
+            return self.reject(link, error, sink).map(Inbound::Down);
+        }
+        if dialed.is_none() {
+            self.send_hello_ack(link, Ok(()), sink);
+        }
+        Some(self.link_up(now, link, id, hello.incarnation))
+    }
+
+    /// The duplicate-id rule: a peer id already live on another link must come with the same
+    /// incarnation (a parallel or redialled link of the same life); another incarnation while
+    /// the old link is up is refused — the old link is closed by its heartbeat if it is dead.
+    fn check_duplicate(&self, id: NodeId, incarnation: u64) -> Result<(), RefuseReason> {
+        let live = self.peer_links.get(&id).into_iter().flatten();
+        for other in live {
+            if self
+                .table
+                .get(other)
+                .is_some_and(|l| l.incarnation != incarnation)
+            {
+                return Err(RefuseReason::DuplicateId);
+            }
+        }
+        Ok(())
+    }
+
+    fn send_hello_ack<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        result: Result<(), RefuseReason>,
+        sink: &mut S,
+    ) {
+        let name = core::mem::take(&mut self.settings.name);
+        let ack = wire::HelloAck {
+            node: self.settings.own,
+            incarnation: self.settings.incarnation,
+            versions: PROTOCOL_VERSIONS,
+            name: &name,
+            proof: self.proof,
+            result,
+        };
+        self.transmit(link, &Frame::HelloAck(ack), sink);
+        self.settings.name = name;
+    }
+
+    /// The handshake of `link` succeeded with `peer` in `incarnation`.
+    fn link_up(&mut self, now: Instant, link: LinkId, peer: NodeId, incarnation: u64) -> Inbound {
+        if let Some(l) = self.table.get_mut(&link) {
+            l.phase = Phase::Up;
+            l.peer = Some(peer);
+            l.incarnation = incarnation;
+            let hb = Heartbeat::new(now);
+            l.heartbeat = Some(hb);
+            self.beats
+                .replace(link, hb.deadline(self.settings.heartbeat_interval));
+        }
+        let previous = self.peer_incarnations.insert(peer, incarnation);
+        self.peer_links.entry(peer).or_default().insert(link);
+        Inbound::Up {
+            link,
+            peer,
+            incarnation,
+            restarted: previous.is_some_and(|p| p != incarnation),
+        }
+    }
+
+    /// A `Data` frame for this node: delivered if it is its stream's next message (its
+    /// payload a slice of `bytes`), and an ack is owed either way (except for a stream this
+    /// node cannot place); a frame this incarnation must refuse is answered at once with a
+    /// reset `Ack` on the link it came in on ([`crate::bus::stream`] has the rules).
+    fn on_data<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        via: NodeId,
+        bytes: &Bytes,
+        data: &wire::Data<'_>,
+        sink: &mut S,
+    ) {
+        let src = data.src;
+        let verdict = self
+            .recv
+            .on_data(src, data.seq, data.dst_incarnation, data.retransmit);
+        match verdict {
+            Verdict::Deliver => {
+                sink.received(src, via, data.msg_type, bytes.slice_ref(data.payload));
+            }
+            Verdict::Reset => {
+                let reset = wire::Ack {
+                    src,
+                    dst: self.settings.own,
+                    seq: data.seq,
+                    dst_incarnation: self.settings.incarnation,
+                    reset: Some(now.as_nanos().saturating_sub(self.started.as_nanos())),
+                };
+                self.transmit(link, &Frame::Ack(reset), sink);
+                return;
+            }
+            _ => {}
+        }
+        if verdict != Verdict::Unknown {
+            match self.acks_due.iter_mut().find(|(s, _)| *s == src) {
+                Some(due) => due.1 = link,
+                None => self.acks_due.push((src, link)),
+            }
+        }
+    }
+}
