@@ -1,22 +1,19 @@
 //! Commands (`send`, `shutdown`), registry input, timeouts, and applying the connector's
 //! effects (dials, flushes, failed queues).
 
-use alloc::vec::Vec;
-
 use bytes::Bytes;
 
 use super::{Event, Node, OutSink, Output, RegistryEvent, RegistryIgnored, SendError, Target};
 use crate::{
     connector::{Effect, RouteError, RouteEvent, World},
     discovery::{Applied, DiscoveryInfo, Filter, TopologyInfo},
-    endpoint::{FlushStop, QueueLimits, TransmitResult},
     ids::{LinkId, MsgId, NodeId},
-    outcome::{FailReason, MessageOutcome, Outcome},
+    outcome::{FailReason, Outcome},
     ring::FilterId,
     select,
     time::Instant,
     topology::PeerData,
-    wire::{self, Frame},
+    wire,
 };
 
 /// Largest payload a `Data` frame can carry with the default frame limit.
@@ -105,42 +102,14 @@ impl Node {
             self.apply_effects();
         }
         let msg = self.msg_ids.next_msg();
-        let (queued, queued_bytes) = self
-            .endpoints
-            .get(key)
-            .map_or((0, 0), |e| (e.queue().len(), e.queue().bytes()));
-        let (inflight, inflight_bytes) = self.send_streams.inflight(id);
-        let limits = QueueLimits {
-            max_messages: self.config.send_buffer_number,
-            max_bytes: self.config.send_buffer_size,
+        let link = if self.endpoints.goes_straight_out(key, payload.len()) {
+            self.ready_link(id)
+        } else {
+            None
         };
-        if !limits.admits(
-            queued + inflight,
-            queued_bytes + inflight_bytes,
-            payload.len(),
-        ) {
-            self.out.push_back(Output::Outcome {
-                msg,
-                outcome: Outcome::Failed(FailReason::QueueFull),
-            });
-            return Ok(msg);
-        }
-        if queued == 0 {
-            if let Some(link) = self.ready_link(id) {
-                let deadline = now + self.config.message_timeout;
-                let seq = self
-                    .send_streams
-                    .push(id, msg, msg_type, payload.clone(), deadline, now);
-                self.transmit_data(link, id, seq, false, msg_type, &payload);
-                return Ok(msg);
-            }
-        }
-        if let Err(rejected) = self.endpoints.push(key, msg, msg_type, payload, now) {
-            self.out.push_back(Output::Outcome {
-                msg,
-                outcome: Outcome::Failed(rejected.reason),
-            });
-        }
+        let mut sink = OutSink(&mut self.out);
+        self.endpoints
+            .send(key, msg, msg_type, payload, now, link, &mut sink);
         Ok(msg)
     }
 
@@ -182,29 +151,6 @@ impl Node {
         chosen.ok_or(SendError::UnknownTarget)
     }
 
-    /// Writes one of our own `Data` frames to `link`.
-    fn transmit_data(
-        &mut self,
-        link: LinkId,
-        dst: NodeId,
-        seq: u64,
-        retransmit: bool,
-        msg_type: u32,
-        payload: &[u8],
-    ) {
-        let data = wire::Data {
-            src: self.id,
-            dst,
-            seq,
-            dst_incarnation: self.send_streams.stamp(dst),
-            retransmit,
-            msg_type,
-            hop_count: 0,
-            payload,
-        };
-        self.transmit(link, &Frame::Data(data));
-    }
-
     /// The up link carrying data for `target` now, if its route is ready.
     fn ready_link(&self, target: NodeId) -> Option<LinkId> {
         self.connector
@@ -223,11 +169,8 @@ impl Node {
         }
         self.shut_down = true;
         let mut sink = OutSink(&mut self.out);
-        self.endpoints.remove_all(FailReason::Shutdown, &mut sink);
-        self.send_streams
-            .give_up_all(FailReason::Shutdown, &mut sink);
+        self.endpoints.give_up_all(FailReason::Shutdown, &mut sink);
         self.links.close_all(&mut self.out);
-        self.flush_pending.clear();
         self.connector.clear();
     }
 
@@ -235,14 +178,15 @@ impl Node {
     /// first (a stream whose oldest message is due ends `Unknown(Timeout)` with everything in
     /// flight behind it that may have arrived — `NoRoute` instead of `Timeout` if a relay
     /// refused it since its last (re)transmission; of the messages that provably never
-    /// arrived only the due ones end, `Failed`: [`SendStreams::expire`]), then record timers (reconnects, lost deadlines, the
-    /// upstream redial; a route ready again now retransmits only what is still alive), then
-    /// queued message deadlines (`Failed(Timeout)`) and endpoint GC (`Failed(TargetGone)` for
-    /// anything left), then retransmissions of streams whose oldest message waited
-    /// `heartbeat_interval` for its ack, heartbeats (pings, dead links closed), then
-    /// unfinished flushes. Spurious calls do nothing.
+    /// arrived only the due ones end, `Failed`: [`EndpointTable::expire_unacked`]), then
+    /// record timers (reconnects, lost deadlines, the upstream redial; a route ready again
+    /// now retransmits only what is still alive), then queued message deadlines
+    /// (`Failed(Timeout)`) and endpoint GC (`Failed(TargetGone)` for anything left), then
+    /// retransmissions of streams whose oldest message waited `heartbeat_interval` for its
+    /// ack, heartbeats (pings, dead links closed), then unfinished flushes. Spurious calls do
+    /// nothing.
     ///
-    /// [`SendStreams::expire`]: crate::bus::stream::SendStreams::expire
+    /// [`EndpointTable::expire_unacked`]: crate::endpoint::EndpointTable::expire_unacked
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.advance(now);
         if self.shut_down {
@@ -250,7 +194,7 @@ impl Node {
         }
         // In-flight messages due now end before a route readied now could send them again.
         let mut sink = OutSink(&mut self.out);
-        self.send_streams.expire(now, &mut sink);
+        self.endpoints.expire_unacked(now, &mut sink);
         let world = World {
             topology: &self.topology,
             discovery: &self.discovery,
@@ -259,17 +203,17 @@ impl Node {
         self.apply_effects();
         let mut sink = OutSink(&mut self.out);
         self.endpoints.handle_timeout(now, &mut sink);
-        for dst in self.send_streams.due_retransmits(now) {
+        for dst in self.endpoints.due_retransmits(now) {
             match self.ready_link(dst) {
-                Some(link) => self.retransmit(dst, link),
-                None => self.send_streams.touch(dst, now),
+                Some(link) => {
+                    let mut sink = OutSink(&mut self.out);
+                    self.endpoints.retransmit(dst, link, now, &mut sink);
+                }
+                None => self.endpoints.touch(dst, now),
             }
         }
         self.beat(now);
-        let pending: Vec<NodeId> = core::mem::take(&mut self.flush_pending)
-            .into_iter()
-            .collect();
-        for target in pending {
+        for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
         }
     }
@@ -437,109 +381,34 @@ impl Node {
         }
     }
 
-    /// The route record serving `target`'s endpoint is gone: fail its queue with `reason`,
-    /// end its unacknowledged messages with `Unknown(reason)` (`Failed(reason)` if the oldest
-    /// provably never arrived), and release the endpoint's
-    /// handle (it is collected after `endpoint_gc_timeout`).
+    /// The route record serving `target`'s endpoint is gone: its outbox gives up (queued
+    /// messages `Failed(reason)`, unacknowledged ones `Unknown(reason)` — `Failed(reason)`
+    /// from the first that provably never arrived), and the endpoint releases its handle (it
+    /// is collected after `endpoint_gc_timeout`).
     fn route_removed(&mut self, target: NodeId, reason: FailReason) {
-        self.flush_pending.remove(&target);
         let mut sink = OutSink(&mut self.out);
-        self.send_streams.give_up(target, reason, &mut sink);
-        let Some(key) = self.endpoints.find_by_id(target) else {
-            return;
-        };
-        self.endpoints.fail_pending(key, reason, &mut sink);
-        self.endpoints.detach_handle(key, self.now);
-    }
-
-    /// Writes every unacknowledged message to `target` out again on `link`, oldest first,
-    /// with its original seq (the receiver drops what it already has).
-    pub(super) fn retransmit(&mut self, target: NodeId, link: LinkId) {
-        let again: Vec<(u64, bool, u32, Bytes)> = self
-            .send_streams
-            .unacked(target)
-            .map(|m| (m.seq, m.transmissions > 0, m.msg_type, m.payload.clone()))
-            .collect();
-        if again.is_empty() {
-            return;
+        self.endpoints.give_up(target, reason, &mut sink);
+        if let Some(key) = self.endpoints.find_by_id(target) {
+            self.endpoints.detach_handle(key, self.now);
         }
-        for (seq, retransmit, msg_type, payload) in again {
-            self.transmit_data(link, target, seq, retransmit, msg_type, &payload);
-        }
-        self.send_streams.mark_retransmitted(target, self.now);
     }
 
     /// On a ready route: retransmits `target`'s unacknowledged messages, then hands its
     /// queued messages to the route, in order, at most `flush_batch` of them (each stays in
     /// flight until acknowledged); the rest continue at the next `handle_timeout`.
     pub(super) fn flush_target(&mut self, target: NodeId) {
-        let has_unacked = self.send_streams.inflight(target).0 > 0;
-        let key = self.endpoints.find_by_id(target);
-        let queue_empty = key
-            .and_then(|key| self.endpoints.get(key))
-            .is_none_or(|e| e.queue().is_empty());
-        if queue_empty && !has_unacked {
-            self.flush_pending.remove(&target);
-            return;
-        }
-        let Some(link) = self.ready_link(target) else {
-            self.flush_pending.remove(&target);
+        let link = self
+            .endpoints
+            .has_outgoing(target)
+            .then(|| self.ready_link(target))
+            .flatten();
+        let Some(link) = link else {
+            self.endpoints.cancel_flush(target);
             return;
         };
-        self.retransmit(target, link);
-        let Some(key) = key.filter(|_| !queue_empty) else {
-            self.flush_pending.remove(&target);
-            return;
-        };
-        let src = self.id;
-        let now = self.now;
-        let budget = self.config.flush_budget();
-        let mut outcomes: Vec<MessageOutcome> = Vec::new();
-        let Node {
-            out,
-            send_streams,
-            wbuf,
-            endpoints,
-            ..
-        } = self;
-        let progress = endpoints.flush(
-            key,
-            now,
-            budget,
-            |m| {
-                let seq =
-                    send_streams.push(target, m.id, m.msg_type, m.payload.clone(), m.deadline, now);
-                let data = wire::Data {
-                    src,
-                    dst: target,
-                    seq,
-                    dst_incarnation: send_streams.stamp(target),
-                    retransmit: false,
-                    msg_type: m.msg_type,
-                    hop_count: 0,
-                    payload: &m.payload,
-                };
-                wbuf.clear();
-                wire::encode(&Frame::Data(data), wbuf)
-                    .expect("payloads are checked at send to fit a frame");
-                out.push_back(Output::Transmit {
-                    link,
-                    bytes: Bytes::copy_from_slice(wbuf),
-                });
-                TransmitResult::InFlight
-            },
-            &mut outcomes,
-        );
-        for o in outcomes {
-            self.out.push_back(Output::Outcome {
-                msg: o.msg,
-                outcome: o.outcome,
-            });
-        }
-        if progress.is_some_and(|p| p.stop == FlushStop::Budget) {
-            self.flush_pending.insert(target);
-        } else {
-            self.flush_pending.remove(&target);
-        }
+        let (now, budget) = (self.now, self.config.flush_budget());
+        let mut sink = OutSink(&mut self.out);
+        self.endpoints
+            .flush_outbox(target, link, now, budget, &mut sink);
     }
 }
