@@ -27,9 +27,11 @@ use crate::{
 /// Everything the connection manager and its parts are configured with.
 ///
 /// `Config::default()` holds the documented defaults with node id 0, which `validate` rejects:
-/// a node must be given its id. Use [`Config::new`] for "defaults plus identity".
+/// a node must be given its id. Use [`Config::new`] for "defaults plus identity" and set the
+/// other fields by assignment (the struct is `#[non_exhaustive]`: fields may be added).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Config {
     /// This node's id (libatapp's bus id). 0 is reserved and rejected.
     pub id: NodeId,
