@@ -7,7 +7,8 @@
 //! core's and the registry client's outputs after each; fire what is due; write again. No
 //! routing, retry or queueing decision is taken here: outputs become socket operations
 //! (`Connect` → a non-blocking dial, `Transmit` → the link's buffer, `Close` → flush, FIN,
-//! drop) or [`AppEvent`]s, and registry events go to `Node::handle_registry`.
+//! drop) or [`AppEvent`]s, and the registry client's outputs go through
+//! `Node::handle_client_output`, which applies registry changes to the node.
 
 use std::{io, time::Duration};
 
@@ -16,7 +17,7 @@ use switchboard_core::{
     discovery::address::tcp_socket_addr,
     ids::LinkId,
     node::Output,
-    registry::client::ClientOutput,
+    registry::client::{ClientAction, ClientOutput},
     time::{Instant, earliest},
 };
 
@@ -363,10 +364,13 @@ impl MioNode {
         }
     }
 
+    /// One output of the registry client: the core applies registry changes to the node
+    /// (`Node::handle_client_output`); what is left is socket work or a report.
     fn on_client_output(&mut self, now: Instant, output: ClientOutput) {
-        match output {
-            ClientOutput::Connect => self.dial_registry(now),
-            ClientOutput::Transmit { bytes } => {
+        match self.node.handle_client_output(now, output) {
+            None => {}
+            Some(ClientAction::Connect) => self.dial_registry(now),
+            Some(ClientAction::Transmit(bytes)) => {
                 let Some(registry) = &mut self.registry else {
                     return;
                 };
@@ -376,14 +380,12 @@ impl MioNode {
                     }
                 }
             }
-            ClientOutput::Close => {
+            Some(ClientAction::Close) => {
                 if let Some(conn) = self.registry.as_mut().and_then(|r| r.conn.take()) {
                     self.linger(now, conn);
                 }
             }
-            ClientOutput::Registry(event) => self.node.handle_registry(now, event),
-            ClientOutput::Event(event) => self.app.push_back(AppEvent::Registry(event)),
-            _ => {}
+            Some(ClientAction::Report(event)) => self.app.push_back(AppEvent::Registry(event)),
         }
     }
 

@@ -68,7 +68,6 @@
 pub mod clock;
 mod conn;
 mod driver;
-mod net;
 mod node;
 
 pub use conn::MAX_OUT_BUFFER;

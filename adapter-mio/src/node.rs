@@ -8,24 +8,27 @@
 //! the private `driver` module.
 
 use std::{
-    collections::{BTreeSet, HashMap, VecDeque},
+    collections::{BTreeSet, HashMap, VecDeque, hash_map::RandomState},
+    env, fs,
+    hash::BuildHasher,
     io,
     net::SocketAddr,
-    time::Duration,
+    process,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use bytes::Bytes;
 use mio::{Events, Interest, Poll, Token, net::TcpListener};
 use switchboard_core::{
-    config::{Config, ConfigError},
-    discovery::address::published_tcp_address,
+    config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
-    node::{Event, Node, SendError, Target},
+    node::{Event, Node, SendError, Status, Target},
     outcome::Outcome,
     registry::client::{ClientConfig, ClientEvent, RegistryClient},
+    rng::entropy_seed,
 };
 
-use crate::{clock::Clock, conn::Conn, net};
+use crate::{clock::Clock, conn::Conn};
 
 /// The listener's token; link and registry tokens are derived from their ids (see
 /// `driver::Key`).
@@ -167,25 +170,19 @@ impl MioNode {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(io_error)?;
-        if config.listen.is_empty() {
-            config.listen = vec![published_tcp_address(local_addr)];
-        }
-        if config.pid == 0 {
-            config.pid = i64::from(std::process::id());
-        }
-        if config.hostname.is_empty() {
-            config.hostname = net::hostname();
-        }
-        config.rng_seed ^= net::entropy();
+        // This process's facts: the core picks the host name and mixes the entropy.
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH);
+        let random = RandomState::new().hash_one(());
+        let entropy = entropy_seed(random, nanos.map_or(0, |d| d.as_nanos()), process::id());
+        let hostname = || {
+            let proc = fs::read_to_string("/proc/sys/kernel/hostname").ok();
+            host_name([proc.as_deref(), env::var("HOSTNAME").ok().as_deref()])
+        };
+        config.fill_from_process(local_addr, process::id(), hostname, entropy);
         let clock = Clock::start();
         let node = Node::new(config, clock.now())?;
         let registry = registry.map(|addr| {
-            let mut client_config = ClientConfig::new(
-                node.config().discovery_info(),
-                Some(node.config().topology_info(node.config().upstream)),
-                node.incarnation(),
-            );
-            client_config.seed = node.incarnation();
+            let mut client_config = node.registry_client_config();
             tune(&mut client_config);
             RegistrySide {
                 addr,
@@ -230,6 +227,15 @@ impl MioNode {
     #[must_use]
     pub fn registry_client(&self) -> Option<&RegistryClient> {
         self.registry.as_ref().map(|r| &r.client)
+    }
+
+    /// The node's status now: the core's snapshot (the one `switchboard-tokio` serves on
+    /// `/status`) with `registered` as [`is_registered`](Self::is_registered) says.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        let mut status = self.node.status();
+        status.registered = self.is_registered();
+        status
     }
 
     /// Whether the registry answered this node's registration on the current connection.

@@ -36,6 +36,18 @@ fn two_mio_nodes_exchange_exact_payloads_through_the_registry() {
         a.received,
         vec![(NodeId(2), NodeId(2), 4, payload(2, 0, 32))]
     );
+    let status = a.node.status();
+    assert_eq!(
+        (status.id, status.registered, status.known_nodes),
+        (1, true, 2)
+    );
+    assert!(
+        status
+            .links
+            .iter()
+            .any(|l| l.peer == Some(2) && l.state == "up"),
+        "{status:?}"
+    );
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //! per-link writer tasks take only what would block, and the embedded registry server and
 //! client ([`registry`]) feed the core's registry input through one contract
 //! ([`registry::feed`]) that the etcd backend (feature `etcd`) speaks too. The admin HTTP
-//! endpoint (`admin`, feature `admin`) serves a node's metrics and status. The `switchboard`
-//! binary is its own package (`adapter-tokio/cli/`).
+//! endpoint (`admin`, feature `admin`) serves a node's metrics and its status, the core's
+//! [`Status`]. The `switchboard` binary is its own package (`adapter-tokio/cli/`).
 //!
 //! [`clock::Clock`] is the one place wall-clock time enters the core. No routing decision
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and

@@ -1,6 +1,7 @@
 //! Socket plumbing shared by the node driver and the embedded registry: binding a listener
-//! that a restarted process can take over at once, dialling with a timeout, parsing the
-//! addresses nodes publish, and the per-connection reader and writer tasks.
+//! that a restarted process can take over at once, dialling with a timeout, the writer tasks
+//! of links and registry connections and the reader tasks of registry connections, and the
+//! process facts a node's config is completed with (entropy, host name).
 //!
 //! A reader task reads into a reusable buffer and hands each chunk to its owner over a bounded
 //! channel (a full channel stops the reads: that is the backpressure on the socket). A writer
@@ -9,14 +10,15 @@
 //! the connection (a FIN: the peer reads everything, then end of stream).
 
 use std::{
-    hash::{BuildHasher, Hasher},
+    collections::hash_map::RandomState,
+    hash::BuildHasher,
     io,
     net::SocketAddr,
-    time::Duration,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use bytes::{Bytes, BytesMut};
-use switchboard_core::discovery::address::tcp_host_port;
+use switchboard_core::{config::host_name, discovery::address::tcp_host_port, rng::entropy_seed};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{
@@ -102,16 +104,20 @@ pub(crate) async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// Fresh entropy from the process's randomly keyed hasher, the wall clock and the pid.
+/// Fresh entropy — the process's randomly keyed hasher, the wall clock, the pid — mixed by
+/// the core ([`entropy_seed`]).
 #[must_use]
 pub(crate) fn entropy() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    h.write_u128(nanos);
-    h.write_u32(std::process::id());
-    h.finish()
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH);
+    let nanos = nanos.map_or(0, |d| d.as_nanos());
+    entropy_seed(RandomState::new().hash_one(()), nanos, std::process::id())
+}
+
+/// This host's name from `/proc/sys/kernel/hostname`, then `$HOSTNAME` ([`host_name`]).
+pub(crate) fn hostname() -> String {
+    let proc = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    let env = std::env::var("HOSTNAME").ok();
+    host_name([proc.as_deref(), env.as_deref()])
 }
 
 /// Reads `read` until end of stream or an error; each chunk goes out as `bytes(chunk)`, the

@@ -1,25 +1,24 @@
 //! What a running node reports: [`Metrics`] (counters and gauges, rendered as Prometheus text
-//! on `/metrics`) and [`Status`] (a JSON view of endpoints, route records and links on
-//! `/status`). The driver fills both from the core's outputs and read-only views.
+//! on `/metrics`) and [`Status`] (the core's snapshot of endpoints, route records and links,
+//! served as JSON on `/status`). The driver counts the metrics from the core's outputs and
+//! takes the status from `Node::status`, adding what its registry backend reports.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use switchboard_core::{
-    ids::NodeId,
-    node::SendError,
-    outcome::{FailReason, Outcome},
-};
+use serde::Serialize;
+use switchboard_core::ids::NodeId;
+pub use switchboard_core::node::{EndpointStatus, LinkStatus, RouteStatus, Status};
 
 /// Counters since start and current gauges of one node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Metrics {
     /// Sends the core accepted.
     pub sent: u64,
-    /// Sends the core refused (`SendError`), by error name (`unknown_target`, ...).
+    /// Sends the core refused, by [`SendError::as_str`](switchboard_core::node::SendError::as_str)
+    /// (`unknown_target`, ...).
     pub refused: BTreeMap<String, u64>,
-    /// Outcomes by label: `delivered`, `failed_<reason>`, `unknown_<reason>` (reason in
-    /// snake case, e.g. `failed_no_route`).
+    /// Outcomes by [`Outcome::label`](switchboard_core::outcome::Outcome::label):
+    /// `delivered`, `failed_<reason>`, `unknown_<reason>` (e.g. `failed_no_route`).
     pub outcomes: BTreeMap<String, u64>,
     /// Messages received for this node.
     pub received: u64,
@@ -54,47 +53,6 @@ pub struct Metrics {
     pub inbox_dropped: u64,
 }
 
-/// The label of an outcome in [`Metrics::outcomes`]: `delivered`, `failed_<reason>`,
-/// `unknown_<reason>`.
-#[must_use]
-pub fn outcome_label(outcome: Outcome) -> String {
-    match outcome {
-        Outcome::Delivered => String::from("delivered"),
-        Outcome::Failed(reason) => format!("failed_{}", reason_label(reason)),
-        Outcome::Unknown(reason) => format!("unknown_{}", reason_label(reason)),
-        _ => String::from("other"),
-    }
-}
-
-/// A failure reason in snake case: `timeout`, `queue_full`, `no_route`, `target_gone`,
-/// `target_restarted`, `shutdown`.
-#[must_use]
-pub fn reason_label(reason: FailReason) -> &'static str {
-    match reason {
-        FailReason::Timeout => "timeout",
-        FailReason::QueueFull => "queue_full",
-        FailReason::NoRoute => "no_route",
-        FailReason::TargetGone => "target_gone",
-        FailReason::TargetRestarted => "target_restarted",
-        FailReason::Shutdown => "shutdown",
-        _ => "other",
-    }
-}
-
-/// A refused send in snake case, the key of [`Metrics::refused`]: `invalid_target`,
-/// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`.
-#[must_use]
-pub fn send_error_label(error: &SendError) -> &'static str {
-    match error {
-        SendError::InvalidTarget => "invalid_target",
-        SendError::UnknownTarget => "unknown_target",
-        SendError::NoRoute => "no_route",
-        SendError::PayloadTooLarge { .. } => "payload_too_large",
-        SendError::Shutdown => "shutdown",
-        _ => "other",
-    }
-}
-
 /// What a node's registry view holds now, published by the driver on a watch channel after
 /// every registry event (see `NodeHandle::wait_for`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -116,68 +74,4 @@ impl Known {
         ids.iter()
             .all(|id| self.discovery.contains_key(id) && self.topology.contains_key(id))
     }
-}
-
-/// One endpoint (a known target with a pending queue) in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EndpointStatus {
-    /// The target node.
-    pub id: u64,
-    /// Its name in discovery, if known.
-    pub name: Option<String>,
-    /// Messages queued for it.
-    pub pending: usize,
-    /// Messages transmitted to it and not acknowledged yet.
-    pub unacked: usize,
-}
-
-/// One route record in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteStatus {
-    /// The target node.
-    pub target: u64,
-    /// Set flags by name: `active`, `ready`, `waiting_discovery`, `lost_topology`.
-    pub flags: Vec<String>,
-    /// The record it routes through; `None` = direct.
-    pub proxy: Option<u64>,
-    /// Reconnect attempts since the last reset.
-    pub retry_count: u32,
-}
-
-/// One link in [`Status`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkStatus {
-    /// The core's link id.
-    pub link: u64,
-    /// The peer once known.
-    pub peer: Option<u64>,
-    /// `connecting`, `handshaking` or `up`.
-    pub state: String,
-    /// Whether this node dialled it (else accepted).
-    pub outbound: bool,
-}
-
-/// A point-in-time view of one node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Status {
-    /// Node id.
-    pub id: u64,
-    /// Node name.
-    pub name: String,
-    /// This life's incarnation.
-    pub incarnation: u64,
-    /// The listen address.
-    pub listen: String,
-    /// The upstream, 0 = none.
-    pub upstream: u64,
-    /// Whether the registry backend reports the node registered.
-    pub registered: bool,
-    /// Nodes in the discovery set.
-    pub known_nodes: usize,
-    /// Endpoints with their queues.
-    pub endpoints: Vec<EndpointStatus>,
-    /// Route records.
-    pub routes: Vec<RouteStatus>,
-    /// Links.
-    pub links: Vec<LinkStatus>,
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use switchboard_core::{
     discovery::{Area, DiscoveryInfo, Gateway, Metadata, Runtime, TopologyData, TopologyInfo},
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
     registry::etcd::KeyKind,
 };
 use switchboard_tokio::registry::FeedEvent;

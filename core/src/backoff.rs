@@ -5,7 +5,7 @@
 //! that thousands of clients that lost the same server at the same moment do not all come back
 //! in the same second. After `max_tries` attempts the record is given up (`0` = never). This
 //! module only computes numbers: it reads no clock and owns no timer; the caller adds the delay
-//! to its `now` and arms its [`crate::timer::TimerQueue`].
+//! to its `now` and arms its `timer::TimerQueue`.
 //!
 //! libatapp uses the same formula without jitter (its test E.3: start 2 s, max 8 s gives
 //! 2, 4, 8, 8, 8 s). The defaults here are ARCHITECTURE §14: 1 s / 60 s / 8 tries / ±20 %.

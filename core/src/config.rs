@@ -14,10 +14,11 @@
 //! `send_buffer_size`, `flush_batch`, `reconnect_max_tries`) and "immediately" for
 //! `endpoint_gc_timeout`; every other zero is rejected by `validate`.
 
-use alloc::{collections::BTreeMap, string::String, vec::Vec};
+use alloc::{borrow::ToOwned, collections::BTreeMap, string::String, vec, vec::Vec};
+use core::net::SocketAddr;
 
 use crate::{
-    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
+    discovery::{DiscoveryInfo, TopologyData, TopologyInfo, address::published_tcp_address},
     ids::NodeId,
     time::Duration,
     topology::TopologyPolicy,
@@ -26,9 +27,11 @@ use crate::{
 /// Everything the connection manager and its parts are configured with.
 ///
 /// `Config::default()` holds the documented defaults with node id 0, which `validate` rejects:
-/// a node must be given its id. Use [`Config::new`] for "defaults plus identity".
+/// a node must be given its id. Use [`Config::new`] for "defaults plus identity" and set the
+/// other fields by assignment (the struct is `#[non_exhaustive]`: fields may be added).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct Config {
     /// This node's id (libatapp's bus id). 0 is reserved and rejected.
     pub id: NodeId,
@@ -74,7 +77,7 @@ pub struct Config {
     pub heartbeat_dead_after: u32,
     /// Shared secret of the cluster: a link whose peer cannot prove the same token is refused
     /// ("wrong cluster"). Empty (the default) = no check, no proof sent. The proof is a keyed
-    /// non-cryptographic hash ([`crate::bus::handshake`]), a guard against mixing clusters,
+    /// non-cryptographic hash (`bus::handshake`), a guard against mixing clusters,
     /// not authentication.
     pub cluster_token: String,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
@@ -170,6 +173,31 @@ impl Config {
         }
     }
 
+    /// Fills in what the operator left to the process, from facts its driver gathered at
+    /// start (the core reads none itself): an empty `listen` becomes the address published
+    /// for the listener bound at `bound` ([`published_tcp_address`]), a zero `pid` becomes
+    /// `pid`, an empty `hostname` becomes `hostname()` (called only then; see [`host_name`]),
+    /// and `entropy` ([`crate::rng::entropy_seed`]) is mixed into `rng_seed` so a restarted
+    /// node is a new incarnation whatever seed it was given.
+    pub fn fill_from_process(
+        &mut self,
+        bound: SocketAddr,
+        pid: u32,
+        hostname: impl FnOnce() -> String,
+        entropy: u64,
+    ) {
+        if self.listen.is_empty() {
+            self.listen = vec![published_tcp_address(bound)];
+        }
+        if self.pid == 0 {
+            self.pid = i64::from(pid);
+        }
+        if self.hostname.is_empty() {
+            self.hostname = hostname();
+        }
+        self.rng_seed ^= entropy;
+    }
+
     /// The defaults with this node's identity filled in.
     #[must_use]
     pub fn new(id: NodeId, name: impl Into<String>) -> Config {
@@ -246,6 +274,20 @@ fn nonzero_duration(field: &'static str, d: Duration) -> Result<(), ConfigError>
     }
 }
 
+/// A host name from the sources a driver read, in order of preference (say the contents of
+/// `/proc/sys/kernel/hostname`, then `$HOSTNAME`): the first that is not blank, trimmed;
+/// `localhost` when none is.
+#[must_use]
+pub fn host_name<'a>(candidates: impl IntoIterator<Item = Option<&'a str>>) -> String {
+    candidates
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|name| !name.is_empty())
+        .unwrap_or("localhost")
+        .to_owned()
+}
+
 /// Why a [`Config`] was rejected. Field names are the serialized keys.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -304,6 +346,35 @@ mod tests {
 
     fn valid() -> Config {
         Config::new(NodeId(0x101), "gate-1")
+    }
+
+    #[test]
+    fn process_facts_fill_only_what_the_operator_left_empty() {
+        let bound: SocketAddr = "0.0.0.0:4100".parse().expect("a socket address");
+        let mut c = valid();
+        c.rng_seed = 7;
+        c.fill_from_process(bound, 42, || "host-a".to_string(), 0x100);
+        assert_eq!(c.listen, ["atcp://127.0.0.1:4100"]);
+        assert_eq!(
+            (c.pid, c.hostname.as_str(), c.rng_seed),
+            (42, "host-a", 0x107)
+        );
+        let mut set = valid();
+        set.listen = alloc::vec!["atcp://10.0.0.1:1".to_string()];
+        set.pid = 9;
+        set.hostname = "mine".to_string();
+        set.fill_from_process(bound, 42, || unreachable!("the host name is set"), 0);
+        assert_eq!(
+            (set.listen[0].as_str(), set.pid, set.hostname.as_str()),
+            ("atcp://10.0.0.1:1", 9, "mine")
+        );
+    }
+
+    #[test]
+    fn the_host_name_is_the_first_non_blank_source_trimmed() {
+        assert_eq!(host_name([Some("box-1\n"), Some("env")]), "box-1");
+        assert_eq!(host_name([Some("  \n"), Some("env")]), "env");
+        assert_eq!(host_name([None, Some("")]), "localhost");
     }
 
     #[test]

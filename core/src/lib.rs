@@ -2,17 +2,23 @@
 //! framework as pure state machines.
 //!
 //! Nothing in this crate performs I/O, reads a clock, spawns a thread or takes a lock. Time is
-//! an argument ([`time::Instant`]), randomness comes from a seeded [`rng::Rng`], and every
-//! effect is a value the driver acts on. Adapters (`switchboard-tokio`, `switchboard-mio`) bind
-//! it to sockets and registries.
+//! an argument ([`Instant`]), randomness comes from a seeded [`rng::Rng`], and every effect is
+//! a value the driver acts on. Adapters (`switchboard-tokio`, `switchboard-mio`) bind it to
+//! sockets and registries.
+//!
+//! The crate root re-exports what a driver needs: [`Node`] and its inputs and outputs
+//! ([`Output`], [`Event`], [`Target`], [`SendError`], [`LinkError`], [`RegistryEvent`],
+//! [`Status`]), the configuration ([`Config`], [`ConfigError`]), ids and time ([`NodeId`],
+//! [`LinkId`], [`MsgId`], [`Instant`], [`Duration`]), outcomes ([`Outcome`], [`FailReason`])
+//! and the records nodes publish ([`DiscoveryInfo`], [`TopologyInfo`], [`Filter`]).
 //!
 //! # Driving a node
 //!
 //! One way in — `handle_*` calls and the `send` / `shutdown` commands, each with `now` — and
-//! one way out: after every call, drain [`node::Node::poll_output`] until `None` and act on
-//! each [`node::Output`] (dial, write bytes, close, hand a message to the application, report
-//! an outcome), then arm one timer at [`node::Node::poll_timeout`] and call
-//! `handle_timeout(now)` when it fires. Every due deadline is handled by that one call;
+//! one way out: after every call, drain [`Node::poll_output`] until `None` and act on each
+//! [`Output`] (dial, write bytes, close, hand a message to the application, report an
+//! outcome), then arm one timer at [`Node::poll_timeout`] and call `handle_timeout(now)` when
+//! it fires. Every due deadline is handled by that one call;
 //! spurious calls are no-ops; time going backwards is clamped.
 //!
 //! Below, two nodes run in one hand-written loop: "links" are in-memory byte hand-offs and
@@ -23,12 +29,8 @@
 //!
 //! use bytes::Bytes;
 //! use switchboard_core::{
-//!     config::Config,
-//!     discovery::{DiscoveryInfo, TopologyInfo},
-//!     ids::{LinkId, NodeId},
-//!     node::{Node, Output, RegistryEvent, Target},
-//!     outcome::Outcome,
-//!     time::Instant,
+//!     Config, DiscoveryInfo, Instant, LinkId, Node, NodeId, Outcome, Output, RegistryEvent,
+//!     Target, TopologyInfo,
 //! };
 //!
 //! let (a, b) = (NodeId(0x201), NodeId(0x202));
@@ -98,39 +100,37 @@
 //!
 //! // Nothing is due but the links' heartbeats, 2 s after their last traffic.
 //! assert_eq!(nodes[0].poll_timeout(), Some(Instant::from_millis(2_001)));
-//! # Ok::<(), switchboard_core::node::SendError>(())
+//! # Ok::<(), switchboard_core::SendError>(())
 //! ```
 //!
 //! # Module tour
 //!
-//! - [`time`], [`ids`], [`rng`]: the vocabulary — virtual time, typed ids, seeded randomness.
-//! - [`backoff`]: reconnect delays (exponential, capped, jittered) as plain numbers.
-//! - [`timer`]: a keyed deadline queue where arming keeps the earlier deadline.
-//! - [`topology`]: who proxies for whom; relations and next hops between nodes.
-//! - [`discovery`]: what nodes publish (libatapp-compatible JSON) and the revision-gated set
-//!   of known nodes, which keeps the hash rings up to date incrementally.
-//! - [`hash`], [`ring`], [`select`]: consistent-hash rings (fast and libatapp-compatible
-//!   modes) and target selection (hash, round robin, random, by id, by name).
-//! - [`config`]: the node's plain-data configuration, its defaults and `validate()`.
+//! - [`node`]: the [`Node`] facade — links, forwarding through proxies, sends and their honest
+//!   outcomes, the registry client's wiring and the [`Status`] snapshot — behind `handle_*` /
+//!   `poll_*`.
+//! - [`config`]: the node's plain-data configuration, its defaults, `validate()`, and the
+//!   process facts a driver fills in at start.
+//! - [`time`], [`ids`], [`rng`]: the vocabulary — virtual time, typed ids, seeded randomness
+//!   (and the mixing of a driver's entropy into a seed).
 //! - [`outcome`]: how every accepted message ends — `Delivered`, `Failed(reason)` (provably
-//!   not delivered) or `Unknown(reason)` (transmitted, never acknowledged).
-//! - [`endpoint`]: one endpoint per remote target, holding its pending queue (count and byte
-//!   limits, per-message deadlines), flushed in order when a route is ready, collected when
-//!   unused — failing, never dropping, what is still queued.
-//! - [`connector`]: route records (`ACTIVE`, `WAIT_DISCOVERY`, `LOST_TOPOLOGY`, `READY`),
-//!   the routing decision, reactions to topology, discovery and link events, reconnect
-//!   timers and the ready/unready/removal cascade through proxies — pure logic returning
-//!   effects.
+//!   not delivered) or `Unknown(reason)` (transmitted, never acknowledged) — and the labels
+//!   metrics and reports use for them.
+//! - [`discovery`]: what nodes publish (libatapp-compatible JSON), the address syntax, and the
+//!   revision-gated set of known nodes, which keeps the hash rings up to date incrementally.
+//! - [`topology`]: who proxies for whom; relations and next hops between nodes; the policy.
+//! - [`registry`]: [`RegistryEvent`], the embedded registry's server and client machines and
+//!   the pure parts of the etcd backend, all producing the same events.
 //! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
 //!   buffers, a total decoder, and stream reassembly.
-//! - [`bus`]: the link protocol's state machines — handshake checks (versions, cluster
-//!   proof, incarnations), heartbeats, and per-stream sequencing, acks and retransmission.
-//! - [`node`]: the `Node` facade composing all of the above — links, forwarding through
-//!   proxies, sends and their honest outcomes — behind `handle_*` / `poll_*`.
-//! - [`registry`]: the embedded registry's server and client machines and the pure parts of
-//!   the etcd backend, all producing the same `RegistryEvent`s.
-//! - `sim` (feature `sim`): the deterministic multi-node simulator the scenario tests,
-//!   fuzz targets and seed runner drive.
+//! - [`backoff`]: reconnect delays (exponential, capped, jittered) as plain numbers.
+//! - `sim` (feature `sim`): the deterministic multi-node simulator the scenario tests, fuzz
+//!   targets and seed runner drive.
+//!
+//! The building blocks the node composes — `connector` (route records and the routing
+//! decision), `endpoint` (pending queues), `bus` (handshake, heartbeats, streams and acks),
+//! `ring` / `hash` / `select` (consistent-hash rings and target selection) and `timer` — are
+//! public for the benches, fuzz targets and tests that exercise them directly, but hidden from
+//! these docs: they are not part of the API a driver relies on.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -145,22 +145,41 @@ extern crate std;
 pub struct ReadmeDoctests;
 
 pub mod backoff;
+#[doc(hidden)]
 pub mod bus;
 pub mod config;
+#[doc(hidden)]
 pub mod connector;
 pub mod discovery;
+#[doc(hidden)]
 pub mod endpoint;
+#[doc(hidden)]
 pub mod hash;
 pub mod ids;
 pub mod node;
 pub mod outcome;
 pub mod registry;
+#[doc(hidden)]
 pub mod ring;
 pub mod rng;
+#[doc(hidden)]
 pub mod select;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod time;
+#[doc(hidden)]
 pub mod timer;
 pub mod topology;
 pub mod wire;
+
+pub use config::{Config, ConfigError};
+pub use connector::{RouteEvent, RouteFlags, RouteView};
+pub use discovery::{DiscoveryInfo, Filter, TopologyInfo};
+pub use ids::{LinkId, MsgId, NodeId};
+pub use node::{
+    EndpointStatus, Event, LinkError, LinkStatus, Node, Output, RegistryIgnored, RouteStatus,
+    SendError, Status, Target,
+};
+pub use outcome::{FailReason, Outcome};
+pub use registry::RegistryEvent;
+pub use time::{Duration, Instant};

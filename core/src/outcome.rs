@@ -7,12 +7,12 @@
 //! outcome is ever a guess: a message that may or may not have arrived is reported as
 //! [`Outcome::Unknown`], never as [`Outcome::Failed`].
 //!
-//! Producers in this crate: the endpoints ([`crate::endpoint`]) end queued messages with
-//! `Delivered`, `Failed(Timeout)`, `Failed(TargetGone)` or whatever reason their owner removes
-//! them with, and hand a refused message back (`QueueFull`) for the caller to report; the bus
-//! adds acknowledged delivery and `Unknown` ([`crate::node`]).
+//! Producers in this crate: the endpoints end queued messages with `Failed(Timeout)`,
+//! `Failed(TargetGone)` or whatever reason their owner removes them with, and hand a refused
+//! message back (`QueueFull`) for the caller to report; the node ends transmitted messages
+//! with `Delivered` (acknowledged) or `Unknown` ([`crate::node`]).
 
-use alloc::{collections::VecDeque, vec::Vec};
+use alloc::{collections::VecDeque, format, string::String, vec::Vec};
 use core::fmt;
 
 use crate::ids::MsgId;
@@ -21,10 +21,8 @@ use crate::ids::MsgId;
 ///
 /// The three variants separate what the sender can *know*:
 ///
-/// - [`Delivered`](Outcome::Delivered): the message reached its target. Until acknowledged
-///   delivery arrives with the bus, this means "handed to a ready link"; afterwards it means
-///   "acknowledged by the target" — the variant and its meaning to the caller ("you may stop
-///   worrying about it") stay the same, so no caller has to change.
+/// - [`Delivered`](Outcome::Delivered): the target acknowledged the message (a message to the
+///   node itself: handed over at once). The caller may stop worrying about it.
 /// - [`Failed`](Outcome::Failed): provably **not** delivered — the message was never
 ///   transmitted (still queued, rejected at the door, or dropped before any byte left). Safe to
 ///   retry without risking a duplicate.
@@ -38,7 +36,7 @@ use crate::ids::MsgId;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Outcome {
-    /// The message reached its target (see the type docs for what "reached" means today).
+    /// The target acknowledged the message.
     Delivered,
     /// The message was never transmitted; it was certainly not delivered.
     Failed(FailReason),
@@ -65,6 +63,18 @@ impl Outcome {
         match self {
             Outcome::Delivered => None,
             Outcome::Failed(reason) | Outcome::Unknown(reason) => Some(reason),
+        }
+    }
+
+    /// The outcome's label in metrics and reports: `delivered`, `failed_<reason>` or
+    /// `unknown_<reason>`, the reason as [`FailReason::as_str`] names it (e.g.
+    /// `failed_no_route`, `unknown_target_restarted`).
+    #[must_use]
+    pub fn label(self) -> String {
+        match self {
+            Outcome::Delivered => String::from("delivered"),
+            Outcome::Failed(reason) => format!("failed_{}", reason.as_str()),
+            Outcome::Unknown(reason) => format!("unknown_{}", reason.as_str()),
         }
     }
 }
@@ -97,6 +107,34 @@ pub enum FailReason {
     Shutdown,
 }
 
+impl FailReason {
+    /// Every reason, in declaration order: for label sets that list each one (at 0 until
+    /// counted).
+    pub const ALL: [FailReason; 6] = [
+        FailReason::Timeout,
+        FailReason::QueueFull,
+        FailReason::NoRoute,
+        FailReason::TargetGone,
+        FailReason::TargetRestarted,
+        FailReason::Shutdown,
+    ];
+
+    /// The reason's label in metrics, JSON reports and command output, in snake case:
+    /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`.
+    /// The one place these names are written; [`Outcome::label`] builds on it.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailReason::Timeout => "timeout",
+            FailReason::QueueFull => "queue_full",
+            FailReason::NoRoute => "no_route",
+            FailReason::TargetGone => "target_gone",
+            FailReason::TargetRestarted => "target_restarted",
+            FailReason::Shutdown => "shutdown",
+        }
+    }
+}
+
 impl fmt::Display for FailReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -112,6 +150,7 @@ impl fmt::Display for FailReason {
 
 /// One message's outcome, as the core reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct MessageOutcome {
     /// The message.
     pub msg: MsgId,
@@ -173,6 +212,31 @@ mod tests {
         assert_eq!(FailReason::Shutdown.to_string(), "shutting down");
         assert_eq!(FailReason::QueueFull.to_string(), "pending queue full");
         assert_eq!(FailReason::TargetRestarted.to_string(), "target restarted");
+    }
+
+    #[test]
+    fn labels_are_snake_case() {
+        let labels: Vec<&str> = FailReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "timeout",
+                "queue_full",
+                "no_route",
+                "target_gone",
+                "target_restarted",
+                "shutdown"
+            ]
+        );
+        assert_eq!(Outcome::Delivered.label(), "delivered");
+        assert_eq!(
+            Outcome::Failed(FailReason::NoRoute).label(),
+            "failed_no_route"
+        );
+        assert_eq!(
+            Outcome::Unknown(FailReason::TargetRestarted).label(),
+            "unknown_target_restarted"
+        );
     }
 
     #[test]

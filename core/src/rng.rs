@@ -24,6 +24,18 @@ pub const fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A seed from fresh process entropy a driver gathered (the core reads none itself): `random`
+/// from the OS (e.g. a randomly keyed hasher's output), the wall clock in nanoseconds since
+/// the Unix epoch and the process id, mixed into one well-spread `u64`. Drivers mix it into
+/// `Config::rng_seed` so a restarted node is a new incarnation whatever seed it was given.
+#[must_use]
+pub const fn entropy_seed(random: u64, unix_nanos: u128, pid: u32) -> u64 {
+    let mut state = random;
+    state ^= mix64(state.wrapping_add(unix_nanos as u64));
+    state ^= mix64(state.wrapping_add((unix_nanos >> 64) as u64));
+    mix64(state ^ mix64(pid as u64))
+}
+
 /// A seeded xoshiro256** generator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rng {
@@ -106,6 +118,20 @@ mod tests {
         let zs: [u64; 4] = core::array::from_fn(|_| c.next_u64());
         assert_eq!(xs, ys);
         assert_ne!(xs, zs);
+    }
+
+    #[test]
+    fn entropy_seeds_differ_in_every_input() {
+        let base = entropy_seed(1, 2, 3);
+        assert_eq!(base, entropy_seed(1, 2, 3));
+        for other in [
+            entropy_seed(2, 2, 3),
+            entropy_seed(1, 3, 3),
+            entropy_seed(1, 2 | (1 << 64), 3),
+            entropy_seed(1, 2, 4),
+        ] {
+            assert_ne!(base, other);
+        }
     }
 
     #[test]

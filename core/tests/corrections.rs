@@ -23,8 +23,9 @@ use switchboard_core::{
     discovery::TopologyInfo,
     endpoint::{EndpointSettings, EndpointTable, QueueLimits},
     ids::{LinkId, MsgId, NodeId},
-    node::{Event, Node, Output, RegistryEvent, RegistryIgnored, Target},
+    node::{Event, Node, Output, RegistryIgnored, Target},
     outcome::{FailReason, MessageOutcome, Outcome},
+    registry::RegistryEvent,
     sim::{Sim, discovery_info, sim_addr, topology_info},
     time::{Duration, Instant},
 };

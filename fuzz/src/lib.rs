@@ -203,7 +203,7 @@ fn check_round_trip(frame: &Frame<'_>, raw: Option<&[u8]>) -> Vec<u8> {
 /// Panics (which the fuzzer reports) when one of those properties is violated.
 pub fn etcd_event(data: &[u8]) {
     use switchboard_core::{
-        node::RegistryEvent,
+        registry::RegistryEvent,
         registry::etcd::{
             EventKind, KeyKind, KeyLayout, KeyValue, WatchAction, WatchConfig, WatchEvent,
             WatchResponse, WatchState, map_put,

@@ -9,10 +9,7 @@ use std::{
 };
 
 use switchboard_core::{node::SendError, outcome::Outcome};
-use switchboard_tokio::{
-    node::Stopped,
-    observe::{reason_label, send_error_label},
-};
+use switchboard_tokio::node::Stopped;
 
 /// The nearest-rank `percent` percentile of an ascending `sorted` sample: the smallest value
 /// with at least `percent`% of the sample at or below it. 0 for an empty sample.
@@ -33,15 +30,14 @@ pub(crate) fn percentile(sorted: &[u64], percent: u32) -> u64 {
 pub(crate) fn failure_label(outcome: Outcome) -> Option<String> {
     match outcome {
         Outcome::Delivered => None,
-        Outcome::Failed(reason) => Some(reason_label(reason).to_owned()),
-        Outcome::Unknown(reason) => Some(format!("unknown_{}", reason_label(reason))),
-        _ => Some("other".to_owned()),
+        Outcome::Failed(reason) => Some(reason.as_str().to_owned()),
+        other => Some(other.label()),
     }
 }
 
 /// The name a refused send is counted under among failures: `refused_<why>`.
 pub(crate) fn refusal_label(error: &SendError) -> String {
-    format!("refused_{}", send_error_label(error))
+    format!("refused_{}", error.as_str())
 }
 
 /// Label of messages whose outcome did not come within the final wait (`load` only; the demo

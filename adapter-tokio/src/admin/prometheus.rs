@@ -10,22 +10,12 @@ use switchboard_core::{
     outcome::{FailReason, Outcome},
 };
 
-use crate::observe::{Metrics, outcome_label, send_error_label};
+use crate::observe::Metrics;
 
 /// The `Content-Type` of [`render`]'s text.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// Every failure reason, named in outcome labels by [`outcome_label`].
-const FAIL_REASONS: [FailReason; 6] = [
-    FailReason::Timeout,
-    FailReason::QueueFull,
-    FailReason::NoRoute,
-    FailReason::TargetGone,
-    FailReason::TargetRestarted,
-    FailReason::Shutdown,
-];
-
-/// Every refusal, named in labels by [`send_error_label`].
+/// Every refusal, named in labels by [`SendError::as_str`].
 const REFUSALS: [SendError; 5] = [
     SendError::InvalidTarget,
     SendError::UnknownTarget,
@@ -48,7 +38,7 @@ pub fn render(metrics: &Metrics) -> String {
         "Messages the node accepted for sending.",
         metrics.sent,
     );
-    let refusals = REFUSALS.iter().map(|e| send_error_label(e).to_owned());
+    let refusals = REFUSALS.iter().map(|e| e.as_str().to_owned());
     labelled(
         &mut out,
         "switchboard_refused_total",
@@ -58,8 +48,8 @@ pub fn render(metrics: &Metrics) -> String {
         &with_known(refusals, &metrics.refused),
     );
     let outcomes = std::iter::once("delivered".to_owned())
-        .chain(FAIL_REASONS.map(|r| outcome_label(Outcome::Failed(r))))
-        .chain(FAIL_REASONS.map(|r| outcome_label(Outcome::Unknown(r))));
+        .chain(FailReason::ALL.map(|r| Outcome::Failed(r).label()))
+        .chain(FailReason::ALL.map(|r| Outcome::Unknown(r).label()));
     labelled(
         &mut out,
         "switchboard_messages_total",

@@ -15,7 +15,7 @@
 //! revoke. Dropping the coordinator aborts the tasks it started.
 
 use switchboard_core::{
-    node::RegistryEvent,
+    registry::RegistryEvent,
     registry::etcd::{KeyKind, KeyLayout, LeaseState, WatchConfig, WatchState},
     rng::Rng,
     time::Duration,

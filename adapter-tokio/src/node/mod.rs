@@ -3,9 +3,9 @@
 //!
 //! One task (the private `driver` module) owns the `Node`. It waits for a command, a link
 //! event, a registry feed event or the core's next deadline, makes one `handle_*` call, drains
-//! `poll_output` into I/O and re-arms its timer. Each TCP link has a reader task (bytes → driver) and a
-//! writer task (batched writes of the core's `Transmit`s). Routing decisions live in the core
-//! only.
+//! `poll_output` into I/O and re-arms its timer. The driver reads its links' sockets itself;
+//! each link has a writer task for the core's `Transmit`s (batched). Routing decisions live
+//! in the core only.
 
 mod driver;
 

@@ -3,10 +3,11 @@
 //!
 //! The task waits for the client machine's next deadline, a byte chunk or close from the
 //! registry connection, a dial result, or a [`FeedCommand`]; makes one `handle_*` call; and
-//! drains `poll_output`: it dials on `Connect`, queues `Transmit`s on the connection's writer,
-//! closes on `Close` (the writer flushes first), and forwards `Registry` events to the node
-//! driver as [`FeedEvent::Registry`] (awaiting room in the feed). Client events become
-//! [`FeedEvent::Registered`], [`FeedEvent::Disconnected`] and [`FeedEvent::Conflict`].
+//! drains `poll_output`, split by the core (`ClientOutput::route`): registry changes go to the
+//! node driver as [`FeedEvent::Registry`] (awaiting room in the feed), which hands them to
+//! `Node::handle_registry`; of the driver's actions, it dials on `Connect`, queues `Transmit`s
+//! on the connection's writer, closes on `Close` (the writer flushes first), and turns reports
+//! into [`FeedEvent::Registered`], [`FeedEvent::Disconnected`] and [`FeedEvent::Conflict`].
 //!
 //! The task ends after [`FeedCommand::Shutdown`] (a `Bye{Shutdown}` is written and flushed:
 //! the registry removes the node at once) or, abruptly, when the driver drops its [`Feed`] —
@@ -17,7 +18,7 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use switchboard_core::{
     backoff::BackoffConfig,
-    registry::client::{ClientConfig, ClientEvent, ClientOutput, RegistryClient},
+    registry::client::{ClientAction, ClientConfig, ClientEvent, ClientRoute, RegistryClient},
     time::Duration,
 };
 use tokio::{
@@ -27,11 +28,12 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
-use super::feed::{Feed, FeedCommand, FeedEvent, FeedPort, Registration, feed_channel};
+use super::feed::{Feed, FeedCommand, FeedEvent, FeedPort, feed_channel};
 use crate::{clock::Clock, net};
 
 /// Overrides of the embedded registry client's defaults (`ClientConfig::new`), as a node
-/// carries them from its builder to [`spawn_client`]. `None` keeps the default.
+/// carries them from its builder into the config it passes to [`spawn_client`]. `None` keeps
+/// the default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientTuning {
     /// Delays between connection attempts (default 1 s → 60 s, ±20 %).
@@ -65,25 +67,13 @@ impl ClientTuning {
 /// How long a graceful shutdown waits for the goodbye to be written.
 const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 
-/// Starts the client task for `registration` against the registry at `addr`; `tune` may
-/// change the client's defaults (backoff, grace, heartbeat) before it starts. The jitter seed
-/// is the incarnation unless `tune` sets another.
+/// Starts the client task with `config` (from `Node::registry_client_config`, tuned) against
+/// the registry at `addr`.
 ///
 /// Must be called inside a tokio runtime. Dropping the returned [`Feed`] ends the task
 /// abruptly (no unregister); send [`FeedCommand::Shutdown`] to leave gracefully.
 #[must_use]
-pub fn spawn_client(
-    addr: SocketAddr,
-    registration: Registration,
-    tune: impl FnOnce(&mut ClientConfig),
-) -> Feed {
-    let mut config = ClientConfig::new(
-        registration.discovery,
-        Some(registration.topology),
-        registration.incarnation,
-    );
-    config.seed = registration.incarnation;
-    tune(&mut config);
+pub fn spawn_client(addr: SocketAddr, config: ClientConfig) -> Feed {
     let (feed, port) = feed_channel();
     tokio::spawn(run(addr, config, port));
     feed
@@ -271,36 +261,38 @@ impl ClientTask {
     /// Performs every output of the client machine; `Stop` when the node driver is gone.
     async fn drain(&mut self) -> Step {
         while let Some(output) = self.client.poll_output() {
-            let event = match output {
-                ClientOutput::Connect => {
+            let event = match output.route() {
+                ClientRoute::Node(event) => FeedEvent::Registry(event),
+                ClientRoute::Driver(ClientAction::Connect) => {
                     self.dial();
                     continue;
                 }
-                ClientOutput::Transmit { bytes } => {
-                    if let Some(conn) = &self.conn {
-                        let _ = conn.writer.send(Bytes::from(bytes));
-                    }
+                ClientRoute::Driver(ClientAction::Transmit(bytes)) => {
+                    self.write(bytes);
                     continue;
                 }
-                ClientOutput::Close => {
+                ClientRoute::Driver(ClientAction::Close) => {
                     self.close();
                     continue;
                 }
-                ClientOutput::Registry(event) => FeedEvent::Registry(event),
-                ClientOutput::Event(event) => match self.translate(event) {
+                ClientRoute::Driver(ClientAction::Report(event)) => match self.translate(event) {
                     Some(event) => event,
                     None => continue,
                 },
-                other => {
-                    debug!(?other, "unhandled registry client output");
-                    continue;
-                }
             };
             if self.port.events.send(event).await.is_err() {
                 return Step::Stop;
             }
         }
         Step::Continue
+    }
+
+    /// Queues `bytes` on the live connection's writer (dropped without one: the client
+    /// registers again on the next connection).
+    fn write(&self, bytes: Vec<u8>) {
+        if let Some(conn) = &self.conn {
+            let _ = conn.writer.send(Bytes::from(bytes));
+        }
     }
 
     fn translate(&self, event: ClientEvent) -> Option<FeedEvent> {
@@ -341,13 +333,9 @@ impl ClientTask {
     async fn shutdown(&mut self) {
         self.client.shutdown();
         while let Some(output) = self.client.poll_output() {
-            match output {
-                ClientOutput::Transmit { bytes } => {
-                    if let Some(conn) = &self.conn {
-                        let _ = conn.writer.send(Bytes::from(bytes));
-                    }
-                }
-                ClientOutput::Close => self.close(),
+            match output.route() {
+                ClientRoute::Driver(ClientAction::Transmit(bytes)) => self.write(bytes),
+                ClientRoute::Driver(ClientAction::Close) => self.close(),
                 _ => {}
             }
         }

@@ -10,7 +10,7 @@
 
 use switchboard_core::{
     discovery::{DiscoveryInfo, TopologyInfo},
-    node::RegistryEvent,
+    registry::RegistryEvent,
 };
 use tokio::sync::{mpsc, oneshot};
 

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use switchboard_core::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
 };
 use switchboard_tokio::{
     etcd::{EtcdStats, spawn_etcd_with_stats},

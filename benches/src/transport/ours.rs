@@ -429,7 +429,7 @@ async fn collect_outcomes(
             }
             Ok(other) => {
                 c.failed += 1;
-                let label = switchboard_tokio::observe::outcome_label(other);
+                let label = other.label();
                 *c.failures.entry(label).or_insert(0) += 1;
             }
             Err(label) => {

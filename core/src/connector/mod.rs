@@ -86,7 +86,7 @@
 //! - When our **own** upstream switches, records routed through the old one are re-routed
 //!   (their queues survive) instead of being removed with it; the old upstream's links are
 //!   closed once nothing needs them ([`Effect::Disconnect`]). libatapp also disconnects any
-//!   passive proxy nothing routes through any more; v1 keeps such idle links open.
+//!   passive proxy nothing routes through any more; we keep such idle links open.
 //! - The upstream link itself is kept by the connector (dialled at start, re-dialled with the
 //!   reconnect backoff and no try limit); libatbus does this below libatapp.
 

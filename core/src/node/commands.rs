@@ -150,10 +150,12 @@ impl Node {
         chosen.ok_or(SendError::UnknownTarget)
     }
 
-    /// Shuts the node down: every queued message fails with `Shutdown`, every link is closed
-    /// ([`Output::Close`]), every record and timer is dropped. Later calls are no-ops and
-    /// `send` returns [`SendError::Shutdown`]. (Registry unregistration arrives with the
-    /// registry issue.)
+    /// Shuts the node down: every queued message ends `Failed(Shutdown)` and every
+    /// unacknowledged one `Unknown(Shutdown)` (`Failed` if it provably never arrived), every
+    /// link is closed ([`Output::Close`]), every record and timer is dropped. Later calls are
+    /// no-ops and `send` returns [`SendError::Shutdown`]. Leaving the registry is the
+    /// driver's part: it shuts its registry client down (`RegistryClient::shutdown` says
+    /// `Bye`) or revokes its etcd lease.
     pub fn shutdown(&mut self, now: Instant) {
         self.advance(now);
         if self.shut_down {

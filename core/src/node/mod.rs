@@ -1,4 +1,4 @@
-//! The `Node` facade (v1): one node of the cluster as a sans-IO state machine.
+//! The `Node` facade: one node of the cluster as a sans-IO state machine.
 //!
 //! A [`Node`] composes the building blocks — topology registry, discovery set, endpoints with
 //! their pending queues, the [`Connector`] and its route records — behind one way in
@@ -85,7 +85,7 @@
 //! `handle_connect_failed`, and inbound connections with `handle_accepted`. Everything that
 //! concerns one link — the `Hello`/`HelloAck` exchange and its refusals, heartbeats, the
 //! frame reader, delivery of this node's messages with coalesced acks, relaying — is the link
-//! machine's ([`crate::bus::links`], whose docs have the rules); the node composes what it
+//! machine's (`bus::links`, whose docs have the rules); the node composes what it
 //! hands back with the connector (link states, the hop of a relayed frame) and the send
 //! streams (acks, refusals, a peer's incarnation). A peer seen with a new incarnation
 //! restarted ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split,
@@ -99,13 +99,13 @@
 //! If the route is ready and nothing is queued it goes straight to the link; otherwise it is
 //! queued and flushed in order when the route becomes ready, at most `flush_batch` per call.
 //! A transmitted message stays *unacknowledged* ([`Node::unacked`]; it and the queue are the
-//! two halves of the target's [outbox](crate::endpoint::Outbox), counted together against
+//! two halves of the target's outbox (`endpoint::Outbox`), counted together against
 //! the count and byte limits — over a limit a message is accepted and ends at once with
 //! `Failed(QueueFull)`) until the target's cumulative `Ack` arrives: then it is
 //! `Delivered`. Unacknowledged messages are retransmitted in order, with their seqs, when the
 //! route becomes ready again (reconnect, proxy switch) or when the oldest waited
 //! `heartbeat_interval`; the receiver delivers each stream's messages once, in order
-//! ([`crate::bus::stream`]), and acks once per `handle_received` batch. Every accepted message
+//! (`bus::stream`), and acks once per `handle_received` batch. Every accepted message
 //! ends in exactly one [`Output::Outcome`]: `Delivered` (acknowledged by the target);
 //! `Failed(reason)` when it was never transmitted (`Timeout` at its deadline, `NoRoute |
 //! TargetGone` when its route record is removed, `Shutdown`, `QueueFull`); `Unknown(reason)`
@@ -121,7 +121,7 @@
 //! incarnation can have received (every copy refused by a relay, or first sent — or sent
 //! again after every earlier copy was refused — while the new incarnation was running) move
 //! to a fresh stream and go out again at once, and only the ones before them end
-//! `Unknown(TargetRestarted)` ([`crate::endpoint::inflight`] has the rules).
+//! `Unknown(TargetRestarted)` (`endpoint::inflight` has the rules).
 //!
 //! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
 //! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]
@@ -143,8 +143,10 @@
 //! this node itself is delivered at once (`Received` with `via` = this node).
 
 mod commands;
+mod registry_client;
 mod registry_input;
 mod routes;
+mod status;
 mod transport;
 mod types;
 
@@ -163,11 +165,16 @@ mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
 #[cfg(test)]
+mod tests_registry_client;
+#[cfg(test)]
 mod tests_relay_refusal;
+#[cfg(test)]
+mod tests_status;
 
 use alloc::collections::{BTreeMap, VecDeque};
 
-pub use types::{Event, LinkError, Output, RegistryEvent, RegistryIgnored, SendError, Target};
+pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
+pub use types::{Event, LinkError, Output, RegistryIgnored, SendError, Target};
 
 use crate::{
     bus::links::{LinkSettings, Links},
@@ -177,6 +184,7 @@ use crate::{
     endpoint::{EndpointSettings, EndpointTable, OutboxSink},
     ids::{IdSource, LinkId, MsgId, NodeId},
     outcome::{Outcome, OutcomeSink},
+    registry::RegistryEvent,
     rng::Rng,
     time::{Instant, earliest},
     topology::{PeerData, TopologyRegistry},
@@ -253,9 +261,9 @@ impl Node {
                 ..crate::ring::RingConfig::default()
             },
         );
-        // The bus draws from its own generator so the connector's jitter and the random target
-        // picks are what they were before the bus existed; the start time is mixed in so a
-        // node restarted with the same seed is a new incarnation.
+        // The bus draws from its own generator, so incarnations and the connector's jitter and
+        // random target picks do not disturb each other's sequences; the start time is mixed
+        // in so a node restarted with the same seed is a new incarnation.
         let mut bus_rng = Rng::new(
             config.rng_seed
                 ^ crate::rng::mix64(config.id.0 ^ 0xb05)
@@ -344,7 +352,9 @@ impl Node {
         &self.discovery
     }
 
-    /// The connector (route records), read-only.
+    /// The connector (route records), read-only. An internal view for tests and benches; a
+    /// driver reads [`status`](Self::status) or [`route`](Self::route).
+    #[doc(hidden)]
     #[must_use]
     pub const fn connector(&self) -> &Connector {
         &self.connector
@@ -356,14 +366,35 @@ impl Node {
         self.shut_down
     }
 
-    /// The next output, oldest first; `None` when there is nothing to do.
+    /// The next thing the driver must do or may observe, oldest first; `None` when there is
+    /// nothing left.
+    ///
+    /// Call it after every `handle_*` call and every command (`send`, `shutdown`, ...) until
+    /// it returns `None` — outputs are produced by those calls only, so nothing new appears
+    /// until the next one — and then re-arm the timer from
+    /// [`poll_timeout`](Self::poll_timeout). For each output: [`Output::Connect`] — dial the
+    /// address and report `handle_connected` or `handle_connect_failed` for its link;
+    /// [`Output::Transmit`] — write the bytes on the link after everything written before
+    /// (a link that cannot take them is closed and reported with `handle_closed`);
+    /// [`Output::Close`] — flush and close the link (no report needed); [`Output::Received`]
+    /// — hand the message to the application; [`Output::Outcome`] — report how the message
+    /// ended (exactly one per accepted message); [`Output::Event`] — log or count it, nothing
+    /// is required. An output not acted on is lost: a `Transmit` dropped on the floor is a
+    /// message the peer never sees.
+    #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
     }
 
     /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
-    /// deadline, upstream redial, message deadline or endpoint GC — or the latest `now` while
-    /// a flush is unfinished. `None` when nothing is scheduled (and after shutdown).
+    /// deadline, upstream redial, heartbeat, message deadline or endpoint GC — or the latest
+    /// `now` while a flush is unfinished. `None` when nothing is scheduled (and after
+    /// shutdown).
+    ///
+    /// Call it after draining [`poll_output`](Self::poll_output) and arm one timer at the
+    /// instant (replacing the previous one: any call may move it earlier or later); when it
+    /// fires, call `handle_timeout(now)` — one call handles every deadline due — and drain
+    /// again. Calling `handle_timeout` early or twice is harmless.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         if self.shut_down {
@@ -396,6 +427,9 @@ impl Node {
     }
 
     /// The endpoint table (each target's outbox: queued and in-flight messages), read-only.
+    /// An internal view for tests and benches; a driver reads [`status`](Self::status) or
+    /// [`pending`](Self::pending).
+    #[doc(hidden)]
     #[must_use]
     pub const fn endpoints(&self) -> &EndpointTable {
         &self.endpoints

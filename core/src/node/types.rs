@@ -1,5 +1,4 @@
-//! The values that go in and out of a [`super::Node`]: targets, registry events, outputs,
-//! events and errors.
+//! The values that go in and out of a [`super::Node`]: targets, outputs, events and errors.
 
 use alloc::string::String;
 
@@ -8,7 +7,7 @@ use bytes::Bytes;
 pub use crate::bus::links::LinkError;
 use crate::{
     connector::RouteEvent,
-    discovery::{DiscoveryInfo, Filter, TopologyInfo},
+    discovery::Filter,
     ids::{LinkId, MsgId, NodeId},
     outcome::Outcome,
     topology::TopologyError,
@@ -17,11 +16,12 @@ use crate::{
 /// Whom a `send` is for.
 ///
 /// `Id` and `Name` address one node. `Hash`, `RoundRobin` and `Random` pick one node among the
-/// discovery records matching `filter` (all nodes with an id when `None`). **v1:** they pick
-/// over the discovery set in its iteration order (ascending id) — `Hash` by a 64-bit hash of
-/// `key` modulo the candidate count, `RoundRobin` with one cursor per node, `Random` from the
-/// node's seeded generator; the consistent-hash rings replace this when the ring module is
-/// wired in (same API).
+/// discovery records matching `filter` (every node with an id when `None`), on the
+/// consistent-hash ring the discovery set keeps for that filter: `Hash` takes the owner of
+/// `key` on the ring, `RoundRobin` the next member in the ring's sorted order (one cursor per
+/// ring, which resumes after the last node it returned when membership changes), `Random` a
+/// member drawn from the node's seeded generator. The pick is made at `send` and the message
+/// stays with that node.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum Target<'a> {
@@ -45,37 +45,6 @@ pub enum Target<'a> {
     Random {
         /// Restricts the candidates; `None` = every node.
         filter: Option<&'a Filter>,
-    },
-}
-
-/// A change from the registry (embedded registry client or etcd watcher). Discovery and
-/// topology are separate streams and may arrive in any order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "registry events are rare and passed by value once; boxing would only add an allocation"
-)]
-pub enum RegistryEvent {
-    /// A discovery record was put (`info.revision` set).
-    DiscoveryPut(DiscoveryInfo),
-    /// A discovery key was deleted.
-    DiscoveryDelete {
-        /// The id part of the key (0 if the key has none).
-        id: NodeId,
-        /// The name part of the key (empty if none).
-        name: String,
-        /// The registry revision of the delete.
-        revision: u64,
-    },
-    /// A topology record was put (`info.revision` set).
-    TopologyPut(TopologyInfo),
-    /// A topology key was deleted.
-    TopologyDelete {
-        /// The node whose topology record went away.
-        id: NodeId,
-        /// The registry revision of the delete.
-        revision: u64,
     },
 }
 
@@ -229,4 +198,19 @@ pub enum SendError {
     /// The node was shut down.
     #[error("the node is shut down")]
     Shutdown,
+}
+
+impl SendError {
+    /// The refusal's label in metrics and reports, in snake case: `invalid_target`,
+    /// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`.
+    #[must_use]
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            SendError::InvalidTarget => "invalid_target",
+            SendError::UnknownTarget => "unknown_target",
+            SendError::NoRoute => "no_route",
+            SendError::PayloadTooLarge { .. } => "payload_too_large",
+            SendError::Shutdown => "shutdown",
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Registries: where nodes learn who is in the cluster.
 //!
-//! Both backends end in the same [`crate::node::RegistryEvent`]s, so the connection manager
+//! Both backends end in the same [`RegistryEvent`]s, so the connection manager
 //! cannot tell them apart:
 //!
 //! - the **embedded registry** (the default, one machine): a sans-IO [`server`] machine with
@@ -13,4 +13,7 @@
 
 pub mod client;
 pub mod etcd;
+mod event;
 pub mod server;
+
+pub use event::RegistryEvent;

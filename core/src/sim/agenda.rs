@@ -10,7 +10,7 @@ use alloc::{boxed::Box, collections::BTreeMap};
 use bytes::Bytes;
 
 use super::link::{Side, SimLinkId};
-use crate::{ids::NodeId, node::RegistryEvent, time::Instant};
+use crate::{ids::NodeId, registry::RegistryEvent, time::Instant};
 
 /// One scheduled delivery.
 #[derive(Clone, Debug)]

@@ -23,7 +23,8 @@ use super::{
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{MsgId, NodeId},
-    node::{Event, Node, RegistryEvent, SendError, Target},
+    node::{Event, Node, SendError, Target},
+    registry::RegistryEvent,
     time::{Duration, Instant},
 };
 
@@ -45,7 +46,7 @@ pub struct SimSettings {
     pub trace: bool,
     /// Extra random latency per transmission on top of the link latency: uniform in
     /// `[0, jitter)`, drawn from the simulator's generator ([`SimSettings::seed`]). Bytes of
-    /// one link still never overtake each other. Default 0 (no draw, v1 timing).
+    /// one link still never overtake each other. Default 0 (no draw: every transmission takes exactly the link latency).
     pub jitter: Duration,
     /// Seed of the simulator's own generator (jitter, registry delay spread). Default 0.
     pub seed: u64,

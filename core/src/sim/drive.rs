@@ -14,7 +14,8 @@ use super::{
 };
 use crate::{
     ids::{LinkId, NodeId},
-    node::{Output, RegistryEvent},
+    node::Output,
+    registry::RegistryEvent,
     time::Instant,
 };
 

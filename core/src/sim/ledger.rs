@@ -31,7 +31,7 @@ use alloc::{
 
 use crate::{
     ids::{MsgId, NodeId},
-    outcome::{FailReason, Outcome},
+    outcome::Outcome,
 };
 
 /// Bytes 8..12 of a tagged payload.
@@ -82,19 +82,6 @@ pub struct LedgerTotals {
     /// `Unknown(r)` under `unknown_<reason>`; accepted messages whose sending incarnation was
     /// killed before an outcome under `sender_killed`.
     pub failed: BTreeMap<String, u64>,
-}
-
-/// The snake-case key of a reason.
-#[must_use]
-pub fn reason_key(reason: FailReason) -> &'static str {
-    match reason {
-        FailReason::Timeout => "timeout",
-        FailReason::QueueFull => "queue_full",
-        FailReason::NoRoute => "no_route",
-        FailReason::TargetGone => "target_gone",
-        FailReason::TargetRestarted => "target_restarted",
-        FailReason::Shutdown => "shutdown",
-    }
 }
 
 /// The delivery ledger; see the [module docs](self).
@@ -242,7 +229,7 @@ impl Ledger {
                 *self
                     .totals
                     .failed
-                    .entry(String::from(reason_key(r)))
+                    .entry(String::from(r.as_str()))
                     .or_insert(0) += 1;
                 if delivered > 0 {
                     self.violations.push(format!(
@@ -255,7 +242,7 @@ impl Ledger {
                 *self
                     .totals
                     .failed
-                    .entry(format!("unknown_{}", reason_key(r)))
+                    .entry(Outcome::Unknown(r).label())
                     .or_insert(0) += 1;
             }
         }

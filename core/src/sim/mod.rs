@@ -69,7 +69,8 @@ use crate::{
     config::{Config, ConfigError},
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{LinkId, MsgId, NodeId},
-    node::{Node, Output, RegistryEvent, SendError, Target},
+    node::{Node, Output, SendError, Target},
+    registry::RegistryEvent,
     time::Instant,
 };
 

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use super::SimNode;
 use crate::{
     ids::{LinkId, MsgId, NodeId},
-    node::{Output, RegistryEvent, SendError, Target},
+    node::{Output, SendError, Target},
+    registry::RegistryEvent,
     time::Instant,
 };
 

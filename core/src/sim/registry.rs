@@ -11,7 +11,7 @@ use alloc::{collections::BTreeMap, string::String, vec::Vec};
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
     time::Duration,
 };
 

@@ -13,8 +13,9 @@ use super::{
 };
 use crate::{
     ids::{LinkId, MsgId, NodeId},
-    node::{Output, RegistryEvent, Target},
+    node::{Output, Target},
     outcome::Outcome,
+    registry::RegistryEvent,
     time::{Duration, Instant},
 };
 

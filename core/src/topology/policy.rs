@@ -9,6 +9,7 @@ use super::{PeerData, Relation};
 /// no direct links, and no restriction on them once they are allowed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct TopologyPolicy {
     /// Peers (Same/OtherUpstreamPeer, or nodes the registry does not know) may be linked
     /// directly.

@@ -23,6 +23,7 @@ pub struct TopologyRegistry {
 
 /// An upstream switch: `None` stands for "no upstream" (a root).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UpstreamChange {
     /// The upstream before the update (`None` for a root or a peer that did not exist).
     pub old: Option<NodeId>,
@@ -33,6 +34,7 @@ pub struct UpstreamChange {
 /// What [`TopologyRegistry::update_peer`] changed. A repeated identical update reports no
 /// change ([`PeerChange::is_noop`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PeerChange {
     /// The peer was not in the registry before.
     pub created: bool,
@@ -64,6 +66,7 @@ impl PeerChange {
 
 /// What [`TopologyRegistry::remove_peer`] changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Removed {
     /// The peer is gone from the registry. `false` when it still has downstream peers: it
     /// then stays as a passive peer with no upstream and default data.

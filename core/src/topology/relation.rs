@@ -56,6 +56,7 @@ impl Relation {
 
 /// A relation together with the node a message from `from` to `to` is handed to first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Route {
     /// What `to` is to `from`.
     pub relation: Relation,

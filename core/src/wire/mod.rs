@@ -48,7 +48,7 @@
 //!
 //! The `Data` retransmission flag says an earlier copy of the message may have reached `dst`;
 //! the `Ack` reset flag says `dst` (in `dst_incarnation`) refused the frame `seq` and does not
-//! hold its stream ([`bus::stream`](crate::bus::stream) has the rules).
+//! hold its stream (`bus::stream` has the rules).
 //!
 //! A `Data` frame is 45 bytes plus its payload; `Ack` 40 (a reset 48), `Ping`/`Pong` 16, `Bye` 9.
 //!

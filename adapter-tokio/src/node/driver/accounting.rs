@@ -1,18 +1,17 @@
 //! What the driver counts and reports: [`Metrics`] counters updated from the core's outputs
-//! and the feed's events, gauges and [`Status`] read from the core's views and the link table
-//! on request, and the [`Known`] view published on a watch channel.
+//! and the feed's events, gauges read from the core's views and the link table on request,
+//! the core's [`Status`] with the backend's registration, and the [`Known`] view published on
+//! a watch channel.
 
 use switchboard_core::{
-    connector::RouteFlags,
     ids::NodeId,
-    node::{Event, Node, RegistryEvent, SendError},
+    node::{Event, Node, SendError},
     outcome::Outcome,
+    registry::RegistryEvent,
 };
 
 use super::links::Links;
-use crate::observe::{
-    EndpointStatus, Known, Metrics, RouteStatus, Status, outcome_label, send_error_label,
-};
+use crate::observe::{Known, Metrics, Status};
 
 /// The counters of one node; gauges are filled in by [`Counters::snapshot`].
 #[derive(Debug, Default)]
@@ -32,7 +31,7 @@ impl Counters {
         *self
             .metrics
             .refused
-            .entry(send_error_label(error).to_owned())
+            .entry(error.as_str().to_owned())
             .or_default() += 1;
     }
 
@@ -91,13 +90,9 @@ impl Counters {
     pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
         for &(outcome, count) in &self.outcomes {
-            *metrics.outcomes.entry(outcome_label(outcome)).or_default() += count;
+            *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }
-        metrics.pending = node
-            .endpoints()
-            .iter()
-            .map(|(_, e)| e.queue().len() as u64)
-            .sum();
+        metrics.pending = node.pending_total() as u64;
         metrics.ring_updates = node.discovery().rings().ring_updates();
         metrics.links.clear();
         for state in ["connecting", "handshaking", "up"] {
@@ -110,55 +105,11 @@ impl Counters {
     }
 }
 
-/// The node's status now.
-pub(super) fn status(node: &Node, links: &Links, registered: bool) -> Status {
-    let config = node.config();
-    let endpoints = node
-        .endpoints()
-        .iter()
-        .map(|(_, e)| EndpointStatus {
-            id: e.id().0,
-            name: node.discovery().get_by_id(e.id()).map(|i| i.name.clone()),
-            pending: e.queue().len(),
-            unacked: node.unacked(e.id()),
-        })
-        .collect();
-    let routes = node
-        .connector()
-        .targets()
-        .filter_map(|target| node.route(target))
-        .map(|view| RouteStatus {
-            target: view.target.0,
-            flags: flag_names(view.flags),
-            proxy: view.proxy.map(|p| p.0),
-            retry_count: view.retry_count,
-        })
-        .collect();
-    Status {
-        id: node.id().0,
-        name: config.name.clone(),
-        incarnation: node.incarnation(),
-        listen: config.listen.first().cloned().unwrap_or_default(),
-        upstream: node.connector().upstream().0,
-        registered,
-        known_nodes: node.discovery().len(),
-        endpoints,
-        routes,
-        links: links.statuses(),
-    }
-}
-
-fn flag_names(flags: RouteFlags) -> Vec<String> {
-    [
-        (RouteFlags::ACTIVE, "active"),
-        (RouteFlags::READY, "ready"),
-        (RouteFlags::WAIT_DISCOVERY, "waiting_discovery"),
-        (RouteFlags::LOST_TOPOLOGY, "lost_topology"),
-    ]
-    .into_iter()
-    .filter(|(flag, _)| flags.contains(*flag))
-    .map(|(_, name)| name.to_owned())
-    .collect()
+/// The node's status now: the core's snapshot with what the registry backend reports.
+pub(super) fn status(node: &Node, registered: bool) -> Status {
+    let mut status = node.status();
+    status.registered = registered;
+    status
 }
 
 /// The registry view of `node` now.
@@ -177,7 +128,7 @@ pub(super) fn known(node: &Node, registered: bool) -> Known {
         .collect();
     Known {
         registered,
-        upstream: node.connector().upstream().0,
+        upstream: node.upstream().0,
         discovery,
         topology,
     }

@@ -3,10 +3,7 @@
 
 use std::{collections::VecDeque, sync::Arc};
 
-use switchboard_core::{
-    discovery::address::published_tcp_address,
-    node::{Node, SendError},
-};
+use switchboard_core::node::{Node, SendError};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
@@ -21,7 +18,7 @@ use crate::{
     node::{COMMAND_CAPACITY, Command, Inbox, NodeBuilder, NodeHandle, RegistrySpec, StartError},
     registry::{
         client::{ClientTuning, spawn_client},
-        feed::{Feed, FeedCommand, Registration},
+        feed::{Feed, FeedCommand},
     },
 };
 
@@ -43,26 +40,16 @@ pub(in crate::node) async fn start(
     };
     let listener = net::bind_listener(listen).await.map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
-    if config.listen.is_empty() {
-        config.listen = vec![published_tcp_address(local_addr)];
-    }
-    if config.pid == 0 {
-        config.pid = i64::from(std::process::id());
-    }
-    if config.hostname.is_empty() {
-        config.hostname = local_hostname();
-    }
-    // A restarted node must be a new incarnation, whatever seed it was given.
-    config.rng_seed ^= net::entropy();
+    config.fill_from_process(
+        local_addr,
+        std::process::id(),
+        net::hostname,
+        net::entropy(),
+    );
     let clock = Clock::start();
     let node = Node::new(config, clock.now())?;
     let topology = node.config().topology_info(node.config().upstream);
-    let registration = Registration {
-        discovery: node.config().discovery_info(),
-        topology: topology.clone(),
-        incarnation: node.incarnation(),
-    };
-    let feed = start_backend(&registry, registration, &tuning)?;
+    let feed = start_backend(&registry, &node, &tuning)?;
 
     let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
     let (inbox_tx, inbox_rx) = mpsc::channel(inbox_capacity);
@@ -104,33 +91,31 @@ pub(in crate::node) async fn start(
     Ok((handle, Inbox { rx: inbox_rx }))
 }
 
-/// Starts the registry backend `spec` names for `registration`; `None` without a registry.
+/// Starts the registry backend `spec` names for `node`'s records; `None` without a registry.
 fn start_backend(
     spec: &RegistrySpec,
-    registration: Registration,
+    node: &Node,
     tuning: &ClientTuning,
 ) -> Result<Option<Feed>, StartError> {
     match spec {
         RegistrySpec::None => Ok(None),
-        RegistrySpec::Embedded(addr) => Ok(Some(spawn_client(*addr, registration, |c| {
-            tuning.apply(c);
-        }))),
+        RegistrySpec::Embedded(addr) => {
+            let mut config = node.registry_client_config();
+            tuning.apply(&mut config);
+            Ok(Some(spawn_client(*addr, config)))
+        }
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(options) => {
+            let registration = crate::registry::feed::Registration {
+                discovery: node.config().discovery_info(),
+                topology: node.config().topology_info(node.config().upstream),
+                incarnation: node.incarnation(),
+            };
             Ok(Some(crate::etcd::spawn_etcd(options.clone(), registration)))
         }
         #[cfg(not(feature = "etcd"))]
         RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
     }
-}
-
-fn local_hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
-        .unwrap_or_else(|| String::from("localhost"))
 }
 
 impl Driver {
@@ -199,11 +184,7 @@ pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: 
                 let _ = done.send(());
             }
             Command::Status(tx) => {
-                let _ = tx.send(accounting::status(
-                    &driver.node,
-                    &driver.links,
-                    driver.registered,
-                ));
+                let _ = tx.send(accounting::status(&driver.node, driver.registered));
             }
             Command::Metrics(tx) => {
                 let _ = tx.send(driver.counters.snapshot(&driver.node, &driver.links));

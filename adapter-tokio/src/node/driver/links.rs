@@ -39,7 +39,7 @@ use tokio::{
 };
 use tracing::{debug, warn};
 
-use crate::{net, observe::LinkStatus};
+use crate::net;
 
 /// Capacity of the link event channel (readers wait when it is full).
 pub(super) const LINK_EVENT_CAPACITY: usize = 1024;
@@ -83,7 +83,6 @@ impl State {
 
 struct Entry {
     state: State,
-    outbound: bool,
     peer: Option<NodeId>,
     /// The writer's queue; exists from the start so nothing the core transmits is lost.
     writer: mpsc::UnboundedSender<Bytes>,
@@ -196,7 +195,6 @@ impl Links {
             link,
             Entry {
                 state: State::Connecting,
-                outbound: true,
                 peer: Some(peer),
                 writer,
                 queue: Some(queue),
@@ -234,7 +232,6 @@ impl Links {
             link,
             Entry {
                 state: State::Handshaking,
-                outbound: false,
                 peer: None,
                 writer,
                 queue: None,
@@ -400,22 +397,6 @@ impl Links {
     /// Links by state label.
     pub(super) fn count_by_state(&self) -> impl Iterator<Item = State> + '_ {
         self.entries.values().map(|e| e.state)
-    }
-
-    /// One [`LinkStatus`] per link, by link id.
-    pub(super) fn statuses(&self) -> Vec<LinkStatus> {
-        let mut links: Vec<LinkStatus> = self
-            .entries
-            .iter()
-            .map(|(link, e)| LinkStatus {
-                link: link.0,
-                peer: e.peer.map(|p| p.0),
-                state: e.state.label().to_owned(),
-                outbound: e.outbound,
-            })
-            .collect();
-        links.sort_by_key(|l| l.link);
-        links
     }
 
     fn reap(&mut self) {

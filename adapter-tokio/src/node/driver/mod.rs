@@ -36,8 +36,9 @@ use std::{
 use switchboard_core::{
     discovery::TopologyInfo,
     ids::{MsgId, NodeId},
-    node::{Event, Node, Output, RegistryEvent, SendError, Target},
+    node::{Event, Node, Output, SendError, Target},
     outcome::Outcome,
+    registry::RegistryEvent,
     time::Instant,
 };
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -311,7 +312,7 @@ impl Driver {
                 let _ = done.send(());
             }
             Command::Status(tx) => {
-                let _ = tx.send(accounting::status(&self.node, &self.links, self.registered));
+                let _ = tx.send(accounting::status(&self.node, self.registered));
             }
             Command::Metrics(tx) => {
                 let _ = tx.send(self.counters.snapshot(&self.node, &self.links));

@@ -40,6 +40,7 @@
 //! [`Connector::relay_hop`]: crate::connector::Connector::relay_hop
 
 mod receive;
+mod view;
 
 use alloc::{
     collections::{BTreeMap, BTreeSet},
@@ -49,6 +50,7 @@ use alloc::{
 
 use bytes::Bytes;
 pub use receive::{Inbound, Relay};
+pub use view::LinkView;
 
 use super::{
     handshake::{self, PROTOCOL_VERSIONS},

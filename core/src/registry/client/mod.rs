@@ -2,8 +2,8 @@
 //!
 //! The client dials the registry ([`ClientOutput::Connect`]), registers the node's records on
 //! every connection, merges what the registry sends into its view of the peers, and hands the
-//! node the [`RegistryEvent`](crate::node::RegistryEvent)s that view's changes amount to — the same events the etcd
-//! backend produces, so the node cannot tell them apart.
+//! node the [`RegistryEvent`](super::RegistryEvent)s that view's changes amount to — the same
+//! events the etcd backend produces, so the node cannot tell them apart.
 //!
 //! # Rules
 //!
@@ -42,7 +42,7 @@ mod tests_restart;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 
-pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput};
+pub use types::{ClientAction, ClientConfig, ClientError, ClientEvent, ClientOutput, ClientRoute};
 pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;

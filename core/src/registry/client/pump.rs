@@ -8,7 +8,7 @@ use crate::{
     backoff::BackoffConfig,
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
     registry::server::{ConnId, RegistryServer, ServerConfig, ServerEvent, ServerOutput},
     time::{Duration, Instant, earliest},
 };

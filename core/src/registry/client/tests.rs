@@ -5,7 +5,7 @@ use alloc::vec;
 use super::{ClientEvent, ClientOutput, RegistryClient, pump::*};
 use crate::{
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
     registry::server::ServerConfig,
     wire::{self, Frame, Register},
 };

@@ -5,7 +5,7 @@ use alloc::{vec, vec::Vec};
 
 use super::{ClientEvent, pump::*};
 use crate::{
-    node::RegistryEvent,
+    registry::RegistryEvent,
     registry::server::{RegistryServer, ServerConfig},
     time::Instant,
 };

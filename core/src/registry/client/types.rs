@@ -3,7 +3,7 @@
 use crate::{
     backoff::BackoffConfig,
     discovery::{DiscoveryInfo, TopologyInfo},
-    node::RegistryEvent,
+    registry::RegistryEvent,
     time::{Duration, Instant},
     wire::{DEFAULT_MAX_FRAME, DecodeError, FrameKind},
 };
@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 
 /// Client parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// This node's discovery record (must have an id or a name).
     pub discovery: DiscoveryInfo,
@@ -75,10 +76,57 @@ pub enum ClientOutput {
     /// Flush and close the registry connection; the client has already scheduled the next
     /// attempt (no `handle_closed` needed, one is ignored).
     Close,
-    /// Pass to [`crate::node::Node::handle_registry`].
+    /// Pass to the node (`Node::handle_registry`).
     Registry(RegistryEvent),
     /// Something happened (for logs and metrics).
     Event(ClientEvent),
+}
+
+/// What the driver itself does for one [`ClientOutput`]: socket work, or a report. The
+/// output's other kind, a registry change, is the node's ([`ClientOutput::route`]).
+///
+/// Deliberately exhaustive: a driver handles every action, and a new one must reach every
+/// driver as a compile error rather than fall into a catch-all arm.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientAction {
+    /// Dial the registry; report `handle_connected` or `handle_connect_failed`.
+    Connect,
+    /// Write these bytes (whole frames) on the registry connection.
+    Transmit(Vec<u8>),
+    /// Flush and close the registry connection; the client has already scheduled the next
+    /// attempt (no `handle_closed` needed, one is ignored).
+    Close,
+    /// Report this event (logs, metrics, the application); nothing to do for the protocol.
+    Report(ClientEvent),
+}
+
+/// Where one [`ClientOutput`] goes: to the node or to the driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "routed once per output and consumed at once; boxing would add an allocation"
+)]
+pub enum ClientRoute {
+    /// A registry change for the node: `Node::handle_registry` (or, for a driver that has the
+    /// node at hand, `Node::handle_client_output` does this split and the call in one).
+    Node(RegistryEvent),
+    /// What the driver does.
+    Driver(ClientAction),
+}
+
+impl ClientOutput {
+    /// Splits the output between the node and the driver — the one place that says which
+    /// output is whose.
+    #[must_use]
+    pub fn route(self) -> ClientRoute {
+        match self {
+            ClientOutput::Connect => ClientRoute::Driver(ClientAction::Connect),
+            ClientOutput::Transmit { bytes } => ClientRoute::Driver(ClientAction::Transmit(bytes)),
+            ClientOutput::Close => ClientRoute::Driver(ClientAction::Close),
+            ClientOutput::Registry(event) => ClientRoute::Node(event),
+            ClientOutput::Event(event) => ClientRoute::Driver(ClientAction::Report(event)),
+        }
+    }
 }
 
 /// Why the client dropped a registry connection on the registry's fault.

@@ -17,7 +17,7 @@ use alloc::{
 use super::ClientOutput;
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
-    node::RegistryEvent,
+    registry::RegistryEvent,
     registry::server::EntryKey,
     time::{Duration, Instant},
     wire::{RegistryEntry, Snapshot},
@@ -30,6 +30,7 @@ const REVISION_MASK: u64 = (1 << REVISION_BITS) - 1;
 
 /// One peer as reported to the node (records carry mapped revisions).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Peer {
     /// Incarnation it registered with.
     pub incarnation: u64,

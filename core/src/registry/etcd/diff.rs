@@ -65,6 +65,7 @@ impl DeliveredKeys {
 
 /// The changes to synthesize so that a watcher's delivered view equals a fresh list.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SnapshotDiff<'a> {
     /// Delivered keys missing from the list, in key order: deliver each as deleted at
     /// [`revision`](SnapshotDiff::revision).

@@ -68,6 +68,7 @@ pub enum KeyError {
 
 /// A key parsed back into its family and identity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct ParsedKey {
     /// The family.
     pub kind: KeyKind,

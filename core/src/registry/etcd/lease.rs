@@ -80,6 +80,7 @@ pub enum LeaseAction {
 
 /// Counters of the lease machine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LeaseStats {
     /// Leases granted.
     pub grants: u64,

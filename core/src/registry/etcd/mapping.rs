@@ -10,7 +10,7 @@
 
 use crate::{
     discovery::{DecodeError, DiscoveryInfo, TopologyInfo},
-    node::RegistryEvent,
+    registry::RegistryEvent,
 };
 
 use super::{

@@ -9,7 +9,7 @@
 //!   parsing keys back, watch prefixes and their `range_end`;
 //! - [`register`]: the registration transaction (guarded on `by_id` not existing, topology
 //!   first) and the decoding of a conflict;
-//! - [`mapping`]: an etcd key-value or watch event → a [`crate::node::RegistryEvent`];
+//! - [`mapping`]: an etcd key-value or watch event → a [`crate::registry::RegistryEvent`];
 //! - [`diff`]: what a watcher has delivered versus a fresh list → synthetic puts and deletes;
 //! - [`watch`]: [`WatchState`], one per watcher: list → watch from revision + 1 → re-watch
 //!   after errors, re-list after compaction, progress watchdog; etcd 3.4 quirks handled;

@@ -11,7 +11,7 @@ use crate::{
     backoff::BackoffConfig,
     discovery::DiscoveryInfo,
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
     rng::Rng,
     time::{Duration, Instant},
 };

@@ -17,6 +17,7 @@ use super::{
 
 /// One put the adapter must perform.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PutOp {
     /// The key.
     pub key: Vec<u8>,
@@ -28,6 +29,7 @@ pub struct PutOp {
 
 /// The registration txn: `when create_revision(guard_key) == 0 then puts else get(guard_key)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RegistrationTxn {
     /// The `by_id` key whose `create_revision` must be 0 (the key must not exist).
     pub guard_key: Vec<u8>,
@@ -130,6 +132,7 @@ pub enum RegisterOutcome {
 
 /// The existing owner of a contested `by_id` key.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RegisterConflict {
     /// The contested key.
     pub key: Vec<u8>,

@@ -10,7 +10,7 @@ use crate::{
         TopologyInfo,
     },
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
 };
 
 /// An `atapp_discovery` exactly as libatapp writes it: protobuf JSON, original field names,

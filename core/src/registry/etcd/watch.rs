@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 
 use crate::{
     backoff::{Backoff, BackoffConfig, Jitter},
-    node::RegistryEvent,
+    registry::RegistryEvent,
     rng::Rng,
     time::{Duration, Instant},
 };
@@ -105,6 +105,7 @@ pub enum WatchAction {
 
 /// Registry events produced by one feed, in order, and the keys that could not be mapped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Delivered {
     /// Events to hand to the node, in order.
     pub events: Vec<RegistryEvent>,
@@ -114,6 +115,7 @@ pub struct Delivered {
 
 /// Counters of one watcher.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WatchStats {
     /// Lists requested.
     pub lists: u64,

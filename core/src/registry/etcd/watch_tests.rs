@@ -12,7 +12,7 @@ use crate::{
     backoff::BackoffConfig,
     discovery::{DiscoveryInfo, DiscoverySet, TopologyInfo},
     ids::NodeId,
-    node::RegistryEvent,
+    registry::RegistryEvent,
     rng::Rng,
     time::{Duration, Instant},
 };

@@ -1,0 +1,52 @@
+//! The embedded registry client wired to its node, written once for every driver: the
+//! client's configuration comes from the node's own records ([`Node::registry_client_config`])
+//! and each client output is split between the node and the driver
+//! ([`Node::handle_client_output`]), so a driver only performs the socket work and reports.
+//!
+//! A driver that runs the client apart from the node (switchboard-tokio runs it in its own
+//! task, behind the same feed as the etcd backend) splits with
+//! [`ClientOutput::route`] and hands the registry changes to `handle_registry` when they
+//! reach the node.
+
+use super::Node;
+use crate::{
+    registry::client::{ClientAction, ClientConfig, ClientOutput, ClientRoute},
+    time::Instant,
+};
+
+impl Node {
+    /// The embedded registry client's configuration for this node, with the client's
+    /// defaults: the node's discovery record and topology record (its configured upstream),
+    /// its incarnation, and the incarnation as the jitter seed (so restarts do not retry in
+    /// step). Tune the defaults, then build the client with `RegistryClient::new`.
+    #[must_use]
+    pub fn registry_client_config(&self) -> ClientConfig {
+        let config = self.config();
+        let mut client = ClientConfig::new(
+            config.discovery_info(),
+            Some(config.topology_info(config.upstream)),
+            self.incarnation,
+        );
+        client.seed = self.incarnation;
+        client
+    }
+
+    /// Takes one output of this node's registry client (drained with
+    /// `RegistryClient::poll_output`): a registry change is applied at once
+    /// ([`handle_registry`](Self::handle_registry)) and `None` returned; anything else is
+    /// the driver's to perform. Drain the node's own outputs afterwards, as after any
+    /// `handle_*` call.
+    pub fn handle_client_output(
+        &mut self,
+        now: Instant,
+        output: ClientOutput,
+    ) -> Option<ClientAction> {
+        match output.route() {
+            ClientRoute::Node(event) => {
+                self.handle_registry(now, event);
+                None
+            }
+            ClientRoute::Driver(action) => Some(action),
+        }
+    }
+}

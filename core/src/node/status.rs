@@ -1,0 +1,157 @@
+//! [`Node::status`]: one point-in-time snapshot of a node — identity, endpoints with their
+//! queues, route records with their flags, links — that every adapter serves as its status
+//! (switchboard-tokio as the JSON of `/status`, switchboard-mio from `MioNode::status`).
+//!
+//! The JSON field names are part of what the adapters serve: tools and the process tests parse
+//! them, so a rename here is a change of the served format.
+
+use alloc::{borrow::ToOwned, string::String, vec::Vec};
+
+use serde::{Deserialize, Serialize};
+
+use super::Node;
+use crate::{bus::links::LinkView, connector::RouteFlags, ids::NodeId};
+
+/// A point-in-time view of one node; see [`Node::status`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Status {
+    /// Node id.
+    pub id: u64,
+    /// Node name.
+    pub name: String,
+    /// This life's incarnation.
+    pub incarnation: u64,
+    /// The first listen address (empty when the node listens nowhere).
+    pub listen: String,
+    /// The upstream, 0 = none.
+    pub upstream: u64,
+    /// Whether the registry backend reports the node registered. The node does not know its
+    /// backend: [`Node::status`] says `false` and the driver sets what its backend reports.
+    pub registered: bool,
+    /// Nodes in the discovery set.
+    pub known_nodes: usize,
+    /// Endpoints with their queues, by target id.
+    pub endpoints: Vec<EndpointStatus>,
+    /// Route records, by target id.
+    pub routes: Vec<RouteStatus>,
+    /// Links, by link id.
+    pub links: Vec<LinkStatus>,
+}
+
+/// One endpoint (a known target with a pending queue) in a [`Status`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct EndpointStatus {
+    /// The target node.
+    pub id: u64,
+    /// Its name in discovery, if known.
+    pub name: Option<String>,
+    /// Messages queued for it.
+    pub pending: usize,
+    /// Messages transmitted to it and not acknowledged yet.
+    pub unacked: usize,
+}
+
+/// One route record in a [`Status`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RouteStatus {
+    /// The target node.
+    pub target: u64,
+    /// Set flags by name: `active`, `ready`, `waiting_discovery`, `lost_topology`.
+    pub flags: Vec<String>,
+    /// The record it routes through; `None` = direct.
+    pub proxy: Option<u64>,
+    /// Reconnect attempts since the last reset.
+    pub retry_count: u32,
+}
+
+/// One link in a [`Status`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LinkStatus {
+    /// The core's link id.
+    pub link: u64,
+    /// The peer once known (for a dialled link: the node dialled, until its handshake).
+    pub peer: Option<u64>,
+    /// `connecting` (dial reported neither connected nor failed), `handshaking` or `up`.
+    pub state: String,
+    /// Whether this node dialled it (else accepted).
+    pub outbound: bool,
+}
+
+/// Route flags by the name [`RouteStatus::flags`] lists them under.
+const FLAG_NAMES: [(RouteFlags, &str); 4] = [
+    (RouteFlags::ACTIVE, "active"),
+    (RouteFlags::READY, "ready"),
+    (RouteFlags::WAIT_DISCOVERY, "waiting_discovery"),
+    (RouteFlags::LOST_TOPOLOGY, "lost_topology"),
+];
+
+impl Node {
+    /// The node's upstream now, as its applied topology says (`NodeId::NONE`: none).
+    #[must_use]
+    pub fn upstream(&self) -> NodeId {
+        self.connector.upstream()
+    }
+
+    /// Messages queued (not yet transmitted) for every target together.
+    #[must_use]
+    pub fn pending_total(&self) -> usize {
+        self.endpoints.iter().map(|(_, e)| e.queue().len()).sum()
+    }
+
+    /// A snapshot of the node now: what adapters serve as its status. `registered` is
+    /// `false` (the driver knows its registry backend; see [`Status::registered`]). Reads
+    /// only; call it whenever a status is asked for.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        let endpoints = self
+            .endpoints
+            .iter()
+            .map(|(_, e)| EndpointStatus {
+                id: e.id().0,
+                name: self.discovery.get_by_id(e.id()).map(|i| i.name.clone()),
+                pending: e.queue().len(),
+                unacked: self.unacked(e.id()),
+            })
+            .collect();
+        let routes = self
+            .connector
+            .targets()
+            .filter_map(|target| self.connector.view(target))
+            .map(|view| RouteStatus {
+                target: view.target.0,
+                flags: FLAG_NAMES
+                    .iter()
+                    .filter(|(flag, _)| view.flags.contains(*flag))
+                    .map(|(_, name)| (*name).to_owned())
+                    .collect(),
+                proxy: view.proxy.map(|p| p.0),
+                retry_count: view.retry_count,
+            })
+            .collect();
+        Status {
+            id: self.id.0,
+            name: self.config.name.clone(),
+            incarnation: self.incarnation,
+            listen: self.config.listen.first().cloned().unwrap_or_default(),
+            upstream: self.upstream().0,
+            registered: false,
+            known_nodes: self.discovery.len(),
+            endpoints,
+            routes,
+            links: self.links.views().map(link_status).collect(),
+        }
+    }
+}
+
+fn link_status(view: LinkView) -> LinkStatus {
+    LinkStatus {
+        link: view.link.0,
+        peer: view.peer.map(|p| p.0),
+        state: view.state.to_owned(),
+        outbound: view.outbound,
+    }
+}

@@ -1,0 +1,42 @@
+//! [`RegistryEvent`]: a change of the registry's view, the one vocabulary every registry
+//! backend speaks (the embedded registry [`client`](super::client), the etcd
+//! [`mapping`](super::etcd::mapping) and watchers, the simulator's registry) and a node
+//! consumes through `Node::handle_registry`.
+
+use alloc::string::String;
+
+use crate::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    ids::NodeId,
+};
+
+/// A change from the registry (embedded registry client or etcd watcher). Discovery and
+/// topology are separate streams and may arrive in any order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "registry events are rare and passed by value once; boxing would only add an allocation"
+)]
+pub enum RegistryEvent {
+    /// A discovery record was put (`info.revision` set).
+    DiscoveryPut(DiscoveryInfo),
+    /// A discovery key was deleted.
+    DiscoveryDelete {
+        /// The id part of the key (0 if the key has none).
+        id: NodeId,
+        /// The name part of the key (empty if none).
+        name: String,
+        /// The registry revision of the delete.
+        revision: u64,
+    },
+    /// A topology record was put (`info.revision` set).
+    TopologyPut(TopologyInfo),
+    /// A topology key was deleted.
+    TopologyDelete {
+        /// The node whose topology record went away.
+        id: NodeId,
+        /// The registry revision of the delete.
+        revision: u64,
+    },
+}
