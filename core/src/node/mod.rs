@@ -151,25 +151,7 @@ mod transport;
 mod types;
 
 #[cfg(test)]
-mod test_frames;
-#[cfg(test)]
-mod test_net;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_bad_input;
-#[cfg(test)]
-mod tests_bus;
-#[cfg(test)]
-mod tests_ordering;
-#[cfg(test)]
-mod tests_proptest;
-#[cfg(test)]
-mod tests_registry_client;
-#[cfg(test)]
-mod tests_relay_refusal;
-#[cfg(test)]
-mod tests_status;
 
 use alloc::collections::{BTreeMap, VecDeque};
 

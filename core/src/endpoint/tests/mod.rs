@@ -14,10 +14,10 @@ use crate::{
 
 mod flush;
 mod inflight;
-mod model;
 mod pending;
+mod prop_pending;
+mod prop_table;
 mod table;
-mod table_model;
 
 fn ms(millis: u64) -> Instant {
     Instant::from_millis(millis)

@@ -1,10 +1,10 @@
-//! Node-level tests: two to four nodes wired by the in-test pump of `test_net`.
+//! Node-level tests: two to four nodes wired by the in-test pump of `net`.
 
 use alloc::{string::String, vec, vec::Vec};
 
 use bytes::Bytes;
 
-use super::{test_net::*, *};
+use super::{net::*, *};
 use crate::{connector::RouteFlags, outcome::FailReason, time::Duration};
 
 #[test]

@@ -6,8 +6,8 @@ use alloc::{vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    test_frames::{bytes, encode_ack, encode_data_seq, encode_hello, own_hello_ack},
-    test_net::{config, secs},
+    frames::{bytes, encode_ack, encode_data_seq, encode_hello, own_hello_ack},
+    net::{config, secs},
     *,
 };
 use crate::{

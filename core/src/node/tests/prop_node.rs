@@ -14,8 +14,8 @@ use proptest::{
 };
 
 use super::{
-    test_frames::{bytes, encode_data, encode_hello, encode_hello_ack},
-    test_net::{config, disc, topo},
+    frames::{bytes, encode_data, encode_hello, encode_hello_ack},
+    net::{config, disc, topo},
     *,
 };
 use crate::{
@@ -242,7 +242,7 @@ impl Driver {
                             src: NodeId(OWN),
                             dst,
                             seq,
-                            dst_incarnation: super::test_frames::peer_incarnation(dst),
+                            dst_incarnation: super::frames::peer_incarnation(dst),
                             reset: None,
                         })
                     } else {

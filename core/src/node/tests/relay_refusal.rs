@@ -8,8 +8,8 @@ use bytes::Bytes;
 
 use super::{
     Event, Node, Output, Target,
-    test_frames::bytes,
-    test_net::{Net, Seen, config, secs},
+    frames::bytes,
+    net::{Net, Seen, config, secs},
 };
 use crate::{
     config::Config,
@@ -301,7 +301,7 @@ fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_a
     net.run_until(secs(3));
     assert_eq!(
         net.take_seen(0x103),
-        [super::test_net::received(0x101, 0x102, b"x")]
+        [super::net::received(0x101, 0x102, b"x")]
     );
     assert_eq!(
         net.take_seen(0x101),

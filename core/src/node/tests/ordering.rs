@@ -5,7 +5,7 @@
 use alloc::{vec, vec::Vec};
 
 use super::{
-    test_net::{Net, Seen, config, disc, received, secs, topo},
+    net::{Net, Seen, config, disc, received, secs, topo},
     *,
 };
 use crate::{connector::RouteFlags, outcome::FailReason, time::Duration};

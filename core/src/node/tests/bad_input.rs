@@ -6,10 +6,8 @@ use alloc::{vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    test_frames::{
-        encode_ack, encode_data, encode_hello, encode_hello_ack, own_hello, own_hello_ack,
-    },
-    test_net::{config, disc, secs, topo},
+    frames::{encode_ack, encode_data, encode_hello, encode_hello_ack, own_hello, own_hello_ack},
+    net::{config, disc, secs, topo},
     *,
 };
 use crate::{
@@ -485,7 +483,7 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
             }),
             Output::Transmit {
                 link: from,
-                bytes: super::test_frames::bytes(&crate::wire::Frame::Unreachable(
+                bytes: super::frames::bytes(&crate::wire::Frame::Unreachable(
                     crate::wire::Unreachable {
                         src: NodeId(0x101),
                         dst: NodeId(0x103),
