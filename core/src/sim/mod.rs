@@ -51,8 +51,6 @@ pub mod scenario;
 mod puppet;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_v2;
 
 use alloc::{format, string::String, vec};
 use core::fmt;

@@ -37,8 +37,6 @@ pub mod view;
 pub(crate) mod pump;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_restart;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 
