@@ -12,7 +12,7 @@ use alloc::{
 use bytes::Bytes;
 
 use super::{
-    SimNode,
+    RegistryEvent, SimNode,
     agenda::{Agenda, Due},
     fmt_instant,
     link::{EndState, LinkTable, PairControls, Side},
@@ -23,7 +23,7 @@ use super::{
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{MsgId, NodeId},
-    node::{Event, Node, RegistryEvent, SendError, Target},
+    node::{Event, Node, SendError, Target},
     time::{Duration, Instant},
 };
 
@@ -83,6 +83,8 @@ pub(super) struct Slot<N: SimNode> {
     pub(super) done_msgs: BTreeSet<MsgId>,
     /// `handle_timeout` calls at one instant: (instant, count), to detect a stuck timer.
     pub(super) timeouts_at: (Instant, u32),
+    /// What the node registers with the registry machines, once it did.
+    pub(super) records: Option<super::registry_machines::Records>,
 }
 
 /// A deterministic cluster of [`SimNode`]s (by default [`Node`]s) on one virtual clock.
@@ -114,6 +116,8 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) next_tag: u64,
     /// Slots drained since the last invariant check.
     pub(super) dirty: Vec<bool>,
+    /// The registry machines, once [`Sim::start_registry`] turned them on.
+    pub(super) machines: Option<super::registry_machines::Machines>,
 }
 
 impl Sim<Node> {
@@ -152,6 +156,7 @@ impl<N: SimNode> Sim<N> {
             ledger: None,
             next_tag: 0,
             dirty: Vec::new(),
+            machines: None,
         }
     }
 
@@ -217,7 +222,9 @@ impl<N: SimNode> Sim<N> {
             open_msgs: BTreeSet::new(),
             done_msgs: BTreeSet::new(),
             timeouts_at: (Instant::ZERO, 0),
+            records: None,
         });
+        self.machines_add_member();
         self.index.insert(id, idx);
         self.dirty.push(true);
         self.addrs.insert(addr.clone(), id);
@@ -250,6 +257,7 @@ impl<N: SimNode> Sim<N> {
             self.drop_link(link, Some(id));
         }
         self.links.forget_node(id);
+        self.machines_node_killed(idx);
     }
 
     /// Starts a new incarnation of `id` from its original config at the current time (killing
@@ -272,12 +280,14 @@ impl<N: SimNode> Sim<N> {
         self.note_with(Some(id), || format!("restarted (incarnation {inc})"));
         self.drain(idx);
         self.deliver_snapshot(idx);
+        self.machines_node_started(idx);
     }
 
     /// Graceful shutdown of `id` (`shutdown` on the node), outputs drained.
     pub fn shutdown(&mut self, id: NodeId) {
         self.note(Some(id), "<- shutdown");
         self.act(id, |node, now| node.shutdown(now));
+        self.machines_node_shutdown(self.slot_index(id));
     }
 
     /// Calls `f` on the live node `id` with the current time, then drains its outputs (the

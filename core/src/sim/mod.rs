@@ -45,6 +45,8 @@ pub mod ledger;
 mod link;
 mod log;
 mod registry;
+mod registry_machines;
+mod registry_net;
 pub mod scenario;
 
 #[cfg(test)]
@@ -62,12 +64,16 @@ pub use self::{
     ledger::{Ledger, LedgerTotals},
     log::{NodeLog, OutcomeRecord, Received, Sent},
     registry::{Fanout, SimRegistry},
+    registry_machines::RegistryMachines,
+    registry_net::{NetOutput, NetSettings, RegistryNet},
 };
+// The simulator's one import of the registry event type; its submodules name it `super::`.
+use crate::node::RegistryEvent;
 use crate::{
     config::{Config, ConfigError},
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{LinkId, MsgId, NodeId},
-    node::{Node, Output, RegistryEvent, SendError, Target},
+    node::{Node, Output, SendError, Target},
     time::Instant,
 };
 

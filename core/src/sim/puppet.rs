@@ -6,10 +6,10 @@ use alloc::{collections::VecDeque, vec::Vec};
 
 use bytes::Bytes;
 
-use super::SimNode;
+use super::{RegistryEvent, SimNode};
 use crate::{
     ids::{LinkId, MsgId, NodeId},
-    node::{Output, RegistryEvent, SendError, Target},
+    node::{Output, SendError, Target},
     time::Instant,
 };
 

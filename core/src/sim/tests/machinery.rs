@@ -7,13 +7,13 @@ use alloc::{string::String, vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    Fanout, Sim, SimSettings, discovery_info,
+    Fanout, RegistryEvent, Sim, SimSettings, discovery_info,
     puppet::{Input, Puppet, PuppetConfig},
     topology_info,
 };
 use crate::{
     ids::{LinkId, MsgId, NodeId},
-    node::{Output, RegistryEvent, Target},
+    node::{Output, Target},
     outcome::Outcome,
     time::{Duration, Instant},
 };
