@@ -14,3 +14,6 @@
 pub mod client;
 pub mod etcd;
 pub mod server;
+
+#[cfg(test)]
+pub(crate) mod fixtures;

@@ -34,8 +34,6 @@ mod types;
 pub mod view;
 
 #[cfg(test)]
-pub(crate) mod pump;
-#[cfg(test)]
 mod tests;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
