@@ -214,18 +214,19 @@ impl RegistryNet {
     }
 
     /// The transport drops `member`'s link: both ends hear the close now, bytes in flight
-    /// are lost.
+    /// are lost; a dial in progress fails now.
     pub fn drop_link(&mut self, member: usize) {
         let Some(link) = self.members[member].link.take() else {
             return;
         };
-        let open = self
-            .links
-            .get(&link)
-            .is_some_and(|l| l.client == ClientEnd::Open);
+        let state = self.links.get(&link).map(|l| l.client);
         self.reset_server_end(link);
-        if open {
-            self.with_client(member, |c, now| c.handle_closed(now));
+        match state {
+            Some(ClientEnd::Open) => self.with_client(member, |c, now| c.handle_closed(now)),
+            Some(ClientEnd::Dialing) => {
+                self.with_client(member, |c, now| c.handle_connect_failed(now));
+            }
+            Some(ClientEnd::Closed) | None => {}
         }
     }
 
