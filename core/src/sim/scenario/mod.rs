@@ -5,20 +5,29 @@
 //!
 //! **Cluster.** A hub `0x100` (topology root), proxies `0x110`, `0x111` under it, and 4–8
 //! leaves `0x120..` alternately under the proxies; proxies added by scale-out are `0x140..`.
-//! Every node publishes its topology record (first) and discovery record; links carry a random
-//! base latency. Nodes use short timers (reconnect 100 ms..1 s, message timeout 3 s, heartbeat
-//! 500 ms, send buffer 32 messages) so faults and recoveries happen within a few seconds.
+//! Links carry a random base latency. Nodes use short timers (reconnect 100 ms..1 s, message
+//! timeout 3 s, heartbeat 500 ms, send buffer 32 messages) so faults and recoveries happen
+//! within a few seconds.
+//!
+//! **Registry** ([`RegistryMode`]). By default every node registers its topology and
+//! discovery records through its own registry client with the real registry server
+//! ([`Sim::start_registry`]), on the same short timescale (disconnect protection 2 s, new-epoch
+//! grace 3 s, registry heartbeats every second, reconnects from 100 ms); a leaf move is the
+//! leaf's own topology update, a graceful scale-in the proxy's `Bye`. In scripted mode the run
+//! publishes the records itself (topology first) and the simulator fans them out.
 //!
 //! **Run.** [`Chaos::chaos`] applies generated [`Op`]s for a bounded stretch of virtual time,
 //! checking [`Sim::check_invariants`] after every op; [`Chaos::finish`] heals every fault
-//! (partitions end, killed nodes restart and re-register), runs until reconnects and message
-//! deadlines are done, sends one probe from every leaf to every other leaf — each must end
-//! `Delivered` — and runs [`Sim::check_quiescent`].
+//! (partitions end, the registry runs, killed nodes restart and re-register), runs until
+//! reconnects and message deadlines are done, sends one probe from every leaf to every other
+//! leaf — each must end `Delivered` — and runs [`Sim::check_quiescent`].
 //!
 //! **Faults** ([`Faults`]): link breaks, partitions, kills and restarts, slow paths (latency
 //! changes that make an old path slower than a new one, so retransmissions overtake frames in
-//! flight), proxy scale-out / scale-in / leaf moves, per-node registry delays, link jitter.
-//! [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables everything.
+//! flight), proxy scale-out / scale-in / leaf moves, per-node registry delays, link jitter,
+//! registry restarts (a new server and epoch after up to 3 s without one) and cut registry
+//! links. [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables
+//! everything.
 
 mod ops;
 
