@@ -252,13 +252,17 @@ impl RegistryNet {
         self.server_deadline = None;
         self.conns.clear();
         let mut notify = Vec::new();
+        // Every connection dies with the server, including one whose graceful close is
+        // still travelling to its client.
         self.links.retain(|&id, l| {
-            if l.server.take().is_some() && l.client == ClientEnd::Open {
+            l.server = None;
+            if l.client == ClientEnd::Open {
                 l.client = ClientEnd::Closed;
                 notify.push((l.member, id));
             }
             l.client == ClientEnd::Dialing
         });
+        notify.sort_unstable();
         for (member, link) in notify {
             if self.members[member].link == Some(link) {
                 self.members[member].link = None;

@@ -84,3 +84,46 @@ fn bytes_in_flight_on_a_dropped_connection_are_lost() {
         vec![(ms(30), put(1, G1 | 1)), (ms(2055), put(2, G1 | 2))]
     );
 }
+
+/// A server that dies while its graceful close of a connection is still travelling resets
+/// that connection too: the client hears the close when the server dies, not after its own
+/// silence timeout.
+#[test]
+fn a_dying_server_resets_a_connection_it_was_closing() {
+    let settings = NetSettings {
+        connect_latency: Duration::from_millis(10),
+        link_latency: Duration::from_millis(10),
+        ..NetSettings::default()
+    };
+    let server = ServerConfig {
+        heartbeat_timeout: Some(Duration::from_secs(1)),
+        ..ServerConfig::default()
+    };
+    let mut net = RegistryNet::new(settings, server, Instant::ZERO);
+    net.start_server();
+    let epoch = net
+        .server()
+        .map(RegistryServer::epoch)
+        .expect("test: server");
+    let m = net.add_member();
+    net.start_client(m, client_config(disc(1, "x"), 101));
+    // Registered at 20 ms; silent until the server's cut-off at 1.020 s, whose `Bye` and
+    // close would reach the client at 1.030 s.
+    net.advance_to(ms(1025));
+    net.kill_server();
+    net.advance_to(ms(1500));
+    assert_eq!(
+        net.take_client_events(m),
+        vec![
+            (
+                ms(30),
+                ClientEvent::Registered {
+                    epoch,
+                    new_epoch: true,
+                    in_grace: 0
+                }
+            ),
+            (ms(1025), ClientEvent::Disconnected { retry_at: ms(2025) }),
+        ]
+    );
+}
