@@ -8,25 +8,7 @@
 //! part an adapter plays between a node and its registry client. It also runs on its own, with
 //! its own clock ([`RegistryNet::advance_to`]), for the registry machines' tests.
 //!
-//! # Model
-//!
-//! - **Links.** A client's `Connect` resolves after the connect latency: the server accepts
-//!   (then the client hears `handle_connected`), or the client hears
-//!   `handle_connect_failed` when no server runs. Bytes arrive after the link latency plus a
-//!   jitter draw, in order per direction. A graceful `Close` reaches the other side after the
-//!   bytes sent before it. Each link is one connection: bytes and closes of an old connection
-//!   never reach a client's newer one (the client itself cannot tell them apart).
-//! - **Abrupt ends.** [`RegistryNet::kill_client`], [`RegistryNet::drop_link`] and
-//!   [`RegistryNet::kill_server`] drop links at once: bytes in flight are lost and the
-//!   surviving side hears the close during the call.
-//! - **Server restarts.** Every start draws a new seed, so a restarted server has a new epoch
-//!   and numbers its revisions from 1 again.
-//! - **Order.** At one instant: scheduled deliveries first (in scheduling order), then the
-//!   server's timer, then clients' timers in member order.
-//! - **Outputs.** What a driver must act on or may log — registry events for a member's node,
-//!   client and server events — queue up as [`NetOutput`]s until drained with
-//!   [`RegistryNet::poll_output`] (or picked per member with [`RegistryNet::take_registry`] and
-//!   friends when the net runs alone).
+//! The model (links, abrupt ends, restarts, order, outputs) is in [`RegistryNet`]'s docs.
 
 use alloc::{collections::BTreeMap, collections::VecDeque, vec::Vec};
 
@@ -132,8 +114,27 @@ struct Member {
     latency: Option<Duration>,
 }
 
-/// The registry server and the members' clients on emulated links. See the
-/// [module docs](self).
+/// The registry server and the members' clients on emulated links.
+///
+/// # Model
+///
+/// - **Links.** A client's `Connect` resolves after the connect latency: the server accepts
+///   (then the client hears `handle_connected`), or the client hears
+///   `handle_connect_failed` when no server runs. Bytes arrive after the link latency plus a
+///   jitter draw, in order per direction. A graceful `Close` reaches the other side after the
+///   bytes sent before it. Each link is one connection: bytes and closes of an old connection
+///   never reach a client's newer one (the client itself cannot tell them apart).
+/// - **Abrupt ends.** [`RegistryNet::kill_client`], [`RegistryNet::drop_link`] and
+///   [`RegistryNet::kill_server`] drop links at once: bytes in flight are lost and the
+///   surviving side hears the close during the call.
+/// - **Server restarts.** Every start draws a new seed, so a restarted server has a new epoch
+///   and numbers its revisions from 1 again.
+/// - **Order.** At one instant: scheduled deliveries first (in scheduling order), then the
+///   server's timer, then clients' timers in member order.
+/// - **Outputs.** What a driver must act on or may log — registry events for a member's node,
+///   client and server events — queue up as [`NetOutput`]s until drained with
+///   [`RegistryNet::poll_output`] (or picked per member with [`RegistryNet::take_registry`] and
+///   friends when the net runs alone).
 #[derive(Debug)]
 pub struct RegistryNet {
     now: Instant,
@@ -324,7 +325,7 @@ impl RegistryNet {
         )
     }
 
-    /// Processes one thing due at or before `now` (see the [module docs](self) for the
+    /// Processes one thing due at or before `now` (see [`RegistryNet`] for the
     /// order). Returns `false` when nothing is due.
     pub fn step(&mut self, now: Instant) -> bool {
         self.now = self.now.max(now);
