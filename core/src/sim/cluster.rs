@@ -47,7 +47,8 @@ pub struct SimSettings {
     /// `[0, jitter)`, drawn from the simulator's generator ([`SimSettings::seed`]). Bytes of
     /// one link still never overtake each other. Default 0 (no draw, v1 timing).
     pub jitter: Duration,
-    /// Seed of the simulator's own generator (jitter, registry delay spread). Default 0.
+    /// Seed of the simulator's own generator (jitter, registry delay spread) and of the
+    /// registry machines' (their link jitter, each server's epoch). Default 0.
     pub seed: u64,
 }
 

@@ -163,6 +163,10 @@ impl<N: SimNode> Sim<N> {
         discovery: DiscoveryInfo,
         topology: Option<TopologyInfo>,
     ) {
+        assert!(
+            self.machines.is_some(),
+            "sim: the registry machines are off (Sim::start_registry)"
+        );
         let idx = self.slot_index(id);
         self.slots[idx].records = Some(Records {
             discovery,
