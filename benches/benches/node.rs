@@ -36,16 +36,16 @@ fn drain(node: &mut Node) -> Vec<Output> {
     std::iter::from_fn(|| node.poll_output()).collect()
 }
 
-/// The bytes of every `Transmit` in `outputs`, concatenated.
+/// The bytes of every `Transmit` in `outputs`, concatenated — what a driver does with them
+/// (appending each to the link's socket buffer).
 fn transmitted(outputs: &[Output]) -> Vec<u8> {
-    outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Transmit { bytes, .. } => Some(bytes.to_vec()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
+    let mut bytes = Vec::new();
+    for output in outputs {
+        if let Output::Transmit { bytes: frame, .. } = output {
+            bytes.extend_from_slice(frame);
+        }
+    }
+    bytes
 }
 
 /// Node 0x101 with a ready direct route to its upstream 0x102, and 0x102 itself: the dial and

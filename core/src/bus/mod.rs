@@ -1,14 +1,16 @@
 //! Bus: the protocol state machines that run on top of links — the handshake, heartbeats and
 //! acknowledged, deduplicated, ordered delivery per stream.
 //!
-//! The [`Node`](crate::node::Node) stays the composition root: it owns the links, reads their
-//! frames ([`crate::wire`]) and asks these machines what to do. [`handshake`] judges a peer's
-//! `Hello`/`HelloAck` (versions, cluster token) and builds the proof; [`heartbeat`] decides when
-//! a silent link gets a `Ping` and when it is dead; [`stream`] numbers messages per
-//! `src → dst` stream, keeps them until acknowledged, and filters duplicates and gaps on the
-//! receiving side. See ARCHITECTURE §9 for the contract: `Delivered` means acknowledged by the
-//! target; a message given up after it was transmitted ends `Unknown(reason)`; one never
-//! transmitted ends `Failed(reason)`.
+//! [`links`] is the link table: every connection from dial or accept through the handshake to
+//! close, its frame reader, heartbeat, inbound delivery with coalesced acks, and relaying (the
+//! hop comes from the connector). [`handshake`] judges a peer's `Hello`/`HelloAck` (versions,
+//! cluster token) and builds the proof; [`heartbeat`] decides when a silent link gets a
+//! `Ping` and when it is dead; [`stream`] defines how messages are numbered per `src → dst`
+//! stream and filters duplicates and gaps on the receiving side (the sender keeps its
+//! messages until acknowledged in each target's outbox, [`crate::endpoint`]). See
+//! ARCHITECTURE §9 for the contract: `Delivered` means acknowledged by the target; a message
+//! given up after it was transmitted ends `Unknown(reason)`; one never transmitted ends
+//! `Failed(reason)`.
 
 pub mod handshake;
 pub mod heartbeat;

@@ -1,24 +1,38 @@
-//! Endpoints: one per remote target, each owning the queue of messages waiting for a route.
+//! Endpoints: one per remote target, each with its outbox — every message accepted for the
+//! target, queued, then in flight, until it is acknowledged or given up.
 //!
-//! When the node accepts a `send` to a target that has no ready route yet (or whose queue is
-//! not empty, to keep order), the message goes into that target's [`Endpoint`]: a
-//! [`PendingQueue`] with count and byte limits and a deadline per message. When the connector
-//! reports a ready route it calls [`Endpoint::flush`] (through [`EndpointTable::flush`]), which
-//! hands messages to the route in order, a bounded number per call, and leaves a message the
-//! route cannot take at the head of the queue — never dropped. Endpoints that lose their last
-//! handle are collected after `endpoint_gc_timeout`, failing whatever is still queued.
+//! When the node accepts a `send`, the target's [`Endpoint`] takes it into its [`Outbox`]
+//! ([`EndpointTable::send`]): over the count or byte limit (queued and in-flight messages
+//! together) it ends at once `Failed(QueueFull)`; with a ready route and nothing queued it is
+//! transmitted at once; otherwise it waits in the [`PendingQueue`] (a deadline per message)
+//! until the route is ready, when [`EndpointTable::flush_outbox`] hands queued messages to
+//! the link in order, a bounded number per call, unfinished flushes continuing at the next
+//! timeout. A transmitted message stays in flight ([`inflight`]) until the target's
+//! cumulative ack; in-flight messages are retransmitted in order when the route is ready
+//! again or the oldest waited too long for its ack, and given up by the rules in
+//! [`inflight`] (`Unknown(reason)` for what may have arrived, `Failed(reason)` for what
+//! provably did not). Our own `Data` frames are encoded in one place, the outbox's
+//! transmit, into one reused buffer. Endpoints that lose their last handle are collected
+//! after `endpoint_gc_timeout`, failing whatever is still queued.
 //!
-//! Every message leaves through exactly one [`Outcome`], pushed into
-//! the [`OutcomeSink`] each call takes: `Delivered` when handed to a link, `Failed(Timeout)` at
-//! its deadline, `Failed(QueueFull)` at the door, `Failed(TargetGone)` (or the caller's reason)
-//! when its endpoint is collected or removed. libatapp instead drops a collected queue silently
-//! unless a ready handle exists and leaves a removed handle's queue to time out (spec §10 item
-//! 5); here both fail at once.
+//! Every message leaves through exactly one [`Outcome`](crate::outcome::Outcome), pushed into the
+//! [`OutcomeSink`] (or [`OutboxSink`], which also takes frames) each call takes: `Delivered` when
+//! acknowledged (or, for a bare queue flush, when handed to a link), `Failed(Timeout)` at its
+//! deadline while queued, `Failed(QueueFull)` at the door, `Failed(TargetGone)` (or the caller's
+//! reason) when its endpoint is collected or removed. libatapp instead drops a collected queue
+//! silently unless a ready handle exists and leaves a removed handle's queue to time out (spec §10
+//! item 5); here both fail at once.
 //!
 //! The [`EndpointTable`] owns all endpoints behind generational keys, finds them by id, then
-//! by name, and keeps one deadline index (message deadlines and GC deadlines) so the node can
-//! answer `poll_timeout` and expire everything due in one `handle_timeout`.
+//! by name, and keeps every deadline of every outbox — queued messages, GC, the oldest
+//! in-flight message, retransmissions, unfinished flushes — in keyed
+//! [`TimerQueue`](crate::timer::TimerQueue)s, so the node answers `poll_timeout` in O(1) and
+//! handles everything due in one `handle_timeout`.
 
+mod delivery;
+mod give_up;
+pub mod inflight;
+mod outbox;
 mod pending;
 mod table;
 
@@ -27,13 +41,15 @@ mod tests;
 
 use alloc::string::String;
 
+pub use inflight::{InFlight, Refusal, Reset};
+pub use outbox::{Outbox, OutboxSink};
 pub use pending::{PendingMessage, PendingQueue, QueueLimits, Rejected};
 pub use table::{EndpointError, EndpointTable, TimeoutReport};
 
 use crate::{
     config::Config,
     ids::{MsgId, NodeId},
-    outcome::{FailReason, Outcome, OutcomeSink},
+    outcome::{FailReason, OutcomeSink},
     time::{Duration, Instant, earliest},
 };
 
@@ -41,13 +57,11 @@ use crate::{
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TransmitResult {
-    /// The message was handed to a ready link: it leaves the queue as `Delivered`.
-    ///
-    /// (With acknowledged delivery a sibling variant will move the message to an in-flight
-    /// list instead; `Sent` keeps its meaning for routes that need no ack, e.g. loopback.)
+    /// The message was handed to a ready link: it leaves the queue as `Delivered` (for
+    /// routes that need no ack, e.g. loopback).
     Sent,
     /// The message was transmitted and now waits for its acknowledgement outside the queue
-    /// (the caller keeps it): it leaves the queue with no outcome yet.
+    /// (in the outbox's in-flight stream): it leaves the queue with no outcome yet.
     InFlight,
     /// The route cannot take it now (link full, or found dead): the message stays at the head
     /// of the queue and the flush stops. It goes out on a later flush or fails at its deadline.
@@ -132,7 +146,7 @@ impl Default for EndpointSettings {
 pub struct Endpoint {
     id: NodeId,
     name: String,
-    queue: PendingQueue,
+    outbox: Outbox,
     handles: u32,
     gc_deadline: Option<Instant>,
 }
@@ -151,7 +165,7 @@ impl Endpoint {
         Endpoint {
             id,
             name,
-            queue: PendingQueue::new(limits),
+            outbox: Outbox::new(limits),
             handles: 0,
             gc_deadline: Some(now + gc_timeout),
         }
@@ -172,14 +186,21 @@ impl Endpoint {
     /// The pending queue (read-only; change it through the endpoint).
     #[must_use]
     pub const fn queue(&self) -> &PendingQueue {
-        &self.queue
+        &self.outbox.queue
+    }
+
+    /// The outbox: the pending queue and the messages in flight (read-only; change it
+    /// through the table).
+    #[must_use]
+    pub const fn outbox(&self) -> &Outbox {
+        &self.outbox
     }
 
     /// Heap bytes this endpoint holds beyond `size_of::<Endpoint>()`: its name and its queue's
     /// buffers (payloads excluded — they are shared `Bytes` owned by the sender too).
     #[must_use]
     pub fn heap_bytes(&self) -> usize {
-        self.name.capacity() + self.queue.heap_bytes()
+        self.name.capacity() + self.outbox.queue.heap_bytes() + self.outbox.stream.heap_bytes()
     }
 
     /// How many handles currently serve this endpoint.
@@ -197,7 +218,7 @@ impl Endpoint {
     /// The earliest of its message deadlines and its GC deadline.
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
-        earliest(self.queue.next_deadline(), self.gc_deadline)
+        earliest(self.outbox.queue.next_deadline(), self.gc_deadline)
     }
 
     /// Queues a message with deadline `now + message_timeout`.
@@ -217,7 +238,7 @@ impl Endpoint {
         now: Instant,
         message_timeout: Duration,
     ) -> Result<(), Rejected> {
-        self.queue.push(PendingMessage {
+        self.outbox.queue.push(PendingMessage {
             id,
             msg_type,
             payload,
@@ -225,13 +246,8 @@ impl Endpoint {
         })
     }
 
-    /// Offers queued messages, oldest first, to a ready route.
-    ///
-    /// First fails every message already due at `now` with `Failed(Timeout)` (a message is
-    /// never transmitted at or after its deadline). Then, until `budget` messages were sent or
-    /// the queue is empty, calls `transmit` with the head: on [`TransmitResult::Sent`] it is
-    /// popped and reported `Delivered`; on [`TransmitResult::Blocked`] it stays at the head and
-    /// the call stops. Expired messages do not count against the budget.
+    /// Offers queued messages, oldest first, to a ready route: [`PendingQueue::flush`] on
+    /// this endpoint's queue.
     ///
     /// Call when a route to the target becomes ready, and again while the result says
     /// [`FlushStop::Budget`]. Afterwards re-read [`next_deadline`](Self::next_deadline).
@@ -239,45 +255,19 @@ impl Endpoint {
         &mut self,
         now: Instant,
         budget: usize,
-        mut transmit: T,
+        transmit: T,
         sink: &mut S,
     ) -> FlushProgress
     where
         T: FnMut(&PendingMessage) -> TransmitResult,
         S: OutcomeSink + ?Sized,
     {
-        let expired = self.queue.expire(now, sink);
-        let mut sent = 0;
-        let stop = loop {
-            let Some(head) = self.queue.front() else {
-                break FlushStop::Drained;
-            };
-            if sent == budget {
-                break FlushStop::Budget;
-            }
-            match transmit(head) {
-                TransmitResult::Sent => {
-                    let message = self.queue.pop_front().expect("head was just transmitted");
-                    sink.emit(message.id, Outcome::Delivered);
-                    sent += 1;
-                }
-                TransmitResult::InFlight => {
-                    self.queue.pop_front().expect("head was just transmitted");
-                    sent += 1;
-                }
-                TransmitResult::Blocked => break FlushStop::Blocked,
-            }
-        };
-        FlushProgress {
-            sent,
-            expired,
-            stop,
-        }
+        self.outbox.queue.flush(now, budget, transmit, sink)
     }
 
     /// Fails every message due at `now` with `Failed(Timeout)`; returns how many.
     pub fn expire<S: OutcomeSink + ?Sized>(&mut self, now: Instant, sink: &mut S) -> usize {
-        self.queue.expire(now, sink)
+        self.outbox.queue.expire(now, sink)
     }
 
     /// Records one more handle serving this endpoint; cancels any pending GC.
@@ -315,10 +305,10 @@ impl Endpoint {
     /// Call when the endpoint is collected (`TargetGone`), its target removed (the caller's
     /// reason) or the node shuts down (`Shutdown`).
     pub fn collect<S: OutcomeSink + ?Sized>(&mut self, reason: FailReason, sink: &mut S) -> usize {
-        self.queue.drain_with(reason, sink)
+        self.outbox.queue.drain_with(reason, sink)
     }
 
     fn set_limits(&mut self, limits: QueueLimits) {
-        self.queue.set_limits(limits);
+        self.outbox.queue.set_limits(limits);
     }
 }

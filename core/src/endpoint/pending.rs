@@ -4,6 +4,7 @@ use alloc::collections::VecDeque;
 
 use bytes::Bytes;
 
+use super::{FlushProgress, FlushStop, TransmitResult};
 use crate::{
     ids::MsgId,
     outcome::{FailReason, Outcome, OutcomeSink},
@@ -219,6 +220,56 @@ impl PendingQueue {
         self.leave_window_mode_if_ordered();
         self.release_idle_capacity();
         Some(message)
+    }
+
+    /// Offers queued messages, oldest first, to a ready route.
+    ///
+    /// First fails every message already due at `now` with `Failed(Timeout)` (a message is
+    /// never transmitted at or after its deadline). Then, until `budget` messages were sent or
+    /// the queue is empty, calls `transmit` with the head: on [`TransmitResult::Sent`] it is
+    /// popped and reported `Delivered`; on [`TransmitResult::Blocked`] it stays at the head and
+    /// the call stops. Expired messages do not count against the budget.
+    ///
+    /// Call when a route to the target becomes ready, and again while the result says
+    /// [`FlushStop::Budget`]. Afterwards re-read [`next_deadline`](Self::next_deadline).
+    pub fn flush<T, S>(
+        &mut self,
+        now: Instant,
+        budget: usize,
+        mut transmit: T,
+        sink: &mut S,
+    ) -> FlushProgress
+    where
+        T: FnMut(&PendingMessage) -> TransmitResult,
+        S: OutcomeSink + ?Sized,
+    {
+        let expired = self.expire(now, sink);
+        let mut sent = 0;
+        let stop = loop {
+            let Some(head) = self.front() else {
+                break FlushStop::Drained;
+            };
+            if sent == budget {
+                break FlushStop::Budget;
+            }
+            match transmit(head) {
+                TransmitResult::Sent => {
+                    let message = self.pop_front().expect("head was just transmitted");
+                    sink.emit(message.id, Outcome::Delivered);
+                    sent += 1;
+                }
+                TransmitResult::InFlight => {
+                    self.pop_front().expect("head was just transmitted");
+                    sent += 1;
+                }
+                TransmitResult::Blocked => break FlushStop::Blocked,
+            }
+        };
+        FlushProgress {
+            sent,
+            expired,
+            stop,
+        }
     }
 
     /// Fails every message whose deadline is `<= now` with `Failed(Timeout)`, in FIFO order,

@@ -1,16 +1,21 @@
 //! The endpoint table: every endpoint behind a generational key, looked up by id then name,
-//! with one deadline index over all of them.
+//! with the deadlines of all their outboxes in keyed timer queues.
 
-use alloc::{collections::BTreeSet, string::String, vec::Vec};
+use alloc::{string::String, vec::Vec};
 use core::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
-use super::{Endpoint, EndpointSettings, FlushProgress, PendingMessage, Rejected, TransmitResult};
+use super::{
+    Endpoint, EndpointSettings, FlushProgress, PendingMessage, Rejected, TransmitResult,
+    delivery::{Sender, set_timer},
+};
 use crate::{
     ids::{Key, MsgId, NodeId},
     outcome::{FailReason, OutcomeSink},
-    time::Instant,
+    rng::Rng,
+    time::{Duration, Instant, earliest},
+    timer::TimerQueue,
 };
 
 /// Why the table could not produce an endpoint.
@@ -36,45 +41,67 @@ pub struct TimeoutReport {
 }
 
 #[derive(Clone, Debug)]
-struct Slot {
-    generation: u32,
-    /// The deadline this slot is filed under in `deadlines`, if any.
-    armed: Option<Instant>,
-    endpoint: Option<Endpoint>,
+pub(super) struct Slot {
+    pub(super) generation: u32,
+    pub(super) endpoint: Option<Endpoint>,
 }
 
 /// All endpoints of a node.
 ///
 /// Endpoints are addressed by [`Key`]s; a key whose endpoint was removed or collected returns
 /// `None` (or a `TargetGone` rejection) everywhere, even after its slot is reused. The table
-/// indexes endpoints by id and by name. Mutations go through table methods so the deadline
-/// index stays exact: [`next_deadline`](Self::next_deadline) is always the earliest message
-/// or GC deadline of any endpoint.
+/// indexes endpoints by id and by name. Mutations go through table methods so the deadlines
+/// stay exact: [`next_deadline`](Self::next_deadline) is always the earliest deadline of any
+/// endpoint.
 ///
-/// The deadline index is a `BTreeSet<(Instant, Key)>` with each slot remembering its entry:
-/// O(log n) re-arming, only when an endpoint's earliest deadline actually changes. It is to be
-/// swapped for [`crate::timer`]'s keyed deadline queue once that lands; the behaviour
-/// (exact earliest deadline, ties by key) stays.
+/// Every deadline of every endpoint lives in a [`TimerQueue`] keyed by endpoint: one for
+/// the earliest queued-message or GC deadline, one each for the oldest in-flight message's
+/// deadline, its retransmission and an unfinished flush. Re-arming happens only when a
+/// deadline actually changes; [`next_deadline`](Self::next_deadline) is O(1); ties fire by
+/// key.
 ///
 /// Hash maps serve lookups only; nothing iterates them, so their hasher's seed never orders
 /// output. [`iter`](Self::iter) and [`remove_all`](Self::remove_all) go by slot order.
 #[derive(Clone, Debug)]
 pub struct EndpointTable {
-    settings: EndpointSettings,
-    slots: Vec<Slot>,
+    pub(super) settings: EndpointSettings,
+    pub(super) slots: Vec<Slot>,
     free: Vec<u32>,
     len: usize,
-    by_id: HashMap<NodeId, Key>,
+    pub(super) by_id: HashMap<NodeId, Key>,
     /// Keys hashed by their endpoint's name; at most one entry per name.
     by_name: HashTable<Key>,
     hasher: DefaultHashBuilder,
-    deadlines: BTreeSet<(Instant, Key)>,
+    /// Earliest queued-message or GC deadline per endpoint.
+    deadlines: TimerQueue<Key>,
+    /// Deadline of the oldest in-flight message per endpoint.
+    pub(super) unacked_deadlines: TimerQueue<Key>,
+    /// When the in-flight messages go out again unless acknowledged, per endpoint.
+    pub(super) retransmits: TimerQueue<Key>,
+    /// Endpoints whose flush stopped on its budget (armed at the instant it stopped).
+    pub(super) unfinished_flushes: TimerQueue<Key>,
+    /// Our identity on the wire, the tag generator, the incarnations learned per target.
+    pub(super) sender: Sender,
 }
 
 impl EndpointTable {
-    /// An empty table applying `settings` to its endpoints.
+    /// An empty table applying `settings` to its endpoints, for queues only: its `Data`
+    /// frames (if any) would carry source [`NodeId::NONE`]. A node uses
+    /// [`for_node`](Self::for_node).
     #[must_use]
     pub fn new(settings: EndpointSettings) -> EndpointTable {
+        EndpointTable::for_node(settings, NodeId::NONE, Rng::new(0), Duration::from_secs(2))
+    }
+
+    /// An empty table for the node `src`: stream tags are drawn from `rng`, and in-flight
+    /// messages go out again once the oldest waited `retransmit_after` for its ack.
+    #[must_use]
+    pub fn for_node(
+        settings: EndpointSettings,
+        src: NodeId,
+        rng: Rng,
+        retransmit_after: Duration,
+    ) -> EndpointTable {
         EndpointTable {
             settings,
             slots: Vec::new(),
@@ -83,7 +110,11 @@ impl EndpointTable {
             by_id: HashMap::default(),
             by_name: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
-            deadlines: BTreeSet::new(),
+            deadlines: TimerQueue::new(),
+            unacked_deadlines: TimerQueue::new(),
+            retransmits: TimerQueue::new(),
+            unfinished_flushes: TimerQueue::new(),
+            sender: Sender::new(src, rng, retransmit_after),
         }
     }
 
@@ -284,9 +315,10 @@ impl EndpointTable {
         true
     }
 
-    /// Removes the endpoint `key` at once, failing its queue with `Failed(reason)` (FIFO
-    /// order), and returns it (empty). `None` if `key` is stale. The key and every copy of it
-    /// are stale afterwards.
+    /// Removes the endpoint `key` at once, failing its queue with `Failed(reason)` (FIFO order) and
+    /// giving up whatever it still has in flight for `reason` (`Unknown(reason)` for what may have
+    /// arrived, `Failed(reason)` for the rest), and returns it (empty). `None` if `key` is stale.
+    /// The key and every copy of it are stale afterwards.
     ///
     /// Call when the target's route record is removed (`TargetGone`, `NoRoute`) or at
     /// shutdown (`Shutdown`).
@@ -301,9 +333,10 @@ impl EndpointTable {
             return None;
         }
         let mut endpoint = slot.endpoint.take()?;
-        if let Some(armed) = slot.armed.take() {
-            self.deadlines.remove(&(armed, key));
-        }
+        self.deadlines.cancel(key);
+        self.unacked_deadlines.cancel(key);
+        self.retransmits.cancel(key);
+        self.unfinished_flushes.cancel(key);
         if slot.generation == u32::MAX {
             // Retire the slot rather than let the generation wrap onto old keys.
         } else {
@@ -316,6 +349,7 @@ impl EndpointTable {
         }
         self.unindex_name(key, &endpoint.name);
         endpoint.collect(reason, sink);
+        endpoint.outbox.stream.give_up(reason, sink);
         Some(endpoint)
     }
 
@@ -353,34 +387,40 @@ impl EndpointTable {
         keys.len()
     }
 
-    /// The earliest message or GC deadline over all endpoints; `None` if nothing is pending.
-    /// Feed it into the node's `poll_timeout`.
+    /// The earliest deadline over all endpoints — a queued message's, a GC, the oldest
+    /// in-flight message's or a retransmission — in O(1); `None` if nothing is pending.
+    /// Unfinished flushes are reported apart ([`has_unfinished_flush`]). Feed both into the
+    /// node's `poll_timeout`.
+    ///
+    /// [`has_unfinished_flush`]: Self::has_unfinished_flush
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|&(deadline, _)| deadline)
+        earliest(
+            self.deadlines.next_deadline(),
+            earliest(
+                self.unacked_deadlines.next_deadline(),
+                self.retransmits.next_deadline(),
+            ),
+        )
     }
 
-    /// Handles everything due at `now` in one call: in deadline order (ties by key), each due
-    /// endpoint first fails its expired messages with `Failed(Timeout)`, then, if its GC is
-    /// due, is removed with its remaining messages failed as `Failed(TargetGone)`.
+    /// Handles every queued-message and GC deadline due at `now` in one call: in deadline
+    /// order (ties by key), each due endpoint first fails its expired queued messages with
+    /// `Failed(Timeout)`, then, if its GC is due, is removed with its remaining messages failed
+    /// as `Failed(TargetGone)` (anything still in flight, which a node never has without a
+    /// handle, is given up for `TargetGone`). In-flight deadlines and retransmissions are
+    /// [`expire_unacked`](Self::expire_unacked) and [`due_retransmits`](Self::due_retransmits).
     ///
-    /// Spurious calls (nothing due) do nothing. Afterwards `next_deadline() > now`.
+    /// Spurious calls (nothing due) do nothing. Afterwards no queued-message or GC deadline is
+    /// `<= now`.
     pub fn handle_timeout<S: OutcomeSink + ?Sized>(
         &mut self,
         now: Instant,
         sink: &mut S,
     ) -> TimeoutReport {
         let mut report = TimeoutReport::default();
-        while let Some(&(deadline, key)) = self.deadlines.first() {
-            if deadline > now {
-                break;
-            }
-            self.deadlines.pop_first();
-            let Some(slot) = self.slots.get_mut(key.index() as usize) else {
-                continue;
-            };
-            slot.armed = None;
-            let Some(endpoint) = slot.endpoint.as_mut() else {
+        while let Some((key, _)) = self.deadlines.pop_expired(now) {
+            let Some(endpoint) = endpoint_at_mut(&mut self.slots, key) else {
                 continue;
             };
             report.timed_out += endpoint.expire(now, sink);
@@ -403,7 +443,6 @@ impl EndpointTable {
             let index = u32::try_from(self.slots.len()).map_err(|_| EndpointError::TableFull)?;
             self.slots.push(Slot {
                 generation: 0,
-                armed: None,
                 endpoint: Some(endpoint),
             });
             Key::new(index, 0)
@@ -459,26 +498,15 @@ impl EndpointTable {
         }
     }
 
-    /// Re-files the endpoint under its current earliest deadline, if that changed.
-    fn reindex(&mut self, key: Key) {
-        let Some(slot) = self.slots.get_mut(key.index() as usize) else {
-            return;
-        };
-        let next = slot.endpoint.as_ref().and_then(Endpoint::next_deadline);
-        if next == slot.armed {
-            return;
-        }
-        if let Some(old) = slot.armed {
-            self.deadlines.remove(&(old, key));
-        }
-        if let Some(new) = next {
-            self.deadlines.insert((new, key));
-        }
-        slot.armed = next;
+    /// Re-files the endpoint under its current earliest queued-message or GC deadline, if
+    /// that changed.
+    pub(super) fn reindex(&mut self, key: Key) {
+        let next = endpoint_at(&self.slots, key).and_then(Endpoint::next_deadline);
+        set_timer(&mut self.deadlines, key, next);
     }
 }
 
-fn endpoint_at(slots: &[Slot], key: Key) -> Option<&Endpoint> {
+pub(super) fn endpoint_at(slots: &[Slot], key: Key) -> Option<&Endpoint> {
     let slot = slots.get(key.index() as usize)?;
     if slot.generation == key.generation() {
         slot.endpoint.as_ref()
@@ -487,7 +515,7 @@ fn endpoint_at(slots: &[Slot], key: Key) -> Option<&Endpoint> {
     }
 }
 
-fn endpoint_at_mut(slots: &mut [Slot], key: Key) -> Option<&mut Endpoint> {
+pub(super) fn endpoint_at_mut(slots: &mut [Slot], key: Key) -> Option<&mut Endpoint> {
     let slot = slots.get_mut(key.index() as usize)?;
     if slot.generation == key.generation() {
         slot.endpoint.as_mut()
@@ -496,7 +524,7 @@ fn endpoint_at_mut(slots: &mut [Slot], key: Key) -> Option<&mut Endpoint> {
     }
 }
 
-/// Bytes of one table slot (endpoint inline, plus generation and armed deadline).
+/// Bytes of one table slot (endpoint inline, plus generation).
 #[cfg(test)]
 pub(super) const fn slot_size() -> usize {
     core::mem::size_of::<Slot>()

@@ -82,28 +82,26 @@
 //!
 //! A link is a reliable, ordered byte stream to one peer, speaking [`crate::wire`]. The node
 //! asks for links with [`Output::Connect`]; the driver reports `handle_connected` /
-//! `handle_connect_failed`, and inbound connections with `handle_accepted`. The dialler sends
-//! `Hello` (id, name, [incarnation](Node::incarnation), protocol versions, cluster-token
-//! proof); the acceptor judges it ([`crate::bus::handshake`]) and answers `HelloAck` —
-//! accepted, or refused with a reason and closed: no common version, wrong cluster token, an
-//! invalid id, or an id already live on another link with a *different* incarnation (the same
-//! incarnation is a parallel or redialled link; the lowest link id carries traffic). A dialled
-//! peer whose `HelloAck` names another id than dialled is closed. Only then is the link *up*
-//! and counted by the connector. A peer seen with a new incarnation restarted
-//! ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split; a
-//! malformed frame or an oversized length closes the link with an [`Event::LinkRejected`] —
-//! nothing from a peer can panic the node. A link silent for `heartbeat_interval` gets a
-//! `Ping`; after `heartbeat_dead_after` unanswered pings and one more silent interval it is
-//! closed ([`LinkError::HeartbeatTimeout`]) — [`crate::bus::heartbeat`].
+//! `handle_connect_failed`, and inbound connections with `handle_accepted`. Everything that
+//! concerns one link — the `Hello`/`HelloAck` exchange and its refusals, heartbeats, the
+//! frame reader, delivery of this node's messages with coalesced acks, relaying — is the link
+//! machine's ([`crate::bus::links`], whose docs have the rules); the node composes what it
+//! hands back with the connector (link states, the hop of a relayed frame) and the send
+//! streams (acks, refusals, a peer's incarnation). A peer seen with a new incarnation
+//! restarted ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split,
+//! as owned [`Bytes`](bytes::Bytes): payloads are handed on as slices of them. A malformed
+//! frame or an oversized length closes the link with an [`Event::LinkRejected`] — nothing
+//! from a peer can panic the node.
 //!
 //! # Sending, acknowledgements, outcomes
 //!
 //! `send` resolves the target to a node id and hands the message to that target's endpoint.
 //! If the route is ready and nothing is queued it goes straight to the link; otherwise it is
 //! queued and flushed in order when the route becomes ready, at most `flush_batch` per call.
-//! A transmitted message stays *unacknowledged* ([`Node::unacked`], counted with the queue
-//! against the endpoint's count and byte limits — over a limit a message is accepted and ends
-//! at once with `Failed(QueueFull)`) until the target's cumulative `Ack` arrives: then it is
+//! A transmitted message stays *unacknowledged* ([`Node::unacked`]; it and the queue are the
+//! two halves of the target's [outbox](crate::endpoint::Outbox), counted together against
+//! the count and byte limits — over a limit a message is accepted and ends at once with
+//! `Failed(QueueFull)`) until the target's cumulative `Ack` arrives: then it is
 //! `Delivered`. Unacknowledged messages are retransmitted in order, with their seqs, when the
 //! route becomes ready again (reconnect, proxy switch) or when the oldest waited
 //! `heartbeat_interval`; the receiver delivers each stream's messages once, in order
@@ -123,7 +121,7 @@
 //! incarnation can have received (every copy refused by a relay, or first sent — or sent
 //! again after every earlier copy was refused — while the new incarnation was running) move
 //! to a fresh stream and go out again at once, and only the ones before them end
-//! `Unknown(TargetRestarted)` ([`crate::bus::stream`] has the rules).
+//! `Unknown(TargetRestarted)` ([`crate::endpoint::inflight`] has the rules).
 //!
 //! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
 //! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]
@@ -144,8 +142,10 @@
 //! way, for `NoRoute`. Acks and `Unreachable` frames are relayed the same way. A message to
 //! this node itself is delivered at once (`Received` with `via` = this node).
 
-mod io;
-mod ops;
+mod commands;
+mod registry_input;
+mod routes;
+mod transport;
 mod types;
 
 #[cfg(test)]
@@ -159,32 +159,22 @@ mod tests_bad_input;
 #[cfg(test)]
 mod tests_bus;
 #[cfg(test)]
-mod tests_bus_sim;
-#[cfg(test)]
 mod tests_ordering;
 #[cfg(test)]
 mod tests_proptest;
 #[cfg(test)]
 mod tests_relay_refusal;
-#[cfg(test)]
-mod tests_restart_sim;
 
-use alloc::{
-    collections::{BTreeMap, BTreeSet, VecDeque},
-    vec::Vec,
-};
+use alloc::collections::{BTreeMap, VecDeque};
 
 pub use types::{Event, LinkError, Output, RegistryEvent, RegistryIgnored, SendError, Target};
 
 use crate::{
-    bus::{
-        links::{LinkSettings, Links},
-        stream::SendStreams,
-    },
+    bus::links::{LinkSettings, Links},
     config::{Config, ConfigError},
     connector::{Connector, ConnectorConfig, RouteView, World},
     discovery::DiscoverySet,
-    endpoint::{EndpointSettings, EndpointTable},
+    endpoint::{EndpointSettings, EndpointTable, OutboxSink},
     ids::{IdSource, LinkId, MsgId, NodeId},
     outcome::{Outcome, OutcomeSink},
     rng::Rng,
@@ -200,12 +190,8 @@ pub struct Node {
     /// This life of the node: drawn at `Node::new`, sent in every handshake.
     incarnation: u64,
     rng: Rng,
-    /// Unacknowledged messages per destination.
-    send_streams: SendStreams,
     /// Every link: handshakes, heartbeats, delivery and acks of inbound messages.
     links: Links,
-    /// Reused encode buffer.
-    wbuf: Vec<u8>,
     msg_ids: IdSource,
     topology: TopologyRegistry,
     /// Latest applied topology revision per node (puts and deletes), for revision gating.
@@ -214,8 +200,6 @@ pub struct Node {
     endpoints: EndpointTable,
     connector: Connector,
     out: VecDeque<Output>,
-    /// Targets whose flush stopped on its budget: continued at the next `handle_timeout`.
-    flush_pending: BTreeSet<NodeId>,
     /// Round-robin cursors of the selector targets (per filter ring).
     selector: crate::select::Selector,
     now: Instant,
@@ -228,6 +212,15 @@ struct OutSink<'a>(&'a mut VecDeque<Output>);
 impl OutcomeSink for OutSink<'_> {
     fn emit(&mut self, msg: MsgId, outcome: Outcome) {
         self.0.push_back(Output::Outcome { msg, outcome });
+    }
+}
+
+impl OutboxSink for OutSink<'_> {
+    fn transmit(&mut self, link: LinkId, frame: &[u8]) {
+        self.0.push_back(Output::Transmit {
+            link,
+            bytes: bytes::Bytes::copy_from_slice(frame),
+        });
     }
 }
 
@@ -270,7 +263,12 @@ impl Node {
         );
         // Never 0: a `Data` frame stamped 0 means "incarnation not known".
         let incarnation = bus_rng.next_u64().max(1);
-        let send_streams = SendStreams::new(bus_rng.fork(), config.heartbeat_interval);
+        let endpoints = EndpointTable::for_node(
+            EndpointSettings::from_config(&config),
+            config.id,
+            bus_rng.fork(),
+            config.heartbeat_interval,
+        );
         let links = Links::new(
             LinkSettings {
                 own: config.id,
@@ -286,10 +284,8 @@ impl Node {
         let mut node = Node {
             id: config.id,
             incarnation,
-            send_streams,
             links,
-            wbuf: Vec::new(),
-            endpoints: EndpointTable::new(EndpointSettings::from_config(&config)),
+            endpoints,
             config,
             rng,
             msg_ids: IdSource::new(),
@@ -298,7 +294,6 @@ impl Node {
             discovery,
             connector,
             out: VecDeque::new(),
-            flush_pending: BTreeSet::new(),
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
@@ -328,7 +323,7 @@ impl Node {
     /// Messages to `target` transmitted and not yet acknowledged.
     #[must_use]
     pub fn unacked(&self, target: NodeId) -> usize {
-        self.send_streams.inflight(target).0
+        self.endpoints.unacked(target).len()
     }
 
     /// The configuration the node runs with.
@@ -374,17 +369,14 @@ impl Node {
         if self.shut_down {
             return None;
         }
-        let flush = (!self.flush_pending.is_empty()).then_some(self.now);
+        let flush = self.endpoints.has_unfinished_flush().then_some(self.now);
         let beats = self.links.next_deadline();
         earliest(
             earliest(
-                earliest(
-                    self.connector.next_deadline(),
-                    self.endpoints.next_deadline(),
-                ),
-                earliest(flush, beats),
+                self.connector.next_deadline(),
+                self.endpoints.next_deadline(),
             ),
-            self.send_streams.next_deadline(),
+            earliest(flush, beats),
         )
     }
 
@@ -403,7 +395,7 @@ impl Node {
             .map_or(0, |e| e.queue().len())
     }
 
-    /// The endpoint table (pending queues), read-only.
+    /// The endpoint table (each target's outbox: queued and in-flight messages), read-only.
     #[must_use]
     pub const fn endpoints(&self) -> &EndpointTable {
         &self.endpoints

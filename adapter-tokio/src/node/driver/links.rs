@@ -3,7 +3,8 @@
 //! A dialled link starts with a dial task; once connected (and every accepted link at once) it
 //! has a writer task (queued `Transmit`s → socket, batched), and the driver reads its socket
 //! itself: the read half waits for readiness in [`Links::next_readable`] (one future per link
-//! in a `FuturesUnordered`), then the driver's burst reads it with `try_read`
+//! in a `FuturesUnordered`), then the driver's burst reads it with `try_read_buf` into one shared buffer, each read
+//! split off and handed to the core as owned bytes (no copy)
 //! ([`Links::read_ready`]) until it would block, and re-arms it — no reader task and no
 //! channel hop per chunk. The tasks report on one bounded channel of [`LinkEvent`]s, each
 //! tagged with its `LinkId`; the core never reuses a link id, so an event of a link the table

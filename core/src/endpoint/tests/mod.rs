@@ -13,6 +13,7 @@ use crate::{
 };
 
 mod flush;
+mod inflight;
 mod model;
 mod pending;
 mod table;

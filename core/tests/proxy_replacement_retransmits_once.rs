@@ -5,11 +5,9 @@
 //! the reset's age that the target was running before the stream began and re-sends on a
 //! fresh stream).
 
-use alloc::{format, vec, vec::Vec};
-
 use bytes::Bytes;
 
-use crate::{
+use switchboard_core::{
     config::Config,
     ids::NodeId,
     node::Target,
@@ -34,7 +32,7 @@ fn a_proxy_dying_mid_stream_loses_nothing_and_duplicates_nothing() {
     let layout = [(0x602, 0), (0x605, 0), (0x601, 0x602), (0x603, 0x602)];
     let mut sim = Sim::new();
     for (id, up) in layout {
-        sim.add_node(config(id, up)).unwrap();
+        sim.add_node(config(id, up)).expect("a valid node config");
     }
     sim.run_until_idle();
     for (id, up) in layout {

@@ -5,11 +5,9 @@
 //! incarnation may have delivered it — it did), and the next message reaches the new
 //! incarnation at once.
 
-use alloc::{format, vec, vec::Vec};
-
 use bytes::Bytes;
 
-use crate::{
+use switchboard_core::{
     config::Config,
     ids::NodeId,
     node::Target,
@@ -37,7 +35,7 @@ fn cluster() -> Sim {
     let layout = [(0x711, 0), (0x725, 0x711), (0x700, 0x711)];
     let mut sim = Sim::new();
     for (id, up) in layout {
-        sim.add_node(config(id, up)).unwrap();
+        sim.add_node(config(id, up)).expect("a valid node config");
     }
     sim.run_until_idle();
     for (id, up) in layout {

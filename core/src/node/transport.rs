@@ -1,6 +1,6 @@
 //! Transport input: the driver's reports about links and their bytes, handed to the link
 //! machine ([`crate::bus::links`]); what it hands back is composed here with the connector
-//! (link states, relay hops) and the send streams (acks, refusals, incarnations).
+//! (link states, relay hops) and the outboxes (acks, refusals, incarnations).
 
 use alloc::{collections::VecDeque, string::String};
 
@@ -8,15 +8,13 @@ use bytes::Bytes;
 
 use super::{Event, Node, OutSink, Output};
 use crate::{
-    bus::{
-        links::{Down, Inbound, LinkEvent, LinkSink},
-        stream::{Refusal, Reset},
-    },
+    bus::links::{Down, Inbound, LinkEvent, LinkSink},
     connector::{LinkState, World},
+    endpoint::{Refusal, Reset},
     ids::{LinkId, NodeId},
     outcome::FailReason,
     time::{Duration, Instant},
-    wire::{self, Frame, UnreachableReason},
+    wire::{self, UnreachableReason},
 };
 
 /// The link machine's effects become outputs, in order.
@@ -55,21 +53,6 @@ impl LinkSink for VecDeque<Output> {
 }
 
 impl Node {
-    /// Encodes `frame` into the reused buffer and returns its bytes.
-    pub(super) fn encode(&mut self, frame: &Frame<'_>) -> Bytes {
-        self.wbuf.clear();
-        wire::encode(frame, &mut self.wbuf).expect(
-            "frames the node builds are within the encodable size (payloads are checked at send)",
-        );
-        Bytes::copy_from_slice(&self.wbuf)
-    }
-
-    /// Queues `frame` for `link`.
-    pub(super) fn transmit(&mut self, link: LinkId, frame: &Frame<'_>) {
-        let bytes = self.encode(frame);
-        self.out.push_back(Output::Transmit { link, bytes });
-    }
-
     /// An inbound connection was accepted. Returns its link id; report its bytes with
     /// `handle_received(link, ..)`. The peer is unknown until its `Hello` arrives (the node
     /// answers with a `HelloAck`). After shutdown the link is closed at once.
@@ -144,8 +127,7 @@ impl Node {
                 restarted,
             } => {
                 let mut sink = OutSink(&mut self.out);
-                self.send_streams
-                    .on_incarnation(peer, incarnation, &mut sink);
+                self.endpoints.on_incarnation(peer, incarnation, &mut sink);
                 if restarted {
                     self.out
                         .push_back(Output::Event(Event::PeerRestarted { peer, incarnation }));
@@ -173,14 +155,14 @@ impl Node {
     /// An `Ack` of one of our streams: an acknowledgement (messages end `Delivered`) or a
     /// reset (the stream is void: the messages no previous incarnation can have received
     /// move to a fresh stream and go out again, the ones before them end
-    /// `Unknown(TargetRestarted)`; see [`SendStreams::on_reset`]).
+    /// `Unknown(TargetRestarted)`; see [`EndpointTable::on_reset`]).
     ///
-    /// [`SendStreams::on_reset`]: crate::bus::stream::SendStreams::on_reset
+    /// [`EndpointTable::on_reset`]: crate::endpoint::EndpointTable::on_reset
     fn on_ack(&mut self, ack: &wire::Ack) {
         let now = self.now;
         let mut sink = OutSink(&mut self.out);
         let Some(age) = ack.reset else {
-            self.send_streams
+            self.endpoints
                 .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
             return;
         };
@@ -189,7 +171,7 @@ impl Node {
             incarnation: ack.dst_incarnation,
             age: Duration::from_nanos(age),
         };
-        let reset = self.send_streams.on_reset(ack.dst, refusal, now, &mut sink);
+        let reset = self.endpoints.on_reset(ack.dst, refusal, now, &mut sink);
         if reset != Reset::Ignored {
             self.flush_target(ack.dst);
         }
@@ -200,7 +182,7 @@ impl Node {
     ///
     /// A refusal for lack of a route right now (`NoRoute`, `UnknownTarget`, `Overloaded`) is
     /// transient: the messages stay in flight (that copy of the refused one provably did not
-    /// arrive — [`SendStreams::on_refused`]). If the route still goes
+    /// arrive — [`EndpointTable::on_refused`]). If the route still goes
     /// through `via` it is marked unready and its retry scheduled by the connector's backoff;
     /// a route that is already unready, or moved to another hop, is left alone (a window of
     /// frames brings one `Unreachable` each: only the first acts). When the route is ready
@@ -212,13 +194,13 @@ impl Node {
     /// other hop is ready at once, the in-flight messages end now — `Failed(NoRoute)` from
     /// the first one every copy of which was refused, `Unknown(NoRoute)` before it.
     ///
-    /// [`SendStreams::on_refused`]: crate::bus::stream::SendStreams::on_refused
+    /// [`EndpointTable::on_refused`]: crate::endpoint::EndpointTable::on_refused
     fn on_unreachable(&mut self, now: Instant, u: &wire::Unreachable, via: NodeId) {
         let dst = u.dst;
-        if !self.send_streams.holds(dst, u.seq) {
+        if !self.endpoints.holds(dst, u.seq) {
             return;
         }
-        self.send_streams.on_refused(dst, u.seq);
+        self.endpoints.on_refused(dst, u.seq);
         let loop_detected = u.reason == UnreachableReason::HopLimit;
         if !loop_detected && self.connector.ready_hop(dst) != Some(via) {
             return;
@@ -235,8 +217,8 @@ impl Node {
         }
         if loop_detected {
             let mut sink = OutSink(&mut self.out);
-            self.send_streams
-                .give_up(dst, FailReason::NoRoute, &mut sink);
+            self.endpoints
+                .give_up_unacked(dst, FailReason::NoRoute, &mut sink);
         }
     }
 

@@ -1,0 +1,532 @@
+//! What the node calls on the table to move messages through the outboxes: accept a send,
+//! flush on a ready route, retransmit, take acks, resets, relay refusals and incarnations,
+//! give up, and handle the in-flight deadlines — each keeping the table's timers exact.
+//!
+//! Every call names its target by node id (the node's vocabulary) except [`send`], which
+//! takes the key the node just looked up. After each change to an outbox its deadlines are
+//! re-filed in the table's [`TimerQueue`]s, so [`EndpointTable::next_deadline`] stays exact
+//! and O(1) and nothing here scans every target.
+//!
+//! [`send`]: EndpointTable::send
+
+use alloc::{
+    collections::{BTreeMap, VecDeque},
+    vec::Vec,
+};
+
+use bytes::Bytes;
+
+use super::{
+    EndpointTable, FlushStop, InFlight, PendingMessage, Refusal, Reset,
+    outbox::{DataRoute, OutboxSink},
+    table::{endpoint_at, endpoint_at_mut},
+};
+use crate::{
+    ids::{Key, LinkId, MsgId, NodeId},
+    outcome::{FailReason, Outcome, OutcomeSink},
+    rng::Rng,
+    time::{Duration, Instant},
+    timer::TimerQueue,
+};
+
+/// The sending side shared by every outbox of a node.
+#[derive(Clone, Debug)]
+pub(super) struct Sender {
+    /// This node: the `src` of our `Data` frames.
+    src: NodeId,
+    /// Draws the tag of every stream we start.
+    rng: Rng,
+    /// How long the oldest in-flight message waits for its ack before everything in flight
+    /// goes out again.
+    retransmit_after: Duration,
+    /// The last incarnation learned per target (acks, resets, handshakes); outlives the
+    /// target's endpoint.
+    known: BTreeMap<NodeId, u64>,
+    /// Reused encode buffer for `Data` frames.
+    buf: Vec<u8>,
+}
+
+impl Sender {
+    pub(super) const fn new(src: NodeId, rng: Rng, retransmit_after: Duration) -> Sender {
+        Sender {
+            src,
+            rng,
+            retransmit_after,
+            known: BTreeMap::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    fn known(&self, target: NodeId) -> u64 {
+        self.known.get(&target).copied().unwrap_or(0)
+    }
+}
+
+/// What [`EndpointTable::unacked`] lists for a target without an endpoint.
+static NO_MESSAGES: VecDeque<InFlight> = VecDeque::new();
+
+/// Sets `key`'s deadline in `timers` to `at` (disarmed for `None`), touching the queue only
+/// when it changes.
+pub(super) fn set_timer(timers: &mut TimerQueue<Key>, key: Key, at: Option<Instant>) {
+    match at {
+        Some(at) => {
+            if timers.deadline(key) != Some(at) {
+                timers.replace(key, at);
+            }
+        }
+        None => {
+            timers.cancel(key);
+        }
+    }
+}
+
+impl EndpointTable {
+    /// Whether a message of `payload_len` bytes for the endpoint `key` would go straight to
+    /// the link if its route is ready: the limits admit it and nothing is queued before it.
+    /// Look the ready link up only then, and pass it to [`send`](Self::send).
+    #[must_use]
+    pub fn goes_straight_out(&self, key: Key, payload_len: usize) -> bool {
+        endpoint_at(&self.slots, key)
+            .is_some_and(|e| e.outbox.queue.is_empty() && e.outbox.admits(payload_len))
+    }
+
+    /// Accepts message `msg` for the endpoint `key` at `now`, with deadline
+    /// `now + message_timeout`. Over the count or byte limit (queued and in-flight messages
+    /// together) it ends at once `Failed(QueueFull)`; a stale key ends it `Failed(TargetGone)`.
+    /// With a ready `link` and nothing queued it is transmitted at once and stays in flight
+    /// until acknowledged; otherwise it is queued until a flush.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the message's four parts plus where it may go and where outcomes go"
+    )]
+    pub fn send<S: OutboxSink + ?Sized>(
+        &mut self,
+        key: Key,
+        msg: MsgId,
+        msg_type: u32,
+        payload: Bytes,
+        now: Instant,
+        link: Option<LinkId>,
+        sink: &mut S,
+    ) {
+        let deadline = now + self.settings.message_timeout;
+        let EndpointTable { slots, sender, .. } = self;
+        let Some(endpoint) = endpoint_at_mut(slots, key) else {
+            sink.emit(msg, Outcome::Failed(FailReason::TargetGone));
+            return;
+        };
+        let outbox = &mut endpoint.outbox;
+        if !outbox.admits(payload.len()) {
+            sink.emit(msg, Outcome::Failed(FailReason::QueueFull));
+            return;
+        }
+        let message = PendingMessage {
+            id: msg,
+            msg_type,
+            payload,
+            deadline,
+        };
+        if let Some(link) = link.filter(|_| outbox.queue.is_empty()) {
+            let dst = endpoint.id;
+            let was_idle = outbox.stream.len() == 0;
+            let known = sender.known(dst);
+            let mut route = DataRoute {
+                src: sender.src,
+                dst,
+                link,
+                buf: &mut sender.buf,
+            };
+            outbox.transmit_new(&mut route, sink, &mut sender.rng, known, message, now);
+            if was_idle {
+                self.sync_unacked_timers(key);
+            }
+            return;
+        }
+        match outbox.queue.push(message) {
+            Ok(()) => self.reindex(key),
+            Err(rejected) => sink.emit(rejected.message.id, Outcome::Failed(rejected.reason)),
+        }
+    }
+
+    /// Whether `target` has messages queued or in flight (a flush would do something).
+    #[must_use]
+    pub fn has_outgoing(&self, target: NodeId) -> bool {
+        self.endpoint_of(target)
+            .is_some_and(|key| endpoint_at(&self.slots, key).is_some_and(|e| !e.outbox.is_idle()))
+    }
+
+    /// On a ready route over `link`: retransmits `target`'s in-flight messages, then hands
+    /// its queued messages to the link, in order, at most `budget` of them (each stays in
+    /// flight until acknowledged; queued messages already due end `Failed(Timeout)`). If the
+    /// budget stopped it, the flush is unfinished ([`has_unfinished_flush`]) and continues
+    /// from [`due_flushes`].
+    ///
+    /// [`has_unfinished_flush`]: Self::has_unfinished_flush
+    /// [`due_flushes`]: Self::due_flushes
+    pub fn flush_outbox<S: OutboxSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        link: LinkId,
+        now: Instant,
+        budget: usize,
+        sink: &mut S,
+    ) {
+        let Some(key) = self.endpoint_of(target) else {
+            return;
+        };
+        let EndpointTable { slots, sender, .. } = self;
+        let Some(endpoint) = endpoint_at_mut(slots, key) else {
+            return;
+        };
+        let known = sender.known(target);
+        let mut route = DataRoute {
+            src: sender.src,
+            dst: target,
+            link,
+            buf: &mut sender.buf,
+        };
+        let outbox = &mut endpoint.outbox;
+        outbox.retransmit(&mut route, sink, now);
+        let stop = outbox.flush_queue(&mut route, sink, &mut sender.rng, known, now, budget);
+        if stop == Some(FlushStop::Budget) {
+            self.unfinished_flushes.arm(key, now);
+        } else {
+            self.unfinished_flushes.cancel(key);
+        }
+        if stop.is_some() {
+            self.reindex(key);
+        }
+        self.sync_unacked_timers(key);
+    }
+
+    /// Forgets an unfinished flush of `target` (its route is not ready, or nothing is left).
+    pub fn cancel_flush(&mut self, target: NodeId) {
+        if let Some(key) = self.endpoint_of(target) {
+            self.unfinished_flushes.cancel(key);
+        }
+    }
+
+    /// Whether a flush stopped on its budget and waits for [`due_flushes`](Self::due_flushes)
+    /// (the node's `poll_timeout` is then "now").
+    #[must_use]
+    pub fn has_unfinished_flush(&self) -> bool {
+        !self.unfinished_flushes.is_empty()
+    }
+
+    /// The targets whose flush is unfinished at `now`, by id (each is forgotten: flush it
+    /// again with [`flush_outbox`](Self::flush_outbox), which re-arms it if the budget stops
+    /// it again).
+    pub fn due_flushes(&mut self, now: Instant) -> Vec<NodeId> {
+        let mut due = Vec::new();
+        while let Some((key, _)) = self.unfinished_flushes.pop_expired(now) {
+            if let Some(e) = endpoint_at(&self.slots, key) {
+                due.push(e.id);
+            }
+        }
+        due.sort_unstable();
+        due
+    }
+
+    /// Writes every in-flight message to `target` out again on `link`, oldest first, with
+    /// its original seq (the receiver drops what it already has), and restarts its
+    /// retransmission timer.
+    pub fn retransmit<S: OutboxSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        link: LinkId,
+        now: Instant,
+        sink: &mut S,
+    ) {
+        let Some(key) = self.endpoint_of(target) else {
+            return;
+        };
+        let EndpointTable { slots, sender, .. } = self;
+        let Some(endpoint) = endpoint_at_mut(slots, key) else {
+            return;
+        };
+        let mut route = DataRoute {
+            src: sender.src,
+            dst: target,
+            link,
+            buf: &mut sender.buf,
+        };
+        endpoint.outbox.retransmit(&mut route, sink, now);
+        self.sync_unacked_timers(key);
+    }
+
+    /// Pushes the retransmission of `target`'s in-flight messages to `now + retransmit_after`
+    /// without counting a transmission (its route is not ready: nothing could be sent).
+    pub fn touch(&mut self, target: NodeId, now: Instant) {
+        self.with_stream(target, |stream, _| stream.touch(now));
+    }
+
+    /// The targets whose oldest in-flight message waited `retransmit_after` for its ack at
+    /// `now`, by id. Each must be [`retransmit`](Self::retransmit)ted or
+    /// [`touch`](Self::touch)ed.
+    pub fn due_retransmits(&mut self, now: Instant) -> Vec<NodeId> {
+        let mut due = Vec::new();
+        while let Some((key, _)) = self.retransmits.pop_expired(now) {
+            if let Some(e) = endpoint_at(&self.slots, key) {
+                due.push(e.id);
+            }
+        }
+        due.sort_unstable();
+        due
+    }
+
+    /// Messages to `target` in flight (transmitted, not yet acknowledged), oldest first.
+    pub fn unacked(&self, target: NodeId) -> impl ExactSizeIterator<Item = &InFlight> + '_ {
+        self.endpoint_of(target)
+            .and_then(|key| endpoint_at(&self.slots, key))
+            .map_or(NO_MESSAGES.iter(), |e| e.outbox.stream.iter())
+    }
+
+    /// A cumulative ack of `seq` from `target` in `incarnation`: every in-flight message up
+    /// to it ends `Delivered`, and a stream stamped 0 is stamped `incarnation` (the one that
+    /// acknowledged it). Acks of another tag (an abandoned stream) or from another incarnation
+    /// than the stream's stamp are ignored. Returns how many messages it acknowledged.
+    pub fn on_ack<S: OutcomeSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        seq: u64,
+        incarnation: u64,
+        sink: &mut S,
+    ) -> usize {
+        let acked = self.with_stream(target, |stream, _| stream.on_ack(seq, incarnation, sink));
+        let Some(Some(acked)) = acked else {
+            return 0;
+        };
+        if incarnation != 0 {
+            self.sender.known.insert(target, incarnation);
+        }
+        acked
+    }
+
+    /// A reset from `target`: `refusal.incarnation` refused the frame `refusal.seq` and does
+    /// not hold its stream. Ignored unless the seq belongs to the current stream. Otherwise
+    /// the target's incarnation is now `refusal.incarnation`, the refused copy is counted as
+    /// not arrived, and the in-flight messages split in two, in order:
+    ///
+    /// - the first one that provably never reached an *earlier* incarnation, and everything
+    ///   after it (receivers deliver in order), move onto a fresh stream stamped with the
+    ///   resetting incarnation (send them again, e.g. with
+    ///   [`flush_outbox`](Self::flush_outbox), as first transmissions). A message provably
+    ///   never reached an earlier incarnation when every copy of it was refused (its
+    ///   transmissions are 0: by a relay with `Unreachable`, or this reset), or when the
+    ///   resetting incarnation was already running when the oldest copy of it that may have
+    ///   arrived was sent (`now - age`, less a margin for clock-rate differences of 0.1 % +
+    ///   1 ms, is at or before [`InFlight::open_since`]: every copy sent before was refused);
+    /// - the messages before it may have been delivered by an earlier incarnation: they end
+    ///   `Unknown(TargetRestarted)`.
+    ///
+    /// The resetting incarnation holds nothing of the voided stream (a reset says so), so
+    /// nothing that moves can be delivered twice. Returns [`Reset::Restarted`] when some
+    /// messages moved, [`Reset::Abandoned`] when every one ended (the stream is forgotten).
+    pub fn on_reset<S: OutcomeSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        refusal: Refusal,
+        now: Instant,
+        sink: &mut S,
+    ) -> Reset {
+        let reset = self.with_stream(target, |stream, rng| {
+            if !stream.is_current(refusal.seq) {
+                return Reset::Ignored;
+            }
+            stream.on_reset(refusal, now, rng, sink)
+        });
+        match reset {
+            None | Some(Reset::Ignored) => Reset::Ignored,
+            Some(reset) => {
+                self.sender.known.insert(target, refusal.incarnation);
+                reset
+            }
+        }
+    }
+
+    /// `target`'s handshake says it runs `incarnation` (call on every link up). A stream
+    /// stamped with another incarnation, or any stream when the incarnation known before
+    /// differs (it restarted), is abandoned with `Unknown(TargetRestarted)`; a stream stamped
+    /// 0 is kept (its frames carry the `retransmit` flag, which the new incarnation refuses).
+    /// Returns how many messages ended.
+    pub fn on_incarnation<S: OutcomeSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        incarnation: u64,
+        sink: &mut S,
+    ) -> usize {
+        let previous = self.sender.known.insert(target, incarnation);
+        let restarted = previous.is_some_and(|p| p != incarnation);
+        self.with_stream(target, |stream, _| {
+            let stale_stamp = stream.stamp() != 0 && stream.stamp() != incarnation;
+            if stale_stamp || restarted {
+                stream.abandon(Outcome::Unknown(FailReason::TargetRestarted), sink)
+            } else {
+                0
+            }
+        })
+        .unwrap_or(0)
+    }
+
+    /// The last incarnation of `target` learned from its acks, resets or handshake (0 = none).
+    #[must_use]
+    pub fn known_incarnation(&self, target: NodeId) -> u64 {
+        self.sender.known(target)
+    }
+
+    /// The incarnation the current stream to `target` is stamped with: the `dst_incarnation`
+    /// of its frames (0 = not known, or no stream).
+    #[must_use]
+    pub fn stamp(&self, target: NodeId) -> u64 {
+        self.endpoint_of(target)
+            .and_then(|key| endpoint_at(&self.slots, key))
+            .map_or(0, |e| e.outbox.stamp())
+    }
+
+    /// Whether `seq` is in flight to `target` (on its current stream).
+    #[must_use]
+    pub fn holds(&self, target: NodeId, seq: u64) -> bool {
+        self.endpoint_of(target)
+            .and_then(|key| endpoint_at(&self.slots, key))
+            .is_some_and(|e| e.outbox.stream.holds(seq))
+    }
+
+    /// Whether a relay refused a frame of `target`'s stream since its last (re)transmission.
+    #[must_use]
+    pub fn refused(&self, target: NodeId) -> bool {
+        self.endpoint_of(target)
+            .and_then(|key| endpoint_at(&self.slots, key))
+            .is_some_and(|e| e.outbox.stream.refused())
+    }
+
+    /// A relay refused the frame `seq` to `target` (`Unreachable`); ignored unless `seq` is
+    /// in flight on the current stream. The stream is marked refused until its next
+    /// (re)transmission (given up meanwhile, its reason is `NoRoute`). That copy of `seq`
+    /// provably did not arrive: its message's transmissions drop by one. A message whose every
+    /// copy was refused (transmissions 0) provably never arrived, nor did anything after it in
+    /// the stream (receivers deliver in order): its next copy goes out as a first transmission
+    /// (no `retransmit` flag); given up, it ends `Failed` rather than `Unknown`, and a reset
+    /// moves it to a fresh stream ([`on_reset`](Self::on_reset)).
+    pub fn on_refused(&mut self, target: NodeId, seq: u64) {
+        self.with_stream(target, |stream, _| stream.on_refused(seq));
+    }
+
+    /// The route serving `target` is gone: its in-flight messages are given up for `reason`
+    /// (`Unknown(reason)` up to the first one that provably never arrived, `Failed(reason)`
+    /// from it on), then its queued messages end `Failed(reason)` and an unfinished flush is
+    /// forgotten. The endpoint stays (release its handle to start its GC).
+    pub fn give_up<S: OutcomeSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        reason: FailReason,
+        sink: &mut S,
+    ) {
+        let Some(key) = self.endpoint_of(target) else {
+            return;
+        };
+        self.unfinished_flushes.cancel(key);
+        self.give_up_unacked(target, reason, sink);
+        self.fail_pending(key, reason, sink);
+    }
+
+    /// Gives up `target`'s in-flight messages for `reason` (as in
+    /// [`give_up`](Self::give_up)), keeping its queue. Returns how many ended.
+    pub fn give_up_unacked<S: OutcomeSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        reason: FailReason,
+        sink: &mut S,
+    ) -> usize {
+        self.with_stream(target, |stream, _| stream.give_up(reason, sink))
+            .unwrap_or(0)
+    }
+
+    /// Shutdown: every queued message ends `Failed(reason)` (endpoints in slot order), then
+    /// every in-flight message is given up for `reason` (targets by id), and every endpoint
+    /// is removed with its timers.
+    pub fn give_up_all<S: OutcomeSink + ?Sized>(&mut self, reason: FailReason, sink: &mut S) {
+        let keys: Vec<Key> = self.iter().map(|(key, _)| key).collect();
+        let mut inflight: Vec<(NodeId, Key)> = Vec::new();
+        for key in keys {
+            let Some(endpoint) = endpoint_at_mut(&mut self.slots, key) else {
+                continue;
+            };
+            endpoint.collect(reason, sink);
+            if endpoint.outbox.stream.len() > 0 {
+                inflight.push((endpoint.id, key));
+            }
+        }
+        inflight.sort_unstable();
+        for (_, key) in inflight {
+            if let Some(endpoint) = endpoint_at_mut(&mut self.slots, key) {
+                endpoint.outbox.stream.give_up(reason, sink);
+            }
+        }
+        self.remove_all(reason, sink);
+    }
+
+    /// In-flight messages whose oldest one reached its deadline at `now`, by target id:
+    /// each such stream is given up for `NoRoute` if a relay refused one of its frames since
+    /// its last (re)transmission, else for `Timeout` — the messages before the first one
+    /// that provably never arrived end `Unknown(reason)` (the receiver may hold some of them
+    /// and waits for the due one for ever); from that one on, the due messages end
+    /// `Failed(reason)` and the others move, in order, onto a fresh stream and keep their
+    /// deadlines. Returns the targets.
+    pub fn expire_unacked<S: OutcomeSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        sink: &mut S,
+    ) -> Vec<NodeId> {
+        let mut due: Vec<(NodeId, Key)> = Vec::new();
+        while let Some((key, _)) = self.unacked_deadlines.pop_expired(now) {
+            if let Some(e) = endpoint_at(&self.slots, key) {
+                due.push((e.id, key));
+            }
+        }
+        due.sort_unstable();
+        let EndpointTable { slots, sender, .. } = self;
+        for &(_, key) in &due {
+            if let Some(endpoint) = endpoint_at_mut(slots, key) {
+                endpoint.outbox.stream.expire(now, &mut sender.rng, sink);
+            }
+        }
+        for &(_, key) in &due {
+            self.sync_unacked_timers(key);
+        }
+        due.into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// The endpoint of `target`, by id.
+    fn endpoint_of(&self, target: NodeId) -> Option<Key> {
+        self.by_id.get(&target).copied()
+    }
+
+    /// Runs `f` on `target`'s in-flight stream (with the tag generator), then re-files its
+    /// deadlines. `None` if `target` has no endpoint.
+    fn with_stream<R>(
+        &mut self,
+        target: NodeId,
+        f: impl FnOnce(&mut super::inflight::SendStream, &mut Rng) -> R,
+    ) -> Option<R> {
+        let key = self.endpoint_of(target)?;
+        let EndpointTable { slots, sender, .. } = self;
+        let endpoint = endpoint_at_mut(slots, key)?;
+        let result = f(&mut endpoint.outbox.stream, &mut sender.rng);
+        self.sync_unacked_timers(key);
+        Some(result)
+    }
+
+    /// Re-files the deadline of `key`'s oldest in-flight message and its retransmission.
+    fn sync_unacked_timers(&mut self, key: Key) {
+        let retransmit_after = self.sender.retransmit_after;
+        let (head, again) = endpoint_at(&self.slots, key).map_or((None, None), |e| {
+            let stream = &e.outbox.stream;
+            (
+                stream.head_deadline(),
+                stream.retransmit_at(retransmit_after),
+            )
+        });
+        set_timer(&mut self.unacked_deadlines, key, head);
+        set_timer(&mut self.retransmits, key, again);
+    }
+}

@@ -1,0 +1,203 @@
+//! One target's outbox: every message accepted for it, from queued through in flight to
+//! acknowledged or given up, with the one encoder of our own `Data` frames.
+//!
+//! An [`Outbox`] has two halves: the [`PendingQueue`] (accepted, not yet transmitted) and the
+//! in-flight stream ([`inflight`](super::inflight): transmitted, not yet acknowledged). The
+//! count and byte limits hold over both halves together; a message moves from the queue to
+//! the stream when it is transmitted, in order, and never back. The
+//! [`EndpointTable`](super::EndpointTable) drives outboxes (it owns the sender's identity,
+//! the tag generator, the incarnations learned per target and the deadline queues); the
+//! frames an outbox writes go to an [`OutboxSink`] with the outcomes.
+
+use alloc::vec::Vec;
+
+use super::{
+    FlushStop, PendingMessage, PendingQueue, QueueLimits, TransmitResult,
+    inflight::{InFlight, SendStream},
+};
+use crate::{
+    ids::{LinkId, NodeId},
+    outcome::{MessageOutcome, OutcomeSink},
+    rng::Rng,
+    time::Instant,
+    wire::{self, Frame},
+};
+
+/// Where an outbox puts what it produces: message outcomes and encoded frames for links.
+pub trait OutboxSink: OutcomeSink {
+    /// `frame` (one encoded frame, in a reused buffer: copy it) must be written to `link`.
+    fn transmit(&mut self, link: LinkId, frame: &[u8]);
+}
+
+/// Where one call's `Data` frames go: from us to the target over one link, encoded in the
+/// table's reused buffer.
+pub(super) struct DataRoute<'a> {
+    /// This node (the frames' `src`).
+    pub(super) src: NodeId,
+    /// The target (the frames' `dst`).
+    pub(super) dst: NodeId,
+    /// The link carrying them.
+    pub(super) link: LinkId,
+    /// The reused encode buffer.
+    pub(super) buf: &'a mut Vec<u8>,
+}
+
+impl DataRoute<'_> {
+    /// Encodes our own `Data` frame of `message` (stamped `stamp`, hop count 0, flagged
+    /// `retransmit`) and hands it to `sink` for the link. The one place our `Data` frames
+    /// are built.
+    pub(super) fn transmit<S: OutboxSink + ?Sized>(
+        &mut self,
+        sink: &mut S,
+        stamp: u64,
+        message: &InFlight,
+        retransmit: bool,
+    ) {
+        let data = wire::Data {
+            src: self.src,
+            dst: self.dst,
+            seq: message.seq,
+            dst_incarnation: stamp,
+            retransmit,
+            msg_type: message.msg_type,
+            hop_count: 0,
+            payload: &message.payload,
+        };
+        self.buf.clear();
+        wire::encode(&Frame::Data(data), self.buf)
+            .expect("payloads are checked at send to fit a frame");
+        sink.transmit(self.link, self.buf);
+    }
+}
+
+/// The messages accepted for one target: queued, then in flight until acknowledged or given
+/// up. The count and byte limits hold over both halves together; the
+/// [`EndpointTable`](super::EndpointTable) drives it.
+#[derive(Clone, Debug)]
+pub struct Outbox {
+    pub(super) queue: PendingQueue,
+    pub(super) stream: SendStream,
+}
+
+impl Outbox {
+    /// An empty outbox whose limits are `limits`.
+    #[must_use]
+    pub const fn new(limits: QueueLimits) -> Outbox {
+        Outbox {
+            queue: PendingQueue::new(limits),
+            stream: SendStream::new(),
+        }
+    }
+
+    /// The queued messages (accepted, not yet transmitted).
+    #[must_use]
+    pub const fn queue(&self) -> &PendingQueue {
+        &self.queue
+    }
+
+    /// The messages in flight (transmitted, not yet acknowledged), oldest first.
+    pub fn unacked(&self) -> impl ExactSizeIterator<Item = &InFlight> + '_ {
+        self.stream.iter()
+    }
+
+    /// Payload bytes in flight.
+    #[must_use]
+    pub const fn unacked_bytes(&self) -> usize {
+        self.stream.bytes()
+    }
+
+    /// The target incarnation the in-flight stream is stamped with (0 = not known, or no
+    /// stream).
+    #[must_use]
+    pub const fn stamp(&self) -> u64 {
+        self.stream.stamp()
+    }
+
+    /// Whether the limits take one more message of `payload_len` bytes, counting the queued
+    /// and the in-flight messages together.
+    #[must_use]
+    pub fn admits(&self, payload_len: usize) -> bool {
+        self.queue.limits().admits(
+            self.queue.len() + self.stream.len(),
+            self.queue.bytes() + self.stream.bytes(),
+            payload_len,
+        )
+    }
+
+    /// Whether nothing is queued or in flight.
+    #[must_use]
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.stream.len() == 0
+    }
+
+    /// Transmits a message that goes straight out (nothing queued, route ready): it joins the
+    /// in-flight stream — started with a fresh tag from `rng`, stamped `known`, if there is
+    /// none — and its frame goes to `sink`.
+    pub(super) fn transmit_new<S: OutboxSink + ?Sized>(
+        &mut self,
+        route: &mut DataRoute<'_>,
+        sink: &mut S,
+        rng: &mut Rng,
+        known: u64,
+        message: PendingMessage,
+        now: Instant,
+    ) {
+        let stamp = self.stream.stamp_for_next(known);
+        let sent = self.stream.push(rng, known, message, now);
+        route.transmit(sink, stamp, sent, false);
+    }
+
+    /// Writes every in-flight message out again on `route`, oldest first, with its original
+    /// seq (the receiver drops what it already has), and counts the transmissions. `false`
+    /// when nothing is in flight.
+    pub(super) fn retransmit<S: OutboxSink + ?Sized>(
+        &mut self,
+        route: &mut DataRoute<'_>,
+        sink: &mut S,
+        now: Instant,
+    ) -> bool {
+        if self.stream.len() == 0 {
+            return false;
+        }
+        let stamp = self.stream.stamp();
+        for m in self.stream.iter() {
+            route.transmit(sink, stamp, m, m.transmissions > 0);
+        }
+        self.stream.mark_retransmitted(now);
+        true
+    }
+
+    /// Hands queued messages to `route` in order, at most `budget` of them, each joining the
+    /// in-flight stream. Queued messages already due at `now` end `Failed(Timeout)` first
+    /// (their outcomes follow the frames). `None` when nothing was queued.
+    pub(super) fn flush_queue<S: OutboxSink + ?Sized>(
+        &mut self,
+        route: &mut DataRoute<'_>,
+        sink: &mut S,
+        rng: &mut Rng,
+        known: u64,
+        now: Instant,
+        budget: usize,
+    ) -> Option<FlushStop> {
+        if self.queue.is_empty() {
+            return None;
+        }
+        let Outbox { queue, stream } = self;
+        let mut expired: Vec<MessageOutcome> = Vec::new();
+        let progress = queue.flush(
+            now,
+            budget,
+            |m| {
+                let stamp = stream.stamp_for_next(known);
+                let sent = stream.push(rng, known, m.clone(), now);
+                route.transmit(sink, stamp, sent, false);
+                TransmitResult::InFlight
+            },
+            &mut expired,
+        );
+        for o in expired {
+            sink.emit(o.msg, o.outcome);
+        }
+        Some(progress.stop)
+    }
+}

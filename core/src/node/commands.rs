@@ -1,0 +1,168 @@
+//! Commands: `send` (resolving the target, opening its route, handing the message to the
+//! target's outbox) and `shutdown`.
+
+use bytes::Bytes;
+
+use super::{Node, OutSink, Output, SendError, Target};
+use crate::{
+    connector::{RouteError, World},
+    discovery::Filter,
+    ids::{MsgId, NodeId},
+    outcome::{FailReason, Outcome},
+    ring::FilterId,
+    select,
+    time::Instant,
+    wire,
+};
+
+/// Largest payload a `Data` frame can carry with the default frame limit.
+pub(super) const MAX_PAYLOAD_LEN: usize = wire::DEFAULT_MAX_FRAME - wire::HEADER_LEN - 29;
+
+impl Node {
+    /// Accepts a message for `target` and returns its id; its [`Output::Outcome`] follows
+    /// (at once if the route is ready, else when it is flushed, times out, or its route is
+    /// removed). A target of this node itself is delivered at once as [`Output::Received`].
+    ///
+    /// A message the target's queue cannot take (count or byte limit) is accepted and ends
+    /// at once with `Failed(QueueFull)`.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`]: an invalid target (id 0, empty name), a name or filter no discovery
+    /// record matches, no route at all (no direct path allowed, not in the tree, no
+    /// upstream), an oversized payload, or a node that was shut down. Nothing is accepted.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        target: Target<'_>,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<MsgId, SendError> {
+        let now = self.advance(now);
+        if self.shut_down {
+            return Err(SendError::Shutdown);
+        }
+        if payload.len() > MAX_PAYLOAD_LEN {
+            return Err(SendError::PayloadTooLarge {
+                len: payload.len(),
+                max: MAX_PAYLOAD_LEN,
+            });
+        }
+        let id = self.resolve_target(target)?;
+        if id == self.id {
+            let msg = self.msg_ids.next_msg();
+            self.out.push_back(Output::Received {
+                from: self.id,
+                via: self.id,
+                msg_type,
+                payload,
+            });
+            self.out.push_back(Output::Outcome {
+                msg,
+                outcome: Outcome::Delivered,
+            });
+            return Ok(msg);
+        }
+        let (key, existed) = match self.endpoints.find_by_id(id) {
+            Some(key) => (key, true),
+            None => {
+                let name = self
+                    .discovery
+                    .get_by_id(id)
+                    .map_or("", |info| info.name.as_str());
+                let key = self
+                    .endpoints
+                    .get_or_create(id, name, now)
+                    .map_err(|_| SendError::InvalidTarget)?;
+                (key, false)
+            }
+        };
+        if !self.connector.has_endpoint(id) {
+            let world = World {
+                topology: &self.topology,
+                discovery: &self.discovery,
+            };
+            match self.connector.open_route(now, &world, id) {
+                Ok(()) => {
+                    self.endpoints.attach_handle(key);
+                }
+                Err(e) => {
+                    if !existed {
+                        let mut sink = OutSink(&mut self.out);
+                        self.endpoints.remove(key, FailReason::NoRoute, &mut sink);
+                    }
+                    self.apply_effects();
+                    return Err(match e {
+                        RouteError::InvalidTarget => SendError::InvalidTarget,
+                        _ => SendError::NoRoute,
+                    });
+                }
+            }
+            self.apply_effects();
+        }
+        let msg = self.msg_ids.next_msg();
+        let link = if self.endpoints.goes_straight_out(key, payload.len()) {
+            self.ready_link(id)
+        } else {
+            None
+        };
+        let mut sink = OutSink(&mut self.out);
+        self.endpoints
+            .send(key, msg, msg_type, payload, now, link, &mut sink);
+        Ok(msg)
+    }
+
+    /// Resolves a target to the id of one node (not necessarily known to any registry when
+    /// given by id).
+    ///
+    /// `Hash`, `RoundRobin` and `Random` pick over the discovery set's consistent-hash rings
+    /// ([`crate::select`]): the default ring, or the filter's own ring, registered on first use
+    /// (one filter pass over the default ring) and kept up to date incrementally after that.
+    pub(super) fn resolve_target(&mut self, target: Target<'_>) -> Result<NodeId, SendError> {
+        let filter_id = |node: &mut Node, filter: Option<&Filter>| -> Option<FilterId> {
+            let filter = filter?;
+            Some(match node.discovery.rings().filter_id(filter) {
+                Some(id) => id,
+                None => node.discovery.add_filter(filter.clone()),
+            })
+        };
+        let chosen = match target {
+            Target::Id(id) if id.is_valid() => return Ok(id),
+            Target::Id(_) | Target::Name("") => return Err(SendError::InvalidTarget),
+            Target::Name(name) => self
+                .discovery
+                .get_by_name(name)
+                .map(|info| info.id)
+                .filter(|id| id.is_valid()),
+            Target::Hash { filter, key } => {
+                let filter = filter_id(self, filter);
+                select::by_hash(self.discovery.rings(), filter, key)
+            }
+            Target::RoundRobin { filter } => {
+                let filter = filter_id(self, filter);
+                self.selector.round_robin(self.discovery.rings(), filter)
+            }
+            Target::Random { filter } => {
+                let filter = filter_id(self, filter);
+                select::random(self.discovery.rings(), filter, &mut self.rng)
+            }
+        };
+        chosen.ok_or(SendError::UnknownTarget)
+    }
+
+    /// Shuts the node down: every queued message fails with `Shutdown`, every link is closed
+    /// ([`Output::Close`]), every record and timer is dropped. Later calls are no-ops and
+    /// `send` returns [`SendError::Shutdown`]. (Registry unregistration arrives with the
+    /// registry issue.)
+    pub fn shutdown(&mut self, now: Instant) {
+        self.advance(now);
+        if self.shut_down {
+            return;
+        }
+        self.shut_down = true;
+        let mut sink = OutSink(&mut self.out);
+        self.endpoints.give_up_all(FailReason::Shutdown, &mut sink);
+        self.links.close_all(&mut self.out);
+        self.connector.clear();
+    }
+}

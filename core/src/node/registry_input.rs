@@ -1,0 +1,152 @@
+//! Registry input: discovery and topology changes applied (revision-gated) to the discovery
+//! set and the topology registry, and the connector's reactions to what actually changed.
+
+use super::{Event, Node, Output, RegistryEvent, RegistryIgnored};
+use crate::{
+    connector::World,
+    discovery::{Applied, DiscoveryInfo, TopologyInfo},
+    ids::NodeId,
+    time::Instant,
+    topology::PeerData,
+};
+
+impl Node {
+    /// Applies a registry event: discovery changes go to the discovery set (revision-gated),
+    /// topology changes to the topology registry (revision-gated per node; cycles and other
+    /// invalid records are rejected with the registry unchanged), and the connector reacts to
+    /// what actually changed. Ignored events are reported as [`Event::RegistryIgnored`].
+    pub fn handle_registry(&mut self, now: Instant, event: RegistryEvent) {
+        let now = self.advance(now);
+        if self.shut_down {
+            return;
+        }
+        match event {
+            RegistryEvent::DiscoveryPut(info) => self.discovery_put(now, info),
+            RegistryEvent::DiscoveryDelete { id, name, revision } => {
+                let applied = self.discovery.remove(id, &name, revision);
+                match applied {
+                    Applied::Removed(info) => self.discovery_gone(now, info.id),
+                    _ => self.ignored(RegistryIgnored::Discovery { id }),
+                }
+            }
+            RegistryEvent::TopologyPut(info) => self.topology_put(now, info),
+            RegistryEvent::TopologyDelete { id, revision } => {
+                self.topology_delete(now, id, revision);
+            }
+        }
+    }
+
+    fn ignored(&mut self, reason: RegistryIgnored) {
+        self.out
+            .push_back(Output::Event(Event::RegistryIgnored(reason)));
+    }
+
+    fn discovery_put(&mut self, now: Instant, info: DiscoveryInfo) {
+        let id = info.id;
+        match self.discovery.put(info) {
+            Applied::Added { id, displaced, .. } => {
+                if let Some(d) = displaced {
+                    self.discovery_gone(now, d.id);
+                }
+                self.discovery_arrived(now, id);
+            }
+            Applied::Updated { id, displaced, .. } => {
+                if let Some(d) = displaced {
+                    self.discovery_gone(now, d.id);
+                }
+                self.discovery_arrived(now, id);
+            }
+            _ => self.ignored(RegistryIgnored::Discovery { id }),
+        }
+    }
+
+    fn discovery_arrived(&mut self, now: Instant, id: NodeId) {
+        if !id.is_valid() {
+            return;
+        }
+        let world = World {
+            topology: &self.topology,
+            discovery: &self.discovery,
+        };
+        self.connector.on_discovery_put(now, &world, id);
+        self.apply_effects();
+    }
+
+    fn discovery_gone(&mut self, now: Instant, id: NodeId) {
+        if !id.is_valid() {
+            return;
+        }
+        let world = World {
+            topology: &self.topology,
+            discovery: &self.discovery,
+        };
+        self.connector.on_discovery_delete(now, &world, id);
+        self.apply_effects();
+    }
+
+    /// Whether a topology event at `revision` for `id` is older than what was applied
+    /// (revision 0 means "not from a registry" and is never stale). Records the revision when
+    /// it is not.
+    fn topology_stale(&mut self, id: NodeId, revision: u64) -> bool {
+        if revision == 0 {
+            return false;
+        }
+        match self.topology_revisions.get(&id) {
+            Some(&held) if held > revision => {
+                self.ignored(RegistryIgnored::StaleTopology { id, revision, held });
+                true
+            }
+            _ => {
+                self.topology_revisions.insert(id, revision);
+                false
+            }
+        }
+    }
+
+    fn topology_put(&mut self, now: Instant, info: TopologyInfo) {
+        let id = info.id;
+        if self.topology_stale(id, info.revision) {
+            return;
+        }
+        let data = PeerData {
+            hostname: info.hostname,
+            pid: i64::from(info.pid),
+            labels: info.data.label,
+        };
+        match self.topology.update_peer(id, info.upstream_id, data) {
+            Ok(change) => {
+                if change.is_noop() {
+                    return;
+                }
+                let world = World {
+                    topology: &self.topology,
+                    discovery: &self.discovery,
+                };
+                self.connector.on_topology_put(now, &world, id, &change);
+                self.apply_effects();
+            }
+            Err(e) => self.ignored(RegistryIgnored::Topology(e)),
+        }
+    }
+
+    fn topology_delete(&mut self, now: Instant, id: NodeId, revision: u64) {
+        if id == self.id {
+            self.ignored(RegistryIgnored::OwnTopologyDelete);
+            return;
+        }
+        if self.topology_stale(id, revision) {
+            return;
+        }
+        match self.topology.remove_peer(id) {
+            Ok(_) => {
+                let world = World {
+                    topology: &self.topology,
+                    discovery: &self.discovery,
+                };
+                self.connector.on_topology_delete(now, &world, id);
+                self.apply_effects();
+            }
+            Err(e) => self.ignored(RegistryIgnored::Topology(e)),
+        }
+    }
+}
