@@ -2,11 +2,13 @@
 //! seeds and reports one JSON line.
 //!
 //! ```text
-//! cargo run --release -p switchboard-core --features sim --example sim -- --seeds N [--from S] [--faults all]
+//! cargo run --release -p switchboard-core --features sim --example sim -- --seeds N [--from S] [--faults all] [--registry scripted]
 //! ```
 //!
 //! Runs seeds `S..S+N` (`S` defaults to 0) with the default (mild) fault set, or every fault
-//! kind with `--faults all` (`--faults mild` names the default). Progress goes to stderr. The
+//! kind with `--faults all` (`--faults mild` names the default). The nodes register through
+//! the real registry machines (`--registry machines`, the default) or learn from the scripted
+//! registry (`--registry scripted`). Progress goes to stderr. The
 //! last stdout line is
 //! `{"seeds":N,"violations":V,"sent":..,"delivered":..,"failed":{reason:count},"events":..,"events_per_sec":..}`:
 //! `sent` counts accepted messages, `delivered` distinct messages handed to an application,
@@ -20,12 +22,13 @@
 
 use std::{collections::BTreeMap, process::ExitCode, time::Instant};
 
-use switchboard_core::sim::scenario::{Faults, run_seed, run_seed_traced};
+use switchboard_core::sim::scenario::{Faults, RegistryMode, run_seed_with};
 
 struct Args {
     seeds: u64,
     from: u64,
     all: bool,
+    mode: RegistryMode,
     trace: Option<String>,
 }
 
@@ -34,6 +37,7 @@ fn parse() -> Result<Args, String> {
         seeds: 1,
         from: 0,
         all: false,
+        mode: RegistryMode::Machines,
         trace: None,
     };
     let mut it = std::env::args().skip(1);
@@ -55,6 +59,15 @@ fn parse() -> Result<Args, String> {
                 "mild" => args.all = false,
                 other => return Err(format!("--faults: expected all or mild, got {other:?}")),
             },
+            "--registry" => match value("--registry")?.as_str() {
+                "machines" => args.mode = RegistryMode::Machines,
+                "scripted" => args.mode = RegistryMode::Scripted,
+                other => {
+                    return Err(format!(
+                        "--registry: expected machines or scripted, got {other:?}"
+                    ));
+                }
+            },
             "--trace" => args.trace = Some(value("--trace")?),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -70,7 +83,9 @@ fn main() -> ExitCode {
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("sim: {e} (usage: --seeds N [--from S] [--faults all|mild])");
+            eprintln!(
+                "sim: {e} (usage: --seeds N [--from S] [--faults all|mild] [--registry machines|scripted] [--trace FILE])"
+            );
             return ExitCode::from(2);
         }
     };
@@ -79,10 +94,13 @@ fn main() -> ExitCode {
     } else {
         Faults::mild()
     };
-    let flag = if args.all { " --faults all" } else { "" };
+    let mut flag = String::from(if args.all { " --faults all" } else { "" });
+    if args.mode == RegistryMode::Scripted {
+        flag.push_str(" --registry scripted");
+    }
     if let Some(path) = &args.trace {
         // Replay aid: the full trace of seed `--from` goes to `path`.
-        let chaos = run_seed_traced(args.from, faults);
+        let chaos = run_seed_with(args.from, faults, args.mode, true);
         let text = chaos.sim.trace().join("\n");
         if let Err(e) = std::fs::write(path, text) {
             eprintln!("sim: writing {path}: {e}");
@@ -95,7 +113,7 @@ fn main() -> ExitCode {
     let mut failed: BTreeMap<String, u64> = BTreeMap::new();
     let end = args.from.saturating_add(args.seeds);
     for seed in args.from..end {
-        let report = run_seed(seed, faults);
+        let report = run_seed_with(seed, faults, args.mode, false).report(seed);
         sent += report.totals.sent;
         delivered += report.totals.delivered;
         events += report.events;

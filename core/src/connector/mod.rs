@@ -97,8 +97,6 @@ mod relay;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_cascade;
 
 use alloc::{collections::BTreeMap, collections::VecDeque, string::String, vec::Vec};
 

@@ -15,13 +15,7 @@ mod set;
 mod topology_info;
 
 #[cfg(test)]
-mod info_tests;
-#[cfg(test)]
-mod rings_tests;
-#[cfg(test)]
-mod set_proptest;
-#[cfg(test)]
-mod set_tests;
+mod tests;
 
 pub use info::{Area, DiscoveryInfo, Gateway, Runtime};
 pub use json::DecodeError;

@@ -17,3 +17,5 @@ mod event;
 pub mod server;
 
 pub use event::RegistryEvent;
+#[cfg(test)]
+pub(crate) mod fixtures;

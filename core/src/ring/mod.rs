@@ -27,10 +27,6 @@ mod set;
 mod reference;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_prop;
-#[cfg(test)]
-mod tests_set;
 
 use alloc::vec::Vec;
 

@@ -9,8 +9,9 @@ use alloc::{boxed::Box, collections::BTreeMap};
 
 use bytes::Bytes;
 
+use super::RegistryEvent;
 use super::link::{Side, SimLinkId};
-use crate::{ids::NodeId, registry::RegistryEvent, time::Instant};
+use crate::{ids::NodeId, time::Instant};
 
 /// One scheduled delivery.
 #[derive(Clone, Debug)]
@@ -33,16 +34,26 @@ pub(super) enum Due {
     },
 }
 
-/// Scheduled deliveries ordered by (time, scheduling sequence).
-#[derive(Debug, Default)]
-pub(super) struct Agenda {
-    items: BTreeMap<(Instant, u64), Due>,
+/// Scheduled deliveries ordered by (time, scheduling sequence): the simulator's own
+/// ([`Due`]) and the registry network's.
+#[derive(Debug)]
+pub(super) struct Agenda<T = Due> {
+    items: BTreeMap<(Instant, u64), T>,
     next_seq: u64,
 }
 
-impl Agenda {
+impl<T> Default for Agenda<T> {
+    fn default() -> Agenda<T> {
+        Agenda {
+            items: BTreeMap::new(),
+            next_seq: 0,
+        }
+    }
+}
+
+impl<T> Agenda<T> {
     /// Schedules `due` at `at`, after everything already scheduled for `at`.
-    pub(super) fn push(&mut self, at: Instant, due: Due) {
+    pub(super) fn push(&mut self, at: Instant, due: T) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.items.insert((at, seq), due);
@@ -54,7 +65,7 @@ impl Agenda {
     }
 
     /// Removes and returns the earliest item if it is due at or before `now`.
-    pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, Due)> {
+    pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, T)> {
         let (&(at, seq), _) = self.items.iter().next()?;
         if at > now {
             return None;
@@ -68,7 +79,7 @@ impl Agenda {
     }
 
     /// The scheduled items in delivery order (for diagnostics).
-    pub(super) fn iter(&self) -> impl Iterator<Item = (Instant, &Due)> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Instant, &T)> {
         self.items.iter().map(|(&(at, _), due)| (at, due))
     }
 }

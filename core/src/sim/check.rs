@@ -10,8 +10,9 @@
 //!
 //! After quiescence ([`Sim::check_quiescent`]): the above for every node, every accepted
 //! message of a running incarnation has its outcome, every live node's discovery set and
-//! ring hold exactly the registry's discovery records, and every route record to a live
-//! node is `READY`.
+//! ring hold exactly the registry's discovery records ([`Sim::registered_ids`]), and every
+//! route record to a live node is `READY`. With the registry machines on, also: every live
+//! node that registered has a registered client whose view holds exactly those records.
 
 use alloc::{format, vec::Vec};
 
@@ -81,12 +82,30 @@ impl Sim<Node> {
             .as_ref()
             .map(super::ledger::Ledger::final_violations)
             .unwrap_or_default();
-        let registered: Vec<NodeId> = self.registry.discovery_ids().collect();
-        for slot in &self.slots {
+        let registered = self.registered_ids();
+        for (idx, slot) in self.slots.iter().enumerate() {
             let Some(node) = slot.node.as_ref() else {
                 continue;
             };
             let id = slot.id;
+            if let (Some(machines), Some(_)) = (self.machines.as_ref(), slot.records.as_ref()) {
+                match machines.net.client(idx) {
+                    Some(client) if client.is_registered() => {
+                        let mut view: Vec<NodeId> =
+                            client.peers().map(|(_, p)| p.discovery.id).collect();
+                        view.sort_unstable();
+                        if view != registered {
+                            problems.push(format!(
+                                "{id}'s registry client reports {view:?}, the registry holds \
+                                 {registered:?}"
+                            ));
+                        }
+                    }
+                    _ => problems.push(format!(
+                        "{id}'s registry client is not registered after quiescence"
+                    )),
+                }
+            }
             let known: Vec<NodeId> = node.discovery().iter().map(|i| i.id).collect();
             let mut known_sorted = known.clone();
             known_sorted.sort_unstable();

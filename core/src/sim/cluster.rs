@@ -12,7 +12,7 @@ use alloc::{
 use bytes::Bytes;
 
 use super::{
-    SimNode,
+    RegistryEvent, SimNode,
     agenda::{Agenda, Due},
     fmt_instant,
     link::{EndState, LinkTable, PairControls, Side},
@@ -24,7 +24,6 @@ use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{MsgId, NodeId},
     node::{Event, Node, SendError, Target},
-    registry::RegistryEvent,
     time::{Duration, Instant},
 };
 
@@ -48,7 +47,8 @@ pub struct SimSettings {
     /// `[0, jitter)`, drawn from the simulator's generator ([`SimSettings::seed`]). Bytes of
     /// one link still never overtake each other. Default 0 (no draw: every transmission takes exactly the link latency).
     pub jitter: Duration,
-    /// Seed of the simulator's own generator (jitter, registry delay spread). Default 0.
+    /// Seed of the simulator's own generator (jitter, registry delay spread) and of the
+    /// registry machines' (their link jitter, each server's epoch). Default 0.
     pub seed: u64,
 }
 
@@ -84,6 +84,8 @@ pub(super) struct Slot<N: SimNode> {
     pub(super) done_msgs: BTreeSet<MsgId>,
     /// `handle_timeout` calls at one instant: (instant, count), to detect a stuck timer.
     pub(super) timeouts_at: (Instant, u32),
+    /// What the node registers with the registry machines, once it did.
+    pub(super) records: Option<super::registry_machines::Records>,
 }
 
 /// A deterministic cluster of [`SimNode`]s (by default [`Node`]s) on one virtual clock.
@@ -115,6 +117,8 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) next_tag: u64,
     /// Slots drained since the last invariant check.
     pub(super) dirty: Vec<bool>,
+    /// The registry machines, once [`Sim::start_registry`] turned them on.
+    pub(super) machines: Option<super::registry_machines::Machines>,
 }
 
 impl Sim<Node> {
@@ -153,6 +157,7 @@ impl<N: SimNode> Sim<N> {
             ledger: None,
             next_tag: 0,
             dirty: Vec::new(),
+            machines: None,
         }
     }
 
@@ -218,7 +223,9 @@ impl<N: SimNode> Sim<N> {
             open_msgs: BTreeSet::new(),
             done_msgs: BTreeSet::new(),
             timeouts_at: (Instant::ZERO, 0),
+            records: None,
         });
+        self.machines_add_member();
         self.index.insert(id, idx);
         self.dirty.push(true);
         self.addrs.insert(addr.clone(), id);
@@ -251,6 +258,7 @@ impl<N: SimNode> Sim<N> {
             self.drop_link(link, Some(id));
         }
         self.links.forget_node(id);
+        self.machines_node_killed(idx);
     }
 
     /// Starts a new incarnation of `id` from its original config at the current time (killing
@@ -273,12 +281,14 @@ impl<N: SimNode> Sim<N> {
         self.note_with(Some(id), || format!("restarted (incarnation {inc})"));
         self.drain(idx);
         self.deliver_snapshot(idx);
+        self.machines_node_started(idx);
     }
 
     /// Graceful shutdown of `id` (`shutdown` on the node), outputs drained.
     pub fn shutdown(&mut self, id: NodeId) {
         self.note(Some(id), "<- shutdown");
         self.act(id, |node, now| node.shutdown(now));
+        self.machines_node_shutdown(self.slot_index(id));
     }
 
     /// Calls `f` on the live node `id` with the current time, then drains its outputs (the

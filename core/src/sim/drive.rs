@@ -4,7 +4,7 @@
 use alloc::format;
 
 use super::{
-    SimNode,
+    RegistryEvent, SimNode,
     agenda::Due,
     cluster::Sim,
     fmt_instant,
@@ -15,7 +15,6 @@ use super::{
 use crate::{
     ids::{LinkId, NodeId},
     node::Output,
-    registry::RegistryEvent,
     time::Instant,
 };
 
@@ -31,22 +30,39 @@ impl<N: SimNode> Sim<N> {
     /// Returns `false` when nothing is due.
     pub fn step(&mut self) -> bool {
         let now = self.now;
-        let delivery = self.agenda.next_time().filter(|&t| t <= now);
+        // (time, rank): deliveries before the registry machines before node timers.
+        let delivery = self
+            .agenda
+            .next_time()
+            .filter(|&t| t <= now)
+            .map(|t| (t, 0));
+        let machines = self
+            .machines_next_due()
+            .filter(|&t| t <= now)
+            .map(|t| (t, 1));
         let timer = self
             .slots
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.deadline.filter(|&d| d <= now).map(|d| (d, i)))
             .min();
-        match (delivery, timer) {
-            (Some(d), Some((t, idx))) if t < d => self.fire_timer(idx),
-            (Some(_), _) => {
+        let first = [delivery, machines, timer.map(|(t, _)| (t, 2))]
+            .into_iter()
+            .flatten()
+            .min();
+        match first {
+            Some((_, 0)) => {
                 if let Some((_, due)) = self.agenda.pop_due(now) {
                     self.deliver(due);
                 }
             }
-            (None, Some((_, idx))) => self.fire_timer(idx),
-            (None, None) => return false,
+            Some((_, 1)) => self.machines_step(),
+            Some(_) => {
+                if let Some((_, idx)) = timer {
+                    self.fire_timer(idx);
+                }
+            }
+            None => return false,
         }
         self.steps += 1;
         true
@@ -82,7 +98,8 @@ impl<N: SimNode> Sim<N> {
     #[must_use]
     pub fn next_event_time(&self) -> Option<Instant> {
         let timers = self.slots.iter().filter_map(|s| s.deadline).min();
-        crate::time::earliest(self.agenda.next_time(), timers)
+        let next = crate::time::earliest(self.agenda.next_time(), timers);
+        crate::time::earliest(next, self.machines_next_due())
     }
 
     /// Settles the current instant, then jumps the clock to the next scheduled delivery or

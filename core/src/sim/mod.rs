@@ -1,13 +1,24 @@
 //! Deterministic multi-node simulator (feature `sim`): several [`Node`]s, the links between
-//! them and a scripted registry, all on one virtual clock.
+//! them and a registry, all on one virtual clock.
 //!
 //! The simulator is the driver every scenario test uses. It plays the part an adapter plays in
 //! production — it calls `handle_*` with the current time, drains `poll_output` after every call
 //! (the drain contract), re-arms each node's timer from `poll_timeout` — but instead of sockets
-//! it moves bytes between nodes itself, after a configurable, deterministic latency, and instead
-//! of etcd it runs a small registry ([`SimRegistry`]) that assigns monotonic revisions and
-//! fans each change out to the nodes a test chooses. Nothing is random: the same script gives the
-//! same [`Sim::trace`] and the same per-node logs, line for line.
+//! it moves bytes between nodes itself, after a configurable, deterministic latency. The
+//! registry is one of two:
+//!
+//! - the **real registry machines** ([`Sim::start_registry`]): a
+//!   [`RegistryServer`](crate::registry::server::RegistryServer) and one
+//!   [`RegistryClient`](crate::registry::client::RegistryClient) per node on emulated links
+//!   ([`RegistryNet`]); each node registers its own records and is handed what its client
+//!   derives, so disconnect protection, registry restarts (new epochs, the clients' grace) and
+//!   re-registration happen inside the run. The seeded chaos runs ([`scenario`]) use these;
+//! - a **scripted registry** ([`SimRegistry`]) that assigns monotonic revisions and fans each
+//!   change out to the nodes a test chooses, in the order and with the delays it chooses — for
+//!   the scenario tests that need exact control of event order.
+//!
+//! Nothing is random: the same script gives the same [`Sim::trace`] and the same per-node
+//! logs, line for line.
 //!
 //! # Model
 //!
@@ -25,8 +36,9 @@
 //! - **Time** moves only when a test moves it ([`Sim::advance`], [`Sim::advance_to`],
 //!   [`Sim::advance_to_next_deadline`]); [`Sim::step`] and [`Sim::run_until_idle`] process what
 //!   is due at the current instant. Among things due at the same instant, deliveries (link
-//!   events, bytes, registry events) come first, in the order they were scheduled, then node
-//!   timers, in node order — like an event loop that handles I/O before timers.
+//!   events, bytes, registry events) come first, in the order they were scheduled, then the
+//!   registry machines (their deliveries, then their timers), then node timers, in node order —
+//!   like an event loop that handles I/O before timers.
 //! - **Logs.** Per node: messages received ([`Received`]), sends ([`Sent`]), outcomes
 //!   ([`OutcomeRecord`]) and events, each with its virtual time; globally a human-readable
 //!   [`Sim::trace`] of every call and output. Breaches of the node contract the simulator can
@@ -45,14 +57,14 @@ pub mod ledger;
 mod link;
 mod log;
 mod registry;
+mod registry_machines;
+mod registry_net;
 pub mod scenario;
 
 #[cfg(test)]
 mod puppet;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_v2;
 
 use alloc::{format, string::String, vec};
 use core::fmt;
@@ -64,7 +76,10 @@ pub use self::{
     ledger::{Ledger, LedgerTotals},
     log::{NodeLog, OutcomeRecord, Received, Sent},
     registry::{Fanout, SimRegistry},
+    registry_machines::RegistryMachines,
+    registry_net::{NetOutput, NetSettings, RegistryNet},
 };
+// The simulator's one import of the registry event type; its submodules name it `super::`.
 use crate::{
     config::{Config, ConfigError},
     discovery::{DiscoveryInfo, TopologyInfo},

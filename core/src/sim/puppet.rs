@@ -6,11 +6,10 @@ use alloc::{collections::VecDeque, vec::Vec};
 
 use bytes::Bytes;
 
-use super::SimNode;
+use super::{RegistryEvent, SimNode};
 use crate::{
     ids::{LinkId, MsgId, NodeId},
     node::{Output, SendError, Target},
-    registry::RegistryEvent,
     time::Instant,
 };
 

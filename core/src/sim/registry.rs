@@ -8,10 +8,10 @@
 
 use alloc::{collections::BTreeMap, string::String, vec::Vec};
 
+use super::RegistryEvent;
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
-    registry::RegistryEvent,
     time::Duration,
 };
 

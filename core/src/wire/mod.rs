@@ -83,10 +83,6 @@ mod registry;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_prop;
-#[cfg(test)]
-mod tests_registry;
 
 pub use decode::{DecodeError, Decoded, decode, frame_len};
 pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};

@@ -34,11 +34,7 @@ mod types;
 pub mod view;
 
 #[cfg(test)]
-pub(crate) mod pump;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_restart;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 

@@ -27,13 +27,7 @@ pub mod register;
 pub mod watch;
 
 #[cfg(test)]
-mod lease_tests;
-#[cfg(test)]
-mod proptest_model;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod watch_tests;
 
 use alloc::vec::Vec;
 

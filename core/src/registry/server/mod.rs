@@ -46,8 +46,6 @@ mod types;
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_bad_input;
 
 use alloc::{boxed::Box, collections::BTreeMap, collections::VecDeque, vec::Vec};
 

@@ -5,32 +5,51 @@
 //!
 //! **Cluster.** A hub `0x100` (topology root), proxies `0x110`, `0x111` under it, and 4–8
 //! leaves `0x120..` alternately under the proxies; proxies added by scale-out are `0x140..`.
-//! Every node publishes its topology record (first) and discovery record; links carry a random
-//! base latency. Nodes use short timers (reconnect 100 ms..1 s, message timeout 3 s, heartbeat
-//! 500 ms, send buffer 32 messages) so faults and recoveries happen within a few seconds.
+//! Links carry a random base latency. Nodes use short timers (reconnect 100 ms..1 s, message
+//! timeout 3 s, heartbeat 500 ms, send buffer 32 messages) so faults and recoveries happen
+//! within a few seconds.
+//!
+//! **Registry** ([`RegistryMode`]). By default every node registers its topology and
+//! discovery records through its own registry client with the real registry server
+//! ([`Sim::start_registry`]), on the same short timescale (disconnect protection 2 s, new-epoch
+//! grace 3 s, registry heartbeats every second, reconnects from 100 ms); a leaf move is the
+//! leaf's own topology update, a graceful scale-in the proxy's `Bye`. In scripted mode the run
+//! publishes the records itself (topology first) and the simulator fans them out.
 //!
 //! **Run.** [`Chaos::chaos`] applies generated [`Op`]s for a bounded stretch of virtual time,
 //! checking [`Sim::check_invariants`] after every op; [`Chaos::finish`] heals every fault
-//! (partitions end, killed nodes restart and re-register), runs until reconnects and message
-//! deadlines are done, sends one probe from every leaf to every other leaf — each must end
-//! `Delivered` — and runs [`Sim::check_quiescent`].
+//! (partitions end, the registry runs, killed nodes restart and re-register), runs until
+//! reconnects and message deadlines are done, sends one probe from every leaf to every other
+//! leaf — each must end `Delivered` — and runs [`Sim::check_quiescent`].
 //!
 //! **Faults** ([`Faults`]): link breaks, partitions, kills and restarts, slow paths (latency
 //! changes that make an old path slower than a new one, so retransmissions overtake frames in
-//! flight), proxy scale-out / scale-in / leaf moves, per-node registry delays, link jitter.
-//! [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables everything.
+//! flight), proxy scale-out / scale-in / leaf moves, per-node registry delays, link jitter,
+//! registry restarts (a new server and epoch after up to 3 s without one) and cut registry
+//! links. [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables
+//! everything.
 
 mod ops;
 
-use alloc::{collections::BTreeSet, format, string::String, vec, vec::Vec};
+use alloc::{
+    collections::{BTreeMap, BTreeSet},
+    format,
+    string::String,
+    vec,
+    vec::Vec,
+};
 
 pub use self::ops::Op;
-use super::{LedgerTotals, Sim, SimSettings, discovery_info, sim_addr, topology_info};
+use super::{
+    LedgerTotals, RegistryMachines, Sim, SimSettings, discovery_info, sim_addr, topology_info,
+};
 use crate::{
+    backoff::BackoffConfig,
     config::Config,
     ids::NodeId,
     node::{Node, Target},
     outcome::Outcome,
+    registry::server::ServerConfig,
     rng::Rng,
     sim::Fanout,
     time::Duration,
@@ -57,10 +76,14 @@ pub struct Faults {
     pub kills: bool,
     /// Proxy scale-out, scale-in and leaf moves.
     pub scale: bool,
+    /// Registry restarts (a new server and epoch after a pause) and cut registry links; only
+    /// with the registry machines ([`RegistryMode::Machines`]).
+    pub registry_restarts: bool,
 }
 
 impl Faults {
-    /// The runner's default: jitter, link breaks, registry delays, slow paths.
+    /// The runner's default: jitter, link breaks, registry delays, slow paths, registry
+    /// restarts.
     #[must_use]
     pub const fn mild() -> Faults {
         Faults {
@@ -71,6 +94,7 @@ impl Faults {
             partitions: false,
             kills: false,
             scale: false,
+            registry_restarts: true,
         }
     }
 
@@ -85,8 +109,21 @@ impl Faults {
             partitions: true,
             kills: true,
             scale: true,
+            registry_restarts: true,
         }
     }
+}
+
+/// Where the nodes of a chaos run learn about the cluster.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RegistryMode {
+    /// The real registry machines: each node registers through its own registry client with
+    /// a registry server, over emulated links ([`Sim::start_registry`]). The default.
+    #[default]
+    Machines,
+    /// The scripted registry: the run publishes records and the simulator fans the events
+    /// out, with per-node delays.
+    Scripted,
 }
 
 /// What one seed produced.
@@ -122,6 +159,9 @@ pub struct Chaos {
     members: Vec<NodeId>,
     /// Scaled-in proxies: dead for good, records deleted.
     retired: BTreeSet<NodeId>,
+    /// Each node's upstream as last published.
+    upstreams: BTreeMap<NodeId, NodeId>,
+    mode: RegistryMode,
     next_proxy: u64,
     latency_base: u64,
 }
@@ -148,15 +188,46 @@ fn config(id: NodeId, upstream: NodeId, seed: u64) -> Config {
     c
 }
 
+/// The registry machines of a chaos run, on the same short timescale as the nodes: protection
+/// and grace 2–3 s, heartbeats every second, reconnects from 100 ms.
+fn machines() -> RegistryMachines {
+    let mut client = RegistryMachines::default().client;
+    client.backoff = BackoffConfig {
+        start: Duration::from_millis(100),
+        max: Duration::from_secs(1),
+        max_tries: 0,
+        ..BackoffConfig::default()
+    };
+    client.grace = Duration::from_secs(3);
+    client.heartbeat_interval = Duration::from_secs(1);
+    client.silence_timeout = Duration::from_secs(3);
+    RegistryMachines {
+        server: ServerConfig {
+            access_timeout: Duration::from_secs(2),
+            disconnect_protection: Duration::from_secs(2),
+            heartbeat_timeout: Some(Duration::from_secs(3)),
+            ..ServerConfig::default()
+        },
+        client,
+    }
+}
+
 impl Chaos {
     /// A cluster for `seed`: hub, two proxies, 4–8 leaves (`leaves` overrides the count),
-    /// published and settled. `trace` keeps the simulator trace (for replays).
+    /// registered through `mode` and settled. `trace` keeps the simulator trace (for
+    /// replays).
     ///
     /// # Panics
     ///
     /// Never for the built-in configs (they validate).
     #[must_use]
-    pub fn new(seed: u64, faults: Faults, leaves: Option<usize>, trace: bool) -> Chaos {
+    pub fn new(
+        seed: u64,
+        faults: Faults,
+        mode: RegistryMode,
+        leaves: Option<usize>,
+        trace: bool,
+    ) -> Chaos {
         let mut rng = Rng::new(seed ^ 0x5eed_c4a0_5000_0001);
         let settings = SimSettings {
             strict: false,
@@ -179,6 +250,9 @@ impl Chaos {
         let mut layout = vec![(HUB, NodeId::NONE)];
         layout.extend(proxies.iter().map(|&p| (p, HUB)));
         layout.extend(leaves.iter().enumerate().map(|(i, &l)| (l, proxies[i % 2])));
+        if mode == RegistryMode::Machines {
+            sim.start_registry(machines());
+        }
         for &(id, up) in &layout {
             sim.add_node(config(id, up, seed))
                 .expect("the chaos configs validate");
@@ -191,19 +265,30 @@ impl Chaos {
             leaves,
             members: layout.iter().map(|&(id, _)| id).collect(),
             retired: BTreeSet::new(),
+            upstreams: layout.iter().copied().collect(),
+            mode,
             next_proxy: 0x140,
             latency_base: 0,
         };
         chaos.latency_base = chaos.rng.in_range(50, 3000);
-        for &(id, up) in &layout {
-            chaos
-                .sim
-                .registry_put_topology(topology_info(id, &name(id), up));
-        }
-        for &(id, _) in &layout {
-            chaos
-                .sim
-                .registry_put_discovery(discovery_info(id, &name(id)));
+        match mode {
+            RegistryMode::Scripted => {
+                for &(id, up) in &layout {
+                    chaos
+                        .sim
+                        .registry_put_topology(topology_info(id, &name(id), up));
+                }
+                for &(id, _) in &layout {
+                    chaos
+                        .sim
+                        .registry_put_discovery(discovery_info(id, &name(id)));
+                }
+            }
+            RegistryMode::Machines => {
+                for &(id, up) in &layout {
+                    chaos.register(id, up);
+                }
+            }
         }
         chaos.sim.advance(Duration::from_millis(200));
         chaos.sim.check_invariants();
@@ -218,13 +303,45 @@ impl Chaos {
         }
     }
 
+    /// Node `id` registers through its registry client (machines mode); with registry
+    /// delays on, its registry link gets a random extra latency below 400 ms.
+    fn register(&mut self, id: NodeId, up: NodeId) {
+        if self.faults.registry_delays {
+            let delay = Duration::from_millis(self.rng.below(400));
+            self.sim.set_registry_latency(id, Some(delay));
+        }
+        self.sim.register(
+            id,
+            discovery_info(id, &name(id)),
+            Some(topology_info(id, &name(id), up)),
+        );
+    }
+
+    /// Publishes `id`'s records (scripted mode: a restarted node's registration; the
+    /// machines re-register by themselves).
     fn publish(&mut self, id: NodeId, up: NodeId) {
+        if self.mode == RegistryMode::Machines {
+            return;
+        }
         let f = self.fanout();
         self.sim
             .registry_put_topology_with(topology_info(id, &name(id), up), f);
         let f = self.fanout();
         self.sim
             .registry_put_discovery_with(discovery_info(id, &name(id)), f);
+    }
+
+    /// Publishes `id`'s topology record with upstream `up`.
+    fn set_upstream(&mut self, id: NodeId, up: NodeId) {
+        self.upstreams.insert(id, up);
+        let info = topology_info(id, &name(id), up);
+        match self.mode {
+            RegistryMode::Scripted => {
+                let f = self.fanout();
+                self.sim.registry_put_topology_with(info, f);
+            }
+            RegistryMode::Machines => self.sim.update_registered_topology(id, info),
+        }
     }
 
     fn member(&self, i: u8) -> NodeId {
@@ -240,10 +357,7 @@ impl Chaos {
     }
 
     fn upstream_of(&self, leaf: NodeId) -> NodeId {
-        self.sim
-            .registry()
-            .topology(leaf)
-            .map_or(NodeId::NONE, |t| t.upstream_id)
+        self.upstreams.get(&leaf).copied().unwrap_or(NodeId::NONE)
     }
 
     /// Applies one op, then checks the per-step invariants.
@@ -317,9 +431,19 @@ impl Chaos {
                 let leaf = self.leaves[usize::from(leaf) % self.leaves.len()];
                 let proxy = active[usize::from(proxy) % active.len()];
                 if self.upstream_of(leaf) != proxy {
-                    let f = self.fanout();
+                    self.set_upstream(leaf, proxy);
+                }
+            }
+            Op::RegistryRestart { down_ms } => {
+                if self.mode == RegistryMode::Machines && self.sim.registry_running() {
                     self.sim
-                        .registry_put_topology_with(topology_info(leaf, &name(leaf), proxy), f);
+                        .restart_registry_after(Duration::from_millis(u64::from(down_ms)));
+                }
+            }
+            Op::RegistryCut { node } => {
+                let id = self.member(node);
+                if self.mode == RegistryMode::Machines && self.sim.is_alive(id) {
+                    self.sim.cut_registry_link(id);
                 }
             }
         }
@@ -345,12 +469,14 @@ impl Chaos {
             .expect("the chaos configs validate");
         self.proxies.push(id);
         self.members.push(id);
-        self.publish(id, HUB);
+        self.upstreams.insert(id, HUB);
+        match self.mode {
+            RegistryMode::Scripted => self.publish(id, HUB),
+            RegistryMode::Machines => self.register(id, HUB),
+        }
         for (i, &leaf) in self.leaves.clone().iter().enumerate() {
             if mask & (1 << (i % 8)) != 0 {
-                let f = self.fanout();
-                self.sim
-                    .registry_put_topology_with(topology_info(leaf, &name(leaf), id), f);
+                self.set_upstream(leaf, id);
             }
         }
     }
@@ -373,14 +499,19 @@ impl Chaos {
             .collect();
         for (i, leaf) in moving.into_iter().enumerate() {
             let to = others[i % others.len()];
-            let f = self.fanout();
-            self.sim
-                .registry_put_topology_with(topology_info(leaf, &name(leaf), to), f);
+            self.set_upstream(leaf, to);
         }
-        let f = self.fanout();
-        self.sim.registry_delete_topology_with(gone, f);
-        let f = self.fanout();
-        self.sim.registry_delete_discovery_with(gone, f);
+        match self.mode {
+            RegistryMode::Scripted => {
+                let f = self.fanout();
+                self.sim.registry_delete_topology_with(gone, f);
+                let f = self.fanout();
+                self.sim.registry_delete_discovery_with(gone, f);
+            }
+            // Leaving says `Bye` (the registry removes it at once); a dead proxy's entry ends
+            // with its disconnect protection.
+            RegistryMode::Machines => self.sim.deregister(gone),
+        }
         self.sim.kill(gone);
         self.retired.insert(gone);
     }
@@ -397,6 +528,9 @@ impl Chaos {
     /// Heals every fault, settles, probes every leaf pair and runs the quiescence checks.
     pub fn finish(&mut self) {
         self.sim.heal();
+        if self.mode == RegistryMode::Machines && !self.sim.registry_running() {
+            self.sim.start_registry_server();
+        }
         for id in self.members.clone() {
             if !self.retired.contains(&id) && !self.sim.is_alive(id) {
                 self.restart(id);
@@ -460,20 +594,26 @@ impl Chaos {
     }
 }
 
-/// Runs the whole scenario of `seed` with `faults` (no trace) and reports.
+/// Runs the whole scenario of `seed` with `faults` on the registry machines (no trace) and
+/// reports.
 #[must_use]
 pub fn run_seed(seed: u64, faults: Faults) -> SeedReport {
-    let mut chaos = Chaos::new(seed, faults, None, false);
-    chaos.chaos();
-    chaos.finish();
-    chaos.report(seed)
+    run_seed_with(seed, faults, RegistryMode::Machines, false).report(seed)
 }
 
-/// Runs the scenario of `seed` with the simulator trace on and returns the finished run, for
-/// replaying a failing seed ([`Sim::trace`] has every call and output).
+/// Runs the scenario of `seed` with the simulator trace on and the registry machines, and
+/// returns the finished run, for replaying a failing seed ([`Sim::trace`] has every call and
+/// output).
 #[must_use]
 pub fn run_seed_traced(seed: u64, faults: Faults) -> Chaos {
-    let mut chaos = Chaos::new(seed, faults, None, true);
+    run_seed_with(seed, faults, RegistryMode::Machines, true)
+}
+
+/// Runs the whole scenario of `seed` with `faults` and the registry `mode`, the trace kept if
+/// `trace`, and returns the finished run.
+#[must_use]
+pub fn run_seed_with(seed: u64, faults: Faults, mode: RegistryMode, trace: bool) -> Chaos {
+    let mut chaos = Chaos::new(seed, faults, mode, None, trace);
     chaos.chaos();
     chaos.finish();
     chaos
@@ -483,7 +623,7 @@ pub fn run_seed_traced(seed: u64, faults: Faults) -> Chaos {
 /// and finishes like a seeded run: the `node_ops` fuzz target.
 #[must_use]
 pub fn run_ops(ops: &[Op]) -> SeedReport {
-    let mut chaos = Chaos::new(0, Faults::all(), Some(4), false);
+    let mut chaos = Chaos::new(0, Faults::all(), RegistryMode::Machines, Some(4), false);
     for &op in ops.iter().take(512) {
         chaos.apply(op);
     }

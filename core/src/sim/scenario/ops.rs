@@ -80,6 +80,17 @@ pub enum Op {
         /// Proxy.
         proxy: u8,
     },
+    /// The registry server dies and a new one (a new epoch) starts `down_ms` later (registry
+    /// machines only).
+    RegistryRestart {
+        /// Milliseconds without a registry.
+        down_ms: u16,
+    },
+    /// A member's registry link drops (registry machines only).
+    RegistryCut {
+        /// Member.
+        node: u8,
+    },
 }
 
 impl Op {
@@ -183,8 +194,12 @@ impl Op {
                     to: b(rng),
                     filler: rng.below(48) as u8,
                 },
-                550..=899 => Op::Advance {
+                550..=892 => Op::Advance {
                     ms: rng.in_range(1, 300) as u16,
+                },
+                893..=896 if faults.registry_restarts => Op::RegistryCut { node: b(rng) },
+                897..=899 if faults.registry_restarts => Op::RegistryRestart {
+                    down_ms: rng.below(3000) as u16,
                 },
                 900..=929 if faults.link_breaks => Op::Cut {
                     a: b(rng),

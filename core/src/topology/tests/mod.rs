@@ -8,7 +8,7 @@ use crate::ids::NodeId;
 
 mod errors;
 mod libatbus_cases;
-mod model;
+mod prop_model;
 
 fn n(id: u64) -> NodeId {
     NodeId(id)

@@ -1,7 +1,7 @@
 //! Lease machine decisions at exact instants.
 
 use super::{
-    tests::{expected_discovery, expected_topology, layout},
+    records::{expected_discovery, expected_topology, layout},
     *,
 };
 use crate::time::Instant;

@@ -3,7 +3,7 @@
 
 use alloc::{vec, vec::Vec};
 
-use super::{tests::*, *};
+use super::{routing::*, *};
 use crate::topology::PeerData;
 
 /// 0x601 → proxy 0x602 ← 0x603 (group F), 0x601's record for 0x603 routed through 0x602.

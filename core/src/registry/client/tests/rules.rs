@@ -2,11 +2,14 @@
 
 use alloc::vec;
 
-use super::{ClientEvent, ClientOutput, RegistryClient, pump::*};
+use super::{ClientEvent, ClientOutput, RegistryClient, add, net, view};
 use crate::{
     ids::NodeId,
-    registry::RegistryEvent,
-    registry::server::ServerConfig,
+    registry::{
+        RegistryEvent,
+        fixtures::{client_config, disc, secs, topo},
+        server::RegistryServer,
+    },
     wire::{self, Frame, Register},
 };
 
@@ -36,12 +39,11 @@ fn first_output_is_connect_then_register() {
 
 #[test]
 fn reconnects_with_backoff_while_the_registry_is_down() {
-    let mut pump = Pump::new(ServerConfig::default(), 1);
-    pump.server = None;
-    pump.add(client_config(disc(1, "x"), 101));
-    pump.advance(secs(20));
+    let mut net = net(false);
+    add(&mut net, client_config(disc(1, "x"), 101));
+    net.advance_to(secs(20));
     assert_eq!(
-        pump.take_events(0),
+        net.take_client_events(0),
         vec![
             (secs(0), ClientEvent::Disconnected { retry_at: secs(1) }),
             (secs(1), ClientEvent::Disconnected { retry_at: secs(3) }),
@@ -50,15 +52,15 @@ fn reconnects_with_backoff_while_the_registry_is_down() {
             (secs(15), ClientEvent::Disconnected { retry_at: secs(23) }),
         ]
     );
-    pump.start_server(ServerConfig::default(), 1);
-    pump.advance(secs(23));
-    let epoch = pump
-        .server
-        .as_ref()
-        .map(|s| s.epoch())
+    net.start_server();
+    net.settle();
+    net.advance_to(secs(23));
+    let epoch = net
+        .server()
+        .map(RegistryServer::epoch)
         .expect("test: server");
     assert_eq!(
-        pump.take_events(0),
+        net.take_client_events(0),
         vec![(
             secs(23),
             ClientEvent::Registered {
@@ -69,65 +71,67 @@ fn reconnects_with_backoff_while_the_registry_is_down() {
         )]
     );
     // The backoff was reset by the snapshot: a drop now retries after 1 s.
-    pump.drop_link(0);
+    net.drop_link(0);
+    net.settle();
     assert_eq!(
-        pump.take_events(0),
+        net.take_client_events(0),
         vec![(secs(23), ClientEvent::Disconnected { retry_at: secs(24) })]
     );
 }
 
 #[test]
 fn refused_duplicate_retries_with_backoff() {
-    let mut pump = Pump::new(ServerConfig::default(), 1);
-    pump.add(client_config(disc(1, "x"), 101));
-    pump.add(client_config(disc(1, "x"), 999));
+    let mut net = net(true);
+    add(&mut net, client_config(disc(1, "x"), 101));
+    add(&mut net, client_config(disc(1, "x"), 999));
     assert_eq!(
-        pump.take_events(1),
+        net.take_client_events(1),
         vec![
             (secs(0), ClientEvent::Refused { holder: 101 }),
             (secs(0), ClientEvent::Disconnected { retry_at: secs(1) }),
         ]
     );
-    assert_eq!(pump.take_registry(1), vec![]);
+    assert_eq!(net.take_registry(1), vec![]);
 }
 
 #[test]
 fn topology_update_reaches_every_client_after_the_discovery_records() {
-    let mut pump = Pump::new(ServerConfig::default(), 1);
-    pump.add(client_config(disc(1, "x"), 101));
-    pump.add(client_config(disc(2, "x"), 102));
-    pump.take_registry(0);
-    pump.take_registry(1);
-    pump.advance(secs(2));
-    pump.client(0).update_topology(topo(1, 2));
-    pump.settle();
+    let mut net = net(true);
+    add(&mut net, client_config(disc(1, "x"), 101));
+    add(&mut net, client_config(disc(2, "x"), 102));
+    net.take_registry(0);
+    net.take_registry(1);
+    net.advance_to(secs(2));
+    net.act(0, |c, _| c.update_topology(topo(1, 2)));
+    net.settle();
     let mut t = topo(1, 2);
     t.revision = G1 | 3;
     for i in 0..2 {
         assert_eq!(
-            pump.take_registry(i),
+            net.take_registry(i),
             vec![(secs(2), RegistryEvent::TopologyPut(t.clone()))]
         );
     }
     // The next registration carries it: after a registry restart nothing changes for anyone.
-    pump.kill_server();
-    pump.start_server(ServerConfig::default(), 2);
-    pump.advance(secs(10));
-    assert_eq!(pump.take_registry(0), vec![]);
-    assert_eq!(pump.take_registry(1), vec![]);
-    assert_eq!(pump.view(1), vec![1, 2]);
+    net.kill_server();
+    net.start_server();
+    net.settle();
+    net.advance_to(secs(10));
+    assert_eq!(net.take_registry(0), vec![]);
+    assert_eq!(net.take_registry(1), vec![]);
+    assert_eq!(view(&net, 1), vec![1, 2]);
     let _ = NodeId(0);
 }
 
 #[test]
 fn heartbeats_keep_a_quiet_link_open() {
-    let mut pump = Pump::new(ServerConfig::default(), 1);
-    pump.add(client_config(disc(1, "x"), 101));
-    pump.take_events(0);
-    pump.advance(secs(120));
-    assert_eq!(pump.take_events(0), vec![]);
-    assert_eq!(pump.take_server_events().len(), 1); // the registration only
-    assert!(pump.client(0).is_registered());
+    let mut net = net(true);
+    add(&mut net, client_config(disc(1, "x"), 101));
+    net.take_client_events(0);
+    net.advance_to(secs(120));
+    assert_eq!(net.take_client_events(0), vec![]);
+    assert_eq!(net.take_server_events().len(), 1); // the registration only
+    assert!(net.client(0).is_some_and(RegistryClient::is_registered));
 }
 
 #[test]

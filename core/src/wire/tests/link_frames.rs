@@ -558,7 +558,7 @@ fn golden_stream() -> (Vec<Frame<'static>>, Vec<u8>) {
 /// One golden frame of every kind.
 pub(super) fn all_goldens() -> Vec<(Frame<'static>, Vec<u8>)> {
     let mut all = link_goldens();
-    all.extend(super::tests_registry::registry_goldens());
+    all.extend(super::registry_frames::registry_goldens());
     all
 }
 

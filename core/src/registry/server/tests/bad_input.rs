@@ -5,7 +5,7 @@ use alloc::{vec, vec::Vec};
 
 use super::*;
 use crate::{
-    registry::client::pump::{disc, secs, topo},
+    registry::fixtures::{disc, secs, topo},
     wire::DecodeError,
 };
 

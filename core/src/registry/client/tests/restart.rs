@@ -3,10 +3,14 @@
 
 use alloc::{vec, vec::Vec};
 
-use super::{ClientEvent, pump::*};
+use super::{ClientEvent, add, net, view};
 use crate::{
-    registry::RegistryEvent,
-    registry::server::{RegistryServer, ServerConfig},
+    registry::{
+        RegistryEvent,
+        fixtures::{client_config, disc, secs},
+        server::RegistryServer,
+    },
+    sim::RegistryNet,
     time::Instant,
 };
 
@@ -20,19 +24,19 @@ fn at(d: crate::discovery::DiscoveryInfo, revision: u64) -> RegistryEvent {
 }
 
 /// Four nodes registered at 0 s against a registry of epoch seed 1.
-fn cluster() -> Pump {
-    let mut pump = Pump::new(ServerConfig::default(), 1);
+fn cluster() -> RegistryNet {
+    let mut net = net(true);
     for id in 1..=4 {
-        pump.add(client_config(disc(id, "x"), 100 + id));
+        add(&mut net, client_config(disc(id, "x"), 100 + id));
     }
-    pump
+    net
 }
 
 #[test]
 fn first_registration_reports_every_peer_with_generation_one_revisions() {
-    let mut pump = cluster();
+    let mut net = cluster();
     assert_eq!(
-        pump.take_registry(0),
+        net.take_registry(0),
         vec![
             (secs(0), at(disc(1, "x"), G1 | 1)),
             (secs(0), at(disc(2, "x"), G1 | 2)),
@@ -41,7 +45,7 @@ fn first_registration_reports_every_peer_with_generation_one_revisions() {
         ]
     );
     assert_eq!(
-        pump.take_registry(3),
+        net.take_registry(3),
         vec![
             (secs(0), at(disc(1, "x"), G1 | 1)),
             (secs(0), at(disc(2, "x"), G1 | 2)),
@@ -53,30 +57,33 @@ fn first_registration_reports_every_peer_with_generation_one_revisions() {
 
 #[test]
 fn registry_restart_keeps_every_live_peer_through_the_grace() {
-    let mut pump = cluster();
-    let epoch1 = pump.server.as_ref().map(RegistryServer::epoch);
+    let mut net = cluster();
+    let epoch1 = net.server().map(RegistryServer::epoch);
     for i in 0..4 {
-        pump.take_registry(i);
-        pump.take_events(i);
+        net.take_registry(i);
+        net.take_client_events(i);
     }
-    pump.advance(secs(10));
+    net.advance_to(secs(10));
     // Node 4 dies and node 3 goes down for a restart; then the registry dies.
-    pump.kill_client(3);
-    pump.kill_client(2);
-    pump.kill_server();
-    pump.advance(secs(12));
-    pump.start_server(ServerConfig::default(), 2);
-    let epoch2 = pump
-        .server
-        .as_ref()
+    net.kill_client(3);
+    net.settle();
+    net.kill_client(2);
+    net.settle();
+    net.kill_server();
+    net.settle();
+    net.advance_to(secs(12));
+    net.start_server();
+    net.settle();
+    let epoch2 = net
+        .server()
         .map(RegistryServer::epoch)
         .expect("test: server");
     assert_ne!(Some(epoch2), epoch1);
     // Clients 0 and 1 failed a dial at 11 s and come back at 13 s.
-    pump.advance(secs(13));
+    net.advance_to(secs(13));
     for i in 0..2 {
         assert_eq!(
-            pump.take_events(i),
+            net.take_client_events(i),
             vec![
                 (secs(10), ClientEvent::Disconnected { retry_at: secs(11) }),
                 (secs(11), ClientEvent::Disconnected { retry_at: secs(13) }),
@@ -90,26 +97,27 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
                 ),
             ]
         );
-        assert_eq!(pump.view(i), vec![1, 2, 3, 4], "client {i} at 13 s");
+        assert_eq!(view(&net, i), vec![1, 2, 3, 4], "client {i} at 13 s");
     }
     // Node 3 restarts at 30 s on a new port.
-    pump.advance(secs(30));
+    net.advance_to(secs(30));
     let mut moved = disc(3, "x");
     moved.listen = vec!["atcp://127.0.0.1:9003".into()];
-    pump.restart_client(2, client_config(moved.clone(), 203));
+    net.start_client(2, client_config(moved.clone(), 203));
+    net.settle();
     for i in 0..2 {
-        assert_eq!(pump.view(i), vec![1, 2, 3, 4], "client {i} at 30 s");
+        assert_eq!(view(&net, i), vec![1, 2, 3, 4], "client {i} at 30 s");
     }
-    assert_eq!(pump.view(2), vec![1, 2, 3], "restarted client at 30 s");
-    pump.advance(secs(43) - crate::time::Duration::from_nanos(1));
+    assert_eq!(view(&net, 2), vec![1, 2, 3], "restarted client at 30 s");
+    net.advance_to(secs(43) - crate::time::Duration::from_nanos(1));
     for i in 0..2 {
         assert_eq!(
-            pump.view(i),
+            view(&net, i),
             vec![1, 2, 3, 4],
             "client {i} just before 43 s"
         );
     }
-    pump.advance(secs(60));
+    net.advance_to(secs(60));
     // Exactly: node 3's new address, then node 4 (gone) at the end of the grace (13 + 30 s),
     // at the latest revision of the new epoch. No delete of 1, 2 or 3 ever.
     let expected: Vec<(Instant, RegistryEvent)> = vec![
@@ -123,12 +131,12 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
             },
         ),
     ];
-    assert_eq!(pump.take_registry(0), expected);
-    assert_eq!(pump.take_registry(1), expected);
+    assert_eq!(net.take_registry(0), expected);
+    assert_eq!(net.take_registry(1), expected);
     // The restarted node 3 got a view of 1, 2 and 3 only (node 4 never came back), at its
     // own first generation.
     assert_eq!(
-        pump.take_registry(2),
+        net.take_registry(2),
         vec![
             (secs(30), at(disc(1, "x"), G1 | 1)),
             (secs(30), at(disc(2, "x"), G1 | 2)),
@@ -136,33 +144,35 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
         ]
     );
     for i in 0..3 {
-        assert_eq!(pump.view(i), vec![1, 2, 3], "client {i} at 60 s");
+        assert_eq!(view(&net, i), vec![1, 2, 3], "client {i} at 60 s");
     }
 }
 
 #[test]
 fn same_epoch_reconnect_diffs_directly_and_keeps_suspects() {
-    let mut pump = cluster();
-    pump.take_registry(0);
-    pump.take_registry(1);
-    pump.advance(secs(5));
-    pump.drop_link(0); // client 0 away until 6 s
-    pump.client(3).shutdown(); // node 4 leaves for good: its Delete is pushed at 5 s
-    pump.settle();
-    pump.kill_client(2); // node 3 crashes: protected, suspect
+    let mut net = cluster();
+    net.take_registry(0);
+    net.take_registry(1);
+    net.advance_to(secs(5));
+    net.drop_link(0); // client 0 away until 6 s
+    net.settle();
+    net.act(3, |c, _| c.shutdown()); // node 4 leaves for good: its Delete is pushed at 5 s
+    net.settle();
+    net.kill_client(2); // node 3 crashes: protected, suspect
+    net.settle();
     assert_eq!(
-        pump.take_registry(1)[0].1,
+        net.take_registry(1)[0].1,
         RegistryEvent::DiscoveryDelete {
             id: crate::ids::NodeId(4),
             name: "n4".into(),
             revision: G1 | 5,
         }
     );
-    pump.advance(secs(6));
+    net.advance_to(secs(6));
     // Client 0 missed node 4's delete; the same-epoch snapshot drops it at once, node 3 is
     // listed as suspect and stays.
     assert_eq!(
-        pump.take_registry(0),
+        net.take_registry(0),
         vec![(
             secs(6),
             RegistryEvent::DiscoveryDelete {
@@ -172,11 +182,11 @@ fn same_epoch_reconnect_diffs_directly_and_keeps_suspects() {
             }
         )]
     );
-    assert_eq!(pump.view(0), vec![1, 2, 3]);
+    assert_eq!(view(&net, 0), vec![1, 2, 3]);
     // Node 3's protection ends at 35 s: then everyone deletes it.
-    pump.advance(secs(40));
+    net.advance_to(secs(40));
     assert_eq!(
-        pump.take_registry(0),
+        net.take_registry(0),
         vec![(
             secs(35),
             RegistryEvent::DiscoveryDelete {
@@ -186,5 +196,5 @@ fn same_epoch_reconnect_diffs_directly_and_keeps_suspects() {
             }
         )]
     );
-    assert_eq!(pump.view(0), vec![1, 2]);
+    assert_eq!(view(&net, 0), vec![1, 2]);
 }

@@ -8,7 +8,7 @@ use alloc::{boxed::Box, collections::BTreeMap, format, string::String, vec::Vec}
 use proptest::{prelude::*, test_runner::FileFailurePersistence};
 
 use super::{
-    RingConfig, RingMember, RingSet, SearchMode, reference::NaiveRing, tests::assert_matches_naive,
+    RingConfig, RingMember, RingSet, SearchMode, reference::NaiveRing, ring::assert_matches_naive,
 };
 use crate::{
     discovery::{Filter, Metadata},

@@ -4,7 +4,7 @@ use alloc::{boxed::Box, vec, vec::Vec};
 
 use super::*;
 use crate::{
-    registry::client::pump::{disc, secs, topo},
+    registry::fixtures::{disc, secs, topo},
     time::Duration,
     wire::{Decoded, Heartbeat},
 };

@@ -3,7 +3,7 @@
 use alloc::{collections::BTreeMap, string::String, vec, vec::Vec};
 
 use super::{
-    tests::{
+    records::{
         LIBATAPP_DISCOVERY, LIBATAPP_TOPOLOGY, expected_discovery, expected_topology, kv, layout,
     },
     *,

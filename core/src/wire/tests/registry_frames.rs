@@ -3,7 +3,7 @@
 
 use alloc::{boxed::Box, string::String, vec, vec::Vec};
 
-use super::{tests::assert_golden, *};
+use super::{link_frames::assert_golden, *};
 use crate::{
     discovery::{self, DiscoveryInfo, TopologyInfo},
     ids::NodeId,
