@@ -25,6 +25,11 @@ impl Connector {
     /// (`WAIT_DISCOVERY`), else by the
     /// routing decision (relaying only for active records), arming its reconnect timer if it
     /// stays unready.
+    ///
+    /// A node whose place in the tree changed (created, promoted from passive, or moved) may
+    /// open a path to the nodes below it: every active, unready record of a node below `id`
+    /// runs the routing decision again at once, instead of waiting for its reconnect timer
+    /// (a leaf's records can arrive before its proxy's).
     pub fn on_topology_put(
         &mut self,
         now: Instant,
@@ -39,6 +44,42 @@ impl Connector {
             }
             return;
         }
+        self.topology_put_record(now, world, id, change);
+        if change.upstream_changed.is_some() || change.created || change.promoted {
+            self.reroute_below(now, world, id);
+        }
+    }
+
+    /// Runs the routing decision again for every active, unready record of a node below
+    /// `id` in the tree (ascending id).
+    fn reroute_below(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
+        let stuck: alloc::vec::Vec<NodeId> = self
+            .records
+            .iter()
+            .filter(|&(&target, r)| {
+                target != id
+                    && r.has(RouteFlags::ACTIVE)
+                    && !r.has(RouteFlags::READY)
+                    && !r.has(RouteFlags::LOST_TOPOLOGY)
+                    && world.topology.upstream_chain(target).any(|up| up == id)
+            })
+            .map(|(&target, _)| target)
+            .collect();
+        for target in stuck {
+            if self.records.contains_key(&target) && !self.is_ready(target) {
+                self.recompute(now, world, target);
+            }
+        }
+    }
+
+    /// [`on_topology_put`](Self::on_topology_put) for `id`'s own record.
+    fn topology_put_record(
+        &mut self,
+        now: Instant,
+        world: &World<'_>,
+        id: NodeId,
+        change: &PeerChange,
+    ) {
         let Some(r) = self.records.get_mut(&id) else {
             return;
         };
