@@ -1,8 +1,14 @@
-//! The connection manager's hot paths (issue 3 targets).
+//! The node's hot paths: sending on a ready route, the full send → deliver → ack cycle, and
+//! the endpoint queue.
 //!
-//! - `node/send_to_transmit_ready_route`: `Node::send` to a target whose direct route is
-//!   ready (two nodes driven through the handshake in setup, bytes shuttled by hand), plus
-//!   draining the `Transmit` and `Outcome` outputs. Target ≥ 3 M messages/s on one core.
+//! - `node/send_to_transmit_ready_route`: the sender's share — `Node::send` to a target whose
+//!   direct route is ready (two nodes driven through the handshake in setup, bytes shuttled
+//!   by hand), draining the `Data` frames, and handling the batch's ack (target ≤ 62 ns per
+//!   message).
+//! - `node/send_deliver_ack_ready_route`: the whole cycle on one core — send, the receiver
+//!   decoding and delivering each message, its one coalesced ack per batch, the sender's
+//!   `Delivered` outcomes; the harness appends frames to a buffer as a driver does (target
+//!   ≥ 4 M messages/s).
 //! - `endpoint/push_flush`: push N = 256 messages into an `Endpoint`'s pending queue, then
 //!   one flush handing all of them to a route (per-message cost; target ≤ 50 ns); the same
 //!   through the `EndpointTable` the node uses (deadline index kept exact); and a bare

@@ -1,5 +1,5 @@
-//! Simulator throughput (issue 4 target: ≥ 1 M events/s, so 200 seeds run in CI in well
-//! under a minute).
+//! Simulator throughput (target: ≥ 1.5 M events/s with all faults, so 200 seeds run in CI in
+//! well under a minute).
 //!
 //! `sim/seed_<kind>`: one whole seeded chaos scenario of `core::sim::scenario` (cluster
 //! setup, 20 s of traffic and faults, heal, quiescence, probes, invariant checks after every

@@ -331,7 +331,7 @@ fn default_settings_come_from_the_config_defaults() {
     assert_eq!(s.gc_timeout, 60 * SECOND);
 }
 
-/// Memory per endpoint; the target is ≤ 256 bytes (ARCHITECTURE, connection-manager issue).
+/// Memory per endpoint; the target is ≤ 256 bytes.
 #[test]
 fn endpoint_memory_stays_within_budget() {
     let endpoint = core::mem::size_of::<Endpoint>();
