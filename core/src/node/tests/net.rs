@@ -1,64 +1,15 @@
 //! Test harness for node-level tests: a few `Node`s wired by a tiny pump that moves
-//! `Transmit` bytes between them on one virtual clock (the full simulator is `core::sim`),
-//! plus record builders and libatapp's matrix configuration.
+//! `Transmit` bytes between them on one virtual clock (the full simulator is `core::sim`).
 
 use alloc::{
     collections::{BTreeMap, BTreeSet, VecDeque},
-    format,
-    string::String,
-    vec,
     vec::Vec,
 };
 
 use bytes::Bytes;
 
 use super::*;
-use crate::{
-    discovery::{DiscoveryInfo, TopologyData, TopologyInfo},
-    time::Duration,
-};
-
-pub(super) fn secs(s: u64) -> Instant {
-    Instant::from_secs(s)
-}
-
-pub(super) fn addr(id: u64) -> String {
-    format!("tcp://node-{id:x}")
-}
-
-pub(super) fn disc(id: u64, revision: u64) -> DiscoveryInfo {
-    DiscoveryInfo {
-        id: NodeId(id),
-        name: format!("node-{id:x}"),
-        listen: vec![addr(id)],
-        revision,
-        ..DiscoveryInfo::default()
-    }
-}
-
-pub(super) fn topo(id: u64, upstream: u64, revision: u64) -> TopologyInfo {
-    TopologyInfo {
-        id: NodeId(id),
-        name: format!("node-{id:x}"),
-        upstream_id: NodeId(upstream),
-        data: TopologyData::default(),
-        revision,
-        ..TopologyInfo::default()
-    }
-}
-
-/// libatapp's matrix settings: start 2 s, max 16 s, lost 32 s, no jitter.
-pub(super) fn config(id: u64, upstream: u64, tries: u32, direct: bool) -> Config {
-    let mut c = Config::new(NodeId(id), format!("node-{id:x}"));
-    c.upstream = NodeId(upstream);
-    c.reconnect_start = Duration::from_secs(2);
-    c.reconnect_max = Duration::from_secs(16);
-    c.reconnect_max_tries = tries;
-    c.reconnect_jitter_percent = 0;
-    c.lost_topology_timeout = Duration::from_secs(32);
-    c.topology_policy.allow_direct_connection = direct;
-    c
-}
+use crate::sim::sim_addr;
 
 /// What the pump saw a node output, other than transport actions.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,7 +144,7 @@ impl Net {
                     .nodes
                     .keys()
                     .copied()
-                    .find(|&n| addr(n.0) == a)
+                    .find(|&n| sim_addr(n) == a)
                     .filter(|n| !self.down.contains(n) && !self.down.contains(&id));
                 self.dials.push((id, target.unwrap_or(NodeId::NONE), now));
                 match target {

@@ -5,8 +5,9 @@
 use alloc::{vec, vec::Vec};
 
 use super::{
-    net::{Net, Seen, config, disc, received, secs, topo},
-    *,
+    config, disc,
+    net::{Net, Seen, received},
+    secs, topo, *,
 };
 use crate::{connector::RouteFlags, outcome::FailReason, time::Duration};
 

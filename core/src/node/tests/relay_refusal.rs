@@ -7,9 +7,10 @@ use alloc::{format, vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    Event, Node, Output, Target,
+    Event, Node, Output, Target, config,
     frames::bytes,
-    net::{Net, Seen, config, secs},
+    net::{Net, Seen},
+    secs,
 };
 use crate::{
     config::Config,
