@@ -87,21 +87,6 @@ impl Net {
         self.registry_all(&events);
     }
 
-    pub(super) fn send(&mut self, from: u64, to: u64, payload: &'static [u8]) -> MsgId {
-        let now = self.now;
-        let id = self
-            .node(from)
-            .send(
-                now,
-                Target::Id(NodeId(to)),
-                100,
-                Bytes::from_static(payload),
-            )
-            .unwrap();
-        self.pump();
-        id
-    }
-
     /// Moves outputs between nodes until nothing moves.
     pub(super) fn pump(&mut self) {
         let mut actions: VecDeque<Action> = VecDeque::new();
