@@ -16,7 +16,6 @@ use crate::{
 mod bad_input;
 mod bus;
 mod frames;
-mod net;
 mod ordering;
 mod prop_node;
 mod registry_client;
