@@ -5,7 +5,7 @@
 //! in the order they were scheduled; that FIFO rule is what keeps each link's byte stream
 //! ordered.
 
-use alloc::{boxed::Box, collections::BTreeMap};
+use alloc::{boxed::Box, collections::BTreeMap, vec::Vec};
 
 use bytes::Bytes;
 
@@ -71,6 +71,19 @@ impl<T> Agenda<T> {
             return None;
         }
         self.items.remove(&(at, seq)).map(|due| (at, due))
+    }
+
+    /// Removes every item `take` picks and returns them in delivery order.
+    pub(super) fn take_where(&mut self, mut take: impl FnMut(&T) -> bool) -> Vec<(Instant, T)> {
+        let keys: Vec<(Instant, u64)> = self
+            .items
+            .iter()
+            .filter(|(_, due)| take(due))
+            .map(|(&key, _)| key)
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| self.items.remove(&key).map(|due| (key.0, due)))
+            .collect()
     }
 
     /// Number of scheduled items.

@@ -16,7 +16,7 @@ use super::{
     agenda::{Agenda, Due},
     fmt_instant,
     link::{EndState, LinkTable, PairControls, Side},
-    log::{NodeLog, OutcomeRecord, Received, Sent},
+    log::{Dial, NodeLog, OutcomeRecord, Received, Sent},
     registry::{self, Fanout, SimRegistry},
     sim_addr,
 };
@@ -393,6 +393,45 @@ impl<N: SimNode> Sim<N> {
         self.links.open_between(a, b)
     }
 
+    /// Takes the bytes `from` sent to `to` that have not arrived yet off every link between
+    /// them and returns them in sending order, one `Bytes` per `Transmit`: they never arrive,
+    /// and the links stay up. A reliable stream does not lose bytes in the middle, so this is
+    /// no network fault: it is for a test that captures a frame and answers it by hand (with
+    /// [`Sim::act`] and `handle_received`). Later bytes keep the timing they would have had.
+    pub fn take_in_flight(&mut self, from: NodeId, to: NodeId) -> Vec<Bytes> {
+        let links = &self.links;
+        let towards_to = |link: super::link::SimLinkId, side: Side| {
+            links
+                .get(link)
+                .and_then(|l| l.end(side.other()))
+                .is_some_and(|end| end.node == from)
+                && links
+                    .get(link)
+                    .and_then(|l| l.end(side))
+                    .is_some_and(|end| end.node == to)
+        };
+        let taken: Vec<Bytes> = self
+            .agenda
+            .take_where(|due| match due {
+                Due::Bytes { link, to, .. } => towards_to(*link, *to),
+                _ => false,
+            })
+            .into_iter()
+            .filter_map(|(_, due)| match due {
+                Due::Bytes { bytes, .. } => Some(bytes),
+                _ => None,
+            })
+            .collect();
+        self.note_with(None, || {
+            let total: usize = taken.iter().map(Bytes::len).sum();
+            format!(
+                "took {} transmits ({total} bytes) in flight {from} -> {to}",
+                taken.len()
+            )
+        });
+        taken
+    }
+
     /// Drops one link abruptly; `dead` is a node that died (its end is gone without notice).
     pub(super) fn drop_link(&mut self, id: super::link::SimLinkId, dead: Option<NodeId>) {
         let Some(link) = self.links.get_mut(id) else {
@@ -653,6 +692,12 @@ impl<N: SimNode> Sim<N> {
     #[must_use]
     pub fn events(&self, id: NodeId) -> &[(Instant, Event)] {
         &self.log(id).events
+    }
+
+    /// Dials `id` asked for, with their time and how they resolved.
+    #[must_use]
+    pub fn dials(&self, id: NodeId) -> &[Dial] {
+        &self.log(id).dials
     }
 
     /// The trace: one line per call into a node, output, scripted action and drop.

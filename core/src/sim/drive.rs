@@ -9,7 +9,7 @@ use super::{
     cluster::Sim,
     fmt_instant,
     link::{End, EndState, Side, SimLinkId},
-    log::{OutcomeRecord, Received},
+    log::{Dial, OutcomeRecord, Received},
     registry,
 };
 use crate::{
@@ -90,6 +90,32 @@ impl<N: SimNode> Sim<N> {
             self.settings.step_limit,
             fmt_instant(self.now),
             self.agenda.len(),
+            self.trace_tail(40)
+        );
+    }
+
+    /// Processes every delivery due at the current instant — dial resolutions, bytes, closes,
+    /// scripted registry events — and the deliveries they cause, without firing any timer
+    /// (the nodes' or the registry machines'), and without moving the clock. For a test that
+    /// looks at the state between an input and the timer it arms for the same instant;
+    /// [`Sim::run_until_idle`] then fires those timers.
+    ///
+    /// # Panics
+    ///
+    /// If it does not settle within `settings.step_limit` deliveries, like
+    /// [`Sim::run_until_idle`].
+    pub fn deliver_until_idle(&mut self) {
+        for _ in 0..self.settings.step_limit {
+            let Some((_, due)) = self.agenda.pop_due(self.now) else {
+                return;
+            };
+            self.deliver(due);
+            self.steps += 1;
+        }
+        panic!(
+            "sim: deliveries not settled after {} steps at {}\n--- trace tail ---\n{}",
+            self.settings.step_limit,
+            fmt_instant(self.now),
             self.trace_tail(40)
         );
     }
@@ -239,6 +265,7 @@ impl<N: SimNode> Sim<N> {
             self.note_with(Some(dialer.node), || {
                 format!("<- connect failed {} to {addr} ({why})", dialer.link)
             });
+            self.log_dial_resolved(dialer.node, dialer.link, false);
             self.invoke(dialer.node, |n, now| {
                 n.handle_connect_failed(now, dialer.link)
             });
@@ -276,7 +303,14 @@ impl<N: SimNode> Sim<N> {
         self.note_with(Some(dialer.node), || {
             format!("<- connected {}", dialer.link)
         });
+        self.log_dial_resolved(dialer.node, dialer.link, true);
         self.invoke(dialer.node, |n, now| n.handle_connected(now, dialer.link));
+    }
+
+    /// Notes in `node`'s log how its dial on `link` resolved.
+    fn log_dial_resolved(&mut self, node: NodeId, link: LinkId, connected: bool) {
+        let idx = self.slot_index(node);
+        self.slots[idx].log.dial_resolved(link, connected);
     }
 
     /// Hands a registry event to a live node now and drains it.
@@ -320,6 +354,13 @@ impl<N: SimNode> Sim<N> {
             Output::Connect { link, peer, addr } => {
                 self.note_with(Some(id), || {
                     format!("-> connect {link} to {peer} at {addr}")
+                });
+                self.slots[idx].log.dials.push(Dial {
+                    at: now,
+                    link,
+                    peer,
+                    addr: addr.clone(),
+                    connected: None,
                 });
                 self.dial(idx, link, addr);
             }

@@ -1,12 +1,13 @@
 //! Per-node logs kept by the simulator: what each node sent, received and was told about its
-//! messages, each stamped with the virtual time. Tests assert on these.
+//! messages, and the dials it asked for, each stamped with the virtual time. Tests assert on
+//! these.
 
-use alloc::vec::Vec;
+use alloc::{string::String, vec::Vec};
 
 use bytes::Bytes;
 
 use crate::{
-    ids::{MsgId, NodeId},
+    ids::{LinkId, MsgId, NodeId},
     node::Event,
     outcome::Outcome,
     time::Instant,
@@ -52,6 +53,23 @@ pub struct OutcomeRecord {
     pub outcome: Outcome,
 }
 
+/// A dial a node asked for (`Output::Connect`), and how it resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dial {
+    /// Virtual time of the `Connect` output.
+    pub at: Instant,
+    /// The node's id for the new link.
+    pub link: LinkId,
+    /// The peer the node meant to reach.
+    pub peer: NodeId,
+    /// The address dialed.
+    pub addr: String,
+    /// `Some(true)` once the node got `handle_connected`, `Some(false)` once it got
+    /// `handle_connect_failed`; `None` before the dial resolves, and for good if it never
+    /// does (the dialer closed the link first, or died).
+    pub connected: Option<bool>,
+}
+
 /// Everything logged for one node, across its incarnations.
 #[derive(Debug, Default)]
 pub struct NodeLog {
@@ -63,6 +81,8 @@ pub struct NodeLog {
     pub outcomes: Vec<OutcomeRecord>,
     /// Observability events, with their time.
     pub events: Vec<(Instant, Event)>,
+    /// Dials, in the order the node asked for them.
+    pub dials: Vec<Dial>,
 }
 
 impl NodeLog {
@@ -70,6 +90,18 @@ impl NodeLog {
     #[must_use]
     pub fn outcome_of(&self, msg: MsgId) -> Option<OutcomeRecord> {
         self.outcomes.iter().find(|o| o.msg == msg).copied()
+    }
+
+    /// Records how the latest unresolved dial on `link` ended.
+    pub(super) fn dial_resolved(&mut self, link: LinkId, connected: bool) {
+        if let Some(dial) = self
+            .dials
+            .iter_mut()
+            .rev()
+            .find(|d| d.link == link && d.connected.is_none())
+        {
+            dial.connected = Some(connected);
+        }
     }
 
     /// Accepted messages with no outcome yet, in send order.

@@ -33,17 +33,21 @@
 //!   already in flight; the closing side gets no callback. [`Sim::link_down`], [`Sim::cut`]
 //!   and [`Sim::kill`] drop links abruptly: in-flight bytes are lost and each surviving side
 //!   gets `handle_closed` during the call, like a registry change with no delay.
+//!   [`Sim::take_in_flight`] takes bytes off a link before they arrive, the link staying up,
+//!   for a test that answers a frame by hand.
 //! - **Time** moves only when a test moves it ([`Sim::advance`], [`Sim::advance_to`],
 //!   [`Sim::advance_to_next_deadline`]); [`Sim::step`] and [`Sim::run_until_idle`] process what
-//!   is due at the current instant. Among things due at the same instant, deliveries (link
-//!   events, bytes, registry events) come first, in the order they were scheduled, then the
-//!   registry machines (their deliveries, then their timers), then node timers, in node order —
-//!   like an event loop that handles I/O before timers.
+//!   is due at the current instant, [`Sim::deliver_until_idle`] only its deliveries (no
+//!   timers). Among things due at the same instant, deliveries (link events, bytes, registry
+//!   events) come first, in the order they were scheduled, then the registry machines (their
+//!   deliveries, then their timers), then node timers, in node order — like an event loop that
+//!   handles I/O before timers.
 //! - **Logs.** Per node: messages received ([`Received`]), sends ([`Sent`]), outcomes
-//!   ([`OutcomeRecord`]) and events, each with its virtual time; globally a human-readable
-//!   [`Sim::trace`] of every call and output. Breaches of the node contract the simulator can
-//!   see (a second outcome for one message, a transmit on a link the node does not own, …) are
-//!   [`Sim::violations`]; in strict mode (the default) the first one panics with the trace tail.
+//!   ([`OutcomeRecord`]), events and dials ([`Dial`]), each with its virtual time; globally a
+//!   human-readable [`Sim::trace`] of every call and output. Breaches of the node contract the
+//!   simulator can see (a second outcome for one message, a transmit on a link the node does
+//!   not own, …) are [`Sim::violations`]; in strict mode (the default) the first one panics
+//!   with the trace tail.
 //!
 //! The simulator drives any [`SimNode`]; [`Node`] is the one that matters, and the default type
 //! parameter of [`Sim`]. The simulator's own tests drive a scripted stand-in.
@@ -74,7 +78,7 @@ use bytes::Bytes;
 pub use self::{
     cluster::{Sim, SimSettings},
     ledger::{Ledger, LedgerTotals},
-    log::{NodeLog, OutcomeRecord, Received, Sent},
+    log::{Dial, NodeLog, OutcomeRecord, Received, Sent},
     registry::{Fanout, SimRegistry},
     registry_machines::RegistryMachines,
     registry_net::{NetOutput, NetSettings, RegistryNet},

@@ -6,9 +6,9 @@ use alloc::{vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
+    config, disc,
     frames::{encode_ack, encode_data, encode_hello, encode_hello_ack, own_hello, own_hello_ack},
-    net::{config, disc, secs, topo},
-    *,
+    secs, topo, *,
 };
 use crate::{
     bus::stream::make_seq, connector::RouteFlags, outcome::FailReason, time::Duration,

@@ -6,9 +6,9 @@ use alloc::{vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
+    config,
     frames::{bytes, encode_ack, encode_data_seq, encode_hello, own_hello_ack},
-    net::{config, secs},
-    *,
+    secs, *,
 };
 use crate::{
     bus::{

@@ -14,9 +14,9 @@ use proptest::{
 };
 
 use super::{
+    config, disc,
     frames::{bytes, encode_data, encode_hello, encode_hello_ack},
-    net::{config, disc, topo},
-    *,
+    topo, *,
 };
 use crate::{
     connector::{LinkState, RouteFlags},

@@ -7,9 +7,7 @@ use alloc::{format, vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    Event, Node, Output, Target,
-    frames::bytes,
-    net::{Net, Seen, config, secs},
+    Event, Node, Output, Target, config, frames::bytes, outcome, publish, received, secs, seen, sim,
 };
 use crate::{
     config::Config,
@@ -197,35 +195,27 @@ fn drain(node: &mut Node) -> Vec<Output> {
     core::iter::from_fn(|| node.poll_output()).collect()
 }
 
-/// 0x101 sends one message to 0x103 through its relay 0x102 (the frame is captured, not
-/// delivered); returns the net, the message and its seq.
-fn one_in_flight() -> (Net, MsgId, u64) {
-    let mut net = Net::new(vec![
+/// 0x101 sends one message to 0x103 through its relay 0x102, and the frame is taken off the
+/// link before the relay sees it; returns the simulator, the message and its seq.
+fn one_in_flight() -> (Sim, MsgId, u64) {
+    let mut sim = sim(vec![
         config(0x101, 0x102, 2, false),
         config(0x102, 0, 2, false),
         config(0x103, 0x102, 2, false),
     ]);
-    net.publish(&[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
-    let node = net.node(0x101);
-    let msg = node
-        .send(
-            secs(0),
-            Target::Id(NodeId(0x103)),
-            100,
-            Bytes::from_static(b"x"),
-        )
+    publish(&mut sim, &[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
+    let msg = sim
+        .send_to(NodeId(0x101), NodeId(0x103), 100, Bytes::from_static(b"x"))
         .unwrap();
-    let seq = drain(node)
+    let seq = sim
+        .take_in_flight(NodeId(0x101), NodeId(0x102))
         .iter()
-        .find_map(|o| match o {
-            Output::Transmit { bytes, .. } => match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
-                Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
-                _ => None,
-            },
+        .find_map(|bytes| match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
+            Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
             _ => None,
         })
         .unwrap();
-    (net, msg, seq)
+    (sim, msg, seq)
 }
 
 fn unreachable(seq: u64, reason: UnreachableReason) -> Bytes {
@@ -239,73 +229,58 @@ fn unreachable(seq: u64, reason: UnreachableReason) -> Bytes {
 
 #[test]
 fn a_hop_limit_refusal_still_fails_the_stream_at_once() {
-    let (mut net, msg, seq) = one_in_flight();
-    let node = net.node(0x101);
-    let link = node.link_to(NodeId(0x102)).unwrap();
-    node.handle_received(
-        secs(1),
-        link,
-        Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::HopLimit)),
-    );
-    let outcomes: Vec<Output> = drain(node)
-        .into_iter()
-        .filter(|o| matches!(o, Output::Outcome { .. }))
-        .collect();
-    assert_eq!(
-        outcomes,
-        [Output::Outcome {
-            msg,
-            outcome: Outcome::Failed(FailReason::NoRoute)
-        }]
-    );
-    assert_eq!(node.unacked(NodeId(0x103)), 0);
-    net.run_until(secs(20));
-    assert_eq!(net.take_seen(0x101), Vec::<Seen>::new());
-    assert_eq!(net.take_seen(0x103), Vec::<Seen>::new());
+    let (mut sim, msg, seq) = one_in_flight();
+    sim.advance_to(secs(1));
+    let link = sim.node(NodeId(0x101)).link_to(NodeId(0x102)).unwrap();
+    sim.act(NodeId(0x101), |node, now| {
+        node.handle_received(
+            now,
+            link,
+            Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::HopLimit)),
+        );
+    });
+    let failed = vec![outcome(secs(1), msg, Outcome::Failed(FailReason::NoRoute))];
+    assert_eq!(seen(&sim, 0x101), failed);
+    assert_eq!(sim.node(NodeId(0x101)).unacked(NodeId(0x103)), 0);
+    sim.advance_to(secs(20));
+    assert_eq!(seen(&sim, 0x101), failed);
+    assert_eq!(seen(&sim, 0x103), vec![]);
 }
 
 #[test]
 fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_again() {
-    let (mut net, msg, seq) = one_in_flight();
-    let node = net.node(0x101);
-    let link = node.link_to(NodeId(0x102)).unwrap();
-    node.handle_received(
-        secs(1),
-        link,
-        Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::NoRoute)),
-    );
+    let (mut sim, msg, seq) = one_in_flight();
+    sim.advance_to(secs(1));
+    let sender = NodeId(0x101);
+    let link = sim.node(sender).link_to(NodeId(0x102)).unwrap();
+    let refusal = || Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::NoRoute));
+    sim.act(sender, |node, now| {
+        node.handle_received(now, link, refusal())
+    });
     // Kept (no outcome); the route is unready for its backoff (start 2 s); a second
     // refusal of the same window changes nothing.
-    let out = drain(node);
-    assert!(
-        !out.iter().any(|o| matches!(o, Output::Outcome { .. })),
-        "{out:?}"
-    );
+    assert_eq!(seen(&sim, 0x101), vec![]);
+    let node = sim.node(sender);
     assert_eq!(node.unacked(NodeId(0x103)), 1);
     assert_eq!(node.connector().ready_hop(NodeId(0x103)), None);
     // Next: the stream's retransmission timer (sent at 0, `heartbeat_interval` 2 s), which
     // finds the route unready and sends nothing.
     assert_eq!(node.poll_timeout(), Some(secs(2)));
-    node.handle_received(
-        secs(1),
-        link,
-        Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::NoRoute)),
-    );
-    assert_eq!(drain(node), vec![]);
-    net.now = secs(1);
-    net.run_until(secs(3) - Duration::from_nanos(1));
-    assert_eq!(net.take_seen(0x103), Vec::<Seen>::new());
-    assert_eq!(net.take_seen(0x101), Vec::<Seen>::new());
+    let out = sim.act(sender, |node, now| {
+        node.handle_received(now, link, refusal());
+        drain(node)
+    });
+    assert_eq!(out, vec![]);
+    sim.advance_to(secs(3) - Duration::from_nanos(1));
+    assert_eq!(seen(&sim, 0x103), vec![]);
+    assert_eq!(seen(&sim, 0x101), vec![]);
     // At 3 s the route follows its ready proxy again and the message goes out — its only
     // copy was refused, so as a first transmission — and is delivered.
-    net.run_until(secs(3));
+    sim.advance_to(secs(3));
+    assert_eq!(seen(&sim, 0x103), [received(secs(3), 0x101, 0x102, b"x")]);
     assert_eq!(
-        net.take_seen(0x103),
-        [super::net::received(0x101, 0x102, b"x")]
-    );
-    assert_eq!(
-        net.take_seen(0x101),
-        [Seen::Outcome(msg, Outcome::Delivered)]
+        seen(&sim, 0x101),
+        [outcome(secs(3), msg, Outcome::Delivered)]
     );
 }
 

@@ -1,32 +1,33 @@
-//! Node-level tests: two to four nodes wired by the in-test pump of `net`.
+//! Node-level tests: two to four nodes driven by the simulator with zero latency.
 
 use alloc::{string::String, vec, vec::Vec};
 
 use bytes::Bytes;
 
-use super::{net::*, *};
+use super::*;
 use crate::{connector::RouteFlags, outcome::FailReason, time::Duration};
 
 #[test]
 fn child_sends_to_its_upstream_over_the_handshaken_link() {
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x201, 0x203, 3, false),
         config(0x203, 0, 3, false),
     ]);
-    net.publish(&[(0x203, 0), (0x201, 0x203)]);
+    publish(&mut sim, &[(0x203, 0), (0x201, 0x203)]);
     // The child dialled its upstream as soon as the upstream's address was known.
-    assert_eq!(net.dials, vec![(NodeId(0x201), NodeId(0x203), secs(0))]);
-    assert_eq!(net.node(0x201).link_count(), 1);
-    let msg = net.send(0x201, 0x203, b"hello-upstream");
+    assert_eq!(dials(&sim, 0x201), vec![(NodeId(0x203), secs(0))]);
+    assert_eq!(dials(&sim, 0x203), vec![]);
+    assert_eq!(sim.node(NodeId(0x201)).link_count(), 1);
+    let msg = send(&mut sim, 0x201, 0x203, b"hello-upstream");
     assert_eq!(
-        net.take_seen(0x203),
-        vec![received(0x201, 0x201, b"hello-upstream")]
+        seen(&sim, 0x203),
+        vec![received(secs(0), 0x201, 0x201, b"hello-upstream")]
     );
     assert_eq!(
-        net.take_seen(0x201),
-        vec![Seen::Outcome(msg, Outcome::Delivered)]
+        seen(&sim, 0x201),
+        vec![outcome(secs(0), msg, Outcome::Delivered)]
     );
-    let view = net.node(0x201).route(NodeId(0x203)).unwrap();
+    let view = sim.node(NodeId(0x201)).route(NodeId(0x203)).unwrap();
     assert_eq!(view.flags, RouteFlags::ACTIVE | RouteFlags::READY);
     assert_eq!(view.proxy, None);
     assert_eq!(view.timer, None);
@@ -34,114 +35,108 @@ fn child_sends_to_its_upstream_over_the_handshaken_link() {
 
 #[test]
 fn relay_forwards_between_its_children() {
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x101, 0x102, 2, false),
         config(0x102, 0, 2, false),
         config(0x103, 0x102, 2, false),
     ]);
-    net.publish(&[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
-    let msg = net.send(0x101, 0x103, b"via-relay");
+    publish(&mut sim, &[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
+    let msg = send(&mut sim, 0x101, 0x103, b"via-relay");
     assert_eq!(
-        net.take_seen(0x103),
-        vec![received(0x101, 0x102, b"via-relay")]
+        seen(&sim, 0x103),
+        vec![received(secs(0), 0x101, 0x102, b"via-relay")]
     );
     assert_eq!(
-        net.take_seen(0x101),
-        vec![Seen::Outcome(msg, Outcome::Delivered)]
+        seen(&sim, 0x101),
+        vec![outcome(secs(0), msg, Outcome::Delivered)]
     );
-    let view = net.node(0x101).route(NodeId(0x103)).unwrap();
+    let view = sim.node(NodeId(0x101)).route(NodeId(0x103)).unwrap();
     assert_eq!(view.flags, RouteFlags::ACTIVE | RouteFlags::READY);
     assert_eq!(view.proxy, Some(NodeId(0x102)));
-    let relay = net.node(0x101).route(NodeId(0x102)).unwrap();
+    let relay = sim.node(NodeId(0x101)).route(NodeId(0x102)).unwrap();
     assert_eq!(relay.proxy_for, vec![NodeId(0x103)]);
     assert_eq!(relay.flags, RouteFlags::READY);
 }
 
 #[test]
 fn message_waits_for_late_discovery_then_goes_through_the_relay() {
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x101, 0x102, 2, false),
         config(0x102, 0, 2, false),
         config(0x103, 0x102, 2, false),
     ]);
     // Topology only: nobody knows an address yet.
-    let topology: Vec<RegistryEvent> = [(0x102, 0), (0x101, 0x102), (0x103, 0x102)]
-        .iter()
-        .enumerate()
-        .map(|(i, &(id, up))| RegistryEvent::TopologyPut(topo(id, up, 10 + i as u64)))
-        .collect();
-    net.registry_all(&topology);
-    let msg = net.send(0x101, 0x103, b"late-discovery");
-    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 1);
-    assert!(net.take_seen(0x101).is_empty());
-    net.run_until(secs(1));
-    let events: Vec<RegistryEvent> = [0x101, 0x102, 0x103]
-        .iter()
-        .map(|&id| RegistryEvent::DiscoveryPut(disc(id, 20 + id)))
-        .collect();
-    net.registry_all(&events);
+    put_topologies(&mut sim, &[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
+    let msg = send(&mut sim, 0x101, 0x103, b"late-discovery");
+    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 1);
+    assert!(seen(&sim, 0x101).is_empty());
+    sim.advance_to(secs(1));
+    put_discoveries(&mut sim, &[0x101, 0x102, 0x103]);
     assert_eq!(
-        net.take_seen(0x103),
-        vec![received(0x101, 0x102, b"late-discovery")]
+        seen(&sim, 0x103),
+        vec![received(secs(1), 0x101, 0x102, b"late-discovery")]
     );
     assert_eq!(
-        net.take_seen(0x101),
-        vec![Seen::Outcome(msg, Outcome::Delivered)]
+        seen(&sim, 0x101),
+        vec![outcome(secs(1), msg, Outcome::Delivered)]
     );
-    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 0);
+    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
 }
 
 #[test]
 fn queued_message_times_out_at_its_exact_deadline() {
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x101, 0x102, 2, false),
         config(0x103, 0x102, 2, false),
     ]);
-    net.registry_all(&[
-        RegistryEvent::TopologyPut(topo(0x101, 0x102, 1)),
-        RegistryEvent::TopologyPut(topo(0x103, 0x102, 2)),
-    ]);
-    let msg = net.send(0x101, 0x103, b"never");
-    net.run_until(secs(8) - Duration::from_nanos(1));
-    assert!(net.take_seen(0x101).is_empty());
-    net.run_until(secs(8));
+    put_topologies(&mut sim, &[(0x101, 0x102), (0x103, 0x102)]);
+    let msg = send(&mut sim, 0x101, 0x103, b"never");
+    sim.advance_to(secs(8) - Duration::from_nanos(1));
+    assert!(seen(&sim, 0x101).is_empty());
+    sim.advance_to(secs(8));
     assert_eq!(
-        net.take_seen(0x101),
-        vec![Seen::Outcome(msg, Outcome::Failed(FailReason::Timeout))]
+        seen(&sim, 0x101),
+        vec![outcome(secs(8), msg, Outcome::Failed(FailReason::Timeout))]
     );
     // The record stays (unready, waiting for its relay); only the message ended.
-    let view = net.node(0x101).route(NodeId(0x103)).unwrap();
+    let node = sim.node(NodeId(0x101));
+    let view = node.route(NodeId(0x103)).unwrap();
     assert_eq!(view.flags, RouteFlags::ACTIVE);
     assert_eq!(view.proxy, Some(NodeId(0x102)));
-    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 0);
+    assert_eq!(node.pending(NodeId(0x103)), 0);
 }
 
 /// Group B: 0x201 and 0x202 under 0x203, direct links allowed, 3 tries.
-fn group_b() -> Net {
-    let mut net = Net::new(vec![
+fn group_b() -> Sim {
+    let mut sim = sim(vec![
         config(0x201, 0x203, 3, true),
         config(0x202, 0x203, 3, true),
         config(0x203, 0, 3, true),
     ]);
-    net.publish(&[(0x203, 0), (0x201, 0x203), (0x202, 0x203)]);
-    net
+    publish(&mut sim, &[(0x203, 0), (0x201, 0x203), (0x202, 0x203)]);
+    sim
 }
 
 #[test]
 fn direct_peer_is_dialled_and_the_receiver_sees_the_peer_as_direct_source() {
-    let mut net = group_b();
-    net.dials.clear();
-    let msg = net.send(0x201, 0x202, b"direct-B1");
-    assert_eq!(net.dials, vec![(NodeId(0x201), NodeId(0x202), secs(0))]);
+    let mut sim = group_b();
+    let dialled: Vec<usize> = [0x201, 0x202, 0x203]
+        .iter()
+        .map(|&id| dials(&sim, id).len())
+        .collect();
+    let msg = send(&mut sim, 0x201, 0x202, b"direct-B1");
+    assert_eq!(dials(&sim, 0x201)[dialled[0]..], [(NodeId(0x202), secs(0))]);
+    assert_eq!(dials(&sim, 0x202).len(), dialled[1]);
+    assert_eq!(dials(&sim, 0x203).len(), dialled[2]);
     assert_eq!(
-        net.take_seen(0x202),
-        vec![received(0x201, 0x201, b"direct-B1")]
+        seen(&sim, 0x202),
+        vec![received(secs(0), 0x201, 0x201, b"direct-B1")]
     );
     assert_eq!(
-        net.take_seen(0x201),
-        vec![Seen::Outcome(msg, Outcome::Delivered)]
+        seen(&sim, 0x201),
+        vec![outcome(secs(0), msg, Outcome::Delivered)]
     );
-    let v = net.node(0x201).route(NodeId(0x202)).unwrap();
+    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
     assert_eq!(
         (v.flags, v.proxy),
         (RouteFlags::ACTIVE | RouteFlags::READY, None)
@@ -150,35 +145,36 @@ fn direct_peer_is_dialled_and_the_receiver_sees_the_peer_as_direct_source() {
 
 #[test]
 fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
-    let mut net = group_b();
-    net.send(0x201, 0x202, b"first");
-    net.take_seen(0x201);
-    net.take_seen(0x202);
-    net.run_until(secs(4));
+    let mut sim = group_b();
+    let first = send(&mut sim, 0x201, 0x202, b"first");
+    sim.advance_to(secs(4));
     // The link between the two drops (0x202 stays reachable for new dials).
-    let link = net.node(0x201).link_to(NodeId(0x202)).unwrap();
-    net.node(0x201).handle_closed(secs(4), link);
-    net.pump();
-    let v = net.node(0x201).route(NodeId(0x202)).unwrap();
+    sim.cut(NodeId(0x201), NodeId(0x202));
+    sim.deliver_until_idle();
+    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
         (RouteFlags::ACTIVE, 1, Some(secs(6)))
     );
-    net.run_until(secs(5));
-    let msg = net.send(0x201, 0x202, b"queued-B4");
-    assert_eq!(net.node(0x201).pending(NodeId(0x202)), 1);
-    net.run_until(secs(6) - Duration::from_nanos(1));
-    assert!(net.take_seen(0x202).is_empty());
-    net.run_until(secs(6));
+    sim.advance_to(secs(5));
+    let msg = send(&mut sim, 0x201, 0x202, b"queued-B4");
+    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+    sim.advance_to(secs(6) - Duration::from_nanos(1));
+    let first_seen = received(secs(0), 0x201, 0x201, b"first");
+    assert_eq!(seen(&sim, 0x202), vec![first_seen.clone()]);
+    sim.advance_to(secs(6));
     assert_eq!(
-        net.take_seen(0x202),
-        vec![received(0x201, 0x201, b"queued-B4")]
+        seen(&sim, 0x202),
+        vec![first_seen, received(secs(6), 0x201, 0x201, b"queued-B4")]
     );
     assert_eq!(
-        net.take_seen(0x201),
-        vec![Seen::Outcome(msg, Outcome::Delivered)]
+        seen(&sim, 0x201),
+        vec![
+            outcome(secs(0), first, Outcome::Delivered),
+            outcome(secs(6), msg, Outcome::Delivered)
+        ]
     );
-    let v = net.node(0x201).route(NodeId(0x202)).unwrap();
+    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
         (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
@@ -193,35 +189,32 @@ fn removed_record_fails_its_queue_at_once_not_at_the_message_deadline() {
         config(0x203, 0, 3, true),
     ];
     configs[0].message_timeout = Duration::from_secs(60);
-    let mut net = Net::new(configs);
-    net.down.insert(NodeId(0x202));
-    net.publish(&[(0x203, 0), (0x201, 0x203), (0x202, 0x203)]);
-    let a = net.send(0x201, 0x202, b"a");
-    let b = net.send(0x201, 0x202, b"b");
+    let mut sim = sim(configs);
+    sim.kill(NodeId(0x202));
+    publish(&mut sim, &[(0x203, 0), (0x201, 0x203), (0x202, 0x203)]);
+    let a = send(&mut sim, 0x201, 0x202, b"a");
+    let b = send(&mut sim, 0x201, 0x202, b"b");
     // Dials at 0, 2, 6 fail; the record is given up at 14 (libatapp: at the 60 s timeout).
-    net.run_until(secs(14) - Duration::from_nanos(1));
-    assert!(net.take_seen(0x201).is_empty());
-    net.run_until(secs(14));
-    assert_eq!(
-        net.take_seen(0x201),
-        vec![
-            Seen::Outcome(a, Outcome::Failed(FailReason::NoRoute)),
-            Seen::Outcome(b, Outcome::Failed(FailReason::NoRoute)),
-        ]
-    );
-    let dial_times: Vec<Instant> = net
-        .dials
+    sim.advance_to(secs(14) - Duration::from_nanos(1));
+    assert!(seen(&sim, 0x201).is_empty());
+    sim.advance_to(secs(14));
+    let given_up = vec![
+        outcome(secs(14), a, Outcome::Failed(FailReason::NoRoute)),
+        outcome(secs(14), b, Outcome::Failed(FailReason::NoRoute)),
+    ];
+    assert_eq!(seen(&sim, 0x201), given_up);
+    let dial_times: Vec<Instant> = dials(&sim, 0x201)
         .iter()
-        .filter(|d| d.0 == NodeId(0x201) && d.1 == NodeId::NONE)
-        .map(|d| d.2)
+        .filter(|d| d.0 == NodeId::NONE)
+        .map(|d| d.1)
         .collect();
     assert_eq!(dial_times, vec![secs(0), secs(2), secs(6)]);
-    assert!(net.node(0x201).route(NodeId(0x202)).is_none());
+    assert!(sim.node(NodeId(0x201)).route(NodeId(0x202)).is_none());
     // The endpoint is collected after endpoint_gc_timeout (60 s), empty.
-    assert_eq!(net.node(0x201).endpoints().len(), 1);
-    net.run_until(secs(74));
-    assert_eq!(net.node(0x201).endpoints().len(), 0);
-    assert!(net.take_seen(0x201).is_empty());
+    assert_eq!(sim.node(NodeId(0x201)).endpoints().len(), 1);
+    sim.advance_to(secs(74));
+    assert_eq!(sim.node(NodeId(0x201)).endpoints().len(), 0);
+    assert_eq!(seen(&sim, 0x201), given_up);
 }
 
 #[test]
@@ -232,114 +225,117 @@ fn flush_is_incremental_in_order_and_bounded_per_call() {
         config(0x103, 0x102, 2, false),
     ];
     configs[0].flush_batch = 2;
-    let mut net = Net::new(configs);
+    let mut sim = sim(configs);
     // Topology first, discovery later: the upstream link comes up only then.
-    let topology: Vec<RegistryEvent> = [(0x102, 0), (0x101, 0x102), (0x103, 0x102)]
-        .iter()
-        .enumerate()
-        .map(|(i, &(id, up))| RegistryEvent::TopologyPut(topo(id, up, 10 + i as u64)))
-        .collect();
-    net.registry_all(&topology);
+    put_topologies(&mut sim, &[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
     let payloads: [&'static [u8]; 5] = [b"m0", b"m1", b"m2", b"m3", b"m4"];
-    let ids: Vec<MsgId> = payloads.iter().map(|p| net.send(0x101, 0x103, p)).collect();
-    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 5);
+    let ids: Vec<MsgId> = payloads
+        .iter()
+        .map(|p| send(&mut sim, 0x101, 0x103, p))
+        .collect();
+    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 5);
     // Bring the links up without running timers: only the first batch goes out.
-    let now = net.now;
-    for id in [0x101u64, 0x102, 0x103] {
-        for n in net.nodes.values_mut() {
-            n.handle_registry(now, RegistryEvent::DiscoveryPut(disc(id, 50 + id)));
-        }
-    }
-    net.pump();
-    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 3);
-    assert_eq!(net.node(0x101).poll_timeout(), Some(now));
-    net.run_until(now);
-    assert_eq!(net.node(0x101).pending(NodeId(0x103)), 0);
-    let got = net.take_seen(0x103);
-    let want: Vec<Seen> = payloads.iter().map(|p| received(0x101, 0x102, p)).collect();
-    assert_eq!(got, want);
+    let now = sim.now();
+    put_discoveries(&mut sim, &[0x101, 0x102, 0x103]);
+    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 3);
+    assert_eq!(sim.node(NodeId(0x101)).poll_timeout(), Some(now));
+    sim.run_until_idle();
+    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
+    let want: Vec<Seen> = payloads
+        .iter()
+        .map(|p| received(now, 0x101, 0x102, p))
+        .collect();
+    assert_eq!(seen(&sim, 0x103), want);
     let outcomes: Vec<Seen> = ids
         .iter()
-        .map(|&m| Seen::Outcome(m, Outcome::Delivered))
+        .map(|&m| outcome(now, m, Outcome::Delivered))
         .collect();
-    assert_eq!(net.take_seen(0x101), outcomes);
+    assert_eq!(seen(&sim, 0x101), outcomes);
+}
+
+/// What `node` outputs until it has nothing left.
+fn drain(node: &mut Node) -> Vec<Output> {
+    core::iter::from_fn(|| node.poll_output()).collect()
 }
 
 #[test]
 fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x101, 0x102, 2, false),
         config(0x102, 0, 2, false),
     ]);
-    net.publish(&[(0x102, 0), (0x101, 0x102)]);
-    net.registry_all(&[RegistryEvent::TopologyPut(topo(0x105, 0x106, 90))]);
+    publish(&mut sim, &[(0x102, 0), (0x101, 0x102)]);
+    put_topologies(&mut sim, &[(0x105, 0x106)]);
     // 0x105 is relayed through 0x102... which has no route to it: the relay drops it with
     // an event and answers `Unreachable`; the source keeps it in flight (changed: it used to
     // fail it `Failed(NoRoute)` at once — a transient relay refusal is now retried until the
     // message deadline) with no copy that may have arrived (sent once, refused).
-    let relayed = net.send(0x101, 0x105, b"nowhere");
-    assert_eq!(net.take_seen(0x101), vec![]);
-    assert_eq!(net.node(0x101).unacked(NodeId(0x105)), 1);
+    let relayed = send(&mut sim, 0x101, 0x105, b"nowhere");
+    assert_eq!(seen(&sim, 0x101), vec![]);
+    assert_eq!(sim.node(NodeId(0x101)).unacked(NodeId(0x105)), 1);
     assert_eq!(
-        net.events[&NodeId(0x102)].last(),
-        Some(&Event::ForwardDropped {
-            src: NodeId(0x101),
-            dst: NodeId(0x105),
-            msg_type: 100
-        })
+        sim.events(NodeId(0x102)).last(),
+        Some(&(
+            secs(0),
+            Event::ForwardDropped {
+                src: NodeId(0x101),
+                dst: NodeId(0x105),
+                msg_type: 100
+            }
+        ))
     );
     // Kill the relay's link so the next two messages queue.
-    net.kill(0x102);
-    let a = net.send(0x101, 0x105, b"a");
-    let b = net.send(0x101, 0x102, b"b");
-    let node = net.node(0x101);
-    node.shutdown(secs(1));
-    let mut outs = Vec::new();
-    while let Some(o) = node.poll_output() {
-        outs.push(o);
-    }
-    // The refused message ends at shutdown, `Failed` (changed: it used to end at once with
-    // `Failed(NoRoute)`): its only copy was refused by the relay, so it certainly did not
-    // arrive.
-    assert_eq!(
-        outs,
-        vec![
-            Output::Outcome {
-                msg: a,
-                outcome: Outcome::Failed(FailReason::Shutdown)
-            },
-            Output::Outcome {
-                msg: b,
-                outcome: Outcome::Failed(FailReason::Shutdown)
-            },
-            Output::Outcome {
-                msg: relayed,
-                outcome: Outcome::Failed(FailReason::Shutdown)
-            },
-        ]
-    );
-    assert_eq!(node.link_count(), 0);
-    assert_eq!(
-        node.send(secs(1), Target::Id(NodeId(0x102)), 1, Bytes::new()),
-        Err(SendError::Shutdown)
-    );
-    assert_eq!(node.poll_timeout(), None);
-    node.handle_timeout(secs(100));
-    assert_eq!(node.poll_output(), None);
+    sim.kill(NodeId(0x102));
+    let a = send(&mut sim, 0x101, 0x105, b"a");
+    let b = send(&mut sim, 0x101, 0x102, b"b");
+    // The node is driven by hand from here: its outputs are the test's, not the simulator's.
+    sim.act(NodeId(0x101), |node, _| {
+        node.shutdown(secs(1));
+        let outs = drain(node);
+        // The refused message ends at shutdown, `Failed` (changed: it used to end at once with
+        // `Failed(NoRoute)`): its only copy was refused by the relay, so it certainly did not
+        // arrive.
+        assert_eq!(
+            outs,
+            vec![
+                Output::Outcome {
+                    msg: a,
+                    outcome: Outcome::Failed(FailReason::Shutdown)
+                },
+                Output::Outcome {
+                    msg: b,
+                    outcome: Outcome::Failed(FailReason::Shutdown)
+                },
+                Output::Outcome {
+                    msg: relayed,
+                    outcome: Outcome::Failed(FailReason::Shutdown)
+                },
+            ]
+        );
+        assert_eq!(node.link_count(), 0);
+        assert_eq!(
+            node.send(secs(1), Target::Id(NodeId(0x102)), 1, Bytes::new()),
+            Err(SendError::Shutdown)
+        );
+        assert_eq!(node.poll_timeout(), None);
+        node.handle_timeout(secs(100));
+        assert_eq!(node.poll_output(), None);
+    });
 }
 
 #[test]
 fn shutdown_closes_open_links() {
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x101, 0x102, 2, false),
         config(0x102, 0, 2, false),
     ]);
-    net.publish(&[(0x102, 0), (0x101, 0x102)]);
-    let link = net.node(0x101).link_to(NodeId(0x102)).unwrap();
-    let node = net.node(0x101);
-    node.shutdown(secs(1));
-    assert_eq!(node.poll_output(), Some(Output::Close { link }));
-    assert_eq!(node.poll_output(), None);
+    publish(&mut sim, &[(0x102, 0), (0x101, 0x102)]);
+    let link = sim.node(NodeId(0x101)).link_to(NodeId(0x102)).unwrap();
+    sim.act(NodeId(0x101), |node, _| {
+        node.shutdown(secs(1));
+        assert_eq!(node.poll_output(), Some(Output::Close { link }));
+        assert_eq!(node.poll_output(), None);
+    });
 }
 
 #[test]
@@ -375,72 +371,63 @@ fn loopback_delivers_at_once() {
 
 #[test]
 fn lowest_link_id_carries_traffic_when_both_sides_dial() {
-    let mut net = group_b();
+    let mut sim = group_b();
     // Both peers open routes to each other in the same instant: two links.
-    let now = net.now;
-    net.node(0x201)
-        .send(
+    for (from, to, payload) in [(0x201, 0x202, b"x"), (0x202, 0x201, b"y")] {
+        sim.send_to(NodeId(from), NodeId(to), 100, Bytes::from_static(payload))
+            .unwrap();
+    }
+    sim.deliver_until_idle();
+    // The node is driven by hand from here: its outputs are the test's, not the simulator's.
+    sim.act(NodeId(0x201), |node, now| {
+        let links: Vec<LinkId> = node.links.up_links(NodeId(0x202)).collect();
+        assert_eq!(links.len(), 2);
+        assert_eq!(node.link_to(NodeId(0x202)), Some(links[0]));
+        let lowest = links[0];
+        node.send(
             now,
             Target::Id(NodeId(0x202)),
             100,
-            Bytes::from_static(b"x"),
+            Bytes::from_static(b"z"),
         )
         .unwrap();
-    net.node(0x202)
-        .send(
-            now,
-            Target::Id(NodeId(0x201)),
-            100,
-            Bytes::from_static(b"y"),
-        )
-        .unwrap();
-    net.pump();
-    let node = net.node(0x201);
-    let links: Vec<LinkId> = node.links.up_links(NodeId(0x202)).collect();
-    assert_eq!(links.len(), 2);
-    assert_eq!(node.link_to(NodeId(0x202)), Some(links[0]));
-    let lowest = links[0];
-    node.send(
-        now,
-        Target::Id(NodeId(0x202)),
-        100,
-        Bytes::from_static(b"z"),
-    )
-    .unwrap();
-    let transmits: Vec<LinkId> = core::iter::from_fn(|| node.poll_output())
-        .filter_map(|o| match o {
-            Output::Transmit { link, .. } => Some(link),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(transmits, vec![lowest]);
+        let transmits: Vec<LinkId> = drain(node)
+            .into_iter()
+            .filter_map(|o| match o {
+                Output::Transmit { link, .. } => Some(link),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(transmits, vec![lowest]);
+    });
 }
 
 #[test]
 fn name_and_selector_targets_resolve_through_discovery() {
-    let mut net = group_b();
-    let now = net.now;
-    let node = net.node(0x201);
-    let m = node
-        .send(now, Target::Name("node-202"), 1, Bytes::from_static(b"n"))
+    let mut sim = group_b();
+    let me = NodeId(0x201);
+    let m = sim
+        .send(me, Target::Name("node-202"), 1, Bytes::from_static(b"n"))
         .unwrap();
     assert_eq!(m, MsgId(1));
     assert_eq!(
-        node.send(now, Target::Name("nobody"), 1, Bytes::new()),
+        sim.send(me, Target::Name("nobody"), 1, Bytes::new()),
         Err(SendError::UnknownTarget)
     );
     assert_eq!(
-        node.send(now, Target::Name(""), 1, Bytes::new()),
+        sim.send(me, Target::Name(""), 1, Bytes::new()),
         Err(SendError::InvalidTarget)
     );
     // Round robin walks the default ring's member order (pod index, then id): 0x201 (self),
     // 0x202, 0x203, again.
-    let picked: Vec<NodeId> = (0..4)
-        .map(|_| {
-            node.resolve_target(Target::RoundRobin { filter: None })
-                .unwrap()
-        })
-        .collect();
+    let picked: Vec<NodeId> = sim.act(me, |node, _| {
+        (0..4)
+            .map(|_| {
+                node.resolve_target(Target::RoundRobin { filter: None })
+                    .unwrap()
+            })
+            .collect()
+    });
     assert_eq!(
         picked,
         vec![NodeId(0x201), NodeId(0x202), NodeId(0x203), NodeId(0x201)]
@@ -450,22 +437,23 @@ fn name_and_selector_targets_resolve_through_discovery() {
         ..crate::discovery::Metadata::default()
     });
     assert_eq!(
-        node.send(now, Target::Random { filter: Some(&f) }, 1, Bytes::new()),
+        sim.send(me, Target::Random { filter: Some(&f) }, 1, Bytes::new()),
         Err(SendError::UnknownTarget)
     );
     // The filter's ring was registered on first use and is reused afterwards.
-    assert_eq!(node.discovery().rings().filter_count(), 1);
+    assert_eq!(sim.node(me).discovery().rings().filter_count(), 1);
     assert_eq!(
-        node.resolve_target(Target::Hash {
+        sim.act(me, |node, _| node.resolve_target(Target::Hash {
             filter: Some(&f),
             key: b"k"
-        }),
+        })),
         Err(SendError::UnknownTarget)
     );
-    assert_eq!(node.discovery().rings().filter_count(), 1);
+    assert_eq!(sim.node(me).discovery().rings().filter_count(), 1);
     // Consistent hash answers what a ring built from scratch over the same three nodes says.
     let mut fresh = crate::ring::Ring::new(crate::ring::RingConfig::default());
-    let names: Vec<(NodeId, String)> = node
+    let names: Vec<(NodeId, String)> = sim
+        .node(me)
         .discovery()
         .iter()
         .map(|info| (info.id, info.name.clone()))
@@ -479,7 +467,8 @@ fn name_and_selector_targets_resolve_through_discovery() {
         .unwrap();
     for key in [&b"user-42"[..], b"user-43", b"room-7", b""] {
         assert_eq!(
-            node.resolve_target(Target::Hash { filter: None, key }),
+            sim.act(me, |node, _| node
+                .resolve_target(Target::Hash { filter: None, key })),
             Ok(fresh.lookup(key).unwrap()),
             "key {key:?}"
         );
@@ -488,33 +477,25 @@ fn name_and_selector_targets_resolve_through_discovery() {
 
 #[test]
 fn topology_changes_touch_no_hash_ring() {
-    let mut net = group_b();
-    let updates = net.node(0x201).discovery().rings().ring_updates();
-    let key_owner = net
-        .node(0x201)
-        .resolve_target(Target::Hash {
-            filter: None,
-            key: b"user-42",
+    let mut sim = group_b();
+    let me = NodeId(0x201);
+    let updates = sim.node(me).discovery().rings().ring_updates();
+    let hash = |sim: &mut Sim| {
+        sim.act(me, |node, _| {
+            node.resolve_target(Target::Hash {
+                filter: None,
+                key: b"user-42",
+            })
         })
-        .unwrap();
+    };
+    let key_owner = hash(&mut sim).unwrap();
     // 0x202 moves under a new proxy 0x204, then loses its topology record: routes change,
     // rings do not.
-    net.registry_all(&[
-        RegistryEvent::TopologyPut(topo(0x202, 0x204, 300)),
-        RegistryEvent::TopologyDelete {
-            id: NodeId(0x202),
-            revision: 301,
-        },
-    ]);
-    let node = net.node(0x201);
-    assert_eq!(node.discovery().rings().ring_updates(), updates);
-    assert_eq!(
-        node.resolve_target(Target::Hash {
-            filter: None,
-            key: b"user-42",
-        }),
-        Ok(key_owner)
-    );
+    sim.registry_put_topology(topo(0x202, 0x204, 0));
+    sim.registry_delete_topology(NodeId(0x202));
+    sim.deliver_until_idle();
+    assert_eq!(sim.node(me).discovery().rings().ring_updates(), updates);
+    assert_eq!(hash(&mut sim), Ok(key_owner));
 }
 
 #[test]
@@ -541,41 +522,50 @@ fn own_upstream_switch_moves_queued_traffic_to_the_new_upstream() {
     // 0x401 under 0x402, target 0x404 under 0x402; 0x403 is a spare root. 0x402 goes away
     // and both 0x401 and 0x404 move under 0x403 (libatapp's D.1, with the own switch coming
     // from 0x401's topology record).
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x401, 0x402, 2, false),
         config(0x402, 0, 2, false),
         config(0x403, 0, 2, false),
         config(0x404, 0x402, 2, false),
     ]);
-    net.publish(&[(0x402, 0), (0x403, 0), (0x401, 0x402), (0x404, 0x402)]);
-    net.send(0x401, 0x404, b"via-old-upstream-D1");
-    assert_eq!(
-        net.take_seen(0x404),
-        vec![received(0x401, 0x402, b"via-old-upstream-D1")]
+    publish(
+        &mut sim,
+        &[(0x402, 0), (0x403, 0), (0x401, 0x402), (0x404, 0x402)],
     );
-    net.run_until(secs(1));
-    net.kill(0x402);
-    let queued = net.send(0x401, 0x404, b"queued-during-switch");
-    assert_eq!(net.node(0x401).pending(NodeId(0x404)), 1);
-    net.take_seen(0x401);
-    net.run_until(secs(2));
+    let before = send(&mut sim, 0x401, 0x404, b"via-old-upstream-D1");
+    let before_seen = received(secs(0), 0x401, 0x402, b"via-old-upstream-D1");
+    assert_eq!(seen(&sim, 0x404), vec![before_seen.clone()]);
+    sim.advance_to(secs(1));
+    sim.kill(NodeId(0x402));
+    let queued = send(&mut sim, 0x401, 0x404, b"queued-during-switch");
+    assert_eq!(sim.node(NodeId(0x401)).pending(NodeId(0x404)), 1);
+    sim.advance_to(secs(2));
     // The target moves first, then 0x401 itself (in that order on every node).
-    net.registry_all(&[
-        RegistryEvent::TopologyPut(topo(0x404, 0x403, 300)),
-        RegistryEvent::TopologyPut(topo(0x401, 0x403, 301)),
-    ]);
+    put_topologies(&mut sim, &[(0x404, 0x403), (0x401, 0x403)]);
     // 0x404 keeps its old upstream in config; its keeper follows its topology record too.
-    assert_eq!(net.node(0x401).connector().upstream(), NodeId(0x403));
-    assert_eq!(net.node(0x404).connector().upstream(), NodeId(0x403));
     assert_eq!(
-        net.take_seen(0x404),
-        vec![received(0x401, 0x403, b"queued-during-switch")]
+        sim.node(NodeId(0x401)).connector().upstream(),
+        NodeId(0x403)
     );
     assert_eq!(
-        net.take_seen(0x401),
-        vec![Seen::Outcome(queued, Outcome::Delivered)]
+        sim.node(NodeId(0x404)).connector().upstream(),
+        NodeId(0x403)
     );
-    let v = net.node(0x401).route(NodeId(0x404)).unwrap();
+    assert_eq!(
+        seen(&sim, 0x404),
+        vec![
+            before_seen,
+            received(secs(2), 0x401, 0x403, b"queued-during-switch")
+        ]
+    );
+    assert_eq!(
+        seen(&sim, 0x401),
+        vec![
+            outcome(secs(0), before, Outcome::Delivered),
+            outcome(secs(2), queued, Outcome::Delivered)
+        ]
+    );
+    let v = sim.node(NodeId(0x401)).route(NodeId(0x404)).unwrap();
     assert_eq!(
         (v.flags, v.proxy),
         (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x403)))
@@ -584,84 +574,96 @@ fn own_upstream_switch_moves_queued_traffic_to_the_new_upstream() {
 
 #[test]
 fn one_handle_timeout_fires_every_due_deadline() {
-    // Heartbeats far away: this test skips time without pumping the peers.
+    // Heartbeats far away: this test skips time without driving the peers.
     let quiet = |mut c: Config| {
         c.heartbeat_interval = Duration::from_secs(60);
         c
     };
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         quiet(config(0x201, 0x203, 3, true)),
         quiet(config(0x202, 0x203, 3, true)),
         quiet(config(0x203, 0, 3, true)),
     ]);
-    net.down.insert(NodeId(0x202));
-    net.publish(&[(0x203, 0), (0x201, 0x203), (0x202, 0x203), (0x204, 0x203)]);
-    // Two records with reconnect timers at 2 s and two message deadlines at 8 s.
-    let a = net.send(0x201, 0x202, b"a");
-    let b = net.send(0x201, 0x204, b"b");
-    net.dials.clear();
-    let node = net.node(0x201);
-    // Skip straight to 9 s in one call: both reconnects (due at 2 s) and both deadlines.
-    node.handle_timeout(secs(9));
-    let outs: Vec<Output> = core::iter::from_fn(|| node.poll_output()).collect();
-    let connects = outs
-        .iter()
-        .filter(|o| matches!(o, Output::Connect { .. }))
-        .count();
-    assert_eq!(connects, 1, "0x202 re-dialled (0x204 waits for discovery)");
-    let outcomes: Vec<&Output> = outs
-        .iter()
-        .filter(|o| matches!(o, Output::Outcome { .. }))
-        .collect();
-    assert_eq!(
-        outcomes,
-        vec![
-            &Output::Outcome {
-                msg: a,
-                outcome: Outcome::Failed(FailReason::Timeout)
-            },
-            &Output::Outcome {
-                msg: b,
-                outcome: Outcome::Failed(FailReason::Timeout)
-            },
-        ]
+    sim.kill(NodeId(0x202));
+    publish(
+        &mut sim,
+        &[(0x203, 0), (0x201, 0x203), (0x202, 0x203), (0x204, 0x203)],
     );
-    assert_eq!(node.poll_timeout(), Some(secs(13)));
+    // Two records with reconnect timers at 2 s and two message deadlines at 8 s.
+    let a = send(&mut sim, 0x201, 0x202, b"a");
+    let b = send(&mut sim, 0x201, 0x204, b"b");
+    // The node is driven by hand from here: its outputs are the test's, not the simulator's.
+    sim.act(NodeId(0x201), |node, _| {
+        // Skip straight to 9 s in one call: both reconnects (due at 2 s) and both deadlines.
+        node.handle_timeout(secs(9));
+        let outs = drain(node);
+        let connects = outs
+            .iter()
+            .filter(|o| matches!(o, Output::Connect { .. }))
+            .count();
+        assert_eq!(connects, 1, "0x202 re-dialled (0x204 waits for discovery)");
+        let outcomes: Vec<&Output> = outs
+            .iter()
+            .filter(|o| matches!(o, Output::Outcome { .. }))
+            .collect();
+        assert_eq!(
+            outcomes,
+            vec![
+                &Output::Outcome {
+                    msg: a,
+                    outcome: Outcome::Failed(FailReason::Timeout)
+                },
+                &Output::Outcome {
+                    msg: b,
+                    outcome: Outcome::Failed(FailReason::Timeout)
+                },
+            ]
+        );
+        assert_eq!(node.poll_timeout(), Some(secs(13)));
+    });
 }
 
 #[test]
 fn a_node_that_moves_drops_its_old_upstream_link_so_traffic_follows_the_topology() {
     // D.9's layout: 0x403 under 0x402; the target 0x404 moves from 0x402 to 0x403.
-    let mut net = Net::new(vec![
+    let mut sim = sim(vec![
         config(0x401, 0x402, 2, false),
         config(0x402, 0, 2, false),
         config(0x403, 0x402, 2, false),
         config(0x404, 0x402, 2, false),
     ]);
-    net.publish(&[(0x402, 0), (0x403, 0x402), (0x404, 0x402), (0x401, 0x402)]);
-    net.send(0x401, 0x404, b"before");
-    assert_eq!(
-        net.take_seen(0x404),
-        vec![received(0x401, 0x402, b"before")]
+    publish(
+        &mut sim,
+        &[(0x402, 0), (0x403, 0x402), (0x404, 0x402), (0x401, 0x402)],
     );
-    let old_link = net.node(0x404).link_to(NodeId(0x402)).unwrap();
-    net.registry_all(&[RegistryEvent::TopologyPut(topo(0x404, 0x403, 300))]);
-    assert_eq!(net.node(0x404).link_to(NodeId(0x402)), None);
-    assert_eq!(net.node(0x404).link_peer(old_link), None);
-    assert!(net.node(0x404).link_to(NodeId(0x403)).is_some());
-    assert!(net.events[&NodeId(0x404)].contains(&Event::LinkClosed {
-        link: old_link,
-        peer: Some(NodeId(0x402))
-    }));
+    send(&mut sim, 0x401, 0x404, b"before");
+    let before = received(secs(0), 0x401, 0x402, b"before");
+    assert_eq!(seen(&sim, 0x404), vec![before.clone()]);
+    let old_link = sim.node(NodeId(0x404)).link_to(NodeId(0x402)).unwrap();
+    put_topologies(&mut sim, &[(0x404, 0x403)]);
+    let moved = sim.node(NodeId(0x404));
+    assert_eq!(moved.link_to(NodeId(0x402)), None);
+    assert_eq!(moved.link_peer(old_link), None);
+    assert!(moved.link_to(NodeId(0x403)).is_some());
+    assert!(sim.events(NodeId(0x404)).contains(&(
+        secs(0),
+        Event::LinkClosed {
+            link: old_link,
+            peer: Some(NodeId(0x402))
+        }
+    )));
     // 0x401 keeps its proxy (0x402 is still on the new path) and 0x402 relays via 0x403.
-    let v = net.node(0x401).route(NodeId(0x404)).unwrap();
+    let v = sim.node(NodeId(0x401)).route(NodeId(0x404)).unwrap();
     assert_eq!(
         (v.flags, v.proxy),
         (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x402)))
     );
-    net.send(0x401, 0x404, b"through-two-relays");
+    send(&mut sim, 0x401, 0x404, b"through-two-relays");
     assert_eq!(
-        net.take_seen(0x404),
-        vec![received(0x401, 0x403, b"through-two-relays")]
+        seen(&sim, 0x404),
+        vec![
+            before,
+            received(secs(0), 0x401, 0x403, b"through-two-relays")
+        ]
     );
 }

@@ -1,6 +1,7 @@
 //! Tests of the simulator itself, on scripted [`Puppet`](super::puppet::Puppet) nodes: the
 //! link and clock machinery, then the ledger, jitter, partitions, registry spread and the
-//! seeded chaos runs; and the registry network on its own.
+//! seeded chaos runs; the hooks tests use to look between steps; and the registry network on
+//! its own.
 //!
 //! The test files name the module's items as `super::…`; the glob below hands them through.
 
@@ -9,3 +10,4 @@ use super::*;
 mod chaos;
 mod machinery;
 mod registry_net;
+mod test_hooks;
