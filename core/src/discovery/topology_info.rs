@@ -79,6 +79,31 @@ impl TopologyInfo {
         Ok(info)
     }
 
+    /// Whether `other` holds the same record, its `revision` aside (no copy is made).
+    #[must_use]
+    pub fn same_content(&self, other: &TopologyInfo) -> bool {
+        // Destructured so a new field cannot be forgotten here.
+        let TopologyInfo {
+            id,
+            name,
+            hostname,
+            pid,
+            identity,
+            version,
+            upstream_id,
+            data,
+            revision: _,
+        } = self;
+        *id == other.id
+            && *upstream_id == other.upstream_id
+            && *pid == other.pid
+            && *name == other.name
+            && *hostname == other.hostname
+            && *identity == other.identity
+            && *version == other.version
+            && *data == other.data
+    }
+
     /// Encodes the record as compact JSON with libatapp's field names, 64-bit integers
     /// unquoted, default fields omitted (`id` and `name` always written).
     #[must_use]

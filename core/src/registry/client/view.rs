@@ -40,11 +40,12 @@ pub struct Peer {
     pub topology: Option<TopologyInfo>,
 }
 
-/// Equal content, revisions ignored.
-fn same_topology(a: &TopologyInfo, b: &TopologyInfo) -> bool {
-    let mut b = b.clone();
-    b.revision = a.revision;
-    *a == b
+/// Whether two mapped revisions name the same version of a record: the registry stamps a
+/// record with a new revision whenever it changes, so within one epoch (the generation bits)
+/// an equal revision is equal content and needs no field-by-field comparison. A revision
+/// clamped at the mask is not trusted.
+fn same_version(held: u64, new: u64) -> bool {
+    held == new && new & REVISION_MASK != REVISION_MASK
 }
 
 #[derive(Debug, Default)]
@@ -180,7 +181,8 @@ impl View {
         }
         let old = self.peers.get(&key);
         match (old.and_then(|p| p.topology.as_ref()), &topology) {
-            (Some(held), Some(new)) if same_topology(held, new) => {}
+            (Some(held), Some(new)) if same_version(held.revision, new.revision) => {}
+            (Some(held), Some(new)) if held.same_content(new) => {}
             (_, Some(new)) => {
                 out.push_back(ClientOutput::Registry(RegistryEvent::TopologyPut(
                     new.clone(),
@@ -194,7 +196,11 @@ impl View {
             }
             (None, None) => {}
         }
-        if !old.is_some_and(|p| p.discovery.same_content(&discovery)) {
+        let unchanged = old.is_some_and(|p| {
+            same_version(p.discovery.revision, discovery.revision)
+                || p.discovery.same_content(&discovery)
+        });
+        if !unchanged {
             out.push_back(ClientOutput::Registry(RegistryEvent::DiscoveryPut(
                 discovery.clone(),
             )));
