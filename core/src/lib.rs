@@ -105,9 +105,9 @@
 //!
 //! # Module tour
 //!
-//! - [`node`]: the [`Node`] facade — links, forwarding through proxies, sends and their honest
-//!   outcomes, the registry client's wiring and the [`Status`] snapshot — behind `handle_*` /
-//!   `poll_*`.
+//! - [`node`]: the [`Node`] facade — it composes the building blocks below behind
+//!   `handle_*` / `poll_*`: transport input, sends and their honest outcomes, registry input,
+//!   the registry client's wiring and the [`Status`] snapshot.
 //! - [`config`]: the node's plain-data configuration, its defaults, `validate()`, and the
 //!   process facts a driver fills in at start.
 //! - [`time`], [`ids`], [`rng`]: the vocabulary — virtual time, typed ids, seeded randomness
@@ -126,9 +126,11 @@
 //! - `sim` (feature `sim`): the deterministic multi-node simulator the scenario tests, fuzz
 //!   targets and seed runner drive.
 //!
-//! The building blocks the node composes — `connector` (route records and the routing
-//! decision), `endpoint` (pending queues), `bus` (handshake, heartbeats, streams and acks),
-//! `ring` / `hash` / `select` (consistent-hash rings and target selection) and `timer` — are
+//! The building blocks the node composes — `bus` (the link table: handshake, heartbeats,
+//! inbound delivery with coalesced acks, relaying), `endpoint` (one outbox per target: queued
+//! → in flight → acknowledged or given up), `connector` (route records and the routing
+//! decision, also for relayed frames), `ring` / `hash` / `select` (consistent-hash rings and
+//! target selection) and `timer` (the keyed deadline queue every deadline lives in) — are
 //! public for the benches, fuzz targets and tests that exercise them directly, but hidden from
 //! these docs: they are not part of the API a driver relies on.
 #![no_std]
