@@ -115,7 +115,7 @@ impl Node {
         while let Some(inbound) = self.links.next_inbound(now, link, &mut self.out) {
             self.on_inbound(now, inbound);
         }
-        self.links.finish_receive(link, &mut self.out);
+        self.links.finish_receive(&mut self.out);
     }
 
     fn on_inbound(&mut self, now: Instant, inbound: Inbound) {

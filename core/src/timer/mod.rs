@@ -226,6 +226,13 @@ where
         self.heap.first().map(|e| e.deadline)
     }
 
+    /// The key with the earliest armed deadline, and that deadline (ties: the lowest key);
+    /// `None` when empty. O(1).
+    #[must_use]
+    pub fn peek(&self) -> Option<(K, Instant)> {
+        self.heap.first().map(|e| (e.key, e.deadline))
+    }
+
     /// Arms `key` for `deadline`. If `key` is already armed, the earlier of the two deadlines
     /// stays (libatapp's "earliest wins"): a later deadline never replaces a nearer one.
     ///

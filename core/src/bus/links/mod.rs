@@ -33,9 +33,10 @@
 //!
 //! A link silent for `heartbeat_interval` gets a `Ping`; after `heartbeat_dead_after`
 //! unanswered pings and one more silent interval it is closed
-//! ([`LinkError::HeartbeatTimeout`]). Each up link has one entry in a keyed timer queue at its
-//! exact heartbeat deadline (moved once per received batch), so
-//! [`next_deadline`](Links::next_deadline) is O(1).
+//! ([`LinkError::HeartbeatTimeout`]). Each up link has one entry in a keyed timer queue, at
+//! or before its heartbeat deadline; received traffic leaves the queue alone and only the
+//! earliest entry is made exact after a batch, so [`next_deadline`](Links::next_deadline) is
+//! exact and O(1) and receiving costs no timer update.
 //!
 //! [`Connector::relay_hop`]: crate::connector::Connector::relay_hop
 
@@ -297,10 +298,38 @@ impl Links {
             .any(|l| l.dialed == Some(peer) && l.phase != Phase::Up)
     }
 
-    /// The earliest heartbeat deadline (O(1)).
+    /// The earliest heartbeat deadline, exact (O(1)).
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
         self.beats.next_deadline()
+    }
+
+    /// Makes the earliest armed heartbeat deadline exact again after traffic.
+    ///
+    /// Traffic only moves a link's heartbeat deadline later, so a link's armed deadline may
+    /// be early, never late; receiving does not touch the queue (a batch costs nothing here).
+    /// Only the root matters for [`next_deadline`](Self::next_deadline): while the earliest
+    /// armed entry is early it moves to its link's real deadline. Once the root is exact it is
+    /// the true minimum, since every other link's real deadline is at or after its armed
+    /// one. An early entry that fires later is polled, finds nothing due, and moves on too.
+    fn settle_beats(&mut self) {
+        let interval = self.settings.heartbeat_interval;
+        while let Some((link, armed)) = self.beats.peek() {
+            let actual = self
+                .table
+                .get(&link)
+                .and_then(|l| l.heartbeat)
+                .map(|hb| hb.deadline(interval));
+            match actual {
+                Some(actual) if actual > armed => {
+                    self.beats.replace(link, actual);
+                }
+                Some(_) => return,
+                None => {
+                    self.beats.cancel(link);
+                }
+            }
+        }
     }
 
     /// A new link dialling `peer` at `addr` ([`LinkSink::connect`]).
@@ -353,6 +382,7 @@ impl Links {
     pub fn closed<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) -> Option<Down> {
         let l = self.table.remove(&link)?;
         self.beats.cancel(link);
+        self.settle_beats();
         sink.event(LinkEvent::Closed {
             link,
             peer: l.peer.or(l.dialed),
@@ -402,6 +432,7 @@ impl Links {
             });
         }
         self.peer_links.remove(&peer);
+        self.settle_beats();
     }
 
     /// Closes every link (shutdown), without events.
@@ -441,6 +472,7 @@ impl Links {
                 Beat::Idle => {
                     let deadline = hb.deadline(interval);
                     self.beats.replace(link, deadline);
+                    self.settle_beats();
                     return None;
                 }
                 Beat::Ping(nonce) => {

@@ -157,10 +157,10 @@ impl Links {
         }
     }
 
-    /// Ends a received batch on `link`: one cumulative `Ack` per stream that received data
-    /// (on the link its last data arrived on; relays carry it on toward the source), and the
-    /// link's heartbeat deadline moved to its last traffic.
-    pub fn finish_receive<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) {
+    /// Ends a received batch: one cumulative `Ack` per stream that received data (on the
+    /// link its last data arrived on; relays carry it on toward the source), and the earliest
+    /// heartbeat deadline made exact again ([`next_deadline`](Self::next_deadline)).
+    pub fn finish_receive<S: LinkSink + ?Sized>(&mut self, sink: &mut S) {
         let due = core::mem::take(&mut self.acks_due);
         for &(src, ack_link) in &due {
             if !self.table.contains_key(&ack_link) {
@@ -179,10 +179,7 @@ impl Links {
         }
         self.acks_due = due;
         self.acks_due.clear();
-        let interval = self.settings.heartbeat_interval;
-        if let Some(hb) = self.table.get(&link).and_then(|l| l.heartbeat) {
-            self.beats.replace(link, hb.deadline(interval));
-        }
+        self.settle_beats();
     }
 
     /// Relays `relay` on the link to `hop` (the connector's answer); without one a message

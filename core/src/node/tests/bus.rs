@@ -461,3 +461,47 @@ fn refused_frames_are_answered_with_an_exact_reset_and_never_delivered() {
         ]
     );
 }
+
+/// `poll_timeout` names the exact next heartbeat after traffic moves deadlines, whichever
+/// link got the traffic: received bytes leave the heartbeat queue alone and only its earliest
+/// entry is made exact again, which must still be the true minimum.
+#[test]
+fn the_next_heartbeat_is_exact_whichever_link_traffic_arrives_on() {
+    let ms = Instant::from_millis;
+    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let a = node.handle_accepted(ms(0));
+    node.handle_received(ms(0), a, encode_hello(NodeId(0x101)));
+    let b = node.handle_accepted(ms(1_000));
+    node.handle_received(ms(1_000), b, encode_hello(NodeId(0x103)));
+    drain(&mut node);
+    // a: silent since 0 → 2 s; b: since 1 s → 3 s.
+    assert_eq!(node.poll_timeout(), Some(ms(2_000)));
+    let ping = |node: &mut Node, at: Instant, link: LinkId, nonce: u64| {
+        node.handle_received(at, link, bytes(&Frame::Ping(wire::Ping { nonce })));
+        drain(node)
+    };
+    // Traffic on the earliest link moves the answer to the other one.
+    ping(&mut node, ms(1_500), a, 1);
+    assert_eq!(node.poll_timeout(), Some(ms(3_000)));
+    // Traffic on the other link: a's 3.5 s is next.
+    ping(&mut node, ms(2_000), b, 2);
+    assert_eq!(node.poll_timeout(), Some(ms(3_500)));
+    // A timeout at 3 s finds nothing due.
+    node.handle_timeout(ms(3_000));
+    assert_eq!(drain(&mut node), []);
+    assert_eq!(node.poll_timeout(), Some(ms(3_500)));
+    // At 3.5 s a pings (its next check 2 s later); b, silent since 2 s, is next at 4 s.
+    node.handle_timeout(ms(3_500));
+    assert_eq!(
+        drain(&mut node),
+        [Output::Transmit {
+            link: a,
+            bytes: bytes(&Frame::Ping(wire::Ping { nonce: 1 })),
+        }]
+    );
+    assert_eq!(node.poll_timeout(), Some(ms(4_000)));
+    // b closing leaves a's 5.5 s.
+    node.handle_closed(ms(3_600), b);
+    drain(&mut node);
+    assert_eq!(node.poll_timeout(), Some(ms(5_500)));
+}
