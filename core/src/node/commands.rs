@@ -88,7 +88,10 @@ impl Node {
                 }
                 Err(e) => {
                     if !existed {
-                        let mut sink = OutSink(&mut self.out);
+                        let mut sink = OutSink {
+                            out: &mut self.out,
+                            tx: &mut self.tx,
+                        };
                         self.endpoints.remove(key, FailReason::NoRoute, &mut sink);
                     }
                     self.apply_effects();
@@ -106,7 +109,10 @@ impl Node {
         } else {
             None
         };
-        let mut sink = OutSink(&mut self.out);
+        let mut sink = OutSink {
+            out: &mut self.out,
+            tx: &mut self.tx,
+        };
         self.endpoints
             .send(key, msg, msg_type, payload, now, link, &mut sink);
         Ok(msg)
@@ -162,7 +168,10 @@ impl Node {
             return;
         }
         self.shut_down = true;
-        let mut sink = OutSink(&mut self.out);
+        let mut sink = OutSink {
+            out: &mut self.out,
+            tx: &mut self.tx,
+        };
         self.endpoints.give_up_all(FailReason::Shutdown, &mut sink);
         self.links.close_all(&mut self.out);
         self.connector.clear();

@@ -126,7 +126,10 @@ impl Node {
                 incarnation,
                 restarted,
             } => {
-                let mut sink = OutSink(&mut self.out);
+                let mut sink = OutSink {
+                    out: &mut self.out,
+                    tx: &mut self.tx,
+                };
                 self.endpoints.on_incarnation(peer, incarnation, &mut sink);
                 if restarted {
                     self.out
@@ -160,7 +163,10 @@ impl Node {
     /// [`EndpointTable::on_reset`]: crate::endpoint::EndpointTable::on_reset
     fn on_ack(&mut self, ack: &wire::Ack) {
         let now = self.now;
-        let mut sink = OutSink(&mut self.out);
+        let mut sink = OutSink {
+            out: &mut self.out,
+            tx: &mut self.tx,
+        };
         let Some(age) = ack.reset else {
             self.endpoints
                 .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
@@ -216,7 +222,10 @@ impl Node {
             return;
         }
         if loop_detected {
-            let mut sink = OutSink(&mut self.out);
+            let mut sink = OutSink {
+                out: &mut self.out,
+                tx: &mut self.tx,
+            };
             self.endpoints
                 .give_up_unacked(dst, FailReason::NoRoute, &mut sink);
         }
