@@ -88,10 +88,7 @@ impl Node {
                 }
                 Err(e) => {
                     if !existed {
-                        let mut sink = OutSink {
-                            out: &mut self.out,
-                            tx: &mut self.tx,
-                        };
+                        let mut sink = OutSink(&mut self.out);
                         self.endpoints.remove(key, FailReason::NoRoute, &mut sink);
                     }
                     self.apply_effects();
@@ -109,10 +106,7 @@ impl Node {
         } else {
             None
         };
-        let mut sink = OutSink {
-            out: &mut self.out,
-            tx: &mut self.tx,
-        };
+        let mut sink = OutSink(&mut self.out);
         self.endpoints
             .send(key, msg, msg_type, payload, now, link, &mut sink);
         Ok(msg)
@@ -168,10 +162,7 @@ impl Node {
             return;
         }
         self.shut_down = true;
-        let mut sink = OutSink {
-            out: &mut self.out,
-            tx: &mut self.tx,
-        };
+        let mut sink = OutSink(&mut self.out);
         self.endpoints.give_up_all(FailReason::Shutdown, &mut sink);
         self.links.close_all(&mut self.out);
         self.connector.clear();

@@ -155,8 +155,6 @@ mod tests;
 
 use alloc::collections::{BTreeMap, VecDeque};
 
-use bytes::BytesMut;
-
 pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
 pub use types::{Event, LinkError, Output, RegistryIgnored, SendError, Target};
 
@@ -192,8 +190,6 @@ pub struct Node {
     endpoints: EndpointTable,
     connector: Connector,
     out: VecDeque<Output>,
-    /// The chunk our own `Data` frames are copied into ([`OutSink`]).
-    tx: BytesMut,
     /// Round-robin cursors of the selector targets (per filter ring).
     selector: crate::select::Selector,
     now: Instant,
@@ -201,31 +197,20 @@ pub struct Node {
 }
 
 /// Routes outcomes straight into the output queue.
-struct OutSink<'a> {
-    out: &'a mut VecDeque<Output>,
-    /// Where outgoing frames are copied: each `Transmit` is a slice of it, so a frame costs
-    /// a copy and a reference count, not an allocation (a chunk is allocated when the last
-    /// one is still referenced, and reused in place once every slice of it is dropped).
-    tx: &'a mut BytesMut,
-}
-
-/// The size of the chunks outgoing frames are copied into.
-const TX_CHUNK: usize = 64 * 1024;
+struct OutSink<'a>(&'a mut VecDeque<Output>);
 
 impl OutcomeSink for OutSink<'_> {
     fn emit(&mut self, msg: MsgId, outcome: Outcome) {
-        self.out.push_back(Output::Outcome { msg, outcome });
+        self.0.push_back(Output::Outcome { msg, outcome });
     }
 }
 
 impl OutboxSink for OutSink<'_> {
     fn transmit(&mut self, link: LinkId, frame: &[u8]) {
-        if self.tx.capacity() < frame.len() {
-            self.tx.reserve(TX_CHUNK.max(frame.len()));
-        }
-        self.tx.extend_from_slice(frame);
-        let bytes = self.tx.split().freeze();
-        self.out.push_back(Output::Transmit { link, bytes });
+        self.0.push_back(Output::Transmit {
+            link,
+            bytes: bytes::Bytes::copy_from_slice(frame),
+        });
     }
 }
 
@@ -298,7 +283,6 @@ impl Node {
             topology_revisions: BTreeMap::new(),
             discovery,
             connector,
-            tx: BytesMut::new(),
             out: VecDeque::new(),
             selector: crate::select::Selector::new(),
             now,

@@ -37,10 +37,7 @@ impl Node {
             return;
         }
         // In-flight messages due now end before a route readied now could send them again.
-        let mut sink = OutSink {
-            out: &mut self.out,
-            tx: &mut self.tx,
-        };
+        let mut sink = OutSink(&mut self.out);
         self.endpoints.expire_unacked(now, &mut sink);
         let world = World {
             topology: &self.topology,
@@ -48,18 +45,12 @@ impl Node {
         };
         self.connector.handle_timeout(now, &world);
         self.apply_effects();
-        let mut sink = OutSink {
-            out: &mut self.out,
-            tx: &mut self.tx,
-        };
+        let mut sink = OutSink(&mut self.out);
         self.endpoints.handle_timeout(now, &mut sink);
         for dst in self.endpoints.due_retransmits(now) {
             match self.ready_link(dst) {
                 Some(link) => {
-                    let mut sink = OutSink {
-                        out: &mut self.out,
-                        tx: &mut self.tx,
-                    };
+                    let mut sink = OutSink(&mut self.out);
                     self.endpoints.retransmit(dst, link, now, &mut sink);
                 }
                 None => self.endpoints.touch(dst, now),
@@ -100,10 +91,7 @@ impl Node {
     /// from the first that provably never arrived), and the endpoint releases its handle (it
     /// is collected after `endpoint_gc_timeout`).
     fn route_removed(&mut self, target: NodeId, reason: FailReason) {
-        let mut sink = OutSink {
-            out: &mut self.out,
-            tx: &mut self.tx,
-        };
+        let mut sink = OutSink(&mut self.out);
         self.endpoints.give_up(target, reason, &mut sink);
         if let Some(key) = self.endpoints.find_by_id(target) {
             self.endpoints.detach_handle(key, self.now);
@@ -124,10 +112,7 @@ impl Node {
             return;
         };
         let (now, budget) = (self.now, self.config.flush_budget());
-        let mut sink = OutSink {
-            out: &mut self.out,
-            tx: &mut self.tx,
-        };
+        let mut sink = OutSink(&mut self.out);
         self.endpoints
             .flush_outbox(target, link, now, budget, &mut sink);
     }

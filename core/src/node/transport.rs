@@ -126,10 +126,7 @@ impl Node {
                 incarnation,
                 restarted,
             } => {
-                let mut sink = OutSink {
-                    out: &mut self.out,
-                    tx: &mut self.tx,
-                };
+                let mut sink = OutSink(&mut self.out);
                 self.endpoints.on_incarnation(peer, incarnation, &mut sink);
                 if restarted {
                     self.out
@@ -163,10 +160,7 @@ impl Node {
     /// [`EndpointTable::on_reset`]: crate::endpoint::EndpointTable::on_reset
     fn on_ack(&mut self, ack: &wire::Ack) {
         let now = self.now;
-        let mut sink = OutSink {
-            out: &mut self.out,
-            tx: &mut self.tx,
-        };
+        let mut sink = OutSink(&mut self.out);
         let Some(age) = ack.reset else {
             self.endpoints
                 .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
@@ -222,10 +216,7 @@ impl Node {
             return;
         }
         if loop_detected {
-            let mut sink = OutSink {
-                out: &mut self.out,
-                tx: &mut self.tx,
-            };
+            let mut sink = OutSink(&mut self.out);
             self.endpoints
                 .give_up_unacked(dst, FailReason::NoRoute, &mut sink);
         }
