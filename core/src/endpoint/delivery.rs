@@ -81,20 +81,12 @@ pub(super) fn set_timer(timers: &mut TimerQueue<Key>, key: Key, at: Option<Insta
 }
 
 impl EndpointTable {
-    /// Whether a message of `payload_len` bytes for the endpoint `key` would go straight to
-    /// the link if its route is ready: the limits admit it and nothing is queued before it.
-    /// Look the ready link up only then, and pass it to [`send`](Self::send).
-    #[must_use]
-    pub fn goes_straight_out(&self, key: Key, payload_len: usize) -> bool {
-        endpoint_at(&self.slots, key)
-            .is_some_and(|e| e.outbox.queue.is_empty() && e.outbox.admits(payload_len))
-    }
-
     /// Accepts message `msg` for the endpoint `key` at `now`, with deadline
     /// `now + message_timeout`. Over the count or byte limit (queued and in-flight messages
     /// together) it ends at once `Failed(QueueFull)`; a stale key ends it `Failed(TargetGone)`.
-    /// With a ready `link` and nothing queued it is transmitted at once and stays in flight
-    /// until acknowledged; otherwise it is queued until a flush.
+    /// With nothing queued it asks `ready_link` (only then) for the link of a ready route: if
+    /// there is one the message is transmitted at once and stays in flight until
+    /// acknowledged; otherwise it is queued until a flush.
     #[expect(
         clippy::too_many_arguments,
         reason = "the message's four parts plus where it may go and where outcomes go"
@@ -106,7 +98,7 @@ impl EndpointTable {
         msg_type: u32,
         payload: Bytes,
         now: Instant,
-        link: Option<LinkId>,
+        ready_link: impl FnOnce() -> Option<LinkId>,
         sink: &mut S,
     ) {
         let deadline = now + self.settings.message_timeout;
@@ -126,10 +118,20 @@ impl EndpointTable {
             payload,
             deadline,
         };
-        if let Some(link) = link.filter(|_| outbox.queue.is_empty()) {
+        let straight = if outbox.queue.is_empty() {
+            ready_link()
+        } else {
+            None
+        };
+        if let Some(link) = straight {
             let dst = endpoint.id;
             let was_idle = outbox.stream.len() == 0;
-            let known = sender.known(dst);
+            // The incarnation learned for the target matters only to a stream starting now.
+            let known = if outbox.stream.needs_tag() {
+                sender.known(dst)
+            } else {
+                0
+            };
             let mut route = DataRoute {
                 src: sender.src,
                 dst,

@@ -156,6 +156,12 @@ impl SendStream {
 
     /// The stamp the next pushed message goes out with: the stream's, or `known` for the
     /// stream it starts.
+    /// Whether the next message starts a new stream (a fresh tag, stamped with the
+    /// incarnation known then); only then does [`push`](Self::push) read `known`.
+    pub(super) const fn needs_tag(&self) -> bool {
+        self.tag == 0
+    }
+
     pub(super) const fn stamp_for_next(&self, known: u64) -> u64 {
         if self.tag == 0 { known } else { self.stamp }
     }

@@ -101,14 +101,24 @@ impl Node {
             self.apply_effects();
         }
         let msg = self.msg_ids.next_msg();
-        let link = if self.endpoints.goes_straight_out(key, payload.len()) {
-            self.ready_link(id)
-        } else {
-            None
-        };
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints
-            .send(key, msg, msg_type, payload, now, link, &mut sink);
+        let Node {
+            endpoints,
+            connector,
+            links,
+            out,
+            ..
+        } = self;
+        // Asked only when the message may go straight out (nothing queued, within limits).
+        let ready_link = || connector.ready_hop(id).and_then(|hop| links.link_to(hop));
+        endpoints.send(
+            key,
+            msg,
+            msg_type,
+            payload,
+            now,
+            ready_link,
+            &mut OutSink(out),
+        );
         Ok(msg)
     }
 

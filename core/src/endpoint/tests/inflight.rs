@@ -44,7 +44,7 @@ fn push(s: &mut EndpointTable, dst: u64, msg: u64, at_ms: u64) -> u64 {
         1,
         Bytes::from_static(b"abc"),
         now,
-        Some(LINK),
+        || Some(LINK),
         &mut out,
     );
     assert_eq!(out, []);
@@ -606,7 +606,7 @@ fn an_outbox_flush_stopped_by_its_budget_is_due_at_once_and_continues_in_order()
             7,
             Bytes::from_static(b"abc"),
             Instant::from_millis(0),
-            None,
+            || None,
             &mut sink,
         );
     }
