@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use super::{
     EndpointTable, FlushStop, InFlight, PendingMessage, Refusal, Reset,
-    outbox::{DataRoute, OutboxSink},
+    outbox::{DataRoute, Outbox, OutboxSink},
     table::{endpoint_at, endpoint_at_mut},
 };
 use crate::{
@@ -173,23 +173,13 @@ impl EndpointTable {
         budget: usize,
         sink: &mut S,
     ) {
-        let Some(key) = self.endpoint_of(target) else {
+        let flushed = self.with_route(target, link, |outbox, route, rng, known| {
+            outbox.retransmit(route, sink, now);
+            outbox.flush_queue(route, sink, rng, known, now, budget)
+        });
+        let Some((key, stop)) = flushed else {
             return;
         };
-        let EndpointTable { slots, sender, .. } = self;
-        let Some(endpoint) = endpoint_at_mut(slots, key) else {
-            return;
-        };
-        let known = sender.known(target);
-        let mut route = DataRoute {
-            src: sender.src,
-            dst: target,
-            link,
-            buf: &mut sender.buf,
-        };
-        let outbox = &mut endpoint.outbox;
-        outbox.retransmit(&mut route, sink, now);
-        let stop = outbox.flush_queue(&mut route, sink, &mut sender.rng, known, now, budget);
         if stop == Some(FlushStop::Budget) {
             self.unfinished_flushes.arm(key, now);
         } else {
@@ -199,6 +189,29 @@ impl EndpointTable {
             self.reindex(key);
         }
         self.sync_unacked_timers(key);
+    }
+
+    /// Runs `f` on `target`'s outbox with a route for its `Data` frames over `link`, the
+    /// tag generator and the incarnation learned for the target; `None` (and `f` not run)
+    /// when it has no endpoint.
+    fn with_route<R>(
+        &mut self,
+        target: NodeId,
+        link: LinkId,
+        f: impl FnOnce(&mut Outbox, &mut DataRoute<'_>, &mut Rng, u64) -> R,
+    ) -> Option<(Key, R)> {
+        let key = self.endpoint_of(target)?;
+        let EndpointTable { slots, sender, .. } = self;
+        let endpoint = endpoint_at_mut(slots, key)?;
+        let known = sender.known(target);
+        let mut route = DataRoute {
+            src: sender.src,
+            dst: target,
+            link,
+            buf: &mut sender.buf,
+        };
+        let result = f(&mut endpoint.outbox, &mut route, &mut sender.rng, known);
+        Some((key, result))
     }
 
     /// Forgets an unfinished flush of `target` (its route is not ready, or nothing is left).
@@ -239,21 +252,12 @@ impl EndpointTable {
         now: Instant,
         sink: &mut S,
     ) {
-        let Some(key) = self.endpoint_of(target) else {
-            return;
-        };
-        let EndpointTable { slots, sender, .. } = self;
-        let Some(endpoint) = endpoint_at_mut(slots, key) else {
-            return;
-        };
-        let mut route = DataRoute {
-            src: sender.src,
-            dst: target,
-            link,
-            buf: &mut sender.buf,
-        };
-        endpoint.outbox.retransmit(&mut route, sink, now);
-        self.sync_unacked_timers(key);
+        let sent = self.with_route(target, link, |outbox, route, _, _| {
+            outbox.retransmit(route, sink, now);
+        });
+        if let Some((key, ())) = sent {
+            self.sync_unacked_timers(key);
+        }
     }
 
     /// Pushes the retransmission of `target`'s in-flight messages to `now + retransmit_after`
