@@ -17,7 +17,7 @@ use switchboard_core::{
     discovery::address::tcp_socket_addr,
     ids::LinkId,
     node::Output,
-    registry::client::{ClientAction, ClientOutput},
+    registry::client::ClientOutput,
     time::{Instant, earliest},
 };
 
@@ -368,9 +368,10 @@ impl MioNode {
     /// (`Node::handle_client_output`); what is left is socket work or a report.
     fn on_client_output(&mut self, now: Instant, output: ClientOutput) {
         match self.node.handle_client_output(now, output) {
-            None => {}
-            Some(ClientAction::Connect) => self.dial_registry(now),
-            Some(ClientAction::Transmit(bytes)) => {
+            // Registry changes were applied to the node.
+            None | Some(ClientOutput::Registry(_)) => {}
+            Some(ClientOutput::Connect) => self.dial_registry(now),
+            Some(ClientOutput::Transmit { bytes }) => {
                 let Some(registry) = &mut self.registry else {
                     return;
                 };
@@ -380,12 +381,12 @@ impl MioNode {
                     }
                 }
             }
-            Some(ClientAction::Close) => {
+            Some(ClientOutput::Close) => {
                 if let Some(conn) = self.registry.as_mut().and_then(|r| r.conn.take()) {
                     self.linger(now, conn);
                 }
             }
-            Some(ClientAction::Report(event)) => self.app.push_back(AppEvent::Registry(event)),
+            Some(ClientOutput::Event(event)) => self.app.push_back(AppEvent::Registry(event)),
         }
     }
 

@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use switchboard_core::{
     backoff::BackoffConfig,
-    registry::client::{ClientAction, ClientConfig, ClientEvent, ClientRoute, RegistryClient},
+    registry::client::{ClientConfig, ClientEvent, ClientOutput, RegistryClient},
     time::Duration,
 };
 use tokio::{
@@ -261,21 +261,21 @@ impl ClientTask {
     /// Performs every output of the client machine; `Stop` when the node driver is gone.
     async fn drain(&mut self) -> Step {
         while let Some(output) = self.client.poll_output() {
-            let event = match output.route() {
-                ClientRoute::Node(event) => FeedEvent::Registry(event),
-                ClientRoute::Driver(ClientAction::Connect) => {
+            let event = match output {
+                ClientOutput::Registry(event) => FeedEvent::Registry(event),
+                ClientOutput::Connect => {
                     self.dial();
                     continue;
                 }
-                ClientRoute::Driver(ClientAction::Transmit(bytes)) => {
+                ClientOutput::Transmit { bytes } => {
                     self.write(bytes);
                     continue;
                 }
-                ClientRoute::Driver(ClientAction::Close) => {
+                ClientOutput::Close => {
                     self.close();
                     continue;
                 }
-                ClientRoute::Driver(ClientAction::Report(event)) => match self.translate(event) {
+                ClientOutput::Event(event) => match self.translate(event) {
                     Some(event) => event,
                     None => continue,
                 },
@@ -333,9 +333,9 @@ impl ClientTask {
     async fn shutdown(&mut self) {
         self.client.shutdown();
         while let Some(output) = self.client.poll_output() {
-            match output.route() {
-                ClientRoute::Driver(ClientAction::Transmit(bytes)) => self.write(bytes),
-                ClientRoute::Driver(ClientAction::Close) => self.close(),
+            match output {
+                ClientOutput::Transmit { bytes } => self.write(bytes),
+                ClientOutput::Close => self.close(),
                 _ => {}
             }
         }

@@ -1,16 +1,15 @@
 //! The embedded registry client wired to its node, written once for every driver: the
 //! client's configuration comes from the node's own records ([`Node::registry_client_config`])
-//! and each client output is split between the node and the driver
+//! and each registry change the client outputs is applied to the node
 //! ([`Node::handle_client_output`]), so a driver only performs the socket work and reports.
 //!
 //! A driver that runs the client apart from the node (switchboard-tokio runs it in its own
-//! task, behind the same feed as the etcd backend) splits with
-//! [`ClientOutput::route`] and hands the registry changes to `handle_registry` when they
-//! reach the node.
+//! task, behind the same feed as the etcd backend) hands its `ClientOutput::Registry`
+//! changes to `handle_registry` when they reach the node.
 
 use super::Node;
 use crate::{
-    registry::client::{ClientAction, ClientConfig, ClientOutput, ClientRoute},
+    registry::client::{ClientConfig, ClientOutput},
     time::Instant,
 };
 
@@ -33,20 +32,20 @@ impl Node {
 
     /// Takes one output of this node's registry client (drained with
     /// `RegistryClient::poll_output`): a registry change is applied at once
-    /// ([`handle_registry`](Self::handle_registry)) and `None` returned; anything else is
-    /// the driver's to perform. Drain the node's own outputs afterwards, as after any
+    /// ([`handle_registry`](Self::handle_registry)) and `None` returned; anything else
+    /// (`Connect`, `Transmit`, `Close`, `Event`) comes back for the driver to perform. Drain the node's own outputs afterwards, as after any
     /// `handle_*` call.
     pub fn handle_client_output(
         &mut self,
         now: Instant,
         output: ClientOutput,
-    ) -> Option<ClientAction> {
-        match output.route() {
-            ClientRoute::Node(event) => {
+    ) -> Option<ClientOutput> {
+        match output {
+            ClientOutput::Registry(event) => {
                 self.handle_registry(now, event);
                 None
             }
-            ClientRoute::Driver(action) => Some(action),
+            other => Some(other),
         }
     }
 }

@@ -6,7 +6,7 @@ use alloc::string::String;
 use super::*;
 use crate::{
     discovery::TopologyInfo,
-    registry::client::{ClientAction, ClientOutput, RegistryClient},
+    registry::client::{ClientOutput, RegistryClient},
 };
 
 fn leaf() -> Node {
@@ -38,7 +38,7 @@ fn registry_changes_go_to_the_node_and_the_rest_to_the_driver() {
     let first = client.poll_output().expect("the client dials at once");
     assert_eq!(
         node.handle_client_output(Instant::ZERO, first),
-        Some(ClientAction::Connect)
+        Some(ClientOutput::Connect)
     );
     let put = TopologyInfo {
         id: NodeId(0x103),
@@ -59,6 +59,6 @@ fn registry_changes_go_to_the_node_and_the_rest_to_the_driver() {
     };
     assert_eq!(
         node.handle_client_output(Instant::ZERO, output),
-        Some(ClientAction::Transmit(bytes))
+        Some(ClientOutput::Transmit { bytes })
     );
 }

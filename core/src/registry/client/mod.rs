@@ -38,7 +38,7 @@ mod tests;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 
-pub use types::{ClientAction, ClientConfig, ClientError, ClientEvent, ClientOutput, ClientRoute};
+pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput};
 pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;

@@ -59,9 +59,12 @@ impl ClientConfig {
 }
 
 /// What the driver must do, or pass on. Drained with
-/// [`super::RegistryClient::poll_output`].
+/// [`super::RegistryClient::poll_output`]; a node's driver hands each one to
+/// `Node::handle_client_output`, which applies the registry changes and gives back the rest.
+///
+/// Deliberately exhaustive: a driver acts on every output, and a new one must reach every
+/// driver as a compile error rather than fall into a catch-all.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 // Most outputs are registry events carrying a discovery record; boxing them would add an
 // allocation to the common case to shrink the rare one.
 #[allow(clippy::large_enum_variant)]
@@ -80,53 +83,6 @@ pub enum ClientOutput {
     Registry(RegistryEvent),
     /// Something happened (for logs and metrics).
     Event(ClientEvent),
-}
-
-/// What the driver itself does for one [`ClientOutput`]: socket work, or a report. The
-/// output's other kind, a registry change, is the node's ([`ClientOutput::route`]).
-///
-/// Deliberately exhaustive: a driver handles every action, and a new one must reach every
-/// driver as a compile error rather than fall into a catch-all arm.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClientAction {
-    /// Dial the registry; report `handle_connected` or `handle_connect_failed`.
-    Connect,
-    /// Write these bytes (whole frames) on the registry connection.
-    Transmit(Vec<u8>),
-    /// Flush and close the registry connection; the client has already scheduled the next
-    /// attempt (no `handle_closed` needed, one is ignored).
-    Close,
-    /// Report this event (logs, metrics, the application); nothing to do for the protocol.
-    Report(ClientEvent),
-}
-
-/// Where one [`ClientOutput`] goes: to the node or to the driver.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "routed once per output and consumed at once; boxing would add an allocation"
-)]
-pub enum ClientRoute {
-    /// A registry change for the node: `Node::handle_registry` (or, for a driver that has the
-    /// node at hand, `Node::handle_client_output` does this split and the call in one).
-    Node(RegistryEvent),
-    /// What the driver does.
-    Driver(ClientAction),
-}
-
-impl ClientOutput {
-    /// Splits the output between the node and the driver — the one place that says which
-    /// output is whose.
-    #[must_use]
-    pub fn route(self) -> ClientRoute {
-        match self {
-            ClientOutput::Connect => ClientRoute::Driver(ClientAction::Connect),
-            ClientOutput::Transmit { bytes } => ClientRoute::Driver(ClientAction::Transmit(bytes)),
-            ClientOutput::Close => ClientRoute::Driver(ClientAction::Close),
-            ClientOutput::Registry(event) => ClientRoute::Node(event),
-            ClientOutput::Event(event) => ClientRoute::Driver(ClientAction::Report(event)),
-        }
-    }
 }
 
 /// Why the client dropped a registry connection on the registry's fault.
