@@ -5,34 +5,26 @@
 //! the reset's age that the target was running before the stream began and re-sends on a
 //! fresh stream).
 
+mod common;
+
 use bytes::Bytes;
+use common::node_config;
 
 use switchboard_core::{
-    config::Config,
     ids::NodeId,
     node::Target,
     outcome::Outcome,
-    sim::{Sim, discovery_info, sim_addr, topology_info},
+    sim::{Sim, discovery_info, topology_info},
     time::Duration,
 };
-
-fn config(id: u64, upstream: u64) -> Config {
-    let mut c = Config::new(NodeId(id), format!("node-{id:x}"));
-    c.reconnect_jitter_percent = 0;
-    c.upstream = NodeId(upstream);
-    if upstream != 0 {
-        c.upstream_address = sim_addr(NodeId(upstream));
-    }
-    c.listen = vec![sim_addr(NodeId(id))];
-    c
-}
 
 #[test]
 fn a_proxy_dying_mid_stream_loses_nothing_and_duplicates_nothing() {
     let layout = [(0x602, 0), (0x605, 0), (0x601, 0x602), (0x603, 0x602)];
     let mut sim = Sim::new();
     for (id, up) in layout {
-        sim.add_node(config(id, up)).expect("a valid node config");
+        sim.add_node(node_config(id, up))
+            .expect("a valid node config");
     }
     sim.run_until_idle();
     for (id, up) in layout {

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use switchboard_core::{
-    ids::NodeId,
+    ids::{MsgId, NodeId},
     outcome::Outcome,
     sim::{Sim, discovery_info, topology_info},
     time::Duration,
@@ -38,16 +38,22 @@ fn publish_node(sim: &mut Sim, id: u64, upstream: u64) {
     sim.registry_put_discovery(discovery_info(NodeId(id), &name(id)));
 }
 
-#[test]
-fn a_leaf_known_before_its_proxy_is_reached_when_the_proxy_record_arrives() {
+/// The hub sends to the leaf at 0, `first`'s records (id, upstream) are published at 20 ms
+/// and `second`'s at 120 ms; the simulator a minute later, and the message.
+fn send_early_then_publish(first: (u64, u64), second: (u64, u64)) -> (Sim, MsgId) {
     let mut sim = hub_proxy_leaf();
     let msg = send(&mut sim, HUB, LEAF, 1, "early");
     sim.advance(Duration::from_millis(20));
-    publish_node(&mut sim, LEAF, PROXY);
+    publish_node(&mut sim, first.0, first.1);
     sim.advance(Duration::from_millis(100));
-    publish_node(&mut sim, PROXY, HUB);
+    publish_node(&mut sim, second.0, second.1);
     sim.advance(Duration::from_secs(60));
+    (sim, msg)
+}
 
+#[test]
+fn a_leaf_known_before_its_proxy_is_reached_when_the_proxy_record_arrives() {
+    let (sim, msg) = send_early_then_publish((LEAF, PROXY), (PROXY, HUB));
     // Before: the record stayed a direct one, retried at 2.02 s and removed at 6.02 s with
     // `Failed(NoRoute)`, although the path through the proxy existed from 120 ms.
     assert_eq!(
@@ -62,14 +68,7 @@ fn a_leaf_known_before_its_proxy_is_reached_when_the_proxy_record_arrives() {
 
 #[test]
 fn with_the_proxy_record_first_the_route_is_ready_when_the_leaf_record_arrives() {
-    let mut sim = hub_proxy_leaf();
-    let msg = send(&mut sim, HUB, LEAF, 1, "early");
-    sim.advance(Duration::from_millis(20));
-    publish_node(&mut sim, PROXY, HUB);
-    sim.advance(Duration::from_millis(100));
-    publish_node(&mut sim, LEAF, PROXY);
-    sim.advance(Duration::from_secs(60));
-
+    let (sim, msg) = send_early_then_publish((PROXY, HUB), (LEAF, PROXY));
     assert_eq!(
         outcome(&sim, HUB, msg),
         Some((at_ms(120), Outcome::Delivered))

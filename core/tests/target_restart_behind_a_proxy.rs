@@ -5,27 +5,18 @@
 //! incarnation may have delivered it — it did), and the next message reaches the new
 //! incarnation at once.
 
+mod common;
+
 use bytes::Bytes;
+use common::node_config;
 
 use switchboard_core::{
-    config::Config,
     ids::NodeId,
     node::Target,
     outcome::{FailReason, Outcome},
-    sim::{Sim, discovery_info, sim_addr, topology_info},
+    sim::{Sim, discovery_info, topology_info},
     time::Duration,
 };
-
-fn config(id: u64, upstream: u64) -> Config {
-    let mut c = Config::new(NodeId(id), format!("node-{id:x}"));
-    c.reconnect_jitter_percent = 0;
-    c.upstream = NodeId(upstream);
-    if upstream != 0 {
-        c.upstream_address = sim_addr(NodeId(upstream));
-    }
-    c.listen = vec![sim_addr(NodeId(id))];
-    c
-}
 
 const PROXY: NodeId = NodeId(0x711);
 const SENDER: NodeId = NodeId(0x725);
@@ -35,7 +26,8 @@ fn cluster() -> Sim {
     let layout = [(0x711, 0), (0x725, 0x711), (0x700, 0x711)];
     let mut sim = Sim::new();
     for (id, up) in layout {
-        sim.add_node(config(id, up)).expect("a valid node config");
+        sim.add_node(node_config(id, up))
+            .expect("a valid node config");
     }
     sim.run_until_idle();
     for (id, up) in layout {

@@ -63,19 +63,26 @@ pub fn name(id: u64) -> String {
 /// A node config for `group`: identity, upstream (0 = root, dialled at its simulator address
 /// like libatapp's `bus.proxy`), listen address, reconnect and topology settings.
 pub fn config(group: Group, id: u64, upstream: u64) -> Config {
-    let mut c = Config::new(NodeId(id), name(id));
+    let mut c = node_config(id, upstream);
     c.reconnect_start = group.start;
     c.reconnect_max = group.max;
     c.reconnect_max_tries = group.tries;
-    c.reconnect_jitter_percent = 0;
     c.lost_topology_timeout = group.lost;
     c.send_buffer_size = 1 << 20;
+    c.topology_policy.allow_direct_connection = group.direct;
+    c
+}
+
+/// A node config with the defaults but no jitter: identity, upstream (0 = root, dialled at
+/// its simulator address), listen address.
+pub fn node_config(id: u64, upstream: u64) -> Config {
+    let mut c = Config::new(NodeId(id), name(id));
+    c.reconnect_jitter_percent = 0;
     c.upstream = NodeId(upstream);
     if upstream != 0 {
         c.upstream_address = sim_addr(NodeId(upstream));
     }
     c.listen = vec![sim_addr(NodeId(id))];
-    c.topology_policy.allow_direct_connection = group.direct;
     c
 }
 
