@@ -428,6 +428,7 @@ fn lobby_discovery(revision: u64) -> DiscoveryInfo {
         },
         atbus_protocol_version: 3,
         atbus_protocol_min_version: 3,
+        incarnation: 0,
         metadata: Metadata {
             api_version: "v2".into(),
             kind: "lobby".into(),

@@ -179,8 +179,8 @@ pub use connector::{RouteEvent, RouteFlags, RouteView};
 pub use discovery::{DiscoveryInfo, Filter, TopologyInfo};
 pub use ids::{LinkId, MsgId, NodeId};
 pub use node::{
-    EndpointStatus, Event, LinkError, LinkStatus, Node, Output, RegistryIgnored, RouteStatus,
-    SendError, Status, Target,
+    EndpointStatus, Event, Evidence, LinkError, LinkStatus, Node, Output, RegistryIgnored,
+    RouteStatus, SendError, Status, Target,
 };
 pub use outcome::{FailReason, Outcome};
 pub use registry::RegistryEvent;

@@ -107,7 +107,7 @@ fn dropped_link_clears_ready_at_once_and_arms_reconnect() {
     let mut sim = cluster(GROUP_B, &LAYOUT_B);
     let warm = send(&mut sim, 0x201, 0x202, 100, "warm-up");
     sim.advance_to(at(10));
-    sim.cut(NodeId(0x201), NodeId(0x202));
+    common::cut_past_the_probes(&mut sim, 0x201, 0x202);
 
     // Right after the drop, within the same instant.
     let view = sim.node(NodeId(0x201)).route(NodeId(0x202)).expect("kept");
@@ -679,7 +679,7 @@ fn every_accepted_send_ends_in_exactly_one_outcome() {
     script(&mut sim, 0, 0x103, 0x101, 1);
     script(&mut sim, 0, 0x101, 0x105, 1);
     sim.advance_to(at(5));
-    sim.cut(NodeId(0x101), NodeId(0x102));
+    common::cut_past_the_probes(&mut sim, 0x101, 0x102);
     script(&mut sim, 5, 0x101, 0x103, 4);
     sim.advance_to(at(10));
     sim.kill(NodeId(0x102));

@@ -167,7 +167,7 @@ fn a4_upstream_reconnect_then_send_success() {
     let mut sim = cluster(GROUP_A, &LAYOUT);
     let first = send(&mut sim, 0x101, 0x103, 100, "before-disconnect-A4");
     sim.advance_to(at(10));
-    sim.cut(NodeId(0x101), NodeId(0x102));
+    common::cut_past_the_probes(&mut sim, 0x101, 0x102);
     sim.run_until_idle();
     assert_eq!(flags(&sim, 0x101, 0x103), Some(RouteFlags::ACTIVE));
 
@@ -267,9 +267,10 @@ fn a5_upstream_retry_exceed_limit_fail() {
     );
     assert_eq!(sim.node(NodeId(0x101)).route(NodeId(0x103)), None);
     assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
+    // 10 s: the probe the drop sends at once (a live upstream would be back then).
     assert_eq!(
         connect_failures(&sim, 0x101),
-        ["12.000000000s", "16.000000000s"]
+        ["10.000000000s", "12.000000000s", "16.000000000s"]
     );
     assert_eq!(got(&sim, 0x103), []);
 }
@@ -306,6 +307,7 @@ fn a6_upstream_retry_timeout_downstream_cleanup() {
     assert_eq!(
         connect_failures(&sim, 0x101),
         [
+            "10.000000000s", // the probe at the drop
             "12.000000000s",
             "16.000000000s",
             "24.000000000s",

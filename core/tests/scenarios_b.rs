@@ -152,7 +152,7 @@ fn b4_direct_reconnect_success_after_failure() {
     let mut sim = cluster(GROUP_B, &LAYOUT);
     let m1 = send(&mut sim, 0x201, 0x202, 100, "before-disconnect-B4");
     sim.advance_to(at(10));
-    sim.cut(NodeId(0x201), NodeId(0x202));
+    common::cut_past_the_probes(&mut sim, 0x201, 0x202);
     sim.run_until_idle();
     assert_eq!(route(&sim, 0x201, 0x202), Some((RouteFlags::ACTIVE, None)));
 

@@ -310,6 +310,7 @@ mod wire_seeds {
                     dst: NodeId(2),
                     seq: 2,
                     reason: UnreachableReason::NoRoute,
+                    dst_incarnation: 0x0102_0304,
                 }),
             ),
             ("ping", Frame::Ping(Ping { nonce: 0xDEAD_BEEF })),

@@ -1,6 +1,8 @@
 //! Reactions: topology and discovery events, link state changes, send failures, timers and
 //! the upstream keeper.
 
+use alloc::string::String;
+
 use super::{Connector, LinkState, RouteError, RouteEvent, RouteFlags, World, decide::Mode};
 use crate::{
     backoff::BackoffConfig,
@@ -249,16 +251,16 @@ impl Connector {
         });
     }
 
-    /// Reacts to an applied discovery put for `id`: resets its record's retry count and
-    /// backoff window, and if it was waiting for discovery, clears the wait and runs the
-    /// routing decision again (dialling a peer; relaying an active record that may not link
-    /// directly) — unless the record is lost or proxied. Dials the upstream if it was waiting
-    /// for its address.
+    /// Reacts to an applied discovery put for `id` — news: a (new) address or incarnation.
+    /// Resets its record's retry count and backoff window and retries at once: a record
+    /// waiting for discovery clears the wait and runs the routing decision again (dialling a
+    /// peer; relaying an active record that may not link directly); an unready direct record
+    /// with no link is dialled now; a proxied record left unready by a failed hand-off
+    /// follows its ready proxy again — unless the record is lost. The upstream, when it has
+    /// no link, is dialled now with its backoff reset.
     pub fn on_discovery_put(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
-        if id == self.upstream.id
-            && !self.links.contains_key(&id)
-            && self.upstream.redial_at.is_none()
-        {
+        if id == self.upstream.id && !self.links.contains_key(&id) {
+            self.upstream.backoff.reset();
             self.upstream.redial_at = Some(now);
             self.keep_upstream(now, world);
         }
@@ -268,6 +270,7 @@ impl Connector {
         r.retry_count = 0;
         r.next_reconnect = None;
         if !r.has(RouteFlags::WAIT_DISCOVERY) {
+            self.retry_on_news(now, world, id);
             return;
         }
         r.flags.set(RouteFlags::WAIT_DISCOVERY, false);
@@ -277,6 +280,61 @@ impl Connector {
             return;
         }
         self.recompute(now, world, id);
+    }
+
+    /// [`on_discovery_put`](Self::on_discovery_put) for a record not waiting for discovery.
+    fn retry_on_news(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
+        let Some(r) = self.records.get(&id) else {
+            return;
+        };
+        if r.has(RouteFlags::READY) || r.has(RouteFlags::LOST_TOPOLOGY) {
+            return;
+        }
+        if r.proxy.is_valid() {
+            if self.is_ready(r.proxy) {
+                self.set_ready(id);
+            }
+            return;
+        }
+        if self.links.contains_key(&id) {
+            return;
+        }
+        if self.try_direct_reconnect(now, world, id, true) == Err(RouteError::TopologyDenied) {
+            self.direct_denied(now, world, id);
+        }
+    }
+
+    /// Whether this node may hold a link to `peer` of its own accord: its upstream, a child,
+    /// or a peer the direct-link policy allows for their relation (a probe must not open a
+    /// link the routing would refuse).
+    #[must_use]
+    pub fn may_link(&self, world: &World<'_>, peer: NodeId) -> bool {
+        let relation = world.topology.relation(self.own_id, peer);
+        if peer == self.upstream.id
+            || matches!(
+                relation,
+                Relation::ImmediateUpstream | Relation::ImmediateDownstream
+            )
+        {
+            return true;
+        }
+        let default_data = crate::topology::PeerData::default();
+        let data = world.topology.get(peer).map_or(&default_data, |p| p.data());
+        self.policy.direct_path_allowed(relation)
+            && self.policy.check_policy(&self.local, data).is_ok()
+    }
+
+    /// The address `peer` is dialled at: the configured upstream address for the configured
+    /// upstream, else the one its discovery record offers this node (`None` without one).
+    #[must_use]
+    pub fn address_of(&self, world: &World<'_>, peer: NodeId) -> Option<String> {
+        if peer == self.upstream.configured && !self.upstream.configured_address.is_empty() {
+            return Some(self.upstream.configured_address.clone());
+        }
+        world
+            .discovery
+            .get_by_id(peer)
+            .and_then(|info| self.select_address(info))
     }
 
     /// Reacts to an applied discovery delete of `id`: its record waits for discovery — only

@@ -13,7 +13,7 @@ use super::{
     Metadata,
     json::{
         self, DecodeError, i32_field, is_default, message, message_list, node_id_field, or_default,
-        u64_field,
+        u64_field, u64_string,
     },
 };
 use crate::ids::NodeId;
@@ -165,6 +165,17 @@ pub struct DiscoveryInfo {
     /// Service metadata the filters select on.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
     pub metadata: Metadata,
+    /// The bus incarnation of the process that published the record (switchboard's
+    /// addition; 0 = not stated, e.g. a libatapp node, which ignores the field): a record
+    /// with a new incarnation announces a restart before any link shows it, so senders end
+    /// what the old incarnation may have received and dial the new one at once. Written as a
+    /// decimal string (proto3 JSON's `uint64` form).
+    #[serde(
+        deserialize_with = "u64_field",
+        serialize_with = "u64_string",
+        skip_serializing_if = "is_default"
+    )]
+    pub incarnation: u64,
     /// Registry revision this record came with (etcd mod_revision, or the embedded registry's
     /// sequence); 0 when it did not come from a registry. Not part of the JSON.
     #[serde(skip)]
@@ -244,6 +255,7 @@ impl DiscoveryInfo {
             atbus_protocol_version,
             atbus_protocol_min_version,
             metadata,
+            incarnation,
             revision: _,
         } = self;
         *id == other.id
@@ -263,5 +275,6 @@ impl DiscoveryInfo {
             && *atbus_protocol_version == other.atbus_protocol_version
             && *atbus_protocol_min_version == other.atbus_protocol_min_version
             && *metadata == other.metadata
+            && *incarnation == other.incarnation
     }
 }

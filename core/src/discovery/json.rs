@@ -189,6 +189,15 @@ pub(crate) fn u64_field<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u6
     deserializer.deserialize_any(U64Visitor)
 }
 
+/// Field serializer for a `uint64` in proto3's canonical JSON form, a decimal string (exact
+/// in every JSON reader, also above 2^53).
+pub(crate) fn u64_string<S: serde::Serializer>(
+    value: &u64,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
+}
+
 /// Field deserializer for a [`NodeId`] written as proto `uint64`.
 pub(crate) fn node_id_field<'de, D: Deserializer<'de>>(
     deserializer: D,

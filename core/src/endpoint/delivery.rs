@@ -350,11 +350,13 @@ impl EndpointTable {
         }
     }
 
-    /// `target`'s handshake says it runs `incarnation` (call on every link up). A stream
-    /// stamped with another incarnation, or any stream when the incarnation known before
-    /// differs (it restarted), is abandoned with `Unknown(TargetRestarted)`; a stream stamped
-    /// 0 is kept (its frames carry the `retransmit` flag, which the new incarnation refuses).
-    /// Returns how many messages ended.
+    /// `target` runs `incarnation` (its handshake says so, or the registry announced it).
+    /// A stream stamped with another incarnation, or any stream when the incarnation known
+    /// before differs (it restarted), is aimed at a dead incarnation: the messages that may
+    /// have reached it end `Unknown(TargetRestarted)`, the ones that provably never arrived
+    /// move to a fresh stream stamped `incarnation` ([`on_dead`](Self::on_dead)'s rule). A
+    /// stream stamped 0 toward the same incarnation is kept (its frames carry the
+    /// `retransmit` flag, which a new incarnation refuses). Returns how many messages ended.
     pub fn on_incarnation<S: OutcomeSink + ?Sized>(
         &mut self,
         target: NodeId,
@@ -363,15 +365,57 @@ impl EndpointTable {
     ) -> usize {
         let previous = self.sender.known.insert(target, incarnation);
         let restarted = previous.is_some_and(|p| p != incarnation);
-        self.with_stream(target, |stream, _| {
+        self.with_stream(target, |stream, rng| {
             let stale_stamp = stream.stamp() != 0 && stream.stamp() != incarnation;
-            if stale_stamp || restarted {
-                stream.abandon(Outcome::Unknown(FailReason::TargetRestarted), sink)
+            if (stale_stamp || restarted) && stream.len() > 0 {
+                stream
+                    .die(FailReason::TargetRestarted, incarnation, rng, sink)
+                    .0
             } else {
                 0
             }
         })
         .unwrap_or(0)
+    }
+
+    /// Evidence that `target`'s incarnation `incarnation` is dead (its redial was refused,
+    /// its heartbeats stopped, a relay or the registry said so). Ignored unless the current
+    /// stream is aimed at it: stamped `incarnation`, or stamped 0 while the incarnation known
+    /// is `incarnation` or none. Then, at once, the in-flight messages that may have reached
+    /// it end `Unknown(reason)` and the ones that provably never arrived (every copy refused)
+    /// move in order onto a fresh stream (stamped 0, first transmissions, deadlines kept) to
+    /// wait for a live incarnation; the known incarnation is forgotten. Returns how many
+    /// messages ended.
+    pub fn on_dead<S: OutcomeSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        incarnation: u64,
+        reason: FailReason,
+        sink: &mut S,
+    ) -> usize {
+        let known = self.sender.known(target);
+        let ended = self.with_stream(target, |stream, rng| {
+            let aimed = match stream.stamp() {
+                0 => known == 0 || known == incarnation,
+                stamp => stamp == incarnation,
+            };
+            if !aimed || stream.len() == 0 {
+                return None;
+            }
+            Some(stream.die(reason, 0, rng, sink).0)
+        });
+        match ended.flatten() {
+            Some(ended) => {
+                self.sender.known.remove(&target);
+                ended
+            }
+            None => {
+                if known == incarnation {
+                    self.sender.known.remove(&target);
+                }
+                0
+            }
+        }
     }
 
     /// The last incarnation of `target` learned from its acks, resets or handshake (0 = none).

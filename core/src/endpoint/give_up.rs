@@ -15,7 +15,7 @@ impl SendStream {
     /// Gives the stream up for `reason`: the in-flight messages before the first one that
     /// provably never arrived (every copy refused) end `Unknown(reason)`, that one and
     /// everything after it `Failed(reason)` (receivers deliver in order); the stream is
-    /// closed like [`abandon`](Self::abandon). Returns how many ended.
+    /// closed ([`close`](Self::close)). Returns how many ended.
     pub(super) fn give_up<S: OutcomeSink + ?Sized>(
         &mut self,
         reason: FailReason,
@@ -65,14 +65,54 @@ impl SendStream {
         for m in &ended {
             sink.emit(m.msg, Outcome::Failed(reason));
         }
+        // Keep the emptied buffer's capacity for the moved messages.
+        all.clear();
+        let stamp = self.stamp;
+        self.restart_with(all, kept, stamp, rng);
+    }
+
+    /// The incarnation the stream is aimed at is dead (evidence of death; `reason` is
+    /// `TargetGone` or `TargetRestarted`): the messages that may have reached it — before the
+    /// first one every copy of which was refused — end `Unknown(reason)` at once; that one and
+    /// everything after it, none of which arrived, move in order onto a fresh stream stamped
+    /// `next_stamp` (the new incarnation, or 0 while none is known) as first transmissions and
+    /// keep their deadlines: they wait for a live incarnation. Returns (ended, moved).
+    pub(super) fn die<S: OutcomeSink + ?Sized>(
+        &mut self,
+        reason: FailReason,
+        next_stamp: u64,
+        rng: &mut Rng,
+        sink: &mut S,
+    ) -> (usize, usize) {
+        let undelivered_from = first_undelivered(self.inflight.iter());
+        let mut all = core::mem::take(&mut self.inflight);
+        let rest = all.split_off(undelivered_from);
+        for m in &all {
+            sink.emit(m.msg, Outcome::Unknown(reason));
+        }
+        let (ended, moved) = (all.len(), rest.len());
+        all.clear();
+        self.restart_with(all, rest.into_iter().collect(), next_stamp, rng);
+        (ended, moved)
+    }
+
+    /// Replaces the stream by a fresh one (new tag, `stamp`) holding `kept` in order as first
+    /// transmissions, in `buffer` (emptied, kept for its capacity); closes it if `kept` is
+    /// empty.
+    fn restart_with(
+        &mut self,
+        buffer: alloc::collections::VecDeque<InFlight>,
+        kept: Vec<InFlight>,
+        stamp: u64,
+        rng: &mut Rng,
+    ) {
         if kept.is_empty() {
             self.close();
             return;
         }
-        // Keep the emptied buffer's capacity for the moved messages.
-        all.clear();
-        self.inflight = all;
+        self.inflight = buffer;
         self.tag = fresh_tag(rng, self.tag);
+        self.stamp = stamp;
         self.last = 0;
         self.bytes = 0;
         for mut m in kept {

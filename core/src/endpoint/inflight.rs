@@ -369,21 +369,6 @@ impl SendStream {
         self.last_tx = now;
     }
 
-    /// Ends every in-flight message with `outcome` (oldest first) and closes the stream, so
-    /// the next message starts a fresh one. Returns how many ended.
-    pub(super) fn abandon<S: OutcomeSink + ?Sized>(
-        &mut self,
-        outcome: Outcome,
-        sink: &mut S,
-    ) -> usize {
-        let n = self.inflight.len();
-        for m in self.inflight.drain(..) {
-            sink.emit(m.msg, outcome);
-        }
-        self.close();
-        n
-    }
-
     /// Forgets the stream (its messages are gone): the next message starts a fresh one.
     pub(super) fn close(&mut self) {
         self.inflight.clear();

@@ -143,6 +143,7 @@
 //! this node itself is delivered at once (`Received` with `via` = this node).
 
 mod commands;
+mod evidence;
 mod registry_client;
 mod registry_input;
 mod routes;
@@ -156,7 +157,7 @@ mod tests;
 use alloc::collections::{BTreeMap, VecDeque};
 
 pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
-pub use types::{Event, LinkError, Output, RegistryIgnored, SendError, Target};
+pub use types::{Event, Evidence, LinkError, Output, RegistryIgnored, SendError, Target};
 
 use crate::{
     bus::links::{LinkSettings, Links},
@@ -194,6 +195,12 @@ pub struct Node {
     selector: crate::select::Selector,
     now: Instant,
     shut_down: bool,
+    /// Peers whose last up link closed, with the incarnation it ran: a failed dial of one
+    /// before it links again is evidence of that incarnation's death.
+    suspects: BTreeMap<NodeId, u64>,
+    /// Per target, the sources of the messages this node relayed toward it (as a proxy):
+    /// told when the target's incarnation dies.
+    relayed: BTreeMap<NodeId, alloc::collections::BTreeSet<NodeId>>,
 }
 
 /// Routes outcomes straight into the output queue.
@@ -287,6 +294,8 @@ impl Node {
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
+            suspects: BTreeMap::new(),
+            relayed: BTreeMap::new(),
         };
         let world = World {
             topology: &node.topology,

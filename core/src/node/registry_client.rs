@@ -14,6 +14,16 @@ use crate::{
 };
 
 impl Node {
+    /// The discovery record this node publishes on any registry: the config's
+    /// ([`Config::discovery_info`](crate::config::Config::discovery_info)) stamped with this
+    /// incarnation, so peers learn of a restart from the registry before any link shows it.
+    #[must_use]
+    pub fn discovery_info(&self) -> crate::discovery::DiscoveryInfo {
+        let mut info = self.config().discovery_info();
+        info.incarnation = self.incarnation;
+        info
+    }
+
     /// The embedded registry client's configuration for this node, with the client's
     /// defaults: the node's discovery record and topology record (its configured upstream),
     /// its incarnation, and the incarnation as the jitter seed (so restarts do not retry in
@@ -22,7 +32,7 @@ impl Node {
     pub fn registry_client_config(&self) -> ClientConfig {
         let config = self.config();
         let mut client = ClientConfig::new(
-            config.discovery_info(),
+            self.discovery_info(),
             Some(config.topology_info(config.upstream)),
             self.incarnation,
         );

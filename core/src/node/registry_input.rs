@@ -25,7 +25,12 @@ impl Node {
             RegistryEvent::DiscoveryDelete { id, name, revision } => {
                 let applied = self.discovery.remove(id, &name, revision);
                 match applied {
-                    Applied::Removed(info) => self.discovery_gone(now, info.id),
+                    Applied::Removed(info) => {
+                        if info.id.is_valid() {
+                            self.discovery_deleted(info.id, info.incarnation);
+                        }
+                        self.discovery_gone(now, info.id);
+                    }
                     _ => self.ignored(RegistryIgnored::Discovery { id }),
                 }
             }
@@ -43,16 +48,14 @@ impl Node {
 
     fn discovery_put(&mut self, now: Instant, info: DiscoveryInfo) {
         let id = info.id;
+        let incarnation = info.incarnation;
         match self.discovery.put(info) {
-            Applied::Added { id, displaced, .. } => {
+            Applied::Added { id, displaced, .. } | Applied::Updated { id, displaced, .. } => {
                 if let Some(d) = displaced {
                     self.discovery_gone(now, d.id);
                 }
-                self.discovery_arrived(now, id);
-            }
-            Applied::Updated { id, displaced, .. } => {
-                if let Some(d) = displaced {
-                    self.discovery_gone(now, d.id);
+                if id.is_valid() {
+                    self.discovery_news(now, id, incarnation);
                 }
                 self.discovery_arrived(now, id);
             }

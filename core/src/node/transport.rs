@@ -126,6 +126,7 @@ impl Node {
                 incarnation,
                 restarted,
             } => {
+                self.suspects.remove(&peer);
                 let mut sink = OutSink(&mut self.out);
                 self.endpoints.on_incarnation(peer, incarnation, &mut sink);
                 if restarted {
@@ -138,8 +139,17 @@ impl Node {
             }
             Inbound::Down(down) => self.link_down(now, down),
             Inbound::Ack(ack) => self.on_ack(&ack),
-            Inbound::Unreachable { notice, via } => self.on_unreachable(now, &notice, via),
+            Inbound::Unreachable { notice, via } => {
+                if notice.reason == UnreachableReason::TargetGone {
+                    self.relay_says_gone(&notice, via);
+                } else {
+                    self.on_unreachable(now, &notice, via);
+                }
+            }
             Inbound::Relay(relay) => {
+                if let Some(src) = relay.message_src() {
+                    self.note_relayed(src, relay.dst());
+                }
                 let hop = relay.needs_hop().then(|| {
                     let world = World {
                         topology: &self.topology,
@@ -226,16 +236,25 @@ impl Node {
     pub(super) fn beat(&mut self, now: Instant) {
         for link in self.links.due_beats(now) {
             if let Some(down) = self.links.beat(now, link, &mut self.out) {
-                self.link_down(now, down);
+                self.link_down_by(now, down, true);
             }
         }
     }
 
     /// A link went away: the connector hears what is left towards its peer (and towards the
     /// node it was dialled for).
-    fn link_down(&mut self, now: Instant, down: Down) {
+    pub(super) fn link_down(&mut self, now: Instant, down: Down) {
+        self.link_down_by(now, down, false);
+    }
+
+    /// [`link_down`](Self::link_down), saying whether the link's heartbeats stopped: the
+    /// evidence rules apply first ([`Node::link_gone`]), then the connector hears of it, then
+    /// a peer left without links is probed.
+    fn link_down_by(&mut self, now: Instant, down: Down, heartbeats_stopped: bool) {
+        self.link_gone(down, heartbeats_stopped);
         if let Some(peer) = down.peer {
             self.update_peer_state(now, peer);
+            self.probe(peer);
         }
         if let Some(dialed) = down.dialed {
             self.update_peer_state(now, dialed);

@@ -145,6 +145,50 @@ pub enum Event {
     },
     /// A registry event was not applied.
     RegistryIgnored(RegistryIgnored),
+    /// Evidence that `peer`'s incarnation `incarnation` is dead (ARCHITECTURE §9): what may
+    /// have reached it ended `Unknown(TargetGone | TargetRestarted)` at once, what provably
+    /// did not waits for a live incarnation, and the senders relaying to it through this
+    /// node were told (an `Unreachable` with `TargetGone`).
+    PeerDead {
+        /// The peer.
+        peer: NodeId,
+        /// Its dead incarnation (0 = the one never seen in a handshake).
+        incarnation: u64,
+        /// What showed it.
+        evidence: Evidence,
+    },
+}
+
+/// What showed that a peer's incarnation is dead ([`Event::PeerDead`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Evidence {
+    /// The registry deleted its record.
+    RegistryDeleted,
+    /// The registry announced another incarnation of it.
+    NewIncarnation,
+    /// A dial after its link closed failed (refused, timed out, or never finished its
+    /// handshake).
+    RedialFailed,
+    /// Its link's heartbeats stopped (nothing heard for interval × misses).
+    HeartbeatsStopped,
+    /// The relay its route goes through said so.
+    RelayNotice,
+}
+
+impl Evidence {
+    /// The label in logs and metrics: `registry_deleted`, `new_incarnation`,
+    /// `redial_failed`, `heartbeats_stopped`, `relay_notice`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Evidence::RegistryDeleted => "registry_deleted",
+            Evidence::NewIncarnation => "new_incarnation",
+            Evidence::RedialFailed => "redial_failed",
+            Evidence::HeartbeatsStopped => "heartbeats_stopped",
+            Evidence::RelayNotice => "relay_notice",
+        }
+    }
 }
 
 /// Why a registry event was not applied.

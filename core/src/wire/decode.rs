@@ -248,6 +248,7 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
             dst: cursor.node("dst")?,
             seq: cursor.u64("seq")?,
             reason: cursor.code("reason", UnreachableReason::from_code)?,
+            dst_incarnation: cursor.u64("dst_incarnation")?,
         }),
         FrameKind::Ping => Frame::Ping(Ping {
             nonce: cursor.u64("nonce")?,

@@ -76,7 +76,7 @@ pub fn encoded_len(frame: &Frame<'_>) -> usize {
         Frame::HelloAck(ack) => hello_len(ack.proof.as_ref(), ack.name),
         Frame::Data(data) => DATA_FIXED_LEN + data.payload.len(),
         Frame::Ack(ack) => 32 + if ack.reset.is_some() { 8 } else { 0 },
-        Frame::Unreachable(_) => 25,
+        Frame::Unreachable(_) => 33,
         Frame::Ping(_) | Frame::Pong(_) => 8,
         Frame::Bye(_) => 1,
         Frame::Delete(delete) => 8 + 8 + 8 + 4 + delete.name.len(),
@@ -162,6 +162,7 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
             put_u64(out, unreachable.dst.0);
             put_u64(out, unreachable.seq);
             out.push(unreachable.reason.code());
+            put_u64(out, unreachable.dst_incarnation);
         }
         Frame::Ping(ping) => put_u64(out, ping.nonce),
         Frame::Pong(pong) => put_u64(out, pong.nonce),

@@ -165,6 +165,11 @@ reason_codes! {
         UnknownTarget = 3,
         /// The relay's queue toward the destination is full.
         Overloaded = 4,
+        /// The destination's incarnation `dst_incarnation` is gone (its redial was refused,
+        /// its heartbeats stopped, or the registry deleted or replaced it): nothing sent to
+        /// it will be acknowledged any more. A relay pushes this to every source it relayed
+        /// for that destination, unasked (`seq` 0), as well as answering a frame with it.
+        TargetGone = 5,
     }
 }
 
@@ -181,6 +186,9 @@ reason_codes! {
         Replaced = 4,
         /// The sending node is about to restart (new incarnation).
         Restarting = 5,
+        /// The sending node no longer needs the link (it moved in the topology): the peer
+        /// must not take the close for a sign of death, nor dial back.
+        Unneeded = 6,
     }
 }
 
@@ -287,6 +295,9 @@ pub struct Unreachable {
     pub seq: u64,
     /// Why it could not be forwarded.
     pub reason: UnreachableReason,
+    /// The destination's incarnation as the relay knew it (0 = not known); with
+    /// [`UnreachableReason::TargetGone`], the incarnation that is gone.
+    pub dst_incarnation: u64,
 }
 
 /// Liveness probe; the peer answers with a [`Pong`] echoing `nonce`.

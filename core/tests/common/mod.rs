@@ -128,6 +128,15 @@ pub fn cluster(group: Group, layout: &[(u64, u64)]) -> Sim {
 }
 
 /// Instant `s` seconds after the origin.
+/// Drops the links between `a` and `b` and keeps the path down just long enough for the dial
+/// each end sends at once (its probe) to fail: reconnecting then waits for the backoff, as in
+/// libatapp's scenarios, whose nodes never probe.
+pub fn cut_past_the_probes(sim: &mut Sim, a: u64, b: u64) {
+    sim.link_down(NodeId(a), NodeId(b));
+    sim.deliver_until_idle();
+    sim.link_up(NodeId(a), NodeId(b));
+}
+
 pub fn at(s: u64) -> Instant {
     Instant::from_secs(s)
 }

@@ -222,7 +222,9 @@ fn host_or_pid_change_counts_for_policy() {
             sim.registry_put_topology(moved);
         } else {
             sim.registry_put_topology(moved);
-            sim.cut(NodeId(0x501), NodeId(0x502));
+            // Only the registry says 0x502 moved (its own config still says host-a, so its
+            // probe back would be allowed): the probes fail, the move is what is tested.
+            common::cut_past_the_probes(&mut sim, 0x501, 0x502);
         }
         sim.run_until_idle();
         assert_eq!(

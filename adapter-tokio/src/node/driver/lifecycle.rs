@@ -107,7 +107,7 @@ fn start_backend(
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(options) => {
             let registration = crate::registry::feed::Registration {
-                discovery: node.config().discovery_info(),
+                discovery: node.discovery_info(),
                 topology: node.config().topology_info(node.config().upstream),
                 incarnation: node.incarnation(),
             };

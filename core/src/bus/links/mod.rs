@@ -62,7 +62,7 @@ use crate::{
     ids::{IdSource, LinkId, NodeId},
     time::{Duration, Instant},
     timer::TimerQueue,
-    wire::{self, DecodeError, Frame, FrameKind, FrameReader, Proof, RefuseReason},
+    wire::{self, ByeReason, DecodeError, Frame, FrameKind, FrameReader, Proof, RefuseReason},
 };
 
 /// Relays a `Data` frame may take before it is dropped (a routing loop guard).
@@ -204,6 +204,12 @@ pub struct Down {
     pub peer: Option<NodeId>,
     /// The node it was dialled for, if it was dialled.
     pub dialed: Option<NodeId>,
+    /// The peer's incarnation, if its handshake got that far (else 0).
+    pub incarnation: u64,
+    /// The peer refused our handshake with this reason (it is alive, and says why).
+    pub refused: Option<RefuseReason>,
+    /// The peer closed the link on purpose, saying `Bye` with this reason.
+    pub bye: Option<ByeReason>,
 }
 
 /// Every link of one node; see the [module docs](self).
@@ -250,6 +256,48 @@ impl Links {
             acks_due: Vec::new(),
             beats: TimerQueue::new(),
             wbuf: Vec::new(),
+        }
+    }
+
+    /// The incarnation `peer` had in its last handshake with this node (0 = none seen).
+    #[must_use]
+    pub fn peer_incarnation(&self, peer: NodeId) -> u64 {
+        self.peer_incarnations.get(&peer).copied().unwrap_or(0)
+    }
+
+    /// Closes every link to `peer` whose handshake showed another incarnation than
+    /// `incarnation` (a half-open link to a life the registry says is over), reporting each
+    /// like a closed link. Returns what went down.
+    pub fn close_stale<S: LinkSink + ?Sized>(
+        &mut self,
+        peer: NodeId,
+        incarnation: u64,
+        sink: &mut S,
+    ) -> Vec<Down> {
+        let stale: Vec<LinkId> = self
+            .table
+            .iter()
+            .filter(|(_, l)| l.peer == Some(peer) && l.incarnation != incarnation)
+            .map(|(&id, _)| id)
+            .collect();
+        let mut downs = Vec::new();
+        for link in stale {
+            sink.close(link);
+            downs.extend(self.closed(link, sink));
+        }
+        downs
+    }
+
+    /// Sends `notice` (an `Unreachable` this node originates) on the up link to `hop`;
+    /// dropped without one.
+    pub fn send_notice<S: LinkSink + ?Sized>(
+        &mut self,
+        notice: wire::Unreachable,
+        hop: NodeId,
+        sink: &mut S,
+    ) {
+        if let Some(link) = self.link_to(hop) {
+            self.transmit(link, &Frame::Unreachable(notice), sink);
         }
     }
 
@@ -398,6 +446,9 @@ impl Links {
         Some(Down {
             peer: l.peer,
             dialed: l.dialed.filter(|&d| Some(d) != l.peer),
+            incarnation: l.incarnation,
+            refused: None,
+            bye: None,
         })
     }
 
@@ -408,13 +459,20 @@ impl Links {
         reason: LinkError,
         sink: &mut S,
     ) -> Option<Down> {
+        let refused = match &reason {
+            LinkError::RefusedByPeer(why) => Some(*why),
+            _ => None,
+        };
         sink.event(LinkEvent::Rejected { link, reason });
         sink.close(link);
-        self.closed(link, sink)
+        let mut down = self.closed(link, sink)?;
+        down.refused = refused;
+        Some(down)
     }
 
     /// Closes every link to `peer` on the connector's request, without reporting anything
-    /// back (the connector already forgot the peer's links).
+    /// back (the connector already forgot the peer's links); an up link says `Bye`
+    /// ([`ByeReason::Unneeded`]) first, so the peer neither suspects us nor dials back.
     pub fn close_peer<S: LinkSink + ?Sized>(&mut self, peer: NodeId, sink: &mut S) {
         let links: Vec<LinkId> = self
             .table
@@ -423,6 +481,12 @@ impl Links {
             .map(|(&id, _)| id)
             .collect();
         for link in links {
+            if self.table.get(&link).is_some_and(|l| l.phase == Phase::Up) {
+                let bye = wire::Bye {
+                    reason: ByeReason::Unneeded,
+                };
+                self.transmit(link, &Frame::Bye(bye), sink);
+            }
             self.table.remove(&link);
             self.beats.cancel(link);
             sink.close(link);

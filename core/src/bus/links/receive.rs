@@ -78,6 +78,15 @@ impl Relay {
         }
     }
 
+    /// The node a relayed message comes from (its `src`); `None` for an ack or notice.
+    #[must_use]
+    pub fn message_src(&self) -> Option<NodeId> {
+        match &self.frame {
+            Relayed::Data { header, .. } => Some(header.src),
+            Relayed::Ack(_) | Relayed::Unreachable(_) => None,
+        }
+    }
+
     /// The peer the frame arrived from (never the hop it goes on to).
     #[must_use]
     pub fn from(&self) -> NodeId {
@@ -213,6 +222,7 @@ impl Links {
                     dst: header.dst,
                     seq: header.seq,
                     reason,
+                    dst_incarnation: header.dst_incarnation,
                 };
                 self.transmit(relay.from_link, &Frame::Unreachable(notice), sink);
             }
@@ -328,9 +338,11 @@ impl Links {
                 self.transmit(link, &Frame::Pong(pong), sink);
                 None
             }
-            Frame::Bye(_) => {
+            Frame::Bye(bye) => {
                 sink.close(link);
-                self.closed(link, sink).map(Inbound::Down)
+                let mut down = self.closed(link, sink)?;
+                down.bye = Some(bye.reason);
+                Some(Inbound::Down(down))
             }
             _ => None,
         }

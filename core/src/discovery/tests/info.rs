@@ -96,6 +96,7 @@ fn echo_svr_expected() -> DiscoveryInfo {
         },
         atbus_protocol_version: 3,
         atbus_protocol_min_version: 3,
+        incarnation: 0,
         metadata: Metadata {
             api_version: "v1".to_string(),
             kind: "echo".to_string(),
@@ -160,6 +161,30 @@ fn minimal_record_omits_defaults_and_round_trips() {
         br#"{"id":16909060,"name":"","runtime":{"stateful_pod_index":-1}}"#
     );
     assert_eq!(DiscoveryInfo::from_json(&bytes), Ok(info));
+}
+
+#[test]
+fn the_incarnation_is_written_as_a_decimal_string_last_and_read_in_either_form() {
+    let info = DiscoveryInfo {
+        id: NodeId(7),
+        name: "leaf".to_string(),
+        incarnation: 0xfedc_ba98_7654_3210,
+        ..DiscoveryInfo::default()
+    };
+    let bytes = info.to_json();
+    assert_eq!(
+        bytes,
+        br#"{"id":7,"name":"leaf","incarnation":"18364758544493064720"}"#
+    );
+    assert_eq!(DiscoveryInfo::from_json(&bytes), Ok(info.clone()));
+    let unquoted = br#"{"id":7,"name":"leaf","incarnation":18364758544493064720}"#;
+    assert_eq!(DiscoveryInfo::from_json(unquoted), Ok(info.clone()));
+    // Another incarnation is another record's content: the registry reports it as news.
+    let restarted = DiscoveryInfo {
+        incarnation: 1,
+        ..info.clone()
+    };
+    assert!(!restarted.same_content(&info));
 }
 
 #[test]

@@ -393,6 +393,7 @@ fn discovery_info() -> impl Strategy<Value = DiscoveryInfo> {
             },
             atbus_protocol_version: proto,
             atbus_protocol_min_version: proto_min,
+            incarnation: proto ^ proto_min.rotate_left(7),
             metadata: Metadata {
                 kind,
                 labels,

@@ -489,6 +489,7 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
                         dst: NodeId(0x103),
                         seq: make_seq(1, 1),
                         reason: crate::wire::UnreachableReason::HopLimit,
+                        dst_incarnation: 0,
                     }
                 )),
             },

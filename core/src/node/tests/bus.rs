@@ -196,6 +196,12 @@ fn a_silent_link_is_pinged_then_closed_at_the_exact_instant() {
                 link,
                 peer: Some(NodeId(0x101))
             }),
+            // Stopped heartbeats are evidence that this incarnation of the peer is dead.
+            Output::Event(Event::PeerDead {
+                peer: NodeId(0x101),
+                incarnation: 0x101,
+                evidence: crate::node::Evidence::HeartbeatsStopped,
+            }),
         ]
     );
     assert_eq!(node.poll_timeout(), None);

@@ -251,6 +251,7 @@ impl Driver {
                             dst,
                             seq,
                             reason: crate::wire::UnreachableReason::NoRoute,
+                            dst_incarnation: 0,
                         })
                     };
                     self.node

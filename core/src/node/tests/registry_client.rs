@@ -20,7 +20,8 @@ fn leaf() -> Node {
 fn the_client_registers_the_nodes_own_records_and_incarnation() {
     let node = leaf();
     let config = node.registry_client_config();
-    assert_eq!(config.discovery, node.config().discovery_info());
+    assert_eq!(config.discovery, node.discovery_info());
+    assert_eq!(config.discovery.incarnation, node.incarnation());
     assert_eq!(
         config.topology,
         Some(node.config().topology_info(NodeId(0x102)))

@@ -148,9 +148,14 @@ fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
     let mut sim = group_b();
     let first = send(&mut sim, 0x201, 0x202, b"first");
     sim.advance_to(secs(4));
-    // The link between the two drops (0x202 stays reachable for new dials).
+    // The link between the two drops; each end probes the other at once, and both probes
+    // fail (0x202 stays reachable for later dials), so the reconnect waits for the backoff.
+    sim.fail_next_connect(NodeId(0x201), NodeId(0x202));
+    sim.fail_next_connect(NodeId(0x202), NodeId(0x201));
     sim.cut(NodeId(0x201), NodeId(0x202));
     sim.deliver_until_idle();
+    let probe_at = dials(&sim, 0x201).last().map(|&(_, at)| at);
+    assert_eq!(probe_at, Some(secs(4)), "the probe");
     let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
@@ -178,6 +183,44 @@ fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
         (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
+    );
+}
+
+#[test]
+fn a_dropped_link_to_a_live_peer_is_back_at_once_and_the_queue_never_waits() {
+    let mut sim = group_b();
+    let first = send(&mut sim, 0x201, 0x202, b"first");
+    sim.advance_to(secs(4));
+    sim.cut(NodeId(0x201), NodeId(0x202));
+    sim.deliver_until_idle();
+    // Both ends probe at once (no backoff): the peer is alive, so the route is ready again
+    // before anything waits, its retry count and timer cleared.
+    assert_eq!(
+        dials(&sim, 0x201).last(),
+        Some(&(NodeId(0x202), secs(4))),
+        "the probe"
+    );
+    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+    assert_eq!(
+        (v.flags, v.retry_count, v.timer),
+        (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
+    );
+    sim.advance_to(secs(5));
+    let msg = send(&mut sim, 0x201, 0x202, b"straight-out");
+    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 0);
+    assert_eq!(
+        seen(&sim, 0x202),
+        vec![
+            received(secs(0), 0x201, 0x201, b"first"),
+            received(secs(5), 0x201, 0x201, b"straight-out")
+        ]
+    );
+    assert_eq!(
+        seen(&sim, 0x201),
+        vec![
+            outcome(secs(0), first, Outcome::Delivered),
+            outcome(secs(5), msg, Outcome::Delivered)
+        ]
     );
 }
 

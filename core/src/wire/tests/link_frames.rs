@@ -158,14 +158,16 @@ pub(super) fn golden_unreachable() -> (Frame<'static>, Vec<u8>) {
         dst: NodeId(2),
         seq: 9,
         reason: UnreachableReason::HopLimit,
+        dst_incarnation: 0x0a0b,
     });
     #[rustfmt::skip]
     let bytes = vec![
-        33, 0, 0, 0, 1, 5, 0, 0,
+        41, 0, 0, 0, 1, 5, 0, 0,
         1, 0, 0, 0, 0, 0, 0, 0,
         2, 0, 0, 0, 0, 0, 0, 0,
         9, 0, 0, 0, 0, 0, 0, 0,
         2,
+        0x0b, 0x0a, 0, 0, 0, 0, 0, 0,
     ];
     (frame, bytes)
 }
@@ -338,12 +340,12 @@ fn every_reason_code_round_trips_and_unknown_codes_are_refused() {
     assert_eq!(ByeReason::from_code(0), None);
     assert_eq!(RefuseReason::from_code(0), None, "0 means accepted");
     let (_, mut bye) = golden_bye();
-    bye[8] = 6;
+    bye[8] = 7;
     assert_eq!(
         decode(&bye, MAX),
         Err(DecodeError::UnknownCode {
             field: "reason",
-            code: 6
+            code: 7
         })
     );
     let (_, mut ack) = golden_hello_ack();

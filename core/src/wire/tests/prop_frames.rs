@@ -193,6 +193,7 @@ fn frame(spec: &Spec) -> Frame<'_> {
             dst: NodeId(spec.b),
             seq: spec.c,
             reason: pick(UnreachableReason::ALL, spec.code),
+            dst_incarnation: spec.a ^ spec.c,
         }),
         5 => Frame::Ping(Ping { nonce: spec.a }),
         6 => Frame::Pong(Pong { nonce: spec.a }),

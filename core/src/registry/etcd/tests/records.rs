@@ -80,6 +80,7 @@ pub(super) fn expected_discovery(revision: u64) -> DiscoveryInfo {
         },
         atbus_protocol_version: 3,
         atbus_protocol_min_version: 2,
+        incarnation: 0,
         metadata: Metadata {
             api_version: s("v1"),
             kind: s("echo"),
