@@ -52,6 +52,8 @@
 //! [`Connector::relay_hop`]: crate::connector::Connector::relay_hop
 
 mod receive;
+#[cfg(test)]
+mod tests;
 mod view;
 
 use alloc::{
