@@ -544,7 +544,9 @@ mod tests {
                 c.heartbeat_interval = Duration::ZERO;
             }),
             ("heartbeat_dead_after", |c| c.heartbeat_dead_after = 0),
-            ("handshake_timeout_ms", |c| c.handshake_timeout = Duration::ZERO),
+            ("handshake_timeout_ms", |c| {
+                c.handshake_timeout = Duration::ZERO
+            }),
             ("max_pending_handshakes", |c| c.max_pending_handshakes = 0),
         ];
         for (field, set) in cases {

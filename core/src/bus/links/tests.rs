@@ -281,7 +281,10 @@ fn an_accepted_link_without_a_hello_is_closed_at_its_handshake_deadline() {
     assert_eq!(h.take(), []);
     assert_eq!(h.links.next_deadline(), Some(ms(10_300)));
     assert_eq!(h.run_until(ms(10_300) - Duration::from_nanos(1)), []);
-    assert_eq!(h.run_until(ms(10_300)), [(ms(10_300), timed_out(link, None))]);
+    assert_eq!(
+        h.run_until(ms(10_300)),
+        [(ms(10_300), timed_out(link, None))]
+    );
     assert_eq!(
         h.downs,
         [(
@@ -305,7 +308,10 @@ fn a_truncated_hello_never_completes_the_handshake() {
     h.receive(ms(1_000), link, hello.slice(3..5));
     assert_eq!(h.take(), []);
     assert_eq!(h.links.peer(link), None);
-    assert_eq!(h.run_until(ms(10_000)), [(ms(10_000), timed_out(link, None))]);
+    assert_eq!(
+        h.run_until(ms(10_000)),
+        [(ms(10_000), timed_out(link, None))]
+    );
 }
 
 #[test]
@@ -365,7 +371,8 @@ fn a_connection_beyond_max_pending_handshakes_is_refused_at_once() {
     assert_eq!(h.take(), []);
     assert_eq!(h.links.pending_handshakes(), 2);
     // A dialled link is no accepted one: it neither counts nor is refused.
-    h.links.dial(NodeId(0x103), "tcp://x".to_string(), &mut h.out);
+    h.links
+        .dial(NodeId(0x103), "tcp://x".to_string(), &mut h.out);
     h.take();
     let refused = h.accept(ms(2));
     assert_eq!(
