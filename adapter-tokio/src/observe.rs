@@ -49,6 +49,12 @@ pub struct Metrics {
     pub registry_conflicts: u64,
     /// Links this node closed because of what the peer sent (bad frames, refused handshakes).
     pub links_rejected: u64,
+    /// Links closed because their handshake did not finish within `handshake_timeout`
+    /// (accepted and dialled).
+    pub handshake_timeouts: u64,
+    /// Inbound connections closed at once because `max_pending_handshakes` accepted links
+    /// were handshaking.
+    pub handshakes_refused: u64,
     /// Received messages dropped because the [`crate::Inbox`] was dropped.
     pub inbox_dropped: u64,
 }

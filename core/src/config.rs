@@ -70,11 +70,34 @@ pub struct Config {
     pub flush_batch: usize,
     /// Virtual points per node on each consistent-hash ring. Default 80.
     pub ring_points_per_node: u32,
-    /// Interval between heartbeats on an idle link. Default 2 s. Key `heartbeat_interval_ms`.
+    /// Silence on a link before it gets a `Ping`, and between pings. Default 1.5 s. Key
+    /// `heartbeat_interval_ms`.
+    ///
+    /// A link last heard at `t` is declared dead (half-open: the peer vanished without a FIN)
+    /// and closed at exactly `t + heartbeat_interval × heartbeat_dead_after`: with the defaults
+    /// 1.5 s × 3 = 4.5 s, inside the 5 s ARCHITECTURE §14 allows for detection, with pings at
+    /// 1.5 s and 3 s so a live peer has two chances and a full interval (1.5 s, far above a
+    /// loopback or LAN round trip) to answer the last one. 1.5 s rather than 1 s × 4: the
+    /// interval is also how long the oldest unacknowledged message waits before it is sent
+    /// again, and half as many pings per idle link.
     #[serde(rename = "heartbeat_interval_ms", with = "millis")]
     pub heartbeat_interval: Duration,
-    /// Missed heartbeat intervals after which a link is declared dead. Default 3.
+    /// Silent heartbeat intervals after which a link is declared dead (see
+    /// [`heartbeat_interval`](Self::heartbeat_interval)); `heartbeat_dead_after - 1` pings go
+    /// out before. At least 2 (with 1 no ping would ever keep an idle link alive). Default 3.
     pub heartbeat_dead_after: u32,
+    /// How long a link may take from accept (or a dial's connect) to a completed
+    /// `Hello`/`HelloAck` exchange; a link still handshaking then is closed at exactly that
+    /// instant and counted (`Event::HandshakeTimedOut`; a dialled one counts as a failed
+    /// dial). Bytes received meanwhile, a truncated frame included, do not extend it. Default
+    /// 10 s. Key `handshake_timeout_ms`.
+    #[serde(rename = "handshake_timeout_ms", with = "millis")]
+    pub handshake_timeout: Duration,
+    /// Accepted links that may be handshaking at once; a connection accepted while that many
+    /// are is closed at once and counted (`Event::HandshakeLimit`), so idle or slow
+    /// strangers cannot hold an unbounded number of sockets. Links this node dialled do not
+    /// count. At least 1. Default 256.
+    pub max_pending_handshakes: usize,
     /// Shared secret of the cluster: a link whose peer cannot prove the same token is refused
     /// ("wrong cluster"). Empty (the default) = no check, no proof sent. The proof is a keyed
     /// non-cryptographic hash (`bus::handshake`), a guard against mixing clusters,
@@ -123,8 +146,10 @@ impl Default for Config {
             endpoint_gc_timeout: Duration::from_secs(60),
             flush_batch: 1000,
             ring_points_per_node: 80,
-            heartbeat_interval: Duration::from_secs(2),
+            heartbeat_interval: Duration::from_millis(1_500),
             heartbeat_dead_after: 3,
+            handshake_timeout: Duration::from_secs(10),
+            max_pending_handshakes: 256,
             cluster_token: String::new(),
             rng_seed: 0,
             upstream: NodeId::NONE,
@@ -216,9 +241,8 @@ impl Config {
     /// # Errors
     ///
     /// A [`ConfigError`] naming the field: node id 0, an upstream equal to the node's own id,
-    /// a zero timeout or interval, a zero ring
-    /// point or heartbeat count, `reconnect_max_ms` below `reconnect_start_ms`, or a jitter
-    /// above 100 %.
+    /// a zero timeout or interval, a zero ring point or pending-handshake count, a heartbeat
+    /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, or a jitter above 100 %.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.id.is_valid() {
             return Err(ConfigError::ReservedNodeId);
@@ -250,6 +274,18 @@ impl Config {
         if self.heartbeat_dead_after == 0 {
             return Err(ConfigError::Zero {
                 field: "heartbeat_dead_after",
+            });
+        }
+        if self.heartbeat_dead_after < 2 {
+            return Err(ConfigError::BelowMinimum {
+                field: "heartbeat_dead_after",
+                min: 2,
+            });
+        }
+        nonzero_duration("handshake_timeout_ms", self.handshake_timeout)?;
+        if self.max_pending_handshakes == 0 {
+            return Err(ConfigError::Zero {
+                field: "max_pending_handshakes",
             });
         }
         Ok(())
@@ -306,6 +342,14 @@ pub enum ConfigError {
     Zero {
         /// The serialized key of the field.
         field: &'static str,
+    },
+    /// A count is positive but below the smallest value that works.
+    #[error("{field} must be at least {min}")]
+    BelowMinimum {
+        /// The serialized key of the field.
+        field: &'static str,
+        /// The smallest accepted value.
+        min: u64,
     },
     /// `reconnect_max_ms` is below `reconnect_start_ms`.
     #[error("reconnect_max_ms ({max:?}) is below reconnect_start_ms ({start:?})")]
@@ -428,8 +472,10 @@ mod tests {
         assert_eq!(c.endpoint_gc_timeout, Duration::from_secs(60));
         assert_eq!(c.flush_batch, 1000);
         assert_eq!(c.ring_points_per_node, 80);
-        assert_eq!(c.heartbeat_interval, Duration::from_secs(2));
+        assert_eq!(c.heartbeat_interval, Duration::from_millis(1_500));
         assert_eq!(c.heartbeat_dead_after, 3);
+        assert_eq!(c.handshake_timeout, Duration::from_secs(10));
+        assert_eq!(c.max_pending_handshakes, 256);
         assert_eq!(c.rng_seed, 0);
         assert_eq!(c.upstream, NodeId::NONE);
         assert_eq!(c.upstream_address, "");
@@ -486,7 +532,7 @@ mod tests {
     #[test]
     fn every_zero_timeout_and_count_names_its_field() {
         type Setter = fn(&mut Config);
-        let cases: [(&str, Setter); 7] = [
+        let cases: [(&str, Setter); 9] = [
             ("reconnect_start_ms", |c| c.reconnect_start = Duration::ZERO),
             ("reconnect_max_ms", |c| c.reconnect_max = Duration::ZERO),
             ("lost_topology_timeout_ms", |c| {
@@ -498,12 +544,35 @@ mod tests {
                 c.heartbeat_interval = Duration::ZERO;
             }),
             ("heartbeat_dead_after", |c| c.heartbeat_dead_after = 0),
+            ("handshake_timeout_ms", |c| {
+                c.handshake_timeout = Duration::ZERO
+            }),
+            ("max_pending_handshakes", |c| c.max_pending_handshakes = 0),
         ];
         for (field, set) in cases {
             let mut c = valid();
             set(&mut c);
             assert_eq!(c.validate(), Err(ConfigError::Zero { field }), "{field}");
         }
+    }
+
+    #[test]
+    fn one_heartbeat_interval_is_too_few_to_ping() {
+        let mut c = valid();
+        c.heartbeat_dead_after = 1;
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::BelowMinimum {
+                field: "heartbeat_dead_after",
+                min: 2,
+            })
+        );
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "heartbeat_dead_after must be at least 2"
+        );
+        c.heartbeat_dead_after = 2;
+        assert_eq!(c.validate(), Ok(()));
     }
 
     #[test]

@@ -98,8 +98,8 @@
 //! assert_eq!(delivered, [(a, Bytes::from_static(b"hello b"))]);
 //! assert_eq!(outcomes, [(msg, Outcome::Delivered)]); // acknowledged by b
 //!
-//! // Nothing is due but the links' heartbeats, 2 s after their last traffic.
-//! assert_eq!(nodes[0].poll_timeout(), Some(Instant::from_millis(2_001)));
+//! // Nothing is due but the links' heartbeats, 1.5 s after their last traffic.
+//! assert_eq!(nodes[0].poll_timeout(), Some(Instant::from_millis(1_501)));
 //! # Ok::<(), switchboard_core::SendError>(())
 //! ```
 //!

@@ -74,7 +74,7 @@ fn a_target_restarting_behind_a_proxy_after_delivery_gets_nothing_twice() {
     let record = sim.outcome_of(SENDER, m1).unwrap();
     assert_eq!(record.outcome, Outcome::Unknown(FailReason::TargetGone));
     // Ended the instant the target died (the proxy's notice), not by a retransmission's reset
-    // (2.02 s) nor by the 3 s deadline.
+    // (1.52 s) nor by the 3 s deadline.
     assert_eq!(restarted, t0 + Duration::from_millis(15));
     assert_eq!(record.at, restarted);
     assert_eq!(sim.node(SENDER).unacked(TARGET), 0);

@@ -76,7 +76,8 @@ pub(crate) struct RegistryArgs {
     \"admin\":\"HOST:PORT\"|null}.\n\n\
     Config file keys: id, name, listen, upstream, registry, label (a table), admin, echo, \
     etcd (a list), etcd_prefix, and a [core] table with the core settings \
-    (message_timeout_ms, heartbeat_interval_ms, ...)."
+    (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
+    ...)."
 )]
 pub(crate) struct NodeArgs {
     /// Node id (non-zero).

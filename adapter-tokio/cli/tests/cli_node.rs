@@ -101,6 +101,8 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_registry_disconnects_total 0",
             "switchboard_registry_conflicts_total 0",
             "switchboard_links_rejected_total 0",
+            "switchboard_handshake_timeouts_total 0",
+            "switchboard_handshakes_refused_total 0",
             "switchboard_inbox_dropped_total 0",
         ]
         .map(str::to_owned),

@@ -150,6 +150,16 @@ pub fn render(metrics: &Metrics) -> String {
             metrics.links_rejected,
         ),
         (
+            "switchboard_handshake_timeouts_total",
+            "Links closed because their handshake did not finish in time.",
+            metrics.handshake_timeouts,
+        ),
+        (
+            "switchboard_handshakes_refused_total",
+            "Inbound connections closed at once: too many handshakes pending.",
+            metrics.handshakes_refused,
+        ),
+        (
             "switchboard_inbox_dropped_total",
             "Received messages dropped because nobody reads the inbox.",
             metrics.inbox_dropped,

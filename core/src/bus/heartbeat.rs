@@ -2,10 +2,12 @@
 //!
 //! Every up link has a [`Heartbeat`]. Anything received on the link counts as life
 //! ([`Heartbeat::on_receive`]). When nothing arrived for `interval` the node sends a `Ping`;
-//! each further silent `interval` sends another; once `dead_after` pings went unanswered
-//! and one more interval passed in silence the link is declared dead (half-open: the peer
-//! vanished without a FIN) and closed. So a link that goes silent at `t` is closed at exactly
-//! `t + interval × (dead_after + 1)`, with pings at `t + interval × k` for `k = 1..=dead_after`.
+//! each further silent `interval` sends another; once `dead_after` intervals passed in
+//! silence the link is declared dead (half-open: the peer vanished without a FIN) and closed.
+//! So a link last heard at `t` is closed at exactly `t + interval × dead_after`, with pings at
+//! `t + interval × k` for `k = 1..dead_after` (`dead_after - 1` pings, each answered within
+//! the intervals left; with `dead_after` = 1 no ping goes out and the link must be kept busy
+//! by the peer's own pings, so configurations keep it at 2 or more).
 
 use crate::time::{Duration, Instant};
 
@@ -51,11 +53,19 @@ impl Heartbeat {
         self.unanswered
     }
 
-    /// When [`poll`](Self::poll) must run next.
+    /// When [`poll`](Self::poll) must run next: the next ping, or the verdict
+    /// (`last heard + interval × dead_after`) once every ping went out.
     #[must_use]
     pub fn deadline(&self, interval: Duration) -> Instant {
         self.last_rx
             .saturating_add(interval.saturating_mul(self.unanswered.saturating_add(1)))
+    }
+
+    /// The instant the link is declared dead unless the peer is heard before.
+    #[must_use]
+    pub fn dead_at(&self, interval: Duration, dead_after: u32) -> Instant {
+        self.last_rx
+            .saturating_add(interval.saturating_mul(dead_after))
     }
 
     /// What is due at `now`; a returned `Ping` is counted as sent.
@@ -63,7 +73,7 @@ impl Heartbeat {
         if now < self.deadline(interval) {
             return Beat::Idle;
         }
-        if self.unanswered >= dead_after {
+        if self.unanswered.saturating_add(1) >= dead_after {
             return Beat::Dead;
         }
         self.unanswered += 1;
@@ -78,17 +88,26 @@ mod tests {
 
     #[test]
     fn silent_link_pings_then_dies_at_the_exact_instant() {
-        let i = Duration::from_secs(2);
+        let i = Duration::from_millis(1_500);
         let mut hb = Heartbeat::new(Instant::from_millis(1_000));
-        assert_eq!(hb.deadline(i), Instant::from_millis(3_000));
-        assert_eq!(hb.poll(Instant::from_millis(2_999), i, 3), Beat::Idle);
-        assert_eq!(hb.poll(Instant::from_millis(3_000), i, 3), Beat::Ping(1));
-        assert_eq!(hb.deadline(i), Instant::from_millis(5_000));
-        assert_eq!(hb.poll(Instant::from_millis(5_000), i, 3), Beat::Ping(2));
-        assert_eq!(hb.poll(Instant::from_millis(7_000), i, 3), Beat::Ping(3));
-        assert_eq!(hb.deadline(i), Instant::from_millis(9_000));
-        assert_eq!(hb.poll(Instant::from_millis(8_999), i, 3), Beat::Idle);
-        assert_eq!(hb.poll(Instant::from_millis(9_000), i, 3), Beat::Dead);
+        assert_eq!(hb.dead_at(i, 3), Instant::from_millis(5_500));
+        assert_eq!(hb.deadline(i), Instant::from_millis(2_500));
+        assert_eq!(hb.poll(Instant::from_millis(2_499), i, 3), Beat::Idle);
+        assert_eq!(hb.poll(Instant::from_millis(2_500), i, 3), Beat::Ping(1));
+        assert_eq!(hb.deadline(i), Instant::from_millis(4_000));
+        assert_eq!(hb.poll(Instant::from_millis(4_000), i, 3), Beat::Ping(2));
+        assert_eq!(hb.deadline(i), Instant::from_millis(5_500));
+        assert_eq!(hb.poll(Instant::from_millis(5_499), i, 3), Beat::Idle);
+        assert_eq!(hb.poll(Instant::from_millis(5_500), i, 3), Beat::Dead);
+        assert_eq!(hb.dead_at(i, 3), Instant::from_millis(5_500));
+    }
+
+    #[test]
+    fn one_silent_interval_is_fatal_when_dead_after_is_one() {
+        let i = Duration::from_secs(1);
+        let mut hb = Heartbeat::new(Instant::ZERO);
+        assert_eq!(hb.poll(Instant::from_millis(999), i, 1), Beat::Idle);
+        assert_eq!(hb.poll(Instant::from_secs(1), i, 1), Beat::Dead);
     }
 
     #[test]
@@ -99,6 +118,9 @@ mod tests {
         hb.on_receive(Instant::from_millis(2_010));
         assert_eq!(hb.unanswered(), 0);
         assert_eq!(hb.deadline(i), Instant::from_millis(4_010));
+        assert_eq!(hb.dead_at(i, 3), Instant::from_millis(8_010));
         assert_eq!(hb.poll(Instant::from_millis(4_010), i, 3), Beat::Ping(2));
+        assert_eq!(hb.poll(Instant::from_millis(6_010), i, 3), Beat::Ping(3));
+        assert_eq!(hb.poll(Instant::from_millis(8_010), i, 3), Beat::Dead);
     }
 }

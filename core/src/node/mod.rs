@@ -72,8 +72,8 @@
 //! wire::encode(&Frame::Ack(ack), &mut bytes)?;
 //! node.handle_received(Instant::from_millis(6), link, Bytes::copy_from_slice(&bytes));
 //! assert_eq!(node.poll_output(), Some(Output::Outcome { msg, outcome: Outcome::Delivered }));
-//! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (2 s).
-//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(2_006)));
+//! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (1.5 s).
+//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(1_506)));
 //! # Ok(())
 //! # }
 //! ```
@@ -274,6 +274,8 @@ impl Node {
                 cluster_token: config.cluster_token.clone(),
                 heartbeat_interval: config.heartbeat_interval,
                 heartbeat_dead_after: config.heartbeat_dead_after,
+                handshake_timeout: config.handshake_timeout,
+                max_pending_handshakes: config.max_pending_handshakes,
                 max_frame: crate::wire::DEFAULT_MAX_FRAME,
             },
             now,

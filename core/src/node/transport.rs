@@ -44,6 +44,10 @@ impl LinkSink for VecDeque<Output> {
         let event = match event {
             LinkEvent::Closed { link, peer } => Event::LinkClosed { link, peer },
             LinkEvent::Rejected { link, reason } => Event::LinkRejected { link, reason },
+            LinkEvent::HandshakeTimeout { link, dialed } => {
+                Event::HandshakeTimedOut { link, dialed }
+            }
+            LinkEvent::HandshakeLimit { link } => Event::HandshakeLimit { link },
             LinkEvent::ForwardDropped { src, dst, msg_type } => {
                 Event::ForwardDropped { src, dst, msg_type }
             }
@@ -55,25 +59,30 @@ impl LinkSink for VecDeque<Output> {
 impl Node {
     /// An inbound connection was accepted. Returns its link id; report its bytes with
     /// `handle_received(link, ..)`. The peer is unknown until its `Hello` arrives (the node
-    /// answers with a `HelloAck`). After shutdown the link is closed at once.
+    /// answers with a `HelloAck`); a link still handshaking `handshake_timeout` later is
+    /// closed ([`Event::HandshakeTimedOut`]). While `max_pending_handshakes` accepted links
+    /// are handshaking, and after shutdown, the link is closed at once ([`Output::Close`];
+    /// [`Event::HandshakeLimit`] for the former).
     pub fn handle_accepted(&mut self, now: Instant) -> LinkId {
-        self.advance(now);
+        let now = self.advance(now);
         if self.shut_down {
             let link = self.links.refuse();
             self.out.push_back(Output::Close { link });
             return link;
         }
-        self.links.accept()
+        self.links.accept(now, &mut self.out)
     }
 
     /// The dial of `link` (from an [`Output::Connect`]) succeeded: the node sends its
-    /// `Hello`. Unknown links and repeated reports are ignored.
+    /// `Hello`. A link whose peer has not answered with its `HelloAck` `handshake_timeout`
+    /// later is closed ([`Event::HandshakeTimedOut`]) and counts as a failed dial. Unknown
+    /// links and repeated reports are ignored.
     pub fn handle_connected(&mut self, now: Instant, link: LinkId) {
-        self.advance(now);
+        let now = self.advance(now);
         if self.shut_down {
             return;
         }
-        self.links.connected(link, &mut self.out);
+        self.links.connected(now, link, &mut self.out);
     }
 
     /// The dial of `link` failed. The connector counts the attempt (its reconnect timer is
@@ -232,10 +241,13 @@ impl Node {
         }
     }
 
-    /// Heartbeats due at `now`: pings, and dead links closed and re-evaluated.
+    /// Link deadlines due at `now`: pings, and links dead or past their handshake deadline
+    /// closed and re-evaluated.
     pub(super) fn beat(&mut self, now: Instant) {
-        for link in self.links.due_beats(now) {
-            if let Some(down) = self.links.beat(now, link, &mut self.out) {
+        for link in self.links.due(now) {
+            if let Some(down) = self.links.expire(now, link, &mut self.out) {
+                // A heartbeat verdict (the peer was up) or a handshake deadline (a dial
+                // that never finished, which the failed-dial rule covers).
                 self.link_down_by(now, down, true);
             }
         }

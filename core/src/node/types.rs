@@ -125,6 +125,21 @@ pub enum Event {
         /// What was wrong.
         reason: LinkError,
     },
+    /// A link was still handshaking `handshake_timeout` after it was accepted (or its dial
+    /// connected) and was closed; a [`LinkClosed`](Self::LinkClosed) follows. A dialled link
+    /// counts as a failed dial.
+    HandshakeTimedOut {
+        /// The link.
+        link: LinkId,
+        /// The node it was dialled for (`None`: an accepted link).
+        dialed: Option<NodeId>,
+    },
+    /// An inbound connection was closed at once because `max_pending_handshakes` accepted
+    /// links were already handshaking.
+    HandshakeLimit {
+        /// The id the connection was given.
+        link: LinkId,
+    },
     /// A peer's handshake carried another incarnation than the one seen before: it
     /// restarted. Messages it had not acknowledged ended `Unknown(TargetRestarted)`.
     PeerRestarted {

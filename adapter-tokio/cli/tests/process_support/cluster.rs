@@ -62,6 +62,8 @@ pub struct NodeSpec {
     pub admin: Option<String>,
     /// `--echo`.
     pub echo: bool,
+    /// `--config` file, if any.
+    pub config: Option<String>,
 }
 
 impl NodeSpec {
@@ -77,6 +79,7 @@ impl NodeSpec {
             labels: Vec::new(),
             admin: Some(ANY_PORT.to_owned()),
             echo: false,
+            config: None,
         }
     }
 
@@ -91,6 +94,13 @@ impl NodeSpec {
     #[must_use]
     pub fn echo(mut self) -> NodeSpec {
         self.echo = true;
+        self
+    }
+
+    /// Sets `--config` (a TOML file: its `[core]` table tunes the core).
+    #[must_use]
+    pub fn config(mut self, path: &str) -> NodeSpec {
+        self.config = Some(path.to_owned());
         self
     }
 
@@ -117,6 +127,9 @@ impl NodeSpec {
         }
         if self.echo {
             out.push("--echo".to_owned());
+        }
+        if let Some(config) = &self.config {
+            out.extend(args(["--config", config]));
         }
         out
     }

@@ -73,6 +73,12 @@ switchboard_registry_conflicts_total 0
 # HELP switchboard_links_rejected_total Links closed because of what the peer sent.
 # TYPE switchboard_links_rejected_total counter
 switchboard_links_rejected_total 0
+# HELP switchboard_handshake_timeouts_total Links closed because their handshake did not finish in time.
+# TYPE switchboard_handshake_timeouts_total counter
+switchboard_handshake_timeouts_total 0
+# HELP switchboard_handshakes_refused_total Inbound connections closed at once: too many handshakes pending.
+# TYPE switchboard_handshakes_refused_total counter
+switchboard_handshakes_refused_total 0
 # HELP switchboard_inbox_dropped_total Received messages dropped because nobody reads the inbox.
 # TYPE switchboard_inbox_dropped_total counter
 switchboard_inbox_dropped_total 0
@@ -107,6 +113,8 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         registry_disconnects: 1,
         registry_conflicts: 0,
         links_rejected: 3,
+        handshake_timeouts: 8,
+        handshakes_refused: 13,
         inbox_dropped: 4,
     };
     let text = render(&metrics);
@@ -150,6 +158,8 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_registry_disconnects_total 1",
             "switchboard_registry_conflicts_total 0",
             "switchboard_links_rejected_total 3",
+            "switchboard_handshake_timeouts_total 8",
+            "switchboard_handshakes_refused_total 13",
             "switchboard_inbox_dropped_total 4",
         ]
     );

@@ -82,6 +82,8 @@ impl Counters {
             Event::PeerRestarted { .. } => self.metrics.peer_restarts += 1,
             Event::ForwardDropped { .. } => self.metrics.forward_dropped += 1,
             Event::LinkRejected { .. } => self.metrics.links_rejected += 1,
+            Event::HandshakeTimedOut { .. } => self.metrics.handshake_timeouts += 1,
+            Event::HandshakeLimit { .. } => self.metrics.handshakes_refused += 1,
             _ => {}
         }
     }

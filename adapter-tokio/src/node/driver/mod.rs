@@ -490,6 +490,12 @@ impl Driver {
             Event::LinkRejected { link, reason } => {
                 warn!(id = %self.node.id(), %link, %reason, "link rejected");
             }
+            Event::HandshakeTimedOut { link, dialed } => {
+                warn!(id = %self.node.id(), %link, ?dialed, "handshake timed out");
+            }
+            Event::HandshakeLimit { link } => {
+                warn!(id = %self.node.id(), %link, "connection refused: too many pending handshakes");
+            }
             Event::PeerRestarted { peer, incarnation } => {
                 info!(id = %self.node.id(), %peer, incarnation, "peer restarted");
             }

@@ -29,18 +29,31 @@
 //! `Hello`, anything but a handshake frame before the handshake, and a frame that does not
 //! decode each close the link with a [`LinkError`].
 //!
-//! # Heartbeats
+//! # Deadlines
 //!
-//! A link silent for `heartbeat_interval` gets a `Ping`; after `heartbeat_dead_after`
-//! unanswered pings and one more silent interval it is closed
-//! ([`LinkError::HeartbeatTimeout`]). Each up link has one entry in a keyed timer queue, at
-//! or before its heartbeat deadline; received traffic leaves the queue alone and only the
-//! earliest entry is made exact after a batch, so [`next_deadline`](Links::next_deadline) is
-//! exact and O(1) and receiving costs no timer update.
+//! Every link past its dial has one deadline, in one keyed timer queue
+//! ([`due`](Links::due) / [`expire`](Links::expire)):
+//!
+//! - **Handshake.** A link accepted, or dialled and reported connected, at `t` that has not
+//!   finished the `Hello`/`HelloAck` exchange at exactly `t + handshake_timeout` is closed
+//!   ([`LinkEvent::HandshakeTimeout`]; a dialled one comes back as a [`Down`], like a failed
+//!   dial). Bytes do not extend it: a peer that sends nothing, or a frame it never finishes,
+//!   is closed all the same. At most `max_pending_handshakes` accepted links handshake at
+//!   once; a connection accepted beyond that is closed at once ([`LinkEvent::HandshakeLimit`]).
+//! - **Heartbeat.** A link silent for `heartbeat_interval` gets a `Ping`, and another after
+//!   each further silent interval; a link last heard at `t` is closed at exactly
+//!   `t + heartbeat_interval × heartbeat_dead_after` ([`LinkError::HeartbeatTimeout`]).
+//!
+//! An up link's entry is at or before its heartbeat deadline: received traffic leaves the
+//! queue alone and only the earliest entry is made exact after a batch, so
+//! [`next_deadline`](Links::next_deadline) is exact and O(1) and receiving costs no timer
+//! update.
 //!
 //! [`Connector::relay_hop`]: crate::connector::Connector::relay_hop
 
 mod receive;
+#[cfg(test)]
+mod tests;
 mod view;
 
 use alloc::{
@@ -99,6 +112,20 @@ pub enum LinkEvent {
         /// What was wrong.
         reason: LinkError,
     },
+    /// A link was still handshaking at its `handshake_timeout` and was closed (a
+    /// [`Closed`](Self::Closed) follows).
+    HandshakeTimeout {
+        /// The link.
+        link: LinkId,
+        /// The node it was dialled for (`None`: an accepted link).
+        dialed: Option<NodeId>,
+    },
+    /// An inbound connection was closed at once: `max_pending_handshakes` accepted links
+    /// were already handshaking.
+    HandshakeLimit {
+        /// The id the connection was given.
+        link: LinkId,
+    },
     /// A frame for another node could not be relayed; an `Unreachable` went back.
     ForwardDropped {
         /// Original sender.
@@ -124,8 +151,9 @@ pub enum LinkError {
     /// The peer refused our handshake.
     #[error("the peer refused the handshake: {0:?}")]
     RefusedByPeer(RefuseReason),
-    /// The peer stayed silent through `heartbeat_dead_after` pings (a half-open link).
-    #[error("no answer to {0} heartbeats")]
+    /// The peer stayed silent for `heartbeat_dead_after` heartbeat intervals (a half-open
+    /// link); the value is that count.
+    #[error("silent for {0} heartbeat intervals")]
     HeartbeatTimeout(u32),
     /// A frame this side of the link never expects (a `HelloAck` on an accepted link, a
     /// registry frame on a bus link).
@@ -166,8 +194,12 @@ pub struct LinkSettings {
     pub cluster_token: String,
     /// Silence before a `Ping`.
     pub heartbeat_interval: Duration,
-    /// Unanswered pings before a link is dead.
+    /// Silent intervals after which a link is dead.
     pub heartbeat_dead_after: u32,
+    /// Time from accept (or a dial's connect) to a finished handshake.
+    pub handshake_timeout: Duration,
+    /// Accepted links that may be handshaking at once.
+    pub max_pending_handshakes: usize,
     /// The largest frame a link accepts.
     pub max_frame: usize,
 }
@@ -193,6 +225,8 @@ struct Link {
     /// The peer's incarnation, once its `Hello` arrived.
     incarnation: u64,
     reader: FrameReader,
+    /// When the handshake must be done by, once the link is accepted or connected.
+    handshake_deadline: Option<Instant>,
     /// Liveness, once the link is up.
     heartbeat: Option<Heartbeat>,
 }
@@ -229,8 +263,10 @@ pub struct Links {
     started: Instant,
     /// Acks owed after the frames of one received batch: (stream source, link).
     acks_due: Vec<(NodeId, LinkId)>,
-    /// The heartbeat deadline of every up link.
-    beats: TimerQueue<LinkId>,
+    /// The deadline of every link past its dial: the handshake's, then the heartbeat's.
+    deadlines: TimerQueue<LinkId>,
+    /// Accepted links still handshaking (capped by `max_pending_handshakes`).
+    pending_accepts: usize,
     /// Reused encode buffer.
     wbuf: Vec<u8>,
 }
@@ -254,7 +290,8 @@ impl Links {
             peer_incarnations: BTreeMap::new(),
             started: now,
             acks_due: Vec::new(),
-            beats: TimerQueue::new(),
+            deadlines: TimerQueue::new(),
+            pending_accepts: 0,
             wbuf: Vec::new(),
         }
     }
@@ -346,13 +383,32 @@ impl Links {
             .any(|l| l.dialed == Some(peer) && l.phase != Phase::Up)
     }
 
-    /// The earliest heartbeat deadline, exact (O(1)).
+    /// Accepted links still handshaking (at most `max_pending_handshakes`).
     #[must_use]
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.beats.next_deadline()
+    pub fn pending_handshakes(&self) -> usize {
+        self.pending_accepts
     }
 
-    /// Makes the earliest armed heartbeat deadline exact again after traffic.
+    /// The earliest handshake or heartbeat deadline, exact (O(1)).
+    #[must_use]
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.next_deadline()
+    }
+
+    /// `link`'s real deadline: its handshake's while handshaking, its heartbeat's once up,
+    /// none while dialling.
+    fn deadline_of(&self, link: LinkId) -> Option<Instant> {
+        let l = self.table.get(&link)?;
+        match l.phase {
+            Phase::Dialing => None,
+            Phase::Handshaking => l.handshake_deadline,
+            Phase::Up => l
+                .heartbeat
+                .map(|hb| hb.deadline(self.settings.heartbeat_interval)),
+        }
+    }
+
+    /// Makes the earliest armed deadline exact again after traffic.
     ///
     /// Traffic only moves a link's heartbeat deadline later, so a link's armed deadline may
     /// be early, never late; receiving does not touch the queue (a batch costs nothing here).
@@ -360,24 +416,28 @@ impl Links {
     /// armed entry is early it moves to its link's real deadline. Once the root is exact it is
     /// the true minimum, since every other link's real deadline is at or after its armed
     /// one. An early entry that fires later is polled, finds nothing due, and moves on too.
-    fn settle_beats(&mut self) {
-        let interval = self.settings.heartbeat_interval;
-        while let Some((link, armed)) = self.beats.peek() {
-            let actual = self
-                .table
-                .get(&link)
-                .and_then(|l| l.heartbeat)
-                .map(|hb| hb.deadline(interval));
-            match actual {
+    fn settle_deadlines(&mut self) {
+        while let Some((link, armed)) = self.deadlines.peek() {
+            match self.deadline_of(link) {
                 Some(actual) if actual > armed => {
-                    self.beats.replace(link, actual);
+                    self.deadlines.replace(link, actual);
                 }
                 Some(_) => return,
                 None => {
-                    self.beats.cancel(link);
+                    self.deadlines.cancel(link);
                 }
             }
         }
+    }
+
+    /// Removes `link` from the table and its deadline from the queue.
+    fn forget(&mut self, link: LinkId) -> Option<Link> {
+        let l = self.table.remove(&link)?;
+        self.deadlines.cancel(link);
+        if l.phase == Phase::Handshaking && l.dialed.is_none() {
+            self.pending_accepts -= 1;
+        }
+        Some(l)
     }
 
     /// A new link dialling `peer` at `addr` ([`LinkSink::connect`]).
@@ -389,12 +449,23 @@ impl Links {
         sink.connect(link, peer, addr);
     }
 
-    /// A new accepted link, waiting for the peer's `Hello`.
-    pub fn accept(&mut self) -> LinkId {
+    /// A connection accepted at `now`: a new link waiting for the peer's `Hello` until
+    /// `now + handshake_timeout`. While `max_pending_handshakes` accepted links are
+    /// handshaking, the connection is refused instead: closed at once
+    /// ([`LinkEvent::HandshakeLimit`], [`LinkSink::close`]), its id forgotten.
+    pub fn accept<S: LinkSink + ?Sized>(&mut self, now: Instant, sink: &mut S) -> LinkId {
         let link = self.ids.next_link();
-        let max_frame = self.settings.max_frame;
-        self.table
-            .insert(link, Link::new(Phase::Handshaking, None, max_frame));
+        if self.pending_accepts >= self.settings.max_pending_handshakes {
+            sink.event(LinkEvent::HandshakeLimit { link });
+            sink.close(link);
+            return link;
+        }
+        let deadline = now.saturating_add(self.settings.handshake_timeout);
+        let mut l = Link::new(Phase::Handshaking, None, self.settings.max_frame);
+        l.handshake_deadline = Some(deadline);
+        self.table.insert(link, l);
+        self.pending_accepts += 1;
+        self.deadlines.replace(link, deadline);
         link
     }
 
@@ -403,9 +474,10 @@ impl Links {
         self.ids.next_link()
     }
 
-    /// The dial of `link` succeeded: our `Hello` goes out. Unknown links and repeated
-    /// reports are ignored.
-    pub fn connected<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) {
+    /// The dial of `link` succeeded at `now`: our `Hello` goes out, and the peer's
+    /// `HelloAck` is due by `now + handshake_timeout`. Unknown links and repeated reports
+    /// are ignored.
+    pub fn connected<S: LinkSink + ?Sized>(&mut self, now: Instant, link: LinkId, sink: &mut S) {
         let Some(l) = self.table.get_mut(&link) else {
             return;
         };
@@ -413,6 +485,9 @@ impl Links {
             return;
         }
         l.phase = Phase::Handshaking;
+        let deadline = now.saturating_add(self.settings.handshake_timeout);
+        l.handshake_deadline = Some(deadline);
+        self.deadlines.replace(link, deadline);
         let name = core::mem::take(&mut self.settings.name);
         let hello = wire::Hello {
             node: self.settings.own,
@@ -428,9 +503,8 @@ impl Links {
     /// Forgets `link` (closed by the peer or the network, or its dial failed) and reports
     /// [`LinkEvent::Closed`]. `None` for unknown links.
     pub fn closed<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) -> Option<Down> {
-        let l = self.table.remove(&link)?;
-        self.beats.cancel(link);
-        self.settle_beats();
+        let l = self.forget(link)?;
+        self.settle_deadlines();
         sink.event(LinkEvent::Closed {
             link,
             peer: l.peer.or(l.dialed),
@@ -487,8 +561,7 @@ impl Links {
                 };
                 self.transmit(link, &Frame::Bye(bye), sink);
             }
-            self.table.remove(&link);
-            self.beats.cancel(link);
+            self.forget(link);
             sink.close(link);
             sink.event(LinkEvent::Closed {
                 link,
@@ -496,7 +569,7 @@ impl Links {
             });
         }
         self.peer_links.remove(&peer);
-        self.settle_beats();
+        self.settle_deadlines();
     }
 
     /// Closes every link (shutdown), without events.
@@ -505,24 +578,55 @@ impl Links {
             sink.close(link);
         }
         self.peer_links.clear();
-        self.beats.clear();
+        self.deadlines.clear();
+        self.pending_accepts = 0;
     }
 
-    /// The links whose heartbeat is due at `now`, in ascending id order: pass each to
-    /// [`beat`](Self::beat).
-    pub fn due_beats(&mut self, now: Instant) -> Vec<LinkId> {
+    /// The links whose deadline (handshake or heartbeat) is due at `now`, in ascending id
+    /// order: pass each to [`expire`](Self::expire).
+    pub fn due(&mut self, now: Instant) -> Vec<LinkId> {
         let mut due = Vec::new();
-        self.beats.expire(now, &mut due);
+        self.deadlines.expire(now, &mut due);
         let mut links: Vec<LinkId> = due.into_iter().map(|(link, _)| link).collect();
         links.sort_unstable();
         links
     }
 
-    /// `link`'s heartbeat at `now`: a `Ping` for each silent interval (a late call catches
-    /// up), or, once `heartbeat_dead_after` pings went unanswered and one more interval
-    /// passed, the link closed with [`LinkError::HeartbeatTimeout`] (the returned
-    /// [`Down`]).
-    pub fn beat<S: LinkSink + ?Sized>(
+    /// `link`'s deadline at `now` ([`due`](Self::due) named it).
+    ///
+    /// Handshaking: at or past its handshake deadline the link is closed
+    /// ([`LinkEvent::HandshakeTimeout`], [`LinkSink::close`], [`LinkEvent::Closed`]) and the
+    /// returned [`Down`] names the node it was dialled for, if any. Up: a `Ping` for each
+    /// silent interval (a late call catches up) or, at `heartbeat_interval ×
+    /// heartbeat_dead_after` after it was last heard, the link closed with
+    /// [`LinkError::HeartbeatTimeout`] (the returned [`Down`]). Otherwise (early, unknown, or
+    /// still dialling) the deadline is armed again if the link has one.
+    pub fn expire<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        sink: &mut S,
+    ) -> Option<Down> {
+        let l = self.table.get(&link)?;
+        match (l.phase, l.handshake_deadline) {
+            (Phase::Up, _) => self.beat(now, link, sink),
+            (Phase::Handshaking, Some(deadline)) if now >= deadline => {
+                let dialed = l.dialed;
+                sink.event(LinkEvent::HandshakeTimeout { link, dialed });
+                sink.close(link);
+                self.closed(link, sink)
+            }
+            (Phase::Handshaking, Some(deadline)) => {
+                self.deadlines.replace(link, deadline);
+                self.settle_deadlines();
+                None
+            }
+            (_, _) => None,
+        }
+    }
+
+    /// `link`'s heartbeat at `now`: a `Ping` for each silent interval, or the link closed.
+    fn beat<S: LinkSink + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
@@ -535,8 +639,8 @@ impl Links {
             match hb.poll(now, interval, dead_after) {
                 Beat::Idle => {
                     let deadline = hb.deadline(interval);
-                    self.beats.replace(link, deadline);
-                    self.settle_beats();
+                    self.deadlines.replace(link, deadline);
+                    self.settle_deadlines();
                     return None;
                 }
                 Beat::Ping(nonce) => {
@@ -567,6 +671,7 @@ impl Link {
             peer: None,
             incarnation: 0,
             reader: FrameReader::new(max_frame),
+            handshake_deadline: None,
             heartbeat: None,
         }
     }

@@ -188,7 +188,7 @@ impl Links {
         }
         self.acks_due = due;
         self.acks_due.clear();
-        self.settle_beats();
+        self.settle_deadlines();
     }
 
     /// Relays `relay` on the link to `hop` (the connector's answer); without one a message
@@ -435,12 +435,16 @@ impl Links {
     /// The handshake of `link` succeeded with `peer` in `incarnation`.
     fn link_up(&mut self, now: Instant, link: LinkId, peer: NodeId, incarnation: u64) -> Inbound {
         if let Some(l) = self.table.get_mut(&link) {
+            if l.phase == Phase::Handshaking && l.dialed.is_none() {
+                self.pending_accepts -= 1;
+            }
             l.phase = Phase::Up;
             l.peer = Some(peer);
             l.incarnation = incarnation;
+            l.handshake_deadline = None;
             let hb = Heartbeat::new(now);
             l.heartbeat = Some(hb);
-            self.beats
+            self.deadlines
                 .replace(link, hb.deadline(self.settings.heartbeat_interval));
         }
         let previous = self.peer_incarnations.insert(peer, incarnation);

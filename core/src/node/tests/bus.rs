@@ -173,17 +173,18 @@ fn a_silent_link_is_pinged_then_closed_at_the_exact_instant() {
         link,
         bytes: bytes(&Frame::Ping(wire::Ping { nonce })),
     };
-    for (k, at) in [(1, 3), (2, 5), (3, 7)] {
-        assert_eq!(node.poll_timeout(), Some(secs(at)));
-        node.handle_timeout(secs(at));
+    // Default heartbeat: 1.5 s × 3. Pings every silent interval...
+    let ms = Instant::from_millis;
+    for (k, at) in [(1, 2_500), (2, 4_000)] {
+        assert_eq!(node.poll_timeout(), Some(ms(at)));
+        node.handle_timeout(ms(at));
         assert_eq!(drain(&mut node), vec![ping(k)]);
     }
-    // A ping from the peer is answered and counts as life... but only for the peer's side;
-    // here the peer stays silent: dead at 1 + 2 × (3 + 1) = 9 s.
-    assert_eq!(node.poll_timeout(), Some(secs(9)));
-    node.handle_timeout(secs(9) - crate::time::Duration::from_nanos(1));
+    // ... and the peer stays silent: dead at exactly 1 + 1.5 × 3 = 5.5 s.
+    assert_eq!(node.poll_timeout(), Some(ms(5_500)));
+    node.handle_timeout(ms(5_500) - crate::time::Duration::from_nanos(1));
     assert_eq!(drain(&mut node), vec![]);
-    node.handle_timeout(secs(9));
+    node.handle_timeout(ms(5_500));
     assert_eq!(
         drain(&mut node),
         vec![
@@ -229,7 +230,8 @@ fn pings_are_answered_and_any_frame_keeps_a_link_alive() {
             bytes: bytes(&Frame::Pong(wire::Pong { nonce: 77 }))
         }]
     );
-    assert_eq!(node.poll_timeout(), Some(secs(3)));
+    // Heard at 1 s: the next ping is due `heartbeat_interval` (1.5 s) later.
+    assert_eq!(node.poll_timeout(), Some(Instant::from_millis(2_500)));
 }
 
 #[test]
@@ -336,10 +338,10 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
         .send(secs(1), target, 2, Bytes::from_static(b"two"))
         .unwrap();
     assert_eq!(node.pending(NodeId(0x202)), 1);
-    // The upstream redial (the stream's retransmission timer fires first, with no route:
-    // nothing is sent).
-    assert_eq!(node.poll_timeout(), Some(secs(2)));
-    node.handle_timeout(secs(2));
+    // The upstream redial (the stream's retransmission timer fires first, at
+    // `heartbeat_interval` 1.5 s, with no route: nothing is sent).
+    assert_eq!(node.poll_timeout(), Some(Instant::from_millis(1_500)));
+    node.handle_timeout(Instant::from_millis(1_500));
     assert_eq!(drain(&mut node), vec![]);
     let redial = node.poll_timeout().unwrap();
     assert_eq!(redial, secs(3));
@@ -474,7 +476,9 @@ fn refused_frames_are_answered_with_an_exact_reset_and_never_delivered() {
 #[test]
 fn the_next_heartbeat_is_exact_whichever_link_traffic_arrives_on() {
     let ms = Instant::from_millis;
-    let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
+    let mut c = config(0x102, 0, 2, false);
+    c.heartbeat_interval = Duration::from_secs(2);
+    let mut node = Node::new(c, secs(0)).unwrap();
     let a = node.handle_accepted(ms(0));
     node.handle_received(ms(0), a, encode_hello(NodeId(0x101)));
     let b = node.handle_accepted(ms(1_000));

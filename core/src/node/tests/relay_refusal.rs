@@ -264,9 +264,9 @@ fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_a
     let node = sim.node(sender);
     assert_eq!(node.unacked(NodeId(0x103)), 1);
     assert_eq!(node.connector().ready_hop(NodeId(0x103)), None);
-    // Next: the stream's retransmission timer (sent at 0, `heartbeat_interval` 2 s), which
+    // Next: the stream's retransmission timer (sent at 0, `heartbeat_interval` 1.5 s), which
     // finds the route unready and sends nothing.
-    assert_eq!(node.poll_timeout(), Some(secs(2)));
+    assert_eq!(node.poll_timeout(), Some(Instant::from_millis(1_500)));
     let out = sim.act(sender, |node, now| {
         node.handle_received(now, link, refusal());
         drain(node)
