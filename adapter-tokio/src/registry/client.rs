@@ -314,7 +314,7 @@ impl ClientTask {
             ClientEvent::NameTaken { name, holder } => {
                 warn!(registry = %self.addr, %name, %holder, "registration refused: the name is taken");
                 Some(FeedEvent::Conflict {
-                    holder: format!("name {name:?} taken by id {holder}"),
+                    holder: format!("name {name:?} taken by id {}", holder.0),
                 })
             }
             ClientEvent::Disconnected { retry_at } => {
