@@ -71,7 +71,7 @@ pub(crate) struct RegistryArgs {
 /// `switchboard node`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "When ready (registered, or after 5 s without a registry) it prints \
+    after_help = "When ready (registered, refused, or after 5 s without a registry) it prints \
     one line on stdout: {\"ready\":\"node\",\"id\":N,\"listen\":\"HOST:PORT\",\
     \"admin\":\"HOST:PORT\"|null,\"registered\":BOOL,\"conflict\":\"WHY\"|null}; `conflict` \
     says why the registry refused the node (its id or name is held), which it keeps \
