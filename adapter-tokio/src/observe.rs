@@ -45,7 +45,8 @@ pub struct Metrics {
     pub registrations: u64,
     /// Times the registry backend lost the registry (including failed dials).
     pub registry_disconnects: u64,
-    /// Registrations refused because another live instance holds this node's id.
+    /// Registrations refused because another live instance holds this node's id, or another
+    /// node its name.
     pub registry_conflicts: u64,
     /// Links this node closed because of what the peer sent (bad frames, refused handshakes).
     pub links_rejected: u64,
@@ -65,6 +66,9 @@ pub struct Metrics {
 pub struct Known {
     /// Whether the registry backend reports the node registered.
     pub registered: bool,
+    /// Why the registry refused the node's registration, while it does (another live
+    /// instance holds its id, or another node its name); `None` once it registers.
+    pub conflict: Option<String>,
     /// The node's current upstream (0 = none), as its applied topology says.
     pub upstream: u64,
     /// Nodes in the discovery set, with their published listen addresses.

@@ -122,6 +122,12 @@ pub struct Config {
     pub hostname: String,
     /// Process id of this node (topology data; same-process policies).
     pub pid: i64,
+    /// This deployment's identity (libatapp's `identity`), published in the discovery and
+    /// topology records. Equal non-empty identities mean the same deployment: a restart that
+    /// finds its id still registered under its own identity takes the registration over at
+    /// once instead of being refused. Empty = none; see [`deployment_identity`] for a stable
+    /// default.
+    pub identity: String,
     /// This node's topology labels (libatapp's `bus.topology.data.label`), matched by other
     /// nodes' `match_label` policies.
     pub labels: BTreeMap<String, String>,
@@ -157,6 +163,7 @@ impl Default for Config {
             listen: Vec::new(),
             hostname: String::new(),
             pid: 0,
+            identity: String::new(),
             labels: BTreeMap::new(),
             topology_policy: TopologyPolicy::default(),
         }
@@ -175,6 +182,7 @@ impl Config {
             hostname: self.hostname.clone(),
             pid: i32::try_from(self.pid).unwrap_or(0),
             listen: self.listen.clone(),
+            identity: self.identity.clone(),
             ..DiscoveryInfo::default()
         };
         info.metadata.labels = self.labels.clone();
@@ -190,6 +198,7 @@ impl Config {
             name: self.name.clone(),
             hostname: self.hostname.clone(),
             pid: i32::try_from(self.pid).unwrap_or(0),
+            identity: self.identity.clone(),
             upstream_id: upstream,
             data: TopologyData {
                 label: self.labels.clone(),
@@ -324,6 +333,30 @@ pub fn host_name<'a>(candidates: impl IntoIterator<Item = Option<&'a str>>) -> S
         .to_owned()
 }
 
+/// A stable identity for one deployment of a node: 32 lower-case hex digits of
+/// murmur3-x64-128 over what stays the same across its restarts — the host name, the node id,
+/// the node name and the config file's path, if any (each length-prefixed, so no two
+/// different tuples hash the same bytes). A restarted process gets the same identity; another
+/// host, id, name or config file gets another.
+#[must_use]
+pub fn deployment_identity(hostname: &str, id: NodeId, name: &str, config: Option<&str>) -> String {
+    let mut bytes = Vec::new();
+    for part in [
+        hostname.as_bytes(),
+        &id.0.to_le_bytes(),
+        name.as_bytes(),
+        config.unwrap_or("").as_bytes(),
+    ] {
+        bytes.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(part);
+    }
+    let (hi, lo) = crate::hash::murmur3_x64_128(&bytes, IDENTITY_SEED);
+    alloc::format!("{hi:016x}{lo:016x}")
+}
+
+/// Seed of [`deployment_identity`]'s hash (libatapp's FNV prime, as for `hash_code`).
+const IDENTITY_SEED: u32 = 0x0100_0193;
+
 /// Why a [`Config`] was rejected. Field names are the serialized keys.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -448,12 +481,41 @@ mod tests {
             (NodeId(0x101), "gate-1", "host-a", 4242, NodeId(0x10))
         );
         assert_eq!(t.data.label, c.labels);
+        assert_eq!((d.identity.as_str(), t.identity.as_str()), ("", ""));
+        c.identity = "deploy-7".to_string();
+        assert_eq!(c.discovery_info().identity, "deploy-7");
+        assert_eq!(c.topology_info(NodeId(0x10)).identity, "deploy-7");
         c.pid = i64::from(i32::MAX) + 1;
         assert_eq!(
             c.discovery_info().pid,
             0,
             "a pid out of the record's range is left out"
         );
+    }
+
+    #[test]
+    fn the_deployment_identity_is_stable_and_tells_every_part_apart() {
+        let base = deployment_identity("host-a", NodeId(7), "leaf", Some("/etc/n.toml"));
+        assert_eq!(base.len(), 32);
+        assert!(
+            base.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_eq!(
+            base,
+            deployment_identity("host-a", NodeId(7), "leaf", Some("/etc/n.toml"))
+        );
+        let others = [
+            deployment_identity("host-b", NodeId(7), "leaf", Some("/etc/n.toml")),
+            deployment_identity("host-a", NodeId(8), "leaf", Some("/etc/n.toml")),
+            deployment_identity("host-a", NodeId(7), "leaf2", Some("/etc/n.toml")),
+            deployment_identity("host-a", NodeId(7), "leaf", None),
+            // The same bytes split differently between the parts.
+            deployment_identity("host-al", NodeId(7), "eaf", Some("/etc/n.toml")),
+        ];
+        for other in &others {
+            assert_ne!(&base, other);
+        }
     }
 
     #[test]

@@ -71,10 +71,12 @@ pub(crate) struct RegistryArgs {
 /// `switchboard node`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "When ready (registered, or after 5 s without a registry) it prints \
+    after_help = "When ready (registered, refused, or after 5 s without a registry) it prints \
     one line on stdout: {\"ready\":\"node\",\"id\":N,\"listen\":\"HOST:PORT\",\
-    \"admin\":\"HOST:PORT\"|null}.\n\n\
-    Config file keys: id, name, listen, upstream, registry, label (a table), admin, echo, \
+    \"admin\":\"HOST:PORT\"|null,\"registered\":BOOL,\"conflict\":\"WHY\"|null}; `conflict` \
+    says why the registry refused the node (its id or name is held), which it keeps \
+    retrying.\n\n\
+    Config file keys: id, name, identity, listen, upstream, registry, label (a table), admin, echo, \
     etcd (a list), etcd_prefix, and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
     ...)."
@@ -92,6 +94,11 @@ pub(crate) struct NodeArgs {
     /// Id of this node's upstream (its proxy).
     #[arg(long, value_name = "ID")]
     pub(crate) upstream: Option<u64>,
+    /// This deployment's identity, published in discovery and topology. A restart with the
+    /// same identity takes its id's registration over at once; another identity is refused
+    /// while the holder lives. Default: a hash of the host name, id, name and config path.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) identity: Option<String>,
     /// Address of the embedded registry (exclusive with --etcd).
     #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
     pub(crate) registry: Option<SocketAddr>,

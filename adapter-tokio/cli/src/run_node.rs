@@ -14,10 +14,14 @@ use crate::{
     lifecycle::{StopSignals, print_json_line, shutdown_bounded, start_error},
 };
 
-/// How long the ready line waits for the registration.
+/// How long the ready line waits for the registration (or its refusal).
 pub(crate) const REGISTER_WAIT: Duration = Duration::from_secs(5);
 
-/// The ready line: `{"ready":"node","id":N,"listen":"HOST:PORT","admin":"HOST:PORT"|null}`.
+/// The ready line: `{"ready":"node","id":N,"listen":"HOST:PORT","admin":"HOST:PORT"|null,
+/// "registered":BOOL,"conflict":"WHY"|null}`. `registered` is false when the registry did
+/// not take the node within [`REGISTER_WAIT`] (the backend keeps trying); `conflict` says
+/// why the registry refused it, if it did (`id held by incarnation N`,
+/// `name "x" taken by id N`, or the etcd holder).
 #[derive(Debug, Serialize)]
 pub(crate) struct NodeReady {
     /// Always `node`.
@@ -28,6 +32,10 @@ pub(crate) struct NodeReady {
     pub(crate) listen: String,
     /// The bound admin address, if any.
     pub(crate) admin: Option<String>,
+    /// Whether the registry took the node's registration.
+    pub(crate) registered: bool,
+    /// Why the registry refused it, if it did.
+    pub(crate) conflict: Option<String>,
 }
 
 /// Runs the node until a stop signal, then shuts it down gracefully.
@@ -65,7 +73,13 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         },
     };
     let mut inbox_task = tokio::spawn(serve_inbox(handle.clone(), inbox, echo));
-    if !handle.wait_registered(REGISTER_WAIT).await {
+    handle
+        .wait_for(REGISTER_WAIT, |k| k.registered || k.conflict.is_some())
+        .await;
+    let known = handle.known();
+    if let Some(conflict) = &known.conflict {
+        tracing::warn!(%conflict, "registration refused; running on, the backend retries");
+    } else if !known.registered {
         tracing::warn!("not registered after {REGISTER_WAIT:?}; running on, the backend retries");
     }
     print_json_line(&NodeReady {
@@ -73,6 +87,8 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         id: id.0,
         listen: handle.local_addr().to_string(),
         admin: admin_server.as_ref().map(|a| a.local_addr().to_string()),
+        registered: known.registered,
+        conflict: known.conflict,
     })?;
     tokio::select! {
         signal = signals.wait() => tracing::info!(signal, "stopping the node"),
@@ -118,18 +134,22 @@ mod tests {
             id: 7,
             listen: "127.0.0.1:7100".to_owned(),
             admin: Some("127.0.0.1:9100".to_owned()),
+            registered: true,
+            conflict: None,
         };
         assert_eq!(
             serde_json::to_string(&with_admin).expect("json"),
-            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":"127.0.0.1:9100"}"#
+            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":"127.0.0.1:9100","registered":true,"conflict":null}"#
         );
-        let without = NodeReady {
+        let refused = NodeReady {
             admin: None,
+            registered: false,
+            conflict: Some("name \"a\" taken by id 3".to_owned()),
             ..with_admin
         };
         assert_eq!(
-            serde_json::to_string(&without).expect("json"),
-            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":null}"#
+            serde_json::to_string(&refused).expect("json"),
+            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":null,"registered":false,"conflict":"name \"a\" taken by id 3"}"#
         );
     }
 }

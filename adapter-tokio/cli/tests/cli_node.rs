@@ -40,7 +40,9 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
     let admin = str_field(&ready, "admin").to_owned();
     assert_eq!(
         line,
-        format!(r#"{{"ready":"node","id":7,"listen":"{listen}","admin":"{admin}"}}"#)
+        format!(
+            r#"{{"ready":"node","id":7,"listen":"{listen}","admin":"{admin}","registered":true,"conflict":null}}"#
+        )
     );
     let admin: SocketAddr = admin.parse().expect("admin address");
 

@@ -43,6 +43,9 @@ pub trait AdminSource: Clone + Send + Sync + 'static {
     fn metrics(&self) -> impl Future<Output = Result<Metrics, Stopped>> + Send;
     /// The node's status now.
     fn status(&self) -> impl Future<Output = Result<Status, Stopped>> + Send;
+    /// Why the registry refuses the node's registration now, if it does
+    /// ([`crate::observe::Known::conflict`]).
+    fn conflict(&self) -> Option<String>;
 }
 
 impl AdminSource for NodeHandle {
@@ -53,6 +56,19 @@ impl AdminSource for NodeHandle {
     fn status(&self) -> impl Future<Output = Result<Status, Stopped>> + Send {
         NodeHandle::status(self)
     }
+
+    fn conflict(&self) -> Option<String> {
+        self.known().conflict
+    }
+}
+
+/// The `/status` JSON: the node's [`Status`] with the registration conflict (`null` when
+/// there is none) as a last key.
+#[derive(serde::Serialize)]
+struct StatusBody<'a> {
+    #[serde(flatten)]
+    status: &'a Status,
+    conflict: Option<String>,
 }
 
 /// A running admin server. Dropping it stops the server and closes its connections.
@@ -152,7 +168,10 @@ async fn respond<S: AdminSource>(source: &S, request: &Request<Incoming>) -> Res
             Err(_) => plain(StatusCode::SERVICE_UNAVAILABLE, "node did not answer\n"),
         },
         Route::Status => match tokio::time::timeout(NODE_QUERY_TIMEOUT, source.status()).await {
-            Ok(Ok(status)) => match serde_json::to_vec(&status) {
+            Ok(Ok(status)) => match serde_json::to_vec(&StatusBody {
+                status: &status,
+                conflict: source.conflict(),
+            }) {
                 Ok(json) => with_body(StatusCode::OK, "application/json", json.into()),
                 Err(e) => plain(
                     StatusCode::INTERNAL_SERVER_ERROR,

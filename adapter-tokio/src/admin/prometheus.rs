@@ -141,7 +141,7 @@ pub fn render(metrics: &Metrics) -> String {
         ),
         (
             "switchboard_registry_conflicts_total",
-            "Registrations refused because another live instance holds the id.",
+            "Registrations refused because another live instance holds the id or another node the name.",
             metrics.registry_conflicts,
         ),
         (

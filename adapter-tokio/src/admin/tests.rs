@@ -15,6 +15,7 @@ const WAIT: Duration = Duration::from_secs(10);
 struct Fixed {
     metrics: Option<Metrics>,
     status: Option<Status>,
+    conflict: Option<String>,
 }
 
 impl AdminSource for Fixed {
@@ -26,6 +27,10 @@ impl AdminSource for Fixed {
     fn status(&self) -> impl Future<Output = Result<Status, Stopped>> + Send {
         let status = self.status.clone();
         async move { status.ok_or(Stopped) }
+    }
+
+    fn conflict(&self) -> Option<String> {
+        self.conflict.clone()
     }
 }
 
@@ -88,6 +93,7 @@ async fn metrics_are_served_as_prometheus_text() {
     let server = serve(Fixed {
         metrics: Some(sample_metrics()),
         status: None,
+        conflict: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/metrics")).await;
@@ -107,13 +113,40 @@ async fn status_is_served_as_json() {
     let server = serve(Fixed {
         metrics: None,
         status: Some(sample_status()),
+        conflict: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/status")).await;
     let (status, content_type, body) = split(&answer);
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert_eq!(content_type, Some("application/json"));
-    assert_eq!(body, SAMPLE_STATUS);
+    assert_eq!(
+        body,
+        format!(
+            "{},\"conflict\":null}}",
+            &SAMPLE_STATUS[..SAMPLE_STATUS.len() - 1]
+        )
+    );
+}
+
+#[tokio::test]
+async fn status_carries_the_registration_conflict() {
+    let server = serve(Fixed {
+        metrics: None,
+        status: Some(sample_status()),
+        conflict: Some("name \"leaf-7\" taken by id 8".to_owned()),
+    })
+    .await;
+    let answer = exchange(server.local_addr(), &get("/status")).await;
+    let (status, _, body) = split(&answer);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(
+        body,
+        format!(
+            "{},\"conflict\":\"name \\\"leaf-7\\\" taken by id 8\"}}",
+            &SAMPLE_STATUS[..SAMPLE_STATUS.len() - 1]
+        )
+    );
 }
 
 #[tokio::test]
@@ -121,6 +154,7 @@ async fn other_paths_are_not_found_and_other_methods_not_allowed() {
     let server = serve(Fixed {
         metrics: Some(Metrics::default()),
         status: Some(sample_status()),
+        conflict: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/nothing")).await;
@@ -145,6 +179,7 @@ async fn a_malformed_request_is_a_bad_request() {
     let server = serve(Fixed {
         metrics: Some(Metrics::default()),
         status: None,
+        conflict: None,
     })
     .await;
     let answer = exchange(server.local_addr(), b"\x00\x01garbage\r\n\r\n").await;
@@ -162,6 +197,7 @@ async fn a_stopped_node_is_service_unavailable() {
     let server = serve(Fixed {
         metrics: None,
         status: None,
+        conflict: None,
     })
     .await;
     for path in ["/metrics", "/status"] {
@@ -177,6 +213,7 @@ async fn dropping_the_server_stops_listening() {
     let server = serve(Fixed {
         metrics: Some(Metrics::default()),
         status: None,
+        conflict: None,
     })
     .await;
     let addr = server.local_addr();

@@ -7,17 +7,19 @@
 //! → revoke on shutdown. A keepalive stream that fails or ends is dropped and reopened by the
 //! next keepalive; opening it on a lease etcd no longer knows reports the lease lost at once.
 //!
-//! A conflicting registration (the `by_id` key exists on another lease) is reported to the
-//! coordinator and retried on the machine's schedule; nothing is overwritten. A conflict
-//! whose owner is this very lease (an earlier txn that committed but whose answer was lost)
-//! counts as registered. An upstream switch rewrites only the topology key, on the same
+//! A conflicting registration (the `by_id` key exists on another lease under another identity,
+//! or another id holds the node's name under `by_name`) is reported to the coordinator and
+//! retried on the machine's schedule; nothing is overwritten. A conflict whose owner is this
+//! very lease (an earlier txn that committed but whose answer was lost) counts as registered;
+//! one whose owner carries this deployment's own non-empty identity (a restart before the old
+//! lease expired) is taken over at once by a second txn guarded on the key's mod revision. An upstream switch rewrites only the topology key, on the same
 //! lease, as soon as the node is registered; a failed rewrite is retried.
 
 use std::time::Duration;
 
 use etcd_client::{
-    Client, Compare, CompareOp, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn, TxnOp,
-    TxnOpResponse,
+    Client, Compare, CompareOp, GetOptions, LeaseKeepAliveStream, LeaseKeeper, PutOptions, Txn,
+    TxnOp, TxnOpResponse,
 };
 use switchboard_core::{
     discovery::TopologyInfo,
@@ -162,13 +164,122 @@ impl LeaseTask {
         }
     }
 
-    /// Runs the registration txn on `lease`. Returns false when the coordinator is gone.
+    /// Registers on `lease`: the name check, then the registration txn, then — when the
+    /// `by_id` key holds this deployment's own identity — the takeover txn. Returns false
+    /// when the coordinator is gone.
     async fn register(&mut self, run: &mut Run, lease: i64) -> bool {
         let plan = RegistrationTxn::plan(
             &self.layout,
             &self.registration.discovery,
             &self.registration.topology,
         );
+        let outcome = match self.name_check().await {
+            Err(()) => {
+                self.state.on_register_failed(self.clock.now());
+                return true;
+            }
+            Ok(Some(taken)) => taken,
+            Ok(None) => {
+                let guard = Compare::create_revision(plan.guard_key.clone(), CompareOp::Equal, 0);
+                let Some(mut outcome) = self.run_txn(&plan, lease, guard).await else {
+                    return true;
+                };
+                if let RegisterOutcome::Conflict(conflict) = &outcome
+                    && conflict.owner_lease == lease
+                {
+                    outcome = RegisterOutcome::Registered {
+                        revision: u64::try_from(conflict.create_revision).unwrap_or(0),
+                    };
+                }
+                if let RegisterOutcome::Conflict(conflict) = &outcome
+                    && conflict.is_own(lease, &self.registration.discovery.identity)
+                {
+                    tracing::info!(
+                        holder = %describe_holder(conflict),
+                        "etcd: the id is held under this deployment's identity; taking it over"
+                    );
+                    let guard = Compare::mod_revision(
+                        plan.guard_key.clone(),
+                        CompareOp::Equal,
+                        RegistrationTxn::takeover_guard(conflict),
+                    );
+                    let Some(taken) = self.run_txn(&plan, lease, guard).await else {
+                        return true;
+                    };
+                    outcome = taken;
+                }
+                outcome
+            }
+        };
+        self.state.on_registered(self.clock.now(), &outcome);
+        let holder = match outcome {
+            RegisterOutcome::Registered { revision } => {
+                tracing::info!(lease, revision, "registered in etcd");
+                let at = tokio::time::Instant::now();
+                self.stats.update(|c| c.registered_at = Some(at));
+                // The txn wrote the current topology record.
+                run.topology_due = None;
+                run.revision = revision;
+                run.last_conflict = None;
+                return true;
+            }
+            RegisterOutcome::Conflict(conflict) => {
+                let holder = describe_holder(&conflict);
+                tracing::warn!(%holder, "etcd registration refused: the id is owned by another instance");
+                holder
+            }
+            RegisterOutcome::NameTaken { key, holder } => {
+                let name = &self.registration.discovery.name;
+                let key = String::from_utf8_lossy(&key);
+                let holder = format!("name {name:?} taken by id {} ({key})", holder.0);
+                tracing::warn!(%holder, "etcd registration refused: the name is held");
+                holder
+            }
+            _ => return true,
+        };
+        if run.last_conflict.as_ref() == Some(&holder) {
+            return true;
+        }
+        run.last_conflict = Some(holder.clone());
+        self.publish();
+        self.reports
+            .send(Report::Lease(LeaseUpdate::Conflict(holder)))
+            .await
+            .is_ok()
+    }
+
+    /// Lists `<prefix>by_name/<name>-` for another id holding this node's name:
+    /// `Ok(Some(NameTaken))` if one does, `Ok(None)` if the name is free (or the node has
+    /// none), `Err` if the list failed (the registration is retried).
+    async fn name_check(&mut self) -> Result<Option<RegisterOutcome>, ()> {
+        let info = &self.registration.discovery;
+        let Some(prefix) = RegistrationTxn::name_prefix(&self.layout, info) else {
+            return Ok(None);
+        };
+        let listed = match bounded(
+            self.client
+                .get(prefix, Some(GetOptions::new().with_prefix())),
+        )
+        .await
+        {
+            Ok(answer) => answer.kvs().iter().map(key_value).collect::<Vec<_>>(),
+            Err(e) => {
+                tracing::warn!(%e, "etcd name check failed");
+                return Err(());
+            }
+        };
+        Ok(RegistrationTxn::name_holder(&self.layout, info, &listed)
+            .map(|(key, holder)| RegisterOutcome::NameTaken { key, holder }))
+    }
+
+    /// Runs `plan`'s puts on `lease` when `guard` holds, else gets the `by_id` key; `None`
+    /// when the RPC failed (already reported to the machine).
+    async fn run_txn(
+        &mut self,
+        plan: &RegistrationTxn,
+        lease: i64,
+        guard: Compare,
+    ) -> Option<RegisterOutcome> {
         let puts: Vec<TxnOp> = plan
             .puts
             .iter()
@@ -178,11 +289,7 @@ impl LeaseTask {
             })
             .collect();
         let txn = Txn::new()
-            .when([Compare::create_revision(
-                plan.guard_key.clone(),
-                CompareOp::Equal,
-                0,
-            )])
+            .when([guard])
             .and_then(puts)
             .or_else([TxnOp::get(plan.guard_key.clone(), None)]);
         let answer = match bounded(self.client.txn(txn)).await {
@@ -194,52 +301,18 @@ impl LeaseTask {
                 if e.is_lease_not_found() {
                     self.state.on_keepalive(now, 0);
                 }
-                return true;
+                return None;
             }
         };
         let existing = answer.op_responses().into_iter().find_map(|op| match op {
             TxnOpResponse::Get(got) => got.kvs().first().map(key_value),
             _ => None,
         });
-        let mut outcome = plan.outcome(
+        Some(plan.outcome(
             answer.succeeded(),
             header_revision(answer.header()),
             existing.as_ref(),
-        );
-        if let RegisterOutcome::Conflict(conflict) = &outcome
-            && conflict.owner_lease == lease
-        {
-            outcome = RegisterOutcome::Registered {
-                revision: u64::try_from(conflict.create_revision).unwrap_or(0),
-            };
-        }
-        self.state.on_registered(self.clock.now(), &outcome);
-        match outcome {
-            RegisterOutcome::Registered { revision } => {
-                tracing::info!(lease, revision, "registered in etcd");
-                let at = tokio::time::Instant::now();
-                self.stats.update(|c| c.registered_at = Some(at));
-                // The txn wrote the current topology record.
-                run.topology_due = None;
-                run.revision = revision;
-                run.last_conflict = None;
-                true
-            }
-            RegisterOutcome::Conflict(conflict) => {
-                let holder = describe_holder(&conflict);
-                tracing::warn!(%holder, "etcd registration refused: the id is owned by another instance");
-                if run.last_conflict.as_ref() == Some(&holder) {
-                    return true;
-                }
-                run.last_conflict = Some(holder.clone());
-                self.publish();
-                self.reports
-                    .send(Report::Lease(LeaseUpdate::Conflict(holder)))
-                    .await
-                    .is_ok()
-            }
-            _ => true,
-        }
+        ))
     }
 
     /// Sends one keepalive, opening the stream when there is none for this lease.

@@ -308,7 +308,13 @@ impl ClientTask {
             ClientEvent::Refused { holder } => {
                 warn!(registry = %self.addr, holder, "registration refused: the id is held by another incarnation");
                 Some(FeedEvent::Conflict {
-                    holder: format!("incarnation {holder}"),
+                    holder: format!("id held by incarnation {holder}"),
+                })
+            }
+            ClientEvent::NameTaken { name, holder } => {
+                warn!(registry = %self.addr, %name, %holder, "registration refused: the name is taken");
+                Some(FeedEvent::Conflict {
+                    holder: format!("name {name:?} taken by id {}", holder.0),
                 })
             }
             ClientEvent::Disconnected { retry_at } => {

@@ -46,10 +46,12 @@ pub enum FeedEvent {
         /// Why, for logs.
         reason: String,
     },
-    /// Another live instance holds this node's id: the registration is refused and never
-    /// overwritten. The backend keeps retrying in case the holder goes away.
+    /// Another live instance holds this node's id, or another node its name: the
+    /// registration is refused and never overwritten. The backend keeps retrying in case the
+    /// holder goes away.
     Conflict {
-        /// Who holds it, for logs (incarnation, lease or value).
+        /// What is held and by whom, for logs, the ready line and `/status` (e.g.
+        /// `id held by incarnation 7`, `name "a" taken by id 3`, the etcd lease or value).
         holder: String,
     },
 }

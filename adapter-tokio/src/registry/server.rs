@@ -283,6 +283,16 @@ fn log_event(event: &ServerEvent) {
             ?key,
             incarnation, holder, "registration refused: duplicate id"
         ),
+        ServerEvent::NameTaken {
+            key, name, holder, ..
+        } => warn!(?key, %name, %holder, "registration refused: name taken"),
+        ServerEvent::TakenOver {
+            key, incarnation, ..
+        } => info!(
+            ?key,
+            replaced = incarnation,
+            "same identity registered again: the old connection is replaced"
+        ),
         ServerEvent::Removed { key } => info!(?key, "node removed"),
         ServerEvent::Protected { key } => info!(?key, "node disconnected, protected"),
         ServerEvent::ProtocolError { conn, error } => {

@@ -151,6 +151,9 @@ reason_codes! {
         InvalidHello = 4,
         /// The answering node is shutting down and takes no new links.
         ShuttingDown = 5,
+        /// Registry only: another listed node (`HelloAck::node`) holds the registering node's
+        /// name (`HelloAck::name`).
+        NameTaken = 6,
     }
 }
 

@@ -189,6 +189,7 @@ pub(crate) fn core_config(core: Option<Config>, identity: Identity) -> Result<Co
     let own_keys = [
         ("id", config.id != defaults.id),
         ("name", config.name != defaults.name),
+        ("identity", config.identity != defaults.identity),
         ("upstream", config.upstream != defaults.upstream),
         ("labels", config.labels != defaults.labels),
         ("listen", config.listen != defaults.listen),

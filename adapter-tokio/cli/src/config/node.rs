@@ -4,7 +4,7 @@
 use std::{collections::BTreeMap, net::SocketAddr};
 
 use serde::Deserialize;
-use switchboard_core::config::Config;
+use switchboard_core::config::{Config, deployment_identity, host_name};
 use switchboard_tokio::RegistrySpec;
 
 use super::{Identity, core_config, read_toml, registry_spec};
@@ -18,6 +18,8 @@ pub(crate) struct NodeFile {
     pub(crate) id: Option<u64>,
     /// `--name`.
     pub(crate) name: Option<String>,
+    /// `--identity`.
+    pub(crate) identity: Option<String>,
     /// `--listen`.
     pub(crate) listen: Option<SocketAddr>,
     /// `--upstream`.
@@ -36,6 +38,14 @@ pub(crate) struct NodeFile {
     pub(crate) etcd_prefix: Option<String>,
     /// Core settings (`message_timeout_ms`, ...).
     pub(crate) core: Option<Config>,
+}
+
+/// This host's name as the node's driver reads it (`/proc/sys/kernel/hostname`, then
+/// `$HOSTNAME`).
+fn local_host_name() -> String {
+    let proc = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    let env = std::env::var("HOSTNAME").ok();
+    host_name([proc.as_deref(), env.as_deref()])
 }
 
 /// Everything `switchboard node` runs with.
@@ -84,7 +94,11 @@ impl NodeOptions {
             args.etcd.etcd.or(file.etcd),
             args.etcd.etcd_prefix.or(file.etcd_prefix),
         )?;
-        let core = core_config(
+        let identity = args.identity.or(file.identity);
+        if identity.as_deref().is_some_and(|i| i.trim().is_empty()) {
+            return Err(CliError::invalid("identity", "is blank"));
+        }
+        let mut core = core_config(
             file.core,
             Identity {
                 id,
@@ -93,6 +107,23 @@ impl NodeOptions {
                 labels,
             },
         )?;
+        core.identity = identity.unwrap_or_else(|| {
+            let host = if core.hostname.is_empty() {
+                local_host_name()
+            } else {
+                core.hostname.clone()
+            };
+            let config = args
+                .config
+                .as_deref()
+                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned()));
+            deployment_identity(
+                &host,
+                core.id,
+                &core.name,
+                config.as_deref().and_then(std::path::Path::to_str),
+            )
+        });
         Ok(NodeOptions {
             core,
             listen,
@@ -116,6 +147,7 @@ mod tests {
             name: None,
             listen: None,
             upstream: None,
+            identity: None,
             registry: None,
             labels: Vec::new(),
             admin: None,
@@ -130,6 +162,48 @@ mod tests {
         let path = dir.path().join("node.toml");
         std::fs::write(&path, text).expect("write");
         (dir, path)
+    }
+
+    #[test]
+    fn the_identity_is_the_flag_the_file_or_a_hash_of_the_deployment() {
+        let text = "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+                    registry = \"127.0.0.1:7000\"\n";
+        let (_dir, path) = write_config(text);
+        let derived = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
+        let canonical = std::fs::canonicalize(&path).expect("canonical");
+        assert_eq!(
+            derived.core.identity,
+            deployment_identity(
+                &local_host_name(),
+                derived.core.id,
+                "leaf-7",
+                canonical.to_str()
+            )
+        );
+        assert_eq!(
+            derived.core.discovery_info().identity,
+            derived.core.identity
+        );
+        // Another config file (same contents) is another deployment.
+        let (_other_dir, other) = write_config(text);
+        let elsewhere = NodeOptions::resolve(bare_args(Some(other))).expect("valid");
+        assert_ne!(elsewhere.core.identity, derived.core.identity);
+
+        let (_dir2, with_key) = write_config(&format!("{text}identity = \"from-file\"\n"));
+        let from_file = NodeOptions::resolve(bare_args(Some(with_key.clone()))).expect("valid");
+        assert_eq!(from_file.core.identity, "from-file");
+        let mut args = bare_args(Some(with_key));
+        args.identity = Some("from-flag".to_owned());
+        let from_flag = NodeOptions::resolve(args).expect("valid");
+        assert_eq!(from_flag.core.identity, "from-flag");
+
+        let mut blank = bare_args(Some(path.clone()));
+        blank.identity = Some("  ".to_owned());
+        let e = NodeOptions::resolve(blank).expect_err("blank identity");
+        assert!(e.to_string().contains("identity"), "{e}");
+        let (_dir3, in_core) = write_config(&format!("{text}[core]\nidentity = \"x\"\n"));
+        let e = NodeOptions::resolve(bare_args(Some(in_core))).expect_err("identity in [core]");
+        assert!(e.to_string().contains("core.identity"), "{e}");
     }
 
     #[test]

@@ -67,7 +67,7 @@ switchboard_registrations_total 0
 # HELP switchboard_registry_disconnects_total Times the registry was lost (failed dials included).
 # TYPE switchboard_registry_disconnects_total counter
 switchboard_registry_disconnects_total 0
-# HELP switchboard_registry_conflicts_total Registrations refused because another live instance holds the id.
+# HELP switchboard_registry_conflicts_total Registrations refused because another live instance holds the id or another node the name.
 # TYPE switchboard_registry_conflicts_total counter
 switchboard_registry_conflicts_total 0
 # HELP switchboard_links_rejected_total Links closed because of what the peer sent.

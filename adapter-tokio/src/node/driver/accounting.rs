@@ -115,7 +115,7 @@ pub(super) fn status(node: &Node, registered: bool) -> Status {
 }
 
 /// The registry view of `node` now.
-pub(super) fn known(node: &Node, registered: bool) -> Known {
+pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Known {
     let discovery = node
         .discovery()
         .iter()
@@ -130,6 +130,7 @@ pub(super) fn known(node: &Node, registered: bool) -> Known {
         .collect();
     Known {
         registered,
+        conflict: conflict.map(str::to_owned),
         upstream: node.upstream().0,
         discovery,
         topology,

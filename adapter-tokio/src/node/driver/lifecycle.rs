@@ -55,7 +55,7 @@ pub(in crate::node) async fn start(
     let (inbox_tx, inbox_rx) = mpsc::channel(inbox_capacity);
     let (link_tx, link_events) = mpsc::channel(LINK_EVENT_CAPACITY);
     let kill_switch = Arc::new(Notify::new());
-    let (known_tx, known_rx) = watch::channel(accounting::known(&node, false));
+    let (known_tx, known_rx) = watch::channel(accounting::known(&node, false, None));
     let handle = NodeHandle {
         id: node.id(),
         name: node.config().name.clone(),
@@ -83,6 +83,7 @@ pub(in crate::node) async fn start(
         topology,
         counters: Counters::default(),
         registered: false,
+        conflict: None,
         known: known_tx,
         batch: Vec::with_capacity(super::BURST),
     };

@@ -85,6 +85,8 @@ struct Driver {
     topology: TopologyInfo,
     counters: Counters,
     registered: bool,
+    /// Why the backend's last registration attempt was refused; cleared when it registers.
+    conflict: Option<String>,
     known: watch::Sender<Known>,
     /// Commands taken from the queue at once; after a shutdown, those that came after it.
     batch: Vec<Command>,
@@ -411,6 +413,7 @@ impl Driver {
             FeedEvent::Registered => {
                 self.counters.registered();
                 self.registered = true;
+                self.conflict = None;
             }
             FeedEvent::Disconnected { reason } => {
                 if self.registered {
@@ -420,16 +423,17 @@ impl Driver {
                 self.registered = false;
             }
             FeedEvent::Conflict { holder } => {
-                warn!(id = %self.node.id(), %holder, "another instance holds this node's id");
+                warn!(id = %self.node.id(), conflict = %holder, "registration refused");
                 self.counters.registry_conflict();
                 self.registered = false;
+                self.conflict = Some(holder);
             }
         }
         self.publish_known();
     }
 
     fn publish_known(&mut self) {
-        let known = accounting::known(&self.node, self.registered);
+        let known = accounting::known(&self.node, self.registered, self.conflict.as_deref());
         self.known.send_if_modified(|k| {
             if *k == known {
                 false

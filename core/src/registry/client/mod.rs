@@ -10,6 +10,8 @@
 //! * **Register on connect**: `Register{incarnation, discovery, topology}` (the latest
 //!   records, including any [`update_topology`](RegistryClient::update_topology)) is the first
 //!   frame of every connection.
+//! * **Refusals** are reported, then retried like a close: another incarnation holding the id
+//!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`].
 //! * **Reconnect with backoff**: a failed dial, a close, a refusal, a protocol error or
 //!   `silence_timeout` without a byte from the registry schedules the next dial after
 //!   [`BackoffConfig::delay`](crate::backoff::BackoffConfig::delay) of the attempt count
@@ -48,8 +50,8 @@ use crate::{
     rng::Rng,
     time::{Instant, earliest},
     wire::{
-        self, Bye, ByeReason, Frame, FrameKind, FrameReader, Heartbeat, Put, Register, Snapshot,
-        Update,
+        self, Bye, ByeReason, Frame, FrameKind, FrameReader, Heartbeat, Put, RefuseReason,
+        Register, Snapshot, Update,
     },
 };
 
@@ -78,6 +80,10 @@ enum Incoming {
     Heartbeat,
     Refused {
         holder: u64,
+    },
+    NameTaken {
+        name: alloc::string::String,
+        holder: crate::ids::NodeId,
     },
     Bye,
     Other(FrameKind),
@@ -191,6 +197,10 @@ impl RegistryClient {
                     },
                     Frame::Heartbeat(_) => Incoming::Heartbeat,
                     Frame::HelloAck(ack) => match ack.result {
+                        Err(RefuseReason::NameTaken) => Incoming::NameTaken {
+                            name: ack.name.into(),
+                            holder: ack.node,
+                        },
                         Err(_) => Incoming::Refused {
                             holder: ack.incarnation,
                         },
@@ -240,6 +250,11 @@ impl RegistryClient {
             Incoming::Heartbeat => {}
             Incoming::Refused { holder } => {
                 self.event(ClientEvent::Refused { holder });
+                self.out.push_back(ClientOutput::Close);
+                self.retry(now);
+            }
+            Incoming::NameTaken { name, holder } => {
+                self.event(ClientEvent::NameTaken { name, holder });
                 self.out.push_back(ClientOutput::Close);
                 self.retry(now);
             }

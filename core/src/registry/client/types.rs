@@ -3,11 +3,12 @@
 use crate::{
     backoff::BackoffConfig,
     discovery::{DiscoveryInfo, TopologyInfo},
+    ids::NodeId,
     registry::RegistryEvent,
     time::{Duration, Instant},
     wire::{DEFAULT_MAX_FRAME, DecodeError, FrameKind},
 };
-use alloc::vec::Vec;
+use alloc::{string::String, vec::Vec};
 
 /// Client parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,6 +127,14 @@ pub enum ClientEvent {
     Refused {
         /// The incarnation holding it.
         holder: u64,
+    },
+    /// The registry refused the registration: another listed node holds this node's name.
+    /// The client retries on its backoff (the holder may leave).
+    NameTaken {
+        /// The contested name.
+        name: String,
+        /// The id of the node holding it (0 for a node listed by name only).
+        holder: NodeId,
     },
     /// The connection is gone (failed dial, close, silence, refusal or error); the next
     /// attempt is at `retry_at`.

@@ -246,7 +246,7 @@ impl LeaseState {
                 self.stats.registrations += 1;
                 Registration::Done
             }
-            RegisterOutcome::Conflict(_) => {
+            RegisterOutcome::Conflict(_) | RegisterOutcome::NameTaken { .. } => {
                 self.stats.conflicts += 1;
                 Registration::Due(now.saturating_add(self.config.keepalive_interval))
             }

@@ -5,6 +5,18 @@
 //! `by_id` key so the conflict can name its owner. All three keys then appear — and, with the
 //! lease, disappear — atomically. A topology-only change (an upstream switch) rewrites only the
 //! topology key. These functions describe the operations; the adapter turns them into RPCs.
+//!
+//! **Unique names**: before the txn the adapter lists [`RegistrationTxn::name_prefix`]
+//! (`<prefix>by_name/<name>-`); a key there naming *another* id
+//! ([`RegistrationTxn::name_holder`]) is a live holder of the name (its lease keeps it), so
+//! the node reports [`RegisterOutcome::NameTaken`] instead of registering. The list and the
+//! txn are two round trips: two nodes racing for one free name within them may both register.
+//!
+//! **Takeover**: when the guard fails and the existing `by_id` record carries this node's own
+//! non-empty identity ([`RegisterConflict::is_own`], libatapp's checker rule), the node takes
+//! the keys over at once: the same puts with its own lease, guarded on the `by_id` key's
+//! `mod_revision` being the one it saw ([`RegistrationTxn::takeover_guard`]). A put with the
+//! new lease re-attaches each key, so the old lease expiring later deletes nothing of ours.
 
 use alloc::{boxed::Box, vec::Vec};
 
@@ -63,6 +75,45 @@ impl RegistrationTxn {
         }
     }
 
+    /// The range to list before registering to find another holder of the node's name:
+    /// `<prefix>by_name/<name>-` (every `by_name` key of that name, and of names that extend
+    /// it with a `-`, which [`name_holder`](Self::name_holder) tells apart). `None` for a
+    /// node without a name.
+    #[must_use]
+    pub fn name_prefix(layout: &KeyLayout, info: &DiscoveryInfo) -> Option<Vec<u8>> {
+        if info.name.is_empty() {
+            return None;
+        }
+        let mut prefix = layout.watch_prefix(KeyKind::ByName);
+        prefix.extend_from_slice(info.name.as_bytes());
+        prefix.push(b'-');
+        Some(prefix)
+    }
+
+    /// The first of `listed` (the keys under [`name_prefix`](Self::name_prefix)) that holds
+    /// `info`'s name under another id: its key and id. Keys of other names and unparsable
+    /// keys are skipped.
+    #[must_use]
+    pub fn name_holder(
+        layout: &KeyLayout,
+        info: &DiscoveryInfo,
+        listed: &[KeyValue],
+    ) -> Option<(Vec<u8>, crate::ids::NodeId)> {
+        listed.iter().find_map(|kv| {
+            let parsed = layout.parse(&kv.key).ok()?;
+            (parsed.kind == KeyKind::ByName && parsed.name == info.name && parsed.id != info.id)
+                .then(|| (kv.key.clone(), parsed.id))
+        })
+    }
+
+    /// The guard of a takeover of `conflict`'s key: its `mod_revision` must still be the one
+    /// the failed txn saw (nobody else took it meanwhile). The success branch is
+    /// [`puts`](Self::puts), the failure branch a get of the key, as for the registration.
+    #[must_use]
+    pub fn takeover_guard(conflict: &RegisterConflict) -> i64 {
+        conflict.owner_mod_revision
+    }
+
     /// The single put of a topology-only change (upstream switch, label change): only the
     /// topology key of the node `info` names is rewritten, with the lease.
     #[must_use]
@@ -92,7 +143,7 @@ impl RegistrationTxn {
                 revision: u64::try_from(header_revision).unwrap_or(0),
             };
         }
-        let (owner, error, lease, create_revision) = match existing {
+        let (owner, error, lease, create_revision, mod_revision) = match existing {
             Some(kv) => {
                 let (owner, error) = if kv.value.is_empty() {
                     (None, None)
@@ -102,9 +153,9 @@ impl RegistrationTxn {
                         Err(error) => (None, Some(error)),
                     }
                 };
-                (owner, error, kv.lease, kv.create_revision)
+                (owner, error, kv.lease, kv.create_revision, kv.mod_revision)
             }
-            None => (None, None, 0, 0),
+            None => (None, None, 0, 0, 0),
         };
         RegisterOutcome::Conflict(Box::new(RegisterConflict {
             key: self.guard_key.clone(),
@@ -112,6 +163,7 @@ impl RegistrationTxn {
             owner_error: error,
             owner_lease: lease,
             create_revision,
+            owner_mod_revision: mod_revision,
         }))
     }
 }
@@ -126,8 +178,17 @@ pub enum RegisterOutcome {
         revision: u64,
     },
     /// The `by_id` key already exists: another instance owns the id. Nothing was written;
-    /// report it, never overwrite.
+    /// report it, never overwrite (unless it is this node's own, see
+    /// [`RegisterConflict::is_own`]).
     Conflict(Box<RegisterConflict>),
+    /// Another id holds the node's name (found by listing [`RegistrationTxn::name_prefix`]).
+    /// Nothing was written; report it and retry later.
+    NameTaken {
+        /// The holder's `by_name` key.
+        key: Vec<u8>,
+        /// The holder's id.
+        holder: crate::ids::NodeId,
+    },
 }
 
 /// The existing owner of a contested `by_id` key.
@@ -145,6 +206,8 @@ pub struct RegisterConflict {
     pub owner_lease: i64,
     /// When the existing key was created (0 if unknown).
     pub create_revision: i64,
+    /// When the existing key was last modified (0 if unknown): the guard of a takeover.
+    pub owner_mod_revision: i64,
 }
 
 impl RegisterConflict {

@@ -25,11 +25,21 @@
 //!   (Nexus kept the old info). A node registering while another connection of the *same*
 //!   incarnation holds its id takes over (the old connection gets `Bye{Replaced}` and is
 //!   closed without protection); while another *incarnation* holds it connected, the
-//!   registration is refused ([`ServerEvent::Refused`]). A protected entry is replaced by any
-//!   incarnation (a restarted node).
+//!   registration is refused ([`ServerEvent::Refused`]) — unless both carry the same
+//!   non-empty `identity` (libatapp's rule: equal identities are the same deployment): then
+//!   the newcomer is a restart the registry has not noticed yet and takes over at once, like
+//!   a same-incarnation registration ([`ServerEvent::TakenOver`]). A protected entry is
+//!   replaced by any incarnation (a restarted node).
+//! * **Unique names**: a registration whose name is held by another listed node (live, or
+//!   protected: it is still in every snapshot) is refused ([`ServerEvent::NameTaken`]), and
+//!   an `Update` renaming a node to such a name is a protocol error. The name is free again
+//!   once its holder is removed (protection ran out, or `Bye{Shutdown}`). The name check
+//!   comes first, so a refused newcomer never displaces anyone.
 //! * **Refusal on the wire**: the wire has no dedicated "register refused" frame, so the
-//!   server answers a `HelloAck` whose `result` is `Err(RefuseReason::DuplicateId)`, `node`
-//!   the claimed id, `incarnation` the holder's incarnation, versions `0..=0`, then closes.
+//!   server answers a `HelloAck` with versions `0..=0`, then closes. For a held id its
+//!   `result` is `Err(RefuseReason::DuplicateId)`, `node` the claimed id, `incarnation` the
+//!   holder's incarnation; for a held name `Err(RefuseReason::NameTaken)`, `node` the
+//!   holder's id, `incarnation` the holder's incarnation, `name` the name.
 //! * **Liveness**: a client `Heartbeat` is answered with a `Heartbeat` carrying the epoch and
 //!   the same sequence. Any frame refreshes a registered connection; one silent for
 //!   `heartbeat_timeout` (15 s) gets `Bye{HeartbeatTimeout}` and is closed (protection
@@ -50,7 +60,9 @@ mod tests;
 use alloc::{boxed::Box, collections::BTreeMap, collections::VecDeque, vec::Vec};
 
 pub use concern::ConcernTable;
-pub use types::{ConnId, EntryKey, ProtocolError, ServerConfig, ServerEvent, ServerOutput};
+pub use types::{
+    ConnId, EntryKey, ProtocolError, ServerConfig, ServerEvent, ServerOutput, ServerStats,
+};
 
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
@@ -130,6 +142,9 @@ pub struct RegistryServer {
     next_conn: u64,
     conns: BTreeMap<ConnId, Conn>,
     entries: BTreeMap<EntryKey, Entry>,
+    /// Name → the listed node holding it (every listed node with a name is here).
+    names: BTreeMap<alloc::string::String, EntryKey>,
+    stats: ServerStats,
     /// Closed connection → the protected node it carried.
     protected: BTreeMap<ConnId, EntryKey>,
     timers: TimerQueue<Timer>,
@@ -149,6 +164,8 @@ impl RegistryServer {
             next_conn: 1,
             conns: BTreeMap::new(),
             entries: BTreeMap::new(),
+            names: BTreeMap::new(),
+            stats: ServerStats::default(),
             protected: BTreeMap::new(),
             timers: TimerQueue::new(),
             out: VecDeque::new(),
@@ -165,6 +182,12 @@ impl RegistryServer {
     #[must_use]
     pub fn revision(&self) -> u64 {
         self.revision
+    }
+
+    /// What the server counted since it started.
+    #[must_use]
+    pub fn stats(&self) -> ServerStats {
+        self.stats
     }
 
     /// Open connections.
@@ -358,6 +381,7 @@ impl RegistryServer {
         let Some(entry) = self.entries.remove(key) else {
             return;
         };
+        self.release_name(key, &entry.discovery.name);
         if let Link::Protected(old) = entry.link {
             self.protected.remove(&old);
             self.timers.cancel(Timer::Protection(old));
@@ -452,14 +476,27 @@ impl RegistryServer {
                 return self.fail(now, conn, error);
             }
         }
+        if let Some((holder, holder_incarnation)) = self.name_holder(&discovery.name, &key) {
+            return self.refuse_name(conn, key, discovery.name, holder, holder_incarnation);
+        }
         let mut restored = false;
         if let Some(held) = self.entries.get(&key) {
             restored = true;
+            let same_identity =
+                !discovery.identity.is_empty() && held.discovery.identity == discovery.identity;
             match held.link {
-                Link::Live(_) if held.incarnation != incarnation => {
+                Link::Live(_) if held.incarnation != incarnation && !same_identity => {
                     return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
                 }
                 Link::Live(other) => {
+                    if held.incarnation != incarnation {
+                        self.stats.takeovers += 1;
+                        self.event(ServerEvent::TakenOver {
+                            replaced: other,
+                            key: key.clone(),
+                            incarnation: held.incarnation,
+                        });
+                    }
                     // Same incarnation on a new connection: the old one is dead or stale.
                     self.send(
                         other,
@@ -483,6 +520,13 @@ impl RegistryServer {
             t.revision = self.revision;
         }
         let type_name = discovery.type_name.clone();
+        if let Some(old) = self.entries.get(&key) {
+            let old_name = old.discovery.name.clone();
+            self.release_name(&key, &old_name);
+        }
+        if !discovery.name.is_empty() {
+            self.names.insert(discovery.name.clone(), key.clone());
+        }
         self.entries.insert(
             key.clone(),
             Entry {
@@ -525,6 +569,51 @@ impl RegistryServer {
         self.push_put(&key, Some(conn));
     }
 
+    /// The id and incarnation of the listed node other than `key` holding `name`, if any.
+    fn name_holder(&self, name: &str, key: &EntryKey) -> Option<(NodeId, u64)> {
+        if name.is_empty() {
+            return None;
+        }
+        let holder = self.names.get(name).filter(|k| *k != key)?;
+        let entry = self.entries.get(holder)?;
+        Some((entry.discovery.id, entry.incarnation))
+    }
+
+    /// Forgets that `key` holds `name` (if it does).
+    fn release_name(&mut self, key: &EntryKey, name: &str) {
+        if self.names.get(name) == Some(key) {
+            self.names.remove(name);
+        }
+    }
+
+    fn refuse_name(
+        &mut self,
+        conn: ConnId,
+        key: EntryKey,
+        name: alloc::string::String,
+        holder: NodeId,
+        holder_incarnation: u64,
+    ) {
+        let ack = HelloAck {
+            node: holder,
+            incarnation: holder_incarnation,
+            versions: VersionRange { min: 0, max: 0 },
+            name: &name,
+            proof: None,
+            result: Err(RefuseReason::NameTaken),
+        };
+        self.send(conn, &ack.into());
+        self.out.push_back(ServerOutput::Close { conn });
+        self.stats.names_taken += 1;
+        self.event(ServerEvent::NameTaken {
+            conn,
+            key,
+            name,
+            holder,
+        });
+        self.forget_conn(conn);
+    }
+
     fn refuse(&mut self, conn: ConnId, key: EntryKey, incarnation: u64, holder: u64, id: NodeId) {
         let ack = HelloAck {
             node: id,
@@ -536,6 +625,7 @@ impl RegistryServer {
         };
         self.send(conn, &ack.into());
         self.out.push_back(ServerOutput::Close { conn });
+        self.stats.duplicate_ids += 1;
         self.event(ServerEvent::Refused {
             conn,
             key,
@@ -568,6 +658,14 @@ impl RegistryServer {
             if EntryKey::of(d).as_ref() != Some(&key) {
                 return self.fail(now, conn, ProtocolError::IdentityChanged);
             }
+            if let Some((holder, _)) = self.name_holder(&d.name, &key) {
+                self.stats.names_taken += 1;
+                let error = ProtocolError::NameTaken {
+                    name: d.name.clone(),
+                    holder,
+                };
+                return self.fail(now, conn, error);
+            }
         }
         if let Some(t) = &update.topology {
             if t.id != entry.discovery.id {
@@ -585,6 +683,14 @@ impl RegistryServer {
         };
         let mut new_type = None;
         if let Some(mut d) = update.discovery {
+            if d.name != entry.discovery.name {
+                if self.names.get(&entry.discovery.name) == Some(&key) {
+                    self.names.remove(&entry.discovery.name);
+                }
+                if !d.name.is_empty() {
+                    self.names.insert(d.name.clone(), key.clone());
+                }
+            }
             d.revision = revision;
             new_type = Some(d.type_name.clone());
             entry.discovery = d;

@@ -91,6 +91,21 @@ pub enum ServerOutput {
     Event(ServerEvent),
 }
 
+/// What a server counted since it started (for logs and metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerStats {
+    /// Registrations refused because another incarnation holds the id
+    /// ([`ServerEvent::Refused`]).
+    pub duplicate_ids: u64,
+    /// Registrations refused, and updates rejected, because another node holds the name
+    /// ([`ServerEvent::NameTaken`], [`ProtocolError::NameTaken`]).
+    pub names_taken: u64,
+    /// Live connections taken over by a new incarnation of the same identity
+    /// ([`ServerEvent::TakenOver`]).
+    pub takeovers: u64,
+}
+
 /// Why the server closed a connection on a client's fault.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -126,6 +141,14 @@ pub enum ProtocolError {
     /// An `Update` changes the node's identity (id, or name of a name-only node).
     #[error("update changes the node's identity")]
     IdentityChanged,
+    /// An `Update` renames the node to a name another listed node holds.
+    #[error("update renames the node to {name:?}, held by node {holder:?}")]
+    NameTaken {
+        /// The name.
+        name: String,
+        /// The node holding it.
+        holder: NodeId,
+    },
 }
 
 /// Observable server happenings, in the order they happened.
@@ -155,6 +178,31 @@ pub enum ServerEvent {
         incarnation: u64,
         /// The incarnation holding the id.
         holder: u64,
+    },
+    /// A registration was refused: another listed node (live or protected) holds the name.
+    /// The server answered a `HelloAck` with `RefuseReason::NameTaken` (its `node` the
+    /// holder's id, its `name` the name) and closed `conn`.
+    NameTaken {
+        /// The connection.
+        conn: ConnId,
+        /// The node it claimed to be.
+        key: EntryKey,
+        /// The contested name.
+        name: String,
+        /// The id of the node holding the name (0 for a node listed by name only).
+        holder: NodeId,
+    },
+    /// A registration from another incarnation with the same (non-empty) identity replaced
+    /// the holder's still-live connection `replaced`, which got `Bye{Replaced}` and was
+    /// closed without protection (a restart the registry had not noticed yet). Followed by
+    /// the newcomer's [`ServerEvent::Registered`].
+    TakenOver {
+        /// The replaced connection.
+        replaced: ConnId,
+        /// The node.
+        key: EntryKey,
+        /// The replaced incarnation.
+        incarnation: u64,
     },
     /// A registered node changed its records.
     Updated {

@@ -95,6 +95,44 @@ fn refused_duplicate_retries_with_backoff() {
 }
 
 #[test]
+fn refused_name_is_reported_with_its_holder_and_retried_with_backoff() {
+    let mut net = net(true);
+    add(&mut net, client_config(disc(1, "x"), 101));
+    let mut rival = disc(2, "x");
+    rival.name = "n1".into();
+    add(&mut net, client_config(rival, 102));
+    assert_eq!(
+        net.take_client_events(1),
+        vec![
+            (
+                secs(0),
+                ClientEvent::NameTaken {
+                    name: "n1".into(),
+                    holder: NodeId(1)
+                }
+            ),
+            (secs(0), ClientEvent::Disconnected { retry_at: secs(1) }),
+        ]
+    );
+    assert_eq!(net.take_registry(1), vec![]);
+    // Still held at the retry: refused again, the backoff doubles.
+    net.advance_to(secs(1));
+    assert_eq!(
+        net.take_client_events(1),
+        vec![
+            (
+                secs(1),
+                ClientEvent::NameTaken {
+                    name: "n1".into(),
+                    holder: NodeId(1)
+                }
+            ),
+            (secs(1), ClientEvent::Disconnected { retry_at: secs(3) }),
+        ]
+    );
+}
+
+#[test]
 fn topology_update_reaches_every_client_after_the_discovery_records() {
     let mut net = net(true);
     add(&mut net, client_config(disc(1, "x"), 101));

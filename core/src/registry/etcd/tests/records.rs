@@ -342,8 +342,10 @@ fn registration_outcomes_decode() {
             owner_error: None,
             owner_lease: 0x77,
             create_revision: 90,
+            owner_mod_revision: 95,
         }
     );
+    assert_eq!(RegistrationTxn::takeover_guard(&conflict), 95);
     assert!(conflict.is_own(0x77, ""));
     assert!(conflict.is_own(5, "9d1e2f3a-6b7c-4d8e-9f00-112233445566"));
     assert!(!conflict.is_own(5, "another-instance"));
@@ -366,7 +368,40 @@ fn registration_outcomes_decode() {
             owner_error: None,
             owner_lease: 0,
             create_revision: 0,
+            owner_mod_revision: 0,
         }))
+    );
+}
+
+#[test]
+fn a_name_is_held_by_a_by_name_key_of_that_name_under_another_id() {
+    let l = layout();
+    let info = expected_discovery(0); // echo-svr-1, id 4353
+    assert_eq!(
+        RegistrationTxn::name_prefix(&l, &info),
+        Some(b"/atapp/services/by_name/echo-svr-1-".to_vec())
+    );
+    let unnamed = DiscoveryInfo {
+        name: alloc::string::String::new(),
+        ..info.clone()
+    };
+    assert_eq!(RegistrationTxn::name_prefix(&l, &unnamed), None);
+    let own = kv("/atapp/services/by_name/echo-svr-1-4353", "", 10, 10);
+    let longer_name = kv("/atapp/services/by_name/echo-svr-1-b-77", "", 11, 11);
+    let garbage = kv("/atapp/services/by_name/echo-svr-1-x", "", 12, 12);
+    let rival = kv("/atapp/services/by_name/echo-svr-1-9", "", 13, 13);
+    assert_eq!(
+        RegistrationTxn::name_holder(
+            &l,
+            &info,
+            &[own.clone(), longer_name.clone(), garbage.clone()]
+        ),
+        None,
+        "its own key, a longer name and an unparsable key hold nothing"
+    );
+    assert_eq!(
+        RegistrationTxn::name_holder(&l, &info, &[own, longer_name, garbage, rival]),
+        Some((b"/atapp/services/by_name/echo-svr-1-9".to_vec(), NodeId(9)))
     );
 }
 
