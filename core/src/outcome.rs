@@ -105,22 +105,39 @@ pub enum FailReason {
     TargetRestarted,
     /// This node is shutting down.
     Shutdown,
+    /// An earlier message of its ordered stream was given up (at its own deadline, or for
+    /// good by a relay): this one, behind it, can never be confirmed — the target delivers in
+    /// order and will never deliver it after the missing one. Ends only messages whose own
+    /// deadline has not passed (those get `Timeout`).
+    StreamAbandoned,
+    /// The target, or the proxy toward it, refused our link: it belongs to another cluster
+    /// (a wrong or missing cluster key).
+    WrongCluster,
+    /// The target, or the proxy toward it, refused our link: no protocol version in common.
+    VersionMismatch,
+    /// The target, or the proxy toward it, refused our link: another live node holds our id.
+    DuplicateId,
 }
 
 impl FailReason {
     /// Every reason, in declaration order: for label sets that list each one (at 0 until
     /// counted).
-    pub const ALL: [FailReason; 6] = [
+    pub const ALL: [FailReason; 10] = [
         FailReason::Timeout,
         FailReason::QueueFull,
         FailReason::NoRoute,
         FailReason::TargetGone,
         FailReason::TargetRestarted,
         FailReason::Shutdown,
+        FailReason::StreamAbandoned,
+        FailReason::WrongCluster,
+        FailReason::VersionMismatch,
+        FailReason::DuplicateId,
     ];
 
     /// The reason's label in metrics, JSON reports and command output, in snake case:
-    /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`.
+    /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`,
+    /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`.
     /// The one place these names are written; [`Outcome::label`] builds on it.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -131,6 +148,24 @@ impl FailReason {
             FailReason::TargetGone => "target_gone",
             FailReason::TargetRestarted => "target_restarted",
             FailReason::Shutdown => "shutdown",
+            FailReason::StreamAbandoned => "stream_abandoned",
+            FailReason::WrongCluster => "wrong_cluster",
+            FailReason::VersionMismatch => "version_mismatch",
+            FailReason::DuplicateId => "duplicate_id",
+        }
+    }
+
+    /// The reason a link refusal gives the messages that could not go out because of it
+    /// (`None` for refusals that say nothing about the target: an invalid hello, a peer
+    /// shutting down, a name taken).
+    #[must_use]
+    pub const fn from_refusal(reason: crate::wire::RefuseReason) -> Option<FailReason> {
+        use crate::wire::RefuseReason;
+        match reason {
+            RefuseReason::WrongCluster => Some(FailReason::WrongCluster),
+            RefuseReason::VersionMismatch => Some(FailReason::VersionMismatch),
+            RefuseReason::DuplicateId => Some(FailReason::DuplicateId),
+            _ => None,
         }
     }
 }
@@ -144,6 +179,10 @@ impl fmt::Display for FailReason {
             FailReason::TargetGone => "target gone",
             FailReason::TargetRestarted => "target restarted",
             FailReason::Shutdown => "shutting down",
+            FailReason::StreamAbandoned => "an earlier message of its stream was given up",
+            FailReason::WrongCluster => "refused: another cluster",
+            FailReason::VersionMismatch => "refused: no common protocol version",
+            FailReason::DuplicateId => "refused: our id is held by another node",
         })
     }
 }
@@ -225,8 +264,20 @@ mod tests {
                 "no_route",
                 "target_gone",
                 "target_restarted",
-                "shutdown"
+                "shutdown",
+                "stream_abandoned",
+                "wrong_cluster",
+                "version_mismatch",
+                "duplicate_id"
             ]
+        );
+        assert_eq!(
+            FailReason::from_refusal(crate::wire::RefuseReason::WrongCluster),
+            Some(FailReason::WrongCluster)
+        );
+        assert_eq!(
+            FailReason::from_refusal(crate::wire::RefuseReason::ShuttingDown),
+            None
         );
         assert_eq!(Outcome::Delivered.label(), "delivered");
         assert_eq!(

@@ -378,6 +378,16 @@ impl EndpointTable {
         .unwrap_or(0)
     }
 
+    /// What `target`'s messages end with at their deadlines: `Timeout` (`None`), or the
+    /// reason its link (or its proxy's) was refused. Ignored without an endpoint.
+    pub fn set_deadline_reason(&mut self, target: NodeId, reason: Option<FailReason>) {
+        if let Some(key) = self.endpoint_of(target) {
+            if let Some(e) = endpoint_at_mut(&mut self.slots, key) {
+                e.deadline_reason = reason.unwrap_or(FailReason::Timeout);
+            }
+        }
+    }
+
     /// Evidence that `target`'s incarnation `incarnation` is dead (its redial was refused,
     /// its heartbeats stopped, a relay or the registry said so). Ignored unless the current
     /// stream is aimed at it: stamped `incarnation`, or stamped 0 while the incarnation known
@@ -537,7 +547,11 @@ impl EndpointTable {
         let EndpointTable { slots, sender, .. } = self;
         for &(_, key) in &due {
             if let Some(endpoint) = endpoint_at_mut(slots, key) {
-                endpoint.outbox.stream.expire(now, &mut sender.rng, sink);
+                let reason = endpoint.deadline_reason;
+                endpoint
+                    .outbox
+                    .stream
+                    .expire(now, reason, &mut sender.rng, sink);
             }
         }
         for &(_, key) in &due {

@@ -36,29 +36,38 @@ impl SendStream {
     }
 
     /// The oldest message is due at `now`: the stream is given up for `NoRoute` if a relay
-    /// refused one of its frames since its last (re)transmission, else for `Timeout`. The
-    /// messages that may have arrived (before the first one that provably never did) end
-    /// `Unknown(reason)` — the receiver may hold some of them and waits for the due one for
-    /// ever; of the others — none of which arrived — the due ones end `Failed(reason)` and the
+    /// refused one of its frames since its last (re)transmission, else for `timeout_reason`
+    /// (`Timeout`, or why the target refuses our links). The messages that may have arrived
+    /// (before the first one that provably never did) end `Unknown(reason)` if they are due,
+    /// `Unknown(StreamAbandoned)` if not (never `Timeout` before their own deadline) — the
+    /// receiver may hold some of them and waits for the due one for ever; of the others — none of which arrived — the due ones end `Failed(reason)` and the
     /// rest move in order onto a fresh stream (same stamp, first transmissions) and keep their
     /// deadlines: a later copy of an old seq can never be delivered, the receiver missing the
     /// head.
     pub(super) fn expire<S: OutcomeSink + ?Sized>(
         &mut self,
         now: Instant,
+        timeout_reason: FailReason,
         rng: &mut Rng,
         sink: &mut S,
     ) {
         let reason = if self.refused {
             FailReason::NoRoute
         } else {
-            FailReason::Timeout
+            timeout_reason
         };
         let undelivered_from = first_undelivered(self.inflight.iter());
         let mut all = core::mem::take(&mut self.inflight);
         let rest = all.split_off(undelivered_from);
         for m in &all {
-            sink.emit(m.msg, Outcome::Unknown(reason));
+            // Only the due ones end for the reason; the rest end because they are behind
+            // them, before their own deadline.
+            let why = if m.deadline <= now {
+                reason
+            } else {
+                FailReason::StreamAbandoned
+            };
+            sink.emit(m.msg, Outcome::Unknown(why));
         }
         let (ended, kept): (Vec<InFlight>, Vec<InFlight>) =
             rest.into_iter().partition(|m| m.deadline <= now);

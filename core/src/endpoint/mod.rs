@@ -149,6 +149,11 @@ pub struct Endpoint {
     outbox: Outbox,
     handles: u32,
     gc_deadline: Option<Instant>,
+    /// What a message that reaches its deadline ends with: `Timeout`, or why the target
+    /// cannot be reached (its link refused: [`EndpointTable::set_deadline_reason`]).
+    ///
+    /// [`EndpointTable::set_deadline_reason`]: crate::endpoint::EndpointTable::set_deadline_reason
+    pub(crate) deadline_reason: FailReason,
 }
 
 impl Endpoint {
@@ -168,6 +173,7 @@ impl Endpoint {
             outbox: Outbox::new(limits),
             handles: 0,
             gc_deadline: Some(now + gc_timeout),
+            deadline_reason: FailReason::Timeout,
         }
     }
 
@@ -265,9 +271,12 @@ impl Endpoint {
         self.outbox.queue.flush(now, budget, transmit, sink)
     }
 
-    /// Fails every message due at `now` with `Failed(Timeout)`; returns how many.
+    /// Fails every message due at `now` with `Failed(Timeout)` (or the reason the target is
+    /// known to refuse us); returns how many.
     pub fn expire<S: OutcomeSink + ?Sized>(&mut self, now: Instant, sink: &mut S) -> usize {
-        self.outbox.queue.expire(now, sink)
+        self.outbox
+            .queue
+            .expire_for(now, self.deadline_reason, sink)
     }
 
     /// Records one more handle serving this endpoint; cancels any pending GC.

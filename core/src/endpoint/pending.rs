@@ -278,11 +278,22 @@ impl PendingQueue {
     /// Call from the owner's timeout handling (and before transmitting at `now`). A message is
     /// still queued 1 ns before its deadline and expired at exactly its deadline.
     pub fn expire<S: OutcomeSink + ?Sized>(&mut self, now: Instant, sink: &mut S) -> usize {
+        self.expire_for(now, FailReason::Timeout, sink)
+    }
+
+    /// [`expire`](Self::expire) with another reason than `Timeout` (the deadline passed
+    /// while the target refused our links, say).
+    pub fn expire_for<S: OutcomeSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        reason: FailReason,
+        sink: &mut S,
+    ) -> usize {
         if self.min_window.is_empty() {
             let mut expired = 0;
             while self.messages.front().is_some_and(|m| m.deadline <= now) {
                 let message = self.pop_front().expect("front was just seen");
-                sink.emit(message.id, Outcome::Failed(FailReason::Timeout));
+                sink.emit(message.id, Outcome::Failed(reason));
                 expired += 1;
             }
             return expired;
@@ -295,7 +306,7 @@ impl PendingQueue {
         self.messages.retain(|m| {
             if m.deadline <= now {
                 *bytes -= m.payload.len();
-                sink.emit(m.id, Outcome::Failed(FailReason::Timeout));
+                sink.emit(m.id, Outcome::Failed(reason));
                 false
             } else {
                 true

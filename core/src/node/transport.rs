@@ -136,6 +136,7 @@ impl Node {
                 restarted,
             } => {
                 self.suspects.remove(&peer);
+                self.note_refusal(peer, None);
                 let mut sink = OutSink(&mut self.out);
                 self.endpoints.on_incarnation(peer, incarnation, &mut sink);
                 if restarted {
@@ -263,6 +264,9 @@ impl Node {
     /// evidence rules apply first ([`Node::link_gone`]), then the connector hears of it, then
     /// a peer left without links is probed.
     fn link_down_by(&mut self, now: Instant, down: Down, heartbeats_stopped: bool) {
+        if let (Some(refusal), Some(peer)) = (down.refused, down.dialed) {
+            self.note_refusal(peer, FailReason::from_refusal(refusal));
+        }
         self.link_gone(down, heartbeats_stopped);
         if let Some(peer) = down.peer {
             self.update_peer_state(now, peer);
@@ -270,6 +274,18 @@ impl Node {
         }
         if let Some(dialed) = down.dialed {
             self.update_peer_state(now, dialed);
+        }
+    }
+
+    /// The link to `peer` was refused for `reason` (`None`: a link to it is up again):
+    /// messages to it, and to the targets routed through it, that reach their deadlines end
+    /// with that reason instead of `Timeout`.
+    fn note_refusal(&mut self, peer: NodeId, reason: Option<FailReason>) {
+        self.endpoints.set_deadline_reason(peer, reason);
+        if let Some(view) = self.connector.view(peer) {
+            for dependent in view.proxy_for {
+                self.endpoints.set_deadline_reason(dependent, reason);
+            }
         }
     }
 

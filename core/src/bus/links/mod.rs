@@ -240,7 +240,8 @@ pub struct Down {
     pub dialed: Option<NodeId>,
     /// The peer's incarnation, if its handshake got that far (else 0).
     pub incarnation: u64,
-    /// The peer refused our handshake with this reason (it is alive, and says why).
+    /// The handshake was refused with this reason, by the peer or by us (either way the peer
+    /// answered: it is alive).
     pub refused: Option<RefuseReason>,
     /// The peer closed the link on purpose, saying `Bye` with this reason.
     pub bye: Option<ByeReason>,
@@ -534,7 +535,7 @@ impl Links {
         sink: &mut S,
     ) -> Option<Down> {
         let refused = match &reason {
-            LinkError::RefusedByPeer(why) => Some(*why),
+            LinkError::RefusedByPeer(why) | LinkError::Refused(why) => Some(*why),
             _ => None,
         };
         sink.event(LinkEvent::Rejected { link, reason });

@@ -134,7 +134,8 @@ fn deadlines_and_retransmissions_are_scheduled_from_the_oldest_message() {
         s.expire_unacked(Instant::from_millis(8_100), &mut out),
         [NodeId(2)]
     );
-    // The whole stream ends with its oldest message, and the next one starts afresh.
+    // The whole stream ends with its oldest message, and the next one starts afresh; the
+    // second, not due yet, ends because it is behind the first (never `Timeout` early).
     assert_eq!(
         out,
         [
@@ -144,7 +145,7 @@ fn deadlines_and_retransmissions_are_scheduled_from_the_oldest_message() {
             },
             MessageOutcome {
                 msg: MsgId(2),
-                outcome: unknown
+                outcome: Outcome::Unknown(FailReason::StreamAbandoned)
             },
         ]
     );
@@ -340,7 +341,7 @@ fn a_refused_head_at_its_deadline_ends_alone_failed_and_the_rest_keep_their_dead
         [Instant::from_millis(8_500), Instant::from_millis(11_000)]
     );
     // Sent again (no refusal since): the next deadline ends the whole stream, delivery
-    // unknown, for `Timeout`.
+    // unknown, for `Timeout` (the one not due yet for `StreamAbandoned`).
     mark_retransmitted(&mut s, NodeId(2), Instant::from_millis(8_100));
     assert!(!s.refused(NodeId(2)));
     out.clear();
@@ -352,7 +353,7 @@ fn a_refused_head_at_its_deadline_ends_alone_failed_and_the_rest_keep_their_dead
         msgs(&out),
         [
             (2, Outcome::Unknown(FailReason::Timeout)),
-            (3, Outcome::Unknown(FailReason::Timeout))
+            (3, Outcome::Unknown(FailReason::StreamAbandoned))
         ]
     );
     assert_eq!(inflight(&s, NodeId(2)), (0, 0));

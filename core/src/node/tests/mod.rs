@@ -18,6 +18,7 @@ mod bus;
 mod frames;
 mod ordering;
 mod prop_node;
+mod refusal_reasons;
 mod registry_client;
 mod relay_refusal;
 mod routes;
