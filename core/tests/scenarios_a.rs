@@ -116,13 +116,14 @@ fn a2_upstream_connected_forward_success() {
 /// target is relayed through the upstream (ARCHITECTURE §8, step "relay through our own
 /// upstream"); the relay has no route to 0x199, reports `ForwardDropped` and sends
 /// `Unreachable` back. The sender treats the refusal as transient: the route is unready for
-/// its backoff (start 2 s), then follows its ready proxy again and the message goes out
-/// again — refused at 0, 2, 4 and 6 s — until its deadline (8 s), where it fails with
-/// `NoRoute` (the last thing that happened to it was a refusal, and its only copy was
-/// refused: certainly not delivered).
+/// its backoff, then follows its ready proxy again and the message goes out again as a probe
+/// — refused at 0, 2 and 6 s: following the proxy proves nothing, so the retry count goes on
+/// and the backoff grows (2 s, 4 s) — until the record's 2 tries are spent at 6 s, where the
+/// record is removed and the message fails with `NoRoute` (its only copy was refused:
+/// certainly not delivered).
 ///
-/// Changed: the message used to fail `Failed(NoRoute)` at 0 s, at the first refusal; a
-/// transient relay refusal is now retried until the message deadline.
+/// Changed: the message used to fail `Failed(NoRoute)` at 0 s, at the first refusal; then,
+/// retried every 2 s, at its deadline (8 s); now at the end of its record's tries.
 #[test]
 fn a3_upstream_connected_target_unreachable() {
     let mut sim = cluster(GROUP_A, &LAYOUT);
@@ -135,7 +136,7 @@ fn a3_upstream_connected_target_unreachable() {
 
     assert_eq!(
         outcome(&sim, 0x101, msg),
-        Some((at(8), Outcome::Failed(FailReason::NoRoute)))
+        Some((at(6), Outcome::Failed(FailReason::NoRoute)))
     );
     let dropped = Event::ForwardDropped {
         src: NodeId(0x101),
@@ -147,7 +148,6 @@ fn a3_upstream_connected_target_unreachable() {
         [
             (at(0), dropped.clone()),
             (at(2), dropped.clone()),
-            (at(4), dropped.clone()),
             (at(6), dropped),
         ]
     );

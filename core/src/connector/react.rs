@@ -476,6 +476,14 @@ impl Connector {
         }
     }
 
+    /// A message to `target` was acknowledged after its route was in doubt (a probe got
+    /// through): its retry count starts over.
+    pub fn path_proven(&mut self, target: NodeId) {
+        if let Some(r) = self.records.get_mut(&target) {
+            r.retry_count = 0;
+        }
+    }
+
     /// The owner could not hand a message to the link [`ready_hop`](Self::ready_hop) named
     /// (it is gone): the record loses `READY` (cascading) and its reconnect timer is armed
     /// (libatapp arms none).
@@ -540,7 +548,14 @@ impl Connector {
         // proxy's, which did not change — so at the end of its backoff window it follows the
         // proxy again and its queue is retried through it.
         if r.proxy.is_valid() && !r.has(RouteFlags::LOST_TOPOLOGY) && self.is_ready(r.proxy) {
+            // Following the proxy again proves nothing yet: the count goes on, so a target
+            // that stays unreachable behind it is retried (one probe each time) at growing
+            // intervals, until a delivery proves the path ([`Self::path_proven`]).
+            let tries = r.retry_count;
             self.set_ready(id);
+            if let Some(r) = self.records.get_mut(&id) {
+                r.retry_count = tries;
+            }
             return;
         }
         if !self.schedule_reconnect(now, id) {

@@ -118,7 +118,8 @@ impl EndpointTable {
             payload,
             deadline,
         };
-        let straight = if outbox.queue.is_empty() {
+        let probing = outbox.stream.probing && outbox.stream.len() > 0;
+        let straight = if outbox.queue.is_empty() && !probing {
             ready_link()
         } else {
             None
@@ -426,6 +427,15 @@ impl EndpointTable {
                 0
             }
         }
+    }
+
+    /// Whether `target`'s stream probes a doubtful path (one message out per retry until an
+    /// ack: after a relay's refusal or a gone incarnation).
+    #[must_use]
+    pub fn probing(&self, target: NodeId) -> bool {
+        self.endpoint_of(target)
+            .and_then(|key| endpoint_at(&self.slots, key))
+            .is_some_and(|e| e.outbox.stream.probing && e.outbox.stream.len() > 0)
     }
 
     /// The last incarnation of `target` learned from its acks, resets or handshake (0 = none).

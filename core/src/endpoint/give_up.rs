@@ -53,6 +53,8 @@ impl SendStream {
     ) {
         let reason = if self.refused {
             FailReason::NoRoute
+        } else if self.probing && timeout_reason == FailReason::Timeout {
+            self.probe_reason
         } else {
             timeout_reason
         };
@@ -102,6 +104,10 @@ impl SendStream {
         let (ended, moved) = (all.len(), rest.len());
         all.clear();
         self.restart_with(all, rest.into_iter().collect(), next_stamp, rng);
+        // A gone target's survivors probe (one at a time) until a live incarnation acks; a
+        // restarted one is alive: they all go.
+        self.probing = reason == FailReason::TargetGone;
+        self.probe_reason = reason;
         (ended, moved)
     }
 

@@ -132,6 +132,15 @@ pub(super) struct SendStream {
     /// A relay refused one of its frames (`Unreachable`) since its last (re)transmission:
     /// given up now, its reason is `NoRoute` rather than `Timeout`.
     pub(super) refused: bool,
+    /// The path is in doubt (a relay refused a frame, or the target's incarnation died):
+    /// until something is acknowledged again only the oldest message goes out, once per
+    /// retry, and nothing new joins the stream — no window is thrown at a relay that bounces
+    /// every frame.
+    pub(super) probing: bool,
+    /// Why the path is in doubt (`NoRoute`: a relay refused; `TargetGone`: the target's
+    /// incarnation died): what the stream's and the queue's messages end with at their
+    /// deadlines while it probes.
+    pub(super) probe_reason: FailReason,
 }
 
 impl Default for SendStream {
@@ -151,6 +160,8 @@ impl SendStream {
             bytes: 0,
             last_tx: Instant::ZERO,
             refused: false,
+            probing: false,
+            probe_reason: FailReason::NoRoute,
         }
     }
 
@@ -281,6 +292,9 @@ impl SendStream {
             sink.emit(m.msg, Outcome::Delivered);
             acked += 1;
         }
+        if acked > 0 {
+            self.probing = false;
+        }
         Some(acked)
     }
 
@@ -322,6 +336,8 @@ impl SendStream {
         self.stamp = refusal.incarnation;
         self.last = 0;
         self.refused = false;
+        // A reset comes from a live incarnation: the moved messages all go.
+        self.probing = false;
         for m in &mut self.inflight {
             self.last += 1;
             m.seq = make_seq(self.tag, self.last);
@@ -342,6 +358,8 @@ impl SendStream {
         };
         m.transmissions = m.transmissions.saturating_sub(1);
         self.refused = true;
+        self.probing = true;
+        self.probe_reason = FailReason::NoRoute;
         true
     }
 
@@ -363,6 +381,19 @@ impl SendStream {
         }
     }
 
+    /// Marks the oldest in-flight message retransmitted at `now` (a probe: only it went out
+    /// again).
+    pub(super) fn mark_head_retransmitted(&mut self, now: Instant) {
+        self.last_tx = now;
+        self.refused = false;
+        if let Some(m) = self.inflight.front_mut() {
+            if m.transmissions == 0 {
+                m.open_since = now;
+            }
+            m.transmissions = m.transmissions.saturating_add(1);
+        }
+    }
+
     /// Pushes the retransmission timer to `now + retransmit_after` without counting a
     /// transmission (nothing could be sent).
     pub(super) fn touch(&mut self, now: Instant) {
@@ -377,6 +408,8 @@ impl SendStream {
         self.last = 0;
         self.bytes = 0;
         self.refused = false;
+        // `probing` stays: the doubt about the path outlives the stream (the queue behind
+        // it ends for `probe_reason`); an ack or a live incarnation clears it.
     }
 }
 

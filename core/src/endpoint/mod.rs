@@ -271,12 +271,18 @@ impl Endpoint {
         self.outbox.queue.flush(now, budget, transmit, sink)
     }
 
-    /// Fails every message due at `now` with `Failed(Timeout)` (or the reason the target is
-    /// known to refuse us); returns how many.
+    /// Fails every message due at `now` with `Failed(Timeout)` — or the reason the target is
+    /// known to refuse us, or why its path is in doubt while the stream probes it; returns
+    /// how many.
     pub fn expire<S: OutcomeSink + ?Sized>(&mut self, now: Instant, sink: &mut S) -> usize {
-        self.outbox
-            .queue
-            .expire_for(now, self.deadline_reason, sink)
+        let stream = &self.outbox.stream;
+        let reason = if self.deadline_reason == FailReason::Timeout && stream.probing {
+            // Held back behind a probe of a doubtful path: say why the path is in doubt.
+            stream.probe_reason
+        } else {
+            self.deadline_reason
+        };
+        self.outbox.queue.expire_for(now, reason, sink)
     }
 
     /// Records one more handle serving this endpoint; cancels any pending GC.

@@ -148,8 +148,8 @@ impl Outbox {
     }
 
     /// Writes every in-flight message out again on `route`, oldest first, with its original
-    /// seq (the receiver drops what it already has), and counts the transmissions. `false`
-    /// when nothing is in flight.
+    /// seq (the receiver drops what it already has), and counts the transmissions — only the
+    /// oldest while the stream probes a doubtful path. `false` when nothing is in flight.
     pub(super) fn retransmit<S: OutboxSink + ?Sized>(
         &mut self,
         route: &mut DataRoute<'_>,
@@ -160,6 +160,14 @@ impl Outbox {
             return false;
         }
         let stamp = self.stream.stamp();
+        if self.stream.probing {
+            // The path is in doubt: only the oldest message goes out (a probe).
+            if let Some(m) = self.stream.iter().next() {
+                route.transmit(sink, stamp, m, m.transmissions > 0);
+            }
+            self.stream.mark_head_retransmitted(now);
+            return true;
+        }
         for m in self.stream.iter() {
             route.transmit(sink, stamp, m, m.transmissions > 0);
         }
@@ -169,7 +177,8 @@ impl Outbox {
 
     /// Hands queued messages to `route` in order, at most `budget` of them, each joining the
     /// in-flight stream. Queued messages already due at `now` end `Failed(Timeout)` first
-    /// (their outcomes follow the frames). `None` when nothing was queued.
+    /// (their outcomes follow the frames). `None` when nothing was queued, or while the
+    /// stream probes a doubtful path (the queue waits for its probe's ack).
     pub(super) fn flush_queue<S: OutboxSink + ?Sized>(
         &mut self,
         route: &mut DataRoute<'_>,
@@ -179,7 +188,7 @@ impl Outbox {
         now: Instant,
         budget: usize,
     ) -> Option<FlushStop> {
-        if self.queue.is_empty() {
+        if self.queue.is_empty() || (self.stream.probing && self.stream.len() > 0) {
             return None;
         }
         let Outbox { queue, stream } = self;

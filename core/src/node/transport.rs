@@ -182,8 +182,14 @@ impl Node {
         let now = self.now;
         let mut sink = OutSink(&mut self.out);
         let Some(age) = ack.reset else {
+            let probing = self.endpoints.probing(ack.dst);
             self.endpoints
                 .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
+            if probing && !self.endpoints.probing(ack.dst) {
+                // The probe got through: the rest of the window and the queue follow now.
+                self.connector.path_proven(ack.dst);
+                self.flush_target(ack.dst);
+            }
             return;
         };
         let refusal = Refusal {

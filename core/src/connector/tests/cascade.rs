@@ -372,12 +372,23 @@ fn a_failed_hand_off_through_a_ready_proxy_is_retried_after_the_backoff() {
     assert_eq!(h.effects(), vec![]);
     h.at(t(7));
     assert_eq!(h.effects(), vec![ready(0x603, Some(0x602))]);
+    // Following the proxy proves nothing yet: the attempt stays counted, so another failed
+    // hand-off waits a longer backoff (attempt 2: 4 s), until a delivery proves the path.
     let v = h.view(0x603);
     assert_eq!(
         (v.flags, v.proxy, v.retry_count, v.timer),
-        (A | R, Some(n(0x602)), 0, None)
+        (A | R, Some(n(0x602)), 1, None)
     );
     assert_eq!(h.c.ready_hop(n(0x603)), Some(n(0x602)));
+    h.send_failed(0x603);
+    assert_eq!(
+        h.effects(),
+        vec![unready(0x603), scheduled(0x603, 2, t(11))]
+    );
+    h.at(t(11));
+    assert_eq!(h.effects(), vec![ready(0x603, Some(0x602))]);
+    h.c.path_proven(n(0x603));
+    assert_eq!(h.view(0x603).retry_count, 0);
 }
 
 #[test]

@@ -340,23 +340,26 @@ fn a_refused_head_at_its_deadline_ends_alone_failed_and_the_rest_keep_their_dead
         deadlines,
         [Instant::from_millis(8_500), Instant::from_millis(11_000)]
     );
-    // Sent again (no refusal since): the next deadline ends the whole stream, delivery
-    // unknown, for `Timeout` (the one not due yet for `StreamAbandoned`).
+    // The stream still probes the refusing path: sent again, only its head goes out. At the
+    // head's deadline it ends, delivery unknown, for `NoRoute` (why the path is in doubt);
+    // the other, never sent on this stream, provably did not arrive: it moves on and keeps
+    // its own deadline.
     mark_retransmitted(&mut s, NodeId(2), Instant::from_millis(8_100));
     assert!(!s.refused(NodeId(2)));
+    assert!(s.probing(NodeId(2)));
+    let tx: Vec<u32> = s.unacked(NodeId(2)).map(|m| m.transmissions).collect();
+    assert_eq!(tx, [1, 0]);
     out.clear();
     assert_eq!(
         s.expire_unacked(Instant::from_millis(8_500), &mut out),
         [NodeId(2)]
     );
-    assert_eq!(
-        msgs(&out),
-        [
-            (2, Outcome::Unknown(FailReason::Timeout)),
-            (3, Outcome::Unknown(FailReason::StreamAbandoned))
-        ]
-    );
-    assert_eq!(inflight(&s, NodeId(2)), (0, 0));
+    assert_eq!(msgs(&out), [(2, Outcome::Unknown(FailReason::NoRoute))]);
+    let left: Vec<(u64, u32, Instant)> = s
+        .unacked(NodeId(2))
+        .map(|m| (m.msg.0, m.transmissions, m.deadline))
+        .collect();
+    assert_eq!(left, [(3, 0, Instant::from_millis(11_000))]);
 }
 
 #[test]
@@ -421,8 +424,9 @@ fn a_reset_ends_unknown_only_what_an_earlier_incarnation_may_have_delivered() {
     let mut s = streams();
     let mut out: Vec<MessageOutcome> = Vec::new();
     // 1 and 2 go out at 0 s and 0.1 s and are not acknowledged (lost with the old target);
-    // every copy of 3 and 4 (sent at 0.2 s and 0.3 s, sent again at 1 s) is refused by the
-    // relay; 5 is first sent at 4 s, after the new incarnation started (at 3 s).
+    // the only copies of 3 and 4 (sent at 0.2 s and 0.3 s) are refused by the relay, so the
+    // stream probes: at 1 s only its head goes out again, and 5, accepted at 4 s (after the
+    // new incarnation started at 3 s), waits in the queue behind the probe.
     push(&mut s, 2, 1, 0);
     push(&mut s, 2, 2, 100);
     let c = push(&mut s, 2, 3, 200);
@@ -430,11 +434,11 @@ fn a_reset_ends_unknown_only_what_an_earlier_incarnation_may_have_delivered() {
     s.on_refused(NodeId(2), c);
     s.on_refused(NodeId(2), d);
     mark_retransmitted(&mut s, NodeId(2), Instant::from_millis(1_000));
-    s.on_refused(NodeId(2), c);
-    s.on_refused(NodeId(2), d);
     push(&mut s, 2, 5, 4_000);
     let tx: Vec<u32> = s.unacked(NodeId(2)).map(|m| m.transmissions).collect();
-    assert_eq!(tx, [2, 2, 0, 0, 1]);
+    assert_eq!(tx, [2, 1, 0, 0]);
+    let key = s.find_by_id(NodeId(2)).unwrap();
+    assert_eq!(s.get(key).unwrap().queue().len(), 1);
     // The new incarnation (1.01 s old at 4.01 s) refuses the retransmitted head.
     let head = s.unacked(NodeId(2)).next().unwrap().seq;
     assert_eq!(
@@ -444,7 +448,7 @@ fn a_reset_ends_unknown_only_what_an_earlier_incarnation_may_have_delivered() {
             Instant::from_millis(4_010),
             &mut out
         ),
-        Reset::Restarted { ended: 2, moved: 3 }
+        Reset::Restarted { ended: 2, moved: 2 }
     );
     let unknown = Outcome::Unknown(FailReason::TargetRestarted);
     assert_eq!(msgs(&out), [(1, unknown), (2, unknown)]);
@@ -452,9 +456,11 @@ fn a_reset_ends_unknown_only_what_an_earlier_incarnation_may_have_delivered() {
         .unacked(NodeId(2))
         .map(|m| (m.msg.0, seq_counter(m.seq), m.transmissions))
         .collect();
-    assert_eq!(moved, [(3, 1, 0), (4, 2, 0), (5, 3, 0)]);
+    assert_eq!(moved, [(3, 1, 0), (4, 2, 0)]);
     assert_eq!(s.stamp(NodeId(2)), 9);
-    assert_eq!(inflight(&s, NodeId(2)), (3, 9));
+    assert_eq!(inflight(&s, NodeId(2)), (2, 6));
+    // A reset comes from a live incarnation: no more probing, everything goes.
+    assert!(!s.probing(NodeId(2)));
 }
 
 #[test]

@@ -172,20 +172,18 @@ fn messages_to_a_target_that_never_comes_back_end_at_their_own_deadlines() {
     assert_eq!(outcomes_of(&sim, m2), [(ms(8_500), no_route)]);
     assert_eq!(outcomes_of(&sim, m3), [(ms(11_000), no_route)]);
     assert_eq!(sim.outcomes(SENDER).len(), 3);
-    // One refusal per frame sent, one retry per second (each backoff starts over: the
-    // route was ready in between), nothing after the last deadline. The retry at 3 s comes
-    // before the third send, which waits in the queue for the next one.
-    let mut want = vec![ms(0)];
-    for s in 1..=7 {
-        let n = if s < 4 { 2 } else { 3 };
-        want.extend(vec![ms(s * 1_000); n]);
-    }
-    want.extend(vec![ms(8_000); 2]);
-    want.extend(vec![ms(9_000), ms(10_000)]);
+    // No retry storm: after the first refusal the stream probes — one frame (its oldest
+    // message) per retry, the others wait behind it — and, following the proxy proving
+    // nothing, the retries back off (1 s, 2 s, 4 s): 4 frames bounced for 3 undelivered
+    // messages, nothing after the last deadline.
+    let want = vec![ms(0), ms(1_000), ms(3_000), ms(7_000)];
     assert_eq!(refusals(&sim), want, "{}", sim.trace_tail(60));
-    let expected_retries: Vec<(Instant, u32, Instant)> = (0..=10)
-        .map(|s| (ms(s * 1_000), 1, ms((s + 1) * 1_000)))
-        .collect();
+    let expected_retries = [
+        (ms(0), 1, ms(1_000)),
+        (ms(1_000), 2, ms(3_000)),
+        (ms(3_000), 3, ms(7_000)),
+        (ms(7_000), 4, ms(15_000)),
+    ];
     assert_eq!(retries(&sim), expected_retries);
     assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
@@ -313,8 +311,8 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
     let lost = send(&mut sim, "lost");
     sim.advance_to(ms(105));
     sim.kill(TARGET);
-    // Sent while the target is down: the proxy refuses every copy (at 200 ms, then at each
-    // retry of the route, every second).
+    // Sent while the target is down: the first goes out as the stream's probe and the proxy
+    // refuses each copy of it; the others wait behind it.
     sim.advance_to(ms(200));
     let down: Vec<MsgId> = ["down-1", "down-2", "down-3"]
         .into_iter()
@@ -322,9 +320,7 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
         .collect();
     sim.advance_to(ms(2_500));
     sim.restart(TARGET);
-    // Sent after the restart; the route is unready until the retry at 3.2 s, where they go
-    // out for the first time right behind the retransmitted window, stamped with the old
-    // incarnation.
+    // Sent after the restart; they wait behind the probe until it gets through at 3.2 s.
     sim.advance_to(ms(2_700));
     let up: Vec<MsgId> = ["up-1", "up-2"]
         .into_iter()
@@ -332,24 +328,26 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
         .collect();
     sim.advance_to(ms(20_000));
 
-    // The three "down" messages at 200 ms, then at each retry of the route ("lost" ended
-    // at the kill, so it is not resent).
-    let mut want = vec![ms(200); 3];
-    for s in [1_200, 2_200] {
-        want.extend(vec![ms(s); 3]);
-    }
+    // After the kill the stream probes (the target's incarnation is gone): one frame per
+    // retry, its oldest message, refused at 200 ms and at the first retry (1.2 s); the next
+    // retry waits the grown backoff (2 s) and reaches the new incarnation at 3.2 s.
+    let want = vec![ms(200), ms(1_200)];
     assert_eq!(refusals(&sim), want, "{}", sim.trace_tail(60));
     // "lost" may have been delivered by the old incarnation: unknown, at the kill. Every copy
-    // of the "down" messages was refused, and the "up" ones were first sent after the
-    // restart, all on the fresh stream (stamped 0, no retransmission): at 3.2 s they go out,
-    // the new incarnation delivers them at 3.21 s, their ack is back at 3.22 s.
+    // of "down-1" was refused, and the others waited behind it, never sent: at 3.2 s the
+    // probe ("down-1") reaches the new incarnation (delivered at 3.21 s, acked at 3.22 s),
+    // and the rest follow at once (delivered at 3.23 s, acked at 3.24 s).
     assert_eq!(outcomes_of(&sim, first), [(ms(20), Outcome::Delivered)]);
     assert_eq!(
         outcomes_of(&sim, lost),
         [(ms(105), Outcome::Unknown(FailReason::TargetGone))]
     );
-    for &msg in down.iter().chain(&up) {
-        assert_eq!(outcomes_of(&sim, msg), [(ms(3_220), Outcome::Delivered)]);
+    assert_eq!(
+        outcomes_of(&sim, down[0]),
+        [(ms(3_220), Outcome::Delivered)]
+    );
+    for &msg in down[1..].iter().chain(&up) {
+        assert_eq!(outcomes_of(&sim, msg), [(ms(3_240), Outcome::Delivered)]);
     }
     assert_eq!(sim.outcomes(SENDER).len(), 7);
     let got: Vec<(Instant, Bytes)> = sim
@@ -357,9 +355,12 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
         .iter()
         .map(|r| (r.at, r.payload.clone()))
         .collect();
-    let mut want = vec![(ms(10), Bytes::from_static(b"first"))];
-    for p in ["down-1", "down-2", "down-3", "up-1", "up-2"] {
-        want.push((ms(3_210), Bytes::from_static(p.as_bytes())));
+    let mut want = vec![
+        (ms(10), Bytes::from_static(b"first")),
+        (ms(3_210), Bytes::from_static(b"down-1")),
+    ];
+    for p in ["down-2", "down-3", "up-1", "up-2"] {
+        want.push((ms(3_230), Bytes::from_static(p.as_bytes())));
     }
     assert_eq!(got, want);
     assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
