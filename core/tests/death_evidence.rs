@@ -140,3 +140,119 @@ fn a_refused_redial_ends_the_window_at_the_kill() {
     );
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
+
+/// Behind a proxy: root 0x602 relays for its children 0x601 (the sender) and 0x603 (the
+/// target), no direct links (group F); 0x601 has sent `warm` to 0x603 through the proxy
+/// (delivered and acknowledged), the clock is at 100 ms.
+const PROXY: u64 = 0x602;
+const S: u64 = 0x601;
+const T: u64 = 0x603;
+
+fn behind_a_proxy() -> Sim {
+    let layout = [(PROXY, 0), (S, PROXY), (T, PROXY)];
+    let configs = layout
+        .iter()
+        .map(|&(id, up)| config(GROUP_F, id, up))
+        .collect();
+    let mut sim = cluster_of(configs, &layout);
+    let warm = send(&mut sim, S, T, 1, "warm");
+    sim.advance(Duration::from_millis(100));
+    assert_eq!(outcome(&sim, S, warm), Some((Instant::ZERO, Outcome::Delivered)));
+    sim
+}
+
+/// Rule: a relay's notice. The target dies behind the proxy with the sender's window in
+/// flight (10 ms per hop): the proxy's probe of its child is refused at the kill, so the
+/// proxy tells the sender, whose window ends `Unknown(TargetGone)` when the notice lands —
+/// kill + 10 ms — not at its deadline.
+#[test]
+fn a_relay_notice_ends_the_window_one_hop_after_the_kill() {
+    let mut sim = behind_a_proxy();
+    let inc_t = sim.node(NodeId(T)).incarnation();
+    let lat = Duration::from_millis(10);
+    sim.set_latency(NodeId(S), NodeId(PROXY), lat);
+    sim.set_latency(NodeId(PROXY), NodeId(T), lat);
+    let t0 = sim.now();
+    let one = send(&mut sim, S, T, 1, "one");
+    sim.advance(Duration::from_millis(15));
+    let two = send(&mut sim, S, T, 2, "two");
+    // "one" reached the target at t0 + 20 ms, its ack is on the way back; "two" is forwarded
+    // by the proxy at t0 + 25 ms and on the wire to the target when it dies.
+    sim.advance(Duration::from_millis(12));
+    let kill = sim.now();
+    assert_eq!(kill, t0 + Duration::from_millis(27));
+    sim.kill(NodeId(T));
+    sim.advance(Duration::from_secs(1));
+
+    let gone = Outcome::Unknown(FailReason::TargetGone);
+    assert_eq!(outcome(&sim, S, one), Some((kill + lat, gone)), "{}", sim.trace_tail(60));
+    assert_eq!(outcome(&sim, S, two), Some((kill + lat, gone)));
+    assert_eq!(deaths(&sim, PROXY), [(kill, T, inc_t, Evidence::RedialFailed)]);
+    assert_eq!(deaths(&sim, S), [(kill + lat, T, inc_t, Evidence::RelayNotice)]);
+    assert_eq!(
+        got(&sim, T),
+        [
+            (Instant::ZERO, S, PROXY, 1, text("warm")),
+            (t0 + Duration::from_millis(20), S, PROXY, 1, text("one")),
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Rule: a registry delete. The path to a live target is slow (1 s each way), a message is
+/// on it; the registry deletes the target's record: the message ends `Unknown(TargetGone)`
+/// on the delete's tick (the target may get it — it does, a second later, once), not at the
+/// deadline.
+#[test]
+fn a_registry_delete_ends_the_window_on_its_tick() {
+    let (mut sim, _) = direct_peers(GROUP_B);
+    let inc_b = sim.node(NodeId(B)).incarnation();
+    sim.set_latency(NodeId(A), NodeId(B), Duration::from_secs(1));
+    let t0 = sim.now();
+    let one = send(&mut sim, A, B, 1, "one");
+    sim.advance(Duration::from_millis(100));
+    let deleted = sim.now();
+    sim.registry_delete_discovery(NodeId(B));
+    sim.advance(Duration::from_secs(3));
+
+    assert_eq!(
+        outcome(&sim, A, one),
+        Some((deleted, Outcome::Unknown(FailReason::TargetGone))),
+        "{}",
+        sim.trace_tail(60)
+    );
+    assert_eq!(deaths(&sim, A), [(deleted, B, inc_b, Evidence::RegistryDeleted)]);
+    assert_eq!(
+        got(&sim, B),
+        [
+            (Instant::ZERO, A, A, 1, text("warm")),
+            (t0 + Duration::from_secs(1), A, A, 1, text("one")),
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Rule: stopped heartbeats. The path between two linked peers goes silent (nothing sent
+/// arrives within the test) with a message on it: the link is closed at exactly last heard
+/// + 1.5 s × 3 and the message ends `Unknown(TargetGone)` then.
+#[test]
+fn stopped_heartbeats_end_the_window_at_last_heard_plus_four_and_a_half_seconds() {
+    let (mut sim, _) = direct_peers(GROUP_B);
+    let inc_b = sim.node(NodeId(B)).incarnation();
+    // The last frame from 0x202 (the warm-up's ack) arrived at 0.
+    let last_heard = Instant::ZERO;
+    sim.set_latency(NodeId(A), NodeId(B), Duration::from_secs(3_600));
+    let one = send(&mut sim, A, B, 1, "one");
+    sim.advance(Duration::from_secs(10));
+
+    let dead = last_heard + Duration::from_millis(4_500);
+    assert_eq!(
+        outcome(&sim, A, one),
+        Some((dead, Outcome::Unknown(FailReason::TargetGone))),
+        "{}",
+        sim.trace_tail(60)
+    );
+    assert_eq!(deaths(&sim, A), [(dead, B, inc_b, Evidence::HeartbeatsStopped)]);
+    assert_eq!(got(&sim, B), [(Instant::ZERO, A, A, 1, text("warm"))]);
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
