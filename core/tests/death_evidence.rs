@@ -62,7 +62,10 @@ fn direct_peers(group: Group) -> (Sim, MsgId) {
     let mut sim = cluster_of(configs, &layout);
     let warm = send(&mut sim, A, B, 1, "warm");
     sim.advance(Duration::from_millis(100));
-    assert_eq!(outcome(&sim, A, warm), Some((Instant::ZERO, Outcome::Delivered)));
+    assert_eq!(
+        outcome(&sim, A, warm),
+        Some((Instant::ZERO, Outcome::Delivered))
+    );
     assert_eq!(sim.open_links(NodeId(A), NodeId(B)), 1);
     (sim, warm)
 }
@@ -119,11 +122,19 @@ fn a_refused_redial_ends_the_window_at_the_kill() {
     sim.advance(Duration::from_secs(20));
 
     let gone = Outcome::Unknown(FailReason::TargetGone);
-    assert_eq!(outcome(&sim, A, one), Some((kill, gone)), "{}", sim.trace_tail(60));
+    assert_eq!(
+        outcome(&sim, A, one),
+        Some((kill, gone)),
+        "{}",
+        sim.trace_tail(60)
+    );
     assert_eq!(outcome(&sim, A, two), Some((kill, gone)));
     assert_eq!(
         outcome(&sim, A, three),
-        Some((kill + Duration::from_secs(8), Outcome::Failed(FailReason::Timeout)))
+        Some((
+            kill + Duration::from_secs(8),
+            Outcome::Failed(FailReason::Timeout)
+        ))
     );
     assert_eq!(deaths(&sim, A), [(kill, B, inc_b, Evidence::RedialFailed)]);
     assert_eq!(
@@ -157,7 +168,10 @@ fn behind_a_proxy() -> Sim {
     let mut sim = cluster_of(configs, &layout);
     let warm = send(&mut sim, S, T, 1, "warm");
     sim.advance(Duration::from_millis(100));
-    assert_eq!(outcome(&sim, S, warm), Some((Instant::ZERO, Outcome::Delivered)));
+    assert_eq!(
+        outcome(&sim, S, warm),
+        Some((Instant::ZERO, Outcome::Delivered))
+    );
     sim
 }
 
@@ -185,10 +199,21 @@ fn a_relay_notice_ends_the_window_one_hop_after_the_kill() {
     sim.advance(Duration::from_secs(1));
 
     let gone = Outcome::Unknown(FailReason::TargetGone);
-    assert_eq!(outcome(&sim, S, one), Some((kill + lat, gone)), "{}", sim.trace_tail(60));
+    assert_eq!(
+        outcome(&sim, S, one),
+        Some((kill + lat, gone)),
+        "{}",
+        sim.trace_tail(60)
+    );
     assert_eq!(outcome(&sim, S, two), Some((kill + lat, gone)));
-    assert_eq!(deaths(&sim, PROXY), [(kill, T, inc_t, Evidence::RedialFailed)]);
-    assert_eq!(deaths(&sim, S), [(kill + lat, T, inc_t, Evidence::RelayNotice)]);
+    assert_eq!(
+        deaths(&sim, PROXY),
+        [(kill, T, inc_t, Evidence::RedialFailed)]
+    );
+    assert_eq!(
+        deaths(&sim, S),
+        [(kill + lat, T, inc_t, Evidence::RelayNotice)]
+    );
     assert_eq!(
         got(&sim, T),
         [
@@ -221,7 +246,10 @@ fn a_registry_delete_ends_the_window_on_its_tick() {
         "{}",
         sim.trace_tail(60)
     );
-    assert_eq!(deaths(&sim, A), [(deleted, B, inc_b, Evidence::RegistryDeleted)]);
+    assert_eq!(
+        deaths(&sim, A),
+        [(deleted, B, inc_b, Evidence::RegistryDeleted)]
+    );
     assert_eq!(
         got(&sim, B),
         [
@@ -252,7 +280,233 @@ fn stopped_heartbeats_end_the_window_at_last_heard_plus_four_and_a_half_seconds(
         "{}",
         sim.trace_tail(60)
     );
-    assert_eq!(deaths(&sim, A), [(dead, B, inc_b, Evidence::HeartbeatsStopped)]);
+    assert_eq!(
+        deaths(&sim, A),
+        [(dead, B, inc_b, Evidence::HeartbeatsStopped)]
+    );
     assert_eq!(got(&sim, B), [(Instant::ZERO, A, A, 1, text("warm"))]);
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Not evidence: a live peer's link drops (both ends see it close) with a message on the
+/// wire (lost with the link, 10 ms each way). Both ends probe at once, the link is back
+/// within one round trip and the message, and one sent while the link was down, are
+/// delivered exactly once — neither waits for the 2 s backoff, no one is declared dead.
+#[test]
+fn a_live_peer_whose_link_drops_is_back_at_once_through_the_probe() {
+    let (mut sim, _) = direct_peers(GROUP_B);
+    sim.set_latency(NodeId(A), NodeId(B), Duration::from_millis(10));
+    let one = send(&mut sim, A, B, 1, "one");
+    sim.advance(Duration::from_millis(5));
+    let cut = sim.now();
+    sim.cut(NodeId(A), NodeId(B));
+    let two = send(&mut sim, A, B, 2, "two");
+    sim.advance(Duration::from_secs(5));
+
+    // 0x202's probe lands at cut + 10 ms: 0x201 accepts it and sends at once; both
+    // messages arrive at + 20 ms, their ack at + 30 ms.
+    let ms = |n| cut + Duration::from_millis(n);
+    assert_eq!(
+        outcome(&sim, A, one),
+        Some((ms(30), Outcome::Delivered)),
+        "{}",
+        sim.trace_tail(80)
+    );
+    assert_eq!(outcome(&sim, A, two), Some((ms(30), Outcome::Delivered)));
+    assert_eq!(
+        got(&sim, B),
+        [
+            (Instant::ZERO, A, A, 1, text("warm")),
+            (ms(20), A, A, 1, text("one")),
+            (ms(20), A, A, 2, text("two")),
+        ]
+    );
+    assert_eq!(
+        dials_to(&sim, A, B)[1..],
+        [(cut, text("sim://0x202"), Some(true))]
+    );
+    assert_eq!(
+        dials_to(&sim, B, A),
+        [(cut, text("sim://0x201"), Some(true))]
+    );
+    assert_eq!(deaths(&sim, A), []);
+    assert_eq!(deaths(&sim, B), []);
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Not probed: 0x202's policy forbids a direct link to its sibling 0x201 (0x201's allows
+/// it and dialled). When the link drops, 0x201 probes and the link is back at once;
+/// 0x202, whose routing would refuse that link, never dials 0x201.
+#[test]
+fn a_peer_the_policy_forbids_is_never_probed() {
+    let layout = [(ROOT, 0), (A, ROOT), (B, ROOT)];
+    let mut forbidding = config(GROUP_B, B, ROOT);
+    forbidding.topology_policy.allow_direct_connection = false;
+    let configs = vec![
+        config(GROUP_B, ROOT, 0),
+        config(GROUP_B, A, ROOT),
+        forbidding,
+    ];
+    let mut sim = cluster_of(configs, &layout);
+    let warm = send(&mut sim, A, B, 1, "warm");
+    sim.advance(Duration::from_millis(100));
+    assert_eq!(
+        outcome(&sim, A, warm),
+        Some((Instant::ZERO, Outcome::Delivered))
+    );
+    let cut = sim.now();
+    sim.cut(NodeId(A), NodeId(B));
+    let one = send(&mut sim, A, B, 1, "one");
+    sim.advance(Duration::from_secs(30));
+
+    assert_eq!(
+        outcome(&sim, A, one),
+        Some((cut, Outcome::Delivered)),
+        "{}",
+        sim.trace_tail(80)
+    );
+    assert_eq!(
+        dials_to(&sim, A, B),
+        [
+            (Instant::ZERO, text("sim://0x202"), Some(true)),
+            (cut, text("sim://0x202"), Some(true)),
+        ]
+    );
+    assert_eq!(dials_to(&sim, B, A), []);
+    assert_eq!(deaths(&sim, A), []);
+    assert_eq!(deaths(&sim, B), []);
+    assert_eq!(
+        got(&sim, B),
+        [
+            (Instant::ZERO, A, A, 1, text("warm")),
+            (cut, A, A, 1, text("one"))
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Not evidence: a `Bye` with `Unneeded`. The target 0x404 moves from under 0x402 to under
+/// 0x403 and closes its old upstream link saying so: 0x402 neither declares it dead nor
+/// probes it, and 0x401's next message reaches it through both relays exactly once.
+#[test]
+fn a_bye_from_a_node_that_moves_is_no_evidence_and_no_probe() {
+    let group = common::GROUP_D;
+    let layout = [(0x402, 0), (0x401, 0x402), (0x403, 0x402), (0x404, 0x402)];
+    let configs = layout
+        .iter()
+        .map(|&(id, up)| config(group, id, up))
+        .collect();
+    let mut sim = cluster_of(configs, &layout);
+    let before = send(&mut sim, 0x401, 0x404, 1, "before");
+    sim.advance(Duration::from_millis(100));
+    assert_eq!(
+        outcome(&sim, 0x401, before),
+        Some((Instant::ZERO, Outcome::Delivered))
+    );
+    let moved = sim.now();
+    sim.registry_put_topology(topology_info(NodeId(0x404), &name(0x404), NodeId(0x403)));
+    sim.run_until_idle();
+    assert_eq!(sim.open_links(NodeId(0x402), NodeId(0x404)), 0);
+    let after = send(&mut sim, 0x401, 0x404, 2, "after");
+    sim.advance(Duration::from_secs(30));
+
+    assert_eq!(
+        outcome(&sim, 0x401, after),
+        Some((moved, Outcome::Delivered))
+    );
+    for id in [0x401, 0x402, 0x403] {
+        assert_eq!(deaths(&sim, id), [], "{id:#x}");
+    }
+    assert_eq!(dials_to(&sim, 0x402, 0x404), []);
+    assert_eq!(
+        got(&sim, 0x404),
+        [
+            (Instant::ZERO, 0x401, 0x402, 1, text("before")),
+            (moved, 0x401, 0x403, 2, text("after")),
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Not evidence: a handshake refusal. 0x201's link to 0x202 drops with a message on the wire
+/// (10 ms each way); its probe reaches 0x202, whose answer is replaced on the wire by a
+/// refusal (`WrongCluster`, answered by hand — the simulator cannot change a node's token).
+/// A refusing peer is alive: no `PeerDead`, the message stays in flight and is delivered,
+/// once, when the reconnect backoff (2 s) relinks them.
+#[test]
+fn a_handshake_refusal_is_no_evidence() {
+    use switchboard_core::{
+        bus::handshake::PROTOCOL_VERSIONS,
+        wire::{self, Frame, RefuseReason},
+    };
+    let layout = [(ROOT, 0), (A, ROOT), (B, ROOT)];
+    let mut forbidding = config(GROUP_B, B, ROOT);
+    // 0x202 does not probe back: only 0x201's probe is in play.
+    forbidding.topology_policy.allow_direct_connection = false;
+    let configs = vec![
+        config(GROUP_B, ROOT, 0),
+        config(GROUP_B, A, ROOT),
+        forbidding,
+    ];
+    let mut sim = cluster_of(configs, &layout);
+    let warm = send(&mut sim, A, B, 1, "warm");
+    sim.advance(Duration::from_millis(100));
+    assert_eq!(
+        outcome(&sim, A, warm),
+        Some((Instant::ZERO, Outcome::Delivered))
+    );
+    sim.set_latency(NodeId(A), NodeId(B), Duration::from_millis(10));
+    let one = send(&mut sim, A, B, 1, "one");
+    sim.advance(Duration::from_millis(5));
+    let cut = sim.now();
+    sim.cut(NodeId(A), NodeId(B));
+    // The probe's hello reaches 0x202 at cut + 10 ms; its accepting answer is on the wire.
+    sim.advance(Duration::from_millis(15));
+    let answers = sim.take_in_flight(NodeId(B), NodeId(A));
+    assert_eq!(answers.len(), 1, "{}", sim.trace_tail(40));
+    let probe = sim.dials(NodeId(A)).last().expect("the probe").link;
+    let b = sim.node(NodeId(B));
+    let mut refusal = Vec::new();
+    wire::encode(
+        &Frame::HelloAck(wire::HelloAck {
+            node: NodeId(B),
+            incarnation: b.incarnation(),
+            versions: PROTOCOL_VERSIONS,
+            name: &name(B),
+            proof: None,
+            result: Err(RefuseReason::WrongCluster),
+        }),
+        &mut refusal,
+    )
+    .expect("a small frame");
+    let refused = sim.now();
+    sim.act(NodeId(A), |node, now| {
+        node.handle_received(now, probe, Bytes::from(refusal));
+    });
+    sim.advance(Duration::from_secs(5));
+
+    assert_eq!(deaths(&sim, A), [], "{}", sim.trace_tail(80));
+    assert_eq!(deaths(&sim, B), []);
+    assert!(sim.events(NodeId(A)).contains(&(
+        refused,
+        Event::LinkRejected {
+            link: probe,
+            reason: switchboard_core::node::LinkError::RefusedByPeer(RefuseReason::WrongCluster),
+        }
+    )));
+    // The redial at cut + 2 s: 0x201's link is up when the answer lands (+ 20 ms), the
+    // retransmission arrives at + 30 ms, its ack at + 40 ms.
+    let relinked = cut + Duration::from_secs(2);
+    assert_eq!(
+        outcome(&sim, A, one),
+        Some((relinked + Duration::from_millis(40), Outcome::Delivered))
+    );
+    assert_eq!(
+        got(&sim, B),
+        [
+            (Instant::ZERO, A, A, 1, text("warm")),
+            (relinked + Duration::from_millis(30), A, A, 1, text("one")),
+        ]
+    );
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
