@@ -510,3 +510,168 @@ fn a_handshake_refusal_is_no_evidence() {
     );
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
+
+/// Rule: a new incarnation in the registry. The target restarts with a message of 0x201's
+/// on the wire (lost with the old process); 0x201's probe is slow to resolve (1 s connect
+/// latency), so nothing else has shown the death when the registry announces the new
+/// incarnation 20 ms later. On that tick the message ends `Unknown(TargetRestarted)`, the
+/// old incarnation is declared dead, and 0x201 dials the new one at once (not after its 2 s
+/// backoff); the next message is delivered to the new incarnation, once.
+#[test]
+fn a_new_incarnation_in_the_registry_ends_the_window_and_dials_on_its_tick() {
+    let (mut sim, _) = direct_peers(GROUP_B);
+    let old = sim.node(NodeId(B)).incarnation();
+    sim.set_latency(NodeId(A), NodeId(B), Duration::from_millis(10));
+    let one = send(&mut sim, A, B, 1, "one");
+    sim.advance(Duration::from_millis(5));
+    sim.set_connect_latency(NodeId(A), NodeId(B), Duration::from_secs(1));
+    let restarted = sim.now();
+    sim.restart(NodeId(B));
+    let new = sim.node(NodeId(B)).incarnation();
+    assert_ne!(new, old);
+    sim.advance(Duration::from_millis(20));
+    assert_eq!(outcome(&sim, A, one), None, "nothing showed the death yet");
+    sim.set_connect_latency(NodeId(A), NodeId(B), Duration::ZERO);
+    let news = sim.now();
+    let info = record(&sim, B);
+    sim.registry_put_discovery(info);
+    sim.deliver_until_idle();
+    let two = send(&mut sim, A, B, 2, "two");
+    sim.advance(Duration::from_secs(5));
+
+    assert_eq!(
+        outcome(&sim, A, one),
+        Some((news, Outcome::Unknown(FailReason::TargetRestarted))),
+        "{}",
+        sim.trace_tail(80)
+    );
+    assert_eq!(deaths(&sim, A), [(news, B, old, Evidence::NewIncarnation)]);
+    let addr = text("sim://0x202");
+    assert_eq!(
+        dials_to(&sim, A, B)[1..],
+        [
+            // The probe, dialled while the old process was dead: it fails at restarted + 1 s,
+            // after the news cleared the suspicion, so it shows nothing more.
+            (restarted, addr.clone(), Some(false)),
+            (news, addr, Some(true)),
+        ]
+    );
+    // The news dial: connected at once, the new incarnation's answer lands at + 20 ms, the
+    // message at + 30 ms, its ack at + 40 ms.
+    let ms = |n| news + Duration::from_millis(n);
+    assert_eq!(outcome(&sim, A, two), Some((ms(40), Outcome::Delivered)));
+    assert_eq!(
+        got(&sim, B),
+        [
+            (Instant::ZERO, A, A, 1, text("warm")),
+            (ms(30), A, A, 2, text("two")),
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// News recovers as fast as it kills: the target was killed (its redial refused) and a
+/// message waits for it through the reconnect backoff (2 s, then 4 s). The target restarts
+/// at kill + 3 s and its record arrives at kill + 3.5 s: 0x201 dials it on that tick with
+/// its backoff reset, and the waiting message is delivered then, not at the next retry
+/// (kill + 6 s).
+#[test]
+fn news_of_a_new_incarnation_dials_at_once_and_delivers_what_waited() {
+    let (mut sim, _) = direct_peers(GROUP_B);
+    let old = sim.node(NodeId(B)).incarnation();
+    let kill = sim.now();
+    sim.kill(NodeId(B));
+    let later = send(&mut sim, A, B, 1, "later");
+    sim.advance(Duration::from_secs(3));
+    sim.restart(NodeId(B));
+    sim.advance(Duration::from_millis(500));
+    let news = sim.now();
+    let info = record(&sim, B);
+    sim.registry_put_discovery(info);
+    sim.advance(Duration::from_secs(10));
+
+    assert_eq!(
+        outcome(&sim, A, later),
+        Some((news, Outcome::Delivered)),
+        "{}",
+        sim.trace_tail(80)
+    );
+    assert_eq!(got(&sim, B)[1..], [(news, A, A, 1, text("later"))]);
+    let addr = text("sim://0x202");
+    assert_eq!(
+        dials_to(&sim, A, B)[1..],
+        [
+            (kill, addr.clone(), Some(false)),
+            (kill + Duration::from_secs(2), addr.clone(), Some(false)),
+            (news, addr, Some(true)),
+        ]
+    );
+    // The record is a second piece of evidence about the same incarnation, reported as such.
+    assert_eq!(
+        deaths(&sim, A),
+        [
+            (kill, B, old, Evidence::RedialFailed),
+            (news, B, old, Evidence::NewIncarnation),
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Provably undelivered messages survive evidence. The target dies behind the proxy, whose
+/// probe is slow to fail (100 ms connect latency); meanwhile the sender's next message
+/// reaches the proxy, which has no link to the target and refuses it (`NoRoute`): every
+/// copy refused. The proxy's notice then ends nothing — the message moves to a fresh
+/// stream and waits. The target's new incarnation starts at kill + 200 ms and links to the
+/// proxy; its record arrives on that tick, so the sender's route is ready again at once (news
+/// resets the backoff, 2 s after the refusal otherwise) and the message is delivered to the
+/// new incarnation, exactly once.
+#[test]
+fn a_refused_message_survives_the_evidence_and_reaches_the_new_incarnation_once() {
+    let mut sim = behind_a_proxy();
+    let old = sim.node(NodeId(T)).incarnation();
+    let lat = Duration::from_millis(10);
+    sim.set_latency(NodeId(S), NodeId(PROXY), lat);
+    sim.set_connect_latency(NodeId(PROXY), NodeId(T), Duration::from_millis(100));
+    let kill = sim.now();
+    sim.kill(NodeId(T));
+    sim.advance(Duration::from_millis(1));
+    let two = send(&mut sim, S, T, 2, "two");
+    // At the proxy at kill + 11 ms, refused back to the sender at kill + 21 ms; the proxy's
+    // probe fails at kill + 100 ms, its notice lands at kill + 110 ms.
+    sim.advance(Duration::from_millis(199));
+    let ms = |n| kill + Duration::from_millis(n);
+    assert_eq!(outcome(&sim, S, two), None, "{}", sim.trace_tail(80));
+    let dropped = Event::ForwardDropped {
+        src: NodeId(S),
+        dst: NodeId(T),
+        msg_type: 2,
+    };
+    assert!(sim.events(NodeId(PROXY)).contains(&(ms(11), dropped)));
+    assert_eq!(
+        deaths(&sim, PROXY),
+        [(ms(100), T, old, Evidence::RedialFailed)]
+    );
+    assert_eq!(deaths(&sim, S), [(ms(110), T, old, Evidence::RelayNotice)]);
+    sim.set_connect_latency(NodeId(PROXY), NodeId(T), Duration::ZERO);
+    let retry = sim.now();
+    assert_eq!(retry, ms(200));
+    sim.restart(NodeId(T));
+    let info = record(&sim, T);
+    sim.registry_put_discovery(info);
+    sim.advance(Duration::from_secs(10));
+
+    assert_eq!(
+        outcome(&sim, S, two),
+        Some((retry + 2 * lat, Outcome::Delivered)),
+        "{}",
+        sim.trace_tail(80)
+    );
+    assert_eq!(
+        got(&sim, T),
+        [
+            (Instant::ZERO, S, PROXY, 1, text("warm")),
+            (retry + lat, S, PROXY, 2, text("two")),
+        ]
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
