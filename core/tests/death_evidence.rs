@@ -129,11 +129,13 @@ fn a_refused_redial_ends_the_window_at_the_kill() {
         sim.trace_tail(60)
     );
     assert_eq!(outcome(&sim, A, two), Some((kill, gone)));
+    // Sent after the evidence, it waits for a live incarnation until its deadline and ends
+    // for why it waited: the target is gone.
     assert_eq!(
         outcome(&sim, A, three),
         Some((
             kill + Duration::from_secs(8),
-            Outcome::Failed(FailReason::Timeout)
+            Outcome::Failed(FailReason::TargetGone)
         ))
     );
     assert_eq!(deaths(&sim, A), [(kill, B, inc_b, Evidence::RedialFailed)]);
