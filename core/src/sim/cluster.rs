@@ -113,6 +113,8 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) steps: u64,
     /// Per-message bookkeeping of tagged sends, once enabled.
     pub(super) ledger: Option<super::ledger::Ledger>,
+    /// Each node life by (id, bus incarnation): the simulator's incarnation count.
+    pub(super) lives: BTreeMap<(NodeId, u64), u32>,
     /// Next tag [`Sim::send_tagged`] hands out.
     pub(super) next_tag: u64,
     /// Slots drained since the last invariant check.
@@ -155,6 +157,7 @@ impl<N: SimNode> Sim<N> {
             rng: crate::rng::Rng::new(settings.seed),
             steps: 0,
             ledger: None,
+            lives: BTreeMap::new(),
             next_tag: 0,
             dirty: Vec::new(),
             machines: None,
@@ -202,6 +205,7 @@ impl<N: SimNode> Sim<N> {
     ) -> Result<NodeId, N::Error> {
         let node = N::start(&config, self.now)?;
         let id = node.id();
+        self.lives.insert((id, node.incarnation()), 0);
         assert!(
             !self.index.contains_key(&id),
             "sim: a node with id {id} already exists"
@@ -274,10 +278,12 @@ impl<N: SimNode> Sim<N> {
             Ok(node) => node,
             Err(e) => panic!("sim: restarting {id} failed: {e:?}"),
         };
+        let bus_incarnation = node.incarnation();
         let slot = &mut self.slots[idx];
         slot.node = Some(node);
         slot.incarnation += 1;
         let inc = slot.incarnation;
+        self.lives.insert((id, bus_incarnation), inc);
         self.note_with(Some(id), || format!("restarted (incarnation {inc})"));
         self.drain(idx);
         self.deliver_snapshot(idx);
@@ -594,6 +600,7 @@ impl<N: SimNode> Sim<N> {
         let Some(node) = self.slots[idx].node.as_mut() else {
             panic!("sim: send from dead node {from}");
         };
+        let deadline = node.message_timeout().map(|t| now + t);
         let target_id = match target {
             Target::Id(id) => Some(id),
             _ => None,
@@ -612,7 +619,7 @@ impl<N: SimNode> Sim<N> {
                 let inc = slot.incarnation;
                 let tag = super::ledger::payload_tag(&payload);
                 if let (Some(ledger), Some(tag)) = (self.ledger.as_mut(), tag) {
-                    ledger.on_accepted(from, inc, msg, tag, target_id);
+                    ledger.on_accepted(from, inc, msg, tag, target_id, deadline);
                 }
                 let slot = &mut self.slots[idx];
                 slot.log.sent.push(Sent {

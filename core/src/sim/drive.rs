@@ -410,7 +410,7 @@ impl<N: SimNode> Sim<N> {
                 }
                 if let Some(ledger) = self.ledger.as_mut() {
                     let inc = self.slots[idx].incarnation;
-                    ledger.on_outcome(id, inc, msg, outcome);
+                    ledger.on_outcome(id, inc, msg, outcome, now);
                 }
                 self.slots[idx].log.outcomes.push(OutcomeRecord {
                     at: now,
@@ -420,6 +420,17 @@ impl<N: SimNode> Sim<N> {
             }
             Output::Event(event) => {
                 self.note_with(Some(id), || format!("-> event {event:?}"));
+                if let (
+                    Some(ledger),
+                    crate::node::Event::PeerDead {
+                        peer, incarnation, ..
+                    },
+                ) = (self.ledger.as_mut(), &event)
+                {
+                    let inc = self.slots[idx].incarnation;
+                    let dead = self.lives.get(&(*peer, *incarnation)).copied();
+                    ledger.on_death_evidence(id, inc, *peer, dead, now);
+                }
                 self.slots[idx].log.events.push((now, event));
             }
         }

@@ -16,7 +16,12 @@
 //!   it delivers, so the delivery always comes first);
 //! - a second outcome for one tag;
 //! - a delivery out of order: within one (sender incarnation, receiver incarnation) pair,
-//!   tags must arrive increasing (tags grow with send order).
+//!   tags must arrive increasing (tags grow with send order);
+//! - an outcome for `Timeout` before the message's own deadline (accepted + the sender's
+//!   message timeout);
+//! - a message still open when its sender reports evidence of the death
+//!   (`Event::PeerDead`) of the target incarnation that delivered it: what may have reached
+//!   a dead incarnation must have ended by then.
 //!
 //! At the end of a run, the final check (`Sim::check_quiescent`) adds one violation per accepted message of
 //! a still-running incarnation that has no outcome. Messages accepted by an incarnation that
@@ -31,7 +36,8 @@ use alloc::{
 
 use crate::{
     ids::{MsgId, NodeId},
-    outcome::Outcome,
+    outcome::{FailReason, Outcome},
+    time::Instant,
 };
 
 /// Bytes 8..12 of a tagged payload.
@@ -64,6 +70,8 @@ struct Entry {
     /// Where it was first delivered: (node, incarnation).
     first: Option<(NodeId, u32)>,
     orphaned: bool,
+    /// Its deadline (accepted + the sender's message timeout), if the sender has one.
+    deadline: Option<Instant>,
 }
 
 /// Totals over every tagged message (see [`super::Sim::ledger_totals`]).
@@ -105,6 +113,7 @@ impl Ledger {
         msg: MsgId,
         tag: u64,
         target: Option<NodeId>,
+        deadline: Option<Instant>,
     ) {
         self.totals.sent += 1;
         if self.entries.contains_key(&tag) {
@@ -124,6 +133,7 @@ impl Ledger {
                 deliveries: 0,
                 first: None,
                 orphaned: false,
+                deadline,
             },
         );
         self.by_msg.insert((sender, incarnation, msg), tag);
@@ -196,7 +206,14 @@ impl Ledger {
     }
 
     /// `node` (incarnation `inc`) reported `outcome` for `msg`.
-    pub(super) fn on_outcome(&mut self, node: NodeId, inc: u32, msg: MsgId, outcome: Outcome) {
+    pub(super) fn on_outcome(
+        &mut self,
+        node: NodeId,
+        inc: u32,
+        msg: MsgId,
+        outcome: Outcome,
+        at: Instant,
+    ) {
         let Some(&tag) = self.by_msg.get(&(node, inc, msg)) else {
             return;
         };
@@ -212,6 +229,12 @@ impl Ledger {
         }
         e.outcome = Some(outcome);
         let delivered = e.deliveries;
+        if outcome.reason() == Some(FailReason::Timeout) && e.deadline.is_some_and(|d| at < d) {
+            self.violations.push(format!(
+                "tag {tag} (msg#{} of {node}) ended {outcome} at {at:?}, before its deadline {:?}",
+                msg.0, e.deadline
+            ));
+        }
         if let Some(open) = self.open.get_mut(&(node, inc)) {
             open.remove(&tag);
         }
@@ -244,6 +267,39 @@ impl Ledger {
                     .failed
                     .entry(Outcome::Unknown(r).label())
                     .or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// `node` (incarnation `inc`) reported evidence that `peer`'s life `dead` (the
+    /// simulator's incarnation count, if known) is over: every message of `node` to `peer`
+    /// that this life delivered must have its outcome by now — nothing that may have reached
+    /// a dead incarnation outlives the evidence.
+    pub(super) fn on_death_evidence(
+        &mut self,
+        node: NodeId,
+        inc: u32,
+        peer: NodeId,
+        dead: Option<u32>,
+        at: Instant,
+    ) {
+        let Some(dead) = dead else {
+            return;
+        };
+        let Some(open) = self.open.get(&(node, inc)) else {
+            return;
+        };
+        for &tag in open {
+            let Some(e) = self.entries.get(&tag) else {
+                continue;
+            };
+            if e.target == Some(peer) && e.first == Some((peer, dead)) {
+                self.violations.push(format!(
+                    "tag {tag} (msg#{} of {node}) was delivered by {peer} (incarnation {dead}) \
+                     and is still open at {at:?}, after {node} saw evidence of that \
+                     incarnation's death",
+                    e.msg.0
+                ));
             }
         }
     }

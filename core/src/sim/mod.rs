@@ -144,6 +144,16 @@ pub trait SimNode: Sized {
     fn poll_output(&mut self) -> Option<Output>;
     /// Earliest deadline at which `handle_timeout` must be called.
     fn poll_timeout(&self) -> Option<Instant>;
+    /// How long an accepted message may live (the ledger checks that nothing ends `Timeout`
+    /// before it); `None` when the node has no such bound.
+    fn message_timeout(&self) -> Option<crate::time::Duration> {
+        None
+    }
+    /// The node's bus incarnation (the ledger maps evidence of death to the simulator's
+    /// incarnation count); 0 when it has none.
+    fn incarnation(&self) -> u64 {
+        0
+    }
 }
 
 impl SimNode for Node {
@@ -194,6 +204,12 @@ impl SimNode for Node {
     }
     fn poll_timeout(&self) -> Option<Instant> {
         Node::poll_timeout(self)
+    }
+    fn message_timeout(&self) -> Option<crate::time::Duration> {
+        Some(self.config().message_timeout)
+    }
+    fn incarnation(&self) -> u64 {
+        Node::incarnation(self)
     }
 }
 

@@ -8,6 +8,7 @@
 use super::*;
 
 mod chaos;
+mod ledger_timing;
 mod machinery;
 mod registry_net;
 mod test_hooks;
