@@ -36,6 +36,9 @@ pub struct Metrics {
     pub links: BTreeMap<String, u64>,
     /// Peers restarted (new incarnation seen).
     pub peer_restarts: u64,
+    /// Evidence of a peer incarnation's death, by what showed it (`registry_deleted`,
+    /// `new_incarnation`, `redial_failed`, `heartbeats_stopped`, `relay_notice`).
+    pub peer_deaths: BTreeMap<String, u64>,
     /// Messages this node could not forward as a relay.
     pub forward_dropped: u64,
     /// Discovery deletes the registry backend passed to the core (a peer left the view).

@@ -116,6 +116,17 @@ pub fn render(metrics: &Metrics) -> String {
         "Peers seen restarting (a new incarnation).",
         metrics.peer_restarts,
     );
+    let evidence = switchboard_core::Evidence::ALL
+        .iter()
+        .map(|e| e.as_str().to_owned());
+    labelled(
+        &mut out,
+        "switchboard_peer_deaths_total",
+        "counter",
+        "Evidence of a peer incarnation's death, by what showed it.",
+        "evidence",
+        &with_known(evidence, &metrics.peer_deaths),
+    );
     scalar(
         &mut out,
         "switchboard_forward_dropped_total",

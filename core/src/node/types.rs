@@ -192,6 +192,15 @@ pub enum Evidence {
 }
 
 impl Evidence {
+    /// Every kind, in declaration order (for label sets that list each one).
+    pub const ALL: [Evidence; 5] = [
+        Evidence::RegistryDeleted,
+        Evidence::NewIncarnation,
+        Evidence::RedialFailed,
+        Evidence::HeartbeatsStopped,
+        Evidence::RelayNotice,
+    ];
+
     /// The label in logs and metrics: `registry_deleted`, `new_incarnation`,
     /// `redial_failed`, `heartbeats_stopped`, `relay_notice`.
     #[must_use]

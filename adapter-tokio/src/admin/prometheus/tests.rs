@@ -3,8 +3,7 @@ use std::collections::BTreeMap;
 use super::*;
 
 /// The text for a fresh node: every family, every known series, all 0.
-const FRESH_NODE_TEXT: &str = "\
-# HELP switchboard_sent_total Messages the node accepted for sending.
+const FRESH_NODE_TEXT: &str = "# HELP switchboard_sent_total Messages the node accepted for sending.
 # TYPE switchboard_sent_total counter
 switchboard_sent_total 0
 # HELP switchboard_refused_total Sends the node refused, by reason.
@@ -17,18 +16,26 @@ switchboard_refused_total{reason=\"unknown_target\"} 0
 # HELP switchboard_messages_total Outcomes of accepted messages (unknown_* = transmitted, not acknowledged).
 # TYPE switchboard_messages_total counter
 switchboard_messages_total{outcome=\"delivered\"} 0
+switchboard_messages_total{outcome=\"failed_duplicate_id\"} 0
 switchboard_messages_total{outcome=\"failed_no_route\"} 0
 switchboard_messages_total{outcome=\"failed_queue_full\"} 0
 switchboard_messages_total{outcome=\"failed_shutdown\"} 0
+switchboard_messages_total{outcome=\"failed_stream_abandoned\"} 0
 switchboard_messages_total{outcome=\"failed_target_gone\"} 0
 switchboard_messages_total{outcome=\"failed_target_restarted\"} 0
 switchboard_messages_total{outcome=\"failed_timeout\"} 0
+switchboard_messages_total{outcome=\"failed_version_mismatch\"} 0
+switchboard_messages_total{outcome=\"failed_wrong_cluster\"} 0
+switchboard_messages_total{outcome=\"unknown_duplicate_id\"} 0
 switchboard_messages_total{outcome=\"unknown_no_route\"} 0
 switchboard_messages_total{outcome=\"unknown_queue_full\"} 0
 switchboard_messages_total{outcome=\"unknown_shutdown\"} 0
+switchboard_messages_total{outcome=\"unknown_stream_abandoned\"} 0
 switchboard_messages_total{outcome=\"unknown_target_gone\"} 0
 switchboard_messages_total{outcome=\"unknown_target_restarted\"} 0
 switchboard_messages_total{outcome=\"unknown_timeout\"} 0
+switchboard_messages_total{outcome=\"unknown_version_mismatch\"} 0
+switchboard_messages_total{outcome=\"unknown_wrong_cluster\"} 0
 # HELP switchboard_received_total Messages received for this node.
 # TYPE switchboard_received_total counter
 switchboard_received_total 0
@@ -55,6 +62,13 @@ switchboard_links{state=\"up\"} 0
 # HELP switchboard_peer_restarts_total Peers seen restarting (a new incarnation).
 # TYPE switchboard_peer_restarts_total counter
 switchboard_peer_restarts_total 0
+# HELP switchboard_peer_deaths_total Evidence of a peer incarnation's death, by what showed it.
+# TYPE switchboard_peer_deaths_total counter
+switchboard_peer_deaths_total{evidence=\"heartbeats_stopped\"} 0
+switchboard_peer_deaths_total{evidence=\"new_incarnation\"} 0
+switchboard_peer_deaths_total{evidence=\"redial_failed\"} 0
+switchboard_peer_deaths_total{evidence=\"registry_deleted\"} 0
+switchboard_peer_deaths_total{evidence=\"relay_notice\"} 0
 # HELP switchboard_forward_dropped_total Messages this node could not forward as a relay.
 # TYPE switchboard_forward_dropped_total counter
 switchboard_forward_dropped_total 0
@@ -107,6 +121,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         registry_events: 11,
         links: BTreeMap::from([("up".to_owned(), 2), ("draining".to_owned(), 1)]),
         peer_restarts: 1,
+        peer_deaths: BTreeMap::from([("redial_failed".to_owned(), 2)]),
         forward_dropped: 5,
         discovery_deletes: 6,
         registrations: 2,
@@ -129,18 +144,26 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_refused_total{reason=\"shutdown\"} 0",
             "switchboard_refused_total{reason=\"unknown_target\"} 2",
             "switchboard_messages_total{outcome=\"delivered\"} 10",
+            "switchboard_messages_total{outcome=\"failed_duplicate_id\"} 0",
             "switchboard_messages_total{outcome=\"failed_no_route\"} 1",
             "switchboard_messages_total{outcome=\"failed_queue_full\"} 0",
             "switchboard_messages_total{outcome=\"failed_shutdown\"} 0",
+            "switchboard_messages_total{outcome=\"failed_stream_abandoned\"} 0",
             "switchboard_messages_total{outcome=\"failed_target_gone\"} 0",
             "switchboard_messages_total{outcome=\"failed_target_restarted\"} 0",
             "switchboard_messages_total{outcome=\"failed_timeout\"} 0",
+            "switchboard_messages_total{outcome=\"failed_version_mismatch\"} 0",
+            "switchboard_messages_total{outcome=\"failed_wrong_cluster\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_duplicate_id\"} 0",
             "switchboard_messages_total{outcome=\"unknown_no_route\"} 0",
             "switchboard_messages_total{outcome=\"unknown_queue_full\"} 0",
             "switchboard_messages_total{outcome=\"unknown_shutdown\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_stream_abandoned\"} 0",
             "switchboard_messages_total{outcome=\"unknown_target_gone\"} 0",
             "switchboard_messages_total{outcome=\"unknown_target_restarted\"} 0",
             "switchboard_messages_total{outcome=\"unknown_timeout\"} 1",
+            "switchboard_messages_total{outcome=\"unknown_version_mismatch\"} 0",
+            "switchboard_messages_total{outcome=\"unknown_wrong_cluster\"} 0",
             "switchboard_received_total 7",
             "switchboard_pending_messages 3",
             "switchboard_dials_total 4",
@@ -152,6 +175,11 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_links{state=\"handshaking\"} 0",
             "switchboard_links{state=\"up\"} 2",
             "switchboard_peer_restarts_total 1",
+            "switchboard_peer_deaths_total{evidence=\"heartbeats_stopped\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"new_incarnation\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"redial_failed\"} 2",
+            "switchboard_peer_deaths_total{evidence=\"registry_deleted\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"relay_notice\"} 0",
             "switchboard_forward_dropped_total 5",
             "switchboard_discovery_deletes_total 6",
             "switchboard_registrations_total 2",

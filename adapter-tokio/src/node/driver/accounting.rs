@@ -80,6 +80,13 @@ impl Counters {
     pub(super) fn event(&mut self, event: &Event) {
         match event {
             Event::PeerRestarted { .. } => self.metrics.peer_restarts += 1,
+            Event::PeerDead { evidence, .. } => {
+                *self
+                    .metrics
+                    .peer_deaths
+                    .entry(evidence.as_str().to_owned())
+                    .or_default() += 1;
+            }
             Event::ForwardDropped { .. } => self.metrics.forward_dropped += 1,
             Event::LinkRejected { .. } => self.metrics.links_rejected += 1,
             Event::HandshakeTimedOut { .. } => self.metrics.handshake_timeouts += 1,

@@ -503,6 +503,13 @@ impl Driver {
             Event::PeerRestarted { peer, incarnation } => {
                 info!(id = %self.node.id(), %peer, incarnation, "peer restarted");
             }
+            Event::PeerDead {
+                peer,
+                incarnation,
+                evidence,
+            } => {
+                info!(id = %self.node.id(), %peer, incarnation, evidence = evidence.as_str(), "peer incarnation dead");
+            }
             other => debug!(id = %self.node.id(), ?other, "node event"),
         }
     }
