@@ -130,17 +130,30 @@
 //! target re-linked to it) is transient: the source keeps its unacknowledged messages, marks
 //! the route unready if it still goes through that relay (once per window: the other
 //! refusals of the same window change nothing) and the connector retries it after its backoff
-//! — a proxied route follows its ready proxy again — when the messages go out again, in
-//! order; a relay that keeps refusing sees each message once per retry. They end by the usual
-//! means: an ack, the route's removal, shutdown, or their deadline, where the reason is
-//! `NoRoute` instead of `Timeout` if a relay refused the stream since its last
-//! (re)transmission. A message every copy of which was refused provably did not arrive (nor
+//! — a proxied route follows its ready proxy again, which proves nothing, so the retries back
+//! off — and the stream *probes*: one message, its oldest, goes out per retry while the
+//! others wait behind it, until an ack proves the path and everything follows at once (no
+//! window is thrown at a relay that bounces every frame). They end by the usual means: an
+//! ack, the route's removal, shutdown, or their deadline, where the reason is `NoRoute`
+//! instead of `Timeout` while the path is in doubt. A message every copy of which was refused provably did not arrive (nor
 //! did anything after it in its stream): given up, it and the rest end `Failed(reason)`
 //! (the ones before it `Unknown(reason)`), and at a deadline only the messages due end
 //! while the others keep their own deadlines. A hop-limit refusal (a routing loop) is not
 //! transient: with no other hop ready the unacknowledged messages end at once, the same
 //! way, for `NoRoute`. Acks and `Unreachable` frames are relayed the same way. A message to
 //! this node itself is delivered at once (`Received` with `via` = this node).
+//!
+//! # Evidence of death
+//!
+//! A peer's incarnation is known dead — by a registry delete or a new incarnation in its
+//! discovery record, a failed dial after its last link closed (every node probes such a peer
+//! at once), stopped heartbeats, or a relay's `Unreachable` with `TargetGone` — and at that
+//! instant what may have reached it ends `Unknown(TargetGone | TargetRestarted)`, what
+//! provably did not waits (probing) for a live incarnation, and a proxy tells the sources it
+//! relayed for ([`Event::PeerDead`]; the rules are in `node/evidence.rs`). A message given up
+//! only because an earlier one of its stream was ends `StreamAbandoned`, never `Timeout`
+//! before its own deadline; a link refused for another cluster, protocol version or a held id
+//! gives its reason to the messages it kept back.
 
 mod commands;
 mod evidence;
