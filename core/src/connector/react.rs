@@ -476,6 +476,18 @@ impl Connector {
         }
     }
 
+    /// The relay `target`'s record routes through says the target is reachable again: the
+    /// record's retry count and backoff window reset and, if it waits unready behind a ready
+    /// proxy (a failed hand-off), it follows the proxy now.
+    pub fn retry_now(&mut self, now: Instant, world: &World<'_>, target: NodeId) {
+        let Some(r) = self.records.get_mut(&target) else {
+            return;
+        };
+        r.retry_count = 0;
+        r.next_reconnect = None;
+        self.retry_on_news(now, world, target);
+    }
+
     /// A message to `target` was acknowledged after its route was in doubt (a probe got
     /// through): its retry count starts over.
     pub fn path_proven(&mut self, target: NodeId) {

@@ -161,8 +161,12 @@ impl Outbox {
         }
         let stamp = self.stream.stamp();
         if self.stream.probing {
-            // The path is in doubt: only the oldest message goes out (a probe).
+            // The path is in doubt: only the oldest message goes out (a probe), at most once
+            // per instant.
             if let Some(m) = self.stream.iter().next() {
+                if m.transmissions > 0 && self.stream.last_tx == now {
+                    return true;
+                }
                 route.transmit(sink, stamp, m, m.transmissions > 0);
             }
             self.stream.mark_head_retransmitted(now);
@@ -178,7 +182,8 @@ impl Outbox {
     /// Hands queued messages to `route` in order, at most `budget` of them, each joining the
     /// in-flight stream. Queued messages already due at `now` end `Failed(Timeout)` first
     /// (their outcomes follow the frames). `None` when nothing was queued, or while the
-    /// stream probes a doubtful path (the queue waits for its probe's ack).
+    /// stream probes a doubtful path with its probe out (the queue waits for its ack); with
+    /// none out, one message goes as the probe.
     pub(super) fn flush_queue<S: OutboxSink + ?Sized>(
         &mut self,
         route: &mut DataRoute<'_>,
@@ -191,6 +196,12 @@ impl Outbox {
         if self.queue.is_empty() || (self.stream.probing && self.stream.len() > 0) {
             return None;
         }
+        // Probing with nothing in flight: one message goes, as the probe.
+        let budget = if self.stream.probing {
+            budget.min(1)
+        } else {
+            budget
+        };
         let Outbox { queue, stream } = self;
         let mut expired: Vec<MessageOutcome> = Vec::new();
         let progress = queue.flush(

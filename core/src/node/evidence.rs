@@ -43,11 +43,16 @@ impl Node {
     /// [module docs](self).
     pub(super) fn peer_dead(&mut self, peer: NodeId, incarnation: u64, evidence: Evidence) {
         let suspected = self.suspects.remove(&peer).is_some();
+        if !self.first_word_of_death(peer, incarnation) {
+            return;
+        }
         let mut sink = OutSink(&mut self.out);
         let ended = self
             .endpoints
             .on_dead(peer, incarnation, FailReason::TargetGone, &mut sink);
         let told = self.tell_sources(peer, incarnation);
+        // What waits now probes for a live incarnation at once if the route is ready.
+        self.flush_target(peer);
         if suspected || ended > 0 || told || incarnation != 0 {
             self.out.push_back(Output::Event(Event::PeerDead {
                 peer,
@@ -55,6 +60,15 @@ impl Node {
                 evidence,
             }));
         }
+    }
+
+    /// Whether this is the first evidence of `peer`'s incarnation `incarnation` dying (0, an
+    /// incarnation never seen, always counts); records it.
+    fn first_word_of_death(&mut self, peer: NodeId, incarnation: u64) -> bool {
+        if incarnation == 0 {
+            return true;
+        }
+        self.dead.insert(peer, incarnation) != Some(incarnation)
     }
 
     /// Tells every source this node relayed messages from toward `peer` that its
@@ -81,6 +95,60 @@ impl Node {
             self.links.send_notice(notice, hop, &mut self.out);
         }
         true
+    }
+
+    /// `peer` (incarnation `incarnation`) linked to this node: every source this node relayed
+    /// for it hears that it is reachable again (`Unreachable` with `Reachable`), so one that
+    /// was refused retries now — news recovers as fast as it kills.
+    pub(super) fn tell_reachable(&mut self, peer: NodeId, incarnation: u64) {
+        let Some(sources) = self.relayed.get(&peer) else {
+            return;
+        };
+        let sources: alloc::vec::Vec<NodeId> = sources.iter().copied().collect();
+        for src in sources {
+            let world = World {
+                topology: &self.topology,
+                discovery: &self.discovery,
+            };
+            let Some(hop) = self.connector.relay_hop(&world, src, peer) else {
+                continue;
+            };
+            let notice = wire::Unreachable {
+                src,
+                dst: peer,
+                seq: 0,
+                reason: UnreachableReason::Reachable,
+                dst_incarnation: incarnation,
+            };
+            self.links.send_notice(notice, hop, &mut self.out);
+        }
+    }
+
+    /// The relay `via` says `notice.dst` is reachable again: if the target's route goes
+    /// through it and messages wait, the route is retried now (its backoff reset) and they
+    /// go (a probe first if the path was in doubt).
+    pub(super) fn relay_says_reachable(
+        &mut self,
+        now: Instant,
+        notice: &wire::Unreachable,
+        via: NodeId,
+    ) {
+        let dst = notice.dst;
+        let through_via = self.connector.ready_hop(dst) == Some(via)
+            || self
+                .connector
+                .view(dst)
+                .is_some_and(|r| r.proxy == Some(via));
+        if !through_via || !self.endpoints.has_outgoing(dst) {
+            return;
+        }
+        let world = World {
+            topology: &self.topology,
+            discovery: &self.discovery,
+        };
+        self.connector.retry_now(now, &world, dst);
+        self.apply_effects();
+        self.flush_target(dst);
     }
 
     /// Remembers that this node relayed a message from `src` toward `dst`.
@@ -162,14 +230,16 @@ impl Node {
             return;
         }
         self.suspects.remove(&id);
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints.on_incarnation(id, incarnation, &mut sink);
-        self.tell_sources(id, seen);
-        self.out.push_back(Output::Event(Event::PeerDead {
-            peer: id,
-            incarnation: seen,
-            evidence: Evidence::NewIncarnation,
-        }));
+        if self.first_word_of_death(id, seen) {
+            let mut sink = OutSink(&mut self.out);
+            self.endpoints.on_incarnation(id, incarnation, &mut sink);
+            self.tell_sources(id, seen);
+            self.out.push_back(Output::Event(Event::PeerDead {
+                peer: id,
+                incarnation: seen,
+                evidence: Evidence::NewIncarnation,
+            }));
+        }
         for down in self.links.close_stale(id, incarnation, &mut self.out) {
             self.link_down(now, down);
         }

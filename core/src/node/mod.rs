@@ -214,6 +214,10 @@ pub struct Node {
     /// Per target, the sources of the messages this node relayed toward it (as a proxy):
     /// told when the target's incarnation dies.
     relayed: BTreeMap<NodeId, alloc::collections::BTreeSet<NodeId>>,
+    /// The last incarnation of each peer found dead: evidence is acted on once per
+    /// incarnation (a second word of the same death must not end what was sent since, to a
+    /// life that may be new).
+    dead: BTreeMap<NodeId, u64>,
 }
 
 /// Routes outcomes straight into the output queue.
@@ -311,6 +315,7 @@ impl Node {
             shut_down: false,
             suspects: BTreeMap::new(),
             relayed: BTreeMap::new(),
+            dead: BTreeMap::new(),
         };
         let world = World {
             topology: &node.topology,

@@ -58,6 +58,10 @@ impl Node {
                     self.discovery_news(now, id, incarnation);
                 }
                 self.discovery_arrived(now, id);
+                if self.endpoints.stalled(id) {
+                    // News: a waiting stream probes now, not at its next retry.
+                    self.flush_target(id);
+                }
             }
             _ => self.ignored(RegistryIgnored::Discovery { id }),
         }

@@ -38,13 +38,18 @@ impl Node {
         }
         // In-flight messages due now end before a route readied now could send them again.
         let mut sink = OutSink(&mut self.out);
-        self.endpoints.expire_unacked(now, &mut sink);
+        let expired = self.endpoints.expire_unacked(now, &mut sink);
         let world = World {
             topology: &self.topology,
             discovery: &self.discovery,
         };
         self.connector.handle_timeout(now, &world);
         self.apply_effects();
+        // A stream that ended with messages queued behind it (a probe given up, say) hands
+        // them to a ready route now.
+        for dst in expired {
+            self.flush_target(dst);
+        }
         let mut sink = OutSink(&mut self.out);
         self.endpoints.handle_timeout(now, &mut sink);
         for dst in self.endpoints.due_retransmits(now) {

@@ -146,16 +146,17 @@ impl Node {
                 self.out
                     .push_back(Output::Event(Event::LinkUp { link, peer }));
                 self.update_peer_state(now, peer);
+                self.tell_reachable(peer, incarnation);
             }
             Inbound::Down(down) => self.link_down(now, down),
             Inbound::Ack(ack) => self.on_ack(&ack),
-            Inbound::Unreachable { notice, via } => {
-                if notice.reason == UnreachableReason::TargetGone {
-                    self.relay_says_gone(&notice, via);
-                } else {
-                    self.on_unreachable(now, &notice, via);
+            Inbound::Unreachable { notice, via } => match notice.reason {
+                UnreachableReason::TargetGone => self.relay_says_gone(&notice, via),
+                UnreachableReason::Reachable => {
+                    self.relay_says_reachable(now, &notice, via);
                 }
-            }
+                _ => self.on_unreachable(now, &notice, via),
+            },
             Inbound::Relay(relay) => {
                 if let Some(src) = relay.message_src() {
                     self.note_relayed(src, relay.dst());

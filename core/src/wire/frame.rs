@@ -173,6 +173,11 @@ reason_codes! {
         /// it will be acknowledged any more. A relay pushes this to every source it relayed
         /// for that destination, unasked (`seq` 0), as well as answering a frame with it.
         TargetGone = 5,
+        /// Not a refusal: the destination (incarnation `dst_incarnation`) is linked to the
+        /// relay again. A relay pushes this, unasked (`seq` 0), to every source it relayed
+        /// for that destination when the destination's link comes up, so a source that was
+        /// refused retries now instead of at the end of its backoff.
+        Reachable = 6,
     }
 }
 

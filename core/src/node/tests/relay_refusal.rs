@@ -123,8 +123,9 @@ fn a_window_refused_until_the_target_relinks_is_delivered_once_each() {
     let two_s = restart + Duration::from_secs(2);
     assert_eq!(refusals(&sim), vec![one_s; 16], "{}", sim.trace_tail(40));
     assert_eq!(retries(&sim), [(one_s, 1, two_s)]);
-    // The target linked at restart + 1.9 s; at restart + 2 s the route follows its proxy
-    // again and the window goes out once more: each message delivered once, in order.
+    // The target linked at restart + 1.9 s and the proxy said so at once: the route follows
+    // its proxy again then (not at the end of its backoff, restart + 2 s), the probe gets
+    // through and the rest of the window follows: each message delivered once, in order.
     let mut want = vec![(SENDER, PROXY, Bytes::from_static(b"w-first"))];
     want.extend(payloads.iter().map(|p| (SENDER, PROXY, p.clone())));
     let got: Vec<(NodeId, NodeId, Bytes)> = sim
@@ -133,14 +134,15 @@ fn a_window_refused_until_the_target_relinks_is_delivered_once_each() {
         .map(|r| (r.from, r.via, r.payload.clone()))
         .collect();
     assert_eq!(got, want);
-    let at_two: Vec<Instant> = sim.received(TARGET)[1..].iter().map(|r| r.at).collect();
-    assert_eq!(at_two, vec![two_s; 16]);
+    let relinked = restart + Duration::from_millis(1_900);
+    let at: Vec<Instant> = sim.received(TARGET)[1..].iter().map(|r| r.at).collect();
+    assert_eq!(at, vec![relinked; 16]);
     assert_eq!(
         outcomes_of(&sim, first),
         [(restart - Duration::from_millis(15), Outcome::Delivered)]
     );
     for msg in window {
-        assert_eq!(outcomes_of(&sim, msg), [(two_s, Outcome::Delivered)]);
+        assert_eq!(outcomes_of(&sim, msg), [(relinked, Outcome::Delivered)]);
     }
     assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
@@ -320,7 +322,7 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
         .collect();
     sim.advance_to(ms(2_500));
     sim.restart(TARGET);
-    // Sent after the restart; they wait behind the probe until it gets through at 3.2 s.
+    // Sent after the restart, once the route is back: straight out.
     sim.advance_to(ms(2_700));
     let up: Vec<MsgId> = ["up-1", "up-2"]
         .into_iter()
@@ -330,13 +332,15 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
 
     // After the kill the stream probes (the target's incarnation is gone): one frame per
     // retry, its oldest message, refused at 200 ms and at the first retry (1.2 s); the next
-    // retry waits the grown backoff (2 s) and reaches the new incarnation at 3.2 s.
+    // retry would wait the grown backoff (2 s), but the proxy's word comes first.
     let want = vec![ms(200), ms(1_200)];
     assert_eq!(refusals(&sim), want, "{}", sim.trace_tail(60));
     // "lost" may have been delivered by the old incarnation: unknown, at the kill. Every copy
-    // of "down-1" was refused, and the others waited behind it, never sent: at 3.2 s the
-    // probe ("down-1") reaches the new incarnation (delivered at 3.21 s, acked at 3.22 s),
-    // and the rest follow at once (delivered at 3.23 s, acked at 3.24 s).
+    // of "down-1" was refused, and the others waited behind it, never sent. The new
+    // incarnation links to the proxy at 2.5 s and the proxy tells the sender it is reachable
+    // again (at 2.51 s): the probe ("down-1") goes at once (delivered at 2.52 s, acked at
+    // 2.53 s), the other two follow (delivered at 2.54 s, acked at 2.55 s); the "up" ones,
+    // sent at 2.7 s, go straight out (delivered at 2.71 s, acked at 2.72 s).
     assert_eq!(outcomes_of(&sim, first), [(ms(20), Outcome::Delivered)]);
     assert_eq!(
         outcomes_of(&sim, lost),
@@ -344,10 +348,13 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
     );
     assert_eq!(
         outcomes_of(&sim, down[0]),
-        [(ms(3_220), Outcome::Delivered)]
+        [(ms(2_530), Outcome::Delivered)]
     );
-    for &msg in down[1..].iter().chain(&up) {
-        assert_eq!(outcomes_of(&sim, msg), [(ms(3_240), Outcome::Delivered)]);
+    for &msg in &down[1..] {
+        assert_eq!(outcomes_of(&sim, msg), [(ms(2_550), Outcome::Delivered)]);
+    }
+    for &msg in &up {
+        assert_eq!(outcomes_of(&sim, msg), [(ms(2_720), Outcome::Delivered)]);
     }
     assert_eq!(sim.outcomes(SENDER).len(), 7);
     let got: Vec<(Instant, Bytes)> = sim
@@ -355,13 +362,14 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
         .iter()
         .map(|r| (r.at, r.payload.clone()))
         .collect();
-    let mut want = vec![
+    let want = vec![
         (ms(10), Bytes::from_static(b"first")),
-        (ms(3_210), Bytes::from_static(b"down-1")),
+        (ms(2_520), Bytes::from_static(b"down-1")),
+        (ms(2_540), Bytes::from_static(b"down-2")),
+        (ms(2_540), Bytes::from_static(b"down-3")),
+        (ms(2_710), Bytes::from_static(b"up-1")),
+        (ms(2_710), Bytes::from_static(b"up-2")),
     ];
-    for p in ["down-2", "down-3", "up-1", "up-2"] {
-        want.push((ms(3_230), Bytes::from_static(p.as_bytes())));
-    }
     assert_eq!(got, want);
     assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
