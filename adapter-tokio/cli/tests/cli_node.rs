@@ -75,12 +75,16 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
     expected.push("switchboard_messages_total{outcome=\"delivered\"} 0".to_owned());
     for kind in ["failed", "unknown"] {
         for reason in [
+            "duplicate_id",
             "no_route",
             "queue_full",
             "shutdown",
+            "stream_abandoned",
             "target_gone",
             "target_restarted",
             "timeout",
+            "version_mismatch",
+            "wrong_cluster",
         ] {
             expected.push(format!(
                 "switchboard_messages_total{{outcome=\"{kind}_{reason}\"}} 0"
@@ -97,6 +101,11 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_links{state=\"handshaking\"} 0",
             "switchboard_links{state=\"up\"} 0",
             "switchboard_peer_restarts_total 0",
+            "switchboard_peer_deaths_total{evidence=\"heartbeats_stopped\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"new_incarnation\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"redial_failed\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"registry_deleted\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"relay_notice\"} 0",
             "switchboard_forward_dropped_total 0",
             "switchboard_discovery_deletes_total 0",
             "switchboard_registrations_total 1",
