@@ -8,12 +8,10 @@
 
 use super::load::OutcomeLine;
 
-/// What a fault left in flight and how long it waited for its outcomes.
+/// Messages a fault concerned and how long they waited for their outcomes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InFlight {
-    /// Messages in flight at the fault — handed to the node before it and without an outcome
-    /// then — plus every message sent after it that ended `unknown_*` (transmitted toward
-    /// the dead peer, never acknowledged).
+    /// The messages.
     pub messages: Vec<OutcomeLine>,
     /// The longest wait among them, in ms: from the fault (or from the send, for a message
     /// sent after it) to the outcome; `None` when there were none, infinite for a message
@@ -21,18 +19,26 @@ pub struct InFlight {
     pub last_outcome_ms: Option<f64>,
 }
 
-/// Messages in flight at `fault_us` (see [`InFlight`]) and their longest wait past it.
+/// Messages in flight at `fault_us` — handed to the node at or before it, without an
+/// outcome then — and how long after it their last outcome came.
 #[must_use]
 pub fn in_flight_at(lines: &[OutcomeLine], fault_us: u64) -> InFlight {
-    let messages: Vec<OutcomeLine> = lines
-        .iter()
-        .filter(|l| {
-            let open_at_fault =
-                l.sent_us <= fault_us && (l.outcome_us > fault_us || l.outcome_us == 0);
-            open_at_fault || (l.sent_us > fault_us && l.outcome.starts_with("unknown_"))
-        })
-        .cloned()
-        .collect();
+    waits(lines, fault_us, |l| {
+        l.sent_us <= fault_us && (l.outcome_us > fault_us || l.outcome_us == 0)
+    })
+}
+
+/// Messages handed to the node after `fault_us` that ended `unknown_*` (transmitted toward
+/// a dead peer, never acknowledged), and the longest wait from a send to its outcome.
+#[must_use]
+pub fn unknown_sent_after(lines: &[OutcomeLine], fault_us: u64) -> InFlight {
+    waits(lines, fault_us, |l| {
+        l.sent_us > fault_us && l.outcome.starts_with("unknown_")
+    })
+}
+
+fn waits(lines: &[OutcomeLine], fault_us: u64, keep: impl Fn(&OutcomeLine) -> bool) -> InFlight {
+    let messages: Vec<OutcomeLine> = lines.iter().filter(|l| keep(l)).cloned().collect();
     let last_outcome_ms = messages
         .iter()
         .map(|l| {
