@@ -131,8 +131,14 @@ pub(crate) struct NodeArgs {
     Latency is from send to the Delivered outcome. Echoes (from a node run with --echo) are \
     counted by sequence number: a repeated one is a duplicate. The load node (label \
     role=load, no upstream) links to its targets directly.\n\n\
+    --outcomes-log FILE writes, when the run ends and before the summary, one line per \
+    message in sequence order: `SEQ SENT_US OUTCOME_US OUTCOME`, the instants in \
+    microseconds since the Unix epoch (the system clock, comparable across processes on one \
+    host): SENT_US just before the message was handed to the node, OUTCOME_US when its \
+    outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
+    message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    wait_known, window, etcd, etcd_prefix, and a [core] table."
+    wait_known, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
 )]
 pub(crate) struct LoadArgs {
     /// Address of the embedded registry (exclusive with --etcd).
@@ -168,6 +174,9 @@ pub(crate) struct LoadArgs {
     /// Messages in flight at most (default 1024).
     #[arg(long, value_name = "N")]
     pub(crate) window: Option<usize>,
+    /// Write each message's send and outcome instants to FILE (format below).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) outcomes_log: Option<PathBuf>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,

@@ -7,7 +7,7 @@
 //!                  [--label K=V]... [--admin ADDR] [--echo] [--config FILE]
 //! switchboard load (--registry ADDR | --etcd URL...) (--to NAME | --hash-key K [--filter K=V]...)
 //!                  --count N --rate R --size B [--id N] [--name NAME] [--wait-known SECS]
-//!                  [--window N] [--config FILE]
+//!                  [--window N] [--outcomes-log FILE] [--config FILE]
 //! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...]
 //! ```
 //!
@@ -36,6 +36,7 @@ mod config;
 mod demo;
 mod error;
 mod lifecycle;
+mod outcome_log;
 mod payload;
 mod run_load;
 mod run_node;

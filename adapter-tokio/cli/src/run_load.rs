@@ -15,8 +15,9 @@ use crate::{
     config::load::LoadOptions,
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
+    outcome_log::{DELIVERED, OutcomeLog, unix_micros_now},
     payload,
-    stats::{DuplicateCounter, NO_OUTCOME, SharedTally, Tally},
+    stats::{DuplicateCounter, NO_OUTCOME, SharedTally, Tally, failure_label, refusal_label},
 };
 
 /// Message type of load messages (echoes come back with it).
@@ -100,7 +101,11 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
         );
     }
     let tally = Arc::new(SharedTally::default());
-    let sent = send_all(&handle, &options, &tally).await;
+    let log = options
+        .outcomes_log
+        .as_ref()
+        .map(|_| Arc::new(OutcomeLog::default()));
+    let sent = send_all(&handle, &options, &tally, log.as_ref()).await;
     let outcome_deadline = Instant::now() + message_timeout + OUTCOME_MARGIN;
     while tally.lock().in_flight() > 0 && Instant::now() < outcome_deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -113,14 +118,19 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     shutdown_bounded(&handle).await;
     echo_task.abort();
     sent?;
+    if let (Some(log), Some(path)) = (&log, &options.outcomes_log) {
+        log.write(path)?;
+    }
     print_json_line(&summary)
 }
 
-/// Sends every message, paced at `rate` per second (0 = unpaced), at most `window` in flight.
+/// Sends every message, paced at `rate` per second (0 = unpaced), at most `window` in flight;
+/// with a `log`, records when each was sent and when its outcome came.
 async fn send_all(
     handle: &NodeHandle,
     options: &LoadOptions,
     tally: &Arc<SharedTally>,
+    log: Option<&Arc<OutcomeLog>>,
 ) -> Result<(), CliError> {
     let window = Arc::new(Semaphore::new(options.window));
     let start = Instant::now();
@@ -133,6 +143,9 @@ async fn send_all(
             .await
             .map_err(|_| CliError::failed("the in-flight window closed"))?;
         let sent_at = Instant::now();
+        if let Some(log) = log {
+            log.sent(seq, unix_micros_now());
+        }
         let submitted = handle
             .submit(
                 options.target.clone(),
@@ -144,13 +157,26 @@ async fn send_all(
             Ok(pending) => {
                 tally.lock().accepted();
                 let tally = Arc::clone(tally);
+                let log = log.map(Arc::clone);
                 tokio::spawn(async move {
                     let outcome = pending.await;
+                    if let Some(log) = log {
+                        let label = match &outcome {
+                            Ok(outcome) => failure_label(*outcome),
+                            Err(_) => Some(NO_OUTCOME.to_owned()),
+                        };
+                        log.outcome(seq, label.unwrap_or_else(|| DELIVERED.to_owned()));
+                    }
                     tally.lock().outcome(outcome, sent_at.elapsed());
                     drop(permit);
                 });
             }
-            Err(SendFailure::Refused(e)) => tally.lock().refused(&e),
+            Err(SendFailure::Refused(e)) => {
+                if let Some(log) = log {
+                    log.outcome(seq, refusal_label(&e));
+                }
+                tally.lock().refused(&e);
+            }
             Err(other) => return Err(CliError::failed(format!("sending failed: {other}"))),
         }
     }

@@ -1,7 +1,7 @@
 //! `switchboard load` options: flags merged over the config file, defaults filled in (the
 //! load node's id and name from the process id), ranges checked.
 
-use std::{collections::BTreeMap, net::SocketAddr, time::Duration};
+use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, time::Duration};
 
 use serde::Deserialize;
 use switchboard_core::{
@@ -47,6 +47,8 @@ pub(crate) struct LoadFile {
     pub(crate) wait_known: Option<f64>,
     /// `--window`.
     pub(crate) window: Option<usize>,
+    /// `--outcomes-log`.
+    pub(crate) outcomes_log: Option<PathBuf>,
     /// `--etcd`.
     pub(crate) etcd: Option<Vec<String>>,
     /// `--etcd-prefix`.
@@ -74,6 +76,8 @@ pub(crate) struct LoadOptions {
     pub(crate) wait_known: Duration,
     /// Messages in flight at most.
     pub(crate) window: usize,
+    /// Where to write each message's send and outcome instants, if anywhere.
+    pub(crate) outcomes_log: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -186,6 +190,7 @@ impl LoadOptions {
             size,
             wait_known,
             window,
+            outcomes_log: args.outcomes_log.or(file.outcomes_log),
         })
     }
 }
@@ -208,6 +213,7 @@ mod tests {
             name: None,
             wait_known: None,
             window: None,
+            outcomes_log: None,
             config: None,
             etcd: EtcdArgs::default(),
         }
@@ -310,6 +316,7 @@ mod tests {
             name: None,
             wait_known: None,
             window: None,
+            outcomes_log: None,
             config: Some(path),
             etcd: EtcdArgs::default(),
         };

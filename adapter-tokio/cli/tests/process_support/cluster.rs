@@ -10,7 +10,7 @@ use std::{net::SocketAddr, time::Duration};
 use super::{
     Proc,
     http::{Sample, counter, get_ok, http_get, parse_prometheus},
-    wait_until,
+    unix_micros_now, wait_until,
 };
 
 /// Bound on a process printing its ready line.
@@ -43,6 +43,32 @@ pub fn start_registry(label: &str, listen: &str) -> Registry {
     Registry { proc, addr }
 }
 
+/// Where a node or a load run finds its registry.
+#[derive(Clone, Debug)]
+pub enum RegistryAddr {
+    /// `--registry ADDR`: the embedded registry.
+    Embedded(SocketAddr),
+    /// `--etcd URL`: an etcd server.
+    Etcd(String),
+}
+
+impl From<SocketAddr> for RegistryAddr {
+    fn from(addr: SocketAddr) -> RegistryAddr {
+        RegistryAddr::Embedded(addr)
+    }
+}
+
+impl RegistryAddr {
+    /// The flags that name it.
+    #[must_use]
+    pub fn to_args(&self) -> Vec<String> {
+        match self {
+            RegistryAddr::Embedded(addr) => args(["--registry", &addr.to_string()]),
+            RegistryAddr::Etcd(url) => args(["--etcd", url]),
+        }
+    }
+}
+
 /// How to start one `switchboard node`.
 #[derive(Clone, Debug)]
 pub struct NodeSpec {
@@ -54,8 +80,10 @@ pub struct NodeSpec {
     pub listen: String,
     /// `--upstream`, if any.
     pub upstream: Option<u64>,
-    /// `--registry`.
-    pub registry: SocketAddr,
+    /// `--registry` or `--etcd`.
+    pub registry: RegistryAddr,
+    /// `--identity`, if any (the default is derived from host, id, name and config path).
+    pub identity: Option<String>,
     /// `--label k=v` pairs.
     pub labels: Vec<(String, String)>,
     /// `--admin` address, if any.
@@ -69,13 +97,14 @@ pub struct NodeSpec {
 impl NodeSpec {
     /// A node with an admin port, listening on any port, no upstream, no echo.
     #[must_use]
-    pub fn new(id: u64, name: &str, registry: SocketAddr) -> NodeSpec {
+    pub fn new(id: u64, name: &str, registry: impl Into<RegistryAddr>) -> NodeSpec {
         NodeSpec {
             id,
             name: name.to_owned(),
             listen: ANY_PORT.to_owned(),
             upstream: None,
-            registry,
+            registry: registry.into(),
+            identity: None,
             labels: Vec::new(),
             admin: Some(ANY_PORT.to_owned()),
             echo: false,
@@ -104,6 +133,13 @@ impl NodeSpec {
         self
     }
 
+    /// Sets `--identity`.
+    #[must_use]
+    pub fn identity(mut self, identity: &str) -> NodeSpec {
+        self.identity = Some(identity.to_owned());
+        self
+    }
+
     fn to_args(&self) -> Vec<String> {
         let mut out = args([
             "node",
@@ -113,9 +149,11 @@ impl NodeSpec {
             &self.name,
             "--listen",
             &self.listen,
-            "--registry",
-            &self.registry.to_string(),
         ]);
+        out.extend(self.registry.to_args());
+        if let Some(identity) = &self.identity {
+            out.extend(args(["--identity", identity]));
+        }
         if let Some(upstream) = self.upstream {
             out.extend(args(["--upstream", &upstream.to_string()]));
         }
@@ -145,10 +183,16 @@ pub struct Node {
     pub listen: SocketAddr,
     /// Its admin address, if it serves one.
     pub admin: Option<SocketAddr>,
+    /// Its ready line.
+    pub ready: serde_json::Value,
+    /// When the test read the ready line: microseconds since the Unix epoch (the clock
+    /// `load --outcomes-log` uses). The node printed it at most this late.
+    pub ready_at_us: u64,
 }
 
 /// Starts a node and waits for its ready line
-/// `{"ready":"node","id":N,"listen":"127.0.0.1:PORT","admin":"127.0.0.1:PORT"|null}`.
+/// `{"ready":"node","id":N,"listen":"127.0.0.1:PORT","admin":"127.0.0.1:PORT"|null,
+/// "registered":BOOL,"conflict":"WHY"|null}`.
 ///
 /// # Panics
 ///
@@ -158,6 +202,7 @@ pub fn start_node(spec: NodeSpec) -> Node {
     let label = format!("{}#{}", spec.name, spec.id);
     let mut proc = Proc::spawn(&label, &spec.to_args());
     let ready = proc.next_json_line(READY_TIMEOUT);
+    let ready_at_us = unix_micros_now();
     assert_eq!(ready["ready"], "node", "{label}: ready line {ready}");
     assert_eq!(ready["id"], spec.id, "{label}: ready line {ready}");
     let listen = parse_addr(&ready["listen"], &label, &ready);
@@ -171,10 +216,38 @@ pub fn start_node(spec: NodeSpec) -> Node {
         spec,
         listen,
         admin,
+        ready,
+        ready_at_us,
     }
 }
 
 impl Node {
+    /// `"registered"` of the ready line.
+    ///
+    /// # Panics
+    ///
+    /// The ready line has no boolean `registered`.
+    #[must_use]
+    pub fn ready_registered(&self) -> bool {
+        self.ready["registered"]
+            .as_bool()
+            .unwrap_or_else(|| panic!("{}: ready line {}", self.proc.label(), self.ready))
+    }
+
+    /// `"conflict"` of the ready line (`None` for `null`).
+    ///
+    /// # Panics
+    ///
+    /// The ready line's `conflict` is neither a string nor `null`.
+    #[must_use]
+    pub fn ready_conflict(&self) -> Option<String> {
+        match &self.ready["conflict"] {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(why) => Some(why.clone()),
+            other => panic!("{}: conflict {other} in {}", self.proc.label(), self.ready),
+        }
+    }
+
     /// The spec of this node's next life: same id, name and flags, on the same listen port.
     #[must_use]
     pub fn restart_spec(&self) -> NodeSpec {
@@ -221,6 +294,17 @@ impl Node {
     #[must_use]
     pub fn metrics(&self) -> Vec<Sample> {
         parse_prometheus(&get_ok(self.admin_addr(), "/metrics"))
+    }
+
+    /// The value of counter `name` (no labels) in `/metrics`.
+    ///
+    /// # Panics
+    ///
+    /// The node does not answer or does not export it.
+    #[must_use]
+    pub fn counter(&self, name: &str) -> u64 {
+        counter(&self.metrics(), name, &[])
+            .unwrap_or_else(|| panic!("{}: no {name} in /metrics", self.proc.label()))
     }
 
     /// `switchboard_received_total`.

@@ -5,11 +5,18 @@
 //! outcome and for the echoes to settle, and prints
 //! `{"sent","delivered","failed":{reason:count},"duplicates","echoed","p50_us","p99_us"}`.
 
-use std::{collections::BTreeMap, net::SocketAddr, time::Duration};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use serde::Deserialize;
 
-use super::{Proc, cluster::args};
+use super::{
+    Proc,
+    cluster::{RegistryAddr, args},
+};
 
 /// Whom a load run sends to.
 #[derive(Clone, Debug)]
@@ -23,8 +30,8 @@ pub enum LoadTarget {
 /// How to run one `switchboard load`.
 #[derive(Clone, Debug)]
 pub struct LoadSpec {
-    /// `--registry`.
-    pub registry: SocketAddr,
+    /// `--registry` or `--etcd`.
+    pub registry: RegistryAddr,
     /// `--to` or `--hash-key`.
     pub target: LoadTarget,
     /// `--count`.
@@ -39,6 +46,8 @@ pub struct LoadSpec {
     pub name: String,
     /// `--wait-known` seconds.
     pub wait_known_secs: u64,
+    /// `--outcomes-log`, if any (see [`read_outcomes`]).
+    pub outcomes_log: Option<PathBuf>,
     /// Flags passed as they are (e.g. an upstream for the load's node).
     pub extra: Vec<String>,
 }
@@ -46,9 +55,15 @@ pub struct LoadSpec {
 impl LoadSpec {
     /// `count` messages of 64 bytes at `rate`/s to the node named `to`, from node `id`.
     #[must_use]
-    pub fn to_name(registry: SocketAddr, to: &str, id: u64, count: u64, rate: u64) -> LoadSpec {
+    pub fn to_name(
+        registry: impl Into<RegistryAddr>,
+        to: &str,
+        id: u64,
+        count: u64,
+        rate: u64,
+    ) -> LoadSpec {
         LoadSpec {
-            registry,
+            registry: registry.into(),
             target: LoadTarget::Name(to.to_owned()),
             count,
             rate,
@@ -56,12 +71,21 @@ impl LoadSpec {
             id,
             name: format!("load-{id}"),
             wait_known_secs: 15,
+            outcomes_log: None,
             extra: Vec::new(),
         }
     }
 
+    /// Sets `--outcomes-log`.
+    #[must_use]
+    pub fn outcomes_log(mut self, path: &Path) -> LoadSpec {
+        self.outcomes_log = Some(path.to_owned());
+        self
+    }
+
     fn to_args(&self) -> Vec<String> {
-        let mut out = args(["load", "--registry", &self.registry.to_string()]);
+        let mut out = args(["load"]);
+        out.extend(self.registry.to_args());
         match &self.target {
             LoadTarget::Name(name) => out.extend(args(["--to", name])),
             LoadTarget::HashKey(key) => out.extend(args(["--hash-key", key])),
@@ -80,6 +104,9 @@ impl LoadSpec {
             "--wait-known",
             &self.wait_known_secs.to_string(),
         ]));
+        if let Some(path) = &self.outcomes_log {
+            out.extend(args(["--outcomes-log", &path.display().to_string()]));
+        }
         out.extend(self.extra.iter().cloned());
         out
     }
@@ -226,4 +253,65 @@ impl LoadSummary {
         assert!(self.failed.is_empty(), "failures: {self:?}");
         assert_eq!(self.echoed, count, "echoed: {self:?}");
     }
+}
+
+/// One line of `load --outcomes-log`: a message, when it was handed to the load's node and
+/// when its outcome came (µs since the Unix epoch; 0 = none came), and the outcome's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutcomeLine {
+    /// Sequence number.
+    pub seq: u64,
+    /// Handed to the node at.
+    pub sent_us: u64,
+    /// Its outcome (or refusal) came at; 0 for `no_outcome`.
+    pub outcome_us: u64,
+    /// `delivered` or the summary's failure name.
+    pub outcome: String,
+}
+
+impl OutcomeLine {
+    /// Whether the outcome is `Delivered`.
+    #[must_use]
+    pub fn delivered(&self) -> bool {
+        self.outcome == "delivered"
+    }
+}
+
+/// Reads an outcomes log: one line per message, in sequence order.
+///
+/// # Panics
+///
+/// The file cannot be read or a line is malformed.
+#[must_use]
+pub fn read_outcomes(path: &Path) -> Vec<OutcomeLine> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let number = |i: usize| -> u64 {
+                fields
+                    .get(i)
+                    .and_then(|f| f.parse().ok())
+                    .unwrap_or_else(|| panic!("bad outcomes line {line:?}"))
+            };
+            assert_eq!(fields.len(), 4, "bad outcomes line {line:?}");
+            OutcomeLine {
+                seq: number(0),
+                sent_us: number(1),
+                outcome_us: number(2),
+                outcome: fields[3].to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// Counts outcome names in `lines` (to check a log against its summary).
+#[must_use]
+pub fn outcome_counts(lines: &[OutcomeLine]) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for line in lines {
+        *counts.entry(line.outcome.clone()).or_default() += 1;
+    }
+    counts
 }

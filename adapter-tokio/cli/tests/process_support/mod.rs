@@ -9,7 +9,8 @@
 //! [`cluster`] starts registries and nodes with the CLI's flags and parses their ready lines;
 //! [`load`] runs `switchboard load` and checks its summary; [`http`] reads `/metrics` and
 //! `/status` from a node's admin port; [`scenario`] is the proxy-and-two-leaves cluster every
-//! test starts from.
+//! test starts from; [`figures`] measures outcome times from a load's outcomes log against
+//! the test's own instants; [`etcd`] runs a private etcd.
 //!
 //! Each test file includes this module with `mod process_support;` and uses a part of it.
 
@@ -20,6 +21,8 @@
 )]
 
 pub mod cluster;
+pub mod etcd;
+pub mod figures;
 pub mod http;
 pub mod load;
 pub mod scenario;
@@ -33,7 +36,7 @@ use std::{
         mpsc::{self, Receiver, RecvTimeoutError},
     },
     thread::{self, JoinHandle},
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 /// Stderr lines kept per process for failure messages.
@@ -170,14 +173,37 @@ impl Proc {
     ///
     /// The signal could not be sent.
     pub fn sigterm(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends SIGSTOP: the process freezes, its sockets stay open (a half-open peer).
+    ///
+    /// # Panics
+    ///
+    /// The signal could not be sent.
+    pub fn sigstop(&self) {
+        self.signal("STOP");
+    }
+
+    /// Sends SIGCONT: a stopped process runs again.
+    ///
+    /// # Panics
+    ///
+    /// The signal could not be sent.
+    pub fn sigcont(&self) {
+        self.signal("CONT");
+    }
+
+    /// Sends `SIG<name>` through the shell's `kill` builtin.
+    fn signal(&self, name: &str) {
         let status = Command::new("sh")
             .arg("-c")
-            .arg(format!("kill -TERM {}", self.pid()))
+            .arg(format!("kill -{name} {}", self.pid()))
             .status()
-            .unwrap_or_else(|e| panic!("{}: cannot run sh to send SIGTERM: {e}", self.label));
+            .unwrap_or_else(|e| panic!("{}: cannot run sh to send SIG{name}: {e}", self.label));
         assert!(
             status.success(),
-            "{}: kill -TERM failed: {status}",
+            "{}: kill -{name} failed: {status}",
             self.label
         );
     }
@@ -337,6 +363,16 @@ fn spawn_stderr_reader(
             }
         })
         .expect("spawning a stderr reader thread")
+}
+
+/// Microseconds since the Unix epoch now: the clock `load --outcomes-log` writes, so a test's
+/// instants (a kill, a ready line read) line up with a load run's.
+#[must_use]
+pub fn unix_micros_now() -> u64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("the system clock is after 1970");
+    u64::try_from(since.as_micros()).expect("µs since 1970 fit in u64")
 }
 
 /// Polls `probe` every [`POLL_INTERVAL`] until it returns `Some`, for at most `timeout`.
