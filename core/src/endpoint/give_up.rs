@@ -51,10 +51,10 @@ impl SendStream {
         rng: &mut Rng,
         sink: &mut S,
     ) {
-        let reason = if self.refused {
-            FailReason::NoRoute
-        } else if self.probing && timeout_reason == FailReason::Timeout {
+        let reason = if self.probing && timeout_reason == FailReason::Timeout {
             self.probe_reason
+        } else if self.refused {
+            FailReason::NoRoute
         } else {
             timeout_reason
         };

@@ -358,8 +358,12 @@ impl SendStream {
         };
         m.transmissions = m.transmissions.saturating_sub(1);
         self.refused = true;
+        if !self.probing {
+            // A refusal starts the doubt; one that comes while the target is known gone
+            // does not hide that.
+            self.probe_reason = FailReason::NoRoute;
+        }
         self.probing = true;
-        self.probe_reason = FailReason::NoRoute;
         true
     }
 
