@@ -3,7 +3,7 @@
 //! served as JSON on `/status`). The driver counts the metrics from the core's outputs and
 //! takes the status from `Node::status`, adding what its registry backend reports.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
 
 use serde::Serialize;
 use switchboard_core::ids::NodeId;
@@ -61,6 +61,72 @@ pub struct Metrics {
     pub handshakes_refused: u64,
     /// Received messages dropped because the [`crate::Inbox`] was dropped.
     pub inbox_dropped: u64,
+    /// Time from a send the node accepted to its `Delivered` outcome.
+    pub delivery_latency: Histogram,
+}
+
+/// Counters since start and current gauges of an embedded registry
+/// ([`crate::registry::RegistryHandle::metrics`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RegistryMetrics {
+    /// Listed nodes registered on a live connection now (gauge).
+    pub nodes_live: u64,
+    /// Listed nodes whose connection closed, inside disconnect protection now (gauge).
+    pub nodes_protected: u64,
+    /// Open client connections now, registered or not (gauge).
+    pub connections: u64,
+    /// Snapshots sent (one per registration).
+    pub snapshots_sent: u64,
+    /// Registrations refused because another incarnation holds the id.
+    pub duplicate_ids: u64,
+    /// Registrations refused, and updates rejected, because another node holds the name.
+    pub names_taken: u64,
+    /// Live connections taken over by a new incarnation of the same identity.
+    pub takeovers: u64,
+}
+
+/// Upper bounds of the [`Histogram`] buckets, in nanoseconds (0.5 ms to 10 s; `+Inf` is
+/// implied).
+pub const LATENCY_BUCKETS_NANOS: [u64; 14] = [
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
+/// A fixed-bucket histogram of durations ([`LATENCY_BUCKETS_NANOS`]), kept in whole
+/// nanoseconds so it stays exact (and `Eq`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Histogram {
+    /// Observations per bucket, not cumulative: `buckets[i]` counts the durations in
+    /// `(LATENCY_BUCKETS_NANOS[i-1], LATENCY_BUCKETS_NANOS[i]]`; the last entry counts those
+    /// above every bound.
+    pub buckets: [u64; LATENCY_BUCKETS_NANOS.len() + 1],
+    /// Observations.
+    pub count: u64,
+    /// Sum of the observed durations in nanoseconds (saturating).
+    pub sum_nanos: u64,
+}
+
+impl Histogram {
+    /// Counts one duration.
+    pub fn observe(&mut self, duration: Duration) {
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        let bucket = LATENCY_BUCKETS_NANOS.partition_point(|&bound| bound < nanos);
+        self.buckets[bucket] += 1;
+        self.count += 1;
+        self.sum_nanos = self.sum_nanos.saturating_add(nanos);
+    }
 }
 
 /// What a node's registry view holds now, published by the driver on a watch channel after

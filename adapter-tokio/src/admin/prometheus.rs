@@ -1,7 +1,12 @@
-//! [`Metrics`] as Prometheus text exposition format 0.0.4: one `# HELP` and one `# TYPE` line
-//! per family, then its samples. Labelled families always list the labels a node can produce
-//! (every outcome, refusal and link state, at 0 until counted), so a scrape of a fresh node
-//! already shows every series, plus any other label the driver reported.
+//! [`Metrics`] (a node's) and [`RegistryMetrics`] (a registry's) as Prometheus text
+//! exposition format 0.0.4: one `# HELP` and one `# TYPE` line per family, then its samples.
+//! Labelled families always list the labels a node can produce (every outcome, refusal and
+//! link state, at 0 until counted), so a scrape of a fresh node already shows every series,
+//! plus any other label the driver reported. Both end with `switchboard_build_info`.
+//!
+//! The delivery latency is a histogram with fixed buckets
+//! ([`LATENCY_BUCKETS_NANOS`](crate::observe::LATENCY_BUCKETS_NANOS)), counted in whole
+//! nanoseconds and printed as exact decimal seconds, so the text is exact.
 
 use std::{collections::BTreeMap, fmt::Write as _};
 
@@ -10,7 +15,7 @@ use switchboard_core::{
     outcome::{FailReason, Outcome},
 };
 
-use crate::observe::Metrics;
+use crate::observe::{Histogram, LATENCY_BUCKETS_NANOS, Metrics, RegistryMetrics};
 
 /// The `Content-Type` of [`render`]'s text.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -50,13 +55,30 @@ pub fn render(metrics: &Metrics) -> String {
     let outcomes = std::iter::once("delivered".to_owned())
         .chain(FailReason::ALL.map(|r| Outcome::Failed(r).label()))
         .chain(FailReason::ALL.map(|r| Outcome::Unknown(r).label()));
-    labelled(
+    let outcomes = with_known(outcomes, &metrics.outcomes);
+    let outcomes: BTreeMap<(&str, &str), u64> = outcomes
+        .iter()
+        .map(|(label, &count)| (outcome_and_reason(label), count))
+        .collect();
+    header(
         &mut out,
         "switchboard_messages_total",
         "counter",
-        "Outcomes of accepted messages (unknown_* = transmitted, not acknowledged).",
-        "outcome",
-        &with_known(outcomes, &metrics.outcomes),
+        "Outcomes of accepted messages, with the reason of those not delivered (unknown = transmitted, not acknowledged).",
+    );
+    for ((outcome, reason), count) in outcomes {
+        sample(
+            &mut out,
+            "switchboard_messages_total",
+            &[("outcome", outcome), ("reason", reason)],
+            count,
+        );
+    }
+    histogram(
+        &mut out,
+        "switchboard_delivery_latency_seconds",
+        "Time from an accepted send to its delivered outcome.",
+        &metrics.delivery_latency,
     );
     scalar(
         &mut out,
@@ -179,7 +201,132 @@ pub fn render(metrics: &Metrics) -> String {
     for (name, help, value) in registry_counters {
         scalar(&mut out, name, "counter", help, value);
     }
+    build_info(&mut out);
     out
+}
+
+/// Renders a registry's `metrics` as Prometheus text.
+#[must_use]
+pub fn render_registry(metrics: &RegistryMetrics) -> String {
+    let mut out = String::with_capacity(1024);
+    let nodes = BTreeMap::from([
+        ("live".to_owned(), metrics.nodes_live),
+        ("protected".to_owned(), metrics.nodes_protected),
+    ]);
+    labelled(
+        &mut out,
+        "switchboard_registry_nodes",
+        "gauge",
+        "Listed nodes: registered on a live connection, or disconnected and protected.",
+        "state",
+        &nodes,
+    );
+    scalar(
+        &mut out,
+        "switchboard_registry_connections",
+        "gauge",
+        "Open client connections (registered or not yet).",
+        metrics.connections,
+    );
+    scalar(
+        &mut out,
+        "switchboard_registry_snapshots_sent_total",
+        "counter",
+        "Snapshots sent (one per registration).",
+        metrics.snapshots_sent,
+    );
+    let refusals = BTreeMap::from([
+        ("duplicate_id".to_owned(), metrics.duplicate_ids),
+        ("name_taken".to_owned(), metrics.names_taken),
+    ]);
+    labelled(
+        &mut out,
+        "switchboard_registry_refusals_total",
+        "counter",
+        "Registrations (and name updates) refused, by kind.",
+        "kind",
+        &refusals,
+    );
+    scalar(
+        &mut out,
+        "switchboard_registry_takeovers_total",
+        "counter",
+        "Live connections replaced by a new incarnation of the same identity.",
+        metrics.takeovers,
+    );
+    build_info(&mut out);
+    out
+}
+
+/// The commit this was built from: `SWITCHBOARD_COMMIT` at build time, or `unknown`.
+pub const COMMIT: &str = match option_env!("SWITCHBOARD_COMMIT") {
+    Some(commit) => commit,
+    None => "unknown",
+};
+
+/// The optional features compiled in, comma-separated.
+pub const FEATURES: &str = if cfg!(feature = "etcd") {
+    "admin,etcd"
+} else {
+    "admin"
+};
+
+/// `switchboard_build_info{version,commit,features} 1`.
+fn build_info(out: &mut String) {
+    header(
+        out,
+        "switchboard_build_info",
+        "gauge",
+        "Version, commit and optional features of this build; always 1.",
+    );
+    sample(
+        out,
+        "switchboard_build_info",
+        &[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("commit", COMMIT),
+            ("features", FEATURES),
+        ],
+        1,
+    );
+}
+
+/// An outcome label (`delivered`, `failed_no_route`, ...) as its `outcome` and `reason`
+/// labels (`("delivered", "")`, `("failed", "no_route")`).
+fn outcome_and_reason(label: &str) -> (&str, &str) {
+    ["failed", "unknown"]
+        .into_iter()
+        .find_map(|kind| {
+            let reason = label.strip_prefix(kind)?.strip_prefix('_')?;
+            Some((kind, reason))
+        })
+        .unwrap_or((label, ""))
+}
+
+/// A histogram family: cumulative `_bucket` samples, `_sum` in seconds and `_count`.
+fn histogram(out: &mut String, name: &str, help: &str, histogram: &Histogram) {
+    header(out, name, "histogram", help);
+    let bucket = format!("{name}_bucket");
+    let mut cumulative = 0;
+    for (i, count) in histogram.buckets.iter().enumerate() {
+        cumulative += count;
+        let le = LATENCY_BUCKETS_NANOS
+            .get(i)
+            .map_or_else(|| "+Inf".to_owned(), |&bound| seconds(bound));
+        sample(out, &bucket, &[("le", &le)], cumulative);
+    }
+    let _ = writeln!(out, "{name}_sum {}", seconds(histogram.sum_nanos));
+    let _ = writeln!(out, "{name}_count {}", histogram.count);
+}
+
+/// `nanos` as exact decimal seconds without trailing zeros (`0.0025`, `1`, `2.5`).
+fn seconds(nanos: u64) -> String {
+    let (whole, fraction) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let fraction = format!("{fraction:09}");
+    format!("{whole}.{}", fraction.trim_end_matches('0'))
 }
 
 /// `known` labels at 0, overlaid with the reported `values` (which may add labels).
@@ -213,12 +360,21 @@ fn labelled(
 ) {
     header(out, name, kind, help);
     for (value_label, value) in values {
-        let _ = writeln!(
-            out,
-            "{name}{{{label}=\"{}\"}} {value}",
-            escape_label_value(value_label)
-        );
+        sample(out, name, &[(label, value_label)], *value);
     }
+}
+
+/// One sample line with `labels` (names as given, values escaped).
+fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: u64) {
+    out.push_str(name);
+    out.push('{');
+    for (i, (label, label_value)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{label}=\"{}\"", escape_label_value(label_value));
+    }
+    let _ = writeln!(out, "}} {value}");
 }
 
 /// Escapes a label value: backslash, double quote and line feed.

@@ -16,6 +16,7 @@ struct Fixed {
     metrics: Option<Metrics>,
     status: Option<Status>,
     conflict: Option<String>,
+    registered: bool,
 }
 
 impl AdminSource for Fixed {
@@ -31,6 +32,10 @@ impl AdminSource for Fixed {
 
     fn conflict(&self) -> Option<String> {
         self.conflict.clone()
+    }
+
+    fn registered(&self) -> bool {
+        self.registered
     }
 }
 
@@ -94,6 +99,7 @@ async fn metrics_are_served_as_prometheus_text() {
         metrics: Some(sample_metrics()),
         status: None,
         conflict: None,
+        registered: false,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/metrics")).await;
@@ -105,7 +111,7 @@ async fn metrics_are_served_as_prometheus_text() {
     );
     assert_eq!(body, prometheus::render(&sample_metrics()));
     assert!(body.contains("\nswitchboard_sent_total 5\n"));
-    assert!(body.contains("\nswitchboard_messages_total{outcome=\"delivered\"} 5\n"));
+    assert!(body.contains("\nswitchboard_messages_total{outcome=\"delivered\",reason=\"\"} 5\n"));
 }
 
 #[tokio::test]
@@ -114,6 +120,7 @@ async fn status_is_served_as_json() {
         metrics: None,
         status: Some(sample_status()),
         conflict: None,
+        registered: false,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/status")).await;
@@ -135,6 +142,7 @@ async fn status_carries_the_registration_conflict() {
         metrics: None,
         status: Some(sample_status()),
         conflict: Some("name \"leaf-7\" taken by id 8".to_owned()),
+        registered: false,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/status")).await;
@@ -155,6 +163,7 @@ async fn other_paths_are_not_found_and_other_methods_not_allowed() {
         metrics: Some(Metrics::default()),
         status: Some(sample_status()),
         conflict: None,
+        registered: false,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/nothing")).await;
@@ -180,6 +189,7 @@ async fn a_malformed_request_is_a_bad_request() {
         metrics: Some(Metrics::default()),
         status: None,
         conflict: None,
+        registered: false,
     })
     .await;
     let answer = exchange(server.local_addr(), b"\x00\x01garbage\r\n\r\n").await;
@@ -198,6 +208,7 @@ async fn a_stopped_node_is_service_unavailable() {
         metrics: None,
         status: None,
         conflict: None,
+        registered: false,
     })
     .await;
     for path in ["/metrics", "/status"] {
@@ -214,6 +225,7 @@ async fn dropping_the_server_stops_listening() {
         metrics: Some(Metrics::default()),
         status: None,
         conflict: None,
+        registered: false,
     })
     .await;
     let addr = server.local_addr();
@@ -231,5 +243,112 @@ async fn dropping_the_server_stops_listening() {
     assert!(
         refused.is_ok(),
         "the port was still accepting after {WAIT:?}"
+    );
+}
+
+#[tokio::test]
+async fn healthz_answers_ok_even_for_a_stopped_node() {
+    let server = serve(Fixed {
+        metrics: None,
+        status: None,
+        conflict: None,
+        registered: false,
+    })
+    .await;
+    let answer = exchange(server.local_addr(), &get("/healthz")).await;
+    let (status, _, body) = split(&answer);
+    assert_eq!((status, body), ("HTTP/1.1 200 OK", "ok\n"));
+}
+
+#[tokio::test]
+async fn readyz_is_ok_only_while_registered_and_tells_why_not() {
+    let cases = [
+        (true, None, "HTTP/1.1 200 OK", "ready\n"),
+        (
+            false,
+            None,
+            "HTTP/1.1 503 Service Unavailable",
+            "not registered: the registry is unreachable or has not answered yet\n",
+        ),
+        (
+            false,
+            Some("name \"leaf-7\" taken by id 8".to_owned()),
+            "HTTP/1.1 503 Service Unavailable",
+            "not registered: registration refused: name \"leaf-7\" taken by id 8\n",
+        ),
+    ];
+    for (registered, conflict, want_status, want_body) in cases {
+        let server = serve(Fixed {
+            metrics: Some(Metrics::default()),
+            status: None,
+            conflict,
+            registered,
+        })
+        .await;
+        let answer = exchange(server.local_addr(), &get("/readyz")).await;
+        let (status, _, body) = split(&answer);
+        assert_eq!((status, body), (want_status, want_body));
+    }
+    // A stopped node is not ready, whatever it last reported.
+    let server = serve(Fixed {
+        metrics: None,
+        status: None,
+        conflict: None,
+        registered: true,
+    })
+    .await;
+    let answer = exchange(server.local_addr(), &get("/readyz")).await;
+    let (status, _, body) = split(&answer);
+    assert_eq!(
+        (status, body),
+        ("HTTP/1.1 503 Service Unavailable", "node stopped\n")
+    );
+}
+
+/// A registry's fixed metrics; `None` answers as a stopped registry.
+#[derive(Clone)]
+struct FixedRegistry(Option<RegistryMetrics>);
+
+impl RegistrySource for FixedRegistry {
+    fn metrics(&self) -> impl Future<Output = Result<RegistryMetrics, Stopped>> + Send {
+        let metrics = self.0;
+        async move { metrics.ok_or(Stopped) }
+    }
+}
+
+#[tokio::test]
+async fn a_registry_serves_metrics_and_healthz_only() {
+    let metrics = RegistryMetrics {
+        nodes_live: 2,
+        connections: 3,
+        ..RegistryMetrics::default()
+    };
+    let server = AdminServer::bind_registry(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        FixedRegistry(Some(metrics)),
+    )
+    .await
+    .expect("bind 127.0.0.1:0");
+    let answer = exchange(server.local_addr(), &get("/metrics")).await;
+    let (status, content_type, body) = split(&answer);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(content_type, Some(prometheus::CONTENT_TYPE));
+    assert_eq!(body, prometheus::render_registry(&metrics));
+    let answer = exchange(server.local_addr(), &get("/healthz")).await;
+    assert_eq!(split(&answer).0, "HTTP/1.1 200 OK");
+    for path in ["/status", "/readyz"] {
+        let answer = exchange(server.local_addr(), &get(path)).await;
+        assert_eq!(split(&answer).0, "HTTP/1.1 404 Not Found", "{path}");
+    }
+
+    let stopped =
+        AdminServer::bind_registry(SocketAddr::from(([127, 0, 0, 1], 0)), FixedRegistry(None))
+            .await
+            .expect("bind 127.0.0.1:0");
+    let answer = exchange(stopped.local_addr(), &get("/metrics")).await;
+    let (status, _, body) = split(&answer);
+    assert_eq!(
+        (status, body),
+        ("HTTP/1.1 503 Service Unavailable", "registry stopped\n")
     );
 }

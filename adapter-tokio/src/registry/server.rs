@@ -22,7 +22,7 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
-use crate::{clock::Clock, net};
+use crate::{clock::Clock, net, observe::RegistryMetrics};
 
 /// How long a graceful stop waits for the writers to flush.
 const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
@@ -31,6 +31,7 @@ const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 #[derive(Debug)]
 enum Control {
     Entries(oneshot::Sender<Vec<RegistryEntry>>),
+    Metrics(oneshot::Sender<RegistryMetrics>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -68,6 +69,20 @@ impl RegistryHandle {
         rx.await.unwrap_or_default()
     }
 
+    /// Its counters and gauges now; `None` once it stopped.
+    pub async fn metrics(&self) -> Option<RegistryMetrics> {
+        self.stats().metrics().await
+    }
+
+    /// A cloneable handle that only reads the registry's metrics (what its admin server
+    /// serves).
+    #[must_use]
+    pub fn stats(&self) -> RegistryStats {
+        RegistryStats {
+            control: self.control.clone(),
+        }
+    }
+
     /// Stops abruptly: the listener and every connection are dropped without a goodbye (as
     /// if the process were killed). The port is free once the runtime dropped the task — a
     /// moment later; [`spawn_registry`] on the same address waits for that.
@@ -84,6 +99,21 @@ impl RegistryHandle {
             let _ = rx.await;
         }
         let _ = self.task.await;
+    }
+}
+
+/// Reads a running registry's [`RegistryMetrics`] ([`RegistryHandle::stats`]).
+#[derive(Clone, Debug)]
+pub struct RegistryStats {
+    control: mpsc::Sender<Control>,
+}
+
+impl RegistryStats {
+    /// The registry's counters and gauges now; `None` once it stopped.
+    pub async fn metrics(&self) -> Option<RegistryMetrics> {
+        let (tx, rx) = oneshot::channel();
+        self.control.send(Control::Metrics(tx)).await.ok()?;
+        rx.await.ok()
     }
 }
 
@@ -114,6 +144,7 @@ pub async fn spawn_registry(
         conns: HashMap::new(),
         events_tx,
         tasks: JoinSet::new(),
+        snapshots_sent: 0,
     };
     info!(%local_addr, epoch, "registry listening");
     let task = tokio::spawn(task.run(listener, events_rx, control_rx));
@@ -145,6 +176,8 @@ struct ServerTask {
     conns: HashMap<ConnId, Conn>,
     events_tx: mpsc::Sender<ConnEvent>,
     tasks: JoinSet<()>,
+    /// Snapshots sent: the server answers every registration with one.
+    snapshots_sent: u64,
 }
 
 impl ServerTask {
@@ -169,6 +202,9 @@ impl ServerTask {
                 request = control.recv(), if control_open => match request {
                     Some(Control::Entries(tx)) => {
                         let _ = tx.send(self.server.entries());
+                    }
+                    Some(Control::Metrics(tx)) => {
+                        let _ = tx.send(self.metrics());
                     }
                     Some(Control::Shutdown(done)) => {
                         drop(listener);
@@ -247,9 +283,29 @@ impl ServerTask {
                         c.reader.abort();
                     }
                 }
-                ServerOutput::Event(event) => log_event(&event),
+                ServerOutput::Event(event) => {
+                    if matches!(event, ServerEvent::Registered { .. }) {
+                        self.snapshots_sent += 1;
+                    }
+                    log_event(&event);
+                }
                 other => debug!(?other, "unhandled registry server output"),
             }
+        }
+    }
+
+    fn metrics(&self) -> RegistryMetrics {
+        let entries = self.server.entries();
+        let protected = entries.iter().filter(|e| e.suspect).count() as u64;
+        let stats = self.server.stats();
+        RegistryMetrics {
+            nodes_live: entries.len() as u64 - protected,
+            nodes_protected: protected,
+            connections: self.server.connection_count() as u64,
+            snapshots_sent: self.snapshots_sent,
+            duplicate_ids: stats.duplicate_ids,
+            names_taken: stats.names_taken,
+            takeovers: stats.takeovers,
         }
     }
 

@@ -1,4 +1,6 @@
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
+
+use crate::observe::Histogram;
 
 use super::*;
 
@@ -13,29 +15,48 @@ switchboard_refused_total{reason=\"no_route\"} 0
 switchboard_refused_total{reason=\"payload_too_large\"} 0
 switchboard_refused_total{reason=\"shutdown\"} 0
 switchboard_refused_total{reason=\"unknown_target\"} 0
-# HELP switchboard_messages_total Outcomes of accepted messages (unknown_* = transmitted, not acknowledged).
+# HELP switchboard_messages_total Outcomes of accepted messages, with the reason of those not delivered (unknown = transmitted, not acknowledged).
 # TYPE switchboard_messages_total counter
-switchboard_messages_total{outcome=\"delivered\"} 0
-switchboard_messages_total{outcome=\"failed_duplicate_id\"} 0
-switchboard_messages_total{outcome=\"failed_no_route\"} 0
-switchboard_messages_total{outcome=\"failed_queue_full\"} 0
-switchboard_messages_total{outcome=\"failed_shutdown\"} 0
-switchboard_messages_total{outcome=\"failed_stream_abandoned\"} 0
-switchboard_messages_total{outcome=\"failed_target_gone\"} 0
-switchboard_messages_total{outcome=\"failed_target_restarted\"} 0
-switchboard_messages_total{outcome=\"failed_timeout\"} 0
-switchboard_messages_total{outcome=\"failed_version_mismatch\"} 0
-switchboard_messages_total{outcome=\"failed_wrong_cluster\"} 0
-switchboard_messages_total{outcome=\"unknown_duplicate_id\"} 0
-switchboard_messages_total{outcome=\"unknown_no_route\"} 0
-switchboard_messages_total{outcome=\"unknown_queue_full\"} 0
-switchboard_messages_total{outcome=\"unknown_shutdown\"} 0
-switchboard_messages_total{outcome=\"unknown_stream_abandoned\"} 0
-switchboard_messages_total{outcome=\"unknown_target_gone\"} 0
-switchboard_messages_total{outcome=\"unknown_target_restarted\"} 0
-switchboard_messages_total{outcome=\"unknown_timeout\"} 0
-switchboard_messages_total{outcome=\"unknown_version_mismatch\"} 0
-switchboard_messages_total{outcome=\"unknown_wrong_cluster\"} 0
+switchboard_messages_total{outcome=\"delivered\",reason=\"\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"duplicate_id\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"no_route\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"queue_full\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"shutdown\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"stream_abandoned\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"target_gone\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"target_restarted\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"timeout\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"version_mismatch\"} 0
+switchboard_messages_total{outcome=\"failed\",reason=\"wrong_cluster\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"duplicate_id\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"no_route\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"queue_full\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"shutdown\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"stream_abandoned\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"target_gone\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"target_restarted\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"timeout\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"version_mismatch\"} 0
+switchboard_messages_total{outcome=\"unknown\",reason=\"wrong_cluster\"} 0
+# HELP switchboard_delivery_latency_seconds Time from an accepted send to its delivered outcome.
+# TYPE switchboard_delivery_latency_seconds histogram
+switchboard_delivery_latency_seconds_bucket{le=\"0.0005\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.001\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.0025\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.005\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.01\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.025\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.05\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.1\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.25\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"0.5\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"1\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"2.5\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"5\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"10\"} 0
+switchboard_delivery_latency_seconds_bucket{le=\"+Inf\"} 0
+switchboard_delivery_latency_seconds_sum 0
+switchboard_delivery_latency_seconds_count 0
 # HELP switchboard_received_total Messages received for this node.
 # TYPE switchboard_received_total counter
 switchboard_received_total 0
@@ -96,11 +117,35 @@ switchboard_handshakes_refused_total 0
 # HELP switchboard_inbox_dropped_total Received messages dropped because nobody reads the inbox.
 # TYPE switchboard_inbox_dropped_total counter
 switchboard_inbox_dropped_total 0
+# HELP switchboard_build_info Version, commit and optional features of this build; always 1.
+# TYPE switchboard_build_info gauge
 ";
 
 #[test]
 fn a_fresh_node_shows_every_series_at_zero() {
-    assert_eq!(render(&Metrics::default()), FRESH_NODE_TEXT);
+    assert_eq!(
+        render(&Metrics::default()),
+        format!("{FRESH_NODE_TEXT}{}\n", build_info_sample())
+    );
+}
+
+/// The build-info sample of this build.
+fn build_info_sample() -> String {
+    format!(
+        "switchboard_build_info{{version=\"{}\",commit=\"{COMMIT}\",features=\"{FEATURES}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+#[test]
+fn build_info_names_the_compiled_features() {
+    let expected = if cfg!(feature = "etcd") {
+        "admin,etcd"
+    } else {
+        "admin"
+    };
+    assert_eq!(FEATURES, expected);
+    assert!(!COMMIT.is_empty());
 }
 
 #[test]
@@ -131,6 +176,15 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         handshake_timeouts: 8,
         handshakes_refused: 13,
         inbox_dropped: 4,
+        delivery_latency: latencies(&[
+            Duration::from_micros(300),
+            Duration::from_micros(500),
+            Duration::from_micros(501),
+            Duration::from_millis(40),
+            Duration::from_millis(40),
+            Duration::from_secs(3),
+            Duration::from_secs(11),
+        ]),
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -143,27 +197,44 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_refused_total{reason=\"payload_too_large\"} 0",
             "switchboard_refused_total{reason=\"shutdown\"} 0",
             "switchboard_refused_total{reason=\"unknown_target\"} 2",
-            "switchboard_messages_total{outcome=\"delivered\"} 10",
-            "switchboard_messages_total{outcome=\"failed_duplicate_id\"} 0",
-            "switchboard_messages_total{outcome=\"failed_no_route\"} 1",
-            "switchboard_messages_total{outcome=\"failed_queue_full\"} 0",
-            "switchboard_messages_total{outcome=\"failed_shutdown\"} 0",
-            "switchboard_messages_total{outcome=\"failed_stream_abandoned\"} 0",
-            "switchboard_messages_total{outcome=\"failed_target_gone\"} 0",
-            "switchboard_messages_total{outcome=\"failed_target_restarted\"} 0",
-            "switchboard_messages_total{outcome=\"failed_timeout\"} 0",
-            "switchboard_messages_total{outcome=\"failed_version_mismatch\"} 0",
-            "switchboard_messages_total{outcome=\"failed_wrong_cluster\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_duplicate_id\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_no_route\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_queue_full\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_shutdown\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_stream_abandoned\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_target_gone\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_target_restarted\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_timeout\"} 1",
-            "switchboard_messages_total{outcome=\"unknown_version_mismatch\"} 0",
-            "switchboard_messages_total{outcome=\"unknown_wrong_cluster\"} 0",
+            "switchboard_messages_total{outcome=\"delivered\",reason=\"\"} 10",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"duplicate_id\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"no_route\"} 1",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"queue_full\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"shutdown\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"stream_abandoned\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"target_gone\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"target_restarted\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"timeout\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"version_mismatch\"} 0",
+            "switchboard_messages_total{outcome=\"failed\",reason=\"wrong_cluster\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"duplicate_id\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"no_route\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"queue_full\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"shutdown\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"stream_abandoned\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"target_gone\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"target_restarted\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"timeout\"} 1",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"version_mismatch\"} 0",
+            "switchboard_messages_total{outcome=\"unknown\",reason=\"wrong_cluster\"} 0",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.0005\"} 2",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.001\"} 3",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.0025\"} 3",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.005\"} 3",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.01\"} 3",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.025\"} 3",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.05\"} 5",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.1\"} 5",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.25\"} 5",
+            "switchboard_delivery_latency_seconds_bucket{le=\"0.5\"} 5",
+            "switchboard_delivery_latency_seconds_bucket{le=\"1\"} 5",
+            "switchboard_delivery_latency_seconds_bucket{le=\"2.5\"} 5",
+            "switchboard_delivery_latency_seconds_bucket{le=\"5\"} 6",
+            "switchboard_delivery_latency_seconds_bucket{le=\"10\"} 6",
+            "switchboard_delivery_latency_seconds_bucket{le=\"+Inf\"} 7",
+            "switchboard_delivery_latency_seconds_sum 14.081301",
+            "switchboard_delivery_latency_seconds_count 7",
             "switchboard_received_total 7",
             "switchboard_pending_messages 3",
             "switchboard_dials_total 4",
@@ -189,6 +260,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_handshake_timeouts_total 8",
             "switchboard_handshakes_refused_total 13",
             "switchboard_inbox_dropped_total 4",
+            &build_info_sample(),
         ]
     );
 }
@@ -202,7 +274,77 @@ fn label_values_are_escaped() {
         ..Metrics::default()
     };
     assert!(
-        render(&metrics).contains("switchboard_messages_total{outcome=\"we\\\"ird\"} 1\n"),
+        render(&metrics)
+            .contains("switchboard_messages_total{outcome=\"we\\\"ird\",reason=\"\"} 1\n"),
         "escaped sample present"
     );
+}
+
+fn latencies(durations: &[Duration]) -> Histogram {
+    let mut histogram = Histogram::default();
+    for &duration in durations {
+        histogram.observe(duration);
+    }
+    histogram
+}
+
+#[test]
+fn seconds_are_exact_decimals() {
+    assert_eq!(seconds(0), "0");
+    assert_eq!(seconds(500_000), "0.0005");
+    assert_eq!(seconds(2_500_000_000), "2.5");
+    assert_eq!(seconds(10_000_000_000), "10");
+    assert_eq!(seconds(1), "0.000000001");
+}
+
+#[test]
+fn outcome_labels_split_into_outcome_and_reason() {
+    assert_eq!(outcome_and_reason("delivered"), ("delivered", ""));
+    assert_eq!(
+        outcome_and_reason("failed_no_route"),
+        ("failed", "no_route")
+    );
+    assert_eq!(
+        outcome_and_reason("unknown_timeout"),
+        ("unknown", "timeout")
+    );
+    assert_eq!(outcome_and_reason("failedx"), ("failedx", ""));
+}
+
+#[test]
+fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
+    let metrics = RegistryMetrics {
+        nodes_live: 3,
+        nodes_protected: 1,
+        connections: 4,
+        snapshots_sent: 6,
+        duplicate_ids: 2,
+        names_taken: 1,
+        takeovers: 5,
+    };
+    let expected = format!(
+        "# HELP switchboard_registry_nodes Listed nodes: registered on a live connection, or disconnected and protected.
+# TYPE switchboard_registry_nodes gauge
+switchboard_registry_nodes{{state=\"live\"}} 3
+switchboard_registry_nodes{{state=\"protected\"}} 1
+# HELP switchboard_registry_connections Open client connections (registered or not yet).
+# TYPE switchboard_registry_connections gauge
+switchboard_registry_connections 4
+# HELP switchboard_registry_snapshots_sent_total Snapshots sent (one per registration).
+# TYPE switchboard_registry_snapshots_sent_total counter
+switchboard_registry_snapshots_sent_total 6
+# HELP switchboard_registry_refusals_total Registrations (and name updates) refused, by kind.
+# TYPE switchboard_registry_refusals_total counter
+switchboard_registry_refusals_total{{kind=\"duplicate_id\"}} 2
+switchboard_registry_refusals_total{{kind=\"name_taken\"}} 1
+# HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation of the same identity.
+# TYPE switchboard_registry_takeovers_total counter
+switchboard_registry_takeovers_total 5
+# HELP switchboard_build_info Version, commit and optional features of this build; always 1.
+# TYPE switchboard_build_info gauge
+{}
+",
+        build_info_sample()
+    );
+    assert_eq!(render_registry(&metrics), expected);
 }

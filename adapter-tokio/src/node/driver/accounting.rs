@@ -42,6 +42,11 @@ impl Counters {
         }
     }
 
+    /// A message was delivered `latency` after the node accepted it.
+    pub(super) fn delivered_after(&mut self, latency: std::time::Duration) {
+        self.metrics.delivery_latency.observe(latency);
+    }
+
     pub(super) fn received(&mut self) {
         self.metrics.received += 1;
     }

@@ -56,9 +56,10 @@ use crate::{
     registry::feed::{Feed, FeedCommand, FeedEvent},
 };
 
-/// The pending-outcome map: message ids are small sequential integers from our own node, so
-/// a fast non-keyed hash is enough.
-type PendingMap = HashMap<MsgId, Waiter, foldhash::fast::FixedState>;
+/// The pending-outcome map, each waiter with the instant its message was accepted (for the
+/// delivery latency): message ids are small sequential integers from our own node, so a fast
+/// non-keyed hash is enough.
+type PendingMap = HashMap<MsgId, (Instant, Waiter), foldhash::fast::FixedState>;
 
 /// Ready commands and link events handled per wake-up before the loop waits again.
 const BURST: usize = 256;
@@ -283,7 +284,7 @@ impl Driver {
             } => {
                 let result = self
                     .send_one(now, target.as_target(), msg_type, payload)
-                    .map(|msg| self.waiting_submit(msg));
+                    .map(|msg| self.waiting_submit(now, msg));
                 let _ = accepted.send(result);
             }
             Command::Post {
@@ -293,7 +294,7 @@ impl Driver {
                 outcome,
             } => match self.send_one(now, target.as_target(), msg_type, payload) {
                 Ok(msg) => {
-                    self.pending.insert(msg, Waiter::Posted(outcome));
+                    self.pending.insert(msg, (now, Waiter::Posted(outcome)));
                 }
                 Err(refused) => {
                     let _ = outcome.send(Err(refused));
@@ -304,7 +305,7 @@ impl Driver {
                     .into_iter()
                     .map(|(target, msg_type, payload)| {
                         self.send_one(now, target.as_target(), msg_type, payload)
-                            .map(|msg| self.waiting_submit(msg))
+                            .map(|msg| self.waiting_submit(now, msg))
                     })
                     .collect();
                 let _ = accepted.send(results);
@@ -342,10 +343,10 @@ impl Driver {
         result
     }
 
-    /// Registers a submitter waiting for `msg`'s outcome.
-    fn waiting_submit(&mut self, msg: MsgId) -> OutcomeReceiver {
+    /// Registers a submitter waiting for `msg`'s outcome, accepted at `now`.
+    fn waiting_submit(&mut self, now: Instant, msg: MsgId) -> OutcomeReceiver {
         let (tx, rx) = oneshot::channel();
-        self.pending.insert(msg, Waiter::Submitted(tx));
+        self.pending.insert(msg, (now, Waiter::Submitted(tx)));
         rx
     }
 
@@ -402,6 +403,9 @@ impl Driver {
         let Some(event) = event else {
             debug!(id = %self.node.id(), "registry backend ended");
             self.feed = None;
+            // Nothing keeps the registration alive any more (`/readyz` tells).
+            self.registered = false;
+            self.publish_known();
             return;
         };
         match event {
@@ -446,6 +450,8 @@ impl Driver {
 
     /// Performs every pending output of the core.
     fn drain(&mut self) {
+        // Read at the first delivery of this drain, once for all of them.
+        let mut delivered_at: Option<Instant> = None;
         while let Some(output) = self.node.poll_output() {
             match output {
                 Output::Connect { link, peer, addr } => {
@@ -470,7 +476,12 @@ impl Driver {
                 }
                 Output::Outcome { msg, outcome } => {
                     self.counters.outcome(outcome);
-                    if let Some(waiter) = self.pending.remove(&msg) {
+                    if let Some((accepted, waiter)) = self.pending.remove(&msg) {
+                        if outcome == Outcome::Delivered {
+                            let now = *delivered_at.get_or_insert_with(|| self.clock.now());
+                            self.counters
+                                .delivered_after(now.saturating_duration_since(accepted));
+                        }
                         waiter.resolve(outcome);
                     }
                 }
