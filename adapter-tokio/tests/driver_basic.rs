@@ -92,6 +92,14 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
     assert_eq!(metrics.sent, 501);
     assert_eq!(metrics.outcomes.get("delivered"), Some(&501));
     assert_eq!(metrics.received, 1);
+    // Every delivery is timed once, from the accepted send to its outcome.
+    let latency = &metrics.delivery_latency;
+    assert_eq!(latency.count, 501);
+    assert_eq!(latency.buckets.iter().sum::<u64>(), 501);
+    assert!(latency.sum_nanos > 0);
+    let b_metrics = within("metrics", b.metrics()).await.expect("running");
+    assert_eq!(b_metrics.delivery_latency.count, 1);
+    assert_eq!(b_metrics.delivery_latency.buckets.iter().sum::<u64>(), 1);
     within("shutdown a", a.shutdown()).await.expect("running");
     within("shutdown b", b.shutdown()).await.expect("running");
     registry.kill();

@@ -63,6 +63,9 @@ pub(crate) struct RegistryArgs {
     /// TOML file with the concern table.
     #[arg(long, value_name = "FILE")]
     pub(crate) concern: Option<PathBuf>,
+    /// Serve /metrics and /healthz over HTTP here (the ready line then names it).
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) admin: Option<SocketAddr>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,

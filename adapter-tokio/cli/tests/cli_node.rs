@@ -8,6 +8,21 @@ use std::net::SocketAddr;
 use cli_support::{Running, http_get, start_registry, str_field, u64_field};
 use serde_json::Value;
 
+/// The build-info sample of this build (the commit is `unknown` unless `SWITCHBOARD_COMMIT`
+/// was set when it was built).
+fn build_info() -> String {
+    let features = if cfg!(feature = "etcd") {
+        "admin,etcd"
+    } else {
+        "admin"
+    };
+    format!(
+        "switchboard_build_info{{version=\"{}\",commit=\"{}\",features=\"{features}\"}} 1",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("SWITCHBOARD_COMMIT").unwrap_or("unknown"),
+    )
+}
+
 /// Starts a node; returns it and its ready line as JSON.
 fn start_node(args: &[&str]) -> (Running, Value) {
     let mut node = Running::start(args);
@@ -72,7 +87,7 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_refused_total{{reason=\"{reason}\"}} 0"
         ));
     }
-    expected.push("switchboard_messages_total{outcome=\"delivered\"} 0".to_owned());
+    expected.push("switchboard_messages_total{outcome=\"delivered\",reason=\"\"} 0".to_owned());
     for kind in ["failed", "unknown"] {
         for reason in [
             "duplicate_id",
@@ -87,10 +102,20 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "wrong_cluster",
         ] {
             expected.push(format!(
-                "switchboard_messages_total{{outcome=\"{kind}_{reason}\"}} 0"
+                "switchboard_messages_total{{outcome=\"{kind}\",reason=\"{reason}\"}} 0"
             ));
         }
     }
+    for le in [
+        "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+        "2.5", "5", "10", "+Inf",
+    ] {
+        expected.push(format!(
+            "switchboard_delivery_latency_seconds_bucket{{le=\"{le}\"}} 0"
+        ));
+    }
+    expected.push("switchboard_delivery_latency_seconds_sum 0".to_owned());
+    expected.push("switchboard_delivery_latency_seconds_count 0".to_owned());
     expected.extend(
         [
             "switchboard_received_total 0",
@@ -118,6 +143,7 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
         ]
         .map(str::to_owned),
     );
+    expected.push(build_info());
     assert_eq!(
         fixed,
         expected.iter().map(String::as_str).collect::<Vec<_>>()
@@ -285,6 +311,157 @@ fn a_registry_with_a_concern_file_announces_itself_and_stops_on_sigterm() {
         line,
         format!(r#"{{"ready":"registry","listen":"{listen}"}}"#)
     );
+    registry.terminate();
+    assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
+}
+
+/// Asks `path` until it answers `want` (status and body), at most 20 s.
+fn wait_for_answer(admin: SocketAddr, path: &str, want: (u16, &str)) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (status, _, body) = http_get(admin, path);
+        if (status, body.as_str()) == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} still answers {status} {body:?}, not {want:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn readyz_is_ok_while_registered_and_503_with_a_reason_once_the_registry_is_gone() {
+    let (mut registry, registry_addr) = start_registry();
+    let (node, ready) = start_node(&[
+        "node",
+        "--id",
+        "11",
+        "--name",
+        "ready-11",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &registry_addr,
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(ready["registered"], true, "{ready}");
+    let admin: SocketAddr = str_field(&ready, "admin").parse().expect("admin address");
+    assert_eq!(http_get(admin, "/healthz").0, 200);
+    assert_eq!(http_get(admin, "/healthz").2, "ok\n");
+    let (status, _, body) = http_get(admin, "/readyz");
+    assert_eq!((status, body.as_str()), (200, "ready\n"));
+
+    registry.terminate();
+    assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
+    wait_for_answer(
+        admin,
+        "/readyz",
+        (
+            503,
+            "not registered: the registry is unreachable or has not answered yet\n",
+        ),
+    );
+    // Alive all the same.
+    let (status, _, body) = http_get(admin, "/healthz");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    drop(node);
+}
+
+#[test]
+fn a_registry_with_admin_serves_its_metrics() {
+    let mut registry = Running::start(&[
+        "registry",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    let line = registry.next_line("registry ready");
+    let ready: Value = serde_json::from_str(&line).expect("JSON ready line");
+    let listen = str_field(&ready, "listen").to_owned();
+    let admin = str_field(&ready, "admin").to_owned();
+    assert_eq!(
+        line,
+        format!(r#"{{"ready":"registry","listen":"{listen}","admin":"{admin}"}}"#)
+    );
+    let admin: SocketAddr = admin.parse().expect("admin address");
+    let (status, _, body) = http_get(admin, "/healthz");
+    assert_eq!((status, body.as_str()), (200, "ok\n"));
+    for path in ["/status", "/readyz"] {
+        assert_eq!(http_get(admin, path).0, 404, "{path}");
+    }
+
+    // One node registers; a second one claims its name and is refused.
+    let (_holder, ready) = start_node(&[
+        "node",
+        "--id",
+        "21",
+        "--name",
+        "taken",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &listen,
+    ]);
+    assert_eq!(ready["registered"], true, "{ready}");
+    let (_claimant, ready) = start_node(&[
+        "node",
+        "--id",
+        "22",
+        "--name",
+        "taken",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &listen,
+    ]);
+    assert_eq!(ready["registered"], false, "{ready}");
+
+    let (status, head, body) = http_get(admin, "/metrics");
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("\r\ncontent-type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    let samples: Vec<&str> = body.lines().filter(|l| !l.starts_with('#')).collect();
+    // The claimant retries, so its refusals and connections grow; the rest is exact.
+    let value = |prefix: &str| -> u64 {
+        samples
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix} in {body}"))
+    };
+    assert!(
+        value("switchboard_registry_refusals_total{kind=\"name_taken\"}") >= 1,
+        "{body}"
+    );
+    assert!(value("switchboard_registry_connections") >= 1, "{body}");
+    let exact: Vec<&str> = samples
+        .iter()
+        .copied()
+        .filter(|l| {
+            !l.starts_with("switchboard_registry_connections ")
+                && !l.starts_with("switchboard_registry_refusals_total{kind=\"name_taken\"}")
+        })
+        .collect();
+    let build_info = build_info();
+    assert_eq!(
+        exact,
+        [
+            "switchboard_registry_nodes{state=\"live\"} 1",
+            "switchboard_registry_nodes{state=\"protected\"} 0",
+            "switchboard_registry_snapshots_sent_total 1",
+            "switchboard_registry_refusals_total{kind=\"duplicate_id\"} 0",
+            "switchboard_registry_takeovers_total 0",
+            build_info.as_str(),
+        ],
+        "{body}"
+    );
+
     registry.terminate();
     assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
 }

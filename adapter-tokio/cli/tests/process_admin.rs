@@ -50,6 +50,21 @@ fn process_admin() {
         || format!("{:?}", cluster.leaf_a.metrics()),
     );
     assert_eq!(outcomes, N);
+    // Every delivered echo was timed once.
+    let a_metrics = cluster.leaf_a.metrics();
+    assert_eq!(
+        counter(
+            &a_metrics,
+            "switchboard_delivery_latency_seconds_count",
+            &[]
+        ),
+        counter(
+            &a_metrics,
+            "switchboard_messages_total",
+            &[("outcome", "delivered")]
+        ),
+        "A's latency count is its deliveries"
+    );
 
     // /status of A: itself, under the proxy, one up link it dialled to the proxy, nothing
     // queued for anyone.
@@ -116,7 +131,7 @@ fn process_admin() {
 fn harness_parses_prometheus_text() {
     let text = "# HELP x y\n# TYPE switchboard_messages_total counter\n\
         switchboard_messages_total{outcome=\"delivered\"} 12\n\
-        switchboard_messages_total{node=\"a\\\"b\",outcome=\"failed_timeout\"} 3\n\
+        switchboard_messages_total{node=\"a\\\"b\",outcome=\"failed\",reason=\"timeout\"} 3\n\
         switchboard_received_total 7\n";
     let samples = parse_prometheus(text);
     assert_eq!(samples.len(), 3);

@@ -42,6 +42,8 @@ pub(crate) struct RegistryOptions {
     pub(crate) listen: SocketAddr,
     /// The server machine's config (with the concern table).
     pub(crate) server: ServerConfig,
+    /// `--admin`: where to serve the admin endpoint.
+    pub(crate) admin: Option<SocketAddr>,
 }
 
 impl RegistryOptions {
@@ -63,7 +65,11 @@ impl RegistryOptions {
         if let Some(path) = concern_path {
             server.concern = concern::read_concern_file(&path)?;
         }
-        Ok(RegistryOptions { listen, server })
+        Ok(RegistryOptions {
+            listen,
+            server,
+            admin: args.admin,
+        })
     }
 }
 
@@ -114,6 +120,7 @@ mod tests {
         RegistryArgs {
             listen,
             concern: None,
+            admin: None,
             config,
         }
     }
