@@ -68,8 +68,8 @@ pub trait RegistrySource: Clone + Send + Sync + 'static {
 }
 
 impl RegistrySource for RegistryStats {
-    fn metrics(&self) -> impl Future<Output = Result<RegistryMetrics, Stopped>> + Send {
-        async move { RegistryStats::metrics(self).await.ok_or(Stopped) }
+    async fn metrics(&self) -> Result<RegistryMetrics, Stopped> {
+        RegistryStats::metrics(self).await.ok_or(Stopped)
     }
 }
 

@@ -4,9 +4,8 @@
 //! link state, at 0 until counted), so a scrape of a fresh node already shows every series,
 //! plus any other label the driver reported. Both end with `switchboard_build_info`.
 //!
-//! The delivery latency is a histogram with fixed buckets
-//! ([`LATENCY_BUCKETS_NANOS`](crate::observe::LATENCY_BUCKETS_NANOS)), counted in whole
-//! nanoseconds and printed as exact decimal seconds, so the text is exact.
+//! The delivery latency is a histogram with fixed buckets ([`LATENCY_BUCKETS_NANOS`]),
+//! counted in whole nanoseconds and printed as exact decimal seconds, so the text is exact.
 
 use std::{collections::BTreeMap, fmt::Write as _};
 
