@@ -18,7 +18,9 @@ use std::{
 };
 
 use bytes::Bytes;
-use switchboard_core::{config::Config, ids::NodeId, node::SendError, outcome::Outcome};
+use switchboard_core::{
+    config::Config, discovery::address::Advertise, ids::NodeId, node::SendError, outcome::Outcome,
+};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::{
@@ -201,6 +203,7 @@ impl Future for PostedOutcome {
 pub struct NodeBuilder {
     config: Config,
     listen: SocketAddr,
+    advertise: Option<Advertise>,
     registry: RegistrySpec,
     tuning: ClientTuning,
     inbox_capacity: usize,
@@ -214,6 +217,7 @@ impl NodeBuilder {
         NodeBuilder {
             config: Config::new(id, name),
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            advertise: None,
             registry: RegistrySpec::None,
             tuning: ClientTuning::default(),
             inbox_capacity: INBOX_CAPACITY,
@@ -224,6 +228,16 @@ impl NodeBuilder {
     #[must_use]
     pub fn listen(mut self, addr: SocketAddr) -> NodeBuilder {
         self.listen = addr;
+        self
+    }
+
+    /// The address other hosts reach this node at, published in discovery instead of the
+    /// bound one (`atcp://host:port`, the port being the advertised one or else the bound
+    /// one). Needed for a cluster across hosts when listening on a wildcard address: without
+    /// it such a node publishes loopback. Ignored when the config sets `listen` itself.
+    #[must_use]
+    pub fn advertise(mut self, advertise: Advertise) -> NodeBuilder {
+        self.advertise = Some(advertise);
         self
     }
 
@@ -281,8 +295,9 @@ impl NodeBuilder {
     /// Binds the listener, creates the core `Node`, starts the registry backend and the
     /// driver task.
     ///
-    /// Filled in at start when left at their defaults: `listen` (the bound address as
-    /// `atcp://ip:port`, loopback for an unspecified ip), `pid`, `hostname`. Fresh entropy is
+    /// Filled in at start when left at their defaults: `listen` (the [advertised](Self::advertise)
+    /// address, else the bound address as `atcp://ip:port`, loopback for an unspecified ip),
+    /// `pid`, `hostname`. Fresh entropy is
     /// mixed into `rng_seed`, so a restarted node is always a new incarnation.
     ///
     /// # Errors
