@@ -37,15 +37,7 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
     .expect("accepted");
     assert_eq!(outcome, Outcome::Delivered);
     let got = recv_n(&mut b_inbox, 1).await;
-    assert_eq!(
-        got,
-        vec![Received {
-            from: NodeId(1),
-            via: NodeId(1),
-            msg_type: 7,
-            payload: hello
-        }]
-    );
+    assert_eq!(got, vec![Received::new(NodeId(1), NodeId(1), 7, hello)]);
 
     let reply = Bytes::from(vec![0xab; 3000]);
     let outcome = within(
@@ -56,15 +48,7 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
     .expect("accepted");
     assert_eq!(outcome, Outcome::Delivered);
     let got = recv_n(&mut a_inbox, 1).await;
-    assert_eq!(
-        got,
-        vec![Received {
-            from: NodeId(2),
-            via: NodeId(2),
-            msg_type: 8,
-            payload: reply
-        }]
-    );
+    assert_eq!(got, vec![Received::new(NodeId(2), NodeId(2), 8, reply)]);
 
     // Many in flight at once: all delivered, received in send order.
     let mut pending = Vec::new();

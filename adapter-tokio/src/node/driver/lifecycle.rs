@@ -118,6 +118,13 @@ fn start_backend(
         }
         #[cfg(not(feature = "etcd"))]
         RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
+        RegistrySpec::Custom(backend) => {
+            Ok(Some(backend.start(crate::registry::feed::Registration {
+                discovery: node.discovery_info(),
+                topology: node.config().topology_info(node.config().upstream),
+                incarnation: node.incarnation(),
+            })))
+        }
     }
 }
 
