@@ -375,10 +375,10 @@ impl MioNode {
                 let Some(registry) = &mut self.registry else {
                     return;
                 };
-                if let Some(conn) = &mut registry.conn {
-                    if !conn.queue(&bytes) {
-                        self.stop_registry_dial_with(|client| client.handle_closed(now));
-                    }
+                if let Some(conn) = &mut registry.conn
+                    && !conn.queue(&bytes)
+                {
+                    self.stop_registry_dial_with(|client| client.handle_closed(now));
                 }
             }
             Some(ClientOutput::Close) => {
@@ -509,11 +509,11 @@ impl MioNode {
             self.node.handle_timeout(now);
             self.drain(now);
         }
-        if let Some(registry) = &mut self.registry {
-            if registry.client.poll_timeout().is_some_and(|d| d <= now) {
-                registry.client.handle_timeout(now);
-                self.drain(now);
-            }
+        if let Some(registry) = &mut self.registry
+            && registry.client.poll_timeout().is_some_and(|d| d <= now)
+        {
+            registry.client.handle_timeout(now);
+            self.drain(now);
         }
         let late: Vec<LinkId> = self
             .links

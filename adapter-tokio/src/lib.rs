@@ -11,6 +11,52 @@
 //! [`clock::Clock`] is the one place wall-clock time enters the core. No routing decision
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and
 //! re-arms its timer.
+//!
+//! # Example
+//!
+//! An embedded registry and two nodes on loopback: `alpha` sends to `beta` by name and gets
+//! the outcome; `beta` reads the message from its [`Inbox`]. More in `examples/` (an echoing
+//! node, a client keeping many messages in flight, a registry of your own through
+//! [`registry::feed`]).
+//!
+//! ```
+//! use std::{net::SocketAddr, time::Duration};
+//!
+//! use bytes::Bytes;
+//! use switchboard_tokio::{
+//!     NodeBuilder, TargetSpec,
+//!     registry::spawn_registry,
+//!     switchboard_core::{ids::NodeId, outcome::Outcome, registry::server::ServerConfig},
+//! };
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//! let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+//! let registry = spawn_registry(loopback, ServerConfig::default(), 1).await?;
+//! // Root nodes (no upstream) link each other directly.
+//! let node = |id, name| {
+//!     NodeBuilder::new(NodeId(id), name)
+//!         .registry(registry.local_addr())
+//!         .config(|c| c.topology_policy.allow_direct_connection = true)
+//! };
+//! let (alpha, _alpha_inbox) = node(1, "alpha").start().await?;
+//! let (beta, mut beta_inbox) = node(2, "beta").start().await?;
+//! assert!(alpha.wait_known(&[NodeId(1), NodeId(2)], Duration::from_secs(10)).await);
+//!
+//! let outcome = alpha
+//!     .send(TargetSpec::Name("beta".into()), 7, Bytes::from_static(b"hello"))
+//!     .await?;
+//! assert_eq!(outcome, Outcome::Delivered);
+//! let got = beta_inbox.recv().await.expect("beta is running");
+//! assert_eq!((got.from, got.msg_type, &got.payload[..]), (NodeId(1), 7, &b"hello"[..]));
+//!
+//! alpha.shutdown().await?;
+//! beta.shutdown().await?;
+//! registry.shutdown().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
+//! ```
 
 #[cfg(feature = "admin")]
 pub mod admin;
@@ -24,8 +70,9 @@ pub mod registry;
 pub mod target;
 
 pub use node::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received, RegistrySpec,
-    SendFailure,
+    CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
+    RegistrySpec, SendFailure,
 };
 pub use observe::{Known, Metrics, Status};
+pub use switchboard_core;
 pub use target::TargetSpec;

@@ -11,6 +11,7 @@ pub use switchboard_core::node::{EndpointStatus, LinkStatus, RouteStatus, Status
 
 /// Counters since start and current gauges of one node.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Metrics {
     /// Sends the core accepted.
     pub sent: u64,
@@ -132,6 +133,7 @@ impl Histogram {
 /// What a node's registry view holds now, published by the driver on a watch channel after
 /// every registry event (see `NodeHandle::wait_for`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Known {
     /// Whether the registry backend reports the node registered.
     pub registered: bool,

@@ -37,15 +37,7 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
     .expect("accepted");
     assert_eq!(outcome, Outcome::Delivered);
     let got = recv_n(&mut b_inbox, 1).await;
-    assert_eq!(
-        got,
-        vec![Received {
-            from: NodeId(1),
-            via: NodeId(1),
-            msg_type: 7,
-            payload: hello
-        }]
-    );
+    assert_eq!(got, vec![Received::new(NodeId(1), NodeId(1), 7, hello)]);
 
     let reply = Bytes::from(vec![0xab; 3000]);
     let outcome = within(
@@ -56,15 +48,7 @@ async fn two_nodes_exchange_exact_payloads_in_order() {
     .expect("accepted");
     assert_eq!(outcome, Outcome::Delivered);
     let got = recv_n(&mut a_inbox, 1).await;
-    assert_eq!(
-        got,
-        vec![Received {
-            from: NodeId(2),
-            via: NodeId(2),
-            msg_type: 8,
-            payload: reply
-        }]
-    );
+    assert_eq!(got, vec![Received::new(NodeId(2), NodeId(2), 8, reply)]);
 
     // Many in flight at once: all delivered, received in send order.
     let mut pending = Vec::new();
@@ -266,4 +250,40 @@ async fn hash_and_round_robin_targets_pick_what_the_core_rings_pick() {
         assert_eq!(m.received, 10 + hashed, "worker {id}");
     }
     registry.kill();
+}
+
+/// A `submit` whose future is dropped before the node looked at the message withdraws it: it
+/// is never sent (its outcome could reach no one). One thread: the driver cannot take the
+/// command between its queueing and the drop.
+#[tokio::test(flavor = "current_thread")]
+async fn a_submit_dropped_before_the_node_looked_at_it_is_withdrawn() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let (a, _a_inbox) = start(direct(addr, 1, "alpha")).await;
+    let (_b, mut b_inbox) = start(direct(addr, 2, "beta")).await;
+    wait_known(&a, &[1, 2]).await;
+
+    // Polled once: the command is queued, the answer is awaited; then the future is dropped.
+    let mut withdrawn = Box::pin(a.submit(
+        TargetSpec::Id(NodeId(2)),
+        7,
+        Bytes::from_static(b"withdrawn"),
+    ));
+    let first =
+        std::future::poll_fn(|cx| std::task::Poll::Ready(withdrawn.as_mut().poll(cx))).await;
+    assert!(
+        first.is_pending(),
+        "the submit was answered without the driver"
+    );
+    drop(withdrawn);
+    let outcome = within(
+        "send",
+        a.send(TargetSpec::Id(NodeId(2)), 8, Bytes::from_static(b"kept")),
+    )
+    .await;
+    assert_eq!(outcome, Ok(Outcome::Delivered));
+    let got = recv_n(&mut b_inbox, 1).await;
+    assert_eq!((got[0].msg_type, &got[0].payload[..]), (8, &b"kept"[..]));
+    assert_eq!(a.metrics().await.expect("running").sent, 1);
 }

@@ -80,12 +80,7 @@ async fn nodes_register_in_etcd_and_route_by_what_they_read_there() {
     assert_eq!(outcome, Ok(Outcome::Delivered));
     assert_eq!(
         recv(&mut b_inbox).await,
-        Received {
-            from: NodeId(1),
-            via: NodeId(1),
-            msg_type: 7,
-            payload: hello
-        }
+        Received::new(NodeId(1), NodeId(1), 7, hello)
     );
     let reply = payload(2, 0);
     let outcome = within(
@@ -96,12 +91,7 @@ async fn nodes_register_in_etcd_and_route_by_what_they_read_there() {
     assert_eq!(outcome, Ok(Outcome::Delivered));
     assert_eq!(
         recv(&mut a_inbox).await,
-        Received {
-            from: NodeId(2),
-            via: NodeId(2),
-            msg_type: 8,
-            payload: reply
-        }
+        Received::new(NodeId(2), NodeId(2), 8, reply)
     );
 
     // Graceful shutdown revokes each lease: nothing is left behind.

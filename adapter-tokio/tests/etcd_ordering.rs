@@ -110,12 +110,7 @@ async fn start_b(
 }
 
 fn got(from: u64, via: u64, msg_type: u32, payload: Bytes) -> Received {
-    Received {
-        from: NodeId(from),
-        via: NodeId(via),
-        msg_type,
-        payload,
-    }
+    Received::new(NodeId(from), NodeId(via), msg_type, payload)
 }
 
 /// Whether `inbox` stays empty for `window`.

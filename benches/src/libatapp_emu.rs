@@ -184,35 +184,34 @@ impl LibatappSet {
         let mut touched = vec![Arc::as_ptr(&node) as usize];
         let mut old_name = None;
         let mut old_id = None;
-        if node.id != NodeId::NONE {
-            if let Some(old) = self.by_id.insert(node.id, Arc::clone(&node)) {
-                touched.push(Arc::as_ptr(&old) as usize);
-                if old.name != node.name {
-                    old_name = Some(old.name.clone());
-                }
+        if node.id != NodeId::NONE
+            && let Some(old) = self.by_id.insert(node.id, Arc::clone(&node))
+        {
+            touched.push(Arc::as_ptr(&old) as usize);
+            if old.name != node.name {
+                old_name = Some(old.name.clone());
             }
         }
-        if !node.name.is_empty() {
-            if let Some(old) = self.by_name.insert(node.name.clone(), Arc::clone(&node)) {
-                touched.push(Arc::as_ptr(&old) as usize);
-                if old.id != node.id {
-                    old_id = Some(old.id);
-                }
+        if !node.name.is_empty()
+            && let Some(old) = self.by_name.insert(node.name.clone(), Arc::clone(&node))
+        {
+            touched.push(Arc::as_ptr(&old) as usize);
+            if old.id != node.id {
+                old_id = Some(old.id);
             }
         }
-        if let Some(id) = old_id.filter(|id| *id != NodeId::NONE) {
-            if self.by_id.get(&id).is_some_and(|n| !Arc::ptr_eq(n, &node)) {
-                self.by_id.remove(&id);
-            }
+        if let Some(id) = old_id.filter(|id| *id != NodeId::NONE)
+            && self.by_id.get(&id).is_some_and(|n| !Arc::ptr_eq(n, &node))
+        {
+            self.by_id.remove(&id);
         }
-        if let Some(name) = old_name.filter(|n| !n.is_empty()) {
-            if self
+        if let Some(name) = old_name.filter(|n| !n.is_empty())
+            && self
                 .by_name
                 .get(&name)
                 .is_some_and(|n| !Arc::ptr_eq(n, &node))
-            {
-                self.by_name.remove(&name);
-            }
+        {
+            self.by_name.remove(&name);
         }
         self.clear_cache(Some(&node.metadata), &touched);
     }

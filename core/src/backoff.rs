@@ -117,10 +117,10 @@ impl BackoffConfig {
                 max: self.max,
             });
         }
-        if let Jitter::Proportional { percent } = self.jitter {
-            if percent > 100 {
-                return Err(BackoffConfigError::JitterPercentTooLarge { percent });
-            }
+        if let Jitter::Proportional { percent } = self.jitter
+            && percent > 100
+        {
+            return Err(BackoffConfigError::JitterPercentTooLarge { percent });
         }
         Ok(())
     }

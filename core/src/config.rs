@@ -18,7 +18,10 @@ use alloc::{borrow::ToOwned, collections::BTreeMap, string::String, vec, vec::Ve
 use core::net::SocketAddr;
 
 use crate::{
-    discovery::{DiscoveryInfo, TopologyData, TopologyInfo, address::published_tcp_address},
+    discovery::{
+        DiscoveryInfo, TopologyData, TopologyInfo,
+        address::{Advertise, published_tcp_address},
+    },
     ids::NodeId,
     time::Duration,
     topology::TopologyPolicy,
@@ -220,8 +223,28 @@ impl Config {
         hostname: impl FnOnce() -> String,
         entropy: u64,
     ) {
+        self.fill_from_process_advertised(bound, None, pid, hostname, entropy);
+    }
+
+    /// [`fill_from_process`](Self::fill_from_process) with the address the operator
+    /// advertises: an empty `listen` becomes `advertise`'s address
+    /// ([`Advertise::published`]: its host, and its port or else the bound one) when there is
+    /// one, else the address published for `bound`. Check beforehand with
+    /// [`check_listen`](crate::discovery::address::check_listen) that a wildcard listener has
+    /// an advertised address (without one it publishes loopback).
+    pub fn fill_from_process_advertised(
+        &mut self,
+        bound: SocketAddr,
+        advertise: Option<&Advertise>,
+        pid: u32,
+        hostname: impl FnOnce() -> String,
+        entropy: u64,
+    ) {
         if self.listen.is_empty() {
-            self.listen = vec![published_tcp_address(bound)];
+            self.listen = vec![match advertise {
+                Some(a) => a.published(bound.port()),
+                None => published_tcp_address(bound),
+            }];
         }
         if self.pid == 0 {
             self.pid = i64::from(pid);
@@ -445,6 +468,24 @@ mod tests {
             (set.listen[0].as_str(), set.pid, set.hostname.as_str()),
             ("atcp://10.0.0.1:1", 9, "mine")
         );
+    }
+
+    #[test]
+    fn an_advertised_address_is_published_with_the_bound_port_unless_it_has_one() {
+        let bound: SocketAddr = "0.0.0.0:4100".parse().expect("a socket address");
+        let host = Advertise::parse("10.0.0.5").expect("valid");
+        let mut c = valid();
+        c.fill_from_process_advertised(bound, Some(&host), 1, String::new, 0);
+        assert_eq!(c.listen, ["atcp://10.0.0.5:4100"]);
+        let with_port = Advertise::parse("node-a.example:7000").expect("valid");
+        let mut c = valid();
+        c.fill_from_process_advertised(bound, Some(&with_port), 1, String::new, 0);
+        assert_eq!(c.listen, ["atcp://node-a.example:7000"]);
+        // An operator's own `listen` wins.
+        let mut set = valid();
+        set.listen = alloc::vec!["atcp://10.0.0.1:1".to_string()];
+        set.fill_from_process_advertised(bound, Some(&host), 1, String::new, 0);
+        assert_eq!(set.listen, ["atcp://10.0.0.1:1"]);
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub(crate) struct RegistryArgs {
     \"admin\":\"HOST:PORT\"|null,\"registered\":BOOL,\"conflict\":\"WHY\"|null}; `conflict` \
     says why the registry refused the node (its id or name is held), which it keeps \
     retrying.\n\n\
-    Config file keys: id, name, identity, listen, upstream, registry, label (a table), admin, echo, \
+    Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
     etcd (a list), etcd_prefix, and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
     ...)."
@@ -94,6 +94,10 @@ pub(crate) struct NodeArgs {
     /// Address to listen on (port 0 = any free port).
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<SocketAddr>,
+    /// Address other hosts reach this node at, published instead of the bound one (PORT
+    /// defaults to the bound port); required with a wildcard --listen (0.0.0.0, [::]).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub(crate) advertise: Option<String>,
     /// Id of this node's upstream (its proxy).
     #[arg(long, value_name = "ID")]
     pub(crate) upstream: Option<u64>,
@@ -141,7 +145,7 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    wait_known, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
+    advertise, wait_known, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
 )]
 pub(crate) struct LoadArgs {
     /// Address of the embedded registry (exclusive with --etcd).
@@ -171,6 +175,10 @@ pub(crate) struct LoadArgs {
     /// Name of the load node (default `load-<pid>`).
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
+    /// Listen on all addresses and publish this one (PORT defaults to the bound port), for
+    /// targets on other hosts; without it the load node listens on 127.0.0.1.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub(crate) advertise: Option<String>,
     /// Seconds to wait for the registry and the target before sending (default 10).
     #[arg(long, value_name = "SECS")]
     pub(crate) wait_known: Option<f64>,
@@ -287,8 +295,25 @@ mod tests {
             ]
         );
         assert!(args.echo);
+        assert_eq!(args.advertise, None);
         assert_eq!(args.admin, None);
         assert_eq!(args.etcd.etcd, None);
+    }
+
+    #[test]
+    fn advertise_is_a_node_and_load_flag() {
+        let cli = Cli::try_parse_from(["switchboard", "node", "--advertise", "10.0.0.5:7"])
+            .expect("valid flags");
+        let Command::Node(args) = cli.command else {
+            panic!("not the node subcommand");
+        };
+        assert_eq!(args.advertise.as_deref(), Some("10.0.0.5:7"));
+        let cli = Cli::try_parse_from(["switchboard", "load", "--advertise", "h", "--to", "a"])
+            .expect("valid flags");
+        let Command::Load(args) = cli.command else {
+            panic!("not the load subcommand");
+        };
+        assert_eq!(args.advertise.as_deref(), Some("h"));
     }
 
     #[test]

@@ -48,13 +48,17 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
     let NodeOptions {
         core,
         listen,
+        advertise,
         registry,
         admin,
         echo,
     } = options;
     let id = core.id;
-    let (handle, inbox) = NodeBuilder::new(id, core.name.clone())
-        .listen(listen)
+    let mut builder = NodeBuilder::new(id, core.name.clone()).listen(listen);
+    if let Some(advertise) = advertise {
+        builder = builder.advertise(advertise);
+    }
+    let (handle, inbox) = builder
         .registry_spec(registry)
         .config(move |config| *config = core)
         .start()

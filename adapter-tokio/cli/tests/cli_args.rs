@@ -254,3 +254,54 @@ fn every_subcommand_has_help() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("message_timeout 3 s"), "{stdout}");
 }
+
+#[test]
+fn a_wildcard_listen_without_an_advertised_address_is_refused() {
+    let node = |extra: &[&str]| {
+        let mut args = vec![
+            "node",
+            "--id",
+            "7",
+            "--name",
+            "a",
+            "--registry",
+            "127.0.0.1:1",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    assert_usage_error(
+        &node(&["--listen", "0.0.0.0:0"]),
+        "error: advertise: required when listening on 0.0.0.0:0 (a wildcard address): give \
+         HOST[:PORT], the address other hosts reach this node at",
+    );
+    assert_usage_error(
+        &node(&["--listen", "[::]:4100"]),
+        "error: advertise: required when listening on [::]:4100 (a wildcard address): give \
+         HOST[:PORT], the address other hosts reach this node at",
+    );
+    assert_usage_error(
+        &node(&["--listen", "0.0.0.0:0", "--advertise", "10.0.0.5:99999"]),
+        "error: advertise: port \"99999\" is not a number in 1..=65535",
+    );
+    assert_usage_error(
+        &node(&["--listen", "0.0.0.0:0", "--advertise", "bad_host"]),
+        "error: advertise: \"bad_host\" is not a host name or IP address",
+    );
+    assert_usage_error(
+        &node(&["--listen", "127.0.0.1:0", "--advertise", "0.0.0.0"]),
+        "error: advertise: 0.0.0.0 is a wildcard address; give the address other hosts reach \
+         this node at",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write(
+        dir.path(),
+        "node.toml",
+        "id = 7\nname = \"a\"\nlisten = \"0.0.0.0:0\"\nadvertise = \"\"\n\
+         registry = \"127.0.0.1:1\"\n",
+    );
+    assert_usage_error(
+        &run(&["node", "--config", &config]),
+        "error: advertise: is empty; give HOST or HOST:PORT",
+    );
+}

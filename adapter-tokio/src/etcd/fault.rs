@@ -73,6 +73,8 @@ pub fn delay_watcher(prefix: &str, node: NodeId, kind: KeyKind) -> WatcherDelay 
 impl WatcherDelay {
     /// Waits until the watcher has stopped at this hold with something to deliver (its
     /// first list, or an event).
+    ///
+    /// **Cancellation:** safe; it only observes.
     pub async fn until_stopped(&self) {
         let mut stopped = self.hold.stopped.subscribe();
         // The sender lives in `self.hold`, so the channel cannot close while we wait.

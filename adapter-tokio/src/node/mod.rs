@@ -18,7 +18,9 @@ use std::{
 };
 
 use bytes::Bytes;
-use switchboard_core::{config::Config, ids::NodeId, node::SendError, outcome::Outcome};
+use switchboard_core::{
+    config::Config, discovery::address::Advertise, ids::NodeId, node::SendError, outcome::Outcome,
+};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::{
@@ -43,10 +45,57 @@ pub enum RegistrySpec {
     /// etcd (needs the `etcd` feature; without it `start` fails with
     /// [`StartError::EtcdDisabled`]).
     Etcd(crate::registry::EtcdOptions),
+    /// A backend of the application's own, speaking the feed contract
+    /// ([`crate::registry::feed`]).
+    Custom(CustomBackend),
 }
+
+/// A registry backend of the application's own: at start the node calls it once with its
+/// [`Registration`](crate::registry::Registration) and drives the [`Feed`](crate::registry::Feed)
+/// it returns (the backend keeps the [`FeedPort`](crate::registry::FeedPort) end, usually in a
+/// task it spawns). Called inside the tokio runtime, so it may spawn.
+///
+/// Two `CustomBackend`s are equal when they are clones of one.
+#[derive(Clone)]
+pub struct CustomBackend(Arc<StartBackend>);
+
+/// The function a [`CustomBackend`] wraps.
+type StartBackend =
+    dyn Fn(crate::registry::Registration) -> crate::registry::Feed + Send + Sync + 'static;
+
+impl CustomBackend {
+    /// A backend started by `start`.
+    pub fn new(
+        start: impl Fn(crate::registry::Registration) -> crate::registry::Feed + Send + Sync + 'static,
+    ) -> CustomBackend {
+        CustomBackend(Arc::new(start))
+    }
+
+    pub(crate) fn start(
+        &self,
+        registration: crate::registry::Registration,
+    ) -> crate::registry::Feed {
+        (self.0)(registration)
+    }
+}
+
+impl std::fmt::Debug for CustomBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CustomBackend(..)")
+    }
+}
+
+impl PartialEq for CustomBackend {
+    fn eq(&self, other: &CustomBackend) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for CustomBackend {}
 
 /// A message received by this node.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Received {
     /// The node that sent it.
     pub from: NodeId,
@@ -56,6 +105,19 @@ pub struct Received {
     pub msg_type: u32,
     /// The payload, byte for byte as sent.
     pub payload: Bytes,
+}
+
+impl Received {
+    /// A received message with these parts (for tests of code that handles them).
+    #[must_use]
+    pub fn new(from: NodeId, via: NodeId, msg_type: u32, payload: Bytes) -> Received {
+        Received {
+            from,
+            via,
+            msg_type,
+            payload,
+        }
+    }
 }
 
 /// Why a send was not accepted.
@@ -201,6 +263,7 @@ impl Future for PostedOutcome {
 pub struct NodeBuilder {
     config: Config,
     listen: SocketAddr,
+    advertise: Option<Advertise>,
     registry: RegistrySpec,
     tuning: ClientTuning,
     inbox_capacity: usize,
@@ -214,6 +277,7 @@ impl NodeBuilder {
         NodeBuilder {
             config: Config::new(id, name),
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            advertise: None,
             registry: RegistrySpec::None,
             tuning: ClientTuning::default(),
             inbox_capacity: INBOX_CAPACITY,
@@ -224,6 +288,16 @@ impl NodeBuilder {
     #[must_use]
     pub fn listen(mut self, addr: SocketAddr) -> NodeBuilder {
         self.listen = addr;
+        self
+    }
+
+    /// The address other hosts reach this node at, published in discovery instead of the
+    /// bound one (`atcp://host:port`, the port being the advertised one or else the bound
+    /// one). Needed for a cluster across hosts when listening on a wildcard address: without
+    /// it such a node publishes loopback. Ignored when the config sets `listen` itself.
+    #[must_use]
+    pub fn advertise(mut self, advertise: Advertise) -> NodeBuilder {
+        self.advertise = Some(advertise);
         self
     }
 
@@ -281,9 +355,14 @@ impl NodeBuilder {
     /// Binds the listener, creates the core `Node`, starts the registry backend and the
     /// driver task.
     ///
-    /// Filled in at start when left at their defaults: `listen` (the bound address as
-    /// `atcp://ip:port`, loopback for an unspecified ip), `pid`, `hostname`. Fresh entropy is
+    /// Filled in at start when left at their defaults: `listen` (the [advertised](Self::advertise)
+    /// address, else the bound address as `atcp://ip:port`, loopback for an unspecified ip),
+    /// `pid`, `hostname`. Fresh entropy is
     /// mixed into `rng_seed`, so a restarted node is always a new incarnation.
+    ///
+    /// **Cancellation:** dropping the future before it resolves drops what was bound or
+    /// spawned so far (the listener closes; a started driver sees its last handle gone and
+    /// shuts down gracefully).
     ///
     /// # Errors
     ///
@@ -335,6 +414,11 @@ impl NodeHandle {
 
     /// Sends and waits for the outcome.
     ///
+    /// **Cancellation:** as [`submit`](Self::submit) until the message is accepted; dropped
+    /// after that, the message is still delivered or failed by the node (and counted in its
+    /// metrics), only its outcome is no longer reported to anyone. Use `submit` to keep the
+    /// outcome future across a cancellation point.
+    ///
     /// # Errors
     ///
     /// The core refused the message, or the node stopped.
@@ -352,6 +436,14 @@ impl NodeHandle {
 
     /// Hands a message to the node; returns once it is accepted (or refused), with a future
     /// of its outcome. Use this to keep many messages in flight.
+    ///
+    /// **Cancellation:** dropping this future withdraws the message if the node has not
+    /// looked at it yet (while waiting for room in the command queue, or queued behind other
+    /// commands): it is then never sent. Only if the node accepts it in the instant between
+    /// its last check and the drop is it sent with no one to learn its outcome (the outcome
+    /// is still counted in [`metrics`](Self::metrics)). Once this returns, the
+    /// [`PendingOutcome`] may be dropped at any time: the message is still delivered or
+    /// failed, its outcome unobserved.
     ///
     /// # Errors
     ///
@@ -385,6 +477,10 @@ impl NodeHandle {
     /// one task can stream messages at full speed; the bounded command queue is the
     /// backpressure.
     ///
+    /// **Cancellation:** safe. Dropped before it returns, the message was not queued and is
+    /// never sent; once it returns the message is queued and will be sent (or refused) even if
+    /// the [`PostedOutcome`] is dropped, which makes `post` fire-and-forget.
+    ///
     /// # Errors
     ///
     /// The node stopped.
@@ -409,6 +505,9 @@ impl NodeHandle {
     /// instead of one per message — and returns, in order, each one's outcome future or why
     /// the core refused it. Use this to push many messages fast from one task.
     ///
+    /// **Cancellation:** as [`submit`](Self::submit), for the whole batch: dropped before the
+    /// node looked at it, none of the messages is sent.
+    ///
     /// # Errors
     ///
     /// The node stopped (nothing was accepted).
@@ -429,6 +528,9 @@ impl NodeHandle {
     /// Switches this node's upstream: publishes the new topology record to the registry (the
     /// core applies it when the registry reports it back, as for any node).
     ///
+    /// **Cancellation:** dropping the future after the command was queued does not withdraw
+    /// it: the switch still happens.
+    ///
     /// # Errors
     ///
     /// The node stopped.
@@ -441,6 +543,8 @@ impl NodeHandle {
 
     /// A point-in-time view of endpoints, routes and links.
     ///
+    /// **Cancellation:** safe; a dropped call only discards its answer.
+    ///
     /// # Errors
     ///
     /// The node stopped.
@@ -451,6 +555,8 @@ impl NodeHandle {
     }
 
     /// Counters and gauges.
+    ///
+    /// **Cancellation:** safe; a dropped call only discards its answer.
     ///
     /// # Errors
     ///
@@ -463,6 +569,9 @@ impl NodeHandle {
 
     /// Graceful stop: unregisters, fails what is queued with `Shutdown`, reports every
     /// outcome, closes links, ends the driver. Returns when it is done.
+    ///
+    /// **Cancellation:** dropping the future after the command was queued does not stop the
+    /// shutdown; it only stops waiting for its end.
     ///
     /// # Errors
     ///
@@ -489,6 +598,8 @@ impl NodeHandle {
     /// Waits until `done` holds for the node's registry view (checked now and after every
     /// registry event), at most `timeout`. Returns whether it held; `false` also when the node
     /// stopped.
+    ///
+    /// **Cancellation:** safe; it only observes.
     pub async fn wait_for(&self, timeout: Duration, mut done: impl FnMut(&Known) -> bool) -> bool {
         let mut known = self.known.clone();
         tokio::time::timeout(
@@ -501,11 +612,15 @@ impl NodeHandle {
 
     /// Waits until discovery and topology records of every node in `ids` are applied, at
     /// most `timeout`. Returns whether they are.
+    ///
+    /// **Cancellation:** safe; it only observes.
     pub async fn wait_known(&self, ids: &[NodeId], timeout: Duration) -> bool {
         self.wait_for(timeout, |k| k.knows_all(ids)).await
     }
 
     /// Waits until the registry backend reports the node registered, at most `timeout`.
+    ///
+    /// **Cancellation:** safe; it only observes.
     pub async fn wait_registered(&self, timeout: Duration) -> bool {
         self.wait_for(timeout, |k| k.registered).await
     }
@@ -528,6 +643,8 @@ pub struct Inbox {
 
 impl Inbox {
     /// The next message; `None` once the node stopped and everything was read.
+    ///
+    /// **Cancellation:** safe (use it in `select!`): a dropped call takes no message out.
     pub async fn recv(&mut self) -> Option<Received> {
         self.rx.recv().await
     }

@@ -19,6 +19,7 @@ pub const FEED_CAPACITY: usize = 1024;
 
 /// What a node registers: its records and this life's incarnation.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Registration {
     /// The node's discovery record (id, name, listen address, labels).
     pub discovery: DiscoveryInfo,
@@ -26,6 +27,18 @@ pub struct Registration {
     pub topology: TopologyInfo,
     /// The node's incarnation (`Node::incarnation`), new at every start.
     pub incarnation: u64,
+}
+
+impl Registration {
+    /// A registration of these records for this incarnation.
+    #[must_use]
+    pub fn new(discovery: DiscoveryInfo, topology: TopologyInfo, incarnation: u64) -> Registration {
+        Registration {
+            discovery,
+            topology,
+            incarnation,
+        }
+    }
 }
 
 /// From a backend to the node driver.

@@ -56,11 +56,15 @@ impl RegistryHandle {
     }
 
     /// The registry's epoch (new at every start).
+    ///
+    /// **Cancellation:** safe; it only reads.
     pub async fn epoch(&self) -> u64 {
         self.epoch
     }
 
     /// The entries it lists now (registered and protected); empty once it stopped.
+    ///
+    /// **Cancellation:** safe; a dropped call only discards its answer.
     pub async fn entries(&self) -> Vec<RegistryEntry> {
         let (tx, rx) = oneshot::channel();
         if self.control.send(Control::Entries(tx)).await.is_err() {
@@ -93,6 +97,10 @@ impl RegistryHandle {
     /// Stops gracefully — stops listening, flushes and closes every connection (clients see
     /// a close and keep their view: the node entries are not removed) — and waits until the
     /// task ended.
+    ///
+    /// **Cancellation:** dropping the future after the request was queued does not stop the
+    /// graceful stop; it only stops waiting for its end. Dropped before, the handle is gone and
+    /// the registry runs on (use [`kill`](Self::kill) to stop it).
     pub async fn shutdown(self) {
         let (tx, rx) = oneshot::channel();
         if self.control.send(Control::Shutdown(tx)).await.is_ok() {
@@ -123,6 +131,9 @@ impl RegistryStats {
 /// An address still held by a registry killed a moment ago in this process is retried for a
 /// short while, so a registry can be restarted on the same address right after
 /// [`RegistryHandle::kill`].
+///
+/// **Cancellation:** dropping the future before it resolves closes the listener bound so
+/// far; no registry task is left running.
 ///
 /// # Errors
 ///

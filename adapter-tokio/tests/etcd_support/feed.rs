@@ -27,8 +27,8 @@ pub fn registration(
     incarnation: u64,
 ) -> Registration {
     let identity = format!("instance-{id}-{incarnation}");
-    Registration {
-        discovery: DiscoveryInfo {
+    Registration::new(
+        DiscoveryInfo {
             id: NodeId(id),
             name: name.to_owned(),
             hostname: String::from("test-host"),
@@ -37,7 +37,7 @@ pub fn registration(
             identity: identity.clone(),
             ..DiscoveryInfo::default()
         },
-        topology: TopologyInfo {
+        TopologyInfo {
             id: NodeId(id),
             name: name.to_owned(),
             hostname: String::from("test-host"),
@@ -47,7 +47,7 @@ pub fn registration(
             ..TopologyInfo::default()
         },
         incarnation,
-    }
+    )
 }
 
 /// A running backend and everything it sent so far.

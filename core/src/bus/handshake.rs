@@ -82,10 +82,10 @@ pub fn check_peer(own: NodeId, token: &[u8], peer: &PeerHello<'_>) -> Result<(),
         return Err(RefuseReason::VersionMismatch);
     }
     let expected = proof(token, peer.node, peer.incarnation);
-    if let Some(expected) = expected {
-        if peer.proof != Some(&expected) {
-            return Err(RefuseReason::WrongCluster);
-        }
+    if let Some(expected) = expected
+        && peer.proof != Some(&expected)
+    {
+        return Err(RefuseReason::WrongCluster);
     }
     Ok(())
 }

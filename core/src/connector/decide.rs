@@ -137,11 +137,10 @@ impl Connector {
                 | Relation::TransitiveUpstream
                 | Relation::ImmediateDownstream
                 | Relation::TransitiveDownstream
-        ) {
-            if let Some(hop) = route.next_hop {
-                self.bind_through(target, hop);
-                return Ok(());
-            }
+        ) && let Some(hop) = route.next_hop
+        {
+            self.bind_through(target, hop);
+            return Ok(());
         }
         // A target neither registry knows: wait for one of its records rather than relay
         // blindly (it may not exist at all). The record's timer bounds the wait.

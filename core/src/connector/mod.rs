@@ -630,12 +630,12 @@ impl Connector {
             if r.has(RouteFlags::READY) {
                 self.emit(RouteEvent::Unready { target: id });
             }
-            if r.proxy.is_valid() {
-                if let Some(p) = self.records.get_mut(&r.proxy) {
-                    p.proxy_for.remove(&id);
-                    if !Self::needed(p) {
-                        work.push((r.proxy, FailReason::NoRoute));
-                    }
+            if r.proxy.is_valid()
+                && let Some(p) = self.records.get_mut(&r.proxy)
+            {
+                p.proxy_for.remove(&id);
+                if !Self::needed(p) {
+                    work.push((r.proxy, FailReason::NoRoute));
                 }
             }
             for &d in r.proxy_for.iter().rev() {

@@ -382,10 +382,10 @@ impl EndpointTable {
     /// What `target`'s messages end with at their deadlines: `Timeout` (`None`), or the
     /// reason its link (or its proxy's) was refused. Ignored without an endpoint.
     pub fn set_deadline_reason(&mut self, target: NodeId, reason: Option<FailReason>) {
-        if let Some(key) = self.endpoint_of(target) {
-            if let Some(e) = endpoint_at_mut(&mut self.slots, key) {
-                e.deadline_reason = reason.unwrap_or(FailReason::Timeout);
-            }
+        if let Some(key) = self.endpoint_of(target)
+            && let Some(e) = endpoint_at_mut(&mut self.slots, key)
+        {
+            e.deadline_reason = reason.unwrap_or(FailReason::Timeout);
         }
     }
 

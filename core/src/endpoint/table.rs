@@ -186,10 +186,10 @@ impl EndpointTable {
     /// only if that endpoint's id is unknown or `id` is [`NodeId::NONE`].
     #[must_use]
     pub fn find(&self, id: NodeId, name: &str) -> Option<Key> {
-        if id.is_valid() {
-            if let Some(key) = self.find_by_id(id) {
-                return Some(key);
-            }
+        if id.is_valid()
+            && let Some(key) = self.find_by_id(id)
+        {
+            return Some(key);
         }
         if name.is_empty() {
             return None;

@@ -176,17 +176,17 @@ impl Node {
             }
         }
         let failed_dial = down.peer.is_none() && down.refused.is_none();
-        if let Some(dialed) = down.dialed.filter(|_| failed_dial) {
-            if let Some(&incarnation) = self.suspects.get(&dialed) {
-                let announced = self
-                    .discovery
-                    .get_by_id(dialed)
-                    .map_or(0, |info| info.incarnation);
-                if announced == 0 || announced == incarnation {
-                    self.peer_dead(dialed, incarnation, Evidence::RedialFailed);
-                } else {
-                    self.suspects.remove(&dialed);
-                }
+        if let Some(dialed) = down.dialed.filter(|_| failed_dial)
+            && let Some(&incarnation) = self.suspects.get(&dialed)
+        {
+            let announced = self
+                .discovery
+                .get_by_id(dialed)
+                .map_or(0, |info| info.incarnation);
+            if announced == 0 || announced == incarnation {
+                self.peer_dead(dialed, incarnation, Evidence::RedialFailed);
+            } else {
+                self.suspects.remove(&dialed);
             }
         }
     }

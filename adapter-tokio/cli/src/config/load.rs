@@ -6,12 +6,12 @@ use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, time::Duration}
 use serde::Deserialize;
 use switchboard_core::{
     config::Config,
-    discovery::{Filter, Metadata},
+    discovery::{Filter, Metadata, address::Advertise},
     topology::TopologyPolicy,
 };
 use switchboard_tokio::{RegistrySpec, TargetSpec};
 
-use super::{Identity, core_config, read_toml, registry_spec};
+use super::{Identity, advertise, core_config, read_toml, registry_spec};
 use crate::{cli::LoadArgs, error::CliError, payload::SEQ_BYTES};
 
 /// Default in-flight window.
@@ -43,6 +43,8 @@ pub(crate) struct LoadFile {
     pub(crate) id: Option<u64>,
     /// `--name`.
     pub(crate) name: Option<String>,
+    /// `--advertise`.
+    pub(crate) advertise: Option<String>,
     /// `--wait-known`.
     pub(crate) wait_known: Option<f64>,
     /// `--window`.
@@ -62,6 +64,9 @@ pub(crate) struct LoadFile {
 pub(crate) struct LoadOptions {
     /// The load node's validated core config.
     pub(crate) core: Config,
+    /// Where the load node listens and what it publishes: with `advertise`, on every address
+    /// (port 0) publishing the advertised one; without, on 127.0.0.1 (the builder's default).
+    pub(crate) listen: Option<(SocketAddr, Advertise)>,
     /// Where the registry is.
     pub(crate) registry: RegistrySpec,
     /// Whom every message goes to.
@@ -167,6 +172,19 @@ impl LoadOptions {
             .name
             .or(file.name)
             .unwrap_or_else(|| format!("load-{pid}"));
+        let listen = match args.advertise.or(file.advertise) {
+            None => None,
+            Some(text) => {
+                let ip: std::net::IpAddr =
+                    if text.trim().starts_with('[') || text.matches(':').count() > 1 {
+                        std::net::Ipv6Addr::UNSPECIFIED.into()
+                    } else {
+                        std::net::Ipv4Addr::UNSPECIFIED.into()
+                    };
+                let wildcard = SocketAddr::new(ip, 0);
+                advertise(wildcard, Some(text))?.map(|a| (wildcard, a))
+            }
+        };
         let mut core = core_config(
             file.core,
             Identity {
@@ -183,6 +201,7 @@ impl LoadOptions {
         }
         Ok(LoadOptions {
             core,
+            listen,
             registry,
             target,
             count,
@@ -211,12 +230,39 @@ mod tests {
             size: Some(64),
             id: None,
             name: None,
+            advertise: None,
             wait_known: None,
             window: None,
             outcomes_log: None,
             config: None,
             etcd: EtcdArgs::default(),
         }
+    }
+
+    #[test]
+    fn an_advertised_load_node_listens_everywhere() {
+        assert!(
+            LoadOptions::resolve(args(), 1)
+                .expect("valid")
+                .listen
+                .is_none()
+        );
+        let mut a = args();
+        a.advertise = Some("10.0.0.5".to_owned());
+        let (listen, advertised) = LoadOptions::resolve(a, 1)
+            .expect("valid")
+            .listen
+            .expect("listens");
+        assert_eq!(listen, SocketAddr::from(([0, 0, 0, 0], 0)));
+        assert_eq!(advertised.published(9), "atcp://10.0.0.5:9");
+        let mut bad = args();
+        bad.advertise = Some("0.0.0.0".to_owned());
+        let e = LoadOptions::resolve(bad, 1).expect_err("wildcard advertised");
+        assert!(
+            e.to_string()
+                .starts_with("advertise: 0.0.0.0 is a wildcard"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -314,6 +360,7 @@ mod tests {
             size: None,
             id: None,
             name: None,
+            advertise: None,
             wait_known: None,
             window: None,
             outcomes_log: None,

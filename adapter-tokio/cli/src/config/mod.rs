@@ -17,7 +17,10 @@ use std::{
 };
 
 use serde::de::DeserializeOwned;
-use switchboard_core::config::{Config, ConfigError};
+use switchboard_core::{
+    config::{Config, ConfigError},
+    discovery::address::{Advertise, AdvertiseError, check_listen},
+};
 use switchboard_tokio::{RegistrySpec, registry::EtcdOptions};
 
 use crate::error::CliError;
@@ -163,6 +166,26 @@ pub(crate) fn registry_spec(
             Ok(RegistrySpec::Etcd(options))
         }
     }
+}
+
+/// The merged `advertise` value, parsed and checked against `listen` (required when it is a
+/// wildcard address).
+///
+/// # Errors
+///
+/// A bad host or port, or no `advertise` with a wildcard `listen` (field `advertise`).
+pub(crate) fn advertise(
+    listen: std::net::SocketAddr,
+    text: Option<String>,
+) -> Result<Option<Advertise>, CliError> {
+    let invalid = |e: AdvertiseError| CliError::invalid("advertise", e.to_string());
+    let advertise = text
+        .as_deref()
+        .map(Advertise::parse)
+        .transpose()
+        .map_err(invalid)?;
+    check_listen(listen, advertise.as_ref()).map_err(invalid)?;
+    Ok(advertise)
 }
 
 /// The identity a node's core config gets from flags.

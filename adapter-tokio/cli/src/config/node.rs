@@ -4,10 +4,13 @@
 use std::{collections::BTreeMap, net::SocketAddr};
 
 use serde::Deserialize;
-use switchboard_core::config::{Config, deployment_identity, host_name};
+use switchboard_core::{
+    config::{Config, deployment_identity, host_name},
+    discovery::address::Advertise,
+};
 use switchboard_tokio::RegistrySpec;
 
-use super::{Identity, core_config, read_toml, registry_spec};
+use super::{Identity, advertise, core_config, read_toml, registry_spec};
 use crate::{cli::NodeArgs, error::CliError};
 
 /// The node config file.
@@ -22,6 +25,8 @@ pub(crate) struct NodeFile {
     pub(crate) identity: Option<String>,
     /// `--listen`.
     pub(crate) listen: Option<SocketAddr>,
+    /// `--advertise`.
+    pub(crate) advertise: Option<String>,
     /// `--upstream`.
     pub(crate) upstream: Option<u64>,
     /// `--registry`.
@@ -55,6 +60,8 @@ pub(crate) struct NodeOptions {
     pub(crate) core: Config,
     /// Address to listen on.
     pub(crate) listen: SocketAddr,
+    /// Address published instead of the bound one.
+    pub(crate) advertise: Option<Advertise>,
     /// Where the registry is.
     pub(crate) registry: RegistrySpec,
     /// Admin endpoint address.
@@ -68,8 +75,9 @@ impl NodeOptions {
     ///
     /// # Errors
     ///
-    /// A bad config file, a missing `id`, `name`, `listen` or registry, a bad label, or a core
-    /// config that fails validation.
+    /// A bad config file, a missing `id`, `name`, `listen` or registry, a bad or missing
+    /// `advertise` (required with a wildcard `listen`), a bad label, or a core config that
+    /// fails validation.
     pub(crate) fn resolve(args: NodeArgs) -> Result<NodeOptions, CliError> {
         let file: NodeFile = read_toml(args.config.as_deref())?;
         let id = args
@@ -84,6 +92,7 @@ impl NodeOptions {
             .listen
             .or(file.listen)
             .ok_or_else(|| CliError::invalid("listen", "required: give --listen ADDR"))?;
+        let advertise = advertise(listen, args.advertise.or(file.advertise))?;
         let mut labels = file.label.unwrap_or_default();
         if labels.keys().any(String::is_empty) {
             return Err(CliError::invalid("label", "a label key is empty"));
@@ -127,6 +136,7 @@ impl NodeOptions {
         Ok(NodeOptions {
             core,
             listen,
+            advertise,
             registry,
             admin: args.admin.or(file.admin),
             echo: args.echo || file.echo.unwrap_or(false),
@@ -146,6 +156,7 @@ mod tests {
             id: None,
             name: None,
             listen: None,
+            advertise: None,
             upstream: None,
             identity: None,
             registry: None,
@@ -267,6 +278,39 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "registry: required: give --registry ADDR or --etcd URL"
+        );
+    }
+
+    #[test]
+    fn a_wildcard_listen_needs_an_advertised_address() {
+        let text = "id = 7\nname = \"n\"\nlisten = \"0.0.0.0:0\"\nregistry = \"127.0.0.1:1\"\n";
+        let (_dir, path) = write_config(text);
+        let e = NodeOptions::resolve(bare_args(Some(path.clone()))).expect_err("no advertise");
+        assert!(
+            e.to_string()
+                .starts_with("advertise: required when listening on 0.0.0.0:0"),
+            "{e}"
+        );
+        let mut args = bare_args(Some(path.clone()));
+        args.advertise = Some("10.0.0.5".to_owned());
+        let options = NodeOptions::resolve(args).expect("advertised");
+        assert_eq!(
+            options.advertise.map(|a| a.published(4100)).as_deref(),
+            Some("atcp://10.0.0.5:4100")
+        );
+        let (_dir2, in_file) = write_config(&format!("{text}advertise = \"node-a:7000\"\n"));
+        let options =
+            NodeOptions::resolve(bare_args(Some(in_file))).expect("advertised in the file");
+        assert_eq!(
+            options.advertise.map(|a| a.to_string()).as_deref(),
+            Some("node-a:7000")
+        );
+        let mut bad = bare_args(Some(path));
+        bad.advertise = Some("10.0.0.5:0".to_owned());
+        let e = NodeOptions::resolve(bad).expect_err("port 0");
+        assert_eq!(
+            e.to_string(),
+            "advertise: port \"0\" is not a number in 1..=65535"
         );
     }
 

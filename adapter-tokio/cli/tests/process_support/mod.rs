@@ -71,7 +71,24 @@ impl Proc {
     ///
     /// The binary cannot be started.
     pub fn spawn(label: &str, args: &[String]) -> Proc {
-        let mut command = Command::new(switchboard_bin());
+        Proc::spawn_wrapped(label, &[], args)
+    }
+
+    /// Starts `<wrapper...> switchboard <args>` (e.g. `ip netns exec NS switchboard ...`; the
+    /// wrapper must exec the binary, so the process id is switchboard's), as [`Proc::spawn`].
+    ///
+    /// # Panics
+    ///
+    /// The wrapper or the binary cannot be started.
+    pub fn spawn_wrapped(label: &str, wrapper: &[&str], args: &[String]) -> Proc {
+        let mut command = match wrapper.split_first() {
+            None => Command::new(switchboard_bin()),
+            Some((program, rest)) => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(switchboard_bin());
+                command
+            }
+        };
         command
             .args(args)
             .stdin(Stdio::null())

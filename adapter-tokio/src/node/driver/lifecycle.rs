@@ -29,6 +29,7 @@ pub(in crate::node) async fn start(
     let NodeBuilder {
         mut config,
         listen,
+        advertise,
         registry,
         tuning,
         inbox_capacity,
@@ -40,8 +41,9 @@ pub(in crate::node) async fn start(
     };
     let listener = net::bind_listener(listen).await.map_err(bind_error)?;
     let local_addr = listener.local_addr().map_err(bind_error)?;
-    config.fill_from_process(
+    config.fill_from_process_advertised(
         local_addr,
+        advertise.as_ref(),
         std::process::id(),
         net::hostname,
         net::entropy(),
@@ -116,6 +118,13 @@ fn start_backend(
         }
         #[cfg(not(feature = "etcd"))]
         RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
+        RegistrySpec::Custom(backend) => {
+            Ok(Some(backend.start(crate::registry::feed::Registration {
+                discovery: node.discovery_info(),
+                topology: node.config().topology_info(node.config().upstream),
+                incarnation: node.incarnation(),
+            })))
+        }
     }
 }
 

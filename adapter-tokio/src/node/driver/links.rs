@@ -411,18 +411,18 @@ fn push_out(entry: &mut Entry) {
     if entry.out.is_empty() {
         return;
     }
-    if let Some(socket) = &entry.socket {
-        if entry.written.load(Ordering::Acquire) == entry.handed {
-            match socket.try_write(&entry.out) {
-                Ok(n) if n == entry.out.len() => {
-                    entry.out.clear();
-                    return;
-                }
-                Ok(n) => bytes::Buf::advance(&mut entry.out, n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                // The writer task meets the error too and reports the link closed.
-                Err(_) => {}
+    if let Some(socket) = &entry.socket
+        && entry.written.load(Ordering::Acquire) == entry.handed
+    {
+        match socket.try_write(&entry.out) {
+            Ok(n) if n == entry.out.len() => {
+                entry.out.clear();
+                return;
             }
+            Ok(n) => bytes::Buf::advance(&mut entry.out, n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // The writer task meets the error too and reports the link closed.
+            Err(_) => {}
         }
     }
     let chunk = entry.out.split().freeze();

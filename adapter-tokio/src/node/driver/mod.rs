@@ -282,6 +282,13 @@ impl Driver {
                 payload,
                 accepted,
             } => {
+                // The submitter gave up (its `submit` future was dropped) before the node
+                // looked at the message: nothing is handed to the core, so nothing is sent
+                // whose outcome no one could learn.
+                if accepted.is_closed() {
+                    debug!("a submitted message was withdrawn before it was accepted");
+                    return;
+                }
                 let result = self
                     .send_one(now, target.as_target(), msg_type, payload)
                     .map(|msg| self.waiting_submit(now, msg));
@@ -301,6 +308,11 @@ impl Driver {
                 }
             },
             Command::SendBatch { messages, accepted } => {
+                // As for `Send`: a withdrawn batch is not handed to the core.
+                if accepted.is_closed() {
+                    debug!("a submitted batch was withdrawn before it was accepted");
+                    return;
+                }
                 let results = messages
                     .into_iter()
                     .map(|(target, msg_type, payload)| {

@@ -510,12 +510,12 @@ impl Links {
             link,
             peer: l.peer.or(l.dialed),
         });
-        if let Some(peer) = l.peer {
-            if let Some(set) = self.peer_links.get_mut(&peer) {
-                set.remove(&link);
-                if set.is_empty() {
-                    self.peer_links.remove(&peer);
-                }
+        if let Some(peer) = l.peer
+            && let Some(set) = self.peer_links.get_mut(&peer)
+        {
+            set.remove(&link);
+            if set.is_empty() {
+                self.peer_links.remove(&peer);
             }
         }
         Some(Down {

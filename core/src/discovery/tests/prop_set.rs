@@ -103,17 +103,18 @@ impl Model {
         }
         newest = newest.max(current.map(|c| self.nodes[c].revision));
         newest = newest.max(rival.map(|r| self.nodes[r].revision));
-        if let Some(held) = newest {
-            if held > rev {
-                return Applied::Stale {
-                    held_revision: held,
-                };
-            }
+        if let Some(held) = newest
+            && held > rev
+        {
+            return Applied::Stale {
+                held_revision: held,
+            };
         }
-        if let Some(c) = current {
-            if self.nodes[c].revision == rev && self.nodes[c].same_content(&info) {
-                return Applied::Duplicate;
-            }
+        if let Some(c) = current
+            && self.nodes[c].revision == rev
+            && self.nodes[c].same_content(&info)
+        {
+            return Applied::Duplicate;
         }
         let displaced = rival.map(|r| Box::new(self.nodes.remove(r)));
         self.tombs.retain(|(i, n, _)| {

@@ -138,10 +138,9 @@ impl Driver {
                 Output::Transmit { bytes, .. } => {
                     if let Ok(crate::wire::Decoded::Frame(crate::wire::Frame::Data(d), _)) =
                         crate::wire::decode(&bytes, crate::wire::DEFAULT_MAX_FRAME)
+                        && d.src == NodeId(OWN)
                     {
-                        if d.src == NodeId(OWN) {
-                            self.transmitted.push((d.dst, d.seq));
-                        }
+                        self.transmitted.push((d.dst, d.seq));
                     }
                 }
                 Output::Received { .. } | Output::Event(_) => {}

@@ -225,10 +225,10 @@ impl RegistryServer {
             return;
         };
         c.reader.push(bytes);
-        if c.registered.is_some() {
-            if let Some(timeout) = self.config.heartbeat_timeout {
-                self.timers.replace(Timer::Silence(conn), now + timeout);
-            }
+        if c.registered.is_some()
+            && let Some(timeout) = self.config.heartbeat_timeout
+        {
+            self.timers.replace(Timer::Silence(conn), now + timeout);
         }
         loop {
             let Some(c) = self.conns.get_mut(&conn) else {
@@ -467,14 +467,14 @@ impl RegistryServer {
         let Some(key) = EntryKey::of(&discovery) else {
             return self.fail(now, conn, ProtocolError::IdentityChanged);
         };
-        if let Some(t) = &topology {
-            if t.id != discovery.id {
-                let error = ProtocolError::TopologyMismatch {
-                    discovery: discovery.id,
-                    topology: t.id,
-                };
-                return self.fail(now, conn, error);
-            }
+        if let Some(t) = &topology
+            && t.id != discovery.id
+        {
+            let error = ProtocolError::TopologyMismatch {
+                discovery: discovery.id,
+                topology: t.id,
+            };
+            return self.fail(now, conn, error);
         }
         if let Some((holder, holder_incarnation)) = self.name_holder(&discovery.name, &key) {
             return self.refuse_name(conn, key, discovery.name, holder, holder_incarnation);
@@ -667,14 +667,14 @@ impl RegistryServer {
                 return self.fail(now, conn, error);
             }
         }
-        if let Some(t) = &update.topology {
-            if t.id != entry.discovery.id {
-                let error = ProtocolError::TopologyMismatch {
-                    discovery: entry.discovery.id,
-                    topology: t.id,
-                };
-                return self.fail(now, conn, error);
-            }
+        if let Some(t) = &update.topology
+            && t.id != entry.discovery.id
+        {
+            let error = ProtocolError::TopologyMismatch {
+                discovery: entry.discovery.id,
+                topology: t.id,
+            };
+            return self.fail(now, conn, error);
         }
         self.revision += 1;
         let revision = self.revision;

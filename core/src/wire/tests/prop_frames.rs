@@ -165,7 +165,7 @@ fn frame(spec: &Spec) -> Frame<'_> {
             versions,
             name: &spec.text,
             proof,
-            result: if spec.code % 2 == 0 {
+            result: if spec.code.is_multiple_of(2) {
                 Ok(())
             } else {
                 Err(pick(RefuseReason::ALL, spec.code / 2))

@@ -56,7 +56,7 @@ impl Etcd {
     fn put(&mut self, node: u64, version: u8) {
         self.revision += 1;
         let key = Etcd::key(node);
-        let value = if version % 4 == 0 {
+        let value = if version.is_multiple_of(4) {
             Vec::new()
         } else {
             format!(
