@@ -34,6 +34,10 @@ pub(crate) enum Command {
     Load(LoadArgs),
     /// Run an in-process cluster through a scripted series of failures and print a summary.
     Demo(DemoArgs),
+    /// Send one message and print its outcome as one JSON line.
+    Send(SendArgs),
+    /// List every node the registry knows.
+    Ls(LsArgs),
 }
 
 /// Where a node finds its registry when etcd is used (shared by `node`, `load`, `demo`).
@@ -171,6 +175,9 @@ pub(crate) struct LoadArgs {
     /// Seconds to wait for the registry and the target before sending (default 10).
     #[arg(long, value_name = "SECS")]
     pub(crate) wait_known: Option<f64>,
+    /// Join the tree under this proxy (send through it) instead of linking to targets directly.
+    #[arg(long, value_name = "ID")]
+    pub(crate) upstream: Option<u64>,
     /// Messages in flight at most (default 1024).
     #[arg(long, value_name = "N")]
     pub(crate) window: Option<usize>,
@@ -201,6 +208,67 @@ pub(crate) struct DemoArgs {
     /// etcd registry instead of the embedded one (the registry restart is then skipped).
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+}
+
+/// `switchboard send`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Prints one JSON line: {\"outcome\":\"delivered\",\"latency_us\":N} \
+    or the failure, named like load's failures (e.g. {\"outcome\":\"refused_unknown_target\"}, \
+    {\"outcome\":\"unknown_timeout\",\"latency_us\":N}). Exit 0 when delivered, 1 otherwise \
+    (with one line on stderr saying why), 2 for a bad flag. A --to NAME not yet known is \
+    waited for within --timeout-ms."
+)]
+pub(crate) struct SendArgs {
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// The target: a node name, or a node id (digits).
+    #[arg(long, value_name = "NAME|ID")]
+    pub(crate) to: String,
+    /// The payload, sent as its UTF-8 bytes.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) payload: String,
+    /// Message type.
+    #[arg(long = "type", value_name = "N", default_value_t = 1)]
+    pub(crate) msg_type: u32,
+    /// Bound on the whole run: the registry, the target, the outcome.
+    #[arg(long, value_name = "T", default_value_t = 5000)]
+    pub(crate) timeout_ms: u64,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+}
+
+/// `switchboard ls`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Lists every node in the registry's discovery records: id, name, \
+    addresses, upstream (0 = root, - = no topology record) and labels. Exit 1 when the \
+    registry does not answer within --timeout-ms."
+)]
+pub(crate) struct LsArgs {
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = LsFormat::Table)]
+    pub(crate) output: LsFormat,
+    /// Bound on the wait for the registry.
+    #[arg(long, value_name = "T", default_value_t = 5000)]
+    pub(crate) timeout_ms: u64,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+}
+
+/// `ls -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LsFormat {
+    /// Aligned columns with a header.
+    Table,
+    /// One JSON array.
+    Json,
 }
 
 /// Parses `key=value` (the key non-empty).

@@ -32,6 +32,7 @@
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
 mod cli;
+mod client;
 mod config;
 mod demo;
 mod error;
@@ -39,8 +40,10 @@ mod lifecycle;
 mod outcome_log;
 mod payload;
 mod run_load;
+mod run_ls;
 mod run_node;
 mod run_registry;
+mod run_send;
 mod stats;
 
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
@@ -97,6 +100,14 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run(demo::DemoOptions::resolve(args)?).await,
+        Command::Send(args) => {
+            run_send::run(run_send::SendOptions::resolve(args, std::process::id())?).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ls(args) => {
+            run_ls::run(run_ls::LsOptions::resolve(args, std::process::id())?).await?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -323,7 +323,10 @@ fn the_largest_data_payload_fills_the_default_frame_exactly() {
     let over = vec![7u8; MAX_DATA_PAYLOAD + 1];
     let mut out = Vec::new();
     assert_eq!(encode(&data(&over), &mut out), Ok(MAX + 1));
-    assert!(matches!(decode(&out, MAX), Err(DecodeError::FrameTooLarge { .. })));
+    assert!(matches!(
+        decode(&out, MAX),
+        Err(DecodeError::FrameTooLarge { .. })
+    ));
 }
 
 #[test]
