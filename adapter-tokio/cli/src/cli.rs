@@ -127,14 +127,19 @@ pub(crate) struct NodeArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Prints one JSON line: {\"sent\",\"delivered\",\"failed\":{reason:count},\
-    \"duplicates\",\"echoed\",\"p50_us\",\"p99_us\"}. `sent` counts every message handed to \
+    \"duplicates\",\"echoed\",\"p50_us\",\"p99_us\",\"max_us\",\"unknown\",\"lost\",\
+    \"elapsed_ms\",\"rate_achieved\",\"spans_ms\":{class:ms}}; exit 0 when every message was \
+    delivered, else 1 with one line on stderr saying why (also when the registry does not \
+    answer within --wait-known). `unknown` sums the unknown_* failures, `lost` is no_outcome, \
+    `spans_ms` the time from the first to the last outcome of each class. On a terminal, \
+    progress goes to stderr each second. `sent` counts every message handed to \
     the node (all --count of them); a refused one is counted under failed as \
     `refused_<why>`, so sent = delivered + the sum of failed. Outcome reasons: timeout, \
     queue_full, no_route, target_gone, target_restarted, shutdown; `unknown_<reason>` when \
     the message was transmitted but not acknowledged; `no_outcome` when none came in time. \
     Latency is from send to the Delivered outcome. Echoes (from a node run with --echo) are \
     counted by sequence number: a repeated one is a duplicate. The load node (label \
-    role=load, no upstream) links to its targets directly.\n\n\
+    role=load) links to its targets directly, or with --upstream sends through that proxy.\n\n\
     --outcomes-log FILE writes, when the run ends and before the summary, one line per \
     message in sequence order: `SEQ SENT_US OUTCOME_US OUTCOME`, the instants in \
     microseconds since the Unix epoch (the system clock, comparable across processes on one \
@@ -142,7 +147,7 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    wait_known, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
+    wait_known, upstream, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
 )]
 pub(crate) struct LoadArgs {
     /// Address of the embedded registry (exclusive with --etcd).
