@@ -34,6 +34,10 @@ pub(crate) enum Command {
     Load(LoadArgs),
     /// Run an in-process cluster through a scripted series of failures and print a summary.
     Demo(DemoArgs),
+    /// Send one message and print its outcome as one JSON line.
+    Send(SendArgs),
+    /// List every node the registry knows.
+    Ls(LsArgs),
 }
 
 /// Where a node finds its registry when etcd is used (shared by `node`, `load`, `demo`).
@@ -130,14 +134,19 @@ pub(crate) struct NodeArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Prints one JSON line: {\"sent\",\"delivered\",\"failed\":{reason:count},\
-    \"duplicates\",\"echoed\",\"p50_us\",\"p99_us\"}. `sent` counts every message handed to \
+    \"duplicates\",\"echoed\",\"p50_us\",\"p99_us\",\"max_us\",\"unknown\",\"lost\",\
+    \"elapsed_ms\",\"rate_achieved\",\"spans_ms\":{class:ms}}; exit 0 when every message was \
+    delivered, else 1 with one line on stderr saying why (also when the registry does not \
+    answer within --wait-known). `unknown` sums the unknown_* failures, `lost` is no_outcome, \
+    `spans_ms` the time from the first to the last outcome of each class. On a terminal, \
+    progress goes to stderr each second. `sent` counts every message handed to \
     the node (all --count of them); a refused one is counted under failed as \
     `refused_<why>`, so sent = delivered + the sum of failed. Outcome reasons: timeout, \
     queue_full, no_route, target_gone, target_restarted, shutdown; `unknown_<reason>` when \
     the message was transmitted but not acknowledged; `no_outcome` when none came in time. \
     Latency is from send to the Delivered outcome. Echoes (from a node run with --echo) are \
     counted by sequence number: a repeated one is a duplicate. The load node (label \
-    role=load, no upstream) links to its targets directly.\n\n\
+    role=load) links to its targets directly, or with --upstream sends through that proxy.\n\n\
     --outcomes-log FILE writes, when the run ends and before the summary, one line per \
     message in sequence order: `SEQ SENT_US OUTCOME_US OUTCOME`, the instants in \
     microseconds since the Unix epoch (the system clock, comparable across processes on one \
@@ -145,7 +154,7 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    advertise, wait_known, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
+    advertise, wait_known, upstream, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
 )]
 pub(crate) struct LoadArgs {
     /// Address of the embedded registry (exclusive with --etcd).
@@ -182,6 +191,9 @@ pub(crate) struct LoadArgs {
     /// Seconds to wait for the registry and the target before sending (default 10).
     #[arg(long, value_name = "SECS")]
     pub(crate) wait_known: Option<f64>,
+    /// Join the tree under this proxy (send through it) instead of linking to targets directly.
+    #[arg(long, value_name = "ID")]
+    pub(crate) upstream: Option<u64>,
     /// Messages in flight at most (default 1024).
     #[arg(long, value_name = "N")]
     pub(crate) window: Option<usize>,
@@ -212,6 +224,67 @@ pub(crate) struct DemoArgs {
     /// etcd registry instead of the embedded one (the registry restart is then skipped).
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+}
+
+/// `switchboard send`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Prints one JSON line: {\"outcome\":\"delivered\",\"latency_us\":N} \
+    or the failure, named like load's failures (e.g. {\"outcome\":\"refused_unknown_target\"}, \
+    {\"outcome\":\"unknown_timeout\",\"latency_us\":N}). Exit 0 when delivered, 1 otherwise \
+    (with one line on stderr saying why), 2 for a bad flag. A --to NAME not yet known is \
+    waited for within --timeout-ms."
+)]
+pub(crate) struct SendArgs {
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// The target: a node name, or a node id (digits).
+    #[arg(long, value_name = "NAME|ID")]
+    pub(crate) to: String,
+    /// The payload, sent as its UTF-8 bytes.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) payload: String,
+    /// Message type.
+    #[arg(long = "type", value_name = "N", default_value_t = 1)]
+    pub(crate) msg_type: u32,
+    /// Bound on the whole run: the registry, the target, the outcome.
+    #[arg(long, value_name = "T", default_value_t = 5000)]
+    pub(crate) timeout_ms: u64,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+}
+
+/// `switchboard ls`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Lists every node in the registry's discovery records: id, name, \
+    addresses, upstream (0 = root, - = no topology record) and labels. Exit 1 when the \
+    registry does not answer within --timeout-ms."
+)]
+pub(crate) struct LsArgs {
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = LsFormat::Table)]
+    pub(crate) output: LsFormat,
+    /// Bound on the wait for the registry.
+    #[arg(long, value_name = "T", default_value_t = 5000)]
+    pub(crate) timeout_ms: u64,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+}
+
+/// `ls -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LsFormat {
+    /// Aligned columns with a header.
+    Table,
+    /// One JSON array.
+    Json,
 }
 
 /// Parses `key=value` (the key non-empty).

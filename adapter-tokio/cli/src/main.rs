@@ -7,7 +7,10 @@
 //!                  [--label K=V]... [--admin ADDR] [--echo] [--config FILE]
 //! switchboard load (--registry ADDR | --etcd URL...) (--to NAME | --hash-key K [--filter K=V]...)
 //!                  --count N --rate R --size B [--id N] [--name NAME] [--wait-known SECS]
-//!                  [--window N] [--outcomes-log FILE] [--config FILE]
+//!                  [--upstream ID] [--window N] [--outcomes-log FILE] [--config FILE]
+//! switchboard send (--registry ADDR | --etcd URL...) --to NAME|ID --payload TEXT [--type N]
+//!                  [--timeout-ms T]
+//! switchboard ls (--registry ADDR | --etcd URL...) [-o table|json] [--timeout-ms T]
 //! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...]
 //! ```
 //!
@@ -19,7 +22,12 @@
 //!   every received message back to its sender; `--admin` serves `/metrics` (Prometheus text)
 //!   and `/status` (JSON).
 //! - `load` starts a node of its own, sends numbered messages at a steady rate and prints
-//!   `{"sent","delivered","failed":{reason:count},"duplicates","echoed","p50_us","p99_us"}`.
+//!   `{"sent","delivered","failed":{reason:count},"duplicates","echoed","p50_us","p99_us",
+//!   "max_us","unknown","lost","elapsed_ms","rate_achieved","spans_ms"}`; it exits 1 with one
+//!   stderr line when any message was not delivered or the registry did not answer.
+//! - `send` sends one message and prints `{"outcome":"delivered","latency_us":N}` or the
+//!   failure; exit 0 only when delivered.
+//! - `ls` prints every node the registry knows (a table, or a JSON array with `-o json`).
 //! - `demo` runs a whole cluster in this process through a scripted series of failures and
 //!   prints a table (and with `--json` a last line
 //!   `{"sent","delivered","failed","duplicates","lost","p50_us","p99_us"}`); it exits 0 only
@@ -32,6 +40,7 @@
 //! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
 
 mod cli;
+mod client;
 mod config;
 mod demo;
 mod error;
@@ -39,8 +48,10 @@ mod lifecycle;
 mod outcome_log;
 mod payload;
 mod run_load;
+mod run_ls;
 mod run_node;
 mod run_registry;
+mod run_send;
 mod stats;
 
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
@@ -97,6 +108,14 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run(demo::DemoOptions::resolve(args)?).await,
+        Command::Send(args) => {
+            run_send::run(run_send::SendOptions::resolve(args, std::process::id())?).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ls(args) => {
+            run_ls::run(run_ls::LsOptions::resolve(args, std::process::id())?).await?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

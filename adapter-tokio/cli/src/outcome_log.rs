@@ -12,8 +12,7 @@ use std::{
 
 use crate::{error::CliError, stats::NO_OUTCOME};
 
-/// Label of a `Delivered` outcome in the log.
-pub(crate) const DELIVERED: &str = "delivered";
+pub(crate) use crate::stats::DELIVERED;
 
 /// Microseconds since the Unix epoch now (0 if the clock is before it).
 pub(crate) fn unix_micros_now() -> u64 {

@@ -3,15 +3,17 @@
 
 use std::{
     collections::BTreeMap,
+    io::IsTerminal,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
 use serde::Serialize;
-use switchboard_tokio::{Inbox, NodeBuilder, NodeHandle, SendFailure};
+use switchboard_tokio::{Inbox, NodeBuilder, NodeHandle, SendFailure, TargetSpec};
 use tokio::{sync::Semaphore, time::Instant};
 
 use crate::{
+    client::{describe_failure, submit_when_known, wait_registered},
     config::load::LoadOptions,
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
@@ -46,25 +48,102 @@ pub(crate) struct LoadSummary {
     pub(crate) p50_us: u64,
     /// 99th percentile send → delivered latency, µs.
     pub(crate) p99_us: u64,
+    /// Largest send → delivered latency, µs.
+    pub(crate) max_us: u64,
+    /// Failures whose message was transmitted but not acknowledged (`unknown_*`): maybe
+    /// delivered.
+    pub(crate) unknown: u64,
+    /// Accepted messages without an outcome at the end (`no_outcome`).
+    pub(crate) lost: u64,
+    /// From the first send until every outcome came (or the final wait ended), ms.
+    pub(crate) elapsed_ms: u64,
+    /// Messages handed to the node per second, first send to last (0 for one message).
+    pub(crate) rate_achieved: u64,
+    /// Per outcome class (`delivered` or a failure name), ms from its first outcome to its
+    /// last.
+    pub(crate) spans_ms: BTreeMap<String, u64>,
+}
+
+/// How long a run took: the whole (first send → last outcome) and the send phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RunTiming {
+    /// First send → every outcome in (or the final wait over).
+    pub(crate) elapsed: Duration,
+    /// First send → last send.
+    pub(crate) sending: Duration,
 }
 
 impl LoadSummary {
     /// The summary of a finished run; accepted sends still in flight count as `no_outcome`.
-    pub(crate) fn new(mut tally: Tally, echoes: &DuplicateCounter) -> LoadSummary {
+    pub(crate) fn new(
+        mut tally: Tally,
+        echoes: &DuplicateCounter,
+        timing: RunTiming,
+    ) -> LoadSummary {
         let missing = tally.in_flight() + tally.stopped;
         if missing > 0 {
             *tally.failed.entry(NO_OUTCOME.to_owned()).or_default() += missing;
         }
         let (p50_us, p99_us) = tally.latency_percentiles();
+        let unknown = tally
+            .failed
+            .iter()
+            .filter(|(label, _)| label.starts_with("unknown_"))
+            .map(|(_, n)| n)
+            .sum();
+        let rate_achieved = match tally.sent {
+            0 | 1 => 0,
+            n => {
+                let secs = timing.sending.as_secs_f64();
+                if secs > 0.0 {
+                    // Rounded to whole messages per second; the cast saturates.
+                    ((n - 1) as f64 / secs).round() as u64
+                } else {
+                    0
+                }
+            }
+        };
         LoadSummary {
             sent: tally.sent,
             delivered: tally.delivered,
-            failed: tally.failed,
             duplicates: echoes.duplicates,
             echoed: echoes.unique,
             p50_us,
             p99_us,
+            max_us: tally.max_latency_us(),
+            unknown,
+            lost: missing,
+            elapsed_ms: u64::try_from(timing.elapsed.as_millis()).unwrap_or(u64::MAX),
+            rate_achieved,
+            spans_ms: tally.spans_ms(),
+            failed: tally.failed,
         }
+    }
+
+    /// Why the run failed, as one line, if any message was not delivered:
+    /// `load: 3 of 10 messages not delivered: refused unknown_target (no node named "a")`,
+    /// with a count per class when there are several.
+    pub(crate) fn undelivered_line(&self, target: &TargetSpec) -> Option<String> {
+        let undelivered: u64 = self.failed.values().sum();
+        if undelivered == 0 {
+            return None;
+        }
+        let classes: Vec<String> = if self.failed.len() == 1 {
+            self.failed
+                .keys()
+                .map(|label| describe_failure(label, target))
+                .collect()
+        } else {
+            self.failed
+                .iter()
+                .map(|(label, n)| format!("{n} {}", describe_failure(label, target)))
+                .collect()
+        };
+        Some(format!(
+            "load: {undelivered} of {} messages not delivered: {}",
+            self.sent,
+            classes.join(", ")
+        ))
     }
 }
 
@@ -90,34 +169,41 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
         .map_err(start_error)?;
     let echoes = Arc::new(Mutex::new(DuplicateCounter::default()));
     let echo_task = tokio::spawn(count_echoes(inbox, Arc::clone(&echoes)));
-    // The view is complete once registered, so a registered target is known by then. Names
-    // are not listed in the view (it holds ids): an unknown name is refused per send.
-    let own = handle.id();
-    let ready = handle
-        .wait_for(options.wait_known, |k| {
-            k.registered && k.discovery.keys().any(|id| *id != own)
-        })
-        .await;
-    if !ready {
-        tracing::warn!(
-            "the registry and the target were not known within {:?}; sending anyway",
-            options.wait_known
-        );
+    // Registered = the view is complete; a target not in it yet is waited for by the first
+    // send (within the same bound), see `submit_when_known`.
+    let known_deadline = Instant::now() + options.wait_known;
+    if let Err(e) = wait_registered(&handle, &options.registry, options.wait_known, "load").await {
+        handle.kill();
+        echo_task.abort();
+        return Err(e);
     }
     let tally = Arc::new(SharedTally::default());
     let log = options
         .outcomes_log
         .as_ref()
         .map(|_| Arc::new(OutcomeLog::default()));
-    let sent = send_all(&handle, &options, &tally, log.as_ref()).await;
+    let progress = std::io::stderr()
+        .is_terminal()
+        .then(|| tokio::spawn(report_progress(Arc::clone(&tally))));
+    let sent = send_all(&handle, &options, &tally, log.as_ref(), known_deadline).await;
     let outcome_deadline = Instant::now() + message_timeout + OUTCOME_MARGIN;
     while tally.lock().in_flight() > 0 && Instant::now() < outcome_deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let timing = match &sent {
+        Ok(phase) => RunTiming {
+            elapsed: phase.first.map_or(Duration::ZERO, |t| t.elapsed()),
+            sending: phase.sending(),
+        },
+        Err(_) => RunTiming::default(),
+    };
+    if let Some(progress) = progress {
+        progress.abort();
+    }
     settle_echoes(&echoes).await;
     let summary = {
         let echoes = echoes.lock().unwrap_or_else(PoisonError::into_inner);
-        LoadSummary::new(tally.snapshot(), &echoes)
+        LoadSummary::new(tally.snapshot(), &echoes, timing)
     };
     shutdown_bounded(&handle).await;
     echo_task.abort();
@@ -125,7 +211,49 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     if let (Some(log), Some(path)) = (&log, &options.outcomes_log) {
         log.write(path)?;
     }
-    print_json_line(&summary)
+    print_json_line(&summary)?;
+    match summary.undelivered_line(&options.target) {
+        Some(line) => Err(CliError::failed(line)),
+        None => Ok(()),
+    }
+}
+
+/// When the first and the last message were handed to the node.
+#[derive(Debug, Default, Clone, Copy)]
+struct SendPhase {
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl SendPhase {
+    fn sending(&self) -> Duration {
+        match (self.first, self.last) {
+            (Some(first), Some(last)) => last.duration_since(first),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// Every second, one line on stderr: elapsed seconds, sent, delivered, and delivered per
+/// second over the last second (only started when stderr is a terminal).
+async fn report_progress(tally: Arc<SharedTally>) {
+    let start = Instant::now();
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    ticker.tick().await;
+    let mut last_delivered = 0;
+    loop {
+        ticker.tick().await;
+        let (sent, delivered) = {
+            let t = tally.lock();
+            (t.sent, t.delivered)
+        };
+        eprintln!(
+            "load: {:>4}s sent {sent} delivered {delivered} ({} msg/s)",
+            start.elapsed().as_secs(),
+            delivered.saturating_sub(last_delivered)
+        );
+        last_delivered = delivered;
+    }
 }
 
 /// Sends every message, paced at `rate` per second (0 = unpaced), at most `window` in flight;
@@ -135,28 +263,48 @@ async fn send_all(
     options: &LoadOptions,
     tally: &Arc<SharedTally>,
     log: Option<&Arc<OutcomeLog>>,
-) -> Result<(), CliError> {
+    known_deadline: Instant,
+) -> Result<SendPhase, CliError> {
     let window = Arc::new(Semaphore::new(options.window));
-    let start = Instant::now();
+    let mut phase = SendPhase::default();
+    let mut start = Instant::now();
     for seq in 0..options.count {
-        if options.rate > 0 {
+        if options.rate > 0 && seq > 0 {
             tokio::time::sleep_until(start + send_offset(seq, options.rate)).await;
         }
         let permit = Arc::clone(&window)
             .acquire_owned()
             .await
             .map_err(|_| CliError::failed("the in-flight window closed"))?;
-        let sent_at = Instant::now();
-        if let Some(log) = log {
-            log.sent(seq, unix_micros_now());
-        }
-        let submitted = handle
-            .submit(
-                options.target.clone(),
+        let mut sent_at = Instant::now();
+        let mut sent_us = unix_micros_now();
+        let payload = payload::encode(seq, options.size);
+        let submitted = if seq == 0 {
+            // The first message waits for its target; the pacing starts once it is handed.
+            let submitted = submit_when_known(
+                handle,
+                &options.target,
                 LOAD_MSG_TYPE,
-                payload::encode(seq, options.size),
+                payload,
+                known_deadline,
             )
             .await;
+            // Counted from the attempt that was taken (or refused for good).
+            start = Instant::now();
+            sent_at = start;
+            sent_us = unix_micros_now();
+            submitted
+        } else {
+            handle
+                .submit(options.target.clone(), LOAD_MSG_TYPE, payload)
+                .await
+        };
+        if let Some(log) = log {
+            log.sent(seq, sent_us);
+        }
+        let now = Instant::now();
+        phase.first.get_or_insert(now);
+        phase.last = Some(now);
         match submitted {
             Ok(pending) => {
                 tally.lock().accepted();
@@ -184,7 +332,7 @@ async fn send_all(
             Err(other) => return Err(CliError::failed(format!("sending failed: {other}"))),
         }
     }
-    Ok(())
+    Ok(phase)
 }
 
 /// When message `seq` is due, counted from the start, at `rate` messages per second.
@@ -262,7 +410,11 @@ mod tests {
         let mut echoes = DuplicateCounter::default();
         echoes.record(0, 0);
         echoes.record(0, 0);
-        let summary = LoadSummary::new(tally, &echoes);
+        let timing = RunTiming {
+            elapsed: Duration::from_millis(1500),
+            sending: Duration::from_millis(500),
+        };
+        let summary = LoadSummary::new(tally, &echoes, timing);
         assert_eq!(
             summary,
             LoadSummary {
@@ -277,7 +429,25 @@ mod tests {
                 echoed: 1,
                 p50_us: 40,
                 p99_us: 40,
+                max_us: 40,
+                unknown: 0,
+                lost: 2,
+                elapsed_ms: 1500,
+                rate_achieved: 8,
+                spans_ms: BTreeMap::from([
+                    ("delivered".to_owned(), 0),
+                    ("no_route".to_owned(), 0),
+                    ("refused_unknown_target".to_owned(), 0),
+                ]),
             }
+        );
+        assert_eq!(
+            summary.undelivered_line(&TargetSpec::Name("a".to_owned())),
+            Some(
+                "load: 4 of 5 messages not delivered: 2 no_outcome (lost: no outcome came in \
+                 time), 1 no_route, 1 refused unknown_target (no node named \"a\")"
+                    .to_owned()
+            )
         );
         assert_eq!(
             summary.sent,
@@ -285,7 +455,7 @@ mod tests {
         );
         assert_eq!(
             serde_json::to_string(&summary).expect("json"),
-            r#"{"sent":5,"delivered":1,"failed":{"no_outcome":2,"no_route":1,"refused_unknown_target":1},"duplicates":1,"echoed":1,"p50_us":40,"p99_us":40}"#
+            r#"{"sent":5,"delivered":1,"failed":{"no_outcome":2,"no_route":1,"refused_unknown_target":1},"duplicates":1,"echoed":1,"p50_us":40,"p99_us":40,"max_us":40,"unknown":0,"lost":2,"elapsed_ms":1500,"rate_achieved":8,"spans_ms":{"delivered":0,"no_route":0,"refused_unknown_target":0}}"#
         );
     }
 }

@@ -5,7 +5,7 @@
 use std::{
     collections::{BTreeMap, HashSet},
     sync::{Mutex, MutexGuard, PoisonError},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use switchboard_core::{node::SendError, outcome::Outcome};
@@ -40,6 +40,9 @@ pub(crate) fn refusal_label(error: &SendError) -> String {
     format!("refused_{}", error.as_str())
 }
 
+/// Class of `Delivered` outcomes in spans and logs.
+pub(crate) const DELIVERED: &str = "delivered";
+
 /// Label of messages whose outcome did not come within the final wait (`load` only; the demo
 /// reports them as `lost`).
 pub(crate) const NO_OUTCOME: &str = "no_outcome";
@@ -59,13 +62,40 @@ pub(crate) struct Tally {
     pub(crate) latencies_us: Vec<u64>,
     /// Accepted sends whose outcome future ended without an outcome (the node was killed).
     pub(crate) stopped: u64,
+    /// When the first and the last outcome (or refusal) of each class came: `delivered` or
+    /// the failure label.
+    pub(crate) spans: BTreeMap<String, (Instant, Instant)>,
 }
 
 impl Tally {
     /// Counts a send the node refused.
     pub(crate) fn refused(&mut self, error: &SendError) {
         self.sent += 1;
-        *self.failed.entry(refusal_label(error)).or_default() += 1;
+        let label = refusal_label(error);
+        self.mark(&label);
+        *self.failed.entry(label).or_default() += 1;
+    }
+
+    /// An outcome of class `label` came now.
+    fn mark(&mut self, label: &str) {
+        let now = Instant::now();
+        match self.spans.get_mut(label) {
+            Some(span) => span.1 = now,
+            None => {
+                self.spans.insert(label.to_owned(), (now, now));
+            }
+        }
+    }
+
+    /// Milliseconds from the first to the last outcome of each class.
+    pub(crate) fn spans_ms(&self) -> BTreeMap<String, u64> {
+        self.spans
+            .iter()
+            .map(|(label, (first, last))| {
+                let ms = last.duration_since(*first).as_millis();
+                (label.clone(), u64::try_from(ms).unwrap_or(u64::MAX))
+            })
+            .collect()
     }
 
     /// Counts a send the node accepted (its outcome comes later).
@@ -80,10 +110,14 @@ impl Tally {
             Ok(outcome) => match failure_label(outcome) {
                 None => {
                     self.delivered += 1;
+                    self.mark(DELIVERED);
                     self.latencies_us
                         .push(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
                 }
-                Some(label) => *self.failed.entry(label).or_default() += 1,
+                Some(label) => {
+                    self.mark(&label);
+                    *self.failed.entry(label).or_default() += 1;
+                }
             },
             Err(Stopped) => self.stopped += 1,
         }
@@ -111,6 +145,11 @@ impl Tally {
         let mut sorted = self.latencies_us.clone();
         sorted.sort_unstable();
         (percentile(&sorted, 50), percentile(&sorted, 99))
+    }
+
+    /// The largest delivery latency, in µs (0 without deliveries).
+    pub(crate) fn max_latency_us(&self) -> u64 {
+        self.latencies_us.iter().copied().max().unwrap_or(0)
     }
 }
 
@@ -231,6 +270,11 @@ mod tests {
         assert_eq!(tally.in_flight(), 1);
         assert_eq!(tally.failed_total(), 2);
         assert_eq!(tally.latency_percentiles(), (100, 300));
+        assert_eq!(tally.max_latency_us(), 300);
+        assert_eq!(
+            tally.spans_ms().keys().collect::<Vec<_>>(),
+            ["delivered", "refused_unknown_target", "unknown_timeout"]
+        );
     }
 
     #[test]

@@ -235,9 +235,37 @@ fn load_through_a_proxy_to_an_echoing_leaf_accounts_for_every_message() {
         .map(String::as_str)
         .collect();
     assert_eq!(
-        keys.len(),
-        7,
-        "sent, delivered, failed, duplicates, echoed, p50_us, p99_us: {keys:?}"
+        keys,
+        [
+            "delivered",
+            "duplicates",
+            "echoed",
+            "elapsed_ms",
+            "failed",
+            "lost",
+            "max_us",
+            "p50_us",
+            "p99_us",
+            "rate_achieved",
+            "sent",
+            "spans_ms",
+            "unknown"
+        ],
+        "the summary's fields, sorted"
+    );
+    assert!(u64_field(&summary, "p99_us") <= u64_field(&summary, "max_us"));
+    assert_eq!(
+        (u64_field(&summary, "unknown"), u64_field(&summary, "lost")),
+        (0, 0)
+    );
+    assert_eq!(
+        summary["spans_ms"]
+            .as_object()
+            .expect("spans")
+            .keys()
+            .collect::<Vec<_>>(),
+        ["delivered"],
+        "{summary}"
     );
 
     let mut by_hash = Running::start(&[

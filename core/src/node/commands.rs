@@ -16,7 +16,7 @@ use crate::{
 };
 
 /// Largest payload a `Data` frame can carry with the default frame limit.
-pub(super) const MAX_PAYLOAD_LEN: usize = wire::DEFAULT_MAX_FRAME - wire::HEADER_LEN - 29;
+pub(super) const MAX_PAYLOAD_LEN: usize = wire::MAX_DATA_PAYLOAD;
 
 impl Node {
     /// Accepts a message for `target` and returns its id; its [`Output::Outcome`] follows

@@ -102,3 +102,8 @@ pub const HEADER_LEN: usize = 8;
 /// A receiver's frame limit when its configuration names none: 16 MiB, room for a registry
 /// snapshot of some ten thousand nodes.
 pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
+
+/// Largest payload a `Data` frame can carry within [`DEFAULT_MAX_FRAME`]: the frame limit less
+/// the header and the data frame's fixed fields. A node refuses a larger message
+/// (`SendError::PayloadTooLarge`).
+pub const MAX_DATA_PAYLOAD: usize = DEFAULT_MAX_FRAME - HEADER_LEN - decode::DATA_FIXED_LEN;

@@ -8,6 +8,7 @@ use switchboard_core::{
     config::Config,
     discovery::{Filter, Metadata, address::Advertise},
     topology::TopologyPolicy,
+    wire::MAX_DATA_PAYLOAD,
 };
 use switchboard_tokio::{RegistrySpec, TargetSpec};
 
@@ -47,6 +48,8 @@ pub(crate) struct LoadFile {
     pub(crate) advertise: Option<String>,
     /// `--wait-known`.
     pub(crate) wait_known: Option<f64>,
+    /// `--upstream`.
+    pub(crate) upstream: Option<u64>,
     /// `--window`.
     pub(crate) window: Option<usize>,
     /// `--outcomes-log`.
@@ -146,6 +149,15 @@ impl LoadOptions {
                 format!("must be at least {SEQ_BYTES} bytes (the sequence number), got {size}"),
             ));
         }
+        if size > MAX_DATA_PAYLOAD {
+            return Err(CliError::invalid(
+                "size",
+                format!(
+                    "must be at most {MAX_DATA_PAYLOAD} bytes (the largest payload a frame \
+                     carries), got {size}"
+                ),
+            ));
+        }
         let window = args.window.or(file.window).unwrap_or(DEFAULT_WINDOW);
         if window == 0 {
             return Err(CliError::invalid("window", "must be greater than zero"));
@@ -168,6 +180,7 @@ impl LoadOptions {
             args.etcd.etcd_prefix.or(file.etcd_prefix),
         )?;
         let id = args.id.or(file.id).unwrap_or(1_000_000 + u64::from(pid));
+        let upstream = args.upstream.or(file.upstream);
         let name = args
             .name
             .or(file.name)
@@ -190,13 +203,13 @@ impl LoadOptions {
             Identity {
                 id,
                 name,
-                upstream: None,
+                upstream,
                 labels: BTreeMap::from([("role".to_owned(), LOAD_ROLE.to_owned())]),
             },
         )?;
-        // The load node has no upstream: it links to its targets directly unless the file's
-        // [core] table chose a topology policy of its own.
-        if core.topology_policy == TopologyPolicy::default() {
+        // Without an upstream the load node links to its targets directly unless the file's
+        // [core] table chose a topology policy of its own; with one it sends through the tree.
+        if upstream.is_none() && core.topology_policy == TopologyPolicy::default() {
             core.topology_policy.allow_direct_connection = true;
         }
         Ok(LoadOptions {
@@ -232,6 +245,7 @@ mod tests {
             name: None,
             advertise: None,
             wait_known: None,
+            upstream: None,
             window: None,
             outcomes_log: None,
             config: None,
@@ -317,6 +331,34 @@ mod tests {
     }
 
     #[test]
+    fn a_size_above_the_frame_payload_limit_is_refused() {
+        let mut a = args();
+        a.size = Some(MAX_DATA_PAYLOAD);
+        assert!(LoadOptions::resolve(a, 1).is_ok());
+        let mut a = args();
+        a.size = Some(MAX_DATA_PAYLOAD + 1);
+        let e = LoadOptions::resolve(a, 1).expect_err("too large");
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "size: must be at most {MAX_DATA_PAYLOAD} bytes (the largest payload a frame \
+                 carries), got {}",
+                MAX_DATA_PAYLOAD + 1
+            )
+        );
+    }
+
+    #[test]
+    fn an_upstream_sends_through_the_tree() {
+        let mut a = args();
+        a.upstream = Some(10);
+        let options = LoadOptions::resolve(a, 1).expect("valid");
+        assert_eq!(options.core.upstream.0, 10);
+        assert!(!options.core.topology_policy.allow_direct_connection);
+    }
+
+    #[test]
     fn a_target_is_required() {
         let mut a = args();
         a.to = None;
@@ -362,6 +404,7 @@ mod tests {
             name: None,
             advertise: None,
             wait_known: None,
+            upstream: None,
             window: None,
             outcomes_log: None,
             config: Some(path),

@@ -153,3 +153,61 @@ pub(crate) fn http_get(addr: SocketAddr, path: &str) -> (u16, String, String) {
         .expect("a status code");
     (status, head.to_ascii_lowercase(), body.to_owned())
 }
+
+/// Runs `switchboard args...` to its end (killed after `limit`), with stdout and stderr
+/// captured; returns the output and how long it ran.
+pub(crate) fn run_to_end(args: &[&str], limit: Duration) -> (std::process::Output, Duration) {
+    let start = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the switchboard binary");
+    let (mut stdout, mut stderr) = (
+        child.stdout.take().expect("piped stdout"),
+        child.stderr.take().expect("piped stderr"),
+    );
+    let out = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stdout.read_to_end(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stderr.read_to_end(&mut text);
+        text
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("switchboard {args:?} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let elapsed = start.elapsed();
+    let output = std::process::Output {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    };
+    (output, elapsed)
+}
+
+/// A loopback port nothing listens on (bound once, then released).
+pub(crate) fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// The lines of captured output.
+pub(crate) fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}

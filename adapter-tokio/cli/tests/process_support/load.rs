@@ -126,23 +126,31 @@ pub fn spawn_load(spec: &LoadSpec) -> Proc {
     Proc::spawn(&spec.name, &spec.to_args())
 }
 
-/// Waits for a load run to exit 0 and parses its final JSON line.
+/// Waits for a load run to end and parses its final JSON line; the exit code must say
+/// whether every message was delivered (0) or not (1).
 ///
 /// # Panics
 ///
-/// It runs longer than `spec.run_bound()`, exits non-zero, or prints no summary.
+/// It runs longer than `spec.run_bound()`, exits otherwise, or prints no summary.
 #[must_use]
 pub fn finish_load(mut proc: Proc, spec: &LoadSpec) -> LoadSummary {
     let status = proc.wait_exit(spec.run_bound());
-    assert!(
-        status.success(),
-        "{}: exited with {status}\n{}",
+    let line = proc.last_json_line();
+    let summary: LoadSummary = serde_json::from_value(line.clone())
+        .unwrap_or_else(|e| panic!("{}: summary {line} does not parse: {e}", proc.label()));
+    let expected = if summary.failed.values().sum::<u64>() == 0 {
+        0
+    } else {
+        1
+    };
+    assert_eq!(
+        status.code(),
+        Some(expected),
+        "{}: exited with {status} after {line}\n{}",
         proc.label(),
         proc.diagnostics()
     );
-    let line = proc.last_json_line();
-    serde_json::from_value(line.clone())
-        .unwrap_or_else(|e| panic!("{}: summary {line} does not parse: {e}", proc.label()))
+    summary
 }
 
 /// Runs a load to completion.

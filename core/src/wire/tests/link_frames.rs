@@ -303,6 +303,33 @@ fn data_with_empty_payload_is_45_bytes() {
 }
 
 #[test]
+fn the_largest_data_payload_fills_the_default_frame_exactly() {
+    let payload = vec![7u8; MAX_DATA_PAYLOAD];
+    let data = |payload| {
+        Frame::Data(Data {
+            src: NodeId(1),
+            dst: NodeId(2),
+            seq: 1,
+            dst_incarnation: 0,
+            retransmit: false,
+            msg_type: 1,
+            hop_count: 0,
+            payload,
+        })
+    };
+    let mut out = Vec::new();
+    assert_eq!(encode(&data(&payload), &mut out), Ok(MAX));
+    assert!(matches!(decode(&out, MAX), Ok(Decoded::Frame(Frame::Data(_), n)) if n == MAX));
+    let over = vec![7u8; MAX_DATA_PAYLOAD + 1];
+    let mut out = Vec::new();
+    assert_eq!(encode(&data(&over), &mut out), Ok(MAX + 1));
+    assert!(matches!(
+        decode(&out, MAX),
+        Err(DecodeError::FrameTooLarge { .. })
+    ));
+}
+
+#[test]
 fn ack_unreachable_ping_pong_bye_have_exact_bytes() {
     for (frame, bytes) in [
         golden_ack(),

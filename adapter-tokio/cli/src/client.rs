@@ -1,0 +1,142 @@
+//! What the short-lived client subcommands (`load`, `send`, `ls`) share: the wait for the
+//! registry with a clear failure when it does not answer, a first send that waits (bounded)
+//! for its target to become known, and failures described in words.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use switchboard_core::node::SendError;
+use switchboard_tokio::{NodeHandle, PendingOutcome, RegistrySpec, SendFailure, TargetSpec};
+use tokio::time::Instant;
+
+use crate::error::CliError;
+
+/// How often a send refused for an unknown target is tried again while waiting for it.
+const TARGET_RETRY: Duration = Duration::from_millis(50);
+
+/// The registry as a person names it: `the registry at ADDR` or `etcd at URL,...`.
+pub(crate) fn registry_name(spec: &RegistrySpec) -> String {
+    match spec {
+        RegistrySpec::Embedded(addr) => format!("the registry at {addr}"),
+        RegistrySpec::Etcd(options) => format!("etcd at {}", options.endpoints.join(",")),
+        _ => "the registry".to_owned(),
+    }
+}
+
+/// Seconds as a person reads them (`10 s`, `1.5 s`).
+pub(crate) fn seconds(d: Duration) -> String {
+    format!("{} s", (d.as_secs_f64() * 1000.0).round() / 1000.0)
+}
+
+/// Waits at most `timeout` for `handle` to be registered (its view of the cluster is then
+/// complete).
+///
+/// # Errors
+///
+/// `what: <registry> did not answer within T` (the registry cannot be reached), or
+/// `what: <registry> refused the node: <why>` (its id or name is held).
+pub(crate) async fn wait_registered(
+    handle: &NodeHandle,
+    spec: &RegistrySpec,
+    timeout: Duration,
+    what: &str,
+) -> Result<(), CliError> {
+    handle
+        .wait_for(timeout, |k| k.registered || k.conflict.is_some())
+        .await;
+    let known = handle.known();
+    if known.registered {
+        return Ok(());
+    }
+    let registry = registry_name(spec);
+    Err(CliError::failed(match known.conflict {
+        Some(why) => format!("{what}: {registry} refused the {what} node: {why}"),
+        None => format!(
+            "{what}: {registry} did not answer within {}",
+            seconds(timeout)
+        ),
+    }))
+}
+
+/// Hands one message to the node; while it is refused because no known node matches the
+/// target (a name or ring not registered yet), tries again until `deadline`.
+///
+/// # Errors
+///
+/// The last refusal, or the node stopped.
+pub(crate) async fn submit_when_known(
+    handle: &NodeHandle,
+    target: &TargetSpec,
+    msg_type: u32,
+    payload: Bytes,
+    deadline: Instant,
+) -> Result<PendingOutcome, SendFailure> {
+    loop {
+        match handle
+            .submit(target.clone(), msg_type, payload.clone())
+            .await
+        {
+            Err(SendFailure::Refused(SendError::UnknownTarget))
+                if Instant::now() + TARGET_RETRY < deadline =>
+            {
+                tokio::time::sleep(TARGET_RETRY).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A failure label (`refused_unknown_target`, `unknown_timeout`, `no_outcome`, ...) in words,
+/// naming the target where that explains it.
+pub(crate) fn describe_failure(label: &str, target: &TargetSpec) -> String {
+    let text = match label.strip_prefix("refused_") {
+        Some(why) => format!("refused {why}"),
+        None => label.to_owned(),
+    };
+    match (label, target) {
+        ("refused_unknown_target", TargetSpec::Name(name)) => {
+            format!("{text} (no node named {name:?})")
+        }
+        ("refused_unknown_target", TargetSpec::Hash { .. }) => {
+            format!("{text} (no node matches the filter)")
+        }
+        ("refused_payload_too_large", _) => format!("{text} (above the frame payload limit)"),
+        ("no_outcome", _) => format!("{text} (lost: no outcome came in time)"),
+        _ => text,
+    }
+}
+
+/// Describes a target for messages: `"a"` or `id 7`.
+pub(crate) fn target_name(target: &TargetSpec) -> String {
+    match target {
+        TargetSpec::Id(id) => format!("id {}", id.0),
+        TargetSpec::Name(name) => format!("{name:?}"),
+        _ => "the hash ring".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_core::ids::NodeId;
+
+    use super::*;
+
+    #[test]
+    fn failures_are_described_with_their_target() {
+        let name = TargetSpec::Name("nosuch".to_owned());
+        assert_eq!(
+            describe_failure("refused_unknown_target", &name),
+            "refused unknown_target (no node named \"nosuch\")"
+        );
+        assert_eq!(
+            describe_failure("unknown_timeout", &name),
+            "unknown_timeout"
+        );
+        assert_eq!(
+            describe_failure("refused_no_route", &TargetSpec::Id(NodeId(3))),
+            "refused no_route"
+        );
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(seconds(Duration::from_secs(10)), "10 s");
+    }
+}

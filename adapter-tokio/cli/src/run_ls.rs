@@ -1,0 +1,304 @@
+//! `switchboard ls`: what the registry knows. A registry client of its own registers a
+//! short-lived `ls-<pid>` record (the registry answers registered clients only), takes the
+//! snapshot of discovery and topology records that comes with the registration, leaves at
+//! once (a goodbye, so nobody waits for it) and prints every other node.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use serde::Serialize;
+use switchboard_core::{
+    discovery::{DiscoveryInfo, TopologyInfo},
+    ids::NodeId,
+    registry::{RegistryEvent, client::ClientConfig},
+};
+use switchboard_tokio::{
+    RegistrySpec,
+    registry::{Feed, FeedCommand, FeedEvent, client::spawn_client},
+};
+use tokio::{sync::oneshot, time::Instant};
+
+use crate::{
+    cli::{LsArgs, LsFormat},
+    client::{registry_name, seconds},
+    config::{Identity, core_config, registry_spec},
+    error::CliError,
+    lifecycle::{print_json_line, run_seed},
+};
+
+/// Bound on the goodbye after the snapshot.
+const LEAVE_WAIT: Duration = Duration::from_secs(2);
+
+/// Everything `switchboard ls` runs with.
+#[derive(Debug)]
+pub(crate) struct LsOptions {
+    core: switchboard_core::config::Config,
+    registry: RegistrySpec,
+    format: LsFormat,
+    timeout: Duration,
+}
+
+impl LsOptions {
+    /// Checks the flags; `pid` names the client's record (`ls-<pid>`, id 1000000 + pid).
+    ///
+    /// # Errors
+    ///
+    /// No registry or two, a zero timeout.
+    pub(crate) fn resolve(args: LsArgs, pid: u32) -> Result<LsOptions, CliError> {
+        let registry = registry_spec(args.registry, args.etcd.etcd, args.etcd.etcd_prefix)?;
+        if args.timeout_ms == 0 {
+            return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
+        }
+        let core = core_config(
+            None,
+            Identity {
+                id: 1_000_000 + u64::from(pid),
+                name: format!("ls-{pid}"),
+                upstream: None,
+                labels: [("role".to_owned(), "ls".to_owned())].into(),
+            },
+        )?;
+        Ok(LsOptions {
+            core,
+            registry,
+            format: args.output,
+            timeout: Duration::from_millis(args.timeout_ms),
+        })
+    }
+}
+
+/// One listed node.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub(crate) struct NodeRow {
+    /// Node id (0 for a node published by name only).
+    id: u64,
+    /// Node name.
+    name: String,
+    /// Published listen addresses.
+    addresses: Vec<String>,
+    /// Its upstream (0 = a root); `None` without a topology record.
+    upstream: Option<u64>,
+    /// Its labels.
+    labels: BTreeMap<String, String>,
+}
+
+/// Reads the registry and prints the nodes.
+///
+/// # Errors
+///
+/// The registry did not answer within the timeout, or refused the client's record.
+pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
+    let own = options.core.id;
+    let discovery = options.core.discovery_info();
+    let topology = options.core.topology_info(NodeId::NONE);
+    let incarnation = run_seed();
+    let feed = match &options.registry {
+        RegistrySpec::Embedded(addr) => {
+            let mut info = discovery;
+            info.incarnation = incarnation;
+            spawn_client(*addr, ClientConfig::new(info, Some(topology), incarnation))
+        }
+        #[cfg(feature = "etcd")]
+        RegistrySpec::Etcd(etcd) => {
+            let mut info = discovery;
+            info.incarnation = incarnation;
+            switchboard_tokio::etcd::spawn_etcd(
+                etcd.clone(),
+                switchboard_tokio::registry::Registration::new(info, topology, incarnation),
+            )
+        }
+        _ => {
+            return Err(crate::lifecycle::start_error(
+                switchboard_tokio::node::StartError::EtcdDisabled,
+            ));
+        }
+    };
+    let rows = read_snapshot(feed, own, &options).await?;
+    match options.format {
+        LsFormat::Json => print_json_line(&rows),
+        LsFormat::Table => {
+            print!("{}", table(&rows));
+            Ok(())
+        }
+    }
+}
+
+/// Takes registry events until the registration (the snapshot is in by then), then leaves.
+async fn read_snapshot(
+    mut feed: Feed,
+    own: NodeId,
+    options: &LsOptions,
+) -> Result<Vec<NodeRow>, CliError> {
+    let deadline = Instant::now() + options.timeout;
+    let mut discovery: BTreeMap<(NodeId, String), DiscoveryInfo> = BTreeMap::new();
+    let mut topology: BTreeMap<NodeId, TopologyInfo> = BTreeMap::new();
+    let mut last_problem = None;
+    let registry = registry_name(&options.registry);
+    loop {
+        let event = match tokio::time::timeout_at(deadline, feed.events.recv()).await {
+            Ok(Some(event)) => event,
+            Ok(None) => {
+                return Err(CliError::failed(format!(
+                    "ls: {registry}: the client stopped"
+                )));
+            }
+            Err(_) => {
+                let why = last_problem.map_or(String::new(), |p| format!(" ({p})"));
+                return Err(CliError::failed(format!(
+                    "ls: {registry} did not answer within {}{why}",
+                    seconds(options.timeout)
+                )));
+            }
+        };
+        match event {
+            FeedEvent::Registry(event) => apply(&mut discovery, &mut topology, event),
+            FeedEvent::Registered => break,
+            FeedEvent::Disconnected { reason } => last_problem = Some(reason),
+            FeedEvent::Conflict { holder } => {
+                return Err(CliError::failed(format!(
+                    "ls: {registry} refused the ls client: {holder}"
+                )));
+            }
+            _ => {}
+        }
+    }
+    while let Ok(event) = feed.events.try_recv() {
+        if let FeedEvent::Registry(event) = event {
+            apply(&mut discovery, &mut topology, event);
+        }
+    }
+    leave(feed).await;
+    Ok(discovery
+        .into_values()
+        .filter(|info| info.id != own)
+        .map(|info| {
+            let topo = topology.get(&info.id);
+            let mut labels = topo.map(|t| t.data.label.clone()).unwrap_or_default();
+            labels.extend(info.metadata.labels.clone());
+            NodeRow {
+                id: info.id.0,
+                name: info.name,
+                addresses: info.listen,
+                upstream: topo.map(|t| t.upstream_id.0),
+                labels,
+            }
+        })
+        .collect())
+}
+
+/// Applies one registry change to the snapshot being read.
+fn apply(
+    discovery: &mut BTreeMap<(NodeId, String), DiscoveryInfo>,
+    topology: &mut BTreeMap<NodeId, TopologyInfo>,
+    event: RegistryEvent,
+) {
+    match event {
+        RegistryEvent::DiscoveryPut(info) => {
+            discovery.insert((info.id, info.name.clone()), info);
+        }
+        RegistryEvent::DiscoveryDelete { id, name, .. } => {
+            discovery.retain(|(i, n), _| !(*i == id && (name.is_empty() || *n == name)));
+        }
+        RegistryEvent::TopologyPut(info) => {
+            topology.insert(info.id, info);
+        }
+        RegistryEvent::TopologyDelete { id, .. } => {
+            topology.remove(&id);
+        }
+        _ => {}
+    }
+}
+
+/// Unregisters (bounded), still taking events so the backend is never blocked on the feed.
+async fn leave(mut feed: Feed) {
+    let (tx, mut rx) = oneshot::channel();
+    if feed.commands.send(FeedCommand::Shutdown(tx)).await.is_err() {
+        return;
+    }
+    let wait = async {
+        loop {
+            tokio::select! {
+                _ = &mut rx => return,
+                event = feed.events.recv() => if event.is_none() { return },
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LEAVE_WAIT, wait).await;
+}
+
+/// The rows as aligned columns under a header.
+fn table(rows: &[NodeRow]) -> String {
+    let mut lines = vec![[
+        "ID".to_owned(),
+        "NAME".to_owned(),
+        "UPSTREAM".to_owned(),
+        "ADDRESSES".to_owned(),
+        "LABELS".to_owned(),
+    ]];
+    let or_dash = |s: String| if s.is_empty() { "-".to_owned() } else { s };
+    for row in rows {
+        lines.push([
+            row.id.to_string(),
+            or_dash(row.name.clone()),
+            row.upstream.map_or("-".to_owned(), |u| u.to_string()),
+            or_dash(row.addresses.join(",")),
+            or_dash(
+                row.labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        ]);
+    }
+    let mut widths = [0usize; 5];
+    for line in &lines {
+        for (width, cell) in widths.iter_mut().zip(line) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for line in &lines {
+        let mut text = String::new();
+        for (i, (cell, width)) in line.iter().zip(widths).enumerate() {
+            if i + 1 == line.len() {
+                text.push_str(cell);
+            } else {
+                text.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_aligns_its_columns_under_a_header() {
+        let rows = [
+            NodeRow {
+                id: 10,
+                name: "proxy".to_owned(),
+                addresses: vec!["atcp://127.0.0.1:4000".to_owned()],
+                upstream: Some(0),
+                labels: BTreeMap::new(),
+            },
+            NodeRow {
+                id: 101,
+                name: "a".to_owned(),
+                addresses: vec!["atcp://127.0.0.1:4001".to_owned()],
+                upstream: Some(10),
+                labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
+            },
+        ];
+        assert_eq!(
+            table(&rows),
+            "ID   NAME   UPSTREAM  ADDRESSES              LABELS\n\
+             10   proxy  0         atcp://127.0.0.1:4000  -\n\
+             101  a      10        atcp://127.0.0.1:4001  role=leaf\n"
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! `switchboard send` and `switchboard ls` as real processes against a registry on
+//! 127.0.0.1: the outcome line and exit code of one message, the registry's nodes as JSON and
+//! as a table, and a clear failure when the registry cannot be reached.
+
+mod cli_support;
+
+use std::time::Duration;
+
+use cli_support::{Running, closed_port, lines, run_to_end, start_registry, str_field};
+use serde_json::{Value, json};
+
+/// Bound on one `send` or `ls` run.
+const RUN_LIMIT: Duration = Duration::from_secs(30);
+
+/// Starts a registered node; returns it and its listen address.
+fn start_node(args: &[&str]) -> (Running, String) {
+    let mut node = Running::start(args);
+    let ready = node.next_json("node ready");
+    assert_eq!(ready["registered"], true, "{ready}");
+    let listen = str_field(&ready, "listen").to_owned();
+    (node, listen)
+}
+
+/// A registry with a proxy (10) and an echoing leaf `a` (101) under it.
+fn cluster() -> (Vec<Running>, String, String, String) {
+    let (registry, addr) = start_registry();
+    let (proxy, proxy_listen) = start_node(&[
+        "node",
+        "--id",
+        "10",
+        "--name",
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &addr,
+    ]);
+    let (leaf, leaf_listen) = start_node(&[
+        "node",
+        "--id",
+        "101",
+        "--name",
+        "a",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "10",
+        "--registry",
+        &addr,
+        "--label",
+        "role=leaf",
+        "--echo",
+    ]);
+    (vec![registry, proxy, leaf], addr, proxy_listen, leaf_listen)
+}
+
+#[test]
+fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
+    let (_procs, registry, proxy_listen, leaf_listen) = cluster();
+    let (output, _) = run_to_end(&["ls", "--registry", &registry, "-o", "json"], RUN_LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{:?}", lines(&output.stderr));
+    let stdout = lines(&output.stdout);
+    assert_eq!(stdout.len(), 1, "{stdout:?}");
+    let listed: Value = serde_json::from_str(&stdout[0]).expect("a JSON array");
+    assert_eq!(
+        listed,
+        json!([
+            {"id": 10, "name": "proxy", "addresses": [format!("atcp://{proxy_listen}")],
+             "upstream": 0, "labels": {}},
+            {"id": 101, "name": "a", "addresses": [format!("atcp://{leaf_listen}")],
+             "upstream": 10, "labels": {"role": "leaf"}},
+        ])
+    );
+
+    let (output, _) = run_to_end(&["ls", "--registry", &registry], RUN_LIMIT);
+    assert_eq!(output.status.code(), Some(0));
+    let table = lines(&output.stdout);
+    assert_eq!(table.len(), 3, "a header and one row per node: {table:?}");
+    let cells: Vec<Vec<&str>> = table
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            vec!["ID", "NAME", "UPSTREAM", "ADDRESSES", "LABELS"],
+            vec!["10", "proxy", "0", &format!("atcp://{proxy_listen}"), "-"],
+            vec![
+                "101",
+                "a",
+                "10",
+                &format!("atcp://{leaf_listen}"),
+                "role=leaf"
+            ],
+        ]
+    );
+    // Aligned: every column starts at the same offset in each line.
+    let column = |line: &str, cell: &str| line.find(cell).expect("cell");
+    assert_eq!(column(&table[1], "atcp://"), column(&table[0], "ADDRESSES"));
+    assert_eq!(column(&table[2], "atcp://"), column(&table[0], "ADDRESSES"));
+}
+
+#[test]
+fn send_prints_the_outcome_and_exits_0_only_when_delivered() {
+    let (_procs, registry, _, _) = cluster();
+    for to in ["a", "101"] {
+        let (output, _) = run_to_end(
+            &[
+                "send",
+                "--registry",
+                &registry,
+                "--to",
+                to,
+                "--payload",
+                "hello",
+            ],
+            RUN_LIMIT,
+        );
+        assert_eq!(output.status.code(), Some(0), "{:?}", lines(&output.stderr));
+        let stdout = lines(&output.stdout);
+        assert_eq!(stdout.len(), 1, "{stdout:?}");
+        let result: Value = serde_json::from_str(&stdout[0]).expect("JSON");
+        let fields: Vec<&str> = result
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(fields, ["latency_us", "outcome"], "{result}");
+        assert_eq!(result["outcome"], "delivered");
+        assert!(result["latency_us"].as_u64().is_some(), "{result}");
+    }
+
+    let (output, elapsed) = run_to_end(
+        &[
+            "send",
+            "--registry",
+            &registry,
+            "--to",
+            "nosuch",
+            "--payload",
+            "x",
+            "--timeout-ms",
+            "1000",
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        lines(&output.stdout),
+        [r#"{"outcome":"refused_unknown_target"}"#]
+    );
+    assert_eq!(
+        lines(&output.stderr),
+        [
+            r#"error: send: not delivered to "nosuch": refused unknown_target (no node named "nosuch")"#
+        ]
+    );
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+}
+
+#[test]
+fn bad_send_flags_exit_2() {
+    let (output, _) = run_to_end(
+        &[
+            "send",
+            "--registry",
+            "127.0.0.1:1",
+            "--to",
+            "0",
+            "--payload",
+            "x",
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(lines(&output.stderr), ["error: to: node id 0 is reserved"]);
+    let (output, _) = run_to_end(&["send", "--to", "a", "--payload", "x"], RUN_LIMIT);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        lines(&output.stderr),
+        ["error: registry: required: give --registry ADDR or --etcd URL"]
+    );
+}
+
+#[test]
+fn ls_and_send_without_a_reachable_registry_exit_1_with_one_line() {
+    let registry = format!("127.0.0.1:{}", closed_port());
+    let (output, elapsed) = run_to_end(
+        &["ls", "--registry", &registry, "--timeout-ms", "1000"],
+        RUN_LIMIT,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = lines(&output.stderr);
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert!(
+        stderr[0].starts_with(&format!(
+            "error: ls: the registry at {registry} did not answer within 1 s"
+        )),
+        "{stderr:?}"
+    );
+    assert!(output.stdout.is_empty());
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+
+    let (output, _) = run_to_end(
+        &[
+            "send",
+            "--registry",
+            &registry,
+            "--to",
+            "a",
+            "--payload",
+            "x",
+            "--timeout-ms",
+            "1000",
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        lines(&output.stderr),
+        [format!(
+            "error: send: the registry at {registry} did not answer within 1 s"
+        )]
+    );
+}
