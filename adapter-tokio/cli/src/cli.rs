@@ -4,23 +4,54 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
 #[derive(Debug, Parser)]
 #[command(
     name = "switchboard",
-    version,
+    version = VERSION,
     about = "Run switchboard registries, nodes, load and the demo cluster",
     long_about = "Run switchboard registries, nodes, load and the demo cluster.\n\n\
-        Logs go to stderr, filtered by RUST_LOG (default `warn`). A bad flag or config value \
-        prints one line `error: <field>: <problem>` and exits with code 2.",
+        Logs go to stderr, filtered by RUST_LOG (default `warn`; an invalid filter is reported \
+        and the default used). A bad flag or config value prints one line \
+        `error: <field>: <problem>` (and clap's `tip:` line when it has one) and exits with \
+        code 2.",
+    after_help = "Examples:\n  \
+        switchboard registry --listen 127.0.0.1:7000\n  \
+        switchboard node --id 1 --name hub --listen 127.0.0.1:7101 --registry 127.0.0.1:7000\n  \
+        switchboard demo --seconds 10\n  \
+        switchboard completions bash > /etc/bash_completion.d/switchboard\n  \
+        switchboard man > switchboard.1",
     propagate_version = true
 )]
 pub(crate) struct Cli {
+    /// Log line format on stderr.
+    #[arg(long, value_enum, global = true, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
     /// What to run.
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// `--version`: the package version, the git commit it was built from (`unknown` outside a
+/// git checkout) and the enabled cargo features.
+pub(crate) const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SWITCHBOARD_GIT_COMMIT"),
+    ", features: ",
+    env!("SWITCHBOARD_FEATURES"),
+    ")"
+);
+
+/// The form of log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The subcommands.
@@ -34,6 +65,18 @@ pub(crate) enum Command {
     Load(LoadArgs),
     /// Run an in-process cluster through a scripted series of failures and print a summary.
     Demo(DemoArgs),
+    /// Print a shell completion script on stdout.
+    #[command(after_help = "Examples:\n  \
+        switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\n  \
+        switchboard completions zsh > ~/.zfunc/_switchboard")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout.
+    #[command(after_help = "Example:\n  switchboard man | man -l -")]
+    Man,
 }
 
 /// Where a node finds its registry when etcd is used (shared by `node`, `load`, `demo`).
@@ -41,23 +84,36 @@ pub(crate) enum Command {
 pub(crate) struct EtcdArgs {
     /// Use etcd as the registry: client URLs, comma separated (needs a build with the `etcd`
     /// feature).
-    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "URL[,URL...]",
+        value_delimiter = ',',
+        env = "SWITCHBOARD_ETCD"
+    )]
     pub(crate) etcd: Option<Vec<String>>,
-    /// Key prefix in etcd (default `/switchboard/`).
+    /// Key prefix in etcd [default: /switchboard/].
     #[arg(long, value_name = "P")]
     pub(crate) etcd_prefix: Option<String>,
 }
 
 /// `switchboard registry`.
 #[derive(Debug, Args)]
-#[command(after_help = "When ready it prints one line on stdout: \
+#[command(
+    after_help = "When ready it prints one line on stdout: \
     {\"ready\":\"registry\",\"listen\":\"HOST:PORT\"} (the real bound port).\n\n\
     Concern file (TOML): [concern] game = [\"gate\", \"chat\"] makes nodes of type `game` \
     follow only `gate` and `chat`; unlisted types follow everything.\n\
     Config file keys: listen, concern, and a [server] table with access_timeout_ms, \
-    disconnect_protection_ms, heartbeat_timeout_ms (0 = never), max_frame.")]
+    disconnect_protection_ms, heartbeat_timeout_ms (0 = never), max_frame.\n\n\
+    Examples:\n  \
+    switchboard registry --listen 127.0.0.1:7000\n  \
+    switchboard registry --listen 0.0.0.0:7000 --concern concern.toml",
+    override_usage = "switchboard registry --listen <ADDR> [OPTIONS]\n       \
+    switchboard registry --config <FILE> [OPTIONS]"
+)]
 pub(crate) struct RegistryArgs {
-    /// Address to listen on (port 0 = any free port).
+    /// Address to listen on (port 0 = any free port); required unless the config file gives
+    /// it.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<SocketAddr>,
     /// TOML file with the concern table.
@@ -79,11 +135,22 @@ pub(crate) struct RegistryArgs {
     Config file keys: id, name, identity, listen, upstream, registry, label (a table), admin, echo, \
     etcd (a list), etcd_prefix, and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
-    ...)."
+    ...).\n\n\
+    --id, --name and --listen are required unless the config file gives them; so is one of \
+    --registry and --etcd.\n\n\
+    Examples:\n  \
+    switchboard node --id 1 --name hub --listen 127.0.0.1:7101 --registry 127.0.0.1:7000\n  \
+    switchboard node --id 201 --name leaf-1 --listen 127.0.0.1:0 --upstream 1 \\\n      \
+    --registry 127.0.0.1:7000 --label role=leaf --echo --admin 127.0.0.1:9201\n  \
+    SWITCHBOARD_ETCD=http://127.0.0.1:2379 switchboard node --config node.toml",
+    override_usage = "switchboard node --id <ID> --name <NAME> --listen <ADDR> \
+    <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
+    switchboard node --config <FILE> [OPTIONS]",
+    allow_negative_numbers = true
 )]
 pub(crate) struct NodeArgs {
     /// Node id (non-zero).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "ID", value_parser = non_negative::<u64>)]
     pub(crate) id: Option<u64>,
     /// Node name, as published in discovery.
     #[arg(long, value_name = "NAME")]
@@ -91,8 +158,8 @@ pub(crate) struct NodeArgs {
     /// Address to listen on (port 0 = any free port).
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<SocketAddr>,
-    /// Id of this node's upstream (its proxy).
-    #[arg(long, value_name = "ID")]
+    /// Id of this node's upstream (its proxy) [default: none, a root node].
+    #[arg(long, value_name = "ID", value_parser = non_negative::<u64>)]
     pub(crate) upstream: Option<u64>,
     /// This deployment's identity, published in discovery and topology. A restart with the
     /// same identity takes its id's registration over at once; another identity is refused
@@ -100,7 +167,12 @@ pub(crate) struct NodeArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) identity: Option<String>,
     /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "etcd",
+        env = "SWITCHBOARD_REGISTRY"
+    )]
     pub(crate) registry: Option<SocketAddr>,
     /// A label `key=value` (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
@@ -138,11 +210,26 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    wait_known, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
+    wait_known, window, outcomes_log, etcd, etcd_prefix, and a [core] table.\n\n\
+    --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
+    file gives them; so is one of --registry and --etcd.\n\n\
+    Examples:\n  \
+    switchboard load --registry 127.0.0.1:7000 --to leaf-1 --count 10000 --rate 1000 --size 64\n  \
+    switchboard load --registry 127.0.0.1:7000 --hash-key user-42 --filter role=leaf \\\n      \
+    --count 1000 --rate 0 --size 256 --outcomes-log outcomes.txt",
+    override_usage = "switchboard load <--to <NAME>|--hash-key <K>> --count <N> --rate <R> \
+    --size <B> <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
+    switchboard load --config <FILE> [OPTIONS]",
+    allow_negative_numbers = true
 )]
 pub(crate) struct LoadArgs {
     /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "etcd",
+        env = "SWITCHBOARD_REGISTRY"
+    )]
     pub(crate) registry: Option<SocketAddr>,
     /// Send to the node with this name.
     #[arg(long, value_name = "NAME", conflicts_with = "hash_key")]
@@ -154,25 +241,25 @@ pub(crate) struct LoadArgs {
     #[arg(long = "filter", value_name = "K=V", value_parser = parse_label)]
     pub(crate) filters: Vec<(String, String)>,
     /// Messages to send.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = non_negative::<u64>)]
     pub(crate) count: Option<u64>,
     /// Messages per second (0 = as fast as the in-flight window allows).
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", value_parser = non_negative::<u64>)]
     pub(crate) rate: Option<u64>,
     /// Payload size in bytes (at least 8: the sequence number).
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", value_parser = non_negative::<usize>)]
     pub(crate) size: Option<usize>,
-    /// Id of the load node (default 1000000 + process id).
-    #[arg(long, value_name = "N")]
+    /// Id of the load node [default: 1000000 + process id].
+    #[arg(long, value_name = "N", value_parser = non_negative::<u64>)]
     pub(crate) id: Option<u64>,
-    /// Name of the load node (default `load-<pid>`).
+    /// Name of the load node [default: load-<pid>].
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
-    /// Seconds to wait for the registry and the target before sending (default 10).
+    /// Seconds to wait for the registry and the target before sending [default: 10].
     #[arg(long, value_name = "SECS")]
     pub(crate) wait_known: Option<f64>,
-    /// Messages in flight at most (default 1024).
-    #[arg(long, value_name = "N")]
+    /// Messages in flight at most [default: 1024].
+    #[arg(long, value_name = "N", value_parser = non_negative::<usize>)]
     pub(crate) window: Option<usize>,
     /// Write each message's send and outcome instants to FILE (format below).
     #[arg(long, value_name = "FILE")]
@@ -187,20 +274,33 @@ pub(crate) struct LoadArgs {
 
 /// `switchboard demo`.
 #[derive(Debug, Args)]
-#[command(after_help = crate::demo::HELP)]
+#[command(after_help = crate::demo::HELP, allow_negative_numbers = true)]
 pub(crate) struct DemoArgs {
     /// Length of the traffic phase in seconds (at least 1).
-    #[arg(long, value_name = "S", default_value_t = 20)]
+    #[arg(long, value_name = "S", default_value_t = 20, value_parser = non_negative::<u64>)]
     pub(crate) seconds: u64,
     /// Total messages per second over all senders (at least 4).
-    #[arg(long, value_name = "R", default_value_t = 1000)]
+    #[arg(long, value_name = "R", default_value_t = 1000, value_parser = non_negative::<u64>)]
     pub(crate) rate: u64,
-    /// No progress line; the last stdout line is the JSON summary.
+    /// stdout is only the JSON summary line; the table and progress go to stderr.
     #[arg(long)]
     pub(crate) json: bool,
     /// etcd registry instead of the embedded one (the registry restart is then skipped).
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+}
+
+/// Parses a whole number that cannot be negative; a negative one (clap lets it through as a
+/// value, see `allow_negative_numbers`) is a range error rather than "unexpected argument".
+pub(crate) fn non_negative<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    if text.trim_start().starts_with('-') {
+        return Err(format!("must be 0 or more, got {text}"));
+    }
+    text.parse().map_err(|e: T::Err| e.to_string())
 }
 
 /// Parses `key=value` (the key non-empty).

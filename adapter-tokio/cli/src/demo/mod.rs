@@ -60,7 +60,12 @@ p50 and p99 latency (send -> Delivered outcome). With --json the last stdout lin
 {\"sent\",\"delivered\",\"failed\":{reason:count},\"duplicates\",\"lost\",\"p50_us\",\"p99_us\"}; \
 sent = delivered + the sum of failed + lost (refused sends count under failed as \
 refused_<why>). Exit code 0 only if lost = 0 and duplicates = 0 (and no payload was \
-corrupted), else 1.";
+corrupted), else 1.
+
+Examples:
+  switchboard demo
+  switchboard demo --seconds 6 --rate 400 --json
+  switchboard demo --etcd http://127.0.0.1:2379";
 
 /// Bound on the wait for the initial cluster to know itself.
 const STARTUP_WAIT: Duration = Duration::from_secs(15);
