@@ -88,7 +88,8 @@ pub(crate) struct EtcdArgs {
         long,
         value_name = "URL[,URL...]",
         value_delimiter = ',',
-        env = "SWITCHBOARD_ETCD"
+        env = "SWITCHBOARD_ETCD",
+        value_parser = etcd_url
     )]
     pub(crate) etcd: Option<Vec<String>>,
     /// Key prefix in etcd [default: /switchboard/].
@@ -303,6 +304,61 @@ where
     text.parse().map_err(|e: T::Err| e.to_string())
 }
 
+/// Checks one etcd client URL: `http://` or `https://`, a host (a name, an IPv4 address or
+/// a bracketed IPv6 address) and a port, nothing after but an optional `/`.
+pub(crate) fn etcd_url(text: &str) -> Result<String, String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "{why} in etcd URL {text:?} (expected http://HOST:PORT)"
+        ))
+    };
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return bad("no scheme");
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return bad("the scheme is not http or https");
+    }
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !path.is_empty() {
+        return bad("a path");
+    }
+    if authority.contains('@') {
+        return bad("user info");
+    }
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let Some((v6, after)) = bracketed.split_once(']') else {
+            return bad("an unclosed `[`");
+        };
+        if v6.parse::<std::net::Ipv6Addr>().is_err() {
+            return bad("a bad IPv6 address");
+        }
+        let Some(port) = after.strip_prefix(':') else {
+            return bad("no port");
+        };
+        (v6, port)
+    } else {
+        let Some((host, port)) = authority.rsplit_once(':') else {
+            return bad("no port");
+        };
+        if host.contains(':') {
+            return bad("an IPv6 address without brackets");
+        }
+        (host, port)
+    };
+    let host_ok = !host.is_empty()
+        && (host.contains(':')
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'));
+    if !host_ok {
+        return bad("a bad host");
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(text.to_owned()),
+        _ => bad("a bad port"),
+    }
+}
+
 /// Parses `key=value` (the key non-empty).
 pub(crate) fn parse_label(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -320,6 +376,36 @@ mod tests {
     #[test]
     fn the_command_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn etcd_urls_need_a_scheme_a_host_and_a_port() {
+        for good in [
+            "http://127.0.0.1:2379",
+            "https://etcd-0.example.org:2379/",
+            "http://[::1]:2379",
+            "HTTP://localhost:1",
+        ] {
+            assert_eq!(etcd_url(good).as_deref(), Ok(good), "{good}");
+        }
+        for (bad, why) in [
+            ("ht!tp://::nope", "the scheme is not http or https"),
+            ("127.0.0.1:2379", "no scheme"),
+            ("grpc://h:1", "the scheme is not http or https"),
+            ("http://::1:2379", "an IPv6 address without brackets"),
+            ("http://[::1]", "no port"),
+            ("http://[nope]:1", "a bad IPv6 address"),
+            ("http://h", "no port"),
+            ("http://:2379", "a bad host"),
+            ("http://h!:2379", "a bad host"),
+            ("http://h:0", "a bad port"),
+            ("http://h:99999", "a bad port"),
+            ("http://h:1/v3", "a path"),
+            ("http://u@h:1", "user info"),
+        ] {
+            let e = etcd_url(bad).expect_err(bad);
+            assert!(e.starts_with(why), "{bad}: {e}");
+        }
     }
 
     #[test]

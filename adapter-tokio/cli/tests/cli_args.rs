@@ -409,3 +409,35 @@ fn the_man_page_is_roff() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_malformed_etcd_url_is_refused_before_anything_starts() {
+    // Checked with or without the `etcd` feature: the flag is parsed either way.
+    let output = run(&[
+        "node",
+        "--id",
+        "1",
+        "--name",
+        "a",
+        "--listen",
+        "127.0.0.1:0",
+        "--etcd",
+        "ht!tp://::nope",
+    ]);
+    assert_usage_error(
+        &output,
+        "error: invalid value 'ht!tp://::nope' for '--etcd <URL[,URL...]>': the scheme is not \
+         http or https in etcd URL \"ht!tp://::nope\" (expected http://HOST:PORT)",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write(
+        dir.path(),
+        "node.toml",
+        "id = 7\nname = \"a\"\nlisten = \"127.0.0.1:0\"\netcd = [\"http://127.0.0.1\"]\n",
+    );
+    let output = run(&["node", "--config", &config]);
+    assert_usage_error(
+        &output,
+        "error: etcd: no port in etcd URL \"http://127.0.0.1\" (expected http://HOST:PORT)",
+    );
+}

@@ -17,13 +17,34 @@ pub(super) enum RpcError {
     Timeout,
 }
 
+/// One line: a gRPC status as its code and message (not tonic's dump with details and
+/// metadata), any other error as its `Display` chain (`error: source: source ...`).
 impl fmt::Display for RpcError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RpcError::Etcd(e) => write!(f, "{e}"),
+            RpcError::Etcd(Error::GRpcStatus(status)) => {
+                write!(f, "etcd answered {:?}: {}", status.code(), status.message())
+            }
+            RpcError::Etcd(e) => f.write_str(&error_chain(e)),
             RpcError::Timeout => write!(f, "no answer within {RPC_TIMEOUT:?}"),
         }
     }
+}
+
+/// `error` and its sources on one line, joined by `: `; a source whose text the previous
+/// one already contains is skipped (wrappers often repeat their cause).
+pub(super) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    line.replace('\n', " ")
 }
 
 impl RpcError {
@@ -38,6 +59,43 @@ impl RpcError {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl fmt::Display for Layer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn the_chain_is_one_line_without_repeats() {
+        let error = Layer(
+            "transport error",
+            Some(Box::new(Layer(
+                "tcp connect error",
+                Some(Box::new(Layer("Connection refused (os error 111)", None))),
+            ))),
+        );
+        assert_eq!(
+            error_chain(&error),
+            "transport error: tcp connect error: Connection refused (os error 111)"
+        );
+        let repeated = Layer("a: b", Some(Box::new(Layer("b", None))));
+        assert_eq!(error_chain(&repeated), "a: b");
     }
 }
 

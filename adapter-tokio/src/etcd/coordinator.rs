@@ -78,6 +78,9 @@ pub(super) enum LeaseUpdate {
 
 /// Delay between attempts to build a client from the endpoints.
 const CONNECT_RETRY: Duration = Duration::from_secs(3);
+/// Longest gap between two warnings that the etcd endpoints are still unusable (the first
+/// failure is reported at once, then after 3 s, 6 s, 12 s ... up to this).
+const CONNECT_REPORT_MAX_GAP: Duration = Duration::from_secs(60);
 /// Capacity of the report channel from the sub-tasks.
 const REPORT_CAPACITY: usize = 256;
 
@@ -242,14 +245,35 @@ async fn connect(
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_require_leader(true);
     let mut reported = false;
+    let mut failures: u64 = 0;
+    let mut next_warning = tokio::time::Instant::now();
+    let mut warning_gap = CONNECT_RETRY;
+    let endpoints = options.endpoints.join(",");
     loop {
         let attempt =
             etcd_client::Client::connect(&options.endpoints, Some(connect_options.clone()));
         let error = match bounded(attempt).await {
-            Ok(client) => return Some(client),
+            Ok(client) => {
+                if failures > 0 {
+                    tracing::info!(%endpoints, failures, "etcd reachable again");
+                }
+                return Some(client);
+            }
             Err(e) => e,
         };
-        tracing::warn!(endpoints = ?options.endpoints, %error, "cannot use the etcd endpoints");
+        failures += 1;
+        let now = tokio::time::Instant::now();
+        if now >= next_warning {
+            tracing::warn!(
+                %endpoints,
+                failures,
+                "cannot use the etcd endpoints: {error}; retrying every {CONNECT_RETRY:?}"
+            );
+            next_warning = now + warning_gap;
+            warning_gap = (warning_gap * 2).min(CONNECT_REPORT_MAX_GAP);
+        } else {
+            tracing::debug!(%endpoints, failures, %error, "etcd endpoints still unusable");
+        }
         if !reported {
             reported = true;
             let reason = format!("cannot use etcd endpoints {:?}: {error}", options.endpoints);
