@@ -151,7 +151,7 @@ pub(crate) fn spawn_sender(
                 }
                 Err(SendFailure::Refused(e)) => tally.lock().refused(&e),
                 Err(e) => {
-                    tracing::warn!(client = %client.id(), error = %e, "sender stopped");
+                    tracing::warn!(client = client.id().0, error = %e, "sender stopped");
                     return;
                 }
             }
