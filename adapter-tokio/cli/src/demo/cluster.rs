@@ -180,6 +180,14 @@ impl Cluster {
         Ok(())
     }
 
+    /// The running nodes whose registration the registry refuses now, with why.
+    pub(crate) fn conflicts(&self) -> Vec<(NodeId, String)> {
+        self.nodes
+            .iter()
+            .filter_map(|(id, node)| node.handle.known().conflict.map(|why| (*id, why)))
+            .collect()
+    }
+
     /// The handle of a running node.
     pub(crate) fn handle(&self, id: NodeId) -> Option<&NodeHandle> {
         self.nodes.get(&id).map(|n| &n.handle)
