@@ -16,6 +16,9 @@ const RUN_LIMIT: Duration = Duration::from_secs(30);
 fn run(args: &[&str]) -> Output {
     let mut child = Command::new(BIN)
         .args(args)
+        // The environment may name a registry; these cases are about the flags alone.
+        .env_remove("SWITCHBOARD_REGISTRY")
+        .env_remove("SWITCHBOARD_ETCD")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
