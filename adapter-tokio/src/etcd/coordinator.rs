@@ -24,7 +24,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 
 use super::{
     CONNECT_TIMEOUT, HTTP2_KEEPALIVE_INTERVAL, HTTP2_KEEPALIVE_TIMEOUT, RPC_TIMEOUT,
-    convert::bounded,
+    convert::{WarnBackoff, bounded},
     lease_task::{LeaseCommand, LeaseTask, lease_config},
     stats::{EtcdStats, slot},
     watch_task::WatchTask,
@@ -245,34 +245,27 @@ async fn connect(
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_require_leader(true);
     let mut reported = false;
-    let mut failures: u64 = 0;
-    let mut next_warning = tokio::time::Instant::now();
-    let mut warning_gap = CONNECT_RETRY;
+    let mut warnings = WarnBackoff::new(CONNECT_RETRY, CONNECT_REPORT_MAX_GAP);
     let endpoints = options.endpoints.join(",");
     loop {
         let attempt =
             etcd_client::Client::connect(&options.endpoints, Some(connect_options.clone()));
         let error = match bounded(attempt).await {
             Ok(client) => {
-                if failures > 0 {
-                    tracing::info!(%endpoints, failures, "etcd reachable again");
+                if let Some(failures) = warnings.succeeded() {
+                    tracing::warn!(%endpoints, failures, "etcd endpoints usable again");
                 }
                 return Some(client);
             }
             Err(e) => e,
         };
-        failures += 1;
-        let now = tokio::time::Instant::now();
-        if now >= next_warning {
-            tracing::warn!(
+        match warnings.failed(tokio::time::Instant::now()) {
+            Some(failures) => tracing::warn!(
                 %endpoints,
                 failures,
                 "cannot use the etcd endpoints: {error}; retrying every {CONNECT_RETRY:?}"
-            );
-            next_warning = now + warning_gap;
-            warning_gap = (warning_gap * 2).min(CONNECT_REPORT_MAX_GAP);
-        } else {
-            tracing::debug!(%endpoints, failures, %error, "etcd endpoints still unusable");
+            ),
+            None => tracing::debug!(%endpoints, %error, "etcd endpoints still unusable"),
         }
         if !reported {
             reported = true;
