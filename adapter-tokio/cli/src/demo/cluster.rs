@@ -210,11 +210,11 @@ impl Cluster {
     pub(crate) async fn set_upstream(&self, id: NodeId, upstream: NodeId) -> Result<(), CliError> {
         let handle = self
             .handle(id)
-            .ok_or_else(|| CliError::failed(format!("node {id} is not running")))?;
+            .ok_or_else(|| CliError::failed(format!("node {} is not running", id.0)))?;
         handle
             .set_upstream(upstream)
             .await
-            .map_err(|_| CliError::failed(format!("node {id} stopped")))
+            .map_err(|_| CliError::failed(format!("node {} stopped", id.0)))
     }
 
     /// Kills the embedded registry abruptly; `false` on etcd.
