@@ -27,7 +27,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 )]
 pub(crate) struct Cli {
     /// Log line format on stderr.
-    #[arg(long, value_enum, global = true, default_value_t = LogFormat::Text)]
+    #[arg(
+        long,
+        value_enum,
+        global = true,
+        default_value_t = LogFormat::Text,
+        help_heading = "Logging"
+    )]
     pub(crate) log_format: LogFormat,
     /// What to run.
     #[command(subcommand)]
