@@ -4,23 +4,60 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
 #[derive(Debug, Parser)]
 #[command(
     name = "switchboard",
-    version,
+    version = VERSION,
     about = "Run switchboard registries, nodes, load and the demo cluster",
     long_about = "Run switchboard registries, nodes, load and the demo cluster.\n\n\
-        Logs go to stderr, filtered by RUST_LOG (default `warn`). A bad flag or config value \
-        prints one line `error: <field>: <problem>` and exits with code 2.",
+        Logs go to stderr, filtered by RUST_LOG (default `warn`; an invalid filter is reported \
+        and the default used). A bad flag or config value prints one line \
+        `error: <field>: <problem>` (and clap's `tip:` line when it has one) and exits with \
+        code 2.",
+    after_help = "Examples:\n  \
+        switchboard registry --listen 127.0.0.1:7000\n  \
+        switchboard node --id 1 --name hub --listen 127.0.0.1:7101 --registry 127.0.0.1:7000\n  \
+        switchboard demo --seconds 10\n  \
+        switchboard completions bash > /etc/bash_completion.d/switchboard\n  \
+        switchboard man > switchboard.1",
     propagate_version = true
 )]
 pub(crate) struct Cli {
+    /// Log line format on stderr.
+    #[arg(
+        long,
+        value_enum,
+        global = true,
+        default_value_t = LogFormat::Text,
+        help_heading = "Logging"
+    )]
+    pub(crate) log_format: LogFormat,
     /// What to run.
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// `--version`: the package version, the git commit it was built from (`unknown` outside a
+/// git checkout) and the enabled cargo features.
+pub(crate) const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SWITCHBOARD_GIT_COMMIT"),
+    ", features: ",
+    env!("SWITCHBOARD_FEATURES"),
+    ")"
+);
+
+/// The form of log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The subcommands.
@@ -38,6 +75,18 @@ pub(crate) enum Command {
     Send(SendArgs),
     /// List every node the registry knows.
     Ls(LsArgs),
+    /// Print a shell completion script on stdout.
+    #[command(after_help = "Examples:\n  \
+        switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\n  \
+        switchboard completions zsh > ~/.zfunc/_switchboard")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout.
+    #[command(after_help = "Example:\n  switchboard man | man -l -")]
+    Man,
 }
 
 /// Where a node finds its registry when etcd is used (shared by `node`, `load`, `demo`).
@@ -45,23 +94,37 @@ pub(crate) enum Command {
 pub(crate) struct EtcdArgs {
     /// Use etcd as the registry: client URLs, comma separated (needs a build with the `etcd`
     /// feature).
-    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "URL[,URL...]",
+        value_delimiter = ',',
+        env = "SWITCHBOARD_ETCD",
+        value_parser = etcd_url
+    )]
     pub(crate) etcd: Option<Vec<String>>,
-    /// Key prefix in etcd (default `/switchboard/`).
+    /// Key prefix in etcd [default: /switchboard/].
     #[arg(long, value_name = "P")]
     pub(crate) etcd_prefix: Option<String>,
 }
 
 /// `switchboard registry`.
 #[derive(Debug, Args)]
-#[command(after_help = "When ready it prints one line on stdout: \
+#[command(
+    after_help = "When ready it prints one line on stdout: \
     {\"ready\":\"registry\",\"listen\":\"HOST:PORT\"} (the real bound port).\n\n\
     Concern file (TOML): [concern] game = [\"gate\", \"chat\"] makes nodes of type `game` \
     follow only `gate` and `chat`; unlisted types follow everything.\n\
     Config file keys: listen, concern, and a [server] table with access_timeout_ms, \
-    disconnect_protection_ms, heartbeat_timeout_ms (0 = never), max_frame.")]
+    disconnect_protection_ms, heartbeat_timeout_ms (0 = never), max_frame.\n\n\
+    Examples:\n  \
+    switchboard registry --listen 127.0.0.1:7000\n  \
+    switchboard registry --listen 0.0.0.0:7000 --concern concern.toml",
+    override_usage = "switchboard registry --listen <ADDR> [OPTIONS]\n       \
+    switchboard registry --config <FILE> [OPTIONS]"
+)]
 pub(crate) struct RegistryArgs {
-    /// Address to listen on (port 0 = any free port).
+    /// Address to listen on (port 0 = any free port); required unless the config file gives
+    /// it.
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<SocketAddr>,
     /// TOML file with the concern table.
@@ -86,11 +149,22 @@ pub(crate) struct RegistryArgs {
     Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
     etcd (a list), etcd_prefix, and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
-    ...)."
+    ...).\n\n\
+    --id, --name and --listen are required unless the config file gives them; so is one of \
+    --registry and --etcd.\n\n\
+    Examples:\n  \
+    switchboard node --id 1 --name hub --listen 127.0.0.1:7101 --registry 127.0.0.1:7000\n  \
+    switchboard node --id 201 --name leaf-1 --listen 127.0.0.1:0 --upstream 1 \\\n      \
+    --registry 127.0.0.1:7000 --label role=leaf --echo --admin 127.0.0.1:9201\n  \
+    SWITCHBOARD_ETCD=http://127.0.0.1:2379 switchboard node --config node.toml",
+    override_usage = "switchboard node --id <ID> --name <NAME> --listen <ADDR> \
+    <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
+    switchboard node --config <FILE> [OPTIONS]",
+    allow_negative_numbers = true
 )]
 pub(crate) struct NodeArgs {
     /// Node id (non-zero).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "ID", value_parser = non_negative::<u64>)]
     pub(crate) id: Option<u64>,
     /// Node name, as published in discovery.
     #[arg(long, value_name = "NAME")]
@@ -102,8 +176,8 @@ pub(crate) struct NodeArgs {
     /// defaults to the bound port); required with a wildcard --listen (0.0.0.0, [::]).
     #[arg(long, value_name = "HOST[:PORT]")]
     pub(crate) advertise: Option<String>,
-    /// Id of this node's upstream (its proxy).
-    #[arg(long, value_name = "ID")]
+    /// Id of this node's upstream (its proxy) [default: none, a root node].
+    #[arg(long, value_name = "ID", value_parser = non_negative::<u64>)]
     pub(crate) upstream: Option<u64>,
     /// This deployment's identity, published in discovery and topology. A restart with the
     /// same identity takes its id's registration over at once; another identity is refused
@@ -111,7 +185,12 @@ pub(crate) struct NodeArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) identity: Option<String>,
     /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "etcd",
+        env = "SWITCHBOARD_REGISTRY"
+    )]
     pub(crate) registry: Option<SocketAddr>,
     /// A label `key=value` (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
@@ -154,11 +233,26 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    advertise, wait_known, upstream, window, outcomes_log, etcd, etcd_prefix, and a [core] table."
+    advertise, wait_known, upstream, window, outcomes_log, etcd, etcd_prefix, and a [core] table.\n\n\
+    --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
+    file gives them; so is one of --registry and --etcd.\n\n\
+    Examples:\n  \
+    switchboard load --registry 127.0.0.1:7000 --to leaf-1 --count 10000 --rate 1000 --size 64\n  \
+    switchboard load --registry 127.0.0.1:7000 --hash-key user-42 --filter role=leaf \\\n      \
+    --count 1000 --rate 0 --size 256 --outcomes-log outcomes.txt",
+    override_usage = "switchboard load <--to <NAME>|--hash-key <K>> --count <N> --rate <R> \
+    --size <B> <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
+    switchboard load --config <FILE> [OPTIONS]",
+    allow_negative_numbers = true
 )]
 pub(crate) struct LoadArgs {
     /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "etcd",
+        env = "SWITCHBOARD_REGISTRY"
+    )]
     pub(crate) registry: Option<SocketAddr>,
     /// Send to the node with this name.
     #[arg(long, value_name = "NAME", conflicts_with = "hash_key")]
@@ -170,32 +264,32 @@ pub(crate) struct LoadArgs {
     #[arg(long = "filter", value_name = "K=V", value_parser = parse_label)]
     pub(crate) filters: Vec<(String, String)>,
     /// Messages to send.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = non_negative::<u64>)]
     pub(crate) count: Option<u64>,
     /// Messages per second (0 = as fast as the in-flight window allows).
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", value_parser = non_negative::<u64>)]
     pub(crate) rate: Option<u64>,
     /// Payload size in bytes (at least 8: the sequence number).
-    #[arg(long, value_name = "B")]
+    #[arg(long, value_name = "B", value_parser = non_negative::<usize>)]
     pub(crate) size: Option<usize>,
-    /// Id of the load node (default 1000000 + process id).
-    #[arg(long, value_name = "N")]
+    /// Id of the load node [default: 1000000 + process id].
+    #[arg(long, value_name = "N", value_parser = non_negative::<u64>)]
     pub(crate) id: Option<u64>,
-    /// Name of the load node (default `load-<pid>`).
+    /// Name of the load node [default: load-<pid>].
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
     /// Listen on all addresses and publish this one (PORT defaults to the bound port), for
     /// targets on other hosts; without it the load node listens on 127.0.0.1.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub(crate) advertise: Option<String>,
-    /// Seconds to wait for the registry and the target before sending (default 10).
+    /// Seconds to wait for the registry and the target before sending [default: 10].
     #[arg(long, value_name = "SECS")]
     pub(crate) wait_known: Option<f64>,
     /// Join the tree under this proxy (send through it) instead of linking to targets directly.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", value_parser = non_negative::<u64>)]
     pub(crate) upstream: Option<u64>,
-    /// Messages in flight at most (default 1024).
-    #[arg(long, value_name = "N")]
+    /// Messages in flight at most [default: 1024].
+    #[arg(long, value_name = "N", value_parser = non_negative::<usize>)]
     pub(crate) window: Option<usize>,
     /// Write each message's send and outcome instants to FILE (format below).
     #[arg(long, value_name = "FILE")]
@@ -210,15 +304,15 @@ pub(crate) struct LoadArgs {
 
 /// `switchboard demo`.
 #[derive(Debug, Args)]
-#[command(after_help = crate::demo::HELP)]
+#[command(after_help = crate::demo::HELP, allow_negative_numbers = true)]
 pub(crate) struct DemoArgs {
     /// Length of the traffic phase in seconds (at least 1).
-    #[arg(long, value_name = "S", default_value_t = 20)]
+    #[arg(long, value_name = "S", default_value_t = 20, value_parser = non_negative::<u64>)]
     pub(crate) seconds: u64,
     /// Total messages per second over all senders (at least 4).
-    #[arg(long, value_name = "R", default_value_t = 1000)]
+    #[arg(long, value_name = "R", default_value_t = 1000, value_parser = non_negative::<u64>)]
     pub(crate) rate: u64,
-    /// No progress line; the last stdout line is the JSON summary.
+    /// stdout is only the JSON summary line; the table and progress go to stderr.
     #[arg(long)]
     pub(crate) json: bool,
     /// etcd registry instead of the embedded one (the registry restart is then skipped).
@@ -287,6 +381,74 @@ pub(crate) enum LsFormat {
     Json,
 }
 
+/// Parses a whole number that cannot be negative; a negative one (clap lets it through as a
+/// value, see `allow_negative_numbers`) is a range error rather than "unexpected argument".
+pub(crate) fn non_negative<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    if text.trim_start().starts_with('-') {
+        return Err(format!("must be 0 or more, got {text}"));
+    }
+    text.parse().map_err(|e: T::Err| e.to_string())
+}
+
+/// Checks one etcd client URL: `http://` or `https://`, a host (a name, an IPv4 address or
+/// a bracketed IPv6 address) and a port, nothing after but an optional `/`.
+pub(crate) fn etcd_url(text: &str) -> Result<String, String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "{why} in etcd URL {text:?} (expected http://HOST:PORT)"
+        ))
+    };
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return bad("no scheme");
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return bad("the scheme is not http or https");
+    }
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if !path.is_empty() {
+        return bad("a path");
+    }
+    if authority.contains('@') {
+        return bad("user info");
+    }
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let Some((v6, after)) = bracketed.split_once(']') else {
+            return bad("an unclosed `[`");
+        };
+        if v6.parse::<std::net::Ipv6Addr>().is_err() {
+            return bad("a bad IPv6 address");
+        }
+        let Some(port) = after.strip_prefix(':') else {
+            return bad("no port");
+        };
+        (v6, port)
+    } else {
+        let Some((host, port)) = authority.rsplit_once(':') else {
+            return bad("no port");
+        };
+        if host.contains(':') {
+            return bad("an IPv6 address without brackets");
+        }
+        (host, port)
+    };
+    let host_ok = !host.is_empty()
+        && (host.contains(':')
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'));
+    if !host_ok {
+        return bad("a bad host");
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(text.to_owned()),
+        _ => bad("a bad port"),
+    }
+}
+
 /// Parses `key=value` (the key non-empty).
 pub(crate) fn parse_label(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
@@ -304,6 +466,36 @@ mod tests {
     #[test]
     fn the_command_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn etcd_urls_need_a_scheme_a_host_and_a_port() {
+        for good in [
+            "http://127.0.0.1:2379",
+            "https://etcd-0.example.org:2379/",
+            "http://[::1]:2379",
+            "HTTP://localhost:1",
+        ] {
+            assert_eq!(etcd_url(good).as_deref(), Ok(good), "{good}");
+        }
+        for (bad, why) in [
+            ("ht!tp://::nope", "the scheme is not http or https"),
+            ("127.0.0.1:2379", "no scheme"),
+            ("grpc://h:1", "the scheme is not http or https"),
+            ("http://::1:2379", "an IPv6 address without brackets"),
+            ("http://[::1]", "no port"),
+            ("http://[nope]:1", "a bad IPv6 address"),
+            ("http://h", "no port"),
+            ("http://:2379", "a bad host"),
+            ("http://h!:2379", "a bad host"),
+            ("http://h:0", "a bad port"),
+            ("http://h:99999", "a bad port"),
+            ("http://h:1/v3", "a path"),
+            ("http://u@h:1", "user info"),
+        ] {
+            let e = etcd_url(bad).expect_err(bad);
+            assert!(e.starts_with(why), "{bad}: {e}");
+        }
     }
 
     #[test]

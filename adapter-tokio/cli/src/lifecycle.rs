@@ -63,7 +63,10 @@ pub(crate) async fn shutdown_bounded(handle: &NodeHandle) {
     match tokio::time::timeout(SHUTDOWN_WAIT, handle.shutdown()).await {
         Ok(_) => {}
         Err(_) => {
-            tracing::warn!(id = %handle.id(), "graceful shutdown took too long; killing the node");
+            tracing::warn!(
+                id = handle.id().0,
+                "graceful shutdown took too long; killing the node"
+            );
             handle.kill();
         }
     }

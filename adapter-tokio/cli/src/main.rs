@@ -11,7 +11,9 @@
 //! switchboard send (--registry ADDR | --etcd URL...) --to NAME|ID --payload TEXT [--type N]
 //!                  [--timeout-ms T]
 //! switchboard ls (--registry ADDR | --etcd URL...) [-o table|json] [--timeout-ms T]
-//! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...]
+//! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...] [--etcd-prefix P]
+//! switchboard completions SHELL
+//! switchboard man
 //! ```
 //!
 //! - `registry` runs the embedded registry until SIGINT/SIGTERM. Once listening it prints
@@ -29,15 +31,19 @@
 //!   failure; exit 0 only when delivered.
 //! - `ls` prints every node the registry knows (a table, or a JSON array with `-o json`).
 //! - `demo` runs a whole cluster in this process through a scripted series of failures and
-//!   prints a table (and with `--json` a last line
-//!   `{"sent","delivered","failed","duplicates","lost","p50_us","p99_us"}`); it exits 0 only
-//!   when no accepted message was lost or duplicated.
+//!   prints a table (with `--json` the table goes to stderr and stdout is one line
+//!   `{"sent","delivered","failed","duplicates","lost","p50_us","p99_us",...}`); it exits 0
+//!   only when no accepted message was lost or duplicated.
+//! - `completions SHELL` prints a completion script, `man` the man page (roff), on stdout.
 //!
 //! `--config FILE` (TOML, keys named like the flags, a `[core]` table for the core settings of
 //! a node) can replace the flags of `registry`, `node` and `load`; flags override the file.
 //! Unknown keys are errors. A bad flag or value prints one line on stderr,
-//! `error: <field>: <problem>`, and exits with code 2; a failure at run time exits with 1.
-//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`).
+//! `error: <field>: <problem>` (followed by clap's `tip:` line when it has one, e.g. a
+//! similar flag), and exits with code 2; a failure at run time exits with 1.
+//! Logs go to stderr, filtered by `RUST_LOG` (default `warn`; an invalid filter is reported
+//! in one line and the default used), as text or, with `--log-format json`, one JSON object
+//! per line.
 
 mod cli;
 mod client;
@@ -56,11 +62,11 @@ mod stats;
 
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
-use clap::{Parser, error::ErrorKind};
+use clap::{CommandFactory, Parser, error::ErrorKind};
 use tracing_subscriber::EnvFilter;
 
 use crate::{
-    cli::{Cli, Command},
+    cli::{Cli, Command, LogFormat},
     config::{load::LoadOptions, node::NodeOptions, registry::RegistryOptions},
     error::CliError,
 };
@@ -70,7 +76,28 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&e),
     };
-    init_logging();
+    match cli.command {
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "switchboard",
+                &mut std::io::stdout(),
+            );
+            return ExitCode::SUCCESS;
+        }
+        Command::Man => {
+            return match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: cannot write the man page: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        _ => {}
+    }
+    init_logging(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -116,11 +143,14 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
             run_ls::run(run_ls::LsOptions::resolve(args, std::process::id())?).await?;
             Ok(ExitCode::SUCCESS)
         }
+
+        // Handled before the runtime starts.
+        Command::Completions { .. } | Command::Man => Ok(ExitCode::SUCCESS),
     }
 }
 
 /// Help and version go to stdout with exit 0 (clap's way); every usage error is printed as
-/// one line and exits with 2.
+/// one line (plus clap's `tip:` line, if any) and exits with 2.
 fn clap_exit(error: &clap::Error) -> ExitCode {
     match error.kind() {
         ErrorKind::DisplayHelp
@@ -131,7 +161,11 @@ fn clap_exit(error: &clap::Error) -> ExitCode {
             ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2))
         }
         _ => {
-            eprintln!("{}", first_paragraph(&error.render().to_string()));
+            let rendered = error.render().to_string();
+            eprintln!("{}", first_paragraph(&rendered));
+            for tip in tips(&rendered) {
+                eprintln!("{tip}");
+            }
             ExitCode::from(2)
         }
     }
@@ -148,15 +182,48 @@ fn first_paragraph(message: &str) -> String {
         .join(" ")
 }
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `warn`; an invalid filter falls back to
-/// it).
-fn init_logging() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
+/// clap's `tip:` lines (a similar flag, how to pass a value starting with `-`), trimmed.
+fn tips(message: &str) -> Vec<&str> {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("tip:"))
+        .collect()
+}
+
+/// The log filter: `RUST_LOG` if set and valid, else `warn`, with the reason the variable
+/// was not used (it is set but invalid) for a one-line warning.
+fn log_filter(rust_log: Option<&str>) -> (EnvFilter, Option<String>) {
+    const DEFAULT: &str = "warn";
+    match rust_log {
+        None => (EnvFilter::new(DEFAULT), None),
+        Some(text) => match EnvFilter::builder().parse(text) {
+            Ok(filter) => (filter, None),
+            Err(e) => (
+                EnvFilter::new(DEFAULT),
+                Some(format!(
+                    "warning: RUST_LOG={text:?} is not a valid filter ({e}); using {DEFAULT:?}"
+                )),
+            ),
+        },
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `warn`; an invalid filter is reported on
+/// stderr and falls back to it), as text or JSON lines.
+fn init_logging(format: LogFormat) {
+    let rust_log = std::env::var(EnvFilter::DEFAULT_ENV).ok();
+    let (filter, problem) = log_filter(rust_log.as_deref());
+    if let Some(problem) = problem {
+        eprintln!("{problem}");
+    }
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
 }
 
 #[cfg(test)]
@@ -186,7 +253,30 @@ mod tests {
         );
         assert_eq!(
             usage_error(&["switchboard", "load", "--count", "-1"]),
-            "error: unexpected argument '-1' found"
+            "error: invalid value '-1' for '--count <N>': must be 0 or more, got -1"
         );
+    }
+
+    #[test]
+    fn tips_are_kept() {
+        let e = Cli::try_parse_from(["switchboard", "node", "--listn", "x"]).expect_err("typo");
+        assert_eq!(
+            tips(&e.render().to_string()),
+            vec!["tip: a similar argument exists: '--listen'"]
+        );
+    }
+
+    #[test]
+    fn an_invalid_rust_log_is_reported_and_replaced_by_the_default() {
+        assert_eq!(log_filter(None).1, None);
+        assert_eq!(log_filter(Some("switchboard=debug")).1, None);
+        let (filter, problem) = log_filter(Some("=[bad"));
+        assert_eq!(filter.to_string(), "warn");
+        let problem = problem.expect("a warning");
+        assert!(
+            problem.starts_with("warning: RUST_LOG=\"=[bad\" is not a valid filter ("),
+            "{problem}"
+        );
+        assert_eq!(problem.lines().count(), 1);
     }
 }

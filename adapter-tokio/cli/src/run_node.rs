@@ -122,7 +122,7 @@ async fn serve_inbox(handle: NodeHandle, mut inbox: Inbox, echo: bool) {
         match reply {
             Ok(_outcome_not_awaited) => {}
             Err(SendFailure::Stopped) => break,
-            Err(e) => tracing::debug!(from = %message.from, error = %e, "echo refused"),
+            Err(e) => tracing::debug!(from = message.from.0, error = %e, "echo refused"),
         }
     }
 }

@@ -16,6 +16,9 @@ const RUN_LIMIT: Duration = Duration::from_secs(30);
 fn run(args: &[&str]) -> Output {
     let mut child = Command::new(BIN)
         .args(args)
+        // The environment may name a registry; these cases are about the flags alone.
+        .env_remove("SWITCHBOARD_REGISTRY")
+        .env_remove("SWITCHBOARD_ETCD")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -64,7 +67,7 @@ fn a_bad_flag_value_names_the_flag() {
     let output = run(&["node", "--id", "seven"]);
     assert_usage_error(
         &output,
-        "error: invalid value 'seven' for '--id <N>': invalid digit found in string",
+        "error: invalid value 'seven' for '--id <ID>': invalid digit found in string",
     );
 }
 
@@ -240,19 +243,206 @@ fn a_missing_config_file_is_named() {
 }
 
 #[test]
-fn every_subcommand_has_help() {
-    for sub in ["registry", "node", "load", "demo"] {
+fn every_subcommand_has_help_with_examples() {
+    for (sub, usage) in [
+        ("registry", "switchboard registry --listen <ADDR> [OPTIONS]"),
+        (
+            "node",
+            "switchboard node --id <ID> --name <NAME> --listen <ADDR> \
+             <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
+        ),
+        (
+            "load",
+            "switchboard load <--to <NAME>|--hash-key <K>> --count <N> --rate <R> --size <B> \
+             <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
+        ),
+        ("demo", "switchboard demo [OPTIONS]"),
+    ] {
         let output = run(&[sub, "--help"]);
         assert_eq!(output.status.code(), Some(0), "{sub} --help");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
-            stdout.contains(&format!("\nUsage: switchboard {sub} [OPTIONS]\n")),
+            stdout.contains(&format!("\nUsage: {usage}\n")),
+            "{sub} --help:\n{stdout}"
+        );
+        assert!(
+            stdout.contains("\nExamples:\n  switchboard "),
             "{sub} --help:\n{stdout}"
         );
     }
     let output = run(&["demo", "--help"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("message_timeout 3 s"), "{stdout}");
+    assert!(stdout.contains("[default: 1000]"), "{stdout}");
+    let output = run(&["node", "--help"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("[env: SWITCHBOARD_REGISTRY="), "{stdout}");
+    assert!(stdout.contains("[env: SWITCHBOARD_ETCD="), "{stdout}");
+    assert!(stdout.contains("[default: text]"), "{stdout}");
+}
+
+#[test]
+fn a_usage_error_shows_the_required_flags_without_brackets() {
+    let output = run(&["node", "--id"]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = run(&["node", "--help"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let usage = stdout
+        .lines()
+        .find(|l| l.starts_with("Usage: "))
+        .expect("a usage line");
+    assert!(
+        usage.contains(" --id <ID> --name <NAME> --listen <ADDR> "),
+        "{usage}"
+    );
+    assert!(!usage.contains("[--id"), "{usage}");
+}
+
+#[test]
+fn a_misspelt_flag_keeps_the_did_you_mean_tip() {
+    let output = run(&["node", "--listn", "127.0.0.1:0"]);
+    assert_usage_error(
+        &output,
+        "error: unexpected argument '--listn' found\ntip: a similar argument exists: '--listen'",
+    );
+}
+
+#[test]
+fn a_negative_number_is_a_range_error_naming_the_flag() {
+    let output = run(&[
+        "load",
+        "--registry",
+        "127.0.0.1:1",
+        "--to",
+        "a",
+        "--count",
+        "1",
+        "--rate",
+        "-5",
+        "--size",
+        "8",
+    ]);
+    assert_usage_error(
+        &output,
+        "error: invalid value '-5' for '--rate <R>': must be 0 or more, got -5",
+    );
+    let output = run(&["demo", "--seconds", "-1"]);
+    assert_usage_error(
+        &output,
+        "error: invalid value '-1' for '--seconds <S>': must be 0 or more, got -1",
+    );
+}
+
+#[test]
+fn the_registry_address_may_come_from_the_environment() {
+    // SWITCHBOARD_REGISTRY counts as --registry: with --etcd as well they conflict.
+    let output = Command::new(BIN)
+        .args(["node", "--etcd", "http://127.0.0.1:2379"])
+        .env("SWITCHBOARD_REGISTRY", "127.0.0.1:1")
+        .output()
+        .expect("run the binary");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("' cannot be used with '--"), "{stderr}");
+    let output = Command::new(BIN)
+        .args(["node", "--registry", "x"])
+        .env("SWITCHBOARD_REGISTRY", "127.0.0.1:1")
+        .output()
+        .expect("run the binary");
+    assert_usage_error(
+        &output,
+        "error: invalid value 'x' for '--registry <ADDR>': invalid socket address syntax",
+    );
+}
+
+#[test]
+fn version_names_the_commit_and_the_features() {
+    let output = run(&["--version"]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.trim_end();
+    assert!(
+        line.starts_with(&format!(
+            "switchboard {} (commit ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{line}"
+    );
+    let features = if cfg!(feature = "etcd") {
+        "etcd"
+    } else {
+        "none"
+    };
+    assert!(
+        line.ends_with(&format!(", features: {features})")),
+        "{line}"
+    );
+    let commit = line
+        .split("(commit ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .expect("a commit");
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{line}"
+    );
+}
+
+#[test]
+fn completions_are_printed_for_bash() {
+    let output = run(&["completions", "bash"]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("switchboard"), "{stdout}");
+    assert!(stdout.contains("--listen"), "{stdout}");
+    let output = run(&["completions", "tcsh"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn the_man_page_is_roff() {
+    let output = run(&["man"]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let th = stdout
+        .lines()
+        .find(|l| !l.starts_with(".ie") && !l.starts_with(".el"));
+    assert!(
+        th.is_some_and(|l| l.starts_with(".TH switchboard 1")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_malformed_etcd_url_is_refused_before_anything_starts() {
+    // Checked with or without the `etcd` feature: the flag is parsed either way.
+    let output = run(&[
+        "node",
+        "--id",
+        "1",
+        "--name",
+        "a",
+        "--listen",
+        "127.0.0.1:0",
+        "--etcd",
+        "ht!tp://::nope",
+    ]);
+    assert_usage_error(
+        &output,
+        "error: invalid value 'ht!tp://::nope' for '--etcd <URL[,URL...]>': the scheme is not \
+         http or https in etcd URL \"ht!tp://::nope\" (expected http://HOST:PORT)",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write(
+        dir.path(),
+        "node.toml",
+        "id = 7\nname = \"a\"\nlisten = \"127.0.0.1:0\"\netcd = [\"http://127.0.0.1\"]\n",
+    );
+    let output = run(&["node", "--config", &config]);
+    assert_usage_error(
+        &output,
+        "error: etcd: no port in etcd URL \"http://127.0.0.1\" (expected http://HOST:PORT)",
+    );
 }
 
 #[test]

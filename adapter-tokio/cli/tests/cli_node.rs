@@ -493,3 +493,94 @@ fn a_registry_with_admin_serves_its_metrics() {
     registry.terminate();
     assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
 }
+
+/// Runs `switchboard args` with `env`, waits for its ready line, stops it with SIGTERM and
+/// returns its exit status and its stderr lines.
+fn run_until_ready_then_stop(args: &[&str], env: &[(&str, &str)]) -> (i32, Vec<String>) {
+    use std::{
+        io::{BufRead, BufReader},
+        process::{Command, Stdio},
+        sync::mpsc,
+    };
+    let mut child = Command::new(cli_support::BIN)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the switchboard binary");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, ready) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = ready.recv_timeout(cli_support::STEP);
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -TERM failed");
+    let output = child.wait_with_output().expect("collect the output");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let line = line.unwrap_or_else(|e| panic!("no ready line ({e}); stderr:\n{stderr}"));
+    assert!(line.starts_with("{\"ready\":"), "{line}\nstderr:\n{stderr}");
+    (
+        output.status.code().unwrap_or(-1),
+        stderr.lines().map(str::to_owned).collect(),
+    )
+}
+
+#[test]
+fn log_format_json_makes_every_stderr_line_a_json_object_with_decimal_ids() {
+    let (_registry, registry) = start_registry();
+    let (code, lines) = run_until_ready_then_stop(
+        &[
+            "node",
+            "--log-format",
+            "json",
+            "--id",
+            "101",
+            "--name",
+            "json-logs",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+            &registry,
+        ],
+        &[("RUST_LOG", "info")],
+    );
+    assert_eq!(code, 0, "{lines:#?}");
+    assert!(!lines.is_empty(), "no log lines at info");
+    let mut started = false;
+    for line in &lines {
+        let json: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(json["level"].is_string(), "{line}");
+        if json["fields"]["message"] == "node started" {
+            assert_eq!(json["fields"]["id"], 101, "{line}");
+            started = true;
+        }
+    }
+    assert!(started, "no `node started` line in {lines:#?}");
+}
+
+#[test]
+fn an_invalid_rust_log_is_reported_in_one_line_and_the_default_used() {
+    let (code, lines) = run_until_ready_then_stop(
+        &["registry", "--listen", "127.0.0.1:0"],
+        &[("RUST_LOG", "=[bad")],
+    );
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(
+        lines.first().map(String::as_str),
+        Some(
+            "warning: RUST_LOG=\"=[bad\" is not a valid filter (invalid filter directive); using \"warn\""
+        ),
+        "{lines:#?}"
+    );
+    // The default (`warn`) applies: the registry's info lines are not shown.
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+}

@@ -42,7 +42,7 @@ impl AdminSource for Fixed {
 /// A status as `/status` serves it. `Status` is the core's (`#[non_exhaustive]`: no struct
 /// literal here), so the sample is parsed from this JSON; the test below then checks that the
 /// server answers with exactly these bytes — every field name and value round-trips.
-const SAMPLE_STATUS: &str = "{\"id\":7,\"name\":\"leaf-7\",\"incarnation\":42,\"listen\":\"127.0.0.1:7100\",\
+const SAMPLE_STATUS: &str = "{\"id\":7,\"name\":\"leaf-7\",\"incarnation\":\"18446744073709551557\",\"listen\":\"127.0.0.1:7100\",\
      \"upstream\":3,\"registered\":true,\"known_nodes\":4,\
      \"endpoints\":[{\"id\":9,\"name\":\"leaf-9\",\"pending\":2,\"unacked\":1}],\
      \"routes\":[{\"target\":9,\"flags\":[\"ready\"],\"proxy\":3,\"retry_count\":0}],\

@@ -24,7 +24,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 
 use super::{
     CONNECT_TIMEOUT, HTTP2_KEEPALIVE_INTERVAL, HTTP2_KEEPALIVE_TIMEOUT, RPC_TIMEOUT,
-    convert::bounded,
+    convert::{WarnBackoff, bounded},
     lease_task::{LeaseCommand, LeaseTask, lease_config},
     stats::{EtcdStats, slot},
     watch_task::WatchTask,
@@ -78,6 +78,9 @@ pub(super) enum LeaseUpdate {
 
 /// Delay between attempts to build a client from the endpoints.
 const CONNECT_RETRY: Duration = Duration::from_secs(3);
+/// Longest gap between two warnings that the etcd endpoints are still unusable (the first
+/// failure is reported at once, then after 3 s, 6 s, 12 s ... up to this).
+const CONNECT_REPORT_MAX_GAP: Duration = Duration::from_secs(60);
 /// Capacity of the report channel from the sub-tasks.
 const REPORT_CAPACITY: usize = 256;
 
@@ -242,14 +245,28 @@ async fn connect(
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_require_leader(true);
     let mut reported = false;
+    let mut warnings = WarnBackoff::new(CONNECT_RETRY, CONNECT_REPORT_MAX_GAP);
+    let endpoints = options.endpoints.join(",");
     loop {
         let attempt =
             etcd_client::Client::connect(&options.endpoints, Some(connect_options.clone()));
         let error = match bounded(attempt).await {
-            Ok(client) => return Some(client),
+            Ok(client) => {
+                if let Some(failures) = warnings.succeeded() {
+                    tracing::warn!(%endpoints, failures, "etcd endpoints usable again");
+                }
+                return Some(client);
+            }
             Err(e) => e,
         };
-        tracing::warn!(endpoints = ?options.endpoints, %error, "cannot use the etcd endpoints");
+        match warnings.failed(tokio::time::Instant::now()) {
+            Some(failures) => tracing::warn!(
+                %endpoints,
+                failures,
+                "cannot use the etcd endpoints: {error}; retrying every {CONNECT_RETRY:?}"
+            ),
+            None => tracing::debug!(%endpoints, %error, "etcd endpoints still unusable"),
+        }
         if !reported {
             reported = true;
             let reason = format!("cannot use etcd endpoints {:?}: {error}", options.endpoints);

@@ -32,11 +32,16 @@ use switchboard_core::{
 use tokio::sync::mpsc;
 
 use super::{
-    convert::{bounded, header_revision, key_value},
+    convert::{WarnBackoff, bounded, header_revision, key_value},
     coordinator::{LeaseUpdate, Report},
     stats::EtcdStats,
 };
 use crate::{clock::Clock, registry::feed::Registration};
+
+/// First gap between two warnings that lease grants keep failing.
+const GRANT_WARN_FIRST_GAP: Duration = Duration::from_secs(3);
+/// Longest gap between two such warnings.
+const GRANT_WARN_MAX_GAP: Duration = Duration::from_secs(60);
 
 /// What the coordinator tells the lease task.
 #[derive(Debug)]
@@ -78,6 +83,8 @@ struct Run {
     /// Revision of the last successful registration txn.
     revision: u64,
     last_conflict: Option<String>,
+    /// Paces the warnings of lease grants that keep failing (etcd unreachable).
+    grant_warnings: WarnBackoff,
 }
 
 impl LeaseTask {
@@ -89,13 +96,14 @@ impl LeaseTask {
             registered: false,
             revision: 0,
             last_conflict: None,
+            grant_warnings: WarnBackoff::new(GRANT_WARN_FIRST_GAP, GRANT_WARN_MAX_GAP),
         };
         loop {
             let now = self.clock.now();
             let alive = match self.state.poll(now) {
                 LeaseAction::Grant { ttl_secs } => {
                     run.keeper = None;
-                    self.grant(ttl_secs).await;
+                    self.grant(ttl_secs, &mut run.grant_warnings).await;
                     true
                 }
                 LeaseAction::Register { lease } => self.register(&mut run, lease).await,
@@ -111,7 +119,7 @@ impl LeaseTask {
                 LeaseAction::Revoke { lease } => {
                     run.keeper = None;
                     if let Err(e) = bounded(self.client.lease_revoke(lease)).await {
-                        tracing::warn!(%e, lease, "etcd lease revoke failed; the keys expire with it");
+                        tracing::warn!(error = %e, lease, "etcd lease revoke failed; the keys expire with it");
                     }
                     self.state.on_revoked();
                     true
@@ -141,14 +149,24 @@ impl LeaseTask {
         }
     }
 
-    async fn grant(&mut self, ttl_secs: i64) {
+    async fn grant(&mut self, ttl_secs: i64, warnings: &mut WarnBackoff) {
         match bounded(self.client.lease_grant(ttl_secs, None)).await {
             Ok(granted) => {
+                if let Some(failures) = warnings.succeeded() {
+                    tracing::warn!(failures, "etcd lease granted after failures: etcd is back");
+                }
                 tracing::debug!(lease = granted.id(), "etcd lease granted");
                 self.state.on_granted(self.clock.now(), granted.id());
             }
             Err(e) => {
-                tracing::warn!(%e, "etcd lease grant failed");
+                match warnings.failed(tokio::time::Instant::now()) {
+                    Some(failures) => tracing::warn!(
+                        failures,
+                        "etcd lease grant failed: {e} (warned again at growing intervals, \
+                         up to {GRANT_WARN_MAX_GAP:?}, while it keeps failing)"
+                    ),
+                    None => tracing::debug!(error = %e, "etcd lease grant failed again"),
+                }
                 self.state.on_grant_failed(self.clock.now());
             }
         }
@@ -158,7 +176,7 @@ impl LeaseTask {
         match bounded(self.client.lease_time_to_live(lease, None)).await {
             Ok(answer) => self.state.on_time_to_live(self.clock.now(), answer.ttl()),
             Err(e) => {
-                tracing::warn!(%e, lease, "etcd lease time-to-live check failed");
+                tracing::warn!(error = %e, lease, "etcd lease time-to-live check failed");
                 self.state.on_time_to_live_failed(self.clock.now());
             }
         }
@@ -264,7 +282,7 @@ impl LeaseTask {
         {
             Ok(answer) => answer.kvs().iter().map(key_value).collect::<Vec<_>>(),
             Err(e) => {
-                tracing::warn!(%e, "etcd name check failed");
+                tracing::warn!(error = %e, "etcd name check failed");
                 return Err(());
             }
         };
@@ -295,7 +313,7 @@ impl LeaseTask {
         let answer = match bounded(self.client.txn(txn)).await {
             Ok(answer) => answer,
             Err(e) => {
-                tracing::warn!(%e, lease, "etcd registration txn failed");
+                tracing::warn!(error = %e, lease, "etcd registration txn failed");
                 let now = self.clock.now();
                 self.state.on_register_failed(now);
                 if e.is_lease_not_found() {
@@ -421,7 +439,7 @@ impl LeaseTask {
                 self.stats.update(|c| c.topology_writes += 1);
             }
             Err(e) => {
-                tracing::warn!(%e, lease, "etcd topology rewrite failed");
+                tracing::warn!(error = %e, lease, "etcd topology rewrite failed");
                 let now = self.clock.now();
                 if e.is_lease_not_found() {
                     // The replayed registration writes the current topology.

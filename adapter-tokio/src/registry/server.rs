@@ -12,7 +12,7 @@ use std::{collections::HashMap, net::SocketAddr};
 
 use bytes::Bytes;
 use switchboard_core::{
-    registry::server::{ConnId, RegistryServer, ServerConfig, ServerEvent, ServerOutput},
+    registry::server::{ConnId, EntryKey, RegistryServer, ServerConfig, ServerEvent, ServerOutput},
     wire::RegistryEntry,
 };
 use tokio::{
@@ -333,6 +333,18 @@ impl ServerTask {
     }
 }
 
+/// An entry key in logs: a node id in decimal (as the CLI flags take it), or a name.
+struct LogKey<'a>(&'a EntryKey);
+
+impl std::fmt::Display for LogKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            EntryKey::Id(id) => write!(f, "{}", id.0),
+            EntryKey::Name(name) => write!(f, "name {name:?}"),
+        }
+    }
+}
+
 fn log_event(event: &ServerEvent) {
     match event {
         ServerEvent::Registered {
@@ -340,28 +352,28 @@ fn log_event(event: &ServerEvent) {
             incarnation,
             restored,
             ..
-        } => info!(?key, incarnation, restored, "node registered"),
+        } => info!(key = %LogKey(key), incarnation, restored, "node registered"),
         ServerEvent::Refused {
             key,
             incarnation,
             holder,
             ..
         } => warn!(
-            ?key,
+            key = %LogKey(key),
             incarnation, holder, "registration refused: duplicate id"
         ),
         ServerEvent::NameTaken {
             key, name, holder, ..
-        } => warn!(?key, %name, %holder, "registration refused: name taken"),
+        } => warn!(key = %LogKey(key), %name, %holder, "registration refused: name taken"),
         ServerEvent::TakenOver {
             key, incarnation, ..
         } => info!(
-            ?key,
+            key = %LogKey(key),
             replaced = incarnation,
             "same identity registered again: the old connection is replaced"
         ),
-        ServerEvent::Removed { key } => info!(?key, "node removed"),
-        ServerEvent::Protected { key } => info!(?key, "node disconnected, protected"),
+        ServerEvent::Removed { key } => info!(key = %LogKey(key), "node removed"),
+        ServerEvent::Protected { key } => info!(key = %LogKey(key), "node disconnected, protected"),
         ServerEvent::ProtocolError { conn, error } => {
             warn!(?conn, %error, "registry protocol error, connection closed");
         }

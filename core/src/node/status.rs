@@ -20,7 +20,9 @@ pub struct Status {
     pub id: u64,
     /// Node name.
     pub name: String,
-    /// This life's incarnation.
+    /// This life's incarnation. Served as a JSON string: it is usually above 2^53, where
+    /// JSON numbers lose precision in most parsers; a number is accepted when parsing.
+    #[serde(with = "u64_as_string")]
     pub incarnation: u64,
     /// The first listen address (empty when the node listens nowhere).
     pub listen: String,
@@ -153,5 +155,38 @@ fn link_status(view: LinkView) -> LinkStatus {
         peer: view.peer.map(|p| p.0),
         state: view.state.to_owned(),
         outbound: view.outbound,
+    }
+}
+
+/// A `u64` written as a decimal string and read from a string or a number.
+mod u64_as_string {
+    use core::fmt;
+
+    use serde::{Deserializer, Serializer, de};
+
+    pub(super) fn serialize<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(value)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        struct Visitor;
+
+        impl de::Visitor<'_> for Visitor {
+            type Value = u64;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an unsigned integer or a string holding one")
+            }
+
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<u64, E> {
+                Ok(value)
+            }
+
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<u64, E> {
+                value.parse().map_err(E::custom)
+            }
+        }
+
+        deserializer.deserialize_any(Visitor)
     }
 }

@@ -153,6 +153,10 @@ pub(crate) fn registry_spec(
             if urls.iter().any(|u| u.trim().is_empty()) {
                 return Err(CliError::invalid("etcd", "a URL is empty"));
             }
+            // Flags were checked by clap already; a config file's list is checked here.
+            for url in &urls {
+                crate::cli::etcd_url(url).map_err(|e| CliError::invalid("etcd", e))?;
+            }
             let mut options = EtcdOptions::new(urls);
             if let Some(prefix) = etcd_prefix {
                 if !prefix.ends_with('/') {

@@ -180,6 +180,14 @@ impl Cluster {
         Ok(())
     }
 
+    /// The running nodes whose registration the registry refuses now, with why.
+    pub(crate) fn conflicts(&self) -> Vec<(NodeId, String)> {
+        self.nodes
+            .iter()
+            .filter_map(|(id, node)| node.handle.known().conflict.map(|why| (*id, why)))
+            .collect()
+    }
+
     /// The handle of a running node.
     pub(crate) fn handle(&self, id: NodeId) -> Option<&NodeHandle> {
         self.nodes.get(&id).map(|n| &n.handle)
@@ -202,11 +210,11 @@ impl Cluster {
     pub(crate) async fn set_upstream(&self, id: NodeId, upstream: NodeId) -> Result<(), CliError> {
         let handle = self
             .handle(id)
-            .ok_or_else(|| CliError::failed(format!("node {id} is not running")))?;
+            .ok_or_else(|| CliError::failed(format!("node {} is not running", id.0)))?;
         handle
             .set_upstream(upstream)
             .await
-            .map_err(|_| CliError::failed(format!("node {id} stopped")))
+            .map_err(|_| CliError::failed(format!("node {} stopped", id.0)))
     }
 
     /// Kills the embedded registry abruptly; `false` on etcd.
@@ -337,6 +345,10 @@ pub(crate) fn tune_node(config: &mut Config, role: Role, upstream: Option<NodeId
     config.reconnect_max = RECONNECT_MAX;
     config.lost_topology_timeout = LOST_TOPOLOGY_TIMEOUT;
     config.upstream = upstream.unwrap_or(NodeId::NONE);
+    // One identity per node of this run: a node the script restarts takes its registration
+    // over at once (on etcd its old lease would otherwise hold the id for 31 s, a conflict),
+    // while another demo's node with the same id is refused.
+    config.identity = format!("switchboard-demo-{}-{}", std::process::id(), config.id.0);
     config
         .labels
         .insert("role".to_owned(), role.label().to_owned());
@@ -355,6 +367,10 @@ mod tests {
         assert_eq!(leaf.topology_policy, TopologyPolicy::default());
         assert_eq!(leaf.upstream, NodeId(101));
         assert_eq!(leaf.labels.get("role").map(String::as_str), Some("leaf"));
+        assert_eq!(
+            leaf.identity,
+            format!("switchboard-demo-{}-201", std::process::id())
+        );
         assert_eq!(leaf.message_timeout, MESSAGE_TIMEOUT);
         assert_eq!(leaf.heartbeat_interval, HEARTBEAT_INTERVAL);
         leaf.validate().expect("the demo config is valid");

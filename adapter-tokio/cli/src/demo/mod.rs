@@ -14,6 +14,7 @@ mod table;
 mod traffic;
 
 use std::{
+    collections::BTreeMap,
     process::ExitCode,
     sync::{Arc, atomic::AtomicU64},
     time::Duration,
@@ -24,10 +25,10 @@ use tokio::time::Instant;
 
 use self::{
     cluster::{Cluster, MESSAGE_TIMEOUT},
-    progress::{finish_progress, spawn_progress},
+    progress::{ProgressStyle, finish_progress, spawn_progress},
     scenario::{CLIENTS, Event, initial_nodes, run_script},
     table::{DemoSummary, Report},
-    traffic::{Pattern, Receipts, Schedule, spawn_sender},
+    traffic::{Pattern, Receipts, Schedule, Slowest, spawn_sender},
 };
 use crate::{
     cli::DemoArgs, config::registry_spec, error::CliError, lifecycle::print_json_line,
@@ -54,13 +55,25 @@ heartbeat 300 ms (dead after 3 missed), reconnect 100 ms -> 1 s, lost_topology_t
 registry access_timeout 2 s, disconnect_protection 2 s, heartbeat timeout 3 s; registry \
 client reconnect 100 ms -> 1 s, heartbeat 500 ms, grace after a registry restart 5 s.
 
-Output: a progress line on stderr once per second (not with --json), then a table on stdout: \
-the events with their times, sent / delivered / failed by reason / duplicates / lost / \
-p50 and p99 latency (send -> Delivered outcome). With --json the last stdout line is \
-{\"sent\",\"delivered\",\"failed\":{reason:count},\"duplicates\",\"lost\",\"p50_us\",\"p99_us\"}; \
-sent = delivered + the sum of failed + lost (refused sends count under failed as \
-refused_<why>). Exit code 0 only if lost = 0 and duplicates = 0 (and no payload was \
-corrupted), else 1.";
+With --etcd the cluster registers under a prefix of its own, \
+/switchboard-demo-<pid>-<unix time>/, unless --etcd-prefix names one; a node the registry \
+refuses (its id or name held, e.g. by another demo on the same prefix) is a registration \
+conflict and fails the run.
+
+Output: progress on stderr once per second (rewritten in place on a terminal, one line per \
+second otherwise), then a table: the events with their times, sent / delivered / failed by \
+reason / duplicates / lost / registration conflicts / p50 and p99 latency (send -> Delivered \
+outcome, in ms) and the slowest delivery with the scripted event it followed. The table goes \
+to stdout, or with --json to stderr, stdout then being exactly one line \
+{\"sent\",\"delivered\",\"failed\":{reason:count},\"duplicates\",\"lost\",\"p50_us\",\"p99_us\",\
+\"conflicts\"}; sent = delivered + the sum of failed + lost (refused sends count under failed \
+as refused_<why>). Exit code 0 only if lost = 0, duplicates = 0 and conflicts = 0 (and no \
+payload was corrupted), else 1.
+
+Examples:
+  switchboard demo
+  switchboard demo --seconds 6 --rate 400 --json
+  switchboard demo --etcd http://127.0.0.1:2379";
 
 /// Bound on the wait for the initial cluster to know itself.
 const STARTUP_WAIT: Duration = Duration::from_secs(15);
@@ -76,7 +89,7 @@ pub(crate) struct DemoOptions {
     pub(crate) traffic: Duration,
     /// Messages per second over all senders.
     pub(crate) rate: u64,
-    /// JSON summary line, no progress line.
+    /// stdout is the JSON summary line only.
     pub(crate) json: bool,
     /// etcd instead of the embedded registry.
     pub(crate) etcd: Option<EtcdOptions>,
@@ -106,7 +119,11 @@ impl DemoOptions {
                 return Err(CliError::invalid("etcd_prefix", "only used with etcd"));
             }
             None => None,
-            Some(urls) => match registry_spec(None, Some(urls), args.etcd.etcd_prefix)? {
+            Some(urls) => match registry_spec(
+                None,
+                Some(urls),
+                Some(args.etcd.etcd_prefix.unwrap_or_else(run_prefix)),
+            )? {
                 switchboard_tokio::RegistrySpec::Etcd(options) => Some(options),
                 _ => None,
             },
@@ -118,6 +135,15 @@ impl DemoOptions {
             etcd,
         })
     }
+}
+
+/// The etcd prefix of one demo run, `/switchboard-demo-<pid>-<unix time>/`: two runs (or a
+/// run and a production cluster) on one etcd never share keys.
+fn run_prefix() -> String {
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("/switchboard-demo-{}-{unix}/", std::process::id())
 }
 
 /// Runs the demo; the exit code says whether it passed.
@@ -140,7 +166,10 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
             "the cluster did not see every node within {STARTUP_WAIT:?}; starting anyway"
         );
     }
+    let mut conflicts = BTreeMap::new();
+    note_conflicts(&cluster, &mut conflicts);
     let tally = Arc::new(SharedTally::default());
+    let slowest = Arc::new(Slowest::default());
     let start = Instant::now();
     let until = start + options.traffic;
     let mut senders = Vec::new();
@@ -160,10 +189,12 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
                     rate: options.rate / 4,
                 },
                 Arc::clone(&tally),
+                Arc::clone(&slowest),
             ));
         }
     }
-    let progress = (!options.json).then(|| spawn_progress(Arc::clone(&tally), start));
+    let style = ProgressStyle::for_stderr();
+    let progress = spawn_progress(Arc::clone(&tally), start, style);
     let mut events = vec![Event {
         at: Duration::ZERO,
         text: format!(
@@ -174,9 +205,7 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
     let scripted = run_script(&mut cluster, start, options.traffic, &mut events).await;
     if let Err(e) = scripted {
         senders.iter().for_each(|s| s.abort());
-        if let Some(task) = progress {
-            finish_progress(task);
-        }
+        finish_progress(progress, style);
         cluster.shutdown().await;
         return Err(e);
     }
@@ -202,21 +231,29 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
         },
     });
     tokio::time::sleep(LATE_ARRIVALS).await;
-    if let Some(task) = progress {
-        finish_progress(task);
+    finish_progress(progress, style);
+    note_conflicts(&cluster, &mut conflicts);
+    for (id, why) in &conflicts {
+        events.push(Event {
+            at: start.elapsed(),
+            text: format!("registration conflict: node {id} refused ({why})"),
+        });
     }
     let (received, duplicates, corrupt) = receipts.counts();
     let report = Report {
-        summary: DemoSummary::new(&tally.snapshot(), duplicates),
+        summary: DemoSummary::new(&tally.snapshot(), duplicates, conflicts.len() as u64),
         received,
         corrupt,
         events,
         setup: setup_line(&options, cluster.registry_addr()),
+        slowest: slowest.get(),
     };
     cluster.shutdown().await;
-    print!("{}", table::render(&report));
     if options.json {
+        eprint!("{}", table::render(&report));
         print_json_line(&report.summary)?;
+    } else {
+        print!("{}", table::render(&report));
     }
     Ok(if report.passed() {
         ExitCode::SUCCESS
@@ -225,10 +262,18 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
     })
 }
 
+/// Adds the nodes the registry refuses now to `seen` (id in decimal -> why).
+fn note_conflicts(cluster: &Cluster, seen: &mut BTreeMap<u64, String>) {
+    for (id, why) in cluster.conflicts() {
+        seen.entry(id.0).or_insert(why);
+    }
+}
+
 fn setup_line(options: &DemoOptions, registry: Option<std::net::SocketAddr>) -> String {
-    let registry = match registry {
-        Some(addr) => format!("embedded registry on {addr}"),
-        None => "etcd registry".to_owned(),
+    let registry = match (registry, &options.etcd) {
+        (Some(addr), _) => format!("embedded registry on {addr}"),
+        (None, Some(etcd)) => format!("etcd registry, prefix {}", etcd.prefix),
+        (None, None) => "etcd registry".to_owned(),
     };
     format!(
         "switchboard demo: {} s of traffic at {} msg/s; {registry}; hub 100, proxies 101 102 \
@@ -273,13 +318,19 @@ mod tests {
     }
 
     #[test]
-    fn etcd_flags_select_etcd() {
+    fn etcd_flags_select_etcd_under_a_prefix_of_the_run() {
         let mut a = args(6, 400);
         a.etcd.etcd = Some(vec!["http://127.0.0.1:2379".to_owned()]);
         let options = DemoOptions::resolve(a).expect("valid");
-        assert_eq!(
-            options.etcd,
-            Some(EtcdOptions::new(vec!["http://127.0.0.1:2379".to_owned()]))
-        );
+        let etcd = options.etcd.expect("etcd");
+        assert_eq!(etcd.endpoints, vec!["http://127.0.0.1:2379".to_owned()]);
+        let pid = format!("/switchboard-demo-{}-", std::process::id());
+        assert!(etcd.prefix.starts_with(&pid), "{}", etcd.prefix);
+        assert!(etcd.prefix.ends_with('/'), "{}", etcd.prefix);
+        let mut a = args(6, 400);
+        a.etcd.etcd = Some(vec!["http://127.0.0.1:2379".to_owned()]);
+        a.etcd.etcd_prefix = Some("/mine/".to_owned());
+        let options = DemoOptions::resolve(a).expect("valid");
+        assert_eq!(options.etcd.expect("etcd").prefix, "/mine/");
     }
 }

@@ -1,7 +1,12 @@
-//! The live progress line on stderr: rewritten in place (`\r`) once per second with the
-//! elapsed time and the running counts.
+//! The live progress line on stderr once per second with the elapsed time and the running
+//! counts: rewritten in place (`\r`) on a terminal, one plain line per second otherwise (a
+//! log file or a pipe gets no carriage returns).
 
-use std::{io::Write, sync::Arc, time::Duration};
+use std::{
+    io::{IsTerminal, Write},
+    sync::Arc,
+    time::Duration,
+};
 
 use tokio::{task::JoinHandle, time::Instant};
 
@@ -19,8 +24,32 @@ pub(crate) fn progress_line(elapsed: Duration, tally: &Tally) -> String {
     )
 }
 
-/// Rewrites the progress line every second until aborted.
-pub(crate) fn spawn_progress(tally: Arc<SharedTally>, start: Instant) -> JoinHandle<()> {
+/// Whether progress is rewritten in place (stderr is a terminal) or printed as lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProgressStyle {
+    /// `\r` and the line, padded to the widest so far.
+    InPlace,
+    /// The line and a newline.
+    Lines,
+}
+
+impl ProgressStyle {
+    /// [`ProgressStyle::InPlace`] when stderr is a terminal.
+    pub(crate) fn for_stderr() -> ProgressStyle {
+        if std::io::stderr().is_terminal() {
+            ProgressStyle::InPlace
+        } else {
+            ProgressStyle::Lines
+        }
+    }
+}
+
+/// Prints the progress every second until aborted.
+pub(crate) fn spawn_progress(
+    tally: Arc<SharedTally>,
+    start: Instant,
+    style: ProgressStyle,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(Duration::from_secs(1));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -31,16 +60,21 @@ pub(crate) fn spawn_progress(tally: Arc<SharedTally>, start: Instant) -> JoinHan
             widest = widest.max(line.len());
             let mut stderr = std::io::stderr().lock();
             // Progress is best effort: a closed stderr only loses the line.
-            let _ = write!(stderr, "\r{line:<widest$}");
+            let _ = match style {
+                ProgressStyle::InPlace => write!(stderr, "\r{line:<widest$}"),
+                ProgressStyle::Lines => writeln!(stderr, "{line}"),
+            };
             let _ = stderr.flush();
         }
     })
 }
 
-/// Ends the progress line (moves stderr to a fresh line).
-pub(crate) fn finish_progress(task: JoinHandle<()>) {
+/// Stops the progress (and on a terminal moves stderr to a fresh line).
+pub(crate) fn finish_progress(task: JoinHandle<()>, style: ProgressStyle) {
     task.abort();
-    eprintln!();
+    if style == ProgressStyle::InPlace {
+        eprintln!();
+    }
 }
 
 #[cfg(test)]

@@ -127,7 +127,8 @@ async fn run_step(
             // every node has learned it (bounded; moving earlier only costs failed sends).
             if !cluster.wait_known_by_all(PROXY_C, SCALE_OUT_WAIT).await {
                 tracing::warn!(
-                    "proxy {PROXY_C} was not known everywhere within {SCALE_OUT_WAIT:?}"
+                    "proxy {} was not known everywhere within {SCALE_OUT_WAIT:?}",
+                    PROXY_C.0
                 );
             }
             cluster.set_upstream(NodeId(203), PROXY_C).await?;

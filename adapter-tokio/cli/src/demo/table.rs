@@ -25,11 +25,14 @@ pub(crate) struct DemoSummary {
     pub(crate) p50_us: u64,
     /// 99th percentile send → delivered latency, µs.
     pub(crate) p99_us: u64,
+    /// Nodes whose registration the registry refused (their id or name was held, e.g. by
+    /// another demo on the same etcd prefix).
+    pub(crate) conflicts: u64,
 }
 
 impl DemoSummary {
     /// The summary of a finished run.
-    pub(crate) fn new(tally: &Tally, duplicates: u64) -> DemoSummary {
+    pub(crate) fn new(tally: &Tally, duplicates: u64, conflicts: u64) -> DemoSummary {
         let (p50_us, p99_us) = tally.latency_percentiles();
         DemoSummary {
             sent: tally.sent,
@@ -39,6 +42,7 @@ impl DemoSummary {
             lost: tally.in_flight() + tally.stopped,
             p50_us,
             p99_us,
+            conflicts,
         }
     }
 }
@@ -56,12 +60,31 @@ pub(crate) struct Report {
     pub(crate) events: Vec<Event>,
     /// One line describing the setup.
     pub(crate) setup: String,
+    /// The slowest delivery: its latency and when it was sent (since traffic started).
+    pub(crate) slowest: Option<(Duration, Duration)>,
 }
 
 impl Report {
-    /// Whether the run passed: nothing lost, nothing duplicated, nothing corrupted.
+    /// Whether the run passed: nothing lost, nothing duplicated, nothing corrupted, and every
+    /// node registered (a conflict means another cluster shares the registry).
     pub(crate) fn passed(&self) -> bool {
-        self.summary.lost == 0 && self.summary.duplicates == 0 && self.corrupt == 0
+        self.summary.lost == 0
+            && self.summary.duplicates == 0
+            && self.corrupt == 0
+            && self.summary.conflicts == 0
+    }
+
+    /// Where the slowest delivery was sent: the last event at or before its send time.
+    fn slowest_note(&self) -> Option<String> {
+        let (latency, sent) = self.slowest?;
+        let phase = self.events.iter().rev().find(|e| e.at <= sent)?;
+        Some(format!(
+            "slowest delivery {} (sent at {}, after \"{}\" at {})",
+            millis(latency),
+            seconds(sent),
+            phase.text,
+            seconds(phase.at)
+        ))
     }
 }
 
@@ -95,16 +118,35 @@ pub(crate) fn render(report: &Report) -> String {
     row(&mut out, "lost", s.lost.to_string());
     row(&mut out, "received (distinct)", report.received.to_string());
     row(&mut out, "corrupt payloads", report.corrupt.to_string());
-    row(&mut out, "latency p50", format!("{} µs", s.p50_us));
-    row(&mut out, "latency p99", format!("{} µs", s.p99_us));
+    row(&mut out, "registration conflicts", s.conflicts.to_string());
+    row(
+        &mut out,
+        "latency p50",
+        millis(Duration::from_micros(s.p50_us)),
+    );
+    row(
+        &mut out,
+        "latency p99",
+        millis(Duration::from_micros(s.p99_us)),
+    );
+    if let Some(note) = report.slowest_note() {
+        let _ = writeln!(out, "  {note}");
+    }
     let verdict = if report.passed() {
         "PASS: every accepted message has exactly one outcome, none was duplicated"
+    } else if s.conflicts > 0 {
+        "FAIL: the registry refused nodes (another cluster holds their ids or names)"
     } else {
         "FAIL: messages were lost, duplicated or corrupted"
     };
     let _ = writeln!(out);
     let _ = writeln!(out, "{verdict}");
     out
+}
+
+/// `388.5 ms`.
+fn millis(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
 /// `12.3 s`.
@@ -130,7 +172,8 @@ mod tests {
                 duplicates: 0,
                 lost: 0,
                 p50_us: 850,
-                p99_us: 5400,
+                p99_us: 388_497,
+                conflicts: 0,
             },
             received: 1160,
             corrupt: 0,
@@ -145,6 +188,7 @@ mod tests {
                 },
             ],
             setup: "switchboard demo: 6 s".to_owned(),
+            slowest: Some((Duration::from_micros(412_345), Duration::from_millis(3100))),
         }
     }
 
@@ -167,8 +211,10 @@ results
   lost                                 0
   received (distinct)               1160
   corrupt payloads                     0
-  latency p50                     850 µs
-  latency p99                    5400 µs
+  registration conflicts               0
+  latency p50                     0.8 ms
+  latency p99                   388.5 ms
+  slowest delivery 412.3 ms (sent at 3.1 s, after \"proxy 101 killed abruptly\" at 3.0 s)
 
 PASS: every accepted message has exactly one outcome, none was duplicated
 ";
@@ -185,6 +231,12 @@ PASS: every accepted message has exactly one outcome, none was duplicated
         let mut r = report();
         r.summary.duplicates = 1;
         assert!(!r.passed());
+        let mut r = report();
+        r.summary.conflicts = 1;
+        assert!(!r.passed());
+        assert!(render(&r).ends_with(
+            "FAIL: the registry refused nodes (another cluster holds their ids or names)\n"
+        ));
     }
 
     #[test]
@@ -195,10 +247,10 @@ PASS: every accepted message has exactly one outcome, none was duplicated
         }
         tally.outcome(Ok(Outcome::Delivered), Duration::from_micros(10));
         tally.outcome(Ok(Outcome::Failed(FailReason::Timeout)), Duration::ZERO);
-        let summary = DemoSummary::new(&tally, 2);
+        let summary = DemoSummary::new(&tally, 2, 0);
         assert_eq!(
             serde_json::to_string(&summary).expect("json"),
-            r#"{"sent":3,"delivered":1,"failed":{"timeout":1},"duplicates":2,"lost":1,"p50_us":10,"p99_us":10}"#
+            r#"{"sent":3,"delivered":1,"failed":{"timeout":1},"duplicates":2,"lost":1,"p50_us":10,"p99_us":10,"conflicts":0}"#
         );
     }
 }

@@ -9,9 +9,13 @@ use std::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicU64, Ordering},
     },
+    time::Duration,
 };
 
-use switchboard_core::discovery::{Filter, Metadata};
+use switchboard_core::{
+    discovery::{Filter, Metadata},
+    outcome::Outcome,
+};
 use switchboard_tokio::{Inbox, NodeHandle, SendFailure, TargetSpec};
 use tokio::{task::JoinHandle, time::Instant};
 
@@ -114,6 +118,26 @@ pub(crate) struct Schedule {
     pub(crate) rate: u64,
 }
 
+/// The slowest delivery of a run: its latency and when (since the start of traffic) it was
+/// sent, so the report can name the phase of the script that made the tail.
+#[derive(Debug, Default)]
+pub(crate) struct Slowest(Mutex<Option<(Duration, Duration)>>);
+
+impl Slowest {
+    /// Notes a delivery sent `sent` after the start that took `latency`.
+    pub(crate) fn note(&self, sent: Duration, latency: Duration) {
+        let mut slowest = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if slowest.is_none_or(|(max, _)| latency > max) {
+            *slowest = Some((latency, sent));
+        }
+    }
+
+    /// `(latency, sent since the start)` of the slowest delivery, if any.
+    pub(crate) fn get(&self) -> Option<(Duration, Duration)> {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Starts a paced sender on `client` with `pattern`, sending on `schedule`; sequence numbers
 /// come from `seqs` (shared by a client's senders).
 pub(crate) fn spawn_sender(
@@ -122,6 +146,7 @@ pub(crate) fn spawn_sender(
     seqs: Arc<AtomicU64>,
     schedule: Schedule,
     tally: Arc<SharedTally>,
+    slowest: Arc<Slowest>,
 ) -> JoinHandle<()> {
     let Schedule { start, until, rate } = schedule;
     tokio::spawn(async move {
@@ -144,14 +169,19 @@ pub(crate) fn spawn_sender(
                 Ok(pending) => {
                     tally.lock().accepted();
                     let tally = Arc::clone(&tally);
+                    let slowest = Arc::clone(&slowest);
                     tokio::spawn(async move {
                         let outcome = pending.await;
-                        tally.lock().outcome(outcome, sent_at.elapsed());
+                        let latency = sent_at.elapsed();
+                        if matches!(outcome, Ok(Outcome::Delivered)) {
+                            slowest.note(sent_at.duration_since(start), latency);
+                        }
+                        tally.lock().outcome(outcome, latency);
                     });
                 }
                 Err(SendFailure::Refused(e)) => tally.lock().refused(&e),
                 Err(e) => {
-                    tracing::warn!(client = %client.id(), error = %e, "sender stopped");
+                    tracing::warn!(client = client.id().0, error = %e, "sender stopped");
                     return;
                 }
             }
@@ -162,6 +192,17 @@ pub(crate) fn spawn_sender(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_slowest_delivery_is_kept() {
+        let slowest = Slowest::default();
+        assert_eq!(slowest.get(), None);
+        let ms = Duration::from_millis;
+        slowest.note(ms(100), ms(5));
+        slowest.note(ms(200), ms(300));
+        slowest.note(ms(300), ms(7));
+        assert_eq!(slowest.get(), Some((ms(300), ms(200))));
+    }
 
     #[test]
     fn receipts_count_duplicates_per_sender_and_corrupt_payloads() {

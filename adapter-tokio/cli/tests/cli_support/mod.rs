@@ -31,6 +31,8 @@ impl Running {
     pub(crate) fn start(args: &[&str]) -> Running {
         let mut child = Command::new(BIN)
             .args(args)
+            .env_remove("SWITCHBOARD_REGISTRY")
+            .env_remove("SWITCHBOARD_ETCD")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

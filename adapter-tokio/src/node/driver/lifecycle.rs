@@ -68,8 +68,8 @@ pub(in crate::node) async fn start(
         known: known_rx,
     };
     info!(
-        id = %node.id(), name = %node.config().name, %local_addr,
-        incarnation = node.incarnation(), upstream = %node.config().upstream,
+        id = node.id().0, name = %node.config().name, %local_addr,
+        incarnation = node.incarnation(), upstream = node.config().upstream.0,
         "node started"
     );
     let mut links = Links::new(link_tx);

@@ -181,7 +181,7 @@ impl Links {
 
     /// Starts dialling `addr` for `link` (the core's `Connect`).
     pub(super) fn dial(&mut self, link: LinkId, peer: NodeId, addr: String) {
-        debug!(%link, %peer, %addr, "dialling");
+        debug!(%link, peer = peer.0, %addr, "dialling");
         let events = self.events.clone();
         let dial = self.tasks.spawn(async move {
             let event = match net::dial(&addr).await {

@@ -177,7 +177,7 @@ impl Driver {
         };
         match exit {
             Exit::Killed => {
-                info!(id = %self.node.id(), "node killed");
+                info!(id = self.node.id().0, "node killed");
                 // Dropping the driver drops the link table (aborting every task and socket),
                 // the feed (the backend ends without unregistering) and every outcome sender.
             }
@@ -367,7 +367,11 @@ impl Driver {
     /// is applied at once.
     fn set_upstream(&mut self, now: Instant, upstream: NodeId) {
         self.topology.upstream_id = upstream;
-        info!(id = %self.node.id(), %upstream, "switching upstream");
+        info!(
+            id = self.node.id().0,
+            upstream = upstream.0,
+            "switching upstream"
+        );
         match &self.feed {
             Some(feed) => {
                 let update = FeedCommand::UpdateTopology(self.topology.clone());
@@ -413,7 +417,7 @@ impl Driver {
 
     fn on_feed_event(&mut self, event: Option<FeedEvent>) {
         let Some(event) = event else {
-            debug!(id = %self.node.id(), "registry backend ended");
+            debug!(id = self.node.id().0, "registry backend ended");
             self.feed = None;
             // Nothing keeps the registration alive any more (`/readyz` tells).
             self.registered = false;
@@ -433,13 +437,13 @@ impl Driver {
             }
             FeedEvent::Disconnected { reason } => {
                 if self.registered {
-                    info!(id = %self.node.id(), %reason, "registry lost");
+                    info!(id = self.node.id().0, %reason, "registry lost");
                 }
                 self.counters.registry_disconnected();
                 self.registered = false;
             }
             FeedEvent::Conflict { holder } => {
-                warn!(id = %self.node.id(), conflict = %holder, "registration refused");
+                warn!(id = self.node.id().0, conflict = %holder, "registration refused");
                 self.counters.registry_conflict();
                 self.registered = false;
                 self.conflict = Some(holder);
@@ -509,31 +513,42 @@ impl Driver {
         match event {
             Event::LinkUp { link, peer } => {
                 self.links.mark_up(*link, *peer);
-                debug!(id = %self.node.id(), %link, %peer, "link up");
+                debug!(id = self.node.id().0, %link, peer = peer.0, "link up");
             }
             Event::LinkClosed { link, peer } => {
-                debug!(id = %self.node.id(), %link, ?peer, "link down");
+                debug!(id = self.node.id().0, %link, peer = peer.map(|p| p.0), "link down");
             }
             Event::LinkRejected { link, reason } => {
-                warn!(id = %self.node.id(), %link, %reason, "link rejected");
+                warn!(id = self.node.id().0, %link, %reason, "link rejected");
             }
             Event::HandshakeTimedOut { link, dialed } => {
-                warn!(id = %self.node.id(), %link, ?dialed, "handshake timed out");
+                warn!(id = self.node.id().0, %link, dialed = dialed.map(|d| d.0), "handshake timed out");
             }
             Event::HandshakeLimit { link } => {
-                warn!(id = %self.node.id(), %link, "connection refused: too many pending handshakes");
+                warn!(id = self.node.id().0, %link, "connection refused: too many pending handshakes");
             }
             Event::PeerRestarted { peer, incarnation } => {
-                info!(id = %self.node.id(), %peer, incarnation, "peer restarted");
+                info!(
+                    id = self.node.id().0,
+                    peer = peer.0,
+                    incarnation,
+                    "peer restarted"
+                );
             }
             Event::PeerDead {
                 peer,
                 incarnation,
                 evidence,
             } => {
-                info!(id = %self.node.id(), %peer, incarnation, evidence = evidence.as_str(), "peer incarnation dead");
+                info!(
+                    id = self.node.id().0,
+                    peer = peer.0,
+                    incarnation,
+                    evidence = evidence.as_str(),
+                    "peer incarnation dead"
+                );
             }
-            other => debug!(id = %self.node.id(), ?other, "node event"),
+            other => debug!(id = self.node.id().0, ?other, "node event"),
         }
     }
 

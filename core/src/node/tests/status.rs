@@ -61,7 +61,7 @@ fn status_serializes_under_the_served_field_names() {
     let node = leaf_waiting_for_its_upstream();
     let json = serde_json::to_string(&node.status()).expect("serializable");
     let expected = format!(
-        "{{\"id\":257,\"name\":\"gate-1\",\"incarnation\":{},\"listen\":\"atcp://10.0.0.1:21901\",\
+        "{{\"id\":257,\"name\":\"gate-1\",\"incarnation\":\"{}\",\"listen\":\"atcp://10.0.0.1:21901\",\
          \"upstream\":258,\"registered\":false,\"known_nodes\":0,\
          \"endpoints\":[{{\"id\":258,\"name\":null,\"pending\":1,\"unacked\":0}}],\
          \"routes\":[{{\"target\":258,\"flags\":[\"active\"],\"proxy\":null,\"retry_count\":0}}],\
@@ -72,4 +72,11 @@ fn status_serializes_under_the_served_field_names() {
     assert_eq!(json, expected);
     let parsed: Status = serde_json::from_str(&json).expect("parses back");
     assert_eq!(parsed, node.status());
+    // Older output (a number) still parses.
+    let as_number = json.replace(
+        &format!("\"incarnation\":\"{}\"", node.incarnation()),
+        &format!("\"incarnation\":{}", node.incarnation()),
+    );
+    let parsed: Status = serde_json::from_str(&as_number).expect("a number parses too");
+    assert_eq!(parsed.incarnation, node.incarnation());
 }
