@@ -21,7 +21,7 @@ pub(crate) const REGISTER_WAIT: Duration = Duration::from_secs(5);
 /// "registered":BOOL,"conflict":"WHY"|null}`. `registered` is false when the registry did
 /// not take the node within [`REGISTER_WAIT`] (the backend keeps trying); `conflict` says
 /// why the registry refused it, if it did (`id held by incarnation N`,
-/// `name "x" taken by id N`, or the etcd holder).
+/// `name "x" taken by id N`, or the etcd holder) — the node then stops and exits 1.
 #[derive(Debug, Serialize)]
 pub(crate) struct NodeReady {
     /// Always `node`.
@@ -81,9 +81,7 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         .wait_for(REGISTER_WAIT, |k| k.registered || k.conflict.is_some())
         .await;
     let known = handle.known();
-    if let Some(conflict) = &known.conflict {
-        tracing::warn!(%conflict, "registration refused; running on, the backend retries");
-    } else if !known.registered {
+    if known.conflict.is_none() && !known.registered {
         tracing::warn!("not registered after {REGISTER_WAIT:?}; running on, the backend retries");
     }
     print_json_line(&NodeReady {
@@ -92,8 +90,17 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         listen: handle.local_addr().to_string(),
         admin: admin_server.as_ref().map(|a| a.local_addr().to_string()),
         registered: known.registered,
-        conflict: known.conflict,
+        conflict: known.conflict.clone(),
     })?;
+    if let Some(conflict) = known.conflict {
+        // Another live node holds this id (under another identity) or this name: this one
+        // cannot serve. The ready line said why; stop and exit 1 with the reason.
+        drop(admin_server);
+        shutdown_bounded(&handle).await;
+        return Err(CliError::failed(format!(
+            "registration refused: {conflict}"
+        )));
+    }
     tokio::select! {
         signal = signals.wait() => tracing::info!(signal, "stopping the node"),
         _ = &mut inbox_task => {
