@@ -233,7 +233,7 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    advertise, wait_known, upstream, window, outcomes_log, etcd, etcd_prefix, and a [core] table.\n\n\
+    advertise, wait_known, upstream, window, outcomes_log, admin, etcd, etcd_prefix, and a [core] table.\n\n\
     --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
     file gives them; so is one of --registry and --etcd.\n\n\
     Examples:\n  \
@@ -294,6 +294,9 @@ pub(crate) struct LoadArgs {
     /// Write each message's send and outcome instants to FILE (format below).
     #[arg(long, value_name = "FILE")]
     pub(crate) outcomes_log: Option<PathBuf>,
+    /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) admin: Option<SocketAddr>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,

@@ -167,6 +167,23 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
         .start()
         .await
         .map_err(start_error)?;
+    // Held until the run ends: the endpoints serve while the load runs.
+    let _admin_server = match options.admin {
+        None => None,
+        Some(addr) => match switchboard_tokio::admin::AdminServer::bind(addr, handle.clone()).await
+        {
+            Ok(server) => {
+                eprintln!("load: admin on {}", server.local_addr());
+                Some(server)
+            }
+            Err(e) => {
+                handle.kill();
+                return Err(CliError::failed(format!(
+                    "admin: cannot listen on {addr}: {e}"
+                )));
+            }
+        },
+    };
     let echoes = Arc::new(Mutex::new(DuplicateCounter::default()));
     let echo_task = tokio::spawn(count_echoes(inbox, Arc::clone(&echoes)));
     // Registered = the view is complete; a target not in it yet is waited for by the first

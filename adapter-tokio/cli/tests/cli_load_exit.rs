@@ -214,3 +214,71 @@ fn a_load_with_an_upstream_sends_through_the_proxy() {
         "{summary}"
     );
 }
+
+/// `load --admin ADDR` serves the load node's endpoints while it runs: ready, and its sent
+/// counter climbing toward the count.
+#[test]
+fn a_load_with_admin_serves_its_metrics_while_it_runs() {
+    let (_registry, registry) = start_registry();
+    let (_leaf, _leaf_admin) = start_node(&[
+        "node",
+        "--id",
+        "102",
+        "--name",
+        "b",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &registry,
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    let admin = SocketAddr::from(([127, 0, 0, 1], closed_port()));
+    let admin_arg = admin.to_string();
+    let mut load = Running::start(&[
+        "load",
+        "--registry",
+        &registry,
+        "--to",
+        "b",
+        "--count",
+        "300",
+        "--rate",
+        "100",
+        "--size",
+        "16",
+        "--admin",
+        &admin_arg,
+    ]);
+    // Within the 3 s run: ready, and some but not all of the 300 messages counted as sent.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    let mut mid_run = None;
+    while std::time::Instant::now() < deadline && mid_run.is_none() {
+        std::thread::sleep(Duration::from_millis(200));
+        let Ok(metrics) = std::panic::catch_unwind(|| http_get(admin, "/metrics")) else {
+            continue;
+        };
+        let sent = metrics
+            .2
+            .lines()
+            .find_map(|l| l.strip_prefix("switchboard_sent_total "))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if (1..300).contains(&sent) {
+            mid_run = Some(sent);
+        }
+    }
+    assert!(mid_run.is_some(), "no mid-run /metrics on {admin}");
+    let (status, _, body) = http_get(admin, "/readyz");
+    assert_eq!((status, body.as_str()), (200, "ready\n"));
+    let summary = load.next_json("load summary");
+    assert_eq!(load.wait("load").code(), Some(0), "{summary}");
+    assert_eq!(
+        (
+            u64_field(&summary, "sent"),
+            u64_field(&summary, "delivered")
+        ),
+        (300, 300),
+        "{summary}"
+    );
+}

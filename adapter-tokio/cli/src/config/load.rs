@@ -54,6 +54,8 @@ pub(crate) struct LoadFile {
     pub(crate) window: Option<usize>,
     /// `--outcomes-log`.
     pub(crate) outcomes_log: Option<PathBuf>,
+    /// `--admin`.
+    pub(crate) admin: Option<SocketAddr>,
     /// `--etcd`.
     pub(crate) etcd: Option<Vec<String>>,
     /// `--etcd-prefix`.
@@ -86,6 +88,8 @@ pub(crate) struct LoadOptions {
     pub(crate) window: usize,
     /// Where to write each message's send and outcome instants, if anywhere.
     pub(crate) outcomes_log: Option<PathBuf>,
+    /// Where to serve the load node's admin endpoints while it runs, if anywhere.
+    pub(crate) admin: Option<SocketAddr>,
 }
 
 impl LoadOptions {
@@ -223,6 +227,7 @@ impl LoadOptions {
             wait_known,
             window,
             outcomes_log: args.outcomes_log.or(file.outcomes_log),
+            admin: args.admin.or(file.admin),
         })
     }
 }
@@ -248,6 +253,7 @@ mod tests {
             upstream: None,
             window: None,
             outcomes_log: None,
+            admin: None,
             config: None,
             etcd: EtcdArgs::default(),
         }
@@ -407,6 +413,7 @@ mod tests {
             upstream: None,
             window: None,
             outcomes_log: None,
+            admin: None,
             config: Some(path),
             etcd: EtcdArgs::default(),
         };
