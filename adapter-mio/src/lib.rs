@@ -69,8 +69,10 @@ pub mod clock;
 mod conn;
 mod driver;
 mod node;
+mod tokens;
 
 pub use conn::MAX_OUT_BUFFER;
 pub use driver::{CONNECT_TIMEOUT, EVENT_CAPACITY};
 pub use node::{AppEvent, BindError, MioNode, SHUTDOWN_FLUSH};
 pub use switchboard_core;
+pub use tokens::TokenRange;
