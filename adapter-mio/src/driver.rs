@@ -1,4 +1,7 @@
-//! The loop body of a [`MioNode`]: [`run_once`](MioNode::run_once) and everything it does.
+//! The loop body of a [`MioNode`]: [`run_once`](MioNode::run_once) and everything it does,
+//! and the same body in pieces for an application's own poll
+//! ([`handle_event`](MioNode::handle_event), [`process`](MioNode::process),
+//! [`poll_timeout`](MioNode::poll_timeout)).
 //!
 //! One pass: write what the last commands queued; wait on the poll for at most the caller's
 //! timeout or the nearest deadline (the core's, the registry client's, a dial's, a closing
@@ -170,18 +173,18 @@ impl MioNode {
             return;
         }
         match self.tokens.key(token) {
-            None => {}
             Some(Key::Listener) => self.accept_all(now),
             Some(Key::Link(link)) => self.on_link_ready(now, link, readable, writable),
-            Some(Key::Registry(generation)) => {
+            Some(Key::Registry(generation))
                 if self
                     .registry
                     .as_ref()
-                    .is_some_and(|r| r.generation == generation && r.conn.is_some())
-                {
-                    self.on_registry_ready(now, readable, writable);
-                }
+                    .is_some_and(|r| r.generation == generation && r.conn.is_some()) =>
+            {
+                self.on_registry_ready(now, readable, writable);
             }
+            // A free token (a stale event of a closed socket), or not this node's.
+            _ => {}
         }
     }
 

@@ -115,7 +115,8 @@ pub(crate) struct Closing {
     pub(crate) fin_sent: bool,
 }
 
-/// A switchboard node on a single-threaded `mio::Poll`. See the [crate docs](crate).
+/// A switchboard node on a single-threaded `mio::Poll` — its own ([`bind`](Self::bind)) or
+/// the application's ([`embed`](Self::embed)). See the [crate docs](crate).
 #[derive(Debug)]
 pub struct MioNode {
     /// The node's own poll; `None` when embedded in the application's.
