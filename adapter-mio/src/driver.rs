@@ -1,4 +1,7 @@
-//! The loop body of a [`MioNode`]: [`run_once`](MioNode::run_once) and everything it does.
+//! The loop body of a [`MioNode`]: [`run_once`](MioNode::run_once) and everything it does,
+//! and the same body in pieces for an application's own poll
+//! ([`handle_event`](MioNode::handle_event), [`process`](MioNode::process),
+//! [`poll_timeout`](MioNode::poll_timeout)).
 //!
 //! One pass: write what the last commands queued; wait on the poll for at most the caller's
 //! timeout or the nearest deadline (the core's, the registry client's, a dial's, a closing
@@ -23,7 +26,8 @@ use switchboard_core::{
 
 use crate::{
     conn::{Chunk, Conn, DialCheck, State},
-    node::{AppEvent, Closing, LISTENER, MioNode},
+    node::{AppEvent, Closing, MioNode},
+    tokens::{Key, TokenRange},
 };
 
 /// Bytes read from a socket at once.
@@ -38,69 +42,87 @@ const CLOSE_LINGER: Duration = Duration::from_secs(2);
 /// While this many [`AppEvent`]s wait to be taken, links are not read.
 pub const EVENT_CAPACITY: usize = 65_536;
 
-/// What a poll token stands for.
-enum Key {
-    Listener,
-    Link(LinkId),
-    Registry(u64),
-}
-
-/// The token of a link: its id (never reused by the core), shifted; even.
-pub(crate) fn link_token(link: LinkId) -> Token {
-    Token((link.0 as usize) << 1)
-}
-
-/// The token of the registry connection of `generation`: odd.
-pub(crate) fn registry_token(generation: u64) -> Token {
-    Token(((generation as usize) << 1) | 1)
-}
-
-fn key(token: Token) -> Key {
-    match token {
-        LISTENER => Key::Listener,
-        Token(t) if t & 1 == 1 => Key::Registry((t >> 1) as u64),
-        Token(t) => Key::Link(LinkId((t >> 1) as u64)),
-    }
+/// A readiness event as (token, readable, writable); an error or a closed half counts as
+/// both (the read or write then finds out).
+fn readiness(e: &Readiness) -> (Token, bool, bool) {
+    let gone = e.is_error() || e.is_read_closed() || e.is_write_closed();
+    (e.token(), e.is_readable() || gone, e.is_writable() || gone)
 }
 
 impl MioNode {
-    /// One turn of the loop: waits for socket readiness for at most `timeout` (`None`: no
-    /// limit of its own) and at most until the node's next deadline, handles every ready
-    /// socket and every due deadline, and writes what the core produced. Received messages,
-    /// outcomes and notices then wait in [`poll_event`](Self::poll_event).
+    /// One turn of the loop of a node that owns its poll ([`bind`](Self::bind)): waits for
+    /// socket readiness for at most `timeout` (`None`: no limit of its own) and at most
+    /// until the node's next deadline, handles every ready socket and every due deadline,
+    /// and writes what the core produced. Received messages, outcomes and notices then wait
+    /// in [`poll_event`](Self::poll_event).
     ///
     /// Call it in a loop (a game server calls it once per frame with a short or zero
-    /// timeout). It never blocks longer than asked and never blocks on a socket.
+    /// timeout). It never blocks longer than asked and never blocks on a socket. It is the
+    /// embedded mode's loop body run on the node's own poll: `poll` for at most
+    /// [`poll_timeout`](Self::poll_timeout), [`handle_event`](Self::handle_event) for each
+    /// event, then [`process`](Self::process).
     ///
     /// # Errors
     ///
-    /// The poll itself failed (not a socket: socket errors close their link).
+    /// The poll itself failed (not a socket: socket errors close their link), or the node is
+    /// embedded in the application's poll ([`embed`](Self::embed)) and has none to wait on
+    /// (`ErrorKind::Unsupported`).
     pub fn run_once(&mut self, timeout: Option<Duration>) -> io::Result<()> {
         self.flush_dirty(self.clock.now());
-        let mut wait = timeout;
-        if let Some(deadline) = self.next_deadline() {
-            let until = self.clock.until(deadline);
-            wait = Some(wait.map_or(until, |t| t.min(until)));
-        }
-        if !self.resume.is_empty() && self.app.len() < EVENT_CAPACITY {
-            wait = Some(Duration::ZERO);
-        }
-        match self.poll.poll(&mut self.events, wait) {
+        let wait = match (timeout, self.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(owned) = &mut self.owned else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an embedded MioNode is driven by the application's poll",
+            ));
+        };
+        match owned.poll.poll(&mut owned.events, wait) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
-        let ready: Vec<(Token, bool, bool)> = self
-            .events
-            .iter()
-            .map(|e: &Readiness| {
-                let gone = e.is_error() || e.is_read_closed() || e.is_write_closed();
-                (e.token(), e.is_readable() || gone, e.is_writable() || gone)
-            })
-            .collect();
+        let ready: Vec<(Token, bool, bool)> = owned.events.iter().map(readiness).collect();
         for (token, readable, writable) in ready {
             self.dispatch(token, readable, writable);
         }
+        self.process();
+        Ok(())
+    }
+
+    /// Whether `token` is one of this node's (in its [`TokenRange`]): the events an
+    /// application passes to [`handle_event`](Self::handle_event).
+    #[must_use]
+    pub fn owns(&self, token: Token) -> bool {
+        self.tokens.range().contains(token)
+    }
+
+    /// The tokens this node registers its sockets with.
+    #[must_use]
+    pub fn token_range(&self) -> TokenRange {
+        self.tokens.range()
+    }
+
+    /// One readiness event of the application's poll for one of this node's tokens
+    /// ([`owns`](Self::owns)): the ready socket is accepted from, read or written, and the
+    /// core's outputs are performed. Events of other tokens are ignored, as are stale events
+    /// of sockets already closed. Call [`process`](Self::process) after the batch.
+    pub fn handle_event(&mut self, event: &Readiness) {
+        if !self.owns(event.token()) {
+            return;
+        }
+        let (token, readable, writable) = readiness(event);
+        self.dispatch(token, readable, writable);
+    }
+
+    /// What is due after a batch of events (or a poll that timed out): reads that stopped
+    /// early are resumed, due timers fire (the core's, the registry client's, dial and close
+    /// deadlines), and every buffer with bytes queued is written. Call it after every `poll`
+    /// of the application's loop, even one that returned no event of this node — and
+    /// calling it more often is harmless.
+    pub fn process(&mut self) {
         if self.app.len() < EVENT_CAPACITY {
             for token in std::mem::take(&mut self.resume) {
                 self.dispatch(token, true, false);
@@ -108,7 +130,38 @@ impl MioNode {
         }
         self.fire_timers(self.clock.now());
         self.flush_dirty(self.clock.now());
-        Ok(())
+    }
+
+    /// When the application's loop must call [`process`](Self::process) at the latest,
+    /// whether or not an event came: the node's nearest deadline, or now if it has work
+    /// waiting (bytes queued by [`send`](Self::send), a read to resume). `None`: only
+    /// readiness events wake it.
+    #[must_use]
+    pub fn next_timeout(&self) -> Option<std::time::Instant> {
+        let now = std::time::Instant::now();
+        if self.has_work() {
+            return Some(now);
+        }
+        let until = self.clock.until(self.next_deadline()?);
+        Some(now.checked_add(until).unwrap_or(now))
+    }
+
+    /// [`next_timeout`](Self::next_timeout) as the timeout of the application's
+    /// `Poll::poll`: how long it may block for this node (combine it with its own, and with
+    /// other nodes', by taking the minimum).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        if self.has_work() {
+            return Some(Duration::ZERO);
+        }
+        self.next_deadline().map(|d| self.clock.until(d))
+    }
+
+    /// Whether `process` has something to do now, without waiting for an event.
+    fn has_work(&self) -> bool {
+        !self.dirty.is_empty()
+            || self.registry_dirty
+            || (!self.resume.is_empty() && self.app.len() < EVENT_CAPACITY)
     }
 
     /// One readiness event: one `handle_*` call (or a few, one per chunk read), each
@@ -119,18 +172,19 @@ impl MioNode {
             self.on_closing_ready(now, token);
             return;
         }
-        match key(token) {
-            Key::Listener => self.accept_all(now),
-            Key::Link(link) => self.on_link_ready(now, link, readable, writable),
-            Key::Registry(generation) => {
+        match self.tokens.key(token) {
+            Some(Key::Listener) => self.accept_all(now),
+            Some(Key::Link(link)) => self.on_link_ready(now, link, readable, writable),
+            Some(Key::Registry(generation))
                 if self
                     .registry
                     .as_ref()
-                    .is_some_and(|r| r.generation == generation && r.conn.is_some())
-                {
-                    self.on_registry_ready(now, readable, writable);
-                }
+                    .is_some_and(|r| r.generation == generation && r.conn.is_some()) =>
+            {
+                self.on_registry_ready(now, readable, writable);
             }
+            // A free token (a stale event of a closed socket), or not this node's.
+            _ => {}
         }
     }
 
@@ -143,11 +197,17 @@ impl MioNode {
             match listener.accept() {
                 Ok((stream, _peer)) => {
                     let link = self.node.handle_accepted(now);
-                    match Conn::open(self.poll.registry(), stream, link_token(link)) {
-                        Ok(conn) => {
+                    let opened = self.tokens.take(Key::Link(link)).map(|token| {
+                        Conn::open(&self.mio, stream, token).inspect_err(|_| {
+                            self.tokens.give_back(token);
+                        })
+                    });
+                    match opened {
+                        Some(Ok(conn)) => {
                             self.links.insert(link, conn);
                         }
-                        Err(_) => self.node.handle_closed(now, link),
+                        // No free token, or the stream could not be registered.
+                        _ => self.node.handle_closed(now, link),
                     }
                     self.drain(now);
                 }
@@ -192,13 +252,13 @@ impl MioNode {
     fn read_link(&mut self, now: Instant, link: LinkId) {
         let mut total = 0;
         loop {
-            if self.app.len() >= EVENT_CAPACITY || total >= READ_BUDGET {
-                self.resume.insert(link_token(link));
-                return;
-            }
             let Some(conn) = self.links.get_mut(&link) else {
                 return;
             };
+            if self.app.len() >= EVENT_CAPACITY || total >= READ_BUDGET {
+                self.resume.insert(conn.token());
+                return;
+            }
             match conn.read_chunk(&mut self.scratch) {
                 Chunk::Data(n) => {
                     total += n;
@@ -252,12 +312,11 @@ impl MioNode {
             let Some(registry) = &mut self.registry else {
                 return;
             };
-            let generation = registry.generation;
             let Some(conn) = &mut registry.conn else {
                 return;
             };
             if total >= READ_BUDGET {
-                self.resume.insert(registry_token(generation));
+                self.resume.insert(conn.token());
                 return;
             }
             match conn.read_chunk(&mut self.scratch) {
@@ -282,7 +341,7 @@ impl MioNode {
         let Some(closing) = self.closing.get_mut(&token) else {
             return;
         };
-        let mut done = closing.conn.flush(self.poll.registry()).is_err();
+        let mut done = closing.conn.flush(&self.mio).is_err();
         if !done && !closing.fin_sent && closing.conn.queued() == 0 {
             closing.conn.shutdown_write();
             closing.fin_sent = true;
@@ -301,7 +360,8 @@ impl MioNode {
 
     fn finish_closing(&mut self, token: Token) {
         if let Some(mut closing) = self.closing.remove(&token) {
-            closing.conn.deregister(self.poll.registry());
+            closing.conn.deregister(&self.mio);
+            self.tokens.give_back(token);
         }
         self.resume.remove(&token);
     }
@@ -341,7 +401,7 @@ impl MioNode {
             Output::Close { link } => {
                 if let Some(conn) = self.links.remove(&link) {
                     self.dirty.remove(&link);
-                    self.resume.remove(&link_token(link));
+                    self.resume.remove(&conn.token());
                     self.linger(now, conn);
                 }
             }
@@ -375,10 +435,12 @@ impl MioNode {
                 let Some(registry) = &mut self.registry else {
                     return;
                 };
-                if let Some(conn) = &mut registry.conn
-                    && !conn.queue(&bytes)
-                {
-                    self.stop_registry_dial_with(|client| client.handle_closed(now));
+                if let Some(conn) = &mut registry.conn {
+                    if conn.queue(&bytes) {
+                        self.registry_dirty = true;
+                    } else {
+                        self.stop_registry_dial_with(|client| client.handle_closed(now));
+                    }
                 }
             }
             Some(ClientOutput::Close) => {
@@ -394,15 +456,22 @@ impl MioNode {
     /// reported failed at once.
     fn dial_link(&mut self, now: Instant, link: LinkId, addr: &str) {
         let deadline = now.saturating_add(CONNECT_TIMEOUT);
+        let Some(token) = self.tokens.take(Key::Link(link)) else {
+            self.node.handle_connect_failed(now, link);
+            return;
+        };
         let started = tcp_socket_addr(addr)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))
             .and_then(TcpStream::connect)
-            .and_then(|s| Conn::dialing(self.poll.registry(), s, link_token(link), deadline));
+            .and_then(|s| Conn::dialing(&self.mio, s, token, deadline));
         match started {
             Ok(conn) => {
                 self.links.insert(link, conn);
             }
-            Err(_) => self.node.handle_connect_failed(now, link),
+            Err(_) => {
+                self.tokens.give_back(token);
+                self.node.handle_connect_failed(now, link);
+            }
         }
     }
 
@@ -412,13 +481,19 @@ impl MioNode {
             return;
         };
         registry.generation += 1;
-        let token = registry_token(registry.generation);
+        let Some(token) = self.tokens.take(Key::Registry(registry.generation)) else {
+            registry.client.handle_connect_failed(now);
+            return;
+        };
         let deadline = now.saturating_add(CONNECT_TIMEOUT);
         match TcpStream::connect(registry.addr)
-            .and_then(|s| Conn::dialing(self.poll.registry(), s, token, deadline))
+            .and_then(|s| Conn::dialing(&self.mio, s, token, deadline))
         {
             Ok(conn) => registry.conn = Some(conn),
-            Err(_) => registry.client.handle_connect_failed(now),
+            Err(_) => {
+                self.tokens.give_back(token);
+                registry.client.handle_connect_failed(now);
+            }
         }
     }
 
@@ -436,8 +511,9 @@ impl MioNode {
             return;
         };
         if let Some(mut conn) = registry.conn.take() {
-            conn.deregister(self.poll.registry());
-            self.resume.remove(&registry_token(registry.generation));
+            conn.deregister(&self.mio);
+            self.resume.remove(&conn.token());
+            self.tokens.give_back(conn.token());
         }
         report(&mut registry.client);
     }
@@ -446,8 +522,9 @@ impl MioNode {
     /// stream or [`CLOSE_LINGER`]. A dial in progress is dropped at once.
     fn linger(&mut self, now: Instant, mut conn: Conn) {
         let token = conn.token();
-        if conn.state != State::Open || conn.flush(self.poll.registry()).is_err() {
-            conn.deregister(self.poll.registry());
+        if conn.state != State::Open || conn.flush(&self.mio).is_err() {
+            conn.deregister(&self.mio);
+            self.tokens.give_back(token);
             return;
         }
         let fin_sent = conn.queued() == 0;
@@ -466,10 +543,11 @@ impl MioNode {
 
     fn drop_link(&mut self, link: LinkId) {
         if let Some(mut conn) = self.links.remove(&link) {
-            conn.deregister(self.poll.registry());
+            conn.deregister(&self.mio);
+            self.resume.remove(&conn.token());
+            self.tokens.give_back(conn.token());
         }
         self.dirty.remove(&link);
-        self.resume.remove(&link_token(link));
     }
 
     /// The transport lost `link` (end of stream, error, overflow): the core is told.
@@ -482,11 +560,12 @@ impl MioNode {
     /// Writes every buffer with bytes queued (and the registry connection's); a write error
     /// loses the link.
     pub(crate) fn flush_dirty(&mut self, now: Instant) {
+        self.registry_dirty = false;
         while let Some(link) = self.dirty.pop_first() {
             let Some(conn) = self.links.get_mut(&link) else {
                 continue;
             };
-            if conn.flush(self.poll.registry()).is_err() {
+            if conn.flush(&self.mio).is_err() {
                 self.lose_link(now, link);
             }
         }
@@ -494,7 +573,7 @@ impl MioNode {
             .registry
             .as_mut()
             .and_then(|r| r.conn.as_mut())
-            .is_some_and(|conn| conn.flush(self.poll.registry()).is_err());
+            .is_some_and(|conn| conn.flush(&self.mio).is_err());
         if failed {
             self.stop_registry_dial_with(|client| client.handle_closed(now));
             self.drain(now);

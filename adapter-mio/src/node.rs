@@ -18,7 +18,7 @@ use std::{
 };
 
 use bytes::Bytes;
-use mio::{Events, Interest, Poll, Token, net::TcpListener};
+use mio::{Events, Interest, Poll, Registry, Token, net::TcpListener};
 use switchboard_core::{
     config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
@@ -28,11 +28,12 @@ use switchboard_core::{
     rng::entropy_seed,
 };
 
-use crate::{clock::Clock, conn::Conn};
+use crate::{
+    clock::Clock,
+    conn::Conn,
+    tokens::{TokenRange, Tokens},
+};
 
-/// The listener's token; link and registry tokens are derived from their ids (see
-/// `driver::Key`).
-pub(crate) const LISTENER: Token = Token(0);
 /// Readiness events taken from the poll at once.
 const EVENTS_CAPACITY: usize = 1024;
 /// How long [`MioNode::shutdown`] waits for links and the registry connection to flush.
@@ -74,7 +75,7 @@ pub enum BindError {
     /// The configuration is invalid.
     #[error("invalid config: {0}")]
     Config(#[from] ConfigError),
-    /// The poll could not be created, or the listen address not bound.
+    /// The poll could not be created, or the listen address not bound or registered.
     #[error("cannot listen on {addr}: {source}")]
     Io {
         /// The listen address asked for.
@@ -82,6 +83,17 @@ pub enum BindError {
         /// The error.
         source: io::Error,
     },
+    /// The token range given to [`MioNode::embed`] has fewer than 2 tokens or passes
+    /// `usize::MAX`.
+    #[error("unusable token range {0:?}: a node needs at least 2 tokens")]
+    TokenRange(TokenRange),
+}
+
+/// The poll of a node that owns it ([`MioNode::bind`]).
+#[derive(Debug)]
+pub(crate) struct OwnedPoll {
+    pub(crate) poll: Poll,
+    pub(crate) events: Events,
 }
 
 /// The registry client and its one connection.
@@ -103,11 +115,16 @@ pub(crate) struct Closing {
     pub(crate) fin_sent: bool,
 }
 
-/// A switchboard node on a single-threaded `mio::Poll`. See the [crate docs](crate).
+/// A switchboard node on a single-threaded `mio::Poll` — its own ([`bind`](Self::bind)) or
+/// the application's ([`embed`](Self::embed)). See the [crate docs](crate).
 #[derive(Debug)]
 pub struct MioNode {
-    pub(crate) poll: Poll,
-    pub(crate) events: Events,
+    /// The node's own poll; `None` when embedded in the application's.
+    pub(crate) owned: Option<OwnedPoll>,
+    /// Where the node registers its sockets: its own poll's registry or the application's.
+    pub(crate) mio: Registry,
+    /// The tokens it registers them with, and what each stands for.
+    pub(crate) tokens: Tokens,
     pub(crate) listener: Option<TcpListener>,
     pub(crate) local_addr: SocketAddr,
     pub(crate) node: Node,
@@ -118,6 +135,8 @@ pub struct MioNode {
     pub(crate) app: VecDeque<AppEvent>,
     /// Links with bytes queued since their last flush.
     pub(crate) dirty: BTreeSet<LinkId>,
+    /// Whether the registry connection has bytes queued since its last flush.
+    pub(crate) registry_dirty: bool,
     /// Connections whose read stopped early (budget or a full event queue): read again at
     /// the next `run_once`.
     pub(crate) resume: BTreeSet<Token>,
@@ -154,21 +173,102 @@ impl MioNode {
     ///
     /// An invalid config, or the poll or listener could not be set up.
     pub fn bind_with(
+        config: Config,
+        listen: SocketAddr,
+        registry: Option<SocketAddr>,
+        tune: impl FnOnce(&mut ClientConfig),
+    ) -> Result<MioNode, BindError> {
+        let io_error = |source| BindError::Io {
+            addr: listen,
+            source,
+        };
+        let poll = Poll::new().map_err(io_error)?;
+        let mio = poll.registry().try_clone().map_err(io_error)?;
+        let owned = OwnedPoll {
+            poll,
+            events: Events::with_capacity(EVENTS_CAPACITY),
+        };
+        MioNode::start(
+            config,
+            listen,
+            registry,
+            tune,
+            mio,
+            TokenRange::ALL,
+            Some(owned),
+        )
+    }
+
+    /// Starts a node like [`bind`](Self::bind), embedded in the application's `mio::Poll`
+    /// instead of owning one: it registers its listener and connections with `mio` (the
+    /// application poll's registry) under tokens of `tokens` only. The application's loop
+    /// then waits on its poll for at most [`poll_timeout`](Self::poll_timeout) (or until
+    /// [`next_timeout`](Self::next_timeout)), passes each event whose token the node
+    /// [`owns`](Self::owns) to [`handle_event`](Self::handle_event), calls
+    /// [`process`](Self::process) after every poll, and takes
+    /// [`poll_event`](Self::poll_event)s. See the [crate docs](crate) for an example.
+    ///
+    /// `tokens.base()` is the listener's token; the others are given to connections as they
+    /// open, so `tokens.len() - 1` bounds the node's open connections (links, the registry
+    /// connection, closing ones): a dial or accept beyond that fails like a refused
+    /// connection. Several nodes and the application's own sources share one poll when
+    /// their ranges do not overlap.
+    ///
+    /// # Errors
+    ///
+    /// An invalid config, an unusable token range, or the listener could not be set up.
+    pub fn embed(
+        config: Config,
+        listen: SocketAddr,
+        registry: Option<SocketAddr>,
+        mio: &Registry,
+        tokens: TokenRange,
+    ) -> Result<MioNode, BindError> {
+        MioNode::embed_with(config, listen, registry, mio, tokens, |_| {})
+    }
+
+    /// Like [`embed`](Self::embed), with `tune` applied to the registry client's config.
+    ///
+    /// # Errors
+    ///
+    /// An invalid config, an unusable token range, or the listener could not be set up.
+    pub fn embed_with(
+        config: Config,
+        listen: SocketAddr,
+        registry: Option<SocketAddr>,
+        mio: &Registry,
+        tokens: TokenRange,
+        tune: impl FnOnce(&mut ClientConfig),
+    ) -> Result<MioNode, BindError> {
+        if !tokens.is_usable() {
+            return Err(BindError::TokenRange(tokens));
+        }
+        let mio = mio.try_clone().map_err(|source| BindError::Io {
+            addr: listen,
+            source,
+        })?;
+        MioNode::start(config, listen, registry, tune, mio, tokens, None)
+    }
+
+    /// What `bind_with` and `embed_with` share: everything but where the poll comes from.
+    fn start(
         mut config: Config,
         listen: SocketAddr,
         registry: Option<SocketAddr>,
         tune: impl FnOnce(&mut ClientConfig),
+        mio: Registry,
+        tokens: TokenRange,
+        owned: Option<OwnedPoll>,
     ) -> Result<MioNode, BindError> {
         config.validate()?;
         let io_error = |source| BindError::Io {
             addr: listen,
             source,
         };
-        let poll = Poll::new().map_err(io_error)?;
+        let tokens = Tokens::new(tokens);
         let mut listener = TcpListener::bind(listen).map_err(io_error)?;
         let local_addr = listener.local_addr().map_err(io_error)?;
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)
+        mio.register(&mut listener, tokens.range().base(), Interest::READABLE)
             .map_err(io_error)?;
         // This process's facts: the core picks the host name and mixes the entropy.
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH);
@@ -192,8 +292,9 @@ impl MioNode {
             }
         });
         let mut mio_node = MioNode {
-            poll,
-            events: Events::with_capacity(EVENTS_CAPACITY),
+            owned,
+            mio,
+            tokens,
             listener: Some(listener),
             local_addr,
             node,
@@ -203,6 +304,7 @@ impl MioNode {
             registry,
             app: VecDeque::new(),
             dirty: BTreeSet::new(),
+            registry_dirty: false,
             resume: BTreeSet::new(),
             scratch: vec![0; crate::driver::READ_CHUNK],
         };
@@ -282,7 +384,8 @@ impl MioNode {
     /// `Unknown(Shutdown)`, waiting in [`poll_event`](Self::poll_event)), the registry client
     /// says `Bye` (the registry removes the node at once), the listener closes, and the
     /// links and registry connection are flushed and closed — this call drives the poll for
-    /// at most [`SHUTDOWN_FLUSH`] to do so. Later `send`s fail with
+    /// at most [`SHUTDOWN_FLUSH`] to do so (an embedded node returns at once; the
+    /// application's loop, still passing events and calling `process`, finishes them). Later `send`s fail with
     /// [`SendError::Shutdown`]; later `run_once` calls do nothing but finish closes.
     ///
     /// # Errors
@@ -296,20 +399,26 @@ impl MioNode {
         }
         self.drain(now);
         if let Some(mut listener) = self.listener.take() {
-            let _ = self.poll.registry().deregister(&mut listener);
+            let _ = self.mio.deregister(&mut listener);
         }
         self.stop_registry_dial();
         let until = std::time::Instant::now() + SHUTDOWN_FLUSH;
         loop {
             self.flush_dirty(self.clock.now());
             let left = until.saturating_duration_since(std::time::Instant::now());
+            if self.owned.is_none() {
+                // Embedded: the application's loop finishes the closes (`process` ends each
+                // within its linger).
+                return Ok(());
+            }
             if self.closing.is_empty() || left.is_zero() {
                 break;
             }
             self.run_once(Some(left))?;
         }
-        for (_, mut closing) in self.closing.drain() {
-            closing.conn.deregister(self.poll.registry());
+        for (token, mut closing) in self.closing.drain() {
+            closing.conn.deregister(&self.mio);
+            self.tokens.give_back(token);
         }
         Ok(())
     }
