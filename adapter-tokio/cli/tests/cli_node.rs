@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use cli_support::{Running, http_get, start_registry, str_field, u64_field};
 use serde_json::Value;
 
-/// The build-info sample of this build (the commit is `unknown` unless `SWITCHBOARD_COMMIT`
-/// was set when it was built).
+/// The build-info sample of this build: the commit the build scripts read from git (the
+/// library's and this package's agree; `unknown` outside a git checkout).
 fn build_info() -> String {
     let features = if cfg!(feature = "etcd") {
         "admin,etcd"
@@ -19,7 +19,7 @@ fn build_info() -> String {
     format!(
         "switchboard_build_info{{version=\"{}\",commit=\"{}\",features=\"{features}\"}} 1",
         env!("CARGO_PKG_VERSION"),
-        option_env!("SWITCHBOARD_COMMIT").unwrap_or("unknown"),
+        env!("SWITCHBOARD_GIT_COMMIT"),
     )
 }
 

@@ -257,11 +257,9 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
     out
 }
 
-/// The commit this was built from: `SWITCHBOARD_COMMIT` at build time, or `unknown`.
-pub const COMMIT: &str = match option_env!("SWITCHBOARD_COMMIT") {
-    Some(commit) => commit,
-    None => "unknown",
-};
+/// The commit this was built from (the build script's `git rev-parse --short HEAD`, or
+/// `SWITCHBOARD_COMMIT` from the build environment), or `unknown` outside a git checkout.
+pub const COMMIT: &str = env!("SWITCHBOARD_COMMIT");
 
 /// The optional features compiled in, comma-separated.
 pub const FEATURES: &str = if cfg!(feature = "etcd") {
