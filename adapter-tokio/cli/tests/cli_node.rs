@@ -584,3 +584,46 @@ fn an_invalid_rust_log_is_reported_in_one_line_and_the_default_used() {
     // The default (`warn`) applies: the registry's info lines are not shown.
     assert_eq!(lines.len(), 1, "{lines:#?}");
 }
+
+/// A second node under an id a live node holds (another deployment: another name, so another
+/// identity) is refused: its ready line says `"registered":false` with the conflict, it exits
+/// 1 with the reason, and the holder stays registered.
+#[test]
+fn a_duplicate_id_prints_its_conflict_and_exits_1() {
+    let (_registry, registry) = start_registry();
+    let (_holder, ready) = start_node(&[
+        "node",
+        "--id",
+        "31",
+        "--name",
+        "first",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &registry,
+        "--admin",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(ready["registered"], true, "{ready}");
+    let holder_admin: SocketAddr = str_field(&ready, "admin").parse().expect("admin address");
+    let (mut duplicate, ready) = start_node(&[
+        "node",
+        "--id",
+        "31",
+        "--name",
+        "second",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &registry,
+    ]);
+    assert_eq!(ready["registered"], false, "{ready}");
+    let conflict = str_field(&ready, "conflict").to_owned();
+    assert!(
+        conflict.starts_with("id held by incarnation "),
+        "the conflict names the holder's life: {conflict}"
+    );
+    assert_eq!(duplicate.wait("refused node").code(), Some(1));
+    let (status, _, body) = http_get(holder_admin, "/readyz");
+    assert_eq!((status, body.as_str()), (200, "ready\n"));
+}
