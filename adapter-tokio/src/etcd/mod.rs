@@ -33,6 +33,7 @@ mod convert;
 mod coordinator;
 pub mod fault;
 mod lease_task;
+mod security;
 mod stats;
 mod watch_task;
 
