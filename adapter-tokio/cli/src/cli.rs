@@ -105,6 +105,53 @@ pub(crate) struct EtcdArgs {
     /// Key prefix in etcd [default: /switchboard/].
     #[arg(long, value_name = "P")]
     pub(crate) etcd_prefix: Option<String>,
+    /// PEM file with the CA that signs etcd's certificate; required with https:// URLs
+    /// (TLS is used exactly when the URLs are https://).
+    #[arg(long, value_name = "PEM", env = "SWITCHBOARD_ETCD_CA")]
+    pub(crate) etcd_ca: Option<PathBuf>,
+    /// PEM file with the client certificate presented to etcd (with --etcd-key).
+    #[arg(long, value_name = "PEM", requires = "etcd_key")]
+    pub(crate) etcd_cert: Option<PathBuf>,
+    /// PEM file with the client certificate's private key (with --etcd-cert).
+    #[arg(long, value_name = "PEM", requires = "etcd_cert")]
+    pub(crate) etcd_key: Option<PathBuf>,
+    /// etcd user to authenticate as (with --etcd-password-file).
+    #[arg(long, value_name = "NAME", requires = "etcd_password_file")]
+    pub(crate) etcd_user: Option<String>,
+    /// File holding the etcd user's password (one line); the password is never taken on the
+    /// command line nor logged.
+    #[arg(long, value_name = "PATH", requires = "etcd_user")]
+    pub(crate) etcd_password_file: Option<PathBuf>,
+}
+
+impl EtcdArgs {
+    /// The TLS and authentication settings.
+    pub(crate) fn security(&self) -> EtcdSecurity {
+        EtcdSecurity {
+            ca: self.etcd_ca.clone(),
+            cert: self.etcd_cert.clone(),
+            key: self.etcd_key.clone(),
+            user: self.etcd_user.clone(),
+            password_file: self.etcd_password_file.clone(),
+        }
+    }
+}
+
+/// `--etcd-ca`, `--etcd-cert`, `--etcd-key`, `--etcd-user`, `--etcd-password-file`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct EtcdSecurity {
+    pub(crate) ca: Option<PathBuf>,
+    pub(crate) cert: Option<PathBuf>,
+    pub(crate) key: Option<PathBuf>,
+    pub(crate) user: Option<String>,
+    pub(crate) password_file: Option<PathBuf>,
+}
+
+impl EtcdSecurity {
+    /// Whether any of the settings is given.
+    pub(crate) fn any(&self) -> bool {
+        *self != EtcdSecurity::default()
+    }
 }
 
 /// `switchboard registry`.
@@ -635,5 +682,52 @@ mod tests {
             panic!("not the demo subcommand");
         };
         assert_eq!((args.seconds, args.rate, args.json), (20, 1000, false));
+    }
+
+    #[test]
+    fn etcd_tls_and_user_flags_are_on_every_etcd_subcommand() {
+        let flags = [
+            "--etcd",
+            "https://127.0.0.1:2379",
+            "--etcd-ca",
+            "ca.pem",
+            "--etcd-cert",
+            "c.pem",
+            "--etcd-key",
+            "k.pem",
+            "--etcd-user",
+            "root",
+            "--etcd-password-file",
+            "pw",
+        ];
+        for sub in [
+            &["node"][..],
+            &["load", "--to", "a"],
+            &["demo"],
+            &["send", "--to", "a", "--payload", "x"],
+            &["ls"],
+        ] {
+            let argv = ["switchboard"].iter().chain(sub).chain(&flags);
+            let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{sub:?}: {e}"));
+            let etcd = match cli.command {
+                Command::Node(a) => a.etcd,
+                Command::Load(a) => a.etcd,
+                Command::Demo(a) => a.etcd,
+                Command::Send(a) => a.etcd,
+                Command::Ls(a) => a.etcd,
+                _ => panic!("another subcommand"),
+            };
+            let security = etcd.security();
+            assert_eq!(security.ca, Some(PathBuf::from("ca.pem")), "{sub:?}");
+            assert_eq!(security.user.as_deref(), Some("root"), "{sub:?}");
+            assert_eq!(security.password_file, Some(PathBuf::from("pw")), "{sub:?}");
+        }
+        // A certificate needs its key, a user needs a password file.
+        let err =
+            Cli::try_parse_from(["switchboard", "ls", "--etcd-cert", "c.pem"]).expect_err("no key");
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+        let err = Cli::try_parse_from(["switchboard", "ls", "--etcd-user", "root"])
+            .expect_err("no password file");
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
     }
 }

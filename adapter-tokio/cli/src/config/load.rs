@@ -178,10 +178,12 @@ impl LoadOptions {
                 ));
             }
         };
+        let security = args.etcd.security();
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
             args.etcd.etcd_prefix.or(file.etcd_prefix),
+            security,
         )?;
         let id = args.id.or(file.id).unwrap_or(1_000_000 + u64::from(pid));
         let upstream = args.upstream.or(file.upstream);

@@ -98,10 +98,12 @@ impl NodeOptions {
             return Err(CliError::invalid("label", "a label key is empty"));
         }
         labels.extend(args.labels);
+        let security = args.etcd.security();
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
             args.etcd.etcd_prefix.or(file.etcd_prefix),
+            security,
         )?;
         let identity = args.identity.or(file.identity);
         if identity.as_deref().is_some_and(|i| i.trim().is_empty()) {
