@@ -42,15 +42,26 @@ async fn refusal(backend: &mut Backend) -> (String, Duration) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_registers_over_tls_with_a_client_certificate() {
     let etcd = EtcdServer::start_tls().await;
-    assert!(etcd.endpoint().starts_with("https://"), "{}", etcd.endpoint());
+    assert!(
+        etcd.endpoint().starts_with("https://"),
+        "{}",
+        etcd.endpoint()
+    );
     let (node, _inbox) = start(on_etcd(&etcd, "/sb/", 7, "alpha")).await;
     // The record is readable over TLS with the client certificate (the harness's client).
     let keys = etcd.keys("/sb/").await;
     assert_eq!(
         keys,
-        vec!["/sb/by_id/alpha-7", "/sb/by_name/alpha-7", "/sb/topology/alpha-7"],
+        vec![
+            "/sb/by_id/alpha-7",
+            "/sb/by_name/alpha-7",
+            "/sb/topology/alpha-7"
+        ],
     );
-    let record = etcd.get("/sb/by_id/alpha-7").await.expect("the by_id record");
+    let record = etcd
+        .get("/sb/by_id/alpha-7")
+        .await
+        .expect("the by_id record");
     let text = String::from_utf8_lossy(record.value());
     assert!(text.contains("\"alpha\""), "{text}");
     node.shutdown().await.expect("the node stops");

@@ -25,8 +25,8 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use super::{
     CONNECT_TIMEOUT, HTTP2_KEEPALIVE_INTERVAL, HTTP2_KEEPALIVE_TIMEOUT, RPC_TIMEOUT,
     convert::{WarnBackoff, bounded},
-    security,
     lease_task::{LeaseCommand, LeaseTask, lease_config},
+    security,
     stats::{EtcdStats, slot},
     watch_task::WatchTask,
 };

@@ -51,8 +51,16 @@ pub(super) fn connect_options(
                 ));
             }
             (None, None) => {}
-            (Some(_), None) => return Err(String::from("etcd client certificate: given without its key")),
-            (None, Some(_)) => return Err(String::from("etcd client key: given without its certificate")),
+            (Some(_), None) => {
+                return Err(String::from(
+                    "etcd client certificate: given without its key",
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(String::from(
+                    "etcd client key: given without its certificate",
+                ));
+            }
         }
         connect = connect.with_tls(tls);
     } else if options.ca.is_some() || options.cert.is_some() || options.key.is_some() {
