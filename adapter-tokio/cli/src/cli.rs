@@ -177,9 +177,14 @@ pub(crate) struct RegistryArgs {
     /// TOML file with the concern table.
     #[arg(long, value_name = "FILE")]
     pub(crate) concern: Option<PathBuf>,
-    /// Serve /metrics and /healthz over HTTP here (the ready line then names it).
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics and /healthz over HTTP here (the ready line then names it); a bare PORT
+    /// binds 127.0.0.1.
+    #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]
     pub(crate) admin: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on every admin request (else 401); the token
+    /// is the file's first line, never logged.
+    #[arg(long, value_name = "PATH", requires = "admin")]
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -242,9 +247,14 @@ pub(crate) struct NodeArgs {
     /// A label `key=value` (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
     pub(crate) labels: Vec<(String, String)>,
-    /// Serve /metrics (Prometheus text) and /status (JSON) on this address.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics (Prometheus text) and /status (JSON) on this address; a bare PORT binds
+    /// 127.0.0.1.
+    #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]
     pub(crate) admin: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on every admin request (else 401); the token
+    /// is the file's first line, never logged.
+    #[arg(long, value_name = "PATH", requires = "admin")]
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// Send every received message back to its sender (same type, same payload).
     #[arg(long)]
     pub(crate) echo: bool,
@@ -341,9 +351,14 @@ pub(crate) struct LoadArgs {
     /// Write each message's send and outcome instants to FILE (format below).
     #[arg(long, value_name = "FILE")]
     pub(crate) outcomes_log: Option<PathBuf>,
-    /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs; a bare PORT
+    /// binds 127.0.0.1.
+    #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]
     pub(crate) admin: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on every admin request (else 401); the token
+    /// is the file's first line, never logged.
+    #[arg(long, value_name = "PATH", requires = "admin")]
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -497,6 +512,16 @@ pub(crate) fn etcd_url(text: &str) -> Result<String, String> {
         Ok(p) if p > 0 => Ok(text.to_owned()),
         _ => bad("a bad port"),
     }
+}
+
+/// Parses an admin address: `HOST:PORT`, or a bare `PORT` on loopback (127.0.0.1), so
+/// the admin endpoint is never exposed unless an address says so.
+pub(crate) fn admin_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("expected HOST:PORT or a port (bound on 127.0.0.1), got {text:?}"))
 }
 
 /// Parses `key=value` (the key non-empty).
@@ -729,5 +754,33 @@ mod tests {
         let err = Cli::try_parse_from(["switchboard", "ls", "--etcd-user", "root"])
             .expect_err("no password file");
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn a_bare_admin_port_binds_loopback() {
+        assert_eq!(
+            admin_addr("9100"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 9100)))
+        );
+        assert_eq!(
+            admin_addr("0.0.0.0:9100"),
+            Ok(SocketAddr::from(([0, 0, 0, 0], 9100)))
+        );
+        assert!(admin_addr("[::1]:9100").is_ok());
+        assert!(admin_addr("localhost").is_err());
+        let cli = Cli::try_parse_from([
+            "switchboard",
+            "registry",
+            "--admin",
+            "9100",
+            "--admin-token-file",
+            "t",
+        ])
+        .expect("valid flags");
+        let Command::Registry(args) = cli.command else {
+            panic!("not the registry subcommand");
+        };
+        assert_eq!(args.admin, Some(SocketAddr::from(([127, 0, 0, 1], 9100))));
+        assert_eq!(args.admin_token_file, Some(PathBuf::from("t")));
     }
 }

@@ -90,6 +90,8 @@ pub(crate) struct LoadOptions {
     pub(crate) outcomes_log: Option<PathBuf>,
     /// Where to serve the load node's admin endpoints while it runs, if anywhere.
     pub(crate) admin: Option<SocketAddr>,
+    /// `--admin-token-file`'s token: every admin request must carry it.
+    pub(crate) admin_token: Option<String>,
 }
 
 impl LoadOptions {
@@ -218,6 +220,7 @@ impl LoadOptions {
         if upstream.is_none() && core.topology_policy == TopologyPolicy::default() {
             core.topology_policy.allow_direct_connection = true;
         }
+        let admin = args.admin.or(file.admin);
         Ok(LoadOptions {
             core,
             listen,
@@ -229,7 +232,8 @@ impl LoadOptions {
             wait_known,
             window,
             outcomes_log: args.outcomes_log.or(file.outcomes_log),
-            admin: args.admin.or(file.admin),
+            admin_token: super::admin_token(admin, args.admin_token_file.as_deref())?,
+            admin,
         })
     }
 }
@@ -256,6 +260,7 @@ mod tests {
             window: None,
             outcomes_log: None,
             admin: None,
+            admin_token_file: None,
             config: None,
             etcd: EtcdArgs::default(),
         }
@@ -416,6 +421,7 @@ mod tests {
             window: None,
             outcomes_log: None,
             admin: None,
+            admin_token_file: None,
             config: Some(path),
             etcd: EtcdArgs::default(),
         };

@@ -291,6 +291,43 @@ fn etcd_security(options: &mut EtcdOptions, security: EtcdSecurity) -> Result<()
     Ok(())
 }
 
+/// The admin bearer token from `--admin-token-file`: the file's first line, which must be
+/// non-empty visible ASCII (it travels in a header). Read once at start; never logged.
+///
+/// # Errors
+///
+/// The file without an admin address, or an unreadable, empty or non-ASCII file
+/// (field `admin_token_file`).
+pub(crate) fn admin_token(
+    admin: Option<std::net::SocketAddr>,
+    file: Option<&Path>,
+) -> Result<Option<String>, CliError> {
+    const FIELD: &str = "admin_token_file";
+    let Some(path) = file else { return Ok(None) };
+    if admin.is_none() {
+        return Err(CliError::invalid(FIELD, "only used with --admin"));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::invalid(FIELD, format!("cannot read {}: {e}", path.display())))?;
+    let token = text.lines().next().unwrap_or_default().trim();
+    if token.is_empty() {
+        return Err(CliError::invalid(
+            FIELD,
+            format!("{} is empty", path.display()),
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(CliError::invalid(
+            FIELD,
+            format!(
+                "{}: the token must be visible ASCII without spaces",
+                path.display()
+            ),
+        ));
+    }
+    Ok(Some(token.to_owned()))
+}
+
 /// The merged `advertise` value, parsed and checked against `listen` (required when it is a
 /// wildcard address).
 ///
@@ -741,6 +778,35 @@ mod tests {
         assert_eq!(
             field_of(registry_spec(Some(addr), None, None, plain).expect_err("not etcd")),
             "etcd_user"
+        );
+    }
+
+    #[test]
+    fn the_admin_token_is_the_files_first_line() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let admin = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9100)));
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).expect("write");
+            path
+        };
+        let good = file("token", "s3cret-token\n");
+        assert_eq!(
+            admin_token(admin, Some(&good)).expect("valid").as_deref(),
+            Some("s3cret-token")
+        );
+        assert_eq!(admin_token(admin, None).expect("none"), None);
+        let e = admin_token(None, Some(&good)).expect_err("without --admin");
+        assert_eq!(e.to_string(), "admin_token_file: only used with --admin");
+        assert_eq!(e.exit_code(), 2);
+        for (name, text) in [("empty", "\n"), ("space", "a b\n")] {
+            let e = admin_token(admin, Some(&file(name, text))).expect_err(name);
+            assert_eq!(field_of(e), "admin_token_file");
+        }
+        let e = admin_token(admin, Some(&dir.path().join("missing"))).expect_err("missing");
+        assert!(
+            e.to_string().starts_with("admin_token_file: cannot read "),
+            "{e}"
         );
     }
 }

@@ -10,7 +10,7 @@ use switchboard_core::{
 };
 use switchboard_tokio::RegistrySpec;
 
-use super::{Identity, advertise, core_config, read_toml, registry_spec};
+use super::{Identity, admin_token, advertise, core_config, read_toml, registry_spec};
 use crate::{cli::NodeArgs, error::CliError};
 
 /// The node config file.
@@ -66,6 +66,8 @@ pub(crate) struct NodeOptions {
     pub(crate) registry: RegistrySpec,
     /// Admin endpoint address.
     pub(crate) admin: Option<SocketAddr>,
+    /// `--admin-token-file`'s token: every admin request must carry it.
+    pub(crate) admin_token: Option<String>,
     /// Echo received messages.
     pub(crate) echo: bool,
 }
@@ -135,12 +137,15 @@ impl NodeOptions {
                 config.as_deref().and_then(std::path::Path::to_str),
             )
         });
+        let admin = args.admin.or(file.admin);
+        let admin_token = admin_token(admin, args.admin_token_file.as_deref())?;
         Ok(NodeOptions {
             core,
             listen,
             advertise,
             registry,
-            admin: args.admin.or(file.admin),
+            admin,
+            admin_token,
             echo: args.echo || file.echo.unwrap_or(false),
         })
     }
@@ -164,6 +169,7 @@ mod tests {
             registry: None,
             labels: Vec::new(),
             admin: None,
+            admin_token_file: None,
             echo: false,
             config,
             etcd: EtcdArgs::default(),
