@@ -506,3 +506,35 @@ async fn a_silent_connection_is_cut_after_the_header_read_timeout() {
         "{took:?}"
     );
 }
+
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_cut_after_the_header_read_timeout() {
+    let server = serve(metrics_source()).await;
+    let mut stream = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n")
+        .await
+        .expect("write");
+    let mut first = vec![0u8; 4096];
+    let n = timeout(WAIT, stream.read(&mut first))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    assert!(first[..n].starts_with(b"HTTP/1.1 200 OK"));
+    // Kept alive, then silent: closed after the timeout.
+    let idle_from = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let read = timeout(HEADER_READ_TIMEOUT * 3, stream.read_to_end(&mut rest)).await;
+    assert!(
+        read.is_ok(),
+        "still open after {:?}",
+        HEADER_READ_TIMEOUT * 3
+    );
+    let took = idle_from.elapsed();
+    assert!(
+        took >= HEADER_READ_TIMEOUT - Duration::from_millis(100),
+        "{took:?}"
+    );
+}
