@@ -199,7 +199,8 @@ pub(crate) struct RegistryArgs {
     says why the registry refused the node (its id or name is held), which it keeps \
     retrying.\n\n\
     Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
-    etcd (a list), etcd_prefix, and a [core] table with the core settings \
+    etcd (a list), etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
+    admin_token_file (paths relative to the file), and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
     ...).\n\n\
     --id, --name and --listen are required unless the config file gives them; so is one of \
@@ -290,7 +291,8 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    advertise, wait_known, upstream, window, outcomes_log, admin, etcd, etcd_prefix, and a [core] table.\n\n\
+    advertise, wait_known, upstream, window, outcomes_log, admin, admin_token_file, etcd, \
+    etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, and a [core] table.\n\n\
     --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
     file gives them; so is one of --registry and --etcd.\n\n\
     Examples:\n  \

@@ -13,7 +13,11 @@ use switchboard_core::{
 use switchboard_tokio::{RegistrySpec, TargetSpec};
 
 use super::{Identity, advertise, core_config, read_toml, registry_spec};
-use crate::{cli::LoadArgs, error::CliError, payload::SEQ_BYTES};
+use crate::{
+    cli::{EtcdSecurity, LoadArgs},
+    error::CliError,
+    payload::SEQ_BYTES,
+};
 
 /// Default in-flight window.
 pub(crate) const DEFAULT_WINDOW: usize = 1024;
@@ -60,6 +64,18 @@ pub(crate) struct LoadFile {
     pub(crate) etcd: Option<Vec<String>>,
     /// `--etcd-prefix`.
     pub(crate) etcd_prefix: Option<String>,
+    /// `--etcd-ca` (relative to the config file's directory).
+    pub(crate) etcd_ca: Option<PathBuf>,
+    /// `--etcd-cert` (relative to the config file's directory).
+    pub(crate) etcd_cert: Option<PathBuf>,
+    /// `--etcd-key` (relative to the config file's directory).
+    pub(crate) etcd_key: Option<PathBuf>,
+    /// `--etcd-user`.
+    pub(crate) etcd_user: Option<String>,
+    /// `--etcd-password-file` (relative to the config file's directory).
+    pub(crate) etcd_password_file: Option<PathBuf>,
+    /// `--admin-token-file` (relative to the config file's directory).
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// Core settings of the load node.
     pub(crate) core: Option<Config>,
 }
@@ -180,7 +196,17 @@ impl LoadOptions {
                 ));
             }
         };
-        let security = args.etcd.security();
+        let security = super::merge_security(
+            args.etcd.security(),
+            EtcdSecurity {
+                ca: file.etcd_ca,
+                cert: file.etcd_cert,
+                key: file.etcd_key,
+                user: file.etcd_user,
+                password_file: file.etcd_password_file,
+            },
+            args.config.as_deref(),
+        );
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
@@ -232,7 +258,15 @@ impl LoadOptions {
             wait_known,
             window,
             outcomes_log: args.outcomes_log.or(file.outcomes_log),
-            admin_token: super::admin_token(admin, args.admin_token_file.as_deref())?,
+            admin_token: super::admin_token(
+                admin,
+                args.admin_token_file
+                    .or_else(|| {
+                        file.admin_token_file
+                            .map(|p| super::relative_to(args.config.as_deref(), p))
+                    })
+                    .as_deref(),
+            )?,
             admin,
         })
     }

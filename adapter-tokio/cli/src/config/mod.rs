@@ -291,6 +291,25 @@ fn etcd_security(options: &mut EtcdOptions, security: EtcdSecurity) -> Result<()
     Ok(())
 }
 
+/// The etcd TLS and user settings: each flag over the config file's value (the file's paths
+/// relative to its directory).
+pub(crate) fn merge_security(
+    flags: EtcdSecurity,
+    file: EtcdSecurity,
+    config: Option<&Path>,
+) -> EtcdSecurity {
+    let path = |flag: Option<PathBuf>, file: Option<PathBuf>| {
+        flag.or_else(|| file.map(|p| relative_to(config, p)))
+    };
+    EtcdSecurity {
+        ca: path(flags.ca, file.ca),
+        cert: path(flags.cert, file.cert),
+        key: path(flags.key, file.key),
+        user: flags.user.or(file.user),
+        password_file: path(flags.password_file, file.password_file),
+    }
+}
+
 /// The admin bearer token from `--admin-token-file`: the file's first line, which must be
 /// non-empty visible ASCII (it travels in a header). Read once at start; never logged.
 ///
