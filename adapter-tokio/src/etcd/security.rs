@@ -94,3 +94,66 @@ fn read(what: &str, path: &Path) -> Result<Vec<u8>, String> {
         Err(e) => Err(format!("etcd {what} {}: {e}", path.display())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn options(urls: &[&str]) -> EtcdOptions {
+        EtcdOptions::new(urls.iter().map(|u| (*u).to_owned()).collect())
+    }
+
+    #[test]
+    fn https_is_recognised_in_any_case() {
+        assert!(is_https("https://h:1"));
+        assert!(is_https("HTTPS://h:1"));
+        assert!(!is_https("http://h:1"));
+        assert!(!is_https("h:1"));
+    }
+
+    #[test]
+    fn bad_combinations_are_one_line_naming_the_option() {
+        let base = ConnectOptions::new;
+        let mut mixed = options(&["https://a:1", "http://b:1"]);
+        mixed.ca = Some(PathBuf::from("/nonexistent"));
+        let e = connect_options(&mixed, base()).expect_err("mixed");
+        assert!(e.starts_with("etcd endpoints: mix"), "{e}");
+
+        let e = connect_options(&options(&["https://a:1"]), base()).expect_err("no CA");
+        assert!(e.starts_with("etcd CA: required"), "{e}");
+
+        let mut ca_on_http = options(&["http://a:1"]);
+        ca_on_http.ca = Some(PathBuf::from("/nonexistent"));
+        let e = connect_options(&ca_on_http, base()).expect_err("CA on http");
+        assert!(e.starts_with("etcd TLS files: given with http://"), "{e}");
+
+        let mut missing = options(&["https://a:1"]);
+        missing.ca = Some(PathBuf::from("/nonexistent/ca.pem"));
+        let e = connect_options(&missing, base()).expect_err("missing CA file");
+        assert!(e.starts_with("etcd CA /nonexistent/ca.pem: "), "{e}");
+
+        let mut user_only = options(&["http://a:1"]);
+        user_only.user = Some("root".to_owned());
+        let e = connect_options(&user_only, base()).expect_err("no password file");
+        assert!(e.starts_with("etcd user: given without"), "{e}");
+
+        assert!(connect_options(&options(&["http://a:1"]), base()).is_ok());
+    }
+
+    #[test]
+    fn the_password_is_read_from_its_file_and_never_shown() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "hunter2-pw\r\n").expect("write");
+        let mut with_user = options(&["http://a:1"]);
+        with_user.user = Some("root".to_owned());
+        with_user.password_file = Some(file.clone());
+        assert!(connect_options(&with_user, ConnectOptions::new()).is_ok());
+        assert!(!format!("{with_user:?}").contains("hunter2"));
+        std::fs::write(&file, "\n").expect("write");
+        let e = connect_options(&with_user, ConnectOptions::new()).expect_err("empty");
+        assert!(e.ends_with(": empty"), "{e}");
+    }
+}
