@@ -105,6 +105,53 @@ pub(crate) struct EtcdArgs {
     /// Key prefix in etcd [default: /switchboard/].
     #[arg(long, value_name = "P")]
     pub(crate) etcd_prefix: Option<String>,
+    /// PEM file with the CA that signs etcd's certificate; required with https:// URLs
+    /// (TLS is used exactly when the URLs are https://).
+    #[arg(long, value_name = "PEM", env = "SWITCHBOARD_ETCD_CA")]
+    pub(crate) etcd_ca: Option<PathBuf>,
+    /// PEM file with the client certificate presented to etcd (with --etcd-key).
+    #[arg(long, value_name = "PEM", requires = "etcd_key")]
+    pub(crate) etcd_cert: Option<PathBuf>,
+    /// PEM file with the client certificate's private key (with --etcd-cert).
+    #[arg(long, value_name = "PEM", requires = "etcd_cert")]
+    pub(crate) etcd_key: Option<PathBuf>,
+    /// etcd user to authenticate as (with --etcd-password-file).
+    #[arg(long, value_name = "NAME", requires = "etcd_password_file")]
+    pub(crate) etcd_user: Option<String>,
+    /// File holding the etcd user's password (one line); the password is never taken on the
+    /// command line nor logged.
+    #[arg(long, value_name = "PATH", requires = "etcd_user")]
+    pub(crate) etcd_password_file: Option<PathBuf>,
+}
+
+impl EtcdArgs {
+    /// The TLS and authentication settings.
+    pub(crate) fn security(&self) -> EtcdSecurity {
+        EtcdSecurity {
+            ca: self.etcd_ca.clone(),
+            cert: self.etcd_cert.clone(),
+            key: self.etcd_key.clone(),
+            user: self.etcd_user.clone(),
+            password_file: self.etcd_password_file.clone(),
+        }
+    }
+}
+
+/// `--etcd-ca`, `--etcd-cert`, `--etcd-key`, `--etcd-user`, `--etcd-password-file`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct EtcdSecurity {
+    pub(crate) ca: Option<PathBuf>,
+    pub(crate) cert: Option<PathBuf>,
+    pub(crate) key: Option<PathBuf>,
+    pub(crate) user: Option<String>,
+    pub(crate) password_file: Option<PathBuf>,
+}
+
+impl EtcdSecurity {
+    /// Whether any of the settings is given.
+    pub(crate) fn any(&self) -> bool {
+        *self != EtcdSecurity::default()
+    }
 }
 
 /// `switchboard registry`.
@@ -130,9 +177,14 @@ pub(crate) struct RegistryArgs {
     /// TOML file with the concern table.
     #[arg(long, value_name = "FILE")]
     pub(crate) concern: Option<PathBuf>,
-    /// Serve /metrics and /healthz over HTTP here (the ready line then names it).
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics and /healthz over HTTP here (the ready line then names it); a bare PORT
+    /// binds 127.0.0.1.
+    #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]
     pub(crate) admin: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on every admin request (else 401); the token
+    /// is the file's first line, never logged.
+    #[arg(long, value_name = "PATH", requires = "admin")]
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -147,7 +199,8 @@ pub(crate) struct RegistryArgs {
     says why the registry refused the node (its id or name is held), which it keeps \
     retrying.\n\n\
     Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
-    etcd (a list), etcd_prefix, and a [core] table with the core settings \
+    etcd (a list), etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
+    admin_token_file (paths relative to the file), and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
     ...).\n\n\
     --id, --name and --listen are required unless the config file gives them; so is one of \
@@ -195,9 +248,14 @@ pub(crate) struct NodeArgs {
     /// A label `key=value` (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
     pub(crate) labels: Vec<(String, String)>,
-    /// Serve /metrics (Prometheus text) and /status (JSON) on this address.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics (Prometheus text) and /status (JSON) on this address; a bare PORT binds
+    /// 127.0.0.1.
+    #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]
     pub(crate) admin: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on every admin request (else 401); the token
+    /// is the file's first line, never logged.
+    #[arg(long, value_name = "PATH", requires = "admin")]
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// Send every received message back to its sender (same type, same payload).
     #[arg(long)]
     pub(crate) echo: bool,
@@ -233,7 +291,8 @@ pub(crate) struct NodeArgs {
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    advertise, wait_known, upstream, window, outcomes_log, admin, etcd, etcd_prefix, and a [core] table.\n\n\
+    advertise, wait_known, upstream, window, outcomes_log, admin, admin_token_file, etcd, \
+    etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, and a [core] table.\n\n\
     --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
     file gives them; so is one of --registry and --etcd.\n\n\
     Examples:\n  \
@@ -294,9 +353,14 @@ pub(crate) struct LoadArgs {
     /// Write each message's send and outcome instants to FILE (format below).
     #[arg(long, value_name = "FILE")]
     pub(crate) outcomes_log: Option<PathBuf>,
-    /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs; a bare PORT
+    /// binds 127.0.0.1.
+    #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]
     pub(crate) admin: Option<SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on every admin request (else 401); the token
+    /// is the file's first line, never logged.
+    #[arg(long, value_name = "PATH", requires = "admin")]
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -450,6 +514,16 @@ pub(crate) fn etcd_url(text: &str) -> Result<String, String> {
         Ok(p) if p > 0 => Ok(text.to_owned()),
         _ => bad("a bad port"),
     }
+}
+
+/// Parses an admin address: `HOST:PORT`, or a bare `PORT` on loopback (127.0.0.1), so
+/// the admin endpoint is never exposed unless an address says so.
+pub(crate) fn admin_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("expected HOST:PORT or a port (bound on 127.0.0.1), got {text:?}"))
 }
 
 /// Parses `key=value` (the key non-empty).
@@ -635,5 +709,80 @@ mod tests {
             panic!("not the demo subcommand");
         };
         assert_eq!((args.seconds, args.rate, args.json), (20, 1000, false));
+    }
+
+    #[test]
+    fn etcd_tls_and_user_flags_are_on_every_etcd_subcommand() {
+        let flags = [
+            "--etcd",
+            "https://127.0.0.1:2379",
+            "--etcd-ca",
+            "ca.pem",
+            "--etcd-cert",
+            "c.pem",
+            "--etcd-key",
+            "k.pem",
+            "--etcd-user",
+            "root",
+            "--etcd-password-file",
+            "pw",
+        ];
+        for sub in [
+            &["node"][..],
+            &["load", "--to", "a"],
+            &["demo"],
+            &["send", "--to", "a", "--payload", "x"],
+            &["ls"],
+        ] {
+            let argv = ["switchboard"].iter().chain(sub).chain(&flags);
+            let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{sub:?}: {e}"));
+            let etcd = match cli.command {
+                Command::Node(a) => a.etcd,
+                Command::Load(a) => a.etcd,
+                Command::Demo(a) => a.etcd,
+                Command::Send(a) => a.etcd,
+                Command::Ls(a) => a.etcd,
+                _ => panic!("another subcommand"),
+            };
+            let security = etcd.security();
+            assert_eq!(security.ca, Some(PathBuf::from("ca.pem")), "{sub:?}");
+            assert_eq!(security.user.as_deref(), Some("root"), "{sub:?}");
+            assert_eq!(security.password_file, Some(PathBuf::from("pw")), "{sub:?}");
+        }
+        // A certificate needs its key, a user needs a password file.
+        let err =
+            Cli::try_parse_from(["switchboard", "ls", "--etcd-cert", "c.pem"]).expect_err("no key");
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+        let err = Cli::try_parse_from(["switchboard", "ls", "--etcd-user", "root"])
+            .expect_err("no password file");
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn a_bare_admin_port_binds_loopback() {
+        assert_eq!(
+            admin_addr("9100"),
+            Ok(SocketAddr::from(([127, 0, 0, 1], 9100)))
+        );
+        assert_eq!(
+            admin_addr("0.0.0.0:9100"),
+            Ok(SocketAddr::from(([0, 0, 0, 0], 9100)))
+        );
+        assert!(admin_addr("[::1]:9100").is_ok());
+        assert!(admin_addr("localhost").is_err());
+        let cli = Cli::try_parse_from([
+            "switchboard",
+            "registry",
+            "--admin",
+            "9100",
+            "--admin-token-file",
+            "t",
+        ])
+        .expect("valid flags");
+        let Command::Registry(args) = cli.command else {
+            panic!("not the registry subcommand");
+        };
+        assert_eq!(args.admin, Some(SocketAddr::from(([127, 0, 0, 1], 9100))));
+        assert_eq!(args.admin_token_file, Some(PathBuf::from("t")));
     }
 }

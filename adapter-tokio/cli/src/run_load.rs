@@ -170,7 +170,14 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     // Held until the run ends: the endpoints serve while the load runs.
     let _admin_server = match options.admin {
         None => None,
-        Some(addr) => match switchboard_tokio::admin::AdminServer::bind(addr, handle.clone()).await
+        Some(addr) => match switchboard_tokio::admin::AdminServer::bind_with(
+            addr,
+            handle.clone(),
+            switchboard_tokio::admin::AdminOptions {
+                token: options.admin_token.clone(),
+            },
+        )
+        .await
         {
             Ok(server) => {
                 eprintln!("load: admin on {}", server.local_addr());

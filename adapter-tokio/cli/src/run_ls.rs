@@ -44,7 +44,12 @@ impl LsOptions {
     ///
     /// No registry or two, a zero timeout.
     pub(crate) fn resolve(args: LsArgs, pid: u32) -> Result<LsOptions, CliError> {
-        let registry = registry_spec(args.registry, args.etcd.etcd, args.etcd.etcd_prefix)?;
+        let registry = registry_spec(
+            args.registry,
+            args.etcd.etcd.clone(),
+            args.etcd.etcd_prefix.clone(),
+            args.etcd.security(),
+        )?;
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }

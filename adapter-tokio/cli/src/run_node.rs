@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use switchboard_tokio::{
-    Inbox, NodeBuilder, NodeHandle, SendFailure, TargetSpec, admin::AdminServer,
+    Inbox, NodeBuilder, NodeHandle, SendFailure, TargetSpec,
+    admin::{AdminOptions, AdminServer},
 };
 
 use crate::{
@@ -51,6 +52,7 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         advertise,
         registry,
         admin,
+        admin_token,
         echo,
     } = options;
     let id = core.id;
@@ -66,15 +68,19 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         .map_err(start_error)?;
     let admin_server = match admin {
         None => None,
-        Some(addr) => match AdminServer::bind(addr, handle.clone()).await {
-            Ok(server) => Some(server),
-            Err(e) => {
-                shutdown_bounded(&handle).await;
-                return Err(CliError::failed(format!(
-                    "admin: cannot listen on {addr}: {e}"
-                )));
+        Some(addr) => {
+            match AdminServer::bind_with(addr, handle.clone(), AdminOptions { token: admin_token })
+                .await
+            {
+                Ok(server) => Some(server),
+                Err(e) => {
+                    shutdown_bounded(&handle).await;
+                    return Err(CliError::failed(format!(
+                        "admin: cannot listen on {addr}: {e}"
+                    )));
+                }
             }
-        },
+        }
     };
     let mut inbox_task = tokio::spawn(serve_inbox(handle.clone(), inbox, echo));
     handle

@@ -1,7 +1,10 @@
 //! `switchboard registry`: the embedded registry server until SIGINT/SIGTERM.
 
 use serde::Serialize;
-use switchboard_tokio::{admin::AdminServer, registry::spawn_registry};
+use switchboard_tokio::{
+    admin::{AdminOptions, AdminServer},
+    registry::spawn_registry,
+};
 
 use crate::{
     config::registry::RegistryOptions,
@@ -36,9 +39,15 @@ pub(crate) async fn run(options: RegistryOptions) -> Result<(), CliError> {
         })?;
     let admin = match options.admin {
         Some(addr) => Some(
-            AdminServer::bind_registry(addr, registry.stats())
-                .await
-                .map_err(|e| CliError::failed(format!("admin: cannot listen on {addr}: {e}")))?,
+            AdminServer::bind_registry_with(
+                addr,
+                registry.stats(),
+                AdminOptions {
+                    token: options.admin_token,
+                },
+            )
+            .await
+            .map_err(|e| CliError::failed(format!("admin: cannot listen on {addr}: {e}")))?,
         ),
         None => None,
     };

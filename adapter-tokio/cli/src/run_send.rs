@@ -39,7 +39,12 @@ impl SendOptions {
     ///
     /// No registry or two, an empty target or id 0, a zero timeout.
     pub(crate) fn resolve(args: SendArgs, pid: u32) -> Result<SendOptions, CliError> {
-        let registry = registry_spec(args.registry, args.etcd.etcd, args.etcd.etcd_prefix)?;
+        let registry = registry_spec(
+            args.registry,
+            args.etcd.etcd.clone(),
+            args.etcd.etcd_prefix.clone(),
+            args.etcd.security(),
+        )?;
         let target = parse_target(&args.to)?;
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));

@@ -14,22 +14,52 @@
 //! other methods 405, malformed requests 400 (from hyper), and a stopped or unresponsive node
 //! or registry 503. Input from the socket never panics the server. Dropping the
 //! [`AdminServer`] stops it and every open connection.
+//!
+//! Hardening ([`AdminOptions`]): with a token, every request must carry
+//! `Authorization: Bearer <token>` or is answered 401 (the token is never logged). A request
+//! head larger than [`MAX_HEAD_BYTES`] is answered 431 and a request with a body (more than
+//! [`MAX_BODY_BYTES`], or chunked) 413, both closing the connection. At most
+//! [`MAX_CONNECTIONS`] connections are open at once: when full, a new connection evicts the
+//! oldest one that has not sent a byte yet, or is closed at once when every open one has
+//! spoken — so idle sockets held open cannot delay a real request. A client must send each
+//! request head (the first one, and the next one on a kept-alive connection) within
+//! [`HEADER_READ_TIMEOUT`], else the connection is closed.
 
 pub mod prometheus;
 
-use std::{convert::Infallible, future::Future, io, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    future::Future,
+    io,
+    net::SocketAddr,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{
     Method, Request, Response, StatusCode,
     body::Incoming,
-    header::{ALLOW, CONTENT_TYPE},
+    header::{
+        ALLOW, AUTHORIZATION, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING,
+        WWW_AUTHENTICATE,
+    },
     server::conn::http1,
     service::service_fn,
 };
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::{net::TcpListener, sync::Semaphore, task::JoinSet};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::{TcpListener, TcpStream},
+    task::{AbortHandle, JoinSet},
+};
 
 use crate::{
     node::{NodeHandle, Stopped},
@@ -37,10 +67,18 @@ use crate::{
     registry::server::RegistryStats,
 };
 
-/// Connections served at once; more wait in the accept backlog.
+/// Connections open at once. When full, a new connection evicts the oldest one that has
+/// not sent a byte yet; when every open one has spoken, the new one is closed at once.
 pub const MAX_CONNECTIONS: usize = 64;
-/// A client must send its request head within this.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// A client must send each request head within this (the first one after connecting, and
+/// the next one on a kept-alive connection: it is also the idle keep-alive timeout).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// Largest request head (request line and headers) read; a larger one is answered 431.
+/// (hyper's smallest read buffer.)
+pub const MAX_HEAD_BYTES: usize = 8192;
+/// Largest request body accepted (the endpoint takes none); more, or a chunked body, is
+/// answered 413.
+pub const MAX_BODY_BYTES: u64 = 1024;
 /// Bound on asking the node (or registry) for its metrics or status; past it the answer is
 /// 503.
 pub const NODE_QUERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -100,6 +138,22 @@ struct StatusBody<'a> {
     conflict: Option<String>,
 }
 
+/// How an admin server guards itself beyond the fixed limits (see the module docs).
+#[derive(Clone, Default)]
+pub struct AdminOptions {
+    /// When set, every request must carry `Authorization: Bearer <token>`, else 401.
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for AdminOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: never printed.
+        f.debug_struct("AdminOptions")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
 /// A running admin server. Dropping it stops the server and closes its connections.
 #[derive(Debug)]
 pub struct AdminServer {
@@ -114,7 +168,20 @@ impl AdminServer {
     ///
     /// The bind failed.
     pub async fn bind<S: AdminSource>(addr: SocketAddr, source: S) -> io::Result<AdminServer> {
-        AdminServer::serve(addr, NodeRoutes(source)).await
+        AdminServer::bind_with(addr, source, AdminOptions::default()).await
+    }
+
+    /// [`AdminServer::bind`] with `options` (a bearer token).
+    ///
+    /// # Errors
+    ///
+    /// The bind failed.
+    pub async fn bind_with<S: AdminSource>(
+        addr: SocketAddr,
+        source: S,
+        options: AdminOptions,
+    ) -> io::Result<AdminServer> {
+        AdminServer::serve(addr, NodeRoutes(source), options).await
     }
 
     /// Binds `addr` and serves a registry's `source` (`/metrics`, `/healthz`) on it until the
@@ -127,13 +194,33 @@ impl AdminServer {
         addr: SocketAddr,
         source: S,
     ) -> io::Result<AdminServer> {
-        AdminServer::serve(addr, RegistryRoutes(source)).await
+        AdminServer::bind_registry_with(addr, source, AdminOptions::default()).await
     }
 
-    async fn serve<R: Routes>(addr: SocketAddr, routes: R) -> io::Result<AdminServer> {
+    /// [`AdminServer::bind_registry`] with `options` (a bearer token).
+    ///
+    /// # Errors
+    ///
+    /// The bind failed.
+    pub async fn bind_registry_with<S: RegistrySource>(
+        addr: SocketAddr,
+        source: S,
+        options: AdminOptions,
+    ) -> io::Result<AdminServer> {
+        AdminServer::serve(addr, RegistryRoutes(source), options).await
+    }
+
+    async fn serve<R: Routes>(
+        addr: SocketAddr,
+        routes: R,
+        options: AdminOptions,
+    ) -> io::Result<AdminServer> {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
-        let task = tokio::spawn(accept_loop(listener, routes));
+        let guard = Arc::new(Guard {
+            token: options.token,
+        });
+        let task = tokio::spawn(accept_loop(listener, routes, guard));
         Ok(AdminServer { local_addr, task })
     }
 
@@ -150,16 +237,26 @@ impl Drop for AdminServer {
     }
 }
 
-/// Accepts connections and serves each on a task of its own; aborting this task drops the
+/// What every request is checked against before it is routed.
+struct Guard {
+    token: Option<String>,
+}
+
+/// One open connection as the accept loop tracks it.
+struct Open {
+    id: tokio::task::Id,
+    abort: AbortHandle,
+    /// Set once the client has sent a byte.
+    spoke: Arc<AtomicBool>,
+}
+
+/// Accepts connections and serves each on a task of its own, at most [`MAX_CONNECTIONS`]
+/// at once (see the module docs for who is evicted); aborting this task drops the
 /// `JoinSet`, which aborts every connection.
-async fn accept_loop<R: Routes>(listener: TcpListener, source: R) {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+async fn accept_loop<R: Routes>(listener: TcpListener, source: R, guard: Arc<Guard>) {
     let mut connections = JoinSet::new();
+    let mut open: VecDeque<Open> = VecDeque::new();
     loop {
-        while connections.try_join_next().is_some() {}
-        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-            return;
-        };
         let stream = match listener.accept().await {
             Ok((stream, _peer)) => stream,
             Err(e) => {
@@ -170,23 +267,151 @@ async fn accept_loop<R: Routes>(listener: TcpListener, source: R) {
                 continue;
             }
         };
+        while let Some(done) = connections.try_join_next_with_id() {
+            let id = match done {
+                Ok((id, ())) => id,
+                Err(e) => e.id(),
+            };
+            open.retain(|c| c.id != id);
+        }
+        if open.len() >= MAX_CONNECTIONS {
+            match open.iter().position(|c| !c.spoke.load(Ordering::Relaxed)) {
+                Some(silent) => {
+                    if let Some(evicted) = open.remove(silent) {
+                        evicted.abort.abort();
+                    }
+                }
+                None => {
+                    tracing::debug!("admin connection closed at once: {MAX_CONNECTIONS} open");
+                    drop(stream);
+                    continue;
+                }
+            }
+        }
+        let spoke = Arc::new(AtomicBool::new(false));
+        let io = Watched {
+            stream,
+            spoke: Arc::clone(&spoke),
+        };
         let source = source.clone();
-        connections.spawn(async move {
+        let guard = Arc::clone(&guard);
+        let abort = connections.spawn(async move {
             let service = service_fn(move |request| {
                 let source = source.clone();
-                async move { Ok::<_, Infallible>(respond(&source, &request).await) }
+                let guard = Arc::clone(&guard);
+                async move { Ok::<_, Infallible>(guarded(&guard, &source, &request).await) }
             });
             let served = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), service)
+                .max_buf_size(MAX_HEAD_BYTES)
+                .serve_connection(TokioIo::new(io), service)
                 .await;
             if let Err(e) = served {
                 tracing::debug!(error = %e, "admin connection ended with an error");
             }
-            drop(permit);
+        });
+        open.push_back(Open {
+            id: abort.id(),
+            abort,
+            spoke,
         });
     }
+}
+
+/// A connection's socket that notes when the client first sends a byte.
+struct Watched {
+    stream: TcpStream,
+    spoke: Arc<AtomicBool>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.spoke.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// The answer to one request after the guard's checks: 401 without the token, 413 with a
+/// body (both close the connection).
+async fn guarded<R: Routes>(
+    guard: &Guard,
+    routes: &R,
+    request: &Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    if let Some(token) = &guard.token
+        && !bearer_matches(request, token)
+    {
+        let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized\n");
+        response.headers_mut().insert(
+            WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Bearer"),
+        );
+        return response;
+    }
+    let headers = request.headers();
+    let length = headers
+        .get(CONTENT_LENGTH)
+        .map(|v| v.to_str().ok().and_then(|t| t.trim().parse::<u64>().ok()));
+    let too_large = match length {
+        Some(Some(n)) => n > MAX_BODY_BYTES,
+        Some(None) => true,
+        None => headers.contains_key(TRANSFER_ENCODING),
+    };
+    if too_large {
+        let mut response = plain(StatusCode::PAYLOAD_TOO_LARGE, "request body too large\n");
+        response
+            .headers_mut()
+            .insert(CONNECTION, hyper::header::HeaderValue::from_static("close"));
+        return response;
+    }
+    respond(routes, request).await
+}
+
+/// Whether the request carries `Authorization: Bearer <token>` (compared in constant time).
+fn bearer_matches(request: &Request<Incoming>, token: &str) -> bool {
+    let Some(given) = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+    else {
+        return false;
+    };
+    let expected = token.as_bytes();
+    if given.len() != expected.len() {
+        return false;
+    }
+    given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+        == 0
 }
 
 /// The answer to one request.

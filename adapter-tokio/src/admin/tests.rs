@@ -352,3 +352,189 @@ async fn a_registry_serves_metrics_and_healthz_only() {
         ("HTTP/1.1 503 Service Unavailable", "registry stopped\n")
     );
 }
+
+fn metrics_source() -> Fixed {
+    Fixed {
+        metrics: Some(sample_metrics()),
+        status: None,
+        conflict: None,
+        registered: true,
+    }
+}
+
+/// `GET path` with extra header lines (each ending in `\r\n`), closing after the answer.
+fn get_with(path: &str, headers: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: admin\r\n{headers}Connection: close\r\n\r\n").into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_held_open_do_not_delay_a_request() {
+    let server = serve(metrics_source()).await;
+    let addr = server.local_addr();
+    let mut idle = Vec::new();
+    for _ in 0..200 {
+        idle.push(
+            TcpStream::connect(addr)
+                .await
+                .expect("connect an idle socket"),
+        );
+    }
+    // Let the server accept them all.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    let answer = exchange(addr, &get("/metrics")).await;
+    let took = started.elapsed();
+    println!("/metrics with 200 idle connections held open: {took:?}");
+    assert_eq!(split(&answer).0, "HTTP/1.1 200 OK");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+    drop(idle);
+}
+
+#[tokio::test]
+async fn with_a_token_every_request_needs_it() {
+    let server = AdminServer::bind_with(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        metrics_source(),
+        AdminOptions {
+            token: Some("t0ken-secret".to_owned()),
+        },
+    )
+    .await
+    .expect("bind");
+    let addr = server.local_addr();
+    for headers in [
+        "",
+        "Authorization: Bearer wrong-token\r\n",
+        "Authorization: Bearer t0ken-secreT\r\n",
+        "Authorization: Basic dDBrZW4tc2VjcmV0\r\n",
+        "Authorization: t0ken-secret\r\n",
+    ] {
+        for path in ["/metrics", "/healthz", "/nope"] {
+            let answer = exchange(addr, &get_with(path, headers)).await;
+            let (status, _, body) = split(&answer);
+            assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{path} {headers:?}");
+            assert_eq!(body, "unauthorized\n");
+            assert!(answer.contains("www-authenticate: Bearer"), "{answer}");
+        }
+    }
+    let answer = exchange(
+        addr,
+        &get_with("/metrics", "Authorization: Bearer t0ken-secret\r\n"),
+    )
+    .await;
+    assert_eq!(split(&answer).0, "HTTP/1.1 200 OK");
+    assert!(
+        !format!(
+            "{:?}",
+            AdminOptions {
+                token: Some("t0ken-secret".to_owned())
+            }
+        )
+        .contains("t0ken")
+    );
+}
+
+#[tokio::test]
+async fn oversized_requests_are_refused() {
+    let server = serve(metrics_source()).await;
+    let addr = server.local_addr();
+    // A head larger than the limit: 431 (or the connection closed without an answer).
+    let big = format!("X-Filler: {}\r\n", "a".repeat(MAX_HEAD_BYTES * 2));
+    let answer = exchange(addr, &get_with("/metrics", &big)).await;
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431 "),
+        "{}",
+        answer.lines().next().unwrap_or_default()
+    );
+    // A body: 413.
+    let request = format!(
+        "POST /metrics HTTP/1.1\r\nHost: admin\r\nContent-Length: {}\r\n\r\n",
+        MAX_BODY_BYTES + 1
+    );
+    let answer = exchange(addr, request.as_bytes()).await;
+    assert_eq!(split(&answer).0, "HTTP/1.1 413 Payload Too Large");
+    // Still serving.
+    let answer = exchange(addr, &get("/metrics")).await;
+    assert_eq!(split(&answer).0, "HTTP/1.1 200 OK");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_the_limit_of_talking_connections_a_new_one_is_closed_at_once() {
+    let server = serve(metrics_source()).await;
+    let addr = server.local_addr();
+    let mut talking = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        // Half a request head: the connection has spoken and waits for the rest.
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\n")
+            .await
+            .expect("write");
+        talking.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    // Closed without an answer: an end of stream, or a reset (the request was unread).
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let _ = stream.write_all(&get("/metrics")).await;
+    let mut answer = Vec::new();
+    let read = timeout(WAIT, stream.read_to_end(&mut answer))
+        .await
+        .expect("closed in time");
+    assert!(read.is_err() || answer.is_empty(), "answered: {answer:?}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    drop(talking);
+}
+
+#[tokio::test]
+async fn a_silent_connection_is_cut_after_the_header_read_timeout() {
+    let server = serve(metrics_source()).await;
+    let started = std::time::Instant::now();
+    let mut stream = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    let mut rest = Vec::new();
+    let read = timeout(HEADER_READ_TIMEOUT * 3, stream.read_to_end(&mut rest)).await;
+    assert!(
+        read.is_ok(),
+        "still open after {:?}",
+        HEADER_READ_TIMEOUT * 3
+    );
+    let took = started.elapsed();
+    assert!(
+        took >= HEADER_READ_TIMEOUT - Duration::from_millis(100),
+        "{took:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_cut_after_the_header_read_timeout() {
+    let server = serve(metrics_source()).await;
+    let mut stream = TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n")
+        .await
+        .expect("write");
+    let mut first = vec![0u8; 4096];
+    let n = timeout(WAIT, stream.read(&mut first))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    assert!(first[..n].starts_with(b"HTTP/1.1 200 OK"));
+    // Kept alive, then silent: closed after the timeout.
+    let idle_from = std::time::Instant::now();
+    let mut rest = Vec::new();
+    let read = timeout(HEADER_READ_TIMEOUT * 3, stream.read_to_end(&mut rest)).await;
+    assert!(
+        read.is_ok(),
+        "still open after {:?}",
+        HEADER_READ_TIMEOUT * 3
+    );
+    let took = idle_from.elapsed();
+    assert!(
+        took >= HEADER_READ_TIMEOUT - Duration::from_millis(100),
+        "{took:?}"
+    );
+}

@@ -26,6 +26,7 @@ use super::{
     CONNECT_TIMEOUT, HTTP2_KEEPALIVE_INTERVAL, HTTP2_KEEPALIVE_TIMEOUT, RPC_TIMEOUT,
     convert::{WarnBackoff, bounded},
     lease_task::{LeaseCommand, LeaseTask, lease_config},
+    security,
     stats::{EtcdStats, slot},
     watch_task::WatchTask,
 };
@@ -240,7 +241,7 @@ async fn connect(
     events: &mpsc::Sender<FeedEvent>,
     commands: &mut mpsc::Receiver<FeedCommand>,
 ) -> Option<etcd_client::Client> {
-    let connect_options = etcd_client::ConnectOptions::new()
+    let base = etcd_client::ConnectOptions::new()
         .with_keep_alive(HTTP2_KEEPALIVE_INTERVAL, HTTP2_KEEPALIVE_TIMEOUT)
         .with_connect_timeout(CONNECT_TIMEOUT)
         .with_require_leader(true);
@@ -248,14 +249,21 @@ async fn connect(
     let mut warnings = WarnBackoff::new(CONNECT_RETRY, CONNECT_REPORT_MAX_GAP);
     let endpoints = options.endpoints.join(",");
     loop {
-        let attempt =
-            etcd_client::Client::connect(&options.endpoints, Some(connect_options.clone()));
-        let error = match bounded(attempt).await {
-            Ok(client) => {
-                if let Some(failures) = warnings.succeeded() {
-                    tracing::warn!(%endpoints, failures, "etcd endpoints usable again");
+        // The TLS and password files are read afresh at every attempt (a fixed file is
+        // picked up by the next one).
+        let error = match security::connect_options(options, base.clone()) {
+            Ok(connect_options) => {
+                let attempt =
+                    etcd_client::Client::connect(&options.endpoints, Some(connect_options));
+                match bounded(attempt).await {
+                    Ok(client) => {
+                        if let Some(failures) = warnings.succeeded() {
+                            tracing::warn!(%endpoints, failures, "etcd endpoints usable again");
+                        }
+                        return Some(client);
+                    }
+                    Err(e) => e.to_string(),
                 }
-                return Some(client);
             }
             Err(e) => e,
         };

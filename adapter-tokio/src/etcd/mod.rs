@@ -23,7 +23,11 @@
 //!   id, and obeys the driver's commands.
 //!
 //! The client uses HTTP/2 keepalive and `require_leader`, so a hung or leaderless member
-//! breaks the streams instead of leaving them silent. Values in etcd that do not decode are
+//! breaks the streams instead of leaving them silent. With `https://` endpoints it speaks TLS
+//! (rustls) trusting [`EtcdOptions::ca`] and presenting [`EtcdOptions::cert`] when given, and
+//! it authenticates as [`EtcdOptions::user`] with the password read from its file; the files
+//! are read at every connection attempt, and a refusal is reported as a
+//! [`Disconnected`](crate::registry::FeedEvent) reason. Values in etcd that do not decode are
 //! skipped with a warning and counted ([`EtcdCounters::map_errors`]), never a panic.
 //!
 //! [`WatchState`]: switchboard_core::registry::etcd::WatchState
@@ -33,6 +37,7 @@ mod convert;
 mod coordinator;
 pub mod fault;
 mod lease_task;
+mod security;
 mod stats;
 mod watch_task;
 

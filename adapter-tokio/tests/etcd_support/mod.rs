@@ -7,6 +7,11 @@
 //! [`EtcdServer::kill`] and [`EtcdServer::restart`] stop it abruptly and start it again on
 //! the same ports and data dir. Helpers compact, revoke a lease from outside, put raw
 //! values (libatapp documents, garbage) and read keys back.
+//!
+//! [`EtcdServer::start_tls`] starts it with client-certificate authentication on `https://`
+//! URLs instead: a CA, a server certificate (IP SAN 127.0.0.1) and a client certificate are
+//! generated for the test ([`TlsFiles`]); the harness's own client and
+//! [`EtcdServer::options`] present the client certificate.
 
 #![allow(
     dead_code,
@@ -24,7 +29,10 @@ use std::{
     time::Duration,
 };
 
-use etcd_client::{Client, CompactionOptions, GetOptions, KeyValue, PutOptions};
+use etcd_client::{
+    Certificate, Client, CompactionOptions, ConnectOptions, GetOptions, Identity, KeyValue,
+    PutOptions, TlsOptions,
+};
 use switchboard_tokio::registry::EtcdOptions;
 
 /// Bound on waiting for etcd to answer after a start.
@@ -41,6 +49,76 @@ pub struct EtcdServer {
     client_port: u16,
     peer_port: u16,
     binary: PathBuf,
+    tls: Option<TlsFiles>,
+}
+
+/// PEM files of a TLS test etcd, in its temporary directory.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The CA certificate that signs the server and client certificates.
+    pub ca: PathBuf,
+    /// etcd's certificate (IP SAN 127.0.0.1; server and client auth).
+    pub server_cert: PathBuf,
+    /// Its key.
+    pub server_key: PathBuf,
+    /// A client certificate signed by the CA.
+    pub client_cert: PathBuf,
+    /// Its key.
+    pub client_key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Generates a CA, a server and a client certificate into `dir`.
+    pub fn generate(dir: &Path) -> TlsFiles {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, KeyUsagePurpose,
+        };
+        let ca_key = KeyPair::generate().expect("generate the CA key");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "switchboard test CA");
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_cert = ca_params.self_signed(&ca_key).expect("self-sign the CA");
+        let issuer = Issuer::new(ca_params, ca_key);
+        let leaf = |name: &str, sans: Vec<String>, usages: Vec<ExtendedKeyUsagePurpose>| {
+            let key = KeyPair::generate().expect("generate a key");
+            let mut params = CertificateParams::new(sans).expect("certificate params");
+            params.distinguished_name.push(DnType::CommonName, name);
+            params.extended_key_usages = usages;
+            let cert = params.signed_by(&key, &issuer).expect("sign a certificate");
+            (cert.pem(), key.serialize_pem())
+        };
+        let (server_pem, server_key_pem) = leaf(
+            "etcd",
+            vec!["127.0.0.1".to_owned(), "localhost".to_owned()],
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        );
+        let (client_pem, client_key_pem) = leaf(
+            "switchboard-test-client",
+            Vec::new(),
+            vec![ExtendedKeyUsagePurpose::ClientAuth],
+        );
+        let dir = dir.join("tls");
+        std::fs::create_dir_all(&dir).expect("create the tls directory");
+        let write = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).expect("write a PEM file");
+            path
+        };
+        TlsFiles {
+            ca: write("ca.pem", &ca_cert.pem()),
+            server_cert: write("server.pem", &server_pem),
+            server_key: write("server-key.pem", &server_key_pem),
+            client_cert: write("client.pem", &client_pem),
+            client_key: write("client-key.pem", &client_key_pem),
+        }
+    }
 }
 
 /// The `etcd` binary on `PATH`; panics (failing the test) when there is none.
@@ -76,12 +154,23 @@ fn data_parent() -> Option<&'static Path> {
 impl EtcdServer {
     /// Starts a private etcd and waits until it answers.
     pub async fn start() -> EtcdServer {
+        EtcdServer::start_with(false).await
+    }
+
+    /// Starts a private etcd that serves `https://` only to clients presenting a certificate
+    /// signed by the test CA ([`TlsFiles`]), and waits until it answers.
+    pub async fn start_tls() -> EtcdServer {
+        EtcdServer::start_with(true).await
+    }
+
+    async fn start_with(tls: bool) -> EtcdServer {
         let binary = etcd_binary();
         let mut dir = match data_parent() {
             Some(parent) => tempfile::tempdir_in(parent),
             None => tempfile::tempdir(),
         }
         .expect("create a temporary directory for etcd");
+        let tls = tls.then(|| TlsFiles::generate(dir.path()));
         let mut last_log = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let mut server = EtcdServer {
@@ -90,6 +179,7 @@ impl EtcdServer {
                 peer_port: free_port(),
                 binary: binary.clone(),
                 dir,
+                tls: tls.clone(),
             };
             match server.launch().await {
                 Ok(()) => return server,
@@ -108,9 +198,32 @@ impl EtcdServer {
         std::mem::replace(&mut self.dir, placeholder)
     }
 
-    /// The client URL, e.g. `http://127.0.0.1:40123`.
+    /// The client URL, e.g. `http://127.0.0.1:40123` (`https://` for a TLS server).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    /// The certificate files of a TLS server ([`EtcdServer::start_tls`]).
+    pub fn tls(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// Connect options for the harness's own client: the CA and the client certificate of
+    /// a TLS server.
+    fn connect_options(&self) -> Option<ConnectOptions> {
+        let tls = self.tls.as_ref()?;
+        let read = |path: &Path| std::fs::read(path).expect("read a PEM file");
+        Some(
+            ConnectOptions::new().with_tls(
+                TlsOptions::new()
+                    .ca_certificate(Certificate::from_pem(read(&tls.ca)))
+                    .identity(Identity::from_pem(
+                        read(&tls.client_cert),
+                        read(&tls.client_key),
+                    )),
+            ),
+        )
     }
 
     /// Backend options for this server under `prefix`, with short timers so that tests
@@ -121,12 +234,17 @@ impl EtcdServer {
         options.lease_ttl = Duration::from_secs(5);
         options.keepalive_interval = Duration::from_secs(1);
         options.watch_silence = Duration::from_secs(3);
+        if let Some(tls) = &self.tls {
+            options.ca = Some(tls.ca.clone());
+            options.cert = Some(tls.client_cert.clone());
+            options.key = Some(tls.client_key.clone());
+        }
         options
     }
 
     /// A plain client for the test's own reads and writes.
     pub async fn client(&self) -> Client {
-        bound(Client::connect([self.endpoint()], None)).await
+        bound(Client::connect([self.endpoint()], self.connect_options())).await
     }
 
     /// SIGKILLs the process (no clean shutdown) and waits for it to exit.
@@ -245,6 +363,13 @@ impl EtcdServer {
             .arg("--logger=zap")
             .arg("--log-level=warn")
             .stdin(Stdio::null());
+        if let Some(tls) = &self.tls {
+            command
+                .arg(format!("--cert-file={}", tls.server_cert.display()))
+                .arg(format!("--key-file={}", tls.server_key.display()))
+                .arg(format!("--trusted-ca-file={}", tls.ca.display()))
+                .arg("--client-cert-auth");
+        }
         command
     }
 
@@ -287,7 +412,7 @@ impl EtcdServer {
 
     async fn answers(&self) -> bool {
         let attempt = async {
-            let mut client = Client::connect([self.endpoint()], None).await?;
+            let mut client = Client::connect([self.endpoint()], self.connect_options()).await?;
             client.get("/health-probe", None).await
         };
         matches!(

@@ -13,7 +13,11 @@ use switchboard_core::{
 use switchboard_tokio::{RegistrySpec, TargetSpec};
 
 use super::{Identity, advertise, core_config, read_toml, registry_spec};
-use crate::{cli::LoadArgs, error::CliError, payload::SEQ_BYTES};
+use crate::{
+    cli::{EtcdSecurity, LoadArgs},
+    error::CliError,
+    payload::SEQ_BYTES,
+};
 
 /// Default in-flight window.
 pub(crate) const DEFAULT_WINDOW: usize = 1024;
@@ -60,6 +64,18 @@ pub(crate) struct LoadFile {
     pub(crate) etcd: Option<Vec<String>>,
     /// `--etcd-prefix`.
     pub(crate) etcd_prefix: Option<String>,
+    /// `--etcd-ca` (relative to the config file's directory).
+    pub(crate) etcd_ca: Option<PathBuf>,
+    /// `--etcd-cert` (relative to the config file's directory).
+    pub(crate) etcd_cert: Option<PathBuf>,
+    /// `--etcd-key` (relative to the config file's directory).
+    pub(crate) etcd_key: Option<PathBuf>,
+    /// `--etcd-user`.
+    pub(crate) etcd_user: Option<String>,
+    /// `--etcd-password-file` (relative to the config file's directory).
+    pub(crate) etcd_password_file: Option<PathBuf>,
+    /// `--admin-token-file` (relative to the config file's directory).
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// Core settings of the load node.
     pub(crate) core: Option<Config>,
 }
@@ -90,6 +106,8 @@ pub(crate) struct LoadOptions {
     pub(crate) outcomes_log: Option<PathBuf>,
     /// Where to serve the load node's admin endpoints while it runs, if anywhere.
     pub(crate) admin: Option<SocketAddr>,
+    /// `--admin-token-file`'s token: every admin request must carry it.
+    pub(crate) admin_token: Option<String>,
 }
 
 impl LoadOptions {
@@ -178,10 +196,22 @@ impl LoadOptions {
                 ));
             }
         };
+        let security = super::merge_security(
+            args.etcd.security(),
+            EtcdSecurity {
+                ca: file.etcd_ca,
+                cert: file.etcd_cert,
+                key: file.etcd_key,
+                user: file.etcd_user,
+                password_file: file.etcd_password_file,
+            },
+            args.config.as_deref(),
+        );
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
             args.etcd.etcd_prefix.or(file.etcd_prefix),
+            security,
         )?;
         let id = args.id.or(file.id).unwrap_or(1_000_000 + u64::from(pid));
         let upstream = args.upstream.or(file.upstream);
@@ -216,6 +246,7 @@ impl LoadOptions {
         if upstream.is_none() && core.topology_policy == TopologyPolicy::default() {
             core.topology_policy.allow_direct_connection = true;
         }
+        let admin = args.admin.or(file.admin);
         Ok(LoadOptions {
             core,
             listen,
@@ -227,7 +258,16 @@ impl LoadOptions {
             wait_known,
             window,
             outcomes_log: args.outcomes_log.or(file.outcomes_log),
-            admin: args.admin.or(file.admin),
+            admin_token: super::admin_token(
+                admin,
+                args.admin_token_file
+                    .or_else(|| {
+                        file.admin_token_file
+                            .map(|p| super::relative_to(args.config.as_deref(), p))
+                    })
+                    .as_deref(),
+            )?,
+            admin,
         })
     }
 }
@@ -254,6 +294,7 @@ mod tests {
             window: None,
             outcomes_log: None,
             admin: None,
+            admin_token_file: None,
             config: None,
             etcd: EtcdArgs::default(),
         }
@@ -414,6 +455,7 @@ mod tests {
             window: None,
             outcomes_log: None,
             admin: None,
+            admin_token_file: None,
             config: Some(path),
             etcd: EtcdArgs::default(),
         };

@@ -23,7 +23,7 @@ use switchboard_core::{
 };
 use switchboard_tokio::{RegistrySpec, registry::EtcdOptions};
 
-use crate::error::CliError;
+use crate::{cli::EtcdSecurity, error::CliError};
 
 /// Reads and deserializes a TOML file; `None` reads nothing and gives `T::default()`.
 ///
@@ -132,7 +132,18 @@ pub(crate) fn registry_spec(
     registry: Option<std::net::SocketAddr>,
     etcd: Option<Vec<String>>,
     etcd_prefix: Option<String>,
+    security: EtcdSecurity,
 ) -> Result<RegistrySpec, CliError> {
+    if etcd.is_none() && security.any() {
+        let field = match &security {
+            EtcdSecurity { ca: Some(_), .. } => "etcd_ca",
+            EtcdSecurity { cert: Some(_), .. } => "etcd_cert",
+            EtcdSecurity { key: Some(_), .. } => "etcd_key",
+            EtcdSecurity { user: Some(_), .. } => "etcd_user",
+            _ => "etcd_password_file",
+        };
+        return Err(CliError::invalid(field, "only used with etcd"));
+    }
     match (registry, etcd) {
         (Some(_), Some(_)) => Err(CliError::invalid(
             "registry",
@@ -167,9 +178,173 @@ pub(crate) fn registry_spec(
                 }
                 options.prefix = prefix;
             }
+            etcd_security(&mut options, security)?;
             Ok(RegistrySpec::Etcd(options))
         }
     }
+}
+
+/// Checks the etcd TLS and authentication settings against the URLs and reads every file
+/// once (a missing, unreadable or empty file is a bad value of its flag), then sets them on
+/// `options`. The password itself is not kept: the backend reads the file when connecting.
+///
+/// # Errors
+///
+/// https:// and http:// URLs mixed (`etcd`), https:// without `etcd_ca`, TLS files with
+/// http:// URLs, a certificate without its key or a user without a password file (or the
+/// reverse), a bad file.
+fn etcd_security(options: &mut EtcdOptions, security: EtcdSecurity) -> Result<(), CliError> {
+    let https = options
+        .endpoints
+        .iter()
+        .filter(|url| {
+            url.get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+        })
+        .count();
+    if https > 0 && https < options.endpoints.len() {
+        return Err(CliError::invalid(
+            "etcd",
+            "mixes https:// and http:// URLs (use one scheme)",
+        ));
+    }
+    let tls_given = [
+        ("etcd_ca", &security.ca),
+        ("etcd_cert", &security.cert),
+        ("etcd_key", &security.key),
+    ];
+    if https == 0 {
+        if let Some((field, _)) = tls_given.iter().find(|(_, path)| path.is_some()) {
+            return Err(CliError::invalid(
+                *field,
+                "only used with https:// etcd URLs",
+            ));
+        }
+    } else if security.ca.is_none() {
+        return Err(CliError::invalid(
+            "etcd_ca",
+            "required with https:// etcd URLs: the PEM of the CA that signs etcd's certificate",
+        ));
+    }
+    let pairs = [
+        (
+            "etcd_cert",
+            security.cert.is_some(),
+            "etcd_key",
+            security.key.is_some(),
+        ),
+        (
+            "etcd_user",
+            security.user.is_some(),
+            "etcd_password_file",
+            security.password_file.is_some(),
+        ),
+    ];
+    for (a, a_given, b, b_given) in pairs {
+        if a_given != b_given {
+            let (given, missing) = if a_given { (a, b) } else { (b, a) };
+            return Err(CliError::invalid(
+                given,
+                format!("needs --{} as well", missing.replace('_', "-")),
+            ));
+        }
+    }
+    for (field, path) in tls_given
+        .into_iter()
+        .chain([("etcd_password_file", &security.password_file)])
+    {
+        if let Some(path) = path {
+            let bytes = std::fs::read(path).map_err(|e| {
+                CliError::invalid(field, format!("cannot read {}: {e}", path.display()))
+            })?;
+            if bytes.is_empty() {
+                return Err(CliError::invalid(
+                    field,
+                    format!("{} is empty", path.display()),
+                ));
+            }
+            if field == "etcd_password_file" {
+                let text = String::from_utf8(bytes).map_err(|_| {
+                    CliError::invalid(field, format!("{} is not UTF-8", path.display()))
+                })?;
+                if text.trim_end_matches(['\n', '\r']).is_empty() {
+                    return Err(CliError::invalid(
+                        field,
+                        format!("{} is empty", path.display()),
+                    ));
+                }
+            }
+        }
+    }
+    if security
+        .user
+        .as_deref()
+        .is_some_and(|u| u.trim().is_empty())
+    {
+        return Err(CliError::invalid("etcd_user", "is blank"));
+    }
+    options.ca = security.ca;
+    options.cert = security.cert;
+    options.key = security.key;
+    options.user = security.user;
+    options.password_file = security.password_file;
+    Ok(())
+}
+
+/// The etcd TLS and user settings: each flag over the config file's value (the file's paths
+/// relative to its directory).
+pub(crate) fn merge_security(
+    flags: EtcdSecurity,
+    file: EtcdSecurity,
+    config: Option<&Path>,
+) -> EtcdSecurity {
+    let path = |flag: Option<PathBuf>, file: Option<PathBuf>| {
+        flag.or_else(|| file.map(|p| relative_to(config, p)))
+    };
+    EtcdSecurity {
+        ca: path(flags.ca, file.ca),
+        cert: path(flags.cert, file.cert),
+        key: path(flags.key, file.key),
+        user: flags.user.or(file.user),
+        password_file: path(flags.password_file, file.password_file),
+    }
+}
+
+/// The admin bearer token from `--admin-token-file`: the file's first line, which must be
+/// non-empty visible ASCII (it travels in a header). Read once at start; never logged.
+///
+/// # Errors
+///
+/// The file without an admin address, or an unreadable, empty or non-ASCII file
+/// (field `admin_token_file`).
+pub(crate) fn admin_token(
+    admin: Option<std::net::SocketAddr>,
+    file: Option<&Path>,
+) -> Result<Option<String>, CliError> {
+    const FIELD: &str = "admin_token_file";
+    let Some(path) = file else { return Ok(None) };
+    if admin.is_none() {
+        return Err(CliError::invalid(FIELD, "only used with --admin"));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::invalid(FIELD, format!("cannot read {}: {e}", path.display())))?;
+    let token = text.lines().next().unwrap_or_default().trim();
+    if token.is_empty() {
+        return Err(CliError::invalid(
+            FIELD,
+            format!("{} is empty", path.display()),
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(CliError::invalid(
+            FIELD,
+            format!(
+                "{}: the token must be visible ASCII without spaces",
+                path.display()
+            ),
+        ));
+    }
+    Ok(Some(token.to_owned()))
 }
 
 /// The merged `advertise` value, parsed and checked against `listen` (required when it is a
@@ -376,35 +551,68 @@ mod tests {
     fn the_registry_is_embedded_or_etcd_never_both_nor_neither() {
         let addr = SocketAddr::from(([127, 0, 0, 1], 7000));
         assert_eq!(
-            registry_spec(Some(addr), None, None).expect("embedded"),
+            registry_spec(Some(addr), None, None, EtcdSecurity::default()).expect("embedded"),
             RegistrySpec::Embedded(addr)
         );
         let urls = vec!["http://127.0.0.1:2379".to_owned()];
         let mut expected = EtcdOptions::new(urls.clone());
         expected.prefix = "/demo/".to_owned();
         assert_eq!(
-            registry_spec(None, Some(urls.clone()), Some("/demo/".to_owned())).expect("etcd"),
+            registry_spec(
+                None,
+                Some(urls.clone()),
+                Some("/demo/".to_owned()),
+                EtcdSecurity::default()
+            )
+            .expect("etcd"),
             RegistrySpec::Etcd(expected)
         );
-        let both = registry_spec(Some(addr), Some(urls.clone()), None).expect_err("both");
+        let both = registry_spec(
+            Some(addr),
+            Some(urls.clone()),
+            None,
+            EtcdSecurity::default(),
+        )
+        .expect_err("both");
         assert_eq!(
             both.to_string(),
             "registry: give either registry or etcd, not both"
         );
         assert_eq!(
-            field_of(registry_spec(None, None, None).expect_err("neither")),
+            field_of(
+                registry_spec(None, None, None, EtcdSecurity::default()).expect_err("neither")
+            ),
             "registry"
         );
         assert_eq!(
-            field_of(registry_spec(None, Some(vec![]), None).expect_err("empty")),
+            field_of(
+                registry_spec(None, Some(vec![]), None, EtcdSecurity::default())
+                    .expect_err("empty")
+            ),
             "etcd"
         );
         assert_eq!(
-            field_of(registry_spec(None, Some(urls), Some("/x".to_owned())).expect_err("slash")),
+            field_of(
+                registry_spec(
+                    None,
+                    Some(urls),
+                    Some("/x".to_owned()),
+                    EtcdSecurity::default()
+                )
+                .expect_err("slash")
+            ),
             "etcd_prefix"
         );
         assert_eq!(
-            field_of(registry_spec(Some(addr), None, Some("/x/".to_owned())).expect_err("prefix")),
+            field_of(
+                registry_spec(
+                    Some(addr),
+                    None,
+                    Some("/x/".to_owned()),
+                    EtcdSecurity::default()
+                )
+                .expect_err("prefix")
+            ),
             "etcd_prefix"
         );
     }
@@ -461,5 +669,163 @@ mod tests {
             Err(TomlProblem::Field { field, .. }) => assert_eq!(field, "message_timeout"),
             other => panic!("expected an unknown key, got {other:?}"),
         }
+    }
+
+    /// `registry_spec` for `urls` with `security`: the options, or the field and problem.
+    fn etcd_with(urls: &[&str], security: EtcdSecurity) -> Result<EtcdOptions, (String, String)> {
+        let urls = urls.iter().map(|u| (*u).to_owned()).collect();
+        match registry_spec(None, Some(urls), None, security) {
+            Ok(RegistrySpec::Etcd(options)) => Ok(options),
+            Ok(other) => panic!("expected etcd, got {other:?}"),
+            Err(CliError::Invalid { field, problem }) => Err((field, problem)),
+            Err(e) => panic!("expected an invalid value, got {e}"),
+        }
+    }
+
+    #[test]
+    fn etcd_tls_and_user_files_are_checked_and_passed_on() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).expect("write");
+            path
+        };
+        let pem = file("ca.pem", "-----BEGIN CERTIFICATE-----\n");
+        let password = file("password", "pw\n");
+        let empty = file("empty", "\n");
+        let missing = dir.path().join("missing.pem");
+        let https = ["https://127.0.0.1:2379"];
+        let http = ["http://127.0.0.1:2379"];
+        let full = EtcdSecurity {
+            ca: Some(pem.clone()),
+            cert: Some(pem.clone()),
+            key: Some(pem.clone()),
+            user: Some("root".to_owned()),
+            password_file: Some(password.clone()),
+        };
+        let options = etcd_with(&https, full.clone()).expect("valid");
+        assert_eq!(options.ca.as_ref(), Some(&pem));
+        assert_eq!(
+            (options.cert.as_ref(), options.key.as_ref()),
+            (Some(&pem), Some(&pem))
+        );
+        assert_eq!(options.user.as_deref(), Some("root"));
+        assert_eq!(options.password_file.as_ref(), Some(&password));
+        assert!(
+            !format!("{options:?}").contains("pw\n"),
+            "the password is not kept"
+        );
+
+        let bad = |security: EtcdSecurity, urls: &[&str]| {
+            let (field, problem) = etcd_with(urls, security).expect_err("invalid");
+            format!("{field}: {problem}")
+        };
+        let e = bad(
+            EtcdSecurity {
+                ca: Some(missing.clone()),
+                ..full.clone()
+            },
+            &https,
+        );
+        assert!(
+            e.starts_with("etcd_ca: cannot read ") && e.contains("missing.pem"),
+            "{e}"
+        );
+        let e = bad(
+            EtcdSecurity {
+                key: Some(missing.clone()),
+                ..full.clone()
+            },
+            &https,
+        );
+        assert!(e.starts_with("etcd_key: cannot read "), "{e}");
+        let e = bad(
+            EtcdSecurity {
+                password_file: Some(empty),
+                ..full.clone()
+            },
+            &https,
+        );
+        assert!(
+            e.starts_with("etcd_password_file: ") && e.ends_with("is empty"),
+            "{e}"
+        );
+        let e = bad(
+            EtcdSecurity {
+                password_file: Some(missing),
+                ..full.clone()
+            },
+            &https,
+        );
+        assert!(e.starts_with("etcd_password_file: cannot read "), "{e}");
+        let e = bad(
+            EtcdSecurity {
+                ca: None,
+                ..full.clone()
+            },
+            &https,
+        );
+        assert!(e.starts_with("etcd_ca: required with https://"), "{e}");
+        let e = bad(full.clone(), &http);
+        assert_eq!(e, "etcd_ca: only used with https:// etcd URLs");
+        let e = bad(
+            EtcdSecurity {
+                key: None,
+                ..full.clone()
+            },
+            &https,
+        );
+        assert_eq!(e, "etcd_cert: needs --etcd-key as well");
+        let e = bad(
+            EtcdSecurity {
+                user: None,
+                ..full.clone()
+            },
+            &https,
+        );
+        assert_eq!(e, "etcd_password_file: needs --etcd-user as well");
+        let e = bad(full.clone(), &["https://a:1", "http://b:1"]);
+        assert_eq!(e, "etcd: mixes https:// and http:// URLs (use one scheme)");
+        // A user and password on plain http is fine.
+        let plain = EtcdSecurity {
+            user: Some("root".to_owned()),
+            password_file: Some(password),
+            ..EtcdSecurity::default()
+        };
+        assert!(etcd_with(&http, plain.clone()).is_ok());
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 7000));
+        assert_eq!(
+            field_of(registry_spec(Some(addr), None, None, plain).expect_err("not etcd")),
+            "etcd_user"
+        );
+    }
+
+    #[test]
+    fn the_admin_token_is_the_files_first_line() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let admin = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9100)));
+        let file = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).expect("write");
+            path
+        };
+        let good = file("token", "s3cret-token\n");
+        assert_eq!(
+            admin_token(admin, Some(&good)).expect("valid").as_deref(),
+            Some("s3cret-token")
+        );
+        assert_eq!(admin_token(admin, None).expect("none"), None);
+        let e = admin_token(None, Some(&good)).expect_err("without --admin");
+        assert_eq!(e.to_string(), "admin_token_file: only used with --admin");
+        assert_eq!(e.exit_code(), 2);
+        for (name, text) in [("empty", "\n"), ("space", "a b\n")] {
+            let e = admin_token(admin, Some(&file(name, text))).expect_err(name);
+            assert_eq!(field_of(e), "admin_token_file");
+        }
+        let e = admin_token(admin, Some(&dir.path().join("missing"))).expect_err("missing");
+        assert!(
+            e.to_string().starts_with("admin_token_file: cannot read "),
+            "{e}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! `switchboard node` options: flags merged over the config file into a validated core
 //! config, a registry choice and the runner's switches.
 
-use std::{collections::BTreeMap, net::SocketAddr};
+use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf};
 
 use serde::Deserialize;
 use switchboard_core::{
@@ -10,8 +10,11 @@ use switchboard_core::{
 };
 use switchboard_tokio::RegistrySpec;
 
-use super::{Identity, advertise, core_config, read_toml, registry_spec};
-use crate::{cli::NodeArgs, error::CliError};
+use super::{Identity, admin_token, advertise, core_config, read_toml, registry_spec};
+use crate::{
+    cli::{EtcdSecurity, NodeArgs},
+    error::CliError,
+};
 
 /// The node config file.
 #[derive(Debug, Default, Deserialize)]
@@ -41,6 +44,18 @@ pub(crate) struct NodeFile {
     pub(crate) etcd: Option<Vec<String>>,
     /// `--etcd-prefix`.
     pub(crate) etcd_prefix: Option<String>,
+    /// `--etcd-ca` (relative to the config file's directory).
+    pub(crate) etcd_ca: Option<PathBuf>,
+    /// `--etcd-cert` (relative to the config file's directory).
+    pub(crate) etcd_cert: Option<PathBuf>,
+    /// `--etcd-key` (relative to the config file's directory).
+    pub(crate) etcd_key: Option<PathBuf>,
+    /// `--etcd-user`.
+    pub(crate) etcd_user: Option<String>,
+    /// `--etcd-password-file` (relative to the config file's directory).
+    pub(crate) etcd_password_file: Option<PathBuf>,
+    /// `--admin-token-file` (relative to the config file's directory).
+    pub(crate) admin_token_file: Option<PathBuf>,
     /// Core settings (`message_timeout_ms`, ...).
     pub(crate) core: Option<Config>,
 }
@@ -66,6 +81,8 @@ pub(crate) struct NodeOptions {
     pub(crate) registry: RegistrySpec,
     /// Admin endpoint address.
     pub(crate) admin: Option<SocketAddr>,
+    /// `--admin-token-file`'s token: every admin request must carry it.
+    pub(crate) admin_token: Option<String>,
     /// Echo received messages.
     pub(crate) echo: bool,
 }
@@ -98,10 +115,22 @@ impl NodeOptions {
             return Err(CliError::invalid("label", "a label key is empty"));
         }
         labels.extend(args.labels);
+        let security = super::merge_security(
+            args.etcd.security(),
+            EtcdSecurity {
+                ca: file.etcd_ca,
+                cert: file.etcd_cert,
+                key: file.etcd_key,
+                user: file.etcd_user,
+                password_file: file.etcd_password_file,
+            },
+            args.config.as_deref(),
+        );
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
             args.etcd.etcd_prefix.or(file.etcd_prefix),
+            security,
         )?;
         let identity = args.identity.or(file.identity);
         if identity.as_deref().is_some_and(|i| i.trim().is_empty()) {
@@ -133,12 +162,23 @@ impl NodeOptions {
                 config.as_deref().and_then(std::path::Path::to_str),
             )
         });
+        let admin = args.admin.or(file.admin);
+        let admin_token = admin_token(
+            admin,
+            args.admin_token_file
+                .or_else(|| {
+                    file.admin_token_file
+                        .map(|p| super::relative_to(args.config.as_deref(), p))
+                })
+                .as_deref(),
+        )?;
         Ok(NodeOptions {
             core,
             listen,
             advertise,
             registry,
-            admin: args.admin.or(file.admin),
+            admin,
+            admin_token,
             echo: args.echo || file.echo.unwrap_or(false),
         })
     }
@@ -162,6 +202,7 @@ mod tests {
             registry: None,
             labels: Vec::new(),
             admin: None,
+            admin_token_file: None,
             echo: false,
             config,
             etcd: EtcdArgs::default(),
@@ -243,6 +284,40 @@ mod tests {
             Some(SocketAddr::from(([127, 0, 0, 1], 9100)))
         );
         assert!(options.echo);
+    }
+
+    #[test]
+    fn etcd_security_and_token_files_in_a_config_file_are_relative_to_it() {
+        let (dir, path) = write_config(
+            "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+             etcd = [\"https://127.0.0.1:2379\"]\netcd_ca = \"ca.pem\"\n\
+             etcd_cert = \"c.pem\"\netcd_key = \"k.pem\"\netcd_user = \"root\"\n\
+             etcd_password_file = \"pw\"\nadmin = \"127.0.0.1:0\"\n\
+             admin_token_file = \"token\"\n",
+        );
+        for (name, text) in [
+            ("ca.pem", "pem"),
+            ("c.pem", "pem"),
+            ("k.pem", "pem"),
+            ("pw", "secret\n"),
+            ("token", "t0ken\n"),
+        ] {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        }
+        let options = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
+        let RegistrySpec::Etcd(etcd) = options.registry else {
+            panic!("not etcd");
+        };
+        assert_eq!(etcd.ca, Some(dir.path().join("ca.pem")));
+        assert_eq!(etcd.key, Some(dir.path().join("k.pem")));
+        assert_eq!(etcd.user.as_deref(), Some("root"));
+        assert_eq!(etcd.password_file, Some(dir.path().join("pw")));
+        assert_eq!(options.admin_token.as_deref(), Some("t0ken"));
+        // A flag overrides the file; a missing file names its key.
+        let mut args = bare_args(Some(path));
+        args.etcd.etcd_ca = Some(dir.path().join("missing.pem"));
+        let e = NodeOptions::resolve(args).expect_err("missing CA");
+        assert!(e.to_string().starts_with("etcd_ca: cannot read "), "{e}");
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub(crate) struct RegistryOptions {
     pub(crate) server: ServerConfig,
     /// `--admin`: where to serve the admin endpoint.
     pub(crate) admin: Option<SocketAddr>,
+    /// `--admin-token-file`'s token: every admin request must carry it.
+    pub(crate) admin_token: Option<String>,
 }
 
 impl RegistryOptions {
@@ -69,6 +71,7 @@ impl RegistryOptions {
             listen,
             server,
             admin: args.admin,
+            admin_token: super::admin_token(args.admin, args.admin_token_file.as_deref())?,
         })
     }
 }
@@ -121,6 +124,7 @@ mod tests {
             listen,
             concern: None,
             admin: None,
+            admin_token_file: None,
             config,
         }
     }

@@ -114,15 +114,23 @@ impl DemoOptions {
                 format!("must be at least 4 (four senders), got {}", args.rate),
             ));
         }
+        let security = args.etcd.security();
         let etcd = match args.etcd.etcd {
             None if args.etcd.etcd_prefix.is_some() => {
                 return Err(CliError::invalid("etcd_prefix", "only used with etcd"));
+            }
+            None if security.any() => {
+                return Err(CliError::invalid(
+                    "etcd_ca",
+                    "the etcd TLS and user flags are only used with etcd",
+                ));
             }
             None => None,
             Some(urls) => match registry_spec(
                 None,
                 Some(urls),
                 Some(args.etcd.etcd_prefix.unwrap_or_else(run_prefix)),
+                security,
             )? {
                 switchboard_tokio::RegistrySpec::Etcd(options) => Some(options),
                 _ => None,
