@@ -226,7 +226,7 @@ pub(crate) struct NodeArgs {
     #[arg(long, value_name = "ADDR")]
     pub(crate) listen: Option<SocketAddr>,
     /// Address other hosts reach this node at, published instead of the bound one (PORT
-    /// defaults to the bound port); required with a wildcard --listen (0.0.0.0, [::]).
+    /// defaults to the bound port); required with a wildcard --listen (0.0.0.0, or :: for IPv6).
     #[arg(long, value_name = "HOST[:PORT]")]
     pub(crate) advertise: Option<String>,
     /// Id of this node's upstream (its proxy) [default: none, a root node].
@@ -334,7 +334,7 @@ pub(crate) struct LoadArgs {
     /// Id of the load node [default: 1000000 + process id].
     #[arg(long, value_name = "N", value_parser = non_negative::<u64>)]
     pub(crate) id: Option<u64>,
-    /// Name of the load node [default: load-<pid>].
+    /// Name of the load node [default: load-PID, PID the process id].
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
     /// Listen on all addresses and publish this one (PORT defaults to the bound port), for
