@@ -52,9 +52,12 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         registry,
         admin,
         echo,
+        transport,
     } = options;
     let id = core.id;
-    let mut builder = NodeBuilder::new(id, core.name.clone()).listen(listen);
+    let mut builder = NodeBuilder::new(id, core.name.clone())
+        .listen(listen)
+        .transport(transport);
     if let Some(advertise) = advertise {
         builder = builder.advertise(advertise);
     }

@@ -90,6 +90,8 @@ pub(crate) struct LoadOptions {
     pub(crate) outcomes_log: Option<PathBuf>,
     /// Where to serve the load node's admin endpoints while it runs, if anywhere.
     pub(crate) admin: Option<SocketAddr>,
+    /// Plain TCP or mutual TLS.
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl LoadOptions {
@@ -178,6 +180,7 @@ impl LoadOptions {
                 ));
             }
         };
+        let transport = super::transport(args.tls.clone())?;
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
@@ -217,6 +220,7 @@ impl LoadOptions {
             core.topology_policy.allow_direct_connection = true;
         }
         Ok(LoadOptions {
+            transport,
             core,
             listen,
             registry,

@@ -68,6 +68,8 @@ pub(crate) struct NodeOptions {
     pub(crate) admin: Option<SocketAddr>,
     /// Echo received messages.
     pub(crate) echo: bool,
+    /// Plain TCP or mutual TLS.
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl NodeOptions {
@@ -98,6 +100,7 @@ impl NodeOptions {
             return Err(CliError::invalid("label", "a label key is empty"));
         }
         labels.extend(args.labels);
+        let transport = super::transport(args.tls.clone())?;
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
@@ -134,6 +137,7 @@ impl NodeOptions {
             )
         });
         Ok(NodeOptions {
+            transport,
             core,
             listen,
             advertise,

@@ -44,6 +44,8 @@ pub(crate) struct RegistryOptions {
     pub(crate) server: ServerConfig,
     /// `--admin`: where to serve the admin endpoint.
     pub(crate) admin: Option<SocketAddr>,
+    /// Plain TCP or mutual TLS.
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl RegistryOptions {
@@ -54,6 +56,7 @@ impl RegistryOptions {
     /// A bad config or concern file, a missing `listen`, or a zero timeout or frame size.
     pub(crate) fn resolve(args: RegistryArgs) -> Result<RegistryOptions, CliError> {
         let file: RegistryFile = read_toml(args.config.as_deref())?;
+        let transport = super::transport(args.tls)?;
         let listen = args
             .listen
             .or(file.listen)
@@ -69,6 +72,7 @@ impl RegistryOptions {
             listen,
             server,
             admin: args.admin,
+            transport,
         })
     }
 }

@@ -93,6 +93,8 @@ pub(crate) struct DemoOptions {
     pub(crate) json: bool,
     /// etcd instead of the embedded registry.
     pub(crate) etcd: Option<EtcdOptions>,
+    /// Plain TCP or mutual TLS for every node and the registry (all with the one certificate).
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl DemoOptions {
@@ -114,6 +116,7 @@ impl DemoOptions {
                 format!("must be at least 4 (four senders), got {}", args.rate),
             ));
         }
+        let transport = crate::config::transport(args.tls)?;
         let etcd = match args.etcd.etcd {
             None if args.etcd.etcd_prefix.is_some() => {
                 return Err(CliError::invalid("etcd_prefix", "only used with etcd"));
@@ -133,6 +136,7 @@ impl DemoOptions {
             rate: args.rate,
             json: args.json,
             etcd,
+            transport,
         })
     }
 }
@@ -153,7 +157,12 @@ fn run_prefix() -> String {
 /// A piece of the cluster did not start.
 pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
     let receipts = Arc::new(Receipts::default());
-    let mut cluster = Cluster::new(options.etcd.clone(), Arc::clone(&receipts)).await?;
+    let mut cluster = Cluster::new(
+        options.etcd.clone(),
+        options.transport.clone(),
+        Arc::clone(&receipts),
+    )
+    .await?;
     let any_port = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     for (id, role, upstream) in initial_nodes() {
         if let Err(e) = cluster.start_node(id, role, upstream, any_port).await {
