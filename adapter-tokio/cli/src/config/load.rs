@@ -260,6 +260,7 @@ mod tests {
             admin: None,
             config: None,
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 
@@ -420,6 +421,7 @@ mod tests {
             admin: None,
             config: Some(path),
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         };
         let options = LoadOptions::resolve(a, 1).expect("valid");
         assert_eq!(

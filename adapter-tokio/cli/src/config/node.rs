@@ -169,6 +169,7 @@ mod tests {
             echo: false,
             config,
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 

@@ -126,6 +126,7 @@ mod tests {
             concern: None,
             admin: None,
             config,
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 

@@ -303,6 +303,7 @@ mod tests {
             rate,
             json: true,
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 

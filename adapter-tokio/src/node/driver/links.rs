@@ -304,6 +304,13 @@ impl Links {
         stream: Stream,
         queue: Option<mpsc::UnboundedReceiver<Bytes>>,
     ) {
+        #[cfg_attr(
+            not(feature = "tls"),
+            expect(
+                clippy::infallible_destructuring_match,
+                reason = "one variant without the tls feature"
+            )
+        )]
         let stream = match stream {
             Stream::Tcp(stream) => stream,
             #[cfg(feature = "tls")]
