@@ -1,5 +1,5 @@
 //! What carries a node's bus links and registry connections: plain TCP, or (feature `tls`)
-//! TLS over TCP with a cluster CA ([`tls::TlsConfig`]).
+//! TLS over TCP with a cluster CA (`tls::TlsConfig`).
 //!
 //! A [`Transport`] is chosen once per node ([`NodeBuilder::transport`](crate::NodeBuilder::transport))
 //! and per registry ([`spawn_registry_with`](crate::registry::spawn_registry_with)); every
