@@ -1,6 +1,6 @@
 //! Mutual TLS (`--tls-cert`, `--tls-key`, `--tls-ca`; feature `tls`) as real processes, with
 //! a throwaway CA made in the test: the demo passes over mTLS (nothing lost or duplicated); a
-//! TLS registry registers a TLS node and a `send` through it is delivered, while a node
+//! TLS registry registers a TLS node, and `send`, `load` and `ls` reach it over TLS, while a node
 //! without TLS or with a certificate of another CA is never registered; partial or bad TLS
 //! flags exit 2 naming the flag.
 
@@ -128,6 +128,27 @@ fn a_tls_registry_serves_tls_nodes_only() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains(r#""outcome":"delivered""#), "{stdout}");
+
+    let mut args = vec![
+        "load",
+        "--registry",
+        &addr,
+        "--to",
+        "good",
+        "--count",
+        "2000",
+        "--rate",
+        "0",
+        "--size",
+        "64",
+    ];
+    args.extend(sender.iter().map(String::as_str));
+    let (output, _) = run_to_end(&args, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let summary: Value =
+        serde_json::from_str(stdout.lines().last().expect("the load summary")).expect("JSON");
+    assert_eq!(u64_field(&summary, "delivered"), 2000, "{summary}");
 
     let mut args = vec!["ls", "--registry", &addr, "-o", "json"];
     args.extend(sender.iter().map(String::as_str));
