@@ -12,6 +12,9 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_ETCD").is_some() {
         features.push("etcd");
     }
+    if std::env::var_os("CARGO_FEATURE_TLS").is_some() {
+        features.push("tls");
+    }
     let features = if features.is_empty() {
         "none".to_owned()
     } else {

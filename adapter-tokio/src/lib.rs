@@ -68,6 +68,7 @@ pub mod node;
 pub mod observe;
 pub mod registry;
 pub mod target;
+pub mod transport;
 
 pub use node::{
     CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
@@ -76,3 +77,4 @@ pub use node::{
 pub use observe::{Known, Metrics, Status};
 pub use switchboard_core;
 pub use target::TargetSpec;
+pub use transport::Transport;

@@ -20,11 +20,8 @@ use std::{
 use bytes::{Bytes, BytesMut};
 use switchboard_core::{config::host_name, discovery::address::tcp_host_port, rng::entropy_seed};
 use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::{
-        TcpListener, TcpSocket, TcpStream,
-        tcp::{OwnedReadHalf, OwnedWriteHalf},
-    },
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    net::{TcpListener, TcpSocket, TcpStream, tcp::OwnedWriteHalf},
     sync::mpsc,
 };
 
@@ -123,7 +120,7 @@ pub(crate) fn hostname() -> String {
 /// Reads `read` until end of stream or an error; each chunk goes out as `bytes(chunk)`, the
 /// end as `closed(reason)`. Returns early when the owner dropped the channel.
 pub(crate) async fn read_loop<E>(
-    mut read: OwnedReadHalf,
+    mut read: impl AsyncRead + Unpin,
     events: mpsc::Sender<E>,
     bytes: impl Fn(Bytes) -> E,
     closed: impl FnOnce(String) -> E,
@@ -153,7 +150,7 @@ pub(crate) async fn read_loop<E>(
 ///
 /// The first write error (the owner learns of it from the returned value).
 pub(crate) async fn write_loop(
-    mut write: OwnedWriteHalf,
+    mut write: impl AsyncWrite + Unpin,
     mut queue: mpsc::UnboundedReceiver<Bytes>,
 ) -> io::Result<()> {
     let mut batch: Vec<u8> = Vec::new();

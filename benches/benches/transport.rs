@@ -12,8 +12,12 @@
 //! One iteration is one message; criterion's elements/s is round trips per second. Latency
 //! percentiles at a paced rate are in the `transport-report` binary, not here.
 //!
+//! - `.../ours_direct_acked_post_tls` (feature `tls`): the direct route of a second cluster
+//!   whose links and registry connections run mutual TLS (throwaway CA made here); the bench
+//!   then prints one line `transport tls/plain: ...` with both throughputs and their ratio.
+//!
 //! Run: `cargo bench -p switchboard-benches --bench transport` (about 20 s; `-- --test` runs
-//! each once).
+//! each once); with TLS: `cargo bench -p switchboard-benches --features tls --bench transport`.
 
 use std::{
     net::{Ipv4Addr, SocketAddr},
@@ -28,6 +32,28 @@ use switchboard_benches::transport::{
     run_on_workers, runtime,
 };
 use tokio::runtime::Runtime;
+
+#[cfg(feature = "tls")]
+#[path = "../../adapter-tokio/tests/tls_certs/mod.rs"]
+#[allow(unreachable_pub, reason = "shared by path with other crates")]
+mod tls_certs;
+
+/// Messages and time summed over a bench function's measured runs.
+#[derive(Default)]
+struct Tally(std::cell::Cell<(u64, Duration)>);
+
+impl Tally {
+    fn add(&self, iters: u64, elapsed: Duration) -> Duration {
+        let (n, t) = self.0.get();
+        self.0.set((n + iters, t + elapsed));
+        elapsed
+    }
+
+    fn per_sec(&self) -> f64 {
+        let (n, t) = self.0.get();
+        n as f64 / t.as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+}
 
 const WINDOW: usize = 256;
 const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
@@ -66,6 +92,22 @@ fn transport(c: &mut Criterion) {
         Ok((echo, cluster))
     })
     .expect("echo server and node cluster start");
+    #[cfg(feature = "tls")]
+    let (_pki, tls_cluster) = {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let leaf = tls_certs::Ca::new("bench").leaf(dir.path(), "node");
+        let config = switchboard_tokio::transport::tls::TlsConfig::from_files(
+            &leaf.cert, &leaf.key, &leaf.ca,
+        )
+        .expect("TLS config");
+        let transport = switchboard_tokio::Transport::tls(config);
+        let cluster = run_on_workers(&rt, async move {
+            OursCluster::start_with(Duration::from_secs(15), transport).await
+        })
+        .expect("TLS node cluster starts");
+        (dir, cluster)
+    };
+    let plain = Tally::default();
     let echo_addr = echo.local_addr();
 
     let mut group = c.benchmark_group("transport_64B_window256");
@@ -85,7 +127,23 @@ fn transport(c: &mut Criterion) {
         });
     });
     group.bench_function("ours_direct_acked_post", |b| {
-        b.iter_custom(|iters| ours_elapsed(&rt, &cluster.direct, SendApi::Post, iters));
+        b.iter_custom(|iters| {
+            plain.add(
+                iters,
+                ours_elapsed(&rt, &cluster.direct, SendApi::Post, iters),
+            )
+        });
+    });
+    #[cfg(feature = "tls")]
+    let tls = Tally::default();
+    #[cfg(feature = "tls")]
+    group.bench_function("ours_direct_acked_post_tls", |b| {
+        b.iter_custom(|iters| {
+            tls.add(
+                iters,
+                ours_elapsed(&rt, &tls_cluster.direct, SendApi::Post, iters),
+            )
+        });
     });
     group.bench_function("ours_direct_acked_submit", |b| {
         b.iter_custom(|iters| ours_elapsed(&rt, &cluster.direct, SendApi::Submit, iters));
@@ -94,6 +152,18 @@ fn transport(c: &mut Criterion) {
         b.iter_custom(|iters| ours_elapsed(&rt, &cluster.proxied, SendApi::Post, iters));
     });
     group.finish();
+    #[cfg(feature = "tls")]
+    {
+        let (plain, tls) = (plain.per_sec(), tls.per_sec());
+        println!(
+            "transport tls/plain (64 B, direct acked post, window {WINDOW}): plain {plain:.0} msg/s, \
+             tls {tls:.0} msg/s, ratio {:.1} %",
+            100.0 * tls / plain
+        );
+        rt.block_on(tls_cluster.shutdown(Duration::from_secs(2)));
+    }
+    #[cfg(not(feature = "tls"))]
+    let _ = plain.per_sec();
 
     rt.block_on(cluster.shutdown(Duration::from_secs(2)));
     drop(echo);

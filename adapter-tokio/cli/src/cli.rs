@@ -154,6 +154,22 @@ impl EtcdSecurity {
     }
 }
 
+/// Mutual TLS on bus links and registry connections (shared by every command that talks to a
+/// cluster). All three or none; needs a build with the `tls` feature.
+#[derive(Debug, Default, Clone, Args)]
+pub(crate) struct TlsArgs {
+    /// This side's certificate chain (PEM, leaf first), signed by the cluster CA; turns on
+    /// mutual TLS for every bus link and registry connection (with --tls-key and --tls-ca).
+    #[arg(long, value_name = "PEM", help_heading = "TLS")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// This side's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", help_heading = "TLS")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// The cluster CA (PEM) every peer's certificate must chain to (names are not checked).
+    #[arg(long, value_name = "PEM", help_heading = "TLS")]
+    pub(crate) tls_ca: Option<PathBuf>,
+}
+
 /// `switchboard registry`.
 #[derive(Debug, Args)]
 #[command(
@@ -188,6 +204,9 @@ pub(crate) struct RegistryArgs {
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
 }
 
 /// `switchboard node`.
@@ -265,6 +284,9 @@ pub(crate) struct NodeArgs {
     /// etcd registry.
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
 }
 
 /// `switchboard load`.
@@ -367,6 +389,9 @@ pub(crate) struct LoadArgs {
     /// etcd registry.
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
 }
 
 /// `switchboard demo`.
@@ -385,6 +410,9 @@ pub(crate) struct DemoArgs {
     /// etcd registry instead of the embedded one (the registry restart is then skipped).
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
 }
 
 /// `switchboard send`.
@@ -415,6 +443,9 @@ pub(crate) struct SendArgs {
     /// etcd registry.
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
 }
 
 /// `switchboard ls`.
@@ -437,6 +468,9 @@ pub(crate) struct LsArgs {
     /// etcd registry.
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
 }
 
 /// `ls -o`.

@@ -154,7 +154,8 @@ impl LoadSummary {
 /// The node did not start, or stopped while sending.
 pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     let message_timeout = options.core.message_timeout;
-    let mut builder = NodeBuilder::new(options.core.id, options.core.name.clone());
+    let mut builder = NodeBuilder::new(options.core.id, options.core.name.clone())
+        .transport(options.transport.clone());
     if let Some((listen, advertise)) = options.listen.clone() {
         builder = builder.listen(listen).advertise(advertise);
     }

@@ -13,7 +13,7 @@ use switchboard_core::{
 };
 use switchboard_tokio::{
     RegistrySpec,
-    registry::{Feed, FeedCommand, FeedEvent, client::spawn_client},
+    registry::{Feed, FeedCommand, FeedEvent, client::spawn_client_with},
 };
 use tokio::{sync::oneshot, time::Instant};
 
@@ -33,6 +33,7 @@ const LEAVE_WAIT: Duration = Duration::from_secs(2);
 pub(crate) struct LsOptions {
     core: switchboard_core::config::Config,
     registry: RegistrySpec,
+    transport: switchboard_tokio::Transport,
     format: LsFormat,
     timeout: Duration,
 }
@@ -50,6 +51,7 @@ impl LsOptions {
             args.etcd.etcd_prefix.clone(),
             args.etcd.security(),
         )?;
+        let transport = crate::config::transport(args.tls)?;
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }
@@ -65,6 +67,7 @@ impl LsOptions {
         Ok(LsOptions {
             core,
             registry,
+            transport,
             format: args.output,
             timeout: Duration::from_millis(args.timeout_ms),
         })
@@ -100,7 +103,11 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
         RegistrySpec::Embedded(addr) => {
             let mut info = discovery;
             info.incarnation = incarnation;
-            spawn_client(*addr, ClientConfig::new(info, Some(topology), incarnation))
+            spawn_client_with(
+                *addr,
+                ClientConfig::new(info, Some(topology), incarnation),
+                options.transport.clone(),
+            )
         }
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(etcd) => {

@@ -54,9 +54,12 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         admin,
         admin_token,
         echo,
+        transport,
     } = options;
     let id = core.id;
-    let mut builder = NodeBuilder::new(id, core.name.clone()).listen(listen);
+    let mut builder = NodeBuilder::new(id, core.name.clone())
+        .listen(listen)
+        .transport(transport);
     if let Some(advertise) = advertise {
         builder = builder.advertise(advertise);
     }

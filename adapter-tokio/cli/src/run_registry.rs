@@ -3,7 +3,7 @@
 use serde::Serialize;
 use switchboard_tokio::{
     admin::{AdminOptions, AdminServer},
-    registry::spawn_registry,
+    registry::spawn_registry_with,
 };
 
 use crate::{
@@ -32,11 +32,14 @@ pub(crate) struct RegistryReady {
 /// A bind failed, or stdout is closed.
 pub(crate) async fn run(options: RegistryOptions) -> Result<(), CliError> {
     let mut signals = StopSignals::install()?;
-    let registry = spawn_registry(options.listen, options.server, run_seed())
-        .await
-        .map_err(|e| {
-            CliError::failed(format!("listen: cannot listen on {}: {e}", options.listen))
-        })?;
+    let registry = spawn_registry_with(
+        options.listen,
+        options.server,
+        run_seed(),
+        options.transport,
+    )
+    .await
+    .map_err(|e| CliError::failed(format!("listen: cannot listen on {}: {e}", options.listen)))?;
     let admin = match options.admin {
         Some(addr) => Some(
             AdminServer::bind_registry_with(

@@ -26,6 +26,7 @@ const SEND_ROLE: &str = "send";
 pub(crate) struct SendOptions {
     core: switchboard_core::config::Config,
     registry: RegistrySpec,
+    transport: switchboard_tokio::Transport,
     target: TargetSpec,
     msg_type: u32,
     payload: Bytes,
@@ -45,6 +46,7 @@ impl SendOptions {
             args.etcd.etcd_prefix.clone(),
             args.etcd.security(),
         )?;
+        let transport = crate::config::transport(args.tls)?;
         let target = parse_target(&args.to)?;
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
@@ -62,6 +64,7 @@ impl SendOptions {
         Ok(SendOptions {
             core,
             registry,
+            transport,
             target,
             msg_type: args.msg_type,
             payload: Bytes::from(args.payload.into_bytes()),
@@ -100,6 +103,7 @@ struct SendResult {
 pub(crate) async fn run(options: SendOptions) -> Result<(), CliError> {
     let deadline = Instant::now() + options.timeout;
     let (handle, _inbox) = NodeBuilder::new(options.core.id, options.core.name.clone())
+        .transport(options.transport.clone())
         .registry_spec(options.registry.clone())
         .config({
             let core = options.core.clone();

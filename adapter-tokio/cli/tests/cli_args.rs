@@ -368,10 +368,17 @@ fn version_names_the_commit_and_the_features() {
         )),
         "{line}"
     );
-    let features = if cfg!(feature = "etcd") {
-        "etcd"
+    let features: Vec<&str> = [
+        ("etcd", cfg!(feature = "etcd")),
+        ("tls", cfg!(feature = "tls")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    let features = if features.is_empty() {
+        "none".to_owned()
     } else {
-        "none"
+        features.join(",")
     };
     assert!(
         line.ends_with(&format!(", features: {features})")),

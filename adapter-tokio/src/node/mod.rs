@@ -267,6 +267,7 @@ pub struct NodeBuilder {
     registry: RegistrySpec,
     tuning: ClientTuning,
     inbox_capacity: usize,
+    transport: crate::transport::Transport,
 }
 
 impl NodeBuilder {
@@ -281,6 +282,7 @@ impl NodeBuilder {
             registry: RegistrySpec::None,
             tuning: ClientTuning::default(),
             inbox_capacity: INBOX_CAPACITY,
+            transport: crate::transport::Transport::plain(),
         }
     }
 
@@ -342,6 +344,14 @@ impl NodeBuilder {
     #[must_use]
     pub fn inbox_capacity(mut self, capacity: usize) -> NodeBuilder {
         self.inbox_capacity = capacity.max(1);
+        self
+    }
+
+    /// What carries the node's bus links and its embedded-registry connection (default plain
+    /// TCP; TLS with the `tls` feature). Every peer and the registry must use the same.
+    #[must_use]
+    pub fn transport(mut self, transport: crate::transport::Transport) -> NodeBuilder {
+        self.transport = transport;
         self
     }
 

@@ -22,14 +22,17 @@ use switchboard_core::{
     time::Duration,
 };
 use tokio::{
-    net::TcpStream,
     sync::mpsc,
     task::{AbortHandle, JoinSet},
 };
 use tracing::{debug, info, warn};
 
 use super::feed::{Feed, FeedCommand, FeedEvent, FeedPort, feed_channel};
-use crate::{clock::Clock, net};
+use crate::{
+    clock::Clock,
+    net,
+    transport::{Stream, Transport},
+};
 
 /// Overrides of the embedded registry client's defaults (`ClientConfig::new`), as a node
 /// carries them from its builder into the config it passes to [`spawn_client`]. `None` keeps
@@ -74,15 +77,22 @@ const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 /// abruptly (no unregister); send [`FeedCommand::Shutdown`] to leave gracefully.
 #[must_use]
 pub fn spawn_client(addr: SocketAddr, config: ClientConfig) -> Feed {
+    spawn_client_with(addr, config, Transport::plain())
+}
+
+/// [`spawn_client`] over `transport` (TLS: the registry must present a certificate of the
+/// CA; a failed TLS handshake counts as a failed dial and is retried with backoff).
+#[must_use]
+pub fn spawn_client_with(addr: SocketAddr, config: ClientConfig, transport: Transport) -> Feed {
     let (feed, port) = feed_channel();
-    tokio::spawn(run(addr, config, port));
+    tokio::spawn(run(addr, config, port, transport));
     feed
 }
 
 /// Events of the registry connection's tasks, tagged with the connection's generation so a
 /// late event of a closed connection is ignored.
 enum ConnEvent {
-    Connected(u64, TcpStream),
+    Connected(u64, Stream),
     ConnectFailed(u64, String),
     Bytes(u64, Bytes),
     Closed(u64, String),
@@ -102,6 +112,7 @@ struct ClientTask {
     port: FeedPort,
     /// Generation of the latest dial; events of older ones are ignored.
     generation: u64,
+    transport: Transport,
     dialing: Option<AbortHandle>,
     conn: Option<Conn>,
     events_tx: mpsc::Sender<ConnEvent>,
@@ -114,7 +125,7 @@ enum Step {
     Stop,
 }
 
-async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort) {
+async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort, transport: Transport) {
     let clock = Clock::start();
     let client = RegistryClient::new(config, clock.now());
     let (events_tx, mut events_rx) = mpsc::channel(256);
@@ -124,6 +135,7 @@ async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort) {
         client,
         port,
         generation: 0,
+        transport,
         dialing: None,
         conn: None,
         events_tx,
@@ -204,8 +216,8 @@ impl ClientTask {
         self.reap();
     }
 
-    fn attach(&mut self, generation: u64, stream: TcpStream) {
-        let (read, write) = stream.into_split();
+    fn attach(&mut self, generation: u64, stream: Stream) {
+        let (read, write) = stream.into_boxed_split();
         let (writer, queue) = mpsc::unbounded_channel();
         let events = self.events_tx.clone();
         self.tasks.spawn(async move {
@@ -245,8 +257,9 @@ impl ClientTask {
         let generation = self.generation;
         let addr = self.addr;
         let events = self.events_tx.clone();
+        let transport = self.transport.clone();
         self.dialing = Some(self.tasks.spawn(async move {
-            let event = match net::dial(&addr.to_string()).await {
+            let event = match transport.dial(&addr.to_string()).await {
                 Ok(stream) => ConnEvent::Connected(generation, stream),
                 Err(e) => ConnEvent::ConnectFailed(generation, e.to_string()),
             };

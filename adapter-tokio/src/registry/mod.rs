@@ -8,4 +8,4 @@ pub mod server;
 
 pub use etcd_options::EtcdOptions;
 pub use feed::{Feed, FeedCommand, FeedEvent, FeedPort, Registration, feed_channel};
-pub use server::{RegistryHandle, spawn_registry};
+pub use server::{RegistryHandle, spawn_registry, spawn_registry_with};

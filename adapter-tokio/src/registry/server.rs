@@ -22,7 +22,12 @@ use tokio::{
 };
 use tracing::{debug, info, warn};
 
-use crate::{clock::Clock, net, observe::RegistryMetrics};
+use crate::{
+    clock::Clock,
+    net,
+    observe::RegistryMetrics,
+    transport::{Stream, Transport},
+};
 
 /// How long a graceful stop waits for the writers to flush.
 const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
@@ -143,6 +148,21 @@ pub async fn spawn_registry(
     config: ServerConfig,
     seed: u64,
 ) -> std::io::Result<RegistryHandle> {
+    spawn_registry_with(addr, config, seed, Transport::plain()).await
+}
+
+/// [`spawn_registry`] with its connections carried by `transport` (TLS: every client must
+/// complete the TLS handshake, with a certificate of the CA, before the registry sees a byte).
+///
+/// # Errors
+///
+/// The bind failed.
+pub async fn spawn_registry_with(
+    addr: SocketAddr,
+    config: ServerConfig,
+    seed: u64,
+    transport: Transport,
+) -> std::io::Result<RegistryHandle> {
     let listener = net::bind_listener(addr).await?;
     let local_addr = listener.local_addr()?;
     let server = RegistryServer::new(config, seed ^ net::entropy());
@@ -156,6 +176,7 @@ pub async fn spawn_registry(
         events_tx,
         tasks: JoinSet::new(),
         snapshots_sent: 0,
+        transport,
     };
     info!(%local_addr, epoch, "registry listening");
     let task = tokio::spawn(task.run(listener, events_rx, control_rx));
@@ -170,6 +191,8 @@ pub async fn spawn_registry(
 
 /// What a connection's tasks report.
 enum ConnEvent {
+    /// An accepted connection finished its TLS handshake.
+    Accepted(Stream, SocketAddr),
     Bytes(ConnId, Bytes),
     Closed(ConnId, String),
 }
@@ -189,6 +212,7 @@ struct ServerTask {
     tasks: JoinSet<()>,
     /// Snapshots sent: the server answers every registration with one.
     snapshots_sent: u64,
+    transport: Transport,
 }
 
 impl ServerTask {
@@ -203,7 +227,7 @@ impl ServerTask {
             let deadline = self.server.poll_timeout().map(|d| self.clock.to_tokio(d));
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, peer)) => self.accept(stream, peer),
+                    Ok((stream, peer)) => self.accepted(stream, peer),
                     Err(e) => {
                         warn!(error = %e, "registry accept failed");
                         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -234,11 +258,33 @@ impl ServerTask {
         }
     }
 
-    fn accept(&mut self, stream: TcpStream, peer: SocketAddr) {
-        let _ = stream.set_nodelay(true);
+    /// A TCP connection came in: plain, it is a connection at once; with TLS a task runs the
+    /// TLS handshake first and reports [`ConnEvent::Accepted`] (a failed one is dropped, and
+    /// the registry never sees the client).
+    fn accepted(&mut self, stream: TcpStream, peer: SocketAddr) {
+        if !self.transport.is_tls() {
+            let _ = stream.set_nodelay(true);
+            self.accept(Stream::Tcp(stream), peer);
+            return;
+        }
+        let transport = self.transport.clone();
+        let events = self.events_tx.clone();
+        self.tasks.spawn(async move {
+            match transport.accept(stream).await {
+                Ok(stream) => {
+                    let _ = events.send(ConnEvent::Accepted(stream, peer)).await;
+                }
+                Err(e) => {
+                    warn!(%peer, error = %e, "registry refused a connection: TLS handshake failed")
+                }
+            }
+        });
+    }
+
+    fn accept(&mut self, stream: Stream, peer: SocketAddr) {
         let conn = self.server.handle_accepted(self.clock.now());
         debug!(?conn, %peer, "registry accepted a connection");
-        let (read, write) = stream.into_split();
+        let (read, write) = stream.into_boxed_split();
         let (writer, queue) = mpsc::unbounded_channel();
         let events = self.events_tx.clone();
         self.tasks.spawn(async move {
@@ -265,6 +311,7 @@ impl ServerTask {
     fn on_event(&mut self, event: ConnEvent) {
         let now = self.clock.now();
         match event {
+            ConnEvent::Accepted(stream, peer) => self.accept(stream, peer),
             ConnEvent::Bytes(conn, bytes) => {
                 if self.conns.contains_key(&conn) {
                     self.server.handle_received(now, conn, &bytes);

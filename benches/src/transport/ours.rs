@@ -28,7 +28,8 @@ use bytes::Bytes;
 use switchboard_core::{ids::NodeId, outcome::Outcome, registry::server::ServerConfig};
 use switchboard_tokio::{
     Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec,
-    registry::{RegistryHandle, spawn_registry},
+    Transport,
+    registry::{RegistryHandle, spawn_registry_with},
 };
 use tokio::sync::{Semaphore, mpsc};
 
@@ -193,26 +194,66 @@ impl OursCluster {
     ///
     /// A bind or node start failed, or a route did not become ready.
     pub async fn start(ready_timeout: Duration) -> Result<OursCluster, BenchError> {
-        let registry = spawn_registry(LOOPBACK, ServerConfig::default(), REGISTRY_SEED)
-            .await
-            .map_err(|e| BenchError::io("start the embedded registry", e))?;
+        OursCluster::start_with(ready_timeout, Transport::plain()).await
+    }
+
+    /// [`OursCluster::start`] with every link and registry connection over `transport`.
+    ///
+    /// # Errors
+    ///
+    /// A bind or node start failed, or a route did not become ready.
+    pub async fn start_with(
+        ready_timeout: Duration,
+        transport: Transport,
+    ) -> Result<OursCluster, BenchError> {
+        let registry = spawn_registry_with(
+            LOOPBACK,
+            ServerConfig::default(),
+            REGISTRY_SEED,
+            transport.clone(),
+        )
+        .await
+        .map_err(|e| BenchError::io("start the embedded registry", e))?;
         let reg = registry.local_addr();
         let mut nodes = Vec::new();
 
-        let direct_b = start_node(&mut nodes, reg, DIRECT_RECEIVER, "direct-b", None).await?;
+        let direct_b = start_node(
+            &mut nodes,
+            &transport,
+            reg,
+            DIRECT_RECEIVER,
+            "direct-b",
+            None,
+        )
+        .await?;
         let direct_a = start_node(
             &mut nodes,
+            &transport,
             reg,
             DIRECT_SENDER,
             "direct-a",
             Some(DIRECT_RECEIVER),
         )
         .await?;
-        let proxy = start_node(&mut nodes, reg, PROXY, "proxy", None).await?;
-        let proxied_b =
-            start_node(&mut nodes, reg, PROXIED_RECEIVER, "proxied-b", Some(PROXY)).await?;
-        let proxied_a =
-            start_node(&mut nodes, reg, PROXIED_SENDER, "proxied-a", Some(PROXY)).await?;
+        let proxy = start_node(&mut nodes, &transport, reg, PROXY, "proxy", None).await?;
+        let proxied_b = start_node(
+            &mut nodes,
+            &transport,
+            reg,
+            PROXIED_RECEIVER,
+            "proxied-b",
+            Some(PROXY),
+        )
+        .await?;
+        let proxied_a = start_node(
+            &mut nodes,
+            &transport,
+            reg,
+            PROXIED_SENDER,
+            "proxied-a",
+            Some(PROXY),
+        )
+        .await?;
 
         let direct = OursRoute {
             name: "direct",
@@ -253,6 +294,7 @@ impl OursCluster {
 
 async fn start_node(
     nodes: &mut Vec<NodeHandle>,
+    transport: &Transport,
     registry: SocketAddr,
     id: NodeId,
     name: &'static str,
@@ -260,7 +302,8 @@ async fn start_node(
 ) -> Result<(NodeHandle, Inbox), BenchError> {
     let mut builder = NodeBuilder::new(id, name)
         .listen(LOOPBACK)
-        .registry(registry);
+        .registry(registry)
+        .transport(transport.clone());
     if let Some(up) = upstream {
         builder = builder.upstream(up);
     }

@@ -108,6 +108,8 @@ pub(crate) struct LoadOptions {
     pub(crate) admin: Option<SocketAddr>,
     /// `--admin-token-file`'s token: every admin request must carry it.
     pub(crate) admin_token: Option<String>,
+    /// Plain TCP or mutual TLS.
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl LoadOptions {
@@ -207,6 +209,7 @@ impl LoadOptions {
             },
             args.config.as_deref(),
         );
+        let transport = super::transport(args.tls.clone())?;
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
@@ -248,6 +251,7 @@ impl LoadOptions {
         }
         let admin = args.admin.or(file.admin);
         Ok(LoadOptions {
+            transport,
             core,
             listen,
             registry,
@@ -297,6 +301,7 @@ mod tests {
             admin_token_file: None,
             config: None,
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 
@@ -458,6 +463,7 @@ mod tests {
             admin_token_file: None,
             config: Some(path),
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         };
         let options = LoadOptions::resolve(a, 1).expect("valid");
         assert_eq!(

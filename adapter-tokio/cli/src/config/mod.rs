@@ -122,6 +122,63 @@ pub(crate) fn relative_to(config: Option<&Path>, path: PathBuf) -> PathBuf {
     }
 }
 
+/// The transport of `--tls-cert` / `--tls-key` / `--tls-ca`: plain TCP without them, mutual
+/// TLS with all three.
+///
+/// # Errors
+///
+/// Only some of the three, a file that cannot be read or parsed (the error names its flag), or
+/// TLS flags in a build without the `tls` feature.
+pub(crate) fn transport(
+    tls: crate::cli::TlsArgs,
+) -> Result<switchboard_tokio::Transport, CliError> {
+    let crate::cli::TlsArgs {
+        tls_cert,
+        tls_key,
+        tls_ca,
+    } = tls;
+    let (cert, key, ca) = match (tls_cert, tls_key, tls_ca) {
+        (None, None, None) => return Ok(switchboard_tokio::Transport::plain()),
+        (Some(cert), Some(key), Some(ca)) => (cert, key, ca),
+        (cert, key, _) => {
+            let missing = if cert.is_none() {
+                "tls_cert"
+            } else if key.is_none() {
+                "tls_key"
+            } else {
+                "tls_ca"
+            };
+            return Err(CliError::invalid(
+                missing,
+                "required with the other TLS flags: give --tls-cert, --tls-key and --tls-ca",
+            ));
+        }
+    };
+    #[cfg(feature = "tls")]
+    {
+        use switchboard_tokio::transport::tls::{TlsConfig, TlsFile};
+        match TlsConfig::from_files(&cert, &key, &ca) {
+            Ok(config) => Ok(switchboard_tokio::Transport::tls(config)),
+            Err(e) => {
+                let field = match e.file {
+                    TlsFile::Cert => "tls_cert",
+                    TlsFile::Key => "tls_key",
+                    TlsFile::Ca => "tls_ca",
+                };
+                Err(CliError::invalid(field, e.reason))
+            }
+        }
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = (cert, key, ca);
+        Err(CliError::invalid(
+            "tls_cert",
+            "this build has no TLS (build switchboard with the `tls` feature)",
+        ))
+    }
+}
+
 /// The registry a node uses, from the merged `registry` / `etcd` / `etcd_prefix` values.
 ///
 /// # Errors

@@ -85,6 +85,8 @@ pub(crate) struct NodeOptions {
     pub(crate) admin_token: Option<String>,
     /// Echo received messages.
     pub(crate) echo: bool,
+    /// Plain TCP or mutual TLS.
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl NodeOptions {
@@ -126,6 +128,7 @@ impl NodeOptions {
             },
             args.config.as_deref(),
         );
+        let transport = super::transport(args.tls.clone())?;
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
@@ -173,6 +176,7 @@ impl NodeOptions {
                 .as_deref(),
         )?;
         Ok(NodeOptions {
+            transport,
             core,
             listen,
             advertise,
@@ -206,6 +210,7 @@ mod tests {
             echo: false,
             config,
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 

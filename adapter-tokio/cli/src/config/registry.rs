@@ -46,6 +46,8 @@ pub(crate) struct RegistryOptions {
     pub(crate) admin: Option<SocketAddr>,
     /// `--admin-token-file`'s token: every admin request must carry it.
     pub(crate) admin_token: Option<String>,
+    /// Plain TCP or mutual TLS.
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl RegistryOptions {
@@ -56,6 +58,7 @@ impl RegistryOptions {
     /// A bad config or concern file, a missing `listen`, or a zero timeout or frame size.
     pub(crate) fn resolve(args: RegistryArgs) -> Result<RegistryOptions, CliError> {
         let file: RegistryFile = read_toml(args.config.as_deref())?;
+        let transport = super::transport(args.tls)?;
         let listen = args
             .listen
             .or(file.listen)
@@ -72,6 +75,7 @@ impl RegistryOptions {
             server,
             admin: args.admin,
             admin_token: super::admin_token(args.admin, args.admin_token_file.as_deref())?,
+            transport,
         })
     }
 }
@@ -126,6 +130,7 @@ mod tests {
             admin: None,
             admin_token_file: None,
             config,
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 

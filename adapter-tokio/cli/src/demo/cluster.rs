@@ -14,7 +14,7 @@ use switchboard_core::{
 use switchboard_tokio::{
     NodeBuilder, NodeHandle, RegistrySpec,
     node::StartError,
-    registry::{EtcdOptions, RegistryHandle, client::ClientTuning, spawn_registry},
+    registry::{EtcdOptions, RegistryHandle, client::ClientTuning, spawn_registry_with},
 };
 use tokio::task::JoinHandle;
 
@@ -89,6 +89,7 @@ struct RunningNode {
 /// The demo cluster.
 pub(crate) struct Cluster {
     registry: Registry,
+    transport: switchboard_tokio::Transport,
     nodes: BTreeMap<NodeId, RunningNode>,
     receipts: Arc<Receipts>,
 }
@@ -101,15 +102,17 @@ impl Cluster {
     /// The registry could not bind.
     pub(crate) async fn new(
         etcd: Option<EtcdOptions>,
+        transport: switchboard_tokio::Transport,
         receipts: Arc<Receipts>,
     ) -> Result<Cluster, CliError> {
         let registry = match etcd {
             Some(options) => Registry::Etcd(options),
             None => {
-                let handle = spawn_registry(
+                let handle = spawn_registry_with(
                     SocketAddr::from(([127, 0, 0, 1], 0)),
                     server_config(),
                     run_seed(),
+                    transport.clone(),
                 )
                 .await
                 .map_err(|e| CliError::failed(format!("cannot start the registry: {e}")))?;
@@ -121,6 +124,7 @@ impl Cluster {
         };
         Ok(Cluster {
             registry,
+            transport,
             nodes: BTreeMap::new(),
             receipts,
         })
@@ -155,6 +159,7 @@ impl Cluster {
         let (handle, inbox) = loop {
             let builder = NodeBuilder::new(id, format!("{}-{}", role.label(), id.0))
                 .listen(listen)
+                .transport(self.transport.clone())
                 .registry_spec(spec.clone())
                 .registry_tuning(client_tuning())
                 .config(|config| tune_node(config, role, upstream));
@@ -241,7 +246,9 @@ impl Cluster {
         };
         let deadline = tokio::time::Instant::now() + REBIND_WAIT;
         loop {
-            match spawn_registry(*addr, server_config(), run_seed()).await {
+            match spawn_registry_with(*addr, server_config(), run_seed(), self.transport.clone())
+                .await
+            {
                 Ok(started) => {
                     *handle = Some(started);
                     return Ok(());

@@ -93,6 +93,8 @@ pub(crate) struct DemoOptions {
     pub(crate) json: bool,
     /// etcd instead of the embedded registry.
     pub(crate) etcd: Option<EtcdOptions>,
+    /// Plain TCP or mutual TLS for every node and the registry (all with the one certificate).
+    pub(crate) transport: switchboard_tokio::Transport,
 }
 
 impl DemoOptions {
@@ -115,6 +117,7 @@ impl DemoOptions {
             ));
         }
         let security = args.etcd.security();
+        let transport = crate::config::transport(args.tls)?;
         let etcd = match args.etcd.etcd {
             None if args.etcd.etcd_prefix.is_some() => {
                 return Err(CliError::invalid("etcd_prefix", "only used with etcd"));
@@ -141,6 +144,7 @@ impl DemoOptions {
             rate: args.rate,
             json: args.json,
             etcd,
+            transport,
         })
     }
 }
@@ -161,7 +165,12 @@ fn run_prefix() -> String {
 /// A piece of the cluster did not start.
 pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
     let receipts = Arc::new(Receipts::default());
-    let mut cluster = Cluster::new(options.etcd.clone(), Arc::clone(&receipts)).await?;
+    let mut cluster = Cluster::new(
+        options.etcd.clone(),
+        options.transport.clone(),
+        Arc::clone(&receipts),
+    )
+    .await?;
     let any_port = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     for (id, role, upstream) in initial_nodes() {
         if let Err(e) = cluster.start_node(id, role, upstream, any_port).await {
@@ -302,6 +311,7 @@ mod tests {
             rate,
             json: true,
             etcd: EtcdArgs::default(),
+            tls: crate::cli::TlsArgs::default(),
         }
     }
 

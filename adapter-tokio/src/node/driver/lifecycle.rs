@@ -17,7 +17,7 @@ use crate::{
     net,
     node::{COMMAND_CAPACITY, Command, Inbox, NodeBuilder, NodeHandle, RegistrySpec, StartError},
     registry::{
-        client::{ClientTuning, spawn_client},
+        client::{ClientTuning, spawn_client_with},
         feed::{Feed, FeedCommand},
     },
 };
@@ -33,6 +33,7 @@ pub(in crate::node) async fn start(
         registry,
         tuning,
         inbox_capacity,
+        transport,
     } = builder;
     config.validate()?;
     let bind_error = |source| StartError::Bind {
@@ -51,7 +52,7 @@ pub(in crate::node) async fn start(
     let clock = Clock::start();
     let node = Node::new(config, clock.now())?;
     let topology = node.config().topology_info(node.config().upstream);
-    let feed = start_backend(&registry, &node, &tuning)?;
+    let feed = start_backend(&registry, &node, &tuning, &transport)?;
 
     let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
     let (inbox_tx, inbox_rx) = mpsc::channel(inbox_capacity);
@@ -72,7 +73,7 @@ pub(in crate::node) async fn start(
         incarnation = node.incarnation(), upstream = node.config().upstream.0,
         "node started"
     );
-    let mut links = Links::new(link_tx);
+    let mut links = Links::new(link_tx, transport);
     links.spawn_accept(listener);
     let mut driver = Driver {
         node,
@@ -99,13 +100,14 @@ fn start_backend(
     spec: &RegistrySpec,
     node: &Node,
     tuning: &ClientTuning,
+    transport: &crate::transport::Transport,
 ) -> Result<Option<Feed>, StartError> {
     match spec {
         RegistrySpec::None => Ok(None),
         RegistrySpec::Embedded(addr) => {
             let mut config = node.registry_client_config();
             tuning.apply(&mut config);
-            Ok(Some(spawn_client(*addr, config)))
+            Ok(Some(spawn_client_with(*addr, config, transport.clone())))
         }
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(options) => {

@@ -11,6 +11,11 @@
 //! no longer holds is stale and ignored. Every task lives in one `JoinSet` and every readiness
 //! wait in the table: dropping the table aborts them all, which is how a killed node drops its
 //! sockets.
+//!
+//! A TLS link ([`Transport`] with TLS) cannot be read by readiness: its "readiness wait" is a
+//! `read_buf` on the TLS read half into the link's own buffer, and [`Links::read_ready`]
+//! splits what it read off that buffer (still no copy) and arms the next read. Its writes all
+//! go through the writer task (no direct `try_write`).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -31,7 +36,7 @@ use futures_util::{
 use switchboard_core::ids::{LinkId, NodeId};
 use tokio::{
     net::{
-        TcpListener, TcpStream,
+        TcpListener,
         tcp::{OwnedReadHalf, OwnedWriteHalf},
     },
     sync::mpsc,
@@ -39,7 +44,10 @@ use tokio::{
 };
 use tracing::{debug, warn};
 
-use crate::net;
+use crate::{
+    net,
+    transport::{Stream, Transport},
+};
 
 /// Capacity of the link event channel (readers wait when it is full).
 pub(super) const LINK_EVENT_CAPACITY: usize = 1024;
@@ -51,9 +59,9 @@ const OUT_CHUNK: usize = 16 * 1024;
 #[derive(Debug)]
 pub(super) enum LinkEvent {
     /// The listener accepted a connection.
-    Accepted(TcpStream, SocketAddr),
+    Accepted(Stream, SocketAddr),
     /// The dial of `LinkId` succeeded.
-    Connected(LinkId, TcpStream),
+    Connected(LinkId, Stream),
     /// The dial of `LinkId` failed.
     ConnectFailed(LinkId, String),
     /// `LinkId` is gone: a write error.
@@ -99,14 +107,31 @@ struct Entry {
     written: net::WrittenCounter,
     /// The socket's read half while the driver may read it (it was readable and has not
     /// yet returned `WouldBlock`); `None` while it waits for readiness or before connecting.
-    read: Option<OwnedReadHalf>,
+    read: Option<ReadSide>,
     /// Cancels the readiness wait holding the read half.
     read_wait: Option<AbortHandle>,
     dial: Option<task::AbortHandle>,
 }
 
 /// A read half waiting for readiness; gives it back with its link.
-type ReadWait = Abortable<Pin<Box<dyn Future<Output = (LinkId, OwnedReadHalf)> + Send>>>;
+type ReadWait = Abortable<Pin<Box<dyn Future<Output = (LinkId, ReadSide)> + Send>>>;
+
+/// A link's read half.
+pub(super) enum ReadSide {
+    /// TCP: read by readiness and `try_read_buf`.
+    Tcp(OwnedReadHalf),
+    /// TLS: the wait itself reads.
+    #[cfg(feature = "tls")]
+    Tls(Box<TlsRead>),
+}
+
+/// A TLS link's read half, its buffer and the result of its last read.
+#[cfg(feature = "tls")]
+pub(super) struct TlsRead {
+    half: tokio::io::ReadHalf<tokio_rustls::TlsStream<tokio::net::TcpStream>>,
+    buf: BytesMut,
+    last: Option<io::Result<usize>>,
+}
 
 /// What [`Links::read_ready`] read.
 pub(super) enum Read {
@@ -125,6 +150,7 @@ pub(super) struct Links {
     events: mpsc::Sender<LinkEvent>,
     tasks: JoinSet<()>,
     accept: Option<task::AbortHandle>,
+    transport: Transport,
     /// Read halves waiting for readiness.
     waits: FuturesUnordered<ReadWait>,
     /// Links whose read half is readable, in the order they are read (round robin).
@@ -135,28 +161,52 @@ pub(super) struct Links {
 }
 
 impl Links {
-    pub(super) fn new(events: mpsc::Sender<LinkEvent>) -> Links {
+    pub(super) fn new(events: mpsc::Sender<LinkEvent>, transport: Transport) -> Links {
         Links {
             entries: HashMap::new(),
             dirty: Vec::new(),
             events,
             tasks: JoinSet::new(),
             accept: None,
+            transport,
             waits: FuturesUnordered::new(),
             ready: VecDeque::new(),
             scratch: BytesMut::with_capacity(net::READ_CHUNK),
         }
     }
 
-    /// Starts accepting on `listener`; each connection becomes a [`LinkEvent::Accepted`].
+    /// Starts accepting on `listener`; each connection becomes a [`LinkEvent::Accepted`]
+    /// (with TLS once its TLS handshake succeeded, each handshake in a task of its own so a
+    /// slow peer holds up no one; a failed one is dropped and never becomes a link).
     pub(super) fn spawn_accept(&mut self, listener: TcpListener) {
         let events = self.events.clone();
+        let transport = self.transport.clone();
         self.accept = Some(self.tasks.spawn(async move {
+            // Aborted with the accept task.
+            let mut handshakes = JoinSet::new();
             loop {
-                match listener.accept().await {
+                let accepted = tokio::select! {
+                    accepted = listener.accept() => accepted,
+                    Some(_) = handshakes.join_next() => continue,
+                };
+                match accepted {
+                    Ok((stream, peer)) if transport.is_tls() => {
+                        let transport = transport.clone();
+                        let events = events.clone();
+                        handshakes.spawn(async move {
+                            match transport.accept(stream).await {
+                                Ok(stream) => {
+                                    let _ = events.send(LinkEvent::Accepted(stream, peer)).await;
+                                }
+                                Err(e) => {
+                                    warn!(%peer, error = %e, "refused a connection: TLS handshake failed");
+                                }
+                            }
+                        });
+                    }
                     Ok((stream, peer)) => {
                         if events
-                            .send(LinkEvent::Accepted(stream, peer))
+                            .send(LinkEvent::Accepted(Stream::Tcp(stream), peer))
                             .await
                             .is_err()
                         {
@@ -183,8 +233,9 @@ impl Links {
     pub(super) fn dial(&mut self, link: LinkId, peer: NodeId, addr: String) {
         debug!(%link, peer = peer.0, %addr, "dialling");
         let events = self.events.clone();
+        let transport = self.transport.clone();
         let dial = self.tasks.spawn(async move {
-            let event = match net::dial(&addr).await {
+            let event = match transport.dial(&addr).await {
                 Ok(stream) => LinkEvent::Connected(link, stream),
                 Err(e) => LinkEvent::ConnectFailed(link, format!("{addr}: {e}")),
             };
@@ -211,7 +262,7 @@ impl Links {
 
     /// The dial of `link` succeeded: starts its reader and writer. `false` (the stream is
     /// dropped) when the link is no longer wanted.
-    pub(super) fn connected(&mut self, link: LinkId, stream: TcpStream) -> bool {
+    pub(super) fn connected(&mut self, link: LinkId, stream: Stream) -> bool {
         let Some(entry) = self.entries.get_mut(&link) else {
             return false;
         };
@@ -226,7 +277,7 @@ impl Links {
     }
 
     /// An accepted connection became `link`: starts its reader and writer.
-    pub(super) fn accepted(&mut self, link: LinkId, stream: TcpStream) {
+    pub(super) fn accepted(&mut self, link: LinkId, stream: Stream) {
         let (writer, queue) = mpsc::unbounded_channel();
         self.entries.insert(
             link,
@@ -250,9 +301,21 @@ impl Links {
     fn attach(
         &mut self,
         link: LinkId,
-        stream: TcpStream,
+        stream: Stream,
         queue: Option<mpsc::UnboundedReceiver<Bytes>>,
     ) {
+        #[cfg_attr(
+            not(feature = "tls"),
+            expect(
+                clippy::infallible_destructuring_match,
+                reason = "one variant without the tls feature"
+            )
+        )]
+        let stream = match stream {
+            Stream::Tcp(stream) => stream,
+            #[cfg(feature = "tls")]
+            Stream::Tls(stream) => return self.attach_tls(link, *stream, queue),
+        };
         let _ = stream.set_nodelay(true);
         let (read, write) = stream.into_split();
         let write = Arc::new(write);
@@ -269,14 +332,41 @@ impl Links {
         }
         if let Some(entry) = self.entries.get_mut(&link) {
             entry.socket = Some(write);
-            arm(&self.waits, entry, link, read);
+            arm(&self.waits, entry, link, ReadSide::Tcp(read));
+        }
+    }
+
+    /// [`Links::attach`] for TLS: the writer task writes everything (`socket` stays `None`).
+    #[cfg(feature = "tls")]
+    fn attach_tls(
+        &mut self,
+        link: LinkId,
+        stream: tokio_rustls::TlsStream<tokio::net::TcpStream>,
+        queue: Option<mpsc::UnboundedReceiver<Bytes>>,
+    ) {
+        let (read, write) = tokio::io::split(stream);
+        if let Some(queue) = queue {
+            let events = self.events.clone();
+            self.tasks.spawn(async move {
+                if let Err(e) = net::write_loop(write, queue).await {
+                    let _ = events.send(LinkEvent::Closed(link, e.to_string())).await;
+                }
+            });
+        }
+        if let Some(entry) = self.entries.get_mut(&link) {
+            let read = TlsRead {
+                half: read,
+                buf: BytesMut::with_capacity(net::READ_CHUNK),
+                last: None,
+            };
+            arm(&self.waits, entry, link, ReadSide::Tls(Box::new(read)));
         }
     }
 
     /// Waits until a link's read half is readable (pending forever while none waits; the
     /// caller then re-polls after its next wake-up). Pass what it returns to
     /// [`Links::readable`].
-    pub(super) async fn next_readable(&mut self) -> Result<(LinkId, OwnedReadHalf), Aborted> {
+    pub(super) async fn next_readable(&mut self) -> Result<(LinkId, ReadSide), Aborted> {
         match self.waits.next().await {
             Some(woken) => woken,
             None => std::future::pending().await,
@@ -285,7 +375,7 @@ impl Links {
 
     /// A read half became readable: [`Links::read_ready`] reads it from now on (dropped when
     /// the link is gone).
-    pub(super) fn readable(&mut self, woken: Result<(LinkId, OwnedReadHalf), Aborted>) {
+    pub(super) fn readable(&mut self, woken: Result<(LinkId, ReadSide), Aborted>) {
         let Ok((link, read)) = woken else { return };
         if let Some(entry) = self.entries.get_mut(&link) {
             entry.read_wait = None;
@@ -307,8 +397,24 @@ impl Links {
             let Some(entry) = self.entries.get_mut(&link) else {
                 continue;
             };
-            let Some(read) = entry.read.as_ref() else {
-                continue;
+            let read = match entry.read.as_mut() {
+                None => continue,
+                Some(ReadSide::Tcp(read)) => read,
+                #[cfg(feature = "tls")]
+                Some(ReadSide::Tls(tls)) => {
+                    let read = match tls.last.take() {
+                        Some(Ok(0)) => Read::Closed(link, String::from("end of stream")),
+                        Some(Ok(_)) => Read::Bytes(link, tls.buf.split().freeze()),
+                        Some(Err(e)) => Read::Closed(link, e.to_string()),
+                        None => continue,
+                    };
+                    if matches!(read, Read::Bytes(..))
+                        && let Some(side) = entry.read.take()
+                    {
+                        arm(&self.waits, entry, link, side);
+                    }
+                    return Some(read);
+                }
             };
             if self.scratch.capacity() < net::READ_CHUNK / 4 {
                 self.scratch.reserve(net::READ_CHUNK);
@@ -430,15 +536,27 @@ fn push_out(entry: &mut Entry) {
     let _ = entry.writer.send(chunk);
 }
 
-/// Puts `read` to wait for readiness; `entry` keeps the handle that cancels the wait.
-fn arm(waits: &FuturesUnordered<ReadWait>, entry: &mut Entry, link: LinkId, read: OwnedReadHalf) {
+/// Puts `read` to wait for readiness (TLS: reads into its buffer); `entry` keeps the handle
+/// that cancels the wait.
+fn arm(waits: &FuturesUnordered<ReadWait>, entry: &mut Entry, link: LinkId, read: ReadSide) {
     let (handle, registration) = AbortHandle::new_pair();
-    let wait: Pin<Box<dyn Future<Output = (LinkId, OwnedReadHalf)> + Send>> =
-        Box::pin(async move {
+    let wait: Pin<Box<dyn Future<Output = (LinkId, ReadSide)> + Send>> = match read {
+        ReadSide::Tcp(read) => Box::pin(async move {
             // A readiness error shows again on the read, which reports it.
             let _ = read.readable().await;
-            (link, read)
-        });
+            (link, ReadSide::Tcp(read))
+        }),
+        #[cfg(feature = "tls")]
+        ReadSide::Tls(mut tls) => Box::pin(async move {
+            use tokio::io::AsyncReadExt;
+            if tls.buf.capacity() < net::READ_CHUNK / 4 {
+                tls.buf.reserve(net::READ_CHUNK);
+            }
+            let TlsRead { half, buf, last } = &mut *tls;
+            *last = Some(half.read_buf(buf).await);
+            (link, ReadSide::Tls(tls))
+        }),
+    };
     waits.push(Abortable::new(wait, registration));
     entry.read_wait = Some(handle);
 }
