@@ -10,7 +10,7 @@ use std::{
     net::{SocketAddr, TcpStream},
 };
 
-use cli_support::{Running, STEP, closed_port, lines, run_to_end, str_field};
+use cli_support::{Running, STEP, lines, run_to_end, str_field};
 
 /// Status code of `GET path` on `addr` with extra header lines.
 fn status_of(addr: SocketAddr, path: &str, headers: &str) -> u16 {
@@ -114,7 +114,7 @@ fn the_etcd_password_never_reaches_the_logs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let password_file = dir.path().join("password");
     std::fs::write(&password_file, "pa55-w0rd-xyz\n").expect("write the password file");
-    let url = format!("http://127.0.0.1:{}", closed_port());
+    let url = format!("http://127.0.0.1:{}", cli_support::closed_port());
     let mut command = std::process::Command::new(cli_support::BIN);
     command
         .args([
