@@ -183,9 +183,9 @@ mod wire_seeds {
         discovery::{DiscoveryInfo, TopologyInfo},
         ids::NodeId,
         wire::{
-            self, Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck,
-            PROOF_LEN, Ping, Pong, Put, RefuseReason, Register, RegistryEntry, Snapshot,
-            Unreachable, UnreachableReason, Update, VersionRange,
+            self, Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat,
+            Hello, HelloAck, MAC_LEN, NONCE_LEN, Ping, Pong, Proof, Put, RefuseReason, Register,
+            RegistryEntry, Snapshot, Unreachable, UnreachableReason, Update, VersionRange,
         },
     };
 
@@ -223,7 +223,7 @@ mod wire_seeds {
                     incarnation: 77,
                     versions: VersionRange { min: 1, max: 2 },
                     name: "echo-svr-1",
-                    proof: None,
+                    challenge: None,
                 }),
             ),
             (
@@ -233,7 +233,10 @@ mod wire_seeds {
                     incarnation: 77,
                     versions: VersionRange { min: 1, max: 1 },
                     name: "echo-svr-1",
-                    proof: Some([0x5A; PROOF_LEN]),
+                    challenge: Some(Challenge {
+                        nonce: [0x5A; NONCE_LEN],
+                        key_id: 0xD2,
+                    }),
                 }),
             ),
             (
@@ -243,8 +246,21 @@ mod wire_seeds {
                     incarnation: 3,
                     versions: VersionRange { min: 1, max: 2 },
                     name: "proxy",
-                    proof: Some([0xA5; PROOF_LEN]),
+                    nonce: Some([0x3C; NONCE_LEN]),
+                    proof: Some(Proof {
+                        key_id: 0xD2,
+                        mac: [0xA5; MAC_LEN],
+                    }),
                     result: Ok(()),
+                }),
+            ),
+            (
+                "auth",
+                Frame::Auth(Auth {
+                    proof: Proof {
+                        key_id: 0xD2,
+                        mac: [0x5A; MAC_LEN],
+                    },
                 }),
             ),
             (
@@ -254,6 +270,7 @@ mod wire_seeds {
                     incarnation: 3,
                     versions: VersionRange { min: 3, max: 4 },
                     name: "proxy",
+                    nonce: None,
                     proof: None,
                     result: Err(RefuseReason::VersionMismatch),
                 }),

@@ -599,6 +599,7 @@ impl RegistryServer {
             incarnation: holder_incarnation,
             versions: VersionRange { min: 0, max: 0 },
             name: &name,
+            nonce: None,
             proof: None,
             result: Err(RefuseReason::NameTaken),
         };
@@ -620,6 +621,7 @@ impl RegistryServer {
             incarnation: holder,
             versions: VersionRange { min: 0, max: 0 },
             name: "",
+            nonce: None,
             proof: None,
             result: Err(RefuseReason::DuplicateId),
         };
