@@ -453,6 +453,12 @@ impl Node {
         self.links.peer(link)
     }
 
+    /// Handshakes this node refused for authentication (its cluster keys), by kind.
+    #[must_use]
+    pub fn auth_refusals(&self) -> crate::bus::handshake::AuthRefusals {
+        self.links.auth_refusals()
+    }
+
     /// Links the node holds (dialling, handshaking or up).
     #[must_use]
     pub fn link_count(&self) -> usize {
