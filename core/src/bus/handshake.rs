@@ -29,8 +29,9 @@
 //! it holds it: so a node on `[new, old]` links with nodes on `[old]` and on `[new]` — the
 //! rotation window — while checks accept either key.
 //!
-//! Nonces come from the node's seeded [`Rng`](crate::rng::Rng) (seeded by the driver from OS
-//! entropy, `Config::fill_from_process`), so the simulator stays deterministic. Without keys
+//! Nonces come from a [`NonceSource`] keyed from the node's seeded [`Rng`](crate::rng::Rng)
+//! (seeded by the driver from OS entropy, `Config::fill_from_process`), so the simulator
+//! stays deterministic. Without keys
 //! nothing is proved or checked (as before).
 
 use hmac::{Hmac, Mac};
@@ -346,13 +347,41 @@ impl ReplayGuard {
     }
 }
 
-/// A fresh nonce from `rng`.
-pub fn nonce(rng: &mut crate::rng::Rng) -> Nonce {
-    let mut out = [0u8; NONCE_LEN];
-    for chunk in out.chunks_exact_mut(8) {
-        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+/// Handshake nonces: SHA-256 of a 32-byte secret drawn once from a seeded
+/// [`Rng`](crate::rng::Rng) and a counter. Deterministic for a given seed (the simulator
+/// replays), and a nonce seen on the wire reveals neither the secret nor the next nonce
+/// (the generator itself is not cryptographic; its outputs never leave this struct).
+#[derive(Clone)]
+pub struct NonceSource {
+    secret: [u8; 32],
+    counter: u64,
+}
+
+impl core::fmt::Debug for NonceSource {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("NonceSource(..)")
     }
-    out
+}
+
+impl NonceSource {
+    /// A source whose secret is drawn from `rng`.
+    pub fn new(rng: &mut crate::rng::Rng) -> NonceSource {
+        let mut secret = [0u8; 32];
+        for chunk in secret.chunks_exact_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        NonceSource { secret, counter: 0 }
+    }
+
+    /// A fresh nonce.
+    pub fn next_nonce(&mut self) -> Nonce {
+        self.counter += 1;
+        let mut h = Sha256::new();
+        h.update(b"sb-nonce-v1");
+        h.update(self.secret);
+        h.update(self.counter.to_le_bytes());
+        h.finalize().into()
+    }
 }
 
 /// Whether two version ranges share a version (an empty range, `min > max`, shares none).

@@ -68,7 +68,8 @@ pub use view::LinkView;
 
 use super::{
     handshake::{
-        AuthFailure, AuthRefusals, ClusterKeys, PROTOCOL_VERSIONS, ReplayGuard, Transcript,
+        AuthFailure, AuthRefusals, ClusterKeys, NonceSource, PROTOCOL_VERSIONS, ReplayGuard,
+        Transcript,
     },
     heartbeat::{Beat, Heartbeat},
     stream::RecvStreams,
@@ -271,7 +272,7 @@ pub struct Down {
 pub struct Links {
     settings: LinkSettings,
     /// Nonces.
-    rng: Rng,
+    nonces: NonceSource,
     /// Dialler nonces seen lately.
     replay: ReplayGuard,
     /// Handshakes refused for authentication, by kind.
@@ -299,11 +300,11 @@ pub struct Links {
 impl Links {
     /// No links, for a node started at `now`; handshake nonces draw from `rng`.
     #[must_use]
-    pub fn new(settings: LinkSettings, now: Instant, rng: Rng) -> Links {
+    pub fn new(settings: LinkSettings, now: Instant, mut rng: Rng) -> Links {
         Links {
             recv: RecvStreams::new(settings.incarnation),
             settings,
-            rng,
+            nonces: NonceSource::new(&mut rng),
             replay: ReplayGuard::default(),
             refusals: AuthRefusals::default(),
             ids: IdSource::new(),
@@ -521,7 +522,7 @@ impl Links {
             .keys
             .current_id()
             .map(|key_id| wire::Challenge {
-                nonce: super::handshake::nonce(&mut self.rng),
+                nonce: self.nonces.next_nonce(),
                 key_id,
             });
         l.nonce = challenge.map(|c| c.nonce);

@@ -473,7 +473,7 @@ impl Links {
                     return self.refuse_auth(link, failure, sink);
                 }
                 let dialler_nonce = nonce.expect("checked above");
-                let own_nonce = handshake::nonce(&mut self.rng);
+                let own_nonce = self.nonces.next_nonce();
                 let transcript = |role| Transcript {
                     role,
                     dialler: peer_side(dialler_nonce),
