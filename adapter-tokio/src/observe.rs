@@ -84,6 +84,9 @@ pub struct RegistryMetrics {
     pub names_taken: u64,
     /// Live connections taken over by a new incarnation of the same identity.
     pub takeovers: u64,
+    /// Connections refused because they did not prove the cluster key (no proof, a bad or
+    /// replayed one, an unknown key, or a frame before the proof).
+    pub unauthenticated: u64,
 }
 
 /// Upper bounds of the [`Histogram`] buckets, in nanoseconds (0.5 ms to 10 s; `+Inf` is

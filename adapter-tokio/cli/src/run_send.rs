@@ -39,6 +39,7 @@ impl SendOptions {
     ///
     /// No registry or two, an empty target or id 0, a zero timeout.
     pub(crate) fn resolve(args: SendArgs, pid: u32) -> Result<SendOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let registry = registry_spec(args.registry, args.etcd.etcd, args.etcd.etcd_prefix)?;
         let target = parse_target(&args.to)?;
         if args.timeout_ms == 0 {
@@ -54,6 +55,7 @@ impl SendOptions {
             },
         )?;
         core.topology_policy.allow_direct_connection = true;
+        core.cluster_keys = keys;
         Ok(SendOptions {
             core,
             registry,

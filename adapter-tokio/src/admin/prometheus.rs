@@ -237,12 +237,13 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
     let refusals = BTreeMap::from([
         ("duplicate_id".to_owned(), metrics.duplicate_ids),
         ("name_taken".to_owned(), metrics.names_taken),
+        ("unauthenticated".to_owned(), metrics.unauthenticated),
     ]);
     labelled(
         &mut out,
         "switchboard_registry_refusals_total",
         "counter",
-        "Registrations (and name updates) refused, by kind.",
+        "Registrations (and name updates) refused, and connections that did not prove the cluster key, by kind.",
         "kind",
         &refusals,
     );

@@ -100,6 +100,7 @@ impl LoadOptions {
     /// A bad config file, no target or two, a missing count, rate or size, a size below 8, a
     /// zero window, a negative or non-finite wait, or a bad core config.
     pub(crate) fn resolve(args: LoadArgs, pid: u32) -> Result<LoadOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let file: LoadFile = read_toml(args.config.as_deref())?;
         let mut filter_labels = file.filter.unwrap_or_default();
         filter_labels.extend(args.filters);
@@ -216,6 +217,9 @@ impl LoadOptions {
         if upstream.is_none() && core.topology_policy == TopologyPolicy::default() {
             core.topology_policy.allow_direct_connection = true;
         }
+        if !keys.is_empty() {
+            core.cluster_keys = keys;
+        }
         Ok(LoadOptions {
             core,
             listen,
@@ -256,6 +260,7 @@ mod tests {
             admin: None,
             config: None,
             etcd: EtcdArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 
@@ -416,6 +421,7 @@ mod tests {
             admin: None,
             config: Some(path),
             etcd: EtcdArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         };
         let options = LoadOptions::resolve(a, 1).expect("valid");
         assert_eq!(

@@ -79,6 +79,7 @@ impl NodeOptions {
     /// `advertise` (required with a wildcard `listen`), a bad label, or a core config that
     /// fails validation.
     pub(crate) fn resolve(args: NodeArgs) -> Result<NodeOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let file: NodeFile = read_toml(args.config.as_deref())?;
         let id = args
             .id
@@ -133,6 +134,9 @@ impl NodeOptions {
                 config.as_deref().and_then(std::path::Path::to_str),
             )
         });
+        if !keys.is_empty() {
+            core.cluster_keys = keys;
+        }
         Ok(NodeOptions {
             core,
             listen,
@@ -165,6 +169,7 @@ mod tests {
             echo: false,
             config,
             etcd: EtcdArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 

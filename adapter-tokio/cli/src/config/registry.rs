@@ -53,6 +53,7 @@ impl RegistryOptions {
     ///
     /// A bad config or concern file, a missing `listen`, or a zero timeout or frame size.
     pub(crate) fn resolve(args: RegistryArgs) -> Result<RegistryOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let file: RegistryFile = read_toml(args.config.as_deref())?;
         let listen = args
             .listen
@@ -65,6 +66,7 @@ impl RegistryOptions {
         if let Some(path) = concern_path {
             server.concern = concern::read_concern_file(&path)?;
         }
+        server.keys = switchboard_core::bus::handshake::ClusterKeys::new(&keys);
         Ok(RegistryOptions {
             listen,
             server,
@@ -122,6 +124,7 @@ mod tests {
             concern: None,
             admin: None,
             config,
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 

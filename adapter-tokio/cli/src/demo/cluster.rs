@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use switchboard_core::{
     backoff::{BackoffConfig, Jitter},
+    bus::handshake::ClusterKey,
     config::Config,
     ids::NodeId,
     registry::server::ServerConfig,
@@ -91,6 +92,8 @@ pub(crate) struct Cluster {
     registry: Registry,
     nodes: BTreeMap<NodeId, RunningNode>,
     receipts: Arc<Receipts>,
+    /// The cluster keys every node and the registry use (empty: none).
+    keys: Vec<ClusterKey>,
 }
 
 impl Cluster {
@@ -102,13 +105,14 @@ impl Cluster {
     pub(crate) async fn new(
         etcd: Option<EtcdOptions>,
         receipts: Arc<Receipts>,
+        keys: Vec<ClusterKey>,
     ) -> Result<Cluster, CliError> {
         let registry = match etcd {
             Some(options) => Registry::Etcd(options),
             None => {
                 let handle = spawn_registry(
                     SocketAddr::from(([127, 0, 0, 1], 0)),
-                    server_config(),
+                    keyed(server_config(), &keys),
                     run_seed(),
                 )
                 .await
@@ -123,6 +127,7 @@ impl Cluster {
             registry,
             nodes: BTreeMap::new(),
             receipts,
+            keys,
         })
     }
 
@@ -153,11 +158,15 @@ impl Cluster {
         };
         let deadline = tokio::time::Instant::now() + REBIND_WAIT;
         let (handle, inbox) = loop {
+            let keys = self.keys.clone();
             let builder = NodeBuilder::new(id, format!("{}-{}", role.label(), id.0))
                 .listen(listen)
                 .registry_spec(spec.clone())
                 .registry_tuning(client_tuning())
-                .config(|config| tune_node(config, role, upstream));
+                .config(|config| {
+                    tune_node(config, role, upstream);
+                    config.cluster_keys = keys;
+                });
             match builder.start().await {
                 Ok(started) => break started,
                 Err(StartError::Bind { .. }) if tokio::time::Instant::now() < deadline => {
@@ -241,7 +250,7 @@ impl Cluster {
         };
         let deadline = tokio::time::Instant::now() + REBIND_WAIT;
         loop {
-            match spawn_registry(*addr, server_config(), run_seed()).await {
+            match spawn_registry(*addr, keyed(server_config(), &self.keys), run_seed()).await {
                 Ok(started) => {
                     *handle = Some(started);
                     return Ok(());
@@ -318,6 +327,12 @@ pub(crate) fn server_config() -> ServerConfig {
         heartbeat_timeout: Some(REGISTRY_SILENCE),
         ..ServerConfig::default()
     }
+}
+
+/// `config` with the cluster keys.
+fn keyed(mut config: ServerConfig, keys: &[ClusterKey]) -> ServerConfig {
+    config.keys = switchboard_core::bus::handshake::ClusterKeys::new(keys);
+    config
 }
 
 /// The registry client's settings in the demo: quick reconnects after the registry restart,

@@ -93,6 +93,8 @@ pub(crate) struct DemoOptions {
     pub(crate) json: bool,
     /// etcd instead of the embedded registry.
     pub(crate) etcd: Option<EtcdOptions>,
+    /// The cluster keys of every node and the registry.
+    pub(crate) keys: Vec<switchboard_core::bus::handshake::ClusterKey>,
 }
 
 impl DemoOptions {
@@ -102,6 +104,7 @@ impl DemoOptions {
     ///
     /// `seconds` below 1 or above a day, `rate` below 4, or bad etcd flags.
     pub(crate) fn resolve(args: DemoArgs) -> Result<DemoOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         if !(1..=86_400).contains(&args.seconds) {
             return Err(CliError::invalid(
                 "seconds",
@@ -133,6 +136,7 @@ impl DemoOptions {
             rate: args.rate,
             json: args.json,
             etcd,
+            keys,
         })
     }
 }
@@ -153,7 +157,12 @@ fn run_prefix() -> String {
 /// A piece of the cluster did not start.
 pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
     let receipts = Arc::new(Receipts::default());
-    let mut cluster = Cluster::new(options.etcd.clone(), Arc::clone(&receipts)).await?;
+    let mut cluster = Cluster::new(
+        options.etcd.clone(),
+        Arc::clone(&receipts),
+        options.keys.clone(),
+    )
+    .await?;
     let any_port = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     for (id, role, upstream) in initial_nodes() {
         if let Err(e) = cluster.start_node(id, role, upstream, any_port).await {
@@ -294,6 +303,7 @@ mod tests {
             rate,
             json: true,
             etcd: EtcdArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 

@@ -321,6 +321,7 @@ fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
         duplicate_ids: 2,
         names_taken: 1,
         takeovers: 5,
+        unauthenticated: 3,
     };
     let expected = format!(
         "# HELP switchboard_registry_nodes Listed nodes: registered on a live connection, or disconnected and protected.
@@ -333,10 +334,11 @@ switchboard_registry_connections 4
 # HELP switchboard_registry_snapshots_sent_total Snapshots sent (one per registration).
 # TYPE switchboard_registry_snapshots_sent_total counter
 switchboard_registry_snapshots_sent_total 6
-# HELP switchboard_registry_refusals_total Registrations (and name updates) refused, by kind.
+# HELP switchboard_registry_refusals_total Registrations (and name updates) refused, and connections that did not prove the cluster key, by kind.
 # TYPE switchboard_registry_refusals_total counter
 switchboard_registry_refusals_total{{kind=\"duplicate_id\"}} 2
 switchboard_registry_refusals_total{{kind=\"name_taken\"}} 1
+switchboard_registry_refusals_total{{kind=\"unauthenticated\"}} 3
 # HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation of the same identity.
 # TYPE switchboard_registry_takeovers_total counter
 switchboard_registry_takeovers_total 5
