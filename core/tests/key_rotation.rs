@@ -76,7 +76,7 @@ fn a_rolling_restart_from_key_a_to_b_refuses_no_link_and_loses_no_message() {
     let (a, b) = (key(0xA), key(0xB));
     let mut sim = Sim::new();
     for (id, up) in LAYOUT {
-        sim.add_node(config(id, up, &[a.clone()]))
+        sim.add_node(config(id, up, std::slice::from_ref(&a)))
             .expect("a valid node config");
     }
     sim.run_until_idle();
@@ -113,7 +113,7 @@ fn skipping_the_two_key_step_is_refused() {
     let (a, b) = (key(0xA), key(0xB));
     let mut sim = Sim::new();
     for (id, up) in LAYOUT {
-        sim.add_node(config(id, up, &[a.clone()]))
+        sim.add_node(config(id, up, std::slice::from_ref(&a)))
             .expect("a valid node config");
     }
     sim.run_until_idle();

@@ -365,35 +365,6 @@ pub fn sim_seed(data: &[u8]) {
     );
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn garbage_and_truncated_documents_are_refused_without_change() {
-        discovery_json(b"");
-        discovery_json(b"{\"id\":");
-        discovery_json(b"\xff\xfe{}");
-        discovery_json(b"[1,2,3]");
-        discovery_json(br#"{"id":{"nested":true}}"#);
-        discovery_json(br#"{"id":18446744073709551616}"#);
-    }
-
-    #[test]
-    fn wire_targets_accept_empty_and_garbage_input() {
-        for data in [
-            &b""[..],
-            b"\x00",
-            b"\x07\xff\xff\xff\xff",
-            b"\x02\x10\x00\x00\x00\x01\x06\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
-            b"\x00\x09\x00\x00\x00\x02\x08",
-        ] {
-            frame_decode(data);
-            registry_decode(data);
-        }
-    }
-}
-
 /// Target `handshake`: a stranger's byte stream against a node and a registry that hold a
 /// cluster key, through the handshake decoder and checker.
 ///
@@ -484,13 +455,16 @@ pub fn handshake(data: &[u8]) {
         );
     }
 
-    let chunks = |mut bytes: &[u8], mut feed: Box<dyn FnMut(&[u8]) + '_>| {
+    let chunks: Vec<&[u8]> = {
         let mut rng = Rng::new(u64::from(mode));
+        let mut bytes = stream;
+        let mut out = Vec::new();
         while !bytes.is_empty() {
             let n = (1 + rng.below(max_chunk as u64) as usize).min(bytes.len());
-            feed(&bytes[..n]);
+            out.push(&bytes[..n]);
             bytes = &bytes[n..];
         }
+        out
     };
     let encode = |frame: &Frame<'_>| {
         let mut out = Vec::new();
@@ -549,10 +523,9 @@ pub fn handshake(data: &[u8]) {
             drain(&mut node, &mut up);
             assert!(up, "an honest peer links");
         }
-        chunks(
-            stream,
-            Box::new(|chunk| node.handle_received(now, link, chunk.to_vec().into())),
-        );
+        for chunk in &chunks {
+            node.handle_received(now, link, chunk.to_vec().into());
+        }
         drain(&mut node, &mut up);
         assert!(honest || !up, "a stranger's bytes brought a link up");
     } else {
@@ -580,11 +553,39 @@ pub fn handshake(data: &[u8]) {
             server.handle_received(now, conn, &auth_for(acceptor));
             drain(&mut server, &mut registered);
         }
-        chunks(
-            stream,
-            Box::new(|chunk| server.handle_received(now, conn, chunk)),
-        );
+        for chunk in &chunks {
+            server.handle_received(now, conn, chunk);
+        }
         drain(&mut server, &mut registered);
         assert!(honest || !registered, "a stranger registered");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_and_truncated_documents_are_refused_without_change() {
+        discovery_json(b"");
+        discovery_json(b"{\"id\":");
+        discovery_json(b"\xff\xfe{}");
+        discovery_json(b"[1,2,3]");
+        discovery_json(br#"{"id":{"nested":true}}"#);
+        discovery_json(br#"{"id":18446744073709551616}"#);
+    }
+
+    #[test]
+    fn wire_targets_accept_empty_and_garbage_input() {
+        for data in [
+            &b""[..],
+            b"\x00",
+            b"\x07\xff\xff\xff\xff",
+            b"\x02\x10\x00\x00\x00\x01\x06\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00",
+            b"\x00\x09\x00\x00\x00\x02\x08",
+        ] {
+            frame_decode(data);
+            registry_decode(data);
+        }
     }
 }

@@ -474,8 +474,8 @@ mod tests {
     fn a_proof_checks_only_for_its_own_transcript_and_key() {
         let a = ClusterKey::new([1; KEY_LEN]);
         let b = ClusterKey::new([2; KEY_LEN]);
-        let keys_a = ClusterKeys::new(&[a.clone()]);
-        let keys_b = ClusterKeys::new(&[b.clone()]);
+        let keys_a = ClusterKeys::new(core::slice::from_ref(&a));
+        let keys_b = ClusterKeys::new(core::slice::from_ref(&b));
         let t = transcript(ROLE_DIALLER);
         let proof = keys_a.prove(&t).expect("a key");
         assert_eq!(keys_a.check(&t, Some(&proof)), Ok(()));

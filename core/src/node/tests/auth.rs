@@ -270,10 +270,10 @@ fn rotation_a_node_with_new_and_old_keys_links_with_old_and_with_new() {
     let (old, new) = (key(1), key(2));
     let both = [new.clone(), old.clone()];
     // Either side dialling.
-    assert!(child_reaches_upstream(&both, &[old.clone()]));
-    assert!(child_reaches_upstream(&[old.clone()], &both));
-    assert!(child_reaches_upstream(&both, &[new.clone()]));
-    assert!(child_reaches_upstream(&[new.clone()], &both));
+    assert!(child_reaches_upstream(&both, core::slice::from_ref(&old)));
+    assert!(child_reaches_upstream(core::slice::from_ref(&old), &both));
+    assert!(child_reaches_upstream(&both, core::slice::from_ref(&new)));
+    assert!(child_reaches_upstream(core::slice::from_ref(&new), &both));
     assert!(child_reaches_upstream(&both, &both));
     // Old and new alone do not link.
     assert!(!child_reaches_upstream(&[old], &[new]));
