@@ -484,6 +484,7 @@ fn a_registry_with_admin_serves_its_metrics() {
             "switchboard_registry_nodes{state=\"protected\"} 0",
             "switchboard_registry_snapshots_sent_total 1",
             "switchboard_registry_refusals_total{kind=\"duplicate_id\"} 0",
+            "switchboard_registry_refusals_total{kind=\"unauthenticated\"} 0",
             "switchboard_registry_takeovers_total 0",
             build_info.as_str(),
         ],
