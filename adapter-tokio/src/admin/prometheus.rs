@@ -200,6 +200,17 @@ pub fn render(metrics: &Metrics) -> String {
     for (name, help, value) in registry_counters {
         scalar(&mut out, name, "counter", help, value);
     }
+    let kinds = switchboard_core::bus::handshake::AuthFailure::ALL
+        .iter()
+        .map(|f| f.as_str().to_owned());
+    labelled(
+        &mut out,
+        "switchboard_auth_refusals_total",
+        "counter",
+        "Links closed because the peer failed the cluster-key challenge, by kind.",
+        "kind",
+        &with_known(kinds, &metrics.auth_refusals),
+    );
     build_info(&mut out);
     out
 }

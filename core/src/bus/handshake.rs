@@ -285,6 +285,30 @@ pub enum AuthFailure {
     BeforeAuth,
 }
 
+impl AuthFailure {
+    /// Every kind.
+    pub const ALL: [AuthFailure; 5] = [
+        AuthFailure::NoProof,
+        AuthFailure::BadProof,
+        AuthFailure::Replay,
+        AuthFailure::UnknownKey,
+        AuthFailure::BeforeAuth,
+    ];
+
+    /// Its name in metrics and logs: `no_proof`, `bad_proof`, `replay`, `unknown_key`,
+    /// `before_auth`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AuthFailure::NoProof => "no_proof",
+            AuthFailure::BadProof => "bad_proof",
+            AuthFailure::Replay => "replay",
+            AuthFailure::UnknownKey => "unknown_key",
+            AuthFailure::BeforeAuth => "before_auth",
+        }
+    }
+}
+
 /// Counts of refused handshakes by [`AuthFailure`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AuthRefusals {

@@ -117,6 +117,13 @@ switchboard_handshakes_refused_total 0
 # HELP switchboard_inbox_dropped_total Received messages dropped because nobody reads the inbox.
 # TYPE switchboard_inbox_dropped_total counter
 switchboard_inbox_dropped_total 0
+# HELP switchboard_auth_refusals_total Links closed because the peer failed the cluster-key challenge, by kind.
+# TYPE switchboard_auth_refusals_total counter
+switchboard_auth_refusals_total{kind=\"bad_proof\"} 0
+switchboard_auth_refusals_total{kind=\"before_auth\"} 0
+switchboard_auth_refusals_total{kind=\"no_proof\"} 0
+switchboard_auth_refusals_total{kind=\"replay\"} 0
+switchboard_auth_refusals_total{kind=\"unknown_key\"} 0
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.
 # TYPE switchboard_build_info gauge
 ";
@@ -173,6 +180,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         registry_disconnects: 1,
         registry_conflicts: 0,
         links_rejected: 3,
+        auth_refusals: BTreeMap::from([("replay".to_owned(), 1)]),
         handshake_timeouts: 8,
         handshakes_refused: 13,
         inbox_dropped: 4,
@@ -260,6 +268,11 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_handshake_timeouts_total 8",
             "switchboard_handshakes_refused_total 13",
             "switchboard_inbox_dropped_total 4",
+            "switchboard_auth_refusals_total{kind=\"bad_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"before_auth\"} 0",
+            "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"replay\"} 1",
+            "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
             &build_info_sample(),
         ]
     );

@@ -20,11 +20,15 @@
 //!
 //! # Handshake
 //!
-//! The dialler sends `Hello` (id, name, incarnation, protocol versions, cluster-token
-//! proof); the acceptor judges it and answers `HelloAck` — accepted, or refused with a reason
-//! and closed: no common version, wrong cluster token, an invalid id, or an id already live
-//! on another link with a *different* incarnation (the same incarnation is a parallel or
-//! redialled link; the lowest link id carries traffic). A dialled peer whose `HelloAck` names
+//! The dialler sends `Hello` (id, name, incarnation, protocol versions, and with cluster keys
+//! a challenge); the acceptor judges it and answers `HelloAck` — accepted, or refused with a
+//! reason and closed: no common version, no challenge or a replayed one (`WrongCluster`), an
+//! invalid id, or an id already live on another link with a *different* incarnation (the same
+//! incarnation is a parallel or redialled link; the lowest link id carries traffic). With
+//! keys, the accepting `HelloAck` carries the acceptor's nonce and proof; the dialler checks
+//! it, sends its own proof (`Auth`) and is up; the acceptor is up only once that proof checks
+//! ([`super::handshake`]). A failed proof, or any other frame before it, closes the link
+//! ([`LinkError::Unauthenticated`], counted by kind in [`Links::auth_refusals`]). A dialled peer whose `HelloAck` names
 //! another id than dialled is closed. Bytes before the dial was reported connected, a second
 //! `Hello`, anything but a handshake frame before the handshake, and a frame that does not
 //! decode each close the link with a [`LinkError`].
