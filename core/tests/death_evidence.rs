@@ -475,7 +475,6 @@ fn a_handshake_refusal_is_no_evidence() {
             incarnation: b.incarnation(),
             versions: PROTOCOL_VERSIONS,
             name: &name(B),
-            nonce: None,
             proof: None,
             result: Err(RefuseReason::WrongCluster),
         }),

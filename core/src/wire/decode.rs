@@ -11,19 +11,15 @@ use alloc::boxed::Box;
 use super::{
     HEADER_LEN, WIRE_VERSION,
     frame::{
-        Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
-        HelloAck, MAC_LEN, NONCE_LEN, Nonce, Ping, Pong, Proof, RefuseReason, Unreachable,
-        UnreachableReason, VersionRange,
+        Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck, PROOF_LEN,
+        Ping, Pong, Proof, RefuseReason, Unreachable, UnreachableReason, VersionRange,
     },
     registry,
 };
 use crate::{discovery, ids::NodeId};
 
-/// Header flag of `Hello`/`HelloAck`: a nonce follows the version range (and status).
-pub(super) const FLAG_NONCE: u16 = 1;
-
-/// Header flag of `HelloAck`: a proof (key id, MAC) follows the nonce.
-pub(super) const FLAG_PROOF: u16 = 2;
+/// Header flag of `Hello`/`HelloAck`: a [`PROOF_LEN`]-byte proof follows the version range.
+pub(super) const FLAG_PROOF: u16 = 1;
 
 /// Header flag of `Data`: a retransmission (an earlier copy may have arrived).
 pub(super) const FLAG_RETRANSMIT: u16 = 1;
@@ -223,8 +219,7 @@ fn check_header(buf: &[u8], max_frame: usize) -> Result<Header, DecodeError> {
 /// Decodes the body of a frame whose header said `kind` and `flags`.
 fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, DecodeError> {
     let allowed = match kind {
-        FrameKind::Hello => FLAG_NONCE,
-        FrameKind::HelloAck => FLAG_NONCE | FLAG_PROOF,
+        FrameKind::Hello | FrameKind::HelloAck => FLAG_PROOF,
         FrameKind::Data => FLAG_RETRANSMIT,
         FrameKind::Ack => FLAG_RESET,
         _ => 0,
@@ -260,9 +255,6 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
         }),
         FrameKind::Pong => Frame::Pong(Pong {
             nonce: cursor.u64("nonce")?,
-        }),
-        FrameKind::Auth => Frame::Auth(Auth {
-            proof: cursor.proof()?,
         }),
         FrameKind::Bye => Frame::Bye(Bye {
             reason: cursor.code("reason", ByeReason::from_code)?,
@@ -332,21 +324,14 @@ fn decode_hello<'a>(cursor: &mut Cursor<'a>, flags: u16) -> Result<Hello<'a>, De
     let node = cursor.node("node")?;
     let incarnation = cursor.u64("incarnation")?;
     let versions = cursor.versions()?;
-    let challenge = if flags & FLAG_NONCE == 0 {
-        None
-    } else {
-        Some(Challenge {
-            nonce: cursor.array::<NONCE_LEN>("nonce")?,
-            key_id: cursor.u8("key_id")?,
-        })
-    };
+    let proof = cursor.proof(flags)?;
     let name = cursor.str("name")?;
     Ok(Hello {
         node,
         incarnation,
         versions,
         name,
-        challenge,
+        proof,
     })
 }
 
@@ -363,19 +348,13 @@ fn decode_hello_ack<'a>(cursor: &mut Cursor<'a>, flags: u16) -> Result<HelloAck<
             })?,
         ),
     };
-    let nonce = cursor.nonce(flags)?;
-    let proof = if flags & FLAG_PROOF == 0 {
-        None
-    } else {
-        Some(cursor.proof()?)
-    };
+    let proof = cursor.proof(flags)?;
     let name = cursor.str("name")?;
     Ok(HelloAck {
         node,
         incarnation,
         versions,
         name,
-        nonce,
         proof,
         result,
     })
@@ -459,17 +438,10 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    fn nonce(&mut self, flags: u16) -> Result<Option<Nonce>, DecodeError> {
-        if flags & FLAG_NONCE == 0 {
+    fn proof(&mut self, flags: u16) -> Result<Option<Proof>, DecodeError> {
+        if flags & FLAG_PROOF == 0 {
             return Ok(None);
         }
-        self.array::<NONCE_LEN>("nonce").map(Some)
-    }
-
-    fn proof(&mut self) -> Result<Proof, DecodeError> {
-        Ok(Proof {
-            key_id: self.u8("key_id")?,
-            mac: self.array::<MAC_LEN>("proof")?,
-        })
+        self.array::<PROOF_LEN>("proof").map(Some)
     }
 }

@@ -13,7 +13,6 @@ use crate::{
     time::Duration,
 };
 
-mod auth;
 mod bad_input;
 mod bus;
 mod frames;

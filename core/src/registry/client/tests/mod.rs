@@ -15,7 +15,6 @@ use crate::{
     time::Instant,
 };
 
-mod auth;
 mod restart;
 mod rules;
 

@@ -55,7 +55,6 @@ fn name_refusal(
         incarnation: holder_incarnation,
         versions: VersionRange { min: 0, max: 0 },
         name,
-        nonce: None,
         proof: None,
         result: Err(RefuseReason::NameTaken),
     };
@@ -296,7 +295,6 @@ fn another_identity_on_a_live_connection_is_refused() {
                         incarnation: 101,
                         versions: VersionRange { min: 0, max: 0 },
                         name: "",
-                        nonce: None,
                         proof: None,
                         result: Err(RefuseReason::DuplicateId),
                     }
