@@ -46,11 +46,29 @@ impl Node {
         if !self.first_word_of_death(peer, incarnation) {
             return;
         }
+        // When the links themselves showed the death (a refused redial, stopped heartbeats),
+        // a parallel link to the dead life whose close is not reported yet is a zombie: close
+        // it now, so nothing is sent into it (to end only at the next evidence, which the
+        // dedupe above ignores). A registry's word does not close a link that still works.
+        let link_evidence = matches!(
+            evidence,
+            Evidence::RedialFailed | Evidence::HeartbeatsStopped
+        );
+        let zombies = if incarnation == 0 || !link_evidence {
+            alloc::vec::Vec::new()
+        } else {
+            self.links
+                .close_incarnation(peer, incarnation, &mut self.out)
+        };
         let mut sink = OutSink(&mut self.out);
         let ended = self
             .endpoints
             .on_dead(peer, incarnation, FailReason::TargetGone, &mut sink);
         let told = self.tell_sources(peer, incarnation);
+        if !zombies.is_empty() {
+            let now = self.now;
+            self.update_peer_state(now, peer);
+        }
         // What waits now probes for a live incarnation at once if the route is ready.
         self.flush_target(peer);
         if suspected || ended > 0 || told || incarnation != 0 {

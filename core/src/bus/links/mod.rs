@@ -312,10 +312,31 @@ impl Links {
         incarnation: u64,
         sink: &mut S,
     ) -> Vec<Down> {
+        self.close_where(peer, |l| l.incarnation != incarnation, sink)
+    }
+
+    /// Closes every link to `peer` whose handshake showed `incarnation` (a life found dead:
+    /// a parallel link whose close has not been reported yet is a zombie), reporting each
+    /// like a closed link. Returns what went down.
+    pub fn close_incarnation<S: LinkSink + ?Sized>(
+        &mut self,
+        peer: NodeId,
+        incarnation: u64,
+        sink: &mut S,
+    ) -> Vec<Down> {
+        self.close_where(peer, |l| l.incarnation == incarnation, sink)
+    }
+
+    fn close_where<S: LinkSink + ?Sized>(
+        &mut self,
+        peer: NodeId,
+        pick: impl Fn(&Link) -> bool,
+        sink: &mut S,
+    ) -> Vec<Down> {
         let stale: Vec<LinkId> = self
             .table
             .iter()
-            .filter(|(_, l)| l.peer == Some(peer) && l.incarnation != incarnation)
+            .filter(|(_, l)| l.peer == Some(peer) && pick(l))
             .map(|(&id, _)| id)
             .collect();
         let mut downs = Vec::new();
