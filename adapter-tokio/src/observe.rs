@@ -54,6 +54,9 @@ pub struct Metrics {
     pub registry_conflicts: u64,
     /// Links this node closed because of what the peer sent (bad frames, refused handshakes).
     pub links_rejected: u64,
+    /// Of those, links whose peer failed the cluster-key challenge, by kind (`no_proof`,
+    /// `bad_proof`, `replay`, `unknown_key`, `before_auth`).
+    pub auth_refusals: BTreeMap<String, u64>,
     /// Links closed because their handshake did not finish within `handshake_timeout`
     /// (accepted and dialled).
     pub handshake_timeouts: u64,
@@ -84,6 +87,9 @@ pub struct RegistryMetrics {
     pub names_taken: u64,
     /// Live connections taken over by a new incarnation of the same identity.
     pub takeovers: u64,
+    /// Connections refused because they did not prove the cluster key (no proof, a bad or
+    /// replayed one, an unknown key, or a frame before the proof).
+    pub unauthenticated: u64,
 }
 
 /// Upper bounds of the [`Histogram`] buckets, in nanoseconds (0.5 ms to 10 s; `+Inf` is

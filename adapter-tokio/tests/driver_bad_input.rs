@@ -67,7 +67,7 @@ fn hello(node: u64, incarnation: u64) -> Vec<u8> {
         incarnation,
         versions: PROTOCOL_VERSIONS,
         name: "liar",
-        proof: None,
+        challenge: None,
     };
     wire::encode(&Frame::Hello(hello), &mut bytes).expect("encodes");
     bytes

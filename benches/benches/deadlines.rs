@@ -39,7 +39,7 @@ fn busy_node(peers: u64) -> Node {
                 incarnation: 1 + i,
                 versions: PROTOCOL_VERSIONS,
                 name: "peer",
-                proof: None,
+                challenge: None,
             }),
             &mut hello,
         )

@@ -17,6 +17,7 @@
 use alloc::{borrow::ToOwned, collections::BTreeMap, string::String, vec, vec::Vec};
 use core::net::SocketAddr;
 
+use crate::bus::handshake::ClusterKey;
 use crate::{
     discovery::{
         DiscoveryInfo, TopologyData, TopologyInfo,
@@ -101,11 +102,18 @@ pub struct Config {
     /// strangers cannot hold an unbounded number of sockets. Links this node dialled do not
     /// count. At least 1. Default 256.
     pub max_pending_handshakes: usize,
-    /// Shared secret of the cluster: a link whose peer cannot prove the same token is refused
-    /// ("wrong cluster"). Empty (the default) = no check, no proof sent. The proof is a keyed
-    /// non-cryptographic hash (`bus::handshake`), a guard against mixing clusters,
-    /// not authentication.
+    /// Legacy shared secret of the cluster, kept so old config files still load: when
+    /// [`cluster_keys`](Self::cluster_keys) is empty and this is not, the cluster key is
+    /// derived from it ([`ClusterKey::from_token`]). Prefer key files. Empty (the default) and
+    /// no keys = no authentication.
     pub cluster_token: String,
+    /// The cluster keys (never in a config file: the CLI reads them from key files): the
+    /// first proves this node in every handshake, either checks a peer
+    /// ([`crate::bus::handshake`]: HMAC-SHA256 challenge-response). Two keys roll a cluster
+    /// from one key to another without a failed link. At most 2. Empty (the default) = no
+    /// authentication, unless `cluster_token` is set.
+    #[serde(skip)]
+    pub cluster_keys: Vec<ClusterKey>,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
     /// in its id, so nodes sharing a seed still draw different jitter; set distinct seeds to
     /// replay a particular run.
@@ -160,6 +168,7 @@ impl Default for Config {
             handshake_timeout: Duration::from_secs(10),
             max_pending_handshakes: 256,
             cluster_token: String::new(),
+            cluster_keys: Vec::new(),
             rng_seed: 0,
             upstream: NodeId::NONE,
             upstream_address: String::new(),
@@ -265,6 +274,18 @@ impl Config {
         }
     }
 
+    /// The keys this node authenticates with: `cluster_keys`, or the key derived from a
+    /// legacy `cluster_token` when no keys are given (empty: no authentication).
+    #[must_use]
+    pub fn auth_keys(&self) -> crate::bus::handshake::ClusterKeys {
+        if self.cluster_keys.is_empty() && !self.cluster_token.is_empty() {
+            return crate::bus::handshake::ClusterKeys::new(&[ClusterKey::from_token(
+                self.cluster_token.as_bytes(),
+            )]);
+        }
+        crate::bus::handshake::ClusterKeys::new(&self.cluster_keys)
+    }
+
     /// Checks every field; the first problem (in field order) is returned.
     ///
     /// Call once before building a node from the config; a node never runs with a config that
@@ -274,10 +295,15 @@ impl Config {
     ///
     /// A [`ConfigError`] naming the field: node id 0, an upstream equal to the node's own id,
     /// a zero timeout or interval, a zero ring point or pending-handshake count, a heartbeat
-    /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, or a jitter above 100 %.
+    /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, a jitter above 100 %, or more than two cluster keys.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.id.is_valid() {
             return Err(ConfigError::ReservedNodeId);
+        }
+        if self.cluster_keys.len() > crate::bus::handshake::MAX_KEYS {
+            return Err(ConfigError::TooManyKeys {
+                count: self.cluster_keys.len(),
+            });
         }
         if self.upstream == self.id {
             return Err(ConfigError::SelfUpstream { id: self.id });
@@ -384,6 +410,12 @@ const IDENTITY_SEED: u32 = 0x0100_0193;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// More than two cluster keys.
+    #[error("cluster_keys: {count} keys given; at most 2 (current, next)")]
+    TooManyKeys {
+        /// How many were given.
+        count: usize,
+    },
     /// `id` is 0, which is reserved for "no node".
     #[error("id: node id 0 is reserved; give the node a non-zero id")]
     ReservedNodeId,

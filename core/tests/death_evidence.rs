@@ -475,6 +475,7 @@ fn a_handshake_refusal_is_no_evidence() {
             incarnation: b.incarnation(),
             versions: PROTOCOL_VERSIONS,
             name: &name(B),
+            nonce: None,
             proof: None,
             result: Err(RefuseReason::WrongCluster),
         }),

@@ -76,7 +76,7 @@ fn node_with_link() -> (Node, switchboard_core::ids::LinkId) {
             incarnation: 7,
             versions: PROTOCOL_VERSIONS,
             name: "sender",
-            proof: None,
+            challenge: None,
         }),
         &mut hello,
     );

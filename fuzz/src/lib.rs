@@ -365,6 +365,202 @@ pub fn sim_seed(data: &[u8]) {
     );
 }
 
+/// Target `handshake`: a stranger's byte stream against a node and a registry that hold a
+/// cluster key, through the handshake decoder and checker.
+///
+/// The first byte picks the machine (bit 0: a node's accepted link, else the registry
+/// server), whether an honest peer first completes the handshake (bit 1; the rest then
+/// arrives on an authenticated link), and how the rest is chunked (the other bits). Without
+/// the honest prefix, nothing in the rest can bring the link up or register a node (that
+/// would take forging HMAC-SHA256); with it, anything that follows must be handled without a
+/// panic. Every `Hello`/`HelloAck`/`Auth` that decodes from the rest is also checked directly
+/// against the key, and must fail.
+///
+/// # Panics
+/// Panics (which the fuzzer reports) when a stranger gets through or anything panics.
+pub fn handshake(data: &[u8]) {
+    use switchboard_core::{
+        bus::handshake::{
+            ClusterKey, ClusterKeys, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, Side,
+            Transcript,
+        },
+        config::Config,
+        ids::NodeId,
+        node::{Event, Node, Output},
+        registry::server::{RegistryServer, ServerConfig, ServerEvent, ServerOutput},
+        time::Instant,
+    };
+
+    let Some((&mode, stream)) = data.split_first() else {
+        return;
+    };
+    let key = ClusterKey::new([0x5B; 32]);
+    let keys = ClusterKeys::new(core::slice::from_ref(&key));
+    let honest = mode & 2 != 0;
+    let max_chunk = [1, 7, 64, 4096][usize::from((mode >> 2) & 3)];
+    let now = Instant::from_millis(1);
+    let peer = NodeId(0x101);
+    let nonce = [0x77; 32];
+
+    // Direct checks of whatever handshake frames the stream holds.
+    let side = |node, incarnation, versions, nonce| Side {
+        node,
+        incarnation,
+        versions,
+        nonce,
+    };
+    let mut rest = stream;
+    while let Ok(Decoded::Frame(frame, used)) = wire::decode(rest, FUZZ_MAX_FRAME) {
+        rest = &rest[used..];
+        let (transcript, proof) = match frame {
+            Frame::HelloAck(ack) => (
+                Transcript {
+                    role: ROLE_ACCEPTOR,
+                    dialler: side(peer, 1, PROTOCOL_VERSIONS, nonce),
+                    acceptor: side(
+                        ack.node,
+                        ack.incarnation,
+                        ack.versions,
+                        ack.nonce.unwrap_or_default(),
+                    ),
+                },
+                ack.proof,
+            ),
+            Frame::Auth(auth) => (
+                Transcript {
+                    role: ROLE_DIALLER,
+                    dialler: side(peer, 1, PROTOCOL_VERSIONS, nonce),
+                    acceptor: side(NodeId(0x102), 2, PROTOCOL_VERSIONS, [0; 32]),
+                },
+                Some(auth.proof),
+            ),
+            Frame::Hello(hello) => (
+                Transcript {
+                    role: ROLE_DIALLER,
+                    dialler: side(
+                        hello.node,
+                        hello.incarnation,
+                        hello.versions,
+                        hello.challenge.map_or([0; 32], |c| c.nonce),
+                    ),
+                    acceptor: side(NodeId(0x102), 2, PROTOCOL_VERSIONS, nonce),
+                },
+                None,
+            ),
+            _ => continue,
+        };
+        assert!(
+            keys.check(&transcript, proof.as_ref()).is_err(),
+            "a forged proof checked"
+        );
+    }
+
+    let chunks: Vec<&[u8]> = {
+        let mut rng = Rng::new(u64::from(mode));
+        let mut bytes = stream;
+        let mut out = Vec::new();
+        while !bytes.is_empty() {
+            let n = (1 + rng.below(max_chunk as u64) as usize).min(bytes.len());
+            out.push(&bytes[..n]);
+            bytes = &bytes[n..];
+        }
+        out
+    };
+    let encode = |frame: &Frame<'_>| {
+        let mut out = Vec::new();
+        wire::encode(frame, &mut out).expect("handshake frames encode");
+        out
+    };
+    let hello = |node| {
+        encode(&Frame::Hello(wire::Hello {
+            node,
+            incarnation: 1,
+            versions: PROTOCOL_VERSIONS,
+            name: "peer",
+            challenge: Some(wire::Challenge {
+                nonce,
+                key_id: key.id(),
+            }),
+        }))
+    };
+    let ack_in = |bytes: &[u8]| match wire::decode(bytes, FUZZ_MAX_FRAME) {
+        Ok(Decoded::Frame(Frame::HelloAck(ack), _)) => {
+            Some(side(ack.node, ack.incarnation, ack.versions, ack.nonce?))
+        }
+        _ => None,
+    };
+    let auth_for = |acceptor| {
+        let transcript = Transcript {
+            role: ROLE_DIALLER,
+            dialler: side(peer, 1, PROTOCOL_VERSIONS, nonce),
+            acceptor,
+        };
+        let proof = keys.prove(&transcript).expect("a key");
+        encode(&Frame::Auth(wire::Auth { proof }))
+    };
+
+    if mode & 1 != 0 {
+        let mut config = Config::new(NodeId(0x102), "node");
+        config.cluster_keys = vec![key.clone()];
+        let mut node = Node::new(config, now).expect("a valid config");
+        let link = node.handle_accepted(now);
+        let mut up = false;
+        let drain = |node: &mut Node, up: &mut bool| {
+            let mut acceptor = None;
+            while let Some(out) = node.poll_output() {
+                match out {
+                    Output::Event(Event::LinkUp { .. }) => *up = true,
+                    Output::Transmit { bytes, .. } => acceptor = acceptor.or(ack_in(&bytes)),
+                    _ => {}
+                }
+            }
+            acceptor
+        };
+        if honest {
+            node.handle_received(now, link, hello(peer).into());
+            let acceptor = drain(&mut node, &mut up).expect("the node answers an honest hello");
+            node.handle_received(now, link, auth_for(acceptor).into());
+            drain(&mut node, &mut up);
+            assert!(up, "an honest peer links");
+        }
+        for chunk in &chunks {
+            node.handle_received(now, link, chunk.to_vec().into());
+        }
+        drain(&mut node, &mut up);
+        assert!(honest || !up, "a stranger's bytes brought a link up");
+    } else {
+        let config = ServerConfig {
+            keys: keys.clone(),
+            ..ServerConfig::default()
+        };
+        let mut server = RegistryServer::new(config, 3);
+        let conn = server.handle_accepted(now);
+        let mut registered = false;
+        let drain = |server: &mut RegistryServer, registered: &mut bool| {
+            let mut acceptor = None;
+            while let Some(out) = server.poll_output() {
+                match out {
+                    ServerOutput::Event(ServerEvent::Registered { .. }) => *registered = true,
+                    ServerOutput::Transmit { bytes, .. } => acceptor = acceptor.or(ack_in(&bytes)),
+                    _ => {}
+                }
+            }
+            acceptor
+        };
+        if honest {
+            server.handle_received(now, conn, &hello(peer));
+            let acceptor = drain(&mut server, &mut registered).expect("the registry answers");
+            server.handle_received(now, conn, &auth_for(acceptor));
+            drain(&mut server, &mut registered);
+        }
+        for chunk in &chunks {
+            server.handle_received(now, conn, chunk);
+        }
+        drain(&mut server, &mut registered);
+        assert!(honest || !registered, "a stranger registered");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,12 @@ fn frame_decode_corpus_replays_cleanly() {
 }
 
 #[test]
+fn handshake_corpus_replays_cleanly() {
+    let replayed = replay("handshake", switchboard_fuzz::handshake);
+    assert!(replayed >= 30, "corpus has only {replayed} files");
+}
+
+#[test]
 fn registry_decode_corpus_replays_cleanly() {
     let replayed = replay("registry_decode", switchboard_fuzz::registry_decode);
     assert!(replayed >= 10, "corpus has only {replayed} files");
@@ -66,8 +72,9 @@ fn frame_decode_seeds_decode_as_named() {
     let read = |name: &str| fs::read(dir.join(name)).expect("committed seed");
     for name in [
         "hello",
-        "hello_proof",
+        "hello_challenge",
         "hello_ack_accept",
+        "auth",
         "hello_ack_refuse",
         "data_small",
         "data_empty",
@@ -92,7 +99,7 @@ fn frame_decode_seeds_decode_as_named() {
     }
     for seed in 0..5 {
         let name = format!("stream_all_chunking_{seed}");
-        assert_eq!(decode_stream(&read(&name)), (22, Ok(())), "{name}");
+        assert_eq!(decode_stream(&read(&name)), (23, Ok(())), "{name}");
     }
     let snapshot_len = read("snapshot").len() - 1;
     let expected: [(&str, usize, DecodeError); 11] = [
@@ -106,7 +113,7 @@ fn frame_decode_seeds_decode_as_named() {
         ),
         ("bad_short_length", 0, DecodeError::BadLength { len: 7 }),
         ("bad_version", 0, DecodeError::BadVersion { version: 2 }),
-        ("bad_kind", 0, DecodeError::UnknownKind { kind: 9 }),
+        ("bad_kind", 0, DecodeError::UnknownKind { kind: 10 }),
         (
             "bad_flags",
             0,
@@ -130,9 +137,9 @@ fn frame_decode_seeds_decode_as_named() {
             DecodeError::Truncated { field: "name" },
         ),
         (
-            "bad_missing_proof",
+            "bad_missing_challenge",
             0,
-            DecodeError::Truncated { field: "proof" },
+            DecodeError::Truncated { field: "nonce" },
         ),
         (
             "bad_lying_entry_count",
@@ -183,9 +190,9 @@ mod wire_seeds {
         discovery::{DiscoveryInfo, TopologyInfo},
         ids::NodeId,
         wire::{
-            self, Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck,
-            PROOF_LEN, Ping, Pong, Put, RefuseReason, Register, RegistryEntry, Snapshot,
-            Unreachable, UnreachableReason, Update, VersionRange,
+            self, Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat,
+            Hello, HelloAck, MAC_LEN, NONCE_LEN, Ping, Pong, Proof, Put, RefuseReason, Register,
+            RegistryEntry, Snapshot, Unreachable, UnreachableReason, Update, VersionRange,
         },
     };
 
@@ -223,17 +230,20 @@ mod wire_seeds {
                     incarnation: 77,
                     versions: VersionRange { min: 1, max: 2 },
                     name: "echo-svr-1",
-                    proof: None,
+                    challenge: None,
                 }),
             ),
             (
-                "hello_proof",
+                "hello_challenge",
                 Frame::Hello(Hello {
                     node: NodeId(4353),
                     incarnation: 77,
                     versions: VersionRange { min: 1, max: 1 },
                     name: "echo-svr-1",
-                    proof: Some([0x5A; PROOF_LEN]),
+                    challenge: Some(Challenge {
+                        nonce: [0x5A; NONCE_LEN],
+                        key_id: 0xD2,
+                    }),
                 }),
             ),
             (
@@ -243,8 +253,21 @@ mod wire_seeds {
                     incarnation: 3,
                     versions: VersionRange { min: 1, max: 2 },
                     name: "proxy",
-                    proof: Some([0xA5; PROOF_LEN]),
+                    nonce: Some([0x3C; NONCE_LEN]),
+                    proof: Some(Proof {
+                        key_id: 0xD2,
+                        mac: [0xA5; MAC_LEN],
+                    }),
                     result: Ok(()),
+                }),
+            ),
+            (
+                "auth",
+                Frame::Auth(Auth {
+                    proof: Proof {
+                        key_id: 0xD2,
+                        mac: [0x5A; MAC_LEN],
+                    },
                 }),
             ),
             (
@@ -254,6 +277,7 @@ mod wire_seeds {
                     incarnation: 3,
                     versions: VersionRange { min: 3, max: 4 },
                     name: "proxy",
+                    nonce: None,
                     proof: None,
                     result: Err(RefuseReason::VersionMismatch),
                 }),
@@ -471,7 +495,7 @@ mod wire_seeds {
         bad[4] = 2;
         malformed.push(("bad_version", bad));
         let mut bad = ping.clone();
-        bad[5] = 9;
+        bad[5] = 10;
         malformed.push(("bad_kind", bad));
         let mut bad = ping.clone();
         bad[6] = 2;
@@ -485,7 +509,7 @@ mod wire_seeds {
         malformed.push(("bad_lying_name_length", bad));
         let mut bad = hello.clone();
         bad[6] = 1;
-        malformed.push(("bad_missing_proof", bad));
+        malformed.push(("bad_missing_challenge", bad));
         let mut bad = snapshot.clone();
         bad[24..28].copy_from_slice(&u32::MAX.to_le_bytes());
         malformed.push(("bad_lying_entry_count", bad.clone()));
@@ -524,6 +548,43 @@ mod wire_seeds {
         malformed.push(("frames_after_an_error", after_error));
         for (name, bytes) in malformed {
             write("frame_decode", name, &with_seed(1, &bytes));
+        }
+
+        // The handshake target: each handshake frame, the registry frames and a data frame,
+        // and the whole stream, against both machines (mode bit 0), with and without an
+        // honest handshake first (bit 1), chunked finely and coarsely (bits 2-3).
+        for name in [
+            "hello",
+            "hello_challenge",
+            "hello_ack_accept",
+            "auth",
+            "data_small",
+            "register",
+            "ping",
+        ] {
+            let bytes = named(name);
+            for mode in [0u8, 1, 2, 3] {
+                write(
+                    "handshake",
+                    &format!("{name}_{mode}"),
+                    &with_seed(mode, &bytes),
+                );
+            }
+        }
+        let mut replayed = named("hello_challenge");
+        replayed.extend_from_slice(&named("auth"));
+        replayed.extend_from_slice(&named("register"));
+        for mode in [0u8, 1, 5, 13] {
+            write(
+                "handshake",
+                &format!("hello_auth_register_{mode}"),
+                &with_seed(mode, &replayed),
+            );
+            write(
+                "handshake",
+                &format!("stream_all_{mode}"),
+                &with_seed(mode, &stream),
+            );
         }
     }
 }

@@ -84,9 +84,31 @@ pub(crate) enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Write a fresh cluster key to a new file (mode 0600; never overwrites).
+    #[command(after_help = "Example:\n  switchboard keygen cluster.key\n  \
+        switchboard registry --listen 127.0.0.1:7000 --cluster-key-file cluster.key")]
+    Keygen {
+        /// The file to create.
+        path: PathBuf,
+    },
     /// Print the man page (roff) on stdout.
     #[command(after_help = "Example:\n  switchboard man | man -l -")]
     Man,
+}
+
+/// The cluster key files (every subcommand that joins a cluster).
+#[derive(Debug, Default, Args)]
+pub(crate) struct KeyArgs {
+    /// File holding the cluster key (64 hex characters, from `switchboard keygen`): links and
+    /// the registry then prove it (HMAC-SHA256 challenge-response) and refuse strangers.
+    /// Without it nothing is authenticated.
+    #[arg(long, value_name = "PATH", help_heading = "Cluster key")]
+    pub(crate) cluster_key_file: Option<PathBuf>,
+    /// File holding a second accepted key, for a rolling rotation: restart every process
+    /// with `--cluster-key-file OLD --next-cluster-key-file NEW`, then with
+    /// `--cluster-key-file NEW` alone.
+    #[arg(long, value_name = "PATH", help_heading = "Cluster key")]
+    pub(crate) next_cluster_key_file: Option<PathBuf>,
 }
 
 /// Where a node finds its registry when etcd is used (shared by `node`, `load`, `demo`).
@@ -207,6 +229,9 @@ pub(crate) struct RegistryArgs {
     /// Mutual TLS.
     #[command(flatten)]
     pub(crate) tls: TlsArgs,
+    /// Cluster key files.
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
 }
 
 /// `switchboard node`.
@@ -287,6 +312,9 @@ pub(crate) struct NodeArgs {
     /// Mutual TLS.
     #[command(flatten)]
     pub(crate) tls: TlsArgs,
+    /// Cluster key files.
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
 }
 
 /// `switchboard load`.
@@ -392,6 +420,9 @@ pub(crate) struct LoadArgs {
     /// Mutual TLS.
     #[command(flatten)]
     pub(crate) tls: TlsArgs,
+    /// Cluster key files.
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
 }
 
 /// `switchboard demo`.
@@ -413,6 +444,9 @@ pub(crate) struct DemoArgs {
     /// Mutual TLS.
     #[command(flatten)]
     pub(crate) tls: TlsArgs,
+    /// Cluster key files (every demo node and the registry use them).
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
 }
 
 /// `switchboard send`.
@@ -446,6 +480,9 @@ pub(crate) struct SendArgs {
     /// Mutual TLS.
     #[command(flatten)]
     pub(crate) tls: TlsArgs,
+    /// Cluster key files.
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
 }
 
 /// `switchboard ls`.
@@ -471,6 +508,9 @@ pub(crate) struct LsArgs {
     /// Mutual TLS.
     #[command(flatten)]
     pub(crate) tls: TlsArgs,
+    /// Cluster key files.
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
 }
 
 /// `ls -o`.

@@ -12,6 +12,7 @@
 //!                  [--timeout-ms T]
 //! switchboard ls (--registry ADDR | --etcd URL...) [-o table|json] [--timeout-ms T]
 //! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...] [--etcd-prefix P]
+//! switchboard keygen PATH
 //! switchboard completions SHELL
 //! switchboard man
 //! ```
@@ -34,6 +35,10 @@
 //!   prints a table (with `--json` the table goes to stderr and stdout is one line
 //!   `{"sent","delivered","failed","duplicates","lost","p50_us","p99_us",...}`); it exits 0
 //!   only when no accepted message was lost or duplicated.
+//! - `keygen PATH` writes a fresh cluster key (64 hex characters, mode 0600) to a new file.
+//!   Every subcommand that joins a cluster takes `--cluster-key-file PATH` (and, while a
+//!   cluster rotates keys, `--next-cluster-key-file PATH`): links and registry connections
+//!   then authenticate with an HMAC-SHA256 challenge-response and refuse strangers.
 //! - `completions SHELL` prints a completion script, `man` the man page (roff), on stdout.
 //!
 //! `--config FILE` (TOML, keys named like the flags, a `[core]` table for the core settings of
@@ -50,6 +55,7 @@ mod client;
 mod config;
 mod demo;
 mod error;
+mod keys;
 mod lifecycle;
 mod outcome_log;
 mod payload;
@@ -85,6 +91,15 @@ fn main() -> ExitCode {
                 &mut std::io::stdout(),
             );
             return ExitCode::SUCCESS;
+        }
+        Command::Keygen { path } => {
+            return match keys::keygen(&path) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(e.exit_code())
+                }
+            };
         }
         Command::Man => {
             return match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
@@ -145,7 +160,9 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
         }
 
         // Handled before the runtime starts.
-        Command::Completions { .. } | Command::Man => Ok(ExitCode::SUCCESS),
+        Command::Completions { .. } | Command::Man | Command::Keygen { .. } => {
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -45,6 +45,7 @@ impl LsOptions {
     ///
     /// No registry or two, a zero timeout.
     pub(crate) fn resolve(args: LsArgs, pid: u32) -> Result<LsOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let registry = registry_spec(
             args.registry,
             args.etcd.etcd.clone(),
@@ -55,7 +56,7 @@ impl LsOptions {
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }
-        let core = core_config(
+        let mut core = core_config(
             None,
             Identity {
                 id: 1_000_000 + u64::from(pid),
@@ -64,6 +65,7 @@ impl LsOptions {
                 labels: [("role".to_owned(), "ls".to_owned())].into(),
             },
         )?;
+        core.cluster_keys = keys;
         Ok(LsOptions {
             core,
             registry,
@@ -103,11 +105,10 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
         RegistrySpec::Embedded(addr) => {
             let mut info = discovery;
             info.incarnation = incarnation;
-            spawn_client_with(
-                *addr,
-                ClientConfig::new(info, Some(topology), incarnation),
-                options.transport.clone(),
-            )
+            let mut client = ClientConfig::new(info, Some(topology), incarnation);
+            client.keys = options.core.auth_keys();
+            client.nonce_seed = crate::keys::random_u64();
+            spawn_client_with(*addr, client, options.transport.clone())
         }
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(etcd) => {

@@ -40,6 +40,7 @@ impl SendOptions {
     ///
     /// No registry or two, an empty target or id 0, a zero timeout.
     pub(crate) fn resolve(args: SendArgs, pid: u32) -> Result<SendOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let registry = registry_spec(
             args.registry,
             args.etcd.etcd.clone(),
@@ -61,6 +62,7 @@ impl SendOptions {
             },
         )?;
         core.topology_policy.allow_direct_connection = true;
+        core.cluster_keys = keys;
         Ok(SendOptions {
             core,
             registry,

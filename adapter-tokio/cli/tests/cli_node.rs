@@ -140,6 +140,11 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_handshake_timeouts_total 0",
             "switchboard_handshakes_refused_total 0",
             "switchboard_inbox_dropped_total 0",
+            "switchboard_auth_refusals_total{kind=\"bad_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"before_auth\"} 0",
+            "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"replay\"} 0",
+            "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
         ]
         .map(str::to_owned),
     );
@@ -484,6 +489,7 @@ fn a_registry_with_admin_serves_its_metrics() {
             "switchboard_registry_nodes{state=\"protected\"} 0",
             "switchboard_registry_snapshots_sent_total 1",
             "switchboard_registry_refusals_total{kind=\"duplicate_id\"} 0",
+            "switchboard_registry_refusals_total{kind=\"unauthenticated\"} 0",
             "switchboard_registry_takeovers_total 0",
             build_info.as_str(),
         ],

@@ -47,7 +47,7 @@ fn truncated_hello() -> Vec<u8> {
             incarnation: 1,
             versions: PROTOCOL_VERSIONS,
             name: "stranger",
-            proof: None,
+            challenge: None,
         }),
         &mut bytes,
     )

@@ -200,6 +200,17 @@ pub fn render(metrics: &Metrics) -> String {
     for (name, help, value) in registry_counters {
         scalar(&mut out, name, "counter", help, value);
     }
+    let kinds = switchboard_core::bus::handshake::AuthFailure::ALL
+        .iter()
+        .map(|f| f.as_str().to_owned());
+    labelled(
+        &mut out,
+        "switchboard_auth_refusals_total",
+        "counter",
+        "Links closed because the peer failed the cluster-key challenge, by kind.",
+        "kind",
+        &with_known(kinds, &metrics.auth_refusals),
+    );
     build_info(&mut out);
     out
 }
@@ -237,12 +248,13 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
     let refusals = BTreeMap::from([
         ("duplicate_id".to_owned(), metrics.duplicate_ids),
         ("name_taken".to_owned(), metrics.names_taken),
+        ("unauthenticated".to_owned(), metrics.unauthenticated),
     ]);
     labelled(
         &mut out,
         "switchboard_registry_refusals_total",
         "counter",
-        "Registrations (and name updates) refused, by kind.",
+        "Registrations (and name updates) refused, and connections that did not prove the cluster key, by kind.",
         "kind",
         &refusals,
     );

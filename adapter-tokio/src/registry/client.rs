@@ -330,6 +330,18 @@ impl ClientTask {
                     holder: format!("name {name:?} taken by id {}", holder.0),
                 })
             }
+            ClientEvent::AuthRefused => {
+                warn!(registry = %self.addr, "registration refused: the registry did not accept this node's cluster key");
+                Some(FeedEvent::Conflict {
+                    holder: "the registry refused this node's cluster key".to_owned(),
+                })
+            }
+            ClientEvent::Unauthenticated(failure) => {
+                warn!(registry = %self.addr, ?failure, "the registry did not prove the cluster key; not registering");
+                Some(FeedEvent::Conflict {
+                    holder: format!("the registry did not prove the cluster key ({failure:?})"),
+                })
+            }
             ClientEvent::Disconnected { retry_at } => {
                 let retry_in = retry_at.saturating_duration_since(self.clock.now());
                 debug!(registry = %self.addr, ?retry_in, "registry disconnected");

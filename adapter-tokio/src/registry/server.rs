@@ -364,6 +364,7 @@ impl ServerTask {
             duplicate_ids: stats.duplicate_ids,
             names_taken: stats.names_taken,
             takeovers: stats.takeovers,
+            unauthenticated: stats.auth_refusals.total(),
         }
     }
 
@@ -421,6 +422,13 @@ fn log_event(event: &ServerEvent) {
         ),
         ServerEvent::Removed { key } => info!(key = %LogKey(key), "node removed"),
         ServerEvent::Protected { key } => info!(key = %LogKey(key), "node disconnected, protected"),
+        ServerEvent::Unauthenticated { conn, failure } => {
+            warn!(
+                ?conn,
+                ?failure,
+                "connection refused: it did not prove the cluster key"
+            );
+        }
         ServerEvent::ProtocolError { conn, error } => {
             warn!(?conn, %error, "registry protocol error, connection closed");
         }

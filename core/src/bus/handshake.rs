@@ -1,48 +1,411 @@
-//! The link handshake: what a node says in its `Hello`/`HelloAck` and how it judges the
-//! peer's.
+//! The link handshake: what a node says in its `Hello`/`HelloAck`/`Auth` and how it judges
+//! the peer's.
 //!
 //! The dialling side sends [`Hello`](crate::wire::Hello); the accepting side checks it with
 //! [`check_peer`] and answers [`HelloAck`](crate::wire::HelloAck) — accepted, or refused with a
 //! [`RefuseReason`] (then closes). The dialler checks the answer the same way (plus: the peer
 //! must be the node it dialled). Both carry the sender's id, name, incarnation (a random value
-//! drawn when the node starts, so a restarted node is told apart from its previous life),
-//! the protocol versions it speaks, and a proof of the cluster token when one is configured.
+//! drawn when the node starts, so a restarted node is told apart from its previous life) and
+//! the protocol versions it speaks.
 //!
-//! **The proof is not cryptographic.** It is a keyed 128-bit murmur3 hash of the token, the
-//! sender's id and its incarnation (the nonce), doubled to 32 bytes: it keeps nodes of two
-//! clusters that share a network from linking up by mistake, it does not stop an attacker who
-//! can observe a handshake (the proof can be replayed for the same id and incarnation) or
-//! brute-force a short token. Real authentication belongs to the transport (TLS).
+//! # Authentication (challenge-response)
+//!
+//! With cluster keys configured ([`ClusterKeys`]), the exchange is:
+//!
+//! 1. dialler → `Hello{.., challenge: {Nd, key id}}` (Nd: 32 fresh random bytes);
+//! 2. acceptor → `HelloAck{.., nonce: Na, proof: Pa}` with
+//!    `Pa = HMAC-SHA256(K, transcript(ROLE_ACCEPTOR))`;
+//! 3. the dialler checks `Pa` against its keys, then → `Auth{proof: Pd}` with
+//!    `Pd = HMAC-SHA256(K, transcript(ROLE_DIALLER))`, and its link is up;
+//! 4. the acceptor checks `Pd`; its link is up only then.
+//!
+//! The transcript ([`Transcript::bytes`]) is `"sb-auth-v1"`, the role byte, both nonces, both
+//! node ids and incarnations and both version ranges (dialler's first): a proof is bound to
+//! this one exchange, cannot be reflected (the role differs) and cannot be replayed (the other
+//! side's nonce is fresh). A proof carries a 1-byte key id (derived from the key, see
+//! [`ClusterKey::id`]) so the checker knows which of its (at most two) keys to try. The
+//! `Hello` names the dialler's current key; the acceptor proves with that key when it holds
+//! it (else with its current one), and the dialler proves with the key the acceptor used when
+//! it holds it: so a node on `[new, old]` links with nodes on `[old]` and on `[new]` — the
+//! rotation window — while checks accept either key.
+//!
+//! Nonces come from a [`NonceSource`] keyed from the node's seeded [`Rng`](crate::rng::Rng)
+//! (seeded by the driver from OS entropy, `Config::fill_from_process`), so the simulator
+//! stays deterministic. Without keys
+//! nothing is proved or checked (as before).
+
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
 
 use crate::{
-    hash::murmur3_x64_128,
     ids::NodeId,
-    wire::{PROOF_LEN, Proof, RefuseReason, VersionRange},
+    wire::{MAC_LEN, NONCE_LEN, Nonce, Proof, RefuseReason, VersionRange},
 };
 
 /// The bus protocol versions this build speaks.
 pub const PROTOCOL_VERSIONS: VersionRange = VersionRange { min: 1, max: 1 };
 
-/// The proof a node with `node` and `incarnation` sends for the cluster `token`; `None` when
-/// no token is configured (empty).
-///
-/// Call when building a `Hello`/`HelloAck`, and to compute the proof a peer must have sent.
+/// Length of a cluster key.
+pub const KEY_LEN: usize = 32;
+
+/// The most keys a node holds at once (current + next).
+pub const MAX_KEYS: usize = 2;
+
+/// The role byte of the acceptor's proof (in `HelloAck`).
+pub const ROLE_ACCEPTOR: u8 = b'a';
+/// The role byte of the dialler's proof (in `Auth`).
+pub const ROLE_DIALLER: u8 = b'd';
+
+const LABEL: &[u8] = b"sb-auth-v1";
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// A 32-byte cluster key. Its `Debug` never shows the bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClusterKey([u8; KEY_LEN]);
+
+impl core::fmt::Debug for ClusterKey {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ClusterKey(..)")
+    }
+}
+
+impl ClusterKey {
+    /// The key with these bytes.
+    #[must_use]
+    pub const fn new(bytes: [u8; KEY_LEN]) -> ClusterKey {
+        ClusterKey(bytes)
+    }
+
+    /// The key derived from a legacy cluster token (`cluster_token` in a config file):
+    /// SHA-256 of `"sb-token-v1"` and the token.
+    #[must_use]
+    pub fn from_token(token: &[u8]) -> ClusterKey {
+        let mut h = Sha256::new();
+        h.update(b"sb-token-v1");
+        h.update(token);
+        ClusterKey(h.finalize().into())
+    }
+
+    /// The key from 64 hex characters (either case); `None` for anything else.
+    #[must_use]
+    pub fn from_hex(text: &str) -> Option<ClusterKey> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 2 * KEY_LEN {
+            return None;
+        }
+        let mut out = [0u8; KEY_LEN];
+        for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            let hi = (pair[0] as char).to_digit(16)?;
+            let lo = (pair[1] as char).to_digit(16)?;
+            *o = u8::try_from(hi * 16 + lo).ok()?;
+        }
+        Some(ClusterKey(out))
+    }
+
+    /// The key's bytes (to write a key file; never log them).
+    #[must_use]
+    pub fn expose(&self) -> &[u8; KEY_LEN] {
+        &self.0
+    }
+
+    /// The key's 1-byte id, sent with every proof: the first byte of SHA-256 of
+    /// `"sb-key-id-v1"` and the key. Two keys may share an id (1 in 256); the checker then
+    /// tries both.
+    #[must_use]
+    pub fn id(&self) -> u8 {
+        let mut h = Sha256::new();
+        h.update(b"sb-key-id-v1");
+        h.update(self.0);
+        h.finalize()[0]
+    }
+}
+
+/// The keys a node proves and checks with: the first proves, any checks. Empty: no
+/// authentication.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterKeys {
+    keys: alloc::vec::Vec<(u8, ClusterKey)>,
+}
+
+impl ClusterKeys {
+    /// The keys, current first; at most [`MAX_KEYS`] are kept.
+    #[must_use]
+    pub fn new(keys: &[ClusterKey]) -> ClusterKeys {
+        ClusterKeys {
+            keys: keys
+                .iter()
+                .take(MAX_KEYS)
+                .map(|k| (k.id(), k.clone()))
+                .collect(),
+        }
+    }
+
+    /// Whether authentication is on.
+    #[must_use]
+    pub fn is_enabled(&self) -> bool {
+        !self.keys.is_empty()
+    }
+
+    /// The id of the current key (`None` without keys).
+    #[must_use]
+    pub fn current_id(&self) -> Option<u8> {
+        self.keys.first().map(|(id, _)| *id)
+    }
+
+    /// This node's proof for `transcript` with its current key; `None` without keys.
+    #[must_use]
+    pub fn prove(&self, transcript: &Transcript) -> Option<Proof> {
+        self.prove_with(transcript, None)
+    }
+
+    /// This node's proof for `transcript` with the key of id `preferred` (the one the peer
+    /// proves with) when this node holds it, else with its current key; `None` without keys.
+    /// So a node on `[new, old]` and a node still on `[old]` agree on `old`.
+    #[must_use]
+    pub fn prove_with(&self, transcript: &Transcript, preferred: Option<u8>) -> Option<Proof> {
+        let (id, key) = preferred
+            .and_then(|p| self.keys.iter().find(|(id, _)| *id == p))
+            .or_else(|| self.keys.first())?;
+        Some(Proof {
+            key_id: *id,
+            mac: mac(key, &transcript.bytes()),
+        })
+    }
+
+    /// Checks a peer's proof of `transcript` against every key with its key id (constant
+    /// time per key).
+    ///
+    /// # Errors
+    ///
+    /// [`AuthFailure::NoProof`], [`AuthFailure::UnknownKey`] (no key has that id) or
+    /// [`AuthFailure::BadProof`].
+    pub fn check(&self, transcript: &Transcript, proof: Option<&Proof>) -> Result<(), AuthFailure> {
+        let proof = proof.ok_or(AuthFailure::NoProof)?;
+        let bytes = transcript.bytes();
+        let mut known = false;
+        for (id, key) in &self.keys {
+            if *id != proof.key_id {
+                continue;
+            }
+            known = true;
+            let mut m =
+                <HmacSha256 as Mac>::new_from_slice(&key.0).expect("HMAC takes keys of any length");
+            m.update(&bytes);
+            if m.verify_slice(&proof.mac).is_ok() {
+                return Ok(());
+            }
+        }
+        Err(if known {
+            AuthFailure::BadProof
+        } else {
+            AuthFailure::UnknownKey
+        })
+    }
+}
+
+/// HMAC-SHA256 of `data` under `key`.
 #[must_use]
-pub fn proof(token: &[u8], node: NodeId, incarnation: u64) -> Option<Proof> {
-    if token.is_empty() {
-        return None;
+pub fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; MAC_LEN] {
+    let mut m = <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC takes keys of any length");
+    m.update(data);
+    m.finalize().into_bytes().into()
+}
+
+fn mac(key: &ClusterKey, data: &[u8]) -> [u8; MAC_LEN] {
+    hmac_sha256(&key.0, data)
+}
+
+/// One side of a handshake as the transcript names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Side {
+    /// Its node id (the registry server: 0).
+    pub node: NodeId,
+    /// Its incarnation (the registry server: its epoch).
+    pub incarnation: u64,
+    /// The versions it announced.
+    pub versions: VersionRange,
+    /// Its nonce.
+    pub nonce: Nonce,
+}
+
+/// Everything a proof covers: both sides of one handshake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transcript {
+    /// [`ROLE_ACCEPTOR`] or [`ROLE_DIALLER`]: whose proof this is.
+    pub role: u8,
+    /// The side that dialled (sent `Hello`).
+    pub dialler: Side,
+    /// The side that accepted (sent `HelloAck`).
+    pub acceptor: Side,
+}
+
+/// Length of [`Transcript::bytes`].
+pub const TRANSCRIPT_LEN: usize = LABEL.len() + 1 + 2 * (NONCE_LEN + 8 + 8 + 4);
+
+impl Transcript {
+    /// The bytes the HMAC covers: label, role, dialler nonce, acceptor nonce, then per side
+    /// (dialler first) id, incarnation (little-endian `u64`) and version min/max
+    /// (little-endian `u16`).
+    #[must_use]
+    pub fn bytes(&self) -> [u8; TRANSCRIPT_LEN] {
+        let mut out = [0u8; TRANSCRIPT_LEN];
+        let mut at = 0;
+        let mut put = |b: &[u8]| {
+            out[at..at + b.len()].copy_from_slice(b);
+            at += b.len();
+        };
+        put(LABEL);
+        put(&[self.role]);
+        put(&self.dialler.nonce);
+        put(&self.acceptor.nonce);
+        for side in [&self.dialler, &self.acceptor] {
+            put(&side.node.0.to_le_bytes());
+            put(&side.incarnation.to_le_bytes());
+            put(&side.versions.min.to_le_bytes());
+            put(&side.versions.max.to_le_bytes());
+        }
+        out
     }
-    let mut input = alloc::vec::Vec::with_capacity(token.len() + 16);
-    input.extend_from_slice(token);
-    input.extend_from_slice(&node.0.to_le_bytes());
-    input.extend_from_slice(&incarnation.to_le_bytes());
-    let (a, b) = murmur3_x64_128(&input, 0x5357_4231);
-    let (c, d) = murmur3_x64_128(&input, 0x4255_5321);
-    let mut out = [0u8; PROOF_LEN];
-    for (chunk, word) in out.chunks_exact_mut(8).zip([a, b, c, d]) {
-        chunk.copy_from_slice(&word.to_le_bytes());
+}
+
+/// Why a peer failed authentication (each kind is counted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AuthFailure {
+    /// The peer sent no nonce or no proof while this node has keys (or the reverse: it proved
+    /// nothing where a proof was due).
+    NoProof,
+    /// The proof names a key this node holds but does not check.
+    BadProof,
+    /// The dialler's nonce was seen recently: a recorded handshake replayed.
+    Replay,
+    /// The proof names a key this node does not hold.
+    UnknownKey,
+    /// A frame other than the handshake's arrived before the proof checked.
+    BeforeAuth,
+}
+
+impl AuthFailure {
+    /// Every kind.
+    pub const ALL: [AuthFailure; 5] = [
+        AuthFailure::NoProof,
+        AuthFailure::BadProof,
+        AuthFailure::Replay,
+        AuthFailure::UnknownKey,
+        AuthFailure::BeforeAuth,
+    ];
+
+    /// Its name in metrics and logs: `no_proof`, `bad_proof`, `replay`, `unknown_key`,
+    /// `before_auth`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AuthFailure::NoProof => "no_proof",
+            AuthFailure::BadProof => "bad_proof",
+            AuthFailure::Replay => "replay",
+            AuthFailure::UnknownKey => "unknown_key",
+            AuthFailure::BeforeAuth => "before_auth",
+        }
     }
-    Some(out)
+}
+
+/// Counts of refused handshakes by [`AuthFailure`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AuthRefusals {
+    /// [`AuthFailure::NoProof`].
+    pub no_proof: u64,
+    /// [`AuthFailure::BadProof`].
+    pub bad_proof: u64,
+    /// [`AuthFailure::Replay`].
+    pub replay: u64,
+    /// [`AuthFailure::UnknownKey`].
+    pub unknown_key: u64,
+    /// [`AuthFailure::BeforeAuth`].
+    pub before_auth: u64,
+}
+
+impl AuthRefusals {
+    /// Counts one refusal.
+    pub fn count(&mut self, failure: AuthFailure) {
+        let n = match failure {
+            AuthFailure::NoProof => &mut self.no_proof,
+            AuthFailure::BadProof => &mut self.bad_proof,
+            AuthFailure::Replay => &mut self.replay,
+            AuthFailure::UnknownKey => &mut self.unknown_key,
+            AuthFailure::BeforeAuth => &mut self.before_auth,
+        };
+        *n += 1;
+    }
+
+    /// Every refusal.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.no_proof + self.bad_proof + self.replay + self.unknown_key + self.before_auth
+    }
+}
+
+/// Recently seen dialler nonces (the acceptor's replay guard), the last
+/// [`ReplayGuard::CAPACITY`] of them.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayGuard {
+    order: alloc::collections::VecDeque<Nonce>,
+    seen: alloc::collections::BTreeSet<Nonce>,
+}
+
+impl ReplayGuard {
+    /// Nonces remembered.
+    pub const CAPACITY: usize = 4096;
+
+    /// Records `nonce`; `false` if it was already seen (a replay).
+    pub fn admit(&mut self, nonce: Nonce) -> bool {
+        if !self.seen.insert(nonce) {
+            return false;
+        }
+        self.order.push_back(nonce);
+        if self.order.len() > Self::CAPACITY
+            && let Some(old) = self.order.pop_front()
+        {
+            self.seen.remove(&old);
+        }
+        true
+    }
+}
+
+/// Handshake nonces: SHA-256 of a 32-byte secret drawn once from a seeded
+/// [`Rng`](crate::rng::Rng) and a counter. Deterministic for a given seed (the simulator
+/// replays), and a nonce seen on the wire reveals neither the secret nor the next nonce
+/// (the generator itself is not cryptographic; its outputs never leave this struct).
+#[derive(Clone)]
+pub struct NonceSource {
+    secret: [u8; 32],
+    counter: u64,
+}
+
+impl core::fmt::Debug for NonceSource {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("NonceSource(..)")
+    }
+}
+
+impl NonceSource {
+    /// A source whose secret is drawn from `rng`.
+    pub fn new(rng: &mut crate::rng::Rng) -> NonceSource {
+        let mut secret = [0u8; 32];
+        for chunk in secret.chunks_exact_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        NonceSource { secret, counter: 0 }
+    }
+
+    /// A fresh nonce.
+    pub fn next_nonce(&mut self) -> Nonce {
+        self.counter += 1;
+        let mut h = Sha256::new();
+        h.update(b"sb-nonce-v1");
+        h.update(self.secret);
+        h.update(self.counter.to_le_bytes());
+        h.finalize().into()
+    }
 }
 
 /// Whether two version ranges share a version (an empty range, `min > max`, shares none).
@@ -53,39 +416,30 @@ pub const fn versions_overlap(a: VersionRange, b: VersionRange) -> bool {
 
 /// What the peer said about itself in its `Hello` or `HelloAck`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PeerHello<'a> {
+pub struct PeerHello {
     /// The id it claims.
     pub node: NodeId,
     /// Its incarnation.
     pub incarnation: u64,
     /// The versions it speaks.
     pub versions: VersionRange,
-    /// Its cluster-token proof, if it sent one.
-    pub proof: Option<&'a Proof>,
 }
 
-/// Judges a peer's hello against this node's own id and cluster token: `Ok` or why the link
-/// is refused. Checks, in order: a usable id (not 0, not this node's), a shared protocol
-/// version, the token proof (required and exact when `token` is set; ignored otherwise).
+/// Judges a peer's hello against this node's own id: `Ok` or why the link is refused.
+/// Checks, in order: a usable id (not 0, not this node's), a shared protocol version. The
+/// proofs are checked by the link machine ([`ClusterKeys::check`]).
 ///
 /// The duplicate-id rule needs the node's link table and is checked by the node.
 ///
 /// # Errors
 ///
-/// [`RefuseReason::InvalidHello`], [`RefuseReason::VersionMismatch`] or
-/// [`RefuseReason::WrongCluster`].
-pub fn check_peer(own: NodeId, token: &[u8], peer: &PeerHello<'_>) -> Result<(), RefuseReason> {
+/// [`RefuseReason::InvalidHello`] or [`RefuseReason::VersionMismatch`].
+pub fn check_peer(own: NodeId, peer: &PeerHello) -> Result<(), RefuseReason> {
     if !peer.node.is_valid() || peer.node == own {
         return Err(RefuseReason::InvalidHello);
     }
     if !versions_overlap(PROTOCOL_VERSIONS, peer.versions) {
         return Err(RefuseReason::VersionMismatch);
-    }
-    let expected = proof(token, peer.node, peer.incarnation);
-    if let Some(expected) = expected
-        && peer.proof != Some(&expected)
-    {
-        return Err(RefuseReason::WrongCluster);
     }
     Ok(())
 }
@@ -94,64 +448,142 @@ pub fn check_peer(own: NodeId, token: &[u8], peer: &PeerHello<'_>) -> Result<(),
 mod tests {
     use super::*;
 
-    fn hello(node: u64, versions: VersionRange, proof: Option<&Proof>) -> PeerHello<'_> {
-        PeerHello {
+    fn hex(bytes: &[u8]) -> alloc::string::String {
+        use core::fmt::Write;
+        let mut s = alloc::string::String::new();
+        for b in bytes {
+            write!(s, "{b:02x}").expect("writes to a string");
+        }
+        s
+    }
+
+    fn transcript(role: u8) -> Transcript {
+        let side = |node, incarnation, nonce| Side {
             node: NodeId(node),
-            incarnation: 7,
-            versions,
-            proof,
+            incarnation,
+            versions: PROTOCOL_VERSIONS,
+            nonce: [nonce; NONCE_LEN],
+        };
+        Transcript {
+            role,
+            dialler: side(1, 7, 0x11),
+            acceptor: side(2, 9, 0x22),
         }
     }
 
     #[test]
-    fn proofs_depend_on_token_id_and_incarnation() {
-        assert_eq!(proof(b"", NodeId(1), 7), None);
-        let p = proof(b"secret", NodeId(1), 7).expect("token set");
-        assert_eq!(proof(b"secret", NodeId(1), 7), Some(p));
-        assert_ne!(proof(b"secret", NodeId(2), 7), Some(p));
-        assert_ne!(proof(b"secret", NodeId(1), 8), Some(p));
-        assert_ne!(proof(b"secreT", NodeId(1), 7), Some(p));
+    fn hmac_matches_rfc4231_test_case_2() {
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
+        assert_eq!(
+            hex(&mac),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 
     #[test]
-    fn checks_id_versions_and_cluster_in_order() {
-        let v = PROTOCOL_VERSIONS;
-        assert_eq!(check_peer(NodeId(1), b"", &hello(2, v, None)), Ok(()));
+    fn proof_bytes_are_pinned() {
+        let keys = ClusterKeys::new(&[ClusterKey::new([0x42; KEY_LEN])]);
+        let proof = keys.prove(&transcript(ROLE_ACCEPTOR)).expect("a key");
+        assert_eq!(proof.key_id, ClusterKey::new([0x42; KEY_LEN]).id());
+        // Computed outside Rust (Python's `hmac`/`hashlib` over the same 115 bytes).
+        assert_eq!(hex(&[proof.key_id]), "d2");
         assert_eq!(
-            check_peer(NodeId(1), b"", &hello(0, v, None)),
+            hex(&proof.mac),
+            "9dce66b6e6be9b06d65c3c926242f5d3c08ccde17e0108a0c2730986ed14148a"
+        );
+        assert_eq!(transcript(ROLE_ACCEPTOR).bytes().len(), 115);
+    }
+
+    #[test]
+    fn a_proof_checks_only_for_its_own_transcript_and_key() {
+        let a = ClusterKey::new([1; KEY_LEN]);
+        let b = ClusterKey::new([2; KEY_LEN]);
+        let keys_a = ClusterKeys::new(core::slice::from_ref(&a));
+        let keys_b = ClusterKeys::new(core::slice::from_ref(&b));
+        let t = transcript(ROLE_DIALLER);
+        let proof = keys_a.prove(&t).expect("a key");
+        assert_eq!(keys_a.check(&t, Some(&proof)), Ok(()));
+        assert_eq!(keys_a.check(&t, None), Err(AuthFailure::NoProof));
+        assert_eq!(keys_b.check(&t, Some(&proof)), Err(AuthFailure::UnknownKey));
+        // The other role (reflection), another nonce, a flipped bit: bad proof.
+        assert_eq!(
+            keys_a.check(&transcript(ROLE_ACCEPTOR), Some(&proof)),
+            Err(AuthFailure::BadProof)
+        );
+        let mut other = t;
+        other.acceptor.nonce[0] ^= 1;
+        assert_eq!(
+            keys_a.check(&other, Some(&proof)),
+            Err(AuthFailure::BadProof)
+        );
+        let mut tampered = proof;
+        tampered.mac[31] ^= 0x80;
+        assert_eq!(
+            keys_a.check(&t, Some(&tampered)),
+            Err(AuthFailure::BadProof)
+        );
+        // Rotation: [b, a] proves with b and checks both.
+        let both = ClusterKeys::new(&[b, a]);
+        assert_eq!(both.check(&t, Some(&proof)), Ok(()));
+        let by_both = both.prove(&t).expect("a key");
+        assert_eq!(keys_b.check(&t, Some(&by_both)), Ok(()));
+        assert_eq!(
+            keys_a.check(&t, Some(&by_both)),
+            Err(AuthFailure::UnknownKey)
+        );
+        assert!(!ClusterKeys::default().is_enabled());
+        assert_eq!(ClusterKeys::default().prove(&t), None);
+    }
+
+    #[test]
+    fn keys_parse_from_hex_and_never_print() {
+        let text = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
+        let key = ClusterKey::from_hex(text).expect("64 hex characters");
+        assert_eq!(key.expose()[1], 0x11);
+        assert_eq!(alloc::format!("{key:?}"), "ClusterKey(..)");
+        assert!(!alloc::format!("{:?}", ClusterKeys::new(&[key])).contains("11"));
+        assert_eq!(ClusterKey::from_hex(&text[1..]), None);
+        assert_eq!(ClusterKey::from_hex(&text.replace('0', "g")), None);
+        assert_eq!(
+            ClusterKey::from_hex(&alloc::format!("{}+", &text[1..])),
+            None
+        );
+    }
+
+    #[test]
+    fn the_replay_guard_refuses_a_repeated_nonce() {
+        let mut guard = ReplayGuard::default();
+        assert!(guard.admit([1; NONCE_LEN]));
+        assert!(!guard.admit([1; NONCE_LEN]));
+        assert!(guard.admit([2; NONCE_LEN]));
+    }
+
+    #[test]
+    fn checks_id_and_versions_in_order() {
+        let hello = |node, versions| PeerHello {
+            node: NodeId(node),
+            incarnation: 7,
+            versions,
+        };
+        let v = PROTOCOL_VERSIONS;
+        assert_eq!(check_peer(NodeId(1), &hello(2, v)), Ok(()));
+        assert_eq!(
+            check_peer(NodeId(1), &hello(0, v)),
             Err(RefuseReason::InvalidHello)
         );
         assert_eq!(
-            check_peer(NodeId(1), b"", &hello(1, v, None)),
+            check_peer(NodeId(1), &hello(1, v)),
             Err(RefuseReason::InvalidHello)
         );
         let future = VersionRange { min: 2, max: 5 };
         assert_eq!(
-            check_peer(NodeId(1), b"", &hello(2, future, None)),
+            check_peer(NodeId(1), &hello(2, future)),
             Err(RefuseReason::VersionMismatch)
         );
-        let wide = VersionRange { min: 0, max: 9 };
-        assert_eq!(check_peer(NodeId(1), b"", &hello(2, wide, None)), Ok(()));
         let empty = VersionRange { min: 1, max: 0 };
         assert_eq!(
-            check_peer(NodeId(1), b"", &hello(2, empty, None)),
+            check_peer(NodeId(1), &hello(2, empty)),
             Err(RefuseReason::VersionMismatch)
         );
-        let good = proof(b"tok", NodeId(2), 7).expect("token set");
-        let bad = proof(b"other", NodeId(2), 7).expect("token set");
-        assert_eq!(
-            check_peer(NodeId(1), b"tok", &hello(2, v, Some(&good))),
-            Ok(())
-        );
-        assert_eq!(
-            check_peer(NodeId(1), b"tok", &hello(2, v, Some(&bad))),
-            Err(RefuseReason::WrongCluster)
-        );
-        assert_eq!(
-            check_peer(NodeId(1), b"tok", &hello(2, v, None)),
-            Err(RefuseReason::WrongCluster)
-        );
-        // Without a token of our own, a peer's proof is not checked.
-        assert_eq!(check_peer(NodeId(1), b"", &hello(2, v, Some(&bad))), Ok(()));
     }
 }

@@ -50,7 +50,7 @@
 //! let mut ack = Vec::new();
 //! wire::encode(&Frame::HelloAck(wire::HelloAck {
 //!     node: NodeId(0x102), incarnation: 42, versions: PROTOCOL_VERSIONS,
-//!     name: "upstream", proof: None, result: Ok(()),
+//!     name: "upstream", nonce: None, proof: None, result: Ok(()),
 //! }), &mut ack)?;
 //! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[..6]));
 //! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[6..]));
@@ -288,7 +288,7 @@ impl Node {
                 own: config.id,
                 name: config.name.clone(),
                 incarnation,
-                cluster_token: config.cluster_token.clone(),
+                keys: config.auth_keys(),
                 heartbeat_interval: config.heartbeat_interval,
                 heartbeat_dead_after: config.heartbeat_dead_after,
                 handshake_timeout: config.handshake_timeout,
@@ -296,6 +296,7 @@ impl Node {
                 max_frame: crate::wire::DEFAULT_MAX_FRAME,
             },
             now,
+            bus_rng.fork(),
         );
         let mut node = Node {
             id: config.id,
@@ -450,6 +451,12 @@ impl Node {
     #[must_use]
     pub fn link_peer(&self, link: LinkId) -> Option<NodeId> {
         self.links.peer(link)
+    }
+
+    /// Handshakes this node refused for authentication (its cluster keys), by kind.
+    #[must_use]
+    pub fn auth_refusals(&self) -> crate::bus::handshake::AuthRefusals {
+        self.links.auth_refusals()
     }
 
     /// Links the node holds (dialling, handshaking or up).

@@ -37,6 +37,10 @@ impl Node {
             self.incarnation,
         );
         client.seed = self.incarnation;
+        client.keys = config.auth_keys();
+        // Secret, unlike the incarnation: the entropy-mixed seed.
+        client.nonce_seed =
+            crate::rng::mix64(config.rng_seed ^ 0x006e_6f6e_6365) ^ self.incarnation;
         client
     }
 

@@ -265,6 +265,14 @@ impl<N: SimNode> Sim<N> {
         self.machines_node_killed(idx);
     }
 
+    /// Restarts `id` (as [`Sim::restart`]) with `config` from now on: a rolling change of
+    /// configuration, such as new cluster keys.
+    pub fn restart_with(&mut self, id: NodeId, config: N::Config) {
+        let idx = self.slot_index(id);
+        self.slots[idx].config = config;
+        self.restart(id);
+    }
+
     /// Starts a new incarnation of `id` from its original config at the current time (killing
     /// the running one first, if any). It receives the registry snapshot like a new node.
     ///

@@ -11,15 +11,19 @@ use alloc::boxed::Box;
 use super::{
     HEADER_LEN, WIRE_VERSION,
     frame::{
-        Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck, PROOF_LEN,
-        Ping, Pong, Proof, RefuseReason, Unreachable, UnreachableReason, VersionRange,
+        Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
+        HelloAck, MAC_LEN, NONCE_LEN, Nonce, Ping, Pong, Proof, RefuseReason, Unreachable,
+        UnreachableReason, VersionRange,
     },
     registry,
 };
 use crate::{discovery, ids::NodeId};
 
-/// Header flag of `Hello`/`HelloAck`: a [`PROOF_LEN`]-byte proof follows the version range.
-pub(super) const FLAG_PROOF: u16 = 1;
+/// Header flag of `Hello`/`HelloAck`: a nonce follows the version range (and status).
+pub(super) const FLAG_NONCE: u16 = 1;
+
+/// Header flag of `HelloAck`: a proof (key id, MAC) follows the nonce.
+pub(super) const FLAG_PROOF: u16 = 2;
 
 /// Header flag of `Data`: a retransmission (an earlier copy may have arrived).
 pub(super) const FLAG_RETRANSMIT: u16 = 1;
@@ -219,7 +223,8 @@ fn check_header(buf: &[u8], max_frame: usize) -> Result<Header, DecodeError> {
 /// Decodes the body of a frame whose header said `kind` and `flags`.
 fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, DecodeError> {
     let allowed = match kind {
-        FrameKind::Hello | FrameKind::HelloAck => FLAG_PROOF,
+        FrameKind::Hello => FLAG_NONCE,
+        FrameKind::HelloAck => FLAG_NONCE | FLAG_PROOF,
         FrameKind::Data => FLAG_RETRANSMIT,
         FrameKind::Ack => FLAG_RESET,
         _ => 0,
@@ -255,6 +260,9 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
         }),
         FrameKind::Pong => Frame::Pong(Pong {
             nonce: cursor.u64("nonce")?,
+        }),
+        FrameKind::Auth => Frame::Auth(Auth {
+            proof: cursor.proof()?,
         }),
         FrameKind::Bye => Frame::Bye(Bye {
             reason: cursor.code("reason", ByeReason::from_code)?,
@@ -324,14 +332,21 @@ fn decode_hello<'a>(cursor: &mut Cursor<'a>, flags: u16) -> Result<Hello<'a>, De
     let node = cursor.node("node")?;
     let incarnation = cursor.u64("incarnation")?;
     let versions = cursor.versions()?;
-    let proof = cursor.proof(flags)?;
+    let challenge = if flags & FLAG_NONCE == 0 {
+        None
+    } else {
+        Some(Challenge {
+            nonce: cursor.array::<NONCE_LEN>("nonce")?,
+            key_id: cursor.u8("key_id")?,
+        })
+    };
     let name = cursor.str("name")?;
     Ok(Hello {
         node,
         incarnation,
         versions,
         name,
-        proof,
+        challenge,
     })
 }
 
@@ -348,13 +363,19 @@ fn decode_hello_ack<'a>(cursor: &mut Cursor<'a>, flags: u16) -> Result<HelloAck<
             })?,
         ),
     };
-    let proof = cursor.proof(flags)?;
+    let nonce = cursor.nonce(flags)?;
+    let proof = if flags & FLAG_PROOF == 0 {
+        None
+    } else {
+        Some(cursor.proof()?)
+    };
     let name = cursor.str("name")?;
     Ok(HelloAck {
         node,
         incarnation,
         versions,
         name,
+        nonce,
         proof,
         result,
     })
@@ -438,10 +459,17 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    fn proof(&mut self, flags: u16) -> Result<Option<Proof>, DecodeError> {
-        if flags & FLAG_PROOF == 0 {
+    fn nonce(&mut self, flags: u16) -> Result<Option<Nonce>, DecodeError> {
+        if flags & FLAG_NONCE == 0 {
             return Ok(None);
         }
-        self.array::<PROOF_LEN>("proof").map(Some)
+        self.array::<NONCE_LEN>("nonce").map(Some)
+    }
+
+    fn proof(&mut self) -> Result<Proof, DecodeError> {
+        Ok(Proof {
+            key_id: self.u8("key_id")?,
+            mac: self.array::<MAC_LEN>("proof")?,
+        })
     }
 }

@@ -9,8 +9,8 @@ use alloc::vec::Vec;
 
 use super::{
     HEADER_LEN, WIRE_VERSION,
-    decode::{DATA_FIXED_LEN, FLAG_PROOF, FLAG_RESET, FLAG_RETRANSMIT},
-    frame::{Data, Frame, FrameKind, Proof, VersionRange},
+    decode::{DATA_FIXED_LEN, FLAG_NONCE, FLAG_PROOF, FLAG_RESET, FLAG_RETRANSMIT},
+    frame::{Data, Frame, FrameKind, NONCE_LEN, Nonce, PROOF_LEN, Proof, VersionRange},
     registry,
 };
 
@@ -72,8 +72,11 @@ pub fn encode(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError
 #[must_use]
 pub fn encoded_len(frame: &Frame<'_>) -> usize {
     let body = match frame {
-        Frame::Hello(hello) => hello_len(hello.proof.as_ref(), hello.name) - 1,
-        Frame::HelloAck(ack) => hello_len(ack.proof.as_ref(), ack.name),
+        Frame::Hello(hello) => {
+            hello_len(false, false, hello.name) - 1 + hello.challenge.map_or(0, |_| NONCE_LEN + 1)
+        }
+        Frame::HelloAck(ack) => hello_len(ack.nonce.is_some(), ack.proof.is_some(), ack.name),
+        Frame::Auth(_) => PROOF_LEN,
         Frame::Data(data) => DATA_FIXED_LEN + data.payload.len(),
         Frame::Ack(ack) => 32 + if ack.reset.is_some() { 8 } else { 0 },
         Frame::Unreachable(_) => 33,
@@ -90,8 +93,14 @@ pub fn encoded_len(frame: &Frame<'_>) -> usize {
 }
 
 /// Body length of a `HelloAck` (a `Hello` is one status byte shorter).
-fn hello_len(proof: Option<&Proof>, name: &str) -> usize {
-    8 + 8 + 4 + 1 + proof.map_or(0, |p| p.len()) + 4 + name.len()
+fn hello_len(nonce: bool, proof: bool, name: &str) -> usize {
+    8 + 8
+        + 4
+        + 1
+        + if nonce { NONCE_LEN } else { 0 }
+        + if proof { PROOF_LEN } else { 0 }
+        + 4
+        + name.len()
 }
 
 /// The 8-byte header: length, version, kind, flags.
@@ -133,7 +142,11 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
             put_u64(out, hello.node.0);
             put_u64(out, hello.incarnation);
             put_versions(out, hello.versions);
-            flags = put_proof(out, hello.proof.as_ref());
+            if let Some(challenge) = &hello.challenge {
+                out.extend_from_slice(&challenge.nonce);
+                out.push(challenge.key_id);
+                flags = FLAG_NONCE;
+            }
             put_bytes(out, hello.name.as_bytes())?;
         }
         Frame::HelloAck(ack) => {
@@ -144,7 +157,11 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
                 Ok(()) => 0,
                 Err(reason) => reason.code(),
             });
-            flags = put_proof(out, ack.proof.as_ref());
+            flags = put_nonce(out, ack.nonce.as_ref());
+            if let Some(proof) = &ack.proof {
+                put_proof(out, proof);
+                flags |= FLAG_PROOF;
+            }
             put_bytes(out, ack.name.as_bytes())?;
         }
         Frame::Ack(ack) => {
@@ -167,6 +184,7 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
         Frame::Ping(ping) => put_u64(out, ping.nonce),
         Frame::Pong(pong) => put_u64(out, pong.nonce),
         Frame::Bye(bye) => out.push(bye.reason.code()),
+        Frame::Auth(auth) => put_proof(out, &auth.proof),
         Frame::Delete(delete) => {
             put_u64(out, delete.epoch);
             put_u64(out, delete.revision);
@@ -222,13 +240,19 @@ fn put_versions(out: &mut Vec<u8>, versions: VersionRange) {
     out.extend_from_slice(&versions.max.to_le_bytes());
 }
 
-/// Writes the proof if present and returns the header flags that announce it.
-fn put_proof(out: &mut Vec<u8>, proof: Option<&Proof>) -> u16 {
-    match proof {
-        Some(proof) => {
-            out.extend_from_slice(proof);
-            FLAG_PROOF
+/// Writes the nonce if present and returns the header flags that announce it.
+fn put_nonce(out: &mut Vec<u8>, nonce: Option<&Nonce>) -> u16 {
+    match nonce {
+        Some(nonce) => {
+            out.extend_from_slice(nonce);
+            FLAG_NONCE
         }
         None => 0,
     }
+}
+
+/// Writes a proof: key id, then the MAC.
+fn put_proof(out: &mut Vec<u8>, proof: &Proof) {
+    out.push(proof.key_id);
+    out.extend_from_slice(&proof.mac);
 }

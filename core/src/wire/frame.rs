@@ -12,12 +12,27 @@ use crate::{
     ids::NodeId,
 };
 
-/// Length of the optional cluster-token proof carried by `Hello` and `HelloAck`.
-pub const PROOF_LEN: usize = 32;
+/// Length of a handshake nonce (`Hello`, `HelloAck`).
+pub const NONCE_LEN: usize = 32;
 
-/// A cluster-token proof: fixed-size bytes computed from the cluster token (the computation
-/// belongs to the handshake; the codec only carries the bytes).
-pub type Proof = [u8; PROOF_LEN];
+/// A handshake nonce: fresh random bytes (the handshake draws them; the codec carries them).
+pub type Nonce = [u8; NONCE_LEN];
+
+/// Length of the MAC of a [`Proof`].
+pub const MAC_LEN: usize = 32;
+
+/// Length of a [`Proof`] on the wire: key id, then the MAC.
+pub const PROOF_LEN: usize = 1 + MAC_LEN;
+
+/// A proof of the cluster key: which key (its 1-byte id) and the HMAC-SHA256 it computed
+/// (the computation belongs to [`crate::bus::handshake`]; the codec only carries the bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Proof {
+    /// The id of the key that made the MAC.
+    pub key_id: u8,
+    /// The MAC.
+    pub mac: [u8; MAC_LEN],
+}
 
 /// The kind byte of a frame header. Codes are part of the wire format and never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,6 +55,8 @@ pub enum FrameKind {
     Pong = 7,
     /// The sender closes the link.
     Bye = 8,
+    /// The dialler's proof of the cluster key, after the acceptor's `HelloAck`.
+    Auth = 9,
     /// Registry client → server: register a node.
     Register = 16,
     /// Registry client → server: change a registered node's records.
@@ -56,7 +73,7 @@ pub enum FrameKind {
 
 impl FrameKind {
     /// Every kind, in code order.
-    pub const ALL: [FrameKind; 14] = [
+    pub const ALL: [FrameKind; 15] = [
         FrameKind::Hello,
         FrameKind::HelloAck,
         FrameKind::Data,
@@ -65,6 +82,7 @@ impl FrameKind {
         FrameKind::Ping,
         FrameKind::Pong,
         FrameKind::Bye,
+        FrameKind::Auth,
         FrameKind::Register,
         FrameKind::Update,
         FrameKind::Snapshot,
@@ -85,6 +103,7 @@ impl FrameKind {
             6 => FrameKind::Ping,
             7 => FrameKind::Pong,
             8 => FrameKind::Bye,
+            9 => FrameKind::Auth,
             16 => FrameKind::Register,
             17 => FrameKind::Update,
             18 => FrameKind::Snapshot,
@@ -223,8 +242,19 @@ pub struct Hello<'a> {
     pub versions: VersionRange,
     /// The sender's node name.
     pub name: &'a str,
-    /// Optional cluster-token proof.
-    pub proof: Option<Proof>,
+    /// The sender's challenge (header flag bit 0), sent when it has cluster keys.
+    pub challenge: Option<Challenge>,
+}
+
+/// A dialler's challenge in its `Hello`: a fresh nonce and the id of the key it proves with
+/// (the acceptor proves with the same key when it holds it, so nodes in the middle of a key
+/// rotation still link).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Challenge {
+    /// Fresh random bytes.
+    pub nonce: Nonce,
+    /// The id of the dialler's current key.
+    pub key_id: u8,
 }
 
 /// Handshake answer from the accepting side.
@@ -238,7 +268,10 @@ pub struct HelloAck<'a> {
     pub versions: VersionRange,
     /// The answering node's name.
     pub name: &'a str,
-    /// Optional cluster-token proof of the answering node.
+    /// The answering node's fresh nonce (header flag bit 0).
+    pub nonce: Option<Nonce>,
+    /// The answering node's proof of the cluster key over both nonces and both identities
+    /// (header flag bit 1).
     pub proof: Option<Proof>,
     /// `Ok(())` when the link is accepted, else why it is refused.
     pub result: Result<(), RefuseReason>,
@@ -327,6 +360,13 @@ pub struct Pong {
 pub struct Bye {
     /// Why the link is closed.
     pub reason: ByeReason,
+}
+
+/// The dialler's proof of the cluster key, sent after it checked the acceptor's `HelloAck`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Auth {
+    /// The proof.
+    pub proof: Proof,
 }
 
 /// One node as the registry holds it.
@@ -441,6 +481,8 @@ pub enum Frame<'a> {
     Pong(Pong),
     /// See [`Bye`].
     Bye(Bye),
+    /// See [`Auth`].
+    Auth(Auth),
     /// See [`Register`].
     Register(Box<Register>),
     /// See [`Update`].
@@ -468,6 +510,7 @@ impl Frame<'_> {
             Frame::Ping(_) => FrameKind::Ping,
             Frame::Pong(_) => FrameKind::Pong,
             Frame::Bye(_) => FrameKind::Bye,
+            Frame::Auth(_) => FrameKind::Auth,
             Frame::Register(_) => FrameKind::Register,
             Frame::Update(_) => FrameKind::Update,
             Frame::Snapshot(_) => FrameKind::Snapshot,
@@ -502,6 +545,7 @@ into_frame! {
     Ping => Ping;
     Pong => Pong;
     Bye => Bye;
+    Auth => Auth;
     Register => Register boxed yes;
     Update => Update boxed yes;
     Snapshot => Snapshot boxed yes;

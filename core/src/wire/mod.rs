@@ -21,19 +21,20 @@
 //! | 0 | 4 | `len` | whole frame, header included; `8 ..= max_frame` |
 //! | 4 | 1 | `version` | [`WIRE_VERSION`] (format of these bytes, not the bus protocol) |
 //! | 5 | 1 | `kind` | [`FrameKind`] code |
-//! | 6 | 2 | `flags` | bit 0 on `Hello`/`HelloAck`: proof present; bit 0 on `Data`: retransmission; bit 0 on `Ack`: reset; every other bit 0 |
+//! | 6 | 2 | `flags` | bit 0 on `Hello`/`HelloAck`: nonce present; bit 1 on `HelloAck`: proof present; bit 0 on `Data`: retransmission; bit 0 on `Ack`: reset; every other bit 0 |
 //!
 //! Bodies (after the header, in order; a frame's `len` must end exactly at its last field):
 //!
 //! | kind (code) | body |
 //! |---|---|
-//! | `Hello` (1) | node `u64`, incarnation `u64`, version_min `u16`, version_max `u16`, proof (32 bytes, only if flag bit 0), name `str` |
-//! | `HelloAck` (2) | node, incarnation, version_min, version_max, status `u8` (0 accepted, else [`RefuseReason`] code), proof (if flag), name `str` |
+//! | `Hello` (1) | node `u64`, incarnation `u64`, version_min `u16`, version_max `u16`, challenge (only if flag bit 0: nonce 32 bytes, key_id `u8`), name `str` |
+//! | `HelloAck` (2) | node, incarnation, version_min, version_max, status `u8` (0 accepted, else [`RefuseReason`] code), nonce (32 bytes, if flag bit 0), proof (key_id `u8`, MAC 32 bytes; if flag bit 1), name `str` |
 //! | `Data` (3) | src `u64`, dst `u64`, seq `u64`, dst_incarnation `u64` (0 = unknown), msg_type `u32`, hop_count `u8`, payload = the rest of the frame |
 //! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative; with the reset flag the refused seq), dst_incarnation `u64` (the acker's), age `u64` (ns the acker has run; only with the reset flag) |
 //! | `Unreachable` (5) | src, dst, seq, reason `u8` ([`UnreachableReason`]) |
 //! | `Ping` (6) / `Pong` (7) | nonce `u64` |
 //! | `Bye` (8) | reason `u8` ([`ByeReason`]) |
+//! | `Auth` (9) | key_id `u8`, MAC (32 bytes): the dialler's proof ([`crate::bus::handshake`]) |
 //! | `Register` (16) | incarnation `u64`, discovery `bytes` (JSON), topology `bytes` (JSON, empty = none) |
 //! | `Update` (17) | incarnation `u64`, discovery `bytes` (empty = unchanged), topology `bytes` (empty = unchanged) |
 //! | `Snapshot` (18) | epoch `u64`, revision `u64`, count `u32`, `count` × entry |
@@ -87,9 +88,9 @@ mod tests;
 pub use decode::{DecodeError, Decoded, decode, frame_len};
 pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
 pub use frame::{
-    Ack, Bye, ByeReason, Data, Delete, Frame, FrameKind, Heartbeat, Hello, HelloAck, PROOF_LEN,
-    Ping, Pong, Proof, Put, RefuseReason, Register, RegistryEntry, Snapshot, Unreachable,
-    UnreachableReason, Update, VersionRange,
+    Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
+    HelloAck, MAC_LEN, NONCE_LEN, Nonce, PROOF_LEN, Ping, Pong, Proof, Put, RefuseReason, Register,
+    RegistryEntry, Snapshot, Unreachable, UnreachableReason, Update, VersionRange,
 };
 pub use reader::FrameReader;
 

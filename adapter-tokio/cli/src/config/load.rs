@@ -120,6 +120,7 @@ impl LoadOptions {
     /// A bad config file, no target or two, a missing count, rate or size, a size below 8, a
     /// zero window, a negative or non-finite wait, or a bad core config.
     pub(crate) fn resolve(args: LoadArgs, pid: u32) -> Result<LoadOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let file: LoadFile = read_toml(args.config.as_deref())?;
         let mut filter_labels = file.filter.unwrap_or_default();
         filter_labels.extend(args.filters);
@@ -250,6 +251,9 @@ impl LoadOptions {
             core.topology_policy.allow_direct_connection = true;
         }
         let admin = args.admin.or(file.admin);
+        if !keys.is_empty() {
+            core.cluster_keys = keys;
+        }
         Ok(LoadOptions {
             transport,
             core,
@@ -302,6 +306,7 @@ mod tests {
             config: None,
             etcd: EtcdArgs::default(),
             tls: crate::cli::TlsArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 
@@ -464,6 +469,7 @@ mod tests {
             config: Some(path),
             etcd: EtcdArgs::default(),
             tls: crate::cli::TlsArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         };
         let options = LoadOptions::resolve(a, 1).expect("valid");
         assert_eq!(

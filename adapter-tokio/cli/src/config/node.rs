@@ -98,6 +98,7 @@ impl NodeOptions {
     /// `advertise` (required with a wildcard `listen`), a bad label, or a core config that
     /// fails validation.
     pub(crate) fn resolve(args: NodeArgs) -> Result<NodeOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let file: NodeFile = read_toml(args.config.as_deref())?;
         let id = args
             .id
@@ -175,6 +176,9 @@ impl NodeOptions {
                 })
                 .as_deref(),
         )?;
+        if !keys.is_empty() {
+            core.cluster_keys = keys;
+        }
         Ok(NodeOptions {
             transport,
             core,
@@ -211,6 +215,7 @@ mod tests {
             config,
             etcd: EtcdArgs::default(),
             tls: crate::cli::TlsArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 

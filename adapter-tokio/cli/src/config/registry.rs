@@ -57,6 +57,7 @@ impl RegistryOptions {
     ///
     /// A bad config or concern file, a missing `listen`, or a zero timeout or frame size.
     pub(crate) fn resolve(args: RegistryArgs) -> Result<RegistryOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         let file: RegistryFile = read_toml(args.config.as_deref())?;
         let transport = super::transport(args.tls)?;
         let listen = args
@@ -70,6 +71,7 @@ impl RegistryOptions {
         if let Some(path) = concern_path {
             server.concern = concern::read_concern_file(&path)?;
         }
+        server.keys = switchboard_core::bus::handshake::ClusterKeys::new(&keys);
         Ok(RegistryOptions {
             listen,
             server,
@@ -131,6 +133,7 @@ mod tests {
             admin_token_file: None,
             config,
             tls: crate::cli::TlsArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 

@@ -7,6 +7,7 @@ use std::{collections::BTreeMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use switchboard_core::{
     backoff::{BackoffConfig, Jitter},
+    bus::handshake::ClusterKey,
     config::Config,
     ids::NodeId,
     registry::server::ServerConfig,
@@ -92,6 +93,8 @@ pub(crate) struct Cluster {
     transport: switchboard_tokio::Transport,
     nodes: BTreeMap<NodeId, RunningNode>,
     receipts: Arc<Receipts>,
+    /// The cluster keys every node and the registry use (empty: none).
+    keys: Vec<ClusterKey>,
 }
 
 impl Cluster {
@@ -104,13 +107,14 @@ impl Cluster {
         etcd: Option<EtcdOptions>,
         transport: switchboard_tokio::Transport,
         receipts: Arc<Receipts>,
+        keys: Vec<ClusterKey>,
     ) -> Result<Cluster, CliError> {
         let registry = match etcd {
             Some(options) => Registry::Etcd(options),
             None => {
                 let handle = spawn_registry_with(
                     SocketAddr::from(([127, 0, 0, 1], 0)),
-                    server_config(),
+                    keyed(server_config(), &keys),
                     run_seed(),
                     transport.clone(),
                 )
@@ -127,6 +131,7 @@ impl Cluster {
             transport,
             nodes: BTreeMap::new(),
             receipts,
+            keys,
         })
     }
 
@@ -157,12 +162,16 @@ impl Cluster {
         };
         let deadline = tokio::time::Instant::now() + REBIND_WAIT;
         let (handle, inbox) = loop {
+            let keys = self.keys.clone();
             let builder = NodeBuilder::new(id, format!("{}-{}", role.label(), id.0))
                 .listen(listen)
                 .transport(self.transport.clone())
                 .registry_spec(spec.clone())
                 .registry_tuning(client_tuning())
-                .config(|config| tune_node(config, role, upstream));
+                .config(|config| {
+                    tune_node(config, role, upstream);
+                    config.cluster_keys = keys;
+                });
             match builder.start().await {
                 Ok(started) => break started,
                 Err(StartError::Bind { .. }) if tokio::time::Instant::now() < deadline => {
@@ -246,8 +255,13 @@ impl Cluster {
         };
         let deadline = tokio::time::Instant::now() + REBIND_WAIT;
         loop {
-            match spawn_registry_with(*addr, server_config(), run_seed(), self.transport.clone())
-                .await
+            match spawn_registry_with(
+                *addr,
+                keyed(server_config(), &self.keys),
+                run_seed(),
+                self.transport.clone(),
+            )
+            .await
             {
                 Ok(started) => {
                     *handle = Some(started);
@@ -325,6 +339,12 @@ pub(crate) fn server_config() -> ServerConfig {
         heartbeat_timeout: Some(REGISTRY_SILENCE),
         ..ServerConfig::default()
     }
+}
+
+/// `config` with the cluster keys.
+fn keyed(mut config: ServerConfig, keys: &[ClusterKey]) -> ServerConfig {
+    config.keys = switchboard_core::bus::handshake::ClusterKeys::new(keys);
+    config
 }
 
 /// The registry client's settings in the demo: quick reconnects after the registry restart,

@@ -95,6 +95,8 @@ pub(crate) struct DemoOptions {
     pub(crate) etcd: Option<EtcdOptions>,
     /// Plain TCP or mutual TLS for every node and the registry (all with the one certificate).
     pub(crate) transport: switchboard_tokio::Transport,
+    /// The cluster keys of every node and the registry.
+    pub(crate) keys: Vec<switchboard_core::bus::handshake::ClusterKey>,
 }
 
 impl DemoOptions {
@@ -104,6 +106,7 @@ impl DemoOptions {
     ///
     /// `seconds` below 1 or above a day, `rate` below 4, or bad etcd flags.
     pub(crate) fn resolve(args: DemoArgs) -> Result<DemoOptions, CliError> {
+        let keys = crate::keys::load(&args.keys)?;
         if !(1..=86_400).contains(&args.seconds) {
             return Err(CliError::invalid(
                 "seconds",
@@ -145,6 +148,7 @@ impl DemoOptions {
             json: args.json,
             etcd,
             transport,
+            keys,
         })
     }
 }
@@ -169,6 +173,7 @@ pub(crate) async fn run(options: DemoOptions) -> Result<ExitCode, CliError> {
         options.etcd.clone(),
         options.transport.clone(),
         Arc::clone(&receipts),
+        options.keys.clone(),
     )
     .await?;
     let any_port = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
@@ -312,6 +317,7 @@ mod tests {
             json: true,
             etcd: EtcdArgs::default(),
             tls: crate::cli::TlsArgs::default(),
+            keys: crate::cli::KeyArgs::default(),
         }
     }
 

@@ -117,6 +117,13 @@ switchboard_handshakes_refused_total 0
 # HELP switchboard_inbox_dropped_total Received messages dropped because nobody reads the inbox.
 # TYPE switchboard_inbox_dropped_total counter
 switchboard_inbox_dropped_total 0
+# HELP switchboard_auth_refusals_total Links closed because the peer failed the cluster-key challenge, by kind.
+# TYPE switchboard_auth_refusals_total counter
+switchboard_auth_refusals_total{kind=\"bad_proof\"} 0
+switchboard_auth_refusals_total{kind=\"before_auth\"} 0
+switchboard_auth_refusals_total{kind=\"no_proof\"} 0
+switchboard_auth_refusals_total{kind=\"replay\"} 0
+switchboard_auth_refusals_total{kind=\"unknown_key\"} 0
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.
 # TYPE switchboard_build_info gauge
 ";
@@ -173,6 +180,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         registry_disconnects: 1,
         registry_conflicts: 0,
         links_rejected: 3,
+        auth_refusals: BTreeMap::from([("replay".to_owned(), 1)]),
         handshake_timeouts: 8,
         handshakes_refused: 13,
         inbox_dropped: 4,
@@ -260,6 +268,11 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_handshake_timeouts_total 8",
             "switchboard_handshakes_refused_total 13",
             "switchboard_inbox_dropped_total 4",
+            "switchboard_auth_refusals_total{kind=\"bad_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"before_auth\"} 0",
+            "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"replay\"} 1",
+            "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
             &build_info_sample(),
         ]
     );
@@ -321,6 +334,7 @@ fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
         duplicate_ids: 2,
         names_taken: 1,
         takeovers: 5,
+        unauthenticated: 3,
     };
     let expected = format!(
         "# HELP switchboard_registry_nodes Listed nodes: registered on a live connection, or disconnected and protected.
@@ -333,10 +347,11 @@ switchboard_registry_connections 4
 # HELP switchboard_registry_snapshots_sent_total Snapshots sent (one per registration).
 # TYPE switchboard_registry_snapshots_sent_total counter
 switchboard_registry_snapshots_sent_total 6
-# HELP switchboard_registry_refusals_total Registrations (and name updates) refused, by kind.
+# HELP switchboard_registry_refusals_total Registrations (and name updates) refused, and connections that did not prove the cluster key, by kind.
 # TYPE switchboard_registry_refusals_total counter
 switchboard_registry_refusals_total{{kind=\"duplicate_id\"}} 2
 switchboard_registry_refusals_total{{kind=\"name_taken\"}} 1
+switchboard_registry_refusals_total{{kind=\"unauthenticated\"}} 3
 # HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation of the same identity.
 # TYPE switchboard_registry_takeovers_total counter
 switchboard_registry_takeovers_total 5

@@ -93,7 +93,16 @@ impl Counters {
                     .or_default() += 1;
             }
             Event::ForwardDropped { .. } => self.metrics.forward_dropped += 1,
-            Event::LinkRejected { .. } => self.metrics.links_rejected += 1,
+            Event::LinkRejected { reason, .. } => {
+                self.metrics.links_rejected += 1;
+                if let switchboard_core::bus::links::LinkError::Unauthenticated(failure) = reason {
+                    *self
+                        .metrics
+                        .auth_refusals
+                        .entry(failure.as_str().to_owned())
+                        .or_default() += 1;
+                }
+            }
             Event::HandshakeTimedOut { .. } => self.metrics.handshake_timeouts += 1,
             Event::HandshakeLimit { .. } => self.metrics.handshakes_refused += 1,
             _ => {}

@@ -20,11 +20,15 @@
 //!
 //! # Handshake
 //!
-//! The dialler sends `Hello` (id, name, incarnation, protocol versions, cluster-token
-//! proof); the acceptor judges it and answers `HelloAck` — accepted, or refused with a reason
-//! and closed: no common version, wrong cluster token, an invalid id, or an id already live
-//! on another link with a *different* incarnation (the same incarnation is a parallel or
-//! redialled link; the lowest link id carries traffic). A dialled peer whose `HelloAck` names
+//! The dialler sends `Hello` (id, name, incarnation, protocol versions, and with cluster keys
+//! a challenge); the acceptor judges it and answers `HelloAck` — accepted, or refused with a
+//! reason and closed: no common version, no challenge or a replayed one (`WrongCluster`), an
+//! invalid id, or an id already live on another link with a *different* incarnation (the same
+//! incarnation is a parallel or redialled link; the lowest link id carries traffic). With
+//! keys, the accepting `HelloAck` carries the acceptor's nonce and proof; the dialler checks
+//! it, sends its own proof (`Auth`) and is up; the acceptor is up only once that proof checks
+//! ([`super::handshake`]). A failed proof, or any other frame before it, closes the link
+//! ([`LinkError::Unauthenticated`], counted by kind in [`Links::auth_refusals`]). A dialled peer whose `HelloAck` names
 //! another id than dialled is closed. Bytes before the dial was reported connected, a second
 //! `Hello`, anything but a handshake frame before the handshake, and a frame that does not
 //! decode each close the link with a [`LinkError`].
@@ -67,15 +71,19 @@ pub use receive::{Inbound, Relay};
 pub use view::LinkView;
 
 use super::{
-    handshake::{self, PROTOCOL_VERSIONS},
+    handshake::{
+        AuthFailure, AuthRefusals, ClusterKeys, NonceSource, PROTOCOL_VERSIONS, ReplayGuard,
+        Transcript,
+    },
     heartbeat::{Beat, Heartbeat},
     stream::RecvStreams,
 };
 use crate::{
     ids::{IdSource, LinkId, NodeId},
+    rng::Rng,
     time::{Duration, Instant},
     timer::TimerQueue,
-    wire::{self, ByeReason, DecodeError, Frame, FrameKind, FrameReader, Proof, RefuseReason},
+    wire::{self, ByeReason, DecodeError, Frame, FrameKind, FrameReader, Nonce, RefuseReason},
 };
 
 /// Relays a `Data` frame may take before it is dropped (a routing loop guard).
@@ -179,6 +187,10 @@ pub enum LinkError {
     /// Bytes on a link whose dial was not reported connected yet.
     #[error("bytes received before the link was connected")]
     NotConnected,
+    /// The peer failed the cluster-key challenge ([`super::handshake`]); counted by kind in
+    /// [`Links::auth_refusals`].
+    #[error("authentication failed: {0:?}")]
+    Unauthenticated(AuthFailure),
 }
 
 /// What a node tells its links about itself.
@@ -190,8 +202,8 @@ pub struct LinkSettings {
     pub name: String,
     /// This node's incarnation.
     pub incarnation: u64,
-    /// The cluster token (empty: none).
-    pub cluster_token: String,
+    /// The cluster keys (none: no authentication).
+    pub keys: ClusterKeys,
     /// Silence before a `Ping`.
     pub heartbeat_interval: Duration,
     /// Silent intervals after which a link is dead.
@@ -229,6 +241,18 @@ struct Link {
     handshake_deadline: Option<Instant>,
     /// Liveness, once the link is up.
     heartbeat: Option<Heartbeat>,
+    /// Dialled with keys: the nonce our `Hello` carried.
+    nonce: Option<Nonce>,
+    /// Accepted with keys, `HelloAck` sent: what the dialler's `Auth` must prove.
+    awaiting_auth: Option<AwaitingAuth>,
+}
+
+/// An accepted link whose dialler still owes its proof.
+#[derive(Clone, Copy, Debug)]
+struct AwaitingAuth {
+    peer: NodeId,
+    incarnation: u64,
+    transcript: Transcript,
 }
 
 /// A link that went away: what the node must re-evaluate.
@@ -251,7 +275,12 @@ pub struct Down {
 #[derive(Debug)]
 pub struct Links {
     settings: LinkSettings,
-    proof: Option<Proof>,
+    /// Nonces.
+    nonces: NonceSource,
+    /// Dialler nonces seen lately.
+    replay: ReplayGuard,
+    /// Handshakes refused for authentication, by kind.
+    refusals: AuthRefusals,
     ids: IdSource,
     table: BTreeMap<LinkId, Link>,
     /// Up links per peer, ascending: the lowest carries traffic.
@@ -273,18 +302,15 @@ pub struct Links {
 }
 
 impl Links {
-    /// No links, for a node started at `now`.
+    /// No links, for a node started at `now`; handshake nonces draw from `rng`.
     #[must_use]
-    pub fn new(settings: LinkSettings, now: Instant) -> Links {
-        let proof = handshake::proof(
-            settings.cluster_token.as_bytes(),
-            settings.own,
-            settings.incarnation,
-        );
+    pub fn new(settings: LinkSettings, now: Instant, mut rng: Rng) -> Links {
         Links {
             recv: RecvStreams::new(settings.incarnation),
             settings,
-            proof,
+            nonces: NonceSource::new(&mut rng),
+            replay: ReplayGuard::default(),
+            refusals: AuthRefusals::default(),
             ids: IdSource::new(),
             table: BTreeMap::new(),
             peer_links: BTreeMap::new(),
@@ -295,6 +321,12 @@ impl Links {
             pending_accepts: 0,
             wbuf: Vec::new(),
         }
+    }
+
+    /// Handshakes refused for authentication so far, by kind.
+    #[must_use]
+    pub fn auth_refusals(&self) -> AuthRefusals {
+        self.refusals
     }
 
     /// The incarnation `peer` had in its last handshake with this node (0 = none seen).
@@ -510,13 +542,22 @@ impl Links {
         let deadline = now.saturating_add(self.settings.handshake_timeout);
         l.handshake_deadline = Some(deadline);
         self.deadlines.replace(link, deadline);
+        let challenge = self
+            .settings
+            .keys
+            .current_id()
+            .map(|key_id| wire::Challenge {
+                nonce: self.nonces.next_nonce(),
+                key_id,
+            });
+        l.nonce = challenge.map(|c| c.nonce);
         let name = core::mem::take(&mut self.settings.name);
         let hello = wire::Hello {
             node: self.settings.own,
             incarnation: self.settings.incarnation,
             versions: PROTOCOL_VERSIONS,
             name: &name,
-            proof: self.proof,
+            challenge,
         };
         self.transmit(link, &Frame::Hello(hello), sink);
         self.settings.name = name;
@@ -557,6 +598,8 @@ impl Links {
     ) -> Option<Down> {
         let refused = match &reason {
             LinkError::RefusedByPeer(why) | LinkError::Refused(why) => Some(*why),
+            // The peer answered but could not prove our key: another cluster.
+            LinkError::Unauthenticated(_) => Some(RefuseReason::WrongCluster),
             _ => None,
         };
         sink.event(LinkEvent::Rejected { link, reason });
@@ -695,6 +738,8 @@ impl Link {
             reader: FrameReader::new(max_frame),
             handshake_deadline: None,
             heartbeat: None,
+            nonce: None,
+            awaiting_auth: None,
         }
     }
 }

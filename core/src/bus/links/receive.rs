@@ -3,16 +3,21 @@
 
 use bytes::Bytes;
 
-use super::{Down, LinkError, LinkEvent, LinkSink, Links, MAX_HOPS, Phase};
+use super::{AwaitingAuth, Down, LinkError, LinkEvent, LinkSink, Links, MAX_HOPS, Phase};
 use crate::{
     bus::{
-        handshake::{self, PROTOCOL_VERSIONS, PeerHello},
+        handshake::{
+            self, AuthFailure, PROTOCOL_VERSIONS, PeerHello, ROLE_ACCEPTOR, ROLE_DIALLER, Side,
+            Transcript,
+        },
         heartbeat::Heartbeat,
         stream::Verdict,
     },
     ids::{LinkId, NodeId},
     time::Instant,
-    wire::{self, DecodeError, Decoded, Frame, FrameKind, RefuseReason, UnreachableReason},
+    wire::{
+        self, DecodeError, Decoded, Frame, FrameKind, Nonce, Proof, RefuseReason, UnreachableReason,
+    },
 };
 
 /// What a received frame needs from the rest of the node, in frame order.
@@ -249,28 +254,33 @@ impl Links {
     ) -> Option<Inbound> {
         let l = self.table.get(&link)?;
         let (phase, dialed, peer) = (l.phase, l.dialed, l.peer);
+        let awaiting_auth = l.awaiting_auth.is_some();
         let up = peer.filter(|_| phase == Phase::Up);
-        let hello = |node, incarnation, versions, proof| PeerHello {
+        let hello = |node, incarnation, versions| PeerHello {
             node,
             incarnation,
             versions,
-            proof,
         };
         let reject = |links: &mut Links, reason, sink: &mut S| {
             links.reject(link, reason, sink).map(Inbound::Down)
         };
         match frame {
-            Frame::Hello(_) | Frame::HelloAck(_) if phase == Phase::Up => {
+            Frame::Hello(_) | Frame::HelloAck(_) if phase == Phase::Up || awaiting_auth => {
                 reject(self, LinkError::UnexpectedHello, sink)
             }
             Frame::Hello(h) => {
-                let peer = hello(h.node, h.incarnation, h.versions, h.proof.as_ref());
-                self.on_hello(now, link, dialed, &peer, None, sink)
+                let peer = hello(h.node, h.incarnation, h.versions);
+                let nonce = h.challenge.map(|c| c.nonce);
+                let key = h.challenge.map(|c| c.key_id);
+                self.on_hello(now, link, dialed, &peer, nonce, key, None, sink)
             }
             Frame::HelloAck(h) => {
-                let peer = hello(h.node, h.incarnation, h.versions, h.proof.as_ref());
-                self.on_hello(now, link, dialed, &peer, Some(h.result), sink)
+                let peer = hello(h.node, h.incarnation, h.versions);
+                let ack = Some((h.result, h.proof));
+                let key = h.proof.map(|p| p.key_id);
+                self.on_hello(now, link, dialed, &peer, h.nonce, key, ack, sink)
             }
+            Frame::Auth(auth) if awaiting_auth => self.on_auth(now, link, &auth.proof, sink),
             Frame::Data(_)
             | Frame::Ack(_)
             | Frame::Unreachable(_)
@@ -278,12 +288,51 @@ impl Links {
             | Frame::Pong(_)
             | Frame::Bye(_) => {
                 let Some(via) = up else {
+                    if self.settings.keys.is_enabled() {
+                        return self.refuse_auth(link, AuthFailure::BeforeAuth, sink);
+                    }
                     return reject(self, LinkError::DataBeforeHello, sink);
                 };
                 self.on_up_frame(now, link, via, bytes, frame, sink)
             }
             other => reject(self, LinkError::UnexpectedFrame(other.kind()), sink),
         }
+    }
+
+    /// Counts an authentication failure and closes `link` for it.
+    fn refuse_auth<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        failure: AuthFailure,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        self.refusals.count(failure);
+        self.reject(link, LinkError::Unauthenticated(failure), sink)
+            .map(Inbound::Down)
+    }
+
+    /// The dialler's `Auth` on an accepted link awaiting it: up if it proves a key we hold.
+    fn on_auth<S: LinkSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        proof: &Proof,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let pending = self.table.get_mut(&link)?.awaiting_auth.take()?;
+        if let Err(failure) = self.settings.keys.check(&pending.transcript, Some(proof)) {
+            let bye = wire::Bye {
+                reason: wire::ByeReason::ProtocolError,
+            };
+            self.transmit(link, &Frame::Bye(bye), sink);
+            return self.refuse_auth(link, failure, sink);
+        }
+        if let Err(reason) = self.check_duplicate(pending.peer, pending.incarnation) {
+            return self
+                .reject(link, LinkError::Refused(reason), sink)
+                .map(Inbound::Down);
+        }
+        Some(self.link_up(now, link, pending.peer, pending.incarnation))
     }
 
     /// A frame on an up link from `via`.
@@ -348,21 +397,25 @@ impl Links {
         }
     }
 
-    /// A `Hello` (acceptor side, `ack` = `None`) or `HelloAck` (dialler side) arrived on a
-    /// link still handshaking.
+    /// A `Hello` (acceptor side, `ack` = `None`) or `HelloAck` (dialler side, with its
+    /// result and proof) arrived on a link still handshaking; `nonce` and `peer_key` are the
+    /// peer's nonce and the id of the key it proves with.
+    #[allow(clippy::too_many_arguments)]
     fn on_hello<S: LinkSink + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
         dialed: Option<NodeId>,
-        hello: &PeerHello<'_>,
-        ack: Option<Result<(), RefuseReason>>,
+        hello: &PeerHello,
+        nonce: Option<Nonce>,
+        peer_key: Option<u8>,
+        ack: Option<(Result<(), RefuseReason>, Option<Proof>)>,
         sink: &mut S,
     ) -> Option<Inbound> {
         let refused = match (dialed, ack) {
             (None, Some(_)) => Some(LinkError::UnexpectedFrame(FrameKind::HelloAck)),
             (Some(_), None) => Some(LinkError::UnexpectedHello),
-            (Some(_), Some(Err(reason))) => Some(LinkError::RefusedByPeer(reason)),
+            (Some(_), Some((Err(reason), _))) => Some(LinkError::RefusedByPeer(reason)),
             _ => None,
         };
         if let Some(error) = refused {
@@ -376,12 +429,11 @@ impl Links {
             };
             return self.reject(link, error, sink).map(Inbound::Down);
         }
-        let token = self.settings.cluster_token.as_bytes();
-        let verdict = handshake::check_peer(self.settings.own, token, hello)
+        let verdict = handshake::check_peer(self.settings.own, hello)
             .and_then(|()| self.check_duplicate(id, hello.incarnation));
         if let Err(reason) = verdict {
             if dialed.is_none() {
-                self.send_hello_ack(link, Err(reason), sink);
+                self.send_hello_ack(link, Err(reason), None, None, sink);
             }
             let error = if reason == RefuseReason::InvalidHello {
                 LinkError::InvalidPeerId(id)
@@ -390,10 +442,83 @@ impl Links {
             };
             return self.reject(link, error, sink).map(Inbound::Down);
         }
-        if dialed.is_none() {
-            self.send_hello_ack(link, Ok(()), sink);
+        if !self.settings.keys.is_enabled() {
+            if dialed.is_none() {
+                self.send_hello_ack(link, Ok(()), None, None, sink);
+            }
+            return Some(self.link_up(now, link, id, hello.incarnation));
         }
-        Some(self.link_up(now, link, id, hello.incarnation))
+        let peer_side = |nonce| Side {
+            node: id,
+            incarnation: hello.incarnation,
+            versions: hello.versions,
+            nonce,
+        };
+        let own_side = |nonce| Side {
+            node: self.settings.own,
+            incarnation: self.settings.incarnation,
+            versions: PROTOCOL_VERSIONS,
+            nonce,
+        };
+        match ack {
+            // Acceptor: a fresh dialler nonce, then our nonce and proof; up on its `Auth`.
+            None => {
+                let failure = match nonce {
+                    None => Some(AuthFailure::NoProof),
+                    Some(n) if !self.replay.admit(n) => Some(AuthFailure::Replay),
+                    Some(_) => None,
+                };
+                if let Some(failure) = failure {
+                    self.send_hello_ack(link, Err(RefuseReason::WrongCluster), None, None, sink);
+                    return self.refuse_auth(link, failure, sink);
+                }
+                let dialler_nonce = nonce.expect("checked above");
+                let own_nonce = self.nonces.next_nonce();
+                let transcript = |role| Transcript {
+                    role,
+                    dialler: peer_side(dialler_nonce),
+                    acceptor: own_side(own_nonce),
+                };
+                let proof = self
+                    .settings
+                    .keys
+                    .prove_with(&transcript(ROLE_ACCEPTOR), peer_key);
+                let expect = transcript(ROLE_DIALLER);
+                self.send_hello_ack(link, Ok(()), Some(own_nonce), proof, sink);
+                if let Some(l) = self.table.get_mut(&link) {
+                    l.awaiting_auth = Some(AwaitingAuth {
+                        peer: id,
+                        incarnation: hello.incarnation,
+                        transcript: expect,
+                    });
+                }
+                None
+            }
+            // Dialler: check the acceptor's proof, then prove ourselves; up.
+            Some((_, proof)) => {
+                let own_nonce = self.table.get(&link).and_then(|l| l.nonce);
+                let (Some(own_nonce), Some(peer_nonce)) = (own_nonce, nonce) else {
+                    return self.refuse_auth(link, AuthFailure::NoProof, sink);
+                };
+                let transcript = |role| Transcript {
+                    role,
+                    dialler: own_side(own_nonce),
+                    acceptor: peer_side(peer_nonce),
+                };
+                let theirs = transcript(ROLE_ACCEPTOR);
+                if let Err(failure) = self.settings.keys.check(&theirs, proof.as_ref()) {
+                    return self.refuse_auth(link, failure, sink);
+                }
+                let ours = self
+                    .settings
+                    .keys
+                    .prove_with(&transcript(ROLE_DIALLER), peer_key);
+                if let Some(proof) = ours {
+                    self.transmit(link, &Frame::Auth(wire::Auth { proof }), sink);
+                }
+                Some(self.link_up(now, link, id, hello.incarnation))
+            }
+        }
     }
 
     /// The duplicate-id rule: a peer id already live on another link must come with the same
@@ -417,6 +542,8 @@ impl Links {
         &mut self,
         link: LinkId,
         result: Result<(), RefuseReason>,
+        nonce: Option<Nonce>,
+        proof: Option<Proof>,
         sink: &mut S,
     ) {
         let name = core::mem::take(&mut self.settings.name);
@@ -425,7 +552,8 @@ impl Links {
             incarnation: self.settings.incarnation,
             versions: PROTOCOL_VERSIONS,
             name: &name,
-            proof: self.proof,
+            nonce,
+            proof,
             result,
         };
         self.transmit(link, &Frame::HelloAck(ack), sink);

@@ -23,7 +23,7 @@ fn settings(max_pending: usize) -> LinkSettings {
         own: OWN,
         name: "own".to_string(),
         incarnation: 9,
-        cluster_token: String::new(),
+        keys: crate::bus::handshake::ClusterKeys::default(),
         heartbeat_interval: Duration::from_millis(1_500),
         heartbeat_dead_after: 3,
         handshake_timeout: Duration::from_secs(10),
@@ -69,7 +69,11 @@ struct Harness {
 impl Harness {
     fn new(max_pending: usize) -> Harness {
         Harness {
-            links: Links::new(settings(max_pending), Instant::ZERO),
+            links: Links::new(
+                settings(max_pending),
+                Instant::ZERO,
+                crate::rng::Rng::new(1),
+            ),
             out: Vec::new(),
             downs: Vec::new(),
         }
@@ -132,7 +136,7 @@ fn hello(node: NodeId) -> Bytes {
         incarnation: 7,
         versions: PROTOCOL_VERSIONS,
         name: "peer",
-        proof: None,
+        challenge: None,
     }))
 }
 
@@ -142,6 +146,7 @@ fn hello_ack(node: NodeId) -> Bytes {
         incarnation: 7,
         versions: PROTOCOL_VERSIONS,
         name: "peer",
+        nonce: None,
         proof: None,
         result: Ok(()),
     }))
@@ -162,6 +167,7 @@ fn own_hello_ack() -> Bytes {
         incarnation: 9,
         versions: PROTOCOL_VERSIONS,
         name: "own",
+        nonce: None,
         proof: None,
         result: Ok(()),
     }))

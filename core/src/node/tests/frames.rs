@@ -30,7 +30,7 @@ pub(super) fn encode_hello(id: NodeId) -> Bytes {
         incarnation: peer_incarnation(id),
         versions: PROTOCOL_VERSIONS,
         name: "",
-        proof: None,
+        challenge: None,
     }))
 }
 
@@ -41,6 +41,7 @@ pub(super) fn encode_hello_ack(id: NodeId) -> Bytes {
         incarnation: peer_incarnation(id),
         versions: PROTOCOL_VERSIONS,
         name: "",
+        nonce: None,
         proof: None,
         result: Ok(()),
     }))
@@ -53,7 +54,7 @@ pub(super) fn own_hello(node: &Node) -> Bytes {
         incarnation: node.incarnation(),
         versions: PROTOCOL_VERSIONS,
         name: &node.config().name,
-        proof: None,
+        challenge: None,
     }))
 }
 
@@ -64,6 +65,7 @@ pub(super) fn own_hello_ack(node: &Node, result: Result<(), RefuseReason>) -> By
         incarnation: node.incarnation(),
         versions: PROTOCOL_VERSIONS,
         name: &node.config().name,
+        nonce: None,
         proof: None,
         result,
     }))

@@ -13,6 +13,7 @@ use crate::{
     time::Duration,
 };
 
+mod auth;
 mod bad_input;
 mod bus;
 mod frames;

@@ -9,7 +9,11 @@
 //!
 //! * **Register on connect**: `Register{incarnation, discovery, topology}` (the latest
 //!   records, including any [`update_topology`](RegistryClient::update_topology)) is the first
-//!   frame of every connection.
+//!   frame of every connection — after the handshake when keys are configured: `Hello`
+//!   (challenge), the registry's `HelloAck` (nonce, proof) checked, then `Auth` and
+//!   `Register`. A registry that does not prove a key is left
+//!   ([`ClientEvent::Unauthenticated`]); a registry refusing our proof is
+//!   [`ClientEvent::AuthRefused`]. Both retry like a close.
 //! * **Refusals** are reported, then retried like a close: another incarnation holding the id
 //!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`].
 //! * **Reconnect with backoff**: a failed dial, a close, a refusal, a protocol error or
@@ -45,12 +49,15 @@ pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;
 use crate::{
+    bus::handshake::{
+        AuthFailure, NonceSource, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
+    },
     discovery::{DiscoveryInfo, TopologyInfo},
     registry::server::EntryKey,
     rng::Rng,
     time::{Instant, earliest},
     wire::{
-        self, Bye, ByeReason, Frame, FrameKind, FrameReader, Heartbeat, Put, RefuseReason,
+        self, Bye, ByeReason, Frame, FrameKind, FrameReader, Heartbeat, Proof, Put, RefuseReason,
         Register, Snapshot, Update,
     },
 };
@@ -81,6 +88,14 @@ enum Incoming {
     Refused {
         holder: u64,
     },
+    AuthRefused,
+    Proven {
+        node: crate::ids::NodeId,
+        incarnation: u64,
+        versions: wire::VersionRange,
+        nonce: Option<wire::Nonce>,
+        proof: Option<wire::Proof>,
+    },
     NameTaken {
         name: alloc::string::String,
         holder: crate::ids::NodeId,
@@ -102,6 +117,9 @@ pub struct RegistryClient {
     next_heartbeat: Option<Instant>,
     silence_deadline: Option<Instant>,
     out: VecDeque<ClientOutput>,
+    nonces: NonceSource,
+    /// Keys configured and `Hello` sent: our nonce, until the registry's proof checks.
+    awaiting_proof: Option<wire::Nonce>,
 }
 
 impl RegistryClient {
@@ -111,6 +129,8 @@ impl RegistryClient {
         let mut out = VecDeque::new();
         out.push_back(ClientOutput::Connect);
         RegistryClient {
+            nonces: NonceSource::new(&mut Rng::new(config.nonce_seed)),
+            awaiting_proof: None,
             rng: Rng::new(config.seed),
             reader: FrameReader::new(config.max_frame),
             config,
@@ -155,12 +175,72 @@ impl RegistryClient {
         self.reader = FrameReader::new(self.config.max_frame);
         self.next_heartbeat = Some(now + self.config.heartbeat_interval);
         self.silence_deadline = Some(now + self.config.silence_timeout);
+        self.awaiting_proof = None;
+        if let Some(key_id) = self.config.keys.current_id() {
+            let nonce = self.nonces.next_nonce();
+            self.awaiting_proof = Some(nonce);
+            let hello = wire::Hello {
+                node: self.config.discovery.id,
+                incarnation: self.config.incarnation,
+                versions: PROTOCOL_VERSIONS,
+                name: &self.config.discovery.name,
+                challenge: Some(wire::Challenge { nonce, key_id }),
+            };
+            let mut bytes = Vec::new();
+            if wire::encode(&hello.into(), &mut bytes).is_ok() {
+                self.out.push_back(ClientOutput::Transmit { bytes });
+            }
+            return;
+        }
+        self.send_register();
+    }
+
+    fn send_register(&mut self) {
         let register = Register {
             incarnation: self.config.incarnation,
             discovery: self.config.discovery.clone(),
             topology: self.config.topology.clone(),
         };
         self.send(&register.into());
+    }
+
+    /// The registry's `HelloAck` while our `Hello` awaits it: its proof checked over both
+    /// nonces, then our `Auth` and `Register`.
+    fn on_proof(
+        &mut self,
+        now: Instant,
+        own_nonce: wire::Nonce,
+        registry: Side,
+        proof: Option<Proof>,
+    ) {
+        let transcript = |role| Transcript {
+            role,
+            dialler: Side {
+                node: self.config.discovery.id,
+                incarnation: self.config.incarnation,
+                versions: PROTOCOL_VERSIONS,
+                nonce: own_nonce,
+            },
+            acceptor: registry,
+        };
+        if let Err(failure) = self
+            .config
+            .keys
+            .check(&transcript(ROLE_ACCEPTOR), proof.as_ref())
+        {
+            self.event(ClientEvent::Unauthenticated(failure));
+            self.out.push_back(ClientOutput::Close);
+            return self.retry(now);
+        }
+        self.awaiting_proof = None;
+        let ours = self
+            .config
+            .keys
+            .prove_with(&transcript(ROLE_DIALLER), proof.map(|p| p.key_id));
+        if let Some(proof) = ours {
+            self.send(&wire::Auth { proof }.into());
+        }
+        self.send_register();
     }
 
     /// The dial failed: schedules the next one.
@@ -197,6 +277,7 @@ impl RegistryClient {
                     },
                     Frame::Heartbeat(_) => Incoming::Heartbeat,
                     Frame::HelloAck(ack) => match ack.result {
+                        Err(RefuseReason::WrongCluster) => Incoming::AuthRefused,
                         Err(RefuseReason::NameTaken) => Incoming::NameTaken {
                             name: ack.name.into(),
                             holder: ack.node,
@@ -204,7 +285,13 @@ impl RegistryClient {
                         Err(_) => Incoming::Refused {
                             holder: ack.incarnation,
                         },
-                        Ok(()) => Incoming::Other(FrameKind::HelloAck),
+                        Ok(()) => Incoming::Proven {
+                            node: ack.node,
+                            incarnation: ack.incarnation,
+                            versions: ack.versions,
+                            nonce: ack.nonce,
+                            proof: ack.proof,
+                        },
                     },
                     Frame::Bye(_) => Incoming::Bye,
                     other => Incoming::Other(other.kind()),
@@ -217,7 +304,44 @@ impl RegistryClient {
 
     fn handle_frame(&mut self, now: Instant, incoming: Incoming) {
         let registered = self.phase == Phase::Connected { registered: true };
+        if let Some(own_nonce) = self.awaiting_proof {
+            match incoming {
+                Incoming::Proven {
+                    node,
+                    incarnation,
+                    versions,
+                    nonce,
+                    proof,
+                } => {
+                    let Some(nonce) = nonce else {
+                        self.event(ClientEvent::Unauthenticated(AuthFailure::NoProof));
+                        self.out.push_back(ClientOutput::Close);
+                        return self.retry(now);
+                    };
+                    let registry = Side {
+                        node,
+                        incarnation,
+                        versions,
+                        nonce,
+                    };
+                    return self.on_proof(now, own_nonce, registry, proof);
+                }
+                Incoming::AuthRefused | Incoming::Bye | Incoming::Heartbeat => {}
+                // Anything the registry says before it proved the key is not believed.
+                _ => {
+                    self.event(ClientEvent::Unauthenticated(AuthFailure::BeforeAuth));
+                    self.out.push_back(ClientOutput::Close);
+                    return self.retry(now);
+                }
+            }
+        }
         match incoming {
+            Incoming::AuthRefused => {
+                self.event(ClientEvent::AuthRefused);
+                self.out.push_back(ClientOutput::Close);
+                self.retry(now);
+            }
+            Incoming::Proven { .. } => self.fail(now, ClientError::Unexpected(FrameKind::HelloAck)),
             Incoming::Snapshot(snapshot) => {
                 let epoch = snapshot.epoch;
                 let (new_epoch, in_grace) =

@@ -34,6 +34,13 @@ pub struct ClientConfig {
     pub max_frame: usize,
     /// Seed of the jitter drawn for reconnect delays.
     pub seed: u64,
+    /// The cluster keys (none: no authentication). With keys the client opens every
+    /// connection with `Hello`, checks the registry's proof, proves a key (`Auth`), and only
+    /// then registers ([`crate::bus::handshake`]).
+    pub keys: crate::bus::handshake::ClusterKeys,
+    /// Seed of the handshake nonces: secret (a node derives it from its entropy-mixed
+    /// `rng_seed`), unlike `seed`.
+    pub nonce_seed: u64,
 }
 
 impl ClientConfig {
@@ -55,6 +62,8 @@ impl ClientConfig {
             silence_timeout: Duration::from_secs(15),
             max_frame: DEFAULT_MAX_FRAME,
             seed: 0,
+            keys: crate::bus::handshake::ClusterKeys::default(),
+            nonce_seed: 0,
         }
     }
 }
@@ -136,6 +145,13 @@ pub enum ClientEvent {
         /// The id of the node holding it (0 for a node listed by name only).
         holder: NodeId,
     },
+    /// The registry refused this node's proof of the cluster key (another cluster's
+    /// registry, or this node has the wrong key). The client retries on its backoff.
+    AuthRefused,
+    /// The registry failed to prove the cluster key (a stranger, or a registry without
+    /// keys): the client closed the connection without registering, and retries on its
+    /// backoff.
+    Unauthenticated(crate::bus::handshake::AuthFailure),
     /// The connection is gone (failed dial, close, silence, refusal or error); the next
     /// attempt is at `retry_at`.
     Disconnected {

@@ -65,14 +65,19 @@ pub use types::{
 };
 
 use crate::{
+    bus::handshake::{
+        self, AuthFailure, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, ReplayGuard, Side,
+        Transcript,
+    },
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
     rng::Rng,
     time::Instant,
     timer::TimerQueue,
     wire::{
-        self, Bye, ByeReason, Delete, Frame, FrameKind, FrameReader, Heartbeat, HelloAck, Put,
-        RefuseReason, Register, RegistryEntry, Snapshot, Update, VersionRange,
+        self, Bye, ByeReason, Challenge, Delete, Frame, FrameKind, FrameReader, Heartbeat,
+        HelloAck, Proof, Put, RefuseReason, Register, RegistryEntry, Snapshot, Update,
+        VersionRange,
     },
 };
 
@@ -91,8 +96,21 @@ enum Timer {
 #[derive(Debug)]
 struct Conn {
     reader: FrameReader,
+    /// Where its authentication is.
+    auth: ConnAuth,
     /// The node it registered, and that node's type name.
     registered: Option<(EntryKey, alloc::string::String)>,
+}
+
+/// A connection's authentication.
+#[derive(Clone, Copy, Debug)]
+enum ConnAuth {
+    /// Authenticated, or the server has no keys.
+    Open,
+    /// Keys configured; the client's `Hello` is due.
+    AwaitingHello,
+    /// `HelloAck` sent; the client's `Auth` must prove this.
+    AwaitingAuth(Transcript),
 }
 
 /// Where a listed node's connection is.
@@ -130,6 +148,13 @@ enum Incoming {
     Update(Box<Update>),
     Heartbeat(Heartbeat),
     Bye(Bye),
+    Hello {
+        node: NodeId,
+        incarnation: u64,
+        versions: VersionRange,
+        challenge: Option<Challenge>,
+    },
+    Auth(Proof),
     Other(FrameKind),
 }
 
@@ -149,6 +174,10 @@ pub struct RegistryServer {
     protected: BTreeMap<ConnId, EntryKey>,
     timers: TimerQueue<Timer>,
     out: VecDeque<ServerOutput>,
+    /// Handshake nonces.
+    nonces: handshake::NonceSource,
+    /// Client nonces seen lately.
+    replay: ReplayGuard,
 }
 
 impl RegistryServer {
@@ -156,7 +185,8 @@ impl RegistryServer {
     /// fresh randomness at every start, so a restarted registry gets a new epoch).
     #[must_use]
     pub fn new(config: ServerConfig, seed: u64) -> RegistryServer {
-        let epoch = Rng::new(seed).next_u64().max(1);
+        let mut rng = Rng::new(seed);
+        let epoch = rng.next_u64().max(1);
         RegistryServer {
             config,
             epoch,
@@ -169,6 +199,8 @@ impl RegistryServer {
             protected: BTreeMap::new(),
             timers: TimerQueue::new(),
             out: VecDeque::new(),
+            nonces: handshake::NonceSource::new(&mut rng),
+            replay: ReplayGuard::default(),
         }
     }
 
@@ -211,6 +243,11 @@ impl RegistryServer {
             conn,
             Conn {
                 reader: FrameReader::new(self.config.max_frame),
+                auth: if self.config.keys.is_enabled() {
+                    ConnAuth::AwaitingHello
+                } else {
+                    ConnAuth::Open
+                },
                 registered: None,
             },
         );
@@ -241,6 +278,13 @@ impl RegistryServer {
                     Frame::Update(u) => Incoming::Update(u),
                     Frame::Heartbeat(h) => Incoming::Heartbeat(h),
                     Frame::Bye(b) => Incoming::Bye(b),
+                    Frame::Hello(h) => Incoming::Hello {
+                        node: h.node,
+                        incarnation: h.incarnation,
+                        versions: h.versions,
+                        challenge: h.challenge,
+                    },
+                    Frame::Auth(a) => Incoming::Auth(a.proof),
                     other => Incoming::Other(other.kind()),
                 },
                 Err(error) => {
@@ -248,7 +292,54 @@ impl RegistryServer {
                     return;
                 }
             };
+            let auth = c.auth;
+            let open = matches!(auth, ConnAuth::Open);
+            let keyless_fresh = !self.config.keys.is_enabled() && c.registered.is_none();
             match incoming {
+                Incoming::Hello {
+                    node,
+                    incarnation,
+                    versions,
+                    challenge,
+                } => match auth {
+                    ConnAuth::AwaitingHello => {
+                        let dialler = |nonce| Side {
+                            node,
+                            incarnation,
+                            versions,
+                            nonce,
+                        };
+                        self.on_hello(now, conn, challenge, dialler);
+                    }
+                    // No keys: answered unproven, so a client with keys refuses this
+                    // registry itself.
+                    ConnAuth::Open if keyless_fresh => self.send_hello_ack(conn, None, None),
+                    _ => self.fail(now, conn, ProtocolError::Unexpected(FrameKind::Hello)),
+                },
+                Incoming::Auth(proof) => match auth {
+                    ConnAuth::AwaitingAuth(transcript) => {
+                        match self.config.keys.check(&transcript, Some(&proof)) {
+                            Ok(()) => {
+                                if let Some(c) = self.conns.get_mut(&conn) {
+                                    c.auth = ConnAuth::Open;
+                                }
+                            }
+                            Err(failure) => self.refuse_auth(now, conn, failure),
+                        }
+                    }
+                    _ => self.fail(now, conn, ProtocolError::Unexpected(FrameKind::Auth)),
+                },
+                Incoming::Bye(_) if !open => {
+                    self.out.push_back(ServerOutput::Close { conn });
+                    self.drop_conn(now, conn, true);
+                }
+                Incoming::Register(_) | Incoming::Update(_) | Incoming::Heartbeat(_) if !open => {
+                    let failure = match auth {
+                        ConnAuth::AwaitingHello => AuthFailure::NoProof,
+                        _ => AuthFailure::BeforeAuth,
+                    };
+                    self.refuse_auth(now, conn, failure);
+                }
                 Incoming::Register(r) => self.register(now, conn, *r),
                 Incoming::Update(u) => self.update(now, conn, *u),
                 Incoming::Heartbeat(h) => {
@@ -325,6 +416,76 @@ impl RegistryServer {
             Ok(_) => self.out.push_back(ServerOutput::Transmit { conn, bytes }),
             Err(_) => self.out.push_back(ServerOutput::Close { conn }),
         }
+    }
+
+    /// A client's `Hello` on a connection that owes one (keys configured): a fresh client
+    /// nonce, then the registry's nonce and proof; the client's `Auth` is due next.
+    fn on_hello(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        challenge: Option<Challenge>,
+        dialler: impl Fn(wire::Nonce) -> Side,
+    ) {
+        let Some(challenge) = challenge else {
+            return self.refuse_auth(now, conn, AuthFailure::NoProof);
+        };
+        if !self.replay.admit(challenge.nonce) {
+            return self.refuse_auth(now, conn, AuthFailure::Replay);
+        }
+        let acceptor = Side {
+            node: NodeId::NONE,
+            incarnation: self.epoch,
+            versions: PROTOCOL_VERSIONS,
+            nonce: self.nonces.next_nonce(),
+        };
+        let transcript = |role| Transcript {
+            role,
+            dialler: dialler(challenge.nonce),
+            acceptor,
+        };
+        let proof = self
+            .config
+            .keys
+            .prove_with(&transcript(ROLE_ACCEPTOR), Some(challenge.key_id));
+        self.send_hello_ack(conn, Some(acceptor.nonce), proof);
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.auth = ConnAuth::AwaitingAuth(transcript(ROLE_DIALLER));
+        }
+    }
+
+    /// The registry's answer to a `Hello`: node 0, its epoch as incarnation, its nonce and
+    /// proof when it has keys.
+    fn send_hello_ack(&mut self, conn: ConnId, nonce: Option<wire::Nonce>, proof: Option<Proof>) {
+        let ack = HelloAck {
+            node: NodeId::NONE,
+            incarnation: self.epoch,
+            versions: PROTOCOL_VERSIONS,
+            name: "",
+            nonce,
+            proof,
+            result: Ok(()),
+        };
+        self.send(conn, &ack.into());
+    }
+
+    /// Refuses `conn` for failing authentication: a `WrongCluster` refusal (versions
+    /// `0..=0`, as every registry refusal), close, counted.
+    fn refuse_auth(&mut self, now: Instant, conn: ConnId, failure: AuthFailure) {
+        let ack = HelloAck {
+            node: NodeId::NONE,
+            incarnation: self.epoch,
+            versions: VersionRange { min: 0, max: 0 },
+            name: "",
+            nonce: None,
+            proof: None,
+            result: Err(RefuseReason::WrongCluster),
+        };
+        self.send(conn, &ack.into());
+        self.out.push_back(ServerOutput::Close { conn });
+        self.stats.auth_refusals.count(failure);
+        self.event(ServerEvent::Unauthenticated { conn, failure });
+        self.drop_conn(now, conn, true);
     }
 
     /// Closes `conn` for a client's fault.
@@ -599,6 +760,7 @@ impl RegistryServer {
             incarnation: holder_incarnation,
             versions: VersionRange { min: 0, max: 0 },
             name: &name,
+            nonce: None,
             proof: None,
             result: Err(RefuseReason::NameTaken),
         };
@@ -620,6 +782,7 @@ impl RegistryServer {
             incarnation: holder,
             versions: VersionRange { min: 0, max: 0 },
             name: "",
+            nonce: None,
             proof: None,
             result: Err(RefuseReason::DuplicateId),
         };

@@ -55,6 +55,10 @@ pub struct ServerConfig {
     pub concern: ConcernTable,
     /// Largest frame accepted from a client.
     pub max_frame: usize,
+    /// The cluster keys (none: no authentication). With keys, a client must open with
+    /// `Hello` and prove a key (`Auth`) before it registers or reads anything, and the
+    /// registry proves the key to it ([`crate::bus::handshake`]).
+    pub keys: crate::bus::handshake::ClusterKeys,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +69,7 @@ impl Default for ServerConfig {
             heartbeat_timeout: Some(Duration::from_secs(15)),
             concern: ConcernTable::all(),
             max_frame: DEFAULT_MAX_FRAME,
+            keys: crate::bus::handshake::ClusterKeys::default(),
         }
     }
 }
@@ -104,6 +109,8 @@ pub struct ServerStats {
     /// Live connections taken over by a new incarnation of the same identity
     /// ([`ServerEvent::TakenOver`]).
     pub takeovers: u64,
+    /// Connections refused for authentication, by kind.
+    pub auth_refusals: crate::bus::handshake::AuthRefusals,
 }
 
 /// Why the server closed a connection on a client's fault.
@@ -221,6 +228,14 @@ pub enum ServerEvent {
     Removed {
         /// The node.
         key: EntryKey,
+    },
+    /// A connection failed authentication: a `HelloAck` refusing it (`WrongCluster`, versions
+    /// `0..=0`) went back and it was closed.
+    Unauthenticated {
+        /// The connection.
+        conn: ConnId,
+        /// Why.
+        failure: crate::bus::handshake::AuthFailure,
     },
     /// An unregistered connection was closed after `access_timeout`.
     AccessTimeout {

@@ -54,7 +54,7 @@ pub(super) fn golden_hello() -> (Frame<'static>, Vec<u8>) {
         incarnation: 5,
         versions: VersionRange { min: 1, max: 3 },
         name: "gw",
-        proof: None,
+        challenge: None,
     });
     #[rustfmt::skip]
     let bytes = vec![
@@ -73,17 +73,23 @@ pub(super) fn golden_hello_ack() -> (Frame<'static>, Vec<u8>) {
         incarnation: 0x0A0B,
         versions: VersionRange { min: 2, max: 2 },
         name: "gw",
-        proof: Some([0xAB; PROOF_LEN]),
+        nonce: Some([0xCD; NONCE_LEN]),
+        proof: Some(Proof {
+            key_id: 0x5E,
+            mac: [0xAB; MAC_LEN],
+        }),
         result: Err(RefuseReason::DuplicateId),
     });
     let mut bytes = vec![
-        67, 0, 0, 0, 1, 2, 1, 0, // len 67, version 1, kind HelloAck, flag: proof
+        100, 0, 0, 0, 1, 2, 3, 0, // len 100, version 1, kind HelloAck, flags: nonce, proof
         9, 0, 0, 0, 0, 0, 0, 0, // node
         0x0B, 0x0A, 0, 0, 0, 0, 0, 0, // incarnation
         2, 0, 2, 0, // versions 2..=2
         3, // status: refused, DuplicateId
     ];
-    bytes.extend_from_slice(&[0xAB; PROOF_LEN]);
+    bytes.extend_from_slice(&[0xCD; NONCE_LEN]); // nonce
+    bytes.push(0x5E); // key id
+    bytes.extend_from_slice(&[0xAB; MAC_LEN]); // MAC
     bytes.extend_from_slice(&[2, 0, 0, 0, b'g', b'w']);
     (frame, bytes)
 }
@@ -195,6 +201,42 @@ pub(super) fn golden_bye() -> (Frame<'static>, Vec<u8>) {
     (frame, vec![9, 0, 0, 0, 1, 8, 0, 0, 1])
 }
 
+pub(super) fn golden_hello_with_nonce() -> (Frame<'static>, Vec<u8>) {
+    let frame = Frame::Hello(Hello {
+        node: NodeId(0x0102),
+        incarnation: 5,
+        versions: VersionRange { min: 1, max: 1 },
+        name: "gw",
+        challenge: Some(Challenge {
+            nonce: [0x3C; NONCE_LEN],
+            key_id: 0x5E,
+        }),
+    });
+    #[rustfmt::skip]
+    let mut bytes = vec![
+        67, 0, 0, 0, 1, 1, 1, 0,      // len 67, version 1, kind Hello, flag: challenge
+        0x02, 0x01, 0, 0, 0, 0, 0, 0, // node 0x0102
+        5, 0, 0, 0, 0, 0, 0, 0,       // incarnation
+        1, 0, 1, 0,                   // versions 1..=1
+    ];
+    bytes.extend_from_slice(&[0x3C; NONCE_LEN]);
+    bytes.push(0x5E); // key id
+    bytes.extend_from_slice(&[2, 0, 0, 0, b'g', b'w']);
+    (frame, bytes)
+}
+
+pub(super) fn golden_auth() -> (Frame<'static>, Vec<u8>) {
+    let frame = Frame::Auth(Auth {
+        proof: Proof {
+            key_id: 0x77,
+            mac: [0x99; MAC_LEN],
+        },
+    });
+    let mut bytes = vec![41, 0, 0, 0, 1, 9, 0, 0, 0x77]; // len 41, kind Auth, key id
+    bytes.extend_from_slice(&[0x99; MAC_LEN]);
+    (frame, bytes)
+}
+
 pub(super) fn golden_delete() -> (Frame<'static>, Vec<u8>) {
     let frame = Frame::Delete(Delete {
         epoch: 3,
@@ -232,6 +274,8 @@ pub(super) fn link_goldens() -> Vec<(Frame<'static>, Vec<u8>)> {
     vec![
         golden_hello(),
         golden_hello_ack(),
+        golden_hello_with_nonce(),
+        golden_auth(),
         golden_data(),
         golden_ack(),
         golden_unreachable(),
@@ -250,6 +294,13 @@ fn hello_without_proof_has_exact_bytes() {
 }
 
 #[test]
+fn hello_with_nonce_and_auth_have_exact_bytes() {
+    for (frame, bytes) in [golden_hello_with_nonce(), golden_auth()] {
+        assert_golden(&frame, &bytes);
+    }
+}
+
+#[test]
 fn hello_ack_refusal_with_proof_has_exact_bytes() {
     let (frame, bytes) = golden_hello_ack();
     assert_golden(&frame, &bytes);
@@ -262,6 +313,7 @@ fn hello_ack_accepted_writes_status_zero() {
         incarnation: 1,
         versions: VersionRange { min: 1, max: 1 },
         name: "",
+        nonce: None,
         proof: None,
         result: Ok(()),
     });
@@ -418,8 +470,8 @@ fn header_fields_are_checked_as_soon_as_present() {
         Err(DecodeError::BadVersion { version: 2 })
     );
     assert_eq!(
-        decode(&[100, 0, 0, 0, 1, 9], MAX),
-        Err(DecodeError::UnknownKind { kind: 9 })
+        decode(&[100, 0, 0, 0, 1, 10], MAX),
+        Err(DecodeError::UnknownKind { kind: 10 })
     );
     assert_eq!(
         decode(&[100, 0, 0, 0, 1, 0], MAX),
@@ -509,13 +561,13 @@ fn a_length_shorter_than_the_fields_names_the_cut_field() {
             field: "dst_incarnation"
         })
     );
-    // A Hello that claims a proof but ends before it is complete.
+    // A Hello that claims a challenge but ends before its nonce is complete.
     let (_, hello) = golden_hello();
     let mut claims_proof = hello.clone();
     claims_proof[6] = 1;
     assert_eq!(
         decode(&claims_proof, MAX),
-        Err(DecodeError::Truncated { field: "proof" })
+        Err(DecodeError::Truncated { field: "nonce" })
     );
     // An empty Ack body.
     assert_eq!(

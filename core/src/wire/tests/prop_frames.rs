@@ -32,7 +32,7 @@ struct Spec {
     small: u32,
     code: u8,
     flag: bool,
-    proof: [u8; PROOF_LEN],
+    proof: [u8; NONCE_LEN],
     text: String,
     payload: Vec<u8>,
     entries: Vec<RegistryEntry>,
@@ -104,13 +104,13 @@ fn entry() -> impl Strategy<Value = RegistryEntry> {
 fn spec() -> impl Strategy<Value = Spec> {
     (
         (
-            0u8..14,
+            0u8..15,
             any::<u64>(),
             any::<u64>(),
             any::<u64>(),
             any::<u32>(),
         ),
-        (any::<u8>(), any::<bool>(), any::<[u8; PROOF_LEN]>(), text()),
+        (any::<u8>(), any::<bool>(), any::<[u8; NONCE_LEN]>(), text()),
         pvec(any::<u8>(), 0..300),
         pvec(entry(), 0..3),
     )
@@ -142,7 +142,15 @@ fn frame(spec: &Spec) -> Frame<'_> {
         min: (spec.small & 0xFFFF) as u16,
         max: (spec.small >> 16) as u16,
     };
-    let proof = spec.flag.then_some(spec.proof);
+    let nonce = spec.flag.then_some(spec.proof);
+    let challenge = nonce.map(|nonce| Challenge {
+        nonce,
+        key_id: spec.code,
+    });
+    let proof = (spec.code % 4 >= 2).then_some(Proof {
+        key_id: spec.code,
+        mac: spec.proof,
+    });
     let first = spec.entries.first().cloned();
     let unrevised = |mut e: RegistryEntry| {
         e.discovery.revision = 0;
@@ -157,13 +165,14 @@ fn frame(spec: &Spec) -> Frame<'_> {
             incarnation: spec.b,
             versions,
             name: &spec.text,
-            proof,
+            challenge,
         }),
         1 => Frame::HelloAck(HelloAck {
             node: NodeId(spec.a),
             incarnation: spec.b,
             versions,
             name: &spec.text,
+            nonce,
             proof,
             result: if spec.code.is_multiple_of(2) {
                 Ok(())
@@ -241,6 +250,12 @@ fn frame(spec: &Spec) -> Frame<'_> {
             revision: spec.b,
             id: NodeId(spec.c),
             name: &spec.text,
+        }),
+        14 => Frame::Auth(Auth {
+            proof: Proof {
+                key_id: spec.code,
+                mac: spec.proof,
+            },
         }),
         _ => Frame::Heartbeat(Heartbeat {
             epoch: spec.a,

@@ -15,6 +15,7 @@ use crate::{
     time::Instant,
 };
 
+mod auth;
 mod restart;
 mod rules;
 

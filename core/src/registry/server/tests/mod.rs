@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use super::*;
 use crate::registry::fixtures::disc;
 
+mod auth;
 mod bad_input;
 mod names;
 mod rules;

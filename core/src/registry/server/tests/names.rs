@@ -55,6 +55,7 @@ fn name_refusal(
         incarnation: holder_incarnation,
         versions: VersionRange { min: 0, max: 0 },
         name,
+        nonce: None,
         proof: None,
         result: Err(RefuseReason::NameTaken),
     };
@@ -295,6 +296,7 @@ fn another_identity_on_a_live_connection_is_refused() {
                         incarnation: 101,
                         versions: VersionRange { min: 0, max: 0 },
                         name: "",
+                        nonce: None,
                         proof: None,
                         result: Err(RefuseReason::DuplicateId),
                     }

@@ -319,6 +319,7 @@ fn duplicate_id_from_another_incarnation_is_refused() {
         incarnation: 101,
         versions: VersionRange { min: 0, max: 0 },
         name: "",
+        nonce: None,
         proof: None,
         result: Err(RefuseReason::DuplicateId),
     };

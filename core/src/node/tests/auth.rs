@@ -1,0 +1,280 @@
+//! Cluster-key authentication on one node fed a hand-built peer's frames (wrong key, a
+//! replayed handshake, a tampered proof, data before the proof, no challenge), and between
+//! nodes on the simulator (key rotation).
+
+use alloc::{vec, vec::Vec};
+
+use bytes::Bytes;
+
+use super::{frames::bytes, *};
+use crate::{
+    bus::handshake::{
+        AuthFailure, AuthRefusals, ClusterKey, ClusterKeys, PROTOCOL_VERSIONS, ROLE_ACCEPTOR,
+        ROLE_DIALLER, Side, Transcript,
+    },
+    wire::{self, Challenge, Decoded, Frame, RefuseReason},
+};
+
+const PEER: u64 = 0x101;
+const PEER_INCARNATION: u64 = 9;
+
+fn key(byte: u8) -> ClusterKey {
+    ClusterKey::new([byte; 32])
+}
+
+fn drain(node: &mut Node) -> Vec<Output> {
+    core::iter::from_fn(|| node.poll_output()).collect()
+}
+
+/// A node 0x102 with these keys.
+fn node_with(keys: &[ClusterKey]) -> Node {
+    let mut c = config(0x102, 0, 2, false);
+    c.cluster_keys = keys.to_vec();
+    Node::new(c, secs(0)).unwrap()
+}
+
+/// The peer's `Hello` with challenge `nonce` naming `keys`' current key.
+fn hello(keys: &ClusterKeys, nonce: [u8; 32]) -> Bytes {
+    bytes(&Frame::Hello(wire::Hello {
+        node: NodeId(PEER),
+        incarnation: PEER_INCARNATION,
+        versions: PROTOCOL_VERSIONS,
+        name: "peer",
+        challenge: keys.current_id().map(|key_id| Challenge { nonce, key_id }),
+    }))
+}
+
+/// The node's answer on `link` among `out`, decoded: (result, nonce, proof).
+fn answer(
+    out: &[Output],
+    link: LinkId,
+) -> (
+    Result<(), RefuseReason>,
+    Option<wire::Nonce>,
+    Option<wire::Proof>,
+) {
+    for o in out {
+        if let Output::Transmit { link: l, bytes } = o
+            && *l == link
+            && let Ok(Decoded::Frame(Frame::HelloAck(ack), _)) =
+                wire::decode(bytes, wire::DEFAULT_MAX_FRAME)
+        {
+            return (ack.result, ack.nonce, ack.proof);
+        }
+    }
+    panic!("no HelloAck on {link}: {out:?}");
+}
+
+/// The transcript of a handshake the peer dialled with `peer_nonce`, the node answering
+/// with `node_nonce`.
+fn transcript(node: &Node, role: u8, peer_nonce: [u8; 32], node_nonce: [u8; 32]) -> Transcript {
+    Transcript {
+        role,
+        dialler: Side {
+            node: NodeId(PEER),
+            incarnation: PEER_INCARNATION,
+            versions: PROTOCOL_VERSIONS,
+            nonce: peer_nonce,
+        },
+        acceptor: Side {
+            node: node.id(),
+            incarnation: node.incarnation(),
+            versions: PROTOCOL_VERSIONS,
+            nonce: node_nonce,
+        },
+    }
+}
+
+fn auth(proof: wire::Proof) -> Bytes {
+    bytes(&Frame::Auth(wire::Auth { proof }))
+}
+
+/// The peer (with `keys`) dials the node: `Hello`, the node's `HelloAck` checked, then the
+/// `Auth` that `tamper` may spoil. Returns the link, the `Hello` and `Auth` bytes sent, and
+/// what the node output after the `Auth`.
+fn dial_in(
+    node: &mut Node,
+    keys: &ClusterKeys,
+    nonce: [u8; 32],
+    tamper: impl Fn(&mut wire::Proof),
+) -> (LinkId, Bytes, Bytes, Vec<Output>) {
+    let link = node.handle_accepted(secs(0));
+    let hello = hello(keys, nonce);
+    node.handle_received(secs(0), link, hello.clone());
+    let out = drain(node);
+    let (result, node_nonce, node_proof) = answer(&out, link);
+    assert_eq!(result, Ok(()));
+    let node_nonce = node_nonce.expect("a nonce");
+    // The node proved with the key the peer named when it holds it.
+    let ours = transcript(node, ROLE_DIALLER, nonce, node_nonce);
+    let mut proof = keys
+        .prove_with(&ours, node_proof.map(|p| p.key_id))
+        .expect("keys");
+    tamper(&mut proof);
+    let auth = auth(proof);
+    node.handle_received(secs(0), link, auth.clone());
+    (link, hello, auth, drain(node))
+}
+
+fn up(out: &[Output], link: LinkId) -> bool {
+    out.contains(&Output::Event(Event::LinkUp {
+        link,
+        peer: NodeId(PEER),
+    }))
+}
+
+fn rejected(out: &[Output], link: LinkId, failure: AuthFailure) -> bool {
+    out.contains(&Output::Event(Event::LinkRejected {
+        link,
+        reason: LinkError::Unauthenticated(failure),
+    })) && out.contains(&Output::Close { link })
+}
+
+#[test]
+fn the_right_key_links_and_nothing_is_up_before_the_proof() {
+    let mut node = node_with(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, hello(&keys, [7; 32]));
+    let out = drain(&mut node);
+    assert!(!up(&out, link), "up before the dialler's proof: {out:?}");
+    let (link, _, _, out) = dial_in(&mut node, &keys, [8; 32], |_| {});
+    assert!(up(&out, link), "{out:?}");
+    // The node's own proof (in its HelloAck) checks with the peer's key.
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, hello(&keys, [9; 32]));
+    let (_, nonce, proof) = answer(&drain(&mut node), link);
+    let theirs = transcript(&node, ROLE_ACCEPTOR, [9; 32], nonce.expect("a nonce"));
+    assert_eq!(keys.check(&theirs, proof.as_ref()), Ok(()));
+    assert_eq!(node.auth_refusals(), AuthRefusals::default());
+}
+
+#[test]
+fn a_wrong_key_is_refused_and_counted() {
+    let mut node = node_with(&[key(1)]);
+    let (link, _, _, out) = dial_in(&mut node, &ClusterKeys::new(&[key(2)]), [7; 32], |_| {});
+    assert!(rejected(&out, link, AuthFailure::UnknownKey), "{out:?}");
+    assert!(!up(&out, link));
+    assert_eq!(node.auth_refusals().unknown_key, 1);
+    assert_eq!(node.link_count(), 0);
+}
+
+#[test]
+fn a_tampered_proof_is_refused_and_counted() {
+    let mut node = node_with(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let (link, _, _, out) = dial_in(&mut node, &keys, [7; 32], |p| p.mac[0] ^= 1);
+    assert!(rejected(&out, link, AuthFailure::BadProof), "{out:?}");
+    assert_eq!(node.auth_refusals().bad_proof, 1);
+}
+
+#[test]
+fn a_recorded_handshake_replayed_is_refused_and_counted() {
+    let mut node = node_with(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let (first, hello, auth, out) = dial_in(&mut node, &keys, [7; 32], |_| {});
+    assert!(up(&out, first));
+    // The recording, byte for byte, on a new connection (the first link closed meanwhile).
+    node.handle_closed(secs(1), first);
+    drain(&mut node);
+    let link = node.handle_accepted(secs(1));
+    let mut recording = hello.to_vec();
+    recording.extend_from_slice(&auth);
+    node.handle_received(secs(1), link, Bytes::from(recording));
+    let out = drain(&mut node);
+    assert_eq!(answer(&out, link).0, Err(RefuseReason::WrongCluster));
+    assert!(rejected(&out, link, AuthFailure::Replay), "{out:?}");
+    assert!(!up(&out, link));
+    assert_eq!(node.auth_refusals().replay, 1);
+}
+
+#[test]
+fn a_replayed_proof_under_a_fresh_nonce_does_not_check() {
+    let mut node = node_with(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let (first, _, auth, _) = dial_in(&mut node, &keys, [7; 32], |_| {});
+    node.handle_closed(secs(1), first);
+    drain(&mut node);
+    // A new dialler nonce passes the replay guard, but the old proof covers another exchange.
+    let link = node.handle_accepted(secs(1));
+    node.handle_received(secs(1), link, hello(&keys, [8; 32]));
+    node.handle_received(secs(1), link, auth);
+    let out = drain(&mut node);
+    assert!(rejected(&out, link, AuthFailure::BadProof), "{out:?}");
+}
+
+#[test]
+fn data_before_the_proof_closes_the_link_and_is_counted() {
+    let mut node = node_with(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, hello(&keys, [7; 32]));
+    drain(&mut node);
+    let data = bytes(&Frame::Data(wire::Data {
+        src: NodeId(PEER),
+        dst: node.id(),
+        seq: 1,
+        dst_incarnation: 0,
+        retransmit: false,
+        msg_type: 100,
+        hop_count: 0,
+        payload: b"early",
+    }));
+    node.handle_received(secs(0), link, data);
+    let out = drain(&mut node);
+    assert!(rejected(&out, link, AuthFailure::BeforeAuth), "{out:?}");
+    assert!(!out.iter().any(|o| matches!(o, Output::Received { .. })));
+    assert_eq!(node.auth_refusals().before_auth, 1);
+}
+
+#[test]
+fn a_hello_without_a_challenge_is_refused_and_counted() {
+    let mut node = node_with(&[key(1)]);
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, hello(&ClusterKeys::default(), [0; 32]));
+    let out = drain(&mut node);
+    assert_eq!(answer(&out, link).0, Err(RefuseReason::WrongCluster));
+    assert!(rejected(&out, link, AuthFailure::NoProof), "{out:?}");
+    assert_eq!(node.auth_refusals().no_proof, 1);
+}
+
+#[test]
+fn a_node_without_keys_links_as_before() {
+    let mut node = node_with(&[]);
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, hello(&ClusterKeys::default(), [0; 32]));
+    let out = drain(&mut node);
+    assert_eq!(answer(&out, link), (Ok(()), None, None));
+    assert!(up(&out, link));
+}
+
+/// A child 0x201 under upstream 0x203, with these keys: a message from the child to the
+/// upstream is delivered (the link authenticated), and nothing is refused.
+fn child_reaches_upstream(child: &[ClusterKey], upstream: &[ClusterKey]) -> bool {
+    let mut c = config(0x201, 0x203, 8, false);
+    c.cluster_keys = child.to_vec();
+    let mut u = config(0x203, 0, 8, false);
+    u.cluster_keys = upstream.to_vec();
+    let mut sim = sim(vec![c, u]);
+    publish(&mut sim, &[(0x203, 0), (0x201, 0x203)]);
+    send(&mut sim, 0x201, 0x203, b"hi");
+    sim.advance_to(secs(1));
+    let delivered = seen(&sim, 0x203) == vec![received(secs(0), 0x201, 0x201, b"hi")];
+    let refused = sim.node(NodeId(0x201)).auth_refusals().total()
+        + sim.node(NodeId(0x203)).auth_refusals().total();
+    delivered && refused == 0
+}
+
+#[test]
+fn rotation_a_node_with_new_and_old_keys_links_with_old_and_with_new() {
+    let (old, new) = (key(1), key(2));
+    let both = [new.clone(), old.clone()];
+    // Either side dialling.
+    assert!(child_reaches_upstream(&both, core::slice::from_ref(&old)));
+    assert!(child_reaches_upstream(core::slice::from_ref(&old), &both));
+    assert!(child_reaches_upstream(&both, core::slice::from_ref(&new)));
+    assert!(child_reaches_upstream(core::slice::from_ref(&new), &both));
+    assert!(child_reaches_upstream(&both, &both));
+    // Old and new alone do not link.
+    assert!(!child_reaches_upstream(&[old], &[new]));
+}
