@@ -6,9 +6,7 @@ mod cli_support;
 
 use std::{net::SocketAddr, time::Duration};
 
-use cli_support::{
-    Running, closed_port, http_get, lines, run_to_end, start_registry, str_field, u64_field,
-};
+use cli_support::{Running, closed_port, http_get, lines, run_to_end, start_registry, u64_field};
 use serde_json::Value;
 
 /// Bound on a load run in these tests.
@@ -117,13 +115,10 @@ fn an_unreachable_registry_fails_fast_with_one_line() {
     assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
 }
 
-/// Starts a node with an admin endpoint; returns it and its admin address.
+/// Starts a registered node with an admin endpoint; returns it and its admin address.
 fn start_node(args: &[&str]) -> (Running, SocketAddr) {
-    let mut node = Running::start(args);
-    let ready = node.next_json("node ready");
-    assert_eq!(ready["registered"], true, "{ready}");
-    let admin = str_field(&ready, "admin").parse().expect("admin address");
-    (node, admin)
+    let (node, admin) = cli_support::start_registered_node(args, "admin");
+    (node, admin.parse().expect("admin address"))
 }
 
 /// The peers of `node`'s links that are up, from its `/status`.

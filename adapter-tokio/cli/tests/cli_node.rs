@@ -5,7 +5,7 @@ mod cli_support;
 
 use std::net::SocketAddr;
 
-use cli_support::{Running, http_get, start_registry, str_field, u64_field};
+use cli_support::{Running, http_get, start_node, start_registry, str_field, u64_field};
 use serde_json::Value;
 
 /// The build-info sample of this build: the commit the build scripts read from git (the
@@ -24,12 +24,6 @@ fn build_info() -> String {
 }
 
 /// Starts a node; returns it and its ready line as JSON.
-fn start_node(args: &[&str]) -> (Running, Value) {
-    let mut node = Running::start(args);
-    let ready = node.next_json("node ready");
-    assert_eq!(ready["ready"], "node", "{ready}");
-    (node, ready)
-}
 
 #[test]
 fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {

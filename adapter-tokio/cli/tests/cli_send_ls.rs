@@ -6,7 +6,7 @@ mod cli_support;
 
 use std::time::Duration;
 
-use cli_support::{Running, closed_port, lines, run_to_end, start_registry, str_field};
+use cli_support::{Running, closed_port, lines, run_to_end, start_registry};
 use serde_json::{Value, json};
 
 /// Bound on one `send` or `ls` run.
@@ -14,11 +14,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(30);
 
 /// Starts a registered node; returns it and its listen address.
 fn start_node(args: &[&str]) -> (Running, String) {
-    let mut node = Running::start(args);
-    let ready = node.next_json("node ready");
-    assert_eq!(ready["registered"], true, "{ready}");
-    let listen = str_field(&ready, "listen").to_owned();
-    (node, listen)
+    cli_support::start_registered_node(args, "listen")
 }
 
 /// A registry with a proxy (10) and an echoing leaf `a` (101) under it.

@@ -135,6 +135,23 @@ pub(crate) fn start_registry() -> (Running, String) {
     (registry, addr)
 }
 
+/// Starts `switchboard node ...` (`args` from `node` on); returns it and its ready line.
+pub(crate) fn start_node(args: &[&str]) -> (Running, Value) {
+    let mut node = Running::start(args);
+    let ready = node.next_json("node ready");
+    assert_eq!(ready["ready"], "node", "{ready}");
+    (node, ready)
+}
+
+/// [`start_node`] for a node that must register; returns it and the ready line's `field`
+/// (`listen`, `admin`).
+pub(crate) fn start_registered_node(args: &[&str], field: &str) -> (Running, String) {
+    let (node, ready) = start_node(args);
+    assert_eq!(ready["registered"], true, "{ready}");
+    let value = str_field(&ready, field).to_owned();
+    (node, value)
+}
+
 /// (status code, headers lowercased, body) of `GET path` on `addr` (bounded).
 pub(crate) fn http_get(addr: SocketAddr, path: &str) -> (u16, String, String) {
     let mut stream = TcpStream::connect_timeout(&addr, STEP).expect("connect to admin");
