@@ -164,6 +164,7 @@ pub mod registry;
 #[doc(hidden)]
 pub mod ring;
 pub mod rng;
+pub mod rpc;
 #[doc(hidden)]
 pub mod select;
 #[cfg(feature = "sim")]
@@ -184,4 +185,8 @@ pub use node::{
 };
 pub use outcome::{FailReason, Outcome};
 pub use registry::RegistryEvent;
+pub use rpc::{
+    BroadcastDone, BroadcastId, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec,
+    IncomingRequest, ReplyError, RequestId, RpcOutput, Select,
+};
 pub use time::{Duration, Instant};

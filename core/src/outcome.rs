@@ -117,12 +117,20 @@ pub enum FailReason {
     VersionMismatch,
     /// The target, or the proxy toward it, refused our link: another live node holds our id.
     DuplicateId,
+    /// A call found no server of its method within its grace ([`crate::rpc`]).
+    NotAvailable,
+    /// A call resolved to this node itself ([`crate::rpc`]).
+    SelfCall,
+    /// A call's budget was spent before any handler could see it ([`crate::rpc`]).
+    Expired,
+    /// The caller cancelled the call ([`crate::rpc`]).
+    Cancelled,
 }
 
 impl FailReason {
     /// Every reason, in declaration order: for label sets that list each one (at 0 until
     /// counted).
-    pub const ALL: [FailReason; 10] = [
+    pub const ALL: [FailReason; 14] = [
         FailReason::Timeout,
         FailReason::QueueFull,
         FailReason::NoRoute,
@@ -133,11 +141,16 @@ impl FailReason {
         FailReason::WrongCluster,
         FailReason::VersionMismatch,
         FailReason::DuplicateId,
+        FailReason::NotAvailable,
+        FailReason::SelfCall,
+        FailReason::Expired,
+        FailReason::Cancelled,
     ];
 
     /// The reason's label in metrics, JSON reports and command output, in snake case:
     /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`,
-    /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`.
+    /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`,
+    /// `not_available`, `self_call`, `expired`, `cancelled`.
     /// The one place these names are written; [`Outcome::label`] builds on it.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -152,6 +165,10 @@ impl FailReason {
             FailReason::WrongCluster => "wrong_cluster",
             FailReason::VersionMismatch => "version_mismatch",
             FailReason::DuplicateId => "duplicate_id",
+            FailReason::NotAvailable => "not_available",
+            FailReason::SelfCall => "self_call",
+            FailReason::Expired => "expired",
+            FailReason::Cancelled => "cancelled",
         }
     }
 
@@ -183,6 +200,10 @@ impl fmt::Display for FailReason {
             FailReason::WrongCluster => "refused: another cluster",
             FailReason::VersionMismatch => "refused: no common protocol version",
             FailReason::DuplicateId => "refused: our id is held by another node",
+            FailReason::NotAvailable => "no server of the method within the grace",
+            FailReason::SelfCall => "the call resolved to this node itself",
+            FailReason::Expired => "the call's budget was spent before a handler saw it",
+            FailReason::Cancelled => "cancelled by the caller",
         })
     }
 }

@@ -160,6 +160,7 @@ mod evidence;
 mod registry_client;
 mod registry_input;
 mod routes;
+mod rpc;
 mod status;
 mod transport;
 mod types;
@@ -218,6 +219,8 @@ pub struct Node {
     /// incarnation (a second word of the same death must not end what was sent since, to a
     /// life that may be new).
     dead: BTreeMap<NodeId, u64>,
+    /// Calls, served methods, broadcasts ([`crate::rpc`]; composed in `node/rpc.rs`).
+    rpc: crate::rpc::Rpc,
 }
 
 /// Routes outcomes straight into the output queue.
@@ -317,6 +320,7 @@ impl Node {
             suspects: BTreeMap::new(),
             relayed: BTreeMap::new(),
             dead: BTreeMap::new(),
+            rpc: crate::rpc::Rpc::default(),
         };
         let world = World {
             topology: &node.topology,
@@ -395,7 +399,10 @@ impl Node {
     /// message the peer never sees.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.absorb_rpc();
+        let output = self.out.pop_front()?;
+        self.rpc.absorbed = self.rpc.absorbed.saturating_sub(1);
+        Some(output)
     }
 
     /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
@@ -416,10 +423,13 @@ impl Node {
         let beats = self.links.next_deadline();
         earliest(
             earliest(
-                self.connector.next_deadline(),
-                self.endpoints.next_deadline(),
+                earliest(
+                    self.connector.next_deadline(),
+                    self.endpoints.next_deadline(),
+                ),
+                earliest(flush, beats),
             ),
-            earliest(flush, beats),
+            self.rpc_deadline(),
         )
     }
 

@@ -433,6 +433,10 @@ impl<N: SimNode> Sim<N> {
                 }
                 self.slots[idx].log.events.push((now, event));
             }
+            Output::Rpc(rpc) => {
+                self.note_with(Some(id), || format!("-> rpc {rpc:?}"));
+                self.slots[idx].log.rpc.push((now, rpc));
+            }
         }
     }
 

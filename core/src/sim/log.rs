@@ -83,6 +83,9 @@ pub struct NodeLog {
     pub events: Vec<(Instant, Event)>,
     /// Dials, in the order the node asked for them.
     pub dials: Vec<Dial>,
+    /// RPC outputs (requests, call and broadcast outcomes, republish requests), with their
+    /// time.
+    pub rpc: Vec<(Instant, crate::rpc::RpcOutput)>,
 }
 
 impl NodeLog {
