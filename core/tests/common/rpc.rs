@@ -10,7 +10,7 @@ use switchboard_core::{
     time::Instant,
 };
 
-use super::{GROUP_B, config, name};
+use super::{GROUP_B, Group, config, name};
 
 /// The root everyone hangs under.
 pub const ROOT: u64 = 0x703;
@@ -25,10 +25,16 @@ pub const SERVER_2: u64 = 0x704;
 /// every topology record then every node's own discovery record (with its methods and its
 /// incarnation), and settles. The clock is then at 0.
 pub fn rpc_cluster(nodes: &[(u64, &[&str])]) -> Sim {
+    rpc_cluster_in(GROUP_B, nodes)
+}
+
+/// [`rpc_cluster`] with `group`'s settings (e.g. [`super::GROUP_F`]: no direct links, the
+/// root relays).
+pub fn rpc_cluster_in(group: Group, nodes: &[(u64, &[&str])]) -> Sim {
     let mut sim = Sim::new();
-    sim.add_node(config(GROUP_B, ROOT, 0)).expect("root config");
+    sim.add_node(config(group, ROOT, 0)).expect("root config");
     for &(id, _) in nodes {
-        sim.add_node(config(GROUP_B, id, ROOT)).expect("node config");
+        sim.add_node(config(group, id, ROOT)).expect("node config");
     }
     sim.run_until_idle();
     for &(id, methods) in nodes {
@@ -119,4 +125,22 @@ pub fn answer(sim: &mut Sim, server: u64, request: RequestId, payload: &'static 
 /// A reply outcome carrying `text`.
 pub fn reply(text: &'static str) -> CallOutcome {
     CallOutcome::Reply(Bytes::from_static(text.as_bytes()))
+}
+
+/// A call of `echo` with `payload`, 30 s timeout, 15 s grace.
+pub fn echo(payload: &'static str) -> CallSpec {
+    CallSpec::new("echo", Bytes::from_static(payload.as_bytes()))
+        .timeout(switchboard_core::time::Duration::from_secs(30))
+        .grace(switchboard_core::time::Duration::from_secs(15))
+}
+
+/// Calls `echo` from [`CALLER`] and runs until the request is at `server`'s handler (and
+/// acknowledged): the call and the request.
+pub fn call_held_by(sim: &mut Sim, server: u64, payload: &'static str) -> (CallId, RequestId) {
+    let before = requests(sim, server).len();
+    let id = call(sim, CALLER, echo(payload));
+    sim.deliver_until_idle();
+    let got = requests(sim, server);
+    assert_eq!(got.len(), before + 1, "the request reached {server:#x}");
+    (id, got[before].1.request)
 }
