@@ -289,7 +289,11 @@ mod tests {
                 "stream_abandoned",
                 "wrong_cluster",
                 "version_mismatch",
-                "duplicate_id"
+                "duplicate_id",
+                "not_available",
+                "self_call",
+                "expired",
+                "cancelled"
             ]
         );
         assert_eq!(
