@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::rpc::{CALLER, SERVER, answer, call, call_held_by, done, echo, reply, requests, rpc_cluster};
+use common::rpc::{
+    CALLER, SERVER, answer, call, call_held_by, done, echo, reply, requests, rpc_cluster,
+};
 use switchboard_core::{ids::NodeId, node::Event, time::Duration};
 
 fn no_deaths(sim: &switchboard_core::sim::Sim, node: u64) -> bool {

@@ -26,7 +26,11 @@ fn a_request_queued_past_its_deadline_fails_and_is_never_transmitted() {
     sim.advance(Duration::from_millis(100));
     sim.link_down(NodeId(CALLER), NodeId(SERVER));
     let t0 = sim.now();
-    let id = call(&mut sim, CALLER, echo("late").timeout(Duration::from_secs(2)));
+    let id = call(
+        &mut sim,
+        CALLER,
+        echo("late").timeout(Duration::from_secs(2)),
+    );
     sim.advance(Duration::from_secs(3));
     sim.link_up(NodeId(CALLER), NodeId(SERVER));
     sim.advance(Duration::from_secs(30));
@@ -54,7 +58,11 @@ fn a_request_lost_on_the_wire_is_not_sent_again_after_its_deadline() {
     assert_eq!(done(&sim, CALLER, warm).len(), 1);
     sim.set_latency(NodeId(CALLER), NodeId(SERVER), Duration::from_millis(10));
     let t0 = sim.now();
-    let id = call(&mut sim, CALLER, echo("lost").timeout(Duration::from_secs(1)));
+    let id = call(
+        &mut sim,
+        CALLER,
+        echo("lost").timeout(Duration::from_secs(1)),
+    );
     let taken = sim.take_in_flight(NodeId(CALLER), NodeId(SERVER));
     assert_eq!(taken.len(), 1);
     sim.advance(Duration::from_secs(10));
@@ -76,7 +84,11 @@ fn a_nested_call_inherits_the_smaller_deadline() {
     let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"]), (SERVER_2, &["inner"])]);
     sim.advance(Duration::from_millis(100));
     let t0 = sim.now();
-    let outer = call(&mut sim, CALLER, echo("outer").timeout(Duration::from_secs(5)));
+    let outer = call(
+        &mut sim,
+        CALLER,
+        echo("outer").timeout(Duration::from_secs(5)),
+    );
     sim.deliver_until_idle();
     let (_, request) = requests(&sim, SERVER)[0].clone();
     assert_eq!(request.deadline, t0 + Duration::from_secs(5));
@@ -104,7 +116,11 @@ fn a_reply_after_the_deadline_is_dropped_at_the_server() {
     let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"])]);
     sim.advance(Duration::from_millis(100));
     let t0 = sim.now();
-    let id = call(&mut sim, CALLER, echo("slow").timeout(Duration::from_secs(1)));
+    let id = call(
+        &mut sim,
+        CALLER,
+        echo("slow").timeout(Duration::from_secs(1)),
+    );
     sim.deliver_until_idle();
     let (_, request) = requests(&sim, SERVER)[0].clone();
     sim.advance(Duration::from_secs(2));

@@ -7,12 +7,7 @@ mod common;
 use common::rpc::{
     CALLER, SERVER, answer, call, call_held_by, done, echo, reply, requests, rpc_cluster,
 };
-use switchboard_core::{
-    ids::NodeId,
-    outcome::FailReason,
-    rpc::CallOutcome,
-    time::Duration,
-};
+use switchboard_core::{ids::NodeId, outcome::FailReason, rpc::CallOutcome, time::Duration};
 
 /// The request arrives (10 ms), its acknowledgement is taken off the wire: the caller sends
 /// the request again when it waited 1.5 s, the server's stream drops the copy and acks it —
@@ -62,7 +57,11 @@ fn a_late_reply_is_dropped_and_counted() {
     assert_eq!(done(&sim, CALLER, warm).len(), 1);
     sim.set_latency(NodeId(CALLER), NodeId(SERVER), Duration::from_millis(10));
     let t0 = sim.now();
-    let id = call(&mut sim, CALLER, echo("slow").timeout(Duration::from_secs(1)));
+    let id = call(
+        &mut sim,
+        CALLER,
+        echo("slow").timeout(Duration::from_secs(1)),
+    );
     sim.advance(Duration::from_millis(20));
     let (_, request) = requests(&sim, SERVER)[1].clone();
     assert_eq!(request.deadline, t0 + Duration::from_millis(1_010));

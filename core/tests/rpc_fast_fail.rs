@@ -7,9 +7,7 @@ mod common;
 
 use common::{
     GROUP_F,
-    rpc::{
-        CALLER, ROOT, SERVER, call_held_by, done, publish_own, rpc_cluster, rpc_cluster_in,
-    },
+    rpc::{CALLER, ROOT, SERVER, call_held_by, done, publish_own, rpc_cluster, rpc_cluster_in},
 };
 use switchboard_core::{
     ids::NodeId,
@@ -80,7 +78,12 @@ fn a_refused_redial_ends_the_call_at_the_kill() {
     let killed = sim.now();
     sim.kill(NodeId(SERVER));
     sim.advance(Duration::from_secs(1));
-    assert_eq!(done(&sim, CALLER, id), [(killed, GONE)], "{}", sim.trace_tail(30));
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(killed, GONE)],
+        "{}",
+        sim.trace_tail(30)
+    );
     assert_eq!(
         deaths(&sim, CALLER),
         [(killed, SERVER, Evidence::RedialFailed)]
@@ -97,7 +100,12 @@ fn stopped_heartbeats_end_the_call_at_last_heard_plus_four_and_a_half_seconds() 
     sim.set_latency(NodeId(CALLER), NodeId(SERVER), Duration::from_secs(3_600));
     sim.advance(Duration::from_secs(10));
     let dead = last_heard + Duration::from_millis(4_500);
-    assert_eq!(done(&sim, CALLER, id), [(dead, GONE)], "{}", sim.trace_tail(40));
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(dead, GONE)],
+        "{}",
+        sim.trace_tail(40)
+    );
     assert_eq!(
         deaths(&sim, CALLER),
         [(dead, SERVER, Evidence::HeartbeatsStopped)]
@@ -119,7 +127,12 @@ fn a_relay_notice_ends_the_call_one_hop_after_the_kill() {
     let killed = sim.now();
     sim.kill(NodeId(SERVER));
     sim.advance(Duration::from_secs(1));
-    assert_eq!(done(&sim, CALLER, id), [(killed + hop, GONE)], "{}", sim.trace_tail(40));
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(killed + hop, GONE)],
+        "{}",
+        sim.trace_tail(40)
+    );
     assert_eq!(
         deaths(&sim, CALLER),
         [(killed + hop, SERVER, Evidence::RelayNotice)]
@@ -145,5 +158,8 @@ fn after_a_restart_the_next_call_reaches_the_new_incarnation() {
     let answered = sim.now();
     assert!(common::rpc::answer(&mut sim, SERVER, request, "back"));
     sim.deliver_until_idle();
-    assert_eq!(done(&sim, CALLER, next), [(answered, common::rpc::reply("back"))]);
+    assert_eq!(
+        done(&sim, CALLER, next),
+        [(answered, common::rpc::reply("back"))]
+    );
 }

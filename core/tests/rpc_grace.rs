@@ -39,7 +39,11 @@ fn grace_ends_not_available_exactly_at_its_deadline_with_no_lookups() {
     publish_own(&mut sim, SERVER);
     sim.advance(Duration::from_millis(9_999));
     assert_eq!(done(&sim, CALLER, id), []);
-    assert_eq!(sim.deadline(NodeId(CALLER)).map(|d| d <= t0 + Duration::from_secs(15)), Some(true));
+    assert_eq!(
+        sim.deadline(NodeId(CALLER))
+            .map(|d| d <= t0 + Duration::from_secs(15)),
+        Some(true)
+    );
     sim.advance(Duration::from_secs(20));
 
     assert_eq!(
@@ -49,7 +53,11 @@ fn grace_ends_not_available_exactly_at_its_deadline_with_no_lookups() {
             CallOutcome::Failed(FailReason::NotAvailable)
         )]
     );
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().lookups, 1, "no lookup while waiting");
+    assert_eq!(
+        sim.node(NodeId(CALLER)).rpc_stats().lookups,
+        1,
+        "no lookup while waiting"
+    );
     assert_eq!(requests(&sim, SERVER), []);
 }
 
@@ -93,7 +101,9 @@ fn a_server_appearing_mid_grace_is_called_on_the_tick_its_record_arrives() {
 fn round_robin_alternates_between_the_servers_of_the_method() {
     let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"]), (SERVER_2, &["echo"])]);
     sim.advance(Duration::from_millis(100));
-    let ids: Vec<_> = (0..4).map(|_| call(&mut sim, CALLER, echo_call("rr"))).collect();
+    let ids: Vec<_> = (0..4)
+        .map(|_| call(&mut sim, CALLER, echo_call("rr")))
+        .collect();
     sim.deliver_until_idle();
     assert_eq!(requests(&sim, SERVER).len(), 2);
     assert_eq!(requests(&sim, SERVER_2).len(), 2);
@@ -110,6 +120,11 @@ fn round_robin_alternates_between_the_servers_of_the_method() {
         .collect();
     assert_eq!(
         outcomes,
-        [reply("from-702"), reply("from-704"), reply("from-702"), reply("from-704")]
+        [
+            reply("from-702"),
+            reply("from-704"),
+            reply("from-702"),
+            reply("from-704")
+        ]
     );
 }

@@ -214,12 +214,12 @@ impl Node {
         if spec.msg_type == RPC_MSG_TYPE {
             return Err(SendError::ReservedType);
         }
-        let filter = spec.filter.map(|filter| {
-            match self.discovery.rings().filter_id(&filter) {
+        let filter = spec
+            .filter
+            .map(|filter| match self.discovery.rings().filter_id(&filter) {
                 Some(id) => id,
                 None => self.discovery.add_filter(filter),
-            }
-        });
+            });
         let recipients: alloc::vec::Vec<NodeId> = self
             .discovery
             .rings()
@@ -357,8 +357,9 @@ impl Node {
         let Some(info) = self.discovery.get_by_id(id) else {
             return;
         };
-        let methods: alloc::vec::Vec<alloc::string::String> =
-            rpc::served_methods(&info.metadata).map(Into::into).collect();
+        let methods: alloc::vec::Vec<alloc::string::String> = rpc::served_methods(&info.metadata)
+            .map(Into::into)
+            .collect();
         for method in methods {
             for call in self.rpc.calls.waiting_for(&method) {
                 self.dispatch(now, call, false);
@@ -473,7 +474,9 @@ impl Node {
                 reason,
             } => match self.awaiting(from, caller_incarnation, call) {
                 Some(id) => match reason {
-                    RefuseCall::Expired => self.finish(id, CallOutcome::Failed(FailReason::Expired)),
+                    RefuseCall::Expired => {
+                        self.finish(id, CallOutcome::Failed(FailReason::Expired))
+                    }
                     _ => {
                         // Not served there (any more): another server, within the deadline.
                         self.rpc.calls.tried(id, from, FailReason::NotAvailable);

@@ -114,7 +114,8 @@ impl Calls {
             .entry(call.method.clone())
             .or_default()
             .insert(id);
-        self.timers.replace(id, call.grace_deadline.min(call.deadline));
+        self.timers
+            .replace(id, call.grace_deadline.min(call.deadline));
     }
 
     /// The calls waiting for a server of `method`, oldest first.
