@@ -186,7 +186,20 @@ fn check_round_trip(frame: &Frame<'_>, raw: Option<&[u8]>) -> Vec<u8> {
     if let Some(raw) = raw.filter(|_| !frame.kind().is_registry()) {
         assert_eq!(bytes, raw, "link-level encoding is not canonical");
     }
+    if let Frame::Data(data) = frame {
+        check_rpc_round_trip(data.payload);
+    }
     bytes
+}
+
+/// A `Data` payload through the RPC message decoder: total, and what decodes re-encodes to
+/// the same bytes.
+fn check_rpc_round_trip(payload: &[u8]) {
+    if let Ok(message) = wire::decode_rpc(payload) {
+        let mut bytes = Vec::new();
+        wire::encode_rpc(&message, &mut bytes);
+        assert_eq!(bytes, payload, "RPC message encoding is not canonical");
+    }
 }
 
 /// Target `etcd_event`: a script of etcd key-values fed to the etcd watcher's pure parts.
