@@ -5,7 +5,7 @@
 //! A node *serves* methods by name; the set is published in its discovery record as one
 //! metadata label per method ([`method_label`]: `rpc.switchboard/<method>` = `serve`), which a
 //! libatapp node decodes like any other label, so every registry backend carries it and the
-//! servers of a method form a [`Filter`](crate::discovery::Filter) with its own incremental
+//! servers of a method form a [`Filter`] with its own incremental
 //! ring. A *call* ([`CallSpec`]) picks one server of its method ([`Select`]); its request,
 //! reply, refusal and cancel are [`wire::RpcMessage`](crate::wire::RpcMessage)s riding the
 //! acknowledged bus stream as `Data` of the reserved type [`RPC_MSG_TYPE`](crate::wire::RPC_MSG_TYPE).
