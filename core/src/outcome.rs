@@ -125,12 +125,15 @@ pub enum FailReason {
     Expired,
     /// The caller cancelled the call ([`crate::rpc`]).
     Cancelled,
+    /// The chosen server refused the call unexecuted: it does not serve the method (any
+    /// more), and no other server was left to try ([`crate::rpc`]).
+    NotServed,
 }
 
 impl FailReason {
     /// Every reason, in declaration order: for label sets that list each one (at 0 until
     /// counted).
-    pub const ALL: [FailReason; 14] = [
+    pub const ALL: [FailReason; 15] = [
         FailReason::Timeout,
         FailReason::QueueFull,
         FailReason::NoRoute,
@@ -145,12 +148,13 @@ impl FailReason {
         FailReason::SelfCall,
         FailReason::Expired,
         FailReason::Cancelled,
+        FailReason::NotServed,
     ];
 
     /// The reason's label in metrics, JSON reports and command output, in snake case:
     /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`,
     /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`,
-    /// `not_available`, `self_call`, `expired`, `cancelled`.
+    /// `not_available`, `self_call`, `expired`, `cancelled`, `not_served`.
     /// The one place these names are written; [`Outcome::label`] builds on it.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -169,6 +173,7 @@ impl FailReason {
             FailReason::SelfCall => "self_call",
             FailReason::Expired => "expired",
             FailReason::Cancelled => "cancelled",
+            FailReason::NotServed => "not_served",
         }
     }
 
@@ -204,6 +209,7 @@ impl fmt::Display for FailReason {
             FailReason::SelfCall => "the call resolved to this node itself",
             FailReason::Expired => "the call's budget was spent before a handler saw it",
             FailReason::Cancelled => "cancelled by the caller",
+            FailReason::NotServed => "the server does not serve the method",
         })
     }
 }
@@ -293,7 +299,8 @@ mod tests {
                 "not_available",
                 "self_call",
                 "expired",
-                "cancelled"
+                "cancelled",
+                "not_served"
             ]
         );
         assert_eq!(

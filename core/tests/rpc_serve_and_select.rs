@@ -70,7 +70,7 @@ fn a_server_that_stopped_serving_refuses_and_the_call_moves_on() {
     // Named 0x702: nowhere else to go, provably not executed.
     assert_eq!(
         done(&sim, CALLER, id),
-        [(t, CallOutcome::Failed(FailReason::NotAvailable))]
+        [(t, CallOutcome::Failed(FailReason::NotServed))]
     );
     let rr = call(&mut sim, CALLER, echo("y"));
     sim.deliver_until_idle();

@@ -479,7 +479,7 @@ impl Node {
                     }
                     _ => {
                         // Not served there (any more): another server, within the deadline.
-                        self.rpc.calls.tried(id, from, FailReason::NotAvailable);
+                        self.rpc.calls.tried(id, from, FailReason::NotServed);
                         self.dispatch(now, id, false);
                     }
                 },

@@ -14,7 +14,8 @@
 //! - `Reply(bytes)` — the handler answered (application errors travel inside, as data);
 //! - `Failed(reason)` — provably never executed: `NotAvailable` (no server within the
 //!   grace), `SelfCall`, `QueueFull`, `Timeout` before transmission, `Shutdown`, `Expired`
-//!   (the server refused it, its budget spent), `Cancelled` before transmission;
+//!   (the server refused it, its budget spent), `NotServed` (the server refused it: it does
+//!   not serve the method, and no other server was left), `Cancelled` before transmission;
 //! - `Unknown(reason)` — may have executed: `TargetGone`, `TargetRestarted`, `Timeout`
 //!   after transmission, `Cancelled` after transmission.
 //!

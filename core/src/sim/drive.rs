@@ -9,7 +9,7 @@ use super::{
     cluster::Sim,
     fmt_instant,
     link::{End, EndState, Side, SimLinkId},
-    log::{Dial, OutcomeRecord, Received},
+    log::{Dial, OutcomeRecord, Received, RpcRecord},
     registry,
 };
 use crate::{
@@ -435,7 +435,12 @@ impl<N: SimNode> Sim<N> {
             }
             Output::Rpc(rpc) => {
                 self.note_with(Some(id), || format!("-> rpc {rpc:?}"));
-                self.slots[idx].log.rpc.push((now, rpc));
+                let life = self.slots[idx].incarnation;
+                self.slots[idx].log.rpc.push(RpcRecord {
+                    at: now,
+                    life,
+                    output: rpc,
+                });
             }
         }
     }

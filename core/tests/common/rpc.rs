@@ -78,7 +78,11 @@ pub fn call(sim: &mut Sim, from: u64, spec: CallSpec) -> CallId {
 
 /// Every RPC output of `id`, with its time.
 pub fn rpc_log(sim: &Sim, id: u64) -> Vec<(Instant, RpcOutput)> {
-    sim.log(NodeId(id)).rpc.clone()
+    sim.log(NodeId(id))
+        .rpc
+        .iter()
+        .map(|record| (record.at, record.output.clone()))
+        .collect()
 }
 
 /// The outcomes `caller` reported for `call`, with their time (exactly one when done).
