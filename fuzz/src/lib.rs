@@ -358,6 +358,24 @@ pub fn node_ops(data: &[u8]) {
     );
 }
 
+/// Target `rpc_ops`: like [`node_ops`], with the RPC workload's operations as well — calls
+/// with every selection mode, serve and unserve, broadcasts, cancels — decoded by
+/// `Op::decode_with_rpc`; the call ledger's invariants are checked after each operation and
+/// at the end.
+///
+/// # Panics
+/// Panics (which the fuzzer reports) on any invariant violation, listing them.
+pub fn rpc_ops(data: &[u8]) {
+    use switchboard_core::sim::scenario::{Op, run_ops};
+    let report = run_ops(&Op::decode_with_rpc(data));
+    assert!(
+        report.violations.is_empty(),
+        "rpc_ops: {} violation(s): {:#?}",
+        report.violations.len(),
+        report.violations
+    );
+}
+
 /// Target `sim_seed`: the first 8 bytes (little endian, zero-padded) are a seed; the seeded
 /// chaos scenario runs with every fault kind and must end without a violation.
 ///

@@ -395,7 +395,11 @@ impl Node {
     /// [`Output::Close`] — flush and close the link (no report needed); [`Output::Received`]
     /// — hand the message to the application; [`Output::Outcome`] — report how the message
     /// ended (exactly one per accepted message); [`Output::Event`] — log or count it, nothing
-    /// is required. An output not acted on is lost: a `Transmit` dropped on the floor is a
+    /// is required; [`Output::Rpc`] — a request for a served method (answer it with
+    /// `reply`), how a call or broadcast ended, or a record to publish again
+    /// ([`RpcOutput`](crate::rpc::RpcOutput)). RPC messages travel as `Data` of a reserved
+    /// type: their deliveries and outcomes are taken here, on the way out, by the RPC layer
+    /// (`node/rpc.rs`) and never reach the driver as `Received` or `Outcome`. An output not acted on is lost: a `Transmit` dropped on the floor is a
     /// message the peer never sees.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
@@ -406,7 +410,8 @@ impl Node {
     }
 
     /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
-    /// deadline, upstream redial, heartbeat, message deadline or endpoint GC — or the latest
+    /// deadline, upstream redial, heartbeat, message deadline, endpoint GC, call deadline or
+    /// held request's deadline — or the latest
     /// `now` while a flush is unfinished. `None` when nothing is scheduled (and after
     /// shutdown).
     ///

@@ -8,7 +8,8 @@
 //! - `Reply(bytes)` ⇒ the bytes are the handler's answer and the handler ran exactly once;
 //! - `Failed` ⇒ the handler never ran (nor runs later);
 //! - no handler runs twice for one call, in any incarnation;
-//! - no outcome later than its deadline; `NotAvailable` never after the grace deadline;
+//! - no outcome later than its deadline; `NotAvailable` exactly at the grace deadline (the
+//!   grace timer is its only source: no pick ever found a server);
 //! - a broadcast's report names every recipient once, each delivered recipient received it
 //!   exactly once, a failed one never, an unknown one at most once, and the sender was
 //!   skipped when asked.
@@ -420,8 +421,12 @@ impl Chaos {
                 if runs != 0 {
                     problems.push(format!("failed but its handler ran {runs} times"));
                 }
-                if *reason == FailReason::NotAvailable && at > entry.grace_deadline {
-                    problems.push(String::from("not available after its grace"));
+                // Only the grace timer says `NotAvailable`: exactly at the grace deadline.
+                if *reason == FailReason::NotAvailable && at != entry.grace_deadline {
+                    problems.push(format!(
+                        "not available at another instant than its grace deadline {:?}",
+                        entry.grace_deadline
+                    ));
                 }
             }
             _ => self.rpc.totals.unknown += 1,
