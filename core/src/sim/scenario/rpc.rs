@@ -70,7 +70,7 @@ struct PendingReply {
 }
 
 /// Call and broadcast counts of a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RpcTotals {
     /// Calls made.
     pub calls: u64,
@@ -84,6 +84,8 @@ pub struct RpcTotals {
     pub executed: u64,
     /// Broadcasts made.
     pub broadcasts: u64,
+    /// Call outcomes by label: `reply`, `failed_<reason>`, `unknown_<reason>`.
+    pub outcomes: BTreeMap<String, u64>,
 }
 
 /// The workload's state and the call ledger.
@@ -401,6 +403,11 @@ impl Chaos {
         }
         entry.outcome = Some(outcome.clone());
         let entry = entry.clone();
+        let label = match outcome.reason() {
+            Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
+            None => String::from(outcome.class()),
+        };
+        *self.rpc.totals.outcomes.entry(label).or_insert(0) += 1;
         let runs = self.rpc.executed.get(&entry.tag).map_or(0, Vec::len);
         let mut problems = Vec::new();
         if at > entry.deadline {
@@ -520,6 +527,6 @@ impl Chaos {
     /// The run's call and broadcast counts.
     #[must_use]
     pub fn rpc_totals(&self) -> RpcTotals {
-        self.rpc.totals
+        self.rpc.totals.clone()
     }
 }
