@@ -163,3 +163,100 @@ fn after_a_restart_the_next_call_reaches_the_new_incarnation() {
         [(answered, common::rpc::reply("back"))]
     );
 }
+
+/// The path to 0x702 is down, so the round-robin call's request waits in the caller's queue
+/// (never transmitted); the registry deletes 0x702: on that tick the request moves to 0x704,
+/// whose handler answers. 0x702, alive, never sees it, even once its path is back.
+#[test]
+fn a_request_queued_for_a_server_found_dead_moves_to_another_server_on_the_tick() {
+    let mut sim = rpc_cluster(&[
+        (CALLER, &[]),
+        (SERVER, &["echo"]),
+        (common::rpc::SERVER_2, &["echo"]),
+    ]);
+    sim.advance(Duration::from_millis(100));
+    sim.link_down(NodeId(CALLER), NodeId(SERVER));
+    let id = common::rpc::call(&mut sim, CALLER, common::rpc::echo("move me"));
+    sim.advance(Duration::from_millis(500));
+    assert_eq!(sim.node(NodeId(CALLER)).pending(NodeId(SERVER)), 1);
+    let deleted = sim.now();
+    sim.registry_delete_discovery(NodeId(SERVER));
+    sim.deliver_until_idle();
+    let got = common::rpc::requests(&sim, common::rpc::SERVER_2);
+    assert_eq!(got.len(), 1, "{}", sim.trace_tail(30));
+    assert_eq!(
+        (got[0].0, &got[0].1.payload[..]),
+        (deleted, &b"move me"[..])
+    );
+    assert!(common::rpc::answer(
+        &mut sim,
+        common::rpc::SERVER_2,
+        got[0].1.request,
+        "moved"
+    ));
+    sim.link_up(NodeId(CALLER), NodeId(SERVER));
+    sim.advance(Duration::from_secs(20));
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(deleted, common::rpc::reply("moved"))]
+    );
+    assert_eq!(common::rpc::requests(&sim, SERVER), []);
+    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().moved, 1);
+}
+
+/// The only server is known but unreachable (its path down, the connector still redialling
+/// with backoff): the queued request is taken back at the 5 s grace deadline and the call
+/// ends `NotAvailable` then — not at its 30 s deadline; the server, reachable later, never
+/// sees it.
+#[test]
+fn a_request_queued_through_the_whole_grace_ends_not_available_at_the_grace() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"])]);
+    sim.advance(Duration::from_millis(100));
+    sim.link_down(NodeId(CALLER), NodeId(SERVER));
+    let t0 = sim.now();
+    let spec = common::rpc::echo("nobody").grace(Duration::from_secs(5));
+    let id = common::rpc::call(&mut sim, CALLER, spec);
+    sim.advance(Duration::from_secs(6));
+    sim.link_up(NodeId(CALLER), NodeId(SERVER));
+    sim.advance(Duration::from_secs(20));
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(
+            t0 + Duration::from_secs(5),
+            CallOutcome::Failed(FailReason::NotAvailable)
+        )]
+    );
+    assert_eq!(common::rpc::requests(&sim, SERVER), []);
+}
+
+/// The server's path is down for 1.5 s when the call is made: the request waits in the
+/// queue and goes as soon as the path is back (the connector's redial after its 2 s
+/// backoff), and the reply arrives.
+#[test]
+fn a_request_made_during_a_brief_disconnect_is_answered_when_the_path_returns() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"])]);
+    sim.advance(Duration::from_millis(100));
+    sim.link_down(NodeId(CALLER), NodeId(SERVER));
+    let t0 = sim.now();
+    let id = common::rpc::call(&mut sim, CALLER, common::rpc::echo("gap"));
+    sim.advance(Duration::from_millis(1_500));
+    sim.link_up(NodeId(CALLER), NodeId(SERVER));
+    sim.advance(Duration::from_secs(5));
+    let got = common::rpc::requests(&sim, SERVER);
+    assert_eq!(got.len(), 1, "{}", sim.trace_tail(30));
+    // The dial refused at t0 is retried after the 2 s backoff: the request goes then.
+    let arrived = t0 + Duration::from_secs(2);
+    assert_eq!((got[0].0, &got[0].1.payload[..]), (arrived, &b"gap"[..]));
+    let answered = sim.now();
+    assert!(common::rpc::answer(
+        &mut sim,
+        SERVER,
+        got[0].1.request,
+        "back"
+    ));
+    sim.deliver_until_idle();
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(answered, common::rpc::reply("back"))]
+    );
+}

@@ -256,33 +256,11 @@ impl Node {
     /// (`first`: the call's first pick, which counts a grace wait), or ends it.
     fn dispatch(&mut self, now: Instant, id: CallId, first: bool) {
         loop {
-            self.rpc.stats.lookups += 1;
-            let Node {
-                rpc,
-                discovery,
-                selector,
-                rng,
-                ..
-            } = self;
-            let calls = &rpc.calls;
-            let Some(call) = calls.get(id) else {
-                return;
-            };
-            let candidates = Candidates {
-                rings: discovery.rings(),
-                filter: call.filter,
-            };
-            let server = rpc::pick(
-                &call.select,
-                candidates,
-                selector,
-                rng,
-                |server| calls.outstanding(server),
-                &call.tried,
-            );
-            let failure = call.failure;
-            let Some(server) = server else {
-                match failure {
+            let Some(server) = self.pick_for(id, None) else {
+                let Some(call) = self.rpc.calls.get(id) else {
+                    return;
+                };
+                match call.failure {
                     Some(reason) => self.finish(id, CallOutcome::Failed(reason)),
                     None => {
                         if first {
@@ -297,36 +275,74 @@ impl Node {
                 self.finish(id, CallOutcome::Failed(FailReason::SelfCall));
                 return;
             }
-            let Some(call) = self.rpc.calls.get(id) else {
+            if self.send_request(now, id, server) {
                 return;
-            };
-            let remaining_ns =
-                crate::time::duration_nanos(call.deadline.saturating_duration_since(now));
-            let deadline = call.deadline;
-            let mut bytes = alloc::vec::Vec::with_capacity(wire::request_len(
-                call.method.len(),
-                call.payload.len(),
-            ));
-            wire::encode_rpc(
-                &RpcMessage::Request {
-                    call: id.0,
-                    caller_incarnation: self.incarnation,
-                    remaining_ns,
-                    method: &call.method,
-                    payload: &call.payload,
-                },
-                &mut bytes,
-            );
-            match self.send_to_id(now, server, RPC_MSG_TYPE, Bytes::from(bytes), deadline) {
-                Ok(msg) => {
-                    self.rpc.messages.insert(msg);
-                    self.rpc.calls.sent(id, server, msg);
-                    return;
-                }
-                Err(_) => {
-                    // Provably not sent: try another server.
-                    self.rpc.calls.tried(id, server, FailReason::NoRoute);
-                }
+            }
+        }
+    }
+
+    /// One lookup: a server for the open call `id` by its selection, never one it tried nor
+    /// `also_excluded`.
+    fn pick_for(&mut self, id: CallId, also_excluded: Option<NodeId>) -> Option<NodeId> {
+        self.rpc.stats.lookups += 1;
+        let Node {
+            rpc,
+            discovery,
+            selector,
+            rng,
+            ..
+        } = self;
+        let calls = &rpc.calls;
+        let call = calls.get(id)?;
+        let candidates = Candidates {
+            rings: discovery.rings(),
+            filter: call.filter,
+        };
+        let mut excluded = call.tried.clone();
+        excluded.extend(also_excluded);
+        rpc::pick(
+            &call.select,
+            candidates,
+            selector,
+            rng,
+            |server| calls.outstanding(server),
+            &excluded,
+        )
+    }
+
+    /// Sends the open call `id`'s request to `server`; `false` (and `server` tried) when the
+    /// node refused the message at once.
+    fn send_request(&mut self, now: Instant, id: CallId, server: NodeId) -> bool {
+        let Some(call) = self.rpc.calls.get(id) else {
+            return false;
+        };
+        let remaining_ns =
+            crate::time::duration_nanos(call.deadline.saturating_duration_since(now));
+        let deadline = call.deadline;
+        let mut bytes = alloc::vec::Vec::with_capacity(wire::request_len(
+            call.method.len(),
+            call.payload.len(),
+        ));
+        wire::encode_rpc(
+            &RpcMessage::Request {
+                call: id.0,
+                caller_incarnation: self.incarnation,
+                remaining_ns,
+                method: &call.method,
+                payload: &call.payload,
+            },
+            &mut bytes,
+        );
+        match self.send_to_id(now, server, RPC_MSG_TYPE, Bytes::from(bytes), deadline) {
+            Ok(msg) => {
+                self.rpc.messages.insert(msg);
+                self.rpc.calls.sent(id, server, msg, now);
+                true
+            }
+            Err(_) => {
+                // Provably not sent: the caller tries another server.
+                self.rpc.calls.tried(id, server, FailReason::NoRoute);
+                false
             }
         }
     }
@@ -574,6 +590,34 @@ impl Node {
                 self.finish(id, CallOutcome::Unknown(reason));
             }
         }
+        // Requests still queued for it never left this node: one with another server to go
+        // to moves there now; the others wait for a live incarnation (until the grace).
+        let now = self.now;
+        for id in self.rpc.calls.sent_to(peer) {
+            let Some(CallState::Sent {
+                delivered: false,
+                msg,
+                ..
+            }) = self.rpc.calls.get(id).map(|c| c.state)
+            else {
+                continue;
+            };
+            let Some(other) = self.pick_for(id, Some(peer)) else {
+                continue;
+            };
+            if other == self.id && !self.config.rpc_allow_self_calls {
+                continue;
+            }
+            if !self.endpoints.withdraw(peer, msg) {
+                continue;
+            }
+            self.rpc.messages.remove(&msg);
+            self.rpc.stats.moved += 1;
+            self.rpc.calls.tried(id, peer, FailReason::TargetGone);
+            if !self.send_request(now, id, other) {
+                self.dispatch(now, id, false);
+            }
+        }
     }
 
     /// `peer` came back as `incarnation`: calls an older incarnation acknowledged end.
@@ -594,8 +638,9 @@ impl Node {
         }
     }
 
-    /// The RPC deadlines due at `now`: calls still waiting for a server end `NotAvailable`
-    /// (at their grace deadline), calls whose request is at the server or in flight end
+    /// The RPC deadlines due at `now`: at its grace deadline a call still waiting for a
+    /// server, or whose request is still queued here (never transmitted), ends
+    /// `NotAvailable`; at its deadline a call whose request is at the server or in flight ends
     /// `Unknown(Timeout)`; held requests past their deadline are released
     /// ([`RpcOutput::RequestCancelled`]).
     pub(super) fn rpc_timeouts(&mut self, now: Instant) {
@@ -607,6 +652,21 @@ impl Node {
             match state {
                 CallState::Waiting => {
                     self.finish(id, CallOutcome::Failed(FailReason::NotAvailable));
+                }
+                CallState::Sent {
+                    server,
+                    msg,
+                    delivered,
+                    ..
+                } if self.rpc.calls.get(id).is_some_and(|c| now < c.deadline) => {
+                    // The grace deadline: a request still queued never left this node, and no
+                    // server took it within the grace.
+                    if !delivered && self.endpoints.withdraw(server, msg) {
+                        self.rpc.messages.remove(&msg);
+                        self.finish(id, CallOutcome::Failed(FailReason::NotAvailable));
+                    } else if let Some(deadline) = self.rpc.calls.get(id).map(|c| c.deadline) {
+                        self.rpc.calls.rearm(id, deadline);
+                    }
                 }
                 CallState::Sent {
                     server,

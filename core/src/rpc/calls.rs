@@ -131,8 +131,10 @@ impl Calls {
         !self.waiting.is_empty()
     }
 
-    /// `id`'s request went to `server` as `msg`.
-    pub(crate) fn sent(&mut self, id: CallId, server: NodeId, msg: MsgId) {
+    /// `id`'s request went to `server` as `msg` at `now`: its timer is the grace deadline
+    /// while that is ahead (a request still queued then is given up unsent), else the
+    /// deadline.
+    pub(crate) fn sent(&mut self, id: CallId, server: NodeId, msg: MsgId, now: Instant) {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
@@ -150,7 +152,20 @@ impl Calls {
         };
         self.by_msg.insert(msg, id);
         self.by_server.entry(server).or_default().insert(id);
-        self.timers.replace(id, call.deadline);
+        let timer = if now < call.grace_deadline {
+            call.grace_deadline
+        } else {
+            call.deadline
+        };
+        self.timers.replace(id, timer);
+    }
+
+    /// Re-arms `id`'s timer for `at` (its deadline, after the grace timer found its request
+    /// on its way).
+    pub(crate) fn rearm(&mut self, id: CallId, at: Instant) {
+        if self.calls.contains_key(&id) {
+            self.timers.replace(id, at);
+        }
     }
 
     /// The call whose request is `msg`.

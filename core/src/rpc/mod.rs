@@ -24,13 +24,16 @@
 //! 1. **Grace without polling.** A call with no server waits, registered under its method;
 //!    only a discovery record that serves the method looks again (on the tick it arrives),
 //!    and the grace deadline is one keyed timer: `NotAvailable` exactly then, no lookups in
-//!    between ([`RpcStats::lookups`]).
+//!    between ([`RpcStats::lookups`]). A request still queued at the caller at the grace
+//!    deadline (its server known but never reachable) is taken back and ends
+//!    `NotAvailable` too.
 //! 2. **Fast-fail.** Evidence of the server incarnation's death (registry delete, new
 //!    incarnation, a relay's notice, a refused redial, stopped heartbeats) ends its calls on
 //!    the same tick: a request that may have reached it `Unknown(TargetGone)`
-//!    (`TargetRestarted` when a new incarnation is known); one provably not delivered moves
-//!    to another server within the deadline, or waits for a live incarnation, or ends
-//!    `Failed`.
+//!    (`TargetRestarted` when a new incarnation is known); one still queued here (provably
+//!    not delivered) moves to another server at once if there is one ([`RpcStats::moved`]),
+//!    else waits for a live incarnation of its server until the grace; one refused by every
+//!    copy ends `Failed` or tries another server.
 //! 3. **Continuity.** A link blip with the same incarnation ends nothing: the acked stream
 //!    resumes and the reply arrives.
 //! 4. **Deadlines travel.** The request carries its remaining budget; the server drops (and
@@ -466,6 +469,8 @@ pub struct RpcStats {
     pub grace_waits: u64,
     /// Calls ended on evidence of their server's death before their deadline.
     pub fast_fails: u64,
+    /// Calls whose request, still queued for a server found dead, moved to another server.
+    pub moved: u64,
     /// Calls currently waiting for a server or for a reply.
     pub in_flight: u64,
     /// Requests handed to a handler ([`RpcOutput::Request`]).
