@@ -81,7 +81,7 @@ pub struct Faults {
     /// with the registry machines ([`RegistryMode::Machines`]).
     pub registry_restarts: bool,
     /// Not a fault: the workload also makes calls by method, serves and unserves methods
-    /// and broadcasts, checked by the call ledger ([`rpc`](self::rpc) module docs).
+    /// and broadcasts, checked by the call ledger (the docs of `sim/scenario/rpc.rs`).
     pub rpc: bool,
 }
 
