@@ -161,6 +161,7 @@ mod registry_client;
 mod registry_input;
 mod routes;
 mod rpc;
+mod rpc_input;
 mod status;
 mod transport;
 mod types;

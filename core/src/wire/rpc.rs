@@ -150,6 +150,12 @@ pub const fn request_len(method_len: usize, payload_len: usize) -> usize {
     REQUEST_FIXED_LEN + 4 + method_len + payload_len
 }
 
+/// The encoded length of a reply with this payload length.
+#[must_use]
+pub const fn reply_len(payload_len: usize) -> usize {
+    1 + 8 + 8 + payload_len
+}
+
 /// Reads one RPC message that fills `bytes` exactly.
 ///
 /// # Errors
