@@ -1,9 +1,9 @@
 //! Unit tests of the RPC pieces: the message codec (exact bytes, total decoding), the
 //! server's bounded duplicate memory, method names and labels.
 
-use alloc::{vec, vec::Vec};
+use alloc::{boxed::Box, vec, vec::Vec};
 
-use proptest::prelude::*;
+use proptest::{prelude::*, test_runner::FileFailurePersistence};
 
 use super::{DEDUP_CAPACITY, Serving, is_valid_method, method_label, served_methods, servers_of};
 use crate::{
@@ -120,6 +120,13 @@ fn bad_messages_are_typed_errors() {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "../proptest-regressions/rpc_messages.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
     #[test]
     fn any_bytes_decode_or_fail_without_panicking_and_decoded_messages_are_canonical(
         bytes in proptest::collection::vec(any::<u8>(), 0..64)
