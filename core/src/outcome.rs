@@ -151,6 +151,22 @@ impl FailReason {
         FailReason::NotServed,
     ];
 
+    /// The reasons a message's outcome can carry, in declaration order: every reason but the
+    /// ones only calls end with (`NotAvailable`, `SelfCall`, `Expired`, `Cancelled`,
+    /// `NotServed`). For the label sets of message metrics.
+    pub const MESSAGE_REASONS: [FailReason; 10] = [
+        FailReason::Timeout,
+        FailReason::QueueFull,
+        FailReason::NoRoute,
+        FailReason::TargetGone,
+        FailReason::TargetRestarted,
+        FailReason::Shutdown,
+        FailReason::StreamAbandoned,
+        FailReason::WrongCluster,
+        FailReason::VersionMismatch,
+        FailReason::DuplicateId,
+    ];
+
     /// The reason's label in metrics, JSON reports and command output, in snake case:
     /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`,
     /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`,
