@@ -42,8 +42,6 @@ pub(super) struct Sender {
     /// The last incarnation learned per target (acks, resets, handshakes); outlives the
     /// target's endpoint.
     known: BTreeMap<NodeId, u64>,
-    /// Reused encode buffer for `Data` frames.
-    buf: Vec<u8>,
 }
 
 impl Sender {
@@ -53,7 +51,6 @@ impl Sender {
             rng,
             retransmit_after,
             known: BTreeMap::new(),
-            buf: Vec::new(),
         }
     }
 
@@ -137,7 +134,6 @@ impl EndpointTable {
                 src: sender.src,
                 dst,
                 link,
-                buf: &mut sender.buf,
             };
             outbox.transmit_new(&mut route, sink, &mut sender.rng, known, message, now);
             if was_idle {
@@ -199,7 +195,7 @@ impl EndpointTable {
         &mut self,
         target: NodeId,
         link: LinkId,
-        f: impl FnOnce(&mut Outbox, &mut DataRoute<'_>, &mut Rng, u64) -> R,
+        f: impl FnOnce(&mut Outbox, &mut DataRoute, &mut Rng, u64) -> R,
     ) -> Option<(Key, R)> {
         let key = self.endpoint_of(target)?;
         let EndpointTable { slots, sender, .. } = self;
@@ -209,7 +205,6 @@ impl EndpointTable {
             src: sender.src,
             dst: target,
             link,
-            buf: &mut sender.buf,
         };
         let result = f(&mut endpoint.outbox, &mut route, &mut sender.rng, known);
         Some((key, result))

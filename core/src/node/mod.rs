@@ -230,11 +230,8 @@ impl OutcomeSink for OutSink<'_> {
 }
 
 impl OutboxSink for OutSink<'_> {
-    fn transmit(&mut self, link: LinkId, frame: &[u8]) {
-        self.0.push_back(Output::Transmit {
-            link,
-            bytes: bytes::Bytes::copy_from_slice(frame),
-        });
+    fn transmit(&mut self, link: LinkId, frame: bytes::Bytes) {
+        self.0.push_back(Output::Transmit { link, bytes: frame });
     }
 }
 
