@@ -114,6 +114,11 @@ pub struct Config {
     /// authentication, unless `cluster_token` is set.
     #[serde(skip)]
     pub cluster_keys: Vec<ClusterKey>,
+    /// 32 bytes of OS randomness for the handshake nonces, handed over by the driver
+    /// (both adapters fill it when it is all zeros). Zeros (the default, the simulator's):
+    /// nonces come from the seeded generator alone. Never read from a file.
+    #[serde(skip)]
+    pub nonce_entropy: crate::bus::handshake::NonceEntropy,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
     /// in its id, so nodes sharing a seed still draw different jitter; set distinct seeds to
     /// replay a particular run.
@@ -169,6 +174,7 @@ impl Default for Config {
             max_pending_handshakes: 256,
             cluster_token: String::new(),
             cluster_keys: Vec::new(),
+            nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
             rng_seed: 0,
             upstream: NodeId::NONE,
             upstream_address: String::new(),

@@ -291,6 +291,7 @@ impl Node {
                 handshake_timeout: config.handshake_timeout,
                 max_pending_handshakes: config.max_pending_handshakes,
                 max_frame: crate::wire::DEFAULT_MAX_FRAME,
+                nonce_entropy: config.nonce_entropy,
             },
             now,
             bus_rng.fork(),
