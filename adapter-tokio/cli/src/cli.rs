@@ -192,6 +192,24 @@ pub(crate) struct TlsArgs {
     pub(crate) tls_ca: Option<PathBuf>,
 }
 
+/// How a one-shot client (`send`, `ls`) joins a cluster: the embedded registry or etcd, with
+/// the cluster's TLS and keys. Resolved by `ClusterArgs::resolve` (in `config`).
+#[derive(Debug, Args)]
+pub(crate) struct ClusterArgs {
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
+    /// Cluster key files.
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
+}
+
 /// `switchboard registry`.
 #[derive(Debug, Args)]
 #[command(
@@ -459,9 +477,6 @@ pub(crate) struct DemoArgs {
     waited for within --timeout-ms."
 )]
 pub(crate) struct SendArgs {
-    /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
-    pub(crate) registry: Option<SocketAddr>,
     /// The target: a node name, or a node id (digits).
     #[arg(long, value_name = "NAME|ID")]
     pub(crate) to: String,
@@ -474,15 +489,9 @@ pub(crate) struct SendArgs {
     /// Bound on the whole run: the registry, the target, the outcome.
     #[arg(long, value_name = "T", default_value_t = 5000)]
     pub(crate) timeout_ms: u64,
-    /// etcd registry.
+    /// The cluster: registry, TLS, keys.
     #[command(flatten)]
-    pub(crate) etcd: EtcdArgs,
-    /// Mutual TLS.
-    #[command(flatten)]
-    pub(crate) tls: TlsArgs,
-    /// Cluster key files.
-    #[command(flatten)]
-    pub(crate) keys: KeyArgs,
+    pub(crate) cluster: ClusterArgs,
 }
 
 /// `switchboard ls`.
@@ -493,24 +502,15 @@ pub(crate) struct SendArgs {
     registry does not answer within --timeout-ms."
 )]
 pub(crate) struct LsArgs {
-    /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
-    pub(crate) registry: Option<SocketAddr>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = LsFormat::Table)]
     pub(crate) output: LsFormat,
     /// Bound on the wait for the registry.
     #[arg(long, value_name = "T", default_value_t = 5000)]
     pub(crate) timeout_ms: u64,
-    /// etcd registry.
+    /// The cluster: registry, TLS, keys.
     #[command(flatten)]
-    pub(crate) etcd: EtcdArgs,
-    /// Mutual TLS.
-    #[command(flatten)]
-    pub(crate) tls: TlsArgs,
-    /// Cluster key files.
-    #[command(flatten)]
-    pub(crate) keys: KeyArgs,
+    pub(crate) cluster: ClusterArgs,
 }
 
 /// `ls -o`.
@@ -814,8 +814,8 @@ mod tests {
                 Command::Node(a) => a.etcd,
                 Command::Load(a) => a.etcd,
                 Command::Demo(a) => a.etcd,
-                Command::Send(a) => a.etcd,
-                Command::Ls(a) => a.etcd,
+                Command::Send(a) => a.cluster.etcd,
+                Command::Ls(a) => a.cluster.etcd,
                 _ => panic!("another subcommand"),
             };
             let security = etcd.security();
