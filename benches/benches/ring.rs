@@ -90,7 +90,7 @@ fn bench_build(c: &mut Criterion) {
         let w = Workload::new(n, SEED);
         for (name, mode) in [
             ("ours_fast", HashMode::Fast),
-            ("ours_compat", HashMode::LibatappCompat),
+            ("ours_compat", HashMode::LibatappMain),
         ] {
             let mut r = ring(&w, mode);
             group.bench_function(BenchmarkId::new(name, n), |b| {
@@ -142,7 +142,7 @@ fn bench_change(c: &mut Criterion, adding: bool) {
         let probe = keys(1, 99)[0];
         for (name, mode) in [
             ("ours_fast", HashMode::Fast),
-            ("ours_compat", HashMode::LibatappCompat),
+            ("ours_compat", HashMode::LibatappMain),
         ] {
             let mut r = ring(&w, mode);
             change!(
@@ -275,7 +275,7 @@ fn bench_lookup(c: &mut Criterion) {
         let w = Workload::new(n, SEED);
         let fast = ring(&w, HashMode::Fast);
         lookup!(BenchmarkId::new("ours", n), |k| fast.lookup_u64(k));
-        let compat = ring(&w, HashMode::LibatappCompat);
+        let compat = ring(&w, HashMode::LibatappMain);
         lookup!(BenchmarkId::new("ours_compat", n), |k| compat.lookup_u64(k));
         let mut set = emu_set(&w);
         set.rebuild(None);

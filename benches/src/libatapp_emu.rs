@@ -482,7 +482,7 @@ mod tests {
     }
 
     fn compat_ring(w: &Workload) -> Ring {
-        let mut ring = Ring::new(RingConfig::libatapp_compat());
+        let mut ring = Ring::new(RingConfig::libatapp_main());
         ring.build(members(w)).expect("workload ids are non-zero");
         ring
     }
@@ -551,7 +551,7 @@ mod tests {
     #[test]
     fn compat_ring_agrees_on_nameless_nodes() {
         let ids: Vec<NodeId> = (1..=40).map(|i| NodeId(0x0100_0000 + i * 3)).collect();
-        let mut ring = Ring::new(RingConfig::libatapp_compat());
+        let mut ring = Ring::new(RingConfig::libatapp_main());
         ring.build(ids.iter().map(|&id| RingMember::new(id, "")))
             .expect("ids are non-zero");
         let mut set = LibatappSet::new();
@@ -565,7 +565,7 @@ mod tests {
     fn compat_filter_ring_agrees_with_emulated_filter_ring() {
         let w = Workload::new(200, 24);
         let mut set = set_of(&w);
-        let mut rings = RingSet::new(RingConfig::libatapp_compat());
+        let mut rings = RingSet::new(RingConfig::libatapp_main());
         let a = zone_filter("a");
         let fid = rings.add_filter(a.clone());
         for i in 0..w.len() {

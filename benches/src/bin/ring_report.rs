@@ -113,7 +113,7 @@ struct SizeReport {
 fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
     let w = Workload::new(n, 1);
     let mut fast = ring(&w, HashMode::Fast);
-    let mut compat = ring(&w, HashMode::LibatappCompat);
+    let mut compat = ring(&w, HashMode::LibatappMain);
     let mut emu = emu_set(&w);
 
     let build_ns = sample(
@@ -378,7 +378,7 @@ fn main() {
     json.num("moved_fraction_n1000", round(moved_fraction_n1000(), 7));
     let big = ring(&Workload::new(10_000, 1), HashMode::Fast);
     let bytes_per_point = big.memory_bytes() as f64 / big.point_count() as f64;
-    let big_compat = ring(&Workload::new(10_000, 1), HashMode::LibatappCompat);
+    let big_compat = ring(&Workload::new(10_000, 1), HashMode::LibatappMain);
     let compat_bytes_per_point = big_compat.memory_bytes() as f64 / big_compat.point_count() as f64;
     eprintln!(
         "memory N=10000: {bytes_per_point:.2} B/point fast, {compat_bytes_per_point:.2} B/point compat"

@@ -42,7 +42,8 @@ use crate::{
 /// How a ring places nodes. Plain data; `Default` is 80 points per node in fast mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RingConfig {
-    /// Points per node (libatapp: 80). 0 gives an empty ring.
+    /// Points per node (libatapp: 80). 0 gives an empty ring. In [`HashMode::LibatappV012`]
+    /// half come from the id and half from the name (`points_per_node / 2` each).
     pub points_per_node: u32,
     /// Placement and key hashing mode.
     pub mode: HashMode,
@@ -64,12 +65,23 @@ impl RingConfig {
         }
     }
 
-    /// 80 points per node, placed exactly as libatapp places them.
+    /// 80 points per node, placed as libatapp `main` places them since commit `45f5fda`
+    /// (2024-12-26; unreleased): [`HashMode::LibatappMain`].
     #[must_use]
-    pub const fn libatapp_compat() -> RingConfig {
+    pub const fn libatapp_main() -> RingConfig {
         RingConfig {
             points_per_node: Self::DEFAULT_POINTS_PER_NODE,
-            mode: HashMode::LibatappCompat,
+            mode: HashMode::LibatappMain,
+        }
+    }
+
+    /// 80 points per node (40 from the id, 40 from the name), placed as libatapp releases
+    /// v0.11.0–v0.12.5 place them: [`HashMode::LibatappV012`].
+    #[must_use]
+    pub const fn libatapp_v012() -> RingConfig {
+        RingConfig {
+            points_per_node: Self::DEFAULT_POINTS_PER_NODE,
+            mode: HashMode::LibatappV012,
         }
     }
 }
@@ -205,7 +217,7 @@ fn check_capacity(config: &RingConfig, nodes: usize) -> Result<(), RingError> {
 /// ```
 /// use switchboard_core::{ids::NodeId, ring::{Ring, RingConfig, RingMember, SearchMode}};
 ///
-/// let mut ring = Ring::new(RingConfig::libatapp_compat());
+/// let mut ring = Ring::new(RingConfig::libatapp_main());
 /// ring.build([
 ///     RingMember::new(NodeId(1), "svc-1"),
 ///     RingMember::new(NodeId(2), "svc-2"),
@@ -362,7 +374,8 @@ impl Ring {
         self.points.node_count()
     }
 
-    /// Number of points (`node_count * points_per_node`).
+    /// Number of points (`node_count * points_per_node`, except id-only nodes in
+    /// [`HashMode::LibatappV012`], which have half).
     #[must_use]
     pub fn point_count(&self) -> usize {
         self.points.len()
