@@ -27,7 +27,7 @@
 use std::{
     hint::black_box,
     path::PathBuf,
-    sync::Arc,
+    rc::Rc,
     time::{Duration, Instant},
 };
 
@@ -155,7 +155,7 @@ fn bench_change(c: &mut Criterion, adding: bool) {
                 }
             );
         }
-        let nodes: Vec<Arc<EmuNode>> = (0..n)
+        let nodes: Vec<Rc<EmuNode>> = (0..n)
             .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), w.metadata[i].clone()))
             .collect();
         let mut set = emu_set(&w);
@@ -164,7 +164,7 @@ fn bench_change(c: &mut Criterion, adding: bool) {
             &mut set,
             n,
             |s: &mut LibatappSet, k| {
-                s.add_node(Arc::clone(&nodes[k]));
+                s.add_node(Rc::clone(&nodes[k]));
                 black_box(s.lookup_u64(probe, None));
             },
             |s: &mut LibatappSet, k| {
@@ -238,10 +238,10 @@ fn bench_filter_update(c: &mut Criterion) {
         });
 
         let mut emu = emu_set(&w);
-        let joined: Vec<Arc<EmuNode>> = (0..n)
+        let joined: Vec<Rc<EmuNode>> = (0..n)
             .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone()))
             .collect();
-        let left: Vec<Arc<EmuNode>> = (0..n)
+        let left: Vec<Rc<EmuNode>> = (0..n)
             .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone()))
             .collect();
         let probe = keys(1, 99)[0];
@@ -250,9 +250,9 @@ fn bench_filter_update(c: &mut Criterion) {
                 let start = Instant::now();
                 for it in 0..iters {
                     let k = victims[it as usize % victims.len()];
-                    emu.add_node(Arc::clone(&joined[k]));
+                    emu.add_node(Rc::clone(&joined[k]));
                     black_box(emu.lookup_u64(probe, Some(&filter)));
-                    emu.add_node(Arc::clone(&left[k]));
+                    emu.add_node(Rc::clone(&left[k]));
                     black_box(emu.lookup_u64(probe, Some(&filter)));
                 }
                 start.elapsed() / 2

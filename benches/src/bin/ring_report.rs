@@ -17,7 +17,7 @@
 use std::{
     collections::HashMap,
     hint::black_box,
-    sync::Arc,
+    rc::Rc,
     time::{Duration, Instant},
 };
 
@@ -156,7 +156,7 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         },
     );
     let probe = 0x5eed_u64;
-    let emu_nodes: Vec<Arc<EmuNode>> = (0..n)
+    let emu_nodes: Vec<Rc<EmuNode>> = (0..n)
         .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), w.metadata[i].clone()))
         .collect();
     let libatapp_add_one_ns = sample(
@@ -165,7 +165,7 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
             s.remove_node(w.ids[victim(n, i)]);
         },
         |s, i| {
-            s.add_node(Arc::clone(&emu_nodes[victim(n, i)]));
+            s.add_node(Rc::clone(&emu_nodes[victim(n, i)]));
             black_box(s.lookup_u64(probe, None));
         },
         nothing,
@@ -198,10 +198,10 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         },
         nothing,
     );
-    let joined: Vec<Arc<EmuNode>> = (0..n)
+    let joined: Vec<Rc<EmuNode>> = (0..n)
         .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone()))
         .collect();
-    let left: Vec<Arc<EmuNode>> = (0..n)
+    let left: Vec<Rc<EmuNode>> = (0..n)
         .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone()))
         .collect();
     let libatapp_filter_update_ns = sample(
@@ -209,7 +209,7 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         nothing,
         |s, i| {
             let k = odd(i);
-            s.add_node(Arc::clone(if i % 2 == 0 { &joined[k] } else { &left[k] }));
+            s.add_node(Rc::clone(if i % 2 == 0 { &joined[k] } else { &left[k] }));
             black_box(s.lookup_u64(probe, Some(&filter)));
         },
         nothing,
