@@ -314,7 +314,7 @@ fn bench_timer(c: &mut Criterion) {
     let mut group = c.benchmark_group("timer");
     group.sample_size(20);
     group.throughput(criterion::Throughput::Elements(TIMER_BATCH as u64));
-    let mut load = TimerLoad::new(3);
+    let mut load = TimerLoad::<switchboard_core::timer::TimerQueue<u64>>::new(3);
     group.bench_function(BenchmarkId::new("arm_batch_1024", LIVE_TIMERS), |b| {
         b.iter_custom(|iters| (0..iters).map(|_| load.arm_batch()).sum());
     });

@@ -131,22 +131,36 @@ class rc_ptr {
     o.ptr_ = nullptr;
     o.count_ = nullptr;
   }
-  rc_ptr &operator=(rc_ptr o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(count_, o.count_);
+  rc_ptr &operator=(const rc_ptr &o) noexcept {
+    if (o.count_) ++*o.count_;
+    release();
+    ptr_ = o.ptr_;
+    count_ = o.count_;
     return *this;
   }
-  ~rc_ptr() {
-    if (count_ && --*count_ == 0) {
-      delete ptr_;
-      delete count_;
+  rc_ptr &operator=(rc_ptr &&o) noexcept {
+    if (this != &o) {
+      release();
+      ptr_ = o.ptr_;
+      count_ = o.count_;
+      o.ptr_ = nullptr;
+      o.count_ = nullptr;
     }
+    return *this;
   }
+  ~rc_ptr() { release(); }
   T *get() const noexcept { return ptr_; }
   T *operator->() const noexcept { return ptr_; }
   explicit operator bool() const noexcept { return ptr_ != nullptr; }
 
  private:
+  void release() noexcept {
+    if (count_ && --*count_ == 0) {
+      delete ptr_;
+      delete count_;
+    }
+  }
+
   T *ptr_;
   long *count_;
 };

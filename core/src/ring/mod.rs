@@ -92,6 +92,19 @@ impl Default for RingConfig {
     }
 }
 
+/// Heap bytes of a [`Ring`] by component ([`Ring::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingMemory {
+    /// The sorted points: 12 bytes each (8 of position, 4 of member slot), by capacity.
+    pub points: usize,
+    /// The prefix lookup index (one `u32` per prefix, at most 2^16 + 1).
+    pub index: usize,
+    /// The member table: id, name and fast-mode node hash per slot, and the id → slot map.
+    pub members: usize,
+    /// Build and change buffers kept between calls so steady-state rebuilds allocate nothing.
+    pub buffers: usize,
+}
+
 /// A node as a ring sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RingMember<'a> {
@@ -419,9 +432,19 @@ impl Ring {
     /// Heap bytes held by the ring: points, prefix index, member table and reusable buffers.
     #[must_use]
     pub fn memory_bytes(&self) -> usize {
-        self.points.memory_bytes()
-            + self.members.memory_bytes()
-            + self.slots.capacity() * 4
-            + self.keys.capacity() * 8
+        let m = self.memory();
+        m.points + m.index + m.members + m.buffers
+    }
+
+    /// [`memory_bytes`](Ring::memory_bytes) by component.
+    #[must_use]
+    pub fn memory(&self) -> RingMemory {
+        let (points, index, buffers) = self.points.memory_parts();
+        RingMemory {
+            points,
+            index,
+            members: self.members.memory_bytes(),
+            buffers: buffers + self.slots.capacity() * 4 + self.keys.capacity() * 8,
+        }
     }
 }

@@ -249,11 +249,19 @@ impl Points {
 
     /// Heap bytes held (points, index, reusable staging buffers).
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.pts.capacity() * core::mem::size_of::<Point>()
-            + self.index.capacity() * 4
-            + self.scratch.capacity() * 4
-            + self.group.capacity() * core::mem::size_of::<Point>()
-            + self.cursor.capacity() * 4
+        let (points, index, buffers) = self.memory_parts();
+        points + index + buffers
+    }
+
+    /// Heap bytes of the points, of the prefix index and of the reusable staging buffers.
+    pub(crate) fn memory_parts(&self) -> (usize, usize, usize) {
+        (
+            self.pts.capacity() * core::mem::size_of::<Point>(),
+            self.index.capacity() * 4,
+            self.scratch.capacity() * 4
+                + self.group.capacity() * core::mem::size_of::<Point>()
+                + self.cursor.capacity() * 4,
+        )
     }
 
     /// Empties the ring, keeping allocations.
