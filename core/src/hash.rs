@@ -112,6 +112,37 @@ impl HashMode {
     }
 }
 
+impl core::fmt::Display for HashMode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Written as its config spelling ([`HashMode::as_str`]).
+impl serde::Serialize for HashMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Read from a config spelling ([`HashMode::parse`]).
+impl<'de> serde::Deserialize<'de> for HashMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<HashMode, D::Error> {
+        struct Spelling;
+        impl serde::de::Visitor<'_> for Spelling {
+            type Value = HashMode;
+            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str("\"fast\", \"libatapp-main\" or \"libatapp-v0.12\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HashMode, E> {
+                HashMode::parse(v)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_str(Spelling)
+    }
+}
+
 /// The murmur3 sources of a node's points in a libatapp mode: up to two `(bytes, count)`
 /// pairs; point `i < count` of a source is `murmur3_x64_128(bytes, seed = i)`. Fast mode has
 /// no murmur3 sources (empty).
@@ -596,6 +627,49 @@ mod tests {
         for i in 0..80 {
             assert_eq!(fast_point(h, i), crate::rng::splitmix64(&mut state));
         }
+    }
+
+    #[test]
+    fn modes_parse_their_spellings_and_the_v0_11_alias() {
+        for (mode, spelling) in HashMode::ALL {
+            assert_eq!(mode.as_str(), spelling);
+            assert_eq!(HashMode::parse(spelling), Some(mode));
+        }
+        assert_eq!(
+            HashMode::parse("libatapp-v0.11"),
+            Some(HashMode::LibatappV012)
+        );
+        assert_eq!(
+            HashMode::parse("libatapp-v0.12.5"),
+            Some(HashMode::LibatappV012)
+        );
+        assert_eq!(HashMode::parse("libatapp"), None);
+        assert_eq!(
+            serde_json::to_string(&HashMode::LibatappV012).unwrap(),
+            "\"libatapp-v0.12\""
+        );
+        assert_eq!(
+            serde_json::from_str::<HashMode>("\"libatapp-main\"").unwrap(),
+            HashMode::LibatappMain
+        );
+        assert!(serde_json::from_str::<HashMode>("\"compat\"").is_err());
+    }
+
+    #[test]
+    fn v012_nodes_have_half_the_points_per_source() {
+        assert_eq!(HashMode::LibatappV012.node_points(80, "a"), 80);
+        assert_eq!(HashMode::LibatappV012.node_points(80, ""), 40);
+        assert_eq!(HashMode::LibatappV012.node_points(3, "a"), 2);
+        assert_eq!(HashMode::LibatappMain.node_points(80, ""), 80);
+        let id = 5u64.to_le_bytes();
+        assert_eq!(
+            compat_sources(HashMode::LibatappV012, 80, "n", &id),
+            [(&id[..], 40), (&b"n"[..], 40)]
+        );
+        assert_eq!(
+            compat_sources(HashMode::LibatappMain, 80, "", &id),
+            [(&id[..], 80), (&[][..], 0)]
+        );
     }
 
     #[test]
