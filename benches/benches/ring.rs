@@ -20,6 +20,8 @@
 //!   libatapp_emu = the change plus the first filtered lookup (re-hash and sort of the
 //!   filtered ring).
 //! - lookup: a pre-generated random u64 key, key hash included.
+//! - `*_same_hasher` rows: the peer with `peers::Murmur3Hasher` (our key hash) instead of its
+//!   shipped SipHash, so the row compares data structures only.
 //!
 //! Skipped because it takes seconds per sample: conhash build at N = 10 000 (≈0.4 s per build,
 //! 800 000 MD5 hashes and `BTreeMap` inserts; criterion would need ≈20 s for it).
@@ -109,6 +111,9 @@ fn bench_build(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("hashring", n), |b| {
             b.iter(|| black_box(HashringPeer::build(&w.names).point_count()));
+        });
+        group.bench_function(BenchmarkId::new("hashring_same_hasher", n), |b| {
+            b.iter(|| black_box(HashringPeer::build_same_hasher(&w.names).point_count()));
         });
         if n <= 1000 {
             group.bench_function(BenchmarkId::new("conhash", n), |b| {
@@ -283,12 +288,18 @@ fn bench_lookup(c: &mut Criterion) {
             .lookup_u64(k, None));
         let peer = HashringPeer::build(&w.names);
         lookup!(BenchmarkId::new("hashring", n), |k| peer.lookup(k));
+        let peer = HashringPeer::build_same_hasher(&w.names);
+        lookup!(BenchmarkId::new("hashring_same_hasher", n), |k| peer
+            .lookup(k));
         let peer = ConhashPeer::build(&w.names);
         lookup!(BenchmarkId::new("conhash", n), |k| peer.lookup(k).is_some());
         let peer = AnchorPeer::build(n);
         lookup!(BenchmarkId::new("anchorhash", n), |k| peer.lookup(k));
         let peer = JumpPeer::new(n);
         lookup!(BenchmarkId::new("jumphash", n), |k| peer.lookup(k));
+        let peer = JumpPeer::same_hasher(n);
+        lookup!(BenchmarkId::new("jumphash_same_hasher", n), |k| peer
+            .lookup(k));
     }
     group.finish();
 }
@@ -357,6 +368,7 @@ fn print_ratios(dir: &std::path::Path) {
                 "ours_compat",
                 "libatapp_emu",
                 "hashring",
+                "hashring_same_hasher",
                 "conhash",
                 "anchorhash",
             ],
@@ -391,9 +403,11 @@ fn print_ratios(dir: &std::path::Path) {
                 "ours_compat",
                 "libatapp_emu",
                 "hashring",
+                "hashring_same_hasher",
                 "conhash",
                 "anchorhash",
                 "jumphash",
+                "jumphash_same_hasher",
             ],
         ),
     ];
