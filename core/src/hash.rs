@@ -344,7 +344,7 @@ pub fn fast_point(node_hash: u64, index: u32) -> u64 {
     test_hooks::mask(mix64(node_hash.wrapping_add(step)))
 }
 
-/// libatapp-compatible position of point `index` of the node hashed from `bytes`
+/// Position (libatapp modes) of point `index` of the node hashed from `bytes`
 /// (see `node_bytes`): `murmur3_x64_128(bytes, seed = index)`.
 #[must_use]
 #[inline]

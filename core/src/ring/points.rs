@@ -6,7 +6,7 @@
 //! Why 12 bytes and not 8 (a 48-bit position beside a 16-bit slot): full 64-bit positions make
 //! fast-mode ties practically impossible (any tie among 80 000 points: about 2^-32, against
 //! 2^-16 with 48 bits) and need no recomputation to compare, and `u32` slots do not cap a ring
-//! at 65 535 nodes. Order is by position, ties by node id — and in libatapp-compatible mode by the full
+//! at 65 535 nodes. Order is by position, ties by node id — and in the libatapp modes by the full
 //! 128-bit position first: only the high 64 bits are stored, and the (astronomically rare) runs
 //! of equal high halves are put in exact order by recomputing the low halves of just those
 //! points ([`resolve_run`]; lookups do the same on a key that hits a stored high half exactly).
