@@ -321,6 +321,12 @@ pub(crate) struct NodeArgs {
     /// Send every received message back to its sender (same type, same payload).
     #[arg(long)]
     pub(crate) echo: bool,
+    /// Consistent-hash ring placement: fast (default; not libatapp's), libatapp-v0.12 (as
+    /// libatapp releases v0.11.0 to v0.12.5: 40 id + 40 name points) or libatapp-main (as
+    /// libatapp main since commit 45f5fda, unreleased: 80 name points). Config file:
+    /// `ring_hash_mode` in the [core] table.
+    #[arg(long, value_name = "MODE", value_parser = parse_hash_mode)]
+    pub(crate) ring_hash: Option<switchboard_core::hash::HashMode>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -598,6 +604,12 @@ pub(crate) fn admin_addr(text: &str) -> Result<SocketAddr, String> {
     }
     text.parse()
         .map_err(|_| format!("expected HOST:PORT or a port (bound on 127.0.0.1), got {text:?}"))
+}
+
+/// Parses a ring hash mode spelling (`fast`, `libatapp-v0.12`, `libatapp-main`).
+pub(crate) fn parse_hash_mode(text: &str) -> Result<switchboard_core::hash::HashMode, String> {
+    switchboard_core::hash::HashMode::parse(text)
+        .ok_or_else(|| format!("expected fast, libatapp-v0.12 or libatapp-main, got {text:?}"))
 }
 
 /// Parses `key=value` (the key non-empty).

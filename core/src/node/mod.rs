@@ -261,7 +261,7 @@ impl Node {
             crate::discovery::DEFAULT_TOMBSTONE_LIMIT,
             crate::ring::RingConfig {
                 points_per_node: config.ring_points_per_node,
-                ..crate::ring::RingConfig::default()
+                mode: config.ring_hash_mode,
             },
         );
         // The bus draws from its own generator, so incarnations and the connector's jitter and
