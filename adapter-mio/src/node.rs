@@ -20,6 +20,7 @@ use std::{
 use bytes::Bytes;
 use mio::{Events, Interest, Poll, Registry, Token, net::TcpListener};
 use switchboard_core::{
+    bus::handshake::NonceEntropy,
     config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
     node::{Event, Node, SendError, Status, Target},
@@ -279,6 +280,9 @@ impl MioNode {
             host_name([proc.as_deref(), env::var("HOSTNAME").ok().as_deref()])
         };
         config.fill_from_process(local_addr, process::id(), hostname, entropy);
+        if config.nonce_entropy.is_empty() {
+            config.nonce_entropy = nonce_entropy();
+        }
         let clock = Clock::start();
         let node = Node::new(config, clock.now())?;
         let registry = registry.map(|addr| {
@@ -422,4 +426,17 @@ impl MioNode {
         }
         Ok(())
     }
+}
+
+/// 32 bytes from the operating system's random source for the handshake nonces
+/// ([`NonceEntropy`]); should the OS refuse (it does not on Linux after boot), the process's
+/// randomly keyed hashers stand in.
+fn nonce_entropy() -> NonceEntropy {
+    let mut bytes = [0u8; 32];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&RandomState::new().hash_one(i).to_le_bytes());
+        }
+    }
+    NonceEntropy(bytes)
 }

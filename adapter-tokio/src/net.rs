@@ -18,7 +18,10 @@ use std::{
 };
 
 use bytes::{Bytes, BytesMut};
-use switchboard_core::{config::host_name, discovery::address::tcp_host_port, rng::entropy_seed};
+use switchboard_core::{
+    bus::handshake::NonceEntropy, config::host_name, discovery::address::tcp_host_port,
+    rng::entropy_seed,
+};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     net::{TcpListener, TcpSocket, TcpStream, tcp::OwnedWriteHalf},
@@ -108,6 +111,21 @@ pub(crate) fn entropy() -> u64 {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH);
     let nanos = nanos.map_or(0, |d| d.as_nanos());
     entropy_seed(RandomState::new().hash_one(()), nanos, std::process::id())
+}
+
+/// 32 bytes from the operating system's random source for the handshake nonces
+/// ([`NonceEntropy`]). Should the OS refuse (it does not on Linux after boot), the process's
+/// randomly keyed hashers stand in, and a warning says so.
+#[must_use]
+pub(crate) fn nonce_entropy() -> NonceEntropy {
+    let mut bytes = [0u8; 32];
+    if let Err(error) = getrandom::getrandom(&mut bytes) {
+        tracing::warn!(%error, "no OS randomness for handshake nonces; using the keyed hasher");
+        for (i, chunk) in bytes.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&RandomState::new().hash_one(i).to_le_bytes());
+        }
+    }
+    NonceEntropy(bytes)
 }
 
 /// This host's name from `/proc/sys/kernel/hostname`, then `$HOSTNAME` ([`host_name`]).

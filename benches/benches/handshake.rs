@@ -20,8 +20,8 @@ use criterion::Criterion;
 use switchboard_core::{
     bus::{
         handshake::{
-            ClusterKey, ClusterKeys, NonceSource, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER,
-            Side, Transcript,
+            ClusterKey, ClusterKeys, NonceEntropy, NonceSource, PROTOCOL_VERSIONS, ROLE_ACCEPTOR,
+            ROLE_DIALLER, Side, Transcript,
         },
         links::{LinkEvent, LinkSettings, LinkSink, Links},
     },
@@ -72,6 +72,7 @@ fn settings(keys: &ClusterKeys) -> LinkSettings {
         handshake_timeout: Duration::from_secs(10),
         max_pending_handshakes: 1 << 20,
         max_frame: wire::DEFAULT_MAX_FRAME,
+        nonce_entropy: NonceEntropy::default(),
     }
 }
 
@@ -87,7 +88,7 @@ fn main() {
     let keys = ClusterKeys::new(std::slice::from_ref(&key));
     let mut group = c.benchmark_group("handshake");
 
-    let mut nonces = NonceSource::new(&mut Rng::new(1));
+    let mut nonces = NonceSource::new(&NonceEntropy::default(), &mut Rng::new(1));
     let peer_nonce = [0x11; 32];
     let peer_proof = keys
         .prove(&transcript(ROLE_DIALLER, peer_nonce, [0x22; 32]))

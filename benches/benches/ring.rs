@@ -20,6 +20,8 @@
 //!   libatapp_emu = the change plus the first filtered lookup (re-hash and sort of the
 //!   filtered ring).
 //! - lookup: a pre-generated random u64 key, key hash included.
+//! - `*_same_hasher` rows: the peer with `peers::Murmur3Hasher` (our key hash) instead of its
+//!   shipped SipHash, so the row compares data structures only.
 //!
 //! Skipped because it takes seconds per sample: conhash build at N = 10 000 (≈0.4 s per build,
 //! 800 000 MD5 hashes and `BTreeMap` inserts; criterion would need ≈20 s for it).
@@ -27,7 +29,7 @@
 use std::{
     hint::black_box,
     path::PathBuf,
-    sync::Arc,
+    rc::Rc,
     time::{Duration, Instant},
 };
 
@@ -90,7 +92,7 @@ fn bench_build(c: &mut Criterion) {
         let w = Workload::new(n, SEED);
         for (name, mode) in [
             ("ours_fast", HashMode::Fast),
-            ("ours_compat", HashMode::LibatappCompat),
+            ("ours_compat", HashMode::LibatappMain),
         ] {
             let mut r = ring(&w, mode);
             group.bench_function(BenchmarkId::new(name, n), |b| {
@@ -109,6 +111,9 @@ fn bench_build(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("hashring", n), |b| {
             b.iter(|| black_box(HashringPeer::build(&w.names).point_count()));
+        });
+        group.bench_function(BenchmarkId::new("hashring_same_hasher", n), |b| {
+            b.iter(|| black_box(HashringPeer::build_same_hasher(&w.names).point_count()));
         });
         if n <= 1000 {
             group.bench_function(BenchmarkId::new("conhash", n), |b| {
@@ -142,7 +147,7 @@ fn bench_change(c: &mut Criterion, adding: bool) {
         let probe = keys(1, 99)[0];
         for (name, mode) in [
             ("ours_fast", HashMode::Fast),
-            ("ours_compat", HashMode::LibatappCompat),
+            ("ours_compat", HashMode::LibatappMain),
         ] {
             let mut r = ring(&w, mode);
             change!(
@@ -155,7 +160,7 @@ fn bench_change(c: &mut Criterion, adding: bool) {
                 }
             );
         }
-        let nodes: Vec<Arc<EmuNode>> = (0..n)
+        let nodes: Vec<Rc<EmuNode>> = (0..n)
             .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), w.metadata[i].clone()))
             .collect();
         let mut set = emu_set(&w);
@@ -164,7 +169,7 @@ fn bench_change(c: &mut Criterion, adding: bool) {
             &mut set,
             n,
             |s: &mut LibatappSet, k| {
-                s.add_node(Arc::clone(&nodes[k]));
+                s.add_node(Rc::clone(&nodes[k]));
                 black_box(s.lookup_u64(probe, None));
             },
             |s: &mut LibatappSet, k| {
@@ -238,10 +243,10 @@ fn bench_filter_update(c: &mut Criterion) {
         });
 
         let mut emu = emu_set(&w);
-        let joined: Vec<Arc<EmuNode>> = (0..n)
+        let joined: Vec<Rc<EmuNode>> = (0..n)
             .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone()))
             .collect();
-        let left: Vec<Arc<EmuNode>> = (0..n)
+        let left: Vec<Rc<EmuNode>> = (0..n)
             .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone()))
             .collect();
         let probe = keys(1, 99)[0];
@@ -250,9 +255,9 @@ fn bench_filter_update(c: &mut Criterion) {
                 let start = Instant::now();
                 for it in 0..iters {
                     let k = victims[it as usize % victims.len()];
-                    emu.add_node(Arc::clone(&joined[k]));
+                    emu.add_node(Rc::clone(&joined[k]));
                     black_box(emu.lookup_u64(probe, Some(&filter)));
-                    emu.add_node(Arc::clone(&left[k]));
+                    emu.add_node(Rc::clone(&left[k]));
                     black_box(emu.lookup_u64(probe, Some(&filter)));
                 }
                 start.elapsed() / 2
@@ -275,7 +280,7 @@ fn bench_lookup(c: &mut Criterion) {
         let w = Workload::new(n, SEED);
         let fast = ring(&w, HashMode::Fast);
         lookup!(BenchmarkId::new("ours", n), |k| fast.lookup_u64(k));
-        let compat = ring(&w, HashMode::LibatappCompat);
+        let compat = ring(&w, HashMode::LibatappMain);
         lookup!(BenchmarkId::new("ours_compat", n), |k| compat.lookup_u64(k));
         let mut set = emu_set(&w);
         set.rebuild(None);
@@ -283,12 +288,18 @@ fn bench_lookup(c: &mut Criterion) {
             .lookup_u64(k, None));
         let peer = HashringPeer::build(&w.names);
         lookup!(BenchmarkId::new("hashring", n), |k| peer.lookup(k));
+        let peer = HashringPeer::build_same_hasher(&w.names);
+        lookup!(BenchmarkId::new("hashring_same_hasher", n), |k| peer
+            .lookup(k));
         let peer = ConhashPeer::build(&w.names);
         lookup!(BenchmarkId::new("conhash", n), |k| peer.lookup(k).is_some());
         let peer = AnchorPeer::build(n);
         lookup!(BenchmarkId::new("anchorhash", n), |k| peer.lookup(k));
         let peer = JumpPeer::new(n);
         lookup!(BenchmarkId::new("jumphash", n), |k| peer.lookup(k));
+        let peer = JumpPeer::same_hasher(n);
+        lookup!(BenchmarkId::new("jumphash_same_hasher", n), |k| peer
+            .lookup(k));
     }
     group.finish();
 }
@@ -314,7 +325,7 @@ fn bench_timer(c: &mut Criterion) {
     let mut group = c.benchmark_group("timer");
     group.sample_size(20);
     group.throughput(criterion::Throughput::Elements(TIMER_BATCH as u64));
-    let mut load = TimerLoad::new(3);
+    let mut load = TimerLoad::<switchboard_core::timer::TimerQueue<u64>>::new(3);
     group.bench_function(BenchmarkId::new("arm_batch_1024", LIVE_TIMERS), |b| {
         b.iter_custom(|iters| (0..iters).map(|_| load.arm_batch()).sum());
     });
@@ -357,6 +368,7 @@ fn print_ratios(dir: &std::path::Path) {
                 "ours_compat",
                 "libatapp_emu",
                 "hashring",
+                "hashring_same_hasher",
                 "conhash",
                 "anchorhash",
             ],
@@ -391,9 +403,11 @@ fn print_ratios(dir: &std::path::Path) {
                 "ours_compat",
                 "libatapp_emu",
                 "hashring",
+                "hashring_same_hasher",
                 "conhash",
                 "anchorhash",
                 "jumphash",
+                "jumphash_same_hasher",
             ],
         ),
     ];

@@ -49,7 +49,7 @@ fn ring_quick() {
     let filter = std::env::var("RING_QUICK").unwrap_or_default();
     let on = |name: &str| filter.is_empty() || name.contains(filter.as_str());
 
-    for mode in [HashMode::Fast, HashMode::LibatappCompat] {
+    for mode in [HashMode::Fast, HashMode::LibatappMain] {
         let tag = if mode == HashMode::Fast {
             "fast"
         } else {
@@ -173,7 +173,7 @@ fn ring_min() {
         f();
         s.elapsed()
     }
-    for mode in [HashMode::Fast, HashMode::LibatappCompat] {
+    for mode in [HashMode::Fast, HashMode::LibatappMain] {
         for n in [100usize, 1000, 10_000] {
             let ns = names(n);
             let mut ring = Ring::new(config(mode));

@@ -3,8 +3,9 @@
 //! the obvious baseline (group `timer_baseline_btreemap/`): a `BTreeMap<(Instant, key), ()>`
 //! ordered set plus a `HashMap<key, Instant>` index with the same earliest-wins `arm`.
 //!
-//! The baseline's `HashMap` hashes with the core's `mix64` rather than SipHash, so both sides
-//! have a fast `u64` hash and the comparison is of the data structures.
+//! The baseline (`switchboard_benches::timers::BTreeQueue`, also timed by `ring-report`) hashes
+//! with the core's `mix64` rather than SipHash, so both sides have a fast `u64` hash and the
+//! comparison is of the data structures.
 //!
 //! Each measured operation touches a random live key: the bench keeps 65 536 keys armed with
 //! random deadlines in a 60 s window, walks a shuffled permutation of them in batches of 1024,
@@ -21,106 +22,18 @@
 //! Run: `cargo bench -p switchboard-benches --bench timer`.
 
 use std::{
-    collections::{BTreeMap, HashMap},
-    hash::{BuildHasherDefault, Hasher},
     hint::black_box,
     time::{Duration as StdDuration, Instant as StdInstant},
 };
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use switchboard_core::{
-    rng::{Rng, mix64},
-    time::Instant,
-    timer::TimerQueue,
-};
+use switchboard_benches::timers::{BTreeQueue, Queue};
+use switchboard_core::{rng::Rng, time::Instant, timer::TimerQueue};
 
 const LIVE: u64 = 65_536;
 const BATCH: usize = 1024;
 const WINDOW_NS: u64 = 60_000_000_000;
 const NOW_NS: u64 = 1_000_000_000_000;
-
-/// The operations the bench drives, implemented by both contenders.
-trait Queue {
-    fn with_capacity(n: usize) -> Self;
-    fn arm(&mut self, key: u64, deadline: Instant);
-    fn cancel(&mut self, key: u64) -> Option<Instant>;
-    fn pop_min(&mut self) -> Option<(u64, Instant)>;
-}
-
-impl Queue for TimerQueue<u64> {
-    fn with_capacity(n: usize) -> Self {
-        TimerQueue::with_capacity(n)
-    }
-    fn arm(&mut self, key: u64, deadline: Instant) {
-        black_box(TimerQueue::arm(self, key, deadline));
-    }
-    fn cancel(&mut self, key: u64) -> Option<Instant> {
-        TimerQueue::cancel(self, key)
-    }
-    fn pop_min(&mut self) -> Option<(u64, Instant)> {
-        self.pop_expired(Instant::MAX)
-    }
-}
-
-/// A `u64` hasher for the baseline's index: one splitmix64 finalisation.
-#[derive(Default)]
-struct Mix64Hasher(u64);
-
-impl Hasher for Mix64Hasher {
-    fn finish(&self) -> u64 {
-        mix64(self.0)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-/// The baseline: an ordered set of `(deadline, key)` plus a key → deadline index, with the
-/// same earliest-wins `arm`.
-struct BTreeQueue {
-    order: BTreeMap<(Instant, u64), ()>,
-    index: HashMap<u64, Instant, BuildHasherDefault<Mix64Hasher>>,
-}
-
-impl Queue for BTreeQueue {
-    fn with_capacity(n: usize) -> Self {
-        BTreeQueue {
-            order: BTreeMap::new(),
-            index: HashMap::with_capacity_and_hasher(n, BuildHasherDefault::default()),
-        }
-    }
-    fn arm(&mut self, key: u64, deadline: Instant) {
-        match self.index.entry(key) {
-            std::collections::hash_map::Entry::Occupied(mut e) => {
-                let current = *e.get();
-                if deadline < current {
-                    self.order.remove(&(current, key));
-                    self.order.insert((deadline, key), ());
-                    e.insert(deadline);
-                }
-            }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(deadline);
-                self.order.insert((deadline, key), ());
-            }
-        }
-    }
-    fn cancel(&mut self, key: u64) -> Option<Instant> {
-        let deadline = self.index.remove(&key)?;
-        self.order.remove(&(deadline, key));
-        Some(deadline)
-    }
-    fn pop_min(&mut self) -> Option<(u64, Instant)> {
-        let ((deadline, key), ()) = self.order.pop_first()?;
-        self.index.remove(&key);
-        Some((key, deadline))
-    }
-}
 
 /// Pre-generated inputs shared by every bench: a shuffled permutation of the live keys and a
 /// stream of random deadlines.

@@ -12,6 +12,10 @@
 //! One iteration is one message; criterion's elements/s is round trips per second. Latency
 //! percentiles at a paced rate are in the `transport-report` binary, not here.
 //!
+//! - `.../ours_direct_acked_post_auth`: the direct route of a second cluster whose bus and
+//!   registry links authenticate with a cluster key (HMAC-SHA256 challenge-response); the
+//!   bench then prints one line `transport auth/plain: ...` with both throughputs and their
+//!   ratio.
 //! - `.../ours_direct_acked_post_tls` (feature `tls`): the direct route of a second cluster
 //!   whose links and registry connections run mutual TLS (throwaway CA made here); the bench
 //!   then prints one line `transport tls/plain: ...` with both throughputs and their ratio.
@@ -31,6 +35,8 @@ use switchboard_benches::transport::{
     ours::{OursCluster, OursRoute, SendApi, run_ours},
     run_on_workers, runtime,
 };
+use switchboard_core::bus::handshake::ClusterKey;
+use switchboard_tokio::Transport;
 use tokio::runtime::Runtime;
 
 #[cfg(feature = "tls")]
@@ -92,6 +98,11 @@ fn transport(c: &mut Criterion) {
         Ok((echo, cluster))
     })
     .expect("echo server and node cluster start");
+    let keyed = run_on_workers(&rt, async {
+        let key = ClusterKey::from_hex(&"a7".repeat(32)).expect("a 64-hex-digit key");
+        OursCluster::start_with(Duration::from_secs(15), Transport::plain(), &[key]).await
+    })
+    .expect("authenticated node cluster starts");
     #[cfg(feature = "tls")]
     let (_pki, tls_cluster) = {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -102,7 +113,7 @@ fn transport(c: &mut Criterion) {
         .expect("TLS config");
         let transport = switchboard_tokio::Transport::tls(config);
         let cluster = run_on_workers(&rt, async move {
-            OursCluster::start_with(Duration::from_secs(15), transport).await
+            OursCluster::start_with(Duration::from_secs(15), transport, &[]).await
         })
         .expect("TLS node cluster starts");
         (dir, cluster)
@@ -134,6 +145,15 @@ fn transport(c: &mut Criterion) {
             )
         });
     });
+    let auth = Tally::default();
+    group.bench_function("ours_direct_acked_post_auth", |b| {
+        b.iter_custom(|iters| {
+            auth.add(
+                iters,
+                ours_elapsed(&rt, &keyed.direct, SendApi::Post, iters),
+            )
+        });
+    });
     #[cfg(feature = "tls")]
     let tls = Tally::default();
     #[cfg(feature = "tls")]
@@ -152,6 +172,14 @@ fn transport(c: &mut Criterion) {
         b.iter_custom(|iters| ours_elapsed(&rt, &cluster.proxied, SendApi::Post, iters));
     });
     group.finish();
+    println!(
+        "transport auth/plain (64 B, direct acked post, window {WINDOW}): plain {:.0} msg/s, \
+         auth {:.0} msg/s, ratio {:.1} %",
+        plain.per_sec(),
+        auth.per_sec(),
+        100.0 * auth.per_sec() / plain.per_sec()
+    );
+    rt.block_on(keyed.shutdown(Duration::from_secs(2)));
     #[cfg(feature = "tls")]
     {
         let (plain, tls) = (plain.per_sec(), tls.per_sec());
@@ -162,8 +190,6 @@ fn transport(c: &mut Criterion) {
         );
         rt.block_on(tls_cluster.shutdown(Duration::from_secs(2)));
     }
-    #[cfg(not(feature = "tls"))]
-    let _ = plain.per_sec();
 
     rt.block_on(cluster.shutdown(Duration::from_secs(2)));
     drop(echo);

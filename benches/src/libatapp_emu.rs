@@ -1,22 +1,29 @@
-//! An in-repo emulation of libatapp's `etcd_discovery_set` hash ring, the C++ peer we measure
-//! against (perf-anchors §1, libatapp-spec §7).
+//! An in-repo Rust emulation of libatapp's `etcd_discovery_set` hash ring (libatapp `main`,
+//! 80 name points per node; perf-anchors §1, libatapp-spec §7).
 //!
-//! The C++ library cannot run inside a Rust benchmark, so this module repeats its recipe step by
-//! step, with the same data layout and the same amount of work, and nothing smarter:
+//! The C++ reference (`benches/cpp/libatapp_ring.cpp`, see [`crate::cpp_reference`]) times
+//! upstream's rebuild and lookup; this emulation repeats the whole recipe in Rust, including
+//! what the C++ reference does not time (one node's add or remove followed by the first
+//! lookup, per-filter rings), with the same data layout and the same amount of work, and
+//! nothing smarter. `ring-report` prints its figures as `libatapp_emu_*`: they measure Rust,
+//! not libatapp. (Rust's `sort_unstable_by` is faster than libstdc++'s `std::sort` on these
+//! entries, so the emulation's builds run faster than the C++ reference's.)
 //!
-//! - Nodes are shared, reference-counted objects ([`Arc<EmuNode>`], `shared_ptr` in C++), indexed
-//!   by id and by name.
+//! - Nodes are shared, reference-counted objects ([`Rc<EmuNode>`]: a non-atomic count, as
+//!   upstream's `atfw::util::memory::strong_rc_ptr` since 2024-04), indexed by id and by name.
 //! - A ring entry ([`HashEntry`]) is 32 bytes: the 128-bit point hash plus a shared pointer. A
-//!   `shared_ptr` is two machine words, so the entry carries the `Arc` plus one word standing in
-//!   for the control-block pointer. Every entry copy clones the `Arc` (one atomic increment).
+//!   `strong_rc_ptr` is two machine words, so the entry carries the `Rc` plus one word standing
+//!   in for the control-block pointer. Every entry copy clones the `Rc` (a non-atomic
+//!   increment).
 //! - Per node and per point `i` in `0..80`: `murmur3_x64_128(name, seed = i)`; a node without a
-//!   name hashes its 8 id bytes. (Older upstream snapshots split the 80 points into 40 id points
-//!   and 40 name points; the cost is the same.)
+//!   name hashes its 8 id bytes (libatapp main since `45f5fda`; v0.12.x split the points into
+//!   40 id points and 40 name points, at the same cost).
 //! - The ring is sorted by a comparator that orders by the `(h1, h2)` pair and breaks ties by
-//!   node id, then the node's name hash, then the name, reading them through the node pointer.
-//! - A compact ring is derived by a linear pass (each run of one node's points becomes its last
-//!   point; a final run belonging to the first kept node is dropped), and a round-robin list is
-//!   sorted by (id, name hash, name).
+//!   node id, then the node's name hash, then the name, reading them through the node pointer;
+//!   the round-robin list is sorted by (id, name hash, name) on every rebuild.
+//! - The compact ring (each run of one node's points becomes its last point; a final run
+//!   belonging to the first kept node is dropped) is built lazily, by the first compact
+//!   search only, as upstream's `rebuild_compact_cache`.
 //! - Any add or remove drops the default ring and every per-filter ring that references the
 //!   node or matches its metadata. Rings are rebuilt lazily, inside the next lookup, so the first
 //!   lookup after a change pays for a whole rebuild. Per-filter rings are built the same way from
@@ -24,14 +31,14 @@
 //! - Lookup: `murmur3_x64_128(key, seed = 0x01000193)`, `lower_bound` on the hash pair, wrap to
 //!   the first entry past the end.
 //!
-//! The benches time [`LibatappSet::rebuild`] as libatapp's build cost, "add one node, then the
-//! first lookup" as its add cost, and "change one node's metadata, then the first filtered
+//! The benches time [`LibatappSet::rebuild`] as the emulated build cost, "add one node, then
+//! the first lookup" as its add cost, and "change one node's metadata, then the first filtered
 //! lookup" as its per-filter update cost.
 
 use std::{
     cmp::Ordering,
     collections::{BTreeMap, HashSet},
-    sync::Arc,
+    rc::Rc,
 };
 
 use switchboard_core::{
@@ -54,10 +61,10 @@ pub struct EmuNode {
 impl EmuNode {
     /// Creates a shared node; the name hash is computed once here, as libatapp does on copy-in.
     #[must_use]
-    pub fn new(id: NodeId, name: impl Into<String>, metadata: Metadata) -> Arc<EmuNode> {
+    pub fn new(id: NodeId, name: impl Into<String>, metadata: Metadata) -> Rc<EmuNode> {
         let name = name.into();
         let name_hash = murmur3_x64_128(name.as_bytes(), KEY_SEED);
-        Arc::new(EmuNode {
+        Rc::new(EmuNode {
             id,
             name,
             name_hash,
@@ -100,18 +107,18 @@ pub struct HashEntry {
     /// The point's position on the ring, `(h1, h2)` of murmur3.
     pub hash: (u64, u64),
     /// The node owning the point.
-    pub node: Arc<EmuNode>,
+    pub node: Rc<EmuNode>,
     /// Stands in for the second word of a `shared_ptr` (its control-block pointer); compared
     /// for node identity the way C++ compares `shared_ptr`s.
     control: usize,
 }
 
 impl HashEntry {
-    fn new(hash: (u64, u64), node: &Arc<EmuNode>) -> HashEntry {
+    fn new(hash: (u64, u64), node: &Rc<EmuNode>) -> HashEntry {
         HashEntry {
             hash,
-            node: Arc::clone(node),
-            control: Arc::as_ptr(node) as usize,
+            node: Rc::clone(node),
+            control: Rc::as_ptr(node) as usize,
         }
     }
 }
@@ -126,7 +133,7 @@ fn compare_entries(l: &HashEntry, r: &HashEntry) -> Ordering {
 }
 
 /// libatapp's `round_robin_compare_index`: id, name hash, name.
-fn compare_nodes(l: &Arc<EmuNode>, r: &Arc<EmuNode>) -> Ordering {
+fn compare_nodes(l: &Rc<EmuNode>, r: &Rc<EmuNode>) -> Ordering {
     l.id.cmp(&r.id)
         .then_with(|| l.name_hash.cmp(&r.name_hash))
         .then_with(|| l.name.cmp(&r.name))
@@ -137,7 +144,7 @@ fn compare_nodes(l: &Arc<EmuNode>, r: &Arc<EmuNode>) -> Ordering {
 struct IndexCache {
     hashing: Vec<HashEntry>,
     compact: Vec<HashEntry>,
-    round_robin: Vec<Arc<EmuNode>>,
+    round_robin: Vec<Rc<EmuNode>>,
     /// Addresses of the nodes this index holds (`reference_cache`, pointer identity).
     references: HashSet<usize>,
 }
@@ -155,8 +162,8 @@ impl IndexCache {
 /// per-filter rings (`etcd_discovery_set`).
 #[derive(Debug, Default)]
 pub struct LibatappSet {
-    by_id: BTreeMap<NodeId, Arc<EmuNode>>,
-    by_name: BTreeMap<String, Arc<EmuNode>>,
+    by_id: BTreeMap<NodeId, Rc<EmuNode>>,
+    by_name: BTreeMap<String, Rc<EmuNode>>,
     default_index: IndexCache,
     filter_index: BTreeMap<Filter, IndexCache>,
 }
@@ -180,28 +187,28 @@ impl LibatappSet {
     }
 
     /// Adds or replaces a node (matched by id and by name) and drops every cache it affects.
-    pub fn add_node(&mut self, node: Arc<EmuNode>) {
-        let mut touched = vec![Arc::as_ptr(&node) as usize];
+    pub fn add_node(&mut self, node: Rc<EmuNode>) {
+        let mut touched = vec![Rc::as_ptr(&node) as usize];
         let mut old_name = None;
         let mut old_id = None;
         if node.id != NodeId::NONE
-            && let Some(old) = self.by_id.insert(node.id, Arc::clone(&node))
+            && let Some(old) = self.by_id.insert(node.id, Rc::clone(&node))
         {
-            touched.push(Arc::as_ptr(&old) as usize);
+            touched.push(Rc::as_ptr(&old) as usize);
             if old.name != node.name {
                 old_name = Some(old.name.clone());
             }
         }
         if !node.name.is_empty()
-            && let Some(old) = self.by_name.insert(node.name.clone(), Arc::clone(&node))
+            && let Some(old) = self.by_name.insert(node.name.clone(), Rc::clone(&node))
         {
-            touched.push(Arc::as_ptr(&old) as usize);
+            touched.push(Rc::as_ptr(&old) as usize);
             if old.id != node.id {
                 old_id = Some(old.id);
             }
         }
         if let Some(id) = old_id.filter(|id| *id != NodeId::NONE)
-            && self.by_id.get(&id).is_some_and(|n| !Arc::ptr_eq(n, &node))
+            && self.by_id.get(&id).is_some_and(|n| !Rc::ptr_eq(n, &node))
         {
             self.by_id.remove(&id);
         }
@@ -209,7 +216,7 @@ impl LibatappSet {
             && self
                 .by_name
                 .get(&name)
-                .is_some_and(|n| !Arc::ptr_eq(n, &node))
+                .is_some_and(|n| !Rc::ptr_eq(n, &node))
         {
             self.by_name.remove(&name);
         }
@@ -224,11 +231,11 @@ impl LibatappSet {
         if self
             .by_name
             .get(&node.name)
-            .is_some_and(|n| Arc::ptr_eq(n, &node))
+            .is_some_and(|n| Rc::ptr_eq(n, &node))
         {
             self.by_name.remove(&node.name);
         }
-        self.clear_cache(Some(&node.metadata), &[Arc::as_ptr(&node) as usize]);
+        self.clear_cache(Some(&node.metadata), &[Rc::as_ptr(&node) as usize]);
         true
     }
 
@@ -257,28 +264,40 @@ impl LibatappSet {
         &self.index(filter).hashing
     }
 
-    /// The compact ring for `filter`, rebuilt first if a change dropped it.
+    /// The compact ring for `filter`, built from the sorted ring on first use after a change
+    /// (`rebuild_compact_cache`).
     pub fn compact_ring(&mut self, filter: Option<&Filter>) -> &[HashEntry] {
-        &self.index(filter).compact
+        self.index(filter);
+        let index = match filter {
+            Some(f) if !f.is_wildcard() => self
+                .filter_index
+                .get_mut(f)
+                .expect("index() created the filter index"),
+            _ => &mut self.default_index,
+        };
+        if index.compact.is_empty() {
+            compact_index(index);
+        }
+        &index.compact
     }
 
     /// The round-robin order for `filter` (id, name hash, name), rebuilt first if needed.
-    pub fn sorted_nodes(&mut self, filter: Option<&Filter>) -> &[Arc<EmuNode>] {
+    pub fn sorted_nodes(&mut self, filter: Option<&Filter>) -> &[Rc<EmuNode>] {
         &self.index(filter).round_robin
     }
 
     /// libatapp's `get_node_by_consistent_hash`: first ring entry at or after the key's hash.
     /// Returns the shared node (a reference-count increment, as the C++ `shared_ptr` return).
-    pub fn lookup(&mut self, key: &[u8], filter: Option<&Filter>) -> Option<Arc<EmuNode>> {
+    pub fn lookup(&mut self, key: &[u8], filter: Option<&Filter>) -> Option<Rc<EmuNode>> {
         let ring = &self.index(filter).hashing;
         let first = ring.first()?;
         let hash = murmur3_x64_128(key, KEY_SEED);
         let pos = ring.partition_point(|e| e.hash < hash);
-        Some(Arc::clone(&ring.get(pos).unwrap_or(first).node))
+        Some(Rc::clone(&ring.get(pos).unwrap_or(first).node))
     }
 
     /// [`Self::lookup`] of an integer key, hashed as its 8 little-endian bytes.
-    pub fn lookup_u64(&mut self, key: u64, filter: Option<&Filter>) -> Option<Arc<EmuNode>> {
+    pub fn lookup_u64(&mut self, key: u64, filter: Option<&Filter>) -> Option<Rc<EmuNode>> {
         self.lookup(&key.to_le_bytes(), filter)
     }
 
@@ -302,11 +321,11 @@ impl LibatappSet {
     }
 }
 
-/// libatapp's `rebuild_cache` (plus the compact pass) for one index.
+/// libatapp's `rebuild_cache` for one index (the compact ring is left for [`compact_index`]).
 fn rebuild_index(
     index: &mut IndexCache,
-    by_id: &BTreeMap<NodeId, Arc<EmuNode>>,
-    by_name: &BTreeMap<String, Arc<EmuNode>>,
+    by_id: &BTreeMap<NodeId, Rc<EmuNode>>,
+    by_name: &BTreeMap<String, Rc<EmuNode>>,
     filter: Option<&Filter>,
 ) {
     index.clear();
@@ -317,14 +336,20 @@ fn rebuild_index(
         if filter.is_some_and(|f| !f.matches(&node.metadata)) {
             continue;
         }
-        index.round_robin.push(Arc::clone(node));
-        index.references.insert(Arc::as_ptr(node) as usize);
+        index.round_robin.push(Rc::clone(node));
+        index.references.insert(Rc::as_ptr(node) as usize);
         for i in 0..POINTS_PER_NODE {
             index.hashing.push(HashEntry::new(node.point_hash(i), node));
         }
     }
     index.round_robin.sort_unstable_by(compare_nodes);
     index.hashing.sort_unstable_by(compare_entries);
+}
+
+/// libatapp's `rebuild_compact_cache`: the last point of each run of one node, the final run
+/// dropped when it belongs to the first kept node.
+fn compact_index(index: &mut IndexCache) {
+    index.compact.clear();
     for (i, entry) in index.hashing.iter().enumerate() {
         let run_continues = index
             .hashing
@@ -408,6 +433,9 @@ mod tests {
         let w = Workload::new(3, 5);
         let mut set = set_of(&w);
         let full: Vec<NodeId> = set.ring(None).iter().map(|e| e.node.id()).collect();
+        // Lazy, as upstream: a plain lookup builds no compact ring.
+        assert!(set.lookup_u64(1, None).is_some());
+        assert!(set.default_index.compact.is_empty());
         let mut want: Vec<NodeId> = Vec::new();
         for (i, id) in full.iter().enumerate() {
             if full.get(i + 1) != Some(id) {
@@ -482,7 +510,7 @@ mod tests {
     }
 
     fn compat_ring(w: &Workload) -> Ring {
-        let mut ring = Ring::new(RingConfig::libatapp_compat());
+        let mut ring = Ring::new(RingConfig::libatapp_main());
         ring.build(members(w)).expect("workload ids are non-zero");
         ring
     }
@@ -551,7 +579,7 @@ mod tests {
     #[test]
     fn compat_ring_agrees_on_nameless_nodes() {
         let ids: Vec<NodeId> = (1..=40).map(|i| NodeId(0x0100_0000 + i * 3)).collect();
-        let mut ring = Ring::new(RingConfig::libatapp_compat());
+        let mut ring = Ring::new(RingConfig::libatapp_main());
         ring.build(ids.iter().map(|&id| RingMember::new(id, "")))
             .expect("ids are non-zero");
         let mut set = LibatappSet::new();
@@ -565,7 +593,7 @@ mod tests {
     fn compat_filter_ring_agrees_with_emulated_filter_ring() {
         let w = Workload::new(200, 24);
         let mut set = set_of(&w);
-        let mut rings = RingSet::new(RingConfig::libatapp_compat());
+        let mut rings = RingSet::new(RingConfig::libatapp_main());
         let a = zone_filter("a");
         let fid = rings.add_filter(a.clone());
         for i in 0..w.len() {

@@ -13,27 +13,86 @@
 //! - `jumphash` 0.1: Jump consistent hash over SipHash-1-3; lookup only (buckets are numbered,
 //!   only the last one can be removed). Seeded with fixed keys instead of `thread_rng` so runs
 //!   repeat; the hash function is the shipped one.
+//!
+//! The "same hasher" column ([`HashringPeer::build_same_hasher`], [`JumpPeer::same_hasher`])
+//! runs `hashring` and `jumphash` with [`Murmur3Hasher`] — murmur3_x64_128 with libatapp's key
+//! seed, the hash our rings use for keys — so their rows compare data structures, not hashes.
 
-use std::{collections::hash_map::RandomState, sync::Arc};
+use std::{
+    collections::hash_map::RandomState,
+    hash::{BuildHasher, BuildHasherDefault, Hasher},
+    sync::Arc,
+};
 
 use anchorhash::AnchorHash;
 use conhash::ConsistentHash;
 use hashring::HashRing;
-use jumphash::JumpHasher;
+use jumphash::{CustomJumpHasher, JumpHasher};
+use switchboard_core::hash::{LIBATAPP_KEY_SEED, murmur3_x64_128};
 
 use crate::workload::POINTS_PER_NODE;
 
+/// A [`Hasher`] returning `h1` of murmur3_x64_128 (seed [`LIBATAPP_KEY_SEED`]) of the bytes
+/// written, buffered inline (no allocation; past 128 bytes the buffer is folded into its hash).
+#[derive(Clone, Debug)]
+pub struct Murmur3Hasher {
+    buf: [u8; 128],
+    len: usize,
+}
+
+impl Default for Murmur3Hasher {
+    fn default() -> Murmur3Hasher {
+        Murmur3Hasher {
+            buf: [0; 128],
+            len: 0,
+        }
+    }
+}
+
+impl Hasher for Murmur3Hasher {
+    fn finish(&self) -> u64 {
+        murmur3_x64_128(&self.buf[..self.len], LIBATAPP_KEY_SEED).0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(64) {
+            if self.len + chunk.len() > self.buf.len() {
+                let folded = self.finish().to_le_bytes();
+                self.buf[..8].copy_from_slice(&folded);
+                self.len = 8;
+            }
+            self.buf[self.len..self.len + chunk.len()].copy_from_slice(chunk);
+            self.len += chunk.len();
+        }
+    }
+}
+
 /// `hashring::HashRing` holding 80 `(name, i)` virtual points per node.
 #[derive(Clone, Debug)]
-pub struct HashringPeer<'a> {
-    ring: HashRing<(&'a str, u32)>,
+pub struct HashringPeer<'a, S = RandomState> {
+    ring: HashRing<(&'a str, u32), S>,
 }
 
 impl<'a> HashringPeer<'a> {
-    /// Builds the ring for `names` with one `batch_add` (one sort).
+    /// Builds the ring for `names` with one `batch_add` (one sort), SipHash as shipped.
     #[must_use]
     pub fn build(names: &'a [String]) -> HashringPeer<'a> {
-        let mut ring = HashRing::new();
+        HashringPeer::build_with(names, RandomState::new())
+    }
+}
+
+impl<'a> HashringPeer<'a, BuildHasherDefault<Murmur3Hasher>> {
+    /// [`HashringPeer::build`] with [`Murmur3Hasher`] (the same-hasher column).
+    #[must_use]
+    pub fn build_same_hasher(names: &'a [String]) -> Self {
+        HashringPeer::build_with(names, BuildHasherDefault::default())
+    }
+}
+
+impl<'a, S: BuildHasher> HashringPeer<'a, S> {
+    /// Builds the ring for `names` with one `batch_add` (one sort) and `hasher`.
+    #[must_use]
+    pub fn build_with(names: &'a [String], hasher: S) -> HashringPeer<'a, S> {
+        let mut ring = HashRing::with_hasher(hasher);
         let points = names
             .iter()
             .flat_map(|n| (0..POINTS_PER_NODE).map(move |i| (n.as_str(), i)))
@@ -162,6 +221,21 @@ pub struct JumpPeer {
     buckets: u32,
 }
 
+/// `jumphash::CustomJumpHasher` with [`Murmur3Hasher`] over `n` buckets (same-hasher column).
+#[derive(Clone, Debug)]
+pub struct JumpSameHasherPeer {
+    hasher: CustomJumpHasher<Murmur3Hasher>,
+    buckets: u32,
+}
+
+impl JumpSameHasherPeer {
+    /// The bucket owning `key`.
+    #[must_use]
+    pub fn lookup(&self, key: u64) -> u32 {
+        self.hasher.slot(&key, self.buckets)
+    }
+}
+
 impl JumpPeer {
     /// A jump hash over `n` buckets (n ≥ 1).
     #[must_use]
@@ -176,6 +250,15 @@ impl JumpPeer {
     #[must_use]
     pub fn lookup(&self, key: u64) -> u32 {
         self.hasher.slot(&key, self.buckets)
+    }
+
+    /// A jump hash over `n` buckets hashing keys with [`Murmur3Hasher`].
+    #[must_use]
+    pub fn same_hasher(n: usize) -> JumpSameHasherPeer {
+        JumpSameHasherPeer {
+            hasher: CustomJumpHasher::new(Murmur3Hasher::default()),
+            buckets: u32::try_from(n).expect("bucket count fits u32"),
+        }
     }
 }
 
@@ -228,6 +311,38 @@ mod tests {
         assert!(peer.add(7));
         let after: Vec<_> = keys(500, 2).iter().map(|&k| peer.lookup(k)).collect();
         assert_eq!(before, after);
+    }
+
+    #[test]
+    fn murmur3_hasher_is_our_key_hash_of_the_written_bytes() {
+        let mut h = Murmur3Hasher::default();
+        h.write_u64(123);
+        assert_eq!(h.finish(), switchboard_core::hash::key_hash_u64(123).hi);
+        // Past the inline buffer the bytes are folded, still deterministically.
+        let long = [7u8; 300];
+        let (mut a, mut b) = (Murmur3Hasher::default(), Murmur3Hasher::default());
+        a.write(&long);
+        b.write(&long);
+        assert_eq!(a.finish(), b.finish());
+    }
+
+    #[test]
+    fn same_hasher_peers_round_trip_like_the_shipped_ones() {
+        let w = Workload::new(20, 1);
+        let mut peer = HashringPeer::build_same_hasher(&w.names);
+        assert_eq!(peer.point_count(), 1600);
+        let before: Vec<_> = keys(500, 2).iter().map(|&k| peer.lookup(k)).collect();
+        peer.remove(&w.names[3]);
+        assert!(
+            keys(500, 2)
+                .iter()
+                .all(|&k| peer.lookup(k) != Some(w.names[3].as_str()))
+        );
+        peer.add(&w.names[3]);
+        let after: Vec<_> = keys(500, 2).iter().map(|&k| peer.lookup(k)).collect();
+        assert_eq!(before, after);
+        let jump = JumpPeer::same_hasher(10);
+        assert!(keys(1000, 3).iter().all(|&k| jump.lookup(k) < 10));
     }
 
     #[test]

@@ -74,6 +74,11 @@ pub struct Config {
     pub flush_batch: usize,
     /// Virtual points per node on each consistent-hash ring. Default 80.
     pub ring_points_per_node: u32,
+    /// How ring points and keys are hashed: `"fast"` (default; does not interoperate with
+    /// libatapp), `"libatapp-v0.12"` (the placement of libatapp releases v0.11.0–v0.12.5) or
+    /// `"libatapp-main"` (libatapp main since commit `45f5fda`, unreleased). See
+    /// [`HashMode`](crate::hash::HashMode).
+    pub ring_hash_mode: crate::hash::HashMode,
     /// Silence on a link before it gets a `Ping`, and between pings. Default 1.5 s. Key
     /// `heartbeat_interval_ms`.
     ///
@@ -114,6 +119,11 @@ pub struct Config {
     /// authentication, unless `cluster_token` is set.
     #[serde(skip)]
     pub cluster_keys: Vec<ClusterKey>,
+    /// 32 bytes of OS randomness for the handshake nonces, handed over by the driver
+    /// (both adapters fill it when it is all zeros). Zeros (the default, the simulator's):
+    /// nonces come from the seeded generator alone. Never read from a file.
+    #[serde(skip)]
+    pub nonce_entropy: crate::bus::handshake::NonceEntropy,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
     /// in its id, so nodes sharing a seed still draw different jitter; set distinct seeds to
     /// replay a particular run.
@@ -172,12 +182,14 @@ impl Default for Config {
             endpoint_gc_timeout: Duration::from_secs(60),
             flush_batch: 1000,
             ring_points_per_node: 80,
+            ring_hash_mode: crate::hash::HashMode::Fast,
             heartbeat_interval: Duration::from_millis(1_500),
             heartbeat_dead_after: 3,
             handshake_timeout: Duration::from_secs(10),
             max_pending_handshakes: 256,
             cluster_token: String::new(),
             cluster_keys: Vec::new(),
+            nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
             rng_seed: 0,
             upstream: NodeId::NONE,
             upstream_address: String::new(),
@@ -619,6 +631,7 @@ mod tests {
         assert_eq!(c.endpoint_gc_timeout, Duration::from_secs(60));
         assert_eq!(c.flush_batch, 1000);
         assert_eq!(c.ring_points_per_node, 80);
+        assert_eq!(c.ring_hash_mode, crate::hash::HashMode::Fast);
         assert_eq!(c.heartbeat_interval, Duration::from_millis(1_500));
         assert_eq!(c.heartbeat_dead_after, 3);
         assert_eq!(c.handshake_timeout, Duration::from_secs(10));
@@ -811,8 +824,29 @@ mod tests {
         assert!(text.contains(r#""message_timeout_ms":8000"#), "{text}");
         assert!(text.contains(r#""reconnect_max_ms":60000"#), "{text}");
         assert!(text.contains(r#""id":257"#), "{text}");
+        assert!(text.contains(r#""ring_hash_mode":"fast""#), "{text}");
         let back: Config = serde_json::from_str(&text).unwrap();
         assert_eq!(back, valid());
+    }
+
+    #[test]
+    fn json_selects_the_ring_hash_mode_by_its_libatapp_version() {
+        for (text, mode) in [
+            ("libatapp-v0.12", crate::hash::HashMode::LibatappV012),
+            ("libatapp-v0.11", crate::hash::HashMode::LibatappV012),
+            ("libatapp-main", crate::hash::HashMode::LibatappMain),
+            ("fast", crate::hash::HashMode::Fast),
+        ] {
+            let c: Config =
+                serde_json::from_str(&alloc::format!(r#"{{"ring_hash_mode": "{text}"}}"#)).unwrap();
+            assert_eq!(c.ring_hash_mode, mode);
+        }
+        let e = serde_json::from_str::<Config>(r#"{"ring_hash_mode": "compat"}"#).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(r#"invalid value: string "compat", expected "fast", "libatapp-main" or "libatapp-v0.12""#),
+            "{e}"
+        );
     }
 
     #[test]

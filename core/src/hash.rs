@@ -1,12 +1,26 @@
 //! Ring hashing: where nodes and keys land on the consistent-hash ring.
 //!
-//! Two modes share one ring layout ([`HashMode`]). **Fast** (the default) hashes each node once
-//! with a strong hash and derives its points with the splitmix64 stream, so a node costs one
-//! hash plus one integer mix per point. **Libatapp-compatible** reproduces libatapp's
-//! `etcd_discovery_set` bit for bit: point `i` of a node is `murmur3_x64_128(name, seed = i)`
-//! (an id-only node hashes its 8 little-endian id bytes), keys are hashed with
-//! [`LIBATAPP_KEY_SEED`], and positions compare as the 128-bit `(h1, h2)` pair — so a mixed
-//! C++/Rust cluster places every key on the same node.
+//! Three modes share one ring layout ([`HashMode`]). **Fast** (the default) hashes each node
+//! once with a strong hash and derives its points with the splitmix64 stream, so a node costs
+//! one hash plus one integer mix per point; it does not interoperate with libatapp.
+//! The two **libatapp** modes reproduce the placement of libatapp's `etcd_discovery_set`
+//! (`src/atframe/etcdcli/etcd_discovery.cpp`) in the two layouts it has shipped:
+//!
+//! - [`HashMode::LibatappV012`] — released libatapp, tags v0.11.0 through v0.12.5: half the
+//!   points are `murmur3_x64_128(id as 8 little-endian bytes, seed = i)` and, for a node with
+//!   a name, the other half `murmur3_x64_128(name, seed = i)`, `i` in `0..points / 2` (an
+//!   id-only node has only the id half);
+//! - [`HashMode::LibatappMain`] — libatapp `main` since commit `45f5fda` (2024-12-26, in no tag
+//!   yet): every point is `murmur3_x64_128(name, seed = i)`, `i` in `0..points` (an id-only
+//!   node hashes its 8 little-endian id bytes instead).
+//!
+//! In both, keys are hashed with [`LIBATAPP_KEY_SEED`] and positions compare as the 128-bit
+//! `(h1, h2)` pair, so a mixed C++/Rust cluster running the matching libatapp version places a
+//! key on the same node. Both are checked against key → owner vectors produced by a C++
+//! reproduction of upstream's placement and lookup (`benches/cpp/libatapp_ring.cpp`,
+//! `core/tests/libatapp_vectors.rs`). Exact 128-bit ties between two nodes are broken by node
+//! id (libatapp `main` compares the stateful pod index first; such a tie needs two nodes with
+//! equal 128-bit point hashes, i.e. equal names, which a discovery set cannot hold).
 //!
 //! [`murmur3_x64_128`] is Austin Appleby's MurmurHash3 x64 128-bit variant, written here from
 //! the algorithm in safe Rust; it returns `(h1, h2)` exactly as the reference `out[0], out[1]`.
@@ -31,13 +45,128 @@ pub enum HashMode {
     /// 64-bit and ties (two points on the same 64-bit position) are broken by node id.
     #[default]
     Fast,
-    /// libatapp's placement: murmur3_x64_128 of the node name with seed = point index, ordered
-    /// by the 128-bit `(h1, h2)` pair, ties broken by node id. Costs one murmur3 per point.
-    LibatappCompat,
+    /// libatapp `main` since commit `45f5fda` (2024-12-26, unreleased): every point is
+    /// murmur3_x64_128 of the node name (of the 8 little-endian id bytes for an id-only node)
+    /// with seed = point index, ordered by the 128-bit `(h1, h2)` pair, ties broken by node id.
+    /// Costs one murmur3 per point. Config spelling `libatapp-main`.
+    LibatappMain,
+    /// libatapp releases v0.11.0 to v0.12.5: `points / 2` points hash the 8 little-endian id
+    /// bytes and, when the node has a name, `points / 2` more hash the name, seeds
+    /// `0..points / 2` each; otherwise as [`HashMode::LibatappMain`]. Config spelling
+    /// `libatapp-v0.12`.
+    LibatappV012,
+}
+
+impl HashMode {
+    /// Every mode with its config spelling.
+    pub const ALL: [(HashMode, &'static str); 3] = [
+        (HashMode::Fast, "fast"),
+        (HashMode::LibatappMain, "libatapp-main"),
+        (HashMode::LibatappV012, "libatapp-v0.12"),
+    ];
+
+    /// The mode's config spelling (`fast`, `libatapp-main`, `libatapp-v0.12`).
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HashMode::Fast => "fast",
+            HashMode::LibatappMain => "libatapp-main",
+            HashMode::LibatappV012 => "libatapp-v0.12",
+        }
+    }
+
+    /// Parses a config spelling; also accepts `libatapp-v0.11` (same layout as v0.12) and
+    /// `libatapp-v0.12.5`.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<HashMode> {
+        match s {
+            "fast" => Some(HashMode::Fast),
+            "libatapp-main" => Some(HashMode::LibatappMain),
+            "libatapp-v0.12" | "libatapp-v0.12.5" | "libatapp-v0.11" => {
+                Some(HashMode::LibatappV012)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether positions are libatapp's 128-bit murmur3 pairs (either layout).
+    #[must_use]
+    #[inline]
+    pub const fn is_libatapp(self) -> bool {
+        matches!(self, HashMode::LibatappMain | HashMode::LibatappV012)
+    }
+
+    /// Points a node gets from `points_per_node` in this mode: all of them, except in
+    /// [`HashMode::LibatappV012`], where a node has `points_per_node / 2` per source (its id
+    /// bytes, and its name when it has one).
+    #[must_use]
+    #[inline]
+    pub const fn node_points(self, points_per_node: u32, name: &str) -> u32 {
+        match self {
+            HashMode::Fast | HashMode::LibatappMain => points_per_node,
+            HashMode::LibatappV012 => {
+                let half = points_per_node / 2;
+                if name.is_empty() { half } else { 2 * half }
+            }
+        }
+    }
+}
+
+impl core::fmt::Display for HashMode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Written as its config spelling ([`HashMode::as_str`]).
+impl serde::Serialize for HashMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Read from a config spelling ([`HashMode::parse`]).
+impl<'de> serde::Deserialize<'de> for HashMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<HashMode, D::Error> {
+        struct Spelling;
+        impl serde::de::Visitor<'_> for Spelling {
+            type Value = HashMode;
+            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str("\"fast\", \"libatapp-main\" or \"libatapp-v0.12\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HashMode, E> {
+                HashMode::parse(v)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        d.deserialize_str(Spelling)
+    }
+}
+
+/// The murmur3 sources of a node's points in a libatapp mode: up to two `(bytes, count)`
+/// pairs; point `i < count` of a source is `murmur3_x64_128(bytes, seed = i)`. Fast mode has
+/// no murmur3 sources (empty).
+#[must_use]
+#[inline]
+pub fn compat_sources<'a>(
+    mode: HashMode,
+    points_per_node: u32,
+    name: &'a str,
+    id_bytes: &'a [u8; 8],
+) -> [(&'a [u8], u32); 2] {
+    match mode {
+        HashMode::Fast => [(&[], 0), (&[], 0)],
+        HashMode::LibatappMain => [(node_bytes(name, id_bytes), points_per_node), (&[], 0)],
+        HashMode::LibatappV012 => {
+            let half = points_per_node / 2;
+            let named = if name.is_empty() { 0 } else { half };
+            [(id_bytes, half), (name.as_bytes(), named)]
+        }
+    }
 }
 
 /// A key's position on the ring: `hi` is what the ring stores and compares first (`h1`);
-/// `lo` (`h2`) only breaks ties in [`HashMode::LibatappCompat`] and is ignored in fast mode.
+/// `lo` (`h2`) only breaks ties in the libatapp modes and is ignored in fast mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KeyHash {
     /// High 64 bits of the position (murmur3 `h1`).
@@ -215,7 +344,7 @@ pub fn fast_point(node_hash: u64, index: u32) -> u64 {
     test_hooks::mask(mix64(node_hash.wrapping_add(step)))
 }
 
-/// libatapp-compatible position of point `index` of the node hashed from `bytes`
+/// Position (libatapp modes) of point `index` of the node hashed from `bytes`
 /// (see `node_bytes`): `murmur3_x64_128(bytes, seed = index)`.
 #[must_use]
 #[inline]
@@ -498,6 +627,49 @@ mod tests {
         for i in 0..80 {
             assert_eq!(fast_point(h, i), crate::rng::splitmix64(&mut state));
         }
+    }
+
+    #[test]
+    fn modes_parse_their_spellings_and_the_v0_11_alias() {
+        for (mode, spelling) in HashMode::ALL {
+            assert_eq!(mode.as_str(), spelling);
+            assert_eq!(HashMode::parse(spelling), Some(mode));
+        }
+        assert_eq!(
+            HashMode::parse("libatapp-v0.11"),
+            Some(HashMode::LibatappV012)
+        );
+        assert_eq!(
+            HashMode::parse("libatapp-v0.12.5"),
+            Some(HashMode::LibatappV012)
+        );
+        assert_eq!(HashMode::parse("libatapp"), None);
+        assert_eq!(
+            serde_json::to_string(&HashMode::LibatappV012).unwrap(),
+            "\"libatapp-v0.12\""
+        );
+        assert_eq!(
+            serde_json::from_str::<HashMode>("\"libatapp-main\"").unwrap(),
+            HashMode::LibatappMain
+        );
+        assert!(serde_json::from_str::<HashMode>("\"compat\"").is_err());
+    }
+
+    #[test]
+    fn v012_nodes_have_half_the_points_per_source() {
+        assert_eq!(HashMode::LibatappV012.node_points(80, "a"), 80);
+        assert_eq!(HashMode::LibatappV012.node_points(80, ""), 40);
+        assert_eq!(HashMode::LibatappV012.node_points(3, "a"), 2);
+        assert_eq!(HashMode::LibatappMain.node_points(80, ""), 80);
+        let id = 5u64.to_le_bytes();
+        assert_eq!(
+            compat_sources(HashMode::LibatappV012, 80, "n", &id),
+            [(&id[..], 40), (&b"n"[..], 40)]
+        );
+        assert_eq!(
+            compat_sources(HashMode::LibatappMain, 80, "", &id),
+            [(&id[..], 80), (&[][..], 0)]
+        );
     }
 
     #[test]

@@ -672,3 +672,42 @@ fn a_refused_message_survives_the_evidence_and_reaches_the_new_incarnation_once(
     );
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
+
+/// After the evidence, the next message starts a fresh stream. Everything to the target was
+/// acknowledged before it died (its stream open, stamped with the dead life, but empty), so
+/// the evidence ends nothing; a message sent while it is dead waits. When the new life's
+/// record arrives the sender dials, and the message goes out on a new stream — not as a
+/// frame of the old one, which the new life would refuse (a reset round trip, and no proof
+/// that it never reached the old life: `Unknown(TargetRestarted)` in a real cluster). With
+/// 10 ms each way: the dial and handshake take one round trip (news + 20 ms), the message
+/// arrives 10 ms later and its ack 10 ms after that.
+#[test]
+fn a_message_sent_while_the_target_is_dead_starts_a_fresh_stream_for_its_new_life() {
+    let (mut sim, _) = direct_peers(GROUP_B);
+    let lat = Duration::from_millis(10);
+    sim.set_latency(NodeId(A), NodeId(B), lat);
+    let old = sim.node(NodeId(B)).incarnation();
+    let kill = sim.now();
+    sim.kill(NodeId(B));
+    sim.advance(Duration::from_millis(1));
+    let later = send(&mut sim, A, B, 1, "later");
+    sim.advance(Duration::from_millis(500));
+    sim.restart(NodeId(B));
+    let news = sim.now();
+    let info = record(&sim, B);
+    sim.registry_put_discovery(info);
+    sim.advance(Duration::from_secs(10));
+
+    assert_eq!(deaths(&sim, A), [(kill, B, old, Evidence::RedialFailed)]);
+    assert_eq!(
+        got(&sim, B)[1..],
+        [(news + 3 * lat, A, A, 1, text("later"))],
+        "{}",
+        sim.trace_tail(80)
+    );
+    assert_eq!(
+        outcome(&sim, A, later),
+        Some((news + 4 * lat, Outcome::Delivered))
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}

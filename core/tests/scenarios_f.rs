@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{GROUP_F, at, cluster, events_where, got, outcome, send};
+use common::{GROUP_F, at, cluster, cluster_recording, events_where, got, outcome, send};
 use switchboard_core::{
     connector::{RouteEvent, RouteFlags},
     ids::NodeId,
@@ -181,7 +181,7 @@ fn f4_proxy_removed_downstream_closed() {
 /// the record map on every use.
 #[test]
 fn f5_proxy_removed_downstream_safe_cleanup() {
-    let mut sim = cluster(GROUP_F, &LAYOUT);
+    let mut sim = cluster_recording(GROUP_F, &LAYOUT);
     send(&mut sim, 0x601, 0x603, 100, "warm-up-F5");
     sim.advance_to(at(10));
     sim.registry_delete_topology(DEPENDENT);
@@ -215,5 +215,17 @@ fn f5_proxy_removed_downstream_safe_cleanup() {
     );
     assert_eq!(sim.node(NodeId(0x601)).route(PROXY), None);
     assert_eq!(sim.node(NodeId(0x601)).route(DEPENDENT), None);
-    assert!(sim.violations().is_empty());
+    // Recorded, not panicked: no node-contract or ledger breach (no double removal, no
+    // second outcome), and the ledger saw both tagged messages end exactly as above.
+    assert_eq!(sim.check_invariants(), 0);
+    assert_eq!(sim.violations(), [] as [String; 0]);
+    let totals = sim.ledger_totals();
+    assert_eq!(
+        (totals.sent, totals.delivered, totals.acknowledged),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        totals.failed.into_iter().collect::<Vec<_>>(),
+        [("target_gone".to_owned(), 1)]
+    );
 }

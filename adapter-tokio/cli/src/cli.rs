@@ -192,6 +192,24 @@ pub(crate) struct TlsArgs {
     pub(crate) tls_ca: Option<PathBuf>,
 }
 
+/// How a one-shot client (`send`, `ls`) joins a cluster: the embedded registry or etcd, with
+/// the cluster's TLS and keys. Resolved by `ClusterArgs::resolve` (in `config`).
+#[derive(Debug, Args)]
+pub(crate) struct ClusterArgs {
+    /// Address of the embedded registry (exclusive with --etcd).
+    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    pub(crate) registry: Option<SocketAddr>,
+    /// etcd registry.
+    #[command(flatten)]
+    pub(crate) etcd: EtcdArgs,
+    /// Mutual TLS.
+    #[command(flatten)]
+    pub(crate) tls: TlsArgs,
+    /// Cluster key files.
+    #[command(flatten)]
+    pub(crate) keys: KeyArgs,
+}
+
 /// `switchboard registry`.
 #[derive(Debug, Args)]
 #[command(
@@ -303,6 +321,12 @@ pub(crate) struct NodeArgs {
     /// Send every received message back to its sender (same type, same payload).
     #[arg(long)]
     pub(crate) echo: bool,
+    /// Consistent-hash ring placement: fast (default; not libatapp's), libatapp-v0.12 (as
+    /// libatapp releases v0.11.0 to v0.12.5: 40 id + 40 name points) or libatapp-main (as
+    /// libatapp main since commit 45f5fda, unreleased: 80 name points). Config file:
+    /// `ring_hash_mode` in the [core] table.
+    #[arg(long, value_name = "MODE", value_parser = parse_hash_mode)]
+    pub(crate) ring_hash: Option<switchboard_core::hash::HashMode>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -459,9 +483,6 @@ pub(crate) struct DemoArgs {
     waited for within --timeout-ms."
 )]
 pub(crate) struct SendArgs {
-    /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
-    pub(crate) registry: Option<SocketAddr>,
     /// The target: a node name, or a node id (digits).
     #[arg(long, value_name = "NAME|ID")]
     pub(crate) to: String,
@@ -474,15 +495,9 @@ pub(crate) struct SendArgs {
     /// Bound on the whole run: the registry, the target, the outcome.
     #[arg(long, value_name = "T", default_value_t = 5000)]
     pub(crate) timeout_ms: u64,
-    /// etcd registry.
+    /// The cluster: registry, TLS, keys.
     #[command(flatten)]
-    pub(crate) etcd: EtcdArgs,
-    /// Mutual TLS.
-    #[command(flatten)]
-    pub(crate) tls: TlsArgs,
-    /// Cluster key files.
-    #[command(flatten)]
-    pub(crate) keys: KeyArgs,
+    pub(crate) cluster: ClusterArgs,
 }
 
 /// `switchboard ls`.
@@ -493,24 +508,15 @@ pub(crate) struct SendArgs {
     registry does not answer within --timeout-ms."
 )]
 pub(crate) struct LsArgs {
-    /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
-    pub(crate) registry: Option<SocketAddr>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = LsFormat::Table)]
     pub(crate) output: LsFormat,
     /// Bound on the wait for the registry.
     #[arg(long, value_name = "T", default_value_t = 5000)]
     pub(crate) timeout_ms: u64,
-    /// etcd registry.
+    /// The cluster: registry, TLS, keys.
     #[command(flatten)]
-    pub(crate) etcd: EtcdArgs,
-    /// Mutual TLS.
-    #[command(flatten)]
-    pub(crate) tls: TlsArgs,
-    /// Cluster key files.
-    #[command(flatten)]
-    pub(crate) keys: KeyArgs,
+    pub(crate) cluster: ClusterArgs,
 }
 
 /// `ls -o`.
@@ -598,6 +604,12 @@ pub(crate) fn admin_addr(text: &str) -> Result<SocketAddr, String> {
     }
     text.parse()
         .map_err(|_| format!("expected HOST:PORT or a port (bound on 127.0.0.1), got {text:?}"))
+}
+
+/// Parses a ring hash mode spelling (`fast`, `libatapp-v0.12`, `libatapp-main`).
+pub(crate) fn parse_hash_mode(text: &str) -> Result<switchboard_core::hash::HashMode, String> {
+    switchboard_core::hash::HashMode::parse(text)
+        .ok_or_else(|| format!("expected fast, libatapp-v0.12 or libatapp-main, got {text:?}"))
 }
 
 /// Parses `key=value` (the key non-empty).
@@ -814,8 +826,8 @@ mod tests {
                 Command::Node(a) => a.etcd,
                 Command::Load(a) => a.etcd,
                 Command::Demo(a) => a.etcd,
-                Command::Send(a) => a.etcd,
-                Command::Ls(a) => a.etcd,
+                Command::Send(a) => a.cluster.etcd,
+                Command::Ls(a) => a.cluster.etcd,
                 _ => panic!("another subcommand"),
             };
             let security = etcd.security();

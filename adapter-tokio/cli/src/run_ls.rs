@@ -20,7 +20,7 @@ use tokio::{sync::oneshot, time::Instant};
 use crate::{
     cli::{LsArgs, LsFormat},
     client::{registry_name, seconds},
-    config::{Identity, core_config, registry_spec},
+    config::{Identity, core_config},
     error::CliError,
     lifecycle::{print_json_line, run_seed},
 };
@@ -45,14 +45,11 @@ impl LsOptions {
     ///
     /// No registry or two, a zero timeout.
     pub(crate) fn resolve(args: LsArgs, pid: u32) -> Result<LsOptions, CliError> {
-        let keys = crate::keys::load(&args.keys)?;
-        let registry = registry_spec(
-            args.registry,
-            args.etcd.etcd.clone(),
-            args.etcd.etcd_prefix.clone(),
-            args.etcd.security(),
-        )?;
-        let transport = crate::config::transport(args.tls)?;
+        let crate::config::Joined {
+            registry,
+            transport,
+            keys,
+        } = args.cluster.resolve()?;
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::{
     cli::SendArgs,
     client::{describe_failure, submit_when_known, target_name, wait_registered},
-    config::{Identity, core_config, registry_spec},
+    config::{Identity, core_config},
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
     stats::{DELIVERED, NO_OUTCOME, failure_label, refusal_label},
@@ -40,14 +40,11 @@ impl SendOptions {
     ///
     /// No registry or two, an empty target or id 0, a zero timeout.
     pub(crate) fn resolve(args: SendArgs, pid: u32) -> Result<SendOptions, CliError> {
-        let keys = crate::keys::load(&args.keys)?;
-        let registry = registry_spec(
-            args.registry,
-            args.etcd.etcd.clone(),
-            args.etcd.etcd_prefix.clone(),
-            args.etcd.security(),
-        )?;
-        let transport = crate::config::transport(args.tls)?;
+        let crate::config::Joined {
+            registry,
+            transport,
+            keys,
+        } = args.cluster.resolve()?;
         let target = parse_target(&args.to)?;
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));

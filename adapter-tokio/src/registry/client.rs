@@ -81,9 +81,13 @@ pub fn spawn_client(addr: SocketAddr, config: ClientConfig) -> Feed {
 }
 
 /// [`spawn_client`] over `transport` (TLS: the registry must present a certificate of the
-/// CA; a failed TLS handshake counts as a failed dial and is retried with backoff).
+/// CA; a failed TLS handshake counts as a failed dial and is retried with backoff). A
+/// `config.nonce_entropy` left at zeros is filled from the OS random source.
 #[must_use]
-pub fn spawn_client_with(addr: SocketAddr, config: ClientConfig, transport: Transport) -> Feed {
+pub fn spawn_client_with(addr: SocketAddr, mut config: ClientConfig, transport: Transport) -> Feed {
+    if config.nonce_entropy.is_empty() {
+        config.nonce_entropy = crate::net::nonce_entropy();
+    }
     let (feed, port) = feed_channel();
     tokio::spawn(run(addr, config, port, transport));
     feed

@@ -131,7 +131,7 @@ impl RegistryStats {
 }
 
 /// Binds `addr` and starts a registry with `config` (its epoch drawn from `seed` and the
-/// clock).
+/// clock; a `config.nonce_entropy` left at zeros is filled from the OS random source).
 ///
 /// An address still held by a registry killed a moment ago in this process is retried for a
 /// short while, so a registry can be restarted on the same address right after
@@ -159,12 +159,15 @@ pub async fn spawn_registry(
 /// The bind failed.
 pub async fn spawn_registry_with(
     addr: SocketAddr,
-    config: ServerConfig,
+    mut config: ServerConfig,
     seed: u64,
     transport: Transport,
 ) -> std::io::Result<RegistryHandle> {
     let listener = net::bind_listener(addr).await?;
     let local_addr = listener.local_addr()?;
+    if config.nonce_entropy.is_empty() {
+        config.nonce_entropy = net::nonce_entropy();
+    }
     let server = RegistryServer::new(config, seed ^ net::entropy());
     let epoch = server.epoch();
     let (control, control_rx) = mpsc::channel(16);

@@ -1,35 +1,57 @@
 //! `ring-report`: the headline ring numbers in one short run, as one JSON object.
 //!
 //! Run `cargo run --release -p switchboard-benches --bin ring-report`. Progress goes to stderr;
-//! the last stdout line is a JSON object with, for N = 100, 1000, 10 000 (`"nN"`), the median
-//! nanoseconds of: our full build (fast and libatapp-compatible modes), the libatapp emulation's
-//! build, adding and removing one node, one per-filter ring update (a node joining or leaving
-//! the filter), and a lookup including the key hash (ours and the emulation's); then the ring
-//! balance at N = 100 (exact arc length, peak/mean, mean of 10 node sets), the fraction of keys
-//! moved by removing one of 1000 nodes, the bytes per ring point at N = 10 000, and timer
-//! arm/cancel costs with 64k live timers.
+//! the last stdout line is a JSON object. For N = 100, 1000, 10 000 (`"nN"`), median
+//! nanoseconds of, on the same node set and keys (80 points per node):
 //!
-//! Timing is self-made rather than criterion so the whole report takes well under a minute:
+//! - `fast_build_ns`, `compat_build_ns`, `compat_v012_build_ns`: our full build in fast mode,
+//!   in [`HashMode::LibatappMain`] and in [`HashMode::LibatappV012`];
+//! - `cpp_recipe_build_ns` / `cpp_recipe_v012_build_ns`: the C++ reproduction of upstream's
+//!   `clear_cache` + `rebuild_cache` (`benches/cpp/libatapp_ring.cpp`, compiled `-O3` by
+//!   `build.rs`, run as a child process in this run) for libatapp main (non-atomic
+//!   `strong_rc_ptr`, 80 name points) and v0.12.5 (`std::shared_ptr`, 40 + 40 points);
+//!   `cpp_recipe_compact_build_ns`: its lazy `rebuild_compact_cache` (main);
+//! - `libatapp_emu_build_ns`: the Rust emulation of the main recipe (`libatapp_emu`);
+//! - `add_one_ns`, `remove_one_ns`, `filter_update_ns` (fast mode), and the emulation's
+//!   `libatapp_emu_add_one_ns` / `libatapp_emu_filter_update_ns` (change + first lookup);
+//! - lookups including the key hash: `fast_lookup_ns`, `compat_lookup_ns`,
+//!   `compat_v012_lookup_ns`, `cpp_recipe_lookup_ns`, `cpp_recipe_v012_lookup_ns`,
+//!   `libatapp_emu_lookup_ns`;
+//! - ratios, each C++ time over ours from this run: `fast_build_speedup_vs_cpp` (fast mode
+//!   against the main recipe — a different placement, it cannot interoperate),
+//!   `compat_build_speedup_vs_cpp` (`LibatappMain` against the main recipe: same placement),
+//!   `compat_v012_build_speedup_vs_cpp_v012` (`LibatappV012` against the v0.12.5 recipe), the
+//!   same three for lookups, and `libatapp_emu_build_over_cpp` (how the emulation tracks C++).
+//!
+//! Then the ring balance at N = 100 (exact arc length, peak/mean, mean of 10 node sets), the
+//! fraction of keys moved by removing one of 1000 nodes, bytes per ring point at N = 10 000 by
+//! component, and timer arm/cancel costs with 64k live timers for our queue and, in the same
+//! run, the `BTreeMap` baseline (`timer_btree_*`).
+//!
+//! Timing is self-made rather than criterion so the whole report takes about a minute:
 //! repeated samples within a time budget per metric, `black_box` around inputs and results, and
-//! the median over samples. A sample is one operation for builds and changes (each timed alone;
-//! restoring the state is not timed) and a batch of 1000 lookups for lookups.
+//! the median over samples (the C++ reference samples the same way). A sample is one operation
+//! for builds and changes (each timed alone; restoring the state is not timed) and a batch of
+//! 1000 lookups for lookups.
 
 use std::{
     collections::HashMap,
     hint::black_box,
-    sync::Arc,
+    rc::Rc,
     time::{Duration, Instant},
 };
 
 use switchboard_benches::{
+    cpp_reference::{self, CppTimes, Layout},
     libatapp_emu::EmuNode,
-    timers::{BATCH as TIMER_BATCH, TimerLoad},
+    timers::{BATCH as TIMER_BATCH, BTreeQueue, Queue, TimerLoad},
     workload::{Workload, emu_set, keys, members, ring, zone_filter, zone_metadata},
 };
 use switchboard_core::{
     hash::HashMode,
     ids::NodeId,
     ring::{Ring, RingConfig, RingSet},
+    timer::TimerQueue,
 };
 
 /// Time budget per metric; the sample count adapts to the operation's cost.
@@ -96,41 +118,53 @@ fn victim(n: usize, i: usize) -> usize {
 
 /// The per-N medians of the report.
 struct SizeReport {
-    build_ns: f64,
+    fast_build_ns: f64,
     compat_build_ns: f64,
-    libatapp_build_ns: f64,
+    compat_v012_build_ns: f64,
+    emu_build_ns: f64,
+    cpp: CppTimes,
+    cpp_v012: CppTimes,
     add_one_ns: f64,
     remove_one_ns: f64,
     filter_update_ns: f64,
-    lookup_ns: f64,
-    libatapp_lookup_ns: f64,
-    // Extras, reported at the top level.
+    fast_lookup_ns: f64,
     compat_lookup_ns: f64,
-    libatapp_add_one_ns: f64,
-    libatapp_filter_update_ns: f64,
+    compat_v012_lookup_ns: f64,
+    emu_lookup_ns: f64,
+    emu_add_one_ns: f64,
+    emu_filter_update_ns: f64,
+}
+
+fn build_ns(ring: &mut Ring, w: &Workload) -> f64 {
+    sample(
+        ring,
+        nothing,
+        |r, _| r.build(members(w)).expect("workload ids are non-zero"),
+        nothing,
+    )
 }
 
 fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
     let w = Workload::new(n, 1);
     let mut fast = ring(&w, HashMode::Fast);
-    let mut compat = ring(&w, HashMode::LibatappCompat);
+    let mut compat = ring(&w, HashMode::LibatappMain);
+    let mut compat_v012 = ring(&w, HashMode::LibatappV012);
     let mut emu = emu_set(&w);
 
-    let build_ns = sample(
-        &mut fast,
-        nothing,
-        |r, _| r.build(members(&w)).expect("workload ids are non-zero"),
-        nothing,
-    );
-    let compat_build_ns = sample(
-        &mut compat,
-        nothing,
-        |r, _| r.build(members(&w)).expect("workload ids are non-zero"),
-        nothing,
-    );
-    let libatapp_build_ns = sample(&mut emu, nothing, |s, _| s.rebuild(None), nothing);
+    let budget_ms = u32::try_from(BUDGET.as_millis()).expect("budget fits u32");
+    let cpp = cpp_reference::bench(Layout::Main, &w, keys, budget_ms)
+        .unwrap_or_else(|e| panic!("the C++ reference (main recipe): {e}"));
+    let cpp_v012 = cpp_reference::bench(Layout::V012, &w, keys, budget_ms)
+        .unwrap_or_else(|e| panic!("the C++ reference (v0.12 recipe): {e}"));
+    assert_eq!(cpp.points as usize, compat.point_count(), "same ring size");
+    assert_eq!(cpp_v012.points as usize, compat_v012.point_count());
+    let fast_build_ns = build_ns(&mut fast, &w);
+    let compat_build_ns = build_ns(&mut compat, &w);
+    let compat_v012_build_ns = build_ns(&mut compat_v012, &w);
+    let emu_build_ns = sample(&mut emu, nothing, |s, _| s.rebuild(None), nothing);
     eprintln!(
-        "  N={n}: build ours {build_ns:.0} ns, compat {compat_build_ns:.0} ns, libatapp {libatapp_build_ns:.0} ns"
+        "  N={n}: build fast {fast_build_ns:.0} ns, compat main {compat_build_ns:.0} ns, compat v0.12 {compat_v012_build_ns:.0} ns; C++ recipe main {:.0} ns, v0.12 {:.0} ns (compact ring {:.0} ns); Rust emulation {emu_build_ns:.0} ns",
+        cpp.build_ns, cpp_v012.build_ns, cpp.compact_build_ns
     );
 
     let add_one_ns = sample(
@@ -156,22 +190,22 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         },
     );
     let probe = 0x5eed_u64;
-    let emu_nodes: Vec<Arc<EmuNode>> = (0..n)
+    let emu_nodes: Vec<Rc<EmuNode>> = (0..n)
         .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), w.metadata[i].clone()))
         .collect();
-    let libatapp_add_one_ns = sample(
+    let emu_add_one_ns = sample(
         &mut emu,
         |s, i| {
             s.remove_node(w.ids[victim(n, i)]);
         },
         |s, i| {
-            s.add_node(Arc::clone(&emu_nodes[victim(n, i)]));
+            s.add_node(Rc::clone(&emu_nodes[victim(n, i)]));
             black_box(s.lookup_u64(probe, None));
         },
         nothing,
     );
     eprintln!(
-        "  N={n}: add one {add_one_ns:.0} ns, remove one {remove_one_ns:.0} ns, libatapp add+lookup {libatapp_add_one_ns:.0} ns"
+        "  N={n}: add one {add_one_ns:.0} ns, remove one {remove_one_ns:.0} ns, emulation add+lookup {emu_add_one_ns:.0} ns"
     );
 
     // Per-filter update: an odd (zone b) node joins zone a, then leaves; each change is a sample.
@@ -198,46 +232,118 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         },
         nothing,
     );
-    let joined: Vec<Arc<EmuNode>> = (0..n)
+    let joined: Vec<Rc<EmuNode>> = (0..n)
         .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_a.clone()))
         .collect();
-    let left: Vec<Arc<EmuNode>> = (0..n)
+    let left: Vec<Rc<EmuNode>> = (0..n)
         .map(|i| EmuNode::new(w.ids[i], w.names[i].clone(), zone_b.clone()))
         .collect();
-    let libatapp_filter_update_ns = sample(
+    let emu_filter_update_ns = sample(
         &mut emu,
         nothing,
         |s, i| {
             let k = odd(i);
-            s.add_node(Arc::clone(if i % 2 == 0 { &joined[k] } else { &left[k] }));
+            s.add_node(Rc::clone(if i % 2 == 0 { &joined[k] } else { &left[k] }));
             black_box(s.lookup_u64(probe, Some(&filter)));
         },
         nothing,
     );
     eprintln!(
-        "  N={n}: filter update ours {filter_update_ns:.0} ns, libatapp {libatapp_filter_update_ns:.0} ns"
+        "  N={n}: filter update ours {filter_update_ns:.0} ns, emulation {emu_filter_update_ns:.0} ns"
     );
 
     emu.rebuild(None);
-    let lookup_ns = per_lookup_ns(keys, |k| fast.lookup_u64(k).is_some());
+    let fast_lookup_ns = per_lookup_ns(keys, |k| fast.lookup_u64(k).is_some());
     let compat_lookup_ns = per_lookup_ns(keys, |k| compat.lookup_u64(k).is_some());
-    let libatapp_lookup_ns = per_lookup_ns(keys, |k| emu.lookup_u64(k, None).is_some());
+    let compat_v012_lookup_ns = per_lookup_ns(keys, |k| compat_v012.lookup_u64(k).is_some());
+    let emu_lookup_ns = per_lookup_ns(keys, |k| emu.lookup_u64(k, None).is_some());
     eprintln!(
-        "  N={n}: lookup ours {lookup_ns:.1} ns, compat {compat_lookup_ns:.1} ns, libatapp {libatapp_lookup_ns:.1} ns"
+        "  N={n}: lookup fast {fast_lookup_ns:.1} ns, compat main {compat_lookup_ns:.1} ns, compat v0.12 {compat_v012_lookup_ns:.1} ns; C++ recipe main {:.1} ns, v0.12 {:.1} ns; Rust emulation {emu_lookup_ns:.1} ns",
+        cpp.lookup_ns, cpp_v012.lookup_ns
     );
 
     SizeReport {
-        build_ns,
+        fast_build_ns,
         compat_build_ns,
-        libatapp_build_ns,
+        compat_v012_build_ns,
+        emu_build_ns,
+        cpp,
+        cpp_v012,
         add_one_ns,
         remove_one_ns,
         filter_update_ns,
-        lookup_ns,
-        libatapp_lookup_ns,
+        fast_lookup_ns,
         compat_lookup_ns,
-        libatapp_add_one_ns,
-        libatapp_filter_update_ns,
+        compat_v012_lookup_ns,
+        emu_lookup_ns,
+        emu_add_one_ns,
+        emu_filter_update_ns,
+    }
+}
+
+impl SizeReport {
+    fn json(&self) -> JsonObject {
+        let mut o = JsonObject::default();
+        o.num("fast_build_ns", round(self.fast_build_ns, 1));
+        o.num("compat_build_ns", round(self.compat_build_ns, 1));
+        o.num("compat_v012_build_ns", round(self.compat_v012_build_ns, 1));
+        o.num("cpp_recipe_build_ns", round(self.cpp.build_ns, 1));
+        o.num("cpp_recipe_v012_build_ns", round(self.cpp_v012.build_ns, 1));
+        o.num(
+            "cpp_recipe_compact_build_ns",
+            round(self.cpp.compact_build_ns, 1),
+        );
+        o.num("libatapp_emu_build_ns", round(self.emu_build_ns, 1));
+        o.num("add_one_ns", round(self.add_one_ns, 1));
+        o.num("remove_one_ns", round(self.remove_one_ns, 1));
+        o.num("filter_update_ns", round(self.filter_update_ns, 1));
+        o.num("libatapp_emu_add_one_ns", round(self.emu_add_one_ns, 1));
+        o.num(
+            "libatapp_emu_filter_update_ns",
+            round(self.emu_filter_update_ns, 1),
+        );
+        o.num("fast_lookup_ns", round(self.fast_lookup_ns, 2));
+        o.num("compat_lookup_ns", round(self.compat_lookup_ns, 2));
+        o.num(
+            "compat_v012_lookup_ns",
+            round(self.compat_v012_lookup_ns, 2),
+        );
+        o.num("cpp_recipe_lookup_ns", round(self.cpp.lookup_ns, 2));
+        o.num(
+            "cpp_recipe_v012_lookup_ns",
+            round(self.cpp_v012.lookup_ns, 2),
+        );
+        o.num("libatapp_emu_lookup_ns", round(self.emu_lookup_ns, 2));
+        let ratio = |cpp: f64, ours: f64| round(cpp / ours, 2);
+        o.num(
+            "fast_build_speedup_vs_cpp",
+            ratio(self.cpp.build_ns, self.fast_build_ns),
+        );
+        o.num(
+            "compat_build_speedup_vs_cpp",
+            ratio(self.cpp.build_ns, self.compat_build_ns),
+        );
+        o.num(
+            "compat_v012_build_speedup_vs_cpp_v012",
+            ratio(self.cpp_v012.build_ns, self.compat_v012_build_ns),
+        );
+        o.num(
+            "fast_lookup_speedup_vs_cpp",
+            ratio(self.cpp.lookup_ns, self.fast_lookup_ns),
+        );
+        o.num(
+            "compat_lookup_speedup_vs_cpp",
+            ratio(self.cpp.lookup_ns, self.compat_lookup_ns),
+        );
+        o.num(
+            "compat_v012_lookup_speedup_vs_cpp_v012",
+            ratio(self.cpp_v012.lookup_ns, self.compat_v012_lookup_ns),
+        );
+        o.num(
+            "libatapp_emu_build_over_cpp",
+            ratio(self.emu_build_ns, self.cpp.build_ns),
+        );
+        o
     }
 }
 
@@ -358,59 +464,46 @@ fn main() {
     let started = Instant::now();
     let keys = keys(1 << 16, 7);
     let mut json = JsonObject::default();
-    let mut sizes = Vec::new();
     for n in [100, 1000, 10_000] {
         eprintln!("measuring N={n} x 80 points");
-        let r = measure_size(n, &keys);
-        let mut o = JsonObject::default();
-        o.num("build_ns", round(r.build_ns, 1));
-        o.num("compat_build_ns", round(r.compat_build_ns, 1));
-        o.num("libatapp_build_ns", round(r.libatapp_build_ns, 1));
-        o.num("add_one_ns", round(r.add_one_ns, 1));
-        o.num("remove_one_ns", round(r.remove_one_ns, 1));
-        o.num("filter_update_ns", round(r.filter_update_ns, 1));
-        o.num("lookup_ns", round(r.lookup_ns, 2));
-        o.num("libatapp_lookup_ns", round(r.libatapp_lookup_ns, 2));
-        json.obj(&format!("n{n}"), o);
-        sizes.push((n, r));
+        json.obj(&format!("n{n}"), measure_size(n, &keys).json());
     }
     json.num("balance_peak_mean_n100", round(balance_n100(), 4));
     json.num("moved_fraction_n1000", round(moved_fraction_n1000(), 7));
-    let big = ring(&Workload::new(10_000, 1), HashMode::Fast);
-    let bytes_per_point = big.memory_bytes() as f64 / big.point_count() as f64;
-    let big_compat = ring(&Workload::new(10_000, 1), HashMode::LibatappCompat);
-    let compat_bytes_per_point = big_compat.memory_bytes() as f64 / big_compat.point_count() as f64;
-    eprintln!(
-        "memory N=10000: {bytes_per_point:.2} B/point fast, {compat_bytes_per_point:.2} B/point compat"
-    );
-    json.num("bytes_per_point", round(bytes_per_point, 3));
-    let (arm, cancel) = timer_ns();
+    for (tag, mode) in [("", HashMode::Fast), ("compat_", HashMode::LibatappMain)] {
+        let big = ring(&Workload::new(10_000, 1), mode);
+        let m = big.memory();
+        let per_point = |bytes: usize| round(bytes as f64 / big.point_count() as f64, 3);
+        eprintln!(
+            "memory N=10000 {mode:?}: {:.2} B/point = points {:.2} + index {:.2} + members {:.2} + buffers {:.2}",
+            per_point(big.memory_bytes()),
+            per_point(m.points),
+            per_point(m.index),
+            per_point(m.members),
+            per_point(m.buffers)
+        );
+        json.num(
+            &format!("{tag}bytes_per_point"),
+            per_point(big.memory_bytes()),
+        );
+        if tag.is_empty() {
+            json.num("bytes_per_point_points", per_point(m.points));
+            json.num("bytes_per_point_index", per_point(m.index));
+            json.num("bytes_per_point_members", per_point(m.members));
+            json.num("bytes_per_point_buffers", per_point(m.buffers));
+        }
+    }
+    let (arm, cancel) = timer_ns::<TimerQueue<u64>>("ours");
+    let (btree_arm, btree_cancel) = timer_ns::<BTreeQueue>("BTreeMap baseline");
     json.num("timer_arm_ns", round(arm, 2));
     json.num("timer_cancel_ns", round(cancel, 2));
-    // Extras: ratios against the libatapp emulation and the emulation's change costs.
-    for (n, r) in &sizes {
-        json.num(
-            &format!("build_speedup_vs_libatapp_n{n}"),
-            round(r.libatapp_build_ns / r.build_ns, 2),
-        );
-        json.num(
-            &format!("lookup_speedup_vs_libatapp_n{n}"),
-            round(r.libatapp_lookup_ns / r.lookup_ns, 2),
-        );
-        json.num(
-            &format!("compat_lookup_ns_n{n}"),
-            round(r.compat_lookup_ns, 2),
-        );
-        json.num(
-            &format!("libatapp_add_one_ns_n{n}"),
-            round(r.libatapp_add_one_ns, 1),
-        );
-        json.num(
-            &format!("libatapp_filter_update_ns_n{n}"),
-            round(r.libatapp_filter_update_ns, 1),
-        );
-    }
-    json.num("compat_bytes_per_point", round(compat_bytes_per_point, 3));
+    json.num("timer_btree_arm_ns", round(btree_arm, 2));
+    json.num("timer_btree_cancel_ns", round(btree_cancel, 2));
+    json.num("timer_arm_speedup_vs_btree", round(btree_arm / arm, 2));
+    json.num(
+        "timer_cancel_speedup_vs_btree",
+        round(btree_cancel / cancel, 2),
+    );
     eprintln!(
         "ring-report finished in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -418,9 +511,9 @@ fn main() {
     println!("{}", json.render());
 }
 
-/// Median ns per timer arm and per cancel with 64k live timers (batches of 1024).
-fn timer_ns() -> (f64, f64) {
-    let mut load = TimerLoad::new(3);
+/// Median ns per timer arm and per cancel with 64k live timers (batches of 1024) in queue `Q`.
+fn timer_ns<Q: Queue>(label: &str) -> (f64, f64) {
+    let mut load = TimerLoad::<Q>::new(3);
     let per_op = |d: Duration| d.as_nanos() as f64 / TIMER_BATCH as f64;
     let mut arms = Vec::new();
     let mut cancels = Vec::new();
@@ -430,6 +523,6 @@ fn timer_ns() -> (f64, f64) {
         cancels.push(per_op(load.cancel_batch()));
     }
     let (arm, cancel) = (median(arms), median(cancels));
-    eprintln!("timers (64k live): arm {arm:.1} ns, cancel {cancel:.1} ns");
+    eprintln!("timers (64k live), {label}: arm {arm:.1} ns, cancel {cancel:.1} ns");
     (arm, cancel)
 }

@@ -25,7 +25,12 @@ use std::{
 };
 
 use bytes::Bytes;
-use switchboard_core::{ids::NodeId, outcome::Outcome, registry::server::ServerConfig};
+use switchboard_core::{
+    bus::handshake::{ClusterKey, ClusterKeys},
+    ids::NodeId,
+    outcome::Outcome,
+    registry::server::ServerConfig,
+};
 use switchboard_tokio::{
     Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec,
     Transport,
@@ -194,10 +199,12 @@ impl OursCluster {
     ///
     /// A bind or node start failed, or a route did not become ready.
     pub async fn start(ready_timeout: Duration) -> Result<OursCluster, BenchError> {
-        OursCluster::start_with(ready_timeout, Transport::plain()).await
+        OursCluster::start_with(ready_timeout, Transport::plain(), &[]).await
     }
 
-    /// [`OursCluster::start`] with every link and registry connection over `transport`.
+    /// [`OursCluster::start`] with every link and registry connection over `transport`,
+    /// authenticated with `keys` (the challenge-response handshake on every bus and registry
+    /// link) unless `keys` is empty.
     ///
     /// # Errors
     ///
@@ -205,55 +212,43 @@ impl OursCluster {
     pub async fn start_with(
         ready_timeout: Duration,
         transport: Transport,
+        keys: &[ClusterKey],
     ) -> Result<OursCluster, BenchError> {
-        let registry = spawn_registry_with(
-            LOOPBACK,
-            ServerConfig::default(),
-            REGISTRY_SEED,
-            transport.clone(),
-        )
-        .await
-        .map_err(|e| BenchError::io("start the embedded registry", e))?;
+        let server = ServerConfig {
+            keys: ClusterKeys::new(keys),
+            ..ServerConfig::default()
+        };
+        let registry = spawn_registry_with(LOOPBACK, server, REGISTRY_SEED, transport.clone())
+            .await
+            .map_err(|e| BenchError::io("start the embedded registry", e))?;
         let reg = registry.local_addr();
         let mut nodes = Vec::new();
+        let start = NodeStart {
+            transport: &transport,
+            registry: reg,
+            keys,
+        };
 
-        let direct_b = start_node(
-            &mut nodes,
-            &transport,
-            reg,
-            DIRECT_RECEIVER,
-            "direct-b",
-            None,
-        )
-        .await?;
+        let direct_b = start_node(&mut nodes, &start, DIRECT_RECEIVER, "direct-b", None).await?;
         let direct_a = start_node(
             &mut nodes,
-            &transport,
-            reg,
+            &start,
             DIRECT_SENDER,
             "direct-a",
             Some(DIRECT_RECEIVER),
         )
         .await?;
-        let proxy = start_node(&mut nodes, &transport, reg, PROXY, "proxy", None).await?;
+        let proxy = start_node(&mut nodes, &start, PROXY, "proxy", None).await?;
         let proxied_b = start_node(
             &mut nodes,
-            &transport,
-            reg,
+            &start,
             PROXIED_RECEIVER,
             "proxied-b",
             Some(PROXY),
         )
         .await?;
-        let proxied_a = start_node(
-            &mut nodes,
-            &transport,
-            reg,
-            PROXIED_SENDER,
-            "proxied-a",
-            Some(PROXY),
-        )
-        .await?;
+        let proxied_a =
+            start_node(&mut nodes, &start, PROXIED_SENDER, "proxied-a", Some(PROXY)).await?;
 
         let direct = OursRoute {
             name: "direct",
@@ -282,6 +277,12 @@ impl OursCluster {
         })
     }
 
+    /// The embedded registry's address.
+    #[must_use]
+    pub fn registry_addr(&self) -> SocketAddr {
+        self.registry.local_addr()
+    }
+
     /// Shuts every node down gracefully, then the registry (each step bounded by `timeout`).
     pub async fn shutdown(self, timeout: Duration) {
         for node in &self.nodes {
@@ -292,18 +293,26 @@ impl OursCluster {
     }
 }
 
+/// What every node of a cluster starts with.
+struct NodeStart<'a> {
+    transport: &'a Transport,
+    registry: SocketAddr,
+    keys: &'a [ClusterKey],
+}
+
 async fn start_node(
     nodes: &mut Vec<NodeHandle>,
-    transport: &Transport,
-    registry: SocketAddr,
+    start: &NodeStart<'_>,
     id: NodeId,
     name: &'static str,
     upstream: Option<NodeId>,
 ) -> Result<(NodeHandle, Inbox), BenchError> {
+    let keys = start.keys.to_vec();
     let mut builder = NodeBuilder::new(id, name)
         .listen(LOOPBACK)
-        .registry(registry)
-        .transport(transport.clone());
+        .registry(start.registry)
+        .transport(start.transport.clone())
+        .config(move |config| config.cluster_keys = keys);
     if let Some(up) = upstream {
         builder = builder.upstream(up);
     }
@@ -491,15 +500,9 @@ mod tests {
     use super::*;
     use crate::transport::load::Stop;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn both_routes_deliver_every_message_exactly_once() {
-        let cluster = tokio::time::timeout(
-            Duration::from_secs(30),
-            OursCluster::start(Duration::from_secs(20)),
-        )
-        .await
-        .expect("bounded start")
-        .expect("cluster starts");
+    /// 500 messages on each route (direct with both calls, proxied with `post`): every one
+    /// `Delivered` and received exactly once, as sent.
+    async fn assert_every_message_once(cluster: &OursCluster) {
         let load = Load {
             in_flight: 32,
             rate_per_sec: None,
@@ -526,6 +529,47 @@ mod tests {
             assert_eq!(got, before + 500, "{}: each message once", route.name());
             assert_eq!(route.receiver().unexpected(), 0, "{}", route.name());
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn both_routes_deliver_every_message_exactly_once() {
+        let cluster = tokio::time::timeout(
+            Duration::from_secs(30),
+            OursCluster::start(Duration::from_secs(20)),
+        )
+        .await
+        .expect("bounded start")
+        .expect("cluster starts");
+        assert_every_message_once(&cluster).await;
+        cluster.shutdown(Duration::from_secs(5)).await;
+    }
+
+    /// The bench's authenticated cluster: every message once, and its registry really
+    /// checks the key (a node with another key is never registered).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_keyed_cluster_delivers_every_message_once_and_refuses_another_key() {
+        let key = ClusterKey::from_hex(&"a7".repeat(32)).expect("a key");
+        let cluster = tokio::time::timeout(
+            Duration::from_secs(30),
+            OursCluster::start_with(Duration::from_secs(20), Transport::plain(), &[key]),
+        )
+        .await
+        .expect("bounded start")
+        .expect("keyed cluster starts");
+        assert_every_message_once(&cluster).await;
+        let other = vec![ClusterKey::from_hex(&"b8".repeat(32)).expect("a key")];
+        let (stranger, _inbox) = NodeBuilder::new(NodeId(0x7b99), "stranger")
+            .listen(LOOPBACK)
+            .registry(cluster.registry_addr())
+            .config(move |config| config.cluster_keys = other)
+            .start()
+            .await
+            .expect("the stranger starts");
+        assert!(
+            !stranger.wait_registered(Duration::from_secs(2)).await,
+            "another key never registers"
+        );
+        let _ = stranger.shutdown().await;
         cluster.shutdown(Duration::from_secs(5)).await;
     }
 }

@@ -371,10 +371,37 @@ impl ReplayGuard {
     }
 }
 
-/// Handshake nonces: SHA-256 of a 32-byte secret drawn once from a seeded
-/// [`Rng`](crate::rng::Rng) and a counter. Deterministic for a given seed (the simulator
-/// replays), and a nonce seen on the wire reveals neither the secret nor the next nonce
-/// (the generator itself is not cryptographic; its outputs never leave this struct).
+/// 32 bytes of operating-system randomness a driver hands to the core for its handshake
+/// nonces (the core reads no randomness itself). All zeros — the default, and what the
+/// simulator uses — leaves the nonces to the seeded generator alone, so a seeded run replays.
+/// Its `Debug` never shows the bytes.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct NonceEntropy(pub [u8; 32]);
+
+impl NonceEntropy {
+    /// Whether no entropy was given (all zeros).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 32]
+    }
+}
+
+impl core::fmt::Debug for NonceEntropy {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(if self.is_empty() {
+            "NonceEntropy(none)"
+        } else {
+            "NonceEntropy(..)"
+        })
+    }
+}
+
+/// Handshake nonces: SHA-256 of a 32-byte secret and a counter. The secret hashes the
+/// driver's [`NonceEntropy`] (256 bits from the operating system) with 32 bytes drawn once
+/// from a seeded [`Rng`](crate::rng::Rng), so it is as hard to guess as the OS randomness,
+/// and two sources of one process (bus links, registry client) never share it. Without
+/// entropy it is deterministic for a given seed (the simulator replays). A nonce seen on the
+/// wire reveals neither the secret nor the next nonce.
 #[derive(Clone)]
 pub struct NonceSource {
     secret: [u8; 32],
@@ -388,13 +415,18 @@ impl core::fmt::Debug for NonceSource {
 }
 
 impl NonceSource {
-    /// A source whose secret is drawn from `rng`.
-    pub fn new(rng: &mut crate::rng::Rng) -> NonceSource {
-        let mut secret = [0u8; 32];
-        for chunk in secret.chunks_exact_mut(8) {
-            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+    /// A source whose secret hashes `entropy` with 32 bytes drawn from `rng`.
+    pub fn new(entropy: &NonceEntropy, rng: &mut crate::rng::Rng) -> NonceSource {
+        let mut h = Sha256::new();
+        h.update(b"sb-nonce-secret-v1");
+        h.update(entropy.0);
+        for _ in 0..4 {
+            h.update(rng.next_u64().to_le_bytes());
         }
-        NonceSource { secret, counter: 0 }
+        NonceSource {
+            secret: h.finalize().into(),
+            counter: 0,
+        }
     }
 
     /// A fresh nonce.
@@ -548,6 +580,33 @@ mod tests {
             ClusterKey::from_hex(&alloc::format!("{}+", &text[1..])),
             None
         );
+    }
+
+    #[test]
+    fn nonces_follow_the_drivers_entropy_and_replay_without_it() {
+        use crate::rng::Rng;
+        let first =
+            |entropy: NonceEntropy| NonceSource::new(&entropy, &mut Rng::new(7)).next_nonce();
+        let none = NonceEntropy::default();
+        let os_a = NonceEntropy([0xa5; 32]);
+        let os_b = NonceEntropy([0x5a; 32]);
+        // Same seed, no entropy: the simulator's replay.
+        assert_eq!(first(none), first(none));
+        // Same seed, different OS bytes: different secrets, different nonces.
+        assert_ne!(first(os_a), first(os_b));
+        assert_ne!(first(os_a), first(none));
+        // Two sources of one process (same entropy, the rng drawn on) never share a secret.
+        let mut rng = Rng::new(7);
+        let mut links = NonceSource::new(&os_a, &mut rng);
+        let mut client = NonceSource::new(&os_a, &mut rng);
+        assert_ne!(links.next_nonce(), client.next_nonce());
+        // Successive nonces differ.
+        let mut source = NonceSource::new(&os_a, &mut Rng::new(7));
+        assert_ne!(source.next_nonce(), source.next_nonce());
+        // The bytes never show.
+        assert_eq!(alloc::format!("{os_a:?}"), "NonceEntropy(..)");
+        assert_eq!(alloc::format!("{none:?}"), "NonceEntropy(none)");
+        assert!(none.is_empty() && !os_a.is_empty());
     }
 
     #[test]

@@ -42,8 +42,6 @@ pub(super) struct Sender {
     /// The last incarnation learned per target (acks, resets, handshakes); outlives the
     /// target's endpoint.
     known: BTreeMap<NodeId, u64>,
-    /// Reused encode buffer for `Data` frames.
-    buf: Vec<u8>,
 }
 
 impl Sender {
@@ -53,7 +51,6 @@ impl Sender {
             rng,
             retransmit_after,
             known: BTreeMap::new(),
-            buf: Vec::new(),
         }
     }
 
@@ -158,7 +155,6 @@ impl EndpointTable {
                 src: sender.src,
                 dst,
                 link,
-                buf: &mut sender.buf,
             };
             outbox.transmit_new(&mut route, sink, &mut sender.rng, known, message, now);
             if was_idle {
@@ -220,7 +216,7 @@ impl EndpointTable {
         &mut self,
         target: NodeId,
         link: LinkId,
-        f: impl FnOnce(&mut Outbox, &mut DataRoute<'_>, &mut Rng, u64) -> R,
+        f: impl FnOnce(&mut Outbox, &mut DataRoute, &mut Rng, u64) -> R,
     ) -> Option<(Key, R)> {
         let key = self.endpoint_of(target)?;
         let EndpointTable { slots, sender, .. } = self;
@@ -230,7 +226,6 @@ impl EndpointTable {
             src: sender.src,
             dst: target,
             link,
-            buf: &mut sender.buf,
         };
         let result = f(&mut endpoint.outbox, &mut route, &mut sender.rng, known);
         Some((key, result))
@@ -378,7 +373,9 @@ impl EndpointTable {
     /// have reached it end `Unknown(TargetRestarted)`, the ones that provably never arrived
     /// move to a fresh stream stamped `incarnation` ([`on_dead`](Self::on_dead)'s rule). A
     /// stream stamped 0 toward the same incarnation is kept (its frames carry the
-    /// `retransmit` flag, which a new incarnation refuses). Returns how many messages ended.
+    /// `retransmit` flag, which a new incarnation refuses). A stale stream with nothing in
+    /// flight is closed: the next message starts a stream stamped `incarnation`. Returns how
+    /// many messages ended.
     pub fn on_incarnation<S: OutcomeSink + ?Sized>(
         &mut self,
         target: NodeId,
@@ -389,11 +386,15 @@ impl EndpointTable {
         let restarted = previous.is_some_and(|p| p != incarnation);
         self.with_stream(target, |stream, rng| {
             let stale_stamp = stream.stamp() != 0 && stream.stamp() != incarnation;
-            if (stale_stamp || restarted) && stream.len() > 0 {
+            if !(stale_stamp || restarted) {
+                0
+            } else if stream.len() > 0 {
                 stream
                     .die(FailReason::TargetRestarted, incarnation, rng, sink)
                     .0
             } else {
+                // Nothing in flight: the next message starts a stream stamped `incarnation`.
+                stream.close();
                 0
             }
         })
@@ -416,8 +417,10 @@ impl EndpointTable {
     /// is `incarnation` or none. Then, at once, the in-flight messages that may have reached
     /// it end `Unknown(reason)` and the ones that provably never arrived (every copy refused)
     /// move in order onto a fresh stream (stamped 0, first transmissions, deadlines kept) to
-    /// wait for a live incarnation; the known incarnation is forgotten. Returns how many
-    /// messages ended.
+    /// wait for a live incarnation; the known incarnation is forgotten. An aimed stream with
+    /// nothing in flight is closed, so the next message starts a fresh one rather than
+    /// reaching a new life as a frame of the dead one's stream. Returns how many messages
+    /// ended.
     pub fn on_dead<S: OutcomeSink + ?Sized>(
         &mut self,
         target: NodeId,
@@ -431,7 +434,14 @@ impl EndpointTable {
                 0 => known == 0 || known == incarnation,
                 stamp => stamp == incarnation,
             };
-            if !aimed || stream.len() == 0 {
+            if !aimed {
+                return None;
+            }
+            if stream.len() == 0 {
+                // Nothing in flight, but the open stream is stamped for the dead life: the
+                // next message must start a fresh stream, not reach a new life as a frame of
+                // the old one (refused, and unprovable as undelivered).
+                stream.close();
                 return None;
             }
             Some(stream.die(reason, 0, rng, sink).0)

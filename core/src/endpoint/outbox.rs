@@ -11,6 +11,8 @@
 
 use alloc::vec::Vec;
 
+use bytes::Bytes;
+
 use super::{
     FlushStop, PendingMessage, PendingQueue, QueueLimits, TransmitResult,
     inflight::{InFlight, SendStream},
@@ -25,24 +27,22 @@ use crate::{
 
 /// Where an outbox puts what it produces: message outcomes and encoded frames for links.
 pub trait OutboxSink: OutcomeSink {
-    /// `frame` (one encoded frame, in a reused buffer: copy it) must be written to `link`.
-    fn transmit(&mut self, link: LinkId, frame: &[u8]);
+    /// `frame` (one encoded frame, in its own exact-size allocation) must be written to
+    /// `link`.
+    fn transmit(&mut self, link: LinkId, frame: Bytes);
 }
 
-/// Where one call's `Data` frames go: from us to the target over one link, encoded in the
-/// table's reused buffer.
-pub(super) struct DataRoute<'a> {
+/// Where one call's `Data` frames go: from us to the target over one link.
+pub(super) struct DataRoute {
     /// This node (the frames' `src`).
     pub(super) src: NodeId,
     /// The target (the frames' `dst`).
     pub(super) dst: NodeId,
     /// The link carrying them.
     pub(super) link: LinkId,
-    /// The reused encode buffer.
-    pub(super) buf: &'a mut Vec<u8>,
 }
 
-impl DataRoute<'_> {
+impl DataRoute {
     /// Encodes our own `Data` frame of `message` (stamped `stamp`, hop count 0, flagged
     /// `retransmit`) and hands it to `sink` for the link. The one place our `Data` frames
     /// are built.
@@ -63,10 +63,12 @@ impl DataRoute<'_> {
             hop_count: 0,
             payload: &message.payload,
         };
-        self.buf.clear();
-        wire::encode(&Frame::Data(data), self.buf)
-            .expect("payloads are checked at send to fit a frame");
-        sink.transmit(self.link, self.buf);
+        let frame = Frame::Data(data);
+        // Encoded straight into an allocation of the frame's exact size, which becomes the
+        // `Bytes` without a second copy.
+        let mut buf = Vec::with_capacity(wire::encoded_len(&frame));
+        wire::encode(&frame, &mut buf).expect("payloads are checked at send to fit a frame");
+        sink.transmit(self.link, Bytes::from(buf));
     }
 }
 
@@ -135,7 +137,7 @@ impl Outbox {
     /// none — and its frame goes to `sink`.
     pub(super) fn transmit_new<S: OutboxSink + ?Sized>(
         &mut self,
-        route: &mut DataRoute<'_>,
+        route: &mut DataRoute,
         sink: &mut S,
         rng: &mut Rng,
         known: u64,
@@ -152,7 +154,7 @@ impl Outbox {
     /// oldest while the stream probes a doubtful path. `false` when nothing is in flight.
     pub(super) fn retransmit<S: OutboxSink + ?Sized>(
         &mut self,
-        route: &mut DataRoute<'_>,
+        route: &mut DataRoute,
         sink: &mut S,
         now: Instant,
     ) -> bool {
@@ -186,7 +188,7 @@ impl Outbox {
     /// none out, one message goes as the probe.
     pub(super) fn flush_queue<S: OutboxSink + ?Sized>(
         &mut self,
-        route: &mut DataRoute<'_>,
+        route: &mut DataRoute,
         sink: &mut S,
         rng: &mut Rng,
         known: u64,

@@ -234,11 +234,8 @@ impl OutcomeSink for OutSink<'_> {
 }
 
 impl OutboxSink for OutSink<'_> {
-    fn transmit(&mut self, link: LinkId, frame: &[u8]) {
-        self.0.push_back(Output::Transmit {
-            link,
-            bytes: bytes::Bytes::copy_from_slice(frame),
-        });
+    fn transmit(&mut self, link: LinkId, frame: bytes::Bytes) {
+        self.0.push_back(Output::Transmit { link, bytes: frame });
     }
 }
 
@@ -268,7 +265,7 @@ impl Node {
             crate::discovery::DEFAULT_TOMBSTONE_LIMIT,
             crate::ring::RingConfig {
                 points_per_node: config.ring_points_per_node,
-                ..crate::ring::RingConfig::default()
+                mode: config.ring_hash_mode,
             },
         );
         // The bus draws from its own generator, so incarnations and the connector's jitter and
@@ -298,6 +295,7 @@ impl Node {
                 handshake_timeout: config.handshake_timeout,
                 max_pending_handshakes: config.max_pending_handshakes,
                 max_frame: crate::wire::DEFAULT_MAX_FRAME,
+                nonce_entropy: config.nonce_entropy,
             },
             now,
             bus_rng.fork(),

@@ -49,6 +49,7 @@ impl Node {
         // Secret, unlike the incarnation: the entropy-mixed seed.
         client.nonce_seed =
             crate::rng::mix64(config.rng_seed ^ 0x006e_6f6e_6365) ^ self.incarnation;
+        client.nonce_entropy = config.nonce_entropy;
         client
     }
 

@@ -42,7 +42,8 @@ use crate::{
 /// How a ring places nodes. Plain data; `Default` is 80 points per node in fast mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RingConfig {
-    /// Points per node (libatapp: 80). 0 gives an empty ring.
+    /// Points per node (libatapp: 80). 0 gives an empty ring. In [`HashMode::LibatappV012`]
+    /// half come from the id and half from the name (`points_per_node / 2` each).
     pub points_per_node: u32,
     /// Placement and key hashing mode.
     pub mode: HashMode,
@@ -64,12 +65,23 @@ impl RingConfig {
         }
     }
 
-    /// 80 points per node, placed exactly as libatapp places them.
+    /// 80 points per node, placed as libatapp `main` places them since commit `45f5fda`
+    /// (2024-12-26; unreleased): [`HashMode::LibatappMain`].
     #[must_use]
-    pub const fn libatapp_compat() -> RingConfig {
+    pub const fn libatapp_main() -> RingConfig {
         RingConfig {
             points_per_node: Self::DEFAULT_POINTS_PER_NODE,
-            mode: HashMode::LibatappCompat,
+            mode: HashMode::LibatappMain,
+        }
+    }
+
+    /// 80 points per node (40 from the id, 40 from the name), placed as libatapp releases
+    /// v0.11.0–v0.12.5 place them: [`HashMode::LibatappV012`].
+    #[must_use]
+    pub const fn libatapp_v012() -> RingConfig {
+        RingConfig {
+            points_per_node: Self::DEFAULT_POINTS_PER_NODE,
+            mode: HashMode::LibatappV012,
         }
     }
 }
@@ -78,6 +90,19 @@ impl Default for RingConfig {
     fn default() -> RingConfig {
         RingConfig::fast()
     }
+}
+
+/// Heap bytes of a [`Ring`] by component ([`Ring::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingMemory {
+    /// The sorted points: 12 bytes each (8 of position, 4 of member slot), by capacity.
+    pub points: usize,
+    /// The prefix lookup index (one `u32` per prefix, at most 2^16 + 1).
+    pub index: usize,
+    /// The member table: id, name and fast-mode node hash per slot, and the id → slot map.
+    pub members: usize,
+    /// Build and change buffers kept between calls so steady-state rebuilds allocate nothing.
+    pub buffers: usize,
 }
 
 /// A node as a ring sees it.
@@ -205,7 +230,7 @@ fn check_capacity(config: &RingConfig, nodes: usize) -> Result<(), RingError> {
 /// ```
 /// use switchboard_core::{ids::NodeId, ring::{Ring, RingConfig, RingMember, SearchMode}};
 ///
-/// let mut ring = Ring::new(RingConfig::libatapp_compat());
+/// let mut ring = Ring::new(RingConfig::libatapp_main());
 /// ring.build([
 ///     RingMember::new(NodeId(1), "svc-1"),
 ///     RingMember::new(NodeId(2), "svc-2"),
@@ -362,7 +387,8 @@ impl Ring {
         self.points.node_count()
     }
 
-    /// Number of points (`node_count * points_per_node`).
+    /// Number of points (`node_count * points_per_node`, except id-only nodes in
+    /// [`HashMode::LibatappV012`], which have half).
     #[must_use]
     pub fn point_count(&self) -> usize {
         self.points.len()
@@ -406,9 +432,19 @@ impl Ring {
     /// Heap bytes held by the ring: points, prefix index, member table and reusable buffers.
     #[must_use]
     pub fn memory_bytes(&self) -> usize {
-        self.points.memory_bytes()
-            + self.members.memory_bytes()
-            + self.slots.capacity() * 4
-            + self.keys.capacity() * 8
+        let m = self.memory();
+        m.points + m.index + m.members + m.buffers
+    }
+
+    /// [`memory_bytes`](Ring::memory_bytes) by component.
+    #[must_use]
+    pub fn memory(&self) -> RingMemory {
+        let (points, index, buffers) = self.points.memory_parts();
+        RingMemory {
+            points,
+            index,
+            members: self.members.memory_bytes(),
+            buffers: buffers + self.slots.capacity() * 4 + self.keys.capacity() * 8,
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! Why 12 bytes and not 8 (a 48-bit position beside a 16-bit slot): full 64-bit positions make
 //! fast-mode ties practically impossible (any tie among 80 000 points: about 2^-32, against
 //! 2^-16 with 48 bits) and need no recomputation to compare, and `u32` slots do not cap a ring
-//! at 65 535 nodes. Order is by position, ties by node id — and in libatapp-compatible mode by the full
+//! at 65 535 nodes. Order is by position, ties by node id — and in the libatapp modes by the full
 //! 128-bit position first: only the high 64 bits are stored, and the (astronomically rare) runs
 //! of equal high halves are put in exact order by recomputing the low halves of just those
 //! points ([`resolve_run`]; lookups do the same on a key that hits a stored high half exactly).
@@ -21,7 +21,7 @@ use alloc::vec::Vec;
 
 use super::{RingConfig, members::Members};
 use crate::{
-    hash::{HashMode, Murmur3Prepared, compat_point_prepared, fast_point, node_bytes},
+    hash::{HashMode, Murmur3Prepared, compat_point_prepared, compat_sources, fast_point},
     ids::NodeId,
 };
 
@@ -104,29 +104,56 @@ fn insertion_sort(pts: &mut [Point]) -> bool {
     ties
 }
 
+/// Calls `f(h1, h2)` for every point of the member in `slot`: fast mode's stream (`h2` = 0)
+/// or the libatapp murmur3 sources of the configured layout.
+#[inline]
+fn for_node_points(config: &RingConfig, members: &Members, slot: u32, mut f: impl FnMut(u64, u64)) {
+    if config.mode == HashMode::Fast {
+        let h = members.node_hash(slot);
+        for i in 0..config.points_per_node {
+            f(fast_point(h, i), 0);
+        }
+        return;
+    }
+    let id_bytes = members.id(slot).0.to_le_bytes();
+    let sources = compat_sources(
+        config.mode,
+        config.points_per_node,
+        members.name(slot),
+        &id_bytes,
+    );
+    for (bytes, count) in sources {
+        if count == 0 {
+            continue;
+        }
+        let node = Murmur3Prepared::new(bytes);
+        for i in 0..count {
+            let (h1, h2) = compat_point_prepared(&node, i);
+            f(h1, h2);
+        }
+    }
+}
+
+/// Number of points of the member in `slot`.
+#[inline]
+pub(crate) fn node_point_count(config: &RingConfig, members: &Members, slot: u32) -> usize {
+    config
+        .mode
+        .node_points(config.points_per_node, members.name(slot)) as usize
+}
+
 /// Computes the sorted positions of the member in `slot` into `out` (one hash of the node in
-/// fast mode, one murmur3 per point in compat mode).
+/// fast mode, one murmur3 per point in the libatapp modes).
 pub(crate) fn node_keys(config: &RingConfig, members: &Members, slot: u32, out: &mut Vec<u64>) {
     crate::hash::test_hooks::count_point_set();
     out.clear();
-    let ppn = config.points_per_node;
-    match config.mode {
-        HashMode::Fast => {
-            let h = members.node_hash(slot);
-            out.extend((0..ppn).map(|i| fast_point(h, i)));
-        }
-        HashMode::LibatappCompat => {
-            let id_bytes = members.id(slot).0.to_le_bytes();
-            let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
-            out.extend((0..ppn).map(|i| compat_point_prepared(&node, i).0));
-        }
-    }
+    for_node_points(config, members, slot, |h1, _| out.push(h1));
     out.sort_unstable();
 }
 
 /// The exact order of a run of points sharing one stored position `key`, as `(h2, id, slot)`
-/// per point (compat mode; `h2` is 0 in fast mode). Recomputes the points of the run's nodes —
-/// only ever reached on a 64-bit position collision.
+/// per point (libatapp modes; `h2` is 0 in fast mode). Recomputes the points of the run's
+/// nodes — only ever reached on a 64-bit position collision.
 pub(crate) fn run_order(
     config: &RingConfig,
     members: &Members,
@@ -139,22 +166,11 @@ pub(crate) fn run_order(
     let mut order = Vec::with_capacity(run.len());
     for slot in slots {
         let id = members.id(slot);
-        match config.mode {
-            HashMode::Fast => {
-                let n = run.iter().filter(|p| p.slot() == slot).count();
-                order.extend(core::iter::repeat_n((0, id, slot), n));
+        for_node_points(config, members, slot, |h1, h2| {
+            if h1 == key {
+                order.push((h2, id, slot));
             }
-            HashMode::LibatappCompat => {
-                let id_bytes = id.0.to_le_bytes();
-                let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
-                for i in 0..config.points_per_node {
-                    let (h1, h2) = compat_point_prepared(&node, i);
-                    if h1 == key {
-                        order.push((h2, id, slot));
-                    }
-                }
-            }
-        }
+        });
     }
     order.sort_unstable();
     order
@@ -233,11 +249,19 @@ impl Points {
 
     /// Heap bytes held (points, index, reusable staging buffers).
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.pts.capacity() * core::mem::size_of::<Point>()
-            + self.index.capacity() * 4
-            + self.scratch.capacity() * 4
-            + self.group.capacity() * core::mem::size_of::<Point>()
-            + self.cursor.capacity() * 4
+        let (points, index, buffers) = self.memory_parts();
+        points + index + buffers
+    }
+
+    /// Heap bytes of the points, of the prefix index and of the reusable staging buffers.
+    pub(crate) fn memory_parts(&self) -> (usize, usize, usize) {
+        (
+            self.pts.capacity() * core::mem::size_of::<Point>(),
+            self.index.capacity() * 4,
+            self.scratch.capacity() * 4
+                + self.group.capacity() * core::mem::size_of::<Point>()
+                + self.cursor.capacity() * 4,
+        )
     }
 
     /// Empties the ring, keeping allocations.
@@ -281,8 +305,10 @@ impl Points {
     /// buckets of one or two points, finished by an insertion pass. The prefix index falls out
     /// of the group counts. No allocation once the buffers have grown.
     pub(crate) fn build(&mut self, config: &RingConfig, members: &Members, slots: &[u32]) {
-        let ppn = config.points_per_node as usize;
-        let len = slots.len() * ppn;
+        let len = slots
+            .iter()
+            .map(|&slot| node_point_count(config, members, slot))
+            .sum();
         self.node_count = slots.len();
         let index_bits = ideal_bits(len);
         self.reset_index(index_bits);
@@ -562,24 +588,8 @@ fn for_each_point(
     slots: &[u32],
     mut f: impl FnMut(u64, u32),
 ) {
-    match config.mode {
-        HashMode::Fast => {
-            for &slot in slots {
-                let h = members.node_hash(slot);
-                for i in 0..config.points_per_node {
-                    f(fast_point(h, i), slot);
-                }
-            }
-        }
-        HashMode::LibatappCompat => {
-            for &slot in slots {
-                let id_bytes = members.id(slot).0.to_le_bytes();
-                let node = Murmur3Prepared::new(node_bytes(members.name(slot), &id_bytes));
-                for i in 0..config.points_per_node {
-                    f(compat_point_prepared(&node, i).0, slot);
-                }
-            }
-        }
+    for &slot in slots {
+        for_node_points(config, members, slot, |h1, _| f(h1, slot));
     }
 }
 

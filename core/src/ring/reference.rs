@@ -27,18 +27,31 @@ impl NaiveRing {
     pub(crate) fn new(config: RingConfig, members: &[(NodeId, String)]) -> NaiveRing {
         let mut points = Vec::new();
         for (id, name) in members {
-            for i in 0..config.points_per_node {
-                let p = match config.mode {
-                    HashMode::Fast => (fast_point(fast_node_hash(name, *id), i), 0, *id),
-                    _ => {
-                        let id_bytes = id.0.to_le_bytes();
-                        let (h1, h2) = compat_point(node_bytes(name, &id_bytes), i);
-                        // compat_point is murmur3 with the test mask on h1.
-                        debug_assert_eq!(h2, murmur3_x64_128(node_bytes(name, &id_bytes), i).1);
-                        (h1, h2, *id)
-                    }
-                };
-                points.push(p);
+            if config.mode == HashMode::Fast {
+                for i in 0..config.points_per_node {
+                    points.push((fast_point(fast_node_hash(name, *id), i), 0, *id));
+                }
+                continue;
+            }
+            // The libatapp layouts, spelled out independently of `compat_sources`.
+            let id_bytes = id.0.to_le_bytes();
+            let sources: Vec<(&[u8], u32)> = match config.mode {
+                HashMode::LibatappV012 if name.is_empty() => {
+                    alloc::vec![(&id_bytes[..], config.points_per_node / 2)]
+                }
+                HashMode::LibatappV012 => alloc::vec![
+                    (&id_bytes[..], config.points_per_node / 2),
+                    (name.as_bytes(), config.points_per_node / 2),
+                ],
+                _ => alloc::vec![(node_bytes(name, &id_bytes), config.points_per_node)],
+            };
+            for (bytes, count) in sources {
+                for i in 0..count {
+                    let (h1, h2) = compat_point(bytes, i);
+                    // compat_point is murmur3 with the test mask on h1.
+                    debug_assert_eq!(h2, murmur3_x64_128(bytes, i).1);
+                    points.push((h1, h2, *id));
+                }
             }
         }
         points.sort_unstable();

@@ -12,7 +12,7 @@ use super::{
     points::{Point, Points, run_order},
 };
 use crate::{
-    hash::{HashMode, KeyHash, key_hash, key_hash_u64},
+    hash::{KeyHash, key_hash, key_hash_u64},
     ids::NodeId,
 };
 
@@ -94,8 +94,7 @@ impl<'a> RingView<'a> {
     fn lower_bound(&self, hash: KeyHash) -> usize {
         let i = self.points.lower_bound_key(hash.hi);
         let pts = self.points.as_slice();
-        if self.config.mode == HashMode::LibatappCompat && i < pts.len() && pts[i].key() == hash.hi
-        {
+        if self.config.mode.is_libatapp() && i < pts.len() && pts[i].key() == hash.hi {
             // A 64-bit collision between the key and a point: compare the low halves exactly.
             let mut end = i + 1;
             while end < pts.len() && pts[end].key() == hash.hi {

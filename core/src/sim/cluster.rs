@@ -635,6 +635,7 @@ impl<N: SimNode> Sim<N> {
                 let tag = super::ledger::payload_tag(&payload);
                 if let (Some(ledger), Some(tag)) = (self.ledger.as_mut(), tag) {
                     ledger.on_accepted(from, inc, msg, tag, target_id, deadline);
+                    self.collect_ledger_violations();
                 }
                 let slot = &mut self.slots[idx];
                 slot.log.sent.push(Sent {

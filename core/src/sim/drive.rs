@@ -386,6 +386,8 @@ impl<N: SimNode> Sim<N> {
                 if let Some(ledger) = self.ledger.as_mut() {
                     let inc = self.slots[idx].incarnation;
                     ledger.on_received(id, inc, from, &payload);
+                    // Surface a ledger breach at the output that caused it (strict: panic).
+                    self.collect_ledger_violations();
                 }
                 self.slots[idx].log.received.push(Received {
                     at: now,
@@ -411,6 +413,7 @@ impl<N: SimNode> Sim<N> {
                 if let Some(ledger) = self.ledger.as_mut() {
                     let inc = self.slots[idx].incarnation;
                     ledger.on_outcome(id, inc, msg, outcome, now);
+                    self.collect_ledger_violations();
                 }
                 self.slots[idx].log.outcomes.push(OutcomeRecord {
                     at: now,
@@ -430,6 +433,7 @@ impl<N: SimNode> Sim<N> {
                     let inc = self.slots[idx].incarnation;
                     let dead = self.lives.get(&(*peer, *incarnation)).copied();
                     ledger.on_death_evidence(id, inc, *peer, dead, now);
+                    self.collect_ledger_violations();
                 }
                 self.slots[idx].log.events.push((now, event));
             }

@@ -56,13 +56,30 @@ impl<N: SimNode> Sim<N> {
         msg_type: u32,
         filler: usize,
     ) -> (u64, Result<MsgId, SendError>) {
+        self.send_tagged_body(from, target, msg_type, &alloc::vec![0x5a; filler])
+    }
+
+    /// [`Sim::send_tagged`] with `body` after the tag instead of filler (scenario tests tag
+    /// their text payloads this way, so the ledger checks every message they send; strip the
+    /// first [`TAG_LEN`] bytes of a received payload to read the text back).
+    ///
+    /// # Panics
+    ///
+    /// If `from` is unknown or dead (like [`Sim::send`]).
+    pub fn send_tagged_body(
+        &mut self,
+        from: NodeId,
+        target: Target<'_>,
+        msg_type: u32,
+        body: &[u8],
+    ) -> (u64, Result<MsgId, SendError>) {
         self.enable_ledger();
         let tag = self.next_tag;
         self.next_tag += 1;
-        let mut payload = Vec::with_capacity(TAG_LEN + filler);
+        let mut payload = Vec::with_capacity(TAG_LEN + body.len());
         payload.extend_from_slice(&tag.to_le_bytes());
         payload.extend_from_slice(&TAG_MAGIC);
-        payload.resize(TAG_LEN + filler, 0x5a);
+        payload.extend_from_slice(body);
         (tag, self.send(from, target, msg_type, Bytes::from(payload)))
     }
 

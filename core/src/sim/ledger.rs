@@ -5,7 +5,9 @@
 //! tag in its payload: bytes `0..8` the tag (little endian), bytes `8..12` the magic
 //! [`TAG_MAGIC`], then filler. The ledger learns of it when the sending node accepts it, and
 //! then sees every delivery of that payload (`Output::Received` at any node) and its outcome.
-//! It reports, at the moment the offending output appears:
+//! It reports, at the moment the offending output appears (the simulator moves each report
+//! into [`Sim::violations`](super::Sim::violations) right away, so a strict simulation panics
+//! at the output that broke the rule):
 //!
 //! - a delivery of a tag that was never accepted, or by another sender than the one that sent
 //!   it, or to another node than its `Target::Id`;

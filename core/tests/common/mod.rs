@@ -129,6 +129,16 @@ pub fn cluster(group: Group, layout: &[(u64, u64)]) -> Sim {
     sim
 }
 
+/// [`cluster`] whose simulator then records node-contract and ledger violations in
+/// [`Sim::violations`] instead of panicking at the first, so a test can assert the exact list
+/// (which is empty when nothing broke — an assertion that can fail, unlike one after a strict
+/// run, which never returns with a violation).
+pub fn cluster_recording(group: Group, layout: &[(u64, u64)]) -> Sim {
+    let mut sim = cluster(group, layout);
+    sim.settings_mut().strict = false;
+    sim
+}
+
 /// Instant `s` seconds after the origin.
 /// Drops the links between `a` and `b` and keeps the path down just long enough for the dial
 /// each end sends at once (its probe) to fail: reconnecting then waits for the backoff, as in
@@ -161,21 +171,33 @@ pub fn got(sim: &Sim, id: u64) -> Vec<Got> {
                 r.from.0,
                 r.via.0,
                 r.msg_type,
-                String::from_utf8(r.payload.to_vec()).expect("test payloads are UTF-8"),
+                String::from_utf8(untagged(&r.payload).to_vec()).expect("test payloads are UTF-8"),
             )
         })
         .collect()
 }
 
-/// Sends `payload` from `from` to node `to`; the node must accept it.
+/// Sends `payload` from `from` to node `to`, tagged so the simulator's ledger checks it
+/// (exactly one outcome, no duplicate or misdirected delivery, in order); the node must
+/// accept it. [`got`] reads the text back without the tag.
 pub fn send(sim: &mut Sim, from: u64, to: u64, msg_type: u32, payload: &'static str) -> MsgId {
-    sim.send(
+    sim.send_tagged_body(
         NodeId(from),
         Target::Id(NodeId(to)),
         msg_type,
         payload.as_bytes(),
     )
+    .1
     .unwrap_or_else(|e| panic!("send {from:#x} -> {to:#x} refused: {e}"))
+}
+
+/// A received payload without its ledger tag (as sent by [`send`]); untagged payloads as is.
+pub fn untagged(payload: &[u8]) -> &[u8] {
+    if switchboard_core::sim::payload_tag(payload).is_some() {
+        &payload[switchboard_core::sim::TAG_LEN..]
+    } else {
+        payload
+    }
 }
 
 /// The outcome `node` reported for `msg`: (time, outcome).

@@ -179,6 +179,37 @@ pub(crate) fn transport(
     }
 }
 
+/// What a one-shot client joins: the registry, the transport and the cluster keys.
+pub(crate) struct Joined {
+    pub(crate) registry: RegistrySpec,
+    pub(crate) transport: switchboard_tokio::Transport,
+    pub(crate) keys: Vec<switchboard_core::bus::handshake::ClusterKey>,
+}
+
+impl crate::cli::ClusterArgs {
+    /// Checks the key files, the registry flags and the TLS flags, in that order.
+    ///
+    /// # Errors
+    ///
+    /// A key file that cannot be read or is malformed, no registry or two, etcd settings
+    /// without etcd, partial or unreadable TLS files.
+    pub(crate) fn resolve(self) -> Result<Joined, CliError> {
+        let keys = crate::keys::load(&self.keys)?;
+        let registry = registry_spec(
+            self.registry,
+            self.etcd.etcd.clone(),
+            self.etcd.etcd_prefix.clone(),
+            self.etcd.security(),
+        )?;
+        let transport = transport(self.tls)?;
+        Ok(Joined {
+            registry,
+            transport,
+            keys,
+        })
+    }
+}
+
 /// The registry a node uses, from the merged `registry` / `etcd` / `etcd_prefix` values.
 ///
 /// # Errors

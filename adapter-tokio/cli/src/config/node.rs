@@ -179,6 +179,9 @@ impl NodeOptions {
         if !keys.is_empty() {
             core.cluster_keys = keys;
         }
+        if let Some(mode) = args.ring_hash {
+            core.ring_hash_mode = mode;
+        }
         Ok(NodeOptions {
             transport,
             core,
@@ -212,6 +215,7 @@ mod tests {
             admin: None,
             admin_token_file: None,
             echo: false,
+            ring_hash: None,
             config,
             etcd: EtcdArgs::default(),
             tls: crate::cli::TlsArgs::default(),
@@ -224,6 +228,27 @@ mod tests {
         let path = dir.path().join("node.toml");
         std::fs::write(&path, text).expect("write");
         (dir, path)
+    }
+
+    #[test]
+    fn the_ring_hash_mode_is_the_flag_over_the_core_table() {
+        use switchboard_core::hash::HashMode;
+        let text = "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+                    registry = \"127.0.0.1:7000\"\n[core]\nring_hash_mode = \"libatapp-v0.12\"\n";
+        let (_dir, path) = write_config(text);
+        let from_file = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
+        assert_eq!(from_file.core.ring_hash_mode, HashMode::LibatappV012);
+        let flag = NodeArgs {
+            ring_hash: Some(HashMode::LibatappMain),
+            ..bare_args(Some(path))
+        };
+        let overridden = NodeOptions::resolve(flag).expect("valid");
+        assert_eq!(overridden.core.ring_hash_mode, HashMode::LibatappMain);
+        assert_eq!(
+            crate::cli::parse_hash_mode("libatapp-v0.11"),
+            Ok(HashMode::LibatappV012)
+        );
+        assert!(crate::cli::parse_hash_mode("compat").is_err());
     }
 
     #[test]

@@ -36,7 +36,19 @@ pub struct Registry {
 /// No ready line within [`READY_TIMEOUT`], or a malformed one.
 #[must_use]
 pub fn start_registry(label: &str, listen: &str) -> Registry {
-    let mut proc = Proc::spawn(label, &args(["registry", "--listen", listen]));
+    start_registry_with(label, listen, &[])
+}
+
+/// [`start_registry`] with more flags (`--cluster-key-file PATH`, ...).
+///
+/// # Panics
+///
+/// No ready line within [`READY_TIMEOUT`], or a malformed one.
+#[must_use]
+pub fn start_registry_with(label: &str, listen: &str, flags: &[&str]) -> Registry {
+    let mut command = args(["registry", "--listen", listen]);
+    command.extend(flags.iter().map(|f| (*f).to_owned()));
+    let mut proc = Proc::spawn(label, &command);
     let ready = proc.next_json_line(READY_TIMEOUT);
     assert_eq!(ready["ready"], "registry", "{label}: ready line {ready}");
     let addr = parse_addr(&ready["listen"], label, &ready);
@@ -92,6 +104,8 @@ pub struct NodeSpec {
     pub echo: bool,
     /// `--config` file, if any.
     pub config: Option<String>,
+    /// Any other flags, last (`--cluster-key-file PATH`, `--advertise ADDR`, ...).
+    pub flags: Vec<String>,
 }
 
 impl NodeSpec {
@@ -109,6 +123,7 @@ impl NodeSpec {
             admin: Some(ANY_PORT.to_owned()),
             echo: false,
             config: None,
+            flags: Vec::new(),
         }
     }
 
@@ -130,6 +145,13 @@ impl NodeSpec {
     #[must_use]
     pub fn config(mut self, path: &str) -> NodeSpec {
         self.config = Some(path.to_owned());
+        self
+    }
+
+    /// Adds `flags` after the others.
+    #[must_use]
+    pub fn flags(mut self, flags: &[&str]) -> NodeSpec {
+        self.flags.extend(flags.iter().map(|f| (*f).to_owned()));
         self
     }
 
@@ -169,6 +191,7 @@ impl NodeSpec {
         if let Some(config) = &self.config {
             out.extend(args(["--config", config]));
         }
+        out.extend(self.flags.iter().cloned());
         out
     }
 }

@@ -29,7 +29,7 @@ pub mod scenario;
 
 use std::{
     collections::VecDeque,
-    io::{BufRead, BufReader},
+    io::{BufRead, BufReader, Write},
     process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio},
     sync::{
         Arc, Mutex,
@@ -353,11 +353,31 @@ fn spawn_stdout_reader(
         .expect("spawning a stdout reader thread")
 }
 
+/// With `SWITCHBOARD_TEST_LOG_DIR` set, every process's whole stderr is also appended to
+/// `<dir>/<label>.log` (the failure message shows only the last lines): run a flaky test in
+/// a loop with `RUST_LOG=debug` and read the logs of the failing run.
+fn stderr_copy(label: &str) -> Option<std::fs::File> {
+    let dir = std::env::var_os("SWITCHBOARD_TEST_LOG_DIR")?;
+    let path = std::path::Path::new(&dir).join(format!("{label}.log"));
+    match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        Ok(file) => Some(file),
+        Err(e) => {
+            eprintln!("{label}: cannot write {}: {e}", path.display());
+            None
+        }
+    }
+}
+
 fn spawn_stderr_reader(
     label: &str,
     pipe: ChildStderr,
     tail: Arc<Mutex<VecDeque<String>>>,
 ) -> JoinHandle<()> {
+    let mut copy = stderr_copy(label);
     thread::Builder::new()
         .name(format!("{label}-stderr"))
         .spawn(move || {
@@ -369,6 +389,10 @@ fn spawn_stderr_reader(
                 match reader.read_until(b'\n', &mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
+                        if let Some(file) = copy.as_mut() {
+                            // A debugging aid: a failed write only loses the copy.
+                            let _ = file.write_all(&buf);
+                        }
                         let line = String::from_utf8_lossy(&buf).trim_end().to_owned();
                         let mut tail = tail.lock().expect("stderr lock poisoned");
                         if tail.len() == STDERR_TAIL_LINES {

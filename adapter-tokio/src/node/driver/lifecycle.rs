@@ -36,6 +36,9 @@ pub(in crate::node) async fn start(
         transport,
     } = builder;
     config.validate()?;
+    if config.nonce_entropy.is_empty() {
+        config.nonce_entropy = net::nonce_entropy();
+    }
     let bind_error = |source| StartError::Bind {
         addr: listen,
         source,

@@ -72,8 +72,8 @@ pub use view::LinkView;
 
 use super::{
     handshake::{
-        AuthFailure, AuthRefusals, ClusterKeys, NonceSource, PROTOCOL_VERSIONS, ReplayGuard,
-        Transcript,
+        AuthFailure, AuthRefusals, ClusterKeys, NonceEntropy, NonceSource, PROTOCOL_VERSIONS,
+        ReplayGuard, Transcript,
     },
     heartbeat::{Beat, Heartbeat},
     stream::RecvStreams,
@@ -214,6 +214,8 @@ pub struct LinkSettings {
     pub max_pending_handshakes: usize,
     /// The largest frame a link accepts.
     pub max_frame: usize,
+    /// The driver's randomness for handshake nonces (zeros: the seeded generator alone).
+    pub nonce_entropy: NonceEntropy,
 }
 
 /// Where a link is in its life.
@@ -305,10 +307,11 @@ impl Links {
     /// No links, for a node started at `now`; handshake nonces draw from `rng`.
     #[must_use]
     pub fn new(settings: LinkSettings, now: Instant, mut rng: Rng) -> Links {
+        let nonces = NonceSource::new(&settings.nonce_entropy, &mut rng);
         Links {
             recv: RecvStreams::new(settings.incarnation),
             settings,
-            nonces: NonceSource::new(&mut rng),
+            nonces,
             replay: ReplayGuard::default(),
             refusals: AuthRefusals::default(),
             ids: IdSource::new(),

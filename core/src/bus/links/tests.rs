@@ -29,6 +29,7 @@ fn settings(max_pending: usize) -> LinkSettings {
         handshake_timeout: Duration::from_secs(10),
         max_pending_handshakes: max_pending,
         max_frame: wire::DEFAULT_MAX_FRAME,
+        nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
     }
 }
 

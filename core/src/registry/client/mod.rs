@@ -129,7 +129,7 @@ impl RegistryClient {
         let mut out = VecDeque::new();
         out.push_back(ClientOutput::Connect);
         RegistryClient {
-            nonces: NonceSource::new(&mut Rng::new(config.nonce_seed)),
+            nonces: NonceSource::new(&config.nonce_entropy, &mut Rng::new(config.nonce_seed)),
             awaiting_proof: None,
             rng: Rng::new(config.seed),
             reader: FrameReader::new(config.max_frame),

@@ -41,6 +41,8 @@ pub struct ClientConfig {
     /// Seed of the handshake nonces: secret (a node derives it from its entropy-mixed
     /// `rng_seed`), unlike `seed`.
     pub nonce_seed: u64,
+    /// The driver's randomness for handshake nonces (zeros: `nonce_seed` alone).
+    pub nonce_entropy: crate::bus::handshake::NonceEntropy,
 }
 
 impl ClientConfig {
@@ -64,6 +66,7 @@ impl ClientConfig {
             seed: 0,
             keys: crate::bus::handshake::ClusterKeys::default(),
             nonce_seed: 0,
+            nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
         }
     }
 }

@@ -187,6 +187,7 @@ impl RegistryServer {
     pub fn new(config: ServerConfig, seed: u64) -> RegistryServer {
         let mut rng = Rng::new(seed);
         let epoch = rng.next_u64().max(1);
+        let nonces = handshake::NonceSource::new(&config.nonce_entropy, &mut rng);
         RegistryServer {
             config,
             epoch,
@@ -199,7 +200,7 @@ impl RegistryServer {
             protected: BTreeMap::new(),
             timers: TimerQueue::new(),
             out: VecDeque::new(),
-            nonces: handshake::NonceSource::new(&mut rng),
+            nonces,
             replay: ReplayGuard::default(),
         }
     }

@@ -59,6 +59,8 @@ pub struct ServerConfig {
     /// `Hello` and prove a key (`Auth`) before it registers or reads anything, and the
     /// registry proves the key to it ([`crate::bus::handshake`]).
     pub keys: crate::bus::handshake::ClusterKeys,
+    /// The driver's randomness for handshake nonces (zeros: the server's seed alone).
+    pub nonce_entropy: crate::bus::handshake::NonceEntropy,
 }
 
 impl Default for ServerConfig {
@@ -70,6 +72,7 @@ impl Default for ServerConfig {
             concern: ConcernTable::all(),
             max_frame: DEFAULT_MAX_FRAME,
             keys: crate::bus::handshake::ClusterKeys::default(),
+            nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
         }
     }
 }

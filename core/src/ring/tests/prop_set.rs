@@ -262,6 +262,18 @@ proptest! {
         ppn in prop_oneof![Just(1u32), Just(3), Just(80)],
         mask in masks(),
     ) {
-        run(&ops, HashMode::LibatappCompat, ppn, mask);
+        run(&ops, HashMode::LibatappMain, ppn, mask);
+    }
+}
+
+proptest! {
+    #![proptest_config(config("ring_incremental_v012", 96))]
+    #[test]
+    fn v012_rings_stay_equal_to_a_fresh_build(
+        ops in proptest::collection::vec(op(), 1..28),
+        ppn in prop_oneof![Just(2u32), Just(3), Just(80)],
+        mask in masks(),
+    ) {
+        run(&ops, HashMode::LibatappV012, ppn, mask);
     }
 }

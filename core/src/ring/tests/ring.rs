@@ -82,7 +82,7 @@ pub(super) fn assert_matches_naive(ring: &Ring, naive: &NaiveRing, key_seed: u64
 fn compat_positions_equal_murmur3_of_name_with_point_index_seed() {
     let mut members = named(5, "svc");
     members.push((NodeId(0x101), String::new())); // id-only node
-    let config = RingConfig::libatapp_compat();
+    let config = RingConfig::libatapp_main();
     let ring = ring_of(config, &members);
     let naive = NaiveRing::new(config, &members);
     assert_eq!(ring.point_count(), 6 * 80);
@@ -91,7 +91,7 @@ fn compat_positions_equal_murmur3_of_name_with_point_index_seed() {
     // Spot-check one exact position against the reference C++ output (see hash tests).
     let mut one = Ring::new(RingConfig {
         points_per_node: 2,
-        mode: HashMode::LibatappCompat,
+        mode: HashMode::LibatappMain,
     });
     one.build([RingMember::new(NodeId(7), "node-1")]).unwrap();
     assert_eq!(
@@ -100,6 +100,46 @@ fn compat_positions_equal_murmur3_of_name_with_point_index_seed() {
             (0x7347_47d0_9a65_4c04, NodeId(7)),
             (0xd160_1808_ef72_60a1, NodeId(7)),
         ]
+    );
+}
+
+#[test]
+fn v012_positions_are_half_id_bytes_half_name_and_id_only_nodes_have_half() {
+    let mut members = named(5, "svc");
+    members.push((NodeId(0x101), String::new())); // id-only node: 40 id points only
+    let config = RingConfig::libatapp_v012();
+    let ring = ring_of(config, &members);
+    let naive = NaiveRing::new(config, &members);
+    assert_eq!(ring.point_count(), 5 * 80 + 40);
+    assert_eq!(ring.node_count(), 6);
+    assert_matches_naive(&ring, &naive, 1);
+    // Exact positions: seed 0 of the id bytes and seed 0 of the name (values from the hash
+    // tests' reference output); 4 points per node = 2 + 2.
+    let mut one = Ring::new(RingConfig {
+        points_per_node: 4,
+        mode: HashMode::LibatappV012,
+    });
+    one.build([RingMember::new(NodeId(0x101), "node-1")])
+        .unwrap();
+    assert_eq!(
+        one.points().collect::<Vec<_>>(),
+        vec![
+            (0x2f8f_cca2_a0cd_fd0a, NodeId(0x101)),
+            (0x7347_47d0_9a65_4c04, NodeId(0x101)),
+            (0x8dda_1f32_4f4f_392d, NodeId(0x101)),
+            (0xd160_1808_ef72_60a1, NodeId(0x101)),
+        ]
+    );
+    // The main layout places the same node on its name only.
+    let mut main = Ring::new(RingConfig {
+        points_per_node: 4,
+        mode: HashMode::LibatappMain,
+    });
+    main.build([RingMember::new(NodeId(0x101), "node-1")])
+        .unwrap();
+    assert_ne!(
+        main.points().collect::<Vec<_>>(),
+        one.points().collect::<Vec<_>>()
     );
 }
 
@@ -116,7 +156,11 @@ fn fast_ring_equals_naive_model() {
 
 #[test]
 fn empty_and_single_node_rings() {
-    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+    for config in [
+        RingConfig::fast(),
+        RingConfig::libatapp_main(),
+        RingConfig::libatapp_v012(),
+    ] {
         let mut ring = Ring::new(config);
         let mut out = vec![NodeId(5)];
         assert_eq!(ring.lookup(b"k"), None);
@@ -143,7 +187,11 @@ fn empty_and_single_node_rings() {
 #[test]
 fn unique_mode_returns_every_node_once_when_k_covers_the_ring() {
     let members = named(12, "u");
-    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+    for config in [
+        RingConfig::fast(),
+        RingConfig::libatapp_main(),
+        RingConfig::libatapp_v012(),
+    ] {
         let ring = ring_of(config, &members);
         let mut out = Vec::new();
         ring.successors(b"user-42", 1000, SearchMode::UNIQUE, &mut out);
@@ -173,7 +221,11 @@ fn unique_mode_returns_every_node_once_when_k_covers_the_ring() {
 
 #[test]
 fn incremental_insert_and_remove_equal_a_fresh_build() {
-    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+    for config in [
+        RingConfig::fast(),
+        RingConfig::libatapp_main(),
+        RingConfig::libatapp_v012(),
+    ] {
         let members = named(30, "inc");
         let mut ring = Ring::new(config);
         for (id, name) in &members {
@@ -210,7 +262,11 @@ fn ties_are_ordered_exactly_even_when_positions_collide() {
     // Mask positions to their top 6 bits: every point collides with dozens of others, so the
     // tie paths (build, merge, removal, lookup on a tied key) carry the whole ring.
     test_hooks::with_position_mask(0xfc00_0000_0000_0000, || {
-        for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+        for config in [
+            RingConfig::fast(),
+            RingConfig::libatapp_main(),
+            RingConfig::libatapp_v012(),
+        ] {
             let members = named(9, "tie");
             let ring = ring_of(config, &members);
             assert_matches_naive(&ring, &NaiveRing::new(config, &members), 6);
@@ -286,7 +342,7 @@ fn build_rejects_node_zero_and_duplicate_ids_replace() {
 #[test]
 fn string_and_integer_keys_hash_like_libatapp() {
     let members = named(8, "k");
-    let ring = ring_of(RingConfig::libatapp_compat(), &members);
+    let ring = ring_of(RingConfig::libatapp_main(), &members);
     assert_eq!(ring.lookup_u64(77), ring.lookup(&77u64.to_le_bytes()));
     assert_eq!(ring.lookup_hash(key_hash(b"abc")), ring.lookup(b"abc"));
 }
@@ -327,7 +383,7 @@ fn balance_peak_to_mean_at_100_nodes_over_10_seeds() {
     );
     assert_eq!(fast, 1_287_996);
     assert!(fast <= 1_350_000);
-    let (compat, ratios) = balance_at_100(RingConfig::libatapp_compat());
+    let (compat, ratios) = balance_at_100(RingConfig::libatapp_main());
     assert_eq!(
         ratios,
         vec![
@@ -341,7 +397,11 @@ fn balance_peak_to_mean_at_100_nodes_over_10_seeds() {
 
 #[test]
 fn removing_a_node_moves_only_its_keys() {
-    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+    for config in [
+        RingConfig::fast(),
+        RingConfig::libatapp_main(),
+        RingConfig::libatapp_v012(),
+    ] {
         let members = named(50, "mv");
         let mut ring = ring_of(config, &members);
         let keys: Vec<u64> = (0..20_000u64).collect();

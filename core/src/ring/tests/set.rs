@@ -96,7 +96,7 @@ fn a_change_touches_only_rings_whose_filter_matches_before_or_after() {
 
 #[test]
 fn filter_rings_reuse_the_points_computed_for_the_default_ring() {
-    for (mode, murmurs_per_point_set) in [(HashMode::Fast, 1), (HashMode::LibatappCompat, 80)] {
+    for (mode, murmurs_per_point_set) in [(HashMode::Fast, 1), (HashMode::LibatappMain, 80)] {
         let config = RingConfig {
             points_per_node: 80,
             mode,
@@ -151,7 +151,7 @@ fn filter_rings_reuse_the_points_computed_for_the_default_ring() {
 
 #[test]
 fn filter_rings_equal_naive_rings_of_the_matching_members() {
-    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+    for config in [RingConfig::fast(), RingConfig::libatapp_main()] {
         let mut set = populated(config);
         let game = set.add_filter(kind_filter("game"));
         set.remove(NodeId(3));
@@ -216,7 +216,7 @@ fn names_follow_renames_and_duplicates_resolve_to_the_smallest_id() {
 
 #[test]
 fn rebuild_equals_incremental_inserts() {
-    for config in [RingConfig::fast(), RingConfig::libatapp_compat()] {
+    for config in [RingConfig::fast(), RingConfig::libatapp_main()] {
         let inc = populated(config);
         let names: Vec<String> = (1..=30u64).map(|i| format!("m-{i}")).collect();
         let metas: Vec<Metadata> = (1..=30u64)
