@@ -198,6 +198,11 @@ pub(super) async fn run(
                         return;
                     }
                 }
+                Some(FeedCommand::UpdateDiscovery(info)) => {
+                    if lease_tx.send(LeaseCommand::UpdateDiscovery(info)).await.is_err() {
+                        return;
+                    }
+                }
                 Some(FeedCommand::Shutdown(done)) => {
                     // The lease task may be gone already; then there is nothing to revoke.
                     let _ = lease_tx.send(LeaseCommand::Shutdown).await;
@@ -288,7 +293,7 @@ async fn connect(
                     return None;
                 }
                 // Nothing is registered yet: the first registration will carry the update.
-                Some(FeedCommand::UpdateTopology(_)) => {}
+                Some(FeedCommand::UpdateTopology(_) | FeedCommand::UpdateDiscovery(_)) => {}
                 None => return None,
             },
         }

@@ -22,7 +22,7 @@ use etcd_client::{
     TxnOp, TxnOpResponse,
 };
 use switchboard_core::{
-    discovery::TopologyInfo,
+    discovery::{DiscoveryInfo, TopologyInfo},
     registry::etcd::{
         KeyLayout, LeaseAction, LeaseConfig, LeaseState, RegisterConflict, RegisterOutcome,
         RegistrationTxn,
@@ -48,6 +48,8 @@ const GRANT_WARN_MAX_GAP: Duration = Duration::from_secs(60);
 pub(super) enum LeaseCommand {
     /// Publish this topology record (rewrite only the topology key).
     UpdateTopology(TopologyInfo),
+    /// Publish this discovery record (rewrite both discovery keys).
+    UpdateDiscovery(DiscoveryInfo),
     /// Revoke the lease and end.
     Shutdown,
 }
@@ -79,6 +81,8 @@ pub(super) struct LeaseTask {
 struct Run {
     keeper: Option<(LeaseKeeper, LeaseKeepAliveStream)>,
     topology_due: Option<Instant>,
+    /// The discovery record changed since it was last written (with `topology_due`).
+    discovery_dirty: bool,
     registered: bool,
     /// Revision of the last successful registration txn.
     revision: u64,
@@ -93,6 +97,7 @@ impl LeaseTask {
         let mut run = Run {
             keeper: None,
             topology_due: None,
+            discovery_dirty: false,
             registered: false,
             revision: 0,
             last_conflict: None,
@@ -235,8 +240,9 @@ impl LeaseTask {
                 tracing::info!(lease, revision, "registered in etcd");
                 let at = tokio::time::Instant::now();
                 self.stats.update(|c| c.registered_at = Some(at));
-                // The txn wrote the current topology record.
+                // The txn wrote the current topology and discovery records.
                 run.topology_due = None;
+                run.discovery_dirty = false;
                 run.revision = revision;
                 run.last_conflict = None;
                 return true;
@@ -398,6 +404,11 @@ impl LeaseTask {
                 self.registration.topology = topology;
                 run.topology_due = Some(now);
             }
+            Woke::Command(Some(LeaseCommand::UpdateDiscovery(info))) => {
+                self.registration.discovery = info;
+                run.discovery_dirty = true;
+                run.topology_due = Some(now);
+            }
             Woke::Command(Some(LeaseCommand::Shutdown)) => self.state.shutdown(),
             Woke::Answer(Ok(Some(answer))) => {
                 if answer.ttl() <= 0 {
@@ -419,7 +430,8 @@ impl LeaseTask {
         true
     }
 
-    /// Rewrites the topology key when an update is due and the node is registered.
+    /// Rewrites the topology key (and both discovery keys when the record changed) when an
+    /// update is due and the node is registered.
     async fn rewrite_topology(&mut self, run: &mut Run) {
         let now = self.clock.now();
         let Some(due) = run.topology_due else { return };
@@ -427,15 +439,29 @@ impl LeaseTask {
             return;
         }
         let lease = self.state.lease();
-        let put = RegistrationTxn::topology_update(
+        let mut puts = vec![RegistrationTxn::topology_update(
             &self.layout,
             &self.registration.discovery,
             &self.registration.topology,
-        );
-        let options = PutOptions::new().with_lease(lease);
-        match bounded(self.client.put(put.key, put.value, Some(options))).await {
-            Ok(_) => {
+        )];
+        if run.discovery_dirty {
+            puts.extend(RegistrationTxn::discovery_update(
+                &self.layout,
+                &self.registration.discovery,
+            ));
+        }
+        let mut written = Ok(());
+        for put in puts {
+            let options = PutOptions::new().with_lease(lease);
+            if let Err(e) = bounded(self.client.put(put.key, put.value, Some(options))).await {
+                written = Err(e);
+                break;
+            }
+        }
+        match written {
+            Ok(()) => {
                 run.topology_due = None;
+                run.discovery_dirty = false;
                 self.stats.update(|c| c.topology_writes += 1);
             }
             Err(e) => {

@@ -156,6 +156,10 @@ async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort, transport: 
                     task.client.update_topology(info);
                     task.drain().await
                 }
+                Some(FeedCommand::UpdateDiscovery(info)) => {
+                    task.client.update_discovery(info);
+                    task.drain().await
+                }
                 Some(FeedCommand::Shutdown(done)) => {
                     task.shutdown().await;
                     let _ = done.send(());

@@ -75,6 +75,9 @@ pub enum FeedEvent {
 pub enum FeedCommand {
     /// Publish this topology record (an upstream switch); only the topology is rewritten.
     UpdateTopology(TopologyInfo),
+    /// Publish this discovery record (served methods changed); only the discovery record is
+    /// rewritten.
+    UpdateDiscovery(DiscoveryInfo),
     /// Unregister gracefully, then answer on the channel and end the task.
     Shutdown(oneshot::Sender<()>),
 }

@@ -129,6 +129,25 @@ impl RegistrationTxn {
         }
     }
 
+    /// The puts of a discovery-only change (served methods, labels): both copies of the
+    /// node's discovery record (`by_id`, `by_name`) rewritten with the lease, in that order.
+    #[must_use]
+    pub fn discovery_update(layout: &KeyLayout, info: &DiscoveryInfo) -> [PutOp; 2] {
+        let discovery = info.to_json();
+        [
+            PutOp {
+                key: layout.key(KeyKind::ById, &info.name, info.id),
+                value: discovery.clone(),
+                with_lease: true,
+            },
+            PutOp {
+                key: layout.key(KeyKind::ByName, &info.name, info.id),
+                value: discovery,
+                with_lease: true,
+            },
+        ]
+    }
+
     /// Decodes the txn's outcome: `succeeded` with the response header revision, or the
     /// failure branch's get result (`existing`, `None` if the key vanished meanwhile).
     #[must_use]
