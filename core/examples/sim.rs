@@ -110,6 +110,8 @@ fn main() -> ExitCode {
     }
     let started = Instant::now();
     let (mut sent, mut delivered, mut events, mut violations) = (0u64, 0u64, 0u64, 0u64);
+    let mut rpc = [0u64; 6];
+    let mut call_outcomes: BTreeMap<String, u64> = BTreeMap::new();
     let mut failed: BTreeMap<String, u64> = BTreeMap::new();
     let end = args.from.saturating_add(args.seeds);
     for seed in args.from..end {
@@ -117,6 +119,20 @@ fn main() -> ExitCode {
         sent += report.totals.sent;
         delivered += report.totals.delivered;
         events += report.events;
+        let r = &report.rpc;
+        for (k, v) in &r.outcomes {
+            *call_outcomes.entry(k.clone()).or_insert(0) += v;
+        }
+        for (sum, n) in rpc.iter_mut().zip([
+            r.calls,
+            r.replies,
+            r.failed,
+            r.unknown,
+            r.executed,
+            r.broadcasts,
+        ]) {
+            *sum += n;
+        }
         for (k, v) in &report.totals.failed {
             *failed.entry(k.clone()).or_insert(0) += v;
         }
@@ -148,10 +164,23 @@ fn main() -> ExitCode {
     }
     let secs = started.elapsed().as_secs_f64();
     let failed_json: Vec<String> = failed.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    let call_json: Vec<String> = call_outcomes
+        .iter()
+        .map(|(k, v)| format!("\"{k}\":{v}"))
+        .collect();
+    let [
+        calls,
+        replies,
+        call_failed,
+        call_unknown,
+        executed,
+        broadcasts,
+    ] = rpc;
     println!(
-        "{{\"seeds\":{},\"violations\":{violations},\"sent\":{sent},\"delivered\":{delivered},\"failed\":{{{}}},\"events\":{events},\"events_per_sec\":{}}}",
+        "{{\"seeds\":{},\"violations\":{violations},\"sent\":{sent},\"delivered\":{delivered},\"failed\":{{{}}},\"calls\":{calls},\"replies\":{replies},\"calls_failed\":{call_failed},\"calls_unknown\":{call_unknown},\"handler_runs\":{executed},\"broadcasts\":{broadcasts},\"call_outcomes\":{{{}}},\"events\":{events},\"events_per_sec\":{}}}",
         args.seeds,
         failed_json.join(","),
+        call_json.join(","),
         if secs > 0.0 {
             (events as f64 / secs) as u64
         } else {

@@ -155,6 +155,15 @@ pub struct Config {
     /// When this node may link a peer directly instead of going through the upstream tree
     /// (libatapp's `bus.topology.rule`). Everything off by default.
     pub topology_policy: TopologyPolicy,
+    /// A call's deadline when its `CallSpec` names none (30 s, like happy-server and
+    /// Orleans).
+    pub rpc_call_timeout: Duration,
+    /// How long a call waits for a server of its method to appear when its `CallSpec` names
+    /// no grace (15 s, happy-server's).
+    pub rpc_grace: Duration,
+    /// Whether a call may resolve to this node itself (its own handler answers it); off: such
+    /// a call ends `Failed(SelfCall)`.
+    pub rpc_allow_self_calls: bool,
 }
 
 impl Default for Config {
@@ -190,6 +199,9 @@ impl Default for Config {
             identity: String::new(),
             labels: BTreeMap::new(),
             topology_policy: TopologyPolicy::default(),
+            rpc_call_timeout: Duration::from_secs(30),
+            rpc_grace: Duration::from_secs(15),
+            rpc_allow_self_calls: false,
         }
     }
 }

@@ -10,7 +10,8 @@
 //! ([`Output`], [`Event`], [`Target`], [`SendError`], [`LinkError`], [`RegistryEvent`],
 //! [`Status`]), the configuration ([`Config`], [`ConfigError`]), ids and time ([`NodeId`],
 //! [`LinkId`], [`MsgId`], [`Instant`], [`Duration`]), outcomes ([`Outcome`], [`FailReason`])
-//! and the records nodes publish ([`DiscoveryInfo`], [`TopologyInfo`], [`Filter`]).
+//! the records nodes publish ([`DiscoveryInfo`], [`TopologyInfo`], [`Filter`]) and the call
+//! vocabulary ([`CallSpec`], [`CallOutcome`], [`RpcOutput`], ...).
 //!
 //! # Driving a node
 //!
@@ -118,6 +119,10 @@
 //! - [`discovery`]: what nodes publish (libatapp-compatible JSON), the address syntax, and the
 //!   revision-gated set of known nodes, which keeps the hash rings up to date incrementally.
 //! - [`topology`]: who proxies for whom; relations and next hops between nodes; the policy.
+//! - [`rpc`]: calls by method and broadcast — [`CallSpec`], [`Select`], [`CallOutcome`],
+//!   [`IncomingRequest`], [`RpcOutput`] — with the grace, fast-fail, deadline, exactly-once,
+//!   self-call and cancellation rules the node's `call` / `serve` / `reply` / `cancel` /
+//!   `broadcast` commands follow.
 //! - [`registry`]: [`RegistryEvent`], the embedded registry's server and client machines and
 //!   the pure parts of the etcd backend, all producing the same events.
 //! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
@@ -164,6 +169,7 @@ pub mod registry;
 #[doc(hidden)]
 pub mod ring;
 pub mod rng;
+pub mod rpc;
 #[doc(hidden)]
 pub mod select;
 #[cfg(feature = "sim")]
@@ -184,4 +190,8 @@ pub use node::{
 };
 pub use outcome::{FailReason, Outcome};
 pub use registry::RegistryEvent;
+pub use rpc::{
+    BroadcastDone, BroadcastId, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec,
+    IncomingRequest, ReplyError, RequestId, RpcOutput, Select,
+};
 pub use time::{Duration, Instant};

@@ -117,12 +117,44 @@ pub enum FailReason {
     VersionMismatch,
     /// The target, or the proxy toward it, refused our link: another live node holds our id.
     DuplicateId,
+    /// A call found no server of its method within its grace ([`crate::rpc`]).
+    NotAvailable,
+    /// A call resolved to this node itself ([`crate::rpc`]).
+    SelfCall,
+    /// A call's budget was spent before any handler could see it ([`crate::rpc`]).
+    Expired,
+    /// The caller cancelled the call ([`crate::rpc`]).
+    Cancelled,
+    /// The chosen server refused the call unexecuted: it does not serve the method (any
+    /// more), and no other server was left to try ([`crate::rpc`]).
+    NotServed,
 }
 
 impl FailReason {
     /// Every reason, in declaration order: for label sets that list each one (at 0 until
     /// counted).
-    pub const ALL: [FailReason; 10] = [
+    pub const ALL: [FailReason; 15] = [
+        FailReason::Timeout,
+        FailReason::QueueFull,
+        FailReason::NoRoute,
+        FailReason::TargetGone,
+        FailReason::TargetRestarted,
+        FailReason::Shutdown,
+        FailReason::StreamAbandoned,
+        FailReason::WrongCluster,
+        FailReason::VersionMismatch,
+        FailReason::DuplicateId,
+        FailReason::NotAvailable,
+        FailReason::SelfCall,
+        FailReason::Expired,
+        FailReason::Cancelled,
+        FailReason::NotServed,
+    ];
+
+    /// The reasons a message's outcome can carry, in declaration order: every reason but the
+    /// ones only calls end with (`NotAvailable`, `SelfCall`, `Expired`, `Cancelled`,
+    /// `NotServed`). For the label sets of message metrics.
+    pub const MESSAGE_REASONS: [FailReason; 10] = [
         FailReason::Timeout,
         FailReason::QueueFull,
         FailReason::NoRoute,
@@ -137,7 +169,8 @@ impl FailReason {
 
     /// The reason's label in metrics, JSON reports and command output, in snake case:
     /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`,
-    /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`.
+    /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`,
+    /// `not_available`, `self_call`, `expired`, `cancelled`, `not_served`.
     /// The one place these names are written; [`Outcome::label`] builds on it.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -152,6 +185,11 @@ impl FailReason {
             FailReason::WrongCluster => "wrong_cluster",
             FailReason::VersionMismatch => "version_mismatch",
             FailReason::DuplicateId => "duplicate_id",
+            FailReason::NotAvailable => "not_available",
+            FailReason::SelfCall => "self_call",
+            FailReason::Expired => "expired",
+            FailReason::Cancelled => "cancelled",
+            FailReason::NotServed => "not_served",
         }
     }
 
@@ -183,6 +221,11 @@ impl fmt::Display for FailReason {
             FailReason::WrongCluster => "refused: another cluster",
             FailReason::VersionMismatch => "refused: no common protocol version",
             FailReason::DuplicateId => "refused: our id is held by another node",
+            FailReason::NotAvailable => "no server of the method within the grace",
+            FailReason::SelfCall => "the call resolved to this node itself",
+            FailReason::Expired => "the call's budget was spent before a handler saw it",
+            FailReason::Cancelled => "cancelled by the caller",
+            FailReason::NotServed => "the server does not serve the method",
         })
     }
 }
@@ -268,7 +311,12 @@ mod tests {
                 "stream_abandoned",
                 "wrong_cluster",
                 "version_mismatch",
-                "duplicate_id"
+                "duplicate_id",
+                "not_available",
+                "self_call",
+                "expired",
+                "cancelled",
+                "not_served"
             ]
         );
         assert_eq!(

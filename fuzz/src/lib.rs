@@ -186,7 +186,20 @@ fn check_round_trip(frame: &Frame<'_>, raw: Option<&[u8]>) -> Vec<u8> {
     if let Some(raw) = raw.filter(|_| !frame.kind().is_registry()) {
         assert_eq!(bytes, raw, "link-level encoding is not canonical");
     }
+    if let Frame::Data(data) = frame {
+        check_rpc_round_trip(data.payload);
+    }
     bytes
+}
+
+/// A `Data` payload through the RPC message decoder: total, and what decodes re-encodes to
+/// the same bytes.
+fn check_rpc_round_trip(payload: &[u8]) {
+    if let Ok(message) = wire::decode_rpc(payload) {
+        let mut bytes = Vec::new();
+        wire::encode_rpc(&message, &mut bytes);
+        assert_eq!(bytes, payload, "RPC message encoding is not canonical");
+    }
 }
 
 /// Target `etcd_event`: a script of etcd key-values fed to the etcd watcher's pure parts.
@@ -340,6 +353,24 @@ pub fn node_ops(data: &[u8]) {
     assert!(
         report.violations.is_empty(),
         "node_ops: {} violation(s): {:#?}",
+        report.violations.len(),
+        report.violations
+    );
+}
+
+/// Target `rpc_ops`: like [`node_ops`], with the RPC workload's operations as well — calls
+/// with every selection mode, serve and unserve, broadcasts, cancels — decoded by
+/// `Op::decode_with_rpc`; the call ledger's invariants are checked after each operation and
+/// at the end.
+///
+/// # Panics
+/// Panics (which the fuzzer reports) on any invariant violation, listing them.
+pub fn rpc_ops(data: &[u8]) {
+    use switchboard_core::sim::scenario::{Op, run_ops};
+    let report = run_ops(&Op::decode_with_rpc(data));
+    assert!(
+        report.violations.is_empty(),
+        "rpc_ops: {} violation(s): {:#?}",
         report.violations.len(),
         report.violations
     );

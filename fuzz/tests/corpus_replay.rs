@@ -22,6 +22,12 @@ fn replay(target: &str, run: fn(&[u8])) -> usize {
 }
 
 #[test]
+fn rpc_ops_corpus_replays_cleanly() {
+    let replayed = replay("rpc_ops", switchboard_fuzz::rpc_ops);
+    assert!(replayed >= 5, "corpus has only {replayed} files");
+}
+
+#[test]
 fn discovery_json_corpus_replays_cleanly() {
     let replayed = replay("discovery_json", switchboard_fuzz::discovery_json);
     assert!(replayed >= 6, "corpus has only {replayed} files");

@@ -52,8 +52,8 @@ pub fn render(metrics: &Metrics) -> String {
         &with_known(refusals, &metrics.refused),
     );
     let outcomes = std::iter::once("delivered".to_owned())
-        .chain(FailReason::ALL.map(|r| Outcome::Failed(r).label()))
-        .chain(FailReason::ALL.map(|r| Outcome::Unknown(r).label()));
+        .chain(FailReason::MESSAGE_REASONS.map(|r| Outcome::Failed(r).label()))
+        .chain(FailReason::MESSAGE_REASONS.map(|r| Outcome::Unknown(r).label()));
     let outcomes = with_known(outcomes, &metrics.outcomes);
     let outcomes: BTreeMap<(&str, &str), u64> = outcomes
         .iter()

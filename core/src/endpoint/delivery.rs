@@ -99,6 +99,27 @@ impl EndpointTable {
         sink: &mut S,
     ) {
         let deadline = now + self.settings.message_timeout;
+        self.send_until(key, msg, msg_type, payload, now, deadline, ready_link, sink);
+    }
+
+    /// [`send`](Self::send) with the message's own `deadline` instead of
+    /// `now + message_timeout` (a call's request ends with its call): queued, it fails at
+    /// that instant exactly and is never transmitted after it.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the message's four parts, its deadline, where it may go and where outcomes go"
+    )]
+    pub fn send_until<S: OutboxSink + ?Sized>(
+        &mut self,
+        key: Key,
+        msg: MsgId,
+        msg_type: u32,
+        payload: Bytes,
+        now: Instant,
+        deadline: Instant,
+        ready_link: impl FnOnce() -> Option<LinkId>,
+        sink: &mut S,
+    ) {
         let EndpointTable { slots, sender, .. } = self;
         let Some(endpoint) = endpoint_at_mut(slots, key) else {
             sink.emit(msg, Outcome::Failed(FailReason::TargetGone));

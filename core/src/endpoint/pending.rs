@@ -222,6 +222,24 @@ impl PendingQueue {
         Some(message)
     }
 
+    /// Takes the queued message `id` out of the queue, wherever it sits, with no outcome: it
+    /// was never transmitted, and its sender owns what that means (a call's request moving
+    /// to another server). `None` when it is not queued.
+    pub fn withdraw(&mut self, id: MsgId) -> Option<PendingMessage> {
+        let index = self.messages.iter().position(|m| m.id == id)?;
+        if index == 0 {
+            return self.pop_front();
+        }
+        let message = self.messages.remove(index)?;
+        self.bytes -= message.payload.len();
+        if !self.min_window.is_empty() {
+            // Sequence numbers after `index` moved down by one: rebuild.
+            self.rebuild_window();
+            self.leave_window_mode_if_ordered();
+        }
+        Some(message)
+    }
+
     /// Offers queued messages, oldest first, to a ready route.
     ///
     /// First fails every message already due at `now` with `Failed(Timeout)` (a message is

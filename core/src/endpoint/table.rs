@@ -274,6 +274,24 @@ impl EndpointTable {
         Ok(())
     }
 
+    /// Takes the queued message `msg` for `target` out of its queue (it was never
+    /// transmitted), with no outcome: its sender owns what that means — a call's request
+    /// moving to another server, or given up unsent at the call's grace. `false` when it is
+    /// not queued (transmitted, ended, or no such endpoint).
+    pub fn withdraw(&mut self, target: NodeId, msg: MsgId) -> bool {
+        let Some(key) = self.find_by_id(target) else {
+            return false;
+        };
+        let Some(endpoint) = endpoint_at_mut(&mut self.slots, key) else {
+            return false;
+        };
+        let withdrawn = endpoint.outbox.queue.withdraw(msg).is_some();
+        if withdrawn {
+            self.reindex(key);
+        }
+        withdrawn
+    }
+
     /// [`Endpoint::flush`] on the endpoint `key`; `None` (nothing called) if `key` is stale.
     pub fn flush<T, S>(
         &mut self,

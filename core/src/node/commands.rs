@@ -48,7 +48,25 @@ impl Node {
                 max: MAX_PAYLOAD_LEN,
             });
         }
+        if msg_type == wire::RPC_MSG_TYPE {
+            return Err(SendError::ReservedType);
+        }
         let id = self.resolve_target(target)?;
+        let deadline = now + self.config.message_timeout;
+        self.send_to_id(now, id, msg_type, payload, deadline)
+    }
+
+    /// Hands a message for the node `id` (already resolved) to its outbox with `deadline`
+    /// (`send` past its checks; the RPC layer sends its requests, replies and broadcasts
+    /// through here).
+    pub(super) fn send_to_id(
+        &mut self,
+        now: Instant,
+        id: NodeId,
+        msg_type: u32,
+        payload: Bytes,
+        deadline: Instant,
+    ) -> Result<MsgId, SendError> {
         if id == self.id {
             let msg = self.msg_ids.next_msg();
             self.out.push_back(Output::Received {
@@ -110,12 +128,13 @@ impl Node {
         } = self;
         // Asked only when the message may go straight out (nothing queued, within limits).
         let ready_link = || connector.ready_hop(id).and_then(|hop| links.link_to(hop));
-        endpoints.send(
+        endpoints.send_until(
             key,
             msg,
             msg_type,
             payload,
             now,
+            deadline,
             ready_link,
             &mut OutSink(out),
         );
@@ -174,6 +193,7 @@ impl Node {
         self.shut_down = true;
         let mut sink = OutSink(&mut self.out);
         self.endpoints.give_up_all(FailReason::Shutdown, &mut sink);
+        self.rpc_shutdown();
         self.links.close_all(&mut self.out);
         self.connector.clear();
     }

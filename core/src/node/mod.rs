@@ -160,6 +160,8 @@ mod evidence;
 mod registry_client;
 mod registry_input;
 mod routes;
+mod rpc;
+mod rpc_input;
 mod status;
 mod transport;
 mod types;
@@ -218,6 +220,8 @@ pub struct Node {
     /// incarnation (a second word of the same death must not end what was sent since, to a
     /// life that may be new).
     dead: BTreeMap<NodeId, u64>,
+    /// Calls, served methods, broadcasts ([`crate::rpc`]; composed in `node/rpc.rs`).
+    rpc: crate::rpc::Rpc,
 }
 
 /// Routes outcomes straight into the output queue.
@@ -315,6 +319,7 @@ impl Node {
             suspects: BTreeMap::new(),
             relayed: BTreeMap::new(),
             dead: BTreeMap::new(),
+            rpc: crate::rpc::Rpc::default(),
         };
         let world = World {
             topology: &node.topology,
@@ -389,15 +394,23 @@ impl Node {
     /// [`Output::Close`] — flush and close the link (no report needed); [`Output::Received`]
     /// — hand the message to the application; [`Output::Outcome`] — report how the message
     /// ended (exactly one per accepted message); [`Output::Event`] — log or count it, nothing
-    /// is required. An output not acted on is lost: a `Transmit` dropped on the floor is a
+    /// is required; [`Output::Rpc`] — a request for a served method (answer it with
+    /// `reply`), how a call or broadcast ended, or a record to publish again
+    /// ([`RpcOutput`](crate::rpc::RpcOutput)). RPC messages travel as `Data` of a reserved
+    /// type: their deliveries and outcomes are taken here, on the way out, by the RPC layer
+    /// (`node/rpc.rs`) and never reach the driver as `Received` or `Outcome`. An output not acted on is lost: a `Transmit` dropped on the floor is a
     /// message the peer never sees.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop_front()
+        self.absorb_rpc();
+        let output = self.out.pop_front()?;
+        self.rpc.absorbed = self.rpc.absorbed.saturating_sub(1);
+        Some(output)
     }
 
     /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
-    /// deadline, upstream redial, heartbeat, message deadline or endpoint GC — or the latest
+    /// deadline, upstream redial, heartbeat, message deadline, endpoint GC, call deadline or
+    /// held request's deadline — or the latest
     /// `now` while a flush is unfinished. `None` when nothing is scheduled (and after
     /// shutdown).
     ///
@@ -414,10 +427,13 @@ impl Node {
         let beats = self.links.next_deadline();
         earliest(
             earliest(
-                self.connector.next_deadline(),
-                self.endpoints.next_deadline(),
+                earliest(
+                    self.connector.next_deadline(),
+                    self.endpoints.next_deadline(),
+                ),
+                earliest(flush, beats),
             ),
-            earliest(flush, beats),
+            self.rpc_deadline(),
         )
     }
 

@@ -16,11 +16,19 @@ use crate::{
 impl Node {
     /// The discovery record this node publishes on any registry: the config's
     /// ([`Config::discovery_info`](crate::config::Config::discovery_info)) stamped with this
-    /// incarnation, so peers learn of a restart from the registry before any link shows it.
+    /// incarnation, so peers learn of a restart from the registry before any link shows it,
+    /// with one metadata label per served method ([`crate::rpc::method_label`]). Publish it
+    /// again after an [`RpcOutput::Republish`](crate::rpc::RpcOutput::Republish).
     #[must_use]
     pub fn discovery_info(&self) -> crate::discovery::DiscoveryInfo {
         let mut info = self.config().discovery_info();
         info.incarnation = self.incarnation;
+        for method in self.served_methods() {
+            info.metadata.labels.insert(
+                crate::rpc::method_label(method),
+                crate::rpc::METHOD_LABEL_VALUE.into(),
+            );
+        }
         info
     }
 

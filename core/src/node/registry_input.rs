@@ -62,6 +62,9 @@ impl Node {
                     // News: a waiting stream probes now, not at its next retry.
                     self.flush_target(id);
                 }
+                if id.is_valid() {
+                    self.rpc_servers_appeared(now, id);
+                }
             }
             _ => self.ignored(RegistryIgnored::Discovery { id }),
         }

@@ -65,6 +65,7 @@ impl Node {
         for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
         }
+        self.rpc_timeouts(now);
     }
 
     /// Applies every pending connector effect, in order (applying one may produce more).

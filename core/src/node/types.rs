@@ -96,6 +96,9 @@ pub enum Output {
     },
     /// Something observable happened.
     Event(Event),
+    /// Calls, requests, broadcasts ([`crate::rpc`]): a request to answer, how a call or a
+    /// broadcast ended, a discovery record to publish again.
+    Rpc(crate::rpc::RpcOutput),
 }
 
 /// Observability: state changes and ignored or rejected input. Never needs a reaction.
@@ -266,11 +269,14 @@ pub enum SendError {
     /// The node was shut down.
     #[error("the node is shut down")]
     Shutdown,
+    /// The message type is reserved for the RPC layer ([`crate::wire::RPC_MSG_TYPE`]).
+    #[error("message type reserved for calls")]
+    ReservedType,
 }
 
 impl SendError {
     /// The refusal's label in metrics and reports, in snake case: `invalid_target`,
-    /// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`.
+    /// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`, `reserved_type`.
     #[must_use]
     pub const fn as_str(&self) -> &'static str {
         match self {
@@ -279,6 +285,7 @@ impl SendError {
             SendError::NoRoute => "no_route",
             SendError::PayloadTooLarge { .. } => "payload_too_large",
             SendError::Shutdown => "shutdown",
+            SendError::ReservedType => "reserved_type",
         }
     }
 }

@@ -322,6 +322,13 @@ impl<N: SimNode> Sim<N> {
         r
     }
 
+    /// The simulator's incarnation count of `id`: 0 for its first life, bumped by every
+    /// restart (what [`RpcRecord::life`](super::RpcRecord::life) says).
+    #[must_use]
+    pub fn life(&self, id: NodeId) -> u32 {
+        self.slots[self.slot_index(id)].incarnation
+    }
+
     /// The live node `id`, for queries.
     ///
     /// # Panics

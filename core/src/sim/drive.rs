@@ -9,7 +9,7 @@ use super::{
     cluster::Sim,
     fmt_instant,
     link::{End, EndState, Side, SimLinkId},
-    log::{Dial, OutcomeRecord, Received},
+    log::{Dial, OutcomeRecord, Received, RpcRecord},
     registry,
 };
 use crate::{
@@ -436,6 +436,15 @@ impl<N: SimNode> Sim<N> {
                     self.collect_ledger_violations();
                 }
                 self.slots[idx].log.events.push((now, event));
+            }
+            Output::Rpc(rpc) => {
+                self.note_with(Some(id), || format!("-> rpc {rpc:?}"));
+                let life = self.slots[idx].incarnation;
+                self.slots[idx].log.rpc.push(RpcRecord {
+                    at: now,
+                    life,
+                    output: rpc,
+                });
             }
         }
     }

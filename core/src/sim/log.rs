@@ -53,6 +53,17 @@ pub struct OutcomeRecord {
     pub outcome: Outcome,
 }
 
+/// One RPC output of a node (`Output::Rpc`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpcRecord {
+    /// Virtual time it was reported.
+    pub at: Instant,
+    /// The simulator's incarnation count of the node that reported it (0 = first life).
+    pub life: u32,
+    /// The output.
+    pub output: crate::rpc::RpcOutput,
+}
+
 /// A dial a node asked for (`Output::Connect`), and how it resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dial {
@@ -83,6 +94,8 @@ pub struct NodeLog {
     pub events: Vec<(Instant, Event)>,
     /// Dials, in the order the node asked for them.
     pub dials: Vec<Dial>,
+    /// RPC outputs (requests, call and broadcast outcomes, republish requests), in order.
+    pub rpc: Vec<RpcRecord>,
 }
 
 impl NodeLog {

@@ -78,7 +78,7 @@ use bytes::Bytes;
 pub use self::{
     cluster::{Sim, SimSettings},
     ledger::{Ledger, LedgerTotals, TAG_LEN, TAG_MAGIC, payload_tag},
-    log::{Dial, NodeLog, OutcomeRecord, Received, Sent},
+    log::{Dial, NodeLog, OutcomeRecord, Received, RpcRecord, Sent},
     registry::{Fanout, SimRegistry},
     registry_machines::RegistryMachines,
     registry_net::{NetOutput, NetSettings, RegistryNet},

@@ -197,6 +197,25 @@ impl<N: SimNode> Sim<N> {
         self.drain_net();
     }
 
+    /// Node `id` publishes a new discovery record (its served methods changed): sent as an
+    /// update now if its client is connected, and registered on every later connection and
+    /// restart.
+    ///
+    /// # Panics
+    ///
+    /// If the registry machines are off, or `id` never registered.
+    pub fn update_registered_discovery(&mut self, id: NodeId, info: DiscoveryInfo) {
+        let idx = self.slot_index(id);
+        let Some(records) = self.slots[idx].records.as_mut() else {
+            panic!("sim: {id} never registered");
+        };
+        records.discovery = info.clone();
+        self.note(Some(id), "registry update discovery");
+        self.net()
+            .act(idx, |client, _| client.update_discovery(info));
+        self.drain_net();
+    }
+
     /// Node `id` leaves the registry for good: its client says `Bye` (the server removes it
     /// at once) and later restarts do not register.
     ///

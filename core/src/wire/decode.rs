@@ -439,7 +439,7 @@ impl<'a> Cursor<'a> {
         self.take(len, field)
     }
 
-    fn str(&mut self, field: &'static str) -> Result<&'a str, DecodeError> {
+    pub(super) fn str(&mut self, field: &'static str) -> Result<&'a str, DecodeError> {
         core::str::from_utf8(self.bytes(field)?).map_err(|_| DecodeError::InvalidUtf8 { field })
     }
 

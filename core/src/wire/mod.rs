@@ -81,6 +81,7 @@ mod encode;
 mod frame;
 mod reader;
 mod registry;
+mod rpc;
 
 #[cfg(test)]
 mod tests;
@@ -93,6 +94,9 @@ pub use frame::{
     RegistryEntry, Snapshot, Unreachable, UnreachableReason, Update, VersionRange,
 };
 pub use reader::FrameReader;
+pub use rpc::{
+    RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len,
+};
 
 /// Format version written in every header and the only one [`decode`] accepts.
 pub const WIRE_VERSION: u8 = 1;

@@ -7,6 +7,8 @@
     reason = "each scenario file uses a different subset of these helpers"
 )]
 
+pub mod rpc;
+
 use switchboard_core::{
     config::Config,
     ids::{MsgId, NodeId},

@@ -23,6 +23,7 @@ mod refusal_reasons;
 mod registry_client;
 mod relay_refusal;
 mod routes;
+mod rpc_input;
 mod status;
 
 fn secs(s: u64) -> Instant {

@@ -143,7 +143,7 @@ impl Driver {
                         self.transmitted.push((d.dst, d.seq));
                     }
                 }
-                Output::Received { .. } | Output::Event(_) => {}
+                Output::Received { .. } | Output::Event(_) | Output::Rpc(_) => {}
             }
         }
         Ok(())

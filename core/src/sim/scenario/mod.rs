@@ -30,6 +30,7 @@
 //! everything.
 
 mod ops;
+mod rpc;
 
 use alloc::{
     collections::{BTreeMap, BTreeSet},
@@ -39,7 +40,7 @@ use alloc::{
     vec::Vec,
 };
 
-pub use self::ops::Op;
+pub use self::{ops::Op, rpc::RpcTotals};
 use super::{
     LedgerTotals, RegistryMachines, Sim, SimSettings, discovery_info, sim_addr, topology_info,
 };
@@ -79,6 +80,9 @@ pub struct Faults {
     /// Registry restarts (a new server and epoch after a pause) and cut registry links; only
     /// with the registry machines ([`RegistryMode::Machines`]).
     pub registry_restarts: bool,
+    /// Not a fault: the workload also makes calls by method, serves and unserves methods
+    /// and broadcasts, checked by the call ledger (the docs of `sim/scenario/rpc.rs`).
+    pub rpc: bool,
 }
 
 impl Faults {
@@ -95,6 +99,7 @@ impl Faults {
             kills: false,
             scale: false,
             registry_restarts: true,
+            rpc: false,
         }
     }
 
@@ -110,6 +115,7 @@ impl Faults {
             kills: true,
             scale: true,
             registry_restarts: true,
+            rpc: true,
         }
     }
 }
@@ -137,6 +143,8 @@ pub struct SeedReport {
     pub events: u64,
     /// Every invariant breach, in order.
     pub violations: Vec<String>,
+    /// Calls and broadcasts of the RPC workload (zero without [`Faults::rpc`]).
+    pub rpc: rpc::RpcTotals,
 }
 
 const HUB: NodeId = NodeId(0x100);
@@ -164,6 +172,8 @@ pub struct Chaos {
     mode: RegistryMode,
     next_proxy: u64,
     latency_base: u64,
+    /// The RPC workload and its call ledger (with [`Faults::rpc`]).
+    rpc: rpc::RpcWorkload,
 }
 
 fn name(id: NodeId) -> String {
@@ -269,7 +279,9 @@ impl Chaos {
             mode,
             next_proxy: 0x140,
             latency_base: 0,
+            rpc: rpc::RpcWorkload::default(),
         };
+        chaos.rpc_start();
         chaos.latency_base = chaos.rng.in_range(50, 3000);
         match mode {
             RegistryMode::Scripted => {
@@ -279,9 +291,8 @@ impl Chaos {
                         .registry_put_topology(topology_info(id, &name(id), up));
                 }
                 for &(id, _) in &layout {
-                    chaos
-                        .sim
-                        .registry_put_discovery(discovery_info(id, &name(id)));
+                    let info = chaos.record(id);
+                    chaos.sim.registry_put_discovery(info);
                 }
             }
             RegistryMode::Machines => {
@@ -310,11 +321,9 @@ impl Chaos {
             let delay = Duration::from_millis(self.rng.below(400));
             self.sim.set_registry_latency(id, Some(delay));
         }
-        self.sim.register(
-            id,
-            discovery_info(id, &name(id)),
-            Some(topology_info(id, &name(id), up)),
-        );
+        let info = self.record(id);
+        self.sim
+            .register(id, info, Some(topology_info(id, &name(id), up)));
     }
 
     /// Publishes `id`'s records (scripted mode: a restarted node's registration; the
@@ -327,8 +336,8 @@ impl Chaos {
         self.sim
             .registry_put_topology_with(topology_info(id, &name(id), up), f);
         let f = self.fanout();
-        self.sim
-            .registry_put_discovery_with(discovery_info(id, &name(id)), f);
+        let info = self.record(id);
+        self.sim.registry_put_discovery_with(info, f);
     }
 
     /// Publishes `id`'s topology record with upstream `up`.
@@ -362,6 +371,7 @@ impl Chaos {
 
     /// Applies one op, then checks the per-step invariants.
     pub fn apply(&mut self, op: Op) {
+        self.rpc_answer_due();
         match op {
             Op::Send {
                 from,
@@ -446,13 +456,20 @@ impl Chaos {
                     self.sim.cut_registry_link(id);
                 }
             }
+            Op::Call { .. } | Op::Serve { .. } | Op::Broadcast { .. } | Op::Cancel { .. } => {
+                if self.faults.rpc {
+                    self.rpc_apply(op);
+                }
+            }
         }
         self.sim.check_invariants();
+        self.rpc_check();
     }
 
     /// A new incarnation of `id`, which re-registers (new revisions, same records).
     fn restart(&mut self, id: NodeId) {
         self.sim.restart(id);
+        self.rpc_restarted(id);
         let up = self.upstream_of(id);
         let up = if id == HUB { NodeId::NONE } else { up };
         self.publish(id, up);
@@ -558,6 +575,7 @@ impl Chaos {
             }
         }
         self.sim.check_quiescent();
+        self.rpc_final_check();
     }
 
     /// Sends one tagged probe per pair, runs 5 s and checks the invariants.
@@ -590,6 +608,7 @@ impl Chaos {
             totals: self.sim.ledger_totals(),
             events: self.sim.steps_taken(),
             violations: self.sim.violations().to_vec(),
+            rpc: self.rpc_totals(),
         }
     }
 }

@@ -91,6 +91,46 @@ pub enum Op {
         /// Member.
         node: u8,
     },
+    /// A call from member `from` of method `m{method % 3}` (leaves serve `m0` or `m1` at
+    /// start; nobody serves `m2` until a `Serve`); `select` % 5 picks hash by `key`, round
+    /// robin, random, least outstanding, or member `key`; `timing` picks the timeout
+    /// (500 ms + 20 ms × (timing % 200)) and the grace (a quarter, half or all of it).
+    Call {
+        /// Caller (index into every node).
+        from: u8,
+        /// Method index.
+        method: u8,
+        /// Selection mode.
+        select: u8,
+        /// Hash key or member index.
+        key: u8,
+        /// Timeout and grace.
+        timing: u8,
+    },
+    /// Leaf `node` starts (`on`) or stops serving `m{method % 3}`, and publishes its record.
+    Serve {
+        /// Leaf index.
+        node: u8,
+        /// Method index.
+        method: u8,
+        /// Serve or unserve.
+        on: bool,
+    },
+    /// Member `from` broadcasts to every node (`filter` even) or to the servers of
+    /// `m{filter / 2 % 3}`, skipping itself when `skip_self`.
+    Broadcast {
+        /// Sender.
+        from: u8,
+        /// Recipients.
+        filter: u8,
+        /// Leave the sender out.
+        skip_self: bool,
+    },
+    /// Member `from` cancels its oldest open call, if any.
+    Cancel {
+        /// Caller.
+        from: u8,
+    },
 }
 
 impl Op {
@@ -181,6 +221,88 @@ impl Op {
         ops
     }
 
+    /// [`decode_all`](Self::decode_all) with the RPC workload's ops as well (the `rpc_ops`
+    /// fuzz target): opcodes `% 15`, 11 to 14 being `Call`, `Serve`, `Broadcast`, `Cancel`.
+    #[must_use]
+    pub fn decode_with_rpc(data: &[u8]) -> Vec<Op> {
+        let mut ops = Vec::new();
+        let mut i = 0;
+        while i < data.len() {
+            let code = data[i] % 15;
+            let rest = &data[i + 1..];
+            let take = |n: usize| rest.get(..n);
+            let (op, used) = match code {
+                11 => {
+                    let Some(&[from, method, select, key, timing]) = take(5) else {
+                        break;
+                    };
+                    let op = Op::Call {
+                        from,
+                        method,
+                        select,
+                        key,
+                        timing,
+                    };
+                    (op, 5)
+                }
+                12 => {
+                    let Some(&[node, method]) = take(2) else {
+                        break;
+                    };
+                    let op = Op::Serve {
+                        node,
+                        method,
+                        on: method & 0x80 == 0,
+                    };
+                    (op, 2)
+                }
+                13 => {
+                    let Some(&[from, filter]) = take(2) else {
+                        break;
+                    };
+                    let op = Op::Broadcast {
+                        from,
+                        filter,
+                        skip_self: filter & 0x80 == 0,
+                    };
+                    (op, 2)
+                }
+                14 => {
+                    let Some(&[from]) = take(1) else { break };
+                    (Op::Cancel { from }, 1)
+                }
+                _ => {
+                    // One of the other ops: decode it alone from its own bytes.
+                    let mut one = Op::decode_all(&data[i..]);
+                    if one.is_empty() {
+                        break;
+                    }
+                    let op = one.swap_remove(0);
+                    (op, op.encoded_operands())
+                }
+            };
+            ops.push(op);
+            i += 1 + used;
+        }
+        ops
+    }
+
+    /// How many operand bytes [`decode_all`](Self::decode_all) reads after this op's opcode.
+    const fn encoded_operands(self) -> usize {
+        match self {
+            Op::Send { .. } => 4,
+            Op::Advance { .. } | Op::Cut { .. } | Op::Partition { .. } => 2,
+            // Never decoded from bytes.
+            Op::Heal | Op::RegistryRestart { .. } | Op::RegistryCut { .. } => 0,
+            Op::Kill { .. } | Op::Restart { .. } | Op::ScaleOut { .. } => 1,
+            Op::Latency { .. } => 3,
+            Op::ScaleIn { .. } | Op::MoveLeaf { .. } => 2,
+            Op::Call { .. } => 5,
+            Op::Serve { .. } | Op::Broadcast { .. } => 2,
+            Op::Cancel { .. } => 1,
+        }
+    }
+
     /// The next op of a seeded run with `faults` enabled: mostly sends and short waits, a
     /// fault now and then.
     pub(super) fn generate(rng: &mut Rng, faults: &Faults) -> Op {
@@ -188,6 +310,24 @@ impl Op {
         loop {
             let roll = rng.below(1000);
             let op = match roll {
+                450..=504 if faults.rpc => Op::Call {
+                    from: b(rng),
+                    method: b(rng),
+                    select: b(rng),
+                    key: b(rng),
+                    timing: b(rng),
+                },
+                505..=519 if faults.rpc => Op::Serve {
+                    node: b(rng),
+                    method: b(rng),
+                    on: rng.below(3) != 0,
+                },
+                520..=534 if faults.rpc => Op::Broadcast {
+                    from: b(rng),
+                    filter: b(rng),
+                    skip_self: rng.below(2) == 0,
+                },
+                535..=549 if faults.rpc => Op::Cancel { from: b(rng) },
                 0..=549 => Op::Send {
                     from: b(rng),
                     kind: rng.below(4) as u8,

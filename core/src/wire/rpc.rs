@@ -1,0 +1,224 @@
+//! RPC messages: the request, reply, refusal and cancel that calls by method
+//! ([`crate::rpc`]) exchange, as the payload of `Data` frames with a reserved message type
+//! ([`RPC_MSG_TYPE`]) so they ride the acknowledged, deduplicated bus stream of each pair of
+//! nodes: a retransmitted request reaches its server's application once.
+//!
+//! [`encode_rpc`] appends one message to a reused buffer; [`decode_rpc`] reads one and is
+//! total: any byte string gives a message or a typed [`DecodeError`], never a panic, and
+//! never allocates.
+//!
+//! # Byte layout
+//!
+//! Little-endian, fixed width; `str` is a `u32` length then UTF-8 bytes. Every message starts
+//! with kind `u8`, call id `u64`, caller incarnation `u64` (the caller's life, with the call
+//! id the call's identity on the server), then by kind:
+//!
+//! | kind (code) | rest |
+//! |---|---|
+//! | `Request` (1) | remaining budget in ns `u64`, method `str`, payload = the rest |
+//! | `Reply` (2) | payload = the rest (an application error travels inside, as data) |
+//! | `Refuse` (3) | reason `u8` ([`RefuseCall`]): the handler never saw the request |
+//! | `Cancel` (4) | nothing |
+
+use super::{DecodeError, FrameKind, decode::Cursor};
+
+/// The `Data` message type every RPC message travels under. Reserved: `send` refuses it.
+pub const RPC_MSG_TYPE: u32 = 0xFFFF_FF01;
+
+/// Bytes before a request's method: kind, call, caller incarnation, budget.
+const REQUEST_FIXED_LEN: usize = 1 + 8 + 8 + 8;
+
+/// Why a server refused a request without running a handler (a [`RpcMessage::Refuse`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefuseCall {
+    /// The server does not serve the method (it stopped serving it, or never did).
+    NotServed,
+    /// The request's budget was spent when it arrived.
+    Expired,
+}
+
+impl RefuseCall {
+    const fn code(self) -> u8 {
+        match self {
+            RefuseCall::NotServed => 1,
+            RefuseCall::Expired => 2,
+        }
+    }
+
+    const fn from_code(code: u8) -> Option<RefuseCall> {
+        match code {
+            1 => Some(RefuseCall::NotServed),
+            2 => Some(RefuseCall::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// One RPC message, borrowing its method and payload from the bytes it was decoded from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RpcMessage<'a> {
+    /// A call of `method`.
+    Request {
+        /// The caller's id for the call.
+        call: u64,
+        /// The caller's incarnation.
+        caller_incarnation: u64,
+        /// What is left of the call's deadline when the caller handed the request on, in ns.
+        remaining_ns: u64,
+        /// The method.
+        method: &'a str,
+        /// The arguments.
+        payload: &'a [u8],
+    },
+    /// The handler's answer.
+    Reply {
+        /// The call answered.
+        call: u64,
+        /// The caller's incarnation the request carried.
+        caller_incarnation: u64,
+        /// The answer.
+        payload: &'a [u8],
+    },
+    /// The server did not run a handler for the request.
+    Refuse {
+        /// The call refused.
+        call: u64,
+        /// The caller's incarnation the request carried.
+        caller_incarnation: u64,
+        /// Why.
+        reason: RefuseCall,
+    },
+    /// The caller gave the call up: its reply is no longer wanted.
+    Cancel {
+        /// The call cancelled.
+        call: u64,
+        /// The caller's incarnation.
+        caller_incarnation: u64,
+    },
+}
+
+/// Appends `message` to `out`.
+pub fn encode_rpc(message: &RpcMessage<'_>, out: &mut alloc::vec::Vec<u8>) {
+    let (kind, call, incarnation) = match *message {
+        RpcMessage::Request {
+            call,
+            caller_incarnation,
+            ..
+        } => (1u8, call, caller_incarnation),
+        RpcMessage::Reply {
+            call,
+            caller_incarnation,
+            ..
+        } => (2, call, caller_incarnation),
+        RpcMessage::Refuse {
+            call,
+            caller_incarnation,
+            ..
+        } => (3, call, caller_incarnation),
+        RpcMessage::Cancel {
+            call,
+            caller_incarnation,
+        } => (4, call, caller_incarnation),
+    };
+    out.push(kind);
+    out.extend_from_slice(&call.to_le_bytes());
+    out.extend_from_slice(&incarnation.to_le_bytes());
+    match *message {
+        RpcMessage::Request {
+            remaining_ns,
+            method,
+            payload,
+            ..
+        } => {
+            out.extend_from_slice(&remaining_ns.to_le_bytes());
+            let len = u32::try_from(method.len()).expect("a method name is at most 255 bytes");
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(method.as_bytes());
+            out.extend_from_slice(payload);
+        }
+        RpcMessage::Reply { payload, .. } => out.extend_from_slice(payload),
+        RpcMessage::Refuse { reason, .. } => out.push(reason.code()),
+        RpcMessage::Cancel { .. } => {}
+    }
+}
+
+/// The encoded length of a request with this method and payload length.
+#[must_use]
+pub const fn request_len(method_len: usize, payload_len: usize) -> usize {
+    REQUEST_FIXED_LEN + 4 + method_len + payload_len
+}
+
+/// The encoded length of a reply with this payload length.
+#[must_use]
+pub const fn reply_len(payload_len: usize) -> usize {
+    1 + 8 + 8 + payload_len
+}
+
+/// Reads one RPC message that fills `bytes` exactly.
+///
+/// # Errors
+///
+/// [`DecodeError::Truncated`] when a field runs past the end, [`DecodeError::UnknownCode`]
+/// for an unknown kind or refusal reason, [`DecodeError::InvalidUtf8`] for a method that is
+/// not UTF-8, [`DecodeError::LengthMismatch`] (kind `Data`) for bytes after a refusal or a
+/// cancel.
+pub fn decode_rpc(bytes: &[u8]) -> Result<RpcMessage<'_>, DecodeError> {
+    let mut cursor = Cursor {
+        body: bytes,
+        pos: 0,
+    };
+    let kind = cursor.u8("rpc_kind")?;
+    let call = cursor.u64("call")?;
+    let caller_incarnation = cursor.u64("caller_incarnation")?;
+    let message = match kind {
+        1 => {
+            let remaining_ns = cursor.u64("remaining_ns")?;
+            let method = cursor.str("method")?;
+            let payload = cursor.take(cursor.remaining(), "payload")?;
+            RpcMessage::Request {
+                call,
+                caller_incarnation,
+                remaining_ns,
+                method,
+                payload,
+            }
+        }
+        2 => RpcMessage::Reply {
+            call,
+            caller_incarnation,
+            payload: cursor.take(cursor.remaining(), "payload")?,
+        },
+        3 => {
+            let code = cursor.u8("refuse_reason")?;
+            let reason = RefuseCall::from_code(code).ok_or(DecodeError::UnknownCode {
+                field: "refuse_reason",
+                code,
+            })?;
+            RpcMessage::Refuse {
+                call,
+                caller_incarnation,
+                reason,
+            }
+        }
+        4 => RpcMessage::Cancel {
+            call,
+            caller_incarnation,
+        },
+        code => {
+            return Err(DecodeError::UnknownCode {
+                field: "rpc_kind",
+                code,
+            });
+        }
+    };
+    if cursor.remaining() != 0 {
+        return Err(DecodeError::LengthMismatch {
+            kind: FrameKind::Data,
+            len: bytes.len(),
+            used: cursor.pos,
+        });
+    }
+    Ok(message)
+}

@@ -1,0 +1,138 @@
+//! Serving and selection (ARCHITECTURE §11): the served methods are published as metadata
+//! labels a libatapp node decodes; `serve`/`unserve` ask the driver to publish again; a
+//! server that stopped serving refuses unexecuted and the caller moves on within the
+//! deadline; hash, named-node and least-outstanding selection pick exactly.
+
+mod common;
+
+use bytes::Bytes;
+use common::rpc::{
+    CALLER, SERVER, SERVER_2, answer, call, done, echo, publish_own, reply, requests, rpc_cluster,
+    rpc_log,
+};
+use switchboard_core::{
+    discovery::DiscoveryInfo,
+    ids::NodeId,
+    outcome::FailReason,
+    rpc::{CallOutcome, RpcOutput, Select},
+    time::Duration,
+};
+
+#[test]
+fn served_methods_are_metadata_labels_in_the_published_record() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo", "sleep"])]);
+    let republished = rpc_log(&sim, SERVER)
+        .iter()
+        .filter(|(_, o)| *o == RpcOutput::Republish)
+        .count();
+    assert_eq!(republished, 2);
+    let info = sim.node(NodeId(SERVER)).discovery_info();
+    let json = String::from_utf8(info.to_json()).expect("JSON is UTF-8");
+    assert!(
+        json.contains(r#""rpc.switchboard/echo":"serve""#)
+            && json.contains(r#""rpc.switchboard/sleep":"serve""#),
+        "{json}"
+    );
+    let decoded = DiscoveryInfo::from_json(json.as_bytes()).expect("decodes");
+    assert_eq!(decoded.metadata.labels, info.metadata.labels);
+    // Serving again changes nothing and asks for nothing.
+    assert!(
+        !sim.act(NodeId(SERVER), |n, now| n.serve(now, "echo"))
+            .expect("valid")
+    );
+    assert!(sim.act(NodeId(SERVER), |n, now| n.unserve(now, "sleep")));
+    let info = sim.node(NodeId(SERVER)).discovery_info();
+    assert!(!info.metadata.labels.contains_key("rpc.switchboard/sleep"));
+    assert_eq!(
+        rpc_log(&sim, SERVER).last().map(|(_, o)| o.clone()),
+        Some(RpcOutput::Republish)
+    );
+    assert!(
+        sim.act(NodeId(SERVER), |n, now| n.serve(now, "bad name"))
+            .is_err()
+    );
+}
+
+/// 0x702 stopped serving `echo` but its record still says it does: it refuses the request
+/// without running a handler, and the caller sends it to 0x704 at once, which answers.
+#[test]
+fn a_server_that_stopped_serving_refuses_and_the_call_moves_on() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"]), (SERVER_2, &["echo"])]);
+    sim.advance(Duration::from_millis(100));
+    assert!(sim.act(NodeId(SERVER), |n, now| n.unserve(now, "echo")));
+    let t = sim.now();
+    let id = call(
+        &mut sim,
+        CALLER,
+        echo("x").select(Select::Node(NodeId(SERVER))),
+    );
+    sim.deliver_until_idle();
+    // Named 0x702: nowhere else to go, provably not executed.
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(t, CallOutcome::Failed(FailReason::NotServed))]
+    );
+    let rr = call(&mut sim, CALLER, echo("y"));
+    sim.deliver_until_idle();
+    assert_eq!(requests(&sim, SERVER), []);
+    let got = requests(&sim, SERVER_2);
+    assert_eq!(got.len(), 1);
+    assert!(answer(&mut sim, SERVER_2, got[0].1.request, "from 704"));
+    sim.deliver_until_idle();
+    assert_eq!(done(&sim, CALLER, rr), [(t, reply("from 704"))]);
+    assert_eq!(sim.node(NodeId(SERVER)).rpc_stats().not_served, 2);
+    // Once 0x702 publishes again, nobody picks it.
+    publish_own(&mut sim, SERVER);
+    call(&mut sim, CALLER, echo("z"));
+    sim.deliver_until_idle();
+    assert_eq!(requests(&sim, SERVER), []);
+    assert_eq!(requests(&sim, SERVER_2).len(), 2);
+}
+
+#[test]
+fn the_same_key_goes_to_the_same_server() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"]), (SERVER_2, &["echo"])]);
+    sim.advance(Duration::from_millis(100));
+    for _ in 0..3 {
+        call(
+            &mut sim,
+            CALLER,
+            echo("k").select(Select::Hash(Bytes::from_static(b"user-42"))),
+        );
+    }
+    sim.deliver_until_idle();
+    let counts = (requests(&sim, SERVER).len(), requests(&sim, SERVER_2).len());
+    assert!(counts == (3, 0) || counts == (0, 3), "{counts:?}");
+}
+
+/// Two servers, 0x702 holds two of this caller's calls: power of two choices draws both and
+/// takes the one with fewer outstanding, every time.
+#[test]
+fn least_outstanding_picks_the_server_with_fewer_calls_in_flight() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"]), (SERVER_2, &["echo"])]);
+    sim.advance(Duration::from_millis(100));
+    for _ in 0..2 {
+        call(
+            &mut sim,
+            CALLER,
+            echo("busy").select(Select::Node(NodeId(SERVER))),
+        );
+    }
+    for _ in 0..2 {
+        call(
+            &mut sim,
+            CALLER,
+            echo("p2c").select(Select::LeastOutstanding),
+        );
+    }
+    sim.deliver_until_idle();
+    let payloads = |id| -> Vec<Vec<u8>> {
+        requests(&sim, id)
+            .into_iter()
+            .map(|(_, r)| r.payload.to_vec())
+            .collect()
+    };
+    assert_eq!(payloads(SERVER), [b"busy".to_vec(), b"busy".to_vec()]);
+    // 2 vs 0, then 2 vs 1: both go to 0x704.
+    assert_eq!(payloads(SERVER_2), [b"p2c".to_vec(), b"p2c".to_vec()]);
+}
