@@ -217,8 +217,10 @@ pub(crate) struct ClusterArgs {
     {\"ready\":\"registry\",\"listen\":\"HOST:PORT\"} (the real bound port).\n\n\
     Concern file (TOML): [concern] game = [\"gate\", \"chat\"] makes nodes of type `game` \
     follow only `gate` and `chat`; unlisted types follow everything.\n\
-    Config file keys: listen, concern, and a [server] table with access_timeout_ms, \
-    disconnect_protection_ms, heartbeat_timeout_ms (0 = never), max_frame.\n\n\
+    Config file keys: listen, concern, cluster_key_file, next_cluster_key_file, tls_cert, \
+    tls_key, tls_ca (paths relative to the file), and a [server] table with \
+    access_timeout_ms, disconnect_protection_ms, heartbeat_timeout_ms (0 = never), \
+    max_frame.\n\n\
     Examples:\n  \
     switchboard registry --listen 127.0.0.1:7000\n  \
     switchboard registry --listen 0.0.0.0:7000 --concern concern.toml",
@@ -262,7 +264,8 @@ pub(crate) struct RegistryArgs {
     retrying.\n\n\
     Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
     etcd (a list), etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
-    admin_token_file (paths relative to the file), and a [core] table with the core settings \
+    admin_token_file, cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca \
+    (paths relative to the file), and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
     ...).\n\n\
     --id, --name and --listen are required unless the config file gives them; so is one of \
@@ -366,7 +369,9 @@ pub(crate) struct NodeArgs {
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
     advertise, wait_known, upstream, window, outcomes_log, admin, admin_token_file, etcd, \
-    etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, and a [core] table.\n\n\
+    etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
+    cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca (paths relative to the \
+    file), and a [core] table.\n\n\
     --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
     file gives them; so is one of --registry and --etcd.\n\n\
     Examples:\n  \

@@ -60,28 +60,14 @@ pub(crate) fn pick(
         Select::RoundRobin => selector.round_robin(rings, Some(filter)),
         Select::Random => crate::select::random(rings, Some(filter), rng),
         Select::LeastOutstanding => {
-            let len = u64::try_from(order.len()).expect("member count fits u64");
-            if len == 0 {
-                None
+            if excluded.is_empty() {
+                let len = order.len();
+                two_choices(len, |i| order.get(i).map(|(_, id)| id), rng, &outstanding)
             } else {
-                let at = |i: u64| {
-                    order
-                        .get(usize::try_from(i).expect("an index below the length fits usize"))
-                        .map(|(_, id)| id)
-                };
-                let i = rng.below(len);
-                let a = at(i);
-                let b = if len > 1 {
-                    // A second, distinct member: draw among the others.
-                    let j = rng.below(len - 1);
-                    at(if j >= i { j + 1 } else { j })
-                } else {
-                    None
-                };
-                match (a, b) {
-                    (Some(a), Some(b)) if outstanding(b) < outstanding(a) => Some(b),
-                    (a, _) => a,
-                }
+                // A retry (rare): the two choices are drawn among the servers not tried.
+                let left: alloc::vec::Vec<NodeId> =
+                    order.ids().filter(|id| !excluded.contains(id)).collect();
+                two_choices(left.len(), |i| left.get(i).copied(), rng, &outstanding)
             }
         }
     };
@@ -89,5 +75,33 @@ pub(crate) fn pick(
         Some(id) if !excluded.contains(&id) => Some(id),
         _ if excluded.is_empty() => first,
         _ => order.ids().find(|id| !excluded.contains(id)),
+    }
+}
+
+/// Power of two choices over `len` members reached by index: two distinct members drawn
+/// uniformly, the one with fewer `outstanding` calls (the first on a tie).
+fn two_choices(
+    len: usize,
+    at: impl Fn(usize) -> Option<NodeId>,
+    rng: &mut Rng,
+    outstanding: &impl Fn(NodeId) -> u32,
+) -> Option<NodeId> {
+    let len = u64::try_from(len).expect("member count fits u64");
+    if len == 0 {
+        return None;
+    }
+    let index = |i: u64| usize::try_from(i).expect("an index below the length fits usize");
+    let i = rng.below(len);
+    let a = at(index(i));
+    let b = if len > 1 {
+        // A second, distinct member: draw among the others.
+        let j = rng.below(len - 1);
+        at(index(if j >= i { j + 1 } else { j }))
+    } else {
+        None
+    };
+    match (a, b) {
+        (Some(a), Some(b)) if outstanding(b) < outstanding(a) => Some(b),
+        (a, _) => a,
     }
 }

@@ -185,3 +185,104 @@ fn method_names_and_labels() {
     assert!(filter.matches(&metadata));
     assert_eq!(served_methods(&metadata).collect::<Vec<_>>(), ["echo"]);
 }
+
+mod picks {
+    use alloc::{format, vec::Vec};
+
+    use bytes::Bytes;
+
+    use crate::{
+        discovery::Metadata,
+        ids::NodeId,
+        ring::{RingConfig, RingMember, RingSet},
+        rng::Rng,
+        rpc::{Candidates, Select, method_label, pick},
+        select::Selector,
+    };
+
+    /// Nodes 1..=4; 1, 2 and 3 serve `echo`, 4 serves nothing.
+    fn set() -> (RingSet, crate::ring::FilterId) {
+        let mut set = RingSet::new(RingConfig::fast());
+        let filter = set.add_filter(super::servers_of("echo"));
+        for id in 1..=4u64 {
+            let mut metadata = Metadata::default();
+            if id != 4 {
+                metadata.labels.insert(
+                    method_label("echo"),
+                    super::super::METHOD_LABEL_VALUE.into(),
+                );
+            }
+            let name = format!("n{id}");
+            set.insert(RingMember::new(NodeId(id), &name), &metadata)
+                .expect("a valid member");
+        }
+        (set, filter)
+    }
+
+    fn run(select: &Select, excluded: &[NodeId], busy: &[(u64, u32)], n: usize) -> Vec<u64> {
+        let (set, filter) = set();
+        let mut selector = Selector::new();
+        let mut rng = Rng::new(7);
+        let outstanding = |id: NodeId| {
+            busy.iter()
+                .find(|(b, _)| NodeId(*b) == id)
+                .map_or(0, |&(_, n)| n)
+        };
+        (0..n)
+            .map(|_| {
+                let candidates = Candidates {
+                    rings: &set,
+                    filter,
+                };
+                pick(
+                    select,
+                    candidates,
+                    &mut selector,
+                    &mut rng,
+                    outstanding,
+                    excluded,
+                )
+                .map_or(0, |id| id.0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_mode_picks_only_servers_of_the_method_and_never_an_excluded_one() {
+        let excluded = [NodeId(2)];
+        for select in [
+            Select::Hash(Bytes::from_static(b"k")),
+            Select::RoundRobin,
+            Select::Random,
+            Select::LeastOutstanding,
+        ] {
+            for id in run(&select, &excluded, &[], 50) {
+                assert!(id == 1 || id == 3, "{select:?} picked {id}");
+            }
+        }
+        assert_eq!(run(&Select::Node(NodeId(3)), &[], &[], 2), [3, 3]);
+        assert_eq!(
+            run(&Select::Node(NodeId(4)), &[], &[], 1),
+            [0],
+            "4 serves nothing"
+        );
+        assert_eq!(run(&Select::Node(NodeId(3)), &[NodeId(3)], &[], 1), [0]);
+        assert_eq!(run(&Select::RoundRobin, &[], &[], 4), [1, 2, 3, 1]);
+    }
+
+    /// With two servers left, both are drawn every time: the idle one wins.
+    #[test]
+    fn least_outstanding_with_two_candidates_always_takes_the_idle_one() {
+        let picked = run(&Select::LeastOutstanding, &[NodeId(1)], &[(2, 5)], 40);
+        assert!(picked.iter().all(|&id| id == 3), "{picked:?}");
+        let picked = run(&Select::LeastOutstanding, &[NodeId(1)], &[(3, 1)], 40);
+        assert!(picked.iter().all(|&id| id == 2), "{picked:?}");
+    }
+
+    #[test]
+    fn the_same_key_maps_to_the_same_server() {
+        let select = Select::Hash(Bytes::from_static(b"user-42"));
+        let picked = run(&select, &[], &[], 10);
+        assert!(picked.iter().all(|&id| id == picked[0]) && picked[0] != 0);
+    }
+}

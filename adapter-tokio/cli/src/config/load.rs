@@ -76,6 +76,16 @@ pub(crate) struct LoadFile {
     pub(crate) etcd_password_file: Option<PathBuf>,
     /// `--admin-token-file` (relative to the config file's directory).
     pub(crate) admin_token_file: Option<PathBuf>,
+    /// `--cluster-key-file` (relative to the config file's directory).
+    pub(crate) cluster_key_file: Option<PathBuf>,
+    /// `--next-cluster-key-file` (relative to the config file's directory).
+    pub(crate) next_cluster_key_file: Option<PathBuf>,
+    /// `--tls-cert` (relative to the config file's directory).
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// `--tls-key` (relative to the config file's directory).
+    pub(crate) tls_key: Option<PathBuf>,
+    /// `--tls-ca` (relative to the config file's directory).
+    pub(crate) tls_ca: Option<PathBuf>,
     /// Core settings of the load node.
     pub(crate) core: Option<Config>,
 }
@@ -120,8 +130,20 @@ impl LoadOptions {
     /// A bad config file, no target or two, a missing count, rate or size, a size below 8, a
     /// zero window, a negative or non-finite wait, or a bad core config.
     pub(crate) fn resolve(args: LoadArgs, pid: u32) -> Result<LoadOptions, CliError> {
-        let keys = crate::keys::load(&args.keys)?;
-        let file: LoadFile = read_toml(args.config.as_deref())?;
+        let mut file: LoadFile = read_toml(args.config.as_deref())?;
+        let (keys, tls) = super::merge_secrets(
+            &args.keys,
+            &args.tls,
+            super::FileSecrets {
+                cluster_key_file: file.cluster_key_file.take(),
+                next_cluster_key_file: file.next_cluster_key_file.take(),
+                tls_cert: file.tls_cert.take(),
+                tls_key: file.tls_key.take(),
+                tls_ca: file.tls_ca.take(),
+            },
+            args.config.as_deref(),
+        );
+        let keys = crate::keys::load(&keys)?;
         let mut filter_labels = file.filter.unwrap_or_default();
         filter_labels.extend(args.filters);
         let target = match (args.to.or(file.to), args.hash_key.or(file.hash_key)) {
@@ -210,7 +232,7 @@ impl LoadOptions {
             },
             args.config.as_deref(),
         );
-        let transport = super::transport(args.tls.clone())?;
+        let transport = super::transport(tls)?;
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),

@@ -398,6 +398,42 @@ pub(crate) fn merge_security(
     }
 }
 
+/// The cluster key and TLS files a config file names (`cluster_key_file`,
+/// `next_cluster_key_file`, `tls_cert`, `tls_key`, `tls_ca`).
+#[derive(Debug, Default)]
+pub(crate) struct FileSecrets {
+    pub(crate) cluster_key_file: Option<PathBuf>,
+    pub(crate) next_cluster_key_file: Option<PathBuf>,
+    pub(crate) tls_cert: Option<PathBuf>,
+    pub(crate) tls_key: Option<PathBuf>,
+    pub(crate) tls_ca: Option<PathBuf>,
+}
+
+/// The key and TLS flags over the config file's (each flag overrides its file key; the
+/// file's paths are relative to its directory).
+pub(crate) fn merge_secrets(
+    keys: &crate::cli::KeyArgs,
+    tls: &crate::cli::TlsArgs,
+    file: FileSecrets,
+    config: Option<&Path>,
+) -> (crate::cli::KeyArgs, crate::cli::TlsArgs) {
+    let path = |flag: &Option<PathBuf>, file: Option<PathBuf>| {
+        flag.clone()
+            .or_else(|| file.map(|p| relative_to(config, p)))
+    };
+    (
+        crate::cli::KeyArgs {
+            cluster_key_file: path(&keys.cluster_key_file, file.cluster_key_file),
+            next_cluster_key_file: path(&keys.next_cluster_key_file, file.next_cluster_key_file),
+        },
+        crate::cli::TlsArgs {
+            tls_cert: path(&tls.tls_cert, file.tls_cert),
+            tls_key: path(&tls.tls_key, file.tls_key),
+            tls_ca: path(&tls.tls_ca, file.tls_ca),
+        },
+    )
+}
+
 /// The admin bearer token from `--admin-token-file`: the file's first line, which must be
 /// non-empty visible ASCII (it travels in a header). Read once at start; never logged.
 ///

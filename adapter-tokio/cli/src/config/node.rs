@@ -56,6 +56,16 @@ pub(crate) struct NodeFile {
     pub(crate) etcd_password_file: Option<PathBuf>,
     /// `--admin-token-file` (relative to the config file's directory).
     pub(crate) admin_token_file: Option<PathBuf>,
+    /// `--cluster-key-file` (relative to the config file's directory).
+    pub(crate) cluster_key_file: Option<PathBuf>,
+    /// `--next-cluster-key-file` (relative to the config file's directory).
+    pub(crate) next_cluster_key_file: Option<PathBuf>,
+    /// `--tls-cert` (relative to the config file's directory).
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// `--tls-key` (relative to the config file's directory).
+    pub(crate) tls_key: Option<PathBuf>,
+    /// `--tls-ca` (relative to the config file's directory).
+    pub(crate) tls_ca: Option<PathBuf>,
     /// Core settings (`message_timeout_ms`, ...).
     pub(crate) core: Option<Config>,
 }
@@ -98,8 +108,20 @@ impl NodeOptions {
     /// `advertise` (required with a wildcard `listen`), a bad label, or a core config that
     /// fails validation.
     pub(crate) fn resolve(args: NodeArgs) -> Result<NodeOptions, CliError> {
-        let keys = crate::keys::load(&args.keys)?;
-        let file: NodeFile = read_toml(args.config.as_deref())?;
+        let mut file: NodeFile = read_toml(args.config.as_deref())?;
+        let (keys, tls) = super::merge_secrets(
+            &args.keys,
+            &args.tls,
+            super::FileSecrets {
+                cluster_key_file: file.cluster_key_file.take(),
+                next_cluster_key_file: file.next_cluster_key_file.take(),
+                tls_cert: file.tls_cert.take(),
+                tls_key: file.tls_key.take(),
+                tls_ca: file.tls_ca.take(),
+            },
+            args.config.as_deref(),
+        );
+        let keys = crate::keys::load(&keys)?;
         let id = args
             .id
             .or(file.id)
@@ -129,7 +151,7 @@ impl NodeOptions {
             },
             args.config.as_deref(),
         );
-        let transport = super::transport(args.tls.clone())?;
+        let transport = super::transport(tls)?;
         let registry = registry_spec(
             args.registry.or(file.registry),
             args.etcd.etcd.or(file.etcd),
@@ -353,6 +375,45 @@ mod tests {
         args.etcd.etcd_ca = Some(dir.path().join("missing.pem"));
         let e = NodeOptions::resolve(args).expect_err("missing CA");
         assert!(e.to_string().starts_with("etcd_ca: cannot read "), "{e}");
+    }
+
+    #[test]
+    fn cluster_key_and_tls_files_in_a_config_file_are_relative_to_it() {
+        let key_a = "a1".repeat(32);
+        let key_b = "b2".repeat(32);
+        let (dir, path) = write_config(
+            "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+             registry = \"127.0.0.1:7000\"\ncluster_key_file = \"a.key\"\n\
+             next_cluster_key_file = \"b.key\"\n",
+        );
+        std::fs::write(dir.path().join("a.key"), format!("{key_a}\n")).expect("write");
+        std::fs::write(dir.path().join("b.key"), format!("{key_b}\n")).expect("write");
+        let options = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
+        let expected =
+            |hex: &str| switchboard_core::bus::handshake::ClusterKey::from_hex(hex).expect("a key");
+        assert_eq!(
+            options.core.cluster_keys,
+            vec![expected(&key_a), expected(&key_b)]
+        );
+        // A flag overrides its file key; a missing file names the key.
+        let mut args = bare_args(Some(path.clone()));
+        args.keys.cluster_key_file = Some(dir.path().join("b.key"));
+        let options = NodeOptions::resolve(args).expect("valid");
+        assert_eq!(options.core.cluster_keys[0], expected(&key_b));
+        std::fs::remove_file(dir.path().join("b.key")).expect("remove");
+        let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("missing next key");
+        assert!(
+            e.to_string()
+                .starts_with("next_cluster_key_file: cannot read "),
+            "{e}"
+        );
+        // TLS files from the file go through the same all-or-none check as the flags.
+        let (_dir, path) = write_config(
+            "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+             registry = \"127.0.0.1:7000\"\ntls_cert = \"c.pem\"\n",
+        );
+        let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("partial TLS");
+        assert!(e.to_string().starts_with("tls_"), "{e}");
     }
 
     #[test]

@@ -17,6 +17,16 @@ pub(crate) struct RegistryFile {
     pub(crate) listen: Option<SocketAddr>,
     /// `--concern` (relative to the config file).
     pub(crate) concern: Option<PathBuf>,
+    /// `--cluster-key-file` (relative to the config file's directory).
+    pub(crate) cluster_key_file: Option<PathBuf>,
+    /// `--next-cluster-key-file` (relative to the config file's directory).
+    pub(crate) next_cluster_key_file: Option<PathBuf>,
+    /// `--tls-cert` (relative to the config file's directory).
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// `--tls-key` (relative to the config file's directory).
+    pub(crate) tls_key: Option<PathBuf>,
+    /// `--tls-ca` (relative to the config file's directory).
+    pub(crate) tls_ca: Option<PathBuf>,
     /// Server tuning.
     pub(crate) server: Option<ServerFile>,
 }
@@ -57,9 +67,21 @@ impl RegistryOptions {
     ///
     /// A bad config or concern file, a missing `listen`, or a zero timeout or frame size.
     pub(crate) fn resolve(args: RegistryArgs) -> Result<RegistryOptions, CliError> {
-        let keys = crate::keys::load(&args.keys)?;
-        let file: RegistryFile = read_toml(args.config.as_deref())?;
-        let transport = super::transport(args.tls)?;
+        let mut file: RegistryFile = read_toml(args.config.as_deref())?;
+        let (keys, tls) = super::merge_secrets(
+            &args.keys,
+            &args.tls,
+            super::FileSecrets {
+                cluster_key_file: file.cluster_key_file.take(),
+                next_cluster_key_file: file.next_cluster_key_file.take(),
+                tls_cert: file.tls_cert.take(),
+                tls_key: file.tls_key.take(),
+                tls_ca: file.tls_ca.take(),
+            },
+            args.config.as_deref(),
+        );
+        let keys = crate::keys::load(&keys)?;
+        let transport = super::transport(tls)?;
         let listen = args
             .listen
             .or(file.listen)
