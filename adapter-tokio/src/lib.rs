@@ -12,6 +12,11 @@
 //! lives here: the adapter waits, calls one `handle_*`, drains `poll_output` into I/O and
 //! re-arms its timer.
 //!
+//! Calls by method ([`node::rpc`]): [`NodeHandle::serve`] publishes a method and yields its
+//! [`Requests`], each answered with [`Request::respond`]; [`NodeHandle::call`] waits for one
+//! server's reply, `Failed` (never executed) or `Unknown` (may have executed), with the
+//! core's grace, fast-fail and deadlines; [`NodeHandle::broadcast`] reports every recipient.
+//!
 //! # Example
 //!
 //! An embedded registry and two nodes on loopback: `alpha` sends to `beta` by name and gets
@@ -70,6 +75,7 @@ pub mod registry;
 pub mod target;
 pub mod transport;
 
+pub use node::rpc::{BroadcastFailure, CallFailure, Request, Requests, RespondFailure};
 pub use node::{
     CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
     RegistrySpec, SendFailure,

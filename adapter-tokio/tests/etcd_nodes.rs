@@ -300,3 +300,45 @@ async fn proxy_scale_out_under_traffic_leaves_rings_untouched_and_loses_nothing(
         within("shutdown", node.shutdown()).await.expect("running");
     }
 }
+
+/// A method served after start is republished in etcd: both discovery keys carry its label
+/// (under the lease), and a node on the same etcd calls it and gets the exact reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_method_served_at_run_time_is_republished_in_etcd_and_called() {
+    use bytes::Bytes;
+    use switchboard_core::{CallOutcome, CallSpec, rpc::method_label};
+
+    let etcd = EtcdServer::start().await;
+    let (client, _) = start(direct_on_etcd(&etcd, "/rpc/", 11, "client")).await;
+    let (server, _) = start(direct_on_etcd(&etcd, "/rpc/", 12, "server")).await;
+    wait_known(&client, &[11, 12]).await;
+    let mut requests = within("serve", server.serve("echo")).await.expect("served");
+    tokio::spawn(async move {
+        while let Some(request) = requests.recv().await {
+            let answer = request.payload().clone();
+            let _ = request.respond(answer).await;
+        }
+    });
+    let label = method_label("echo");
+    for key in ["/rpc/by_id/server-12", "/rpc/by_name/server-12"] {
+        let mut served = false;
+        for _ in 0..200 {
+            let kv = etcd.get(key).await.expect("the server's key");
+            let info = DiscoveryInfo::from_json(kv.value()).expect("libatapp JSON");
+            assert_ne!(kv.lease(), 0, "{key} is written under the lease");
+            if info.metadata.labels.get(&label).map(String::as_str) == Some("serve") {
+                served = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(served, "{key} lists the method");
+    }
+    let spec =
+        CallSpec::new("echo", Bytes::from_static(b"over etcd")).grace(Duration::from_secs(5));
+    let outcome = within("call", client.call(spec)).await.expect("accepted");
+    assert_eq!(
+        outcome,
+        CallOutcome::Reply(Bytes::from_static(b"over etcd"))
+    );
+}

@@ -49,7 +49,7 @@ pub(super) enum LeaseCommand {
     /// Publish this topology record (rewrite only the topology key).
     UpdateTopology(TopologyInfo),
     /// Publish this discovery record (rewrite both discovery keys).
-    UpdateDiscovery(DiscoveryInfo),
+    UpdateDiscovery(Box<DiscoveryInfo>),
     /// Revoke the lease and end.
     Shutdown,
 }
@@ -405,7 +405,7 @@ impl LeaseTask {
                 run.topology_due = Some(now);
             }
             Woke::Command(Some(LeaseCommand::UpdateDiscovery(info))) => {
-                self.registration.discovery = info;
+                self.registration.discovery = *info;
                 run.discovery_dirty = true;
                 run.topology_due = Some(now);
             }

@@ -8,6 +8,7 @@
 //! in the core only.
 
 mod driver;
+pub mod rpc;
 
 use std::{
     net::SocketAddr,
@@ -213,6 +214,7 @@ pub(crate) enum Command {
     Status(oneshot::Sender<Status>),
     Metrics(oneshot::Sender<Metrics>),
     Shutdown(oneshot::Sender<()>),
+    Rpc(rpc::RpcCommand),
 }
 
 /// Resolves to the outcome of one accepted message.

@@ -157,7 +157,7 @@ async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort, transport: 
                     task.drain().await
                 }
                 Some(FeedCommand::UpdateDiscovery(info)) => {
-                    task.client.update_discovery(info);
+                    task.client.update_discovery(*info);
                     task.drain().await
                 }
                 Some(FeedCommand::Shutdown(done)) => {

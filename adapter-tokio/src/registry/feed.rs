@@ -77,7 +77,7 @@ pub enum FeedCommand {
     UpdateTopology(TopologyInfo),
     /// Publish this discovery record (served methods changed); only the discovery record is
     /// rewritten.
-    UpdateDiscovery(DiscoveryInfo),
+    UpdateDiscovery(Box<DiscoveryInfo>),
     /// Unregister gracefully, then answer on the channel and end the task.
     Shutdown(oneshot::Sender<()>),
 }

@@ -58,6 +58,7 @@ pub(in crate::node) async fn start(
     let feed = start_backend(&registry, &node, &tuning, &transport)?;
 
     let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
+    let commands_weak = commands_tx.downgrade();
     let (inbox_tx, inbox_rx) = mpsc::channel(inbox_capacity);
     let (link_tx, link_events) = mpsc::channel(LINK_EVENT_CAPACITY);
     let kill_switch = Arc::new(Notify::new());
@@ -92,6 +93,8 @@ pub(in crate::node) async fn start(
         conflict: None,
         known: known_tx,
         batch: Vec::with_capacity(super::BURST),
+        rpc: super::rpc::RpcWaiters::default(),
+        commands: commands_weak,
     };
     driver.drain();
     tokio::spawn(driver.run(commands, link_events, kill_switch));
@@ -207,6 +210,7 @@ pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: 
             Command::Shutdown(done) => {
                 let _ = done.send(());
             }
+            Command::Rpc(command) => super::rpc::answer_after_stop(command),
         }
     }
 }

@@ -23,6 +23,7 @@
 mod accounting;
 mod lifecycle;
 mod links;
+mod rpc;
 
 pub(super) use lifecycle::start;
 
@@ -91,6 +92,11 @@ struct Driver {
     known: watch::Sender<Known>,
     /// Commands taken from the queue at once; after a shutdown, those that came after it.
     batch: Vec<Command>,
+    /// The futures and streams waiting on RPC outputs.
+    rpc: rpc::RpcWaiters,
+    /// The command queue, for the requests handed to served methods (weak: the node stops
+    /// when every handle is gone).
+    commands: mpsc::WeakSender<Command>,
 }
 
 /// Who waits for an accepted message's outcome.
@@ -336,6 +342,7 @@ impl Driver {
                 // Handled by the loop; unreachable here, answered anyway.
                 let _ = done.send(());
             }
+            Command::Rpc(command) => self.on_rpc_command(now, command),
         }
     }
 
@@ -502,6 +509,7 @@ impl Driver {
                     }
                 }
                 Output::Event(event) => self.on_event(&event),
+                Output::Rpc(output) => self.on_rpc_output(output),
                 other => debug!(?other, "unhandled node output"),
             }
         }

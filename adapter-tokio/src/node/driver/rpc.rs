@@ -1,0 +1,174 @@
+//! The driver's side of RPC: it hands `RpcCommand`s to the core and routes the core's
+//! `Output::Rpc` to the waiting futures and the served methods' streams. No decision is
+//! made here (the core picks servers, keeps the grace, fast-fails and dedups).
+
+use std::collections::HashMap;
+
+use switchboard_core::{
+    BroadcastDone, BroadcastId, CallId, CallOutcome, RpcOutput, node::SendError,
+    registry::RegistryEvent, time::Instant,
+};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, warn};
+
+use super::Driver;
+use crate::{
+    node::rpc::{Request, RpcCommand},
+    registry::FeedCommand,
+};
+
+/// Who waits for what.
+#[derive(Debug, Default)]
+pub(super) struct RpcWaiters {
+    calls: HashMap<CallId, oneshot::Sender<CallOutcome>>,
+    broadcasts: HashMap<BroadcastId, oneshot::Sender<Result<BroadcastDone, SendError>>>,
+    /// The stream of each served method.
+    served: HashMap<String, mpsc::UnboundedSender<Request>>,
+}
+
+impl Driver {
+    pub(super) fn on_rpc_command(&mut self, now: Instant, command: RpcCommand) {
+        match command {
+            RpcCommand::Call {
+                spec,
+                accepted,
+                done,
+            } => {
+                // Withdrawn before the node looked at it: nothing is sent.
+                if accepted.is_closed() {
+                    return;
+                }
+                match self.node.call(now, spec) {
+                    Ok(call) => {
+                        self.rpc.calls.insert(call, done);
+                        if accepted.send(Ok(call)).is_err() {
+                            self.node.cancel(now, call);
+                        }
+                    }
+                    Err(refused) => {
+                        let _ = accepted.send(Err(refused));
+                    }
+                }
+            }
+            RpcCommand::Cancel(call) => {
+                self.node.cancel(now, call);
+            }
+            RpcCommand::Serve {
+                method,
+                requests,
+                done,
+            } => match self.node.serve(now, &method) {
+                Ok(_) => {
+                    // A newer stream replaces an older one (which then ends).
+                    self.rpc.served.insert(method, requests);
+                    let _ = done.send(Ok(()));
+                }
+                Err(refused) => {
+                    let _ = done.send(Err(refused));
+                }
+            },
+            RpcCommand::Unserve { method, requests } => {
+                let current = self
+                    .rpc
+                    .served
+                    .get(&method)
+                    .is_some_and(|tx| tx.same_channel(&requests));
+                if current {
+                    self.rpc.served.remove(&method);
+                    self.node.unserve(now, &method);
+                }
+            }
+            RpcCommand::Reply {
+                request,
+                payload,
+                done,
+            } => {
+                let _ = done.send(self.node.reply(now, request, payload));
+            }
+            RpcCommand::Broadcast { spec, done } => match self.node.broadcast(now, spec) {
+                Ok(id) => {
+                    self.rpc.broadcasts.insert(id, done);
+                }
+                Err(refused) => {
+                    let _ = done.send(Err(refused));
+                }
+            },
+        }
+    }
+
+    pub(super) fn on_rpc_output(&mut self, output: RpcOutput) {
+        match output {
+            RpcOutput::Request(request) => {
+                let now = self.clock.now();
+                let remaining = request.deadline.saturating_duration_since(now);
+                let method = request.method.clone();
+                // Every handle gone means the node is stopping: nobody could answer.
+                let commands = self.commands.upgrade();
+                let handed = self.rpc.served.get(&method).is_some_and(|tx| {
+                    commands.is_some_and(|commands| {
+                        tx.send(Request::new(request, remaining, commands)).is_ok()
+                    })
+                });
+                if !handed {
+                    // The stream was dropped and its unserve command lost: unserve now. This
+                    // request gets no answer (its caller's deadline ends it).
+                    debug!(%method, "request for a method no stream serves any more");
+                    self.rpc.served.remove(&method);
+                    self.node.unserve(now, &method);
+                }
+            }
+            RpcOutput::RequestCancelled { request } => {
+                debug!(?request, "the caller gave up a request");
+            }
+            RpcOutput::CallDone { call, outcome } => {
+                if let Some(done) = self.rpc.calls.remove(&call) {
+                    let _ = done.send(outcome);
+                }
+            }
+            RpcOutput::BroadcastDone(report) => {
+                if let Some(done) = self.rpc.broadcasts.remove(&report.broadcast) {
+                    let _ = done.send(Ok(report));
+                }
+            }
+            RpcOutput::Republish => self.republish(),
+            other => debug!(?other, "unhandled RPC output"),
+        }
+    }
+
+    /// Publishes the node's discovery record again (its served methods changed).
+    fn republish(&mut self) {
+        let info = self.node.discovery_info();
+        match &self.feed {
+            Some(feed) => {
+                if let Err(e) = feed
+                    .commands
+                    .try_send(FeedCommand::UpdateDiscovery(Box::new(info)))
+                {
+                    warn!(error = %e, "registry backend did not take the discovery update");
+                }
+            }
+            None => {
+                let now = self.clock.now();
+                self.node
+                    .handle_registry(now, RegistryEvent::DiscoveryPut(info));
+            }
+        }
+    }
+}
+
+/// After a graceful stop: RPC commands still queued are answered as refused or dropped, so
+/// no caller waits on a dropped driver.
+pub(super) fn answer_after_stop(command: RpcCommand) {
+    match command {
+        RpcCommand::Call { accepted, .. } => {
+            let _ = accepted.send(Err(switchboard_core::CallError::Shutdown));
+        }
+        RpcCommand::Serve { done, .. } | RpcCommand::Reply { done, .. } => {
+            drop(done);
+        }
+        RpcCommand::Broadcast { done, .. } => {
+            let _ = done.send(Err(SendError::Shutdown));
+        }
+        RpcCommand::Cancel(_) | RpcCommand::Unserve { .. } => {}
+    }
+}

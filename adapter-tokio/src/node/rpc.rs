@@ -1,0 +1,324 @@
+//! Calls by method, serving and broadcast on tokio: [`NodeHandle::call`],
+//! [`NodeHandle::serve`] (a [`Requests`] stream, each [`Request`] answered with
+//! [`Request::respond`]) and [`NodeHandle::broadcast`]. The core decides everything (which
+//! server, grace, fast-fail, deadlines, exactly-once); the driver only routes its
+//! `Output::Rpc` to the futures and streams here (ARCHITECTURE §11).
+
+use std::{
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use bytes::Bytes;
+use switchboard_core::{
+    BroadcastDone, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec, ReplyError, RequestId,
+    ids::NodeId, node::SendError,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Command, NodeHandle, Stopped};
+
+/// RPC commands from handles to the driver.
+#[derive(Debug)]
+pub(crate) enum RpcCommand {
+    Call {
+        spec: CallSpec,
+        accepted: oneshot::Sender<Result<CallId, CallError>>,
+        done: oneshot::Sender<CallOutcome>,
+    },
+    Cancel(CallId),
+    Serve {
+        method: String,
+        requests: mpsc::UnboundedSender<Request>,
+        done: oneshot::Sender<Result<(), ReplyError>>,
+    },
+    Unserve {
+        method: String,
+        /// Only this stream's registration is removed (a newer `serve` of the same method
+        /// replaced it otherwise).
+        requests: mpsc::UnboundedSender<Request>,
+    },
+    Reply {
+        request: RequestId,
+        payload: Bytes,
+        done: oneshot::Sender<Result<(), ReplyError>>,
+    },
+    Broadcast {
+        spec: BroadcastSpec,
+        done: oneshot::Sender<Result<BroadcastDone, SendError>>,
+    },
+}
+
+/// Why a call has no outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallFailure {
+    /// The core refused the call (bad method name, ...); nothing was sent.
+    #[error(transparent)]
+    Refused(#[from] CallError),
+    /// The node's driver stopped before the call ended.
+    #[error("the node is stopped")]
+    Stopped,
+}
+
+/// Why a broadcast has no report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BroadcastFailure {
+    /// The core refused the broadcast; nothing was sent.
+    #[error(transparent)]
+    Refused(#[from] SendError),
+    /// The node's driver stopped before every recipient had an outcome.
+    #[error("the node is stopped")]
+    Stopped,
+}
+
+/// Why an answer was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RespondFailure {
+    /// The core no longer waits for it (the caller cancelled, its deadline passed, or the
+    /// request was answered already).
+    #[error(transparent)]
+    Refused(#[from] ReplyError),
+    /// The node's driver has stopped.
+    #[error("the node is stopped")]
+    Stopped,
+}
+
+/// One request for a method this node serves. Answer it with [`respond`](Self::respond); a
+/// request dropped unanswered gets no reply (its caller's call ends at its deadline,
+/// `Unknown(Timeout)`).
+#[derive(Debug)]
+pub struct Request {
+    id: RequestId,
+    from: NodeId,
+    method: String,
+    payload: Bytes,
+    remaining: std::time::Duration,
+    commands: mpsc::Sender<Command>,
+}
+
+impl Request {
+    pub(crate) fn new(
+        request: switchboard_core::IncomingRequest,
+        remaining: std::time::Duration,
+        commands: mpsc::Sender<Command>,
+    ) -> Request {
+        Request {
+            id: request.request,
+            from: request.from,
+            method: request.method,
+            payload: request.payload,
+            remaining,
+            commands,
+        }
+    }
+
+    /// The core's id of this request.
+    #[must_use]
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// The calling node.
+    #[must_use]
+    pub fn from(&self) -> NodeId {
+        self.from
+    }
+
+    /// The method called.
+    #[must_use]
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The request's payload.
+    #[must_use]
+    pub fn payload(&self) -> &Bytes {
+        &self.payload
+    }
+
+    /// The time the caller still waits, as it was when the request reached this node: an
+    /// answer later than this is dropped.
+    #[must_use]
+    pub fn remaining(&self) -> std::time::Duration {
+        self.remaining
+    }
+
+    /// Answers the request (application errors travel inside `payload`).
+    ///
+    /// # Errors
+    ///
+    /// The core no longer takes an answer (cancelled, expired, answered), or the node
+    /// stopped.
+    pub async fn respond(self, payload: Bytes) -> Result<(), RespondFailure> {
+        let (done, rx) = oneshot::channel();
+        let command = Command::Rpc(RpcCommand::Reply {
+            request: self.id,
+            payload,
+            done,
+        });
+        self.commands
+            .send(command)
+            .await
+            .map_err(|_| RespondFailure::Stopped)?;
+        rx.await
+            .map_err(|_| RespondFailure::Stopped)?
+            .map_err(RespondFailure::Refused)
+    }
+}
+
+/// The requests for one served method, in arrival order (a [`futures_core::Stream`], or
+/// [`recv`](Self::recv)). Dropping it stops serving the method: the node's record is
+/// published without it, and callers pick other servers.
+#[derive(Debug)]
+pub struct Requests {
+    method: String,
+    rx: mpsc::UnboundedReceiver<Request>,
+    /// The sending half the driver holds, to name this registration when unserving.
+    tx: mpsc::UnboundedSender<Request>,
+    commands: mpsc::Sender<Command>,
+}
+
+impl Requests {
+    /// The method served.
+    #[must_use]
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The next request; `None` once the node stopped.
+    pub async fn recv(&mut self) -> Option<Request> {
+        self.rx.recv().await
+    }
+}
+
+impl futures_core::Stream for Requests {
+    type Item = Request;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Request>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for Requests {
+    fn drop(&mut self) {
+        // Best effort: with the command queue full or the node stopped, the driver still
+        // unserves on the first request it cannot hand over.
+        let _ = self.commands.try_send(Command::Rpc(RpcCommand::Unserve {
+            method: std::mem::take(&mut self.method),
+            requests: self.tx.clone(),
+        }));
+    }
+}
+
+/// Cancels an accepted call whose future is dropped before its outcome.
+struct CancelOnDrop<'a> {
+    call: Option<CallId>,
+    commands: &'a mpsc::Sender<Command>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(call) = self.call {
+            let _ = self
+                .commands
+                .try_send(Command::Rpc(RpcCommand::Cancel(call)));
+        }
+    }
+}
+
+impl NodeHandle {
+    /// Calls `spec.method` on one of the nodes serving it (picked by `spec.select`) and
+    /// waits for the outcome: `Reply(bytes)`, `Failed(reason)` (never executed: e.g.
+    /// `NotAvailable` when no server appeared within the grace) or `Unknown(reason)` (may
+    /// have executed: e.g. `TargetGone` when the server died with the request).
+    ///
+    /// **Cancellation:** dropping the future cancels the call (`Node::cancel`): a request
+    /// not yet sent never is, one already sent is answered into the void.
+    ///
+    /// # Errors
+    ///
+    /// The core refused the call (nothing was sent), or the node stopped.
+    pub async fn call(&self, spec: CallSpec) -> Result<CallOutcome, CallFailure> {
+        let (accepted, accepted_rx) = oneshot::channel();
+        let (done, done_rx) = oneshot::channel();
+        self.commands
+            .send(Command::Rpc(RpcCommand::Call {
+                spec,
+                accepted,
+                done,
+            }))
+            .await
+            .map_err(|_| CallFailure::Stopped)?;
+        let mut guard = CancelOnDrop {
+            call: None,
+            commands: &self.commands,
+        };
+        guard.call = Some(
+            accepted_rx
+                .await
+                .map_err(|_| CallFailure::Stopped)?
+                .map_err(CallFailure::Refused)?,
+        );
+        let outcome = done_rx.await.map_err(|_| CallFailure::Stopped);
+        guard.call = None;
+        outcome
+    }
+
+    /// Serves `method`: the node's discovery record lists it from now on (republished on
+    /// the registry), and its requests arrive on the returned stream. Serving a method again
+    /// replaces the earlier stream (which then ends).
+    ///
+    /// # Errors
+    ///
+    /// The method name is invalid ([`ReplyError::InvalidMethod`]), or the node stopped.
+    pub async fn serve(&self, method: &str) -> Result<Requests, RespondFailure> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (done, done_rx) = oneshot::channel();
+        self.commands
+            .send(Command::Rpc(RpcCommand::Serve {
+                method: method.to_owned(),
+                requests: tx.clone(),
+                done,
+            }))
+            .await
+            .map_err(|_| RespondFailure::Stopped)?;
+        done_rx
+            .await
+            .map_err(|_| RespondFailure::Stopped)?
+            .map_err(RespondFailure::Refused)?;
+        Ok(Requests {
+            method: method.to_owned(),
+            rx,
+            tx,
+            commands: self.commands.clone(),
+        })
+    }
+
+    /// Sends one message to every node matching `spec.filter` (every known node without
+    /// one) at this moment, each on its own acknowledged stream, and waits until each
+    /// recipient has an outcome: the report lists who got it, who provably did not, and
+    /// whose outcome is unknown.
+    ///
+    /// # Errors
+    ///
+    /// The core refused the broadcast, or the node stopped.
+    pub async fn broadcast(&self, spec: BroadcastSpec) -> Result<BroadcastDone, BroadcastFailure> {
+        let (done, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Rpc(RpcCommand::Broadcast { spec, done }))
+            .await
+            .map_err(|_| BroadcastFailure::Stopped)?;
+        rx.await
+            .map_err(|_| BroadcastFailure::Stopped)?
+            .map_err(BroadcastFailure::Refused)
+    }
+}
+
+impl From<Stopped> for CallFailure {
+    fn from(_: Stopped) -> CallFailure {
+        CallFailure::Stopped
+    }
+}
