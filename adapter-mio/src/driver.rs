@@ -420,6 +420,8 @@ impl MioNode {
                 self.app.push_back(AppEvent::Outcome { msg, outcome });
             }
             Output::Event(event) => self.app.push_back(AppEvent::Node(event)),
+            Output::Rpc(switchboard_core::RpcOutput::Republish) => self.republish(now),
+            Output::Rpc(output) => self.app.push_back(AppEvent::Rpc(output)),
             _ => {}
         }
     }

@@ -143,6 +143,7 @@ pub mod clock;
 mod conn;
 mod driver;
 mod node;
+mod rpc;
 mod tokens;
 
 pub use conn::MAX_OUT_BUFFER;

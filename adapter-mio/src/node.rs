@@ -20,6 +20,7 @@ use std::{
 use bytes::Bytes;
 use mio::{Events, Interest, Poll, Registry, Token, net::TcpListener};
 use switchboard_core::{
+    RpcOutput,
     bus::handshake::NonceEntropy,
     config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
@@ -67,6 +68,10 @@ pub enum AppEvent {
     Node(Event),
     /// A registry client event (registered, refused, disconnected, protocol error).
     Registry(ClientEvent),
+    /// An RPC event: a request for a served method (answer with [`MioNode::reply`]), a
+    /// cancelled request, a call's outcome, a broadcast's report. (The core's `Republish` is
+    /// handled by the node: its record is published again on the registry.)
+    Rpc(RpcOutput),
 }
 
 /// Why [`MioNode::bind`] failed.

@@ -1,6 +1,7 @@
 //! A MioNode and a tokio node on one embedded registry (run by switchboard-tokio on a
 //! background runtime): exact payloads both ways, in order, each with `Delivered`; and a
-//! graceful shutdown seen from the tokio side.
+//! graceful shutdown seen from the tokio side; calls by method both ways (a mio server
+//! answers a tokio caller, a tokio server answers a mio caller).
 
 mod support;
 
@@ -174,4 +175,78 @@ fn graceful_shutdown_fails_queued_messages_and_the_tokio_peer_sees_the_node_leav
         tokio_node.known()
     );
     assert_eq!(tokio_node.known().discovery.len(), 1);
+}
+
+#[test]
+fn a_mio_server_answers_a_tokio_caller_and_a_tokio_server_a_mio_caller() {
+    use bytes::Bytes;
+    use switchboard_core::{CallOutcome, CallSpec, RpcOutput};
+
+    let world = World::start();
+    let (tokio_node, _inbox) = start_tokio(&world, 1, "tokio-1");
+    let mut mio = mio_node(Some(world.addr()), 2, "mio-2", direct);
+    assert_eq!(mio.node.serve("mio.echo"), Ok(true));
+    let mut served = world
+        .rt
+        .block_on(tokio_node.serve("tokio.echo"))
+        .expect("the tokio node serves");
+    world.rt.spawn(async move {
+        while let Some(request) = served.recv().await {
+            let mut answer = b"tokio:".to_vec();
+            answer.extend_from_slice(request.payload());
+            let _ = request.respond(Bytes::from(answer)).await;
+        }
+    });
+    pump_until("the mio node learns both nodes", &mut [&mut mio], |p| {
+        p[0].knows(&[1, 2])
+    });
+
+    // tokio → mio: the mio application answers the request it polls.
+    let caller = tokio_node.clone();
+    let call = world.rt.spawn(async move {
+        let spec =
+            CallSpec::new("mio.echo", Bytes::from_static(b"ping")).grace(Duration::from_secs(5));
+        tokio::time::timeout(STEP, caller.call(spec)).await
+    });
+    pump_until("the mio node gets the request", &mut [&mut mio], |p| {
+        p[0].rpc.iter().any(|o| matches!(o, RpcOutput::Request(_)))
+    });
+    let Some(RpcOutput::Request(request)) = mio.rpc.pop() else {
+        panic!("not a request: {:?}", mio.rpc);
+    };
+    assert_eq!(request.method, "mio.echo");
+    assert_eq!(request.from, NodeId(1));
+    assert_eq!(request.payload, Bytes::from_static(b"ping"));
+    let mut answer = b"mio:".to_vec();
+    answer.extend_from_slice(&request.payload);
+    mio.node
+        .reply(request.request, Bytes::from(answer))
+        .expect("the answer is taken");
+    pump_until("the tokio call ends", &mut [&mut mio], |_| {
+        call.is_finished()
+    });
+    let outcome = world
+        .rt
+        .block_on(call)
+        .expect("no panic")
+        .expect("in time")
+        .expect("accepted");
+    assert_eq!(outcome, CallOutcome::Reply(Bytes::from_static(b"mio:ping")));
+
+    // mio → tokio.
+    let spec =
+        CallSpec::new("tokio.echo", Bytes::from_static(b"pong")).grace(Duration::from_secs(5));
+    let id = mio.node.call(spec).expect("accepted");
+    pump_until("the mio call ends", &mut [&mut mio], |p| {
+        p[0].rpc
+            .iter()
+            .any(|o| matches!(o, RpcOutput::CallDone { .. }))
+    });
+    assert_eq!(
+        mio.rpc.pop(),
+        Some(RpcOutput::CallDone {
+            call: id,
+            outcome: CallOutcome::Reply(Bytes::from_static(b"tokio:pong")),
+        })
+    );
 }

@@ -114,6 +114,8 @@ pub(crate) struct Peer {
     pub(crate) outcomes: Vec<(MsgId, Outcome)>,
     pub(crate) node_events: Vec<Event>,
     pub(crate) registry_events: Vec<ClientEvent>,
+    /// RPC events (requests, call outcomes, broadcast reports), in order.
+    pub(crate) rpc: Vec<switchboard_core::RpcOutput>,
 }
 
 impl Peer {
@@ -124,6 +126,7 @@ impl Peer {
             outcomes: Vec::new(),
             node_events: Vec::new(),
             registry_events: Vec::new(),
+            rpc: Vec::new(),
         }
     }
 
@@ -146,6 +149,7 @@ impl Peer {
                 AppEvent::Outcome { msg, outcome } => self.outcomes.push((msg, outcome)),
                 AppEvent::Node(event) => self.node_events.push(event),
                 AppEvent::Registry(event) => self.registry_events.push(event),
+                AppEvent::Rpc(output) => self.rpc.push(output),
                 other => panic!("unexpected event {other:?}"),
             }
         }
