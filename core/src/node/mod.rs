@@ -401,8 +401,12 @@ impl Node {
     /// (`node/rpc.rs`) and never reach the driver as `Received` or `Outcome`. An output not acted on is lost: a `Transmit` dropped on the floor is a
     /// message the peer never sees.
     #[must_use]
+    #[inline]
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.absorb_rpc();
+        // Each output is looked at once: a drain pays one scan, not a call per output.
+        if self.rpc.absorbed < self.out.len() {
+            self.absorb_rpc();
+        }
         let output = self.out.pop_front()?;
         self.rpc.absorbed = self.rpc.absorbed.saturating_sub(1);
         Some(output)

@@ -36,11 +36,25 @@ impl Node {
     /// Takes the RPC layer's outputs out of the queue (deliveries of RPC messages, outcomes
     /// of its messages) and reads the evidence of death, from where it stopped last time.
     pub(super) fn absorb_rpc(&mut self) {
-        while self.rpc.absorbed < self.out.len() {
-            let at = self.rpc.absorbed;
-            let ours = match &self.out[at] {
-                Output::Received { msg_type, .. } => *msg_type == RPC_MSG_TYPE,
-                Output::Outcome { msg, .. } => self.rpc.messages.contains(msg),
+        loop {
+            // Skip to the next output the RPC layer takes (one tight pass over the rest).
+            let messages = &self.rpc.messages;
+            let next = self
+                .out
+                .range(self.rpc.absorbed..)
+                .position(|output| match output {
+                    Output::Received { msg_type, .. } => *msg_type == RPC_MSG_TYPE,
+                    Output::Outcome { msg, .. } => !messages.is_empty() && messages.contains(msg),
+                    Output::Event(Event::PeerDead { .. } | Event::PeerRestarted { .. }) => true,
+                    _ => false,
+                });
+            let Some(offset) = next else {
+                self.rpc.absorbed = self.out.len();
+                return;
+            };
+            let at = self.rpc.absorbed + offset;
+            self.rpc.absorbed = at;
+            match &self.out[at] {
                 Output::Event(Event::PeerDead {
                     peer,
                     incarnation,
@@ -49,24 +63,19 @@ impl Node {
                     let (peer, incarnation, evidence) = (*peer, *incarnation, *evidence);
                     self.rpc.absorbed += 1;
                     self.server_dead(peer, incarnation, evidence);
-                    continue;
                 }
                 Output::Event(Event::PeerRestarted { peer, incarnation }) => {
                     let (peer, incarnation) = (*peer, *incarnation);
                     self.rpc.absorbed += 1;
                     self.server_restarted(peer, incarnation);
-                    continue;
                 }
-                _ => false,
-            };
-            if !ours {
-                self.rpc.absorbed += 1;
-                continue;
-            }
-            match self.out.remove(at) {
-                Some(Output::Received { from, payload, .. }) => self.rpc_received(from, &payload),
-                Some(Output::Outcome { msg, outcome }) => self.rpc_message_ended(msg, outcome),
-                _ => {}
+                _ => match self.out.remove(at) {
+                    Some(Output::Received { from, payload, .. }) => {
+                        self.rpc_received(from, &payload);
+                    }
+                    Some(Output::Outcome { msg, outcome }) => self.rpc_message_ended(msg, outcome),
+                    _ => {}
+                },
             }
         }
     }
