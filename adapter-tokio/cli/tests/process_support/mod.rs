@@ -7,7 +7,8 @@
 //! process outlives its test, and every wait here is bounded.
 //!
 //! [`cluster`] starts registries and nodes with the CLI's flags and parses their ready lines;
-//! [`load`] runs `switchboard load` and checks its summary; [`http`] reads `/metrics` and
+//! [`load`] runs `switchboard load` and checks its summary; [`rpc_chaos`] is happy-server's
+//! chaos matrix (calls, loads by method, broadcasts); [`http`] reads `/metrics` and
 //! `/status` from a node's admin port; [`scenario`] is the proxy-and-two-leaves cluster every
 //! test starts from; [`figures`] measures outcome times from a load's outcomes log against
 //! the test's own instants; [`etcd`] runs a private etcd.
@@ -25,6 +26,7 @@ pub mod etcd;
 pub mod figures;
 pub mod http;
 pub mod load;
+pub mod rpc_chaos;
 pub mod scenario;
 
 use std::{
@@ -44,10 +46,34 @@ const STDERR_TAIL_LINES: usize = 60;
 /// How often bounded waits re-check their condition.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(25);
 
-/// The `switchboard` binary cargo built for these tests.
+/// The `switchboard` binary, once chosen (see [`switchboard_bin`]).
+static SWITCHBOARD_BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The `switchboard` binary: the one cargo built for these tests; where this harness is
+/// compiled outside the CLI's tests (the `rpc-chaos-report` bin includes it by path), the
+/// one given to [`set_switchboard_bin`].
+///
+/// # Panics
+///
+/// Outside the CLI's tests, with none given.
 #[must_use]
 pub fn switchboard_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_switchboard")
+    SWITCHBOARD_BIN.get_or_init(|| match option_env!("CARGO_BIN_EXE_switchboard") {
+        Some(path) => path.to_owned(),
+        None => panic!("outside the CLI's tests, set_switchboard_bin names the binary first"),
+    })
+}
+
+/// Names the `switchboard` binary to run, before the first process starts (for a bin that
+/// includes this harness; the CLI's tests use the one cargo built).
+///
+/// # Panics
+///
+/// A binary was already chosen.
+pub fn set_switchboard_bin(path: String) {
+    SWITCHBOARD_BIN
+        .set(path)
+        .expect("the switchboard binary is chosen once, before any process starts");
 }
 
 /// One running `switchboard` process.

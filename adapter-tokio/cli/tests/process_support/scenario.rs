@@ -2,10 +2,7 @@
 //! leaves under it (ids 101 and 102), each node with an admin port; and the load runs that
 //! send to leaf A.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{path::PathBuf, time::Duration};
 
 use super::{
     cluster::{ANY_PORT, Node, NodeSpec, Registry, start_node, start_registry},
@@ -60,7 +57,10 @@ role = [\"proxy\"]
 /// The file cannot be written.
 #[must_use]
 pub fn load_through_proxy_config() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    // Outside the CLI's tests (the report bins include this harness) cargo sets no
+    // CARGO_TARGET_TMPDIR: the system's temporary directory then.
+    let dir = option_env!("CARGO_TARGET_TMPDIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = dir.as_path();
     let path = dir.join("load-through-proxy.toml");
     let staging = dir.join(format!("load-through-proxy.toml.{}", std::process::id()));
     std::fs::write(&staging, LOAD_THROUGH_PROXY_TOML)
