@@ -1,0 +1,281 @@
+//! `rpc-chaos-report`: happy-server's RPC chaos matrix on real `switchboard` processes, as one
+//! JSON line, each figure next to happy's (`reference/happy-spec.md` §3).
+//!
+//! Run `cargo run --release -p switchboard-benches --bin rpc-chaos-report` (about 1.5 min).
+//! It runs the scenarios of `adapter-tokio/cli/tests/process_support/rpc_chaos/` — the same
+//! code the process test `process_rpc_chaos` runs, included here by path — against the
+//! release `switchboard` binary: the one `SWITCHBOARD_BIN` names, else the one it builds first
+//! with `cargo build --release -p switchboard --bin switchboard` (the cargo that runs it, the
+//! same target directory; the path comes from cargo's artifact message).
+//!
+//! Progress and each scenario's failure (with the processes' stderr tails) go to stderr;
+//! stdout is one JSON object: `kill_mid_call_ms`, `storm_replied_ratio`,
+//! `storm_wrongly_failed`, `storm_calls`, `brief_disconnect_ms`, `long_disconnect_error_ms`
+//! (signed, from the grace deadline), `half_open_ms`, `clean_exit_ms`,
+//! `register_race_replied` (of 70), `high_concurrency_replied` (of 250),
+//! `high_concurrency_runtime_s`, `broadcast_exact`, `steady_replied` (of 70),
+//! `rolling_replied` / `rolling_unknown` / `rolling_calls`, each with its `happy_*` figure
+//! where happy has one and its `target_*` where the issue sets one; `failed_scenarios` lists
+//! the scenarios that did not run to the end (their figures are `null`); `runtime_s`. Exit 1
+//! when a scenario failed.
+
+#[path = "../../../adapter-tokio/cli/tests/process_support/mod.rs"]
+mod process_support;
+
+use std::{
+    io::BufRead,
+    panic::{AssertUnwindSafe, catch_unwind},
+    path::PathBuf,
+    process::{Command, ExitCode, Stdio},
+    time::Instant,
+};
+
+use process_support::rpc_chaos::{self, happy, target};
+use serde_json::{Map, Value, json};
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    let bin = match switchboard_binary() {
+        Ok(bin) => bin,
+        Err(e) => {
+            eprintln!("rpc-chaos-report: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("rpc-chaos-report: running {bin}");
+    process_support::set_switchboard_bin(bin);
+    let scratch = match tempfile::tempdir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("rpc-chaos-report: cannot create a scratch directory: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = Map::new();
+    let mut failed = Vec::new();
+    put(&mut out, "steady_replied", Value::Null);
+    scenario(&mut out, &mut failed, "steady_state", |out| {
+        let steady = rpc_chaos::steady_state();
+        put(
+            out,
+            "steady_replied",
+            json!(steady.parallel_replied + steady.sequential_replied),
+        );
+    });
+    figure(
+        &mut out,
+        "kill_mid_call_ms",
+        json!(happy::KILL_MID_CALL_MS),
+        Some(target::KILL_MID_CALL_MS),
+    );
+    scenario(&mut out, &mut failed, "kill_mid_call", |out| {
+        put(out, "kill_mid_call_ms", ms(rpc_chaos::kill_mid_call()));
+    });
+    figure(
+        &mut out,
+        "brief_disconnect_ms",
+        json!(happy::BRIEF_DISCONNECT_MS),
+        Some(target::BRIEF_DISCONNECT_MS),
+    );
+    scenario(&mut out, &mut failed, "brief_disconnect", |out| {
+        put(
+            out,
+            "brief_disconnect_ms",
+            ms(rpc_chaos::brief_disconnect()),
+        );
+    });
+    figure(
+        &mut out,
+        "long_disconnect_error_ms",
+        json!(happy::LONG_DISCONNECT_ERROR_MS),
+        Some(target::LONG_DISCONNECT_ERROR_MS),
+    );
+    put(
+        &mut out,
+        "long_disconnect_grace_ms",
+        json!(rpc_chaos::LONG_DISCONNECT_GRACE_MS),
+    );
+    scenario(&mut out, &mut failed, "long_disconnect", |out| {
+        put(
+            out,
+            "long_disconnect_error_ms",
+            ms(rpc_chaos::long_disconnect()),
+        );
+    });
+    figure(
+        &mut out,
+        "half_open_ms",
+        json!(happy::HALF_OPEN_MS),
+        Some(target::HALF_OPEN_MS),
+    );
+    scenario(&mut out, &mut failed, "half_open", |out| {
+        put(out, "half_open_ms", ms(rpc_chaos::half_open()));
+    });
+    figure(
+        &mut out,
+        "clean_exit_ms",
+        json!(happy::CLEAN_EXIT_MS),
+        Some(target::CLEAN_EXIT_MS),
+    );
+    scenario(&mut out, &mut failed, "clean_exit", |out| {
+        put(out, "clean_exit_ms", ms(rpc_chaos::clean_exit()));
+    });
+    figure(
+        &mut out,
+        "register_race_replied",
+        json!(happy::REGISTER_RACE_REPLIED),
+        None,
+    );
+    scenario(&mut out, &mut failed, "registration_race", |out| {
+        let (replied, _) = rpc_chaos::registration_race();
+        put(out, "register_race_replied", json!(replied));
+    });
+    figure(
+        &mut out,
+        "storm_replied_ratio",
+        json!(happy::STORM_REPLIED_RATIO),
+        Some(target::STORM_REPLIED_RATIO),
+    );
+    put(
+        &mut out,
+        "happy_storm_wrongly_failed",
+        json!(happy::STORM_WRONGLY_FAILED),
+    );
+    for key in ["storm_wrongly_failed", "storm_calls", "storm_unknown"] {
+        put(&mut out, key, Value::Null);
+    }
+    scenario(&mut out, &mut failed, "reconnect_storm", |out| {
+        let storm = rpc_chaos::reconnect_storm(scratch.path());
+        put(out, "storm_replied_ratio", json!(storm.replied_ratio));
+        put(out, "storm_wrongly_failed", json!(storm.wrongly_failed));
+        put(out, "storm_calls", json!(storm.calls));
+        put(out, "storm_unknown", json!(storm.unknown));
+    });
+    put(&mut out, "high_concurrency_replied", Value::Null);
+    put(
+        &mut out,
+        "happy_high_concurrency_replied",
+        json!(happy::HIGH_CONCURRENCY_REPLIED),
+    );
+    put(&mut out, "high_concurrency_runtime_s", Value::Null);
+    scenario(&mut out, &mut failed, "high_concurrency", |out| {
+        let (replied, secs) = rpc_chaos::high_concurrency();
+        put(out, "high_concurrency_replied", json!(replied));
+        put(out, "high_concurrency_runtime_s", ms(secs));
+    });
+    put(&mut out, "broadcast_exact", Value::Null);
+    put(
+        &mut out,
+        "happy_broadcast_exact",
+        json!(happy::BROADCAST_EXACT),
+    );
+    scenario(&mut out, &mut failed, "broadcast_while_killed", |out| {
+        let run = rpc_chaos::broadcast_while_killed();
+        if let Err(why) = run.exact() {
+            eprintln!("rpc-chaos-report: broadcast not exact: {why}");
+        }
+        put(out, "broadcast_exact", json!(run.exact().is_ok()));
+    });
+    for key in ["rolling_calls", "rolling_replied", "rolling_unknown"] {
+        put(&mut out, key, Value::Null);
+    }
+    scenario(&mut out, &mut failed, "rolling_proxy_restart", |out| {
+        let rolling = rpc_chaos::rolling_proxy_restart(scratch.path());
+        put(out, "rolling_calls", json!(rolling.calls));
+        put(out, "rolling_replied", json!(rolling.replied));
+        put(out, "rolling_unknown", json!(rolling.unknown));
+    });
+
+    let ok = failed.is_empty();
+    out.insert("failed_scenarios".to_owned(), json!(failed));
+    out.insert("runtime_s".to_owned(), ms(started.elapsed().as_secs_f64()));
+    println!("{}", Value::Object(out));
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs one scenario; a panic (its assertion's message and the processes' stderr are on
+/// stderr already) lists it in `failed`.
+fn scenario(
+    out: &mut Map<String, Value>,
+    failed: &mut Vec<String>,
+    name: &str,
+    run: impl FnOnce(&mut Map<String, Value>),
+) {
+    eprintln!("rpc-chaos-report: {name}");
+    let at = Instant::now();
+    if catch_unwind(AssertUnwindSafe(|| run(out))).is_err() {
+        failed.push(name.to_owned());
+    }
+    eprintln!(
+        "rpc-chaos-report: {name} done in {:.1} s",
+        at.elapsed().as_secs_f64()
+    );
+}
+
+/// Sets `key` (a scenario that fails leaves the `null` put before it).
+fn put(out: &mut Map<String, Value>, key: &str, value: Value) {
+    out.insert(key.to_owned(), value);
+}
+
+/// Puts `key` as `null` (until its scenario runs) with `happy_<key>` and `target_<key>`.
+fn figure(out: &mut Map<String, Value>, key: &str, happy: Value, target: Option<f64>) {
+    put(out, key, Value::Null);
+    put(out, &format!("happy_{key}"), happy);
+    if let Some(target) = target {
+        put(out, &format!("target_{key}"), json!(target));
+    }
+}
+
+/// A figure rounded to 0.1.
+fn ms(value: f64) -> Value {
+    json!((value * 10.0).round() / 10.0)
+}
+
+/// The `switchboard` binary: `SWITCHBOARD_BIN`, else the release build cargo makes now.
+fn switchboard_binary() -> Result<String, String> {
+    if let Some(path) = std::env::var_os("SWITCHBOARD_BIN") {
+        return path
+            .into_string()
+            .map_err(|p| format!("SWITCHBOARD_BIN is not UTF-8: {p:?}"));
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("rpc-chaos-report: cargo build --release -p switchboard --bin switchboard");
+    let mut child = Command::new(&cargo)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "switchboard",
+            "--bin",
+            "switchboard",
+            "--message-format=json-render-diagnostics",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", PathBuf::from(&cargo).display()))?;
+    let stdout = child.stdout.take().ok_or("cargo's stdout was piped")?;
+    let mut executable = None;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| format!("reading cargo's output: {e}"))?;
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let artifact =
+            message["reason"] == "compiler-artifact" && message["target"]["name"] == "switchboard";
+        if let Some(path) = message["executable"].as_str().filter(|_| artifact) {
+            executable = Some(path.to_owned());
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build of switchboard failed: {status}"));
+    }
+    executable.ok_or_else(|| "cargo named no switchboard executable".to_owned())
+}
