@@ -6,6 +6,10 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod rpc;
+
+pub(crate) use rpc::CallArgs;
+
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
 #[derive(Debug, Parser)]
 #[command(
@@ -75,6 +79,8 @@ pub(crate) enum Command {
     Send(SendArgs),
     /// List every node the registry knows.
     Ls(LsArgs),
+    /// Call a method on one of the nodes serving it and print the outcome as one JSON line.
+    Call(CallArgs),
     /// Print a shell completion script on stdout.
     #[command(after_help = "Examples:\n  \
         switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\n  \
@@ -259,10 +265,11 @@ pub(crate) struct RegistryArgs {
 #[command(
     after_help = "When ready (registered, refused, or after 5 s without a registry) it prints \
     one line on stdout: {\"ready\":\"node\",\"id\":N,\"listen\":\"HOST:PORT\",\
-    \"admin\":\"HOST:PORT\"|null,\"registered\":BOOL,\"conflict\":\"WHY\"|null}; `conflict` \
-    says why the registry refused the node (its id or name is held), which it keeps \
-    retrying.\n\n\
+    \"admin\":\"HOST:PORT\"|null,\"registered\":BOOL,\"conflict\":\"WHY\"|null,\"serves\":[METHOD,...]}; \
+    `conflict` says why the registry refused the node (its id or name is held), which it \
+    keeps retrying; `serves` lists the built-in methods of --serve.\n\n\
     Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
+    serve (a list of echo, sleep, silent), \
     etcd (a list), etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
     admin_token_file, cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca \
     (paths relative to the file), and a [core] table with the core settings \
@@ -324,6 +331,16 @@ pub(crate) struct NodeArgs {
     /// Send every received message back to its sender (same type, same payload).
     #[arg(long)]
     pub(crate) echo: bool,
+    /// Serve built-in RPC methods (repeatable or a comma list): `echo` answers the payload,
+    /// `sleep` waits the payload's ASCII decimal milliseconds then answers it, `silent`
+    /// never answers.
+    #[arg(
+        long,
+        value_name = "echo|sleep|silent[,...]",
+        value_delimiter = ',',
+        value_parser = clap::builder::ValueParser::new(parse_builtin_handler)
+    )]
+    pub(crate) serve: Vec<crate::builtin_handlers::BuiltinHandler>,
     /// Consistent-hash ring placement: fast (default; not libatapp's), libatapp-v0.12 (as
     /// libatapp releases v0.11.0 to v0.12.5: 40 id + 40 name points) or libatapp-main (as
     /// libatapp main since commit 45f5fda, unreleased: 80 name points). Config file:
@@ -615,6 +632,13 @@ pub(crate) fn admin_addr(text: &str) -> Result<SocketAddr, String> {
 pub(crate) fn parse_hash_mode(text: &str) -> Result<switchboard_core::hash::HashMode, String> {
     switchboard_core::hash::HashMode::parse(text)
         .ok_or_else(|| format!("expected fast, libatapp-v0.12 or libatapp-main, got {text:?}"))
+}
+
+/// Parses a built-in handler name (`echo`, `sleep`, `silent`).
+pub(crate) fn parse_builtin_handler(
+    text: &str,
+) -> Result<crate::builtin_handlers::BuiltinHandler, String> {
+    text.parse()
 }
 
 /// Parses `key=value` (the key non-empty).

@@ -50,7 +50,7 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
     assert_eq!(
         line,
         format!(
-            r#"{{"ready":"node","id":7,"listen":"{listen}","admin":"{admin}","registered":true,"conflict":null}}"#
+            r#"{{"ready":"node","id":7,"listen":"{listen}","admin":"{admin}","registered":true,"conflict":null,"serves":[]}}"#
         )
     );
     let admin: SocketAddr = admin.parse().expect("admin address");

@@ -1,0 +1,225 @@
+//! `switchboard node --serve`, `call`, `load --method` and `broadcast` as real processes
+//! against a registry on 127.0.0.1: exact reply lines, outcome classes and reasons, counts
+//! and exit codes.
+
+mod cli_support;
+
+use std::time::Duration;
+
+use cli_support::{Running, lines, run_to_end, start_node, start_registry};
+use serde_json::{Value, json};
+
+/// Bound on one client run.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// A registry and one node (id 301, `server`) serving the three built-in methods; returns
+/// the processes and the registry address.
+fn serving_cluster() -> (Vec<Running>, String) {
+    let (registry, addr) = start_registry();
+    let (server, ready) = start_node(&[
+        "node",
+        "--id",
+        "301",
+        "--name",
+        "server",
+        "--listen",
+        "127.0.0.1:0",
+        "--registry",
+        &addr,
+        "--serve",
+        "echo,sleep",
+        "--serve",
+        "silent",
+    ]);
+    assert_eq!(ready["registered"], true, "{ready}");
+    assert_eq!(
+        ready["serves"],
+        json!(["echo", "sleep", "silent"]),
+        "{ready}"
+    );
+    (vec![registry, server], addr)
+}
+
+/// Runs `switchboard args...`; returns (exit code, stdout lines, stderr lines, time taken).
+fn run(args: &[&str]) -> (Option<i32>, Vec<String>, Vec<String>, Duration) {
+    let (output, elapsed) = run_to_end(args, RUN_LIMIT);
+    (
+        output.status.code(),
+        lines(&output.stdout),
+        lines(&output.stderr),
+        elapsed,
+    )
+}
+
+/// The one JSON line of `stdout`, with its `latency_us` taken out and returned.
+fn one_line_without_latency(stdout: &[String]) -> (Value, u64) {
+    assert_eq!(stdout.len(), 1, "exactly one line: {stdout:?}");
+    let mut line: Value = serde_json::from_str(&stdout[0]).expect("a JSON line");
+    let latency = line
+        .as_object_mut()
+        .and_then(|o| o.remove("latency_us"))
+        .and_then(|l| l.as_u64())
+        .unwrap_or_else(|| panic!("no latency_us in {}", stdout[0]));
+    (line, latency)
+}
+
+#[test]
+fn call_gets_the_exact_reply_of_echo_and_sleep() {
+    let (_procs, registry) = serving_cluster();
+    let (code, stdout, stderr, _) = run(&[
+        "call",
+        "--registry",
+        &registry,
+        "--method",
+        "echo",
+        "--payload",
+        "hello, switchboard",
+    ]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    let (line, _) = one_line_without_latency(&stdout);
+    assert_eq!(
+        line,
+        json!({"outcome": "reply", "payload": "hello, switchboard"})
+    );
+    // The key order is the contract's.
+    assert!(
+        stdout[0].starts_with(r#"{"outcome":"reply","payload":"hello, switchboard","latency_us":"#),
+        "{}",
+        stdout[0]
+    );
+
+    let (code, stdout, stderr, _) = run(&[
+        "call",
+        "--registry",
+        &registry,
+        "--method",
+        "sleep",
+        "--payload",
+        "400",
+        "--key",
+        "user-7",
+    ]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    let (line, latency_us) = one_line_without_latency(&stdout);
+    assert_eq!(line, json!({"outcome": "reply", "payload": "400"}));
+    assert!(latency_us >= 400_000, "slept 400 ms, took {latency_us} µs");
+}
+
+#[test]
+fn a_method_nobody_serves_fails_not_available_at_the_grace() {
+    let (_procs, registry) = serving_cluster();
+    let (code, stdout, stderr, _) = run(&[
+        "call",
+        "--registry",
+        &registry,
+        "--method",
+        "nobody",
+        "--grace",
+        "300ms",
+    ]);
+    assert_eq!(code, Some(1), "{stdout:?} {stderr:?}");
+    let (line, latency_us) = one_line_without_latency(&stdout);
+    assert_eq!(
+        line,
+        json!({"outcome": "failed", "reason": "not_available"})
+    );
+    assert!(
+        (300_000..5_000_000).contains(&latency_us),
+        "the grace is 300 ms, the call took {latency_us} µs"
+    );
+    let said = stderr.iter().filter(|l| l.starts_with("error: ")).count();
+    assert_eq!(said, 1, "one line says why: {stderr:?}");
+    assert!(
+        stderr
+            .iter()
+            .any(|l| l.starts_with("error: call nobody: failed not_available")),
+        "{stderr:?}"
+    );
+}
+
+#[test]
+fn a_silent_handler_ends_the_call_unknown_timeout_at_its_deadline() {
+    let (_procs, registry) = serving_cluster();
+    let (code, stdout, stderr, _) = run(&[
+        "call",
+        "--registry",
+        &registry,
+        "--method",
+        "silent",
+        "--timeout",
+        "500ms",
+    ]);
+    assert_eq!(code, Some(1), "{stdout:?} {stderr:?}");
+    let (line, latency_us) = one_line_without_latency(&stdout);
+    assert_eq!(line, json!({"outcome": "unknown", "reason": "timeout"}));
+    assert!(latency_us >= 500_000, "{latency_us} µs");
+}
+
+#[test]
+fn bad_rpc_flags_exit_2_naming_the_flag() {
+    for (args, flag) in [
+        (
+            &[
+                "call",
+                "--registry",
+                "127.0.0.1:1",
+                "--method",
+                "echo",
+                "--timeout",
+                "5",
+            ][..],
+            "--timeout",
+        ),
+        (
+            &[
+                "call",
+                "--registry",
+                "127.0.0.1:1",
+                "--method",
+                "echo",
+                "--grace",
+                "1h",
+            ],
+            "--grace",
+        ),
+        (
+            &["call", "--registry", "127.0.0.1:1", "--method", "bad name"],
+            "method",
+        ),
+        (
+            &[
+                "call",
+                "--registry",
+                "127.0.0.1:1",
+                "--method",
+                "echo",
+                "--timeout",
+                "0s",
+            ],
+            "timeout",
+        ),
+        (&["call", "--method", "echo"], "registry"),
+        (
+            &[
+                "node",
+                "--id",
+                "1",
+                "--name",
+                "n",
+                "--listen",
+                "127.0.0.1:0",
+                "--serve",
+                "shout",
+            ],
+            "--serve",
+        ),
+    ] {
+        let (code, stdout, stderr, _) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr:?}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout:?}");
+        assert!(
+            stderr.first().is_some_and(|l| l.contains(flag)),
+            "{args:?} names {flag}: {stderr:?}"
+        );
+    }
+}
