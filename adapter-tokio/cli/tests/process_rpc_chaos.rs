@@ -17,7 +17,6 @@ use process_support::{
 
 /// Steady state: 50 parallel calls then 20 sequential, each replied with its own payload.
 #[test]
-#[ignore = "needs `switchboard node --serve` and `switchboard call` (branch rpccli, not merged yet)"]
 fn steady_state_all_replied() {
     let steady = rpc_chaos::steady_state();
     report("steady_parallel_replied", steady.parallel_replied as f64);
@@ -32,7 +31,6 @@ fn steady_state_all_replied() {
 /// Kill mid-call: the server of a 5 s call SIGKILLed 1 s in; `unknown/target_gone` ≤ 200 ms
 /// after the kill (happy: 1,612 ms).
 #[test]
-#[ignore = "needs `switchboard node --serve` and `switchboard call` (branch rpccli, not merged yet)"]
 fn kill_mid_call_ends_target_gone() {
     let ms = rpc_chaos::kill_mid_call();
     report("kill_mid_call_ms", ms);
@@ -69,7 +67,6 @@ fn reconnect_storm_replies_all_but_in_flight() {
 /// Brief disconnect: a call fired while the server is away 1.5 s replies ≤ 300 ms after the
 /// server is back (happy: 2,011 ms), and so does a follow-up.
 #[test]
-#[ignore = "needs `switchboard node --serve` and `switchboard call` (branch rpccli, not merged yet)"]
 fn brief_disconnect_call_replies_when_back() {
     let ms = rpc_chaos::brief_disconnect();
     report("brief_disconnect_ms", ms);
@@ -82,7 +79,6 @@ fn brief_disconnect_call_replies_when_back() {
 
 /// Long disconnect: no server for good; `failed/not_available` at the grace deadline ± 50 ms.
 #[test]
-#[ignore = "needs `switchboard node --serve` and `switchboard call` (branch rpccli, not merged yet)"]
 fn long_disconnect_not_available_at_grace() {
     let error_ms = rpc_chaos::long_disconnect();
     report("long_disconnect_error_ms", error_ms);
@@ -96,7 +92,6 @@ fn long_disconnect_not_available_at_grace() {
 
 /// Registration race: the server starts 0–2,000 ms after the caller; 70/70 replies.
 #[test]
-#[ignore = "needs `switchboard node --serve` and `switchboard call` (branch rpccli, not merged yet)"]
 fn registration_race_all_replied() {
     let (replied, slowest) = rpc_chaos::registration_race();
     for (delay, ms) in &slowest {
@@ -119,7 +114,6 @@ fn high_concurrency_all_replied() {
 /// Half-open server: SIGSTOP mid-call; `unknown/target_gone` ≤ 6 s with default heartbeats
 /// (happy rides its 30 s timeout).
 #[test]
-#[ignore = "needs `switchboard node --serve` and `switchboard call` (branch rpccli, not merged yet)"]
 fn half_open_server_ends_target_gone() {
     let ms = rpc_chaos::half_open();
     report("half_open_ms", ms);
@@ -133,7 +127,6 @@ fn half_open_server_ends_target_gone() {
 /// Clean exit mid-call: SIGTERM to the server of a never-answered call; `unknown/target_gone`
 /// ≤ 100 ms after it (happy: < 15 s).
 #[test]
-#[ignore = "needs `switchboard node --serve` and `switchboard call` (branch rpccli, not merged yet)"]
 fn clean_exit_mid_call_ends_target_gone() {
     let ms = rpc_chaos::clean_exit();
     report("clean_exit_ms", ms);
