@@ -170,6 +170,13 @@ pub fn brief_disconnect() -> f64 {
     drop(server);
     let outcome = finish_call(proc, call_bound(&gap_call));
     assert_reply(&outcome, "in-the-gap");
+    // The call was made in the gap and waited for the server (its own latency spans most of
+    // the gap), rather than starting after the server was back.
+    assert!(
+        outcome.latency_us >= 1_000_000,
+        "the gap's call did not wait for the server: {}",
+        outcome.line
+    );
     thread::sleep(Duration::from_millis(500));
     let follow_up = run_call(
         "follow-up",
