@@ -72,6 +72,7 @@ mod outcome_log;
 mod payload;
 mod run_call;
 mod run_load;
+mod run_load_calls;
 mod run_ls;
 mod run_node;
 mod run_registry;

@@ -176,6 +176,24 @@ pub(crate) fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
+/// An outcome as one label: `reply`, `failed_<reason>` or `unknown_<reason>`.
+pub(crate) fn outcome_label(outcome: &CallOutcome) -> String {
+    match outcome.reason() {
+        None => outcome.class().to_owned(),
+        Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
+    }
+}
+
+/// A refusal of the core as a label: `refused_<why>`.
+pub(crate) fn refusal_label(error: &CallError) -> &'static str {
+    match error {
+        CallError::InvalidMethod => "refused_invalid_method",
+        CallError::PayloadTooLarge { .. } => "refused_payload_too_large",
+        CallError::Shutdown => "refused_shutdown",
+        _ => "refused_other",
+    }
+}
+
 /// Makes the call and prints its outcome.
 ///
 /// # Errors
@@ -235,6 +253,19 @@ mod tests {
         assert_eq!(
             line(CallOutcome::Unknown(FailReason::TargetGone)),
             r#"{"outcome":"unknown","reason":"target_gone","latency_us":1234}"#
+        );
+    }
+
+    #[test]
+    fn outcomes_are_labelled_by_class_and_reason() {
+        assert_eq!(outcome_label(&CallOutcome::Reply(Bytes::new())), "reply");
+        assert_eq!(
+            outcome_label(&CallOutcome::Failed(FailReason::NotAvailable)),
+            "failed_not_available"
+        );
+        assert_eq!(
+            outcome_label(&CallOutcome::Unknown(FailReason::Timeout)),
+            "unknown_timeout"
         );
     }
 

@@ -223,3 +223,94 @@ fn bad_rpc_flags_exit_2_naming_the_flag() {
         );
     }
 }
+
+#[test]
+fn a_call_load_replies_every_call_and_logs_each_one() {
+    let (_procs, registry) = serving_cluster();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("outcomes.txt");
+    let log_arg = log.to_str().expect("a UTF-8 path");
+    let (code, stdout, stderr, _) = run(&[
+        "load",
+        "--registry",
+        &registry,
+        "--method",
+        "echo",
+        "--concurrency",
+        "8",
+        "--count",
+        "200",
+        "--payload",
+        "ping",
+        "--outcomes-log",
+        log_arg,
+    ]);
+    assert_eq!(code, Some(0), "{stdout:?} {stderr:?}");
+    assert_eq!(stdout.len(), 1, "{stdout:?}");
+    let summary: Value = serde_json::from_str(&stdout[0]).expect("a JSON line");
+    assert_eq!(
+        (
+            &summary["calls"],
+            &summary["replies"],
+            &summary["failed"],
+            &summary["unknown"]
+        ),
+        (&json!(200), &json!(200), &json!({}), &json!({})),
+        "{summary}"
+    );
+    let p50 = summary["p50_us"].as_u64().expect("p50_us");
+    let p99 = summary["p99_us"].as_u64().expect("p99_us");
+    assert!(0 < p50 && p50 <= p99, "{summary}");
+
+    let text = std::fs::read_to_string(&log).expect("the outcomes log");
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(rows.len(), 200, "{text}");
+    for (seq, row) in rows.iter().enumerate() {
+        assert_eq!((row.len(), row[0], row[3]), (4, &*seq.to_string(), "reply"));
+        let sent: u64 = row[1].parse().expect("SENT_US");
+        let ended: u64 = row[2].parse().expect("OUTCOME_US");
+        assert!(sent > 0 && ended >= sent, "{row:?}");
+    }
+}
+
+#[test]
+fn a_call_load_of_an_unserved_method_counts_not_available_and_exits_1() {
+    let (_procs, registry) = serving_cluster();
+    let (code, stdout, stderr, _) = run(&[
+        "load",
+        "--registry",
+        &registry,
+        "--method",
+        "nobody",
+        "--concurrency",
+        "3",
+        "--count",
+        "3",
+        "--grace",
+        "200ms",
+    ]);
+    assert_eq!(code, Some(1), "{stdout:?} {stderr:?}");
+    assert_eq!(stdout.len(), 1, "{stdout:?}");
+    let summary: Value = serde_json::from_str(&stdout[0]).expect("a JSON line");
+    assert_eq!(
+        (
+            &summary["calls"],
+            &summary["replies"],
+            &summary["failed"],
+            &summary["unknown"]
+        ),
+        (
+            &json!(3),
+            &json!(0),
+            &json!({"not_available": 3}),
+            &json!({})
+        ),
+        "{summary}"
+    );
+    assert!(
+        stderr.contains(
+            &"error: load: 3 of 3 calls of nobody did not reply: 3 failed not_available".to_owned()
+        ),
+        "{stderr:?}"
+    );
+}
