@@ -237,6 +237,8 @@ pub struct MethodLoad {
     pub concurrency: u64,
     /// `--count`.
     pub count: u64,
+    /// `--rate` (calls per second), if paced.
+    pub rate: Option<u64>,
     /// `--outcomes-log`, if any.
     pub outcomes_log: Option<std::path::PathBuf>,
 }
@@ -260,6 +262,9 @@ impl MethodLoad {
             "--count",
             &self.count.to_string(),
         ]));
+        if let Some(rate) = self.rate {
+            out.extend(args(["--rate", &rate.to_string()]));
+        }
         if let Some(path) = &self.outcomes_log {
             out.extend(args(["--outcomes-log", &path.display().to_string()]));
         }
@@ -327,6 +332,11 @@ pub fn finish_method_load(mut proc: Proc, bound: Duration) -> CallSummary {
         unknown: counts("unknown"),
         line: line.to_string(),
     };
+    assert_eq!(
+        line["calls"].as_u64(),
+        Some(summary.total()),
+        "calls == replies + failed + unknown in {line}"
+    );
     let clean = summary.replies == summary.total();
     assert_eq!(
         status.code(),
@@ -337,12 +347,15 @@ pub fn finish_method_load(mut proc: Proc, bound: Duration) -> CallSummary {
     summary
 }
 
-/// How an outcomes-log line of a call run is classed: `reply`, `failed` or `unknown`.
+/// How an outcomes-log line of a call run is classed: `reply`, `failed`, `unknown`, or
+/// `no_outcome` (a call the load saw no outcome for: lost).
 #[must_use]
 pub fn line_class(line: &OutcomeLine) -> &'static str {
     if line.outcome == "reply" {
         "reply"
-    } else if line.outcome.starts_with("unknown") {
+    } else if line.outcome == "no_outcome" {
+        "no_outcome"
+    } else if line.outcome.starts_with("unknown_") {
         "unknown"
     } else {
         "failed"
