@@ -559,8 +559,9 @@ pub(crate) struct SendArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Lists every node in the registry's discovery records: id, name, \
-    addresses, upstream (0 = root, - = no topology record) and labels. Exit 1 when the \
-    registry does not answer within --timeout-ms."
+    addresses, upstream (0 = root, - = no topology record), the RPC methods it serves \
+    (its rpc.switchboard/<method> labels, left out of the labels) and its other labels. \
+    Exit 1 when the registry does not answer within --timeout-ms."
 )]
 pub(crate) struct LsArgs {
     /// Output format.

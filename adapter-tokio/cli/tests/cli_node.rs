@@ -142,6 +142,26 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
         ]
         .map(str::to_owned),
     );
+    for le in [
+        "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+        "2.5", "5", "10", "+Inf",
+    ] {
+        expected.push(format!(
+            "switchboard_rpc_call_duration_seconds_bucket{{le=\"{le}\"}} 0"
+        ));
+    }
+    expected.extend(
+        [
+            "switchboard_rpc_call_duration_seconds_sum 0",
+            "switchboard_rpc_call_duration_seconds_count 0",
+            "switchboard_rpc_served_total 0",
+            "switchboard_rpc_in_flight 0",
+            "switchboard_rpc_grace_waits_total 0",
+            "switchboard_rpc_fast_fails_total 0",
+            "switchboard_rpc_broadcasts_total 0",
+        ]
+        .map(str::to_owned),
+    );
     expected.push(build_info());
     assert_eq!(
         fixed,

@@ -4,17 +4,18 @@
 
 mod cli_support;
 
-use std::time::Duration;
+use std::{net::SocketAddr, time::Duration};
 
-use cli_support::{Running, lines, run_to_end, start_node, start_registry};
+use cli_support::{Running, http_get, lines, run_to_end, start_node, start_registry, str_field};
 use serde_json::{Value, json};
 
 /// Bound on one client run.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
-/// A registry and one node (id 301, `server`) serving the three built-in methods; returns
-/// the processes and the registry address.
-fn serving_cluster() -> (Vec<Running>, String) {
+/// A registry and one node (id 301, `server`, with admin endpoints) serving the three
+/// built-in methods; returns the processes, the registry address and the server's admin
+/// address.
+fn serving_cluster_with_admin() -> (Vec<Running>, String, SocketAddr) {
     let (registry, addr) = start_registry();
     let (server, ready) = start_node(&[
         "node",
@@ -30,6 +31,8 @@ fn serving_cluster() -> (Vec<Running>, String) {
         "echo,sleep",
         "--serve",
         "silent",
+        "--admin",
+        "127.0.0.1:0",
     ]);
     assert_eq!(ready["registered"], true, "{ready}");
     assert_eq!(
@@ -37,7 +40,24 @@ fn serving_cluster() -> (Vec<Running>, String) {
         json!(["echo", "sleep", "silent"]),
         "{ready}"
     );
-    (vec![registry, server], addr)
+    let admin = str_field(&ready, "admin")
+        .parse()
+        .expect("an admin address");
+    (vec![registry, server], addr, admin)
+}
+
+/// [`serving_cluster_with_admin`] without the admin address.
+fn serving_cluster() -> (Vec<Running>, String) {
+    let (procs, registry, _) = serving_cluster_with_admin();
+    (procs, registry)
+}
+
+/// The value of the sample named exactly `series` in the node's `/metrics`.
+fn metric(admin: SocketAddr, series: &str) -> Option<u64> {
+    let (status, _, body) = http_get(admin, "/metrics");
+    assert_eq!(status, 200);
+    body.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
 /// Runs `switchboard args...`; returns (exit code, stdout lines, stderr lines, time taken).
@@ -226,7 +246,7 @@ fn bad_rpc_flags_exit_2_naming_the_flag() {
 
 #[test]
 fn a_call_load_replies_every_call_and_logs_each_one() {
-    let (_procs, registry) = serving_cluster();
+    let (_procs, registry, server_admin) = serving_cluster_with_admin();
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("outcomes.txt");
     let log_arg = log.to_str().expect("a UTF-8 path");
@@ -258,6 +278,12 @@ fn a_call_load_replies_every_call_and_logs_each_one() {
         (&json!(200), &json!(200), &json!({}), &json!({})),
         "{summary}"
     );
+    assert_eq!(
+        metric(server_admin, "switchboard_rpc_served_total"),
+        Some(200),
+        "every call ran the server's handler once"
+    );
+    assert_eq!(metric(server_admin, "switchboard_rpc_in_flight"), Some(0));
     let p50 = summary["p50_us"].as_u64().expect("p50_us");
     let p99 = summary["p99_us"].as_u64().expect("p99_us");
     assert!(0 < p50 && p50 <= p99, "{summary}");
@@ -313,4 +339,27 @@ fn a_call_load_of_an_unserved_method_counts_not_available_and_exits_1() {
         ),
         "{stderr:?}"
     );
+}
+
+#[test]
+fn ls_lists_the_methods_a_node_serves() {
+    let (_procs, registry) = serving_cluster();
+    let (code, stdout, stderr, _) = run(&["ls", "--registry", &registry, "-o", "json"]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert_eq!(stdout.len(), 1, "{stdout:?}");
+    let listed: Value = serde_json::from_str(&stdout[0]).expect("a JSON array");
+    assert_eq!(listed[0]["name"], "server", "{listed}");
+    assert_eq!(
+        (&listed[0]["methods"], &listed[0]["labels"]),
+        (&json!(["echo", "silent", "sleep"]), &json!({})),
+        "{listed}"
+    );
+    let (code, table, _, _) = run(&["ls", "--registry", &registry]);
+    assert_eq!(code, Some(0));
+    let cells: Vec<Vec<&str>> = table
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(cells[0][4], "METHODS", "{table:?}");
+    assert_eq!(cells[1][4], "echo,silent,sleep", "{table:?}");
 }
