@@ -214,6 +214,16 @@ pub fn start_server(spec: NodeSpec) -> Node {
     node
 }
 
+/// `switchboard_rpc_served_total` of a node: requests handed to its handlers.
+///
+/// # Panics
+///
+/// The node does not answer on its admin port or does not export it.
+#[must_use]
+pub fn served(node: &Node) -> u64 {
+    node.counter("switchboard_rpc_served_total")
+}
+
 /// A registry and one server serving `serves`.
 #[must_use]
 pub fn registry_and_server(serves: &str) -> (Registry, Node) {

@@ -17,7 +17,7 @@ use super::{
         unix_micros_now,
     },
     BROADCAST_NODES, BroadcastOutcome, MethodLoad, finish_method_load, line_class,
-    registry_and_server, run_broadcast, server_spec, start_server, target,
+    registry_and_server, run_broadcast, served, server_spec, start_server, target,
 };
 
 /// Reconnect storm figures.
@@ -415,6 +415,8 @@ pub fn rolling_proxy_restart(dir: &Path) -> Rolling {
         "the load ended before the last restart: raise ROLLING_CALLS ({})",
         summary.line
     );
+    // Each call handled at most once: a reply was handled, an unknown may have been.
+    let handled: Vec<u64> = servers.iter().map(served).collect();
     let mut rolling = Rolling {
         calls: ROLLING_CALLS,
         replied: 0,
@@ -439,5 +441,12 @@ pub fn rolling_proxy_restart(dir: &Path) -> Rolling {
             ),
         }
     }
+    let total: u64 = handled.iter().sum();
+    assert!(
+        handled.iter().all(|&n| n > 0)
+            && rolling.replied <= total
+            && total <= rolling.replied + rolling.unknown,
+        "calls handled per server {handled:?} vs {rolling:?}"
+    );
     rolling
 }

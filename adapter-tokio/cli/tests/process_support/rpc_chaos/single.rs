@@ -10,12 +10,12 @@ use std::{
 use super::{
     super::{
         Proc,
-        cluster::{NodeSpec, start_node, start_registry},
+        cluster::{Node, NodeSpec, start_node, start_registry},
         figures::ms_between,
-        unix_micros_now,
+        unix_micros_now, wait_until,
     },
     CallArgs, CallOutcome, assert_class, assert_reply, call_bound, finish_call,
-    registry_and_server, run_call, spawn_call, start_server,
+    registry_and_server, run_call, served, spawn_call, start_server,
 };
 
 /// Steady state: 50 calls at once, then 20 one after another, every one replied with its
@@ -36,7 +36,7 @@ pub struct Steady {
 /// A call that does not reply with its payload.
 #[must_use]
 pub fn steady_state() -> Steady {
-    let (registry, _server) = registry_and_server("echo");
+    let (registry, server) = registry_and_server("echo");
     let parallel: Vec<(String, Proc)> = (0..50)
         .map(|i| {
             let payload = format!("parallel-{i}");
@@ -62,6 +62,11 @@ pub fn steady_state() -> Steady {
         assert_reply(&outcome, &payload);
         sequential_replied += 1;
     }
+    assert_eq!(
+        served(&server),
+        parallel_replied + sequential_replied,
+        "each call handled exactly once"
+    );
     Steady {
         parallel_replied,
         sequential_replied,
@@ -71,10 +76,16 @@ pub fn steady_state() -> Steady {
 /// How long the call runs before the fault in the mid-call scenarios (happy: 1 s).
 pub const MID_CALL_FAULT_AFTER: Duration = Duration::from_secs(1);
 
-/// Sleeps what is left of [`MID_CALL_FAULT_AFTER`] since the call process was spawned
-/// (`spawned`). A call not yet transmitted by then would not end `unknown/target_gone`, so
-/// the scenarios' outcome assertions catch a late start.
-fn wait_mid_call(spawned: Instant) {
+/// Waits (at most 10 s) until `server`'s handler has the request (`served_total` 1), then
+/// sleeps what is left of [`MID_CALL_FAULT_AFTER`] since the call process was spawned
+/// (`spawned`): the fault then comes mid-call, with the handler running.
+fn wait_mid_call(server: &Node, spawned: Instant) {
+    wait_until(
+        Duration::from_secs(10),
+        "the server's handler to have the call",
+        || (served(server) == 1).then_some(()),
+        || format!("served_total {}", served(server)),
+    );
     let elapsed = spawned.elapsed();
     if elapsed < MID_CALL_FAULT_AFTER {
         thread::sleep(MID_CALL_FAULT_AFTER - elapsed);
@@ -94,7 +105,7 @@ pub fn kill_mid_call() -> f64 {
     let call = CallArgs::new("sleep", "5000").timeout("30s").grace("5s");
     let spawned = Instant::now();
     let proc = spawn_call("call", registry.addr, &call);
-    wait_mid_call(spawned);
+    wait_mid_call(&server, spawned);
     let kill_us = unix_micros_now();
     server.proc.sigkill();
     let outcome = finish_call(proc, call_bound(&call));
@@ -115,7 +126,7 @@ pub fn half_open() -> f64 {
     let call = CallArgs::new("sleep", "30000").timeout("30s").grace("5s");
     let spawned = Instant::now();
     let proc = spawn_call("call", registry.addr, &call);
-    wait_mid_call(spawned);
+    wait_mid_call(&server, spawned);
     let stop_us = unix_micros_now();
     server.proc.sigstop();
     let outcome = finish_call(proc, call_bound(&call));
@@ -137,7 +148,7 @@ pub fn clean_exit() -> f64 {
     let call = CallArgs::new("silent", "x").timeout("35s").grace("5s");
     let spawned = Instant::now();
     let proc = spawn_call("call", registry.addr, &call);
-    wait_mid_call(spawned);
+    wait_mid_call(&server, spawned);
     let term_us = unix_micros_now();
     server.proc.sigterm();
     let outcome = finish_call(proc, call_bound(&call));
@@ -184,6 +195,11 @@ pub fn brief_disconnect() -> f64 {
         &CallArgs::new("echo", "follow-up"),
     );
     assert_reply(&follow_up, "follow-up");
+    assert_eq!(
+        served(&back),
+        2,
+        "the server's second life handled both calls once"
+    );
     ms_between(back.ready_at_us, outcome.at_us)
 }
 
@@ -290,6 +306,11 @@ fn race_lane(lane: usize) -> Vec<(u64, CallOutcome)> {
         );
         let outcome = finish_call(proc, call_bound(&call));
         assert_reply(&outcome, &payload);
+        assert_eq!(
+            served(&server),
+            1,
+            "lane {lane}, delay {delay} ms: handled once"
+        );
         server.proc.sigterm();
         server.proc.wait_exit(Duration::from_secs(10));
         out.push((delay, outcome));
