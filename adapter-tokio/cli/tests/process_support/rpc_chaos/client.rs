@@ -392,7 +392,8 @@ pub struct BroadcastOutcome {
 ///
 /// # Panics
 ///
-/// No line within 30 s, or a malformed one.
+/// No line within 30 s, a malformed one, or an exit code other than 0 exactly when every
+/// recipient got it.
 #[must_use]
 pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -> BroadcastOutcome {
     let command = args([
@@ -406,7 +407,7 @@ pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -
     ]);
     let mut proc = Proc::spawn("broadcast", &command);
     let line = proc.next_json_line(Duration::from_secs(30));
-    proc.wait_exit(Duration::from_secs(10));
+    let status = proc.wait_exit(Duration::from_secs(10));
     let ids = |name: &str| -> BTreeSet<u64> {
         match &line[name] {
             serde_json::Value::Null => BTreeSet::new(),
@@ -420,7 +421,7 @@ pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -
             other => panic!("{name} is {other} in {line}"),
         }
     };
-    BroadcastOutcome {
+    let outcome = BroadcastOutcome {
         delivered: line["delivered"]
             .as_array()
             .unwrap_or_else(|| panic!("no delivered list in {line}"))
@@ -433,5 +434,12 @@ pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -
         failed: ids("failed"),
         unknown: ids("unknown"),
         line: line.to_string(),
-    }
+    };
+    let every = outcome.failed.is_empty() && outcome.unknown.is_empty();
+    assert_eq!(
+        status.code(),
+        Some(if every { 0 } else { 1 }),
+        "broadcast: exit {status} after {line}"
+    );
+    outcome
 }

@@ -2,7 +2,7 @@
 //! is killed, rolling restart of the proxies.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeMap, BTreeSet},
     path::Path,
     thread,
     time::{Duration, Instant},
@@ -236,24 +236,38 @@ pub struct BroadcastRun {
     pub live: BTreeSet<u64>,
     /// The killed node's id.
     pub dead: u64,
+    /// Each live node's `switchboard_received_total` after the first broadcast, then after
+    /// the second (a node receives nothing else).
+    pub received: [BTreeMap<u64, u64>; 2],
 }
 
 impl BroadcastRun {
     /// Whether both broadcasts reached every live node exactly once and the dead one never
     /// (right after the kill the dead one may be `failed`/`unknown`, or already gone from
-    /// discovery; once settled nothing may fail); `Err` says what was wrong.
+    /// discovery; once settled nothing may fail), and every live node received exactly one
+    /// message per broadcast; `Err` says what was wrong.
     ///
     /// # Errors
     ///
     /// The first broadcast that was not exact, and how.
     pub fn exact(&self) -> Result<(), String> {
         exact(&self.while_killed, &self.live, self.dead, true)?;
-        exact(&self.settled, &self.live, self.dead, false)
+        exact(&self.settled, &self.live, self.dead, false)?;
+        for (after, received) in (1..).zip(&self.received) {
+            let expected: BTreeMap<u64, u64> = self.live.iter().map(|&id| (id, after)).collect();
+            if received != &expected {
+                return Err(format!(
+                    "after broadcast {after}, received per node {received:?}"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
 /// Broadcast while one recipient is killed (happy's test-multiprocess): 20 nodes labelled
-/// `group=fanout`; one is SIGKILLed and a broadcast fired at once; 1 s later a second one.
+/// `group=fanout`; one is SIGKILLed and a broadcast fired at once; 1 s later a second one;
+/// each live node's received count read after each.
 /// [`BroadcastRun::exact`] judges them.
 ///
 /// # Panics
@@ -266,7 +280,6 @@ pub fn broadcast_while_killed() -> BroadcastRun {
         .map(|i| {
             let mut spec = NodeSpec::new(300 + i, &format!("fanout-{i}"), registry.addr);
             spec.labels.push(("group".to_owned(), "fanout".to_owned()));
-            spec.admin = None;
             start_node(spec)
         })
         .collect();
@@ -274,7 +287,15 @@ pub fn broadcast_while_killed() -> BroadcastRun {
     let live: BTreeSet<u64> = nodes.iter().map(|n| n.spec.id).collect();
     let dead = victim.spec.id;
     victim.proc.sigkill();
+    // A delivered broadcast was acknowledged by its recipient: counted there already.
+    let received = || -> BTreeMap<u64, u64> {
+        nodes
+            .iter()
+            .map(|n| (n.spec.id, n.received_total()))
+            .collect()
+    };
     let while_killed = run_broadcast(registry.addr, ("group", "fanout"), "while-killed");
+    let after_first = received();
     thread::sleep(Duration::from_secs(1));
     let settled = run_broadcast(registry.addr, ("group", "fanout"), "settled");
     BroadcastRun {
@@ -282,6 +303,7 @@ pub fn broadcast_while_killed() -> BroadcastRun {
         settled,
         live,
         dead,
+        received: [after_first, received()],
     }
 }
 
