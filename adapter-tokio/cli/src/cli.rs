@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod rpc;
 
-pub(crate) use rpc::CallArgs;
+pub(crate) use rpc::{BroadcastArgs, CallArgs};
 
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
 #[derive(Debug, Parser)]
@@ -81,6 +81,8 @@ pub(crate) enum Command {
     Ls(LsArgs),
     /// Call a method on one of the nodes serving it and print the outcome as one JSON line.
     Call(CallArgs),
+    /// Send one message to every node matching labels and print who got it as one JSON line.
+    Broadcast(BroadcastArgs),
     /// Print a shell completion script on stdout.
     #[command(after_help = "Examples:\n  \
         switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\n  \

@@ -14,6 +14,8 @@
 //! switchboard ls (--registry ADDR | --etcd URL...) [-o table|json] [--timeout-ms T]
 //! switchboard call (--registry ADDR | --etcd URL...) --method M [--key K] [--payload TEXT]
 //!                  [--timeout D] [--grace D]
+//! switchboard broadcast (--registry ADDR | --etcd URL...) [--label K=V]... [--type N]
+//!                  --payload TEXT [--include-self]
 //! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...] [--etcd-prefix P]
 //! switchboard keygen PATH
 //! switchboard completions SHELL
@@ -39,6 +41,9 @@
 //!   `{"outcome":"reply","payload":TEXT,"latency_us":N}` or
 //!   `{"outcome":"failed"|"unknown","reason":R,"latency_us":N}`; exit 0 only on a reply.
 //!   Durations are written `250ms`, `5s`, `1.5s`.
+//! - `broadcast` sends one message to every node with the `--label`s and prints
+//!   `{"delivered":[ID,...],"failed":{ID:REASON},"unknown":{ID:REASON}}`; exit 0 only when
+//!   every recipient got it.
 //! - `ls` prints every node the registry knows (a table, or a JSON array with `-o json`).
 //! - `demo` runs a whole cluster in this process through a scripted series of failures and
 //!   prints a table (with `--json` the table goes to stderr and stdout is one line
@@ -70,6 +75,7 @@ mod keys;
 mod lifecycle;
 mod outcome_log;
 mod payload;
+mod run_broadcast;
 mod run_call;
 mod run_load;
 mod run_load_calls;
@@ -169,6 +175,14 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
         }
         Command::Call(args) => {
             run_call::run(run_call::CallOptions::resolve(args, std::process::id())?).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Broadcast(args) => {
+            run_broadcast::run(run_broadcast::BroadcastOptions::resolve(
+                args,
+                std::process::id(),
+            )?)
+            .await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ls(args) => {

@@ -220,6 +220,38 @@ fn bad_rpc_flags_exit_2_naming_the_flag() {
         ),
         (&["call", "--method", "echo"], "registry"),
         (
+            &["broadcast", "--registry", "127.0.0.1:1", "--label", "role"],
+            "--label",
+        ),
+        (
+            &[
+                "load",
+                "--registry",
+                "127.0.0.1:1",
+                "--method",
+                "echo",
+                "--count",
+                "1",
+                "--concurrency",
+                "0",
+            ],
+            "concurrency",
+        ),
+        (
+            &[
+                "load",
+                "--registry",
+                "127.0.0.1:1",
+                "--method",
+                "echo",
+                "--to",
+                "a",
+                "--count",
+                "1",
+            ],
+            "--method",
+        ),
+        (
             &[
                 "node",
                 "--id",
@@ -362,4 +394,58 @@ fn ls_lists_the_methods_a_node_serves() {
         .collect();
     assert_eq!(cells[0][4], "METHODS", "{table:?}");
     assert_eq!(cells[1][4], "echo,silent,sleep", "{table:?}");
+}
+
+#[test]
+fn a_broadcast_reaches_exactly_the_labelled_nodes() {
+    let (registry, addr) = start_registry();
+    let mut procs = vec![registry];
+    for (id, role) in [
+        ("401", "leaf"),
+        ("402", "leaf"),
+        ("403", "leaf"),
+        ("404", "hub"),
+    ] {
+        let (node, ready) = start_node(&[
+            "node",
+            "--id",
+            id,
+            "--name",
+            &format!("n{id}"),
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+            &addr,
+            "--label",
+            &format!("role={role}"),
+        ]);
+        assert_eq!(ready["registered"], true, "{ready}");
+        procs.push(node);
+    }
+    let (code, stdout, stderr, _) = run(&[
+        "broadcast",
+        "--registry",
+        &addr,
+        "--label",
+        "role=leaf",
+        "--type",
+        "7",
+        "--payload",
+        "reload",
+    ]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert_eq!(
+        stdout,
+        [r#"{"delivered":[401,402,403],"failed":{},"unknown":{}}"#],
+        "{stderr:?}"
+    );
+
+    // Without a label every node gets it (the broadcasting node skips itself).
+    let (code, stdout, stderr, _) = run(&["broadcast", "--registry", &addr, "--payload", "all"]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert_eq!(
+        stdout,
+        [r#"{"delivered":[401,402,403,404],"failed":{},"unknown":{}}"#]
+    );
+    drop(procs);
 }

@@ -1,10 +1,10 @@
-//! The RPC subcommands as clap sees them.
+//! The RPC subcommands as clap sees them: `call` and `broadcast`.
 
 use std::time::Duration;
 
 use clap::Args;
 
-use super::ClusterArgs;
+use super::{ClusterArgs, parse_label};
 use crate::duration::parse_duration;
 
 /// `switchboard call`.
@@ -43,6 +43,38 @@ pub(crate) struct CallArgs {
     /// never beyond --timeout].
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub(crate) grace: Option<Duration>,
+    /// The cluster: registry, TLS, keys.
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+/// `switchboard broadcast`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Sends one message, from a node of its own (broadcast-PID), to every node \
+    whose labels include every --label (every node without one), each on its own \
+    acknowledged stream, waits until each recipient has an outcome and prints one JSON line: \
+    {\"delivered\":[ID,...],\"failed\":{ID:REASON},\"unknown\":{ID:REASON}} (ids ascending; \
+    failed = provably not received, unknown = maybe received). Exit 0 when every recipient \
+    got it (none failed or unknown; also when nothing matched), 1 otherwise (one line on \
+    stderr saying why; also when the registry does not answer within 5 s), 2 for a bad \
+    flag.\n\n\
+    Example:\n  \
+    switchboard broadcast --registry 127.0.0.1:7000 --label role=leaf --payload reload"
+)]
+pub(crate) struct BroadcastArgs {
+    /// Only nodes with this label `key=value` (repeatable; all must match).
+    #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
+    pub(crate) labels: Vec<(String, String)>,
+    /// Message type each recipient receives.
+    #[arg(long = "type", value_name = "N", default_value_t = 1)]
+    pub(crate) msg_type: u32,
+    /// The payload, sent as its UTF-8 bytes.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) payload: String,
+    /// Also send to the broadcasting node itself (it matches only without --label).
+    #[arg(long)]
+    pub(crate) include_self: bool,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
