@@ -13,10 +13,13 @@
 //! `storm_wrongly_failed`, `storm_calls`, `brief_disconnect_ms`, `long_disconnect_error_ms`
 //! (signed, from the grace deadline), `half_open_ms`, `clean_exit_ms`,
 //! `register_race_replied` (of 70), `high_concurrency_replied` (of 250),
-//! `high_concurrency_runtime_s`, `broadcast_exact`, `steady_replied` (of 70),
+//! `high_concurrency_runtime_s`, `broadcast_exact`, `broadcast_ms` (the broadcast's run
+//! while a recipient is dead), `steady_replied` (of 70), `storm_failed` (each wrongly failed
+//! storm call: outcome, sent and ended after the kill before it),
 //! `rolling_replied` / `rolling_unknown` / `rolling_calls`, each with its `happy_*` figure
 //! where happy has one and its `target_*` where the issue sets one; `failed_scenarios` lists
-//! the scenarios that did not run to the end (their figures are `null`); `runtime_s`. Exit 1
+//! the scenarios that did not run to the end (their figures are `null`); `runtime_s` (the
+//! scenarios, without the build). Exit 1
 //! when a scenario failed.
 
 #[path = "../../../adapter-tokio/cli/tests/process_support/mod.rs"]
@@ -34,7 +37,6 @@ use process_support::rpc_chaos::{self, happy, target};
 use serde_json::{Map, Value, json};
 
 fn main() -> ExitCode {
-    let started = Instant::now();
     let bin = match switchboard_binary() {
         Ok(bin) => bin,
         Err(e) => {
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
     };
     eprintln!("rpc-chaos-report: running {bin}");
     process_support::set_switchboard_bin(bin);
+    let started = Instant::now();
     let scratch = match tempfile::tempdir() {
         Ok(dir) => dir,
         Err(e) => {
@@ -141,7 +144,12 @@ fn main() -> ExitCode {
         "happy_storm_wrongly_failed",
         json!(happy::STORM_WRONGLY_FAILED),
     );
-    for key in ["storm_wrongly_failed", "storm_calls", "storm_unknown"] {
+    for key in [
+        "storm_wrongly_failed",
+        "storm_calls",
+        "storm_unknown",
+        "storm_failed",
+    ] {
         put(&mut out, key, Value::Null);
     }
     scenario(&mut out, &mut failed, "reconnect_storm", |out| {
@@ -150,6 +158,7 @@ fn main() -> ExitCode {
         put(out, "storm_wrongly_failed", json!(storm.wrongly_failed));
         put(out, "storm_calls", json!(storm.calls));
         put(out, "storm_unknown", json!(storm.unknown));
+        put(out, "storm_failed", json!(storm.failed_lines));
     });
     put(&mut out, "high_concurrency_replied", Value::Null);
     put(
@@ -164,6 +173,7 @@ fn main() -> ExitCode {
         put(out, "high_concurrency_runtime_s", ms(secs));
     });
     put(&mut out, "broadcast_exact", Value::Null);
+    put(&mut out, "broadcast_ms", Value::Null);
     put(
         &mut out,
         "happy_broadcast_exact",
@@ -175,6 +185,7 @@ fn main() -> ExitCode {
             eprintln!("rpc-chaos-report: broadcast not exact: {why}");
         }
         put(out, "broadcast_exact", json!(run.exact().is_ok()));
+        put(out, "broadcast_ms", ms(run.while_killed.elapsed_ms));
     });
     for key in ["rolling_calls", "rolling_replied", "rolling_unknown"] {
         put(&mut out, key, Value::Null);

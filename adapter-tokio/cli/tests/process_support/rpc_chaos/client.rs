@@ -11,6 +11,7 @@ use std::{
 use super::super::{
     Proc,
     cluster::{Node, NodeSpec, Registry, args, start_node, start_registry},
+    figures::ms_between,
     load::OutcomeLine,
     unix_micros_now,
 };
@@ -376,7 +377,7 @@ pub fn line_class(line: &OutcomeLine) -> &'static str {
 pub const BROADCAST_NODES: u64 = 20;
 
 /// What `switchboard broadcast` printed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BroadcastOutcome {
     /// `delivered`, in the order printed.
     pub delivered: Vec<u64>,
@@ -384,6 +385,8 @@ pub struct BroadcastOutcome {
     pub failed: BTreeSet<u64>,
     /// Node ids under `unknown`.
     pub unknown: BTreeSet<u64>,
+    /// From the spawn of `switchboard broadcast` to its line (ms).
+    pub elapsed_ms: f64,
     /// The whole line.
     pub line: String,
 }
@@ -405,8 +408,10 @@ pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -
         "--payload",
         payload,
     ]);
+    let spawned_us = unix_micros_now();
     let mut proc = Proc::spawn("broadcast", &command);
     let line = proc.next_json_line(Duration::from_secs(30));
+    let elapsed_ms = ms_between(spawned_us, unix_micros_now());
     let status = proc.wait_exit(Duration::from_secs(10));
     let ids = |name: &str| -> BTreeSet<u64> {
         match &line[name] {
@@ -433,6 +438,7 @@ pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -
             .collect(),
         failed: ids("failed"),
         unknown: ids("unknown"),
+        elapsed_ms,
         line: line.to_string(),
     };
     let every = outcome.failed.is_empty() && outcome.unknown.is_empty();
