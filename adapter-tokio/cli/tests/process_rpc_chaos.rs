@@ -12,7 +12,7 @@ mod process_support;
 
 use process_support::{
     figures::report,
-    rpc_chaos::{self, happy, target},
+    rpc_chaos::{self, Gone, happy, target},
 };
 
 /// Steady state: 50 parallel calls then 20 sequential, each replied with its own payload.
@@ -81,11 +81,26 @@ fn brief_disconnect_call_replies_when_back() {
     );
 }
 
-/// Long disconnect: no server for good; `failed/not_available` at the grace deadline ± 50 ms.
+/// Long disconnect: no server for good (it exited); `failed/not_available` at the grace
+/// deadline ± 50 ms.
 #[test]
 fn long_disconnect_not_available_at_grace() {
-    let error_ms = rpc_chaos::long_disconnect();
+    let error_ms = rpc_chaos::long_disconnect(Gone::Exited);
     report("long_disconnect_error_ms", error_ms);
+    assert_long_disconnect(error_ms);
+}
+
+/// Long disconnect after a SIGKILL: the registry still lists the dead server (`suspect`,
+/// its disconnect protection); `failed/not_available` at the grace deadline ± 50 ms all the
+/// same.
+#[test]
+fn long_disconnect_killed_not_available_at_grace() {
+    let error_ms = rpc_chaos::long_disconnect(Gone::Killed);
+    report("long_disconnect_killed_error_ms", error_ms);
+    assert_long_disconnect(error_ms);
+}
+
+fn assert_long_disconnect(error_ms: f64) {
     assert!(
         error_ms.abs() <= target::LONG_DISCONNECT_ERROR_MS,
         "long disconnect: {error_ms:+.1} ms from the {} ms grace (target ± {} ms)",

@@ -11,7 +11,8 @@
 //! Progress and each scenario's failure (with the processes' stderr tails) go to stderr;
 //! stdout is one JSON object: `kill_mid_call_ms`, `storm_replied_ratio`,
 //! `storm_wrongly_failed`, `storm_calls`, `brief_disconnect_ms`, `long_disconnect_error_ms`
-//! (signed, from the grace deadline), `half_open_ms`, `clean_exit_ms`,
+//! (signed, from the grace deadline; `long_disconnect_killed_error_ms` the same after a
+//! SIGKILL, the dead server still listed `suspect`), `half_open_ms`, `clean_exit_ms`,
 //! `register_race_replied` (of 70), `high_concurrency_replied` (of 250),
 //! `high_concurrency_runtime_s`, `broadcast_exact`, `broadcast_ms` (the broadcast's run
 //! while a recipient is dead), `steady_replied` (of 70), `storm_failed` (each wrongly failed
@@ -33,7 +34,7 @@ use std::{
     time::Instant,
 };
 
-use process_support::rpc_chaos::{self, happy, target};
+use process_support::rpc_chaos::{self, Gone, happy, target};
 use serde_json::{Map, Value, json};
 
 fn main() -> ExitCode {
@@ -102,7 +103,15 @@ fn main() -> ExitCode {
         put(
             out,
             "long_disconnect_error_ms",
-            ms(rpc_chaos::long_disconnect()),
+            ms(rpc_chaos::long_disconnect(Gone::Exited)),
+        );
+    });
+    put(&mut out, "long_disconnect_killed_error_ms", Value::Null);
+    scenario(&mut out, &mut failed, "long_disconnect_killed", |out| {
+        put(
+            out,
+            "long_disconnect_killed_error_ms",
+            ms(rpc_chaos::long_disconnect(Gone::Killed)),
         );
     });
     figure(

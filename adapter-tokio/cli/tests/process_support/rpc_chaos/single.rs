@@ -207,21 +207,40 @@ pub fn brief_disconnect() -> f64 {
 /// short; the figure is the distance from it.
 pub const LONG_DISCONNECT_GRACE_MS: u64 = 2000;
 
-/// Long disconnect (happy's long-disconnect): the server is gone for good (SIGTERM, exited,
-/// a bystander has seen it leave); a call with a 2 s grace ends `failed/not_available`.
-/// Returns the signed distance of its latency from the grace (ms).
+/// How the long-disconnect server goes for good.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gone {
+    /// SIGTERM: it says goodbye to the registry, which drops it at once (a bystander sees
+    /// it leave before the call).
+    Exited,
+    /// SIGKILL: the registry keeps its record through its disconnect protection (30 s,
+    /// listed `suspect`); the call starts 200 ms after the kill.
+    Killed,
+}
+
+/// Long disconnect (happy's long-disconnect): the server is gone for good; a call with a
+/// 2 s grace ends `failed/not_available`. Returns the signed distance of its latency from
+/// the grace (ms).
 ///
 /// # Panics
 ///
 /// Another outcome, or the call ended earlier than its grace by the test's own clock.
 #[must_use]
-pub fn long_disconnect() -> f64 {
+pub fn long_disconnect(gone: Gone) -> f64 {
     let (registry, mut server) = registry_and_server("echo");
     let bystander = start_node(NodeSpec::new(2, "bystander", registry.addr));
     bystander.wait_known(2);
-    server.proc.sigterm();
-    server.proc.wait_exit(Duration::from_secs(10));
-    bystander.wait_known(1);
+    match gone {
+        Gone::Exited => {
+            server.proc.sigterm();
+            server.proc.wait_exit(Duration::from_secs(10));
+            bystander.wait_known(1);
+        }
+        Gone::Killed => {
+            server.proc.sigkill();
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
     let call = CallArgs::new("echo", "nobody-home")
         .timeout("30s")
         .grace(&format!("{LONG_DISCONNECT_GRACE_MS}ms"));
