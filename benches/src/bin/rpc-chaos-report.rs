@@ -21,7 +21,8 @@
 //! where happy has one and its `target_*` where the issue sets one; `failed_scenarios` lists
 //! the scenarios that did not run to the end (their figures are `null`); `runtime_s` (the
 //! scenarios, without the build). Exit 1
-//! when a scenario failed.
+//! when a scenario failed. `--only NAME[,NAME...]` runs only the scenarios named (as stderr
+//! names them, e.g. `reconnect_storm`); the others' figures stay `null`.
 
 #[path = "../../../adapter-tokio/cli/tests/process_support/mod.rs"]
 mod process_support;
@@ -37,7 +38,22 @@ use std::{
 use process_support::rpc_chaos::{self, Gone, happy, target};
 use serde_json::{Map, Value, json};
 
+/// `--only NAME[,NAME...]`: the scenarios to run (all without it).
+static ONLY: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {}
+        [flag, names] if flag == "--only" => {
+            let names = names.split(',').map(str::to_owned).collect();
+            ONLY.set(names).expect("set once, first thing");
+        }
+        _ => {
+            eprintln!("rpc-chaos-report: usage: rpc-chaos-report [--only SCENARIO[,SCENARIO...]]");
+            return ExitCode::from(2);
+        }
+    }
     let bin = match switchboard_binary() {
         Ok(bin) => bin,
         Err(e) => {
@@ -225,6 +241,12 @@ fn scenario(
     name: &str,
     run: impl FnOnce(&mut Map<String, Value>),
 ) {
+    if ONLY
+        .get()
+        .is_some_and(|only| !only.iter().any(|n| n == name))
+    {
+        return;
+    }
     eprintln!("rpc-chaos-report: {name}");
     let at = Instant::now();
     if catch_unwind(AssertUnwindSafe(|| run(out))).is_err() {
