@@ -1,8 +1,9 @@
 //! `switchboard node --serve echo,sleep,silent`: the built-in method handlers, for tests and
 //! demonstrations. Each is served under its own name: `echo` answers the payload at once,
 //! `sleep` waits the milliseconds its payload writes in ASCII decimal then answers the
-//! payload, `silent` holds every request and never answers (its callers end at their
-//! deadline, or on the node's death).
+//! payload (a payload that is not a number is answered at once; a wait that outlasts the
+//! caller's deadline is never answered), `silent` holds every request and never answers
+//! (its callers end at their deadline, or on the node's death).
 
 use std::{str::FromStr, time::Duration};
 
@@ -97,8 +98,15 @@ async fn answer(handler: BuiltinHandler, mut requests: Requests) {
                         "sleep: the payload is not ASCII decimal milliseconds; answering at once"
                     );
                 }
+                let wait = wait.unwrap_or(Duration::ZERO);
                 sleeping.spawn(async move {
-                    tokio::time::sleep(wait.unwrap_or(Duration::ZERO)).await;
+                    // An answer after the caller's deadline would be dropped: past it, the
+                    // request is let go unanswered instead of held for the whole sleep.
+                    if wait >= request.remaining() {
+                        tokio::time::sleep(request.remaining()).await;
+                        return;
+                    }
+                    tokio::time::sleep(wait).await;
                     let payload = request.payload().clone();
                     respond(request, payload).await;
                 });

@@ -158,7 +158,7 @@ fn a_method_nobody_serves_fails_not_available_at_the_grace() {
 }
 
 #[test]
-fn a_silent_handler_ends_the_call_unknown_timeout_at_its_deadline() {
+fn silent_and_overlong_sleep_handlers_end_the_call_unknown_timeout_at_its_deadline() {
     let (_procs, registry) = serving_cluster();
     let (code, stdout, stderr, _) = run(&[
         "call",
@@ -173,6 +173,26 @@ fn a_silent_handler_ends_the_call_unknown_timeout_at_its_deadline() {
     let (line, latency_us) = one_line_without_latency(&stdout);
     assert_eq!(line, json!({"outcome": "unknown", "reason": "timeout"}));
     assert!(latency_us >= 500_000, "{latency_us} µs");
+
+    // A sleep longer than the call's budget ends the same way, at the budget.
+    let (code, stdout, stderr, _) = run(&[
+        "call",
+        "--registry",
+        &registry,
+        "--method",
+        "sleep",
+        "--payload",
+        "5000",
+        "--timeout",
+        "300ms",
+    ]);
+    assert_eq!(code, Some(1), "{stdout:?} {stderr:?}");
+    let (line, latency_us) = one_line_without_latency(&stdout);
+    assert_eq!(line, json!({"outcome": "unknown", "reason": "timeout"}));
+    assert!(
+        (300_000..5_000_000).contains(&latency_us),
+        "{latency_us} µs"
+    );
 }
 
 #[test]
