@@ -21,9 +21,12 @@ pub mod client;
 pub mod loaded;
 pub mod single;
 
-pub use client::*;
-pub use loaded::*;
-pub use single::*;
+// Test binaries that include the harness without these scenarios use none of them.
+#[allow(
+    unused_imports,
+    reason = "each test binary includes the whole harness and uses a part of it"
+)]
+pub use {client::*, loaded::*, single::*};
 
 /// happy-server's figures (`reference/happy-spec.md` §3), for the report.
 pub mod happy {
