@@ -67,6 +67,22 @@ pub struct Metrics {
     pub inbox_dropped: u64,
     /// Time from a send the node accepted to its `Delivered` outcome.
     pub delivery_latency: Histogram,
+    /// Ended calls of this node, by method, then by outcome label: `reply`,
+    /// `failed_<reason>` or `unknown_<reason>` (reasons as
+    /// [`FailReason::as_str`](switchboard_core::FailReason::as_str)).
+    pub rpc_calls: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Time from a call the node accepted to its outcome (every class).
+    pub rpc_call_duration: Histogram,
+    /// Requests handed to this node's handlers.
+    pub rpc_served: u64,
+    /// Calls of this node waiting for a server or a reply now (gauge).
+    pub rpc_in_flight: u64,
+    /// Calls that had to wait for a server to appear (entered the grace).
+    pub rpc_grace_waits: u64,
+    /// Calls ended early on evidence of their server's death.
+    pub rpc_fast_fails: u64,
+    /// Broadcasts this node started.
+    pub rpc_broadcasts: u64,
 }
 
 /// Counters since start and current gauges of an embedded registry

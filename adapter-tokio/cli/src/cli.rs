@@ -6,6 +6,10 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod rpc;
+
+pub(crate) use rpc::{BroadcastArgs, CallArgs};
+
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
 #[derive(Debug, Parser)]
 #[command(
@@ -75,6 +79,10 @@ pub(crate) enum Command {
     Send(SendArgs),
     /// List every node the registry knows.
     Ls(LsArgs),
+    /// Call a method on one of the nodes serving it and print the outcome as one JSON line.
+    Call(CallArgs),
+    /// Send one message to every node matching labels and print who got it as one JSON line.
+    Broadcast(BroadcastArgs),
     /// Print a shell completion script on stdout.
     #[command(after_help = "Examples:\n  \
         switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\n  \
@@ -259,10 +267,11 @@ pub(crate) struct RegistryArgs {
 #[command(
     after_help = "When ready (registered, refused, or after 5 s without a registry) it prints \
     one line on stdout: {\"ready\":\"node\",\"id\":N,\"listen\":\"HOST:PORT\",\
-    \"admin\":\"HOST:PORT\"|null,\"registered\":BOOL,\"conflict\":\"WHY\"|null}; `conflict` \
-    says why the registry refused the node (its id or name is held), which it keeps \
-    retrying.\n\n\
+    \"admin\":\"HOST:PORT\"|null,\"registered\":BOOL,\"conflict\":\"WHY\"|null,\"serves\":[METHOD,...]}; \
+    `conflict` says why the registry refused the node (its id or name is held), which it \
+    keeps retrying; `serves` lists the built-in methods of --serve.\n\n\
     Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
+    serve (a list of echo, sleep, silent), \
     etcd (a list), etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
     admin_token_file, cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca \
     (paths relative to the file), and a [core] table with the core settings \
@@ -324,6 +333,16 @@ pub(crate) struct NodeArgs {
     /// Send every received message back to its sender (same type, same payload).
     #[arg(long)]
     pub(crate) echo: bool,
+    /// Serve built-in RPC methods (repeatable or a comma list): `echo` answers the payload,
+    /// `sleep` waits the payload's ASCII decimal milliseconds then answers it, `silent`
+    /// never answers.
+    #[arg(
+        long,
+        value_name = "echo|sleep|silent[,...]",
+        value_delimiter = ',',
+        value_parser = clap::builder::ValueParser::new(parse_builtin_handler)
+    )]
+    pub(crate) serve: Vec<crate::builtin_handlers::BuiltinHandler>,
     /// Consistent-hash ring placement: fast (default; not libatapp's), libatapp-v0.12 (as
     /// libatapp releases v0.11.0 to v0.12.5: 40 id + 40 name points) or libatapp-main (as
     /// libatapp main since commit 45f5fda, unreleased: 80 name points). Config file:
@@ -367,19 +386,32 @@ pub(crate) struct NodeArgs {
     host): SENT_US just before the message was handed to the node, OUTCOME_US when its \
     outcome (or refusal) came; OUTCOME is `delivered` or the summary's failure name; a \
     message without an outcome is `no_outcome` with OUTCOME_US 0.\n\n\
+    Calls: with --method M the load calls M instead of sending messages, --count calls, at \
+    most --concurrency in flight (paced by --rate if given), and prints one JSON line \
+    {\"calls\",\"replies\",\"failed\":{reason:count},\"unknown\":{reason:count},\
+    \"p50_us\",\"p99_us\",\"max_us\",\"elapsed_ms\"}: failed = provably never executed \
+    (not_available, expired, not_served, ..., or refused_<why> when the node refused the \
+    call), unknown = may have executed (target_gone, timeout, ..., or no_outcome when the \
+    node stopped first); latency percentiles are of the replies, call to reply. Exit 0 only \
+    when every call replied. With --outcomes-log the lines are `SEQ SENT_US OUTCOME_US \
+    OUTCOME`, OUTCOME being reply, failed_<reason> or unknown_<reason>.\n\n\
     Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
-    advertise, wait_known, upstream, window, outcomes_log, admin, admin_token_file, etcd, \
+    advertise, wait_known, upstream, window, outcomes_log, method, concurrency, key, payload, \
+    timeout, grace (durations as strings: \"5s\"), admin, admin_token_file, etcd, \
     etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
     cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca (paths relative to the \
     file), and a [core] table.\n\n\
     --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
-    file gives them; so is one of --registry and --etcd.\n\n\
+    file gives them (with --method: --count only); so is one of --registry and --etcd.\n\n\
     Examples:\n  \
     switchboard load --registry 127.0.0.1:7000 --to leaf-1 --count 10000 --rate 1000 --size 64\n  \
     switchboard load --registry 127.0.0.1:7000 --hash-key user-42 --filter role=leaf \\\n      \
-    --count 1000 --rate 0 --size 256 --outcomes-log outcomes.txt",
+    --count 1000 --rate 0 --size 256 --outcomes-log outcomes.txt\n  \
+    switchboard load --registry 127.0.0.1:7000 --method echo --concurrency 8 --count 200",
     override_usage = "switchboard load <--to <NAME>|--hash-key <K>> --count <N> --rate <R> \
     --size <B> <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
+    switchboard load --method <M> --count <N> [--concurrency <C>] \
+    <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
     switchboard load --config <FILE> [OPTIONS]",
     allow_negative_numbers = true
 )]
@@ -432,6 +464,26 @@ pub(crate) struct LoadArgs {
     /// Write each message's send and outcome instants to FILE (format below).
     #[arg(long, value_name = "FILE")]
     pub(crate) outcomes_log: Option<PathBuf>,
+    /// Make calls of this method instead of sending messages (see "Calls" below).
+    #[arg(long, value_name = "M", conflicts_with_all = ["to", "hash_key"])]
+    pub(crate) method: Option<String>,
+    /// Calls in flight at most (with --method) [default: 1].
+    #[arg(long, value_name = "C", value_parser = non_negative::<usize>)]
+    pub(crate) concurrency: Option<usize>,
+    /// Pick each call's server by consistent hash of this key (with --method) [default:
+    /// round robin].
+    #[arg(long, value_name = "K")]
+    pub(crate) key: Option<String>,
+    /// Each call's payload, as its UTF-8 bytes (with --method; exclusive with --size, which
+    /// sends the call's sequence number in B bytes) [default: empty].
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) payload: Option<String>,
+    /// Each call's budget (with --method) [default: 30s].
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration)]
+    pub(crate) timeout: Option<std::time::Duration>,
+    /// Each call's wait for a server of the method (with --method) [default: 15s].
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration)]
+    pub(crate) grace: Option<std::time::Duration>,
     /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs; a bare PORT
     /// binds 127.0.0.1.
     #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]
@@ -509,8 +561,9 @@ pub(crate) struct SendArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Lists every node in the registry's discovery records: id, name, \
-    addresses, upstream (0 = root, - = no topology record) and labels. Exit 1 when the \
-    registry does not answer within --timeout-ms."
+    addresses, upstream (0 = root, - = no topology record), the RPC methods it serves \
+    (its rpc.switchboard/<method> labels, left out of the labels) and its other labels. \
+    Exit 1 when the registry does not answer within --timeout-ms."
 )]
 pub(crate) struct LsArgs {
     /// Output format.
@@ -615,6 +668,13 @@ pub(crate) fn admin_addr(text: &str) -> Result<SocketAddr, String> {
 pub(crate) fn parse_hash_mode(text: &str) -> Result<switchboard_core::hash::HashMode, String> {
     switchboard_core::hash::HashMode::parse(text)
         .ok_or_else(|| format!("expected fast, libatapp-v0.12 or libatapp-main, got {text:?}"))
+}
+
+/// Parses a built-in handler name (`echo`, `sleep`, `silent`).
+pub(crate) fn parse_builtin_handler(
+    text: &str,
+) -> Result<crate::builtin_handlers::BuiltinHandler, String> {
+    text.parse()
 }
 
 /// Parses `key=value` (the key non-empty).

@@ -4,13 +4,18 @@
 //! switchboard registry --listen ADDR [--concern FILE] [--config FILE]
 //! switchboard node --id N --name NAME --listen ADDR [--upstream ID]
 //!                  (--registry ADDR | --etcd URL[,URL...] [--etcd-prefix P])
-//!                  [--label K=V]... [--admin ADDR] [--echo] [--config FILE]
+//!                  [--label K=V]... [--admin ADDR] [--echo] [--serve echo|sleep|silent[,...]]
+//!                  [--config FILE]
 //! switchboard load (--registry ADDR | --etcd URL...) (--to NAME | --hash-key K [--filter K=V]...)
 //!                  --count N --rate R --size B [--id N] [--name NAME] [--wait-known SECS]
 //!                  [--upstream ID] [--window N] [--outcomes-log FILE] [--config FILE]
 //! switchboard send (--registry ADDR | --etcd URL...) --to NAME|ID --payload TEXT [--type N]
 //!                  [--timeout-ms T]
 //! switchboard ls (--registry ADDR | --etcd URL...) [-o table|json] [--timeout-ms T]
+//! switchboard call (--registry ADDR | --etcd URL...) --method M [--key K] [--payload TEXT]
+//!                  [--timeout D] [--grace D]
+//! switchboard broadcast (--registry ADDR | --etcd URL...) [--label K=V]... [--type N]
+//!                  --payload TEXT [--include-self]
 //! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...] [--etcd-prefix P]
 //! switchboard keygen PATH
 //! switchboard completions SHELL
@@ -21,15 +26,24 @@
 //!   `{"ready":"registry","listen":"HOST:PORT"}` on stdout.
 //! - `node` runs one node until SIGINT/SIGTERM, then shuts it down gracefully. Once registered
 //!   (or after 5 s without a registry) it prints
-//!   `{"ready":"node","id":N,"listen":"HOST:PORT","admin":"HOST:PORT"|null}`. `--echo` sends
-//!   every received message back to its sender; `--admin` serves `/metrics` (Prometheus text)
-//!   and `/status` (JSON).
+//!   `{"ready":"node","id":N,"listen":"HOST:PORT","admin":"HOST:PORT"|null,"registered":B,
+//!   "conflict":"WHY"|null,"serves":[METHOD,...]}`. `--echo` sends every received message
+//!   back to its sender; `--serve` serves built-in methods (`echo` answers the payload,
+//!   `sleep` waits the payload's decimal milliseconds then answers it, `silent` never
+//!   answers); `--admin` serves `/metrics` (Prometheus text) and `/status` (JSON).
 //! - `load` starts a node of its own, sends numbered messages at a steady rate and prints
 //!   `{"sent","delivered","failed":{reason:count},"duplicates","echoed","p50_us","p99_us",
 //!   "max_us","unknown","lost","elapsed_ms","rate_achieved","spans_ms"}`; it exits 1 with one
 //!   stderr line when any message was not delivered or the registry did not answer.
 //! - `send` sends one message and prints `{"outcome":"delivered","latency_us":N}` or the
 //!   failure; exit 0 only when delivered.
+//! - `call` calls a method once (round robin, or by hash of `--key`) and prints
+//!   `{"outcome":"reply","payload":TEXT,"latency_us":N}` or
+//!   `{"outcome":"failed"|"unknown","reason":R,"latency_us":N}`; exit 0 only on a reply.
+//!   Durations are written `250ms`, `5s`, `1.5s`.
+//! - `broadcast` sends one message to every node with the `--label`s and prints
+//!   `{"delivered":[ID,...],"failed":{ID:REASON},"unknown":{ID:REASON}}`; exit 0 only when
+//!   every recipient got it.
 //! - `ls` prints every node the registry knows (a table, or a JSON array with `-o json`).
 //! - `demo` runs a whole cluster in this process through a scripted series of failures and
 //!   prints a table (with `--json` the table goes to stderr and stdout is one line
@@ -50,16 +64,21 @@
 //! in one line and the default used), as text or, with `--log-format json`, one JSON object
 //! per line.
 
+mod builtin_handlers;
 mod cli;
 mod client;
 mod config;
 mod demo;
+mod duration;
 mod error;
 mod keys;
 mod lifecycle;
 mod outcome_log;
 mod payload;
+mod run_broadcast;
+mod run_call;
 mod run_load;
+mod run_load_calls;
 mod run_ls;
 mod run_node;
 mod run_registry;
@@ -152,6 +171,18 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Demo(args) => demo::run(demo::DemoOptions::resolve(args)?).await,
         Command::Send(args) => {
             run_send::run(run_send::SendOptions::resolve(args, std::process::id())?).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call(args) => {
+            run_call::run(run_call::CallOptions::resolve(args, std::process::id())?).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Broadcast(args) => {
+            run_broadcast::run(run_broadcast::BroadcastOptions::resolve(
+                args,
+                std::process::id(),
+            )?)
+            .await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ls(args) => {

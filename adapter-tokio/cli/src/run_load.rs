@@ -9,12 +9,15 @@ use std::{
 };
 
 use serde::Serialize;
-use switchboard_tokio::{Inbox, NodeBuilder, NodeHandle, SendFailure, TargetSpec};
+use switchboard_tokio::{
+    Inbox, NodeBuilder, NodeHandle, SendFailure, TargetSpec,
+    admin::{AdminOptions, AdminServer},
+};
 use tokio::{sync::Semaphore, time::Instant};
 
 use crate::{
     client::{describe_failure, submit_when_known, wait_registered},
-    config::load::LoadOptions,
+    config::load::{LoadOptions, LoadWork},
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
     outcome_log::{DELIVERED, OutcomeLog, unix_micros_now},
@@ -153,45 +156,26 @@ impl LoadSummary {
 ///
 /// The node did not start, or stopped while sending.
 pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
-    let message_timeout = options.core.message_timeout;
-    let mut builder = NodeBuilder::new(options.core.id, options.core.name.clone())
-        .transport(options.transport.clone());
-    if let Some((listen, advertise)) = options.listen.clone() {
-        builder = builder.listen(listen).advertise(advertise);
-    }
-    let (handle, inbox) = builder
-        .registry_spec(options.registry.clone())
-        .config({
-            let core = options.core.clone();
-            move |config| *config = core
-        })
-        .start()
-        .await
-        .map_err(start_error)?;
-    // Held until the run ends: the endpoints serve while the load runs.
-    let _admin_server = match options.admin {
-        None => None,
-        Some(addr) => match switchboard_tokio::admin::AdminServer::bind_with(
-            addr,
-            handle.clone(),
-            switchboard_tokio::admin::AdminOptions {
-                token: options.admin_token.clone(),
-            },
-        )
-        .await
-        {
-            Ok(server) => {
-                eprintln!("load: admin on {}", server.local_addr());
-                Some(server)
-            }
-            Err(e) => {
-                handle.kill();
-                return Err(CliError::failed(format!(
-                    "admin: cannot listen on {addr}: {e}"
-                )));
-            }
-        },
+    let (handle, inbox, admin_server) = start_load_node(&options).await?;
+    let (target, size, window) = match &options.work {
+        LoadWork::Messages {
+            target,
+            size,
+            window,
+        } => (target.clone(), *size, *window),
+        LoadWork::Calls(calls) => {
+            let calls = calls.clone();
+            return crate::run_load_calls::run(&options, &calls, handle, inbox, admin_server).await;
+        }
     };
+    let messages = MessageLoad {
+        target,
+        size,
+        window,
+    };
+    // Held until the run ends: the endpoints serve while the load runs.
+    let _admin_server = admin_server;
+    let message_timeout = options.core.message_timeout;
     let echoes = Arc::new(Mutex::new(DuplicateCounter::default()));
     let echo_task = tokio::spawn(count_echoes(inbox, Arc::clone(&echoes)));
     // Registered = the view is complete; a target not in it yet is waited for by the first
@@ -210,7 +194,15 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     let progress = std::io::stderr()
         .is_terminal()
         .then(|| tokio::spawn(report_progress(Arc::clone(&tally))));
-    let sent = send_all(&handle, &options, &tally, log.as_ref(), known_deadline).await;
+    let sent = send_all(
+        &handle,
+        &options,
+        &messages,
+        &tally,
+        log.as_ref(),
+        known_deadline,
+    )
+    .await;
     let outcome_deadline = Instant::now() + message_timeout + OUTCOME_MARGIN;
     while tally.lock().in_flight() > 0 && Instant::now() < outcome_deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -237,10 +229,65 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
         log.write(path)?;
     }
     print_json_line(&summary)?;
-    match summary.undelivered_line(&options.target) {
+    match summary.undelivered_line(&messages.target) {
         Some(line) => Err(CliError::failed(line)),
         None => Ok(()),
     }
+}
+
+/// Starts the load node (and its admin endpoints, if asked), as every load needs it.
+///
+/// # Errors
+///
+/// The node or the admin server did not start.
+pub(crate) async fn start_load_node(
+    options: &LoadOptions,
+) -> Result<(NodeHandle, Inbox, Option<AdminServer>), CliError> {
+    let mut builder = NodeBuilder::new(options.core.id, options.core.name.clone())
+        .transport(options.transport.clone());
+    if let Some((listen, advertise)) = options.listen.clone() {
+        builder = builder.listen(listen).advertise(advertise);
+    }
+    let (handle, inbox) = builder
+        .registry_spec(options.registry.clone())
+        .config({
+            let core = options.core.clone();
+            move |config| *config = core
+        })
+        .start()
+        .await
+        .map_err(start_error)?;
+    let admin_server = match options.admin {
+        None => None,
+        Some(addr) => match AdminServer::bind_with(
+            addr,
+            handle.clone(),
+            AdminOptions {
+                token: options.admin_token.clone(),
+            },
+        )
+        .await
+        {
+            Ok(server) => {
+                eprintln!("load: admin on {}", server.local_addr());
+                Some(server)
+            }
+            Err(e) => {
+                handle.kill();
+                return Err(CliError::failed(format!(
+                    "admin: cannot listen on {addr}: {e}"
+                )));
+            }
+        },
+    };
+    Ok((handle, inbox, admin_server))
+}
+
+/// A message load's target and shape.
+struct MessageLoad {
+    target: TargetSpec,
+    size: usize,
+    window: usize,
 }
 
 /// When the first and the last message were handed to the node.
@@ -286,11 +333,12 @@ async fn report_progress(tally: Arc<SharedTally>) {
 async fn send_all(
     handle: &NodeHandle,
     options: &LoadOptions,
+    messages: &MessageLoad,
     tally: &Arc<SharedTally>,
     log: Option<&Arc<OutcomeLog>>,
     known_deadline: Instant,
 ) -> Result<SendPhase, CliError> {
-    let window = Arc::new(Semaphore::new(options.window));
+    let window = Arc::new(Semaphore::new(messages.window));
     let mut phase = SendPhase::default();
     let mut start = Instant::now();
     for seq in 0..options.count {
@@ -303,12 +351,12 @@ async fn send_all(
             .map_err(|_| CliError::failed("the in-flight window closed"))?;
         let mut sent_at = Instant::now();
         let mut sent_us = unix_micros_now();
-        let payload = payload::encode(seq, options.size);
+        let payload = payload::encode(seq, messages.size);
         let submitted = if seq == 0 {
             // The first message waits for its target; the pacing starts once it is handed.
             let submitted = submit_when_known(
                 handle,
-                &options.target,
+                &messages.target,
                 LOAD_MSG_TYPE,
                 payload,
                 known_deadline,
@@ -321,7 +369,7 @@ async fn send_all(
             submitted
         } else {
             handle
-                .submit(options.target.clone(), LOAD_MSG_TYPE, payload)
+                .submit(messages.target.clone(), LOAD_MSG_TYPE, payload)
                 .await
         };
         if let Some(log) = log {

@@ -10,6 +10,7 @@ use switchboard_core::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
     registry::{RegistryEvent, client::ClientConfig},
+    rpc::{METHOD_LABEL_PREFIX, served_methods},
 };
 use switchboard_tokio::{
     RegistrySpec,
@@ -84,7 +85,9 @@ pub(crate) struct NodeRow {
     addresses: Vec<String>,
     /// Its upstream (0 = a root); `None` without a topology record.
     upstream: Option<u64>,
-    /// Its labels.
+    /// The RPC methods it serves (its `rpc.switchboard/<method>` labels), in name order.
+    methods: Vec<String>,
+    /// Its other labels.
     labels: BTreeMap<String, String>,
 }
 
@@ -184,11 +187,17 @@ async fn read_snapshot(
             let topo = topology.get(&info.id);
             let mut labels = topo.map(|t| t.data.label.clone()).unwrap_or_default();
             labels.extend(info.metadata.labels.clone());
+            let methods: Vec<String> = served_methods(&info.metadata).map(str::to_owned).collect();
+            labels.retain(|key, _| {
+                !key.strip_prefix(METHOD_LABEL_PREFIX)
+                    .is_some_and(|method| methods.iter().any(|m| m == method))
+            });
             NodeRow {
                 id: info.id.0,
                 name: info.name,
                 addresses: info.listen,
                 upstream: topo.map(|t| t.upstream_id.0),
+                methods,
                 labels,
             }
         })
@@ -242,6 +251,7 @@ fn table(rows: &[NodeRow]) -> String {
         "NAME".to_owned(),
         "UPSTREAM".to_owned(),
         "ADDRESSES".to_owned(),
+        "METHODS".to_owned(),
         "LABELS".to_owned(),
     ]];
     let or_dash = |s: String| if s.is_empty() { "-".to_owned() } else { s };
@@ -251,6 +261,7 @@ fn table(rows: &[NodeRow]) -> String {
             or_dash(row.name.clone()),
             row.upstream.map_or("-".to_owned(), |u| u.to_string()),
             or_dash(row.addresses.join(",")),
+            or_dash(row.methods.join(",")),
             or_dash(
                 row.labels
                     .iter()
@@ -260,7 +271,7 @@ fn table(rows: &[NodeRow]) -> String {
             ),
         ]);
     }
-    let mut widths = [0usize; 5];
+    let mut widths = [0usize; 6];
     for line in &lines {
         for (width, cell) in widths.iter_mut().zip(line) {
             *width = (*width).max(cell.chars().count());
@@ -294,6 +305,7 @@ mod tests {
                 name: "proxy".to_owned(),
                 addresses: vec!["atcp://127.0.0.1:4000".to_owned()],
                 upstream: Some(0),
+                methods: Vec::new(),
                 labels: BTreeMap::new(),
             },
             NodeRow {
@@ -301,14 +313,15 @@ mod tests {
                 name: "a".to_owned(),
                 addresses: vec!["atcp://127.0.0.1:4001".to_owned()],
                 upstream: Some(10),
+                methods: vec!["echo".to_owned(), "sleep".to_owned()],
                 labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
             },
         ];
         assert_eq!(
             table(&rows),
-            "ID   NAME   UPSTREAM  ADDRESSES              LABELS\n\
-             10   proxy  0         atcp://127.0.0.1:4000  -\n\
-             101  a      10        atcp://127.0.0.1:4001  role=leaf\n"
+            "ID   NAME   UPSTREAM  ADDRESSES              METHODS     LABELS\n\
+             10   proxy  0         atcp://127.0.0.1:4000  -           -\n\
+             101  a      10        atcp://127.0.0.1:4001  echo,sleep  role=leaf\n"
         );
     }
 }

@@ -10,6 +10,7 @@ use switchboard_tokio::{
 };
 
 use crate::{
+    builtin_handlers,
     config::node::NodeOptions,
     error::CliError,
     lifecycle::{StopSignals, print_json_line, shutdown_bounded, start_error},
@@ -19,7 +20,7 @@ use crate::{
 pub(crate) const REGISTER_WAIT: Duration = Duration::from_secs(5);
 
 /// The ready line: `{"ready":"node","id":N,"listen":"HOST:PORT","admin":"HOST:PORT"|null,
-/// "registered":BOOL,"conflict":"WHY"|null}`. `registered` is false when the registry did
+/// "registered":BOOL,"conflict":"WHY"|null,"serves":[METHOD,...]}`. `registered` is false when the registry did
 /// not take the node within [`REGISTER_WAIT`] (the backend keeps trying); `conflict` says
 /// why the registry refused it, if it did (`id held by incarnation N`,
 /// `name "x" taken by id N`, or the etcd holder) — the node then stops and exits 1.
@@ -37,6 +38,8 @@ pub(crate) struct NodeReady {
     pub(crate) registered: bool,
     /// Why the registry refused it, if it did.
     pub(crate) conflict: Option<String>,
+    /// The built-in methods it serves (`--serve`), in name order.
+    pub(crate) serves: Vec<&'static str>,
 }
 
 /// Runs the node until a stop signal, then shuts it down gracefully.
@@ -54,6 +57,7 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         admin,
         admin_token,
         echo,
+        serves,
         transport,
     } = options;
     let id = core.id;
@@ -86,6 +90,22 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         }
     };
     let mut inbox_task = tokio::spawn(serve_inbox(handle.clone(), inbox, echo));
+    // Served before the registration is awaited: the record the ready line vouches for
+    // already lists the methods.
+    let mut handler_tasks = Vec::with_capacity(serves.len());
+    for handler in &serves {
+        match builtin_handlers::start(&handle, *handler).await {
+            Ok(task) => handler_tasks.push(task),
+            Err(e) => {
+                drop(admin_server);
+                shutdown_bounded(&handle).await;
+                return Err(CliError::failed(format!(
+                    "serve: cannot serve {}: {e}",
+                    handler.method()
+                )));
+            }
+        }
+    }
     handle
         .wait_for(REGISTER_WAIT, |k| k.registered || k.conflict.is_some())
         .await;
@@ -100,6 +120,7 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         admin: admin_server.as_ref().map(|a| a.local_addr().to_string()),
         registered: known.registered,
         conflict: known.conflict.clone(),
+        serves: serves.iter().map(|h| h.method()).collect(),
     })?;
     if let Some(conflict) = known.conflict {
         // Another live node holds this id (under another identity) or this name: this one
@@ -118,6 +139,9 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
     }
     drop(admin_server);
     shutdown_bounded(&handle).await;
+    for task in handler_tasks {
+        task.abort();
+    }
     Ok(())
 }
 
@@ -156,20 +180,22 @@ mod tests {
             admin: Some("127.0.0.1:9100".to_owned()),
             registered: true,
             conflict: None,
+            serves: vec!["echo", "silent"],
         };
         assert_eq!(
             serde_json::to_string(&with_admin).expect("json"),
-            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":"127.0.0.1:9100","registered":true,"conflict":null}"#
+            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":"127.0.0.1:9100","registered":true,"conflict":null,"serves":["echo","silent"]}"#
         );
         let refused = NodeReady {
             admin: None,
             registered: false,
             conflict: Some("name \"a\" taken by id 3".to_owned()),
+            serves: Vec::new(),
             ..with_admin
         };
         assert_eq!(
             serde_json::to_string(&refused).expect("json"),
-            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":null,"registered":false,"conflict":"name \"a\" taken by id 3"}"#
+            r#"{"ready":"node","id":7,"listen":"127.0.0.1:7100","admin":null,"registered":false,"conflict":"name \"a\" taken by id 3","serves":[]}"#
         );
     }
 }

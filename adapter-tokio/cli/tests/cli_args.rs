@@ -90,7 +90,7 @@ fn a_missing_required_value_names_the_field() {
     ]);
     assert_usage_error(
         &output,
-        "error: to: required: give --to NAME or --hash-key K",
+        "error: to: required: give --to NAME or --hash-key K (or --method M for calls)",
     );
 }
 

@@ -50,7 +50,7 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
     assert_eq!(
         line,
         format!(
-            r#"{{"ready":"node","id":7,"listen":"{listen}","admin":"{admin}","registered":true,"conflict":null}}"#
+            r#"{{"ready":"node","id":7,"listen":"{listen}","admin":"{admin}","registered":true,"conflict":null,"serves":[]}}"#
         )
     );
     let admin: SocketAddr = admin.parse().expect("admin address");
@@ -139,6 +139,26 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"replay\"} 0",
             "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
+        ]
+        .map(str::to_owned),
+    );
+    for le in [
+        "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+        "2.5", "5", "10", "+Inf",
+    ] {
+        expected.push(format!(
+            "switchboard_rpc_call_duration_seconds_bucket{{le=\"{le}\"}} 0"
+        ));
+    }
+    expected.extend(
+        [
+            "switchboard_rpc_call_duration_seconds_sum 0",
+            "switchboard_rpc_call_duration_seconds_count 0",
+            "switchboard_rpc_served_total 0",
+            "switchboard_rpc_in_flight 0",
+            "switchboard_rpc_grace_waits_total 0",
+            "switchboard_rpc_fast_fails_total 0",
+            "switchboard_rpc_broadcasts_total 0",
         ]
         .map(str::to_owned),
     );

@@ -62,9 +62,9 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
         listed,
         json!([
             {"id": 10, "name": "proxy", "addresses": [format!("atcp://{proxy_listen}")],
-             "upstream": 0, "labels": {}},
+             "upstream": 0, "methods": [], "labels": {}},
             {"id": 101, "name": "a", "addresses": [format!("atcp://{leaf_listen}")],
-             "upstream": 10, "labels": {"role": "leaf"}},
+             "upstream": 10, "methods": [], "labels": {"role": "leaf"}},
         ])
     );
 
@@ -79,13 +79,21 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
     assert_eq!(
         cells,
         [
-            vec!["ID", "NAME", "UPSTREAM", "ADDRESSES", "LABELS"],
-            vec!["10", "proxy", "0", &format!("atcp://{proxy_listen}"), "-"],
+            vec!["ID", "NAME", "UPSTREAM", "ADDRESSES", "METHODS", "LABELS"],
+            vec![
+                "10",
+                "proxy",
+                "0",
+                &format!("atcp://{proxy_listen}"),
+                "-",
+                "-"
+            ],
             vec![
                 "101",
                 "a",
                 "10",
                 &format!("atcp://{leaf_listen}"),
+                "-",
                 "role=leaf"
             ],
         ]

@@ -2,10 +2,13 @@
 //! exposition format 0.0.4: one `# HELP` and one `# TYPE` line per family, then its samples.
 //! Labelled families always list the labels a node can produce (every outcome, refusal and
 //! link state, at 0 until counted), so a scrape of a fresh node already shows every series,
-//! plus any other label the driver reported. Both end with `switchboard_build_info`.
+//! plus any other label the driver reported; the exception is `switchboard_rpc_calls_total`,
+//! whose `method` label is the application's, so it lists only the series counted. Both end
+//! with `switchboard_build_info`.
 //!
-//! The delivery latency is a histogram with fixed buckets ([`LATENCY_BUCKETS_NANOS`]),
-//! counted in whole nanoseconds and printed as exact decimal seconds, so the text is exact.
+//! The delivery latency and the call duration are histograms with fixed buckets
+//! ([`LATENCY_BUCKETS_NANOS`]), counted in whole nanoseconds and printed as exact decimal
+//! seconds, so the text is exact.
 
 use std::{collections::BTreeMap, fmt::Write as _};
 
@@ -211,8 +214,72 @@ pub fn render(metrics: &Metrics) -> String {
         "kind",
         &with_known(kinds, &metrics.auth_refusals),
     );
+    rpc(&mut out, metrics);
     build_info(&mut out);
     out
+}
+
+/// The RPC families: calls by method, outcome and reason (only what was counted: methods are
+/// the application's), their duration, and the core's RPC counters.
+fn rpc(out: &mut String, metrics: &Metrics) {
+    header(
+        out,
+        "switchboard_rpc_calls_total",
+        "counter",
+        "Ended calls of this node by method, outcome (reply, failed = never executed, unknown = maybe executed) and reason (empty for a reply).",
+    );
+    for (method, by_label) in &metrics.rpc_calls {
+        for (label, &count) in by_label {
+            let (outcome, reason) = outcome_and_reason(label);
+            sample(
+                out,
+                "switchboard_rpc_calls_total",
+                &[("method", method), ("outcome", outcome), ("reason", reason)],
+                count,
+            );
+        }
+    }
+    histogram(
+        out,
+        "switchboard_rpc_call_duration_seconds",
+        "Time from a call the node accepted to its outcome (every outcome).",
+        &metrics.rpc_call_duration,
+    );
+    let counters = [
+        (
+            "switchboard_rpc_served_total",
+            "counter",
+            "Requests handed to this node's handlers.",
+            metrics.rpc_served,
+        ),
+        (
+            "switchboard_rpc_in_flight",
+            "gauge",
+            "Calls of this node waiting for a server or a reply.",
+            metrics.rpc_in_flight,
+        ),
+        (
+            "switchboard_rpc_grace_waits_total",
+            "counter",
+            "Calls that waited for a server of their method to appear.",
+            metrics.rpc_grace_waits,
+        ),
+        (
+            "switchboard_rpc_fast_fails_total",
+            "counter",
+            "Calls ended early on evidence of their server's death.",
+            metrics.rpc_fast_fails,
+        ),
+        (
+            "switchboard_rpc_broadcasts_total",
+            "counter",
+            "Broadcasts this node started.",
+            metrics.rpc_broadcasts,
+        ),
+    ];
+    for (name, kind, help, value) in counters {
+        scalar(out, name, kind, help, value);
+    }
 }
 
 /// Renders a registry's `metrics` as Prometheus text.

@@ -8,15 +8,17 @@ use switchboard_core::{
     config::Config,
     discovery::{Filter, Metadata, address::Advertise},
     topology::TopologyPolicy,
-    wire::MAX_DATA_PAYLOAD,
 };
 use switchboard_tokio::{RegistrySpec, TargetSpec};
 
-use super::{Identity, advertise, core_config, read_toml, registry_spec};
+use super::{
+    Identity, advertise, core_config,
+    load_calls::{CallFlags, CallLoad, check_size, file_duration},
+    read_toml, registry_spec,
+};
 use crate::{
     cli::{EtcdSecurity, LoadArgs},
     error::CliError,
-    payload::SEQ_BYTES,
 };
 
 /// Default in-flight window.
@@ -58,6 +60,18 @@ pub(crate) struct LoadFile {
     pub(crate) window: Option<usize>,
     /// `--outcomes-log`.
     pub(crate) outcomes_log: Option<PathBuf>,
+    /// `--method`.
+    pub(crate) method: Option<String>,
+    /// `--concurrency`.
+    pub(crate) concurrency: Option<usize>,
+    /// `--key`.
+    pub(crate) key: Option<String>,
+    /// `--payload`.
+    pub(crate) payload: Option<String>,
+    /// `--timeout` (a duration: `5s`, `250ms`).
+    pub(crate) timeout: Option<String>,
+    /// `--grace` (a duration).
+    pub(crate) grace: Option<String>,
     /// `--admin`.
     pub(crate) admin: Option<SocketAddr>,
     /// `--etcd`.
@@ -100,18 +114,14 @@ pub(crate) struct LoadOptions {
     pub(crate) listen: Option<(SocketAddr, Advertise)>,
     /// Where the registry is.
     pub(crate) registry: RegistrySpec,
-    /// Whom every message goes to.
-    pub(crate) target: TargetSpec,
-    /// Messages to send.
+    /// Messages to a target, or calls of a method.
+    pub(crate) work: LoadWork,
+    /// Messages (or calls) to send.
     pub(crate) count: u64,
-    /// Messages per second; 0 = unpaced.
+    /// Messages (or calls) per second; 0 = unpaced.
     pub(crate) rate: u64,
-    /// Payload bytes (≥ 8).
-    pub(crate) size: usize,
     /// Bound on the wait for the registry and the target.
     pub(crate) wait_known: Duration,
-    /// Messages in flight at most.
-    pub(crate) window: usize,
     /// Where to write each message's send and outcome instants, if anywhere.
     pub(crate) outcomes_log: Option<PathBuf>,
     /// Where to serve the load node's admin endpoints while it runs, if anywhere.
@@ -120,6 +130,22 @@ pub(crate) struct LoadOptions {
     pub(crate) admin_token: Option<String>,
     /// Plain TCP or mutual TLS.
     pub(crate) transport: switchboard_tokio::Transport,
+}
+
+/// What a load sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LoadWork {
+    /// Numbered messages (without `--method`).
+    Messages {
+        /// Whom every message goes to.
+        target: TargetSpec,
+        /// Payload bytes (≥ 8).
+        size: usize,
+        /// Messages in flight at most.
+        window: usize,
+    },
+    /// Calls of a method (`--method`).
+    Calls(CallLoad),
 }
 
 impl LoadOptions {
@@ -139,69 +165,80 @@ impl LoadOptions {
         )?;
         let mut filter_labels = file.filter.unwrap_or_default();
         filter_labels.extend(args.filters);
-        let target = match (args.to.or(file.to), args.hash_key.or(file.hash_key)) {
-            (Some(_), Some(_)) => {
-                return Err(CliError::invalid(
-                    "to",
-                    "give either to or hash_key, not both",
-                ));
-            }
-            (None, None) => {
-                return Err(CliError::invalid(
-                    "to",
-                    "required: give --to NAME or --hash-key K",
-                ));
-            }
-            (Some(name), None) => {
-                if name.is_empty() {
-                    return Err(CliError::invalid("to", "the name is empty"));
-                }
-                if !filter_labels.is_empty() {
-                    return Err(CliError::invalid("filter", "only used with hash_key"));
-                }
-                TargetSpec::Name(name)
-            }
-            (None, Some(key)) => TargetSpec::Hash {
-                filter: (!filter_labels.is_empty()).then(|| {
-                    Filter(Metadata {
-                        labels: filter_labels,
-                        ..Metadata::default()
-                    })
-                }),
-                key: key.into_bytes(),
-            },
-        };
         let count = args
             .count
             .or(file.count)
             .ok_or_else(|| CliError::invalid("count", "required: give --count N"))?;
-        let rate = args
-            .rate
-            .or(file.rate)
-            .ok_or_else(|| CliError::invalid("rate", "required: give --rate R (0 = unpaced)"))?;
-        let size = args
-            .size
-            .or(file.size)
-            .ok_or_else(|| CliError::invalid("size", "required: give --size B"))?;
-        if size < SEQ_BYTES {
-            return Err(CliError::invalid(
-                "size",
-                format!("must be at least {SEQ_BYTES} bytes (the sequence number), got {size}"),
-            ));
-        }
-        if size > MAX_DATA_PAYLOAD {
-            return Err(CliError::invalid(
-                "size",
-                format!(
-                    "must be at most {MAX_DATA_PAYLOAD} bytes (the largest payload a frame \
-                     carries), got {size}"
-                ),
-            ));
-        }
-        let window = args.window.or(file.window).unwrap_or(DEFAULT_WINDOW);
-        if window == 0 {
-            return Err(CliError::invalid("window", "must be greater than zero"));
-        }
+        let to = args.to.or(file.to);
+        let hash_key = args.hash_key.or(file.hash_key);
+        let rate = args.rate.or(file.rate);
+        let size = args.size.or(file.size);
+        let window = args.window.or(file.window);
+        let call_flags = CallFlags {
+            method: String::new(),
+            concurrency: args.concurrency.or(file.concurrency),
+            key: args.key.or(file.key),
+            payload: args.payload.or(file.payload),
+            size,
+            timeout: args
+                .timeout
+                .map_or_else(|| file_duration("timeout", file.timeout), |t| Ok(Some(t)))?,
+            grace: args
+                .grace
+                .map_or_else(|| file_duration("grace", file.grace), |g| Ok(Some(g)))?,
+        };
+        let work = match args.method.or(file.method) {
+            Some(method) => {
+                if to.is_some() || hash_key.is_some() || !filter_labels.is_empty() {
+                    return Err(CliError::invalid(
+                        "method",
+                        "give either method (calls) or to / hash_key (messages), not both",
+                    ));
+                }
+                if window.is_some() {
+                    return Err(CliError::invalid(
+                        "window",
+                        "only used with messages (calls in flight: concurrency)",
+                    ));
+                }
+                LoadWork::Calls(CallLoad::resolve(CallFlags {
+                    method,
+                    ..call_flags
+                })?)
+            }
+            None => {
+                let call_only = [
+                    ("concurrency", call_flags.concurrency.is_some()),
+                    ("key", call_flags.key.is_some()),
+                    ("payload", call_flags.payload.is_some()),
+                    ("timeout", call_flags.timeout.is_some()),
+                    ("grace", call_flags.grace.is_some()),
+                ];
+                if let Some((field, _)) = call_only.iter().find(|(_, given)| *given) {
+                    return Err(CliError::invalid(*field, "only used with method"));
+                }
+                let target = message_target(to, hash_key, filter_labels)?;
+                if rate.is_none() {
+                    return Err(CliError::invalid(
+                        "rate",
+                        "required: give --rate R (0 = unpaced)",
+                    ));
+                }
+                let size = check_size(
+                    size.ok_or_else(|| CliError::invalid("size", "required: give --size B"))?,
+                )?;
+                let window = window.unwrap_or(DEFAULT_WINDOW);
+                if window == 0 {
+                    return Err(CliError::invalid("window", "must be greater than zero"));
+                }
+                LoadWork::Messages {
+                    target,
+                    size,
+                    window,
+                }
+            }
+        };
+        let rate = rate.unwrap_or(0);
         let wait_known = match args.wait_known.or(file.wait_known) {
             None => DEFAULT_WAIT_KNOWN,
             Some(secs) if secs.is_finite() && (0.0..=86_400.0).contains(&secs) => {
@@ -274,12 +311,10 @@ impl LoadOptions {
             core,
             listen,
             registry,
-            target,
+            work,
             count,
             rate,
-            size,
             wait_known,
-            window,
             outcomes_log: args.outcomes_log.or(file.outcomes_log),
             admin_token: super::admin_token(
                 admin,
@@ -295,8 +330,47 @@ impl LoadOptions {
     }
 }
 
+/// The target of a message load: `to` a name, or by hash of `hash_key` among the nodes with
+/// the `filter` labels.
+fn message_target(
+    to: Option<String>,
+    hash_key: Option<String>,
+    filter_labels: BTreeMap<String, String>,
+) -> Result<TargetSpec, CliError> {
+    match (to, hash_key) {
+        (Some(_), Some(_)) => Err(CliError::invalid(
+            "to",
+            "give either to or hash_key, not both",
+        )),
+        (None, None) => Err(CliError::invalid(
+            "to",
+            "required: give --to NAME or --hash-key K (or --method M for calls)",
+        )),
+        (Some(name), None) => {
+            if name.is_empty() {
+                return Err(CliError::invalid("to", "the name is empty"));
+            }
+            if !filter_labels.is_empty() {
+                return Err(CliError::invalid("filter", "only used with hash_key"));
+            }
+            Ok(TargetSpec::Name(name))
+        }
+        (None, Some(key)) => Ok(TargetSpec::Hash {
+            filter: (!filter_labels.is_empty()).then(|| {
+                Filter(Metadata {
+                    labels: filter_labels,
+                    ..Metadata::default()
+                })
+            }),
+            key: key.into_bytes(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use switchboard_core::wire::MAX_DATA_PAYLOAD;
+
     use super::*;
     use crate::cli::EtcdArgs;
 
@@ -316,6 +390,12 @@ mod tests {
             upstream: None,
             window: None,
             outcomes_log: None,
+            method: None,
+            concurrency: None,
+            key: None,
+            payload: None,
+            timeout: None,
+            grace: None,
             admin: None,
             admin_token_file: None,
             config: None,
@@ -360,11 +440,15 @@ mod tests {
             options.core.labels,
             BTreeMap::from([("role".to_owned(), "load".to_owned())])
         );
-        assert_eq!(options.target, TargetSpec::Name("leaf-1".to_owned()));
         assert_eq!(
-            (options.count, options.rate, options.size, options.window),
-            (100, 50, 64, DEFAULT_WINDOW)
+            options.work,
+            LoadWork::Messages {
+                target: TargetSpec::Name("leaf-1".to_owned()),
+                size: 64,
+                window: DEFAULT_WINDOW
+            }
         );
+        assert_eq!((options.count, options.rate), (100, 50));
         assert_eq!(options.wait_known, DEFAULT_WAIT_KNOWN);
         assert!(options.core.topology_policy.allow_direct_connection);
     }
@@ -377,8 +461,11 @@ mod tests {
         a.filters = vec![("role".to_owned(), "leaf".to_owned())];
         a.wait_known = Some(2.5);
         let options = LoadOptions::resolve(a, 1).expect("valid");
+        let LoadWork::Messages { target, .. } = options.work else {
+            panic!("a message load");
+        };
         assert_eq!(
-            options.target,
+            target,
             TargetSpec::Hash {
                 filter: Some(Filter(Metadata {
                     labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
@@ -438,7 +525,7 @@ mod tests {
             LoadOptions::resolve(a, 1)
                 .expect_err("no target")
                 .to_string(),
-            "to: required: give --to NAME or --hash-key K"
+            "to: required: give --to NAME or --hash-key K (or --method M for calls)"
         );
     }
 
@@ -479,6 +566,12 @@ mod tests {
             upstream: None,
             window: None,
             outcomes_log: None,
+            method: None,
+            concurrency: None,
+            key: None,
+            payload: None,
+            timeout: None,
+            grace: None,
             admin: None,
             admin_token_file: None,
             config: Some(path),
@@ -487,10 +580,79 @@ mod tests {
             keys: crate::cli::KeyArgs::default(),
         };
         let options = LoadOptions::resolve(a, 1).expect("valid");
-        assert_eq!(
-            (options.count, options.rate, options.size, options.window),
-            (20, 0, 8, 4)
-        );
+        assert_eq!((options.count, options.rate), (20, 0));
+        let LoadWork::Messages { size, window, .. } = options.work else {
+            panic!("a message load");
+        };
+        assert_eq!((size, window), (8, 4));
         assert_eq!((options.core.id.0, options.core.name.as_str()), (99, "gen"));
+    }
+
+    #[test]
+    fn a_method_makes_a_call_load_from_flags_or_the_file() {
+        let mut a = args();
+        a.to = None;
+        a.size = None;
+        a.rate = None;
+        a.method = Some("echo".to_owned());
+        a.concurrency = Some(8);
+        a.key = Some("user-1".to_owned());
+        a.payload = Some("hi".to_owned());
+        a.grace = Some(Duration::from_millis(300));
+        let options = LoadOptions::resolve(a, 1).expect("valid");
+        assert_eq!(options.rate, 0);
+        assert_eq!(
+            options.work,
+            LoadWork::Calls(CallLoad {
+                method: "echo".to_owned(),
+                select: switchboard_core::Select::Hash(bytes::Bytes::from_static(b"user-1")),
+                payload: super::super::load_calls::CallPayload::Text(bytes::Bytes::from_static(
+                    b"hi"
+                )),
+                concurrency: 8,
+                timeout: None,
+                grace: Some(Duration::from_millis(300)),
+            })
+        );
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("load.toml");
+        std::fs::write(
+            &path,
+            "registry = \"127.0.0.1:7000\"\nmethod = \"sleep\"\ncount = 10\n\
+             concurrency = 2\ntimeout = \"1.5s\"\npayload = \"100\"\n",
+        )
+        .expect("write");
+        let mut from_file = args();
+        (from_file.registry, from_file.to, from_file.count) = (None, None, None);
+        (from_file.rate, from_file.size, from_file.config) = (None, None, Some(path));
+        let options = LoadOptions::resolve(from_file, 1).expect("valid");
+        let LoadWork::Calls(calls) = options.work else {
+            panic!("a call load");
+        };
+        assert_eq!(
+            (calls.method.as_str(), calls.concurrency, calls.timeout),
+            ("sleep", 2, Some(Duration::from_millis(1500)))
+        );
+    }
+
+    #[test]
+    fn message_and_call_flags_do_not_mix() {
+        let error = |a: LoadArgs| LoadOptions::resolve(a, 1).expect_err("invalid").to_string();
+        let mut both = args();
+        both.method = Some("echo".to_owned());
+        assert_eq!(
+            error(both),
+            "method: give either method (calls) or to / hash_key (messages), not both"
+        );
+        let mut concurrency = args();
+        concurrency.concurrency = Some(4);
+        assert_eq!(error(concurrency), "concurrency: only used with method");
+        let mut window = args();
+        (window.to, window.method, window.window) = (None, Some("echo".to_owned()), Some(4));
+        assert_eq!(
+            error(window),
+            "window: only used with messages (calls in flight: concurrency)"
+        );
     }
 }

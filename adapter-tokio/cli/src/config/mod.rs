@@ -8,6 +8,7 @@
 
 pub(crate) mod concern;
 pub(crate) mod load;
+pub(crate) mod load_calls;
 pub(crate) mod node;
 pub(crate) mod registry;
 

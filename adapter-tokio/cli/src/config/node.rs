@@ -12,6 +12,7 @@ use switchboard_tokio::RegistrySpec;
 
 use super::{Identity, admin_token, advertise, core_config, read_toml, registry_spec};
 use crate::{
+    builtin_handlers::BuiltinHandler,
     cli::{EtcdSecurity, NodeArgs},
     error::CliError,
 };
@@ -40,6 +41,8 @@ pub(crate) struct NodeFile {
     pub(crate) admin: Option<SocketAddr>,
     /// `--echo`.
     pub(crate) echo: Option<bool>,
+    /// `--serve`: built-in method handlers by name.
+    pub(crate) serve: Option<Vec<String>>,
     /// `--etcd`.
     pub(crate) etcd: Option<Vec<String>>,
     /// `--etcd-prefix`.
@@ -95,6 +98,8 @@ pub(crate) struct NodeOptions {
     pub(crate) admin_token: Option<String>,
     /// Echo received messages.
     pub(crate) echo: bool,
+    /// Built-in method handlers to serve, each once, in name order.
+    pub(crate) serves: Vec<BuiltinHandler>,
     /// Plain TCP or mutual TLS.
     pub(crate) transport: switchboard_tokio::Transport,
 }
@@ -197,7 +202,17 @@ impl NodeOptions {
         if let Some(mode) = args.ring_hash {
             core.ring_hash_mode = mode;
         }
+        let mut serves = args.serve;
+        for name in file.serve.unwrap_or_default() {
+            serves.push(
+                name.parse()
+                    .map_err(|why: String| CliError::invalid("serve", why))?,
+            );
+        }
+        serves.sort_unstable();
+        serves.dedup();
         Ok(NodeOptions {
+            serves,
             transport,
             core,
             listen,
@@ -230,6 +245,7 @@ mod tests {
             admin: None,
             admin_token_file: None,
             echo: false,
+            serve: Vec::new(),
             ring_hash: None,
             config,
             etcd: EtcdArgs::default(),
@@ -334,6 +350,31 @@ mod tests {
             Some(SocketAddr::from(([127, 0, 0, 1], 9100)))
         );
         assert!(options.echo);
+    }
+
+    #[test]
+    fn served_handlers_are_the_flags_and_the_file_each_once_in_name_order() {
+        let text = "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+                    registry = \"127.0.0.1:7000\"\nserve = [\"silent\", \"echo\"]\n";
+        let (_dir, path) = write_config(text);
+        let mut args = bare_args(Some(path));
+        args.serve = vec![BuiltinHandler::Sleep, BuiltinHandler::Echo];
+        let options = NodeOptions::resolve(args).expect("valid");
+        assert_eq!(
+            options.serves,
+            [
+                BuiltinHandler::Echo,
+                BuiltinHandler::Sleep,
+                BuiltinHandler::Silent
+            ]
+        );
+        let (_dir2, bad) = write_config(&text.replace("silent", "shout"));
+        let e = NodeOptions::resolve(bare_args(Some(bad))).expect_err("unknown handler");
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "serve: expected echo, sleep or silent, got \"shout\""
+        );
     }
 
     #[test]

@@ -124,6 +124,42 @@ switchboard_auth_refusals_total{kind=\"before_auth\"} 0
 switchboard_auth_refusals_total{kind=\"no_proof\"} 0
 switchboard_auth_refusals_total{kind=\"replay\"} 0
 switchboard_auth_refusals_total{kind=\"unknown_key\"} 0
+# HELP switchboard_rpc_calls_total Ended calls of this node by method, outcome (reply, failed = never executed, unknown = maybe executed) and reason (empty for a reply).
+# TYPE switchboard_rpc_calls_total counter
+# HELP switchboard_rpc_call_duration_seconds Time from a call the node accepted to its outcome (every outcome).
+# TYPE switchboard_rpc_call_duration_seconds histogram
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.0005\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.001\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.0025\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.005\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.01\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.025\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.05\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.1\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.25\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"0.5\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"1\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"2.5\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"5\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"10\"} 0
+switchboard_rpc_call_duration_seconds_bucket{le=\"+Inf\"} 0
+switchboard_rpc_call_duration_seconds_sum 0
+switchboard_rpc_call_duration_seconds_count 0
+# HELP switchboard_rpc_served_total Requests handed to this node's handlers.
+# TYPE switchboard_rpc_served_total counter
+switchboard_rpc_served_total 0
+# HELP switchboard_rpc_in_flight Calls of this node waiting for a server or a reply.
+# TYPE switchboard_rpc_in_flight gauge
+switchboard_rpc_in_flight 0
+# HELP switchboard_rpc_grace_waits_total Calls that waited for a server of their method to appear.
+# TYPE switchboard_rpc_grace_waits_total counter
+switchboard_rpc_grace_waits_total 0
+# HELP switchboard_rpc_fast_fails_total Calls ended early on evidence of their server's death.
+# TYPE switchboard_rpc_fast_fails_total counter
+switchboard_rpc_fast_fails_total 0
+# HELP switchboard_rpc_broadcasts_total Broadcasts this node started.
+# TYPE switchboard_rpc_broadcasts_total counter
+switchboard_rpc_broadcasts_total 0
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.
 # TYPE switchboard_build_info gauge
 ";
@@ -193,6 +229,25 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             Duration::from_secs(3),
             Duration::from_secs(11),
         ]),
+        rpc_calls: BTreeMap::from([
+            (
+                "echo".to_owned(),
+                BTreeMap::from([
+                    ("reply".to_owned(), 5),
+                    ("failed_not_available".to_owned(), 2),
+                ]),
+            ),
+            (
+                "sleep".to_owned(),
+                BTreeMap::from([("unknown_target_gone".to_owned(), 1)]),
+            ),
+        ]),
+        rpc_call_duration: latencies(&[Duration::from_millis(2), Duration::from_secs(15)]),
+        rpc_served: 21,
+        rpc_in_flight: 3,
+        rpc_grace_waits: 2,
+        rpc_fast_fails: 1,
+        rpc_broadcasts: 4,
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -273,6 +328,31 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"replay\"} 1",
             "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
+            "switchboard_rpc_calls_total{method=\"echo\",outcome=\"failed\",reason=\"not_available\"} 2",
+            "switchboard_rpc_calls_total{method=\"echo\",outcome=\"reply\",reason=\"\"} 5",
+            "switchboard_rpc_calls_total{method=\"sleep\",outcome=\"unknown\",reason=\"target_gone\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.0005\"} 0",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.001\"} 0",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.0025\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.005\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.01\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.025\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.05\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.1\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.25\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"1\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"2.5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"10\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{le=\"+Inf\"} 2",
+            "switchboard_rpc_call_duration_seconds_sum 15.002",
+            "switchboard_rpc_call_duration_seconds_count 2",
+            "switchboard_rpc_served_total 21",
+            "switchboard_rpc_in_flight 3",
+            "switchboard_rpc_grace_waits_total 2",
+            "switchboard_rpc_fast_fails_total 1",
+            "switchboard_rpc_broadcasts_total 4",
             &build_info_sample(),
         ]
     );

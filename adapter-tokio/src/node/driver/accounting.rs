@@ -4,6 +4,7 @@
 //! a watch channel.
 
 use switchboard_core::{
+    CallOutcome,
     ids::NodeId,
     node::{Event, Node, SendError},
     outcome::Outcome,
@@ -109,9 +110,34 @@ impl Counters {
         }
     }
 
+    /// A call of `method` ended with `outcome`, `duration` after the node accepted it.
+    pub(super) fn call_done(
+        &mut self,
+        method: &str,
+        outcome: &CallOutcome,
+        duration: std::time::Duration,
+    ) {
+        let label = match outcome.reason() {
+            None => outcome.class().to_owned(),
+            Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
+        };
+        let by_label = match self.metrics.rpc_calls.get_mut(method) {
+            Some(by_label) => by_label,
+            None => self.metrics.rpc_calls.entry(method.to_owned()).or_default(),
+        };
+        *by_label.entry(label).or_default() += 1;
+        self.metrics.rpc_call_duration.observe(duration);
+    }
+
     /// The counters with the gauges of now.
     pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
+        let rpc = node.rpc_stats();
+        metrics.rpc_served = rpc.served;
+        metrics.rpc_in_flight = rpc.in_flight;
+        metrics.rpc_grace_waits = rpc.grace_waits;
+        metrics.rpc_fast_fails = rpc.fast_fails;
+        metrics.rpc_broadcasts = rpc.broadcasts;
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }

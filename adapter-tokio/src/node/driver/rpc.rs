@@ -17,10 +17,18 @@ use crate::{
     registry::FeedCommand,
 };
 
+/// A call the node accepted: who waits for its outcome, and what the metrics label it with.
+#[derive(Debug)]
+struct CallWaiter {
+    done: oneshot::Sender<CallOutcome>,
+    method: String,
+    accepted_at: Instant,
+}
+
 /// Who waits for what.
 #[derive(Debug, Default)]
 pub(super) struct RpcWaiters {
-    calls: HashMap<CallId, oneshot::Sender<CallOutcome>>,
+    calls: HashMap<CallId, CallWaiter>,
     broadcasts: HashMap<BroadcastId, oneshot::Sender<Result<BroadcastDone, SendError>>>,
     /// The stream of each served method.
     served: HashMap<String, mpsc::UnboundedSender<Request>>,
@@ -38,9 +46,17 @@ impl Driver {
                 if accepted.is_closed() {
                     return;
                 }
+                let method = spec.method.clone();
                 match self.node.call(now, spec) {
                     Ok(call) => {
-                        self.rpc.calls.insert(call, done);
+                        self.rpc.calls.insert(
+                            call,
+                            CallWaiter {
+                                done,
+                                method,
+                                accepted_at: now,
+                            },
+                        );
                         if accepted.send(Ok(call)).is_err() {
                             self.node.cancel(now, call);
                         }
@@ -121,8 +137,13 @@ impl Driver {
                 debug!(?request, "the caller gave up a request");
             }
             RpcOutput::CallDone { call, outcome } => {
-                if let Some(done) = self.rpc.calls.remove(&call) {
-                    let _ = done.send(outcome);
+                if let Some(waiter) = self.rpc.calls.remove(&call) {
+                    let took = self
+                        .clock
+                        .now()
+                        .saturating_duration_since(waiter.accepted_at);
+                    self.counters.call_done(&waiter.method, &outcome, took);
+                    let _ = waiter.done.send(outcome);
                 }
             }
             RpcOutput::BroadcastDone(report) => {

@@ -1,0 +1,81 @@
+//! The RPC subcommands as clap sees them: `call` and `broadcast`.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{ClusterArgs, parse_label};
+use crate::duration::parse_duration;
+
+/// `switchboard call`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Calls METHOD once, from a node of its own (call-PID), on one of the nodes \
+    serving it, and prints one JSON line: {\"outcome\":\"reply\",\"payload\":TEXT,\
+    \"latency_us\":N} (the reply's bytes as UTF-8, invalid sequences replaced by U+FFFD), or \
+    {\"outcome\":\"failed\"|\"unknown\",\"reason\":REASON,\"latency_us\":N}. `failed` means \
+    the handler provably never ran, `unknown` that it may have. Reasons: not_available (no \
+    server within --grace), target_gone, target_restarted, timeout, expired, not_served, \
+    self_call, queue_full, shutdown, cancelled. latency_us is from the call to its outcome. \
+    Exit 0 on a reply, 1 otherwise (with one line on stderr saying why; also when the \
+    registry does not answer within 5 s), 2 for a bad flag.\n\n\
+    The server is picked round robin among the method's servers, or by consistent hash of \
+    --key (the same key goes to the same server while membership holds). Durations are a \
+    number and a unit: 250ms, 5s, 1.5s, 2m.\n\n\
+    Examples:\n  \
+    switchboard call --registry 127.0.0.1:7000 --method echo --payload hello\n  \
+    switchboard call --registry 127.0.0.1:7000 --method sleep --payload 2000 --timeout 1s"
+)]
+pub(crate) struct CallArgs {
+    /// The method: 1 to 128 ASCII letters, digits and `._-:`.
+    #[arg(long, value_name = "M")]
+    pub(crate) method: String,
+    /// Pick the server by consistent hash of this key [default: round robin].
+    #[arg(long, value_name = "K")]
+    pub(crate) key: Option<String>,
+    /// The payload, sent as its UTF-8 bytes.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub(crate) payload: String,
+    /// The call's whole budget, from the call to its outcome [default: 30s, the core's].
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) timeout: Option<Duration>,
+    /// How long to wait for a server of the method to appear [default: 15s, the core's;
+    /// never beyond --timeout].
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) grace: Option<Duration>,
+    /// The cluster: registry, TLS, keys.
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+/// `switchboard broadcast`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Sends one message, from a node of its own (broadcast-PID), to every node \
+    whose labels include every --label (every node without one), each on its own \
+    acknowledged stream, waits until each recipient has an outcome and prints one JSON line: \
+    {\"delivered\":[ID,...],\"failed\":{ID:REASON},\"unknown\":{ID:REASON}} (ids ascending; \
+    failed = provably not received, unknown = maybe received). Exit 0 when every recipient \
+    got it (none failed or unknown; also when nothing matched), 1 otherwise (one line on \
+    stderr saying why; also when the registry does not answer within 5 s), 2 for a bad \
+    flag.\n\n\
+    Example:\n  \
+    switchboard broadcast --registry 127.0.0.1:7000 --label role=leaf --payload reload"
+)]
+pub(crate) struct BroadcastArgs {
+    /// Only nodes with this label `key=value` (repeatable; all must match).
+    #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
+    pub(crate) labels: Vec<(String, String)>,
+    /// Message type each recipient receives.
+    #[arg(long = "type", value_name = "N", default_value_t = 1)]
+    pub(crate) msg_type: u32,
+    /// The payload, sent as its UTF-8 bytes.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) payload: String,
+    /// Also send to the broadcasting node itself (it matches only without --label).
+    #[arg(long)]
+    pub(crate) include_self: bool,
+    /// The cluster: registry, TLS, keys.
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}

@@ -1,0 +1,291 @@
+//! `switchboard call`: a node of its own calls one method once and prints the outcome as one
+//! JSON line; exit 0 only on a reply.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Serialize;
+use switchboard_core::{CallError, CallOutcome, CallSpec, Select, rpc::is_valid_method};
+use switchboard_tokio::{CallFailure, Inbox, NodeBuilder, NodeHandle, RegistrySpec};
+use tokio::time::Instant;
+
+use crate::{
+    cli::CallArgs,
+    client::wait_registered,
+    config::{Identity, core_config},
+    error::CliError,
+    lifecycle::{print_json_line, shutdown_bounded, start_error},
+    run_node::REGISTER_WAIT,
+};
+
+/// Label every `call` node carries (`role=call`).
+const CALL_ROLE: &str = "call";
+
+/// Everything `switchboard call` runs with.
+#[derive(Debug)]
+pub(crate) struct CallOptions {
+    core: switchboard_core::config::Config,
+    registry: RegistrySpec,
+    transport: switchboard_tokio::Transport,
+    spec: CallSpec,
+}
+
+/// Checks a `--method` value (`field` names the flag in the error).
+///
+/// # Errors
+///
+/// The name is empty, longer than 128 bytes, or has characters outside `[A-Za-z0-9._:-]`.
+pub(crate) fn check_method(field: &str, method: &str) -> Result<(), CliError> {
+    if is_valid_method(method) {
+        Ok(())
+    } else {
+        Err(CliError::invalid(
+            field,
+            format!("expected 1 to 128 ASCII letters, digits and `._-:`, got {method:?}"),
+        ))
+    }
+}
+
+/// `--key`: a consistent hash of the key, else round robin (the core's default).
+pub(crate) fn selection(key: Option<String>) -> Select {
+    key.map_or(Select::RoundRobin, |key| {
+        Select::Hash(Bytes::from(key.into_bytes()))
+    })
+}
+
+/// The core config of a short-lived client node `<role>-<pid>` (id 1000000 + pid, label
+/// `role=<role>`) that links to its peers directly.
+///
+/// # Errors
+///
+/// The core refused the config.
+pub(crate) fn client_core(
+    role: &str,
+    pid: u32,
+    keys: Vec<switchboard_core::bus::handshake::ClusterKey>,
+) -> Result<switchboard_core::config::Config, CliError> {
+    let mut core = core_config(
+        None,
+        Identity {
+            id: 1_000_000 + u64::from(pid),
+            name: format!("{role}-{pid}"),
+            upstream: None,
+            labels: [("role".to_owned(), role.to_owned())].into(),
+        },
+    )?;
+    core.topology_policy.allow_direct_connection = true;
+    core.cluster_keys = keys;
+    Ok(core)
+}
+
+/// Starts a client node with `core` and waits (at most [`REGISTER_WAIT`]) for its
+/// registration, so that its view of the cluster is complete. Keep the inbox while the node
+/// runs.
+///
+/// # Errors
+///
+/// The node did not start, or the registry did not answer or refused it.
+pub(crate) async fn start_client(
+    core: &switchboard_core::config::Config,
+    registry: &RegistrySpec,
+    transport: &switchboard_tokio::Transport,
+    what: &str,
+) -> Result<(NodeHandle, Inbox), CliError> {
+    let (handle, inbox) = NodeBuilder::new(core.id, core.name.clone())
+        .transport(transport.clone())
+        .registry_spec(registry.clone())
+        .config({
+            let core = core.clone();
+            move |config| *config = core
+        })
+        .start()
+        .await
+        .map_err(start_error)?;
+    if let Err(e) = wait_registered(&handle, registry, REGISTER_WAIT, what).await {
+        handle.kill();
+        return Err(e);
+    }
+    Ok((handle, inbox))
+}
+
+impl CallOptions {
+    /// Checks the flags; `pid` names the calling node (`call-<pid>`, id 1000000 + pid).
+    ///
+    /// # Errors
+    ///
+    /// No registry or two, a bad method name, a zero timeout.
+    pub(crate) fn resolve(args: CallArgs, pid: u32) -> Result<CallOptions, CliError> {
+        let crate::config::Joined {
+            registry,
+            transport,
+            keys,
+        } = args.cluster.resolve()?;
+        check_method("method", &args.method)?;
+        let mut spec = CallSpec::new(args.method, Bytes::from(args.payload.into_bytes()))
+            .select(selection(args.key));
+        if let Some(timeout) = args.timeout {
+            if timeout.is_zero() {
+                return Err(CliError::invalid("timeout", "must be greater than zero"));
+            }
+            spec = spec.timeout(timeout);
+        }
+        if let Some(grace) = args.grace {
+            spec = spec.grace(grace);
+        }
+        Ok(CallOptions {
+            core: client_core(CALL_ROLE, pid, keys)?,
+            registry,
+            transport,
+            spec,
+        })
+    }
+}
+
+/// The line `call` prints.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub(crate) struct CallLine {
+    /// `reply`, `failed` or `unknown`.
+    pub(crate) outcome: &'static str,
+    /// The reply's bytes as UTF-8 (lossy), for a reply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) payload: Option<String>,
+    /// Why there is no reply (`FailReason::as_str`), otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) reason: Option<&'static str>,
+    /// Call → outcome, µs.
+    pub(crate) latency_us: u64,
+}
+
+impl CallLine {
+    /// The line for `outcome`, `latency` after the call.
+    pub(crate) fn new(outcome: &CallOutcome, latency: Duration) -> CallLine {
+        CallLine {
+            outcome: outcome.class(),
+            payload: match outcome {
+                CallOutcome::Reply(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+                _ => None,
+            },
+            reason: outcome.reason().map(switchboard_core::FailReason::as_str),
+            latency_us: micros(latency),
+        }
+    }
+}
+
+/// A duration in whole microseconds (saturating).
+pub(crate) fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// An outcome as one label: `reply`, `failed_<reason>` or `unknown_<reason>`.
+pub(crate) fn outcome_label(outcome: &CallOutcome) -> String {
+    match outcome.reason() {
+        None => outcome.class().to_owned(),
+        Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
+    }
+}
+
+/// A refusal of the core as a label: `refused_<why>`.
+pub(crate) fn refusal_label(error: &CallError) -> &'static str {
+    match error {
+        CallError::InvalidMethod => "refused_invalid_method",
+        CallError::PayloadTooLarge { .. } => "refused_payload_too_large",
+        CallError::Shutdown => "refused_shutdown",
+        _ => "refused_other",
+    }
+}
+
+/// Makes the call and prints its outcome.
+///
+/// # Errors
+///
+/// The node did not start, the registry did not answer, the core refused the call, or the
+/// outcome is not a reply.
+pub(crate) async fn run(options: CallOptions) -> Result<(), CliError> {
+    let (handle, _inbox) =
+        start_client(&options.core, &options.registry, &options.transport, "call").await?;
+    let method = options.spec.method.clone();
+    let started = Instant::now();
+    let result = handle.call(options.spec).await;
+    let latency = started.elapsed();
+    shutdown_bounded(&handle).await;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(CallFailure::Refused(e @ CallError::PayloadTooLarge { .. })) => {
+            return Err(CliError::invalid("payload", e.to_string()));
+        }
+        Err(e) => return Err(CliError::failed(format!("call {method}: {e}"))),
+    };
+    print_json_line(&CallLine::new(&outcome, latency))?;
+    match outcome.reason() {
+        None => Ok(()),
+        Some(reason) => Err(CliError::failed(format!(
+            "call {method}: {} {}: {reason}",
+            outcome.class(),
+            reason.as_str()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_core::FailReason;
+
+    use super::*;
+
+    #[test]
+    fn the_line_carries_the_payload_of_a_reply_and_the_reason_otherwise() {
+        let line = |outcome: CallOutcome| {
+            serde_json::to_string(&CallLine::new(&outcome, Duration::from_micros(1234)))
+                .expect("json")
+        };
+        assert_eq!(
+            line(CallOutcome::Reply(Bytes::from_static(b"pong"))),
+            r#"{"outcome":"reply","payload":"pong","latency_us":1234}"#
+        );
+        assert_eq!(
+            line(CallOutcome::Reply(Bytes::from_static(b"a\xffb"))),
+            "{\"outcome\":\"reply\",\"payload\":\"a\u{fffd}b\",\"latency_us\":1234}"
+        );
+        assert_eq!(
+            line(CallOutcome::Failed(FailReason::NotAvailable)),
+            r#"{"outcome":"failed","reason":"not_available","latency_us":1234}"#
+        );
+        assert_eq!(
+            line(CallOutcome::Unknown(FailReason::TargetGone)),
+            r#"{"outcome":"unknown","reason":"target_gone","latency_us":1234}"#
+        );
+    }
+
+    #[test]
+    fn outcomes_are_labelled_by_class_and_reason() {
+        assert_eq!(outcome_label(&CallOutcome::Reply(Bytes::new())), "reply");
+        assert_eq!(
+            outcome_label(&CallOutcome::Failed(FailReason::NotAvailable)),
+            "failed_not_available"
+        );
+        assert_eq!(
+            outcome_label(&CallOutcome::Unknown(FailReason::Timeout)),
+            "unknown_timeout"
+        );
+    }
+
+    #[test]
+    fn a_key_selects_by_hash_and_no_key_round_robin() {
+        assert_eq!(selection(None), Select::RoundRobin);
+        assert_eq!(
+            selection(Some("user-7".to_owned())),
+            Select::Hash(Bytes::from_static(b"user-7"))
+        );
+    }
+
+    #[test]
+    fn a_method_name_is_checked_and_the_flag_named() {
+        assert!(check_method("method", "echo").is_ok());
+        let e = check_method("method", "no spaces").expect_err("invalid");
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "method: expected 1 to 128 ASCII letters, digits and `._-:`, got \"no spaces\""
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! The RPC counters of `NodeHandle::metrics` and their Prometheus text on real TCP and the
+//! embedded registry: calls by method, outcome and reason with their duration on the caller;
+//! served requests on the server; grace waits, in-flight calls and broadcasts (the text
+//! with the `admin` feature).
+
+mod support;
+
+use std::{collections::BTreeMap, time::Duration};
+
+use bytes::Bytes;
+use switchboard_core::{BroadcastSpec, CallOutcome, CallSpec, FailReason};
+
+use support::{direct, init_logs, start, start_registry, wait_known, within};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_counted_by_method_outcome_and_reason() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let (client, _) = start(direct(addr, 0x51, "client")).await;
+    let (server, _) = start(direct(addr, 0x52, "server")).await;
+    let mut requests = within("serve", server.serve("echo")).await.expect("served");
+    tokio::spawn(async move {
+        while let Some(request) = requests.recv().await {
+            let payload = request.payload().clone();
+            let _ = request.respond(payload).await;
+        }
+    });
+    wait_known(&client, &[0x51, 0x52]).await;
+
+    for _ in 0..7 {
+        let outcome = within(
+            "call",
+            client.call(
+                CallSpec::new("echo", Bytes::from_static(b"x")).timeout(Duration::from_secs(10)),
+            ),
+        )
+        .await
+        .expect("accepted");
+        assert_eq!(outcome, CallOutcome::Reply(Bytes::from_static(b"x")));
+    }
+    let nobody = within(
+        "call nobody",
+        client.call(CallSpec::new("nobody", Bytes::new()).grace(Duration::from_millis(100))),
+    )
+    .await
+    .expect("accepted");
+    assert_eq!(nobody, CallOutcome::Failed(FailReason::NotAvailable));
+    let report = within(
+        "broadcast",
+        client.broadcast(BroadcastSpec::new(None, 9, Bytes::from_static(b"b"))),
+    )
+    .await
+    .expect("broadcast");
+    assert_eq!(report.delivered.len(), 1, "{report:?}");
+
+    let metrics = within("metrics", client.metrics()).await.expect("running");
+    assert_eq!(
+        metrics.rpc_calls,
+        BTreeMap::from([
+            ("echo".to_owned(), BTreeMap::from([("reply".to_owned(), 7)])),
+            (
+                "nobody".to_owned(),
+                BTreeMap::from([("failed_not_available".to_owned(), 1)])
+            ),
+        ])
+    );
+    assert_eq!(metrics.rpc_call_duration.count, 8);
+    assert_eq!(
+        (
+            metrics.rpc_in_flight,
+            metrics.rpc_grace_waits,
+            metrics.rpc_broadcasts,
+            metrics.rpc_served
+        ),
+        (0, 1, 1, 0)
+    );
+    #[cfg(feature = "admin")]
+    for line in [
+        "switchboard_rpc_calls_total{method=\"echo\",outcome=\"reply\",reason=\"\"} 7\n",
+        "switchboard_rpc_calls_total{method=\"nobody\",outcome=\"failed\",reason=\"not_available\"} 1\n",
+        "switchboard_rpc_call_duration_seconds_count 8\n",
+        "switchboard_rpc_grace_waits_total 1\n",
+        "switchboard_rpc_broadcasts_total 1\n",
+    ] {
+        let text = switchboard_tokio::admin::prometheus::render(&metrics);
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+
+    let served = within("server metrics", server.metrics())
+        .await
+        .expect("running");
+    assert_eq!((served.rpc_served, served.rpc_calls.len()), (7, 0));
+}
