@@ -59,6 +59,7 @@ impl Node {
     /// Hands a message for the node `id` (already resolved) to its outbox with `deadline`
     /// (`send` past its checks; the RPC layer sends its requests, replies and broadcasts
     /// through here).
+    #[inline]
     pub(super) fn send_to_id(
         &mut self,
         now: Instant,

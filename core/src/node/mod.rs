@@ -157,6 +157,7 @@
 
 mod commands;
 mod evidence;
+mod out_queue;
 mod registry_client;
 mod registry_input;
 mod routes;
@@ -169,7 +170,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::BTreeMap;
 
 pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
 pub use types::{Event, Evidence, LinkError, Output, RegistryIgnored, SendError, Target};
@@ -205,7 +206,7 @@ pub struct Node {
     discovery: DiscoverySet,
     endpoints: EndpointTable,
     connector: Connector,
-    out: VecDeque<Output>,
+    out: out_queue::OutQueue,
     /// Round-robin cursors of the selector targets (per filter ring).
     selector: crate::select::Selector,
     now: Instant,
@@ -225,7 +226,7 @@ pub struct Node {
 }
 
 /// Routes outcomes straight into the output queue.
-struct OutSink<'a>(&'a mut VecDeque<Output>);
+struct OutSink<'a>(&'a mut out_queue::OutQueue);
 
 impl OutcomeSink for OutSink<'_> {
     fn emit(&mut self, msg: MsgId, outcome: Outcome) {
@@ -312,7 +313,7 @@ impl Node {
             topology_revisions: BTreeMap::new(),
             discovery,
             connector,
-            out: VecDeque::new(),
+            out: out_queue::OutQueue::default(),
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
@@ -404,7 +405,7 @@ impl Node {
     #[inline]
     pub fn poll_output(&mut self) -> Option<Output> {
         // Each output is looked at once: a drain pays one scan, not a call per output.
-        if self.rpc.absorbed < self.out.len() {
+        if self.out.rpc_pending {
             self.absorb_rpc();
         }
         let output = self.out.pop_front()?;

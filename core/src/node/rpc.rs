@@ -233,7 +233,7 @@ impl Node {
         for node in recipients {
             match self.send_to_id(now, node, spec.msg_type, spec.payload.clone(), deadline) {
                 Ok(msg) => {
-                    self.rpc.messages.insert(msg);
+                    self.own_rpc_message(msg);
                     self.rpc.broadcasts.expect(broadcast, node, msg);
                 }
                 Err(e) => {
@@ -339,7 +339,7 @@ impl Node {
         );
         match self.send_to_id(now, server, RPC_MSG_TYPE, Bytes::from(bytes), deadline) {
             Ok(msg) => {
-                self.rpc.messages.insert(msg);
+                self.own_rpc_message(msg);
                 self.rpc.calls.sent(id, server, msg, now);
                 true
             }
@@ -370,7 +370,7 @@ impl Node {
         let mut bytes = alloc::vec::Vec::new();
         wire::encode_rpc(message, &mut bytes);
         if let Ok(msg) = self.send_to_id(now, to, RPC_MSG_TYPE, Bytes::from(bytes), deadline) {
-            self.rpc.messages.insert(msg);
+            self.own_rpc_message(msg);
         }
     }
 }

@@ -33,6 +33,19 @@ impl Node {
         }
     }
 
+    /// `msg` is the RPC layer's: its outcome (maybe queued already) is taken from the queue.
+    pub(super) fn own_rpc_message(&mut self, msg: MsgId) {
+        self.rpc.messages.insert(msg);
+        self.out.rpc_outcomes = true;
+        self.out.rpc_pending = true;
+    }
+
+    /// `msg` ended or was withdrawn: its outcome is no longer awaited.
+    fn disown_rpc_message(&mut self, msg: MsgId) {
+        self.rpc.messages.remove(&msg);
+        self.out.rpc_outcomes = !self.rpc.messages.is_empty();
+    }
+
     /// Takes the RPC layer's outputs out of the queue (deliveries of RPC messages, outcomes
     /// of its messages) and reads the evidence of death, from where it stopped last time.
     pub(super) fn absorb_rpc(&mut self) {
@@ -50,6 +63,7 @@ impl Node {
                 });
             let Some(offset) = next else {
                 self.rpc.absorbed = self.out.len();
+                self.out.rpc_pending = false;
                 return;
             };
             let at = self.rpc.absorbed + offset;
@@ -187,7 +201,7 @@ impl Node {
 
     /// One of the RPC layer's bus messages ended.
     fn rpc_message_ended(&mut self, msg: MsgId, outcome: Outcome) {
-        self.rpc.messages.remove(&msg);
+        self.disown_rpc_message(msg);
         if self.rpc.broadcasts.owns(msg) {
             if let Some(done) = self.rpc.broadcasts.on_outcome(msg, outcome) {
                 self.out
@@ -270,7 +284,7 @@ impl Node {
             if !self.endpoints.withdraw(peer, msg) {
                 continue;
             }
-            self.rpc.messages.remove(&msg);
+            self.disown_rpc_message(msg);
             self.rpc.stats.moved += 1;
             self.rpc.calls.tried(id, peer, FailReason::TargetGone);
             if !self.send_request(now, id, other) {
@@ -321,7 +335,7 @@ impl Node {
                     // The grace deadline: a request still queued never left this node, and no
                     // server took it within the grace.
                     if !delivered && self.endpoints.withdraw(server, msg) {
-                        self.rpc.messages.remove(&msg);
+                        self.disown_rpc_message(msg);
                         self.finish(id, CallOutcome::Failed(FailReason::NotAvailable));
                     } else if let Some(deadline) = self.rpc.calls.get(id).map(|c| c.deadline) {
                         self.rpc.calls.rearm(id, deadline);

@@ -2,7 +2,7 @@
 //! machine ([`crate::bus::links`]); what it hands back is composed here with the connector
 //! (link states, relay hops) and the outboxes (acks, refusals, incarnations).
 
-use alloc::{collections::VecDeque, string::String};
+use alloc::string::String;
 
 use bytes::Bytes;
 
@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// The link machine's effects become outputs, in order.
-impl LinkSink for VecDeque<Output> {
+impl LinkSink for super::out_queue::OutQueue {
     fn connect(&mut self, link: LinkId, peer: NodeId, addr: String) {
         self.push_back(Output::Connect { link, peer, addr });
     }

@@ -410,29 +410,59 @@ pub(crate) struct FileSecrets {
     pub(crate) tls_ca: Option<PathBuf>,
 }
 
+/// `take_secrets` for config-file structs with the five secret-file keys: moves them into a
+/// [`FileSecrets`].
+macro_rules! take_secrets {
+    ($($file:ty),+) => {$(
+        impl $file {
+            /// The cluster key and TLS files this config file names (taken out of it).
+            pub(crate) fn take_secrets(&mut self) -> $crate::config::FileSecrets {
+                $crate::config::FileSecrets {
+                    cluster_key_file: self.cluster_key_file.take(),
+                    next_cluster_key_file: self.next_cluster_key_file.take(),
+                    tls_cert: self.tls_cert.take(),
+                    tls_key: self.tls_key.take(),
+                    tls_ca: self.tls_ca.take(),
+                }
+            }
+        }
+    )+};
+}
+
+take_secrets!(node::NodeFile, load::LoadFile, registry::RegistryFile);
+
 /// The key and TLS flags over the config file's (each flag overrides its file key; the
 /// file's paths are relative to its directory).
+///
+/// # Errors
+///
+/// A key file that cannot be read or is malformed (named by its key).
 pub(crate) fn merge_secrets(
     keys: &crate::cli::KeyArgs,
     tls: &crate::cli::TlsArgs,
     file: FileSecrets,
     config: Option<&Path>,
-) -> (crate::cli::KeyArgs, crate::cli::TlsArgs) {
+) -> Result<
+    (
+        Vec<switchboard_core::bus::handshake::ClusterKey>,
+        crate::cli::TlsArgs,
+    ),
+    CliError,
+> {
     let path = |flag: &Option<PathBuf>, file: Option<PathBuf>| {
         flag.clone()
             .or_else(|| file.map(|p| relative_to(config, p)))
     };
-    (
-        crate::cli::KeyArgs {
-            cluster_key_file: path(&keys.cluster_key_file, file.cluster_key_file),
-            next_cluster_key_file: path(&keys.next_cluster_key_file, file.next_cluster_key_file),
-        },
-        crate::cli::TlsArgs {
-            tls_cert: path(&tls.tls_cert, file.tls_cert),
-            tls_key: path(&tls.tls_key, file.tls_key),
-            tls_ca: path(&tls.tls_ca, file.tls_ca),
-        },
-    )
+    let keys = crate::keys::load(&crate::cli::KeyArgs {
+        cluster_key_file: path(&keys.cluster_key_file, file.cluster_key_file),
+        next_cluster_key_file: path(&keys.next_cluster_key_file, file.next_cluster_key_file),
+    })?;
+    let tls = crate::cli::TlsArgs {
+        tls_cert: path(&tls.tls_cert, file.tls_cert),
+        tls_key: path(&tls.tls_key, file.tls_key),
+        tls_ca: path(&tls.tls_ca, file.tls_ca),
+    };
+    Ok((keys, tls))
 }
 
 /// The admin bearer token from `--admin-token-file`: the file's first line, which must be

@@ -117,16 +117,9 @@ impl NodeOptions {
         let (keys, tls) = super::merge_secrets(
             &args.keys,
             &args.tls,
-            super::FileSecrets {
-                cluster_key_file: file.cluster_key_file.take(),
-                next_cluster_key_file: file.next_cluster_key_file.take(),
-                tls_cert: file.tls_cert.take(),
-                tls_key: file.tls_key.take(),
-                tls_ca: file.tls_ca.take(),
-            },
+            file.take_secrets(),
             args.config.as_deref(),
-        );
-        let keys = crate::keys::load(&keys)?;
+        )?;
         let id = args
             .id
             .or(file.id)

@@ -55,22 +55,13 @@ impl RegistrationTxn {
     /// Both discovery copies hold the same JSON; the topology record is written first.
     #[must_use]
     pub fn plan(layout: &KeyLayout, info: &DiscoveryInfo, topology: &TopologyInfo) -> Self {
-        let discovery = info.to_json();
-        let topology_put = RegistrationTxn::topology_update(layout, info, topology);
+        let [by_id, by_name] = RegistrationTxn::discovery_update(layout, info);
         RegistrationTxn {
             guard_key: layout.key(KeyKind::ById, &info.name, info.id),
             puts: alloc::vec![
-                topology_put,
-                PutOp {
-                    key: layout.key(KeyKind::ById, &info.name, info.id),
-                    value: discovery.clone(),
-                    with_lease: true,
-                },
-                PutOp {
-                    key: layout.key(KeyKind::ByName, &info.name, info.id),
-                    value: discovery,
-                    with_lease: true,
-                },
+                RegistrationTxn::topology_update(layout, info, topology),
+                by_id,
+                by_name,
             ],
         }
     }
