@@ -54,7 +54,12 @@ fn served_methods_are_metadata_labels_in_the_published_record() {
 }
 
 /// 0x702 stopped serving `echo` but its record still says it does: it refuses the request
-/// without running a handler, and the caller sends it to 0x704 at once, which answers.
+/// without running a handler, and the caller sends it to 0x704 at once, which answers. A
+/// call naming 0x702 has nowhere else to go: it waits within its grace (a refusing node may
+/// be about to serve — a restarted server publishes its methods only after it links), and
+/// when 0x702's record serves `echo` again the call is sent to it on that tick and answered.
+/// (This expectation changed: the named call used to end `Failed(NotServed)` at once, which
+/// failed calls held across a server restart in the process chaos matrix.)
 #[test]
 fn a_server_that_stopped_serving_refuses_and_the_call_moves_on() {
     let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"]), (SERVER_2, &["echo"])]);
@@ -67,11 +72,8 @@ fn a_server_that_stopped_serving_refuses_and_the_call_moves_on() {
         echo("x").select(Select::Node(NodeId(SERVER))),
     );
     sim.deliver_until_idle();
-    // Named 0x702: nowhere else to go, provably not executed.
-    assert_eq!(
-        done(&sim, CALLER, id),
-        [(t, CallOutcome::Failed(FailReason::NotServed))]
-    );
+    // Named 0x702: refused, nowhere else to go: it waits within the grace.
+    assert_eq!(done(&sim, CALLER, id), []);
     let rr = call(&mut sim, CALLER, echo("y"));
     sim.deliver_until_idle();
     assert_eq!(requests(&sim, SERVER), []);
@@ -87,6 +89,47 @@ fn a_server_that_stopped_serving_refuses_and_the_call_moves_on() {
     sim.deliver_until_idle();
     assert_eq!(requests(&sim, SERVER), []);
     assert_eq!(requests(&sim, SERVER_2).len(), 2);
+    // 0x702 serves `echo` again: its record reaches the caller, and the waiting named call
+    // goes to it on that tick.
+    assert!(
+        sim.act(NodeId(SERVER), |n, now| n.serve(now, "echo"))
+            .expect("valid")
+    );
+    publish_own(&mut sim, SERVER);
+    let back = sim.now();
+    sim.deliver_until_idle();
+    let got = requests(&sim, SERVER);
+    assert_eq!(got.len(), 1, "{got:?} {}", sim.trace_tail(40));
+    assert_eq!(got[0].1.payload, Bytes::from_static(b"x"));
+    assert!(answer(&mut sim, SERVER, got[0].1.request, "from 702"));
+    sim.deliver_until_idle();
+    assert_eq!(done(&sim, CALLER, id), [(back, reply("from 702"))]);
+}
+
+/// A call naming a node that refuses the method and never serves it again ends
+/// `Failed(NotServed)` — provably not executed — exactly at its grace deadline.
+#[test]
+fn a_named_node_that_never_serves_again_fails_not_served_at_the_grace() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"])]);
+    sim.advance(Duration::from_millis(100));
+    assert!(sim.act(NodeId(SERVER), |n, now| n.unserve(now, "echo")));
+    let t = sim.now();
+    let id = call(
+        &mut sim,
+        CALLER,
+        echo("x").select(Select::Node(NodeId(SERVER))),
+    );
+    sim.deliver_until_idle();
+    assert_eq!(done(&sim, CALLER, id), []);
+    sim.advance(Duration::from_secs(20));
+    assert_eq!(
+        done(&sim, CALLER, id),
+        [(
+            t + Duration::from_secs(15),
+            CallOutcome::Failed(FailReason::NotServed)
+        )]
+    );
+    assert_eq!(requests(&sim, SERVER), []);
 }
 
 #[test]

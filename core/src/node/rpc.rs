@@ -264,9 +264,16 @@ impl Node {
                 let Some(call) = self.rpc.calls.get(id) else {
                     return;
                 };
+                let waits = match call.failure {
+                    None => true,
+                    // Refused by a node not (yet) serving the method: within the grace it
+                    // may start (a restarted server publishes its methods after it links).
+                    Some(FailReason::NotServed) => self.now < call.grace_deadline,
+                    Some(_) => false,
+                };
                 match call.failure {
-                    Some(reason) => self.finish(id, CallOutcome::Failed(reason)),
-                    None => {
+                    Some(reason) if !waits => self.finish(id, CallOutcome::Failed(reason)),
+                    _ => {
                         if first {
                             self.rpc.stats.grace_waits += 1;
                         }

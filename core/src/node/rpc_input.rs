@@ -28,6 +28,9 @@ impl Node {
             .collect();
         for method in methods {
             for call in self.rpc.calls.waiting_for(&method) {
+                // A fresh record that serves the method: a node that refused it may serve
+                // it now.
+                self.rpc.calls.untry(call, id);
                 self.dispatch(now, call, false);
             }
         }
@@ -113,7 +116,9 @@ impl Node {
                 payload: args,
             } => {
                 let key = (from, caller_incarnation, call);
-                if !self.rpc.serving.first_time(key) {
+                // Only a request handed on is remembered: a refused one was not executed, and
+                // the caller may send it again (to a node that serves the method by then).
+                if self.rpc.serving.seen(&key) {
                     self.rpc.stats.duplicate_requests += 1;
                     return;
                 }
@@ -136,6 +141,7 @@ impl Node {
                     self.send_rpc(now, from, &refuse, deadline);
                     return;
                 }
+                self.rpc.serving.first_time(key);
                 let deadline = now + Duration::from_nanos(remaining_ns);
                 let request = self.rpc.serving.open(key, deadline);
                 self.rpc.stats.served += 1;
@@ -324,7 +330,11 @@ impl Node {
             };
             match state {
                 CallState::Waiting => {
-                    self.finish(id, CallOutcome::Failed(FailReason::NotAvailable));
+                    let reason = match self.rpc.calls.get(id).and_then(|c| c.failure) {
+                        Some(FailReason::NotServed) => FailReason::NotServed,
+                        _ => FailReason::NotAvailable,
+                    };
+                    self.finish(id, CallOutcome::Failed(reason));
                 }
                 CallState::Sent {
                     server,

@@ -56,7 +56,10 @@ pub(crate) struct Call {
     /// Servers its request provably never reached, not to be picked again.
     pub(crate) tried: Vec<NodeId>,
     /// Why its last request provably never reached its server: what it ends with when no
-    /// other server is left (`None`: it never had one, so it waits within the grace).
+    /// other server is left (`None`: it never had one, so it waits within the grace). A
+    /// `NotServed` refusal waits within the grace too (the server may be starting to serve
+    /// the method, and is tried again when its record changes) and is what the call ends
+    /// with at the grace deadline.
     pub(crate) failure: Option<crate::outcome::FailReason>,
 }
 
@@ -208,6 +211,13 @@ impl Calls {
         call.tried.push(server);
         call.failure = Some(reason);
         call.state = CallState::Waiting;
+    }
+
+    /// `server` published a record serving the call's method again: it may be tried again.
+    pub(crate) fn untry(&mut self, id: CallId, server: NodeId) {
+        if let Some(call) = self.calls.get_mut(&id) {
+            call.tried.retain(|&tried| tried != server);
+        }
     }
 
     /// Calls sent to `server`.

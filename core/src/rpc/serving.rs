@@ -55,6 +55,11 @@ impl Serving {
         self.methods.iter().map(String::as_str)
     }
 
+    /// Whether `key` was handed on already (a repeat).
+    pub(crate) fn seen(&self, key: &CallKey) -> bool {
+        self.seen.contains(key)
+    }
+
     /// Remembers `key` as handed on; `false` if it was already (a repeat). The oldest
     /// memory is dropped past [`DEDUP_CAPACITY`].
     pub(crate) fn first_time(&mut self, key: CallKey) -> bool {
