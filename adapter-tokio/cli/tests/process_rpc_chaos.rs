@@ -45,11 +45,6 @@ fn kill_mid_call_ends_target_gone() {
 /// Reconnect storm: 5 callers through 5 server restarts; ≥ 99.5 % replied, none failed, the
 /// rest `unknown` and in flight at a kill (asserted in the scenario).
 #[test]
-#[ignore = "flaky against the current CLI (a real race, not the test): calls held while the \
-server is dead are delivered to its restarted incarnation as soon as the link is up, before \
-`node --serve echo` has served echo, and end failed/not_served (7 and 5 of 32,000 in two of \
-three release runs of rpc-chaos-report, none in 5 debug runs): happy's #1118 window; fix: \
-serve before the node accepts links, or retry a NotServed within the grace"]
 fn reconnect_storm_replies_all_but_in_flight() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let storm = rpc_chaos::reconnect_storm(dir.path());
