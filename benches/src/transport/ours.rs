@@ -140,7 +140,7 @@ impl OursRoute {
                 Bytes::from_static(PAYLOAD),
             );
             let result = match tokio::time::timeout(remaining, attempt).await {
-                Ok(Ok(Outcome::Delivered)) => return Ok(()),
+                Ok(Ok(Outcome::Delivered)) => return self.wait_counted(started, timeout).await,
                 Ok(Ok(other)) => format!("outcome {other:?}"),
                 Ok(Err(e)) => format!("send error: {e}"),
                 Err(_) => String::from("no outcome yet"),
@@ -163,6 +163,24 @@ impl OursRoute {
             route: self.name,
             waited_ms: timeout.as_millis(),
             last: format!("{}; sender status: {status}", attempts.join("; ")),
+        })
+    }
+
+    /// The target acks a message once its node handed it to the inbox; the drainer task
+    /// counts it a moment later. Waits for that count, so a run that reads `received()`
+    /// next never sees the warm-up message arrive inside its own window.
+    async fn wait_counted(&self, started: Instant, timeout: Duration) -> Result<(), BenchError> {
+        let left = timeout.saturating_sub(started.elapsed());
+        let got = self.settle_received(1, left).await;
+        if got >= 1 {
+            return Ok(());
+        }
+        Err(BenchError::RouteNotReady {
+            route: self.name,
+            waited_ms: timeout.as_millis(),
+            last: String::from(
+                "the warm-up message was Delivered but its receiver never counted it",
+            ),
         })
     }
 
