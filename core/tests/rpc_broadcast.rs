@@ -110,3 +110,34 @@ fn a_dead_recipient_ends_in_the_failed_list_and_the_report_waits_for_it() {
         [(t, CALLER, CALLER, 9, "news".to_string())]
     );
 }
+
+/// The same dead recipient under a broadcast budget of 1 s: the report comes at exactly
+/// t + 1 s (not the 8 s message timeout), the dead one failed with `Timeout`, the live ones
+/// delivered once.
+#[test]
+fn a_broadcast_budget_ends_a_dead_recipients_wait_at_the_budget() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &[]), (SERVER_2, &[])]);
+    sim.advance(Duration::from_millis(100));
+    sim.kill(NodeId(SERVER_2));
+    let t = sim.now();
+    let spec =
+        BroadcastSpec::new(None, 9, Bytes::from_static(b"news")).timeout(Duration::from_secs(1));
+    sim.act(NodeId(CALLER), |n, now| n.broadcast(now, spec))
+        .expect("accepted");
+    sim.advance(Duration::from_secs(10));
+    let done = reports(&sim, CALLER);
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(done[0].0, t + Duration::from_secs(1), "{done:?}");
+    assert_eq!(
+        sorted(done[0].1.delivered.clone()),
+        [NodeId(SERVER), NodeId(ROOT)]
+    );
+    assert_eq!(done[0].1.failed, [(NodeId(SERVER_2), FailReason::Timeout)]);
+    assert_eq!(done[0].1.unknown, []);
+    for node in [ROOT, SERVER] {
+        assert_eq!(
+            got(&sim, node),
+            [(t, CALLER, CALLER, 9, "news".to_string())]
+        );
+    }
+}

@@ -38,7 +38,7 @@ impl BroadcastOptions {
     ///
     /// # Errors
     ///
-    /// No registry or two, an empty label key.
+    /// No registry or two, an empty label key, a zero timeout.
     pub(crate) fn resolve(args: BroadcastArgs, pid: u32) -> Result<BroadcastOptions, CliError> {
         let crate::config::Joined {
             registry,
@@ -58,6 +58,12 @@ impl BroadcastOptions {
             Bytes::from(args.payload.into_bytes()),
         );
         spec.skip_self = !args.include_self;
+        if let Some(timeout) = args.timeout {
+            if timeout.is_zero() {
+                return Err(CliError::invalid("timeout", "must be greater than zero"));
+            }
+            spec = spec.timeout(timeout);
+        }
         Ok(BroadcastOptions {
             core: client_core(BROADCAST_ROLE, pid, keys)?,
             registry,

@@ -245,6 +245,30 @@ fn bad_rpc_flags_exit_2_naming_the_flag() {
         ),
         (
             &[
+                "broadcast",
+                "--registry",
+                "127.0.0.1:1",
+                "--payload",
+                "x",
+                "--timeout",
+                "0s",
+            ],
+            "timeout",
+        ),
+        (
+            &[
+                "broadcast",
+                "--registry",
+                "127.0.0.1:1",
+                "--payload",
+                "x",
+                "--timeout",
+                "soon",
+            ],
+            "--timeout",
+        ),
+        (
+            &[
                 "load",
                 "--registry",
                 "127.0.0.1:1",

@@ -173,7 +173,8 @@ fn rolling_proxy_restart_under_load() {
 }
 
 /// Broadcast to 20 nodes while one is killed: every live node exactly once, the dead never;
-/// and again 1 s later.
+/// and again 1 s later with `--timeout 2000ms`, which gives the dead one up before the 8 s
+/// message timeout the first broadcast waited for it.
 #[test]
 fn broadcast_while_one_killed_reaches_each_live_node_once() {
     let run = rpc_chaos::broadcast_while_killed();

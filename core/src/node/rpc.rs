@@ -229,7 +229,7 @@ impl Node {
             .collect();
         self.rpc.stats.broadcasts += 1;
         let broadcast = self.rpc.broadcasts.start();
-        let deadline = now + self.config.message_timeout;
+        let deadline = now + spec.timeout.unwrap_or(self.config.message_timeout);
         for node in recipients {
             match self.send_to_id(now, node, spec.msg_type, spec.payload.clone(), deadline) {
                 Ok(msg) => {

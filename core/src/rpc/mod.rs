@@ -361,6 +361,10 @@ pub struct BroadcastSpec {
     pub payload: Bytes,
     /// Whether this node leaves itself out.
     pub skip_self: bool,
+    /// The broadcast's budget: a recipient that has not acknowledged it by then is given up
+    /// (failed if its copy provably never left, unknown if it may have arrived) and the
+    /// report comes at that instant at the latest. `None` = `Config::message_timeout`.
+    pub timeout: Option<Duration>,
 }
 
 impl BroadcastSpec {
@@ -373,7 +377,15 @@ impl BroadcastSpec {
             msg_type,
             payload,
             skip_self: true,
+            timeout: None,
         }
+    }
+
+    /// Sets the broadcast's budget.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> BroadcastSpec {
+        self.timeout = Some(timeout);
+        self
     }
 }
 

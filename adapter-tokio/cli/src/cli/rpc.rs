@@ -59,8 +59,11 @@ pub(crate) struct CallArgs {
     got it (none failed or unknown; also when nothing matched), 1 otherwise (one line on \
     stderr saying why; also when the registry does not answer within 5 s), 2 for a bad \
     flag.\n\n\
+    A recipient that is gone (killed, its record still listed) waits until --timeout. \
+    Durations are a number and a unit: 250ms, 5s, 1.5s, 2m.\n\n\
     Example:\n  \
-    switchboard broadcast --registry 127.0.0.1:7000 --label role=leaf --payload reload"
+    switchboard broadcast --registry 127.0.0.1:7000 --label role=leaf --payload reload \
+    --timeout 2s"
 )]
 pub(crate) struct BroadcastArgs {
     /// Only nodes with this label `key=value` (repeatable; all must match).
@@ -75,6 +78,10 @@ pub(crate) struct BroadcastArgs {
     /// Also send to the broadcasting node itself (it matches only without --label).
     #[arg(long)]
     pub(crate) include_self: bool,
+    /// The broadcast's whole budget: a recipient without an outcome by then is given up
+    /// (failed or unknown `timeout`) [default: 8s, the core's message timeout].
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub(crate) timeout: Option<Duration>,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,

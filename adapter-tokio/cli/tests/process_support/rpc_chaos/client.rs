@@ -391,15 +391,20 @@ pub struct BroadcastOutcome {
     pub line: String,
 }
 
-/// Runs `switchboard broadcast --registry ADDR --label k=v --payload TEXT`.
+/// Runs `switchboard broadcast --registry ADDR --label k=v --payload TEXT [--timeout D]`.
 ///
 /// # Panics
 ///
 /// No line within 30 s, a malformed one, or an exit code other than 0 exactly when every
 /// recipient got it.
 #[must_use]
-pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -> BroadcastOutcome {
-    let command = args([
+pub fn run_broadcast(
+    registry: SocketAddr,
+    label: (&str, &str),
+    payload: &str,
+    timeout: Option<&str>,
+) -> BroadcastOutcome {
+    let mut command = args([
         "broadcast",
         "--registry",
         &registry.to_string(),
@@ -408,6 +413,9 @@ pub fn run_broadcast(registry: SocketAddr, label: (&str, &str), payload: &str) -
         "--payload",
         payload,
     ]);
+    if let Some(timeout) = timeout {
+        command.extend(["--timeout".to_owned(), timeout.to_owned()]);
+    }
     let spawned_us = unix_micros_now();
     let mut proc = Proc::spawn("broadcast", &command);
     let line = proc.next_json_line(Duration::from_secs(30));
