@@ -78,7 +78,7 @@ pub mod transport;
 pub use node::rpc::{BroadcastFailure, CallFailure, Request, Requests, RespondFailure};
 pub use node::{
     CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
-    RegistrySpec, SendFailure,
+    RegistrySpec, SendFailure, StartError, Stopped,
 };
 pub use observe::{Known, Metrics, Status};
 pub use switchboard_core;

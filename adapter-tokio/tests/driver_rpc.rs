@@ -123,6 +123,54 @@ async fn a_method_served_mid_grace_gets_the_waiting_call() {
     );
 }
 
+/// A method served from the start (`NodeBuilder::serve`) is in the server's first record: a
+/// call with no grace at all finds it, though the server never republished. Its request
+/// waits for the stream taken 200 ms later, and is answered then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_method_served_from_the_start_is_in_the_first_record_and_its_requests_wait() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let (client, _) = start(direct(addr, 0x55, "client")).await;
+    let (server, _) = start(direct(addr, 0x56, "server").serve("echo")).await;
+    wait_known(&client, &[0x55, 0x56]).await;
+
+    let started = Instant::now();
+    let call = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let spec = CallSpec::new("echo", Bytes::from_static(b"early"))
+                .timeout(Duration::from_secs(10))
+                .grace(Duration::ZERO);
+            client.call(spec).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let requests = within("take the stream", server.serve("echo"))
+        .await
+        .expect("served");
+    answer_with_prefix(requests, b"held:");
+    let outcome = within("call", call)
+        .await
+        .expect("joined")
+        .expect("accepted");
+    assert_eq!(
+        outcome,
+        CallOutcome::Reply(Bytes::from_static(b"held:early"))
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(200),
+        "answered before the stream was taken"
+    );
+
+    // A bad method name fails the start.
+    let refused = direct(addr, 0x57, "bad").serve("no spaces").start().await;
+    assert!(
+        matches!(refused, Err(switchboard_tokio::StartError::Config(_))),
+        "{refused:?}"
+    );
+}
+
 /// Dropping the stream unserves the method: the record is republished without it and a new
 /// call finds no server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

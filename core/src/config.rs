@@ -164,6 +164,13 @@ pub struct Config {
     /// Whether a call may resolve to this node itself (its own handler answers it); off: such
     /// a call ends `Failed(SelfCall)`.
     pub rpc_allow_self_calls: bool,
+    /// Methods served from the start: in the very first record this node publishes, so a
+    /// restarted server is never listed without them (what [`Node::serve`] adds later needs a
+    /// republication). Never read from a file: each method needs a handler in code.
+    ///
+    /// [`Node::serve`]: crate::node::Node::serve
+    #[serde(skip)]
+    pub serve: Vec<String>,
 }
 
 impl Default for Config {
@@ -202,6 +209,7 @@ impl Default for Config {
             rpc_call_timeout: Duration::from_secs(30),
             rpc_grace: Duration::from_secs(15),
             rpc_allow_self_calls: false,
+            serve: Vec::new(),
         }
     }
 }
@@ -331,6 +339,11 @@ impl Config {
         }
         if self.upstream == self.id {
             return Err(ConfigError::SelfUpstream { id: self.id });
+        }
+        if let Some(method) = self.serve.iter().find(|m| !crate::rpc::is_valid_method(m)) {
+            return Err(ConfigError::InvalidMethod {
+                method: method.clone(),
+            });
         }
         nonzero_duration("reconnect_start_ms", self.reconnect_start)?;
         nonzero_duration("reconnect_max_ms", self.reconnect_max)?;
@@ -470,6 +483,12 @@ pub enum ConfigError {
         start: Duration,
         /// The configured cap.
         max: Duration,
+    },
+    /// A method in `serve` is not a valid method name.
+    #[error("serve: {method:?} is not a method name (1 to 128 ASCII letters, digits and `._-:`)")]
+    InvalidMethod {
+        /// The refused name.
+        method: String,
     },
     /// `reconnect_jitter_percent` is above 100.
     #[error("reconnect_jitter_percent is {percent}; it must be between 0 and 100")]

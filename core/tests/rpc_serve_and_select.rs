@@ -179,3 +179,50 @@ fn least_outstanding_picks_the_server_with_fewer_calls_in_flight() {
     // 2 vs 0, then 2 vs 1: both go to 0x704.
     assert_eq!(payloads(SERVER_2), [b"p2c".to_vec(), b"p2c".to_vec()]);
 }
+
+/// Methods named in `Config::serve` are in the record from `Node::new` on (the one a backend
+/// registers first), with no republication asked for; a bad name is refused by `validate`.
+#[test]
+fn methods_served_from_the_start_are_in_the_first_record() {
+    use switchboard_core::{
+        config::{Config, ConfigError},
+        node::{Node, Output},
+        time::Instant,
+    };
+    let mut config = Config::new(NodeId(0x51), "early");
+    config.serve = vec!["echo".into(), "sleep".into()];
+    let mut node = Node::new(config.clone(), Instant::ZERO).expect("a valid config");
+    assert_eq!(node.served_methods().collect::<Vec<_>>(), ["echo", "sleep"]);
+    let info = node.discovery_info();
+    assert_eq!(
+        info.metadata
+            .labels
+            .get("rpc.switchboard/echo")
+            .map(String::as_str),
+        Some("serve")
+    );
+    assert_eq!(
+        info.metadata
+            .labels
+            .get("rpc.switchboard/sleep")
+            .map(String::as_str),
+        Some("serve")
+    );
+    let mut republished = 0;
+    while let Some(out) = node.poll_output() {
+        if out == Output::Rpc(RpcOutput::Republish) {
+            republished += 1;
+        }
+    }
+    assert_eq!(republished, 0);
+    // Serving one of them again changes nothing.
+    assert_eq!(node.serve(Instant::ZERO, "echo"), Ok(false));
+
+    config.serve = vec!["echo".into(), "bad name".into()];
+    assert_eq!(
+        Node::new(config, Instant::ZERO).err(),
+        Some(ConfigError::InvalidMethod {
+            method: "bad name".into()
+        })
+    );
+}

@@ -67,9 +67,14 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
     if let Some(advertise) = advertise {
         builder = builder.advertise(advertise);
     }
+    builder = builder.config(move |config| *config = core);
+    // Served from the start: the first record the backend registers lists the methods, so
+    // a restarted server is never published without them.
+    for handler in &serves {
+        builder = builder.serve(handler.method());
+    }
     let (handle, inbox) = builder
         .registry_spec(registry)
-        .config(move |config| *config = core)
         .start()
         .await
         .map_err(start_error)?;
@@ -90,8 +95,7 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         }
     };
     let mut inbox_task = tokio::spawn(serve_inbox(handle.clone(), inbox, echo));
-    // Served before the registration is awaited: the record the ready line vouches for
-    // already lists the methods.
+    // The requests that came since the start wait for these streams.
     let mut handler_tasks = Vec::with_capacity(serves.len());
     for handler in &serves {
         match builtin_handlers::start(&handle, *handler).await {

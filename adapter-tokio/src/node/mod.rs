@@ -288,6 +288,16 @@ impl NodeBuilder {
         }
     }
 
+    /// Serves `method` from the start: the node's first discovery record lists it (a
+    /// restarted server is never published without its methods), and its requests wait for
+    /// the stream [`NodeHandle::serve`] returns for the method — call it right after
+    /// [`start`](Self::start). A bad method name fails `start` ([`StartError::Config`]).
+    #[must_use]
+    pub fn serve(mut self, method: impl Into<String>) -> NodeBuilder {
+        self.config.serve.push(method.into());
+        self
+    }
+
     /// The address to listen on (port 0 = any free port).
     #[must_use]
     pub fn listen(mut self, addr: SocketAddr) -> NodeBuilder {

@@ -322,6 +322,10 @@ impl Node {
             dead: BTreeMap::new(),
             rpc: crate::rpc::Rpc::default(),
         };
+        // In the first record already: no republication asked for.
+        for method in &node.config.serve {
+            node.rpc.serving.serve(method);
+        }
         let world = World {
             topology: &node.topology,
             discovery: &node.discovery,

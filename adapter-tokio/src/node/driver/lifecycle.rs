@@ -96,6 +96,8 @@ pub(in crate::node) async fn start(
         rpc: super::rpc::RpcWaiters::default(),
         commands: commands_weak,
     };
+    let early: Vec<String> = driver.node.served_methods().map(str::to_owned).collect();
+    driver.rpc.hold(early.iter().map(String::as_str));
     driver.drain();
     tokio::spawn(driver.run(commands, link_events, kill_switch));
     Ok((handle, Inbox { rx: inbox_rx }))

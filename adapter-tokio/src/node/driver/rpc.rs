@@ -32,6 +32,20 @@ pub(super) struct RpcWaiters {
     broadcasts: HashMap<BroadcastId, oneshot::Sender<Result<BroadcastDone, SendError>>>,
     /// The stream of each served method.
     served: HashMap<String, mpsc::UnboundedSender<Request>>,
+    /// Methods served from the start (`NodeBuilder::serve`) whose stream nobody took yet:
+    /// their requests wait here for the first `NodeHandle::serve` of the method.
+    held: HashMap<String, mpsc::UnboundedReceiver<Request>>,
+}
+
+impl RpcWaiters {
+    /// Holds the requests of `methods` (served from the start) until a stream takes them.
+    pub(super) fn hold<'a>(&mut self, methods: impl Iterator<Item = &'a str>) {
+        for method in methods {
+            let (tx, rx) = mpsc::unbounded_channel();
+            self.served.insert(method.to_owned(), tx);
+            self.held.insert(method.to_owned(), rx);
+        }
+    }
 }
 
 impl Driver {
@@ -75,6 +89,12 @@ impl Driver {
                 done,
             } => match self.node.serve(now, &method) {
                 Ok(_) => {
+                    // The requests held since the start go first, in arrival order.
+                    if let Some(mut held) = self.rpc.held.remove(&method) {
+                        while let Ok(request) = held.try_recv() {
+                            let _ = requests.send(request);
+                        }
+                    }
                     // A newer stream replaces an older one (which then ends).
                     self.rpc.served.insert(method, requests);
                     let _ = done.send(Ok(()));
