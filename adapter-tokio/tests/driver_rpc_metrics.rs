@@ -18,7 +18,9 @@ async fn calls_are_counted_by_method_outcome_and_reason() {
     let registry = start_registry().await;
     let addr = registry.local_addr();
     let (client, _) = start(direct(addr, 0x51, "client")).await;
-    let (server, _) = start(direct(addr, 0x52, "server")).await;
+    // Served from the start: the record the client learns already lists `echo`, so no
+    // call below waits in a grace for its republication (exactly one grace wait: `nobody`).
+    let (server, _) = start(direct(addr, 0x52, "server").serve("echo")).await;
     let mut requests = within("serve", server.serve("echo")).await.expect("served");
     tokio::spawn(async move {
         while let Some(request) = requests.recv().await {
