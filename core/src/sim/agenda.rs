@@ -66,11 +66,12 @@ impl<T> Agenda<T> {
 
     /// Removes and returns the earliest item if it is due at or before `now`.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, T)> {
-        let (&(at, seq), _) = self.items.iter().next()?;
-        if at > now {
+        let first = self.items.first_entry()?;
+        if first.key().0 > now {
             return None;
         }
-        self.items.remove(&(at, seq)).map(|due| (at, due))
+        let ((at, _), due) = first.remove_entry();
+        Some((at, due))
     }
 
     /// Removes every item `take` picks and returns them in delivery order.
