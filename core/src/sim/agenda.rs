@@ -5,7 +5,8 @@
 //! in the order they were scheduled; that FIFO rule is what keeps each link's byte stream
 //! ordered.
 
-use alloc::{boxed::Box, collections::BTreeMap, vec::Vec};
+use alloc::{boxed::Box, collections::BinaryHeap, vec::Vec};
+use core::cmp::Ordering;
 
 use bytes::Bytes;
 
@@ -34,18 +35,48 @@ pub(super) enum Due {
     },
 }
 
+/// One scheduled item: ordered by (time, scheduling sequence) alone, earliest first out of
+/// the max-heap (so the comparison is reversed).
+#[derive(Debug)]
+struct Item<T> {
+    at: Instant,
+    seq: u64,
+    due: T,
+}
+
+impl<T> PartialEq for Item<T> {
+    fn eq(&self, other: &Item<T>) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl<T> Eq for Item<T> {}
+
+impl<T> PartialOrd for Item<T> {
+    fn partial_cmp(&self, other: &Item<T>) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T> Ord for Item<T> {
+    fn cmp(&self, other: &Item<T>) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
 /// Scheduled deliveries ordered by (time, scheduling sequence): the simulator's own
-/// ([`Due`]) and the registry network's.
+/// ([`Due`]) and the registry network's. A binary heap: the sequence numbers are unique, so
+/// the order is total and the same as a sorted map's, without a map node per item.
 #[derive(Debug)]
 pub(super) struct Agenda<T = Due> {
-    items: BTreeMap<(Instant, u64), T>,
+    items: BinaryHeap<Item<T>>,
     next_seq: u64,
 }
 
 impl<T> Default for Agenda<T> {
     fn default() -> Agenda<T> {
         Agenda {
-            items: BTreeMap::new(),
+            items: BinaryHeap::new(),
             next_seq: 0,
         }
     }
@@ -56,34 +87,31 @@ impl<T> Agenda<T> {
     pub(super) fn push(&mut self, at: Instant, due: T) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.items.insert((at, seq), due);
+        self.items.push(Item { at, seq, due });
     }
 
     /// Time of the earliest item.
     pub(super) fn next_time(&self) -> Option<Instant> {
-        self.items.keys().next().map(|&(at, _)| at)
+        self.items.peek().map(|item| item.at)
     }
 
     /// Removes and returns the earliest item if it is due at or before `now`.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<(Instant, T)> {
-        let (&(at, seq), _) = self.items.iter().next()?;
-        if at > now {
+        if self.items.peek()?.at > now {
             return None;
         }
-        self.items.remove(&(at, seq)).map(|due| (at, due))
+        self.items.pop().map(|item| (item.at, item.due))
     }
 
     /// Removes every item `take` picks and returns them in delivery order.
     pub(super) fn take_where(&mut self, mut take: impl FnMut(&T) -> bool) -> Vec<(Instant, T)> {
-        let keys: Vec<(Instant, u64)> = self
-            .items
-            .iter()
-            .filter(|(_, due)| take(due))
-            .map(|(&key, _)| key)
-            .collect();
-        keys.into_iter()
-            .filter_map(|key| self.items.remove(&key).map(|due| (key.0, due)))
-            .collect()
+        let (mut taken, kept): (Vec<Item<T>>, Vec<Item<T>>) = core::mem::take(&mut self.items)
+            .into_vec()
+            .into_iter()
+            .partition(|item| take(&item.due));
+        self.items = BinaryHeap::from(kept);
+        taken.sort_unstable_by_key(|item| (item.at, item.seq));
+        taken.into_iter().map(|item| (item.at, item.due)).collect()
     }
 
     /// Number of scheduled items.
@@ -93,6 +121,8 @@ impl<T> Agenda<T> {
 
     /// The scheduled items in delivery order (for diagnostics).
     pub(super) fn iter(&self) -> impl Iterator<Item = (Instant, &T)> {
-        self.items.iter().map(|(&(at, _), due)| (at, due))
+        let mut items: Vec<&Item<T>> = self.items.iter().collect();
+        items.sort_unstable_by_key(|item| (item.at, item.seq));
+        items.into_iter().map(|item| (item.at, &item.due))
     }
 }

@@ -121,6 +121,10 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) dirty: Vec<bool>,
     /// The registry machines, once [`Sim::start_registry`] turned them on.
     pub(super) machines: Option<super::registry_machines::Machines>,
+    /// The earliest node timer as (deadline, slot index), ties to the lowest index: what a
+    /// scan of every slot's `deadline` would find, kept up to date by
+    /// [`Sim::set_deadline`] so a step does not scan every slot.
+    pub(super) earliest_timer: Option<(Instant, usize)>,
 }
 
 impl Sim<Node> {
@@ -161,6 +165,7 @@ impl<N: SimNode> Sim<N> {
             next_tag: 0,
             dirty: Vec::new(),
             machines: None,
+            earliest_timer: None,
         }
     }
 
@@ -253,9 +258,9 @@ impl<N: SimNode> Sim<N> {
         if let Some(ledger) = self.ledger.as_mut() {
             ledger.on_death(id, inc);
         }
+        self.set_deadline(idx, None);
         let slot = &mut self.slots[idx];
         slot.node = None;
-        slot.deadline = None;
         slot.open_msgs.clear();
         slot.done_msgs.clear();
         for link in self.links.touching(id) {

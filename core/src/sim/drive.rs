@@ -40,12 +40,12 @@ impl<N: SimNode> Sim<N> {
             .machines_next_due()
             .filter(|&t| t <= now)
             .map(|t| (t, 1));
-        let timer = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.deadline.filter(|&d| d <= now).map(|d| (d, i)))
-            .min();
+        debug_assert_eq!(
+            self.earliest_timer,
+            self.scan_timers(),
+            "sim: stale timer cache"
+        );
+        let timer = self.earliest_timer.filter(|&(d, _)| d <= now);
         let first = [delivery, machines, timer.map(|(t, _)| (t, 2))]
             .into_iter()
             .flatten()
@@ -123,7 +123,7 @@ impl<N: SimNode> Sim<N> {
     /// The earliest instant something is scheduled: a delivery or a node timer.
     #[must_use]
     pub fn next_event_time(&self) -> Option<Instant> {
-        let timers = self.slots.iter().filter_map(|s| s.deadline).min();
+        let timers = self.earliest_timer.map(|(d, _)| d);
         let next = crate::time::earliest(self.agenda.next_time(), timers);
         crate::time::earliest(next, self.machines_next_due())
     }
@@ -343,8 +343,38 @@ impl<N: SimNode> Sim<N> {
             self.handle_output(idx, output);
         }
         let deadline = self.slots[idx].node.as_ref().and_then(N::poll_timeout);
-        self.slots[idx].deadline = deadline;
+        self.set_deadline(idx, deadline);
         self.dirty[idx] = true;
+    }
+
+    /// Sets slot `idx`'s timer deadline and keeps `earliest_timer` equal to what
+    /// [`Sim::scan_timers`] finds: one comparison, unless the slot holding the earliest timer
+    /// moves it later or clears it (then every slot is scanned once).
+    pub(super) fn set_deadline(&mut self, idx: usize, deadline: Option<Instant>) {
+        let old = core::mem::replace(&mut self.slots[idx].deadline, deadline);
+        match (self.earliest_timer, deadline) {
+            // The holder moved its own timer: still the earliest if not later than before
+            // (it was not later than any other slot's).
+            (Some((_, holder)), _) if holder == idx => {
+                self.earliest_timer = match (deadline, old) {
+                    (Some(d), Some(o)) if d <= o => Some((d, idx)),
+                    _ => self.scan_timers(),
+                };
+            }
+            (Some(first), Some(d)) => self.earliest_timer = Some(first.min((d, idx))),
+            (None, Some(d)) => self.earliest_timer = Some((d, idx)),
+            // Another slot cleared its timer, which was not the earliest.
+            (_, None) => {}
+        }
+    }
+
+    /// The earliest timer over every slot, ties to the lowest index.
+    pub(super) fn scan_timers(&self) -> Option<(Instant, usize)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.deadline.map(|d| (d, i)))
+            .min()
     }
 
     fn handle_output(&mut self, idx: usize, output: Output) {

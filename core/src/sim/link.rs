@@ -131,7 +131,9 @@ impl SimLink {
 /// Every link the simulation has seen, and the index from a node's [`LinkId`] to it.
 #[derive(Debug, Default)]
 pub(super) struct LinkTable {
-    links: BTreeMap<SimLinkId, SimLink>,
+    /// By id: link `SimLinkId(n)` is at `n - 1` (ids count from 1 and no link is ever
+    /// removed), so a lookup is an index, and the order is creation order.
+    links: Vec<SimLink>,
     by_end: BTreeMap<(NodeId, LinkId), (SimLinkId, Side)>,
     next: u64,
 }
@@ -150,16 +152,14 @@ impl LinkTable {
         let id = SimLinkId(self.next);
         self.by_end
             .insert((dialer.node, dialer.link), (id, Side::Dialer));
-        self.links.insert(
-            id,
-            SimLink {
-                addr,
-                target,
-                ends: [Some(dialer), None],
-                last_arrival: [now, now],
-                doomed,
-            },
-        );
+        self.links.push(SimLink {
+            addr,
+            target,
+            ends: [Some(dialer), None],
+            last_arrival: [now, now],
+            doomed,
+        });
+        debug_assert_eq!(Self::slot(id), Some(self.links.len() - 1));
         id
     }
 
@@ -167,7 +167,7 @@ impl LinkTable {
     pub(super) fn attach_acceptor(&mut self, id: SimLinkId, end: End) {
         self.by_end
             .insert((end.node, end.link), (id, Side::Acceptor));
-        if let Some(link) = self.links.get_mut(&id) {
+        if let Some(link) = self.get_mut(id) {
             link.ends[Side::Acceptor.index()] = Some(end);
         }
     }
@@ -185,34 +185,42 @@ impl LinkTable {
     }
 
     pub(super) fn get(&self, id: SimLinkId) -> Option<&SimLink> {
-        self.links.get(&id)
+        self.links.get(Self::slot(id)?)
     }
 
     pub(super) fn get_mut(&mut self, id: SimLinkId) -> Option<&mut SimLink> {
-        self.links.get_mut(&id)
+        self.links.get_mut(Self::slot(id)?)
+    }
+
+    /// Where link `id` is in `links`.
+    fn slot(id: SimLinkId) -> Option<usize> {
+        usize::try_from(id.0.checked_sub(1)?).ok()
     }
 
     /// Ids of links that join `a` and `b` and are still live, in creation order.
     pub(super) fn live_between(&self, a: NodeId, b: NodeId) -> Vec<SimLinkId> {
-        self.links
-            .iter()
+        self.with_ids()
             .filter(|(_, l)| l.is_live() && l.joins(a, b))
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect()
     }
 
     /// Ids of links with an end owned by `node`, or dialing towards it, in creation order.
     pub(super) fn touching(&self, node: NodeId) -> Vec<SimLinkId> {
-        self.links
-            .iter()
+        self.with_ids()
             .filter(|(_, l)| {
                 l.is_live() && {
                     let (d, a) = l.nodes();
                     d == Some(node) || a == Some(node)
                 }
             })
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect()
+    }
+
+    /// Every link with its id, in creation order.
+    fn with_ids(&self) -> impl Iterator<Item = (SimLinkId, &SimLink)> {
+        (1..).map(SimLinkId).zip(&self.links)
     }
 
     /// Forgets every `LinkId` of `node` (it died; a new incarnation may reuse the ids).
@@ -223,7 +231,7 @@ impl LinkTable {
     /// Open links between `a` and `b` (both ends open).
     pub(super) fn open_between(&self, a: NodeId, b: NodeId) -> usize {
         self.links
-            .values()
+            .iter()
             .filter(|l| {
                 l.joins(a, b)
                     && l.ends

@@ -98,8 +98,8 @@ pub(super) struct RpcWorkload {
     /// Handler runs per call tag: (server, life).
     executed: BTreeMap<u64, Vec<(NodeId, u32)>>,
     broadcasts: BTreeMap<(NodeId, u32, BroadcastId), BroadcastEntry>,
-    /// How far each node's RPC log was read.
-    cursors: BTreeMap<NodeId, usize>,
+    /// How far each member's RPC log was read, by position in `Chaos::members`.
+    cursors: Vec<usize>,
     replies: Vec<PendingReply>,
     next_tag: u64,
     totals: RpcTotals,
@@ -235,13 +235,13 @@ impl Chaos {
                     return;
                 }
                 let life = self.sim.life(from);
+                // The calls of this life are one key range (in the same order a full scan
+                // meets them): the first open one is the oldest.
                 let oldest = self
                     .rpc
                     .calls
-                    .iter()
-                    .find(|((caller, l, _), e)| {
-                        *caller == from && *l == life && e.outcome.is_none()
-                    })
+                    .range((from, life, CallId(0))..=(from, life, CallId(u64::MAX)))
+                    .find(|(_, e)| e.outcome.is_none())
                     .map(|((_, _, id), _)| *id);
                 if let Some(id) = oldest {
                     self.sim.act(from, |node, now| node.cancel(now, id));
@@ -298,6 +298,10 @@ impl Chaos {
     /// Handlers whose answer is due answer now.
     pub(super) fn rpc_answer_due(&mut self) {
         let now = self.sim.now();
+        // Called before every op: most ops have nothing due, and then nothing is moved.
+        if !self.rpc.replies.iter().any(|r| r.due <= now) {
+            return;
+        }
         let (due, later): (Vec<_>, Vec<_>) = self.rpc.replies.drain(..).partition(|r| r.due <= now);
         self.rpc.replies = later;
         for reply in due {
@@ -314,10 +318,18 @@ impl Chaos {
         if !self.faults.rpc {
             return;
         }
-        for id in self.members.clone() {
-            let start = self.rpc.cursors.get(&id).copied().unwrap_or(0);
-            let records: Vec<_> = self.sim.log(id).rpc[start..].to_vec();
-            self.rpc.cursors.insert(id, start + records.len());
+        // Every member's log is read to its end after every op, as before; a member whose
+        // log did not grow since the last read costs one comparison (no copy, no allocation).
+        self.rpc.cursors.resize(self.members.len(), 0);
+        for i in 0..self.members.len() {
+            let id = self.members[i];
+            let start = self.rpc.cursors[i];
+            let log = &self.sim.log(id).rpc;
+            if log.len() <= start {
+                continue;
+            }
+            let records: Vec<_> = log[start..].to_vec();
+            self.rpc.cursors[i] = start + records.len();
             for record in records {
                 match record.output {
                     RpcOutput::Request(request) => {
