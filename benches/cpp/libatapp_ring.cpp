@@ -6,7 +6,9 @@
 //                shipped (core/tests/vectors/libatapp_ring.txt is this output, and
 //                core/tests/libatapp_vectors.rs checks our libatapp modes against it);
 //   bench L      time upstream's rebuild + lookup recipe for layout L on a workload read
-//                from stdin, and print one JSON line (ring-report runs this beside ours).
+//                from stdin, and print one JSON line (ring-report runs this beside ours);
+//   lookup L     time only the lookups (one round of ring-report's interleaved lookup
+//                rounds: ring-report starts this once per round, between its own modes).
 //
 // Layouts:
 //   v012  libatapp v0.11.0 .. v0.12.5: rebuild_cache() walks node_by_id_ and pushes
@@ -489,22 +491,55 @@ double sample_ns(F &&op, double budget_ms, size_t min_samples, size_t max_sample
 
 volatile uint64_t g_sink;
 
+// Median ns per lookup (key hash included) over batches of 1000 keys, walking the key list
+// batch by batch. As ring-report does for ours: one untimed pass over every key first, so the
+// timed samples find the ring, the index and the keys warm (page faults, caches, TLB).
 template <class Ptr>
-int bench(layout l, double budget_ms) {
-  // stdin: "<n> <keys>", then n lines "<id> <name>", then the keys (u64, decimal).
+double lookup_ns(const ring_set<Ptr> &set, const std::vector<uint64_t> &keys, double budget_ms) {
+  for (uint64_t k : keys) g_sink = g_sink + set.lookup(&k, sizeof(k))->id;
+  const size_t batch = 1000, batches = keys.size() / batch;
+  return sample_ns(
+             [&](size_t i) {
+               size_t start = (i % batches) * batch;
+               for (size_t j = start; j < start + batch; ++j) {
+                 Ptr p = set.lookup(&keys[j], sizeof(keys[j]));
+                 g_sink = g_sink + p->id;
+               }
+             },
+             budget_ms, 7, 2001) /
+         batch;
+}
+
+// stdin: "<n> <keys>", then n lines "<id> <name>", then the keys (u64, decimal).
+bool read_workload(std::vector<node> &nodes, std::vector<uint64_t> &keys) {
   size_t n = 0, nkeys = 0;
-  if (!(std::cin >> n >> nkeys)) return 2;
-  std::vector<node> nodes;
+  if (!(std::cin >> n >> nkeys)) return false;
   for (size_t i = 0; i < n; ++i) {
     uint64_t id;
     std::string name;
     std::cin >> id >> name;
     nodes.push_back(make_node(id, name, 0));
   }
-  std::vector<uint64_t> keys(nkeys);
+  keys.resize(nkeys);
   for (auto &k : keys) std::cin >> k;
-  if (!std::cin || nkeys < 1000) return 2;
+  return std::cin && nkeys >= 1000;
+}
+
+template <class Ptr>
+int bench(layout l, double budget_ms, bool only_lookups) {
+  std::vector<node> nodes;
+  std::vector<uint64_t> keys;
+  if (!read_workload(nodes, keys)) return 2;
+  size_t n = nodes.size();
   ring_set<Ptr> set = make_set<Ptr>(l, nodes);
+  const char *name = l == layout::v012 ? "v012" : "main";
+  if (only_lookups) {
+    set.rebuild_cache();
+    double lookup = lookup_ns(set, keys, budget_ms);
+    std::printf("{\"layout\":\"%s\",\"n\":%zu,\"points\":%zu,\"lookup_ns\":%.2f}\n", name, n,
+                set.ring.size(), lookup);
+    return 0;
+  }
   // One rebuild as upstream pays it after a membership change: clear_cache (drops every
   // pointer copy), then rebuild_cache (hash, copy the pointer into each point, std::sort).
   double build = sample_ns(
@@ -514,17 +549,7 @@ int bench(layout l, double budget_ms) {
       },
       budget_ms, 7, 2001);
   g_sink = set.ring.size();
-  const size_t batch = 1000, batches = nkeys / batch;
-  double lookup = sample_ns(
-                      [&](size_t i) {
-                        size_t start = (i % batches) * batch;
-                        for (size_t j = start; j < start + batch; ++j) {
-                          Ptr p = set.lookup(&keys[j], sizeof(keys[j]));
-                          g_sink = g_sink + p->id;
-                        }
-                      },
-                      budget_ms, 7, 2001) /
-                  batch;
+  double lookup = lookup_ns(set, keys, budget_ms);
   double compact = sample_ns(
       [&](size_t) {
         set.compact.clear();
@@ -532,7 +557,7 @@ int bench(layout l, double budget_ms) {
       },
       budget_ms, 7, 2001);
   std::printf("{\"layout\":\"%s\",\"n\":%zu,\"points\":%zu,\"build_ns\":%.1f,\"lookup_ns\":%.2f,\"compact_build_ns\":%.1f}\n",
-              l == layout::v012 ? "v012" : "main", n, set.ring.size(), build, lookup, compact);
+              name, n, set.ring.size(), build, lookup, compact);
   return 0;
 }
 
@@ -542,12 +567,13 @@ int main(int argc, char **argv) {
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "vectors") return vectors();
   double budget_ms = argc > 3 ? std::atof(argv[3]) : 400.0;
-  if (cmd == "bench" && argc > 2 && std::string(argv[2]) == "v012") {
-    return bench<std::shared_ptr<node>>(layout::v012, budget_ms);
+  bool timed = cmd == "bench" || cmd == "lookup";
+  if (timed && argc > 2 && std::string(argv[2]) == "v012") {
+    return bench<std::shared_ptr<node>>(layout::v012, budget_ms, cmd == "lookup");
   }
-  if (cmd == "bench" && argc > 2 && std::string(argv[2]) == "main") {
-    return bench<rc_ptr<node>>(layout::main, budget_ms);
+  if (timed && argc > 2 && std::string(argv[2]) == "main") {
+    return bench<rc_ptr<node>>(layout::main, budget_ms, cmd == "lookup");
   }
-  std::fprintf(stderr, "usage: %s vectors | bench v012|main [budget_ms] < workload\n", argv[0]);
+  std::fprintf(stderr, "usage: %s vectors | bench|lookup v012|main [budget_ms] < workload\n", argv[0]);
   return 2;
 }

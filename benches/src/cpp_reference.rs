@@ -42,7 +42,8 @@ pub struct CppTimes {
     pub points: u64,
     /// `clear_cache` + `rebuild_cache` (hash, copy the node pointer per point, `std::sort`).
     pub build_ns: f64,
-    /// `get_node_by_consistent_hash(uint64_t)`: murmur3 of the key + `std::lower_bound`.
+    /// `get_node_by_consistent_hash(uint64_t)`: murmur3 of the key + `std::lower_bound`, after
+    /// one untimed pass over the keys.
     pub lookup_ns: f64,
     /// `rebuild_compact_cache` on top of a built ring (paid by the first compact search).
     pub compact_build_ns: f64,
@@ -76,6 +77,51 @@ pub fn bench(
     keys: &[u64],
     budget_ms: u32,
 ) -> Result<CppTimes, CppError> {
+    let (v, text) = run("bench", layout, w, keys, budget_ms)?;
+    let num = |k: &str| {
+        v[k].as_f64()
+            .ok_or_else(|| CppError::Output(format!("no {k} in {text}")))
+    };
+    Ok(CppTimes {
+        points: points(&v, &text)?,
+        build_ns: num("build_ns")?,
+        lookup_ns: num("lookup_ns")?,
+        compact_build_ns: num("compact_build_ns")?,
+    })
+}
+
+/// One lookup round of the reference (its `lookup` command): builds the ring of `layout` on
+/// `w` untimed, looks every key up once untimed, then samples batches of 1000 lookups of
+/// `keys` for `budget_ms` — the same method `ring-report` applies to ours. Returns the ring's
+/// point count and the median ns per lookup.
+pub fn lookup_ns(
+    layout: Layout,
+    w: &Workload,
+    keys: &[u64],
+    budget_ms: u32,
+) -> Result<(u64, f64), CppError> {
+    let (v, text) = run("lookup", layout, w, keys, budget_ms)?;
+    let ns = v["lookup_ns"]
+        .as_f64()
+        .ok_or_else(|| CppError::Output(format!("no lookup_ns in {text}")))?;
+    Ok((points(&v, &text)?, ns))
+}
+
+fn points(v: &serde_json::Value, text: &str) -> Result<u64, CppError> {
+    v["points"]
+        .as_u64()
+        .ok_or_else(|| CppError::Output(format!("no points in {text}")))
+}
+
+/// Runs the reference's `command` (`bench` or `lookup`) on the workload; its JSON line, checked
+/// for the layout and node count, and the raw text for error messages.
+fn run(
+    command: &str,
+    layout: Layout,
+    w: &Workload,
+    keys: &[u64],
+    budget_ms: u32,
+) -> Result<(serde_json::Value, String), CppError> {
     let mut input = format!("{} {}\n", w.len(), keys.len());
     for i in 0..w.len() {
         let _ = writeln!(input, "{} {}", w.ids[i].0, w.names[i]);
@@ -84,7 +130,7 @@ pub fn bench(
         let _ = writeln!(input, "{k}");
     }
     let mut child = Command::new(BINARY)
-        .args(["bench", layout.arg(), &budget_ms.to_string()])
+        .args([command, layout.arg(), &budget_ms.to_string()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
@@ -94,25 +140,14 @@ pub fn bench(
         .ok_or_else(|| CppError::Output("no stdin".to_owned()))?
         .write_all(input.as_bytes())?;
     let out = child.wait_with_output()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         return Err(CppError::Output(format!("exit {}: {text}", out.status)));
     }
     let v: serde_json::Value =
         serde_json::from_str(text.trim()).map_err(|e| CppError::Output(format!("{e}: {text}")))?;
-    let num = |k: &str| {
-        v[k].as_f64()
-            .ok_or_else(|| CppError::Output(format!("no {k} in {text}")))
-    };
     if v["layout"] != layout.arg() || v["n"].as_u64() != Some(w.len() as u64) {
         return Err(CppError::Output(format!("unexpected header: {text}")));
     }
-    Ok(CppTimes {
-        points: v["points"]
-            .as_u64()
-            .ok_or_else(|| CppError::Output(format!("no points in {text}")))?,
-        build_ns: num("build_ns")?,
-        lookup_ns: num("lookup_ns")?,
-        compact_build_ns: num("compact_build_ns")?,
-    })
+    Ok((v, text))
 }

@@ -1,6 +1,6 @@
 //! The C++ libatapp reference builds and runs here (test mode): its vectors are exactly the
 //! committed file that `core/tests/libatapp_vectors.rs` checks our libatapp modes against,
-//! and its bench command times both recipes on a small workload.
+//! and its bench and lookup commands time both recipes on a small workload.
 
 use switchboard_benches::{
     cpp_reference::{self, Layout},
@@ -27,5 +27,10 @@ fn the_cpp_reference_times_both_recipes_on_our_workload() {
         let t = cpp_reference::bench(layout, &w, &keys, 1).expect("the C++ bench runs");
         assert_eq!(t.points, points, "{layout:?}");
         assert!(t.build_ns > 0.0 && t.lookup_ns > 0.0 && t.compact_build_ns > 0.0);
+        // The lookup-only round ring-report interleaves with ours.
+        let (lookup_points, ns) =
+            cpp_reference::lookup_ns(layout, &w, &keys, 1).expect("the C++ lookup round runs");
+        assert_eq!(lookup_points, points, "{layout:?}");
+        assert!(ns > 0.0);
     }
 }

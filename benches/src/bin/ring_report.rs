@@ -33,6 +33,16 @@
 //! the median over samples (the C++ reference samples the same way). A sample is one operation
 //! for builds and changes (each timed alone; restoring the state is not timed) and a batch of
 //! 1000 lookups for lookups.
+//!
+//! Lookups are measured so that no mode is favoured by when it runs (measured one after the
+//! other, the first mode used to come out up to 3x slower than the next ones on the same kind
+//! of search): every timing — ours and the C++ reference's — first looks every key up once
+//! untimed (page faults, caches and TLB warm), then samples batches of the same key stream
+//! (the same 64k keys, batch `i` = keys `1000 i ..`); and the five rings (fast, compat main,
+//! compat v0.12, the C++ main and v0.12 recipes) are timed in `LOOKUP_ROUNDS` interleaved
+//! rounds, the starting ring rotating each round, the C++ ones in a fresh child process per
+//! round (its `lookup` command). Each figure is the median of its rounds' medians, so a burst
+//! of load from other processes moves one round of every ring, not all of one ring.
 
 use std::{
     collections::HashMap,
@@ -59,6 +69,10 @@ const BUDGET: Duration = Duration::from_millis(400);
 const MIN_SAMPLES: usize = 7;
 const MAX_SAMPLES: usize = 2001;
 const LOOKUP_BATCH: usize = 1000;
+/// Interleaved lookup rounds per N (see the module docs) and the sampling budget of one ring
+/// in one round.
+const LOOKUP_ROUNDS: usize = 5;
+const LOOKUP_BUDGET: Duration = Duration::from_millis(80);
 
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
@@ -70,9 +84,20 @@ fn median(mut samples: Vec<f64>) -> f64 {
     }
 }
 
-/// Median ns of `op`, sampled until the budget is spent (at least `MIN_SAMPLES` times).
+/// Median ns of `op`, sampled until `BUDGET` is spent (at least `MIN_SAMPLES` times).
 /// `before` and `after` run untimed around each sample; all three get the sample index.
 fn sample<S>(
+    state: &mut S,
+    before: impl FnMut(&mut S, usize),
+    op: impl FnMut(&mut S, usize),
+    after: impl FnMut(&mut S, usize),
+) -> f64 {
+    sample_for(BUDGET, state, before, op, after)
+}
+
+/// [`sample`] within `budget`.
+fn sample_for<S>(
+    budget: Duration,
     state: &mut S,
     mut before: impl FnMut(&mut S, usize),
     mut op: impl FnMut(&mut S, usize),
@@ -80,7 +105,7 @@ fn sample<S>(
 ) -> f64 {
     let started = Instant::now();
     let mut samples = Vec::new();
-    while samples.len() < MAX_SAMPLES && (samples.len() < MIN_SAMPLES || started.elapsed() < BUDGET)
+    while samples.len() < MAX_SAMPLES && (samples.len() < MIN_SAMPLES || started.elapsed() < budget)
     {
         let i = samples.len();
         before(state, i);
@@ -94,10 +119,15 @@ fn sample<S>(
 
 fn nothing<S>(_: &mut S, _: usize) {}
 
-/// Median ns per lookup over batches of `LOOKUP_BATCH` keys.
-fn per_lookup_ns(keys: &[u64], mut lookup: impl FnMut(u64) -> bool) -> f64 {
+/// Median ns per lookup over batches of `LOOKUP_BATCH` keys sampled for `budget`, after one
+/// untimed pass over every key (the C++ reference's `lookup_ns` does the same).
+fn per_lookup_ns(budget: Duration, keys: &[u64], mut lookup: impl FnMut(u64) -> bool) -> f64 {
+    for &k in keys {
+        black_box(lookup(black_box(k)));
+    }
     let batches = keys.len() / LOOKUP_BATCH;
-    let ns = sample(
+    let ns = sample_for(
+        budget,
         &mut (),
         nothing,
         |(), i| {
@@ -252,13 +282,16 @@ fn measure_size(n: usize, keys: &[u64]) -> SizeReport {
         "  N={n}: filter update ours {filter_update_ns:.0} ns, emulation {emu_filter_update_ns:.0} ns"
     );
 
+    let lookups = lookup_rounds(&w, keys, [&fast, &compat, &compat_v012]);
+    // The C++ lookup figures are the interleaved rounds', not the `bench` run's.
+    let (mut cpp, mut cpp_v012) = (cpp, cpp_v012);
+    cpp.lookup_ns = lookups[3];
+    cpp_v012.lookup_ns = lookups[4];
+    let [fast_lookup_ns, compat_lookup_ns, compat_v012_lookup_ns, ..] = lookups;
     emu.rebuild(None);
-    let fast_lookup_ns = per_lookup_ns(keys, |k| fast.lookup_u64(k).is_some());
-    let compat_lookup_ns = per_lookup_ns(keys, |k| compat.lookup_u64(k).is_some());
-    let compat_v012_lookup_ns = per_lookup_ns(keys, |k| compat_v012.lookup_u64(k).is_some());
-    let emu_lookup_ns = per_lookup_ns(keys, |k| emu.lookup_u64(k, None).is_some());
+    let emu_lookup_ns = per_lookup_ns(BUDGET, keys, |k| emu.lookup_u64(k, None).is_some());
     eprintln!(
-        "  N={n}: lookup fast {fast_lookup_ns:.1} ns, compat main {compat_lookup_ns:.1} ns, compat v0.12 {compat_v012_lookup_ns:.1} ns; C++ recipe main {:.1} ns, v0.12 {:.1} ns; Rust emulation {emu_lookup_ns:.1} ns",
+        "  N={n}: lookup fast {fast_lookup_ns:.1} ns, compat main {compat_lookup_ns:.1} ns, compat v0.12 {compat_v012_lookup_ns:.1} ns; C++ recipe main {:.1} ns, v0.12 {:.1} ns (medians of {LOOKUP_ROUNDS} interleaved rounds); Rust emulation {emu_lookup_ns:.1} ns",
         cpp.lookup_ns, cpp_v012.lookup_ns
     );
 
@@ -345,6 +378,47 @@ impl SizeReport {
         );
         o
     }
+}
+
+/// Median ns per lookup of our `rings` (fast, compat main, compat v0.12) and of the C++ main
+/// and v0.12 recipes, in that order: `LOOKUP_ROUNDS` rounds, each timing all five on the same
+/// keys, starting one further along each round; the median of each one's round medians.
+fn lookup_rounds(w: &Workload, keys: &[u64], rings: [&Ring; 3]) -> [f64; 5] {
+    let budget_ms = u32::try_from(LOOKUP_BUDGET.as_millis()).expect("budget fits u32");
+    let mut rounds: [Vec<f64>; 5] = Default::default();
+    for round in 0..LOOKUP_ROUNDS {
+        for step in 0..5 {
+            let which = (round + step) % 5;
+            let ns = match which {
+                0..=2 => {
+                    let ring = rings[which];
+                    per_lookup_ns(LOOKUP_BUDGET, keys, |k| ring.lookup_u64(k).is_some())
+                }
+                _ => {
+                    let (layout, ring) = if which == 3 {
+                        (Layout::Main, rings[1])
+                    } else {
+                        (Layout::V012, rings[2])
+                    };
+                    let (points, ns) = cpp_reference::lookup_ns(layout, w, keys, budget_ms)
+                        .unwrap_or_else(|e| panic!("the C++ reference ({layout:?} lookups): {e}"));
+                    assert_eq!(points as usize, ring.point_count(), "same ring size");
+                    ns
+                }
+            };
+            rounds[which].push(ns);
+        }
+    }
+    eprintln!(
+        "  N={}: lookup rounds (ns) fast {:.1?}, compat main {:.1?}, compat v0.12 {:.1?}, C++ main {:.1?}, C++ v0.12 {:.1?}",
+        w.len(),
+        rounds[0],
+        rounds[1],
+        rounds[2],
+        rounds[3],
+        rounds[4]
+    );
+    rounds.map(median)
 }
 
 /// Exact share of the 2^64 key space per node: a point owns the arc from the previous point

@@ -287,6 +287,33 @@ fn ties_are_ordered_exactly_even_when_positions_collide() {
 }
 
 #[test]
+fn lower_bound_in_crowded_buckets_equals_a_binary_search() {
+    // 2^20 points: the capped prefix index leaves 16 per bucket on average, so lookups take
+    // the interpolated window and, when the window misses, the binary search fallback.
+    let config = RingConfig {
+        points_per_node: 1 << 10,
+        mode: HashMode::Fast,
+    };
+    let ring = ring_of(config, &named(1 << 10, "crowd"));
+    let pts = ring.points.as_slice();
+    let expected = |k: u64| pts.partition_point(|p| p.key() < k);
+    let mut rng = Rng::new(15);
+    for _ in 0..100_000 {
+        let k = rng.next_u64();
+        assert_eq!(ring.points.lower_bound_key(k), expected(k), "key {k:#x}");
+    }
+    // Keys on, just before and just after stored positions, and the ends of the circle.
+    for p in pts.iter().step_by(7) {
+        for k in [p.key().wrapping_sub(1), p.key(), p.key().wrapping_add(1)] {
+            assert_eq!(ring.points.lower_bound_key(k), expected(k), "key {k:#x}");
+        }
+    }
+    for k in [0, 1, u64::MAX - 1, u64::MAX] {
+        assert_eq!(ring.points.lower_bound_key(k), expected(k), "key {k:#x}");
+    }
+}
+
+#[test]
 fn build_rejects_node_zero_and_duplicate_ids_replace() {
     let mut ring = Ring::new(RingConfig::fast());
     assert_eq!(
