@@ -220,7 +220,9 @@ impl SendStream {
     /// Records a message being transmitted for the first time and returns it (with its
     /// `seq`). Without an open stream one starts: a fresh tag from `rng`, stamped `known`
     /// (the target's last known incarnation, 0 = none).
-    #[inline]
+    // Always inlined (a send and a flush each call it once per message): a plain
+    // `#[inline]` left it a call that moved the message through once more.
+    #[inline(always)]
     pub(super) fn push(
         &mut self,
         rng: &mut Rng,
