@@ -430,7 +430,7 @@ impl Connector {
     /// [`ready_hop`]: Self::ready_hop
     #[must_use]
     #[inline]
-    pub fn endpoint_hop(&self, target: NodeId) -> Option<Option<NodeId>> {
+    pub(crate) fn endpoint_hop(&self, target: NodeId) -> Option<Option<NodeId>> {
         let r = self.records.get(&target).filter(|r| r.endpoint)?;
         Some(if !r.has(RouteFlags::READY) {
             None

@@ -117,7 +117,7 @@ fn header(len: u32, kind: FrameKind, flags: u16) -> [u8; HEADER_LEN] {
 /// # Errors
 /// [`EncodeError::FrameTooLarge`] as [`encode`].
 #[inline]
-pub fn encode_data_exact(data: &Data<'_>) -> Result<Vec<u8>, EncodeError> {
+pub(crate) fn encode_data_exact(data: &Data<'_>) -> Result<Vec<u8>, EncodeError> {
     let mut out = Vec::with_capacity(HEADER_LEN + DATA_FIXED_LEN + data.payload.len());
     encode_data(data, &mut out)?;
     Ok(out)

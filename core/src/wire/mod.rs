@@ -87,7 +87,8 @@ mod rpc;
 mod tests;
 
 pub use decode::{DecodeError, Decoded, decode, frame_len};
-pub use encode::{EncodeError, MAX_ENCODABLE, encode, encode_data_exact, encoded_len};
+pub(crate) use encode::encode_data_exact;
+pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
 pub use frame::{
     Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
     HelloAck, MAC_LEN, NONCE_LEN, Nonce, PROOF_LEN, Ping, Pong, Proof, Put, RefuseReason, Register,
