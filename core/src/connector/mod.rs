@@ -424,6 +424,25 @@ impl Connector {
         self.records.get(&target).is_some_and(|r| r.endpoint)
     }
 
+    /// What a send to `target` asks, with one lookup of its record: `None` when no endpoint
+    /// is bound to it (the route must be opened first), else `Some(`[`ready_hop`]`(target))`.
+    ///
+    /// [`ready_hop`]: Self::ready_hop
+    #[must_use]
+    #[inline]
+    pub(crate) fn endpoint_hop(&self, target: NodeId) -> Option<Option<NodeId>> {
+        let r = self.records.get(&target).filter(|r| r.endpoint)?;
+        Some(if !r.has(RouteFlags::READY) {
+            None
+        } else if !r.proxy.is_valid() {
+            Some(target)
+        } else {
+            // A chain of distinct records is shorter than the bound either way; a cycle ends
+            // `None` either way.
+            self.ready_hop(r.proxy)
+        })
+    }
+
     /// The directly linked peer that carries data for `target` now: `None` unless the
     /// record is `READY`. Follows the proxy chain (bounded) to the first direct record. The
     /// owner transmits on its link to that peer; if it has none, it reports

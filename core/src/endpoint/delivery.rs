@@ -109,6 +109,7 @@ impl EndpointTable {
         clippy::too_many_arguments,
         reason = "the message's four parts, its deadline, where it may go and where outcomes go"
     )]
+    #[inline(always)]
     pub fn send_until<S: OutboxSink + ?Sized>(
         &mut self,
         key: Key,

@@ -220,6 +220,9 @@ impl SendStream {
     /// Records a message being transmitted for the first time and returns it (with its
     /// `seq`). Without an open stream one starts: a fresh tag from `rng`, stamped `known`
     /// (the target's last known incarnation, 0 = none).
+    // Always inlined (a send and a flush each call it once per message): a plain
+    // `#[inline]` left it a call that moved the message through once more.
+    #[inline(always)]
     pub(super) fn push(
         &mut self,
         rng: &mut Rng,
@@ -282,15 +285,19 @@ impl SendStream {
             self.stamp = incarnation;
         }
         let upto = seq_counter(seq);
-        let mut acked = 0;
-        while let Some(head) = self.inflight.front() {
-            if !at_or_before(seq_counter(head.seq), upto) || !at_or_before(upto, self.last) {
-                break;
-            }
-            let m = self.inflight.pop_front().expect("front exists");
+        // An ack beyond the last message sent acknowledges nothing.
+        let acked = if at_or_before(upto, self.last) {
+            self.inflight
+                .iter()
+                .take_while(|m| at_or_before(seq_counter(m.seq), upto))
+                .count()
+        } else {
+            0
+        };
+        // One pass over the acknowledged prefix, oldest first.
+        for m in self.inflight.drain(..acked) {
             self.bytes -= m.payload.len();
             sink.emit(m.msg, Outcome::Delivered);
-            acked += 1;
         }
         if acked > 0 {
             self.probing = false;

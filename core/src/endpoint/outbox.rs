@@ -22,7 +22,7 @@ use crate::{
     outcome::{MessageOutcome, OutcomeSink},
     rng::Rng,
     time::Instant,
-    wire::{self, Frame},
+    wire,
 };
 
 /// Where an outbox puts what it produces: message outcomes and encoded frames for links.
@@ -63,11 +63,10 @@ impl DataRoute {
             hop_count: 0,
             payload: &message.payload,
         };
-        let frame = Frame::Data(data);
         // Encoded straight into an allocation of the frame's exact size, which becomes the
         // `Bytes` without a second copy.
-        let mut buf = Vec::with_capacity(wire::encoded_len(&frame));
-        wire::encode(&frame, &mut buf).expect("payloads are checked at send to fit a frame");
+        let buf =
+            wire::encode_data_exact(&data).expect("payloads are checked at send to fit a frame");
         sink.transmit(self.link, Bytes::from(buf));
     }
 }
@@ -135,6 +134,7 @@ impl Outbox {
     /// Transmits a message that goes straight out (nothing queued, route ready): it joins the
     /// in-flight stream — started with a fresh tag from `rng`, stamped `known`, if there is
     /// none — and its frame goes to `sink`.
+    #[inline]
     pub(super) fn transmit_new<S: OutboxSink + ?Sized>(
         &mut self,
         route: &mut DataRoute,

@@ -53,14 +53,30 @@ impl Node {
         }
         let id = self.resolve_target(target)?;
         let deadline = now + self.config.message_timeout;
-        self.send_to_id(now, id, msg_type, payload, deadline)
+        self.send_resolved(now, id, msg_type, payload, deadline)
     }
 
     /// Hands a message for the node `id` (already resolved) to its outbox with `deadline`
     /// (`send` past its checks; the RPC layer sends its requests, replies and broadcasts
     /// through here).
-    #[inline]
     pub(super) fn send_to_id(
+        &mut self,
+        now: Instant,
+        id: NodeId,
+        msg_type: u32,
+        payload: Bytes,
+        deadline: Instant,
+    ) -> Result<MsgId, SendError> {
+        self.send_resolved(now, id, msg_type, payload, deadline)
+    }
+
+    /// The body of [`send_to_id`](Self::send_to_id), inlined into `send` so the hot path is
+    /// one call: the endpoint is looked up once, the route record once (whether it is bound
+    /// and its ready hop), the link only when the message may go straight out. Always
+    /// inlined: a plain `#[inline]` left `send` → `send_to_id` → `send_until` three calls
+    /// deep, each passing the payload on.
+    #[inline(always)]
+    fn send_resolved(
         &mut self,
         now: Instant,
         id: NodeId,
@@ -96,7 +112,9 @@ impl Node {
                 (key, false)
             }
         };
-        if !self.connector.has_endpoint(id) {
+        let hop = if let Some(hop) = self.connector.endpoint_hop(id) {
+            hop
+        } else {
             let world = World {
                 topology: &self.topology,
                 discovery: &self.discovery,
@@ -118,17 +136,17 @@ impl Node {
                 }
             }
             self.apply_effects();
-        }
+            self.connector.ready_hop(id)
+        };
         let msg = self.msg_ids.next_msg();
         let Node {
             endpoints,
-            connector,
             links,
             out,
             ..
         } = self;
         // Asked only when the message may go straight out (nothing queued, within limits).
-        let ready_link = || connector.ready_hop(id).and_then(|hop| links.link_to(hop));
+        let ready_link = || hop.and_then(|hop| links.link_to(hop));
         endpoints.send_until(
             key,
             msg,
