@@ -10,7 +10,7 @@
 //! from a registry" to the node), monotonic within one epoch up to 2^40 changes.
 
 use alloc::{
-    collections::{BTreeMap, BTreeSet, VecDeque},
+    collections::{BTreeMap, BTreeSet, VecDeque, btree_map},
     string::String,
 };
 
@@ -179,7 +179,12 @@ impl View {
         if let Some(t) = topology.as_mut() {
             t.revision = self.map(t.revision);
         }
-        let old = self.peers.get(&key);
+        // One search for both the comparison and the store.
+        let slot = self.peers.entry(key);
+        let old = match &slot {
+            btree_map::Entry::Occupied(held) => Some(held.get()),
+            btree_map::Entry::Vacant(_) => None,
+        };
         match (old.and_then(|p| p.topology.as_ref()), &topology) {
             (Some(held), Some(new)) if same_version(held.revision, new.revision) => {}
             (Some(held), Some(new)) if held.same_content(new) => {}
@@ -205,14 +210,19 @@ impl View {
                 discovery.clone(),
             )));
         }
-        self.peers.insert(
-            key,
-            Peer {
-                incarnation,
-                discovery,
-                topology,
-            },
-        );
+        let peer = Peer {
+            incarnation,
+            discovery,
+            topology,
+        };
+        match slot {
+            btree_map::Entry::Occupied(mut held) => {
+                held.insert(peer);
+            }
+            btree_map::Entry::Vacant(free) => {
+                free.insert(peer);
+            }
+        }
     }
 
     /// The key a `Delete` frame names.
