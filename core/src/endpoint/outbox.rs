@@ -11,8 +11,6 @@
 
 use alloc::vec::Vec;
 
-use bytes::Bytes;
-
 use super::{
     FlushStop, PendingMessage, PendingQueue, QueueLimits, TransmitResult,
     inflight::{InFlight, SendStream},
@@ -25,11 +23,12 @@ use crate::{
     wire,
 };
 
-/// Where an outbox puts what it produces: message outcomes and encoded frames for links.
+/// Where an outbox puts what it produces: message outcomes and `Data` frames for links.
 pub trait OutboxSink: OutcomeSink {
-    /// `frame` (one encoded frame, in its own exact-size allocation) must be written to
-    /// `link`.
-    fn transmit(&mut self, link: LinkId, frame: Bytes);
+    /// `data` must be written to `link` as a `Data` frame, after everything written on it
+    /// before. The sink encodes it (the node appends consecutive frames for one link to one
+    /// buffer: one allocation per batch, not per message).
+    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>);
 }
 
 /// Where one call's `Data` frames go: from us to the target over one link.
@@ -63,11 +62,7 @@ impl DataRoute {
             hop_count: 0,
             payload: &message.payload,
         };
-        // Encoded straight into an allocation of the frame's exact size, which becomes the
-        // `Bytes` without a second copy.
-        let buf =
-            wire::encode_data_exact(&data).expect("payloads are checked at send to fit a frame");
-        sink.transmit(self.link, Bytes::from(buf));
+        sink.transmit_data(self.link, &data);
     }
 }
 

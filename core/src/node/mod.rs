@@ -235,8 +235,9 @@ impl OutcomeSink for OutSink<'_> {
 }
 
 impl OutboxSink for OutSink<'_> {
-    fn transmit(&mut self, link: LinkId, frame: bytes::Bytes) {
-        self.0.push_back(Output::Transmit { link, bytes: frame });
+    #[inline]
+    fn transmit_data(&mut self, link: LinkId, data: &crate::wire::Data<'_>) {
+        self.0.push_data(link, data);
     }
 }
 

@@ -110,22 +110,14 @@ fn header(len: u32, kind: FrameKind, flags: u16) -> [u8; HEADER_LEN] {
     [l0, l1, l2, l3, WIRE_VERSION, kind.code(), f0, f1]
 }
 
-/// `data` as a `Data` frame in a new allocation of exactly its size: what [`encode`] appends
+/// Appends `data` as a `Data` frame to `out` and returns its length: what [`encode`] appends
 /// for `Frame::Data(data)`, with no enum to match and no length to compute twice (the
-/// sender's path: each frame becomes its own `Bytes`).
+/// sender's path: one reserve, one fixed-size copy, one payload copy).
 ///
 /// # Errors
 /// [`EncodeError::FrameTooLarge`] as [`encode`].
 #[inline]
-pub(crate) fn encode_data_exact(data: &Data<'_>) -> Result<Vec<u8>, EncodeError> {
-    let mut out = Vec::with_capacity(HEADER_LEN + DATA_FIXED_LEN + data.payload.len());
-    encode_data(data, &mut out)?;
-    Ok(out)
-}
-
-/// The data path: one reserve, one fixed-size copy, one payload copy.
-#[inline]
-fn encode_data(data: &Data<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError> {
+pub(crate) fn encode_data(data: &Data<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError> {
     let len = HEADER_LEN + DATA_FIXED_LEN + data.payload.len();
     let Ok(len32) = u32::try_from(len) else {
         return Err(EncodeError::FrameTooLarge {

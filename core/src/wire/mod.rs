@@ -87,7 +87,7 @@ mod rpc;
 mod tests;
 
 pub use decode::{DecodeError, Decoded, decode, frame_len};
-pub(crate) use encode::encode_data_exact;
+pub(crate) use encode::encode_data;
 pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
 pub use frame::{
     Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
