@@ -270,7 +270,7 @@ impl NodeHandle {
     /// Serves `method`: the node's discovery record lists it from now on (republished on
     /// the registry), and its requests arrive on the returned stream. Serving a method again
     /// replaces the earlier stream (which then ends). For a method served from the start
-    /// ([`NodeBuilder::serve`]) the first call returns the stream of the requests that came
+    /// ([`NodeBuilder::serve`](super::NodeBuilder::serve)) the first call returns the stream of the requests that came
     /// since, in arrival order, and publishes nothing.
     ///
     /// # Errors
