@@ -6,6 +6,23 @@ use std::time::Duration;
 /// The longest duration accepted: one day.
 pub(crate) const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
+/// A `--timeout` flag's value: absent stays absent (the core's default), zero is refused.
+///
+/// # Errors
+///
+/// A zero duration, naming the field `timeout`.
+pub(crate) fn nonzero_timeout(
+    timeout: Option<Duration>,
+) -> Result<Option<Duration>, crate::error::CliError> {
+    match timeout {
+        Some(t) if t.is_zero() => Err(crate::error::CliError::invalid(
+            "timeout",
+            "must be greater than zero",
+        )),
+        other => Ok(other),
+    }
+}
+
 /// Parses `text` as `<decimal><unit>` with unit `ms`, `s` or `m`; digits below the microsecond
 /// are refused rather than rounded.
 ///

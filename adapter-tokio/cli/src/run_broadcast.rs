@@ -58,10 +58,7 @@ impl BroadcastOptions {
             Bytes::from(args.payload.into_bytes()),
         );
         spec.skip_self = !args.include_self;
-        if let Some(timeout) = args.timeout {
-            if timeout.is_zero() {
-                return Err(CliError::invalid("timeout", "must be greater than zero"));
-            }
+        if let Some(timeout) = crate::duration::nonzero_timeout(args.timeout)? {
             spec = spec.timeout(timeout);
         }
         Ok(BroadcastOptions {

@@ -123,10 +123,7 @@ impl CallOptions {
         check_method("method", &args.method)?;
         let mut spec = CallSpec::new(args.method, Bytes::from(args.payload.into_bytes()))
             .select(selection(args.key));
-        if let Some(timeout) = args.timeout {
-            if timeout.is_zero() {
-                return Err(CliError::invalid("timeout", "must be greater than zero"));
-            }
+        if let Some(timeout) = crate::duration::nonzero_timeout(args.timeout)? {
             spec = spec.timeout(timeout);
         }
         if let Some(grace) = args.grace {

@@ -72,9 +72,7 @@ impl CallLoad {
                 "must be greater than zero",
             ));
         }
-        if flags.timeout.is_some_and(|t| t.is_zero()) {
-            return Err(CliError::invalid("timeout", "must be greater than zero"));
-        }
+        crate::duration::nonzero_timeout(flags.timeout)?;
         let payload = match (flags.payload, flags.size) {
             (Some(_), Some(_)) => {
                 return Err(CliError::invalid(
