@@ -4,8 +4,8 @@
 //! path (a `Transmit`, an `Outcome` while the RPC layer has no message out) the note folds
 //! away at compile time, so `poll_output` costs nothing extra there.
 //!
-//! Our own `Data` frames for one link, pushed one after the other with nothing in between,
-//! are appended to one open buffer that becomes a single `Transmit` (at most
+//! `Data` frames for one link (our own messages and the ones we relay), pushed one after the
+//! other with nothing in between, are appended to one open buffer that becomes a single `Transmit` (at most
 //! [`MAX_TRANSMIT`] bytes) when anything else is pushed or the driver takes it: one
 //! allocation per batch instead of one per message, and one write for the driver.
 
@@ -55,8 +55,8 @@ impl OutQueue {
         self.items.push_back(output);
     }
 
-    /// Appends our `Data` frame `data` for `link`: to the open buffer when it is `link`'s and
-    /// has room, else to a new one.
+    /// Appends the `Data` frame `data` for `link` (ours or relayed): to the open buffer when
+    /// it is `link`'s and has room, else to a new one.
     #[inline]
     pub(super) fn push_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
         let fits = |buf: &Vec<u8>| buf.len() + data.payload.len() < MAX_TRANSMIT;
@@ -68,7 +68,8 @@ impl OutQueue {
                 &mut self.open.insert((link, Vec::with_capacity(capacity))).1
             }
         };
-        wire::encode_data(data, buf).expect("payloads are checked at send to fit a frame");
+        wire::encode_data(data, buf)
+            .expect("payloads are checked at send, relayed ones were decoded: they fit a frame");
     }
 
     /// The next output, the open `Data` frames last.

@@ -27,6 +27,11 @@ impl LinkSink for super::out_queue::OutQueue {
         self.push_back(Output::Transmit { link, bytes });
     }
 
+    /// A relayed message joins the link's open batch, as the node's own messages do.
+    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
+        self.push_data(link, data);
+    }
+
     fn close(&mut self, link: LinkId) {
         self.push_back(Output::Close { link });
     }

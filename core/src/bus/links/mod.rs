@@ -95,6 +95,15 @@ pub trait LinkSink {
     fn connect(&mut self, link: LinkId, peer: NodeId, addr: String);
     /// Write `bytes` on `link`.
     fn transmit(&mut self, link: LinkId, bytes: Bytes);
+    /// Write the `Data` frame `data` on `link` (a relayed message). A sink that batches
+    /// frames per link appends it to the link's open buffer; by default it is encoded into
+    /// bytes of its own and handed to [`transmit`](LinkSink::transmit).
+    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
+        let mut bytes = Vec::with_capacity(wire::encoded_len(&Frame::Data(*data)));
+        wire::encode(&Frame::Data(*data), &mut bytes)
+            .expect("relayed frames were decoded within the limit");
+        self.transmit(link, Bytes::from(bytes));
+    }
     /// Close `link` (the machine already forgot it).
     fn close(&mut self, link: LinkId);
     /// A message for this node, its payload a slice of the received bytes.

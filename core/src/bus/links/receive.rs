@@ -214,7 +214,7 @@ impl Links {
                         payload: &payload,
                         ..header
                     };
-                    self.transmit(link, &Frame::Data(relayed), sink);
+                    sink.transmit_data(link, &relayed);
                     return;
                 }
                 sink.event(LinkEvent::ForwardDropped {

@@ -21,6 +21,7 @@ mod ordering;
 mod prop_node;
 mod refusal_reasons;
 mod registry_client;
+mod relay_batch;
 mod relay_refusal;
 mod routes;
 mod rpc_input;
