@@ -22,6 +22,7 @@ use std::{collections::VecDeque, hint::black_box, time::Duration as StdDuration}
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use switchboard_benches::linked::{drain, linked_child, transmitted};
 use switchboard_core::{
     config::Config,
     connector::ROUTE_RECORD_SIZE,
@@ -37,47 +38,11 @@ use switchboard_core::{
 const PAYLOAD: &[u8; 64] = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const N: usize = 256;
 
-/// Everything `node` output, drained.
-fn drain(node: &mut Node) -> Vec<Output> {
-    std::iter::from_fn(|| node.poll_output()).collect()
-}
-
-/// The bytes of every `Transmit` in `outputs`, concatenated — what a driver does with them
-/// (appending each to the link's socket buffer).
-fn transmitted(outputs: &[Output]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for output in outputs {
-        if let Output::Transmit { bytes: frame, .. } = output {
-            bytes.extend_from_slice(frame);
-        }
-    }
-    bytes
-}
-
-/// Node 0x101 with a ready direct route to its upstream 0x102, and 0x102 itself: the dial and
-/// the `Hello` exchange are played by hand between the two real nodes.
+/// Node 0x101 with a ready direct route to its upstream 0x102, and 0x102 itself.
 fn ready_pair() -> (Node, LinkId, Node, LinkId) {
-    let t0 = Instant::ZERO;
-    let mut child = Config::new(NodeId(0x101), "child");
-    child.upstream = NodeId(0x102);
-    child.upstream_address = "bench://0x102".into();
-    let mut a = Node::new(child, t0).expect("valid config");
-    let mut b = Node::new(Config::new(NodeId(0x102), "parent"), t0).expect("valid config");
-    let link_a = drain(&mut a)
-        .into_iter()
-        .find_map(|o| match o {
-            Output::Connect { link, .. } => Some(link),
-            _ => None,
-        })
-        .expect("the upstream is dialled at start");
-    let link_b = b.handle_accepted(t0);
-    a.handle_connected(t0, link_a);
-    let hello_a = transmitted(&drain(&mut a));
-    b.handle_received(t0, link_b, Bytes::copy_from_slice(&hello_a));
-    let hello_b = transmitted(&drain(&mut b));
-    a.handle_received(t0, link_a, Bytes::copy_from_slice(&hello_b));
-    drain(&mut a);
-    assert_eq!(a.link_to(NodeId(0x102)), Some(link_a), "handshake done");
+    let mut b =
+        Node::new(Config::new(NodeId(0x102), "parent"), Instant::ZERO).expect("valid config");
+    let (a, link_a, link_b) = linked_child(&mut b, NodeId(0x101), "child");
     (a, link_a, b, link_b)
 }
 

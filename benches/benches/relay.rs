@@ -13,6 +13,7 @@ use std::{hint::black_box, time::Duration as StdDuration};
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use switchboard_benches::linked::{drain, linked_child};
 use switchboard_core::{
     config::Config,
     ids::{LinkId, NodeId},
@@ -26,10 +27,6 @@ const N: usize = 256;
 const PROXY: NodeId = NodeId(0x102);
 const SOURCE: NodeId = NodeId(0x101);
 const TARGET: NodeId = NodeId(0x103);
-
-fn drain(node: &mut Node) -> Vec<Output> {
-    std::iter::from_fn(|| node.poll_output()).collect()
-}
 
 /// The bytes of every `Transmit` on `link` in `outputs`, concatenated.
 fn transmitted_on(outputs: &[Output], link: LinkId) -> Vec<u8> {
@@ -45,43 +42,6 @@ fn transmitted_on(outputs: &[Output], link: LinkId) -> Vec<u8> {
         }
     }
     bytes
-}
-
-fn all_transmitted(outputs: &[Output]) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    for output in outputs {
-        if let Output::Transmit { bytes: frame, .. } = output {
-            bytes.extend_from_slice(frame);
-        }
-    }
-    bytes
-}
-
-/// A child `id` of the proxy, its link to the proxy up: the dial and the `Hello` exchange
-/// played by hand. Returns the child and the proxy's side of the link.
-fn linked_child(proxy: &mut Node, id: NodeId, name: &str) -> (Node, LinkId) {
-    let t0 = Instant::ZERO;
-    let mut config = Config::new(id, name);
-    config.upstream = PROXY;
-    config.upstream_address = "bench://0x102".into();
-    let mut child = Node::new(config, t0).expect("valid config");
-    let link_child = drain(&mut child)
-        .into_iter()
-        .find_map(|o| match o {
-            Output::Connect { link, .. } => Some(link),
-            _ => None,
-        })
-        .expect("the upstream is dialled at start");
-    let link_proxy = proxy.handle_accepted(t0);
-    child.handle_connected(t0, link_child);
-    let hello = all_transmitted(&drain(&mut child));
-    proxy.handle_received(t0, link_proxy, Bytes::copy_from_slice(&hello));
-    let hello_ack = all_transmitted(&drain(proxy));
-    child.handle_received(t0, link_child, Bytes::copy_from_slice(&hello_ack));
-    drain(&mut child);
-    assert_eq!(child.link_to(PROXY), Some(link_child), "handshake done");
-    assert_eq!(proxy.link_to(id), Some(link_proxy), "handshake done");
-    (child, link_proxy)
 }
 
 /// N `Data` frames from the source to the target, with `hop_count` hops so far.
@@ -106,8 +66,8 @@ fn frames(hop_count: u8) -> Vec<u8> {
 fn relay_to_transmit(c: &mut Criterion) {
     let now = Instant::from_secs(1);
     let mut proxy = Node::new(Config::new(PROXY, "parent"), Instant::ZERO).expect("valid config");
-    let (_source, from_source) = linked_child(&mut proxy, SOURCE, "source");
-    let (_target, to_target) = linked_child(&mut proxy, TARGET, "target");
+    let (_source, _, from_source) = linked_child(&mut proxy, SOURCE, "source");
+    let (_target, _, to_target) = linked_child(&mut proxy, TARGET, "target");
     drain(&mut proxy);
     let inbound = Bytes::from(frames(0));
     // Checked once: the target's link carries exactly the same frames, one hop further.

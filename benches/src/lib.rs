@@ -10,11 +10,14 @@
 //!   costs the C++ reference does not time.
 //! - [`peers`]: the crates `hashring`, `conhash`, `anchorhash` and `jumphash` behind one shape.
 //! - [`timers`]: timer arm/cancel at a steady 64k live timers.
+//! - [`linked`]: core nodes linked by hand (the handshake played between them) for the node
+//!   and relay benches.
 //! - [`transport`]: switchboard-tokio nodes against a raw tokio length-delimited echo
 //!   (throughput with a window in flight, paced latency percentiles, one proxy hop).
 
 pub mod cpp_reference;
 pub mod libatapp_emu;
+pub mod linked;
 pub mod peers;
 pub mod timers;
 pub mod transport;
