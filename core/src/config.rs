@@ -327,7 +327,7 @@ impl Config {
     ///
     /// A [`ConfigError`] naming the field: node id 0, an upstream equal to the node's own id,
     /// a zero timeout or interval, a zero ring point or pending-handshake count, a heartbeat
-    /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, a jitter above 100 %, or more than two cluster keys.
+    /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, a jitter above 100 %, more than two cluster keys, or a name longer than [`wire::MAX_NAME_LEN`](crate::wire::MAX_NAME_LEN) bytes.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.id.is_valid() {
             return Err(ConfigError::ReservedNodeId);
@@ -339,6 +339,11 @@ impl Config {
         }
         if self.upstream == self.id {
             return Err(ConfigError::SelfUpstream { id: self.id });
+        }
+        if self.name.len() > crate::wire::MAX_NAME_LEN {
+            return Err(ConfigError::NameTooLong {
+                len: self.name.len(),
+            });
         }
         if let Some(method) = self.serve.iter().find(|m| !crate::rpc::is_valid_method(m)) {
             return Err(ConfigError::InvalidMethod {
@@ -452,6 +457,12 @@ pub enum ConfigError {
     TooManyKeys {
         /// How many were given.
         count: usize,
+    },
+    /// `name` is longer than a handshake frame carries.
+    #[error("name: {len} bytes; at most {max} (a handshake frame carries the name)", max = crate::wire::MAX_NAME_LEN)]
+    NameTooLong {
+        /// The name's length in bytes.
+        len: usize,
     },
     /// `id` is 0, which is reserved for "no node".
     #[error("id: node id 0 is reserved; give the node a non-zero id")]

@@ -9,7 +9,7 @@
 use alloc::boxed::Box;
 
 use super::{
-    HEADER_LEN, WIRE_VERSION,
+    FrameLimits, HEADER_LEN, WIRE_VERSION,
     frame::{
         Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
         HelloAck, MAC_LEN, NONCE_LEN, Nonce, Ping, Pong, Proof, RefuseReason, Unreachable,
@@ -61,6 +61,14 @@ pub enum DecodeError {
     BadVersion {
         /// The version byte received.
         version: u8,
+    },
+    /// The header names a kind the receiver does not accept at this point of the link's life
+    /// (e.g. anything but a handshake frame before the handshake finished; see
+    /// [`FrameLimits`](super::FrameLimits)). Detected from the first 6 bytes.
+    #[error("a {kind:?} frame is not accepted in this phase of the link")]
+    KindNotAllowed {
+        /// Kind of the frame.
+        kind: FrameKind,
     },
     /// The header's kind byte names no frame kind.
     #[error("unknown frame kind {kind}")]
@@ -150,7 +158,20 @@ pub enum Decoded<'a> {
 /// as soon as they are present, so a prefix that is already wrong is refused without waiting
 /// for more.
 pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> {
-    let (len, kind) = match check_header(buf, max_frame)? {
+    decode_checked(buf, Limit::Uniform(max_frame))
+}
+
+/// [`decode`] under per-kind limits: a kind `limits` does not accept is refused
+/// ([`DecodeError::KindNotAllowed`]) and each kind has its own maximum.
+///
+/// # Errors
+/// As [`decode`], plus [`DecodeError::KindNotAllowed`].
+pub fn decode_limited<'a>(buf: &'a [u8], limits: &FrameLimits) -> Result<Decoded<'a>, DecodeError> {
+    decode_checked(buf, Limit::Table(limits))
+}
+
+fn decode_checked<'a>(buf: &'a [u8], limit: Limit<'_>) -> Result<Decoded<'a>, DecodeError> {
+    let (len, kind) = match check_header(buf, limit)? {
         Header::Partial(need) => return Ok(Decoded::NeedMore(need)),
         Header::Complete(len, kind) => (len, kind),
     };
@@ -171,7 +192,23 @@ pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> 
 /// # Errors
 /// The same header errors as [`decode`], as soon as the header bytes are present.
 pub fn frame_len(buf: &[u8], max_frame: usize) -> Result<Option<usize>, DecodeError> {
-    Ok(match check_header(buf, max_frame)? {
+    frame_len_checked(buf, Limit::Uniform(max_frame))
+}
+
+/// The limit a header is checked against.
+#[derive(Clone, Copy)]
+pub(super) enum Limit<'a> {
+    /// Every kind, up to this length.
+    Uniform(usize),
+    /// Per kind.
+    Table(&'a FrameLimits),
+}
+
+pub(super) fn frame_len_checked(
+    buf: &[u8],
+    limit: Limit<'_>,
+) -> Result<Option<usize>, DecodeError> {
+    Ok(match check_header(buf, limit)? {
         Header::Partial(_) => None,
         Header::Complete(len, _) => Some(len),
     })
@@ -186,8 +223,13 @@ enum Header {
 }
 
 /// Checks the header fields present at the start of `buf`: length against the maximum, then
-/// version, then kind.
-fn check_header(buf: &[u8], max_frame: usize) -> Result<Header, DecodeError> {
+/// version, then kind (and, under per-kind limits, whether the kind is accepted and the
+/// length within its own maximum).
+fn check_header(buf: &[u8], limit: Limit<'_>) -> Result<Header, DecodeError> {
+    let max_frame = match limit {
+        Limit::Uniform(max) => max,
+        Limit::Table(limits) => limits.max_len(),
+    };
     let Some(len_bytes) = buf.first_chunk::<4>() else {
         return Ok(Header::Partial(HEADER_LEN - buf.len()));
     };
@@ -214,6 +256,13 @@ fn check_header(buf: &[u8], max_frame: usize) -> Result<Header, DecodeError> {
         }
         None => None,
     };
+    if let (Limit::Table(limits), Some(kind)) = (limit, kind) {
+        match limits.max_for(kind) {
+            None => return Err(DecodeError::KindNotAllowed { kind }),
+            Some(max) if len > max => return Err(DecodeError::FrameTooLarge { len, max }),
+            Some(_) => {}
+        }
+    }
     match kind {
         Some(kind) if buf.len() >= len => Ok(Header::Complete(len, kind)),
         _ => Ok(Header::Partial(len - buf.len())),

@@ -79,6 +79,7 @@
 mod decode;
 mod encode;
 mod frame;
+mod limits;
 mod reader;
 mod registry;
 mod rpc;
@@ -86,13 +87,16 @@ mod rpc;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{DecodeError, Decoded, decode, frame_len};
+pub use decode::{DecodeError, Decoded, decode, decode_limited, frame_len};
 pub(crate) use encode::encode_data;
 pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
 pub use frame::{
     Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
     HelloAck, MAC_LEN, NONCE_LEN, Nonce, PROOF_LEN, Ping, Pong, Proof, Put, RefuseReason, Register,
     RegistryEntry, Snapshot, Unreachable, UnreachableReason, Update, VersionRange,
+};
+pub use limits::{
+    AUTH_LEN, BYE_LEN, FrameLimits, HEARTBEAT_LEN, MAX_HELLO_ACK_LEN, MAX_HELLO_LEN, MAX_NAME_LEN,
 };
 pub use reader::FrameReader;
 pub use rpc::{

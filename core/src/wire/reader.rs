@@ -3,7 +3,10 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::decode::{DecodeError, Decoded, decode, frame_len};
+use super::{
+    FrameLimits,
+    decode::{DecodeError, Decoded, Limit, decode_limited, frame_len_checked},
+};
 use crate::wire::Frame;
 
 /// Reassembles frames from a byte stream cut at arbitrary points.
@@ -32,7 +35,7 @@ pub struct FrameReader {
     /// Bytes at the start of the held bytes already returned by [`next_frame`](Self::next_frame)
     /// (released at the next push or cut).
     returned: usize,
-    max_frame: usize,
+    limits: FrameLimits,
     failed: Option<DecodeError>,
 }
 
@@ -40,13 +43,33 @@ impl FrameReader {
     /// A reader refusing frames longer than `max_frame` bytes.
     #[must_use]
     pub fn new(max_frame: usize) -> FrameReader {
+        FrameReader::with_limits(FrameLimits::up_to(max_frame))
+    }
+
+    /// A reader accepting only the kinds `limits` accepts, each up to its own maximum (a
+    /// link before its handshake: [`FrameLimits::handshake`]).
+    #[must_use]
+    pub fn with_limits(limits: FrameLimits) -> FrameReader {
         FrameReader {
             head: Bytes::new(),
             spill: BytesMut::new(),
             returned: 0,
-            max_frame,
+            limits,
             failed: None,
         }
+    }
+
+    /// Changes the limits for the frames not yet returned (a link whose handshake just
+    /// finished: [`FrameLimits::up_to`] its `max_frame`). Bytes already buffered are checked
+    /// against the new limits when their frame is cut.
+    pub fn set_limits(&mut self, limits: FrameLimits) {
+        self.limits = limits;
+    }
+
+    /// The limits in force.
+    #[must_use]
+    pub fn limits(&self) -> &FrameLimits {
+        &self.limits
     }
 
     /// Appends a chunk received from the link, copying it.
@@ -89,7 +112,7 @@ impl FrameReader {
             return Err(error.clone());
         }
         self.release();
-        match frame_len(self.pending(), self.max_frame) {
+        match frame_len_checked(self.pending(), Limit::Table(&self.limits)) {
             Ok(None) => Ok(None),
             Ok(Some(len)) if self.head.is_empty() => Ok(Some(self.spill.split_to(len).freeze())),
             Ok(Some(len)) => Ok(Some(self.head.split_to(len))),
@@ -117,7 +140,7 @@ impl FrameReader {
         } else {
             &self.head[..]
         };
-        match decode(&held[returned..], self.max_frame) {
+        match decode_limited(&held[returned..], &self.limits) {
             Ok(Decoded::Frame(frame, consumed)) => {
                 self.returned += consumed;
                 Ok(Some(frame))
@@ -168,10 +191,10 @@ impl FrameReader {
         self.pending().len()
     }
 
-    /// The maximum frame length this reader accepts.
+    /// The maximum frame length this reader accepts now (of any kind).
     #[must_use]
     pub fn max_frame(&self) -> usize {
-        self.max_frame
+        self.limits.max_len()
     }
 
     /// Whether the reader has failed (see [`next_frame`](Self::next_frame)).
