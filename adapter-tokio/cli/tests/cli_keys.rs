@@ -171,12 +171,19 @@ fn a_stranger_with_another_key_neither_registers_nor_receives() {
     let (_member, ready) = node("11", "member", &addr, &["--cluster-key-file", a]);
     assert_eq!(ready["registered"], true, "{ready}");
 
-    // Another key: the registry proves A, the stranger cannot check it and leaves.
+    // Another key: the registry proves A, which the stranger cannot check. Nothing an
+    // unproven registry says is believed (a squatter could say it), so this is no conflict:
+    // the stranger is not registered, leaves each connection and keeps retrying.
     let (mut stranger, ready) = node("12", "stranger", &addr, &["--cluster-key-file", b]);
     assert_eq!(ready["registered"], false, "{ready}");
-    let conflict = str_field(&ready, "conflict");
-    assert!(conflict.contains("cluster key"), "{ready}");
-    assert_eq!(stranger.wait("stranger exit").code(), Some(1));
+    assert_eq!(ready["conflict"], Value::Null, "{ready}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        stranger.is_running(),
+        "the stranger exited at an unproven refusal"
+    );
+    stranger.terminate();
+    assert_eq!(stranger.wait("stranger exit").code(), Some(0));
 
     // No key at all: the registry refuses it.
     let (mut keyless, ready) = node("13", "keyless", &addr, &[]);

@@ -345,9 +345,14 @@ impl ClientTask {
                 })
             }
             ClientEvent::Unauthenticated(failure) => {
-                warn!(registry = %self.addr, ?failure, "the registry did not prove the cluster key; not registering");
-                Some(FeedEvent::Conflict {
-                    holder: format!("the registry did not prove the cluster key ({failure:?})"),
+                // Nothing an unproven peer says is believed, a refusal included: this is not a
+                // conflict (a squatter on the registry's address must not stop the node), only
+                // a failed attempt, retried on the backoff.
+                warn!(registry = %self.addr, ?failure, "the registry did not prove the cluster key; not registering, retrying");
+                Some(FeedEvent::Disconnected {
+                    reason: format!(
+                        "the registry did not prove the cluster key ({failure:?}); retrying"
+                    ),
                 })
             }
             ClientEvent::Disconnected { retry_at } => {

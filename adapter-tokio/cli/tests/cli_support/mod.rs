@@ -69,6 +69,11 @@ impl Running {
         self.child.id()
     }
 
+    /// Whether the process is still running.
+    pub(crate) fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Sends SIGTERM.
     pub(crate) fn terminate(&self) {
         let status = Command::new("kill")

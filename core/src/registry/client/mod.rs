@@ -12,8 +12,9 @@
 //!   frame of every connection — after the handshake when keys are configured: `Hello`
 //!   (challenge), the registry's `HelloAck` (nonce, proof) checked, then `Auth` and
 //!   `Register`. A registry that does not prove a key is left
-//!   ([`ClientEvent::Unauthenticated`]); a registry refusing our proof is
-//!   [`ClientEvent::AuthRefused`]. Both retry like a close.
+//!   ([`ClientEvent::Unauthenticated`]) — a refusal it sends before its proof included: an
+//!   unproven `WrongCluster` is not believed; a registry refusing our proof after it proved
+//!   its own is [`ClientEvent::AuthRefused`]. Both retry like a close.
 //! * **Refusals** are reported, then retried like a close: another incarnation holding the id
 //!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`].
 //! * **Reconnect with backoff**: a failed dial, a close, a refusal, a protocol error or
@@ -326,7 +327,14 @@ impl RegistryClient {
                     };
                     return self.on_proof(now, own_nonce, registry, proof);
                 }
-                Incoming::AuthRefused | Incoming::Bye | Incoming::Heartbeat => {}
+                // A refusal before the registry proved the key is not believed either (a
+                // squatter on the registry's address could send it): leave and retry.
+                Incoming::AuthRefused => {
+                    self.event(ClientEvent::Unauthenticated(AuthFailure::NoProof));
+                    self.out.push_back(ClientOutput::Close);
+                    return self.retry(now);
+                }
+                Incoming::Bye | Incoming::Heartbeat => {}
                 // Anything the registry says before it proved the key is not believed.
                 _ => {
                     self.event(ClientEvent::Unauthenticated(AuthFailure::BeforeAuth));

@@ -148,12 +148,13 @@ pub enum ClientEvent {
         /// The id of the node holding it (0 for a node listed by name only).
         holder: NodeId,
     },
-    /// The registry refused this node's proof of the cluster key (another cluster's
-    /// registry, or this node has the wrong key). The client retries on its backoff.
+    /// The registry refused this node's proof of the cluster key after proving its own (this
+    /// node has a key the registry does not), or refused a node without keys. The client
+    /// retries on its backoff.
     AuthRefused,
-    /// The registry failed to prove the cluster key (a stranger, or a registry without
-    /// keys): the client closed the connection without registering, and retries on its
-    /// backoff.
+    /// The registry failed to prove the cluster key (a stranger, a registry without keys, or
+    /// one that refused before proving anything — such a refusal is not believed): the
+    /// client closed the connection without registering, and retries on its backoff.
     Unauthenticated(crate::bus::handshake::AuthFailure),
     /// The connection is gone (failed dial, close, silence, refusal or error); the next
     /// attempt is at `retry_at`.
