@@ -6,6 +6,7 @@
 use alloc::vec::Vec;
 
 use super::*;
+pub(super) use crate::wire::Snapshot;
 use crate::registry::fixtures::disc;
 
 mod auth;
@@ -40,6 +41,7 @@ pub(super) fn register_bytes(id: u64, type_name: &str, incarnation: u64) -> Vec<
             incarnation,
             discovery: disc(id, type_name),
             topology: None,
+            proof: None,
         }
         .into(),
     )
@@ -83,6 +85,7 @@ pub(super) fn snapshot(
         epoch: s.epoch(),
         revision,
         entries,
+        more: false,
     }
     .into()
 }
