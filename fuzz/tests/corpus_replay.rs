@@ -357,6 +357,7 @@ mod wire_seeds {
                     incarnation: 77,
                     discovery: discovery.clone(),
                     topology: Some(topology.clone()),
+                    proof: None,
                 }
                 .into(),
             ),
@@ -384,6 +385,7 @@ mod wire_seeds {
                     epoch: 2,
                     revision: 14,
                     entries: vec![entry(false), entry(true)],
+                    more: false,
                 }
                 .into(),
             ),
@@ -393,6 +395,7 @@ mod wire_seeds {
                     epoch: 2,
                     revision: 0,
                     entries: Vec::new(),
+                    more: false,
                 }
                 .into(),
             ),

@@ -18,9 +18,7 @@ mod topology_info;
 #[cfg(test)]
 mod tests;
 
-pub use identity::{
-    IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity,
-};
+pub use identity::{IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity};
 pub use info::{Area, DiscoveryInfo, Gateway, Runtime};
 pub use json::DecodeError;
 pub use metadata::{Filter, Metadata};

@@ -117,8 +117,8 @@ impl RecordLimits {
         }
         // The JSON is measured only once the fields are known to be small, and each record
         // is at most the sum of the field limits plus fixed fields, so this stays cheap.
-        let len = discovery.map_or(0, |d| d.to_json().len())
-            + topology.map_or(0, |t| t.to_json().len());
+        let len =
+            discovery.map_or(0, |d| d.to_json().len()) + topology.map_or(0, |t| t.to_json().len());
         self.field(RecordField::Record, len)
     }
 
@@ -138,6 +138,8 @@ impl RecordLimits {
 
 /// The bytes of a label set: every key and value, summed.
 #[must_use]
-pub fn labels_len(labels: &alloc::collections::BTreeMap<alloc::string::String, alloc::string::String>) -> usize {
+pub fn labels_len(
+    labels: &alloc::collections::BTreeMap<alloc::string::String, alloc::string::String>,
+) -> usize {
     labels.iter().map(|(k, v)| k.len() + v.len()).sum()
 }

@@ -334,9 +334,13 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
             epoch: cursor.u64("epoch")?,
             sequence: cursor.u64("sequence")?,
         }),
-        FrameKind::Register => Frame::Register(Box::new(registry::decode_register(&mut cursor, flags)?)),
+        FrameKind::Register => {
+            Frame::Register(Box::new(registry::decode_register(&mut cursor, flags)?))
+        }
         FrameKind::Update => Frame::Update(Box::new(registry::decode_update(&mut cursor)?)),
-        FrameKind::Snapshot => Frame::Snapshot(Box::new(registry::decode_snapshot(&mut cursor, flags)?)),
+        FrameKind::Snapshot => {
+            Frame::Snapshot(Box::new(registry::decode_snapshot(&mut cursor, flags)?))
+        }
         FrameKind::Put => Frame::Put(Box::new(registry::decode_put(&mut cursor)?)),
     };
     if cursor.pos != body.len() {
@@ -462,7 +466,10 @@ impl<'a> Cursor<'a> {
         Ok(bytes)
     }
 
-    pub(super) fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+    pub(super) fn array<const N: usize>(
+        &mut self,
+        field: &'static str,
+    ) -> Result<[u8; N], DecodeError> {
         let mut out = [0; N];
         out.copy_from_slice(self.take(N, field)?);
         Ok(out)

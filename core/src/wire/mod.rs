@@ -53,7 +53,7 @@
 //!
 //! A `Data` frame is 45 bytes plus its payload; `Ack` 40 (a reset 48), `Ping`/`Pong` 16, `Bye` 9.
 //! A `Register` is its records' JSON plus at most [`REGISTER_OVERHEAD`] (56) bytes, an entry its
-//! records' JSON plus [`ENTRY_OVERHEAD`] (37), a `Put` an entry plus [`PUT_OVERHEAD`] (24), a
+//! records' JSON plus [`ENTRY_OVERHEAD`] (33), a `Put` an entry plus [`PUT_OVERHEAD`] (24), a
 //! `Snapshot` part its entries plus [`SNAPSHOT_OVERHEAD`] (28).
 //!
 //! A `HelloAck` refusing a registration for its size ([`RefuseReason::RecordTooLarge`]) carries
@@ -106,8 +106,8 @@ pub use limits::{
 };
 pub use reader::FrameReader;
 pub use registry::{
-    ENTRY_OVERHEAD, PUT_OVERHEAD, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD, UPDATE_OVERHEAD, encode_snapshot_parts,
-    entry_len,
+    ENTRY_OVERHEAD, PUT_OVERHEAD, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD, UPDATE_OVERHEAD,
+    encode_snapshot_parts, entry_len,
 };
 pub use rpc::{
     RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len,

@@ -239,7 +239,11 @@ fn snapshot_part(
     })?;
     let flags = if more { FLAG_MORE } else { 0 };
     let mut out = Vec::with_capacity(len);
-    out.extend_from_slice(&super::encode::header(len32, super::FrameKind::Snapshot, flags));
+    out.extend_from_slice(&super::encode::header(
+        len32,
+        super::FrameKind::Snapshot,
+        flags,
+    ));
     put_u64(&mut out, epoch);
     put_u64(&mut out, revision);
     out.extend_from_slice(&count.to_le_bytes());

@@ -15,7 +15,20 @@
 //!   ([`ClientEvent::Unauthenticated`]); a registry refusing our proof is
 //!   [`ClientEvent::AuthRefused`]. Both retry like a close.
 //! * **Refusals** are reported, then retried like a close: another incarnation holding the id
-//!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`].
+//!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`],
+//!   records over the registry's size limits [`ClientEvent::RecordTooLarge`] (with the
+//!   registry's figures). Records over the client's own [`ClientConfig::limits`] are not sent
+//!   at all (the same event, `local`).
+//! * **Identity**: every `Register` carries [`ClientConfig::identity_proof`], which lets a
+//!   restart take its id over from a connection of its previous incarnation; the records
+//!   carry only the published hash.
+//! * **Per-phase reading**: until the registry proved the key (keys configured), only a
+//!   `HelloAck` or a `Bye` is read, each no larger than its largest valid encoding; then
+//!   frames up to `max_frame`.
+//! * **Snapshot parts**: a snapshot may come in parts (every part but the last flagged
+//!   `more`); they are gathered and applied once, at the last part. A part of another epoch or
+//!   revision, another frame between parts, or more than `max_snapshot_parts` parts is a
+//!   protocol error.
 //! * **Reconnect with backoff**: a failed dial, a close, a refusal, a protocol error or
 //!   `silence_timeout` without a byte from the registry schedules the next dial after
 //!   [`BackoffConfig::delay`](crate::backoff::BackoffConfig::delay) of the attempt count
@@ -44,9 +57,7 @@ mod tests;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 
-pub use types::{
-    ClientConfig, ClientError, ClientEvent, ClientOutput, DEFAULT_MAX_SNAPSHOT_PARTS,
-};
+pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput, DEFAULT_MAX_SNAPSHOT_PARTS};
 pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;

@@ -131,7 +131,9 @@ pub enum ClientError {
     #[error("{0:?} before the snapshot")]
     BeforeSnapshot(FrameKind),
     /// A snapshot part of another epoch or revision than the parts before it.
-    #[error("snapshot part of epoch {got_epoch} revision {got_revision}, the snapshot began with epoch {epoch} revision {revision}")]
+    #[error(
+        "snapshot part of epoch {got_epoch} revision {got_revision}, the snapshot began with epoch {epoch} revision {revision}"
+    )]
     SnapshotPartMismatch {
         /// The first part's epoch.
         epoch: u64,

@@ -25,11 +25,30 @@
 //!   (Nexus kept the old info). A node registering while another connection of the *same*
 //!   incarnation holds its id takes over (the old connection gets `Bye{Replaced}` and is
 //!   closed without protection); while another *incarnation* holds it connected, the
-//!   registration is refused ([`ServerEvent::Refused`]) — unless both carry the same
-//!   non-empty `identity` (libatapp's rule: equal identities are the same deployment): then
-//!   the newcomer is a restart the registry has not noticed yet and takes over at once, like
+//!   registration is refused ([`ServerEvent::Refused`]) — unless the newcomer's `Register`
+//!   carries the proof of the holder's identity secret (the
+//!   [`IdentityProof`](crate::discovery::IdentityProof) whose hash the holder published as
+//!   its `identity`; libatapp's rule that equal identities are the same deployment, with the
+//!   secret kept out of the records): then the newcomer is a restart the registry has not
+//!   noticed yet and takes over at once, like
 //!   a same-incarnation registration ([`ServerEvent::TakenOver`]). A protected entry is
 //!   replaced by any incarnation (a restarted node).
+//! * **Sizes**: a registration's records are bounded (`max_record`, 64 KiB of discovery and
+//!   topology JSON; `max_labels`, 8 KiB per label set; `max_custom_data`, 32 KiB; see
+//!   [`crate::registry::limits`]). A `Register` or `Update` over a limit is refused
+//!   ([`ServerEvent::TooLarge`]): a `HelloAck` with `RefuseReason::RecordTooLarge` (the limit's
+//!   name in `name`, the size in `node`, the limit in `incarnation`), then close; a registered
+//!   node keeps its previous records, protected as for any close.
+//! * **Per-phase frame limits**: before it registered, a connection may send only `Hello`,
+//!   `Auth`, `Bye`, `Heartbeat` (each no larger than its largest valid encoding) and a
+//!   `Register` up to `max_record` plus its overhead
+//!   ([`ServerConfig::access_limits`]); once registered also an `Update` of that size
+//!   ([`ServerConfig::registered_limits`]). Another kind is a protocol error from its header;
+//!   a larger frame is refused from its 4 length bytes, like an over-limit record
+//!   (`RecordTooLarge`, limit `frame`), before anything is buffered.
+//! * **Snapshot parts**: a snapshot goes out in frames of at most `max_snapshot_part` bytes
+//!   (1 MiB; one entry at least), the same epoch and revision in each, every part but the last
+//!   flagged "more parts follow"; the client applies it at its last part.
 //! * **Unique names**: a registration whose name is held by another listed node (live, or
 //!   protected: it is still in every snapshot) is refused ([`ServerEvent::NameTaken`]), and
 //!   an `Update` renaming a node to such a name is a protocol error. The name is free again
@@ -73,10 +92,10 @@ use crate::{
     },
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
+    registry::limits::{RecordField, RecordTooLarge},
     rng::Rng,
     time::Instant,
     timer::TimerQueue,
-    registry::limits::{RecordField, RecordTooLarge},
     wire::{
         self, Bye, ByeReason, Challenge, DecodeError, Delete, Frame, FrameKind, FrameReader,
         Heartbeat, HelloAck, Proof, Put, RefuseReason, Register, RegistryEntry, Update,

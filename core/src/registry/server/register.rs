@@ -2,8 +2,7 @@
 //! the snapshot a registration is answered with (in bounded parts).
 
 use super::{
-    ConnId, EntryKey, Link, ProtocolError, RegistryServer, ServerEvent, ServerOutput, Timer,
-    Entry,
+    ConnId, Entry, EntryKey, Link, ProtocolError, RegistryServer, ServerEvent, ServerOutput, Timer,
 };
 use crate::{
     ids::NodeId,

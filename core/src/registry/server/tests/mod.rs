@@ -6,12 +6,13 @@
 use alloc::vec::Vec;
 
 use super::*;
-pub(super) use crate::wire::Snapshot;
 use crate::registry::fixtures::disc;
+pub(super) use crate::wire::Snapshot;
 
 mod auth;
 mod bad_input;
 mod names;
+mod perimeter;
 mod rules;
 
 pub(super) const SEED: u64 = 11;
