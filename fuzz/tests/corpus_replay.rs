@@ -46,6 +46,12 @@ fn handshake_corpus_replays_cleanly() {
 }
 
 #[test]
+fn registry_server_corpus_replays_cleanly() {
+    let replayed = replay("registry_server", switchboard_fuzz::registry_server);
+    assert!(replayed >= 8, "corpus has only {replayed} files");
+}
+
+#[test]
 fn registry_decode_corpus_replays_cleanly() {
     let replayed = replay("registry_decode", switchboard_fuzz::registry_decode);
     assert!(replayed >= 10, "corpus has only {replayed} files");
