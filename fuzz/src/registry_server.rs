@@ -169,7 +169,8 @@ impl Run<'_> {
                 self.server.handle_closed(self.now, conn);
             }
             Op::Tick => {
-                self.now = self.now + Duration::from_millis(u64::from(self.byte()) * 250);
+                let step = Duration::from_millis(u64::from(self.byte()) * 250);
+                self.now += step;
                 self.server.handle_timeout(self.now);
             }
             Op::Update => {
