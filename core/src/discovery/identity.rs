@@ -89,7 +89,7 @@ impl core::fmt::Debug for IdentityProof {
 }
 
 /// The identity a node with the secret `secret` publishes in its records (empty for an empty
-/// secret). See the [module docs](self).
+/// secret): `sha256:` and 64 hex digits of a hash of [`IdentityProof::of`] the secret.
 #[must_use]
 pub fn published_identity(secret: &str) -> String {
     IdentityProof::of(secret).map_or_else(String::new, |proof| proof.published())

@@ -9,8 +9,9 @@
 //! registry of 10,000 nodes at the record limit still fits a 640 MiB snapshot — which is why
 //! a snapshot travels in bounded parts (see [`crate::registry::server`]).
 //!
-//! The registry refuses an over-limit `Register` or `Update` ([`RefuseReason::RecordTooLarge`]
-//! (crate::wire::RefuseReason::RecordTooLarge)); a node refuses to send one
+//! The registry refuses an over-limit `Register` or `Update`
+//! ([`RefuseReason::RecordTooLarge`](crate::wire::RefuseReason::RecordTooLarge)); a node refuses
+//! to send one
 //! ([`Config::validate`](crate::Config::validate) checks the labels, the registry client the
 //! whole record).
 

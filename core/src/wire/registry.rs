@@ -16,7 +16,8 @@ use crate::discovery::{DiscoveryInfo, IDENTITY_PROOF_LEN, IdentityProof, Topolog
 /// Smallest encoded entry: incarnation, two revisions, flags and two record lengths.
 pub(super) const ENTRY_MIN_LEN: usize = 8 + 8 + 8 + 1 + 4 + 4;
 
-/// What an entry adds to its records' JSON: [`ENTRY_MIN_LEN`].
+/// What an entry adds to its records' JSON: incarnation, two revisions, flags and two record
+/// lengths (33 bytes).
 pub const ENTRY_OVERHEAD: usize = ENTRY_MIN_LEN;
 
 /// What a `Register` adds to its records' JSON: header, incarnation, two record lengths and
