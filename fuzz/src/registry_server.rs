@@ -324,7 +324,8 @@ impl Run<'_> {
     }
 }
 
-/// See the [module docs](self).
+/// Target `registry_server`: the registry server machine driven by sessions authenticated
+/// and not (the operations and the invariants are described in this file's module docs).
 ///
 /// # Panics
 /// Panics (which the fuzzer reports) when an invariant breaks or anything panics.
