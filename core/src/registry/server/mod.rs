@@ -24,7 +24,9 @@
 //! * **Re-registration replaces**: the new records replace the old ones and are pushed
 //!   (Nexus kept the old info). A node registering while another connection of the *same*
 //!   incarnation holds its id takes over (the old connection gets `Bye{Replaced}` and is
-//!   closed without protection); while another *incarnation* holds it connected, the
+//!   closed without protection) — when the holder published an identity, only with the proof
+//!   below (the incarnation is in every record); while another *incarnation* holds it
+//!   connected, the
 //!   registration is refused ([`ServerEvent::Refused`]) — unless the newcomer's `Register`
 //!   carries the proof of the holder's identity secret (the
 //!   [`IdentityProof`](crate::discovery::IdentityProof) whose hash the holder published as

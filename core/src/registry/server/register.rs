@@ -52,10 +52,15 @@ impl RegistryServer {
         if let Some(held) = self.entries.get(&key) {
             restored = true;
             // The proof is checked against what the holder published (a hash of a hash of its
-            // secret): what the records show does not prove anything.
+            // secret): what the records show does not prove anything. A live holder with an
+            // identity is replaced only on proof, even by its own incarnation (which every
+            // record shows); without an identity, by its own incarnation alone (a reconnect
+            // the registry has not noticed yet).
             let proven = proof.is_some_and(|p| p.proves(&held.discovery.identity));
+            let needs_proof =
+                held.incarnation != incarnation || !held.discovery.identity.is_empty();
             match held.link {
-                Link::Live(_) if held.incarnation != incarnation && !proven => {
+                Link::Live(_) if needs_proof && !proven => {
                     return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
                 }
                 Link::Live(other) => {

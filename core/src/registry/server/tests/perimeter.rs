@@ -2,7 +2,7 @@
 //! snapshot in bounded parts, and a takeover that needs the identity secret, not what the
 //! records publish. Each test fails on `e6251a5` (which accepted all of it).
 
-use alloc::{vec, vec::Vec};
+use alloc::{string::String, vec, vec::Vec};
 
 use super::*;
 use crate::{
@@ -326,8 +326,38 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
             )
         );
     }
-    assert_eq!((s.stats().duplicate_ids, s.stats().takeovers), (3, 0));
+    // The victim's own incarnation is public too: it does not replace the live connection
+    // without the proof either.
+    let same = s.handle_accepted(secs(1));
+    let frame = Register {
+        incarnation: 101,
+        discovery: DiscoveryInfo {
+            listen: vec![String::from("atcp://attacker:1")],
+            ..victim_record.clone()
+        },
+        topology: None,
+        proof: None,
+    };
+    s.handle_received(secs(1), same, &bytes(frame.into()));
+    assert_eq!(
+        drain(&mut s)[0],
+        tx(
+            same,
+            HelloAck {
+                node: NodeId(1),
+                incarnation: 101,
+                versions: VersionRange { min: 0, max: 0 },
+                name: "",
+                nonce: None,
+                proof: None,
+                result: Err(RefuseReason::DuplicateId),
+            }
+            .into()
+        )
+    );
+    assert_eq!((s.stats().duplicate_ids, s.stats().takeovers), (4, 0));
     assert_eq!(s.entries()[0].incarnation, 101);
+    assert_eq!(s.entries()[0].discovery.listen, disc(1, "x").listen);
     // The restarted deployment, which knows the secret, takes over at once.
     let restart = s.handle_accepted(secs(2));
     let frame = Register {
@@ -345,7 +375,7 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
             incarnation: 101,
         })
     );
-    assert_eq!((s.stats().duplicate_ids, s.stats().takeovers), (3, 1));
+    assert_eq!((s.stats().duplicate_ids, s.stats().takeovers), (4, 1));
     assert_eq!(s.entries()[0].incarnation, 202);
 }
 
