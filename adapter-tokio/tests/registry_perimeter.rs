@@ -231,3 +231,71 @@ async fn a_16_mib_frame_announced_before_registration_is_refused_from_its_header
     assert_eq!(metrics.connections, 0);
     registry.kill();
 }
+
+/// The process's resident set, in bytes (Linux; `None` elsewhere).
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[tokio::test]
+async fn a_thousand_hostile_connections_leave_room_for_a_real_node() {
+    init_logs();
+    let registry = registry(ConnectionCaps::default()).await;
+    let addr = registry.local_addr();
+    // 1,000 hostile connections: idle ones, ones trickling half a header, and ones announcing
+    // a 16 MiB `Register` and sending its first 64 KiB.
+    let mut hostile = Vec::new();
+    let mut announce = (16u32 << 20).to_le_bytes().to_vec();
+    announce.extend_from_slice(&[wire::WIRE_VERSION, 16, 0, 0]);
+    announce.resize(64 << 10, 0x61);
+    for i in 0..1_000 {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        match i % 3 {
+            0 => {}
+            1 => stream.write_all(&[200, 0, 0, 0, 1]).await.expect("trickle"),
+            _ => {
+                // The registry may close it before all of it is written.
+                let _ = stream.write_all(&announce).await;
+            }
+        }
+        hostile.push(stream);
+    }
+    let metrics = wait_metrics(&registry, "the hostile connections seen", |m| {
+        m.records_too_large == 333 && m.unregistered == 667
+    })
+    .await;
+    assert_eq!(
+        (
+            metrics.connections,
+            metrics.refused_at_max_unregistered,
+            metrics.refused_at_max_connections
+        ),
+        (667, 0, 0)
+    );
+    // A real node registers at once.
+    let (_node, took) = register(addr, 1).await;
+    assert!(took < Duration::from_secs(1), "registered in {took:?}");
+    let rss = rss_bytes();
+    eprintln!(
+        "under 1,000 hostile connections: registered in {took:?}, resident set {rss:?} bytes"
+    );
+    if let Some(rss) = rss {
+        assert!(rss < 100 << 20, "resident set {rss} bytes");
+    }
+    // Filling the unregistered cap (1,024): the next one is refused and counted.
+    for _ in 0..(1_024 - 667) {
+        hostile.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    wait_metrics(&registry, "the cap reached", |m| m.unregistered == 1_024).await;
+    let mut extra = TcpStream::connect(addr).await.expect("connect");
+    assert!(closed_at_once(&mut extra).await);
+    let metrics = wait_metrics(&registry, "one refusal", |m| {
+        m.refused_at_max_unregistered == 1
+    })
+    .await;
+    assert_eq!((metrics.nodes_live, metrics.connections), (1, 1_025));
+    registry.kill();
+}
