@@ -101,11 +101,22 @@ pub struct RegistryMetrics {
     pub duplicate_ids: u64,
     /// Registrations refused, and updates rejected, because another node holds the name.
     pub names_taken: u64,
-    /// Live connections taken over by a new incarnation of the same identity.
+    /// Live connections taken over by a new incarnation that proved the holder's identity.
     pub takeovers: u64,
     /// Connections refused because they did not prove the cluster key (no proof, a bad or
     /// replayed one, an unknown key, or a frame before the proof).
     pub unauthenticated: u64,
+    /// Registrations and updates refused for their size, and frames refused from their
+    /// header for theirs.
+    pub records_too_large: u64,
+    /// Open connections that have not registered yet (gauge).
+    pub unregistered: u64,
+    /// Connections closed at once because `max_connections` were open.
+    pub refused_at_max_connections: u64,
+    /// Connections closed at once because `max_unregistered` were open and unregistered.
+    pub refused_at_max_unregistered: u64,
+    /// `accept` errors (each pauses accepting; see the registry server's docs).
+    pub accept_errors: u64,
 }
 
 /// Upper bounds of the [`Histogram`] buckets, in nanoseconds (0.5 ms to 10 s; `+Inf` is

@@ -342,3 +342,34 @@ async fn a_method_served_at_run_time_is_republished_in_etcd_and_called() {
         CallOutcome::Reply(Bytes::from_static(b"over etcd"))
     );
 }
+
+/// The identity is a secret: every key a node writes (discovery by id and by name, topology)
+/// carries only its published hash, never the secret itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_records_carry_the_identity_hash_never_the_secret() {
+    let etcd = EtcdServer::start().await;
+    let (node, _) = start(
+        direct_on_etcd(&etcd, "/ident/", 21, "holder")
+            .config(|c| c.identity = "etcd-identity-secret-21".to_owned()),
+    )
+    .await;
+    let published = switchboard_core::discovery::published_identity("etcd-identity-secret-21");
+    let keys = etcd.keys("/ident/").await;
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    for key in &keys {
+        let kv = etcd.get(key).await.expect("the node's key");
+        let text = String::from_utf8_lossy(kv.value()).into_owned();
+        assert!(!text.contains("etcd-identity-secret-21"), "{key}: {text}");
+        let identity = if key.contains("topology") {
+            TopologyInfo::from_json(kv.value())
+                .expect("libatapp JSON")
+                .identity
+        } else {
+            DiscoveryInfo::from_json(kv.value())
+                .expect("libatapp JSON")
+                .identity
+        };
+        assert_eq!(identity, published, "{key}");
+    }
+    within("shutdown", node.shutdown()).await.expect("running");
+}

@@ -143,10 +143,12 @@ pub struct Config {
     pub hostname: String,
     /// Process id of this node (topology data; same-process policies).
     pub pid: i64,
-    /// This deployment's identity (libatapp's `identity`), published in the discovery and
-    /// topology records. Equal non-empty identities mean the same deployment: a restart that
-    /// finds its id still registered under its own identity takes the registration over at
-    /// once instead of being refused. Empty = none; see [`deployment_identity`] for a stable
+    /// This deployment's identity (libatapp's `identity`): a secret. The discovery and
+    /// topology records publish only its hash
+    /// ([`published_identity`](crate::discovery::published_identity)); a `Register` carries a
+    /// proof of it ([`IdentityProof`](crate::discovery::IdentityProof)). Equal non-empty
+    /// identities mean the same deployment: a restart that finds its id still registered under
+    /// its own identity takes the registration over at once instead of being refused. Empty = none; see [`deployment_identity`] for a stable
     /// default.
     pub identity: String,
     /// This node's topology labels (libatapp's `bus.topology.data.label`), matched by other
@@ -226,7 +228,7 @@ impl Config {
             hostname: self.hostname.clone(),
             pid: i32::try_from(self.pid).unwrap_or(0),
             listen: self.listen.clone(),
-            identity: self.identity.clone(),
+            identity: crate::discovery::published_identity(&self.identity),
             ..DiscoveryInfo::default()
         };
         info.metadata.labels = self.labels.clone();
@@ -242,7 +244,7 @@ impl Config {
             name: self.name.clone(),
             hostname: self.hostname.clone(),
             pid: i32::try_from(self.pid).unwrap_or(0),
-            identity: self.identity.clone(),
+            identity: crate::discovery::published_identity(&self.identity),
             upstream_id: upstream,
             data: TopologyData {
                 label: self.labels.clone(),
@@ -327,7 +329,8 @@ impl Config {
     ///
     /// A [`ConfigError`] naming the field: node id 0, an upstream equal to the node's own id,
     /// a zero timeout or interval, a zero ring point or pending-handshake count, a heartbeat
-    /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, a jitter above 100 %, more than two cluster keys, or a name longer than [`wire::MAX_NAME_LEN`](crate::wire::MAX_NAME_LEN) bytes.
+    /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, a jitter above 100 %, more than two cluster keys, a name longer than [`wire::MAX_NAME_LEN`](crate::wire::MAX_NAME_LEN) bytes, or labels over
+    /// [`DEFAULT_MAX_LABELS`](crate::registry::limits::DEFAULT_MAX_LABELS) bytes.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.id.is_valid() {
             return Err(ConfigError::ReservedNodeId);
@@ -343,6 +346,13 @@ impl Config {
         if self.name.len() > crate::wire::MAX_NAME_LEN {
             return Err(ConfigError::NameTooLong {
                 len: self.name.len(),
+            });
+        }
+        let labels = crate::registry::limits::labels_len(&self.labels);
+        if labels > crate::registry::limits::DEFAULT_MAX_LABELS {
+            return Err(ConfigError::LabelsTooLarge {
+                len: labels,
+                max: crate::registry::limits::DEFAULT_MAX_LABELS,
             });
         }
         if let Some(method) = self.serve.iter().find(|m| !crate::rpc::is_valid_method(m)) {
@@ -463,6 +473,15 @@ pub enum ConfigError {
     NameTooLong {
         /// The name's length in bytes.
         len: usize,
+    },
+    /// The labels (keys and values summed) exceed what a registry accepts in one record
+    /// ([`DEFAULT_MAX_LABELS`](crate::registry::limits::DEFAULT_MAX_LABELS)).
+    #[error("labels: {len} bytes of keys and values; at most {max}")]
+    LabelsTooLarge {
+        /// The labels' size in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
     },
     /// `id` is 0, which is reserved for "no node".
     #[error("id: node id 0 is reserved; give the node a non-zero id")]
@@ -610,13 +629,32 @@ mod tests {
         assert_eq!(t.data.label, c.labels);
         assert_eq!((d.identity.as_str(), t.identity.as_str()), ("", ""));
         c.identity = "deploy-7".to_string();
-        assert_eq!(c.discovery_info().identity, "deploy-7");
-        assert_eq!(c.topology_info(NodeId(0x10)).identity, "deploy-7");
+        // The secret is never published: the records carry its one-way hash.
+        let published = crate::discovery::published_identity("deploy-7");
+        assert!(published.starts_with("sha256:") && !published.contains("deploy-7"));
+        assert_eq!(c.discovery_info().identity, published);
+        assert_eq!(c.topology_info(NodeId(0x10)).identity, published);
         c.pid = i64::from(i32::MAX) + 1;
         assert_eq!(
             c.discovery_info().pid,
             0,
             "a pid out of the record's range is left out"
+        );
+    }
+
+    #[test]
+    fn labels_over_the_registry_limit_are_refused() {
+        let mut c = valid();
+        // 8 KiB exactly: accepted.
+        c.labels.insert("k".repeat(96), "v".repeat(8 * 1024 - 96));
+        assert_eq!(c.validate(), Ok(()));
+        c.labels.insert("x".to_string(), String::new());
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::LabelsTooLarge {
+                len: 8 * 1024 + 1,
+                max: 8 * 1024
+            })
         );
     }
 

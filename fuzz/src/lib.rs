@@ -8,6 +8,10 @@
 //! under libFuzzer and in the stable replay of the committed corpus in `fuzz/corpus/<target>/`.
 //! `node_ops` and `sim_seed` drive the deterministic simulator (`core::sim`, feature `sim`).
 
+mod registry_server;
+
+pub use registry_server::registry_server;
+
 use switchboard_core::{
     discovery::{Applied, DiscoveryInfo, DiscoverySet, TopologyInfo},
     rng::Rng,

@@ -46,6 +46,12 @@ fn handshake_corpus_replays_cleanly() {
 }
 
 #[test]
+fn registry_server_corpus_replays_cleanly() {
+    let replayed = replay("registry_server", switchboard_fuzz::registry_server);
+    assert!(replayed >= 8, "corpus has only {replayed} files");
+}
+
+#[test]
 fn registry_decode_corpus_replays_cleanly() {
     let replayed = replay("registry_decode", switchboard_fuzz::registry_decode);
     assert!(replayed >= 10, "corpus has only {replayed} files");
@@ -357,6 +363,7 @@ mod wire_seeds {
                     incarnation: 77,
                     discovery: discovery.clone(),
                     topology: Some(topology.clone()),
+                    proof: None,
                 }
                 .into(),
             ),
@@ -384,6 +391,7 @@ mod wire_seeds {
                     epoch: 2,
                     revision: 14,
                     entries: vec![entry(false), entry(true)],
+                    more: false,
                 }
                 .into(),
             ),
@@ -393,6 +401,7 @@ mod wire_seeds {
                     epoch: 2,
                     revision: 0,
                     entries: Vec::new(),
+                    more: false,
                 }
                 .into(),
             ),

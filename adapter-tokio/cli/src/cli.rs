@@ -228,7 +228,9 @@ pub(crate) struct ClusterArgs {
     Config file keys: listen, concern, cluster_key_file, next_cluster_key_file, tls_cert, \
     tls_key, tls_ca (paths relative to the file), and a [server] table with \
     access_timeout_ms, disconnect_protection_ms, heartbeat_timeout_ms (0 = never), \
-    max_frame.\n\n\
+    max_frame (at most 16777216), max_record (65536), max_labels (8192), \
+    max_custom_data (32768), max_snapshot_part (1048576), max_connections (65536), \
+    max_unregistered (1024).\n\n\
     Examples:\n  \
     switchboard registry --listen 127.0.0.1:7000\n  \
     switchboard registry --listen 0.0.0.0:7000 --concern concern.toml",
@@ -243,6 +245,14 @@ pub(crate) struct RegistryArgs {
     /// TOML file with the concern table.
     #[arg(long, value_name = "FILE")]
     pub(crate) concern: Option<PathBuf>,
+    /// Most client connections open at once, registered or not (default 65536; over it a
+    /// connection is closed at once and counted).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_connections: Option<usize>,
+    /// Most client connections open at once that have not registered yet, TLS handshakes
+    /// included (default 1024).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_unregistered: Option<usize>,
     /// Serve /metrics and /healthz over HTTP here (the ready line then names it); a bare PORT
     /// binds 127.0.0.1.
     #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use switchboard_tokio::{
     admin::{AdminOptions, AdminServer},
-    registry::spawn_registry_with,
+    registry::spawn_registry_capped,
 };
 
 use crate::{
@@ -32,11 +32,12 @@ pub(crate) struct RegistryReady {
 /// A bind failed, or stdout is closed.
 pub(crate) async fn run(options: RegistryOptions) -> Result<(), CliError> {
     let mut signals = StopSignals::install()?;
-    let registry = spawn_registry_with(
+    let registry = spawn_registry_capped(
         options.listen,
         options.server,
         run_seed(),
         options.transport,
+        options.caps,
     )
     .await
     .map_err(|e| CliError::failed(format!("listen: cannot listen on {}: {e}", options.listen)))?;

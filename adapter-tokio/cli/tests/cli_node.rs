@@ -492,6 +492,7 @@ fn a_registry_with_admin_serves_its_metrics() {
         .copied()
         .filter(|l| {
             !l.starts_with("switchboard_registry_connections ")
+                && !l.starts_with("switchboard_registry_unregistered_connections ")
                 && !l.starts_with("switchboard_registry_refusals_total{kind=\"name_taken\"}")
         })
         .collect();
@@ -501,8 +502,12 @@ fn a_registry_with_admin_serves_its_metrics() {
         [
             "switchboard_registry_nodes{state=\"live\"} 1",
             "switchboard_registry_nodes{state=\"protected\"} 0",
+            "switchboard_registry_connections_refused_total{cap=\"max_connections\"} 0",
+            "switchboard_registry_connections_refused_total{cap=\"max_unregistered\"} 0",
+            "switchboard_registry_accept_errors_total 0",
             "switchboard_registry_snapshots_sent_total 1",
             "switchboard_registry_refusals_total{kind=\"duplicate_id\"} 0",
+            "switchboard_registry_refusals_total{kind=\"record_too_large\"} 0",
             "switchboard_registry_refusals_total{kind=\"unauthenticated\"} 0",
             "switchboard_registry_takeovers_total 0",
             build_info.as_str(),

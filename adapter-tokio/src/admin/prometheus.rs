@@ -307,6 +307,38 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
     );
     scalar(
         &mut out,
+        "switchboard_registry_unregistered_connections",
+        "gauge",
+        "Open client connections that have not registered yet.",
+        metrics.unregistered,
+    );
+    let caps = BTreeMap::from([
+        (
+            "max_connections".to_owned(),
+            metrics.refused_at_max_connections,
+        ),
+        (
+            "max_unregistered".to_owned(),
+            metrics.refused_at_max_unregistered,
+        ),
+    ]);
+    labelled(
+        &mut out,
+        "switchboard_registry_connections_refused_total",
+        "counter",
+        "Connections closed at once because a connection cap was reached, by cap.",
+        "cap",
+        &caps,
+    );
+    scalar(
+        &mut out,
+        "switchboard_registry_accept_errors_total",
+        "counter",
+        "Errors accepting a connection (each pauses accepting briefly).",
+        metrics.accept_errors,
+    );
+    scalar(
+        &mut out,
         "switchboard_registry_snapshots_sent_total",
         "counter",
         "Snapshots sent (one per registration).",
@@ -315,13 +347,14 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
     let refusals = BTreeMap::from([
         ("duplicate_id".to_owned(), metrics.duplicate_ids),
         ("name_taken".to_owned(), metrics.names_taken),
+        ("record_too_large".to_owned(), metrics.records_too_large),
         ("unauthenticated".to_owned(), metrics.unauthenticated),
     ]);
     labelled(
         &mut out,
         "switchboard_registry_refusals_total",
         "counter",
-        "Registrations (and name updates) refused, and connections that did not prove the cluster key, by kind.",
+        "Registrations (and name updates) refused, records or frames too large, and connections that did not prove the cluster key, by kind.",
         "kind",
         &refusals,
     );
@@ -329,7 +362,7 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
         &mut out,
         "switchboard_registry_takeovers_total",
         "counter",
-        "Live connections replaced by a new incarnation of the same identity.",
+        "Live connections replaced by a new incarnation that proved the holder's identity.",
         metrics.takeovers,
     );
     build_info(&mut out);

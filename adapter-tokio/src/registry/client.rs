@@ -338,6 +338,17 @@ impl ClientTask {
                     holder: format!("name {name:?} taken by id {}", holder.0),
                 })
             }
+            ClientEvent::RecordTooLarge { error, local } => {
+                let by = if local {
+                    "not sent: over this node's limits"
+                } else {
+                    "refused by the registry"
+                };
+                warn!(registry = %self.addr, %error, local, "registration {by}: records too large");
+                Some(FeedEvent::Conflict {
+                    holder: format!("records too large ({by}): {error}"),
+                })
+            }
             ClientEvent::AuthRefused => {
                 warn!(registry = %self.addr, "registration refused: the registry did not accept this node's cluster key");
                 Some(FeedEvent::Conflict {

@@ -8,4 +8,6 @@ pub mod server;
 
 pub use etcd_options::EtcdOptions;
 pub use feed::{Feed, FeedCommand, FeedEvent, FeedPort, Registration, feed_channel};
-pub use server::{RegistryHandle, spawn_registry, spawn_registry_with};
+pub use server::{
+    ConnectionCaps, RegistryHandle, spawn_registry, spawn_registry_capped, spawn_registry_with,
+};

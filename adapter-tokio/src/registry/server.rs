@@ -7,8 +7,21 @@
 //! writer, which flushes and closes). Every connection task lives in the server task's
 //! `JoinSet`, so killing the server task drops the listener and every socket at once — what a
 //! killed registry process looks like to its clients.
+//!
+//! **Connection caps** ([`ConnectionCaps`]): at most `max_connections` connections at once
+//! (65,536 by default) and at most `max_unregistered` of them not registered yet
+//! (1,024; TLS handshakes in flight count toward both). A connection over a cap is accepted
+//! and closed at once, counted ([`RegistryMetrics`]'s `connections_refused`) and logged at
+//! most once per [`REFUSAL_LOG_PERIOD`]; a slot freed by a close or a registration is
+//! available to the very next accept. An `accept` error (e.g. EMFILE, no file descriptor
+//! left) pauses accepting until a connection closes or a backoff (10 ms doubling to 1 s)
+//! ends, instead of retrying in a tight loop.
 
-use std::{collections::HashMap, net::SocketAddr};
+use std::{
+    collections::{HashMap, HashSet},
+    net::SocketAddr,
+    time::Duration,
+};
 
 use bytes::Bytes;
 use switchboard_core::{
@@ -31,6 +44,40 @@ use crate::{
 
 /// How long a graceful stop waits for the writers to flush.
 const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Refusals at a cap, and accept errors, are logged at most once per this period (with the
+/// number left unlogged meanwhile).
+pub const REFUSAL_LOG_PERIOD: Duration = Duration::from_secs(10);
+
+/// First pause after an `accept` error; it doubles up to [`ACCEPT_PAUSE_MAX`].
+const ACCEPT_PAUSE_MIN: Duration = Duration::from_millis(10);
+
+/// Longest pause after repeated `accept` errors.
+const ACCEPT_PAUSE_MAX: Duration = Duration::from_secs(1);
+
+/// How many connections the registry holds at once (see the module docs).
+///
+/// The defaults: 65,536 connections in all (one per node of a large cluster, well under the
+/// file-descriptor limit a registry host is given), and 1,024 not registered yet — a
+/// registering node needs its slot for one round trip, so 1,024 lets a whole rack restart at
+/// once while a flood of idle or trickling connections (each holds its slot up to the 10 s
+/// access timeout) cannot crowd out the registered cluster or exhaust descriptors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionCaps {
+    /// Most connections open at once, registered or not.
+    pub max_connections: usize,
+    /// Most connections open at once that have not registered yet (TLS handshakes included).
+    pub max_unregistered: usize,
+}
+
+impl Default for ConnectionCaps {
+    fn default() -> Self {
+        ConnectionCaps {
+            max_connections: 65_536,
+            max_unregistered: 1_024,
+        }
+    }
+}
 
 /// Requests from a [`RegistryHandle`].
 #[derive(Debug)]
@@ -159,10 +206,35 @@ pub async fn spawn_registry(
 /// The bind failed.
 pub async fn spawn_registry_with(
     addr: SocketAddr,
-    mut config: ServerConfig,
+    config: ServerConfig,
     seed: u64,
     transport: Transport,
 ) -> std::io::Result<RegistryHandle> {
+    spawn_registry_capped(addr, config, seed, transport, ConnectionCaps::default()).await
+}
+
+/// [`spawn_registry_with`] holding at most `caps` connections.
+///
+/// # Errors
+///
+/// `config` is inconsistent ([`ServerConfig::validate`]; `InvalidInput`), a cap is 0
+/// (`InvalidInput`), or the bind failed.
+pub async fn spawn_registry_capped(
+    addr: SocketAddr,
+    mut config: ServerConfig,
+    seed: u64,
+    transport: Transport,
+    caps: ConnectionCaps,
+) -> std::io::Result<RegistryHandle> {
+    config
+        .validate()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    if caps.max_connections == 0 || caps.max_unregistered == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "registry connection caps must be at least 1",
+        ));
+    }
     let listener = net::bind_listener(addr).await?;
     let local_addr = listener.local_addr()?;
     if config.nonce_entropy.is_empty() {
@@ -180,6 +252,12 @@ pub async fn spawn_registry_with(
         tasks: JoinSet::new(),
         snapshots_sent: 0,
         transport,
+        caps,
+        unregistered: HashSet::new(),
+        tls_pending: 0,
+        refused: Refused::default(),
+        accept_paused_until: None,
+        accept_backoff: Duration::ZERO,
     };
     info!(%local_addr, epoch, "registry listening");
     let task = tokio::spawn(task.run(listener, events_rx, control_rx));
@@ -196,6 +274,8 @@ pub async fn spawn_registry_with(
 enum ConnEvent {
     /// An accepted connection finished its TLS handshake.
     Accepted(Stream, SocketAddr),
+    /// An accepted connection's TLS handshake failed (its slot is free again).
+    TlsFailed,
     Bytes(ConnId, Bytes),
     Closed(ConnId, String),
 }
@@ -216,6 +296,48 @@ struct ServerTask {
     /// Snapshots sent: the server answers every registration with one.
     snapshots_sent: u64,
     transport: Transport,
+    caps: ConnectionCaps,
+    /// Open connections that have not registered yet.
+    unregistered: HashSet<ConnId>,
+    /// TLS handshakes in flight (they count toward both caps).
+    tls_pending: usize,
+    refused: Refused,
+    /// After an `accept` error: accept again at this instant, or at the next close.
+    accept_paused_until: Option<tokio::time::Instant>,
+    /// The last pause after an `accept` error (zero after a successful accept).
+    accept_backoff: Duration,
+}
+
+/// Connections refused at a cap, and the rate limit of their log lines.
+#[derive(Debug, Default)]
+struct Refused {
+    /// At `max_connections`.
+    total: u64,
+    /// At `max_unregistered`.
+    unregistered: u64,
+    /// `accept` errors.
+    accept_errors: u64,
+    /// When a refusal or error was last logged.
+    logged_at: Option<tokio::time::Instant>,
+    /// Refusals and errors since then, not logged.
+    unlogged: u64,
+}
+
+impl Refused {
+    /// Whether to log now (at most once per [`REFUSAL_LOG_PERIOD`]); the count of the
+    /// ones not logged since the last line, if so.
+    fn log_now(&mut self) -> Option<u64> {
+        let now = tokio::time::Instant::now();
+        if self
+            .logged_at
+            .is_some_and(|at| now.duration_since(at) < REFUSAL_LOG_PERIOD)
+        {
+            self.unlogged += 1;
+            return None;
+        }
+        self.logged_at = Some(now);
+        Some(std::mem::take(&mut self.unlogged))
+    }
 }
 
 impl ServerTask {
@@ -228,14 +350,18 @@ impl ServerTask {
         let mut control_open = true;
         loop {
             let deadline = self.server.poll_timeout().map(|d| self.clock.to_tokio(d));
+            let paused_until = self.accept_paused_until;
             tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, peer)) => self.accepted(stream, peer),
-                    Err(e) => {
-                        warn!(error = %e, "registry accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                accepted = listener.accept(), if paused_until.is_none() => match accepted {
+                    Ok((stream, peer)) => {
+                        self.accept_backoff = Duration::ZERO;
+                        self.accepted(stream, peer);
                     }
+                    Err(e) => self.accept_failed(&e),
                 },
+                () = net::sleep_until(paused_until), if paused_until.is_some() => {
+                    self.accept_paused_until = None;
+                }
                 Some(event) = events.recv() => self.on_event(event),
                 request = control.recv(), if control_open => match request {
                     Some(Control::Entries(tx)) => {
@@ -265,6 +391,29 @@ impl ServerTask {
     /// TLS handshake first and reports [`ConnEvent::Accepted`] (a failed one is dropped, and
     /// the registry never sees the client).
     fn accepted(&mut self, stream: TcpStream, peer: SocketAddr) {
+        let open = self.conns.len() + self.tls_pending;
+        let fresh = self.unregistered.len() + self.tls_pending;
+        if open >= self.caps.max_connections || fresh >= self.caps.max_unregistered {
+            let total = open >= self.caps.max_connections;
+            if total {
+                self.refused.total += 1;
+            } else {
+                self.refused.unregistered += 1;
+            }
+            drop(stream);
+            if let Some(unlogged) = self.refused.log_now() {
+                let (cap, limit) = if total {
+                    ("max_connections", self.caps.max_connections)
+                } else {
+                    ("max_unregistered", self.caps.max_unregistered)
+                };
+                warn!(
+                    %peer, cap, limit, unlogged,
+                    "registry refused a connection: at its connection cap"
+                );
+            }
+            return;
+        }
         if !self.transport.is_tls() {
             let _ = stream.set_nodelay(true);
             self.accept(Stream::Tcp(stream), peer);
@@ -272,20 +421,45 @@ impl ServerTask {
         }
         let transport = self.transport.clone();
         let events = self.events_tx.clone();
+        self.tls_pending += 1;
         self.tasks.spawn(async move {
             match transport.accept(stream).await {
                 Ok(stream) => {
                     let _ = events.send(ConnEvent::Accepted(stream, peer)).await;
                 }
                 Err(e) => {
-                    warn!(%peer, error = %e, "registry refused a connection: TLS handshake failed")
+                    debug!(%peer, error = %e, "registry refused a connection: TLS handshake failed");
+                    let _ = events.send(ConnEvent::TlsFailed).await;
                 }
             }
         });
     }
 
+    /// `accept` failed (a per-connection error, or no descriptor left): pause accepting
+    /// until a connection closes or the pause ends, the pause doubling while errors repeat.
+    fn accept_failed(&mut self, error: &std::io::Error) {
+        self.refused.accept_errors += 1;
+        let pause = if self.accept_backoff.is_zero() {
+            ACCEPT_PAUSE_MIN
+        } else {
+            (self.accept_backoff * 2).min(ACCEPT_PAUSE_MAX)
+        };
+        self.accept_backoff = pause;
+        self.accept_paused_until = Some(tokio::time::Instant::now() + pause);
+        if let Some(unlogged) = self.refused.log_now() {
+            warn!(%error, ?pause, unlogged, "registry accept failed; pausing accepts");
+        }
+    }
+
+    /// A slot freed, or the pause after an accept error ended: accept again now.
+    /// A repeated error pauses for twice as long as the last (the backoff is kept).
+    fn resume_accepting(&mut self) {
+        self.accept_paused_until = None;
+    }
+
     fn accept(&mut self, stream: Stream, peer: SocketAddr) {
         let conn = self.server.handle_accepted(self.clock.now());
+        self.unregistered.insert(conn);
         debug!(?conn, %peer, "registry accepted a connection");
         let (read, write) = stream.into_boxed_split();
         let (writer, queue) = mpsc::unbounded_channel();
@@ -314,7 +488,14 @@ impl ServerTask {
     fn on_event(&mut self, event: ConnEvent) {
         let now = self.clock.now();
         match event {
-            ConnEvent::Accepted(stream, peer) => self.accept(stream, peer),
+            ConnEvent::Accepted(stream, peer) => {
+                self.tls_pending = self.tls_pending.saturating_sub(1);
+                self.accept(stream, peer);
+            }
+            ConnEvent::TlsFailed => {
+                self.tls_pending = self.tls_pending.saturating_sub(1);
+                self.resume_accepting();
+            }
             ConnEvent::Bytes(conn, bytes) => {
                 if self.conns.contains_key(&conn) {
                     self.server.handle_received(now, conn, &bytes);
@@ -324,7 +505,9 @@ impl ServerTask {
                 if let Some(c) = self.conns.remove(&conn) {
                     debug!(?conn, peer = %c.peer, %reason, "registry connection closed");
                     c.reader.abort();
+                    self.unregistered.remove(&conn);
                     self.server.handle_closed(now, conn);
+                    self.resume_accepting();
                 }
                 while self.tasks.try_join_next().is_some() {}
             }
@@ -342,11 +525,14 @@ impl ServerTask {
                 ServerOutput::Close { conn } => {
                     if let Some(c) = self.conns.remove(&conn) {
                         c.reader.abort();
+                        self.unregistered.remove(&conn);
+                        self.resume_accepting();
                     }
                 }
                 ServerOutput::Event(event) => {
-                    if matches!(event, ServerEvent::Registered { .. }) {
+                    if let ServerEvent::Registered { conn, .. } = event {
                         self.snapshots_sent += 1;
+                        self.unregistered.remove(&conn);
                     }
                     log_event(&event);
                 }
@@ -368,6 +554,11 @@ impl ServerTask {
             names_taken: stats.names_taken,
             takeovers: stats.takeovers,
             unauthenticated: stats.auth_refusals.total(),
+            records_too_large: stats.records_too_large,
+            unregistered: self.unregistered.len() as u64,
+            refused_at_max_connections: self.refused.total,
+            refused_at_max_unregistered: self.refused.unregistered,
+            accept_errors: self.refused.accept_errors,
         }
     }
 
@@ -418,11 +609,14 @@ fn log_event(event: &ServerEvent) {
         } => warn!(key = %LogKey(key), %name, %holder, "registration refused: name taken"),
         ServerEvent::TakenOver {
             key, incarnation, ..
-        } => info!(
+        } => warn!(
             key = %LogKey(key),
             replaced = incarnation,
-            "same identity registered again: the old connection is replaced"
+            "takeover: a registration proved the holder's identity; the old connection is replaced"
         ),
+        ServerEvent::TooLarge { conn, error } => {
+            warn!(?conn, %error, "registration refused: too large");
+        }
         ServerEvent::Removed { key } => info!(key = %LogKey(key), "node removed"),
         ServerEvent::Protected { key } => info!(key = %LogKey(key), "node disconnected, protected"),
         ServerEvent::Unauthenticated { conn, failure } => {

@@ -8,6 +8,7 @@
 //! of it can be maintained incrementally. [`Filter`]s select nodes by their [`Metadata`].
 
 pub mod address;
+mod identity;
 mod info;
 mod json;
 mod metadata;
@@ -17,6 +18,7 @@ mod topology_info;
 #[cfg(test)]
 mod tests;
 
+pub use identity::{IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity};
 pub use info::{Area, DiscoveryInfo, Gateway, Runtime};
 pub use json::DecodeError;
 pub use metadata::{Filter, Metadata};

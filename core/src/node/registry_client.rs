@@ -50,6 +50,7 @@ impl Node {
         client.nonce_seed =
             crate::rng::mix64(config.rng_seed ^ 0x006e_6f6e_6365) ^ self.incarnation;
         client.nonce_entropy = config.nonce_entropy;
+        client.identity_proof = crate::discovery::IdentityProof::of(&config.identity);
         client
     }
 

@@ -14,6 +14,7 @@
 pub mod client;
 pub mod etcd;
 mod event;
+pub mod limits;
 pub mod server;
 
 pub use event::RegistryEvent;

@@ -31,6 +31,12 @@ pub(super) const FLAG_RETRANSMIT: u16 = 1;
 /// Header flag of `Ack`: a reset (the frame was refused), not an acknowledgement.
 pub(super) const FLAG_RESET: u16 = 1;
 
+/// Header flag of `Register`: an identity proof follows the topology record.
+pub(super) const FLAG_IDENTITY_PROOF: u16 = 1;
+
+/// Header flag of `Snapshot`: more parts of this snapshot follow.
+pub(super) const FLAG_MORE: u16 = 1;
+
 /// Fixed body length of a `Data` frame before its payload.
 pub(super) const DATA_FIXED_LEN: usize = 8 + 8 + 8 + 8 + 4 + 1;
 
@@ -276,6 +282,8 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
         FrameKind::HelloAck => FLAG_NONCE | FLAG_PROOF,
         FrameKind::Data => FLAG_RETRANSMIT,
         FrameKind::Ack => FLAG_RESET,
+        FrameKind::Register => FLAG_IDENTITY_PROOF,
+        FrameKind::Snapshot => FLAG_MORE,
         _ => 0,
     };
     if flags & !allowed != 0 {
@@ -326,9 +334,13 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
             epoch: cursor.u64("epoch")?,
             sequence: cursor.u64("sequence")?,
         }),
-        FrameKind::Register => Frame::Register(Box::new(registry::decode_register(&mut cursor)?)),
+        FrameKind::Register => {
+            Frame::Register(Box::new(registry::decode_register(&mut cursor, flags)?))
+        }
         FrameKind::Update => Frame::Update(Box::new(registry::decode_update(&mut cursor)?)),
-        FrameKind::Snapshot => Frame::Snapshot(Box::new(registry::decode_snapshot(&mut cursor)?)),
+        FrameKind::Snapshot => {
+            Frame::Snapshot(Box::new(registry::decode_snapshot(&mut cursor, flags)?))
+        }
         FrameKind::Put => Frame::Put(Box::new(registry::decode_put(&mut cursor)?)),
     };
     if cursor.pos != body.len() {
@@ -454,7 +466,10 @@ impl<'a> Cursor<'a> {
         Ok(bytes)
     }
 
-    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
+    pub(super) fn array<const N: usize>(
+        &mut self,
+        field: &'static str,
+    ) -> Result<[u8; N], DecodeError> {
         let mut out = [0; N];
         out.copy_from_slice(self.take(N, field)?);
         Ok(out)

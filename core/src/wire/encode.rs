@@ -104,7 +104,7 @@ fn hello_len(nonce: bool, proof: bool, name: &str) -> usize {
 }
 
 /// The 8-byte header: length, version, kind, flags.
-fn header(len: u32, kind: FrameKind, flags: u16) -> [u8; HEADER_LEN] {
+pub(super) fn header(len: u32, kind: FrameKind, flags: u16) -> [u8; HEADER_LEN] {
     let [l0, l1, l2, l3] = len.to_le_bytes();
     let [f0, f1] = flags.to_le_bytes();
     [l0, l1, l2, l3, WIRE_VERSION, kind.code(), f0, f1]
@@ -201,9 +201,9 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
             put_u64(out, heartbeat.epoch);
             put_u64(out, heartbeat.sequence);
         }
-        Frame::Register(register) => registry::encode_register(register, out)?,
+        Frame::Register(register) => flags = registry::encode_register(register, out)?,
         Frame::Update(update) => registry::encode_update(update, out)?,
-        Frame::Snapshot(snapshot) => registry::encode_snapshot(snapshot, out)?,
+        Frame::Snapshot(snapshot) => flags = registry::encode_snapshot(snapshot, out)?,
         Frame::Put(put) => registry::encode_put(put, out)?,
         Frame::Data(data) => {
             // Handled by `encode_data`; kept total so this function stands on its own.

@@ -173,6 +173,11 @@ reason_codes! {
         /// Registry only: another listed node (`HelloAck::node`) holds the registering node's
         /// name (`HelloAck::name`).
         NameTaken = 6,
+        /// Registry only: the `Register` or `Update` breaks a size limit
+        /// ([`crate::registry::limits`]): `HelloAck::name` names the limit (`record`, `labels`
+        /// or `custom_data`), `HelloAck::node` carries the size found and
+        /// `HelloAck::incarnation` the limit, both in bytes.
+        RecordTooLarge = 7,
     }
 }
 
@@ -398,6 +403,10 @@ pub struct Register {
     pub discovery: DiscoveryInfo,
     /// Its topology record, if any.
     pub topology: Option<TopologyInfo>,
+    /// The proof of the node's identity secret (header flag bit 0), sent when the node has an
+    /// identity: what lets it take its id over from a live connection of another incarnation
+    /// ([`crate::discovery::IdentityProof`]). Never echoed by the registry.
+    pub proof: Option<crate::discovery::IdentityProof>,
 }
 
 /// Registry client → server: replace one or both records of a registered node.
@@ -414,15 +423,19 @@ pub struct Update {
     pub topology: Option<TopologyInfo>,
 }
 
-/// Registry server → client: the full node list as of `revision`.
+/// Registry server → client: the full node list as of `revision`, or one part of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
     /// Registry epoch (changes when the registry restarts).
     pub epoch: u64,
     /// Registry revision this snapshot is current as of.
     pub revision: u64,
-    /// Every node the registry lists, suspects included.
+    /// The nodes of this part, suspects included.
     pub entries: Vec<RegistryEntry>,
+    /// More parts of this snapshot follow (header flag bit 0): a registry splits a large
+    /// snapshot into bounded frames, every part with the same epoch and revision, the last
+    /// one without this flag. The client applies the whole snapshot at its last part.
+    pub more: bool,
 }
 
 /// Registry server → client: a node was added or changed.

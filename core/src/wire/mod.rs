@@ -21,7 +21,7 @@
 //! | 0 | 4 | `len` | whole frame, header included; `8 ..= max_frame` |
 //! | 4 | 1 | `version` | [`WIRE_VERSION`] (format of these bytes, not the bus protocol) |
 //! | 5 | 1 | `kind` | [`FrameKind`] code |
-//! | 6 | 2 | `flags` | bit 0 on `Hello`/`HelloAck`: nonce present; bit 1 on `HelloAck`: proof present; bit 0 on `Data`: retransmission; bit 0 on `Ack`: reset; every other bit 0 |
+//! | 6 | 2 | `flags` | bit 0 on `Hello`/`HelloAck`: nonce present; bit 1 on `HelloAck`: proof present; bit 0 on `Data`: retransmission; bit 0 on `Ack`: reset; bit 0 on `Register`: identity proof present; bit 0 on `Snapshot`: more parts follow; every other bit 0 |
 //!
 //! Bodies (after the header, in order; a frame's `len` must end exactly at its last field):
 //!
@@ -35,9 +35,9 @@
 //! | `Ping` (6) / `Pong` (7) | nonce `u64` |
 //! | `Bye` (8) | reason `u8` ([`ByeReason`]) |
 //! | `Auth` (9) | key_id `u8`, MAC (32 bytes): the dialler's proof ([`crate::bus::handshake`]) |
-//! | `Register` (16) | incarnation `u64`, discovery `bytes` (JSON), topology `bytes` (JSON, empty = none) |
+//! | `Register` (16) | incarnation `u64`, discovery `bytes` (JSON), topology `bytes` (JSON, empty = none), identity proof (32 bytes, only if flag bit 0; [`IdentityProof`](crate::discovery::IdentityProof)) |
 //! | `Update` (17) | incarnation `u64`, discovery `bytes` (empty = unchanged), topology `bytes` (empty = unchanged) |
-//! | `Snapshot` (18) | epoch `u64`, revision `u64`, count `u32`, `count` × entry |
+//! | `Snapshot` (18) | epoch `u64`, revision `u64`, count `u32`, `count` × entry; flag bit 0: more parts of this snapshot (same epoch and revision) follow |
 //! | `Put` (19) | epoch `u64`, revision `u64`, entry |
 //! | `Delete` (20) | epoch `u64`, revision `u64`, id `u64`, name `str` |
 //! | `Heartbeat` (21) | epoch `u64`, sequence `u64` |
@@ -52,6 +52,12 @@
 //! hold its stream (`bus::stream` has the rules).
 //!
 //! A `Data` frame is 45 bytes plus its payload; `Ack` 40 (a reset 48), `Ping`/`Pong` 16, `Bye` 9.
+//! A `Register` is its records' JSON plus at most [`REGISTER_OVERHEAD`] (56) bytes, an entry its
+//! records' JSON plus [`ENTRY_OVERHEAD`] (33), a `Put` an entry plus [`PUT_OVERHEAD`] (24), a
+//! `Snapshot` part its entries plus [`SNAPSHOT_OVERHEAD`] (28).
+//!
+//! A `HelloAck` refusing a registration for its size ([`RefuseReason::RecordTooLarge`]) carries
+//! the limit's name in `name`, the size found in `node` and the limit in `incarnation`.
 //!
 //! # Example
 //!
@@ -99,6 +105,10 @@ pub use limits::{
     AUTH_LEN, BYE_LEN, FrameLimits, HEARTBEAT_LEN, MAX_HELLO_ACK_LEN, MAX_HELLO_LEN, MAX_NAME_LEN,
 };
 pub use reader::FrameReader;
+pub use registry::{
+    ENTRY_OVERHEAD, PUT_OVERHEAD, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD, UPDATE_OVERHEAD,
+    encode_snapshot_parts, entry_len,
+};
 pub use rpc::{
     RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len,
 };

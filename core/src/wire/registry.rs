@@ -7,14 +7,31 @@
 use alloc::vec::Vec;
 
 use super::{
-    decode::{Cursor, DecodeError},
+    decode::{Cursor, DecodeError, FLAG_IDENTITY_PROOF, FLAG_MORE},
     encode::{EncodeError, put_bytes, put_u64},
     frame::{Put, Register, RegistryEntry, Snapshot, Update},
 };
-use crate::discovery::{DiscoveryInfo, TopologyInfo};
+use crate::discovery::{DiscoveryInfo, IDENTITY_PROOF_LEN, IdentityProof, TopologyInfo};
 
 /// Smallest encoded entry: incarnation, two revisions, flags and two record lengths.
 pub(super) const ENTRY_MIN_LEN: usize = 8 + 8 + 8 + 1 + 4 + 4;
+
+/// What an entry adds to its records' JSON: incarnation, two revisions, flags and two record
+/// lengths (33 bytes).
+pub const ENTRY_OVERHEAD: usize = ENTRY_MIN_LEN;
+
+/// What a `Register` adds to its records' JSON: header, incarnation, two record lengths and
+/// an identity proof.
+pub const REGISTER_OVERHEAD: usize = super::HEADER_LEN + 8 + 4 + 4 + IDENTITY_PROOF_LEN;
+
+/// What an `Update` adds to its records' JSON: header, incarnation, two record lengths.
+pub const UPDATE_OVERHEAD: usize = super::HEADER_LEN + 8 + 4 + 4;
+
+/// What a `Put` adds to its entry: header, epoch, revision.
+pub const PUT_OVERHEAD: usize = super::HEADER_LEN + 8 + 8;
+
+/// What a `Snapshot` part adds to its entries: header, epoch, revision, count.
+pub const SNAPSHOT_OVERHEAD: usize = super::HEADER_LEN + 8 + 8 + 4;
 
 /// Entry flag: the node is inside disconnect protection.
 const ENTRY_SUSPECT: u8 = 1;
@@ -23,11 +40,19 @@ const ENTRY_SUSPECT: u8 = 1;
 /// memory taken is always proportional to entries actually present.
 const SNAPSHOT_PREALLOC: usize = 16;
 
-pub(super) fn decode_register(cursor: &mut Cursor<'_>) -> Result<Register, DecodeError> {
+pub(super) fn decode_register(
+    cursor: &mut Cursor<'_>,
+    flags: u16,
+) -> Result<Register, DecodeError> {
     Ok(Register {
         incarnation: cursor.u64("incarnation")?,
         discovery: discovery(cursor, 0)?,
         topology: topology(cursor, 0)?,
+        proof: if flags & FLAG_IDENTITY_PROOF == 0 {
+            None
+        } else {
+            Some(IdentityProof(cursor.array::<IDENTITY_PROOF_LEN>("proof")?))
+        },
     })
 }
 
@@ -49,7 +74,10 @@ pub(super) fn decode_update(cursor: &mut Cursor<'_>) -> Result<Update, DecodeErr
     })
 }
 
-pub(super) fn decode_snapshot(cursor: &mut Cursor<'_>) -> Result<Snapshot, DecodeError> {
+pub(super) fn decode_snapshot(
+    cursor: &mut Cursor<'_>,
+    flags: u16,
+) -> Result<Snapshot, DecodeError> {
     let epoch = cursor.u64("epoch")?;
     let revision = cursor.u64("revision")?;
     let count = cursor.u32("entries")?;
@@ -71,6 +99,7 @@ pub(super) fn decode_snapshot(cursor: &mut Cursor<'_>) -> Result<Snapshot, Decod
         epoch,
         revision,
         entries,
+        more: flags & FLAG_MORE != 0,
     })
 }
 
@@ -127,10 +156,18 @@ fn topology(cursor: &mut Cursor<'_>, revision: u64) -> Result<Option<TopologyInf
     }
 }
 
-pub(super) fn encode_register(register: &Register, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+/// Writes a `Register` body; returns its header flags.
+pub(super) fn encode_register(register: &Register, out: &mut Vec<u8>) -> Result<u16, EncodeError> {
     put_u64(out, register.incarnation);
     put_discovery(out, Some(&register.discovery))?;
-    put_topology(out, register.topology.as_ref())
+    put_topology(out, register.topology.as_ref())?;
+    Ok(match &register.proof {
+        Some(proof) => {
+            out.extend_from_slice(&proof.0);
+            FLAG_IDENTITY_PROOF
+        }
+        None => 0,
+    })
 }
 
 pub(super) fn encode_update(update: &Update, out: &mut Vec<u8>) -> Result<(), EncodeError> {
@@ -139,7 +176,8 @@ pub(super) fn encode_update(update: &Update, out: &mut Vec<u8>) -> Result<(), En
     put_topology(out, update.topology.as_ref())
 }
 
-pub(super) fn encode_snapshot(snapshot: &Snapshot, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+/// Writes a `Snapshot` body; returns its header flags.
+pub(super) fn encode_snapshot(snapshot: &Snapshot, out: &mut Vec<u8>) -> Result<u16, EncodeError> {
     put_u64(out, snapshot.epoch);
     put_u64(out, snapshot.revision);
     let count = u32::try_from(snapshot.entries.len()).map_err(|_| EncodeError::FrameTooLarge {
@@ -150,7 +188,77 @@ pub(super) fn encode_snapshot(snapshot: &Snapshot, out: &mut Vec<u8>) -> Result<
     for entry in &snapshot.entries {
         encode_entry(entry, out)?;
     }
-    Ok(())
+    Ok(if snapshot.more { FLAG_MORE } else { 0 })
+}
+
+/// Encodes the snapshot of `entries` at `epoch` and `revision` as bounded parts: each part
+/// holds the entries that fit in `max_part` bytes (at least one, so a part holding a single
+/// entry larger than `max_part` is as large as that entry needs), every part but the last
+/// with the "more parts follow" flag. No entries: one empty part. Each entry is serialized
+/// once.
+///
+/// # Errors
+/// [`EncodeError`] when an entry is not encodable (no identity).
+pub fn encode_snapshot_parts(
+    epoch: u64,
+    revision: u64,
+    entries: &[RegistryEntry],
+    max_part: usize,
+) -> Result<Vec<Vec<u8>>, EncodeError> {
+    let mut parts = Vec::new();
+    let mut body = Vec::new();
+    let mut count: u32 = 0;
+    let mut scratch = Vec::new();
+    for entry in entries {
+        scratch.clear();
+        encode_entry(entry, &mut scratch)?;
+        let full = SNAPSHOT_OVERHEAD + body.len() + scratch.len() > max_part;
+        if count > 0 && (full || count == u32::MAX) {
+            parts.push(snapshot_part(epoch, revision, count, &body, true)?);
+            body.clear();
+            count = 0;
+        }
+        body.extend_from_slice(&scratch);
+        count += 1;
+    }
+    parts.push(snapshot_part(epoch, revision, count, &body, false)?);
+    Ok(parts)
+}
+
+/// One encoded `Snapshot` part: header, epoch, revision, count, the encoded entries.
+fn snapshot_part(
+    epoch: u64,
+    revision: u64,
+    count: u32,
+    entries: &[u8],
+    more: bool,
+) -> Result<Vec<u8>, EncodeError> {
+    let len = SNAPSHOT_OVERHEAD + entries.len();
+    let len32 = u32::try_from(len).map_err(|_| EncodeError::FrameTooLarge {
+        len,
+        max: super::encode::MAX_ENCODABLE,
+    })?;
+    let flags = if more { FLAG_MORE } else { 0 };
+    let mut out = Vec::with_capacity(len);
+    out.extend_from_slice(&super::encode::header(
+        len32,
+        super::FrameKind::Snapshot,
+        flags,
+    ));
+    put_u64(&mut out, epoch);
+    put_u64(&mut out, revision);
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(entries);
+    Ok(out)
+}
+
+/// The encoded length of `entry` in a `Snapshot` or `Put` (its records serialized to
+/// measure them).
+#[must_use]
+pub fn entry_len(entry: &RegistryEntry) -> usize {
+    ENTRY_OVERHEAD
+        + entry.discovery.to_json().len()
+        + entry.topology.as_ref().map_or(0, |t| t.to_json().len())
 }
 
 pub(super) fn encode_put(put: &Put, out: &mut Vec<u8>) -> Result<(), EncodeError> {

@@ -298,9 +298,10 @@ mod tests {
                 canonical.to_str()
             )
         );
+        // Published only as its hash (the identity is the takeover secret).
         assert_eq!(
             derived.core.discovery_info().identity,
-            derived.core.identity
+            switchboard_core::discovery::published_identity(&derived.core.identity)
         );
         // Another config file (same contents) is another deployment.
         let (_other_dir, other) = write_config(text);

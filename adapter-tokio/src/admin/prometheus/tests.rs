@@ -415,6 +415,11 @@ fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
         names_taken: 1,
         takeovers: 5,
         unauthenticated: 3,
+        records_too_large: 7,
+        unregistered: 2,
+        refused_at_max_connections: 8,
+        refused_at_max_unregistered: 9,
+        accept_errors: 10,
     };
     let expected = format!(
         "# HELP switchboard_registry_nodes Listed nodes: registered on a live connection, or disconnected and protected.
@@ -424,15 +429,26 @@ switchboard_registry_nodes{{state=\"protected\"}} 1
 # HELP switchboard_registry_connections Open client connections (registered or not yet).
 # TYPE switchboard_registry_connections gauge
 switchboard_registry_connections 4
+# HELP switchboard_registry_unregistered_connections Open client connections that have not registered yet.
+# TYPE switchboard_registry_unregistered_connections gauge
+switchboard_registry_unregistered_connections 2
+# HELP switchboard_registry_connections_refused_total Connections closed at once because a connection cap was reached, by cap.
+# TYPE switchboard_registry_connections_refused_total counter
+switchboard_registry_connections_refused_total{{cap=\"max_connections\"}} 8
+switchboard_registry_connections_refused_total{{cap=\"max_unregistered\"}} 9
+# HELP switchboard_registry_accept_errors_total Errors accepting a connection (each pauses accepting briefly).
+# TYPE switchboard_registry_accept_errors_total counter
+switchboard_registry_accept_errors_total 10
 # HELP switchboard_registry_snapshots_sent_total Snapshots sent (one per registration).
 # TYPE switchboard_registry_snapshots_sent_total counter
 switchboard_registry_snapshots_sent_total 6
-# HELP switchboard_registry_refusals_total Registrations (and name updates) refused, and connections that did not prove the cluster key, by kind.
+# HELP switchboard_registry_refusals_total Registrations (and name updates) refused, records or frames too large, and connections that did not prove the cluster key, by kind.
 # TYPE switchboard_registry_refusals_total counter
 switchboard_registry_refusals_total{{kind=\"duplicate_id\"}} 2
 switchboard_registry_refusals_total{{kind=\"name_taken\"}} 1
+switchboard_registry_refusals_total{{kind=\"record_too_large\"}} 7
 switchboard_registry_refusals_total{{kind=\"unauthenticated\"}} 3
-# HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation of the same identity.
+# HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation that proved the holder's identity.
 # TYPE switchboard_registry_takeovers_total counter
 switchboard_registry_takeovers_total 5
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.

@@ -33,6 +33,30 @@ fn the_client_registers_the_nodes_own_records_and_incarnation() {
 }
 
 #[test]
+fn the_client_publishes_the_identity_hash_and_proves_the_secret_apart() {
+    let mut config = Config::new(NodeId(0x101), "gate-1");
+    config.identity = String::from("deploy-secret-7");
+    let node = Node::new(config, Instant::ZERO).expect("a valid config");
+    let client = node.registry_client_config();
+    let published = crate::discovery::published_identity("deploy-secret-7");
+    assert_eq!(client.discovery.identity, published);
+    assert_eq!(client.topology.map(|t| t.identity), Some(published.clone()));
+    let proof = client.identity_proof.expect("an identity: a proof");
+    assert_eq!(
+        Some(proof),
+        crate::discovery::IdentityProof::of("deploy-secret-7")
+    );
+    assert!(proof.proves(&published));
+    // No identity: nothing published, nothing to prove.
+    let node = leaf();
+    let client = node.registry_client_config();
+    assert_eq!(
+        (client.discovery.identity.as_str(), client.identity_proof),
+        ("", None)
+    );
+}
+
+#[test]
 fn registry_changes_go_to_the_node_and_the_rest_to_the_driver() {
     let mut node = leaf();
     let mut client = RegistryClient::new(node.registry_client_config(), Instant::ZERO);

@@ -16,7 +16,20 @@
 //!   unproven `WrongCluster` is not believed; a registry refusing our proof after it proved
 //!   its own is [`ClientEvent::AuthRefused`]. Both retry like a close.
 //! * **Refusals** are reported, then retried like a close: another incarnation holding the id
-//!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`].
+//!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`],
+//!   records over the registry's size limits [`ClientEvent::RecordTooLarge`] (with the
+//!   registry's figures). Records over the client's own [`ClientConfig::limits`] are not sent
+//!   at all (the same event, `local`).
+//! * **Identity**: every `Register` carries [`ClientConfig::identity_proof`], which lets a
+//!   restart take its id over from a connection of its previous incarnation; the records
+//!   carry only the published hash.
+//! * **Per-phase reading**: until the registry proved the key (keys configured), only a
+//!   `HelloAck` or a `Bye` is read, each no larger than its largest valid encoding; then
+//!   frames up to `max_frame`.
+//! * **Snapshot parts**: a snapshot may come in parts (every part but the last flagged
+//!   `more`); they are gathered and applied once, at the last part. A part of another epoch or
+//!   revision, another frame between parts, or more than `max_snapshot_parts` parts is a
+//!   protocol error.
 //! * **Reconnect with backoff**: a failed dial, a close, a refusal, a protocol error or
 //!   `silence_timeout` without a byte from the registry schedules the next dial after
 //!   [`BackoffConfig::delay`](crate::backoff::BackoffConfig::delay) of the attempt count
@@ -45,7 +58,7 @@ mod tests;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 
-pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput};
+pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput, DEFAULT_MAX_SNAPSHOT_PARTS};
 pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;
@@ -54,12 +67,15 @@ use crate::{
         AuthFailure, NonceSource, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
     },
     discovery::{DiscoveryInfo, TopologyInfo},
-    registry::server::EntryKey,
+    registry::{
+        limits::{RecordField, RecordTooLarge},
+        server::EntryKey,
+    },
     rng::Rng,
     time::{Instant, earliest},
     wire::{
-        self, Bye, ByeReason, Frame, FrameKind, FrameReader, Heartbeat, Proof, Put, RefuseReason,
-        Register, Snapshot, Update,
+        self, BYE_LEN, Bye, ByeReason, Frame, FrameKind, FrameLimits, FrameReader, Heartbeat,
+        MAX_HELLO_ACK_LEN, Proof, Put, RefuseReason, Register, Snapshot, Update,
     },
 };
 
@@ -101,8 +117,30 @@ enum Incoming {
         name: alloc::string::String,
         holder: crate::ids::NodeId,
     },
+    TooLarge(RecordTooLarge),
     Bye,
     Other(FrameKind),
+}
+
+impl Incoming {
+    fn kind(&self) -> FrameKind {
+        match self {
+            Incoming::Snapshot(_) => FrameKind::Snapshot,
+            Incoming::Put(_) => FrameKind::Put,
+            Incoming::Delete { .. } => FrameKind::Delete,
+            Incoming::Heartbeat => FrameKind::Heartbeat,
+            Incoming::Bye => FrameKind::Bye,
+            Incoming::Other(kind) => *kind,
+            _ => FrameKind::HelloAck,
+        }
+    }
+}
+
+/// A snapshot arriving in parts: what the parts so far carried.
+#[derive(Debug)]
+struct Assembly {
+    snapshot: Box<Snapshot>,
+    parts: u32,
 }
 
 /// One node's registry client machine. See the [module docs](self) for its rules.
@@ -121,6 +159,8 @@ pub struct RegistryClient {
     nonces: NonceSource,
     /// Keys configured and `Hello` sent: our nonce, until the registry's proof checks.
     awaiting_proof: Option<wire::Nonce>,
+    /// The parts of a snapshot received so far, until its last part.
+    assembly: Option<Assembly>,
 }
 
 impl RegistryClient {
@@ -132,6 +172,7 @@ impl RegistryClient {
         RegistryClient {
             nonces: NonceSource::new(&config.nonce_entropy, &mut Rng::new(config.nonce_seed)),
             awaiting_proof: None,
+            assembly: None,
             rng: Rng::new(config.seed),
             reader: FrameReader::new(config.max_frame),
             config,
@@ -173,7 +214,17 @@ impl RegistryClient {
             return;
         }
         self.phase = Phase::Connected { registered: false };
-        self.reader = FrameReader::new(self.config.max_frame);
+        self.assembly = None;
+        // Until the registry proved the key, it may only answer the `Hello` or leave.
+        self.reader = if self.config.keys.current_id().is_some() {
+            FrameReader::with_limits(
+                FrameLimits::none()
+                    .allow(FrameKind::HelloAck, MAX_HELLO_ACK_LEN)
+                    .allow(FrameKind::Bye, BYE_LEN),
+            )
+        } else {
+            FrameReader::with_limits(FrameLimits::up_to(self.config.max_frame))
+        };
         self.next_heartbeat = Some(now + self.config.heartbeat_interval);
         self.silence_deadline = Some(now + self.config.silence_timeout);
         self.awaiting_proof = None;
@@ -193,14 +244,26 @@ impl RegistryClient {
             }
             return;
         }
-        self.send_register();
+        self.send_register(now);
     }
 
-    fn send_register(&mut self) {
+    /// Sends `Register` — unless the records break [`ClientConfig::limits`]: then reported,
+    /// closed, and retried on the backoff like a refusal.
+    fn send_register(&mut self, now: Instant) {
+        if let Err(error) = self
+            .config
+            .limits
+            .check(Some(&self.config.discovery), self.config.topology.as_ref())
+        {
+            self.event(ClientEvent::RecordTooLarge { error, local: true });
+            self.out.push_back(ClientOutput::Close);
+            return self.retry(now);
+        }
         let register = Register {
             incarnation: self.config.incarnation,
             discovery: self.config.discovery.clone(),
             topology: self.config.topology.clone(),
+            proof: self.config.identity_proof,
         };
         self.send(&register.into());
     }
@@ -234,6 +297,8 @@ impl RegistryClient {
             return self.retry(now);
         }
         self.awaiting_proof = None;
+        self.reader
+            .set_limits(FrameLimits::up_to(self.config.max_frame));
         let ours = self
             .config
             .keys
@@ -241,7 +306,7 @@ impl RegistryClient {
         if let Some(proof) = ours {
             self.send(&wire::Auth { proof }.into());
         }
-        self.send_register();
+        self.send_register(now);
     }
 
     /// The dial failed: schedules the next one.
@@ -283,6 +348,11 @@ impl RegistryClient {
                             name: ack.name.into(),
                             holder: ack.node,
                         },
+                        Err(RefuseReason::RecordTooLarge) => Incoming::TooLarge(RecordTooLarge {
+                            field: RecordField::from_name(ack.name).unwrap_or(RecordField::Record),
+                            len: usize::try_from(ack.node.0).unwrap_or(usize::MAX),
+                            max: usize::try_from(ack.incarnation).unwrap_or(usize::MAX),
+                        }),
                         Err(_) => Incoming::Refused {
                             holder: ack.incarnation,
                         },
@@ -343,6 +413,9 @@ impl RegistryClient {
                 }
             }
         }
+        if self.assembly.is_some() && !matches!(incoming, Incoming::Snapshot(_) | Incoming::Bye) {
+            return self.fail(now, ClientError::SnapshotInterrupted(incoming.kind()));
+        }
         match incoming {
             Incoming::AuthRefused => {
                 self.event(ClientEvent::AuthRefused);
@@ -350,7 +423,12 @@ impl RegistryClient {
                 self.retry(now);
             }
             Incoming::Proven { .. } => self.fail(now, ClientError::Unexpected(FrameKind::HelloAck)),
-            Incoming::Snapshot(snapshot) => {
+            Incoming::Snapshot(part) => {
+                let snapshot = match self.assemble(part) {
+                    Ok(Some(snapshot)) => snapshot,
+                    Ok(None) => return,
+                    Err(error) => return self.fail(now, error),
+                };
                 let epoch = snapshot.epoch;
                 let (new_epoch, in_grace) =
                     self.view
@@ -390,12 +468,56 @@ impl RegistryClient {
                 self.out.push_back(ClientOutput::Close);
                 self.retry(now);
             }
+            Incoming::TooLarge(error) => {
+                self.event(ClientEvent::RecordTooLarge {
+                    error,
+                    local: false,
+                });
+                self.out.push_back(ClientOutput::Close);
+                self.retry(now);
+            }
             Incoming::Bye => {
                 self.out.push_back(ClientOutput::Close);
                 self.retry(now);
             }
             Incoming::Other(kind) => self.fail(now, ClientError::Unexpected(kind)),
         }
+    }
+
+    /// Adds a snapshot part; the whole snapshot once its last part arrived.
+    fn assemble(&mut self, part: Box<Snapshot>) -> Result<Option<Box<Snapshot>>, ClientError> {
+        let assembly = match self.assembly.take() {
+            None => Assembly {
+                snapshot: part,
+                parts: 1,
+            },
+            Some(mut assembly) => {
+                let first = &assembly.snapshot;
+                if (first.epoch, first.revision) != (part.epoch, part.revision) {
+                    return Err(ClientError::SnapshotPartMismatch {
+                        epoch: first.epoch,
+                        revision: first.revision,
+                        got_epoch: part.epoch,
+                        got_revision: part.revision,
+                    });
+                }
+                let Snapshot { entries, more, .. } = *part;
+                assembly.snapshot.entries.extend(entries);
+                assembly.snapshot.more = more;
+                assembly.parts += 1;
+                assembly
+            }
+        };
+        if assembly.parts > self.config.max_snapshot_parts {
+            return Err(ClientError::SnapshotTooManyParts {
+                max: self.config.max_snapshot_parts,
+            });
+        }
+        if assembly.snapshot.more {
+            self.assembly = Some(assembly);
+            return Ok(None);
+        }
+        Ok(Some(assembly.snapshot))
     }
 
     fn check(&self, registered: bool, kind: FrameKind, epoch: u64) -> Result<(), ClientError> {
@@ -483,6 +605,15 @@ impl RegistryClient {
     }
 
     fn send_update(&mut self, discovery: Option<DiscoveryInfo>, topology: Option<TopologyInfo>) {
+        if let Err(error) = self
+            .config
+            .limits
+            .check(Some(&self.config.discovery), self.config.topology.as_ref())
+        {
+            // Not sent: the registry keeps the previous records; the next `Register` is
+            // refused here the same way.
+            return self.event(ClientEvent::RecordTooLarge { error, local: true });
+        }
         if matches!(self.phase, Phase::Connected { .. }) {
             let update = Update {
                 incarnation: self.config.incarnation,
@@ -516,6 +647,7 @@ impl RegistryClient {
         self.tries = self.tries.saturating_add(1);
         let retry_at = now + delay;
         self.phase = Phase::Waiting { until: retry_at };
+        self.assembly = None;
         self.next_heartbeat = None;
         self.silence_deadline = None;
         self.event(ClientEvent::Disconnected { retry_at });

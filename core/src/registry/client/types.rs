@@ -2,13 +2,19 @@
 
 use crate::{
     backoff::BackoffConfig,
-    discovery::{DiscoveryInfo, TopologyInfo},
+    discovery::{DiscoveryInfo, IdentityProof, TopologyInfo},
     ids::NodeId,
-    registry::RegistryEvent,
+    registry::{
+        RegistryEvent,
+        limits::{RecordLimits, RecordTooLarge},
+    },
     time::{Duration, Instant},
     wire::{DEFAULT_MAX_FRAME, DecodeError, FrameKind},
 };
 use alloc::{string::String, vec::Vec};
+
+/// Default of [`ClientConfig::max_snapshot_parts`].
+pub const DEFAULT_MAX_SNAPSHOT_PARTS: u32 = 256;
 
 /// Client parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,8 +36,18 @@ pub struct ClientConfig {
     pub heartbeat_interval: Duration,
     /// A connected link on which nothing arrived for this long is closed and redialled.
     pub silence_timeout: Duration,
-    /// Largest frame accepted from the registry.
+    /// Largest frame accepted from the registry once it proved itself (before that, only a
+    /// `HelloAck` or a `Bye`, each no larger than its largest valid encoding).
     pub max_frame: usize,
+    /// Most parts one snapshot may come in (default 256: 256 MiB of the registry's default
+    /// 1 MiB parts). More is a protocol error.
+    pub max_snapshot_parts: u32,
+    /// The limits this node's records must keep (default: the registry's defaults). A
+    /// record over them is not sent ([`ClientEvent::RecordTooLarge`] with `local`).
+    pub limits: RecordLimits,
+    /// The proof of this node's identity secret, sent with every `Register` (`None`: no
+    /// identity, so no takeover of a live registration).
+    pub identity_proof: Option<IdentityProof>,
     /// Seed of the jitter drawn for reconnect delays.
     pub seed: u64,
     /// The cluster keys (none: no authentication). With keys the client opens every
@@ -63,6 +79,9 @@ impl ClientConfig {
             heartbeat_interval: Duration::from_secs(5),
             silence_timeout: Duration::from_secs(15),
             max_frame: DEFAULT_MAX_FRAME,
+            max_snapshot_parts: DEFAULT_MAX_SNAPSHOT_PARTS,
+            limits: RecordLimits::default(),
+            identity_proof: None,
             seed: 0,
             keys: crate::bus::handshake::ClusterKeys::default(),
             nonce_seed: 0,
@@ -111,6 +130,29 @@ pub enum ClientError {
     /// A `Put` or `Delete` before the connection's `Snapshot`.
     #[error("{0:?} before the snapshot")]
     BeforeSnapshot(FrameKind),
+    /// A snapshot part of another epoch or revision than the parts before it.
+    #[error(
+        "snapshot part of epoch {got_epoch} revision {got_revision}, the snapshot began with epoch {epoch} revision {revision}"
+    )]
+    SnapshotPartMismatch {
+        /// The first part's epoch.
+        epoch: u64,
+        /// The first part's revision.
+        revision: u64,
+        /// This part's epoch.
+        got_epoch: u64,
+        /// This part's revision.
+        got_revision: u64,
+    },
+    /// Another frame between the parts of a snapshot.
+    #[error("{0:?} between the parts of a snapshot")]
+    SnapshotInterrupted(FrameKind),
+    /// A snapshot in more parts than [`ClientConfig::max_snapshot_parts`].
+    #[error("snapshot in more than {max} parts")]
+    SnapshotTooManyParts {
+        /// The limit.
+        max: u32,
+    },
     /// A `Put` or `Delete` from another epoch than the connection's snapshot.
     #[error("frame of epoch {got}, snapshot had {expected}")]
     WrongEpoch {
@@ -147,6 +189,16 @@ pub enum ClientEvent {
         name: String,
         /// The id of the node holding it (0 for a node listed by name only).
         holder: NodeId,
+    },
+    /// This node's records break a size limit: the registry refused them (`local` false:
+    /// the figures are the registry's), or the client did not send them (`local` true: they
+    /// break [`ClientConfig::limits`]). The client retries on its backoff, like any refusal;
+    /// an update that is not sent leaves the previous records registered.
+    RecordTooLarge {
+        /// The limit, the size found.
+        error: RecordTooLarge,
+        /// Refused by this client before sending.
+        local: bool,
     },
     /// The registry refused this node's proof of the cluster key after proving its own (this
     /// node has a key the registry does not), or refused a node without keys. The client

@@ -223,6 +223,9 @@ pub struct RegisterConflict {
 impl RegisterConflict {
     /// Whether the existing key is this very instance's: same lease (a retried txn that had
     /// in fact succeeded), or the same non-empty identity (libatapp's checker rule).
+    /// `identity` is the *published* one (what the node's own record carries, the hash
+    /// [`published_identity`](crate::discovery::published_identity) of its secret): etcd
+    /// holds only published identities.
     #[must_use]
     pub fn is_own(&self, lease: i64, identity: &str) -> bool {
         (lease != 0 && self.owner_lease == lease)

@@ -24,12 +24,33 @@
 //! * **Re-registration replaces**: the new records replace the old ones and are pushed
 //!   (Nexus kept the old info). A node registering while another connection of the *same*
 //!   incarnation holds its id takes over (the old connection gets `Bye{Replaced}` and is
-//!   closed without protection); while another *incarnation* holds it connected, the
-//!   registration is refused ([`ServerEvent::Refused`]) — unless both carry the same
-//!   non-empty `identity` (libatapp's rule: equal identities are the same deployment): then
-//!   the newcomer is a restart the registry has not noticed yet and takes over at once, like
+//!   closed without protection) — when the holder published an identity, only with the proof
+//!   below (the incarnation is in every record); while another *incarnation* holds it
+//!   connected, the
+//!   registration is refused ([`ServerEvent::Refused`]) — unless the newcomer's `Register`
+//!   carries the proof of the holder's identity secret (the
+//!   [`IdentityProof`](crate::discovery::IdentityProof) whose hash the holder published as
+//!   its `identity`; libatapp's rule that equal identities are the same deployment, with the
+//!   secret kept out of the records): then the newcomer is a restart the registry has not
+//!   noticed yet and takes over at once, like
 //!   a same-incarnation registration ([`ServerEvent::TakenOver`]). A protected entry is
 //!   replaced by any incarnation (a restarted node).
+//! * **Sizes**: a registration's records are bounded (`max_record`, 64 KiB of discovery and
+//!   topology JSON; `max_labels`, 8 KiB per label set; `max_custom_data`, 32 KiB; see
+//!   [`crate::registry::limits`]). A `Register` or `Update` over a limit is refused
+//!   ([`ServerEvent::TooLarge`]): a `HelloAck` with `RefuseReason::RecordTooLarge` (the limit's
+//!   name in `name`, the size in `node`, the limit in `incarnation`), then close; a registered
+//!   node keeps its previous records, protected as for any close.
+//! * **Per-phase frame limits**: before it registered, a connection may send only `Hello`,
+//!   `Auth`, `Bye`, `Heartbeat` (each no larger than its largest valid encoding) and a
+//!   `Register` up to `max_record` plus its overhead
+//!   ([`ServerConfig::access_limits`]); once registered also an `Update` of that size
+//!   ([`ServerConfig::registered_limits`]). Another kind is a protocol error from its header;
+//!   a larger frame is refused from its 4 length bytes, like an over-limit record
+//!   (`RecordTooLarge`, limit `frame`), before anything is buffered.
+//! * **Snapshot parts**: a snapshot goes out in frames of at most `max_snapshot_part` bytes
+//!   (1 MiB; one entry at least), the same epoch and revision in each, every part but the last
+//!   flagged "more parts follow"; the client applies it at its last part.
 //! * **Unique names**: a registration whose name is held by another listed node (live, or
 //!   protected: it is still in every snapshot) is refused ([`ServerEvent::NameTaken`]), and
 //!   an `Update` renaming a node to such a name is a protocol error. The name is free again
@@ -52,6 +73,7 @@
 //!   protection as for any close). Never a panic.
 
 mod concern;
+mod register;
 mod types;
 
 #[cfg(test)]
@@ -61,7 +83,8 @@ use alloc::{boxed::Box, collections::BTreeMap, collections::VecDeque, vec::Vec};
 
 pub use concern::ConcernTable;
 pub use types::{
-    ConnId, EntryKey, ProtocolError, ServerConfig, ServerEvent, ServerOutput, ServerStats,
+    ConnId, DEFAULT_MAX_SNAPSHOT_PART, EntryKey, ProtocolError, ServerConfig, ServerConfigError,
+    ServerEvent, ServerOutput, ServerStats,
 };
 
 use crate::{
@@ -71,12 +94,13 @@ use crate::{
     },
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
+    registry::limits::{RecordField, RecordTooLarge},
     rng::Rng,
     time::Instant,
     timer::TimerQueue,
     wire::{
-        self, Bye, ByeReason, Challenge, Delete, Frame, FrameKind, FrameReader, Heartbeat,
-        HelloAck, Proof, Put, RefuseReason, Register, RegistryEntry, Snapshot, Update,
+        self, Bye, ByeReason, Challenge, DecodeError, Delete, Frame, FrameKind, FrameReader,
+        Heartbeat, HelloAck, Proof, Put, RefuseReason, Register, RegistryEntry, Update,
         VersionRange,
     },
 };
@@ -243,7 +267,7 @@ impl RegistryServer {
         self.conns.insert(
             conn,
             Conn {
-                reader: FrameReader::new(self.config.max_frame),
+                reader: FrameReader::with_limits(self.config.access_limits()),
                 auth: if self.config.keys.is_enabled() {
                     ConnAuth::AwaitingHello
                 } else {
@@ -288,6 +312,15 @@ impl RegistryServer {
                     Frame::Auth(a) => Incoming::Auth(a.proof),
                     other => Incoming::Other(other.kind()),
                 },
+                Err(DecodeError::FrameTooLarge { len, max }) => {
+                    let error = RecordTooLarge {
+                        field: RecordField::Frame,
+                        len,
+                        max,
+                    };
+                    self.refuse_too_large(now, conn, error);
+                    return;
+                }
                 Err(error) => {
                     self.fail(now, conn, ProtocolError::Decode(error));
                     return;
@@ -611,265 +644,5 @@ impl RegistryServer {
                 bytes: bytes.clone(),
             });
         }
-    }
-
-    fn register(&mut self, now: Instant, conn: ConnId, register: Register) {
-        let Register {
-            incarnation,
-            mut discovery,
-            mut topology,
-        } = register;
-        if self
-            .conns
-            .get(&conn)
-            .is_some_and(|c| c.registered.is_some())
-        {
-            return self.fail(now, conn, ProtocolError::AlreadyRegistered);
-        }
-        let Some(key) = EntryKey::of(&discovery) else {
-            return self.fail(now, conn, ProtocolError::IdentityChanged);
-        };
-        if let Some(t) = &topology
-            && t.id != discovery.id
-        {
-            let error = ProtocolError::TopologyMismatch {
-                discovery: discovery.id,
-                topology: t.id,
-            };
-            return self.fail(now, conn, error);
-        }
-        if let Some((holder, holder_incarnation)) = self.name_holder(&discovery.name, &key) {
-            return self.refuse_name(conn, key, discovery.name, holder, holder_incarnation);
-        }
-        let mut restored = false;
-        if let Some(held) = self.entries.get(&key) {
-            restored = true;
-            let same_identity =
-                !discovery.identity.is_empty() && held.discovery.identity == discovery.identity;
-            match held.link {
-                Link::Live(_) if held.incarnation != incarnation && !same_identity => {
-                    return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
-                }
-                Link::Live(other) => {
-                    if held.incarnation != incarnation {
-                        self.stats.takeovers += 1;
-                        self.event(ServerEvent::TakenOver {
-                            replaced: other,
-                            key: key.clone(),
-                            incarnation: held.incarnation,
-                        });
-                    }
-                    // Same incarnation on a new connection: the old one is dead or stale.
-                    self.send(
-                        other,
-                        &Bye {
-                            reason: ByeReason::Replaced,
-                        }
-                        .into(),
-                    );
-                    self.out.push_back(ServerOutput::Close { conn: other });
-                    self.forget_conn(other);
-                }
-                Link::Protected(old) => {
-                    self.protected.remove(&old);
-                    self.timers.cancel(Timer::Protection(old));
-                }
-            }
-        }
-        self.revision += 1;
-        discovery.revision = self.revision;
-        if let Some(t) = topology.as_mut() {
-            t.revision = self.revision;
-        }
-        let type_name = discovery.type_name.clone();
-        if let Some(old) = self.entries.get(&key) {
-            let old_name = old.discovery.name.clone();
-            self.release_name(&key, &old_name);
-        }
-        if !discovery.name.is_empty() {
-            self.names.insert(discovery.name.clone(), key.clone());
-        }
-        self.entries.insert(
-            key.clone(),
-            Entry {
-                incarnation,
-                discovery,
-                topology,
-                link: Link::Live(conn),
-            },
-        );
-        self.timers.cancel(Timer::Access(conn));
-        if let Some(timeout) = self.config.heartbeat_timeout {
-            self.timers.replace(Timer::Silence(conn), now + timeout);
-        }
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.registered = Some((key.clone(), type_name.clone()));
-        }
-        self.event(ServerEvent::Registered {
-            conn,
-            key: key.clone(),
-            incarnation,
-            restored,
-        });
-        let snapshot = Snapshot {
-            epoch: self.epoch,
-            revision: self.revision,
-            entries: self
-                .entries
-                .iter()
-                .filter(|(k, e)| {
-                    **k == key
-                        || self
-                            .config
-                            .concern
-                            .concerns(&type_name, &e.discovery.type_name)
-                })
-                .map(|(_, e)| e.wire())
-                .collect(),
-        };
-        self.send(conn, &snapshot.into());
-        self.push_put(&key, Some(conn));
-    }
-
-    /// The id and incarnation of the listed node other than `key` holding `name`, if any.
-    fn name_holder(&self, name: &str, key: &EntryKey) -> Option<(NodeId, u64)> {
-        if name.is_empty() {
-            return None;
-        }
-        let holder = self.names.get(name).filter(|k| *k != key)?;
-        let entry = self.entries.get(holder)?;
-        Some((entry.discovery.id, entry.incarnation))
-    }
-
-    /// Forgets that `key` holds `name` (if it does).
-    fn release_name(&mut self, key: &EntryKey, name: &str) {
-        if self.names.get(name) == Some(key) {
-            self.names.remove(name);
-        }
-    }
-
-    fn refuse_name(
-        &mut self,
-        conn: ConnId,
-        key: EntryKey,
-        name: alloc::string::String,
-        holder: NodeId,
-        holder_incarnation: u64,
-    ) {
-        let ack = HelloAck {
-            node: holder,
-            incarnation: holder_incarnation,
-            versions: VersionRange { min: 0, max: 0 },
-            name: &name,
-            nonce: None,
-            proof: None,
-            result: Err(RefuseReason::NameTaken),
-        };
-        self.send(conn, &ack.into());
-        self.out.push_back(ServerOutput::Close { conn });
-        self.stats.names_taken += 1;
-        self.event(ServerEvent::NameTaken {
-            conn,
-            key,
-            name,
-            holder,
-        });
-        self.forget_conn(conn);
-    }
-
-    fn refuse(&mut self, conn: ConnId, key: EntryKey, incarnation: u64, holder: u64, id: NodeId) {
-        let ack = HelloAck {
-            node: id,
-            incarnation: holder,
-            versions: VersionRange { min: 0, max: 0 },
-            name: "",
-            nonce: None,
-            proof: None,
-            result: Err(RefuseReason::DuplicateId),
-        };
-        self.send(conn, &ack.into());
-        self.out.push_back(ServerOutput::Close { conn });
-        self.stats.duplicate_ids += 1;
-        self.event(ServerEvent::Refused {
-            conn,
-            key,
-            incarnation,
-            holder,
-        });
-        self.forget_conn(conn);
-    }
-
-    fn update(&mut self, now: Instant, conn: ConnId, update: Update) {
-        let Some(key) = self
-            .conns
-            .get(&conn)
-            .and_then(|c| c.registered.as_ref())
-            .map(|(k, _)| k.clone())
-        else {
-            return self.fail(now, conn, ProtocolError::NotRegistered);
-        };
-        let Some(entry) = self.entries.get(&key) else {
-            return self.fail(now, conn, ProtocolError::NotRegistered);
-        };
-        if entry.incarnation != update.incarnation {
-            let error = ProtocolError::WrongIncarnation {
-                registered: entry.incarnation,
-                got: update.incarnation,
-            };
-            return self.fail(now, conn, error);
-        }
-        if let Some(d) = &update.discovery {
-            if EntryKey::of(d).as_ref() != Some(&key) {
-                return self.fail(now, conn, ProtocolError::IdentityChanged);
-            }
-            if let Some((holder, _)) = self.name_holder(&d.name, &key) {
-                self.stats.names_taken += 1;
-                let error = ProtocolError::NameTaken {
-                    name: d.name.clone(),
-                    holder,
-                };
-                return self.fail(now, conn, error);
-            }
-        }
-        if let Some(t) = &update.topology
-            && t.id != entry.discovery.id
-        {
-            let error = ProtocolError::TopologyMismatch {
-                discovery: entry.discovery.id,
-                topology: t.id,
-            };
-            return self.fail(now, conn, error);
-        }
-        self.revision += 1;
-        let revision = self.revision;
-        let Some(entry) = self.entries.get_mut(&key) else {
-            return;
-        };
-        let mut new_type = None;
-        if let Some(mut d) = update.discovery {
-            if d.name != entry.discovery.name {
-                if self.names.get(&entry.discovery.name) == Some(&key) {
-                    self.names.remove(&entry.discovery.name);
-                }
-                if !d.name.is_empty() {
-                    self.names.insert(d.name.clone(), key.clone());
-                }
-            }
-            d.revision = revision;
-            new_type = Some(d.type_name.clone());
-            entry.discovery = d;
-        }
-        if let Some(mut t) = update.topology {
-            t.revision = revision;
-            entry.topology = Some(t);
-        }
-        if let (Some(t), Some(c)) = (new_type, self.conns.get_mut(&conn)) {
-            c.registered = Some((key.clone(), t));
-        }
-        self.event(ServerEvent::Updated {
-            conn,
-            key: key.clone(),
-        });
-        self.push_put(&key, None);
     }
 }

@@ -6,9 +6,21 @@ use super::ConcernTable;
 use crate::{
     discovery::DiscoveryInfo,
     ids::NodeId,
+    registry::limits::{
+        DEFAULT_MAX_CUSTOM_DATA, DEFAULT_MAX_LABELS, DEFAULT_MAX_RECORD, RecordLimits,
+        RecordTooLarge,
+    },
     time::Duration,
-    wire::{DEFAULT_MAX_FRAME, DecodeError, FrameKind},
+    wire::{
+        AUTH_LEN, BYE_LEN, DEFAULT_MAX_FRAME, DecodeError, ENTRY_OVERHEAD, FrameKind, FrameLimits,
+        HEARTBEAT_LEN, MAX_HELLO_LEN, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD, UPDATE_OVERHEAD,
+    },
 };
+
+/// Default largest snapshot part the registry sends: 1 MiB. A snapshot of 10,000 typical
+/// nodes (~2 KiB each) is some 20 parts; a client's buffer holds one part at a time, and one
+/// part never holds up the registry's writer for long.
+pub const DEFAULT_MAX_SNAPSHOT_PART: usize = 1 << 20;
 
 /// One accepted connection, as numbered by [`super::RegistryServer::handle_accepted`]. Never
 /// reused during a server's lifetime.
@@ -53,8 +65,23 @@ pub struct ServerConfig {
     pub heartbeat_timeout: Option<Duration>,
     /// Who is pushed whose changes.
     pub concern: ConcernTable,
-    /// Largest frame accepted from a client.
+    /// Largest frame the registry sends (a snapshot part holding one entry at the record
+    /// limit must fit). At most [`DEFAULT_MAX_FRAME`], the limit clients read with
+    /// ([`ServerConfig::validate`]).
     pub max_frame: usize,
+    /// Largest registration: discovery and topology JSON together (default
+    /// [`DEFAULT_MAX_RECORD`], 64 KiB). A larger `Register` or `Update` is refused
+    /// ([`ServerEvent::TooLarge`]); a client's frames are read with limits derived from it.
+    pub max_record: usize,
+    /// Largest label set of one record, keys and values summed (default
+    /// [`DEFAULT_MAX_LABELS`], 8 KiB).
+    pub max_labels: usize,
+    /// Largest `custom_data` of a discovery record (default [`DEFAULT_MAX_CUSTOM_DATA`],
+    /// 32 KiB).
+    pub max_custom_data: usize,
+    /// A snapshot is sent in parts of at most this many bytes (at least one entry each);
+    /// default [`DEFAULT_MAX_SNAPSHOT_PART`], 1 MiB.
+    pub max_snapshot_part: usize,
     /// The cluster keys (none: no authentication). With keys, a client must open with
     /// `Hello` and prove a key (`Auth`) before it registers or reads anything, and the
     /// registry proves the key to it ([`crate::bus::handshake`]).
@@ -71,10 +98,127 @@ impl Default for ServerConfig {
             heartbeat_timeout: Some(Duration::from_secs(15)),
             concern: ConcernTable::all(),
             max_frame: DEFAULT_MAX_FRAME,
+            max_record: DEFAULT_MAX_RECORD,
+            max_labels: DEFAULT_MAX_LABELS,
+            max_custom_data: DEFAULT_MAX_CUSTOM_DATA,
+            max_snapshot_part: DEFAULT_MAX_SNAPSHOT_PART,
             keys: crate::bus::handshake::ClusterKeys::default(),
             nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
         }
     }
+}
+
+impl ServerConfig {
+    /// The size limits of one registration.
+    #[must_use]
+    pub fn record_limits(&self) -> RecordLimits {
+        RecordLimits {
+            max_record: self.max_record,
+            max_labels: self.max_labels,
+            max_custom_data: self.max_custom_data,
+        }
+    }
+
+    /// What a connection may send before it registered: the handshake (`Hello`, `Auth`,
+    /// `Bye`), `Heartbeat`, and a `Register` up to the record limit; anything else, or larger,
+    /// is refused from its header.
+    #[must_use]
+    pub fn access_limits(&self) -> FrameLimits {
+        FrameLimits::none()
+            .allow(FrameKind::Hello, MAX_HELLO_LEN)
+            .allow(FrameKind::Auth, AUTH_LEN)
+            .allow(FrameKind::Bye, BYE_LEN)
+            .allow(FrameKind::Heartbeat, HEARTBEAT_LEN)
+            .allow(
+                FrameKind::Register,
+                self.max_record.saturating_add(REGISTER_OVERHEAD),
+            )
+    }
+
+    /// What a registered connection may send: `Update` up to the record limit, `Heartbeat`,
+    /// `Bye`; a second `Register`, a `Hello` or an `Auth` only to be refused as protocol
+    /// errors.
+    #[must_use]
+    pub fn registered_limits(&self) -> FrameLimits {
+        self.access_limits().allow(
+            FrameKind::Update,
+            self.max_record.saturating_add(UPDATE_OVERHEAD),
+        )
+    }
+
+    /// Checks the sizes against each other and against what clients accept.
+    ///
+    /// # Errors
+    /// The first inconsistency: `max_frame` 0 or above [`DEFAULT_MAX_FRAME`] (clients would
+    /// refuse the registry's frames), `max_record` 0, a record at the limit that would not
+    /// fit in one snapshot part of `max_frame` bytes, or `max_snapshot_part` 0 or above
+    /// `max_frame`.
+    pub fn validate(&self) -> Result<(), ServerConfigError> {
+        if self.max_frame == 0 || self.max_frame > DEFAULT_MAX_FRAME {
+            return Err(ServerConfigError::MaxFrame {
+                max_frame: self.max_frame,
+                clients: DEFAULT_MAX_FRAME,
+            });
+        }
+        if self.max_record == 0 {
+            return Err(ServerConfigError::ZeroRecord);
+        }
+        let needed = self
+            .max_record
+            .saturating_add(ENTRY_OVERHEAD + SNAPSHOT_OVERHEAD)
+            .max(self.max_record.saturating_add(REGISTER_OVERHEAD));
+        if needed > self.max_frame {
+            return Err(ServerConfigError::RecordOverFrame {
+                max_record: self.max_record,
+                needed,
+                max_frame: self.max_frame,
+            });
+        }
+        if self.max_snapshot_part == 0 || self.max_snapshot_part > self.max_frame {
+            return Err(ServerConfigError::SnapshotPart {
+                max_snapshot_part: self.max_snapshot_part,
+                max_frame: self.max_frame,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why a [`ServerConfig`] was refused ([`ServerConfig::validate`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerConfigError {
+    /// `max_frame` is 0, or larger than what clients accept.
+    #[error("max_frame {max_frame} must be 1 ..= {clients} (the largest frame clients accept)")]
+    MaxFrame {
+        /// The configured value.
+        max_frame: usize,
+        /// The clients' limit ([`DEFAULT_MAX_FRAME`]).
+        clients: usize,
+    },
+    /// `max_record` is 0.
+    #[error("max_record must be at least 1")]
+    ZeroRecord,
+    /// A record at the limit does not fit in one frame with its overhead.
+    #[error(
+        "max_record {max_record} needs frames of {needed} bytes with its overhead, over max_frame {max_frame}"
+    )]
+    RecordOverFrame {
+        /// The configured record limit.
+        max_record: usize,
+        /// The frame a record at the limit needs.
+        needed: usize,
+        /// The configured frame limit.
+        max_frame: usize,
+    },
+    /// `max_snapshot_part` is 0 or larger than `max_frame`.
+    #[error("max_snapshot_part {max_snapshot_part} must be 1 ..= max_frame {max_frame}")]
+    SnapshotPart {
+        /// The configured part size.
+        max_snapshot_part: usize,
+        /// The configured frame limit.
+        max_frame: usize,
+    },
 }
 
 /// What the driver must do, or may observe. Drained with
@@ -109,9 +253,12 @@ pub struct ServerStats {
     /// Registrations refused, and updates rejected, because another node holds the name
     /// ([`ServerEvent::NameTaken`], [`ProtocolError::NameTaken`]).
     pub names_taken: u64,
-    /// Live connections taken over by a new incarnation of the same identity
+    /// Live connections taken over by a new incarnation that proved the holder's identity
     /// ([`ServerEvent::TakenOver`]).
     pub takeovers: u64,
+    /// Registrations and updates refused for their size, and frames refused from their
+    /// header for theirs ([`ServerEvent::TooLarge`]).
+    pub records_too_large: u64,
     /// Connections refused for authentication, by kind.
     pub auth_refusals: crate::bus::handshake::AuthRefusals,
 }
@@ -202,8 +349,9 @@ pub enum ServerEvent {
         /// The id of the node holding the name (0 for a node listed by name only).
         holder: NodeId,
     },
-    /// A registration from another incarnation with the same (non-empty) identity replaced
-    /// the holder's still-live connection `replaced`, which got `Bye{Replaced}` and was
+    /// A registration from another incarnation proving the holder's identity (its
+    /// `Register` carried the proof whose hash the holder published) replaced the holder's
+    /// still-live connection `replaced`, which got `Bye{Replaced}` and was
     /// closed without protection (a restart the registry had not noticed yet). Followed by
     /// the newcomer's [`ServerEvent::Registered`].
     TakenOver {
@@ -213,6 +361,15 @@ pub enum ServerEvent {
         key: EntryKey,
         /// The replaced incarnation.
         incarnation: u64,
+    },
+    /// A `Register` or `Update` broke a size limit, or a frame was larger than the
+    /// connection may send now: a `HelloAck` with `RefuseReason::RecordTooLarge` went back
+    /// and `conn` was closed (a registered node keeps its previous records, protected).
+    TooLarge {
+        /// The connection.
+        conn: ConnId,
+        /// The limit, the size found.
+        error: RecordTooLarge,
     },
     /// A registered node changed its records.
     Updated {

@@ -214,6 +214,7 @@ fn frame(spec: &Spec) -> Frame<'_> {
                 incarnation: spec.a,
                 discovery: e.discovery,
                 topology: e.topology,
+                proof: None,
             }
             .into(),
             None => Frame::Ping(Ping { nonce: spec.a }),
@@ -234,6 +235,7 @@ fn frame(spec: &Spec) -> Frame<'_> {
             epoch: spec.a,
             revision: spec.b,
             entries: spec.entries.clone(),
+            more: false,
         }
         .into(),
         11 => match first {

@@ -36,6 +36,7 @@ pub(super) fn golden_register() -> (Frame<'static>, Vec<u8>) {
         incarnation: 9,
         discovery: discovery_n7(),
         topology: Some(topology_n7()),
+        proof: None,
     }));
     let mut bytes = vec![8 + 8 + 4 + 19 + 4 + 35, 0, 0, 0, 1, 16, 0, 0];
     bytes.extend_from_slice(&[9, 0, 0, 0, 0, 0, 0, 0]);
@@ -96,6 +97,7 @@ pub(super) fn golden_snapshot() -> (Frame<'static>, Vec<u8>) {
         epoch: 2,
         revision: 50,
         entries: vec![entry_n7(false, true), entry_n7(true, false)],
+        more: false,
     }));
     let mut body = vec![2, 0, 0, 0, 0, 0, 0, 0];
     body.extend_from_slice(&[50, 0, 0, 0, 0, 0, 0, 0]);
@@ -177,6 +179,7 @@ fn empty_snapshot_is_28_bytes() {
         epoch: 1,
         revision: 0,
         entries: Vec::new(),
+        more: false,
     }));
     let mut body = vec![1, 0, 0, 0, 0, 0, 0, 0];
     body.extend_from_slice(&[0; 12]);
@@ -280,6 +283,7 @@ fn records_without_identity_are_not_encoded() {
         incarnation: 1,
         discovery: DiscoveryInfo::default(),
         topology: None,
+        proof: None,
     }));
     let mut out = vec![1, 2, 3];
     assert_eq!(
@@ -315,6 +319,7 @@ fn register_revisions_are_not_sent() {
         incarnation: 9,
         discovery,
         topology: Some(topology_n7()),
+        proof: None,
     }));
     let mut out = Vec::new();
     encode(&frame, &mut out).expect("encodable");

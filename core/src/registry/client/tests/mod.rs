@@ -16,6 +16,7 @@ use crate::{
 };
 
 mod auth;
+mod perimeter;
 mod restart;
 mod rules;
 

@@ -28,6 +28,7 @@ fn first_output_is_connect_then_register() {
             incarnation: 101,
             discovery: disc(1, "x"),
             topology: None,
+            proof: None,
         }),
         &mut bytes,
     )

@@ -23,6 +23,7 @@ fn with_one() -> (RegistryServer, ConnId) {
         incarnation: 101,
         discovery: disc(1, "x"),
         topology: None,
+        proof: None,
     };
     s.handle_received(secs(0), a, &bytes(reg.into()));
     while s.poll_output().is_some() {}
@@ -59,11 +60,8 @@ fn refused_on_fresh_conn(input: &[u8], error: ProtocolError) {
 #[test]
 fn garbage_bytes() {
     refused_on_fresh_conn(
-        &[0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef],
-        ProtocolError::Decode(DecodeError::FrameTooLarge {
-            len: 0xefbe_adde,
-            max: wire::DEFAULT_MAX_FRAME,
-        }),
+        &[0x20, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef],
+        ProtocolError::Decode(DecodeError::BadVersion { version: 0xde }),
     );
 }
 
@@ -81,10 +79,13 @@ fn a_snapshot_from_a_client() {
         epoch: 1,
         revision: 1,
         entries: vec![],
+        more: false,
     };
     refused_on_fresh_conn(
         &bytes(snapshot.into()),
-        ProtocolError::Unexpected(FrameKind::Snapshot),
+        ProtocolError::Decode(DecodeError::KindNotAllowed {
+            kind: FrameKind::Snapshot,
+        }),
     );
 }
 
@@ -92,7 +93,9 @@ fn a_snapshot_from_a_client() {
 fn a_bus_frame_from_a_client() {
     refused_on_fresh_conn(
         &bytes(wire::Ping { nonce: 1 }.into()),
-        ProtocolError::Unexpected(FrameKind::Ping),
+        ProtocolError::Decode(DecodeError::KindNotAllowed {
+            kind: FrameKind::Ping,
+        }),
     );
 }
 
@@ -135,7 +138,13 @@ fn update_before_register() {
         discovery: None,
         topology: Some(topo(5, 1)),
     };
-    refused_on_fresh_conn(&bytes(update.into()), ProtocolError::NotRegistered);
+    // Not accepted at all before a registration: refused from its header.
+    refused_on_fresh_conn(
+        &bytes(update.into()),
+        ProtocolError::Decode(DecodeError::KindNotAllowed {
+            kind: FrameKind::Update,
+        }),
+    );
 }
 
 #[test]
@@ -144,6 +153,7 @@ fn register_with_someone_elses_topology() {
         incarnation: 5,
         discovery: disc(5, "x"),
         topology: Some(topo(6, 1)),
+        proof: None,
     };
     refused_on_fresh_conn(
         &bytes(reg.into()),
@@ -196,6 +206,7 @@ fn second_register_on_one_connection() {
         incarnation: 101,
         discovery: disc(1, "x"),
         topology: None,
+        proof: None,
     };
     s.handle_received(secs(1), a, &bytes(reg.into()));
     let out: Vec<ServerOutput> = core::iter::from_fn(|| s.poll_output()).collect();

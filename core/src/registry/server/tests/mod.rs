@@ -7,10 +7,12 @@ use alloc::vec::Vec;
 
 use super::*;
 use crate::registry::fixtures::disc;
+pub(super) use crate::wire::Snapshot;
 
 mod auth;
 mod bad_input;
 mod names;
+mod perimeter;
 mod rules;
 
 pub(super) const SEED: u64 = 11;
@@ -40,6 +42,7 @@ pub(super) fn register_bytes(id: u64, type_name: &str, incarnation: u64) -> Vec<
             incarnation,
             discovery: disc(id, type_name),
             topology: None,
+            proof: None,
         }
         .into(),
     )
@@ -83,6 +86,7 @@ pub(super) fn snapshot(
         epoch: s.epoch(),
         revision,
         entries,
+        more: false,
     }
     .into()
 }

@@ -9,11 +9,12 @@ use crate::{
     time::Duration,
 };
 
-/// The discovery record of node `id` (type `x`) named `name` with `identity`.
-fn named(id: u64, name: &str, identity: &str) -> DiscoveryInfo {
+/// The discovery record of node `id` (type `x`) named `name` with the identity secret
+/// `secret` (published as its hash, as a node publishes it).
+fn named(id: u64, name: &str, secret: &str) -> DiscoveryInfo {
     DiscoveryInfo {
         name: String::from(name),
-        identity: String::from(identity),
+        identity: crate::discovery::published_identity(secret),
         ..disc(id, "x")
     }
 }
@@ -24,12 +25,14 @@ fn register(discovery: DiscoveryInfo, incarnation: u64) -> Vec<u8> {
             incarnation,
             discovery,
             topology: None,
+            proof: None,
         }
         .into(),
     )
 }
 
-/// Accepts a connection at `now`, registers `discovery` on it, returns it with the outputs.
+/// Accepts a connection at `now`, registers `discovery` on it (no identity proof), returns it
+/// with the outputs.
 fn try_join(
     s: &mut RegistryServer,
     now: Instant,
@@ -38,6 +41,25 @@ fn try_join(
 ) -> (ConnId, Vec<ServerOutput>) {
     let conn = s.handle_accepted(now);
     s.handle_received(now, conn, &register(discovery, incarnation));
+    (conn, drain(s))
+}
+
+/// [`try_join`] with the `Register` carrying the proof of `secret`, as a node does.
+fn try_join_proving(
+    s: &mut RegistryServer,
+    now: Instant,
+    secret: &str,
+    discovery: DiscoveryInfo,
+    incarnation: u64,
+) -> (ConnId, Vec<ServerOutput>) {
+    let conn = s.handle_accepted(now);
+    let frame = Register {
+        incarnation,
+        discovery,
+        topology: None,
+        proof: crate::discovery::IdentityProof::of(secret),
+    };
+    s.handle_received(now, conn, &bytes(frame.into()));
     (conn, drain(s))
 }
 
@@ -241,8 +263,8 @@ fn a_rename_frees_the_old_name() {
 #[test]
 fn same_identity_from_another_incarnation_takes_over_a_live_connection() {
     let mut s = server();
-    let (a, _) = try_join(&mut s, secs(0), named(1, "n1", "deploy-1"), 101);
-    let (b, out) = try_join(&mut s, secs(1), named(1, "n1", "deploy-1"), 202);
+    let (a, _) = try_join_proving(&mut s, secs(0), "deploy-1", named(1, "n1", "deploy-1"), 101);
+    let (b, out) = try_join_proving(&mut s, secs(1), "deploy-1", named(1, "n1", "deploy-1"), 202);
     assert_eq!(
         out,
         vec![
@@ -282,10 +304,16 @@ fn same_identity_from_another_incarnation_takes_over_a_live_connection() {
 #[test]
 fn another_identity_on_a_live_connection_is_refused() {
     let mut s = server();
-    try_join(&mut s, secs(0), named(1, "n1", "deploy-1"), 101);
+    try_join_proving(&mut s, secs(0), "deploy-1", named(1, "n1", "deploy-1"), 101);
     let before = s.entries();
     for (identity, incarnation) in [("deploy-2", 202), ("", 203)] {
-        let (b, out) = try_join(&mut s, secs(1), named(1, "n1", identity), incarnation);
+        let (b, out) = try_join_proving(
+            &mut s,
+            secs(1),
+            identity,
+            named(1, "n1", identity),
+            incarnation,
+        );
         assert_eq!(
             out,
             vec![

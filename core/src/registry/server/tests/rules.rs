@@ -237,6 +237,7 @@ fn re_registering_inside_protection_replaces_the_info_and_pushes_it() {
             incarnation: 555,
             discovery: moved.clone(),
             topology: Some(topo(1, 2)),
+            proof: None,
         }
         .into(),
     );
@@ -457,7 +458,8 @@ fn snapshot_frame_round_trips_through_the_codec() {
             Frame::Snapshot(Box::new(Snapshot {
                 epoch: s.epoch(),
                 revision: 1,
-                entries: vec![entry(4, "x", 104, 1, false)]
+                entries: vec![entry(4, "x", 104, 1, false)],
+                more: false,
             })),
             bytes.len()
         ))

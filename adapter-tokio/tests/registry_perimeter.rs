@@ -1,0 +1,301 @@
+//! The embedded registry's perimeter on real loopback TCP: connection caps (the connection
+//! over a cap is closed at once and counted; a freed slot is taken by the next client at
+//! once) and a frame announced larger than a registration may be, refused from its header
+//! with the figures.
+
+mod support;
+
+use std::{net::SocketAddr, time::Duration};
+
+use switchboard_core::{
+    discovery::DiscoveryInfo,
+    ids::NodeId,
+    registry::server::ServerConfig,
+    wire::{self, Decoded, Frame, RefuseReason, Register},
+};
+use switchboard_tokio::{
+    Transport,
+    observe::RegistryMetrics,
+    registry::{ConnectionCaps, RegistryHandle, spawn_registry_capped},
+};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
+
+use support::{STEP, init_logs, within};
+
+async fn registry(caps: ConnectionCaps) -> RegistryHandle {
+    let config = ServerConfig {
+        // Long enough that no idle connection is closed by the registry during a test.
+        access_timeout: Duration::from_secs(60),
+        heartbeat_timeout: None,
+        ..ServerConfig::default()
+    };
+    let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    within(
+        "registry bind",
+        spawn_registry_capped(addr, config, 7, Transport::plain(), caps),
+    )
+    .await
+    .expect("the registry binds")
+}
+
+/// Polls the registry's metrics until `done` holds (bounded).
+async fn wait_metrics(
+    registry: &RegistryHandle,
+    what: &str,
+    done: impl Fn(&RegistryMetrics) -> bool,
+) -> RegistryMetrics {
+    within(what, async {
+        loop {
+            let metrics = registry.metrics().await.expect("the registry runs");
+            if done(&metrics) {
+                return metrics;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+}
+
+/// Reads one whole frame from `stream` (bounded); `None` at a close before any byte.
+async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    within("a frame", async {
+        loop {
+            if let Ok(Decoded::Frame(_, len)) = wire::decode(&buf, wire::DEFAULT_MAX_FRAME) {
+                buf.truncate(len);
+                return Some(buf);
+            }
+            let mut chunk = [0u8; 64 << 10];
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await
+}
+
+/// Registers node `id` on a fresh connection; returns the connection and the time from the
+/// connect to the snapshot.
+async fn register(addr: SocketAddr, id: u64) -> (TcpStream, Duration) {
+    let started = tokio::time::Instant::now();
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let frame = Register {
+        incarnation: 100 + id,
+        discovery: DiscoveryInfo {
+            id: NodeId(id),
+            name: format!("n{id}"),
+            ..DiscoveryInfo::default()
+        },
+        topology: None,
+        proof: None,
+    };
+    let mut bytes = Vec::new();
+    wire::encode(&frame.into(), &mut bytes).expect("encodable");
+    stream.write_all(&bytes).await.expect("write");
+    let answer = read_frame(&mut stream).await.expect("an answer");
+    match wire::decode(&answer, wire::DEFAULT_MAX_FRAME) {
+        Ok(Decoded::Frame(Frame::Snapshot(s), _)) => {
+            assert!(s.entries.iter().any(|e| e.discovery.id == NodeId(id)));
+        }
+        other => panic!("expected a snapshot, got {other:?}"),
+    }
+    (stream, started.elapsed())
+}
+
+/// Whether the registry closed `stream` (EOF) within a step, without a byte.
+async fn closed_at_once(stream: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(
+        tokio::time::timeout(STEP, stream.read(&mut byte)).await,
+        Ok(Ok(0) | Err(_))
+    )
+}
+
+#[tokio::test]
+async fn the_unregistered_cap_refuses_the_extra_and_a_freed_slot_serves_a_real_node_at_once() {
+    init_logs();
+    let caps = ConnectionCaps {
+        max_connections: 64,
+        max_unregistered: 4,
+    };
+    let registry = registry(caps).await;
+    let addr = registry.local_addr();
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    wait_metrics(&registry, "4 unregistered", |m| m.unregistered == 4).await;
+    // The fifth is closed at once and counted.
+    let mut extra = TcpStream::connect(addr).await.expect("connect");
+    assert!(
+        closed_at_once(&mut extra).await,
+        "the extra connection is closed"
+    );
+    let metrics = wait_metrics(&registry, "one refusal", |m| {
+        m.refused_at_max_unregistered == 1
+    })
+    .await;
+    assert_eq!(
+        (
+            metrics.connections,
+            metrics.unregistered,
+            metrics.refused_at_max_connections
+        ),
+        (4, 4, 0)
+    );
+    // One idle connection goes: its slot serves a real node at once.
+    drop(idle.pop());
+    wait_metrics(&registry, "the close seen", |m| m.connections == 3).await;
+    let (_node, took) = register(addr, 1).await;
+    assert!(took < Duration::from_secs(1), "registered in {took:?}");
+    let metrics = registry.metrics().await.expect("the registry runs");
+    assert_eq!(
+        (
+            metrics.nodes_live,
+            metrics.connections,
+            metrics.unregistered,
+            metrics.refused_at_max_unregistered
+        ),
+        (1, 4, 3, 1)
+    );
+    // A registered node frees its unregistered slot: one more idle connection fits.
+    let _again = TcpStream::connect(addr).await.expect("connect");
+    wait_metrics(&registry, "4 unregistered again", |m| m.unregistered == 4).await;
+    assert_eq!(
+        registry
+            .metrics()
+            .await
+            .expect("the registry runs")
+            .refused_at_max_unregistered,
+        1
+    );
+    registry.kill();
+}
+
+#[tokio::test]
+async fn the_total_cap_counts_registered_connections() {
+    init_logs();
+    let caps = ConnectionCaps {
+        max_connections: 2,
+        max_unregistered: 2,
+    };
+    let registry = registry(caps).await;
+    let addr = registry.local_addr();
+    let (_a, _) = register(addr, 1).await;
+    let (_b, _) = register(addr, 2).await;
+    let mut extra = TcpStream::connect(addr).await.expect("connect");
+    assert!(closed_at_once(&mut extra).await);
+    let metrics = wait_metrics(&registry, "one refusal", |m| {
+        m.refused_at_max_connections == 1
+    })
+    .await;
+    assert_eq!(
+        (metrics.nodes_live, metrics.refused_at_max_unregistered),
+        (2, 0)
+    );
+    registry.kill();
+}
+
+#[tokio::test]
+async fn a_16_mib_frame_announced_before_registration_is_refused_from_its_header() {
+    init_logs();
+    let registry = registry(ConnectionCaps::default()).await;
+    let mut stream = TcpStream::connect(registry.local_addr())
+        .await
+        .expect("connect");
+    // The header of a 16 MiB `Register`, and nothing more.
+    let mut header = (16u32 << 20).to_le_bytes().to_vec();
+    header.extend_from_slice(&[wire::WIRE_VERSION, 16, 0, 0]);
+    stream.write_all(&header).await.expect("write");
+    let answer = read_frame(&mut stream).await.expect("a refusal");
+    let Ok(Decoded::Frame(Frame::HelloAck(ack), _)) =
+        wire::decode(&answer, wire::DEFAULT_MAX_FRAME)
+    else {
+        panic!("expected a HelloAck refusal: {answer:?}")
+    };
+    assert_eq!(ack.result, Err(RefuseReason::RecordTooLarge));
+    assert_eq!(
+        (ack.name, ack.node, ack.incarnation),
+        (
+            "frame",
+            NodeId(16 << 20),
+            (64 << 10) + wire::REGISTER_OVERHEAD as u64
+        )
+    );
+    assert!(closed_at_once(&mut stream).await);
+    let metrics = wait_metrics(&registry, "counted", |m| m.records_too_large == 1).await;
+    assert_eq!(metrics.connections, 0);
+    registry.kill();
+}
+
+/// The process's resident set, in bytes (Linux; `None` elsewhere).
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[tokio::test]
+async fn a_thousand_hostile_connections_leave_room_for_a_real_node() {
+    init_logs();
+    let registry = registry(ConnectionCaps::default()).await;
+    let addr = registry.local_addr();
+    // 1,000 hostile connections: idle ones, ones trickling half a header, and ones announcing
+    // a 16 MiB `Register` and sending its first 64 KiB.
+    let mut hostile = Vec::new();
+    let mut announce = (16u32 << 20).to_le_bytes().to_vec();
+    announce.extend_from_slice(&[wire::WIRE_VERSION, 16, 0, 0]);
+    announce.resize(64 << 10, 0x61);
+    for i in 0..1_000 {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        match i % 3 {
+            0 => {}
+            1 => stream.write_all(&[200, 0, 0, 0, 1]).await.expect("trickle"),
+            _ => {
+                // The registry may close it before all of it is written.
+                let _ = stream.write_all(&announce).await;
+            }
+        }
+        hostile.push(stream);
+    }
+    let metrics = wait_metrics(&registry, "the hostile connections seen", |m| {
+        m.records_too_large == 333 && m.unregistered == 667
+    })
+    .await;
+    assert_eq!(
+        (
+            metrics.connections,
+            metrics.refused_at_max_unregistered,
+            metrics.refused_at_max_connections
+        ),
+        (667, 0, 0)
+    );
+    // A real node registers at once.
+    let (_node, took) = register(addr, 1).await;
+    assert!(took < Duration::from_secs(1), "registered in {took:?}");
+    let rss = rss_bytes();
+    eprintln!(
+        "under 1,000 hostile connections: registered in {took:?}, resident set {rss:?} bytes"
+    );
+    if let Some(rss) = rss {
+        assert!(rss < 100 << 20, "resident set {rss} bytes");
+    }
+    // Filling the unregistered cap (1,024): the next one is refused and counted.
+    for _ in 0..(1_024 - 667) {
+        hostile.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    wait_metrics(&registry, "the cap reached", |m| m.unregistered == 1_024).await;
+    let mut extra = TcpStream::connect(addr).await.expect("connect");
+    assert!(closed_at_once(&mut extra).await);
+    let metrics = wait_metrics(&registry, "one refusal", |m| {
+        m.refused_at_max_unregistered == 1
+    })
+    .await;
+    assert_eq!((metrics.nodes_live, metrics.connections), (1, 1_025));
+    registry.kill();
+}
