@@ -130,6 +130,26 @@ fn an_oversized_record_is_refused_and_discovery_keeps_working() {
         answer.closed,
         "the registry kept the bomb's connection open"
     );
+    // Refused from its length field, with the figures: which limit, the size, the limit.
+    let refusal = answer
+        .frames
+        .iter()
+        .find_map(|f| match decode(f) {
+            Frame::HelloAck(ack) => {
+                Some((ack.result, ack.name.to_owned(), ack.node.0, ack.incarnation))
+            }
+            _ => None,
+        })
+        .expect("the registry answers the bomb with a refusal");
+    assert_eq!(
+        refusal,
+        (
+            Err(wire::RefuseReason::RecordTooLarge),
+            "frame".to_owned(),
+            16_777_208,
+            65_592
+        )
+    );
     assert!(
         !has_snapshot(&answer.frames),
         "the registry accepted a {}-byte registration",
