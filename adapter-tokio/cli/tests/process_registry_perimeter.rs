@@ -121,11 +121,17 @@ fn has_snapshot(frames: &[bytes::Bytes]) -> bool {
 #[test]
 fn an_oversized_record_is_refused_and_discovery_keeps_working() {
     let registry = start_registry("registry", ANY_PORT);
-    let padding = "x".repeat(DEFAULT_MAX_FRAME - 200);
-    let json = format!(r#"{{"id":"900","name":"bomb","custom_data":"{padding}"}}"#);
-    let bomb = register_frame(7, json.as_bytes());
-    assert!(bomb.len() <= DEFAULT_MAX_FRAME, "{} bytes", bomb.len());
+    // The probe's size: a `Register` 8 bytes under the 16 MiB frame limit.
+    let json = |padding: &str| format!(r#"{{"id":"900","name":"bomb","custom_data":"{padding}"}}"#);
+    let fixed = register_frame(7, json("").as_bytes()).len();
+    let padding = "x".repeat(DEFAULT_MAX_FRAME - 8 - fixed);
+    let bomb = register_frame(7, json(&padding).as_bytes());
+    assert_eq!(bomb.len(), 16_777_208);
     let answer = exchange(registry.addr, &bomb, has_snapshot);
+    assert_eq!(
+        answer.unreadable, None,
+        "the registry sent a frame no client reads"
+    );
     assert!(
         answer.closed,
         "the registry kept the bomb's connection open"
