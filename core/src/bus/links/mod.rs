@@ -83,7 +83,10 @@ use crate::{
     rng::Rng,
     time::{Duration, Instant},
     timer::TimerQueue,
-    wire::{self, ByeReason, DecodeError, Frame, FrameKind, FrameReader, Nonce, RefuseReason},
+    wire::{
+        self, ByeReason, DecodeError, Frame, FrameKind, FrameLimits, FrameReader, Nonce,
+        RefuseReason,
+    },
 };
 
 /// Relays a `Data` frame may take before it is dropped (a routing loop guard).
@@ -221,7 +224,8 @@ pub struct LinkSettings {
     pub handshake_timeout: Duration,
     /// Accepted links that may be handshaking at once.
     pub max_pending_handshakes: usize,
-    /// The largest frame a link accepts.
+    /// The largest frame an up link accepts (before its handshake a link accepts only the
+    /// handshake kinds, each up to its largest valid encoding: [`FrameLimits::handshake`]).
     pub max_frame: usize,
     /// The driver's randomness for handshake nonces (zeros: the seeded generator alone).
     pub nonce_entropy: NonceEntropy,
@@ -509,9 +513,8 @@ impl Links {
     /// A new link dialling `peer` at `addr` ([`LinkSink::connect`]).
     pub fn dial<S: LinkSink + ?Sized>(&mut self, peer: NodeId, addr: String, sink: &mut S) {
         let link = self.ids.next_link();
-        let max_frame = self.settings.max_frame;
         self.table
-            .insert(link, Link::new(Phase::Dialing, Some(peer), max_frame));
+            .insert(link, Link::new(Phase::Dialing, Some(peer)));
         sink.connect(link, peer, addr);
     }
 
@@ -527,7 +530,7 @@ impl Links {
             return link;
         }
         let deadline = now.saturating_add(self.settings.handshake_timeout);
-        let mut l = Link::new(Phase::Handshaking, None, self.settings.max_frame);
+        let mut l = Link::new(Phase::Handshaking, None);
         l.handshake_deadline = Some(deadline);
         self.table.insert(link, l);
         self.pending_accepts += 1;
@@ -741,13 +744,15 @@ impl Links {
 }
 
 impl Link {
-    fn new(phase: Phase, dialed: Option<NodeId>, max_frame: usize) -> Link {
+    /// A link before its handshake: its reader accepts only the handshake kinds, each up to
+    /// its largest valid encoding ([`FrameLimits::handshake`]); `max_frame` applies once up.
+    fn new(phase: Phase, dialed: Option<NodeId>) -> Link {
         Link {
             phase,
             dialed,
             peer: None,
             incarnation: 0,
-            reader: FrameReader::new(max_frame),
+            reader: FrameReader::with_limits(FrameLimits::handshake()),
             handshake_deadline: None,
             heartbeat: None,
             nonce: None,

@@ -16,7 +16,8 @@ use crate::{
     ids::{LinkId, NodeId},
     time::Instant,
     wire::{
-        self, DecodeError, Decoded, Frame, FrameKind, Nonce, Proof, RefuseReason, UnreachableReason,
+        self, DecodeError, Decoded, Frame, FrameKind, FrameLimits, Nonce, Proof, RefuseReason,
+        UnreachableReason,
     },
 };
 
@@ -142,6 +143,9 @@ impl Links {
             let bytes = match l.reader.next_frame_bytes() {
                 Ok(None) => return None,
                 Ok(Some(bytes)) => bytes,
+                Err(DecodeError::KindNotAllowed { kind }) if l.phase != Phase::Up => {
+                    return self.before_handshake(link, kind, sink);
+                }
                 Err(e) => {
                     return self
                         .reject(link, LinkError::Frame(e), sink)
@@ -288,15 +292,41 @@ impl Links {
             | Frame::Pong(_)
             | Frame::Bye(_) => {
                 let Some(via) = up else {
-                    if self.settings.keys.is_enabled() {
-                        return self.refuse_auth(link, AuthFailure::BeforeAuth, sink);
-                    }
-                    return reject(self, LinkError::DataBeforeHello, sink);
+                    return self.before_handshake(link, frame.kind(), sink);
                 };
                 self.on_up_frame(now, link, via, bytes, frame, sink)
             }
             other => reject(self, LinkError::UnexpectedFrame(other.kind()), sink),
         }
+    }
+
+    /// A frame of `kind` before `link`'s handshake finished (refused by the reader's
+    /// handshake limits from its header, or a `Bye` that decoded): a bus frame is refused as
+    /// unauthenticated with keys ([`AuthFailure::BeforeAuth`], counted) and as
+    /// [`LinkError::DataBeforeHello`] without; any other kind is unexpected on a bus link.
+    fn before_handshake<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        kind: FrameKind,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let bus_frame = matches!(
+            kind,
+            FrameKind::Data
+                | FrameKind::Ack
+                | FrameKind::Unreachable
+                | FrameKind::Ping
+                | FrameKind::Pong
+                | FrameKind::Bye
+        );
+        let error = if !bus_frame {
+            LinkError::UnexpectedFrame(kind)
+        } else if self.settings.keys.is_enabled() {
+            return self.refuse_auth(link, AuthFailure::BeforeAuth, sink);
+        } else {
+            LinkError::DataBeforeHello
+        };
+        self.reject(link, error, sink).map(Inbound::Down)
     }
 
     /// Counts an authentication failure and closes `link` for it.
@@ -567,6 +597,8 @@ impl Links {
                 self.pending_accepts -= 1;
             }
             l.phase = Phase::Up;
+            l.reader
+                .set_limits(FrameLimits::up_to(self.settings.max_frame));
             l.peer = Some(peer);
             l.incarnation = incarnation;
             l.handshake_deadline = None;

@@ -278,3 +278,54 @@ fn rotation_a_node_with_new_and_old_keys_links_with_old_and_with_new() {
     // Old and new alone do not link.
     assert!(!child_reaches_upstream(&[old], &[new]));
 }
+
+/// A keyed node fed the first bytes of an announced 16 MiB `Hello` on an accepted link: the
+/// handshake limits refuse it from its length field (4 bytes), the link is closed with the
+/// exact error, and the rest of the frame finds no link to buffer into.
+#[test]
+fn an_announced_16_mib_hello_is_refused_from_its_header_and_nothing_is_buffered() {
+    let mut node = node_with(&[key(1)]);
+    let link = node.handle_accepted(secs(0));
+    drain(&mut node);
+    let announced: u32 = 16 << 20;
+    let mut header = announced.to_le_bytes().to_vec();
+    header.extend_from_slice(&[wire::WIRE_VERSION, 1]); // version, kind `Hello`
+    node.handle_received(secs(0), link, Bytes::from(header));
+    let out = drain(&mut node);
+    let error = LinkError::Frame(wire::DecodeError::FrameTooLarge {
+        len: 16 << 20,
+        max: wire::MAX_HELLO_ACK_LEN,
+    });
+    assert!(
+        out.contains(&Output::Event(Event::LinkRejected {
+            link,
+            reason: error
+        })),
+        "{out:?}"
+    );
+    assert!(out.contains(&Output::Close { link }), "{out:?}");
+    assert_eq!(node.link_count(), 0);
+    // The next megabyte of the announced frame: no link holds it, nothing goes out.
+    node.handle_received(secs(0), link, Bytes::from(vec![0u8; 1 << 20]));
+    assert_eq!(drain(&mut node), vec![]);
+    assert_eq!(node.link_count(), 0);
+    // A size refusal is not an authentication failure.
+    assert_eq!(node.auth_refusals(), AuthRefusals::default());
+}
+
+/// Before the proof a bus frame is refused from its header by kind (the reader's handshake
+/// limits), with today's error: counted as [`AuthFailure::BeforeAuth`].
+#[test]
+fn a_ping_header_before_the_proof_is_refused_by_kind_and_counted() {
+    let mut node = node_with(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(secs(0), link, hello(&keys, [7; 32]));
+    drain(&mut node);
+    let ping = bytes(&Frame::Ping(wire::Ping { nonce: 5 }));
+    node.handle_received(secs(0), link, ping.slice(..6));
+    let out = drain(&mut node);
+    assert!(rejected(&out, link, AuthFailure::BeforeAuth), "{out:?}");
+    assert_eq!(node.auth_refusals().before_auth, 1);
+    assert_eq!(node.link_count(), 0);
+}

@@ -128,10 +128,21 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
             false,
             false,
         ),
+        // Before the handshake the limit is the largest handshake frame (a `HelloAck`);
+        // once up, `max_frame`.
+        (
+            too_long.clone(),
+            LinkError::Frame(DecodeError::FrameTooLarge {
+                len: max + 1,
+                max: crate::wire::MAX_HELLO_ACK_LEN,
+            }),
+            false,
+            false,
+        ),
         (
             too_long,
             LinkError::Frame(DecodeError::FrameTooLarge { len: max + 1, max }),
-            false,
+            true,
             false,
         ),
         (
