@@ -139,7 +139,15 @@ fn main() {
                 }),
             }));
             links.receive(link, hello, &mut sink);
-            while links.next_inbound(Instant::ZERO, link, &mut sink).is_some() {}
+            while links
+                .next_inbound(
+                    Instant::ZERO,
+                    link,
+                    &mut sink,
+                    &switchboard_core::bus::links::AnyRelay,
+                )
+                .is_some()
+            {}
             let Ok(Decoded::Frame(Frame::HelloAck(ack), _)) =
                 wire::decode(&sink.sent[0], wire::DEFAULT_MAX_FRAME)
             else {
@@ -164,7 +172,12 @@ fn main() {
             // one HMAC: subtract `per_side / 2` to compare.
             let proof = keys.prove(&t).expect("a key");
             links.receive(link, encode(&Frame::Auth(wire::Auth { proof })), &mut sink);
-            while let Some(inbound) = links.next_inbound(Instant::ZERO, link, &mut sink) {
+            while let Some(inbound) = links.next_inbound(
+                Instant::ZERO,
+                link,
+                &mut sink,
+                &switchboard_core::bus::links::AnyRelay,
+            ) {
                 sink.up |= matches!(inbound, switchboard_core::bus::links::Inbound::Up { .. });
             }
             assert!(sink.up);

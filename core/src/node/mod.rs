@@ -158,6 +158,7 @@
 mod commands;
 mod evidence;
 mod out_queue;
+mod perimeter;
 mod registry_client;
 mod registry_input;
 mod routes;
@@ -172,6 +173,7 @@ mod tests;
 
 use alloc::collections::BTreeMap;
 
+pub use perimeter::{OffRouteFrame, PerimeterCounts};
 pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
 pub use types::{Event, Evidence, LinkError, Output, RegistryIgnored, SendError, Target};
 
@@ -223,6 +225,8 @@ pub struct Node {
     dead: BTreeMap<NodeId, u64>,
     /// Calls, served methods, broadcasts ([`crate::rpc`]; composed in `node/rpc.rs`).
     rpc: crate::rpc::Rpc,
+    /// Acks and notices dropped for arriving off their stream's route ([`perimeter`]).
+    perimeter: PerimeterCounts,
 }
 
 /// Routes outcomes straight into the output queue.
@@ -322,6 +326,7 @@ impl Node {
             relayed: BTreeMap::new(),
             dead: BTreeMap::new(),
             rpc: crate::rpc::Rpc::default(),
+            perimeter: PerimeterCounts::default(),
         };
         // In the first record already: no republication asked for.
         for method in &node.config.serve {

@@ -67,7 +67,7 @@ use alloc::{
 };
 
 use bytes::Bytes;
-pub use receive::{Inbound, Relay};
+pub use receive::{AnyRelay, Inbound, Relay, Relays};
 pub use view::LinkView;
 
 use super::{
@@ -145,6 +145,19 @@ pub enum LinkEvent {
     HandshakeLimit {
         /// The id the connection was given.
         link: LinkId,
+    },
+    /// A `Data` frame claimed a source its link's peer may not relay for ([`Relays`]); it
+    /// was dropped (not delivered, relayed or acknowledged) and counted
+    /// ([`Links::forged_sources`]). The link stays up.
+    ForgedSource {
+        /// The link.
+        link: LinkId,
+        /// The link's proven peer.
+        via: NodeId,
+        /// The source the frame claimed.
+        src: NodeId,
+        /// Its destination.
+        dst: NodeId,
     },
     /// A frame for another node could not be relayed; an `Unreachable` went back.
     ForwardDropped {
@@ -296,6 +309,8 @@ pub struct Links {
     replay: ReplayGuard,
     /// Handshakes refused for authentication, by kind.
     refusals: AuthRefusals,
+    /// `Data` frames dropped for a source their link's peer may not relay for.
+    forged_sources: u64,
     ids: IdSource,
     table: BTreeMap<LinkId, Link>,
     /// Up links per peer, ascending: the lowest carries traffic.
@@ -327,6 +342,7 @@ impl Links {
             nonces,
             replay: ReplayGuard::default(),
             refusals: AuthRefusals::default(),
+            forged_sources: 0,
             ids: IdSource::new(),
             table: BTreeMap::new(),
             peer_links: BTreeMap::new(),
@@ -343,6 +359,13 @@ impl Links {
     #[must_use]
     pub fn auth_refusals(&self) -> AuthRefusals {
         self.refusals
+    }
+
+    /// `Data` frames dropped so far because their link's peer may not relay for the source
+    /// they claimed ([`LinkEvent::ForgedSource`]).
+    #[must_use]
+    pub fn forged_sources(&self) -> u64 {
+        self.forged_sources
     }
 
     /// The incarnation `peer` had in its last handshake with this node (0 = none seen).

@@ -38,8 +38,14 @@ pub enum Inbound {
     },
     /// A link went away (the peer said `Bye`, or the link was rejected).
     Down(Down),
-    /// An `Ack` (or reset) of one of this node's streams.
-    Ack(wire::Ack),
+    /// An `Ack` (or reset) of one of this node's streams; `via` is the peer it arrived from
+    /// (it counts only from the stream's route: the node checks).
+    Ack {
+        /// The ack.
+        ack: wire::Ack,
+        /// The peer it arrived from.
+        via: NodeId,
+    },
     /// A relay could not route one of this node's messages; `via` is the hop it came back
     /// from.
     Unreachable {
@@ -52,6 +58,29 @@ pub enum Inbound {
     /// ([`relay_hop`](crate::connector::Connector::relay_hop) of [`Relay::dst`] from
     /// [`Relay::from`]) and hand it back with [`Links::relay`].
     Relay(Relay),
+}
+
+/// Which peers may carry messages from other sources to this node (the node answers from its
+/// topology: [`crate::node`]).
+///
+/// A link's handshake proves who its peer is, not who wrote the messages it carries: a proxy
+/// relays for other nodes, a leaf has no one to relay for. A `Data` frame whose `src` is not
+/// the link's peer is taken only when [`may_relay`](Self::may_relay) says so.
+pub trait Relays {
+    /// Whether `via` (a link's proven peer) may carry a message whose source is `src`
+    /// (never asked when `src == via`).
+    fn may_relay(&self, via: NodeId, src: NodeId) -> bool;
+}
+
+/// Every peer may relay for every source: a link machine used without a topology (tests,
+/// benchmarks of the bus alone). A node never uses it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnyRelay;
+
+impl Relays for AnyRelay {
+    fn may_relay(&self, _via: NodeId, _src: NodeId) -> bool {
+        true
+    }
 }
 
 /// A frame this node relays toward another node.
@@ -130,13 +159,14 @@ impl Links {
     ///
     /// Handled here: the handshake (answering `HelloAck`), `Ping`, `Pong`, messages for this
     /// node ([`LinkSink::received`] for each stream's next message, exactly once; a reset
-    /// `Ack` at once for a frame this incarnation must refuse), and every reason to close the
-    /// link.
-    pub fn next_inbound<S: LinkSink + ?Sized>(
+    /// `Ack` at once for a frame this incarnation must refuse), `Data` from a source the peer
+    /// may not relay for (`relays`; dropped and counted), and every reason to close the link.
+    pub fn next_inbound<S: LinkSink + ?Sized, R: Relays + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
         sink: &mut S,
+        relays: &R,
     ) -> Option<Inbound> {
         loop {
             let l = self.table.get_mut(&link)?;
@@ -169,7 +199,7 @@ impl Links {
                         .map(Inbound::Down);
                 }
             };
-            if let Some(inbound) = self.on_frame(now, link, &bytes, frame, sink) {
+            if let Some(inbound) = self.on_frame(now, link, &bytes, frame, sink, relays) {
                 return Some(inbound);
             }
         }
@@ -248,13 +278,14 @@ impl Links {
         }
     }
 
-    fn on_frame<S: LinkSink + ?Sized>(
+    fn on_frame<S: LinkSink + ?Sized, R: Relays + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
         bytes: &Bytes,
         frame: Frame<'_>,
         sink: &mut S,
+        relays: &R,
     ) -> Option<Inbound> {
         let l = self.table.get(&link)?;
         let (phase, dialed, peer) = (l.phase, l.dialed, l.peer);
@@ -294,7 +325,7 @@ impl Links {
                 let Some(via) = up else {
                     return self.before_handshake(link, frame.kind(), sink);
                 };
-                self.on_up_frame(now, link, via, bytes, frame, sink)
+                self.on_up_frame(now, link, via, bytes, frame, sink, relays)
             }
             other => reject(self, LinkError::UnexpectedFrame(other.kind()), sink),
         }
@@ -365,8 +396,12 @@ impl Links {
         Some(self.link_up(now, link, pending.peer, pending.incarnation))
     }
 
-    /// A frame on an up link from `via`.
-    fn on_up_frame<S: LinkSink + ?Sized>(
+    /// A frame on an up link from `via`. A `Data` frame whose `src` is not `via` is taken
+    /// only when `relays` says `via` may carry messages from that source; otherwise it is
+    /// dropped — not delivered, not relayed, not acknowledged — and counted
+    /// ([`forged_sources`](Self::forged_sources), [`LinkEvent::ForgedSource`]).
+    #[allow(clippy::too_many_arguments)]
+    fn on_up_frame<S: LinkSink + ?Sized, R: Relays + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
@@ -374,9 +409,20 @@ impl Links {
         bytes: &Bytes,
         frame: Frame<'_>,
         sink: &mut S,
+        relays: &R,
     ) -> Option<Inbound> {
         let own = self.settings.own;
         match frame {
+            Frame::Data(d) if d.src != via && !relays.may_relay(via, d.src) => {
+                self.forged_sources += 1;
+                sink.event(LinkEvent::ForgedSource {
+                    link,
+                    via,
+                    src: d.src,
+                    dst: d.dst,
+                });
+                None
+            }
             Frame::Data(d) if d.dst == own => {
                 self.on_data(now, link, via, bytes, &d, sink);
                 None
@@ -398,7 +444,7 @@ impl Links {
                     },
                 },
             })),
-            Frame::Ack(ack) if ack.src == own => Some(Inbound::Ack(ack)),
+            Frame::Ack(ack) if ack.src == own => Some(Inbound::Ack { ack, via }),
             Frame::Ack(ack) => Some(Inbound::Relay(Relay {
                 from_link: link,
                 from: via,

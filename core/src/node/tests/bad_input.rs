@@ -75,6 +75,10 @@ fn acceptor_replies_hello_and_learns_the_peer() {
 #[test]
 fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
     let mut node = root(0x102);
+    // 0x101 is 0x105's upstream: it may relay 0x105's messages.
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x101, 0, 1)));
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x105, 0x101, 1)));
+    drain(&mut node);
     let link = accepted_up(&mut node, 0x101);
     let mut stream = Vec::new();
     stream.extend_from_slice(&encode_data(NodeId(0x101), NodeId(0x102), 9, 0, b"abc"));
