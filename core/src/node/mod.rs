@@ -252,9 +252,13 @@ impl Node {
     ///
     /// # Errors
     ///
-    /// The first problem [`Config::validate`] finds.
+    /// The first problem [`Config::validate`] finds; [`ConfigError::NoNonceEntropy`] for
+    /// cluster keys without the driver's nonce entropy.
     pub fn new(config: Config, now: Instant) -> Result<Node, ConfigError> {
         config.validate()?;
+        if config.auth_keys().is_enabled() && config.nonce_entropy.is_empty() {
+            return Err(ConfigError::NoNonceEntropy);
+        }
         let mut id_state = config.id.0;
         let mut rng = Rng::new(config.rng_seed ^ crate::rng::splitmix64(&mut id_state));
         let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());

@@ -44,6 +44,9 @@ pub struct PerimeterCounts {
     pub notices_off_route: u64,
     /// `Data` frames claiming a source their link's peer may not relay for.
     pub forged_sources: u64,
+    /// `HelloAck` refusals (with cluster keys) that carried no valid proof: not believed,
+    /// the dial counted as failed ([`LinkError::UnprovenRefusal`](crate::bus::links::LinkError::UnprovenRefusal)).
+    pub unproven_refusals: u64,
 }
 
 /// The node's answer to [`Relays`]: this node's upstream and every node with downstream
@@ -101,6 +104,7 @@ impl Node {
     pub fn perimeter(&self) -> PerimeterCounts {
         PerimeterCounts {
             forged_sources: self.links.forged_sources(),
+            unproven_refusals: self.links.unproven_refusals(),
             ..self.perimeter
         }
     }

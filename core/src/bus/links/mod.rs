@@ -181,9 +181,15 @@ pub enum LinkError {
     /// accepted link before it was closed).
     #[error("handshake refused: {0:?}")]
     Refused(RefuseReason),
-    /// The peer refused our handshake.
+    /// The peer refused our handshake (with cluster keys: a refusal it proved).
     #[error("the peer refused the handshake: {0:?}")]
     RefusedByPeer(RefuseReason),
+    /// With cluster keys, the peer's `HelloAck` refused our handshake without proving it
+    /// (no nonce or no proof, or one that does not check): not believed — the link is closed
+    /// as a failed dial, retried with the usual backoff, and counted
+    /// ([`Links::unproven_refusals`]).
+    #[error("unproven refusal ({0:?}): treated as a failed dial")]
+    UnprovenRefusal(RefuseReason),
     /// The peer stayed silent for `heartbeat_dead_after` heartbeat intervals (a half-open
     /// link); the value is that count.
     #[error("silent for {0} heartbeat intervals")]
@@ -311,6 +317,8 @@ pub struct Links {
     refusals: AuthRefusals,
     /// `Data` frames dropped for a source their link's peer may not relay for.
     forged_sources: u64,
+    /// `HelloAck` refusals not proven (with keys), not believed.
+    unproven_refusals: u64,
     ids: IdSource,
     table: BTreeMap<LinkId, Link>,
     /// Up links per peer, ascending: the lowest carries traffic.
@@ -343,6 +351,7 @@ impl Links {
             replay: ReplayGuard::default(),
             refusals: AuthRefusals::default(),
             forged_sources: 0,
+            unproven_refusals: 0,
             ids: IdSource::new(),
             table: BTreeMap::new(),
             peer_links: BTreeMap::new(),
@@ -366,6 +375,13 @@ impl Links {
     #[must_use]
     pub fn forged_sources(&self) -> u64 {
         self.forged_sources
+    }
+
+    /// `HelloAck` refusals so far that a keyed dialler did not believe for lack of a proof
+    /// ([`LinkError::UnprovenRefusal`]).
+    #[must_use]
+    pub fn unproven_refusals(&self) -> u64 {
+        self.unproven_refusals
     }
 
     /// The incarnation `peer` had in its last handshake with this node (0 = none seen).

@@ -7,8 +7,8 @@ use super::{AwaitingAuth, Down, LinkError, LinkEvent, LinkSink, Links, MAX_HOPS,
 use crate::{
     bus::{
         handshake::{
-            self, AuthFailure, PROTOCOL_VERSIONS, PeerHello, ROLE_ACCEPTOR, ROLE_DIALLER, Side,
-            Transcript,
+            self, AuthFailure, Context, PROTOCOL_VERSIONS, PeerHello, ROLE_ACCEPTOR, ROLE_DIALLER,
+            Side, Transcript,
         },
         heartbeat::Heartbeat,
         stream::Verdict,
@@ -488,10 +488,14 @@ impl Links {
         ack: Option<(Result<(), RefuseReason>, Option<Proof>)>,
         sink: &mut S,
     ) -> Option<Inbound> {
+        let keyed = self.settings.keys.is_enabled();
         let refused = match (dialed, ack) {
             (None, Some(_)) => Some(LinkError::UnexpectedFrame(FrameKind::HelloAck)),
             (Some(_), None) => Some(LinkError::UnexpectedHello),
-            (Some(_), Some((Err(reason), _))) => Some(LinkError::RefusedByPeer(reason)),
+            (Some(_), Some((Err(reason), _))) if !keyed => Some(LinkError::RefusedByPeer(reason)),
+            (Some(_), Some((Err(reason), proof))) => {
+                return self.on_refusal(link, hello, nonce, reason, proof.as_ref(), sink);
+            }
             _ => None,
         };
         if let Some(error) = refused {
@@ -509,7 +513,8 @@ impl Links {
             .and_then(|()| self.check_duplicate(id, hello.incarnation));
         if let Err(reason) = verdict {
             if dialed.is_none() {
-                self.send_hello_ack(link, Err(reason), None, None, sink);
+                let (own_nonce, proof) = self.prove_refusal(hello, nonce, peer_key, reason);
+                self.send_hello_ack(link, Err(reason), own_nonce, proof, sink);
             }
             let error = if reason == RefuseReason::InvalidHello {
                 LinkError::InvalidPeerId(id)
@@ -551,7 +556,10 @@ impl Links {
                 let dialler_nonce = nonce.expect("checked above");
                 let own_nonce = self.nonces.next_nonce();
                 let transcript = |role| Transcript {
+                    context: Context::Bus,
                     role,
+                    hint: peer_key.unwrap_or_default(),
+                    result: Ok(()),
                     dialler: peer_side(dialler_nonce),
                     acceptor: own_side(own_nonce),
                 };
@@ -576,8 +584,12 @@ impl Links {
                 let (Some(own_nonce), Some(peer_nonce)) = (own_nonce, nonce) else {
                     return self.refuse_auth(link, AuthFailure::NoProof, sink);
                 };
+                let hint = self.settings.keys.current_id().unwrap_or_default();
                 let transcript = |role| Transcript {
+                    context: Context::Bus,
                     role,
+                    hint,
+                    result: Ok(()),
                     dialler: own_side(own_nonce),
                     acceptor: peer_side(peer_nonce),
                 };
@@ -595,6 +607,92 @@ impl Links {
                 Some(self.link_up(now, link, id, hello.incarnation))
             }
         }
+    }
+
+    /// A keyed dialler's `HelloAck` refused the link for `reason`: believed — the link closed
+    /// with [`LinkError::RefusedByPeer`] — only when the acceptor proved it (its nonce, and a
+    /// proof over the exchange with that result checking with our keys). Otherwise anyone
+    /// who could answer the dial may have said it: the link closes as
+    /// [`LinkError::UnprovenRefusal`], counted ([`unproven_refusals`](Self::unproven_refusals)),
+    /// and goes down as a failed dial (no refusal reason: the connector retries with its
+    /// backoff, and nothing ends or gives up on the word of an unknown peer).
+    fn on_refusal<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        hello: &PeerHello,
+        nonce: Option<Nonce>,
+        reason: RefuseReason,
+        proof: Option<&Proof>,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let own_nonce = self.table.get(&link).and_then(|l| l.nonce);
+        let proven = match (own_nonce, nonce) {
+            (Some(own_nonce), Some(peer_nonce)) => {
+                let transcript = Transcript {
+                    context: Context::Bus,
+                    role: ROLE_ACCEPTOR,
+                    hint: self.settings.keys.current_id().unwrap_or_default(),
+                    result: Err(reason),
+                    dialler: Side {
+                        node: self.settings.own,
+                        incarnation: self.settings.incarnation,
+                        versions: PROTOCOL_VERSIONS,
+                        nonce: own_nonce,
+                    },
+                    acceptor: Side {
+                        node: hello.node,
+                        incarnation: hello.incarnation,
+                        versions: hello.versions,
+                        nonce: peer_nonce,
+                    },
+                };
+                self.settings.keys.check(&transcript, proof).is_ok()
+            }
+            _ => false,
+        };
+        let error = if proven {
+            LinkError::RefusedByPeer(reason)
+        } else {
+            self.unproven_refusals += 1;
+            LinkError::UnprovenRefusal(reason)
+        };
+        self.reject(link, error, sink).map(Inbound::Down)
+    }
+
+    /// An acceptor with keys refusing a `Hello` that carried a challenge proves its refusal
+    /// (a fresh nonce and a proof over the exchange with `Err(reason)`), so the dialler may
+    /// believe it; `(None, None)` without keys or without the dialler's nonce.
+    fn prove_refusal(
+        &mut self,
+        hello: &PeerHello,
+        dialler_nonce: Option<Nonce>,
+        hint: Option<u8>,
+        reason: RefuseReason,
+    ) -> (Option<Nonce>, Option<Proof>) {
+        let Some(dialler_nonce) = dialler_nonce.filter(|_| self.settings.keys.is_enabled()) else {
+            return (None, None);
+        };
+        let own_nonce = self.nonces.next_nonce();
+        let transcript = Transcript {
+            context: Context::Bus,
+            role: ROLE_ACCEPTOR,
+            hint: hint.unwrap_or_default(),
+            result: Err(reason),
+            dialler: Side {
+                node: hello.node,
+                incarnation: hello.incarnation,
+                versions: hello.versions,
+                nonce: dialler_nonce,
+            },
+            acceptor: Side {
+                node: self.settings.own,
+                incarnation: self.settings.incarnation,
+                versions: PROTOCOL_VERSIONS,
+                nonce: own_nonce,
+            },
+        };
+        let proof = self.settings.keys.prove_with(&transcript, hint);
+        (Some(own_nonce), proof)
     }
 
     /// The duplicate-id rule: a peer id already live on another link must come with the same

@@ -213,8 +213,12 @@ impl RegistryClient {
         registry: Side,
         proof: Option<Proof>,
     ) {
+        let hint = self.config.keys.current_id().unwrap_or_default();
         let transcript = |role| Transcript {
+            context: crate::bus::handshake::Context::Registry,
             role,
+            hint,
+            result: Ok(()),
             dialler: Side {
                 node: self.config.discovery.id,
                 incarnation: self.config.incarnation,
