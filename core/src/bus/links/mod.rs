@@ -31,7 +31,22 @@
 //! ([`LinkError::Unauthenticated`], counted by kind in [`Links::auth_refusals`]). A dialled peer whose `HelloAck` names
 //! another id than dialled is closed. Bytes before the dial was reported connected, a second
 //! `Hello`, anything but a handshake frame before the handshake, and a frame that does not
-//! decode each close the link with a [`LinkError`].
+//! decode each close the link with a [`LinkError`]. With keys, a refusing `HelloAck` is
+//! believed only when proven ([`LinkError::UnprovenRefusal`] otherwise: a failed dial).
+//!
+//! Until a link is up its reader accepts only the handshake kinds, each up to its largest
+//! valid encoding ([`FrameLimits::handshake`]): a peer announcing a larger frame, or another
+//! kind, is refused from the frame's header, before its body is buffered. Once up, every kind
+//! up to `max_frame`.
+//!
+//! # After the handshake
+//!
+//! The handshake proves the peer's id, not the sources of the frames it carries: a `Data`
+//! frame whose `src` is not the peer is taken only when the node's [`Relays`] says the peer
+//! may relay for it (otherwise dropped and counted: [`LinkEvent::ForgedSource`]). Acks and
+//! notices for this node's streams go to the node with the peer they came from
+//! ([`Inbound::Ack`], [`Inbound::Unreachable`]), which takes them only from the stream's
+//! route.
 //!
 //! # Deadlines
 //!
