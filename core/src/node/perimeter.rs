@@ -2,9 +2,11 @@
 //! is, not who wrote the frames it carries.
 //!
 //! - **Sources.** A `Data` frame whose `src` is not the link's proven peer is taken only when
-//!   that peer may relay for the source ([`TopologyRelays`]): this node's upstream, or a node
-//!   with downstream nodes in the topology (a proxy). A leaf has no one to relay for, so a
-//!   leaf claiming another source is dropped and counted
+//!   that peer may relay for the source ([`TopologyRelays`]): this node's upstream, a node
+//!   with downstream nodes in the topology (a proxy), a node on the source's upstream chain,
+//!   or the hop this node's own route to the source goes through (replies come back the way
+//!   requests went). A leaf has no one to relay for, so a leaf claiming another source is
+//!   dropped and counted
 //!   ([`LinkEvent::ForgedSource`](crate::bus::links::LinkEvent::ForgedSource) →
 //!   [`Event::ForgedSource`]). The link stays up: the peer is a proven key holder, and the
 //!   topology record that makes it a proxy may simply not have reached this node yet — a
@@ -21,7 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Event, Node, Output};
-use crate::{bus::links::Relays, ids::NodeId, topology::TopologyRegistry};
+use crate::{bus::links::Relays, connector::Connector, ids::NodeId, topology::TopologyRegistry};
 
 /// A frame for one of this node's streams that did not come from the stream's route
 /// ([`Event::OffRoute`]).
@@ -49,21 +51,26 @@ pub struct PerimeterCounts {
     pub unproven_refusals: u64,
 }
 
-/// The node's answer to [`Relays`]: this node's upstream and every node with downstream
-/// nodes in the topology (a proxy) may relay; anyone else speaks only for itself.
+/// The node's answer to [`Relays`]: this node's upstream, every node with downstream nodes
+/// in the topology (a proxy), a node on the source's upstream chain, and the hop of this
+/// node's route to the source may relay for it; anyone else speaks only for itself.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TopologyRelays<'a> {
     pub(super) topology: &'a TopologyRegistry,
-    pub(super) upstream: NodeId,
+    pub(super) connector: &'a Connector,
 }
 
 impl Relays for TopologyRelays<'_> {
-    fn may_relay(&self, via: NodeId, _src: NodeId) -> bool {
-        (self.upstream.is_valid() && via == self.upstream)
+    fn may_relay(&self, via: NodeId, src: NodeId) -> bool {
+        let upstream = self.connector.upstream();
+        (upstream.is_valid() && via == upstream)
             || self
                 .topology
                 .get(via)
                 .is_some_and(|peer| peer.downstream_len() > 0)
+            || self.connector.ready_hop(src) == Some(via)
+            || self.connector.proxy_of(src) == Some(via)
+            || self.topology.upstream_chain(src).any(|n| n == via)
     }
 }
 
@@ -75,11 +82,7 @@ impl Node {
         if via == dst || self.connector.ready_hop(dst) == Some(via) {
             return true;
         }
-        if self
-            .connector
-            .view(dst)
-            .is_some_and(|r| r.proxy == Some(via))
-        {
+        if self.connector.proxy_of(dst) == Some(via) {
             return true;
         }
         let upstream = self.connector.upstream();

@@ -140,7 +140,7 @@ impl Node {
         loop {
             let relays = super::perimeter::TopologyRelays {
                 topology: &self.topology,
-                upstream: self.connector.upstream(),
+                connector: &self.connector,
             };
             let Some(inbound) = self.links.next_inbound(now, link, &mut self.out, &relays) else {
                 break;
