@@ -36,7 +36,19 @@ pub enum OffRouteFrame {
     Unreachable,
 }
 
-/// Frames dropped at the perimeter so far ([`Status::perimeter`](super::Status::perimeter)).
+/// Frames dropped at the perimeter so far ([`Node::perimeter`],
+/// [`Status::perimeter`](super::Status::perimeter)).
+///
+/// A link's handshake proves who its peer is, not who wrote the frames it carries. After it:
+/// an `Ack` (or reset) or `Unreachable` about one of this node's streams counts only from the
+/// stream's route — the target itself, the hop or proxy its route goes through, or a node on
+/// the upstream chains between the target and this node ([`Event::OffRoute`] otherwise). A
+/// `Data` frame whose source is not the link's peer is taken only when the peer may relay for
+/// it — this node's upstream, a node with downstream nodes in the topology, a node on the
+/// source's upstream chain, or the hop of this node's own route to the source
+/// ([`Event::ForgedSource`] otherwise; the link stays up, and a sender whose relay's topology
+/// record has not arrived yet is retransmitted to). With cluster keys, a `HelloAck` refusal
+/// is believed only when proven.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct PerimeterCounts {
@@ -102,7 +114,7 @@ impl Node {
             .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
     }
 
-    /// Frames dropped at the perimeter so far (see the [module docs](self)).
+    /// Frames dropped at the perimeter so far (the rules: [`PerimeterCounts`]).
     #[must_use]
     pub fn perimeter(&self) -> PerimeterCounts {
         PerimeterCounts {
