@@ -344,6 +344,12 @@ impl ClientTask {
                     holder: "the registry refused this node's cluster key".to_owned(),
                 })
             }
+            ClientEvent::UnprovenRefusal(reason) => {
+                warn!(registry = %self.addr, ?reason, "refusal before the registry proved the cluster key: not believed, retrying");
+                Some(FeedEvent::Disconnected {
+                    reason: format!("unproven refusal ({reason:?}); retrying"),
+                })
+            }
             ClientEvent::Unauthenticated(failure) => {
                 warn!(registry = %self.addr, ?failure, "the registry did not prove the cluster key; not registering");
                 Some(FeedEvent::Conflict {

@@ -13,7 +13,9 @@
 //!   (challenge), the registry's `HelloAck` (nonce, proof) checked, then `Auth` and
 //!   `Register`. A registry that does not prove a key is left
 //!   ([`ClientEvent::Unauthenticated`]); a registry refusing our proof is
-//!   [`ClientEvent::AuthRefused`]. Both retry like a close.
+//!   [`ClientEvent::AuthRefused`]. Both retry like a close. With keys, a refusal that arrives
+//!   before the registry proved the key is not believed ([`ClientEvent::UnprovenRefusal`]):
+//!   a failed attempt, retried on the backoff.
 //! * **Refusals** are reported, then retried like a close: another incarnation holding the id
 //!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`].
 //! * **Reconnect with backoff**: a failed dial, a close, a refusal, a protocol error or
@@ -330,7 +332,20 @@ impl RegistryClient {
                     };
                     return self.on_proof(now, own_nonce, registry, proof);
                 }
-                Incoming::AuthRefused | Incoming::Bye | Incoming::Heartbeat => {}
+                // A refusal before the registry proved the key could come from anyone who
+                // answered the dial (a squatter on the registry's address): not believed, a
+                // failed attempt retried on the backoff.
+                Incoming::AuthRefused | Incoming::Refused { .. } | Incoming::NameTaken { .. } => {
+                    let reason = match incoming {
+                        Incoming::AuthRefused => RefuseReason::WrongCluster,
+                        Incoming::NameTaken { .. } => RefuseReason::NameTaken,
+                        _ => RefuseReason::DuplicateId,
+                    };
+                    self.event(ClientEvent::UnprovenRefusal(reason));
+                    self.out.push_back(ClientOutput::Close);
+                    return self.retry(now);
+                }
+                Incoming::Bye | Incoming::Heartbeat => {}
                 // Anything the registry says before it proved the key is not believed.
                 _ => {
                     self.event(ClientEvent::Unauthenticated(AuthFailure::BeforeAuth));

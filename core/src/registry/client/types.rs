@@ -151,6 +151,11 @@ pub enum ClientEvent {
     /// The registry refused this node's proof of the cluster key (another cluster's
     /// registry, or this node has the wrong key). The client retries on its backoff.
     AuthRefused,
+    /// With cluster keys: a `HelloAck` refused the connection (`reason`) before the registry
+    /// proved the key. Anyone who answers the dial can say that (a squatter on the
+    /// registry's address), so it is not believed: the client closed the connection and
+    /// retries on its backoff, like after a failed dial.
+    UnprovenRefusal(crate::wire::RefuseReason),
     /// The registry failed to prove the cluster key (a stranger, or a registry without
     /// keys): the client closed the connection without registering, and retries on its
     /// backoff.

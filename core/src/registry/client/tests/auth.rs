@@ -90,3 +90,56 @@ fn a_client_with_keys_leaves_a_registry_without_keys() {
     assert!(view(&net, 0).is_empty());
     assert!(events(&mut net, 0).contains(&ClientEvent::Unauthenticated(AuthFailure::NoProof)));
 }
+
+/// A squatter on the registry's address answers a keyed client's `Hello` with a refusal and
+/// no proof: not believed. Each is a failed attempt (`UnprovenRefusal`, close), retried on
+/// the backoff at exactly 1 s, 3 s, 7 s — never `AuthRefused`, `NameTaken` or `Refused`.
+#[test]
+fn a_refusal_before_the_registry_proved_the_key_is_not_believed() {
+    use alloc::vec;
+
+    use super::{ClientOutput, RegistryClient};
+    use crate::{
+        bus::handshake::PROTOCOL_VERSIONS,
+        ids::NodeId,
+        wire::{self, Frame, HelloAck, RefuseReason},
+    };
+
+    let mut config = client_config(disc(1, "x"), 101);
+    config.keys = ClusterKeys::new(&[key(1)]);
+    let mut c = RegistryClient::new(config, secs(0));
+    let mut at = secs(0);
+    for (reason, retry_at) in [
+        (RefuseReason::WrongCluster, secs(1)),
+        (RefuseReason::NameTaken, secs(3)),
+        (RefuseReason::DuplicateId, secs(7)),
+    ] {
+        c.handle_timeout(at);
+        while c.poll_output().is_some() {}
+        c.handle_connected(at);
+        while c.poll_output().is_some() {}
+        let refusal = HelloAck {
+            node: NodeId(9),
+            incarnation: 5,
+            versions: PROTOCOL_VERSIONS,
+            name: "squatter",
+            nonce: None,
+            proof: None,
+            result: Err(reason),
+        };
+        let mut bytes = vec![];
+        wire::encode(&Frame::from(refusal), &mut bytes).expect("test: encodable");
+        c.handle_received(at, &bytes);
+        let out: Vec<ClientOutput> = core::iter::from_fn(|| c.poll_output()).collect();
+        assert_eq!(
+            out,
+            vec![
+                ClientOutput::Event(ClientEvent::UnprovenRefusal(reason)),
+                ClientOutput::Close,
+                ClientOutput::Event(ClientEvent::Disconnected { retry_at }),
+            ],
+            "{reason:?}"
+        );
+        at = retry_at;
+    }
+}
