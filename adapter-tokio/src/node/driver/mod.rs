@@ -557,7 +557,7 @@ impl Driver {
                 );
             }
             Event::OffRoute { frame, dst, via } => {
-                warn!(
+                info!(
                     id = self.node.id().0,
                     ?frame,
                     dst = dst.0,

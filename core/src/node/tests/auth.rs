@@ -307,8 +307,16 @@ fn an_announced_16_mib_hello_is_refused_from_its_header_and_nothing_is_buffered(
     let announced: u32 = 16 << 20;
     let mut header = announced.to_le_bytes().to_vec();
     header.extend_from_slice(&[wire::WIRE_VERSION, 1]); // version, kind `Hello`
-    node.handle_received(secs(0), link, Bytes::from(header));
+    // Three bytes of the length: nothing to judge yet.
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&header[..3]));
+    assert_eq!(drain(&mut node), vec![]);
+    assert_eq!(node.link_count(), 1);
+    // The fourth completes the length: refused there (the version and kind that follow
+    // find no link).
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&header[3..4]));
     let out = drain(&mut node);
+    node.handle_received(secs(0), link, Bytes::copy_from_slice(&header[4..]));
+    assert_eq!(drain(&mut node), vec![]);
     let error = LinkError::Frame(wire::DecodeError::FrameTooLarge {
         len: 16 << 20,
         max: wire::MAX_HELLO_ACK_LEN,
