@@ -4,7 +4,7 @@
 //! `HelloAck` and checks the dialler's `Auth`, the dialler checks the `HelloAck` and proves in
 //! its `Auth`. Members:
 //!
-//! - `per_side`: one `prove` + one `check` (HMAC-SHA256 over the 115-byte transcript, twice),
+//! - `per_side`: one `prove` + one `check` (HMAC-SHA256 over the 121-byte transcript and the key id, twice),
 //!   plus a fresh nonce — what one side spends;
 //! - `check_two_keys`: a check against a node holding two keys whose ids both match (the worst
 //!   case of the rotation window: two MACs);
@@ -20,8 +20,8 @@ use criterion::Criterion;
 use switchboard_core::{
     bus::{
         handshake::{
-            ClusterKey, ClusterKeys, NonceEntropy, NonceSource, PROTOCOL_VERSIONS, ROLE_ACCEPTOR,
-            ROLE_DIALLER, Side, Transcript,
+            ClusterKey, ClusterKeys, Context, NonceEntropy, NonceSource, PROTOCOL_VERSIONS,
+            ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
         },
         links::{LinkEvent, LinkSettings, LinkSink, Links},
     },
@@ -39,7 +39,10 @@ fn transcript(role: u8, dialler: [u8; 32], acceptor: [u8; 32]) -> Transcript {
         nonce,
     };
     Transcript {
+        context: Context::Bus,
         role,
+        hint: 0,
+        result: Ok(()),
         dialler: side(1, dialler),
         acceptor: side(2, acceptor),
     }
@@ -139,14 +142,25 @@ fn main() {
                 }),
             }));
             links.receive(link, hello, &mut sink);
-            while links.next_inbound(Instant::ZERO, link, &mut sink).is_some() {}
+            while links
+                .next_inbound(
+                    Instant::ZERO,
+                    link,
+                    &mut sink,
+                    &switchboard_core::bus::links::AnyRelay,
+                )
+                .is_some()
+            {}
             let Ok(Decoded::Frame(Frame::HelloAck(ack), _)) =
                 wire::decode(&sink.sent[0], wire::DEFAULT_MAX_FRAME)
             else {
                 panic!("a HelloAck");
             };
             let t = Transcript {
+                context: Context::Bus,
                 role: ROLE_DIALLER,
+                hint: key.id(),
+                result: Ok(()),
                 dialler: Side {
                     node: NodeId(1),
                     incarnation: 7,
@@ -164,7 +178,12 @@ fn main() {
             // one HMAC: subtract `per_side / 2` to compare.
             let proof = keys.prove(&t).expect("a key");
             links.receive(link, encode(&Frame::Auth(wire::Auth { proof })), &mut sink);
-            while let Some(inbound) = links.next_inbound(Instant::ZERO, link, &mut sink) {
+            while let Some(inbound) = links.next_inbound(
+                Instant::ZERO,
+                link,
+                &mut sink,
+                &switchboard_core::bus::links::AnyRelay,
+            ) {
                 sink.up |= matches!(inbound, switchboard_core::bus::links::Inbound::Up { .. });
             }
             assert!(sink.up);

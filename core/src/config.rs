@@ -120,8 +120,11 @@ pub struct Config {
     #[serde(skip)]
     pub cluster_keys: Vec<ClusterKey>,
     /// 32 bytes of OS randomness for the handshake nonces, handed over by the driver
-    /// (both adapters fill it when it is all zeros). Zeros (the default, the simulator's):
-    /// nonces come from the seeded generator alone. Never read from a file.
+    /// (both adapters fill it when it is all zeros). Zeros (the default): none given — a node
+    /// with cluster keys refuses to start ([`ConfigError::NoNonceEntropy`]); the simulator
+    /// and tests opt in to replayable nonces with
+    /// [`NonceEntropy::deterministic_for_tests`](crate::bus::handshake::NonceEntropy::deterministic_for_tests).
+    /// Never read from a file.
     #[serde(skip)]
     pub nonce_entropy: crate::bus::handshake::NonceEntropy,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
@@ -462,6 +465,15 @@ const IDENTITY_SEED: u32 = 0x0100_0193;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
+    /// Cluster keys without the driver's [`NonceEntropy`](crate::bus::handshake::NonceEntropy)
+    /// (all zeros): the handshake nonces would repeat after every restart. Checked by
+    /// `Node::new` (the adapters fill the entropy from the OS; the simulator and tests opt in
+    /// with `NonceEntropy::deterministic_for_tests`).
+    #[error(
+        "nonce_entropy: cluster keys need 32 bytes of OS randomness for the handshake nonces \
+         (all zeros given); drivers fill it, tests opt in with NonceEntropy::deterministic_for_tests"
+    )]
+    NoNonceEntropy,
     /// More than two cluster keys.
     #[error("cluster_keys: {count} keys given; at most 2 (current, next)")]
     TooManyKeys {

@@ -416,8 +416,8 @@ pub fn sim_seed(data: &[u8]) {
 pub fn handshake(data: &[u8]) {
     use switchboard_core::{
         bus::handshake::{
-            ClusterKey, ClusterKeys, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, Side,
-            Transcript,
+            ClusterKey, ClusterKeys, Context, NonceEntropy, PROTOCOL_VERSIONS, ROLE_ACCEPTOR,
+            ROLE_DIALLER, Side, Transcript,
         },
         config::Config,
         ids::NodeId,
@@ -450,7 +450,10 @@ pub fn handshake(data: &[u8]) {
         let (transcript, proof) = match frame {
             Frame::HelloAck(ack) => (
                 Transcript {
+                    context: Context::Bus,
                     role: ROLE_ACCEPTOR,
+                    hint: key.id(),
+                    result: ack.result,
                     dialler: side(peer, 1, PROTOCOL_VERSIONS, nonce),
                     acceptor: side(
                         ack.node,
@@ -463,7 +466,10 @@ pub fn handshake(data: &[u8]) {
             ),
             Frame::Auth(auth) => (
                 Transcript {
+                    context: Context::Bus,
                     role: ROLE_DIALLER,
+                    hint: key.id(),
+                    result: Ok(()),
                     dialler: side(peer, 1, PROTOCOL_VERSIONS, nonce),
                     acceptor: side(NodeId(0x102), 2, PROTOCOL_VERSIONS, [0; 32]),
                 },
@@ -471,7 +477,10 @@ pub fn handshake(data: &[u8]) {
             ),
             Frame::Hello(hello) => (
                 Transcript {
+                    context: Context::Bus,
                     role: ROLE_DIALLER,
+                    hint: hello.challenge.map_or(0, |c| c.key_id),
+                    result: Ok(()),
                     dialler: side(
                         hello.node,
                         hello.incarnation,
@@ -484,10 +493,16 @@ pub fn handshake(data: &[u8]) {
             ),
             _ => continue,
         };
-        assert!(
-            keys.check(&transcript, proof.as_ref()).is_err(),
-            "a forged proof checked"
-        );
+        for context in [Context::Bus, Context::Registry] {
+            let transcript = Transcript {
+                context,
+                ..transcript
+            };
+            assert!(
+                keys.check(&transcript, proof.as_ref()).is_err(),
+                "a forged proof checked"
+            );
+        }
     }
 
     let chunks: Vec<&[u8]> = {
@@ -524,9 +539,12 @@ pub fn handshake(data: &[u8]) {
         }
         _ => None,
     };
-    let auth_for = |acceptor| {
+    let auth_for = |context, acceptor| {
         let transcript = Transcript {
+            context,
             role: ROLE_DIALLER,
+            hint: key.id(),
+            result: Ok(()),
             dialler: side(peer, 1, PROTOCOL_VERSIONS, nonce),
             acceptor,
         };
@@ -537,6 +555,7 @@ pub fn handshake(data: &[u8]) {
     if mode & 1 != 0 {
         let mut config = Config::new(NodeId(0x102), "node");
         config.cluster_keys = vec![key.clone()];
+        config.nonce_entropy = NonceEntropy::deterministic_for_tests();
         let mut node = Node::new(config, now).expect("a valid config");
         let link = node.handle_accepted(now);
         let mut up = false;
@@ -554,7 +573,7 @@ pub fn handshake(data: &[u8]) {
         if honest {
             node.handle_received(now, link, hello(peer).into());
             let acceptor = drain(&mut node, &mut up).expect("the node answers an honest hello");
-            node.handle_received(now, link, auth_for(acceptor).into());
+            node.handle_received(now, link, auth_for(Context::Bus, acceptor).into());
             drain(&mut node, &mut up);
             assert!(up, "an honest peer links");
         }
@@ -585,7 +604,7 @@ pub fn handshake(data: &[u8]) {
         if honest {
             server.handle_received(now, conn, &hello(peer));
             let acceptor = drain(&mut server, &mut registered).expect("the registry answers");
-            server.handle_received(now, conn, &auth_for(acceptor));
+            server.handle_received(now, conn, &auth_for(Context::Registry, acceptor));
             drain(&mut server, &mut registered);
         }
         for chunk in &chunks {

@@ -46,7 +46,8 @@ const SAMPLE_STATUS: &str = "{\"id\":7,\"name\":\"leaf-7\",\"incarnation\":\"184
      \"upstream\":3,\"registered\":true,\"known_nodes\":4,\
      \"endpoints\":[{\"id\":9,\"name\":\"leaf-9\",\"pending\":2,\"unacked\":1}],\
      \"routes\":[{\"target\":9,\"flags\":[\"ready\"],\"proxy\":3,\"retry_count\":0}],\
-     \"links\":[{\"link\":1,\"peer\":3,\"state\":\"up\",\"outbound\":true}]}";
+     \"links\":[{\"link\":1,\"peer\":3,\"state\":\"up\",\"outbound\":true}],\
+     \"perimeter\":{\"acks_off_route\":1,\"notices_off_route\":2,\"forged_sources\":3,\"unproven_refusals\":4}}";
 
 fn sample_status() -> Status {
     serde_json::from_str(SAMPLE_STATUS).expect("the sample is a status")

@@ -355,6 +355,12 @@ impl ClientTask {
                     holder: "the registry refused this node's cluster key".to_owned(),
                 })
             }
+            ClientEvent::UnprovenRefusal(reason) => {
+                warn!(registry = %self.addr, ?reason, "refusal before the registry proved the cluster key: not believed, retrying");
+                Some(FeedEvent::Disconnected {
+                    reason: format!("unproven refusal ({reason:?}); retrying"),
+                })
+            }
             ClientEvent::Unauthenticated(failure) => {
                 // Nothing an unproven peer says is believed, a refusal included: this is not a
                 // conflict (a squatter on the registry's address must not stop the node), only

@@ -19,23 +19,38 @@
 //!    `Pd = HMAC-SHA256(K, transcript(ROLE_DIALLER))`, and its link is up;
 //! 4. the acceptor checks `Pd`; its link is up only then.
 //!
-//! The transcript ([`Transcript::bytes`]) is `"sb-auth-v1"`, the role byte, both nonces, both
+//! The transcript ([`Transcript::bytes`]) is the protocol's label ([`Context`]: bus links and
+//! registry sessions each have their own, so a proof of one never checks as the other), the
+//! role byte, the key id the dialler's `Hello` named, the acceptor's result, both nonces, both
 //! node ids and incarnations and both version ranges (dialler's first): a proof is bound to
 //! this one exchange, cannot be reflected (the role differs) and cannot be replayed (the other
 //! side's nonce is fresh). A proof carries a 1-byte key id (derived from the key, see
-//! [`ClusterKey::id`]) so the checker knows which of its (at most two) keys to try. The
-//! `Hello` names the dialler's current key; the acceptor proves with that key when it holds
-//! it (else with its current one), and the dialler proves with the key the acceptor used when
-//! it holds it: so a node on `[new, old]` links with nodes on `[old]` and on `[new]` — the
-//! rotation window — while checks accept either key.
+//! [`ClusterKey::id`]) so the checker knows which of its (at most two) keys to try; the MAC
+//! covers that id too. The `Hello` names the dialler's current key; the acceptor proves with
+//! that key when it holds it (else with its current one), and the dialler proves with the key
+//! the acceptor used when it holds it: so a node on `[new, old]` links with nodes on `[old]`
+//! and on `[new]` — the rotation window — while checks accept either key. Since the named key
+//! is in both transcripts, a man in the middle who rewrites it (to force the older key during
+//! a rotation) makes the acceptor's proof fail at the dialler; since the result is in the
+//! acceptor's transcript, a refusal can be proven ([`Transcript::result`]) and an accepting
+//! answer cannot be turned into a refusal that checks.
 //!
-//! Nonces come from a [`NonceSource`] keyed from the node's seeded [`Rng`](crate::rng::Rng)
-//! (seeded by the driver from OS entropy, `Config::fill_from_process`), so the simulator
-//! stays deterministic. Without keys
-//! nothing is proved or checked (as before).
+//! A refusal is believed only when proven: with keys, a `HelloAck` refusing the link counts
+//! as the peer's word only when it carries the acceptor's nonce and a proof over a transcript
+//! with that result. Anyone who can answer a dial can send an unproven one; the link machine
+//! treats it as a failed dial ([`LinkError::UnprovenRefusal`](super::links::LinkError)).
+//!
+//! Nonces come from a [`NonceSource`] keyed from the driver's [`NonceEntropy`] (OS
+//! randomness) and the node's seeded [`Rng`](crate::rng::Rng). A node with keys refuses to
+//! start without entropy (its nonces would repeat after every restart); the simulator and
+//! tests opt in to fixed nonces explicitly ([`NonceEntropy::deterministic_for_tests`]).
+//! Without keys nothing is proved or checked (as before).
+//!
+//! Keys are wiped from memory when dropped ([`zeroize`]).
 
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
+use zeroize::Zeroize;
 
 use crate::{
     ids::NodeId,
@@ -56,13 +71,42 @@ pub const ROLE_ACCEPTOR: u8 = b'a';
 /// The role byte of the dialler's proof (in `Auth`).
 pub const ROLE_DIALLER: u8 = b'd';
 
-const LABEL: &[u8] = b"sb-auth-v1";
+/// Length of a [`Context`] label.
+const LABEL_LEN: usize = 14;
+
+/// Which protocol a handshake belongs to; its label opens the transcript, so a proof made for
+/// a bus link never checks for a registry session, nor the reverse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Context {
+    /// A bus link between two nodes: `"sb-bus-auth-v2"`.
+    Bus,
+    /// A registry session (client → registry server): `"sb-reg-auth-v2"`.
+    Registry,
+}
+
+impl Context {
+    /// The label the transcript starts with.
+    #[must_use]
+    pub const fn label(self) -> &'static [u8; LABEL_LEN] {
+        match self {
+            Context::Bus => b"sb-bus-auth-v2",
+            Context::Registry => b"sb-reg-auth-v2",
+        }
+    }
+}
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// A 32-byte cluster key. Its `Debug` never shows the bytes.
+/// A 32-byte cluster key. Its `Debug` never shows the bytes; its bytes are overwritten with
+/// zeros when it is dropped.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClusterKey([u8; KEY_LEN]);
+
+impl Drop for ClusterKey {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
 
 impl core::fmt::Debug for ClusterKey {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -94,13 +138,13 @@ impl ClusterKey {
         if bytes.len() != 2 * KEY_LEN {
             return None;
         }
-        let mut out = [0u8; KEY_LEN];
-        for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        let mut key = ClusterKey([0u8; KEY_LEN]);
+        for (o, pair) in key.0.iter_mut().zip(bytes.chunks_exact(2)) {
             let hi = (pair[0] as char).to_digit(16)?;
             let lo = (pair[1] as char).to_digit(16)?;
             *o = u8::try_from(hi * 16 + lo).ok()?;
         }
-        Some(ClusterKey(out))
+        Some(key)
     }
 
     /// The key's bytes (to write a key file; never log them).
@@ -169,7 +213,7 @@ impl ClusterKeys {
             .or_else(|| self.keys.first())?;
         Some(Proof {
             key_id: *id,
-            mac: mac(key, &transcript.bytes()),
+            mac: mac(key, &transcript.bytes(), *id),
         })
     }
 
@@ -192,6 +236,7 @@ impl ClusterKeys {
             let mut m =
                 <HmacSha256 as Mac>::new_from_slice(&key.0).expect("HMAC takes keys of any length");
             m.update(&bytes);
+            m.update(&[*id]);
             if m.verify_slice(&proof.mac).is_ok() {
                 return Ok(());
             }
@@ -212,8 +257,12 @@ pub fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; MAC_LEN] {
     m.finalize().into_bytes().into()
 }
 
-fn mac(key: &ClusterKey, data: &[u8]) -> [u8; MAC_LEN] {
-    hmac_sha256(&key.0, data)
+/// A proof's MAC: HMAC-SHA256 under `key` of the transcript bytes, then the key's id.
+fn mac(key: &ClusterKey, transcript: &[u8], key_id: u8) -> [u8; MAC_LEN] {
+    let mut m = <HmacSha256 as Mac>::new_from_slice(&key.0).expect("HMAC takes keys of any length");
+    m.update(transcript);
+    m.update(&[key_id]);
+    m.finalize().into_bytes().into()
 }
 
 /// One side of a handshake as the transcript names it.
@@ -229,11 +278,18 @@ pub struct Side {
     pub nonce: Nonce,
 }
 
-/// Everything a proof covers: both sides of one handshake.
+/// Everything a proof covers: both sides of one handshake, which protocol it is, the key the
+/// dialler named and the acceptor's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transcript {
+    /// The protocol ([`Context::Bus`] or [`Context::Registry`]).
+    pub context: Context,
     /// [`ROLE_ACCEPTOR`] or [`ROLE_DIALLER`]: whose proof this is.
     pub role: u8,
+    /// The key id the dialler's `Hello` named (its current key).
+    pub hint: u8,
+    /// The acceptor's answer in its `HelloAck`: `Ok`, or the refusal it proves.
+    pub result: Result<(), RefuseReason>,
     /// The side that dialled (sent `Hello`).
     pub dialler: Side,
     /// The side that accepted (sent `HelloAck`).
@@ -241,12 +297,14 @@ pub struct Transcript {
 }
 
 /// Length of [`Transcript::bytes`].
-pub const TRANSCRIPT_LEN: usize = LABEL.len() + 1 + 2 * (NONCE_LEN + 8 + 8 + 4);
+pub const TRANSCRIPT_LEN: usize = LABEL_LEN + 3 + 2 * (NONCE_LEN + 8 + 8 + 4);
 
 impl Transcript {
-    /// The bytes the HMAC covers: label, role, dialler nonce, acceptor nonce, then per side
-    /// (dialler first) id, incarnation (little-endian `u64`) and version min/max
-    /// (little-endian `u16`).
+    /// The bytes the HMAC covers: the context's label, role, the dialler's named key id, the
+    /// result (0 = accepted, else the refusal's code), dialler nonce, acceptor nonce, then
+    /// per side (dialler first) id, incarnation (little-endian `u64`) and version min/max
+    /// (little-endian `u16`). The MAC then covers the prover's key id
+    /// ([`ClusterKeys::prove_with`]).
     #[must_use]
     pub fn bytes(&self) -> [u8; TRANSCRIPT_LEN] {
         let mut out = [0u8; TRANSCRIPT_LEN];
@@ -255,8 +313,12 @@ impl Transcript {
             out[at..at + b.len()].copy_from_slice(b);
             at += b.len();
         };
-        put(LABEL);
-        put(&[self.role]);
+        put(self.context.label());
+        put(&[
+            self.role,
+            self.hint,
+            self.result.err().map_or(0, RefuseReason::code),
+        ]);
         put(&self.dialler.nonce);
         put(&self.acceptor.nonce);
         for side in [&self.dialler, &self.acceptor] {
@@ -372,13 +434,24 @@ impl ReplayGuard {
 }
 
 /// 32 bytes of operating-system randomness a driver hands to the core for its handshake
-/// nonces (the core reads no randomness itself). All zeros — the default, and what the
-/// simulator uses — leaves the nonces to the seeded generator alone, so a seeded run replays.
+/// nonces (the core reads no randomness itself). All zeros — the default — means none was
+/// given: a node with cluster keys refuses to start so
+/// ([`ConfigError::NoNonceEntropy`](crate::config::ConfigError::NoNonceEntropy)), since its
+/// nonces would repeat after every restart. The simulator and tests that need a replayable
+/// run opt in with [`deterministic_for_tests`](Self::deterministic_for_tests).
 /// Its `Debug` never shows the bytes.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct NonceEntropy(pub [u8; 32]);
 
 impl NonceEntropy {
+    /// Fixed, publicly known bytes: nonces then follow the node's seed alone, so a seeded
+    /// run replays. For the simulator and tests only — a deployed node using it has
+    /// predictable nonces (and an in-memory replay guard that forgets on restart).
+    #[must_use]
+    pub const fn deterministic_for_tests() -> NonceEntropy {
+        NonceEntropy(*b"sb-deterministic-nonces-for-test")
+    }
+
     /// Whether no entropy was given (all zeros).
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -406,6 +479,12 @@ impl core::fmt::Debug for NonceEntropy {
 pub struct NonceSource {
     secret: [u8; 32],
     counter: u64,
+}
+
+impl Drop for NonceSource {
+    fn drop(&mut self) {
+        self.secret.zeroize();
+    }
 }
 
 impl core::fmt::Debug for NonceSource {
@@ -497,7 +576,10 @@ mod tests {
             nonce: [nonce; NONCE_LEN],
         };
         Transcript {
+            context: Context::Bus,
             role,
+            hint: 0x5a,
+            result: Ok(()),
             dialler: side(1, 7, 0x11),
             acceptor: side(2, 9, 0x22),
         }
@@ -512,18 +594,89 @@ mod tests {
         );
     }
 
+    /// The MACs of fixed transcripts, computed outside Rust (Python's `hmac`/`hashlib` over
+    /// the same 121 bytes followed by the key id byte): label `sb-bus-auth-v2` or
+    /// `sb-reg-auth-v2`, role `a`, named key 0x5a, result 0 (or 3, `DuplicateId`), nonces
+    /// 0x11… and 0x22…, sides (1, 7, 1..=1) and (2, 9, 1..=1), key 0x42….
     #[test]
     fn proof_bytes_are_pinned() {
         let keys = ClusterKeys::new(&[ClusterKey::new([0x42; KEY_LEN])]);
-        let proof = keys.prove(&transcript(ROLE_ACCEPTOR)).expect("a key");
+        let t = transcript(ROLE_ACCEPTOR);
+        let proof = keys.prove(&t).expect("a key");
         assert_eq!(proof.key_id, ClusterKey::new([0x42; KEY_LEN]).id());
-        // Computed outside Rust (Python's `hmac`/`hashlib` over the same 115 bytes).
         assert_eq!(hex(&[proof.key_id]), "d2");
         assert_eq!(
             hex(&proof.mac),
-            "9dce66b6e6be9b06d65c3c926242f5d3c08ccde17e0108a0c2730986ed14148a"
+            "eb24be170d453ce22f55c997dc77a140fb58dc1f9e7a64c47a43d337666bb094"
         );
-        assert_eq!(transcript(ROLE_ACCEPTOR).bytes().len(), 115);
+        assert_eq!(t.bytes().len(), 121);
+        assert_eq!(&t.bytes()[..17], b"sb-bus-auth-v2a\x5a\x00");
+        let registry = Transcript {
+            context: Context::Registry,
+            ..t
+        };
+        assert_eq!(
+            hex(&keys.prove(&registry).expect("a key").mac),
+            "101c0f4ef8858ac2e98549e95f69d92e4aa5960e5d2ab93ab6267384da35aa01"
+        );
+        let refusal = Transcript {
+            result: Err(RefuseReason::DuplicateId),
+            ..t
+        };
+        assert_eq!(
+            hex(&keys.prove(&refusal).expect("a key").mac),
+            "fb197861348569f2d435fc8c9bedbae82486511aad16df17bb065c3bc33542c8"
+        );
+    }
+
+    /// Domain separation, the named key, the result and the prover's key id are all bound:
+    /// changing any one makes a proof fail.
+    #[test]
+    fn context_named_key_result_and_key_id_are_bound() {
+        let key = ClusterKey::new([1; KEY_LEN]);
+        let keys = ClusterKeys::new(core::slice::from_ref(&key));
+        let t = transcript(ROLE_ACCEPTOR);
+        let proof = keys.prove(&t).expect("a key");
+        assert_eq!(keys.check(&t, Some(&proof)), Ok(()));
+        let variants = [
+            Transcript {
+                context: Context::Registry,
+                ..t
+            },
+            Transcript { hint: 0x5b, ..t },
+            Transcript {
+                result: Err(RefuseReason::WrongCluster),
+                ..t
+            },
+        ];
+        for other in variants {
+            assert_eq!(
+                keys.check(&other, Some(&proof)),
+                Err(AuthFailure::BadProof),
+                "{other:?}"
+            );
+        }
+        // The same MAC under another key id (a checker holding a second key of that id
+        // would try it): the id is inside the MAC, so the MAC no longer checks even with
+        // the right key.
+        let mut relabelled = proof;
+        relabelled.key_id ^= 1;
+        let same_key_other_id = ClusterKeys {
+            keys: alloc::vec![(relabelled.key_id, key.clone())],
+        };
+        assert_eq!(
+            same_key_other_id.check(&t, Some(&relabelled)),
+            Err(AuthFailure::BadProof)
+        );
+        assert_eq!(hex(&mac(&key, &t.bytes(), proof.key_id)), hex(&proof.mac));
+    }
+
+    #[test]
+    fn the_test_entropy_is_not_empty_and_fixed() {
+        let e = NonceEntropy::deterministic_for_tests();
+        assert!(!e.is_empty());
+        assert_eq!(e, NonceEntropy::deterministic_for_tests());
+        assert_eq!(&e.0, b"sb-deterministic-nonces-for-test");
     }
 
     #[test]

@@ -387,6 +387,19 @@ impl Connector {
     /// A snapshot of the record for `target`; `None` if there is none.
     #[must_use]
     pub fn view(&self, target: NodeId) -> Option<RouteView> {
+        self.view_of(target)
+    }
+
+    /// The record `target`'s route goes through ([`RouteView::proxy`] without building the
+    /// view); `None` for a direct route or no record.
+    #[must_use]
+    pub fn proxy_of(&self, target: NodeId) -> Option<NodeId> {
+        self.records
+            .get(&target)
+            .and_then(|r| r.proxy.is_valid().then_some(r.proxy))
+    }
+
+    fn view_of(&self, target: NodeId) -> Option<RouteView> {
         let r = self.records.get(&target)?;
         Some(RouteView {
             target,

@@ -158,6 +158,7 @@
 mod commands;
 mod evidence;
 mod out_queue;
+mod perimeter;
 mod registry_client;
 mod registry_input;
 mod routes;
@@ -172,6 +173,7 @@ mod tests;
 
 use alloc::collections::BTreeMap;
 
+pub use perimeter::{OffRouteFrame, PerimeterCounts};
 pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
 pub use types::{Event, Evidence, LinkError, Output, RegistryIgnored, SendError, Target};
 
@@ -223,6 +225,8 @@ pub struct Node {
     dead: BTreeMap<NodeId, u64>,
     /// Calls, served methods, broadcasts ([`crate::rpc`]; composed in `node/rpc.rs`).
     rpc: crate::rpc::Rpc,
+    /// Acks and notices dropped for arriving off their stream's route ([`perimeter`]).
+    perimeter: PerimeterCounts,
 }
 
 /// Routes outcomes straight into the output queue.
@@ -248,9 +252,13 @@ impl Node {
     ///
     /// # Errors
     ///
-    /// The first problem [`Config::validate`] finds.
+    /// The first problem [`Config::validate`] finds; [`ConfigError::NoNonceEntropy`] for
+    /// cluster keys without the driver's nonce entropy.
     pub fn new(config: Config, now: Instant) -> Result<Node, ConfigError> {
         config.validate()?;
+        if config.auth_keys().is_enabled() && config.nonce_entropy.is_empty() {
+            return Err(ConfigError::NoNonceEntropy);
+        }
         let mut id_state = config.id.0;
         let mut rng = Rng::new(config.rng_seed ^ crate::rng::splitmix64(&mut id_state));
         let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());
@@ -322,6 +330,7 @@ impl Node {
             relayed: BTreeMap::new(),
             dead: BTreeMap::new(),
             rpc: crate::rpc::Rpc::default(),
+            perimeter: PerimeterCounts::default(),
         };
         // In the first record already: no republication asked for.
         for method in &node.config.serve {

@@ -39,6 +39,10 @@ pub struct Status {
     pub routes: Vec<RouteStatus>,
     /// Links, by link id.
     pub links: Vec<LinkStatus>,
+    /// Frames dropped at the perimeter: acks and notices off their stream's route, `Data`
+    /// with a forged source ([`Node::perimeter`]).
+    #[serde(default)]
+    pub perimeter: super::PerimeterCounts,
 }
 
 /// One endpoint (a known target with a pending queue) in a [`Status`].
@@ -145,6 +149,7 @@ impl Node {
             endpoints,
             routes,
             links: self.links.views().map(link_status).collect(),
+            perimeter: self.perimeter(),
         }
     }
 }

@@ -6,7 +6,7 @@ use alloc::string::String;
 
 use bytes::Bytes;
 
-use super::{Event, Node, OutSink, Output};
+use super::{Event, Node, OffRouteFrame, OutSink, Output};
 use crate::{
     bus::links::{Down, Inbound, LinkEvent, LinkSink},
     connector::{LinkState, World},
@@ -53,6 +53,17 @@ impl LinkSink for super::out_queue::OutQueue {
                 Event::HandshakeTimedOut { link, dialed }
             }
             LinkEvent::HandshakeLimit { link } => Event::HandshakeLimit { link },
+            LinkEvent::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            } => Event::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            },
             LinkEvent::ForwardDropped { src, dst, msg_type } => {
                 Event::ForwardDropped { src, dst, msg_type }
             }
@@ -126,7 +137,14 @@ impl Node {
             self.link_down(now, down);
             return;
         }
-        while let Some(inbound) = self.links.next_inbound(now, link, &mut self.out) {
+        loop {
+            let relays = super::perimeter::TopologyRelays {
+                topology: &self.topology,
+                connector: &self.connector,
+            };
+            let Some(inbound) = self.links.next_inbound(now, link, &mut self.out, &relays) else {
+                break;
+            };
             self.on_inbound(now, inbound);
         }
         self.links.finish_receive(&mut self.out);
@@ -154,7 +172,13 @@ impl Node {
                 self.tell_reachable(peer, incarnation);
             }
             Inbound::Down(down) => self.link_down(now, down),
-            Inbound::Ack(ack) => self.on_ack(&ack),
+            Inbound::Ack { ack, via } if !self.on_route(ack.dst, via) => {
+                self.off_route(OffRouteFrame::Ack, ack.dst, via);
+            }
+            Inbound::Ack { ack, .. } => self.on_ack(&ack),
+            Inbound::Unreachable { notice, via } if !self.on_route(notice.dst, via) => {
+                self.off_route(OffRouteFrame::Unreachable, notice.dst, via);
+            }
             Inbound::Unreachable { notice, via } => match notice.reason {
                 UnreachableReason::TargetGone => self.relay_says_gone(&notice, via),
                 UnreachableReason::Reachable => {

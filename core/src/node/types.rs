@@ -163,6 +163,30 @@ pub enum Event {
     },
     /// A registry event was not applied.
     RegistryIgnored(RegistryIgnored),
+    /// An `Ack` or `Unreachable` about this node's stream to `dst` arrived from `via`, a peer
+    /// off the stream's route: dropped, counted ([`Node::perimeter`](super::Node::perimeter)),
+    /// no outcome changed.
+    OffRoute {
+        /// What arrived.
+        frame: super::OffRouteFrame,
+        /// The stream's target.
+        dst: NodeId,
+        /// The peer it arrived from.
+        via: NodeId,
+    },
+    /// A `Data` frame on `link` claimed the source `src`, which its peer `via` may not relay
+    /// for (a leaf speaks only for itself): dropped — not delivered, relayed or acknowledged
+    /// — and counted ([`Node::perimeter`](super::Node::perimeter)). The link stays up.
+    ForgedSource {
+        /// The link.
+        link: LinkId,
+        /// The link's proven peer.
+        via: NodeId,
+        /// The source the frame claimed.
+        src: NodeId,
+        /// Its destination.
+        dst: NodeId,
+    },
     /// Evidence that `peer`'s incarnation `incarnation` is dead (ARCHITECTURE §9): what may
     /// have reached it ended `Unknown(TargetGone | TargetRestarted)` at once, what provably
     /// did not waits for a live incarnation, and the senders relaying to it through this

@@ -556,6 +556,23 @@ impl Driver {
                     "peer incarnation dead"
                 );
             }
+            Event::OffRoute { frame, dst, via } => {
+                info!(
+                    id = self.node.id().0,
+                    ?frame,
+                    dst = dst.0,
+                    via = via.0,
+                    "dropped: not from the stream's route"
+                );
+            }
+            Event::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            } => {
+                warn!(id = self.node.id().0, %link, via = via.0, src = src.0, dst = dst.0, "dropped: the peer may not relay for this source");
+            }
             other => debug!(id = self.node.id().0, ?other, "node event"),
         }
     }

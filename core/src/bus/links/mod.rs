@@ -31,7 +31,22 @@
 //! ([`LinkError::Unauthenticated`], counted by kind in [`Links::auth_refusals`]). A dialled peer whose `HelloAck` names
 //! another id than dialled is closed. Bytes before the dial was reported connected, a second
 //! `Hello`, anything but a handshake frame before the handshake, and a frame that does not
-//! decode each close the link with a [`LinkError`].
+//! decode each close the link with a [`LinkError`]. With keys, a refusing `HelloAck` is
+//! believed only when proven ([`LinkError::UnprovenRefusal`] otherwise: a failed dial).
+//!
+//! Until a link is up its reader accepts only the handshake kinds, each up to its largest
+//! valid encoding ([`FrameLimits::handshake`]): a peer announcing a larger frame, or another
+//! kind, is refused from the frame's header, before its body is buffered. Once up, every kind
+//! up to `max_frame`.
+//!
+//! # After the handshake
+//!
+//! The handshake proves the peer's id, not the sources of the frames it carries: a `Data`
+//! frame whose `src` is not the peer is taken only when the node's [`Relays`] says the peer
+//! may relay for it (otherwise dropped and counted: [`LinkEvent::ForgedSource`]). Acks and
+//! notices for this node's streams go to the node with the peer they came from
+//! ([`Inbound::Ack`], [`Inbound::Unreachable`]), which takes them only from the stream's
+//! route.
 //!
 //! # Deadlines
 //!
@@ -67,7 +82,7 @@ use alloc::{
 };
 
 use bytes::Bytes;
-pub use receive::{Inbound, Relay};
+pub use receive::{AnyRelay, Inbound, Relay, Relays};
 pub use view::LinkView;
 
 use super::{
@@ -83,7 +98,10 @@ use crate::{
     rng::Rng,
     time::{Duration, Instant},
     timer::TimerQueue,
-    wire::{self, ByeReason, DecodeError, Frame, FrameKind, FrameReader, Nonce, RefuseReason},
+    wire::{
+        self, ByeReason, DecodeError, Frame, FrameKind, FrameLimits, FrameReader, Nonce,
+        RefuseReason,
+    },
 };
 
 /// Relays a `Data` frame may take before it is dropped (a routing loop guard).
@@ -143,6 +161,19 @@ pub enum LinkEvent {
         /// The id the connection was given.
         link: LinkId,
     },
+    /// A `Data` frame claimed a source its link's peer may not relay for ([`Relays`]); it
+    /// was dropped (not delivered, relayed or acknowledged) and counted
+    /// ([`Links::forged_sources`]). The link stays up.
+    ForgedSource {
+        /// The link.
+        link: LinkId,
+        /// The link's proven peer.
+        via: NodeId,
+        /// The source the frame claimed.
+        src: NodeId,
+        /// Its destination.
+        dst: NodeId,
+    },
     /// A frame for another node could not be relayed; an `Unreachable` went back.
     ForwardDropped {
         /// Original sender.
@@ -165,9 +196,15 @@ pub enum LinkError {
     /// accepted link before it was closed).
     #[error("handshake refused: {0:?}")]
     Refused(RefuseReason),
-    /// The peer refused our handshake.
+    /// The peer refused our handshake (with cluster keys: a refusal it proved).
     #[error("the peer refused the handshake: {0:?}")]
     RefusedByPeer(RefuseReason),
+    /// With cluster keys, the peer's `HelloAck` refused our handshake without proving it
+    /// (no nonce or no proof, or one that does not check): not believed — the link is closed
+    /// as a failed dial, retried with the usual backoff, and counted
+    /// ([`Links::unproven_refusals`]).
+    #[error("unproven refusal ({0:?}): treated as a failed dial")]
+    UnprovenRefusal(RefuseReason),
     /// The peer stayed silent for `heartbeat_dead_after` heartbeat intervals (a half-open
     /// link); the value is that count.
     #[error("silent for {0} heartbeat intervals")]
@@ -221,7 +258,8 @@ pub struct LinkSettings {
     pub handshake_timeout: Duration,
     /// Accepted links that may be handshaking at once.
     pub max_pending_handshakes: usize,
-    /// The largest frame a link accepts.
+    /// The largest frame an up link accepts (before its handshake a link accepts only the
+    /// handshake kinds, each up to its largest valid encoding: [`FrameLimits::handshake`]).
     pub max_frame: usize,
     /// The driver's randomness for handshake nonces (zeros: the seeded generator alone).
     pub nonce_entropy: NonceEntropy,
@@ -292,6 +330,10 @@ pub struct Links {
     replay: ReplayGuard,
     /// Handshakes refused for authentication, by kind.
     refusals: AuthRefusals,
+    /// `Data` frames dropped for a source their link's peer may not relay for.
+    forged_sources: u64,
+    /// `HelloAck` refusals not proven (with keys), not believed.
+    unproven_refusals: u64,
     ids: IdSource,
     table: BTreeMap<LinkId, Link>,
     /// Up links per peer, ascending: the lowest carries traffic.
@@ -323,6 +365,8 @@ impl Links {
             nonces,
             replay: ReplayGuard::default(),
             refusals: AuthRefusals::default(),
+            forged_sources: 0,
+            unproven_refusals: 0,
             ids: IdSource::new(),
             table: BTreeMap::new(),
             peer_links: BTreeMap::new(),
@@ -339,6 +383,20 @@ impl Links {
     #[must_use]
     pub fn auth_refusals(&self) -> AuthRefusals {
         self.refusals
+    }
+
+    /// `Data` frames dropped so far because their link's peer may not relay for the source
+    /// they claimed ([`LinkEvent::ForgedSource`]).
+    #[must_use]
+    pub fn forged_sources(&self) -> u64 {
+        self.forged_sources
+    }
+
+    /// `HelloAck` refusals so far that a keyed dialler did not believe for lack of a proof
+    /// ([`LinkError::UnprovenRefusal`]).
+    #[must_use]
+    pub fn unproven_refusals(&self) -> u64 {
+        self.unproven_refusals
     }
 
     /// The incarnation `peer` had in its last handshake with this node (0 = none seen).
@@ -509,9 +567,8 @@ impl Links {
     /// A new link dialling `peer` at `addr` ([`LinkSink::connect`]).
     pub fn dial<S: LinkSink + ?Sized>(&mut self, peer: NodeId, addr: String, sink: &mut S) {
         let link = self.ids.next_link();
-        let max_frame = self.settings.max_frame;
         self.table
-            .insert(link, Link::new(Phase::Dialing, Some(peer), max_frame));
+            .insert(link, Link::new(Phase::Dialing, Some(peer)));
         sink.connect(link, peer, addr);
     }
 
@@ -527,7 +584,7 @@ impl Links {
             return link;
         }
         let deadline = now.saturating_add(self.settings.handshake_timeout);
-        let mut l = Link::new(Phase::Handshaking, None, self.settings.max_frame);
+        let mut l = Link::new(Phase::Handshaking, None);
         l.handshake_deadline = Some(deadline);
         self.table.insert(link, l);
         self.pending_accepts += 1;
@@ -741,13 +798,15 @@ impl Links {
 }
 
 impl Link {
-    fn new(phase: Phase, dialed: Option<NodeId>, max_frame: usize) -> Link {
+    /// A link before its handshake: its reader accepts only the handshake kinds, each up to
+    /// its largest valid encoding ([`FrameLimits::handshake`]); `max_frame` applies once up.
+    fn new(phase: Phase, dialed: Option<NodeId>) -> Link {
         Link {
             phase,
             dialed,
             peer: None,
             incarnation: 0,
-            reader: FrameReader::new(max_frame),
+            reader: FrameReader::with_limits(FrameLimits::handshake()),
             handshake_deadline: None,
             heartbeat: None,
             nonce: None,

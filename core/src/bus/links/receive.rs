@@ -7,8 +7,8 @@ use super::{AwaitingAuth, Down, LinkError, LinkEvent, LinkSink, Links, MAX_HOPS,
 use crate::{
     bus::{
         handshake::{
-            self, AuthFailure, PROTOCOL_VERSIONS, PeerHello, ROLE_ACCEPTOR, ROLE_DIALLER, Side,
-            Transcript,
+            self, AuthFailure, Context, PROTOCOL_VERSIONS, PeerHello, ROLE_ACCEPTOR, ROLE_DIALLER,
+            Side, Transcript,
         },
         heartbeat::Heartbeat,
         stream::Verdict,
@@ -16,7 +16,8 @@ use crate::{
     ids::{LinkId, NodeId},
     time::Instant,
     wire::{
-        self, DecodeError, Decoded, Frame, FrameKind, Nonce, Proof, RefuseReason, UnreachableReason,
+        self, DecodeError, Decoded, Frame, FrameKind, FrameLimits, Nonce, Proof, RefuseReason,
+        UnreachableReason,
     },
 };
 
@@ -37,8 +38,14 @@ pub enum Inbound {
     },
     /// A link went away (the peer said `Bye`, or the link was rejected).
     Down(Down),
-    /// An `Ack` (or reset) of one of this node's streams.
-    Ack(wire::Ack),
+    /// An `Ack` (or reset) of one of this node's streams; `via` is the peer it arrived from
+    /// (it counts only from the stream's route: the node checks).
+    Ack {
+        /// The ack.
+        ack: wire::Ack,
+        /// The peer it arrived from.
+        via: NodeId,
+    },
     /// A relay could not route one of this node's messages; `via` is the hop it came back
     /// from.
     Unreachable {
@@ -51,6 +58,29 @@ pub enum Inbound {
     /// ([`relay_hop`](crate::connector::Connector::relay_hop) of [`Relay::dst`] from
     /// [`Relay::from`]) and hand it back with [`Links::relay`].
     Relay(Relay),
+}
+
+/// Which peers may carry messages from other sources to this node (the node answers from its
+/// topology: [`crate::node`]).
+///
+/// A link's handshake proves who its peer is, not who wrote the messages it carries: a proxy
+/// relays for other nodes, a leaf has no one to relay for. A `Data` frame whose `src` is not
+/// the link's peer is taken only when [`may_relay`](Self::may_relay) says so.
+pub trait Relays {
+    /// Whether `via` (a link's proven peer) may carry a message whose source is `src`
+    /// (never asked when `src == via`).
+    fn may_relay(&self, via: NodeId, src: NodeId) -> bool;
+}
+
+/// Every peer may relay for every source: a link machine used without a topology (tests,
+/// benchmarks of the bus alone). A node never uses it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnyRelay;
+
+impl Relays for AnyRelay {
+    fn may_relay(&self, _via: NodeId, _src: NodeId) -> bool {
+        true
+    }
 }
 
 /// A frame this node relays toward another node.
@@ -129,19 +159,23 @@ impl Links {
     ///
     /// Handled here: the handshake (answering `HelloAck`), `Ping`, `Pong`, messages for this
     /// node ([`LinkSink::received`] for each stream's next message, exactly once; a reset
-    /// `Ack` at once for a frame this incarnation must refuse), and every reason to close the
-    /// link.
-    pub fn next_inbound<S: LinkSink + ?Sized>(
+    /// `Ack` at once for a frame this incarnation must refuse), `Data` from a source the peer
+    /// may not relay for (`relays`; dropped and counted), and every reason to close the link.
+    pub fn next_inbound<S: LinkSink + ?Sized, R: Relays + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
         sink: &mut S,
+        relays: &R,
     ) -> Option<Inbound> {
         loop {
             let l = self.table.get_mut(&link)?;
             let bytes = match l.reader.next_frame_bytes() {
                 Ok(None) => return None,
                 Ok(Some(bytes)) => bytes,
+                Err(DecodeError::KindNotAllowed { kind }) if l.phase != Phase::Up => {
+                    return self.before_handshake(link, kind, sink);
+                }
                 Err(e) => {
                     return self
                         .reject(link, LinkError::Frame(e), sink)
@@ -165,7 +199,7 @@ impl Links {
                         .map(Inbound::Down);
                 }
             };
-            if let Some(inbound) = self.on_frame(now, link, &bytes, frame, sink) {
+            if let Some(inbound) = self.on_frame(now, link, &bytes, frame, sink, relays) {
                 return Some(inbound);
             }
         }
@@ -244,13 +278,14 @@ impl Links {
         }
     }
 
-    fn on_frame<S: LinkSink + ?Sized>(
+    fn on_frame<S: LinkSink + ?Sized, R: Relays + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
         bytes: &Bytes,
         frame: Frame<'_>,
         sink: &mut S,
+        relays: &R,
     ) -> Option<Inbound> {
         let l = self.table.get(&link)?;
         let (phase, dialed, peer) = (l.phase, l.dialed, l.peer);
@@ -288,15 +323,41 @@ impl Links {
             | Frame::Pong(_)
             | Frame::Bye(_) => {
                 let Some(via) = up else {
-                    if self.settings.keys.is_enabled() {
-                        return self.refuse_auth(link, AuthFailure::BeforeAuth, sink);
-                    }
-                    return reject(self, LinkError::DataBeforeHello, sink);
+                    return self.before_handshake(link, frame.kind(), sink);
                 };
-                self.on_up_frame(now, link, via, bytes, frame, sink)
+                self.on_up_frame(now, link, via, bytes, frame, sink, relays)
             }
             other => reject(self, LinkError::UnexpectedFrame(other.kind()), sink),
         }
+    }
+
+    /// A frame of `kind` before `link`'s handshake finished (refused by the reader's
+    /// handshake limits from its header, or a `Bye` that decoded): a bus frame is refused as
+    /// unauthenticated with keys ([`AuthFailure::BeforeAuth`], counted) and as
+    /// [`LinkError::DataBeforeHello`] without; any other kind is unexpected on a bus link.
+    fn before_handshake<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        kind: FrameKind,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let bus_frame = matches!(
+            kind,
+            FrameKind::Data
+                | FrameKind::Ack
+                | FrameKind::Unreachable
+                | FrameKind::Ping
+                | FrameKind::Pong
+                | FrameKind::Bye
+        );
+        let error = if !bus_frame {
+            LinkError::UnexpectedFrame(kind)
+        } else if self.settings.keys.is_enabled() {
+            return self.refuse_auth(link, AuthFailure::BeforeAuth, sink);
+        } else {
+            LinkError::DataBeforeHello
+        };
+        self.reject(link, error, sink).map(Inbound::Down)
     }
 
     /// Counts an authentication failure and closes `link` for it.
@@ -335,8 +396,12 @@ impl Links {
         Some(self.link_up(now, link, pending.peer, pending.incarnation))
     }
 
-    /// A frame on an up link from `via`.
-    fn on_up_frame<S: LinkSink + ?Sized>(
+    /// A frame on an up link from `via`. A `Data` frame whose `src` is not `via` is taken
+    /// only when `relays` says `via` may carry messages from that source; otherwise it is
+    /// dropped — not delivered, not relayed, not acknowledged — and counted
+    /// ([`forged_sources`](Self::forged_sources), [`LinkEvent::ForgedSource`]).
+    #[allow(clippy::too_many_arguments)]
+    fn on_up_frame<S: LinkSink + ?Sized, R: Relays + ?Sized>(
         &mut self,
         now: Instant,
         link: LinkId,
@@ -344,9 +409,20 @@ impl Links {
         bytes: &Bytes,
         frame: Frame<'_>,
         sink: &mut S,
+        relays: &R,
     ) -> Option<Inbound> {
         let own = self.settings.own;
         match frame {
+            Frame::Data(d) if d.src != via && !relays.may_relay(via, d.src) => {
+                self.forged_sources += 1;
+                sink.event(LinkEvent::ForgedSource {
+                    link,
+                    via,
+                    src: d.src,
+                    dst: d.dst,
+                });
+                None
+            }
             Frame::Data(d) if d.dst == own => {
                 self.on_data(now, link, via, bytes, &d, sink);
                 None
@@ -368,7 +444,7 @@ impl Links {
                     },
                 },
             })),
-            Frame::Ack(ack) if ack.src == own => Some(Inbound::Ack(ack)),
+            Frame::Ack(ack) if ack.src == own => Some(Inbound::Ack { ack, via }),
             Frame::Ack(ack) => Some(Inbound::Relay(Relay {
                 from_link: link,
                 from: via,
@@ -412,10 +488,14 @@ impl Links {
         ack: Option<(Result<(), RefuseReason>, Option<Proof>)>,
         sink: &mut S,
     ) -> Option<Inbound> {
+        let keyed = self.settings.keys.is_enabled();
         let refused = match (dialed, ack) {
             (None, Some(_)) => Some(LinkError::UnexpectedFrame(FrameKind::HelloAck)),
             (Some(_), None) => Some(LinkError::UnexpectedHello),
-            (Some(_), Some((Err(reason), _))) => Some(LinkError::RefusedByPeer(reason)),
+            (Some(_), Some((Err(reason), _))) if !keyed => Some(LinkError::RefusedByPeer(reason)),
+            (Some(_), Some((Err(reason), proof))) => {
+                return self.on_refusal(link, hello, nonce, reason, proof.as_ref(), sink);
+            }
             _ => None,
         };
         if let Some(error) = refused {
@@ -433,7 +513,8 @@ impl Links {
             .and_then(|()| self.check_duplicate(id, hello.incarnation));
         if let Err(reason) = verdict {
             if dialed.is_none() {
-                self.send_hello_ack(link, Err(reason), None, None, sink);
+                let (own_nonce, proof) = self.prove_refusal(hello, nonce, peer_key, reason);
+                self.send_hello_ack(link, Err(reason), own_nonce, proof, sink);
             }
             let error = if reason == RefuseReason::InvalidHello {
                 LinkError::InvalidPeerId(id)
@@ -475,7 +556,10 @@ impl Links {
                 let dialler_nonce = nonce.expect("checked above");
                 let own_nonce = self.nonces.next_nonce();
                 let transcript = |role| Transcript {
+                    context: Context::Bus,
                     role,
+                    hint: peer_key.unwrap_or_default(),
+                    result: Ok(()),
                     dialler: peer_side(dialler_nonce),
                     acceptor: own_side(own_nonce),
                 };
@@ -500,8 +584,12 @@ impl Links {
                 let (Some(own_nonce), Some(peer_nonce)) = (own_nonce, nonce) else {
                     return self.refuse_auth(link, AuthFailure::NoProof, sink);
                 };
+                let hint = self.settings.keys.current_id().unwrap_or_default();
                 let transcript = |role| Transcript {
+                    context: Context::Bus,
                     role,
+                    hint,
+                    result: Ok(()),
                     dialler: own_side(own_nonce),
                     acceptor: peer_side(peer_nonce),
                 };
@@ -519,6 +607,92 @@ impl Links {
                 Some(self.link_up(now, link, id, hello.incarnation))
             }
         }
+    }
+
+    /// A keyed dialler's `HelloAck` refused the link for `reason`: believed — the link closed
+    /// with [`LinkError::RefusedByPeer`] — only when the acceptor proved it (its nonce, and a
+    /// proof over the exchange with that result checking with our keys). Otherwise anyone
+    /// who could answer the dial may have said it: the link closes as
+    /// [`LinkError::UnprovenRefusal`], counted ([`unproven_refusals`](Self::unproven_refusals)),
+    /// and goes down as a failed dial (no refusal reason: the connector retries with its
+    /// backoff, and nothing ends or gives up on the word of an unknown peer).
+    fn on_refusal<S: LinkSink + ?Sized>(
+        &mut self,
+        link: LinkId,
+        hello: &PeerHello,
+        nonce: Option<Nonce>,
+        reason: RefuseReason,
+        proof: Option<&Proof>,
+        sink: &mut S,
+    ) -> Option<Inbound> {
+        let own_nonce = self.table.get(&link).and_then(|l| l.nonce);
+        let proven = match (own_nonce, nonce) {
+            (Some(own_nonce), Some(peer_nonce)) => {
+                let transcript = Transcript {
+                    context: Context::Bus,
+                    role: ROLE_ACCEPTOR,
+                    hint: self.settings.keys.current_id().unwrap_or_default(),
+                    result: Err(reason),
+                    dialler: Side {
+                        node: self.settings.own,
+                        incarnation: self.settings.incarnation,
+                        versions: PROTOCOL_VERSIONS,
+                        nonce: own_nonce,
+                    },
+                    acceptor: Side {
+                        node: hello.node,
+                        incarnation: hello.incarnation,
+                        versions: hello.versions,
+                        nonce: peer_nonce,
+                    },
+                };
+                self.settings.keys.check(&transcript, proof).is_ok()
+            }
+            _ => false,
+        };
+        let error = if proven {
+            LinkError::RefusedByPeer(reason)
+        } else {
+            self.unproven_refusals += 1;
+            LinkError::UnprovenRefusal(reason)
+        };
+        self.reject(link, error, sink).map(Inbound::Down)
+    }
+
+    /// An acceptor with keys refusing a `Hello` that carried a challenge proves its refusal
+    /// (a fresh nonce and a proof over the exchange with `Err(reason)`), so the dialler may
+    /// believe it; `(None, None)` without keys or without the dialler's nonce.
+    fn prove_refusal(
+        &mut self,
+        hello: &PeerHello,
+        dialler_nonce: Option<Nonce>,
+        hint: Option<u8>,
+        reason: RefuseReason,
+    ) -> (Option<Nonce>, Option<Proof>) {
+        let Some(dialler_nonce) = dialler_nonce.filter(|_| self.settings.keys.is_enabled()) else {
+            return (None, None);
+        };
+        let own_nonce = self.nonces.next_nonce();
+        let transcript = Transcript {
+            context: Context::Bus,
+            role: ROLE_ACCEPTOR,
+            hint: hint.unwrap_or_default(),
+            result: Err(reason),
+            dialler: Side {
+                node: hello.node,
+                incarnation: hello.incarnation,
+                versions: hello.versions,
+                nonce: dialler_nonce,
+            },
+            acceptor: Side {
+                node: self.settings.own,
+                incarnation: self.settings.incarnation,
+                versions: PROTOCOL_VERSIONS,
+                nonce: own_nonce,
+            },
+        };
+        let proof = self.settings.keys.prove_with(&transcript, hint);
+        (Some(own_nonce), proof)
     }
 
     /// The duplicate-id rule: a peer id already live on another link must come with the same
@@ -567,6 +741,8 @@ impl Links {
                 self.pending_accepts -= 1;
             }
             l.phase = Phase::Up;
+            l.reader
+                .set_limits(FrameLimits::up_to(self.settings.max_frame));
             l.peer = Some(peer);
             l.incarnation = incarnation;
             l.handshake_deadline = None;

@@ -95,7 +95,10 @@ impl Harness {
             self.downs.push((now, down));
             return;
         }
-        while let Some(inbound) = self.links.next_inbound(now, link, &mut self.out) {
+        while let Some(inbound) =
+            self.links
+                .next_inbound(now, link, &mut self.out, &super::AnyRelay)
+        {
             if let Inbound::Down(down) = inbound {
                 self.downs.push((now, down));
             }

@@ -75,6 +75,10 @@ fn acceptor_replies_hello_and_learns_the_peer() {
 #[test]
 fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
     let mut node = root(0x102);
+    // 0x101 is 0x105's upstream: it may relay 0x105's messages.
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x101, 0, 1)));
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x105, 0x101, 1)));
+    drain(&mut node);
     let link = accepted_up(&mut node, 0x101);
     let mut stream = Vec::new();
     stream.extend_from_slice(&encode_data(NodeId(0x101), NodeId(0x102), 9, 0, b"abc"));
@@ -128,10 +132,21 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
             false,
             false,
         ),
+        // Before the handshake the limit is the largest handshake frame (a `HelloAck`);
+        // once up, `max_frame`.
+        (
+            too_long.clone(),
+            LinkError::Frame(DecodeError::FrameTooLarge {
+                len: max + 1,
+                max: crate::wire::MAX_HELLO_ACK_LEN,
+            }),
+            false,
+            false,
+        ),
         (
             too_long,
             LinkError::Frame(DecodeError::FrameTooLarge { len: max + 1, max }),
-            false,
+            true,
             false,
         ),
         (

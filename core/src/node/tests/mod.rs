@@ -18,6 +18,7 @@ mod bad_input;
 mod bus;
 mod frames;
 mod ordering;
+mod perimeter;
 mod prop_node;
 mod refusal_reasons;
 mod registry_client;

@@ -65,7 +65,8 @@ fn status_serializes_under_the_served_field_names() {
          \"upstream\":258,\"registered\":false,\"known_nodes\":0,\
          \"endpoints\":[{{\"id\":258,\"name\":null,\"pending\":1,\"unacked\":0}}],\
          \"routes\":[{{\"target\":258,\"flags\":[\"active\"],\"proxy\":null,\"retry_count\":0}}],\
-         \"links\":[{{\"link\":{},\"peer\":258,\"state\":\"connecting\",\"outbound\":true}}]}}",
+         \"links\":[{{\"link\":{},\"peer\":258,\"state\":\"connecting\",\"outbound\":true}}],\
+         \"perimeter\":{{\"acks_off_route\":0,\"notices_off_route\":0,\"forged_sources\":0,\"unproven_refusals\":0}}}}",
         node.incarnation(),
         node.status().links[0].link,
     );
@@ -79,4 +80,12 @@ fn status_serializes_under_the_served_field_names() {
     );
     let parsed: Status = serde_json::from_str(&as_number).expect("a number parses too");
     assert_eq!(parsed.incarnation, node.incarnation());
+    // Older output (no perimeter counts) still parses, with zeros.
+    let without = json.replace(
+        ",\"perimeter\":{\"acks_off_route\":0,\"notices_off_route\":0,\"forged_sources\":0,\"unproven_refusals\":0}",
+        "",
+    );
+    assert_ne!(without, json);
+    let parsed: Status = serde_json::from_str(&without).expect("parses without the counts");
+    assert_eq!(parsed, node.status());
 }

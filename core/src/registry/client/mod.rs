@@ -12,9 +12,10 @@
 //!   frame of every connection — after the handshake when keys are configured: `Hello`
 //!   (challenge), the registry's `HelloAck` (nonce, proof) checked, then `Auth` and
 //!   `Register`. A registry that does not prove a key is left
-//!   ([`ClientEvent::Unauthenticated`]) — a refusal it sends before its proof included: an
-//!   unproven `WrongCluster` is not believed; a registry refusing our proof after it proved
-//!   its own is [`ClientEvent::AuthRefused`]. Both retry like a close.
+//!   ([`ClientEvent::Unauthenticated`]); a registry refusing our proof is
+//!   [`ClientEvent::AuthRefused`]. Both retry like a close. With keys, a refusal that arrives
+//!   before the registry proved the key is not believed ([`ClientEvent::UnprovenRefusal`]):
+//!   a failed attempt, retried on the backoff.
 //! * **Refusals** are reported, then retried like a close: another incarnation holding the id
 //!   is [`ClientEvent::Refused`], another node holding the name [`ClientEvent::NameTaken`],
 //!   records over the registry's size limits [`ClientEvent::RecordTooLarge`] (with the
@@ -277,8 +278,12 @@ impl RegistryClient {
         registry: Side,
         proof: Option<Proof>,
     ) {
+        let hint = self.config.keys.current_id().unwrap_or_default();
         let transcript = |role| Transcript {
+            context: crate::bus::handshake::Context::Registry,
             role,
+            hint,
+            result: Ok(()),
             dialler: Side {
                 node: self.config.discovery.id,
                 incarnation: self.config.incarnation,
@@ -397,10 +402,16 @@ impl RegistryClient {
                     };
                     return self.on_proof(now, own_nonce, registry, proof);
                 }
-                // A refusal before the registry proved the key is not believed either (a
-                // squatter on the registry's address could send it): leave and retry.
-                Incoming::AuthRefused => {
-                    self.event(ClientEvent::Unauthenticated(AuthFailure::NoProof));
+                // A refusal before the registry proved the key could come from anyone who
+                // answered the dial (a squatter on the registry's address): not believed, a
+                // failed attempt retried on the backoff.
+                Incoming::AuthRefused | Incoming::Refused { .. } | Incoming::NameTaken { .. } => {
+                    let reason = match incoming {
+                        Incoming::AuthRefused => RefuseReason::WrongCluster,
+                        Incoming::NameTaken { .. } => RefuseReason::NameTaken,
+                        _ => RefuseReason::DuplicateId,
+                    };
+                    self.event(ClientEvent::UnprovenRefusal(reason));
                     self.out.push_back(ClientOutput::Close);
                     return self.retry(now);
                 }

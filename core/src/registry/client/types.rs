@@ -204,9 +204,15 @@ pub enum ClientEvent {
     /// node has a key the registry does not), or refused a node without keys. The client
     /// retries on its backoff.
     AuthRefused,
-    /// The registry failed to prove the cluster key (a stranger, a registry without keys, or
-    /// one that refused before proving anything — such a refusal is not believed): the
-    /// client closed the connection without registering, and retries on its backoff.
+    /// With cluster keys: a `HelloAck` refused the connection (`reason`) before the registry
+    /// proved the key. Anyone who answers the dial can say that (a squatter on the
+    /// registry's address), so it is not believed: the client closed the connection and
+    /// retries on its backoff, like after a failed dial.
+    UnprovenRefusal(crate::wire::RefuseReason),
+    /// The registry failed to prove the cluster key (a stranger, or a registry without
+    /// keys): the client closed the connection without registering, and retries on its
+    /// backoff. Not believed either: the tokio adapter reports it as a disconnect, never as a
+    /// conflict.
     Unauthenticated(crate::bus::handshake::AuthFailure),
     /// The connection is gone (failed dial, close, silence, refusal or error); the next
     /// attempt is at `retry_at`.

@@ -474,7 +474,10 @@ impl RegistryServer {
             nonce: self.nonces.next_nonce(),
         };
         let transcript = |role| Transcript {
+            context: handshake::Context::Registry,
             role,
+            hint: challenge.key_id,
+            result: Ok(()),
             dialler: dialler(challenge.nonce),
             acceptor,
         };

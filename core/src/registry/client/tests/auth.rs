@@ -91,61 +91,55 @@ fn a_client_with_keys_leaves_a_registry_without_keys() {
     assert!(events(&mut net, 0).contains(&ClientEvent::Unauthenticated(AuthFailure::NoProof)));
 }
 
-/// A squatter on the registry's address answers a keyed client's `Hello` with a
-/// `WrongCluster` refusal and no proof: the client does not believe it (no `AuthRefused`,
-/// which a node reports as a conflict and exits on), leaves, and dials again exactly at its
-/// first backoff step (1 s without jitter).
+/// A squatter on the registry's address answers a keyed client's `Hello` with a refusal and
+/// no proof: not believed. Each is a failed attempt (`UnprovenRefusal`, close), retried on
+/// the backoff at exactly 1 s, 3 s, 7 s — never `AuthRefused`, `NameTaken` or `Refused`.
 #[test]
-fn an_unproven_refusal_is_not_believed_and_the_client_retries() {
+fn a_refusal_before_the_registry_proved_the_key_is_not_believed() {
+    use alloc::vec;
+
+    use super::{ClientOutput, RegistryClient};
     use crate::{
-        registry::client::{ClientOutput, RegistryClient},
-        wire::{self, Frame, HelloAck, RefuseReason, VersionRange},
+        bus::handshake::PROTOCOL_VERSIONS,
+        ids::NodeId,
+        wire::{self, Frame, HelloAck, RefuseReason},
     };
 
     let mut config = client_config(disc(1, "x"), 101);
     config.keys = ClusterKeys::new(&[key(1)]);
-    let mut client = RegistryClient::new(config, Instant::ZERO);
-    let t0 = Instant::from_millis(5);
-    client.handle_timeout(t0);
-    while client.poll_output().is_some() {}
-    client.handle_connected(t0);
-    while client.poll_output().is_some() {}
-    let refusal = HelloAck {
-        node: crate::ids::NodeId(0),
-        incarnation: 0,
-        versions: VersionRange { min: 0, max: 0 },
-        name: "",
-        nonce: None,
-        proof: None,
-        result: Err(RefuseReason::WrongCluster),
-    };
-    let mut bytes = Vec::new();
-    wire::encode(&Frame::HelloAck(refusal), &mut bytes).expect("encodes");
-    let t1 = Instant::from_millis(7);
-    client.handle_received(t1, &bytes);
-    let mut outputs = Vec::new();
-    while let Some(output) = client.poll_output() {
-        outputs.push(output);
+    let mut c = RegistryClient::new(config, secs(0));
+    let mut at = secs(0);
+    for (reason, retry_at) in [
+        (RefuseReason::WrongCluster, secs(1)),
+        (RefuseReason::NameTaken, secs(3)),
+        (RefuseReason::DuplicateId, secs(7)),
+    ] {
+        c.handle_timeout(at);
+        while c.poll_output().is_some() {}
+        c.handle_connected(at);
+        while c.poll_output().is_some() {}
+        let refusal = HelloAck {
+            node: NodeId(9),
+            incarnation: 5,
+            versions: PROTOCOL_VERSIONS,
+            name: "squatter",
+            nonce: None,
+            proof: None,
+            result: Err(reason),
+        };
+        let mut bytes = vec![];
+        wire::encode(&Frame::from(refusal), &mut bytes).expect("test: encodable");
+        c.handle_received(at, &bytes);
+        let out: Vec<ClientOutput> = core::iter::from_fn(|| c.poll_output()).collect();
+        assert_eq!(
+            out,
+            vec![
+                ClientOutput::Event(ClientEvent::UnprovenRefusal(reason)),
+                ClientOutput::Close,
+                ClientOutput::Event(ClientEvent::Disconnected { retry_at }),
+            ],
+            "{reason:?}"
+        );
+        at = retry_at;
     }
-    let events: Vec<&ClientEvent> = outputs
-        .iter()
-        .filter_map(|o| match o {
-            ClientOutput::Event(e) => Some(e),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        events,
-        [
-            &ClientEvent::Unauthenticated(AuthFailure::NoProof),
-            &ClientEvent::Disconnected {
-                retry_at: t1 + crate::time::Duration::from_secs(1)
-            },
-        ]
-    );
-    assert!(outputs.iter().any(|o| matches!(o, ClientOutput::Close)));
-    assert_eq!(
-        client.poll_timeout(),
-        Some(t1 + crate::time::Duration::from_secs(1))
-    );
 }

@@ -53,9 +53,13 @@ fn hello_ack(out: &[ServerOutput]) -> HelloAck<'static> {
     panic!("no HelloAck: {out:?}");
 }
 
-fn transcript(role: u8, ours: [u8; 32], ack: &HelloAck<'_>) -> Transcript {
+/// The registry transcript of a client whose `Hello` named `keys`' current key.
+fn transcript(keys: &ClusterKeys, role: u8, ours: [u8; 32], ack: &HelloAck<'_>) -> Transcript {
     Transcript {
+        context: crate::bus::handshake::Context::Registry,
         role,
+        hint: keys.current_id().expect("keys"),
+        result: Ok(()),
         dialler: Side {
             node: NodeId(ID),
             incarnation: INCARNATION,
@@ -87,7 +91,7 @@ fn handshake(
     assert_eq!(ack.result, Ok(()));
     let mut proof = keys
         .prove_with(
-            &transcript(ROLE_DIALLER, nonce, &ack),
+            &transcript(keys, ROLE_DIALLER, nonce, &ack),
             ack.proof.map(|p| p.key_id),
         )
         .expect("keys");
@@ -127,7 +131,7 @@ fn the_right_key_registers_and_the_registry_proves_it_too() {
     let ack = hello_ack(&drain(&mut s));
     assert_eq!(
         keys.check(
-            &transcript(ROLE_ACCEPTOR, [7; 32], &ack),
+            &transcript(&keys, ROLE_ACCEPTOR, [7; 32], &ack),
             ack.proof.as_ref()
         ),
         Ok(())

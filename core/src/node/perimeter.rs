@@ -1,0 +1,126 @@
+//! What a peer has standing to send once its link is up: the handshake proves who the peer
+//! is, not who wrote the frames it carries.
+//!
+//! - **Sources.** A `Data` frame whose `src` is not the link's proven peer is taken only when
+//!   that peer may relay for the source ([`TopologyRelays`]): this node's upstream, a node
+//!   with downstream nodes in the topology (a proxy), a node on the source's upstream chain,
+//!   or the hop this node's own route to the source goes through (replies come back the way
+//!   requests went). A leaf has no one to relay for, so a leaf claiming another source is
+//!   dropped and counted
+//!   ([`LinkEvent::ForgedSource`](crate::bus::links::LinkEvent::ForgedSource) →
+//!   [`Event::ForgedSource`]). The link stays up: the peer is a proven key holder, and the
+//!   topology record that makes it a proxy may simply not have reached this node yet — a
+//!   legitimate sender's message is then retransmitted (never acknowledged here) and taken
+//!   once the record arrived, where closing the link would cut its other traffic.
+//! - **Acks and refusals.** An `Ack` (or reset) or `Unreachable` for one of this node's
+//!   streams counts only when it arrives from the stream's route ([`Node::on_route`]): the
+//!   target itself, the hop its route goes through (its ready hop, or its record's proxy), or
+//!   a node on the tree path between the target and this node (the upstream chains of both:
+//!   the only nodes a relayed ack or notice can come back through). Anything else is dropped
+//!   before it touches an outcome, a stream or a route, and counted ([`Event::OffRoute`],
+//!   [`PerimeterCounts`] in [`Node::status`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Node, Output};
+use crate::{bus::links::Relays, connector::Connector, ids::NodeId, topology::TopologyRegistry};
+
+/// A frame for one of this node's streams that did not come from the stream's route
+/// ([`Event::OffRoute`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OffRouteFrame {
+    /// An `Ack` (or reset).
+    Ack,
+    /// An `Unreachable` notice.
+    Unreachable,
+}
+
+/// Frames dropped at the perimeter so far ([`Node::perimeter`],
+/// [`Status::perimeter`](super::Status::perimeter)).
+///
+/// A link's handshake proves who its peer is, not who wrote the frames it carries. After it:
+/// an `Ack` (or reset) or `Unreachable` about one of this node's streams counts only from the
+/// stream's route — the target itself, the hop or proxy its route goes through, or a node on
+/// the upstream chains between the target and this node ([`Event::OffRoute`] otherwise). A
+/// `Data` frame whose source is not the link's peer is taken only when the peer may relay for
+/// it — this node's upstream, a node with downstream nodes in the topology, a node on the
+/// source's upstream chain, or the hop of this node's own route to the source
+/// ([`Event::ForgedSource`] otherwise; the link stays up, and a sender whose relay's topology
+/// record has not arrived yet is retransmitted to). With cluster keys, a `HelloAck` refusal
+/// is believed only when proven.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PerimeterCounts {
+    /// `Ack`s (and resets) of this node's streams from a peer off the stream's route.
+    pub acks_off_route: u64,
+    /// `Unreachable` notices about this node's messages from a peer off their route.
+    pub notices_off_route: u64,
+    /// `Data` frames claiming a source their link's peer may not relay for.
+    pub forged_sources: u64,
+    /// `HelloAck` refusals (with cluster keys) that carried no valid proof: not believed,
+    /// the dial counted as failed ([`LinkError::UnprovenRefusal`](crate::bus::links::LinkError::UnprovenRefusal)).
+    pub unproven_refusals: u64,
+}
+
+/// The node's answer to [`Relays`]: this node's upstream, every node with downstream nodes
+/// in the topology (a proxy), a node on the source's upstream chain, and the hop of this
+/// node's route to the source may relay for it; anyone else speaks only for itself.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TopologyRelays<'a> {
+    pub(super) topology: &'a TopologyRegistry,
+    pub(super) connector: &'a Connector,
+}
+
+impl Relays for TopologyRelays<'_> {
+    fn may_relay(&self, via: NodeId, src: NodeId) -> bool {
+        let upstream = self.connector.upstream();
+        (upstream.is_valid() && via == upstream)
+            || self
+                .topology
+                .get(via)
+                .is_some_and(|peer| peer.downstream_len() > 0)
+            || self.connector.ready_hop(src) == Some(via)
+            || self.connector.proxy_of(src) == Some(via)
+            || self.topology.upstream_chain(src).any(|n| n == via)
+    }
+}
+
+impl Node {
+    /// Whether a frame about this node's stream to `dst` (an ack or a relay's notice) may
+    /// come from `via`: `dst` itself, the hop `dst`'s route goes through, or a node on the
+    /// tree path between `dst` and this node (see the [module docs](self)).
+    pub(super) fn on_route(&self, dst: NodeId, via: NodeId) -> bool {
+        if via == dst || self.connector.ready_hop(dst) == Some(via) {
+            return true;
+        }
+        if self.connector.proxy_of(dst) == Some(via) {
+            return true;
+        }
+        let upstream = self.connector.upstream();
+        (upstream.is_valid() && via == upstream)
+            || self.topology.upstream_chain(dst).any(|n| n == via)
+            || self.topology.upstream_chain(self.id).any(|n| n == via)
+    }
+
+    /// Counts and reports a `frame` about our stream to `dst` that arrived off its route
+    /// from `via`; nothing else happens to it.
+    pub(super) fn off_route(&mut self, frame: OffRouteFrame, dst: NodeId, via: NodeId) {
+        match frame {
+            OffRouteFrame::Ack => self.perimeter.acks_off_route += 1,
+            OffRouteFrame::Unreachable => self.perimeter.notices_off_route += 1,
+        }
+        self.out
+            .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
+    }
+
+    /// Frames dropped at the perimeter so far (the rules: [`PerimeterCounts`]).
+    #[must_use]
+    pub fn perimeter(&self) -> PerimeterCounts {
+        PerimeterCounts {
+            forged_sources: self.links.forged_sources(),
+            unproven_refusals: self.links.unproven_refusals(),
+            ..self.perimeter
+        }
+    }
+}
