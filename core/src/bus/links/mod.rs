@@ -202,13 +202,31 @@ pub enum LinkError {
     Unauthenticated(AuthFailure),
     /// The peer's handshake claimed an id its transport credentials do not name (its TLS
     /// certificate names other node ids; [`Links::bind_identity`]).
-    #[error("the peer says it is {claimed} but its certificate names {certified:?}")]
+    #[error(
+        "the peer says it is {claimed} but its certificate names [{}]",
+        IdList(certified)
+    )]
     NotCertified {
         /// The id its `Hello` (or `HelloAck`) claimed.
         claimed: NodeId,
         /// The ids its credentials name.
         certified: Vec<NodeId>,
     },
+}
+
+/// Ids as `0x7, 0x9` (for [`LinkError::NotCertified`]).
+struct IdList<'a>(&'a [NodeId]);
+
+impl core::fmt::Display for IdList<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, id) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{id}")?;
+        }
+        Ok(())
+    }
 }
 
 /// What a node tells its links about itself.

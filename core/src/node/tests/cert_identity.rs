@@ -2,7 +2,7 @@
 //! claiming an id the peer's certificate does not name is refused before anything of the
 //! link is acted on, in both directions.
 
-use alloc::{vec, vec::Vec};
+use alloc::{string::ToString, vec, vec::Vec};
 
 use bytes::Bytes;
 
@@ -74,6 +74,14 @@ fn an_accepted_hello_claiming_an_id_the_certificate_does_not_name_is_refused_una
     assert_eq!(drain(&mut node), not_certified(link, 8, &[7], None));
     assert_eq!(node.link_count(), 0);
     assert_eq!(node.link_peer(link), None);
+    let reason = LinkError::NotCertified {
+        claimed: NodeId(8),
+        certified: vec![NodeId(7), NodeId(0x1f)],
+    };
+    assert_eq!(
+        reason.to_string(),
+        "the peer says it is 0x8 but its certificate names [0x7, 0x1f]"
+    );
 }
 
 #[test]
