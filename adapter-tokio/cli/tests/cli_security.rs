@@ -34,7 +34,7 @@ fn status_of(addr: SocketAddr, path: &str, headers: &str) -> u16 {
 fn a_registry_admin_on_a_bare_port_is_on_loopback_and_needs_the_token() {
     let dir = tempfile::tempdir().expect("tempdir");
     let token_file = dir.path().join("token");
-    std::fs::write(&token_file, "adm1n-t0ken\n").expect("write the token file");
+    cli_support::write_secret(&token_file, "adm1n-t0ken\n");
     let mut registry = Running::start(&[
         "registry",
         "--listen",
@@ -113,7 +113,7 @@ fn a_missing_etcd_ca_file_is_exit_2_naming_the_flag() {
 fn the_etcd_password_never_reaches_the_logs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let password_file = dir.path().join("password");
-    std::fs::write(&password_file, "pa55-w0rd-xyz\n").expect("write the password file");
+    cli_support::write_secret(&password_file, "pa55-w0rd-xyz\n");
     let url = format!("http://127.0.0.1:{}", cli_support::closed_port());
     let mut command = std::process::Command::new(cli_support::BIN);
     command
@@ -125,6 +125,7 @@ fn the_etcd_password_never_reaches_the_logs() {
             "root",
             "--etcd-password-file",
             password_file.to_str().expect("utf-8 path"),
+            "--etcd-insecure-password",
             "--timeout-ms",
             "2500",
         ])

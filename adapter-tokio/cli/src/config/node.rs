@@ -57,6 +57,8 @@ pub(crate) struct NodeFile {
     pub(crate) etcd_user: Option<String>,
     /// `--etcd-password-file` (relative to the config file's directory).
     pub(crate) etcd_password_file: Option<PathBuf>,
+    /// `--etcd-insecure-password`.
+    pub(crate) etcd_insecure_password: Option<bool>,
     /// `--admin-token-file` (relative to the config file's directory).
     pub(crate) admin_token_file: Option<PathBuf>,
     /// `--cluster-key-file` (relative to the config file's directory).
@@ -146,6 +148,7 @@ impl NodeOptions {
                 key: file.etcd_key,
                 user: file.etcd_user,
                 password_file: file.etcd_password_file,
+                insecure_password: file.etcd_insecure_password.unwrap_or(false),
             },
             args.config.as_deref(),
         );
@@ -393,7 +396,8 @@ mod tests {
             ("pw", "secret\n"),
             ("token", "t0ken\n"),
         ] {
-            std::fs::write(dir.path().join(name), text).expect("write");
+            crate::secret_file::create_private("test", &dir.path().join(name), text.as_bytes())
+                .expect("write");
         }
         let options = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
         let RegistrySpec::Etcd(etcd) = options.registry else {
@@ -420,8 +424,11 @@ mod tests {
              registry = \"127.0.0.1:7000\"\ncluster_key_file = \"a.key\"\n\
              next_cluster_key_file = \"b.key\"\n",
         );
-        std::fs::write(dir.path().join("a.key"), format!("{key_a}\n")).expect("write");
-        std::fs::write(dir.path().join("b.key"), format!("{key_b}\n")).expect("write");
+        for (name, key) in [("a.key", &key_a), ("b.key", &key_b)] {
+            let text = format!("{key}\n");
+            crate::secret_file::create_private("test", &dir.path().join(name), text.as_bytes())
+                .expect("write");
+        }
         let options = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
         let expected =
             |hex: &str| switchboard_core::bus::handshake::ClusterKey::from_hex(hex).expect("a key");
