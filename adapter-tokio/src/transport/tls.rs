@@ -239,6 +239,20 @@ pub fn cert_node_ids(cert: &[u8]) -> Result<Vec<NodeId>, String> {
     Ok(ids)
 }
 
+/// [`cert_node_ids`] of the first certificate (the leaf) in PEM text, e.g. a file from
+/// `switchboard cert node`.
+///
+/// # Errors
+///
+/// No certificate in the PEM, or as [`cert_node_ids`].
+pub fn pem_node_ids(pem: &[u8]) -> Result<Vec<NodeId>, String> {
+    let leaf = CertificateDer::pem_slice_iter(pem)
+        .next()
+        .ok_or_else(|| String::from("no certificate in the PEM"))?
+        .map_err(|e| format!("unparsable PEM: {e}"))?;
+    cert_node_ids(&leaf)
+}
+
 /// The node ids the peer's certificate on `stream` names ([`cert_node_ids`] of its leaf).
 pub(crate) fn peer_node_ids(stream: &TlsStream<TcpStream>) -> Result<Vec<NodeId>, String> {
     let certs = match stream {
