@@ -3,7 +3,7 @@
 //! newline allowed). Keys are never taken on the command line and never logged (the core's
 //! `ClusterKey` prints as `ClusterKey(..)`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use switchboard_core::bus::handshake::ClusterKey;
 
@@ -66,7 +66,7 @@ pub(crate) fn read_key_file(field: &str, path: &Path) -> Result<ClusterKey, CliE
 ///
 /// The file exists (never overwritten) or cannot be created (exit 2, naming it), or the OS
 /// has no randomness to give (exit 1).
-pub(crate) fn keygen(path: &PathBuf) -> Result<(), CliError> {
+pub(crate) fn keygen(path: &Path) -> Result<(), CliError> {
     let mut bytes = [0u8; 32];
     getrandom::getrandom(&mut bytes)
         .map_err(|e| CliError::failed(format!("no randomness from the OS: {e}")))?;
@@ -97,6 +97,8 @@ pub(crate) fn random_u64() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     const HEX: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
