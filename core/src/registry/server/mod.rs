@@ -100,6 +100,9 @@ struct Conn {
     auth: ConnAuth,
     /// The node it registered, and that node's type name.
     registered: Option<(EntryKey, alloc::string::String)>,
+    /// The node ids its transport credentials name ([`RegistryServer::bind_conn_identity`]);
+    /// `None`: not bound, any id.
+    certified: Option<Vec<NodeId>>,
 }
 
 /// A connection's authentication.
@@ -250,11 +253,25 @@ impl RegistryServer {
                     ConnAuth::Open
                 },
                 registered: None,
+                certified: None,
             },
         );
         self.timers
             .arm(Timer::Access(conn), now + self.config.access_timeout);
         conn
+    }
+
+    /// Binds `conn` to the node ids its transport credentials name (a TLS certificate's
+    /// `urn:switchboard:node:<id>` SANs): a `Register` for another id is then refused
+    /// ([`ProtocolError::NotCertified`]: `Bye{ProtocolError}`, close). Call right after
+    /// [`handle_accepted`](Self::handle_accepted), before its bytes; an empty `ids` refuses
+    /// every registration. Unknown or registered connections are ignored.
+    pub fn bind_conn_identity(&mut self, conn: ConnId, ids: &[NodeId]) {
+        if let Some(c) = self.conns.get_mut(&conn)
+            && c.registered.is_none()
+        {
+            c.certified = Some(ids.to_vec());
+        }
     }
 
     /// Bytes arrived on `conn` (any chunking). Unknown connections are ignored.
@@ -625,6 +642,14 @@ impl RegistryServer {
             .is_some_and(|c| c.registered.is_some())
         {
             return self.fail(now, conn, ProtocolError::AlreadyRegistered);
+        }
+        let certified = self.conns.get(&conn).and_then(|c| c.certified.as_ref());
+        if let Some(certified) = certified.filter(|ids| !ids.contains(&discovery.id)) {
+            let error = ProtocolError::NotCertified {
+                claimed: discovery.id,
+                certified: certified.clone(),
+            };
+            return self.fail(now, conn, error);
         }
         let Some(key) = EntryKey::of(&discovery) else {
             return self.fail(now, conn, ProtocolError::IdentityChanged);

@@ -10,6 +10,7 @@ use crate::registry::fixtures::disc;
 
 mod auth;
 mod bad_input;
+mod cert_identity;
 mod names;
 mod rules;
 
