@@ -1,7 +1,9 @@
 //! Node identity bound to TLS certificates (feature `tls`): a certificate naming node ids
-//! (`urn:switchboard:node:<id>`) admits a link only under one of them, both when the node
-//! accepts and when it dials; `require_node_id` refuses certificates that name none; at most
-//! `max_pending_handshakes` TLS handshakes run at once.
+//! (`urn:switchboard:node:<id>`) registers only under one of them at the embedded registry;
+//! certificates naming their ids link and deliver; `require_node_id` refuses certificates
+//! that name none, both ways; at most `max_pending_handshakes` TLS handshakes run at once.
+//! (The bus-level refusal of a link claiming another id, both ways, needs a registry that
+//! lists such a node: `etcd_tls_identity.rs`.)
 
 #![cfg(feature = "tls")]
 
@@ -103,65 +105,38 @@ async fn wait_refusals(node: &NodeHandle, kind: &str, n: u64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_certificate_for_id_7_cannot_link_as_id_8_either_way() {
+async fn the_registry_lists_a_node_only_under_an_id_its_certificate_names() {
     let logs = Logs::capture();
     let dir = tempfile::tempdir().expect("temp dir");
     let ca = Ca::new("cluster");
     let registry = tls_registry(&ca.leaf(dir.path(), "registry")).await;
     let addr = registry.local_addr();
-    let (a, mut a_inbox) =
+    let (a, _a_inbox) =
         start(direct(addr, 1, "alpha").transport(tls(&ca.node_leaf(dir.path(), "a", &[1])))).await;
+    assert!(a.wait_registered(support::STEP).await, "1 registers");
     // Node 8 holds a valid certificate of the cluster CA, issued for node 7.
-    let (b, mut b_inbox) =
-        start(direct(addr, 8, "mallory").transport(tls(&ca.node_leaf(dir.path(), "b", &[7]))))
-            .await;
-    wait_known(&a, &[1, 8]).await;
-    wait_known(&b, &[1, 8]).await;
-
-    // 8 dials 1: 1 refuses its `Hello` (acceptor side).
-    let from_b = within(
-        "submit",
-        b.submit(TargetSpec::Id(NodeId(1)), 5, Bytes::from_static(b"b->a")),
-    )
-    .await
-    .expect("accepted");
-    wait_refusals(&a, "not_certified", 1).await;
-    // 1 dials 8: 1 refuses its `HelloAck` (dialler side).
-    let from_a = within(
-        "submit",
-        a.submit(TargetSpec::Id(NodeId(8)), 5, Bytes::from_static(b"a->b")),
-    )
-    .await
-    .expect("accepted");
-    wait_refusals(&a, "not_certified", 2).await;
-
+    let seven = ca.node_leaf(dir.path(), "seven", &[7]);
+    let (b, _b_inbox) = start(direct(addr, 8, "mallory").transport(tls(&seven))).await;
+    assert!(
+        !b.wait_registered(Duration::from_secs(2)).await,
+        "8 never registers with 7's certificate"
+    );
+    let ids = |entries: Vec<switchboard_core::wire::RegistryEntry>| -> Vec<u64> {
+        entries.iter().map(|e| e.discovery.id.0).collect()
+    };
+    assert_eq!(ids(registry.entries().await), vec![1]);
     let text = logs.text();
-    let exact = "reason=the peer says it is 0x8 but its certificate names [0x7]";
+    let exact = "register of node NodeId(8), but the certificate names [NodeId(7)]";
     assert!(
         text.lines()
-            .any(|l| l.contains("link rejected") && l.contains(exact)),
+            .any(|l| l.contains("registry protocol error") && l.contains(exact)),
         "the exact refusal is logged:\n{text}"
     );
-    let a_status = a.status().await.expect("running");
-    let b_status = b.status().await.expect("running");
-    assert!(
-        a_status.links.iter().all(|l| l.peer != Some(8)),
-        "{a_status:?}"
-    );
-    assert!(
-        b_status.links.iter().all(|l| l.peer != Some(1)),
-        "{b_status:?}"
-    );
-    let a_metrics = a.metrics().await.expect("running");
-    assert!(a_metrics.links_rejected >= 2, "{a_metrics:?}");
-    // Nothing is delivered either way; the sends end without `Delivered`.
-    let quiet = tokio::time::timeout(Duration::from_millis(300), async {
-        tokio::select! { _ = a_inbox.recv() => {}, _ = b_inbox.recv() => {} }
-    });
-    assert!(quiet.await.is_err(), "nothing delivered");
-    drop((from_a, from_b));
-    a.kill();
     b.kill();
+    // The same certificate as node 7 registers.
+    let (c, _c_inbox) = start(direct(addr, 7, "seven").transport(tls(&seven))).await;
+    assert!(c.wait_registered(support::STEP).await, "7 registers");
+    assert_eq!(ids(registry.entries().await), vec![1, 7]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,8 +1,8 @@
 //! `switchboard cert` (feature `tls`): a cluster CA and per-node certificates written with
 //! exact modes and never overwritten, bad flags exit 2; and real processes using them with
 //! `--tls-require-node-id`: a load node started as id 8 with the certificate of node 7 is
-//! refused by the node it sends to (counted as `not_certified`), the same certificate as id 7
-//! delivers everything.
+//! refused by the registry (never listed, sends nothing), the same certificate as id 7
+//! registers and delivers everything.
 
 #![cfg(feature = "tls")]
 
@@ -215,7 +215,7 @@ fn refusals(admin: &str, kind: &str) -> u64 {
 }
 
 #[test]
-fn a_certificate_for_node_7_links_as_7_and_is_refused_as_8() {
+fn a_certificate_for_node_7_registers_and_links_as_7_and_is_refused_as_8() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pki_dir = dir.path();
     pki(pki_dir, &["registry", "1", "7"]);
@@ -274,14 +274,31 @@ fn a_certificate_for_node_7_links_as_7_and_is_refused_as_8() {
         );
         run(&args.iter().map(String::as_str).collect::<Vec<_>>())
     };
-    // As node 8 with node 7's certificate: the target refuses every link; nothing delivered.
+    // As node 8 with node 7's certificate: the registry refuses the registration, so the load
+    // node never learns the target and sends nothing.
     let (code, out, err) = load("8", "3");
     assert_eq!(code, Some(1), "{out}\n{err}");
-    let summary: Value =
-        serde_json::from_str(out.lines().last().expect("the load summary")).expect("JSON");
-    assert_eq!(u64_field(&summary, "delivered"), 0, "{summary}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.lines()
+            .any(|l| l == format!("error: load: the registry at {addr} did not answer within 10 s")),
+        "{err}"
+    );
+    let listed = |addr: &str| {
+        let args = with(
+            &["ls", "--registry", addr, "-o", "json"],
+            &tls_flags(pki_dir, "registry"),
+        );
+        let (code, out, err) = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(code, Some(0), "{err}");
+        let nodes: Vec<Value> = serde_json::from_str(out.trim_end()).expect("a JSON array");
+        nodes
+            .iter()
+            .map(|n| u64_field(n, "id"))
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(listed(&addr), vec![1]);
     let refused = refusals(&admin, "not_certified");
-    assert!(refused >= 1, "not_certified refusals: {refused}");
     // As node 7 with its own certificate: everything is delivered.
     let (code, out, err) = load("7", "200");
     assert_eq!(code, Some(0), "{out}\n{err}");

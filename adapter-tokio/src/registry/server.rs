@@ -12,6 +12,7 @@ use std::{collections::HashMap, net::SocketAddr};
 
 use bytes::Bytes;
 use switchboard_core::{
+    ids::NodeId,
     registry::server::{ConnId, EntryKey, RegistryServer, ServerConfig, ServerEvent, ServerOutput},
     wire::RegistryEntry,
 };
@@ -194,8 +195,9 @@ pub async fn spawn_registry_with(
 
 /// What a connection's tasks report.
 enum ConnEvent {
-    /// An accepted connection finished its TLS handshake.
-    Accepted(Stream, SocketAddr),
+    /// An accepted connection finished its TLS handshake; with the node ids its certificate
+    /// names, if any (its registration must claim one of them).
+    Accepted(Stream, SocketAddr, Option<Vec<NodeId>>),
     Bytes(ConnId, Bytes),
     Closed(ConnId, String),
 }
@@ -267,16 +269,21 @@ impl ServerTask {
     fn accepted(&mut self, stream: TcpStream, peer: SocketAddr) {
         if !self.transport.is_tls() {
             let _ = stream.set_nodelay(true);
-            self.accept(Stream::Tcp(stream), peer);
+            self.accept(Stream::Tcp(stream), peer, None);
             return;
         }
         let transport = self.transport.clone();
         let events = self.events_tx.clone();
         self.tasks.spawn(async move {
             match transport.accept(stream).await {
-                Ok(stream) => {
-                    let _ = events.send(ConnEvent::Accepted(stream, peer)).await;
-                }
+                Ok(stream) => match transport.cert_node_ids(&stream) {
+                    Ok(ids) => {
+                        let _ = events.send(ConnEvent::Accepted(stream, peer, ids)).await;
+                    }
+                    Err(e) => {
+                        warn!(%peer, error = %e, "registry refused a connection: certificate");
+                    }
+                },
                 Err(e) => {
                     warn!(%peer, error = %e, "registry refused a connection: TLS handshake failed")
                 }
@@ -284,9 +291,12 @@ impl ServerTask {
         });
     }
 
-    fn accept(&mut self, stream: Stream, peer: SocketAddr) {
+    fn accept(&mut self, stream: Stream, peer: SocketAddr, ids: Option<Vec<NodeId>>) {
         let conn = self.server.handle_accepted(self.clock.now());
-        debug!(?conn, %peer, "registry accepted a connection");
+        debug!(?conn, %peer, ?ids, "registry accepted a connection");
+        if let Some(ids) = ids {
+            self.server.bind_conn_identity(conn, &ids);
+        }
         let (read, write) = stream.into_boxed_split();
         let (writer, queue) = mpsc::unbounded_channel();
         let events = self.events_tx.clone();
@@ -314,7 +324,7 @@ impl ServerTask {
     fn on_event(&mut self, event: ConnEvent) {
         let now = self.clock.now();
         match event {
-            ConnEvent::Accepted(stream, peer) => self.accept(stream, peer),
+            ConnEvent::Accepted(stream, peer, ids) => self.accept(stream, peer, ids),
             ConnEvent::Bytes(conn, bytes) => {
                 if self.conns.contains_key(&conn) {
                     self.server.handle_received(now, conn, &bytes);
