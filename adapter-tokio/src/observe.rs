@@ -86,6 +86,8 @@ pub struct Metrics {
     pub rpc_fast_fails: u64,
     /// Broadcasts this node started.
     pub rpc_broadcasts: u64,
+    /// Requests whose budget from the wire was cut to `Config::max_call_budget`.
+    pub rpc_budgets_capped: u64,
 }
 
 /// Counters since start and current gauges of an embedded registry

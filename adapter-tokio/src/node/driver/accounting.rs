@@ -151,6 +151,7 @@ impl Counters {
         metrics.rpc_in_flight = rpc.in_flight;
         metrics.rpc_grace_waits = rpc.grace_waits;
         metrics.rpc_fast_fails = rpc.fast_fails;
+        metrics.rpc_budgets_capped = rpc.budgets_capped;
         metrics.rpc_broadcasts = rpc.broadcasts;
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
