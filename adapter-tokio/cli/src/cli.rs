@@ -247,7 +247,7 @@ pub(crate) struct ClusterArgs {
     Concern file (TOML): [concern] game = [\"gate\", \"chat\"] makes nodes of type `game` \
     follow only `gate` and `chat`; unlisted types follow everything.\n\
     Config file keys: listen, concern, cluster_key_file, next_cluster_key_file, tls_cert, \
-    tls_key, tls_ca (paths relative to the file), and a [server] table with \
+    tls_key, tls_ca (paths relative to the file), tls_require_node_id, and a [server] table with \
     access_timeout_ms, disconnect_protection_ms, heartbeat_timeout_ms (0 = never), \
     max_frame.\n\n\
     Examples:\n  \
@@ -295,7 +295,8 @@ pub(crate) struct RegistryArgs {
     serve (a list of echo, sleep, silent), \
     etcd (a list), etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
     etcd_insecure_password, \
-    admin_token_file, cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca \
+    admin_token_file, cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca, \
+    tls_require_node_id \
     (paths relative to the file), and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
     ...).\n\n\
@@ -422,7 +423,7 @@ pub(crate) struct NodeArgs {
     timeout, grace (durations as strings: \"5s\"), admin, admin_token_file, etcd, \
     etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
     etcd_insecure_password, \
-    cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca (paths relative to the \
+    cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca, tls_require_node_id (paths relative to the \
     file), and a [core] table.\n\n\
     --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
     file gives them (with --method: --count only); so is one of --registry and --etcd.\n\n\

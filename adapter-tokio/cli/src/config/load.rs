@@ -102,6 +102,8 @@ pub(crate) struct LoadFile {
     pub(crate) tls_key: Option<PathBuf>,
     /// `--tls-ca` (relative to the config file's directory).
     pub(crate) tls_ca: Option<PathBuf>,
+    /// `--tls-require-node-id`.
+    pub(crate) tls_require_node_id: Option<bool>,
     /// Core settings of the load node.
     pub(crate) core: Option<Config>,
 }

@@ -433,7 +433,7 @@ pub(crate) fn merge_security(
 }
 
 /// The cluster key and TLS files a config file names (`cluster_key_file`,
-/// `next_cluster_key_file`, `tls_cert`, `tls_key`, `tls_ca`).
+/// `next_cluster_key_file`, `tls_cert`, `tls_key`, `tls_ca`), and `tls_require_node_id`.
 #[derive(Debug, Default)]
 pub(crate) struct FileSecrets {
     pub(crate) cluster_key_file: Option<PathBuf>,
@@ -441,6 +441,7 @@ pub(crate) struct FileSecrets {
     pub(crate) tls_cert: Option<PathBuf>,
     pub(crate) tls_key: Option<PathBuf>,
     pub(crate) tls_ca: Option<PathBuf>,
+    pub(crate) tls_require_node_id: Option<bool>,
 }
 
 /// `take_secrets` for config-file structs with the five secret-file keys: moves them into a
@@ -456,6 +457,7 @@ macro_rules! take_secrets {
                     tls_cert: self.tls_cert.take(),
                     tls_key: self.tls_key.take(),
                     tls_ca: self.tls_ca.take(),
+                    tls_require_node_id: self.tls_require_node_id.take(),
                 }
             }
         }
@@ -494,7 +496,7 @@ pub(crate) fn merge_secrets(
         tls_cert: path(&tls.tls_cert, file.tls_cert),
         tls_key: path(&tls.tls_key, file.tls_key),
         tls_ca: path(&tls.tls_ca, file.tls_ca),
-        tls_require_node_id: tls.tls_require_node_id,
+        tls_require_node_id: tls.tls_require_node_id || file.tls_require_node_id == Some(true),
     };
     Ok((keys, tls))
 }

@@ -71,6 +71,8 @@ pub(crate) struct NodeFile {
     pub(crate) tls_key: Option<PathBuf>,
     /// `--tls-ca` (relative to the config file's directory).
     pub(crate) tls_ca: Option<PathBuf>,
+    /// `--tls-require-node-id`.
+    pub(crate) tls_require_node_id: Option<bool>,
     /// Core settings (`message_timeout_ms`, ...).
     pub(crate) core: Option<Config>,
 }
@@ -455,6 +457,16 @@ mod tests {
         );
         let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("partial TLS");
         assert!(e.to_string().starts_with("tls_"), "{e}");
+        // `tls_require_node_id` is read from the file too (and needs TLS).
+        let (_dir, path) = write_config(
+            "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+             registry = \"127.0.0.1:7000\"\ntls_require_node_id = true\n",
+        );
+        let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("no TLS");
+        assert_eq!(
+            e.to_string(),
+            "tls_require_node_id: only used with TLS: give --tls-cert, --tls-key and --tls-ca"
+        );
     }
 
     #[test]
