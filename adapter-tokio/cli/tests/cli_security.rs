@@ -250,3 +250,14 @@ fn an_etcd_password_over_http_needs_etcd_insecure_password() {
         )
     );
 }
+
+#[cfg(not(feature = "tls"))]
+#[test]
+fn cert_in_a_build_without_tls_exits_2() {
+    let (out, _) = run_to_end(&["cert", "ca", "--out", "/nonexistent/pki"], STEP);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        lines(&out.stderr),
+        vec!["error: cert: this build has no TLS (build switchboard with the `tls` feature)"]
+    );
+}
