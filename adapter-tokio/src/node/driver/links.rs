@@ -213,6 +213,8 @@ impl Links {
                 };
                 match accepted {
                     Ok((stream, peer)) if transport.is_tls() => {
+                        // Finished handshakes not reaped yet hold no slot.
+                        while handshakes.try_join_next().is_some() {}
                         if handshakes.len() >= max_pending {
                             refusals.tls_pending.fetch_add(1, Ordering::Relaxed);
                             warn!(%peer, "refused a connection: too many pending TLS handshakes");
