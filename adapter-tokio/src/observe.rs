@@ -54,14 +54,17 @@ pub struct Metrics {
     pub registry_conflicts: u64,
     /// Links this node closed because of what the peer sent (bad frames, refused handshakes).
     pub links_rejected: u64,
-    /// Of those, links whose peer failed the cluster-key challenge, by kind (`no_proof`,
-    /// `bad_proof`, `replay`, `unknown_key`, `before_auth`).
+    /// Links whose peer failed the cluster-key challenge, by kind (`no_proof`, `bad_proof`,
+    /// `replay`, `unknown_key`, `before_auth`), or its certificate: `not_certified` (the
+    /// handshake claimed an id the TLS certificate does not name) and `no_node_id` (a
+    /// certificate naming no node id while one is required, or an invalid one; dropped
+    /// right after the TLS handshake, not counted in `links_rejected`).
     pub auth_refusals: BTreeMap<String, u64>,
     /// Links closed because their handshake did not finish within `handshake_timeout`
     /// (accepted and dialled).
     pub handshake_timeouts: u64,
     /// Inbound connections closed at once because `max_pending_handshakes` accepted links
-    /// were handshaking.
+    /// were handshaking (or, with TLS, that many TLS handshakes were under way).
     pub handshakes_refused: u64,
     /// Received messages dropped because the [`crate::Inbox`] was dropped.
     pub inbox_dropped: u64,
@@ -83,6 +86,8 @@ pub struct Metrics {
     pub rpc_fast_fails: u64,
     /// Broadcasts this node started.
     pub rpc_broadcasts: u64,
+    /// Requests whose budget from the wire was cut to `Config::max_call_budget`.
+    pub rpc_budgets_capped: u64,
 }
 
 /// Counters since start and current gauges of an embedded registry

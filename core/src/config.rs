@@ -110,8 +110,10 @@ pub struct Config {
     /// Legacy shared secret of the cluster, kept so old config files still load: when
     /// [`cluster_keys`](Self::cluster_keys) is empty and this is not, the cluster key is
     /// derived from it ([`ClusterKey::from_token`]). Prefer key files. Empty (the default) and
-    /// no keys = no authentication.
-    pub cluster_token: String,
+    /// no keys = no authentication. A [`Secret`](crate::secret::Secret): redacted in `Debug`
+    /// and left out when the config is serialized (read from a file as a plain string).
+    #[serde(skip_serializing)]
+    pub cluster_token: crate::secret::Secret,
     /// The cluster keys (never in a config file: the CLI reads them from key files): the
     /// first proves this node in every handshake, either checks a peer
     /// ([`crate::bus::handshake`]: HMAC-SHA256 challenge-response). Two keys roll a cluster
@@ -169,6 +171,11 @@ pub struct Config {
     /// Whether a call may resolve to this node itself (its own handler answers it); off: such
     /// a call ends `Failed(SelfCall)`.
     pub rpc_allow_self_calls: bool,
+    /// The longest budget a request from the wire is served with: a caller announcing more
+    /// (up to centuries) gets this much, so no caller pins this server's state for longer
+    /// (counted in `RpcStats::budgets_capped`). Default 5 minutes. Key `max_call_budget_ms`.
+    #[serde(rename = "max_call_budget_ms", with = "millis")]
+    pub max_call_budget: Duration,
     /// Methods served from the start: in the very first record this node publishes, so a
     /// restarted server is never listed without them (what [`Node::serve`] adds later needs a
     /// republication). Never read from a file: each method needs a handler in code.
@@ -199,7 +206,7 @@ impl Default for Config {
             heartbeat_dead_after: 3,
             handshake_timeout: Duration::from_secs(10),
             max_pending_handshakes: 256,
-            cluster_token: String::new(),
+            cluster_token: crate::secret::Secret::default(),
             cluster_keys: Vec::new(),
             nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
             rng_seed: 0,
@@ -214,6 +221,7 @@ impl Default for Config {
             rpc_call_timeout: Duration::from_secs(30),
             rpc_grace: Duration::from_secs(15),
             rpc_allow_self_calls: false,
+            max_call_budget: Duration::from_secs(5 * 60),
             serve: Vec::new(),
         }
     }
@@ -317,7 +325,7 @@ impl Config {
     pub fn auth_keys(&self) -> crate::bus::handshake::ClusterKeys {
         if self.cluster_keys.is_empty() && !self.cluster_token.is_empty() {
             return crate::bus::handshake::ClusterKeys::new(&[ClusterKey::from_token(
-                self.cluster_token.as_bytes(),
+                self.cluster_token.expose().as_bytes(),
             )]);
         }
         crate::bus::handshake::ClusterKeys::new(&self.cluster_keys)
@@ -401,6 +409,7 @@ impl Config {
                 field: "max_pending_handshakes",
             });
         }
+        nonzero_duration("max_call_budget_ms", self.max_call_budget)?;
         Ok(())
     }
 
@@ -794,6 +803,45 @@ mod tests {
             set(&mut c);
             assert_eq!(c.validate(), Err(ConfigError::Zero { field }), "{field}");
         }
+    }
+
+    #[test]
+    fn the_legacy_cluster_token_is_redacted_and_never_serialized() {
+        let mut c = valid();
+        c.cluster_token = "s3cret-token".into();
+        let debug = alloc::format!("{c:?}");
+        assert!(!debug.contains("s3cret"), "{debug}");
+        assert!(
+            debug.contains("cluster_token: Secret(<redacted>)"),
+            "{debug}"
+        );
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(
+            !json.contains("s3cret") && !json.contains("cluster_token"),
+            "{json}"
+        );
+        // Old files still load it, and the key is derived from it.
+        let read: Config = serde_json::from_str(r#"{"cluster_token":"s3cret-token"}"#).unwrap();
+        assert_eq!(read.cluster_token.expose(), "s3cret-token");
+        assert_eq!(
+            read.auth_keys(),
+            crate::bus::handshake::ClusterKeys::new(&[ClusterKey::from_token(b"s3cret-token")])
+        );
+    }
+
+    #[test]
+    fn max_call_budget_is_5_minutes_by_default_read_in_ms_and_never_zero() {
+        assert_eq!(Config::default().max_call_budget, Duration::from_secs(300));
+        let read: Config = serde_json::from_str(r#"{"max_call_budget_ms":1500}"#).unwrap();
+        assert_eq!(read.max_call_budget, Duration::from_millis(1_500));
+        let mut c = valid();
+        c.max_call_budget = Duration::ZERO;
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::Zero {
+                field: "max_call_budget_ms"
+            })
+        );
     }
 
     #[test]

@@ -170,6 +170,7 @@ pub mod registry;
 pub mod ring;
 pub mod rng;
 pub mod rpc;
+pub mod secret;
 #[doc(hidden)]
 pub mod select;
 #[cfg(feature = "sim")]

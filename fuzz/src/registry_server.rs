@@ -16,7 +16,9 @@
 //!   identity secret — never for raw bytes, never for a register with a wrong proof.
 
 use switchboard_core::{
-    bus::handshake::{ClusterKey, ClusterKeys, PROTOCOL_VERSIONS, ROLE_DIALLER, Side, Transcript},
+    bus::handshake::{
+        ClusterKey, ClusterKeys, Context, PROTOCOL_VERSIONS, ROLE_DIALLER, Side, Transcript,
+    },
     discovery::{DiscoveryInfo, IdentityProof, published_identity},
     ids::NodeId,
     registry::server::{ConnId, RegistryServer, ServerConfig, ServerEvent, ServerOutput},
@@ -242,7 +244,10 @@ impl Run<'_> {
         }
         let Some(acceptor) = acceptor else { return };
         let transcript = Transcript {
+            context: Context::Registry,
             role: ROLE_DIALLER,
+            hint: key_id,
+            result: Ok(()),
             dialler: Side {
                 node: NodeId(0x101),
                 incarnation: 1,

@@ -6,8 +6,12 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod cert;
 mod rpc;
 
+pub(crate) use cert::CertCommand;
+#[cfg(feature = "tls")]
+pub(crate) use cert::{CertCaArgs, CertNodeArgs};
 pub(crate) use rpc::{BroadcastArgs, CallArgs};
 
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
@@ -25,6 +29,7 @@ pub(crate) use rpc::{BroadcastArgs, CallArgs};
         switchboard registry --listen 127.0.0.1:7000\n  \
         switchboard node --id 1 --name hub --listen 127.0.0.1:7101 --registry 127.0.0.1:7000\n  \
         switchboard demo --seconds 10\n  \
+        switchboard cert ca --out pki && switchboard cert node --id 1 --ca-dir pki --out pki\n  \
         switchboard completions bash > /etc/bash_completion.d/switchboard\n  \
         switchboard man > switchboard.1",
     propagate_version = true
@@ -99,6 +104,10 @@ pub(crate) enum Command {
         /// The file to create.
         path: PathBuf,
     },
+    /// Issue a cluster CA, or a certificate for one node signed by it, for mutual TLS
+    /// (needs a build with the `tls` feature).
+    #[command(subcommand)]
+    Cert(CertCommand),
     /// Print the man page (roff) on stdout.
     #[command(after_help = "Example:\n  switchboard man | man -l -")]
     Man,
@@ -152,6 +161,10 @@ pub(crate) struct EtcdArgs {
     /// command line nor logged.
     #[arg(long, value_name = "PATH", requires = "etcd_user")]
     pub(crate) etcd_password_file: Option<PathBuf>,
+    /// Send the --etcd-password-file password over http:// etcd URLs, in clear (refused
+    /// without this flag; use https:// instead).
+    #[arg(long, requires = "etcd_password_file")]
+    pub(crate) etcd_insecure_password: bool,
 }
 
 impl EtcdArgs {
@@ -163,11 +176,13 @@ impl EtcdArgs {
             key: self.etcd_key.clone(),
             user: self.etcd_user.clone(),
             password_file: self.etcd_password_file.clone(),
+            insecure_password: self.etcd_insecure_password,
         }
     }
 }
 
-/// `--etcd-ca`, `--etcd-cert`, `--etcd-key`, `--etcd-user`, `--etcd-password-file`.
+/// `--etcd-ca`, `--etcd-cert`, `--etcd-key`, `--etcd-user`, `--etcd-password-file`,
+/// `--etcd-insecure-password`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct EtcdSecurity {
     pub(crate) ca: Option<PathBuf>,
@@ -175,6 +190,7 @@ pub(crate) struct EtcdSecurity {
     pub(crate) key: Option<PathBuf>,
     pub(crate) user: Option<String>,
     pub(crate) password_file: Option<PathBuf>,
+    pub(crate) insecure_password: bool,
 }
 
 impl EtcdSecurity {
@@ -198,6 +214,11 @@ pub(crate) struct TlsArgs {
     /// The cluster CA (PEM) every peer's certificate must chain to (names are not checked).
     #[arg(long, value_name = "PEM", help_heading = "TLS")]
     pub(crate) tls_ca: Option<PathBuf>,
+    /// Refuse bus links whose peer's certificate names no node id
+    /// (`urn:switchboard:node:<id>`, see `switchboard cert node`). A certificate that names
+    /// ids always binds the link to them; without this flag one naming none admits any id.
+    #[arg(long, help_heading = "TLS")]
+    pub(crate) tls_require_node_id: bool,
 }
 
 /// How a one-shot client (`send`, `ls`) joins a cluster: the embedded registry or etcd, with
@@ -226,7 +247,7 @@ pub(crate) struct ClusterArgs {
     Concern file (TOML): [concern] game = [\"gate\", \"chat\"] makes nodes of type `game` \
     follow only `gate` and `chat`; unlisted types follow everything.\n\
     Config file keys: listen, concern, cluster_key_file, next_cluster_key_file, tls_cert, \
-    tls_key, tls_ca (paths relative to the file), and a [server] table with \
+    tls_key, tls_ca (paths relative to the file), tls_require_node_id, and a [server] table with \
     access_timeout_ms, disconnect_protection_ms, heartbeat_timeout_ms (0 = never), \
     max_frame (at most 16777216), max_record (65536), max_labels (8192), \
     max_custom_data (32768), max_snapshot_part (1048576), max_connections (65536), \
@@ -283,7 +304,9 @@ pub(crate) struct RegistryArgs {
     Config file keys: id, name, identity, listen, advertise, upstream, registry, label (a table), admin, echo, \
     serve (a list of echo, sleep, silent), \
     etcd (a list), etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
-    admin_token_file, cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca \
+    etcd_insecure_password, \
+    admin_token_file, cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca, \
+    tls_require_node_id \
     (paths relative to the file), and a [core] table with the core settings \
     (message_timeout_ms, heartbeat_interval_ms, handshake_timeout_ms, max_pending_handshakes, \
     ...).\n\n\
@@ -409,7 +432,8 @@ pub(crate) struct NodeArgs {
     advertise, wait_known, upstream, window, outcomes_log, method, concurrency, key, payload, \
     timeout, grace (durations as strings: \"5s\"), admin, admin_token_file, etcd, \
     etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
-    cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca (paths relative to the \
+    etcd_insecure_password, \
+    cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca, tls_require_node_id (paths relative to the \
     file), and a [core] table.\n\n\
     --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
     file gives them (with --method: --count only); so is one of --registry and --etcd.\n\n\

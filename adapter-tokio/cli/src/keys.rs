@@ -3,10 +3,7 @@
 //! newline allowed). Keys are never taken on the command line and never logged (the core's
 //! `ClusterKey` prints as `ClusterKey(..)`).
 
-use std::{
-    io::Write,
-    path::{Path, PathBuf},
-};
+use std::path::Path;
 
 use switchboard_core::bus::handshake::ClusterKey;
 
@@ -40,9 +37,11 @@ pub(crate) fn load(args: &KeyArgs) -> Result<Vec<ClusterKey>, CliError> {
 ///
 /// # Errors
 ///
-/// `field`: the file cannot be read, or does not hold exactly 64 hex characters (and at most
-/// one trailing newline).
+/// `field`: the file is accessible by group or others
+/// ([`check_private`](crate::secret_file::check_private)), cannot be read, or does not hold
+/// exactly 64 hex characters (and at most one trailing newline).
 pub(crate) fn read_key_file(field: &str, path: &Path) -> Result<ClusterKey, CliError> {
+    crate::secret_file::check_private(field, path)?;
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::invalid(field, format!("cannot read {}: {e}", path.display())))?;
     let body = text
@@ -67,7 +66,7 @@ pub(crate) fn read_key_file(field: &str, path: &Path) -> Result<ClusterKey, CliE
 ///
 /// The file exists (never overwritten) or cannot be created (exit 2, naming it), or the OS
 /// has no randomness to give (exit 1).
-pub(crate) fn keygen(path: &PathBuf) -> Result<(), CliError> {
+pub(crate) fn keygen(path: &Path) -> Result<(), CliError> {
     let mut bytes = [0u8; 32];
     getrandom::getrandom(&mut bytes)
         .map_err(|e| CliError::failed(format!("no randomness from the OS: {e}")))?;
@@ -76,24 +75,15 @@ pub(crate) fn keygen(path: &PathBuf) -> Result<(), CliError> {
         text.push_str(&format!("{b:02x}"));
     }
     text.push('\n');
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(|e| {
-        let problem = if e.kind() == std::io::ErrorKind::AlreadyExists {
-            format!("{} exists; keygen never overwrites a key", path.display())
-        } else {
-            format!("cannot create {}: {e}", path.display())
-        };
-        CliError::invalid("path", problem)
-    })?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))
+    crate::secret_file::create_private("path", path, text.as_bytes()).map_err(|e| match e {
+        CliError::Invalid { problem, .. } if problem.ends_with("it is never overwritten") => {
+            CliError::invalid(
+                "path",
+                format!("{} exists; keygen never overwrites a key", path.display()),
+            )
+        }
+        other => other,
+    })
 }
 
 /// 64 random bits from the operating system (secret seeds), or the run seed if it has none.
@@ -107,13 +97,16 @@ pub(crate) fn random_u64() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     const HEX: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 
     fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
         let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("test file");
+        let _ = std::fs::remove_file(&path);
+        crate::secret_file::create_private("test", &path, text.as_bytes()).expect("test file");
         path
     }
 

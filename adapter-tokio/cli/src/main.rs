@@ -18,6 +18,8 @@
 //!                  --payload TEXT [--include-self]
 //! switchboard demo [--seconds S] [--rate R] [--json] [--etcd URL...] [--etcd-prefix P]
 //! switchboard keygen PATH
+//! switchboard cert ca --out DIR
+//! switchboard cert node (--id N | --name NAME) --ca-dir DIR --out DIR [--dns NAME]... [--ip ADDR]...
 //! switchboard completions SHELL
 //! switchboard man
 //! ```
@@ -53,6 +55,10 @@
 //!   Every subcommand that joins a cluster takes `--cluster-key-file PATH` (and, while a
 //!   cluster rotates keys, `--next-cluster-key-file PATH`): links and registry connections
 //!   then authenticate with an HMAC-SHA256 challenge-response and refuse strangers.
+//! - `cert ca --out DIR` writes a new cluster CA (`ca.pem`, `ca.key` mode 0600); `cert node
+//!   --id N --ca-dir DIR --out DIR` a certificate for node N signed by it (`node-N.pem`,
+//!   `node-N.key` mode 0600) naming the id in the SAN URI `urn:switchboard:node:N`, with the
+//!   `serverAuth` and `clientAuth` usages. Neither overwrites a file (build with `tls`).
 //! - `completions SHELL` prints a completion script, `man` the man page (roff), on stdout.
 //!
 //! `--config FILE` (TOML, keys named like the flags, a `[core]` table for the core settings of
@@ -77,12 +83,14 @@ mod outcome_log;
 mod payload;
 mod run_broadcast;
 mod run_call;
+mod run_cert;
 mod run_load;
 mod run_load_calls;
 mod run_ls;
 mod run_node;
 mod run_registry;
 mod run_send;
+mod secret_file;
 mod stats;
 
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
@@ -110,6 +118,15 @@ fn main() -> ExitCode {
                 &mut std::io::stdout(),
             );
             return ExitCode::SUCCESS;
+        }
+        Command::Cert(command) => {
+            return match run_cert::run(command) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(e.exit_code())
+                }
+            };
         }
         Command::Keygen { path } => {
             return match keys::keygen(&path) {
@@ -191,7 +208,7 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
         }
 
         // Handled before the runtime starts.
-        Command::Completions { .. } | Command::Man | Command::Keygen { .. } => {
+        Command::Completions { .. } | Command::Man | Command::Keygen { .. } | Command::Cert(_) => {
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -175,7 +175,7 @@ fn an_unknown_key_in_a_config_file_is_named() {
     let output = run(&["registry", "--config", &config]);
     assert_usage_error(
         &output,
-        "error: port: unknown key, expected one of `listen`, `concern`, `cluster_key_file`, `next_cluster_key_file`, `tls_cert`, `tls_key`, `tls_ca`, `server`",
+        "error: port: unknown key, expected one of `listen`, `concern`, `cluster_key_file`, `next_cluster_key_file`, `tls_cert`, `tls_key`, `tls_ca`, `tls_require_node_id`, `server`",
     );
 }
 

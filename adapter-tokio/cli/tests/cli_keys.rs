@@ -53,7 +53,7 @@ fn keygen_writes_64_hex_characters_mode_0600_and_never_overwrites() {
 fn a_missing_or_malformed_key_file_exits_2_naming_the_flag_and_the_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let bad = dir.path().join("bad.key");
-    std::fs::write(&bad, "not a key\n").expect("write");
+    cli_support::write_secret(&bad, "not a key\n");
     let bad = bad.to_str().expect("utf-8").to_owned();
     let missing = dir.path().join("missing.key");
     let missing = missing.to_str().expect("utf-8").to_owned();

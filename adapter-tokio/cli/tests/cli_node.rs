@@ -159,6 +159,7 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_rpc_grace_waits_total 0",
             "switchboard_rpc_fast_fails_total 0",
             "switchboard_rpc_broadcasts_total 0",
+            "switchboard_rpc_budgets_capped_total 0",
         ]
         .map(str::to_owned),
     );

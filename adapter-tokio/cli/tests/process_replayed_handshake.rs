@@ -122,7 +122,7 @@ fn read_to_close(stream: &mut TcpStream, into: &mut Vec<u8>) -> bool {
 fn a_replayed_handshake_is_refused_and_counted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let key = dir.path().join("cluster.key");
-    std::fs::write(&key, format!("{}\n", "5c".repeat(32))).expect("write the key");
+    process_support::write_secret(&key, &format!("{}\n", "5c".repeat(32)));
     let key = key.to_str().expect("a UTF-8 path");
 
     let registry = start_registry_with("registry", ANY_PORT, &["--cluster-key-file", key]);

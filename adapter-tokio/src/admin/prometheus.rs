@@ -276,6 +276,12 @@ fn rpc(out: &mut String, metrics: &Metrics) {
             "Broadcasts this node started.",
             metrics.rpc_broadcasts,
         ),
+        (
+            "switchboard_rpc_budgets_capped_total",
+            "counter",
+            "Requests whose budget from the wire was cut to this server's max_call_budget.",
+            metrics.rpc_budgets_capped,
+        ),
     ];
     for (name, kind, help, value) in counters {
         scalar(out, name, kind, help, value);

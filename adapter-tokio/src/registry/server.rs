@@ -25,6 +25,7 @@ use std::{
 
 use bytes::Bytes;
 use switchboard_core::{
+    ids::NodeId,
     registry::server::{ConnId, EntryKey, RegistryServer, ServerConfig, ServerEvent, ServerOutput},
     wire::RegistryEntry,
 };
@@ -272,8 +273,9 @@ pub async fn spawn_registry_capped(
 
 /// What a connection's tasks report.
 enum ConnEvent {
-    /// An accepted connection finished its TLS handshake.
-    Accepted(Stream, SocketAddr),
+    /// An accepted connection finished its TLS handshake; with the node ids its certificate
+    /// names, if any (its registration must claim one of them).
+    Accepted(Stream, SocketAddr, Option<Vec<NodeId>>),
     /// An accepted connection's TLS handshake failed (its slot is free again).
     TlsFailed,
     Bytes(ConnId, Bytes),
@@ -416,7 +418,7 @@ impl ServerTask {
         }
         if !self.transport.is_tls() {
             let _ = stream.set_nodelay(true);
-            self.accept(Stream::Tcp(stream), peer);
+            self.accept(Stream::Tcp(stream), peer, None);
             return;
         }
         let transport = self.transport.clone();
@@ -424,9 +426,15 @@ impl ServerTask {
         self.tls_pending += 1;
         self.tasks.spawn(async move {
             match transport.accept(stream).await {
-                Ok(stream) => {
-                    let _ = events.send(ConnEvent::Accepted(stream, peer)).await;
-                }
+                Ok(stream) => match transport.cert_node_ids(&stream) {
+                    Ok(ids) => {
+                        let _ = events.send(ConnEvent::Accepted(stream, peer, ids)).await;
+                    }
+                    Err(e) => {
+                        warn!(%peer, error = %e, "registry refused a connection: certificate");
+                        let _ = events.send(ConnEvent::TlsFailed).await;
+                    }
+                },
                 Err(e) => {
                     debug!(%peer, error = %e, "registry refused a connection: TLS handshake failed");
                     let _ = events.send(ConnEvent::TlsFailed).await;
@@ -457,10 +465,13 @@ impl ServerTask {
         self.accept_paused_until = None;
     }
 
-    fn accept(&mut self, stream: Stream, peer: SocketAddr) {
+    fn accept(&mut self, stream: Stream, peer: SocketAddr, ids: Option<Vec<NodeId>>) {
         let conn = self.server.handle_accepted(self.clock.now());
         self.unregistered.insert(conn);
-        debug!(?conn, %peer, "registry accepted a connection");
+        debug!(?conn, %peer, ?ids, "registry accepted a connection");
+        if let Some(ids) = ids {
+            self.server.bind_conn_identity(conn, &ids);
+        }
         let (read, write) = stream.into_boxed_split();
         let (writer, queue) = mpsc::unbounded_channel();
         let events = self.events_tx.clone();
@@ -488,9 +499,9 @@ impl ServerTask {
     fn on_event(&mut self, event: ConnEvent) {
         let now = self.clock.now();
         match event {
-            ConnEvent::Accepted(stream, peer) => {
+            ConnEvent::Accepted(stream, peer, ids) => {
                 self.tls_pending = self.tls_pending.saturating_sub(1);
-                self.accept(stream, peer);
+                self.accept(stream, peer, ids);
             }
             ConnEvent::TlsFailed => {
                 self.tls_pending = self.tls_pending.saturating_sub(1);

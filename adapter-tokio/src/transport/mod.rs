@@ -93,6 +93,53 @@ impl Transport {
     }
 }
 
+impl Transport {
+    /// Who the peer on `stream` may be, as a node: `Ok(None)` when anyone may (plain TCP, or
+    /// a certificate naming no node id while the TLS setup does not require one), `Ok(ids)`
+    /// when its certificate names node ids (bind the link to them), `Err(reason)` when the
+    /// link must be refused (a certificate with an invalid node id URI, or none while one is
+    /// required, [`tls::TlsConfig::require_node_id`]).
+    pub(crate) fn node_identity(
+        &self,
+        stream: &Stream,
+    ) -> Result<Option<Vec<switchboard_core::ids::NodeId>>, String> {
+        let ids = self.cert_node_ids(stream)?;
+        #[cfg(feature = "tls")]
+        if ids.is_none() && self.tls.as_ref().is_some_and(|t| t.requires_node_id()) {
+            return Err(String::from(
+                "the peer's certificate names no node id (urn:switchboard:node:<id>) and one \
+                 is required (--tls-require-node-id)",
+            ));
+        }
+        Ok(ids)
+    }
+
+    /// The node ids the peer's certificate on `stream` names (`None`: plain TCP, or a
+    /// certificate naming none), whatever the policy; `Err` for a certificate with an
+    /// invalid `urn:switchboard:node:` URI. A registry binds registrations to them.
+    #[cfg_attr(
+        not(feature = "tls"),
+        expect(
+            clippy::unused_self,
+            clippy::unnecessary_wraps,
+            reason = "no certificates without tls"
+        )
+    )]
+    pub(crate) fn cert_node_ids(
+        &self,
+        stream: &Stream,
+    ) -> Result<Option<Vec<switchboard_core::ids::NodeId>>, String> {
+        match stream {
+            Stream::Tcp(_) => Ok(None),
+            #[cfg(feature = "tls")]
+            Stream::Tls(tls) => {
+                let ids = tls::peer_node_ids(tls)?;
+                Ok(Some(ids).filter(|ids| !ids.is_empty()))
+            }
+        }
+    }
+}
+
 /// A connected stream: TCP, or TLS over TCP.
 #[derive(Debug)]
 pub(crate) enum Stream {

@@ -11,6 +11,17 @@
 //! verifier (chain to the CA, client auth usage). A certificate therefore needs the
 //! `serverAuth` and `clientAuth` extended key usages (or none), since every node both dials and
 //! accepts.
+//!
+//! **Node ids can be.** A certificate may name the node ids it is for in SAN URIs
+//! `urn:switchboard:node:<id>` (decimal, 1 ..= 2^64 - 1; [`cert_node_ids`]). A node binds
+//! every link whose peer's certificate names ids to them
+//! ([`Node::bind_link_identity`](switchboard_core::Node::bind_link_identity)): a handshake
+//! claiming another id is refused before anything of the link is acted on, both when the
+//! node accepts (the dialler's `Hello`) and when it dials (the acceptor's `HelloAck`). A
+//! certificate naming no id admits any id (membership only) unless the node requires one
+//! ([`TlsConfig::require_node_id`]; `--tls-require-node-id`), in which case its connection is
+//! dropped right after the TLS handshake. A certificate with a `urn:switchboard:node:` URI
+//! that does not parse is refused either way.
 
 use std::{fmt, io, path::Path, sync::Arc};
 
@@ -24,6 +35,7 @@ use rustls::{
     pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime, pem::PemObject},
     server::WebPkiClientVerifier,
 };
+use switchboard_core::ids::NodeId;
 use tokio::net::TcpStream;
 use tokio_rustls::{TlsAcceptor, TlsConnector, TlsStream};
 
@@ -73,11 +85,14 @@ fn err(file: TlsFile, reason: impl Into<String>) -> TlsError {
 pub struct TlsConfig {
     client: Arc<ClientConfig>,
     server: Arc<ServerConfig>,
+    require_node_id: bool,
 }
 
 impl fmt::Debug for TlsConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("TlsConfig { .. }")
+        f.debug_struct("TlsConfig")
+            .field("require_node_id", &self.require_node_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -147,7 +162,24 @@ impl TlsConfig {
         Ok(TlsConfig {
             client: Arc::new(client),
             server: Arc::new(server),
+            require_node_id: false,
         })
+    }
+
+    /// Whether a node refuses bus links whose peer's certificate names no node id (default
+    /// `false`: such a certificate admits any id, membership only). A certificate that names
+    /// ids always binds the link to them, whatever this says. Registry connections are not
+    /// affected (a registry is not a node).
+    #[must_use]
+    pub fn require_node_id(mut self, require: bool) -> TlsConfig {
+        self.require_node_id = require;
+        self
+    }
+
+    /// See [`TlsConfig::require_node_id`].
+    #[must_use]
+    pub fn requires_node_id(&self) -> bool {
+        self.require_node_id
     }
 
     /// The client side of the handshake on a connection dialled to `addr`.
@@ -166,6 +198,70 @@ impl TlsConfig {
         let acceptor = TlsAcceptor::from(Arc::clone(&self.server));
         let stream = acceptor.accept(stream).await?;
         Ok(TlsStream::Server(stream))
+    }
+}
+
+/// The prefix of the SAN URI that names a node id: `urn:switchboard:node:<id>`.
+pub const NODE_ID_URI_PREFIX: &str = "urn:switchboard:node:";
+
+/// The node ids `cert` (DER) names in its `urn:switchboard:node:<id>` SAN URIs, in
+/// certificate order (empty: it names none; other SANs are ignored).
+///
+/// # Errors
+///
+/// A certificate that does not parse, or a `urn:switchboard:node:` URI whose id is not a
+/// decimal in 1 ..= 2^64 - 1 (no sign, no spaces).
+pub fn cert_node_ids(cert: &[u8]) -> Result<Vec<NodeId>, String> {
+    use x509_parser::{extensions::GeneralName, prelude::FromDer};
+    let (_, parsed) = x509_parser::certificate::X509Certificate::from_der(cert)
+        .map_err(|e| format!("unparsable certificate: {e}"))?;
+    let san = parsed
+        .subject_alternative_name()
+        .map_err(|e| format!("unparsable subjectAltName: {e}"))?;
+    let mut ids = Vec::new();
+    for name in san.iter().flat_map(|san| san.value.general_names.iter()) {
+        let GeneralName::URI(uri) = name else {
+            continue;
+        };
+        let Some(id) = uri.strip_prefix(NODE_ID_URI_PREFIX) else {
+            continue;
+        };
+        let parsed = Some(id)
+            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|id| id.parse::<u64>().ok())
+            .map(NodeId)
+            .filter(|id| id.is_valid());
+        match parsed {
+            Some(id) => ids.push(id),
+            None => return Err(format!("invalid node id in SAN URI {uri:?}")),
+        }
+    }
+    Ok(ids)
+}
+
+/// [`cert_node_ids`] of the first certificate (the leaf) in PEM text, e.g. a file from
+/// `switchboard cert node`.
+///
+/// # Errors
+///
+/// No certificate in the PEM, or as [`cert_node_ids`].
+pub fn pem_node_ids(pem: &[u8]) -> Result<Vec<NodeId>, String> {
+    let leaf = CertificateDer::pem_slice_iter(pem)
+        .next()
+        .ok_or_else(|| String::from("no certificate in the PEM"))?
+        .map_err(|e| format!("unparsable PEM: {e}"))?;
+    cert_node_ids(&leaf)
+}
+
+/// The node ids the peer's certificate on `stream` names ([`cert_node_ids`] of its leaf).
+pub(crate) fn peer_node_ids(stream: &TlsStream<TcpStream>) -> Result<Vec<NodeId>, String> {
+    let certs = match stream {
+        TlsStream::Client(s) => s.get_ref().1.peer_certificates(),
+        TlsStream::Server(s) => s.get_ref().1.peer_certificates(),
+    };
+    match certs.and_then(|c| c.first()) {
+        Some(leaf) => cert_node_ids(leaf),
+        None => Err(String::from("the peer presented no certificate")),
     }
 }
 

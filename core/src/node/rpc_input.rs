@@ -142,7 +142,12 @@ impl Node {
                     return;
                 }
                 self.rpc.serving.first_time(key);
-                let deadline = now + Duration::from_nanos(remaining_ns);
+                let mut budget = Duration::from_nanos(remaining_ns);
+                if budget > self.config.max_call_budget {
+                    budget = self.config.max_call_budget;
+                    self.rpc.stats.budgets_capped += 1;
+                }
+                let deadline = now + budget;
                 let request = self.rpc.serving.open(key, deadline);
                 self.rpc.stats.served += 1;
                 let incoming = IncomingRequest {

@@ -89,6 +89,19 @@ impl Node {
         self.links.accept(now, &mut self.out)
     }
 
+    /// The transport proved that `link`'s peer may only be one of `ids` (its TLS
+    /// certificate names them, e.g. `urn:switchboard:node:7`): a `Hello` (accepted link) or
+    /// `HelloAck` (dialled link) claiming another id is refused before anything of the link
+    /// is acted on ([`Event::LinkRejected`] with
+    /// [`LinkError::NotCertified`](crate::bus::links::LinkError::NotCertified),
+    /// [`Output::Close`]). Call right after [`handle_accepted`](Self::handle_accepted) or
+    /// before [`handle_connected`](Self::handle_connected), before the link's first bytes;
+    /// an empty `ids` refuses every id. Unknown links are ignored; without a call the link
+    /// takes any id its handshake proves.
+    pub fn bind_link_identity(&mut self, link: LinkId, ids: &[NodeId]) {
+        self.links.bind_identity(link, ids);
+    }
+
     /// The dial of `link` (from an [`Output::Connect`]) succeeded: the node sends its
     /// `Hello`. A link whose peer has not answered with its `HelloAck` `handshake_timeout`
     /// later is closed ([`Event::HandshakeTimedOut`]) and counts as a failed dial. Unknown

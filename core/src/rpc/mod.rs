@@ -491,6 +491,9 @@ pub struct RpcStats {
     pub duplicate_requests: u64,
     /// Requests this server refused because their budget was spent on arrival.
     pub expired_requests: u64,
+    /// Requests whose budget from the wire exceeded `Config::max_call_budget` and was cut
+    /// to it.
+    pub budgets_capped: u64,
     /// Requests refused because the method is not served here.
     pub not_served: u64,
     /// Replies (or refusals) that arrived for no waiting call: late or duplicate.

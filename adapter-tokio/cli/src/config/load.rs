@@ -88,6 +88,8 @@ pub(crate) struct LoadFile {
     pub(crate) etcd_user: Option<String>,
     /// `--etcd-password-file` (relative to the config file's directory).
     pub(crate) etcd_password_file: Option<PathBuf>,
+    /// `--etcd-insecure-password`.
+    pub(crate) etcd_insecure_password: Option<bool>,
     /// `--admin-token-file` (relative to the config file's directory).
     pub(crate) admin_token_file: Option<PathBuf>,
     /// `--cluster-key-file` (relative to the config file's directory).
@@ -100,6 +102,8 @@ pub(crate) struct LoadFile {
     pub(crate) tls_key: Option<PathBuf>,
     /// `--tls-ca` (relative to the config file's directory).
     pub(crate) tls_ca: Option<PathBuf>,
+    /// `--tls-require-node-id`.
+    pub(crate) tls_require_node_id: Option<bool>,
     /// Core settings of the load node.
     pub(crate) core: Option<Config>,
 }
@@ -259,6 +263,7 @@ impl LoadOptions {
                 key: file.etcd_key,
                 user: file.etcd_user,
                 password_file: file.etcd_password_file,
+                insecure_password: file.etcd_insecure_password.unwrap_or(false),
             },
             args.config.as_deref(),
         );

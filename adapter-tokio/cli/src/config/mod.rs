@@ -128,8 +128,9 @@ pub(crate) fn relative_to(config: Option<&Path>, path: PathBuf) -> PathBuf {
 ///
 /// # Errors
 ///
-/// Only some of the three, a file that cannot be read or parsed (the error names its flag), or
-/// TLS flags in a build without the `tls` feature.
+/// Only some of the three, a file that cannot be read or parsed (the error names its flag), a
+/// key file accessible by group or others, `--tls-require-node-id` without TLS, or TLS flags
+/// in a build without the `tls` feature.
 pub(crate) fn transport(
     tls: crate::cli::TlsArgs,
 ) -> Result<switchboard_tokio::Transport, CliError> {
@@ -137,8 +138,15 @@ pub(crate) fn transport(
         tls_cert,
         tls_key,
         tls_ca,
+        tls_require_node_id,
     } = tls;
     let (cert, key, ca) = match (tls_cert, tls_key, tls_ca) {
+        (None, None, None) if tls_require_node_id => {
+            return Err(CliError::invalid(
+                "tls_require_node_id",
+                "only used with TLS: give --tls-cert, --tls-key and --tls-ca",
+            ));
+        }
         (None, None, None) => return Ok(switchboard_tokio::Transport::plain()),
         (Some(cert), Some(key), Some(ca)) => (cert, key, ca),
         (cert, key, _) => {
@@ -158,8 +166,11 @@ pub(crate) fn transport(
     #[cfg(feature = "tls")]
     {
         use switchboard_tokio::transport::tls::{TlsConfig, TlsFile};
+        crate::secret_file::check_private("tls_key", &key)?;
         match TlsConfig::from_files(&cert, &key, &ca) {
-            Ok(config) => Ok(switchboard_tokio::Transport::tls(config)),
+            Ok(config) => Ok(switchboard_tokio::Transport::tls(
+                config.require_node_id(tls_require_node_id),
+            )),
             Err(e) => {
                 let field = match e.file {
                     TlsFile::Cert => "tls_cert",
@@ -172,7 +183,7 @@ pub(crate) fn transport(
     }
     #[cfg(not(feature = "tls"))]
     {
-        let _ = (cert, key, ca);
+        let _ = (cert, key, ca, tls_require_node_id);
         Err(CliError::invalid(
             "tls_cert",
             "this build has no TLS (build switchboard with the `tls` feature)",
@@ -229,7 +240,11 @@ pub(crate) fn registry_spec(
             EtcdSecurity { cert: Some(_), .. } => "etcd_cert",
             EtcdSecurity { key: Some(_), .. } => "etcd_key",
             EtcdSecurity { user: Some(_), .. } => "etcd_user",
-            _ => "etcd_password_file",
+            EtcdSecurity {
+                password_file: Some(_),
+                ..
+            } => "etcd_password_file",
+            _ => "etcd_insecure_password",
         };
         return Err(CliError::invalid(field, "only used with etcd"));
     }
@@ -281,7 +296,8 @@ pub(crate) fn registry_spec(
 ///
 /// https:// and http:// URLs mixed (`etcd`), https:// without `etcd_ca`, TLS files with
 /// http:// URLs, a certificate without its key or a user without a password file (or the
-/// reverse), a bad file.
+/// reverse), a bad file (the key and the password file also when group- or
+/// world-accessible), a password over http:// without `etcd_insecure_password`.
 fn etcd_security(options: &mut EtcdOptions, security: EtcdSecurity) -> Result<(), CliError> {
     let https = options
         .endpoints
@@ -343,6 +359,9 @@ fn etcd_security(options: &mut EtcdOptions, security: EtcdSecurity) -> Result<()
         .chain([("etcd_password_file", &security.password_file)])
     {
         if let Some(path) = path {
+            if matches!(field, "etcd_key" | "etcd_password_file") {
+                crate::secret_file::check_private(field, path)?;
+            }
             let bytes = std::fs::read(path).map_err(|e| {
                 CliError::invalid(field, format!("cannot read {}: {e}", path.display()))
             })?;
@@ -364,6 +383,19 @@ fn etcd_security(options: &mut EtcdOptions, security: EtcdSecurity) -> Result<()
                 }
             }
         }
+    }
+    if https == 0 && security.password_file.is_some() && !security.insecure_password {
+        return Err(CliError::invalid(
+            "etcd_password_file",
+            "the password would cross the network in clear over http:// etcd URLs: use \
+             https:// (with --etcd-ca), or accept the risk with --etcd-insecure-password",
+        ));
+    }
+    if security.insecure_password && security.password_file.is_none() {
+        return Err(CliError::invalid(
+            "etcd_insecure_password",
+            "only used with --etcd-password-file",
+        ));
     }
     if security
         .user
@@ -396,11 +428,12 @@ pub(crate) fn merge_security(
         key: path(flags.key, file.key),
         user: flags.user.or(file.user),
         password_file: path(flags.password_file, file.password_file),
+        insecure_password: flags.insecure_password || file.insecure_password,
     }
 }
 
 /// The cluster key and TLS files a config file names (`cluster_key_file`,
-/// `next_cluster_key_file`, `tls_cert`, `tls_key`, `tls_ca`).
+/// `next_cluster_key_file`, `tls_cert`, `tls_key`, `tls_ca`), and `tls_require_node_id`.
 #[derive(Debug, Default)]
 pub(crate) struct FileSecrets {
     pub(crate) cluster_key_file: Option<PathBuf>,
@@ -408,6 +441,7 @@ pub(crate) struct FileSecrets {
     pub(crate) tls_cert: Option<PathBuf>,
     pub(crate) tls_key: Option<PathBuf>,
     pub(crate) tls_ca: Option<PathBuf>,
+    pub(crate) tls_require_node_id: Option<bool>,
 }
 
 /// `take_secrets` for config-file structs with the five secret-file keys: moves them into a
@@ -423,6 +457,7 @@ macro_rules! take_secrets {
                     tls_cert: self.tls_cert.take(),
                     tls_key: self.tls_key.take(),
                     tls_ca: self.tls_ca.take(),
+                    tls_require_node_id: self.tls_require_node_id.take(),
                 }
             }
         }
@@ -461,6 +496,7 @@ pub(crate) fn merge_secrets(
         tls_cert: path(&tls.tls_cert, file.tls_cert),
         tls_key: path(&tls.tls_key, file.tls_key),
         tls_ca: path(&tls.tls_ca, file.tls_ca),
+        tls_require_node_id: tls.tls_require_node_id || file.tls_require_node_id == Some(true),
     };
     Ok((keys, tls))
 }
@@ -470,8 +506,8 @@ pub(crate) fn merge_secrets(
 ///
 /// # Errors
 ///
-/// The file without an admin address, or an unreadable, empty or non-ASCII file
-/// (field `admin_token_file`).
+/// The file without an admin address, or a group- or world-accessible, unreadable, empty or
+/// non-ASCII file (field `admin_token_file`).
 pub(crate) fn admin_token(
     admin: Option<std::net::SocketAddr>,
     file: Option<&Path>,
@@ -481,6 +517,7 @@ pub(crate) fn admin_token(
     if admin.is_none() {
         return Err(CliError::invalid(FIELD, "only used with --admin"));
     }
+    crate::secret_file::check_private(FIELD, path)?;
     let text = std::fs::read_to_string(path)
         .map_err(|e| CliError::invalid(FIELD, format!("cannot read {}: {e}", path.display())))?;
     let token = text.lines().next().unwrap_or_default().trim();

@@ -57,6 +57,8 @@ pub(crate) struct NodeFile {
     pub(crate) etcd_user: Option<String>,
     /// `--etcd-password-file` (relative to the config file's directory).
     pub(crate) etcd_password_file: Option<PathBuf>,
+    /// `--etcd-insecure-password`.
+    pub(crate) etcd_insecure_password: Option<bool>,
     /// `--admin-token-file` (relative to the config file's directory).
     pub(crate) admin_token_file: Option<PathBuf>,
     /// `--cluster-key-file` (relative to the config file's directory).
@@ -69,6 +71,8 @@ pub(crate) struct NodeFile {
     pub(crate) tls_key: Option<PathBuf>,
     /// `--tls-ca` (relative to the config file's directory).
     pub(crate) tls_ca: Option<PathBuf>,
+    /// `--tls-require-node-id`.
+    pub(crate) tls_require_node_id: Option<bool>,
     /// Core settings (`message_timeout_ms`, ...).
     pub(crate) core: Option<Config>,
 }
@@ -146,6 +150,7 @@ impl NodeOptions {
                 key: file.etcd_key,
                 user: file.etcd_user,
                 password_file: file.etcd_password_file,
+                insecure_password: file.etcd_insecure_password.unwrap_or(false),
             },
             args.config.as_deref(),
         );
@@ -394,7 +399,8 @@ mod tests {
             ("pw", "secret\n"),
             ("token", "t0ken\n"),
         ] {
-            std::fs::write(dir.path().join(name), text).expect("write");
+            crate::secret_file::create_private("test", &dir.path().join(name), text.as_bytes())
+                .expect("write");
         }
         let options = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
         let RegistrySpec::Etcd(etcd) = options.registry else {
@@ -421,8 +427,11 @@ mod tests {
              registry = \"127.0.0.1:7000\"\ncluster_key_file = \"a.key\"\n\
              next_cluster_key_file = \"b.key\"\n",
         );
-        std::fs::write(dir.path().join("a.key"), format!("{key_a}\n")).expect("write");
-        std::fs::write(dir.path().join("b.key"), format!("{key_b}\n")).expect("write");
+        for (name, key) in [("a.key", &key_a), ("b.key", &key_b)] {
+            let text = format!("{key}\n");
+            crate::secret_file::create_private("test", &dir.path().join(name), text.as_bytes())
+                .expect("write");
+        }
         let options = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
         let expected =
             |hex: &str| switchboard_core::bus::handshake::ClusterKey::from_hex(hex).expect("a key");
@@ -449,6 +458,16 @@ mod tests {
         );
         let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("partial TLS");
         assert!(e.to_string().starts_with("tls_"), "{e}");
+        // `tls_require_node_id` is read from the file too (and needs TLS).
+        let (_dir, path) = write_config(
+            "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+             registry = \"127.0.0.1:7000\"\ntls_require_node_id = true\n",
+        );
+        let e = NodeOptions::resolve(bare_args(Some(path))).expect_err("no TLS");
+        assert_eq!(
+            e.to_string(),
+            "tls_require_node_id: only used with TLS: give --tls-cert, --tls-key and --tls-ca"
+        );
     }
 
     #[test]

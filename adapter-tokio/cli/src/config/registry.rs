@@ -28,6 +28,8 @@ pub(crate) struct RegistryFile {
     pub(crate) tls_key: Option<PathBuf>,
     /// `--tls-ca` (relative to the config file's directory).
     pub(crate) tls_ca: Option<PathBuf>,
+    /// `--tls-require-node-id`.
+    pub(crate) tls_require_node_id: Option<bool>,
     /// Server tuning.
     pub(crate) server: Option<ServerFile>,
 }

@@ -238,7 +238,7 @@ fn etcd_tls_and_user_files_are_checked_and_passed_on() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = |name: &str, text: &str| {
         let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("write");
+        crate::secret_file::create_private("test", &path, text.as_bytes()).expect("write");
         path
     };
     let pem = file("ca.pem", "-----BEGIN CERTIFICATE-----\n");
@@ -253,6 +253,7 @@ fn etcd_tls_and_user_files_are_checked_and_passed_on() {
         key: Some(pem.clone()),
         user: Some("root".to_owned()),
         password_file: Some(password.clone()),
+        insecure_password: false,
     };
     let options = etcd_with(&https, full.clone()).expect("valid");
     assert_eq!(options.ca.as_ref(), Some(&pem));
@@ -337,13 +338,57 @@ fn etcd_tls_and_user_files_are_checked_and_passed_on() {
     assert_eq!(e, "etcd_password_file: needs --etcd-user as well");
     let e = bad(full.clone(), &["https://a:1", "http://b:1"]);
     assert_eq!(e, "etcd: mixes https:// and http:// URLs (use one scheme)");
-    // A user and password on plain http is fine.
+    // A user and password on plain http is refused unless the risk is accepted.
     let plain = EtcdSecurity {
         user: Some("root".to_owned()),
-        password_file: Some(password),
+        password_file: Some(password.clone()),
         ..EtcdSecurity::default()
     };
+    assert_eq!(
+        bad(plain.clone(), &http),
+        "etcd_password_file: the password would cross the network in clear over http:// etcd \
+         URLs: use https:// (with --etcd-ca), or accept the risk with --etcd-insecure-password"
+    );
+    let plain = EtcdSecurity {
+        insecure_password: true,
+        ..plain
+    };
     assert!(etcd_with(&http, plain.clone()).is_ok());
+    assert_eq!(
+        bad(
+            EtcdSecurity {
+                user: None,
+                password_file: None,
+                ..plain.clone()
+            },
+            &http
+        ),
+        "etcd_insecure_password: only used with --etcd-password-file"
+    );
+    // A password or key file others may read is refused, naming the file and the fix.
+    #[cfg(unix)]
+    for (field, security) in [
+        ("etcd_password_file", full.clone()),
+        (
+            "etcd_key",
+            EtcdSecurity {
+                key: Some(password.clone()),
+                ..full.clone()
+            },
+        ),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let p = password.display();
+        assert_eq!(
+            bad(security, &https),
+            format!(
+                "{field}: {p} is accessible by group or others (mode 0644); it holds a secret: \
+                 run `chmod 600 {p}`"
+            )
+        );
+        std::fs::set_permissions(&password, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 7000));
     assert_eq!(
         field_of(registry_spec(Some(addr), None, None, plain).expect_err("not etcd")),
@@ -357,7 +402,8 @@ fn the_admin_token_is_the_files_first_line() {
     let admin = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9100)));
     let file = |name: &str, text: &str| {
         let path = dir.path().join(name);
-        std::fs::write(&path, text).expect("write");
+        let _ = std::fs::remove_file(&path);
+        crate::secret_file::create_private("test", &path, text.as_bytes()).expect("write");
         path
     };
     let good = file("token", "s3cret-token\n");
@@ -378,4 +424,19 @@ fn the_admin_token_is_the_files_first_line() {
         e.to_string().starts_with("admin_token_file: cannot read "),
         "{e}"
     );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let e = admin_token(admin, Some(&good)).expect_err("group-readable");
+        assert_eq!(e.exit_code(), 2);
+        let p = good.display();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "admin_token_file: {p} is accessible by group or others (mode 0640); it holds \
+                 a secret: run `chmod 600 {p}`"
+            )
+        );
+    }
 }

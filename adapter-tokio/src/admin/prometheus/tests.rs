@@ -160,6 +160,9 @@ switchboard_rpc_fast_fails_total 0
 # HELP switchboard_rpc_broadcasts_total Broadcasts this node started.
 # TYPE switchboard_rpc_broadcasts_total counter
 switchboard_rpc_broadcasts_total 0
+# HELP switchboard_rpc_budgets_capped_total Requests whose budget from the wire was cut to this server's max_call_budget.
+# TYPE switchboard_rpc_budgets_capped_total counter
+switchboard_rpc_budgets_capped_total 0
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.
 # TYPE switchboard_build_info gauge
 ";
@@ -248,6 +251,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         rpc_grace_waits: 2,
         rpc_fast_fails: 1,
         rpc_broadcasts: 4,
+        rpc_budgets_capped: 5,
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -353,6 +357,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_rpc_grace_waits_total 2",
             "switchboard_rpc_fast_fails_total 1",
             "switchboard_rpc_broadcasts_total 4",
+            "switchboard_rpc_budgets_capped_total 5",
             &build_info_sample(),
         ]
     );

@@ -11,7 +11,16 @@ use switchboard_core::{
     registry::RegistryEvent,
 };
 
+use switchboard_core::bus::links::LinkError;
+
 use super::links::Links;
+
+/// The `auth_refusals` kind of a link whose handshake claimed an id its certificate does not
+/// name.
+pub(super) const NOT_CERTIFIED: &str = "not_certified";
+/// The `auth_refusals` kind of a connection whose certificate names no node id though one is
+/// required, or an invalid one (dropped before it reached the core).
+pub(super) const NO_NODE_ID: &str = "no_node_id";
 use crate::observe::{Known, Metrics, Status};
 
 /// The counters of one node; gauges are filled in by [`Counters::snapshot`].
@@ -96,11 +105,16 @@ impl Counters {
             Event::ForwardDropped { .. } => self.metrics.forward_dropped += 1,
             Event::LinkRejected { reason, .. } => {
                 self.metrics.links_rejected += 1;
-                if let switchboard_core::bus::links::LinkError::Unauthenticated(failure) = reason {
+                let kind = match reason {
+                    LinkError::Unauthenticated(failure) => Some(failure.as_str()),
+                    LinkError::NotCertified { .. } => Some(NOT_CERTIFIED),
+                    _ => None,
+                };
+                if let Some(kind) = kind {
                     *self
                         .metrics
                         .auth_refusals
-                        .entry(failure.as_str().to_owned())
+                        .entry(kind.to_owned())
                         .or_default() += 1;
                 }
             }
@@ -137,12 +151,21 @@ impl Counters {
         metrics.rpc_in_flight = rpc.in_flight;
         metrics.rpc_grace_waits = rpc.grace_waits;
         metrics.rpc_fast_fails = rpc.fast_fails;
+        metrics.rpc_budgets_capped = rpc.budgets_capped;
         metrics.rpc_broadcasts = rpc.broadcasts;
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }
         metrics.pending = node.pending_total() as u64;
         metrics.ring_updates = node.discovery().rings().ring_updates();
+        let (tls_pending, no_node_id) = links.refused();
+        metrics.handshakes_refused += tls_pending;
+        if no_node_id > 0 {
+            *metrics
+                .auth_refusals
+                .entry(NO_NODE_ID.to_owned())
+                .or_default() += no_node_id;
+        }
         metrics.links.clear();
         for state in ["connecting", "handshaking", "up"] {
             metrics.links.insert(state.to_owned(), 0);

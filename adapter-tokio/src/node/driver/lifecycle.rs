@@ -78,7 +78,7 @@ pub(in crate::node) async fn start(
         "node started"
     );
     let mut links = Links::new(link_tx, transport);
-    links.spawn_accept(listener);
+    links.spawn_accept(listener, node.config().max_pending_handshakes);
     let mut driver = Driver {
         node,
         clock,

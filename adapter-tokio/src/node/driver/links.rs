@@ -23,7 +23,10 @@ use std::{
     io,
     net::SocketAddr,
     pin::Pin,
-    sync::{Arc, atomic::Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -58,10 +61,11 @@ const OUT_CHUNK: usize = 16 * 1024;
 /// What the link tasks report to the driver.
 #[derive(Debug)]
 pub(super) enum LinkEvent {
-    /// The listener accepted a connection.
-    Accepted(Stream, SocketAddr),
-    /// The dial of `LinkId` succeeded.
-    Connected(LinkId, Stream),
+    /// The listener accepted a connection; with the node ids its certificate names, if it
+    /// names any (the link is bound to them before its first bytes).
+    Accepted(Stream, SocketAddr, Option<Vec<NodeId>>),
+    /// The dial of `LinkId` succeeded; with the node ids the peer's certificate names.
+    Connected(LinkId, Stream, Option<Vec<NodeId>>),
     /// The dial of `LinkId` failed.
     ConnectFailed(LinkId, String),
     /// `LinkId` is gone: a write error.
@@ -142,6 +146,17 @@ pub(super) enum Read {
     Closed(LinkId, String),
 }
 
+/// What the accept and dial tasks refuse before a connection reaches the core, counted.
+#[derive(Debug, Default)]
+pub(super) struct Refusals {
+    /// Accepted connections dropped at once: `max_pending_handshakes` TLS handshakes were
+    /// under way.
+    pub(super) tls_pending: AtomicU64,
+    /// Connections dropped after the TLS handshake: the peer's certificate names no node id
+    /// though one is required, or an invalid one.
+    pub(super) no_node_id: AtomicU64,
+}
+
 /// The links of one node and their tasks.
 pub(super) struct Links {
     entries: HashMap<LinkId, Entry>,
@@ -151,6 +166,8 @@ pub(super) struct Links {
     tasks: JoinSet<()>,
     accept: Option<task::AbortHandle>,
     transport: Transport,
+    /// Refusals of the accept and dial tasks.
+    refusals: Arc<Refusals>,
     /// Read halves waiting for readiness.
     waits: FuturesUnordered<ReadWait>,
     /// Links whose read half is readable, in the order they are read (round robin).
@@ -169,6 +186,7 @@ impl Links {
             tasks: JoinSet::new(),
             accept: None,
             transport,
+            refusals: Arc::default(),
             waits: FuturesUnordered::new(),
             ready: VecDeque::new(),
             scratch: BytesMut::with_capacity(net::READ_CHUNK),
@@ -177,10 +195,14 @@ impl Links {
 
     /// Starts accepting on `listener`; each connection becomes a [`LinkEvent::Accepted`]
     /// (with TLS once its TLS handshake succeeded, each handshake in a task of its own so a
-    /// slow peer holds up no one; a failed one is dropped and never becomes a link).
-    pub(super) fn spawn_accept(&mut self, listener: TcpListener) {
+    /// slow peer holds up no one; a failed one is dropped and never becomes a link). At most
+    /// `max_pending` TLS handshakes run at once (each within [`net::CONNECT_TIMEOUT`]): a
+    /// connection accepted while that many are under way is closed at once and counted
+    /// (`handshakes_refused`), as the core does for its own pending handshakes.
+    pub(super) fn spawn_accept(&mut self, listener: TcpListener, max_pending: usize) {
         let events = self.events.clone();
         let transport = self.transport.clone();
+        let refusals = Arc::clone(&self.refusals);
         self.accept = Some(self.tasks.spawn(async move {
             // Aborted with the accept task.
             let mut handshakes = JoinSet::new();
@@ -191,22 +213,39 @@ impl Links {
                 };
                 match accepted {
                     Ok((stream, peer)) if transport.is_tls() => {
+                        // Finished handshakes not reaped yet hold no slot.
+                        while handshakes.try_join_next().is_some() {}
+                        if handshakes.len() >= max_pending {
+                            refusals.tls_pending.fetch_add(1, Ordering::Relaxed);
+                            warn!(%peer, "refused a connection: too many pending TLS handshakes");
+                            drop(stream);
+                            continue;
+                        }
                         let transport = transport.clone();
                         let events = events.clone();
+                        let refusals = Arc::clone(&refusals);
                         handshakes.spawn(async move {
-                            match transport.accept(stream).await {
-                                Ok(stream) => {
-                                    let _ = events.send(LinkEvent::Accepted(stream, peer)).await;
-                                }
+                            let stream = match transport.accept(stream).await {
+                                Ok(stream) => stream,
                                 Err(e) => {
                                     warn!(%peer, error = %e, "refused a connection: TLS handshake failed");
+                                    return;
+                                }
+                            };
+                            match transport.node_identity(&stream) {
+                                Ok(ids) => {
+                                    let _ = events.send(LinkEvent::Accepted(stream, peer, ids)).await;
+                                }
+                                Err(e) => {
+                                    refusals.no_node_id.fetch_add(1, Ordering::Relaxed);
+                                    warn!(%peer, error = %e, "refused a connection: certificate");
                                 }
                             }
                         });
                     }
                     Ok((stream, peer)) => {
                         if events
-                            .send(LinkEvent::Accepted(Stream::Tcp(stream), peer))
+                            .send(LinkEvent::Accepted(Stream::Tcp(stream), peer, None))
                             .await
                             .is_err()
                         {
@@ -222,6 +261,15 @@ impl Links {
         }));
     }
 
+    /// Connections refused before they reached the core: (too many pending TLS handshakes,
+    /// certificate without a required or with an invalid node id).
+    pub(super) fn refused(&self) -> (u64, u64) {
+        (
+            self.refusals.tls_pending.load(Ordering::Relaxed),
+            self.refusals.no_node_id.load(Ordering::Relaxed),
+        )
+    }
+
     /// Stops accepting and releases the listener.
     pub(super) fn stop_accepting(&mut self) {
         if let Some(accept) = self.accept.take() {
@@ -234,9 +282,16 @@ impl Links {
         debug!(%link, peer = peer.0, %addr, "dialling");
         let events = self.events.clone();
         let transport = self.transport.clone();
+        let refusals = Arc::clone(&self.refusals);
         let dial = self.tasks.spawn(async move {
             let event = match transport.dial(&addr).await {
-                Ok(stream) => LinkEvent::Connected(link, stream),
+                Ok(stream) => match transport.node_identity(&stream) {
+                    Ok(ids) => LinkEvent::Connected(link, stream, ids),
+                    Err(e) => {
+                        refusals.no_node_id.fetch_add(1, Ordering::Relaxed);
+                        LinkEvent::ConnectFailed(link, format!("{addr}: {e}"))
+                    }
+                },
                 Err(e) => LinkEvent::ConnectFailed(link, format!("{addr}: {e}")),
             };
             let _ = events.send(event).await;

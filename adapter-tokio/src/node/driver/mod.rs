@@ -396,13 +396,19 @@ impl Driver {
 
     fn on_link_event(&mut self, now: Instant, event: LinkEvent) {
         match event {
-            LinkEvent::Accepted(stream, peer) => {
+            LinkEvent::Accepted(stream, peer, ids) => {
                 let link = self.node.handle_accepted(now);
-                debug!(%link, %peer, "accepted");
+                debug!(%link, %peer, ?ids, "accepted");
+                if let Some(ids) = ids {
+                    self.node.bind_link_identity(link, &ids);
+                }
                 self.links.accepted(link, stream);
             }
-            LinkEvent::Connected(link, stream) => {
+            LinkEvent::Connected(link, stream, ids) => {
                 if self.links.connected(link, stream) {
+                    if let Some(ids) = ids {
+                        self.node.bind_link_identity(link, &ids);
+                    }
                     self.node.handle_connected(now, link);
                 }
             }

@@ -237,6 +237,33 @@ pub enum LinkError {
     /// [`Links::auth_refusals`].
     #[error("authentication failed: {0:?}")]
     Unauthenticated(AuthFailure),
+    /// The peer's handshake claimed an id its transport credentials do not name (its TLS
+    /// certificate names other node ids; [`Links::bind_identity`]).
+    #[error(
+        "the peer says it is {claimed} but its certificate names [{}]",
+        IdList(certified)
+    )]
+    NotCertified {
+        /// The id its `Hello` (or `HelloAck`) claimed.
+        claimed: NodeId,
+        /// The ids its credentials name.
+        certified: Vec<NodeId>,
+    },
+}
+
+/// Ids as `0x7, 0x9` (for [`LinkError::NotCertified`]).
+struct IdList<'a>(&'a [NodeId]);
+
+impl core::fmt::Display for IdList<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, id) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{id}")?;
+        }
+        Ok(())
+    }
 }
 
 /// What a node tells its links about itself.
@@ -294,6 +321,9 @@ struct Link {
     nonce: Option<Nonce>,
     /// Accepted with keys, `HelloAck` sent: what the dialler's `Auth` must prove.
     awaiting_auth: Option<AwaitingAuth>,
+    /// The ids the transport proved the peer may claim ([`Links::bind_identity`]); `None`:
+    /// not bound, any id.
+    certified: Option<Vec<NodeId>>,
 }
 
 /// An accepted link whose dialler still owes its proof.
@@ -592,6 +622,19 @@ impl Links {
         link
     }
 
+    /// Binds `link`'s peer to `ids`: the ids its transport credentials name (a TLS
+    /// certificate's `urn:switchboard:node:<id>` SANs). Its handshake is then refused with
+    /// [`LinkError::NotCertified`] unless the id it claims is among them (an empty list
+    /// refuses every id). Call before the link's first bytes; unknown links are ignored, and
+    /// a link already up keeps the id it proved.
+    pub fn bind_identity(&mut self, link: LinkId, ids: &[NodeId]) {
+        if let Some(l) = self.table.get_mut(&link)
+            && l.phase != Phase::Up
+        {
+            l.certified = Some(ids.to_vec());
+        }
+    }
+
     /// A link id for a connection that is refused at once (the node is shut down).
     pub fn refuse(&mut self) -> LinkId {
         self.ids.next_link()
@@ -811,6 +854,7 @@ impl Link {
             heartbeat: None,
             nonce: None,
             awaiting_auth: None,
+            certified: None,
         }
     }
 }

@@ -509,6 +509,14 @@ impl Links {
             };
             return self.reject(link, error, sink).map(Inbound::Down);
         }
+        let certified = self.table.get(&link).and_then(|l| l.certified.as_ref());
+        if let Some(certified) = certified.filter(|ids| !ids.contains(&id)) {
+            let error = LinkError::NotCertified {
+                claimed: id,
+                certified: certified.clone(),
+            };
+            return self.reject(link, error, sink).map(Inbound::Down);
+        }
         let verdict = handshake::check_peer(self.settings.own, hello)
             .and_then(|()| self.check_duplicate(id, hello.incarnation));
         if let Err(reason) = verdict {

@@ -16,6 +16,7 @@ use crate::{
 mod auth;
 mod bad_input;
 mod bus;
+mod cert_identity;
 mod frames;
 mod ordering;
 mod perimeter;

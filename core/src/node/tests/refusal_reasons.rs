@@ -1,6 +1,6 @@
 //! A refused link's reason reaches the outcomes of the messages it kept from going out.
 
-use alloc::{string::String, vec};
+use alloc::vec;
 
 use super::*;
 use crate::outcome::FailReason;
@@ -11,12 +11,12 @@ use crate::outcome::FailReason;
 #[test]
 fn messages_kept_back_by_a_wrong_cluster_refusal_end_with_that_reason() {
     let mut child = config(0x201, 0x203, 8, false);
-    child.cluster_token = String::from("our-cluster");
+    child.cluster_token = "our-cluster".into();
     let mut upstream = config(0x203, 0, 8, false);
-    upstream.cluster_token = String::from("their-cluster");
+    upstream.cluster_token = "their-cluster".into();
     let sibling = {
         let mut c = config(0x202, 0x203, 8, false);
-        c.cluster_token = String::from("their-cluster");
+        c.cluster_token = "their-cluster".into();
         c
     };
     let mut sim = sim(vec![child, upstream, sibling]);

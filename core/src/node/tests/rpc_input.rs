@@ -219,3 +219,73 @@ fn the_reserved_message_type_is_refused_to_send() {
         Err(SendError::ReservedType)
     );
 }
+
+/// A request announcing a budget of 100 years is served with the server's own maximum
+/// (`max_call_budget`, 5 minutes by default): its deadline is now + 5 min exactly, the cut is
+/// counted, and a reply one nanosecond past it is dropped. A budget at the maximum is kept.
+#[test]
+fn a_budget_from_the_wire_is_capped_by_max_call_budget() {
+    let (mut node, link) = server();
+    assert_eq!(node.config().max_call_budget, Duration::from_secs(300));
+    let century_ns = 100 * 365 * 24 * 3_600 * 1_000_000_000_u64;
+    let out = deliver(
+        &mut node,
+        link,
+        secs(3),
+        make_seq(1, 1),
+        &request(5, century_ns, "echo"),
+    );
+    let got = requests(&out);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].deadline, secs(3) + Duration::from_secs(300));
+    assert_eq!(node.rpc_stats().budgets_capped, 1);
+    let late = secs(3) + Duration::from_secs(300) + Duration::from_nanos(1);
+    assert!(
+        node.reply(late, got[0].request, Bytes::from_static(b"late"))
+            .is_err()
+    );
+    assert_eq!(node.rpc_stats().dropped_replies, 1);
+
+    let out = deliver(
+        &mut node,
+        link,
+        secs(400),
+        make_seq(1, 2),
+        &request(6, 300_000_000_000, "echo"),
+    );
+    let got = requests(&out);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].deadline, secs(400) + Duration::from_secs(300));
+    assert_eq!(
+        node.rpc_stats().budgets_capped,
+        1,
+        "the maximum itself is no cut"
+    );
+}
+
+/// `u64::MAX` nanoseconds (about 584 years) and a smaller configured maximum: capped, no
+/// overflow.
+#[test]
+fn the_largest_budget_is_capped_to_a_configured_maximum() {
+    let mut c = config(OWN, 0, 2, false);
+    c.max_call_budget = Duration::from_millis(1_500);
+    let mut node = Node::new(c, secs(0)).unwrap();
+    node.serve(secs(0), "echo").unwrap();
+    let link = node.handle_accepted(secs(0));
+    node.handle_received(
+        secs(0),
+        link,
+        Bytes::copy_from_slice(&encode_hello(NodeId(PEER))),
+    );
+    drain(&mut node);
+    let out = deliver(
+        &mut node,
+        link,
+        secs(2),
+        make_seq(1, 1),
+        &request(5, u64::MAX, "echo"),
+    );
+    let got = requests(&out);
+    assert_eq!(got[0].deadline, secs(2) + Duration::from_millis(1_500));
+    assert_eq!(node.rpc_stats().budgets_capped, 1);
+}

@@ -124,6 +124,9 @@ struct Conn {
     auth: ConnAuth,
     /// The node it registered, and that node's type name.
     registered: Option<(EntryKey, alloc::string::String)>,
+    /// The node ids its transport credentials name ([`RegistryServer::bind_conn_identity`]);
+    /// `None`: not bound, any id.
+    certified: Option<Vec<NodeId>>,
 }
 
 /// A connection's authentication.
@@ -274,11 +277,25 @@ impl RegistryServer {
                     ConnAuth::Open
                 },
                 registered: None,
+                certified: None,
             },
         );
         self.timers
             .arm(Timer::Access(conn), now + self.config.access_timeout);
         conn
+    }
+
+    /// Binds `conn` to the node ids its transport credentials name (a TLS certificate's
+    /// `urn:switchboard:node:<id>` SANs): a `Register` for another id is then refused
+    /// ([`ProtocolError::NotCertified`]: `Bye{ProtocolError}`, close). Call right after
+    /// [`handle_accepted`](Self::handle_accepted), before its bytes; an empty `ids` refuses
+    /// every registration. Unknown or registered connections are ignored.
+    pub fn bind_conn_identity(&mut self, conn: ConnId, ids: &[NodeId]) {
+        if let Some(c) = self.conns.get_mut(&conn)
+            && c.registered.is_none()
+        {
+            c.certified = Some(ids.to_vec());
+        }
     }
 
     /// Bytes arrived on `conn` (any chunking). Unknown connections are ignored.

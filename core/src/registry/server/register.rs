@@ -26,6 +26,14 @@ impl RegistryServer {
         {
             return self.fail(now, conn, ProtocolError::AlreadyRegistered);
         }
+        let certified = self.conns.get(&conn).and_then(|c| c.certified.as_ref());
+        if let Some(certified) = certified.filter(|ids| !ids.contains(&discovery.id)) {
+            let error = ProtocolError::NotCertified {
+                claimed: discovery.id,
+                certified: certified.clone(),
+            };
+            return self.fail(now, conn, error);
+        }
         if let Err(error) = self
             .config
             .record_limits()

@@ -298,6 +298,15 @@ pub enum ProtocolError {
     /// An `Update` changes the node's identity (id, or name of a name-only node).
     #[error("update changes the node's identity")]
     IdentityChanged,
+    /// A `Register` for an id the connection's certificate does not name
+    /// ([`RegistryServer::bind_conn_identity`](super::RegistryServer::bind_conn_identity)).
+    #[error("register of node {claimed:?}, but the certificate names {certified:?}")]
+    NotCertified {
+        /// The id the registration claims.
+        claimed: NodeId,
+        /// The ids the certificate names.
+        certified: Vec<NodeId>,
+    },
     /// An `Update` renames the node to a name another listed node holds.
     #[error("update renames the node to {name:?}, held by node {holder:?}")]
     NameTaken {

@@ -11,6 +11,7 @@ pub(super) use crate::wire::Snapshot;
 
 mod auth;
 mod bad_input;
+mod cert_identity;
 mod names;
 mod perimeter;
 mod rules;
