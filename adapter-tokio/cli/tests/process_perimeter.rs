@@ -203,7 +203,11 @@ fn a_cluster_under_two_thousand_hostile_connections_delivers_everything() {
     let keyed = ["--cluster-key-file", key];
 
     let registry = start_registry_with("registry", ANY_PORT, &keyed);
-    let target = start_node(NodeSpec::new(TARGET_ID, "target", registry.addr).flags(&keyed));
+    let target = start_node(
+        NodeSpec::new(TARGET_ID, "target", registry.addr)
+            .echo()
+            .flags(&keyed),
+    );
     let mut load_spec = LoadSpec::to_name(registry.addr, "target", LOAD_ID, MESSAGES, RATE);
     load_spec.extra = keyed.iter().map(|s| (*s).to_owned()).collect();
     let load = spawn_load(&load_spec);
