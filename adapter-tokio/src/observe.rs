@@ -63,8 +63,9 @@ pub struct Metrics {
     /// Links closed because their handshake did not finish within `handshake_timeout`
     /// (accepted and dialled).
     pub handshake_timeouts: u64,
-    /// Inbound connections closed at once because `max_pending_handshakes` accepted links
-    /// were handshaking (or, with TLS, that many TLS handshakes were under way).
+    /// Inbound connections closed for the pending-handshake cap: the oldest silent accepted
+    /// link closed to make room when `max_pending_handshakes` were handshaking (or, with
+    /// TLS, a new connection closed at once while that many TLS handshakes were under way).
     pub handshakes_refused: u64,
     /// Received messages dropped because the [`crate::Inbox`] was dropped.
     pub inbox_dropped: u64,
@@ -118,7 +119,9 @@ pub struct RegistryMetrics {
     pub unregistered: u64,
     /// Connections closed at once because `max_connections` were open.
     pub refused_at_max_connections: u64,
-    /// Connections closed at once because `max_unregistered` were open and unregistered.
+    /// Connections closed for `max_unregistered`: the oldest unregistered one, closed to make
+    /// room for a new connection (or the new one, closed at once, when every place is a TLS
+    /// handshake in flight).
     pub refused_at_max_unregistered: u64,
     /// `accept` errors (each pauses accepting; see the registry server's docs).
     pub accept_errors: u64,

@@ -115,8 +115,16 @@ async fn closed_at_once(stream: &mut TcpStream) -> bool {
     )
 }
 
+/// Whether `stream` is still open 200 ms from now (no EOF, no byte).
+async fn still_open(stream: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    tokio::time::timeout(Duration::from_millis(200), stream.read(&mut byte))
+        .await
+        .is_err()
+}
+
 #[tokio::test]
-async fn the_unregistered_cap_refuses_the_extra_and_a_freed_slot_serves_a_real_node_at_once() {
+async fn at_the_unregistered_cap_the_oldest_makes_room_and_a_real_node_registers_at_once() {
     init_logs();
     let caps = ConnectionCaps {
         max_connections: 64,
@@ -127,13 +135,15 @@ async fn the_unregistered_cap_refuses_the_extra_and_a_freed_slot_serves_a_real_n
     let mut idle = Vec::new();
     for _ in 0..4 {
         idle.push(TcpStream::connect(addr).await.expect("connect"));
+        // One at a time, so "oldest" is the order of this loop.
+        let n = idle.len() as u64;
+        wait_metrics(&registry, "one more unregistered", |m| m.unregistered == n).await;
     }
-    wait_metrics(&registry, "4 unregistered", |m| m.unregistered == 4).await;
-    // The fifth is closed at once and counted.
+    // The fifth closes the oldest, the first, and stays.
     let mut extra = TcpStream::connect(addr).await.expect("connect");
     assert!(
-        closed_at_once(&mut extra).await,
-        "the extra connection is closed"
+        closed_at_once(&mut idle[0]).await,
+        "the oldest unregistered connection is closed"
     );
     let metrics = wait_metrics(&registry, "one refusal", |m| {
         m.refused_at_max_unregistered == 1
@@ -147,11 +157,11 @@ async fn the_unregistered_cap_refuses_the_extra_and_a_freed_slot_serves_a_real_n
         ),
         (4, 4, 0)
     );
-    // One idle connection goes: its slot serves a real node at once.
-    drop(idle.pop());
-    wait_metrics(&registry, "the close seen", |m| m.connections == 3).await;
+    assert!(still_open(&mut extra).await, "the newcomer is still open");
+    // At the cap, a real node registers at once: the oldest silent one (idle[1]) makes room.
     let (_node, took) = register(addr, 1).await;
     assert!(took < Duration::from_secs(1), "registered in {took:?}");
+    assert!(closed_at_once(&mut idle[1]).await);
     let metrics = registry.metrics().await.expect("the registry runs");
     assert_eq!(
         (
@@ -160,9 +170,9 @@ async fn the_unregistered_cap_refuses_the_extra_and_a_freed_slot_serves_a_real_n
             metrics.unregistered,
             metrics.refused_at_max_unregistered
         ),
-        (1, 4, 3, 1)
+        (1, 4, 3, 2)
     );
-    // A registered node frees its unregistered slot: one more idle connection fits.
+    // A registered node frees its unregistered place: one more idle connection fits.
     let _again = TcpStream::connect(addr).await.expect("connect");
     wait_metrics(&registry, "4 unregistered again", |m| m.unregistered == 4).await;
     assert_eq!(
@@ -171,8 +181,9 @@ async fn the_unregistered_cap_refuses_the_extra_and_a_freed_slot_serves_a_real_n
             .await
             .expect("the registry runs")
             .refused_at_max_unregistered,
-        1
+        2
     );
+    assert!(still_open(&mut idle[2]).await, "nothing else was closed");
     registry.kill();
 }
 
@@ -285,17 +296,32 @@ async fn a_thousand_hostile_connections_leave_room_for_a_real_node() {
     if let Some(rss) = rss {
         assert!(rss < 100 << 20, "resident set {rss} bytes");
     }
-    // Filling the unregistered cap (1,024): the next one is refused and counted.
+    // Filling the unregistered cap (1,024): a real node still registers at once, the oldest
+    // unregistered connection making room for it.
     for _ in 0..(1_024 - 667) {
         hostile.push(TcpStream::connect(addr).await.expect("connect"));
     }
     wait_metrics(&registry, "the cap reached", |m| m.unregistered == 1_024).await;
-    let mut extra = TcpStream::connect(addr).await.expect("connect");
-    assert!(closed_at_once(&mut extra).await);
+    let (_second, took) = register(addr, 2).await;
+    assert!(
+        took < Duration::from_secs(1),
+        "registered at the cap in {took:?}"
+    );
+    assert!(
+        closed_at_once(&mut hostile[0]).await,
+        "the oldest hostile connection made room"
+    );
     let metrics = wait_metrics(&registry, "one refusal", |m| {
         m.refused_at_max_unregistered == 1
     })
     .await;
-    assert_eq!((metrics.nodes_live, metrics.connections), (1, 1_025));
+    assert_eq!(
+        (
+            metrics.nodes_live,
+            metrics.connections,
+            metrics.unregistered
+        ),
+        (2, 1_025, 1_023)
+    );
     registry.kill();
 }

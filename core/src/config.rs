@@ -103,9 +103,10 @@ pub struct Config {
     #[serde(rename = "handshake_timeout_ms", with = "millis")]
     pub handshake_timeout: Duration,
     /// Accepted links that may be handshaking at once; a connection accepted while that many
-    /// are is closed at once and counted (`Event::HandshakeLimit`), so idle or slow
-    /// strangers cannot hold an unbounded number of sockets. Links this node dialled do not
-    /// count. At least 1. Default 256.
+    /// are closes the oldest of them that has not sent a whole `Hello` (else the oldest) and
+    /// counts it (`Event::HandshakeLimit`), so idle or slow strangers can neither hold an
+    /// unbounded number of sockets nor lock real peers out until their handshake deadlines.
+    /// Links this node dialled do not count. At least 1. Default 256.
     pub max_pending_handshakes: usize,
     /// Legacy shared secret of the cluster, kept so old config files still load: when
     /// [`cluster_keys`](Self::cluster_keys) is empty and this is not, the cluster key is

@@ -6,7 +6,10 @@
 //!   limits refuse a 16 MiB frame before authentication from its length field);
 //! - the load delivers all 10,000 messages;
 //! - the registry's and the node's peak RSS (`VmHWM`) stay under 100 MB;
-//! - a node started during the attack registers in under 1 s (spawn to its ready line).
+//! - a node started during the attack registers in under 1 s (spawn to its ready line);
+//! - a load started during the attack, while strangers hold every pending-handshake place of
+//!   the node, links to it and delivers all its 200 messages (the oldest silent stranger
+//!   makes room; on e6251a5 every place stayed taken until the strangers' 10 s deadline).
 //!
 //! The figures are printed on stderr (`perimeter: ...`).
 
@@ -46,6 +49,9 @@ const REGISTER_LIMIT: Duration = Duration::from_secs(1);
 const TARGET_ID: u64 = 0x5e1;
 const LOAD_ID: u64 = 0x5e2;
 const LATE_ID: u64 = 0x5e3;
+const NEWCOMER_ID: u64 = 0x5e4;
+/// Messages of the load that starts while strangers hold every pending-handshake place.
+const NEWCOMER_MESSAGES: u64 = 200;
 
 /// Peak resident set of `pid`, in kB (`VmHWM` of `/proc/PID/status`).
 fn peak_rss_kb(pid: u32) -> u64 {
@@ -228,6 +234,20 @@ fn a_cluster_under_two_thousand_hostile_connections_delivers_everything() {
         late.ready
     );
 
+    // A load that starts now must link to the target while strangers hold every one of its
+    // pending-handshake places: the oldest silent one makes room for it.
+    let mut newcomer_spec = LoadSpec::to_name(
+        registry.addr,
+        "target",
+        NEWCOMER_ID,
+        NEWCOMER_MESSAGES,
+        RATE,
+    );
+    newcomer_spec.extra = keyed.iter().map(|s| (*s).to_owned()).collect();
+    let newcomer_started = Instant::now();
+    let newcomer = finish_load(spawn_load(&newcomer_spec), &newcomer_spec);
+    let newcomer_time = newcomer_started.elapsed();
+
     let summary = finish_load(load, &load_spec);
     stop.store(true, Ordering::Relaxed);
     let registry_closes = on_registry.join().expect("registry attack");
@@ -237,10 +257,12 @@ fn a_cluster_under_two_thousand_hostile_connections_delivers_everything() {
     let target_rss = peak_rss_kb(target.proc.pid());
     let slowest = |closes: &[Option<Duration>]| closes.iter().flatten().max().copied();
     eprintln!(
-        "perimeter: delivered {}/{MESSAGES}; peak RSS registry {registry_rss} kB, node \
-         {target_rss} kB; late node ready {register_time:?} after spawn; slowest announcer \
-         close registry {:?}, bus {:?}",
+        "perimeter: delivered {}/{MESSAGES}; newcomer delivered {}/{NEWCOMER_MESSAGES} in \
+         {newcomer_time:?}; peak RSS registry {registry_rss} kB, node {target_rss} kB; late \
+         node ready {register_time:?} after spawn; slowest announcer close registry {:?}, \
+         bus {:?}",
         summary.delivered,
+        newcomer.delivered,
         slowest(&registry_closes),
         slowest(&bus_closes),
     );
@@ -255,6 +277,7 @@ fn a_cluster_under_two_thousand_hostile_connections_delivers_everything() {
         );
     }
     summary.assert_all_delivered(MESSAGES);
+    newcomer.assert_all_delivered(NEWCOMER_MESSAGES);
     assert!(
         registry_rss < RSS_LIMIT_KB,
         "registry peak RSS {registry_rss} kB"

@@ -191,7 +191,7 @@ pub fn render(metrics: &Metrics) -> String {
         ),
         (
             "switchboard_handshakes_refused_total",
-            "Inbound connections closed at once: too many handshakes pending.",
+            "Inbound connections closed for the pending-handshake cap (the oldest silent one makes room).",
             metrics.handshakes_refused,
         ),
         (

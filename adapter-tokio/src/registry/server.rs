@@ -10,15 +10,18 @@
 //!
 //! **Connection caps** ([`ConnectionCaps`]): at most `max_connections` connections at once
 //! (65,536 by default) and at most `max_unregistered` of them not registered yet
-//! (1,024; TLS handshakes in flight count toward both). A connection over a cap is accepted
-//! and closed at once, counted ([`RegistryMetrics`]'s `connections_refused`) and logged at
-//! most once per [`REFUSAL_LOG_PERIOD`]; a slot freed by a close or a registration is
-//! available to the very next accept. An `accept` error (e.g. EMFILE, no file descriptor
+//! (1,024; TLS handshakes in flight count toward both). At `max_unregistered`, a new
+//! connection closes the oldest unregistered one to make room (silent strangers cannot keep
+//! real nodes out until their access timeout); over `max_connections` (or with every
+//! unregistered place a TLS handshake in flight) the new connection is accepted and closed at
+//! once. Both are counted ([`RegistryMetrics`]'s `connections_refused`) and logged at most
+//! once per [`REFUSAL_LOG_PERIOD`]; a slot freed by a close or a registration is available to
+//! the very next accept. An `accept` error (e.g. EMFILE, no file descriptor
 //! left) pauses accepting until a connection closes or a backoff (10 ms doubling to 1 s)
 //! ends, instead of retrying in a tight loop.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::{BTreeSet, HashMap},
     net::SocketAddr,
     time::Duration,
 };
@@ -254,7 +257,7 @@ pub async fn spawn_registry_capped(
         snapshots_sent: 0,
         transport,
         caps,
-        unregistered: HashSet::new(),
+        unregistered: BTreeSet::new(),
         tls_pending: 0,
         refused: Refused::default(),
         accept_paused_until: None,
@@ -300,7 +303,8 @@ struct ServerTask {
     transport: Transport,
     caps: ConnectionCaps,
     /// Open connections that have not registered yet.
-    unregistered: HashSet<ConnId>,
+    /// Connections not registered yet, oldest first.
+    unregistered: BTreeSet<ConnId>,
     /// TLS handshakes in flight (they count toward both caps).
     tls_pending: usize,
     refused: Refused,
@@ -395,6 +399,16 @@ impl ServerTask {
     fn accepted(&mut self, stream: TcpStream, peer: SocketAddr) {
         let open = self.conns.len() + self.tls_pending;
         let fresh = self.unregistered.len() + self.tls_pending;
+        if open < self.caps.max_connections
+            && fresh >= self.caps.max_unregistered
+            && let Some(&oldest) = self.unregistered.first()
+        {
+            // The oldest unregistered connection makes room: strangers that connect and
+            // stay silent cannot keep a real node out until their access timeout.
+            self.evict(oldest, peer);
+        }
+        let open = self.conns.len() + self.tls_pending;
+        let fresh = self.unregistered.len() + self.tls_pending;
         if open >= self.caps.max_connections || fresh >= self.caps.max_unregistered {
             let total = open >= self.caps.max_connections;
             if total {
@@ -441,6 +455,26 @@ impl ServerTask {
                 }
             }
         });
+    }
+
+    /// Closes the unregistered connection `conn` to make room for a new one from `peer`
+    /// (counted as a refusal at `max_unregistered`).
+    fn evict(&mut self, conn: ConnId, peer: SocketAddr) {
+        let Some(c) = self.conns.remove(&conn) else {
+            self.unregistered.remove(&conn);
+            return;
+        };
+        c.reader.abort();
+        drop(c.writer);
+        self.unregistered.remove(&conn);
+        self.server.handle_closed(self.clock.now(), conn);
+        self.refused.unregistered += 1;
+        if let Some(unlogged) = self.refused.log_now() {
+            warn!(
+                evicted = %c.peer, %peer, limit = self.caps.max_unregistered, unlogged,
+                "registry closed its oldest unregistered connection to make room: at max_unregistered"
+            );
+        }
     }
 
     /// `accept` failed (a per-connection error, or no descriptor left): pause accepting

@@ -137,10 +137,11 @@ pub enum Event {
         /// The node it was dialled for (`None`: an accepted link).
         dialed: Option<NodeId>,
     },
-    /// An inbound connection was closed at once because `max_pending_handshakes` accepted
-    /// links were already handshaking.
+    /// An accepted link still handshaking was closed to make room for a new connection,
+    /// because `max_pending_handshakes` accepted links were handshaking: the oldest that had
+    /// not sent a whole `Hello`, else the oldest.
     HandshakeLimit {
-        /// The id the connection was given.
+        /// The link closed.
         link: LinkId,
     },
     /// A peer's handshake carried another incarnation than the one seen before: it

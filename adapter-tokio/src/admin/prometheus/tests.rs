@@ -111,7 +111,7 @@ switchboard_links_rejected_total 0
 # HELP switchboard_handshake_timeouts_total Links closed because their handshake did not finish in time.
 # TYPE switchboard_handshake_timeouts_total counter
 switchboard_handshake_timeouts_total 0
-# HELP switchboard_handshakes_refused_total Inbound connections closed at once: too many handshakes pending.
+# HELP switchboard_handshakes_refused_total Inbound connections closed for the pending-handshake cap (the oldest silent one makes room).
 # TYPE switchboard_handshakes_refused_total counter
 switchboard_handshakes_refused_total 0
 # HELP switchboard_inbox_dropped_total Received messages dropped because nobody reads the inbox.

@@ -539,7 +539,7 @@ impl Driver {
                 warn!(id = self.node.id().0, %link, dialed = dialed.map(|d| d.0), "handshake timed out");
             }
             Event::HandshakeLimit { link } => {
-                warn!(id = self.node.id().0, %link, "connection refused: too many pending handshakes");
+                warn!(id = self.node.id().0, %link, "pending handshake closed to make room for a new connection");
             }
             Event::PeerRestarted { peer, incarnation } => {
                 info!(

@@ -155,10 +155,11 @@ pub enum LinkEvent {
         /// The node it was dialled for (`None`: an accepted link).
         dialed: Option<NodeId>,
     },
-    /// An inbound connection was closed at once: `max_pending_handshakes` accepted links
-    /// were already handshaking.
+    /// An accepted link still handshaking was closed to make room for a new connection:
+    /// `max_pending_handshakes` accepted links were handshaking ([`Links::accept`] says which
+    /// one is chosen).
     HandshakeLimit {
-        /// The id the connection was given.
+        /// The link closed.
         link: LinkId,
     },
     /// A `Data` frame claimed a source its link's peer may not relay for ([`Relays`]); it
@@ -604,14 +605,26 @@ impl Links {
 
     /// A connection accepted at `now`: a new link waiting for the peer's `Hello` until
     /// `now + handshake_timeout`. While `max_pending_handshakes` accepted links are
-    /// handshaking, the connection is refused instead: closed at once
-    /// ([`LinkEvent::HandshakeLimit`], [`LinkSink::close`]), its id forgotten.
+    /// handshaking, the oldest of them that has not sent a whole `Hello` yet (else the oldest
+    /// of them all) is closed to make room ([`LinkEvent::HandshakeLimit`] naming it,
+    /// [`LinkSink::close`], [`LinkEvent::Closed`]): strangers that connect and stay silent, or
+    /// trickle a frame, can delay a real peer's handshake by at most the time it takes them
+    /// to open `max_pending_handshakes` new connections — not lock it out until their
+    /// deadlines. A real dialler's `Hello` follows its connect at once, so its handshake is
+    /// the last to be chosen.
     pub fn accept<S: LinkSink + ?Sized>(&mut self, now: Instant, sink: &mut S) -> LinkId {
         let link = self.ids.next_link();
         if self.pending_accepts >= self.settings.max_pending_handshakes {
-            sink.event(LinkEvent::HandshakeLimit { link });
-            sink.close(link);
-            return link;
+            let Some(victim) = self.oldest_pending_accept() else {
+                sink.event(LinkEvent::HandshakeLimit { link });
+                sink.close(link);
+                return link;
+            };
+            sink.event(LinkEvent::HandshakeLimit { link: victim });
+            sink.close(victim);
+            // An accepted link is up once its peer is known: nothing to re-evaluate.
+            let down = self.closed(victim, sink);
+            debug_assert!(down.is_some_and(|d| d.peer.is_none() && d.dialed.is_none()));
         }
         let deadline = now.saturating_add(self.settings.handshake_timeout);
         let mut l = Link::new(Phase::Handshaking, None);
@@ -620,6 +633,22 @@ impl Links {
         self.pending_accepts += 1;
         self.deadlines.replace(link, deadline);
         link
+    }
+
+    /// The accepted link to close when the pending handshakes are full: the oldest (lowest
+    /// id) that has not sent a whole `Hello`, else the oldest still handshaking.
+    fn oldest_pending_accept(&self) -> Option<LinkId> {
+        let mut oldest_awaiting_auth = None;
+        for (&id, l) in &self.table {
+            if l.phase != Phase::Handshaking || l.dialed.is_some() {
+                continue;
+            }
+            if l.awaiting_auth.is_none() {
+                return Some(id);
+            }
+            oldest_awaiting_auth.get_or_insert(id);
+        }
+        oldest_awaiting_auth
     }
 
     /// Binds `link`'s peer to `ids`: the ids its transport credentials name (a TLS

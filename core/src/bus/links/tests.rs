@@ -382,54 +382,128 @@ fn a_dialled_link_without_a_hello_ack_times_out_like_a_failed_dial() {
     assert!(!h.links.is_connecting(PEER));
 }
 
+/// What closing a pending accepted link to make room produces.
+fn made_room(victim: LinkId) -> Vec<Effect> {
+    vec![
+        Effect::Event(LinkEvent::HandshakeLimit { link: victim }),
+        Effect::Close(victim),
+        Effect::Event(LinkEvent::Closed {
+            link: victim,
+            peer: None,
+        }),
+    ]
+}
+
 #[test]
-fn a_connection_beyond_max_pending_handshakes_is_refused_at_once() {
+fn a_connection_beyond_max_pending_handshakes_closes_the_oldest_silent_one() {
     let mut h = Harness::new(2);
     let a = h.accept(ms(0));
     let b = h.accept(ms(1));
     assert_eq!(h.take(), []);
     assert_eq!(h.links.pending_handshakes(), 2);
-    // A dialled link is no accepted one: it neither counts nor is refused.
+    // A dialled link is no accepted one: it neither counts nor is chosen.
     h.links
         .dial(NodeId(0x103), "tcp://x".to_string(), &mut h.out);
     h.take();
-    let refused = h.accept(ms(2));
-    assert_eq!(
-        h.take(),
-        [
-            Effect::Event(LinkEvent::HandshakeLimit { link: refused }),
-            Effect::Close(refused),
-        ]
-    );
+    // The third accepted connection takes the place of the oldest, a.
+    let c = h.accept(ms(2));
+    assert_eq!(h.take(), made_room(a));
     assert_eq!((h.links.len(), h.links.pending_handshakes()), (3, 2));
-    // Bytes on the refused id are ignored.
-    h.receive(ms(3), refused, hello(PEER));
+    // Bytes on the closed id are ignored.
+    h.receive(ms(3), a, hello(PEER));
     assert_eq!(h.take(), []);
-    // One handshake finishing makes room for one more; a close makes room too (closing
-    // an up link does not).
-    h.receive(ms(4), a, hello(PEER));
-    h.take();
+    // The newcomer's handshake runs: its `Hello` brings it up.
+    h.receive(ms(3), c, hello(PEER));
+    let answered = h.take();
+    assert!(
+        matches!(answered.as_slice(), [Effect::Transmit(link, _)] if *link == c),
+        "{answered:?}"
+    );
     assert_eq!(h.links.pending_handshakes(), 1);
-    let c = h.accept(ms(5));
+    // One place is free: the next takes it, the one after that closes b (now the oldest).
+    let d = h.accept(ms(5));
     assert_eq!(h.take(), []);
+    let e = h.accept(ms(6));
+    assert_eq!(h.take(), made_room(b));
     assert_eq!(h.links.pending_handshakes(), 2);
-    assert!(h.links.closed(a, &mut h.out).is_some());
-    assert_eq!(h.links.pending_handshakes(), 2);
-    assert!(h.links.closed(b, &mut h.out).is_some());
+    // Closing the up link c frees no place.
+    assert!(h.links.closed(c, &mut h.out).is_some());
     h.take();
-    assert_eq!(h.links.pending_handshakes(), 1);
-    let d = h.accept(ms(6));
-    assert_eq!(h.take(), []);
-    // Timeouts free their places too: c and d at 10.005 s and 10.006 s.
+    assert_eq!(h.links.pending_handshakes(), 2);
+    // Timeouts free their places too: d and e at 10.005 s and 10.006 s.
     let fired = h.run_until(ms(10_006));
     assert_eq!(
         fired,
         [
-            (ms(10_005), timed_out(c, None)),
-            (ms(10_006), timed_out(d, None)),
+            (ms(10_005), timed_out(d, None)),
+            (ms(10_006), timed_out(e, None)),
         ]
     );
     assert_eq!(h.links.pending_handshakes(), 0);
+}
+
+/// With keys, an acceptor whose dialler sent its `Hello` waits for its `Auth`: that link is
+/// chosen last, after every older and newer one that sent no whole `Hello`.
+#[test]
+fn a_pending_handshake_that_sent_its_hello_is_closed_last() {
+    use crate::bus::handshake::{ClusterKey, ClusterKeys, NonceEntropy};
+    let mut keyed = settings(2);
+    keyed.keys = ClusterKeys::new(&[ClusterKey::new([3; 32])]);
+    keyed.nonce_entropy = NonceEntropy::deterministic_for_tests();
+    let mut h = Harness {
+        links: Links::new(keyed, Instant::ZERO, crate::rng::Rng::new(1)),
+        out: Vec::new(),
+        downs: Vec::new(),
+    };
+    let a = h.accept(ms(0));
+    let challenge = frame(&Frame::Hello(wire::Hello {
+        node: PEER,
+        incarnation: 7,
+        versions: PROTOCOL_VERSIONS,
+        name: "peer",
+        challenge: Some(wire::Challenge {
+            nonce: [9; wire::NONCE_LEN],
+            key_id: ClusterKey::new([3; 32]).id(),
+        }),
+    }));
+    h.receive(ms(1), a, challenge);
+    let answered = h.take();
+    assert!(
+        matches!(answered.as_slice(), [Effect::Transmit(link, _)] if *link == a),
+        "{answered:?}"
+    );
+    let b = h.accept(ms(2));
+    // A trickled `Hello` (3 of its bytes) is not a whole one.
+    h.receive(ms(3), b, hello(PEER).slice(..3));
+    assert_eq!(h.take(), []);
+    let c = h.accept(ms(4));
+    assert_eq!(h.take(), made_room(b));
+    let d = h.accept(ms(5));
+    assert_eq!(h.take(), made_room(c));
+    // a, awaiting its `Auth`, stays; the silent d goes.
+    let e = h.accept(ms(6));
+    assert_eq!(h.take(), made_room(d));
+    // Once every pending link sent its `Hello`, the oldest of them goes: a.
+    h.receive(
+        ms(7),
+        e,
+        frame(&Frame::Hello(wire::Hello {
+            node: NodeId(0x104),
+            incarnation: 8,
+            versions: PROTOCOL_VERSIONS,
+            name: "other",
+            challenge: Some(wire::Challenge {
+                nonce: [10; wire::NONCE_LEN],
+                key_id: ClusterKey::new([3; 32]).id(),
+            }),
+        })),
+    );
+    h.take();
+    let f = h.accept(ms(8));
+    assert_eq!(h.take(), made_room(a));
+    assert_eq!(h.links.pending_handshakes(), 2);
+    assert_eq!(h.links.len(), 2, "e (awaiting its Auth) and f");
+    let _ = f;
 }
 
 #[test]
