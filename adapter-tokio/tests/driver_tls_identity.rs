@@ -10,33 +10,23 @@
 mod support;
 #[allow(unreachable_pub, reason = "shared by path with other crates")]
 mod tls_certs;
+#[allow(unreachable_pub, dead_code, reason = "shared with etcd_tls_identity")]
+mod tls_identity_support;
 
-use std::{
-    io::Write,
-    net::SocketAddr,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{net::SocketAddr, time::Duration};
 
 use bytes::Bytes;
 use rustls::pki_types::{CertificateDer, pem::PemObject};
 use switchboard_core::{ids::NodeId, outcome::Outcome};
 use switchboard_tokio::{
-    NodeHandle, TargetSpec, Transport,
+    TargetSpec, Transport,
     registry::{RegistryHandle, spawn_registry_with},
-    transport::tls::{TlsConfig, cert_node_ids},
+    transport::tls::cert_node_ids,
 };
 
 use support::{direct, server_config, start, wait_known, within};
 use tls_certs::{Ca, Leaf};
-
-fn config(leaf: &Leaf) -> TlsConfig {
-    TlsConfig::from_files(&leaf.cert, &leaf.key, &leaf.ca).expect("TLS config")
-}
-
-fn tls(leaf: &Leaf) -> Transport {
-    Transport::tls(config(leaf))
-}
+use tls_identity_support::{Logs, auth_refusals, config, tls, wait_refusals};
 
 async fn tls_registry(leaf: &Leaf) -> RegistryHandle {
     let addr = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -46,62 +36,6 @@ async fn tls_registry(leaf: &Leaf) -> RegistryHandle {
     )
     .await
     .expect("the registry binds")
-}
-
-/// Every log line of this test process, kept (each test binary runs one test per process
-/// under nextest; under `cargo test` the lines of the others mix in, which the assertions
-/// tolerate: they look for exact lines, not for their absence).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("logs").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture() -> Logs {
-        static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
-        LOGS.get_or_init(|| {
-            let logs = Logs::default();
-            let writer = logs.clone();
-            let _ = tracing_subscriber::fmt()
-                .with_max_level(tracing::Level::WARN)
-                .with_ansi(false)
-                .with_writer(move || writer.clone())
-                .try_init();
-            logs
-        })
-        .clone()
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
-}
-
-async fn auth_refusals(node: &NodeHandle, kind: &str) -> u64 {
-    let metrics = node.metrics().await.expect("running");
-    metrics.auth_refusals.get(kind).copied().unwrap_or(0)
-}
-
-/// Waits until `node` counted `kind` refusals at least `n` times.
-async fn wait_refusals(node: &NodeHandle, kind: &str, n: u64) {
-    let deadline = tokio::time::Instant::now() + support::STEP;
-    while auth_refusals(node, kind).await < n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "node {} counted no {kind} refusal: {:?}",
-            node.id(),
-            node.metrics().await.map(|m| m.auth_refusals)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,7 +150,7 @@ async fn a_node_requiring_ids_refuses_a_certificate_without_one_both_ways() {
     )
     .await
     .expect("accepted");
-    wait_refusals(&a, "no_node_id", 1).await;
+    wait_refusals(&a, "no_node_id", 1, support::STEP).await;
     let before = auth_refusals(&a, "no_node_id").await;
     let _from_a = within(
         "submit",
@@ -224,7 +158,7 @@ async fn a_node_requiring_ids_refuses_a_certificate_without_one_both_ways() {
     )
     .await
     .expect("accepted");
-    wait_refusals(&a, "no_node_id", before + 1).await;
+    wait_refusals(&a, "no_node_id", before + 1, support::STEP).await;
     let quiet = tokio::time::timeout(Duration::from_millis(300), async {
         tokio::select! { _ = a_inbox.recv() => {}, _ = b_inbox.recv() => {} }
     });

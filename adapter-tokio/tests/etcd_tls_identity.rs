@@ -9,12 +9,10 @@
 mod etcd_support;
 #[allow(unreachable_pub, reason = "shared by path with other crates")]
 mod tls_certs;
+#[allow(unreachable_pub, dead_code, reason = "shared with driver_tls_identity")]
+mod tls_identity_support;
 
-use std::{
-    io::Write,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::time::Duration;
 
 use bytes::Bytes;
 use etcd_support::{
@@ -22,65 +20,9 @@ use etcd_support::{
     node::{STEP, direct_on_etcd, start, wait_known, within},
 };
 use switchboard_core::ids::NodeId;
-use switchboard_tokio::{NodeHandle, TargetSpec, Transport, transport::tls::TlsConfig};
-use tls_certs::{Ca, Leaf};
-
-fn tls(leaf: &Leaf) -> Transport {
-    Transport::tls(TlsConfig::from_files(&leaf.cert, &leaf.key, &leaf.ca).expect("TLS config"))
-}
-
-/// Every warning of this test process, kept.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("logs").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn capture() -> Logs {
-        let logs = Logs::default();
-        let writer = logs.clone();
-        let _ = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .try_init();
-        logs
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("logs")).into_owned()
-    }
-}
-
-async fn not_certified(node: &NodeHandle) -> u64 {
-    let metrics = node.metrics().await.expect("running");
-    metrics
-        .auth_refusals
-        .get("not_certified")
-        .copied()
-        .unwrap_or(0)
-}
-
-async fn wait_not_certified(node: &NodeHandle, n: u64) {
-    let deadline = tokio::time::Instant::now() + STEP;
-    while not_certified(node).await < n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "node {} counted {} not_certified refusals, not {n}",
-            node.id(),
-            not_certified(node).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use switchboard_tokio::{NodeHandle, TargetSpec};
+use tls_certs::Ca;
+use tls_identity_support::{Logs, tls, wait_refusals};
 
 /// Node 1 (certificate for 1) and node 8 (certificate for 7), both published in etcd.
 async fn pair(
@@ -154,7 +96,7 @@ async fn a_certificate_for_id_7_cannot_dial_as_id_8() {
     )
     .await
     .expect("accepted");
-    wait_not_certified(&a.0, 1).await;
+    wait_refusals(&a.0, "not_certified", 1, STEP).await;
     refused(&logs, &mut a, &mut b).await;
 }
 
@@ -172,7 +114,7 @@ async fn a_certificate_for_id_7_cannot_answer_as_id_8() {
     )
     .await
     .expect("accepted");
-    wait_not_certified(&a.0, 1).await;
+    wait_refusals(&a.0, "not_certified", 1, STEP).await;
     refused(&logs, &mut a, &mut b).await;
     assert!(a.0.metrics().await.expect("running").links_rejected >= 1);
 }
