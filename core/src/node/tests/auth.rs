@@ -388,28 +388,7 @@ fn dialling(keys: &[ClusterKey]) -> (Node, MsgId, LinkId, Challenge) {
     c.cluster_keys = keys.to_vec();
     c.nonce_entropy = NonceEntropy::deterministic_for_tests();
     let mut node = Node::new(c, secs(0)).unwrap();
-    node.handle_registry(
-        secs(0),
-        RegistryEvent::TopologyPut(super::topo(TARGET, 0, 1)),
-    );
-    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(super::disc(TARGET, 2)));
-    drain(&mut node);
-    let msg = node
-        .send(
-            secs(0),
-            Target::Id(NodeId(TARGET)),
-            100,
-            Bytes::from_static(b"q"),
-        )
-        .unwrap();
-    let link = drain(&mut node)
-        .into_iter()
-        .find_map(|o| match o {
-            Output::Connect { link, .. } => Some(link),
-            _ => None,
-        })
-        .unwrap();
-    node.handle_connected(secs(0), link);
+    let (msg, link) = super::send_on_a_dialled_link(&mut node, TARGET);
     let challenge = drain(&mut node)
         .into_iter()
         .find_map(|o| match o {

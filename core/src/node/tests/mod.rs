@@ -164,3 +164,29 @@ fn received(at: Instant, from: u64, via: u64, payload: &'static [u8]) -> Seen {
 fn outcome(at: Instant, msg: MsgId, outcome: Outcome) -> Seen {
     Seen::Outcome(OutcomeRecord { at, msg, outcome })
 }
+
+/// `node` learns `target` at 0 s (topology with no upstream, discovery) and sends it `q` (type
+/// 100); the link it dials for it is reported connected. Outputs drained; the message and the
+/// link.
+fn send_on_a_dialled_link(node: &mut Node, target: u64) -> (MsgId, LinkId) {
+    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(target, 0, 1)));
+    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(target, 2)));
+    while node.poll_output().is_some() {}
+    let msg = node
+        .send(
+            secs(0),
+            Target::Id(NodeId(target)),
+            100,
+            Bytes::from_static(b"q"),
+        )
+        .expect("test: a valid send");
+    let link = core::iter::from_fn(|| node.poll_output())
+        .find_map(|o| match o {
+            Output::Connect { link, .. } => Some(link),
+            _ => None,
+        })
+        .expect("test: the node dials its target");
+    while node.poll_output().is_some() {}
+    node.handle_connected(secs(0), link);
+    (msg, link)
+}

@@ -6,7 +6,7 @@ use alloc::{vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    config, disc,
+    config,
     frames::{bytes, encode_data, encode_hello, encode_hello_ack, peer_incarnation},
     secs, topo, *,
 };
@@ -35,25 +35,7 @@ fn accepted_up(node: &mut Node, at: Instant, peer: u64) -> LinkId {
 /// message, the link and the message's seq.
 fn sending() -> (Node, MsgId, LinkId, u64) {
     let mut node = Node::new(config(NODE, 0, 3, true), secs(0)).unwrap();
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(TARGET, 0, 1)));
-    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(TARGET, 2)));
-    drain(&mut node);
-    let msg = node
-        .send(
-            secs(0),
-            Target::Id(NodeId(TARGET)),
-            100,
-            Bytes::from_static(b"q"),
-        )
-        .unwrap();
-    let link = drain(&mut node)
-        .into_iter()
-        .find_map(|o| match o {
-            Output::Connect { link, .. } => Some(link),
-            _ => None,
-        })
-        .unwrap();
-    node.handle_connected(secs(0), link);
+    let (msg, link) = super::send_on_a_dialled_link(&mut node, TARGET);
     node.handle_received(secs(0), link, encode_hello_ack(NodeId(TARGET)));
     let seq = drain(&mut node)
         .into_iter()
