@@ -165,6 +165,7 @@ pub mod hash;
 pub mod ids;
 pub mod node;
 pub mod outcome;
+pub mod perimeter;
 pub mod registry;
 #[doc(hidden)]
 pub mod ring;

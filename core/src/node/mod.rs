@@ -158,7 +158,6 @@
 mod commands;
 mod evidence;
 mod out_queue;
-mod perimeter;
 mod registry_client;
 mod registry_input;
 mod routes;
@@ -173,7 +172,7 @@ mod tests;
 
 use alloc::collections::BTreeMap;
 
-pub use perimeter::{OffRouteFrame, PerimeterCounts};
+pub use crate::perimeter::{OffRouteFrame, PerimeterCounts};
 pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
 pub use types::{Event, Evidence, LinkError, Output, RegistryIgnored, SendError, Target};
 
@@ -225,7 +224,7 @@ pub struct Node {
     dead: BTreeMap<NodeId, u64>,
     /// Calls, served methods, broadcasts ([`crate::rpc`]; composed in `node/rpc.rs`).
     rpc: crate::rpc::Rpc,
-    /// Acks and notices dropped for arriving off their stream's route ([`perimeter`]).
+    /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
     perimeter: PerimeterCounts,
 }
 

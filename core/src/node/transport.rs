@@ -6,13 +6,14 @@ use alloc::string::String;
 
 use bytes::Bytes;
 
-use super::{Event, Node, OffRouteFrame, OutSink, Output};
+use super::{Event, Node, OffRouteFrame, OutSink, Output, PerimeterCounts};
 use crate::{
     bus::links::{Down, Inbound, LinkEvent, LinkSink},
     connector::{LinkState, World},
     endpoint::{Refusal, Reset},
     ids::{LinkId, NodeId},
     outcome::FailReason,
+    perimeter::Standing,
     time::{Duration, Instant},
     wire::{self, UnreachableReason},
 };
@@ -151,11 +152,11 @@ impl Node {
             return;
         }
         loop {
-            let relays = super::perimeter::TopologyRelays {
+            let standing = Standing {
                 topology: &self.topology,
                 connector: &self.connector,
             };
-            let Some(inbound) = self.links.next_inbound(now, link, &mut self.out, &relays) else {
+            let Some(inbound) = self.links.next_inbound(now, link, &mut self.out, &standing) else {
                 break;
             };
             self.on_inbound(now, inbound);
@@ -185,11 +186,13 @@ impl Node {
                 self.tell_reachable(peer, incarnation);
             }
             Inbound::Down(down) => self.link_down(now, down),
-            Inbound::Ack { ack, via } if !self.on_route(ack.dst, via) => {
+            Inbound::Ack { ack, via } if !self.standing().on_route(self.id, ack.dst, via) => {
                 self.off_route(OffRouteFrame::Ack, ack.dst, via);
             }
             Inbound::Ack { ack, .. } => self.on_ack(&ack),
-            Inbound::Unreachable { notice, via } if !self.on_route(notice.dst, via) => {
+            Inbound::Unreachable { notice, via }
+                if !self.standing().on_route(self.id, notice.dst, via) =>
+            {
                 self.off_route(OffRouteFrame::Unreachable, notice.dst, via);
             }
             Inbound::Unreachable { notice, via } => match notice.reason {
@@ -354,5 +357,31 @@ impl Node {
         };
         self.connector.set_link_state(now, &world, peer, state);
         self.apply_effects();
+    }
+
+    /// What the topology and the routes say a peer may send ([`crate::perimeter`]).
+    fn standing(&self) -> Standing<'_> {
+        Standing {
+            topology: &self.topology,
+            connector: &self.connector,
+        }
+    }
+
+    /// Counts and reports a `frame` about our stream to `dst` that arrived off its route
+    /// from `via`; nothing else happens to it.
+    fn off_route(&mut self, frame: OffRouteFrame, dst: NodeId, via: NodeId) {
+        self.perimeter.count_off_route(frame);
+        self.out
+            .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
+    }
+
+    /// Frames dropped at the perimeter so far (the rules: [`PerimeterCounts`]).
+    #[must_use]
+    pub fn perimeter(&self) -> PerimeterCounts {
+        PerimeterCounts {
+            forged_sources: self.links.forged_sources(),
+            unproven_refusals: self.links.unproven_refusals(),
+            ..self.perimeter
+        }
     }
 }

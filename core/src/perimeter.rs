@@ -1,32 +1,32 @@
-//! What a peer has standing to send once its link is up: the handshake proves who the peer
-//! is, not who wrote the frames it carries.
+//! The perimeter after the handshake: what a peer has standing to send once its link is up.
+//! The handshake proves who the peer is, not who wrote the frames it carries. This machine
+//! answers from the topology and the routes (`Standing`); the node composes it.
 //!
 //! - **Sources.** A `Data` frame whose `src` is not the link's proven peer is taken only when
-//!   that peer may relay for the source ([`TopologyRelays`]): this node's upstream, a node
+//!   that peer may relay for the source (`Standing`): this node's upstream, a node
 //!   with downstream nodes in the topology (a proxy), a node on the source's upstream chain,
 //!   or the hop this node's own route to the source goes through (replies come back the way
 //!   requests went). A leaf has no one to relay for, so a leaf claiming another source is
 //!   dropped and counted
 //!   ([`LinkEvent::ForgedSource`](crate::bus::links::LinkEvent::ForgedSource) →
-//!   [`Event::ForgedSource`]). The link stays up: the peer is a proven key holder, and the
+//!   [`Event::ForgedSource`](crate::node::Event::ForgedSource)). The link stays up: the peer is a proven key holder, and the
 //!   topology record that makes it a proxy may simply not have reached this node yet — a
 //!   legitimate sender's message is then retransmitted (never acknowledged here) and taken
 //!   once the record arrived, where closing the link would cut its other traffic.
 //! - **Acks and refusals.** An `Ack` (or reset) or `Unreachable` for one of this node's
-//!   streams counts only when it arrives from the stream's route ([`Node::on_route`]): the
+//!   streams counts only when it arrives from the stream's route (`Standing::on_route`): the
 //!   target itself, the hop its route goes through (its ready hop, or its record's proxy), or
 //!   a node on the tree path between the target and this node (the upstream chains of both:
 //!   the only nodes a relayed ack or notice can come back through). Anything else is dropped
-//!   before it touches an outcome, a stream or a route, and counted ([`Event::OffRoute`],
-//!   [`PerimeterCounts`] in [`Node::status`]).
+//!   before it touches an outcome, a stream or a route, and counted ([`Event::OffRoute`](crate::node::Event::OffRoute),
+//!   [`PerimeterCounts`] in [`Node::status`](crate::Node::status)).
 
 use serde::{Deserialize, Serialize};
 
-use super::{Event, Node, Output};
 use crate::{bus::links::Relays, connector::Connector, ids::NodeId, topology::TopologyRegistry};
 
 /// A frame for one of this node's streams that did not come from the stream's route
-/// ([`Event::OffRoute`]).
+/// ([`Event::OffRoute`](crate::node::Event::OffRoute)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OffRouteFrame {
@@ -36,17 +36,17 @@ pub enum OffRouteFrame {
     Unreachable,
 }
 
-/// Frames dropped at the perimeter so far ([`Node::perimeter`],
-/// [`Status::perimeter`](super::Status::perimeter)).
+/// Frames dropped at the perimeter so far ([`Node::perimeter`](crate::Node::perimeter),
+/// [`Status::perimeter`](crate::node::Status::perimeter)).
 ///
 /// A link's handshake proves who its peer is, not who wrote the frames it carries. After it:
 /// an `Ack` (or reset) or `Unreachable` about one of this node's streams counts only from the
 /// stream's route — the target itself, the hop or proxy its route goes through, or a node on
-/// the upstream chains between the target and this node ([`Event::OffRoute`] otherwise). A
+/// the upstream chains between the target and this node ([`Event::OffRoute`](crate::node::Event::OffRoute) otherwise). A
 /// `Data` frame whose source is not the link's peer is taken only when the peer may relay for
 /// it — this node's upstream, a node with downstream nodes in the topology, a node on the
 /// source's upstream chain, or the hop of this node's own route to the source
-/// ([`Event::ForgedSource`] otherwise; the link stays up, and a sender whose relay's topology
+/// ([`Event::ForgedSource`](crate::node::Event::ForgedSource) otherwise; the link stays up, and a sender whose relay's topology
 /// record has not arrived yet is retransmitted to). With cluster keys, a `HelloAck` refusal
 /// is believed only when proven.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,16 +63,16 @@ pub struct PerimeterCounts {
     pub unproven_refusals: u64,
 }
 
-/// The node's answer to [`Relays`]: this node's upstream, every node with downstream nodes
+/// What the topology and the routes say a peer may send — for [`Relays`]: this node's upstream, every node with downstream nodes
 /// in the topology (a proxy), a node on the source's upstream chain, and the hop of this
 /// node's route to the source may relay for it; anyone else speaks only for itself.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct TopologyRelays<'a> {
-    pub(super) topology: &'a TopologyRegistry,
-    pub(super) connector: &'a Connector,
+pub(crate) struct Standing<'a> {
+    pub(crate) topology: &'a TopologyRegistry,
+    pub(crate) connector: &'a Connector,
 }
 
-impl Relays for TopologyRelays<'_> {
+impl Relays for Standing<'_> {
     fn may_relay(&self, via: NodeId, src: NodeId) -> bool {
         let upstream = self.connector.upstream();
         (upstream.is_valid() && via == upstream)
@@ -86,41 +86,31 @@ impl Relays for TopologyRelays<'_> {
     }
 }
 
-impl Node {
-    /// Whether a frame about this node's stream to `dst` (an ack or a relay's notice) may
-    /// come from `via`: `dst` itself, the hop `dst`'s route goes through, or a node on the
-    /// tree path between `dst` and this node (see the [module docs](self)).
-    pub(super) fn on_route(&self, dst: NodeId, via: NodeId) -> bool {
-        if via == dst || self.connector.ready_hop(dst) == Some(via) {
-            return true;
-        }
-        if self.connector.proxy_of(dst) == Some(via) {
+impl Standing<'_> {
+    /// Whether a frame about node `own`'s stream to `dst` (an ack or a relay's notice) may
+    /// come from `via`: `dst` itself, the hop `dst`'s route goes through (its ready hop, or
+    /// its record's proxy), or a node on the tree path between `dst` and `own` (the upstream
+    /// chains of both).
+    pub(crate) fn on_route(&self, own: NodeId, dst: NodeId, via: NodeId) -> bool {
+        if via == dst
+            || self.connector.ready_hop(dst) == Some(via)
+            || self.connector.proxy_of(dst) == Some(via)
+        {
             return true;
         }
         let upstream = self.connector.upstream();
         (upstream.is_valid() && via == upstream)
             || self.topology.upstream_chain(dst).any(|n| n == via)
-            || self.topology.upstream_chain(self.id).any(|n| n == via)
+            || self.topology.upstream_chain(own).any(|n| n == via)
     }
+}
 
-    /// Counts and reports a `frame` about our stream to `dst` that arrived off its route
-    /// from `via`; nothing else happens to it.
-    pub(super) fn off_route(&mut self, frame: OffRouteFrame, dst: NodeId, via: NodeId) {
+impl PerimeterCounts {
+    /// Counts one `frame` dropped for arriving off its stream's route.
+    pub(crate) fn count_off_route(&mut self, frame: OffRouteFrame) {
         match frame {
-            OffRouteFrame::Ack => self.perimeter.acks_off_route += 1,
-            OffRouteFrame::Unreachable => self.perimeter.notices_off_route += 1,
-        }
-        self.out
-            .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
-    }
-
-    /// Frames dropped at the perimeter so far (the rules: [`PerimeterCounts`]).
-    #[must_use]
-    pub fn perimeter(&self) -> PerimeterCounts {
-        PerimeterCounts {
-            forged_sources: self.links.forged_sources(),
-            unproven_refusals: self.links.unproven_refusals(),
-            ..self.perimeter
+            OffRouteFrame::Ack => self.acks_off_route += 1,
+            OffRouteFrame::Unreachable => self.notices_off_route += 1,
         }
     }
 }
