@@ -394,6 +394,10 @@ fn made_room(victim: LinkId) -> Vec<Effect> {
     ]
 }
 
+/// At `max_pending_handshakes` a new connection takes the place of the oldest pending one
+/// (this test refused the newcomer before: strangers holding every place then locked real
+/// peers out until their deadlines). Places are freed by a finished handshake, a close of a
+/// pending link and a timeout, never by closing an up link.
 #[test]
 fn a_connection_beyond_max_pending_handshakes_closes_the_oldest_silent_one() {
     let mut h = Harness::new(2);
@@ -426,17 +430,23 @@ fn a_connection_beyond_max_pending_handshakes_closes_the_oldest_silent_one() {
     let e = h.accept(ms(6));
     assert_eq!(h.take(), made_room(b));
     assert_eq!(h.links.pending_handshakes(), 2);
-    // Closing the up link c frees no place.
+    // Closing the up link c frees no place; closing the pending d does.
     assert!(h.links.closed(c, &mut h.out).is_some());
     h.take();
     assert_eq!(h.links.pending_handshakes(), 2);
-    // Timeouts free their places too: d and e at 10.005 s and 10.006 s.
-    let fired = h.run_until(ms(10_006));
+    assert!(h.links.closed(d, &mut h.out).is_some());
+    h.take();
+    assert_eq!(h.links.pending_handshakes(), 1);
+    let f = h.accept(ms(7));
+    assert_eq!(h.take(), [], "a free place: nobody is closed");
+    assert_eq!(h.links.pending_handshakes(), 2);
+    // Timeouts free their places too: e and f at 10.006 s and 10.007 s.
+    let fired = h.run_until(ms(10_007));
     assert_eq!(
         fired,
         [
-            (ms(10_005), timed_out(d, None)),
             (ms(10_006), timed_out(e, None)),
+            (ms(10_007), timed_out(f, None)),
         ]
     );
     assert_eq!(h.links.pending_handshakes(), 0);

@@ -59,6 +59,9 @@ fn refused_on_fresh_conn(input: &[u8], error: ProtocolError) {
 
 #[test]
 fn garbage_bytes() {
+    // A plausible length (32) and a bad version byte: a decode error. (Garbage whose length
+    // field is over the access phase's limit is a `RecordTooLarge` refusal from the length
+    // alone: `perimeter.rs`.)
     refused_on_fresh_conn(
         &[0x20, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef],
         ProtocolError::Decode(DecodeError::BadVersion { version: 0xde }),
@@ -81,6 +84,7 @@ fn a_snapshot_from_a_client() {
         entries: vec![],
         more: false,
     };
+    // A kind no client sends is refused by the per-phase reader from its header.
     refused_on_fresh_conn(
         &bytes(snapshot.into()),
         ProtocolError::Decode(DecodeError::KindNotAllowed {
@@ -91,6 +95,7 @@ fn a_snapshot_from_a_client() {
 
 #[test]
 fn a_bus_frame_from_a_client() {
+    // Refused by the per-phase reader from its header (bus kinds are never accepted here).
     refused_on_fresh_conn(
         &bytes(wire::Ping { nonce: 1 }.into()),
         ProtocolError::Decode(DecodeError::KindNotAllowed {
