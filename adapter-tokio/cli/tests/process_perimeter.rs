@@ -199,12 +199,7 @@ fn attack(
 fn a_cluster_under_two_thousand_hostile_connections_delivers_everything() {
     let dir = tempfile::tempdir().expect("tempdir");
     let key = dir.path().join("cluster.key");
-    std::fs::write(&key, format!("{}\n", "7e".repeat(32))).expect("write the key");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    }
+    process_support::write_secret(&key, &format!("{}\n", "7e".repeat(32)));
     let key = key.to_str().expect("a UTF-8 path");
     let keyed = ["--cluster-key-file", key];
 
