@@ -160,11 +160,13 @@ pub mod connector;
 pub mod discovery;
 #[doc(hidden)]
 pub mod endpoint;
+pub mod event;
 #[doc(hidden)]
 pub mod hash;
 pub mod ids;
 pub mod node;
 pub mod outcome;
+pub mod output;
 pub mod perimeter;
 pub mod registry;
 #[doc(hidden)]
@@ -176,6 +178,7 @@ pub mod secret;
 pub mod select;
 #[cfg(feature = "sim")]
 pub mod sim;
+pub mod status;
 pub mod time;
 #[doc(hidden)]
 pub mod timer;

@@ -173,8 +173,13 @@ mod tests;
 use alloc::collections::BTreeMap;
 
 pub use crate::perimeter::{OffRouteFrame, PerimeterCounts};
-pub use status::{EndpointStatus, LinkStatus, RouteStatus, Status};
-pub use types::{Event, Evidence, LinkError, Output, RegistryIgnored, SendError, Target};
+pub use types::Target;
+
+pub use crate::{
+    event::{Event, Evidence, LinkError, RegistryIgnored},
+    output::{Output, SendError},
+    status::{EndpointStatus, LinkStatus, RouteStatus, Status},
+};
 
 use crate::{
     bus::links::{LinkSettings, Links},
