@@ -78,82 +78,16 @@
 //! # }
 //! ```
 //!
-//! # Links and the handshake
+//! # What it composes
 //!
-//! A link is a reliable, ordered byte stream to one peer, speaking [`crate::wire`]. The node
-//! asks for links with [`Output::Connect`]; the driver reports `handle_connected` /
-//! `handle_connect_failed`, and inbound connections with `handle_accepted`. Everything that
-//! concerns one link — the `Hello`/`HelloAck` exchange and its refusals, heartbeats, the
-//! frame reader, delivery of this node's messages with coalesced acks, relaying — is the link
-//! machine's (`bus::links`, whose docs have the rules); the node composes what it
-//! hands back with the connector (link states, the hop of a relayed frame) and the send
-//! streams (acks, refusals, a peer's incarnation). A peer seen with a new incarnation
-//! restarted ([`Event::PeerRestarted`]). Bytes arrive through `handle_received` in any split,
-//! as owned [`Bytes`](bytes::Bytes): payloads are handed on as slices of them. A malformed
-//! frame or an oversized length closes the link with an [`Event::LinkRejected`] — nothing
-//! from a peer can panic the node.
-//!
-//! # Sending, acknowledgements, outcomes
-//!
-//! `send` resolves the target to a node id and hands the message to that target's endpoint.
-//! If the route is ready and nothing is queued it goes straight to the link; otherwise it is
-//! queued and flushed in order when the route becomes ready, at most `flush_batch` per call.
-//! A transmitted message stays *unacknowledged* ([`Node::unacked`]; it and the queue are the
-//! two halves of the target's outbox (`endpoint::Outbox`), counted together against
-//! the count and byte limits — over a limit a message is accepted and ends at once with
-//! `Failed(QueueFull)`) until the target's cumulative `Ack` arrives: then it is
-//! `Delivered`. Unacknowledged messages are retransmitted in order, with their seqs, when the
-//! route becomes ready again (reconnect, proxy switch) or when the oldest waited
-//! `heartbeat_interval`; the receiver delivers each stream's messages once, in order
-//! (`bus::stream`), and acks once per `handle_received` batch. Every accepted message
-//! ends in exactly one [`Output::Outcome`]: `Delivered` (acknowledged by the target);
-//! `Failed(reason)` when it was never transmitted (`Timeout` at its deadline, `NoRoute |
-//! TargetGone` when its route record is removed, `Shutdown`, `QueueFull`); `Unknown(reason)`
-//! when it was transmitted but not acknowledged when given up (`TargetRestarted` when the
-//! target's handshake shows a new incarnation or the target's reset says a previous
-//! incarnation may have delivered it, `Timeout` at the deadline of the oldest unacknowledged
-//! message — the stream ends with it and later messages start a fresh one —,
-//! `TargetGone | NoRoute` on route removal, `Shutdown`) — or `Failed(reason)` for the same
-//! reasons when it provably never arrived (see relay refusals below). Every `Data` frame carries the target
-//! incarnation its stream expects (learned from the target's acks or handshake) and a
-//! retransmission flag; a target that restarted — even behind a proxy, where no handshake
-//! shows it — refuses frames it must not deliver with a reset `Ack`: messages no previous
-//! incarnation can have received (every copy refused by a relay, or first sent — or sent
-//! again after every earlier copy was refused — while the new incarnation was running) move
-//! to a fresh stream and go out again at once, and only the ones before them end
-//! `Unknown(TargetRestarted)` (`endpoint::inflight` has the rules).
-//!
-//! A `Data` frame for another node is forwarded by this node's own routing (it acts as a
-//! proxy), up to 16 relays; one it cannot forward is dropped with [`Event::ForwardDropped`]
-//! and an `Unreachable` goes back toward the source. A refusal for lack of a route *right
-//! now* (the relay has no link toward the target yet — churn, a proxy restarted before the
-//! target re-linked to it) is transient: the source keeps its unacknowledged messages, marks
-//! the route unready if it still goes through that relay (once per window: the other
-//! refusals of the same window change nothing) and the connector retries it after its backoff
-//! — a proxied route follows its ready proxy again, which proves nothing, so the retries back
-//! off — and the stream *probes*: one message, its oldest, goes out per retry while the
-//! others wait behind it, until an ack proves the path and everything follows at once (no
-//! window is thrown at a relay that bounces every frame). They end by the usual means: an
-//! ack, the route's removal, shutdown, or their deadline, where the reason is `NoRoute`
-//! instead of `Timeout` while the path is in doubt. A message every copy of which was refused provably did not arrive (nor
-//! did anything after it in its stream): given up, it and the rest end `Failed(reason)`
-//! (the ones before it `Unknown(reason)`), and at a deadline only the messages due end
-//! while the others keep their own deadlines. A hop-limit refusal (a routing loop) is not
-//! transient: with no other hop ready the unacknowledged messages end at once, the same
-//! way, for `NoRoute`. Acks and `Unreachable` frames are relayed the same way. A message to
-//! this node itself is delivered at once (`Received` with `via` = this node).
-//!
-//! # Evidence of death
-//!
-//! A peer's incarnation is known dead — by a registry delete or a new incarnation in its
-//! discovery record, a failed dial after its last link closed (every node probes such a peer
-//! at once), stopped heartbeats, or a relay's `Unreachable` with `TargetGone` — and at that
-//! instant what may have reached it ends `Unknown(TargetGone | TargetRestarted)`, what
-//! provably did not waits (probing) for a live incarnation, and a proxy tells the sources it
-//! relayed for ([`Event::PeerDead`]; the rules are in `node/evidence.rs`). A message given up
-//! only because an earlier one of its stream was ends `StreamAbandoned`, never `Timeout`
-//! before its own deadline; a link refused for another cluster, protocol version or a held id
-//! gives its reason to the messages it kept back.
+//! Links (handshakes, heartbeats, delivery with coalesced acks, relaying) are the link
+//! machine's (`bus::links`); queued and in-flight messages the outboxes' (`endpoint`); routes
+//! the connector's; calls the RPC machine's; the choice of a node `select`'s; evidence of death
+//! the evidence book's. The node hands each input to the machine it concerns and applies the
+//! effects one returns to the others. The rules — delivery, the three outcome classes, relay
+//! refusals and probing, evidence of death — are in docs/ARCHITECTURE.md §4 and §9; each
+//! machine's docs have its part. Nothing from a peer can panic the node: a malformed frame or
+//! an oversized length closes its link with an [`Event::LinkRejected`].
 
 mod commands;
 mod evidence;
