@@ -28,7 +28,7 @@ pub struct Status {
     /// The upstream, 0 = none.
     pub upstream: u64,
     /// Whether the registry backend reports the node registered. The node does not know its
-    /// backend: [`Node::status`] says `false` and the driver sets what its backend reports.
+    /// backend: [`Node::status`](crate::Node::status) says `false` and the driver sets what its backend reports.
     pub registered: bool,
     /// Nodes in the discovery set.
     pub known_nodes: usize,
@@ -39,7 +39,7 @@ pub struct Status {
     /// Links, by link id.
     pub links: Vec<LinkStatus>,
     /// Frames dropped at the perimeter: acks and notices off their stream's route, `Data`
-    /// with a forged source ([`Node::perimeter`]).
+    /// with a forged source ([`Node::perimeter`](crate::Node::perimeter)).
     #[serde(default)]
     pub perimeter: crate::perimeter::PerimeterCounts,
 }

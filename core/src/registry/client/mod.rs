@@ -64,9 +64,8 @@ pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;
 use crate::{
-    bus::handshake::{
-        AuthFailure, NonceSource, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
-    },
+    auth::{AuthFailure, NonceSource, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript},
+    bus::handshake::PROTOCOL_VERSIONS,
     discovery::{DiscoveryInfo, TopologyInfo},
     registry::{
         limits::{RecordField, RecordTooLarge},
@@ -280,7 +279,7 @@ impl RegistryClient {
     ) {
         let hint = self.config.keys.current_id().unwrap_or_default();
         let transcript = |role| Transcript {
-            context: crate::bus::handshake::Context::Registry,
+            context: crate::auth::Context::Registry,
             role,
             hint,
             result: Ok(()),
