@@ -51,6 +51,7 @@
 //!   too, as from etcd.
 //! * **Liveness**: a `Heartbeat{epoch, sequence}` every `heartbeat_interval` while connected.
 
+mod grace;
 mod types;
 pub mod view;
 
@@ -193,7 +194,7 @@ impl RegistryClient {
 
     /// Peers kept inside the grace of a new-epoch snapshot, with their deadlines.
     pub fn in_grace(&self) -> impl Iterator<Item = (&EntryKey, &Instant)> + '_ {
-        self.view.missing.iter()
+        self.view.in_grace.iter()
     }
 
     /// The epoch of the latest snapshot.
