@@ -2,10 +2,10 @@
 //!
 //! A registry that restarted (a new epoch) sends a snapshot without the peers that have not
 //! re-registered yet; the client keeps each of them for the grace instead of deleting it at
-//! once, and deletes it when its deadline passes without the peer coming back. The
-//! [`TimerQueue`] wants small `Copy` keys and a peer's [`EntryKey`] may be a name, so each
-//! armed grace gets a ticket (a `u64` drawn from a counter) and the key ↔ ticket maps live
-//! here. The rules the client relies on:
+//! once, and deletes it when its deadline passes without the peer coming back (ARCHITECTURE
+//! §10). The [`TimerQueue`] wants small `Copy` keys and a peer's [`EntryKey`] may be a name,
+//! so each armed grace gets a ticket (a `u64` drawn from a counter) and the key ↔ ticket maps
+//! live here. The rules the client relies on:
 //!
 //! - [`start`](GraceTimers::start) keeps a peer's first deadline: a peer still missing from a
 //!   later snapshot is not given a longer grace;
