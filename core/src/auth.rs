@@ -2,10 +2,10 @@
 //! registry session compute, the entropy a driver hands in for nonces, and what a refused
 //! proof is counted as.
 //!
-//! A driver configures [`ClusterKeys`] (from [`ClusterKey::from_hex`] or
-//! [`ClusterKey::from_token`]) in [`Config::cluster_keys`](crate::config::Config) and the
-//! registry's server configuration, hands the core 32 bytes of OS randomness as
-//! [`NonceEntropy`], and reads [`AuthRefusals`] (counted by [`AuthFailure`]) from
+//! A driver puts the cluster's [`ClusterKey`]s (from [`ClusterKey::from_hex`] or
+//! [`ClusterKey::from_token`]) in [`Config::cluster_keys`](crate::config::Config::cluster_keys)
+//! and, as [`ClusterKeys`], in the registry server's and client's configurations, hands the
+//! core 32 bytes of OS randomness as [`NonceEntropy`], and reads [`AuthRefusals`] (counted by [`AuthFailure`]) from
 //! [`Node::auth_refusals`](crate::Node::auth_refusals) for its metrics. The exchange itself
 //! runs inside the link machine ([`bus::links`](crate::bus::links)) and the registry
 //! machines; [`Transcript`], [`ClusterKeys::prove`] and [`ClusterKeys::check`] are public so
