@@ -20,8 +20,7 @@ use std::{
 use bytes::Bytes;
 use mio::{Events, Interest, Poll, Registry, Token, net::TcpListener};
 use switchboard_core::{
-    RpcOutput,
-    bus::handshake::NonceEntropy,
+    NonceEntropy, RpcOutput,
     config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
     node::{Event, Node, SendError, Status, Target},

@@ -19,8 +19,7 @@ use std::{
 
 use bytes::{Bytes, BytesMut};
 use switchboard_core::{
-    bus::handshake::NonceEntropy, config::host_name, discovery::address::tcp_host_port,
-    rng::entropy_seed,
+    NonceEntropy, config::host_name, discovery::address::tcp_host_port, rng::entropy_seed,
 };
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},

@@ -18,11 +18,12 @@ use std::hint::black_box;
 use bytes::Bytes;
 use criterion::Criterion;
 use switchboard_core::{
+    auth::{
+        ClusterKey, ClusterKeys, Context, NonceEntropy, NonceSource, ROLE_ACCEPTOR, ROLE_DIALLER,
+        Side, Transcript,
+    },
     bus::{
-        handshake::{
-            ClusterKey, ClusterKeys, Context, NonceEntropy, NonceSource, PROTOCOL_VERSIONS,
-            ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
-        },
+        handshake::PROTOCOL_VERSIONS,
         links::{LinkEvent, LinkSettings, LinkSink, Links},
     },
     ids::{LinkId, NodeId},

@@ -35,7 +35,7 @@ use switchboard_benches::transport::{
     ours::{OursCluster, OursRoute, SendApi, run_ours},
     run_on_workers, runtime,
 };
-use switchboard_core::bus::handshake::ClusterKey;
+use switchboard_core::ClusterKey;
 use switchboard_tokio::Transport;
 use tokio::runtime::Runtime;
 

@@ -17,7 +17,7 @@
 use alloc::{borrow::ToOwned, collections::BTreeMap, string::String, vec, vec::Vec};
 use core::net::SocketAddr;
 
-use crate::bus::handshake::ClusterKey;
+use crate::auth::ClusterKey;
 use crate::{
     discovery::{
         DiscoveryInfo, TopologyData, TopologyInfo,
@@ -126,10 +126,10 @@ pub struct Config {
     /// (both adapters fill it when it is all zeros). Zeros (the default): none given — a node
     /// with cluster keys refuses to start ([`ConfigError::NoNonceEntropy`]); the simulator
     /// and tests opt in to replayable nonces with
-    /// [`NonceEntropy::deterministic_for_tests`](crate::bus::handshake::NonceEntropy::deterministic_for_tests).
+    /// [`NonceEntropy::deterministic_for_tests`](crate::auth::NonceEntropy::deterministic_for_tests).
     /// Never read from a file.
     #[serde(skip)]
-    pub nonce_entropy: crate::bus::handshake::NonceEntropy,
+    pub nonce_entropy: crate::auth::NonceEntropy,
     /// Seed of the node's random generator (jitter, random picks). Default 0. The node mixes
     /// in its id, so nodes sharing a seed still draw different jitter; set distinct seeds to
     /// replay a particular run.
@@ -209,7 +209,7 @@ impl Default for Config {
             max_pending_handshakes: 256,
             cluster_token: crate::secret::Secret::default(),
             cluster_keys: Vec::new(),
-            nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
+            nonce_entropy: crate::auth::NonceEntropy::default(),
             rng_seed: 0,
             upstream: NodeId::NONE,
             upstream_address: String::new(),
@@ -323,13 +323,13 @@ impl Config {
     /// The keys this node authenticates with: `cluster_keys`, or the key derived from a
     /// legacy `cluster_token` when no keys are given (empty: no authentication).
     #[must_use]
-    pub fn auth_keys(&self) -> crate::bus::handshake::ClusterKeys {
+    pub fn auth_keys(&self) -> crate::auth::ClusterKeys {
         if self.cluster_keys.is_empty() && !self.cluster_token.is_empty() {
-            return crate::bus::handshake::ClusterKeys::new(&[ClusterKey::from_token(
+            return crate::auth::ClusterKeys::new(&[ClusterKey::from_token(
                 self.cluster_token.expose().as_bytes(),
             )]);
         }
-        crate::bus::handshake::ClusterKeys::new(&self.cluster_keys)
+        crate::auth::ClusterKeys::new(&self.cluster_keys)
     }
 
     /// Checks every field; the first problem (in field order) is returned.
@@ -347,7 +347,7 @@ impl Config {
         if !self.id.is_valid() {
             return Err(ConfigError::ReservedNodeId);
         }
-        if self.cluster_keys.len() > crate::bus::handshake::MAX_KEYS {
+        if self.cluster_keys.len() > crate::auth::MAX_KEYS {
             return Err(ConfigError::TooManyKeys {
                 count: self.cluster_keys.len(),
             });
@@ -475,7 +475,7 @@ const IDENTITY_SEED: u32 = 0x0100_0193;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// Cluster keys without the driver's [`NonceEntropy`](crate::bus::handshake::NonceEntropy)
+    /// Cluster keys without the driver's [`NonceEntropy`](crate::auth::NonceEntropy)
     /// (all zeros): the handshake nonces would repeat after every restart. Checked by
     /// `Node::new` (the adapters fill the entropy from the OS; the simulator and tests opt in
     /// with `NonceEntropy::deterministic_for_tests`).
@@ -826,7 +826,7 @@ mod tests {
         assert_eq!(read.cluster_token.expose(), "s3cret-token");
         assert_eq!(
             read.auth_keys(),
-            crate::bus::handshake::ClusterKeys::new(&[ClusterKey::from_token(b"s3cret-token")])
+            crate::auth::ClusterKeys::new(&[ClusterKey::from_token(b"s3cret-token")])
         );
     }
 

@@ -11,7 +11,10 @@
 //! [`Status`]), the configuration ([`Config`], [`ConfigError`]), ids and time ([`NodeId`],
 //! [`LinkId`], [`MsgId`], [`Instant`], [`Duration`]), outcomes ([`Outcome`], [`FailReason`])
 //! the records nodes publish ([`DiscoveryInfo`], [`TopologyInfo`], [`Filter`]) and the call
-//! vocabulary ([`CallSpec`], [`CallOutcome`], [`RpcOutput`], ...).
+//! vocabulary ([`CallSpec`], [`CallOutcome`], [`RpcOutput`], ...), and what configuring a
+//! node takes besides plain data: cluster keys and nonce entropy ([`ClusterKey`],
+//! [`NonceEntropy`], with [`AuthFailure`] / [`AuthRefusals`] for what refused proofs count)
+//! and the ring's [`HashMode`].
 //!
 //! # Driving a node
 //!
@@ -128,16 +131,28 @@
 //! - [`wire`]: the frame codec of links and the registry protocol — encode into reused
 //!   buffers, a total decoder, and stream reassembly.
 //! - [`backoff`]: reconnect delays (exponential, capped, jittered) as plain numbers.
+//! - [`auth`]: cluster-key authentication — [`ClusterKey`] / [`ClusterKeys`] (configured in
+//!   [`Config::cluster_keys`] and the registry's configuration), the [`NonceEntropy`] a driver
+//!   hands in, the [`AuthFailure`] kinds and the [`AuthRefusals`] counts it reports, and the
+//!   proof itself (transcript, prove, check) for peer implementations and tests.
+//! - [`ring`] and [`hash`]: the consistent-hash rings messages and calls are placed on
+//!   ([`ring::Ring`], one ring per filter in [`ring::RingSet`]) and the key and point hashes,
+//!   with the [`HashMode`] that picks this crate's fast hash or a libatapp-compatible one.
+//! - [`timer`]: [`timer::TimerQueue`], the keyed deadline queue every deadline of the crate
+//!   lives in (arm, replace, cancel by key; pop what is due).
 //! - `sim` (feature `sim`): the deterministic multi-node simulator the scenario tests, fuzz
 //!   targets and seed runner drive.
 //!
-//! The building blocks the node composes — `bus` (the link table: handshake, heartbeats,
-//! inbound delivery with coalesced acks, relaying), `endpoint` (one outbox per target: queued
-//! → in flight → acknowledged or given up), `connector` (route records and the routing
-//! decision, also for relayed frames), `ring` / `hash` / `select` (consistent-hash rings and
-//! target selection) and `timer` (the keyed deadline queue every deadline lives in) — are
-//! public for the benches, fuzz targets and tests that exercise them directly, but hidden from
-//! these docs: they are not part of the API a driver relies on.
+//! # Building blocks
+//!
+//! The sans-IO machines the node composes are public too, documented for whoever drives or
+//! measures one directly (the benches time them one by one, the fuzz targets feed them):
+//! [`bus`] (the link table: handshake, heartbeats, inbound delivery with coalesced acks,
+//! relaying), [`endpoint`] (one outbox per target: queued → in flight → acknowledged or given
+//! up), [`connector`] (route records and the routing decision, also for relayed frames) and
+//! [`perimeter`] (which routes and relays are allowed). A driver needs none of them: [`Node`]
+//! and the root re-exports are the API a driver relies on, and the building blocks change as
+//! the node's composition does.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -151,17 +166,14 @@ extern crate std;
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
+pub mod auth;
 pub mod backoff;
-#[doc(hidden)]
 pub mod bus;
 pub mod config;
-#[doc(hidden)]
 pub mod connector;
 pub mod discovery;
-#[doc(hidden)]
 pub mod endpoint;
 pub mod event;
-#[doc(hidden)]
 pub mod hash;
 pub mod ids;
 pub mod node;
@@ -169,7 +181,6 @@ pub mod outcome;
 pub mod output;
 pub mod perimeter;
 pub mod registry;
-#[doc(hidden)]
 pub mod ring;
 pub mod rng;
 pub mod rpc;
@@ -180,14 +191,15 @@ pub mod select;
 pub mod sim;
 pub mod status;
 pub mod time;
-#[doc(hidden)]
 pub mod timer;
 pub mod topology;
 pub mod wire;
 
+pub use auth::{AuthFailure, AuthRefusals, ClusterKey, ClusterKeys, NonceEntropy};
 pub use config::{Config, ConfigError};
 pub use connector::{RouteEvent, RouteFlags, RouteView};
 pub use discovery::{DiscoveryInfo, Filter, TopologyInfo};
+pub use hash::HashMode;
 pub use ids::{LinkId, MsgId, NodeId};
 pub use node::{
     EndpointStatus, Event, Evidence, LinkError, LinkStatus, Node, Output, RegistryIgnored,

@@ -8,7 +8,7 @@ mod common;
 use bytes::Bytes;
 use common::node_config;
 use switchboard_core::{
-    bus::handshake::ClusterKey,
+    auth::ClusterKey,
     ids::NodeId,
     node::{Event, Target},
     outcome::Outcome,

@@ -415,10 +415,11 @@ pub fn sim_seed(data: &[u8]) {
 /// Panics (which the fuzzer reports) when a stranger gets through or anything panics.
 pub fn handshake(data: &[u8]) {
     use switchboard_core::{
-        bus::handshake::{
-            ClusterKey, ClusterKeys, Context, NonceEntropy, PROTOCOL_VERSIONS, ROLE_ACCEPTOR,
-            ROLE_DIALLER, Side, Transcript,
+        auth::{
+            ClusterKey, ClusterKeys, Context, NonceEntropy, ROLE_ACCEPTOR, ROLE_DIALLER, Side,
+            Transcript,
         },
+        bus::handshake::PROTOCOL_VERSIONS,
         config::Config,
         ids::NodeId,
         node::{Event, Node, Output},

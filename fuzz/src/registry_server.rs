@@ -16,9 +16,8 @@
 //!   identity secret — never for raw bytes, never for a register with a wrong proof.
 
 use switchboard_core::{
-    bus::handshake::{
-        ClusterKey, ClusterKeys, Context, PROTOCOL_VERSIONS, ROLE_DIALLER, Side, Transcript,
-    },
+    auth::{ClusterKey, ClusterKeys, Context, ROLE_DIALLER, Side, Transcript},
+    bus::handshake::PROTOCOL_VERSIONS,
     discovery::{DiscoveryInfo, IdentityProof, published_identity},
     ids::NodeId,
     registry::server::{ConnId, RegistryServer, ServerConfig, ServerEvent, ServerOutput},

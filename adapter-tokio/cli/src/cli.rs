@@ -381,7 +381,7 @@ pub(crate) struct NodeArgs {
     /// libatapp main since commit 45f5fda, unreleased: 80 name points). Config file:
     /// `ring_hash_mode` in the [core] table.
     #[arg(long, value_name = "MODE", value_parser = parse_hash_mode)]
-    pub(crate) ring_hash: Option<switchboard_core::hash::HashMode>,
+    pub(crate) ring_hash: Option<switchboard_core::HashMode>,
     /// TOML config file; flags override its values.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
@@ -699,8 +699,8 @@ pub(crate) fn admin_addr(text: &str) -> Result<SocketAddr, String> {
 }
 
 /// Parses a ring hash mode spelling (`fast`, `libatapp-v0.12`, `libatapp-main`).
-pub(crate) fn parse_hash_mode(text: &str) -> Result<switchboard_core::hash::HashMode, String> {
-    switchboard_core::hash::HashMode::parse(text)
+pub(crate) fn parse_hash_mode(text: &str) -> Result<switchboard_core::HashMode, String> {
+    switchboard_core::HashMode::parse(text)
         .ok_or_else(|| format!("expected fast, libatapp-v0.12 or libatapp-main, got {text:?}"))
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use switchboard_core::bus::handshake::ClusterKey;
+use switchboard_core::ClusterKey;
 
 use crate::{cli::KeyArgs, error::CliError};
 

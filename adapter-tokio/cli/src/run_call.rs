@@ -62,7 +62,7 @@ pub(crate) fn selection(key: Option<String>) -> Select {
 pub(crate) fn client_core(
     role: &str,
     pid: u32,
-    keys: Vec<switchboard_core::bus::handshake::ClusterKey>,
+    keys: Vec<switchboard_core::ClusterKey>,
 ) -> Result<switchboard_core::config::Config, CliError> {
     let mut core = core_config(
         None,

@@ -203,7 +203,7 @@ pub fn render(metrics: &Metrics) -> String {
     for (name, help, value) in registry_counters {
         scalar(&mut out, name, "counter", help, value);
     }
-    let kinds = switchboard_core::bus::handshake::AuthFailure::ALL
+    let kinds = switchboard_core::AuthFailure::ALL
         .iter()
         .map(|f| f.as_str().to_owned());
     labelled(

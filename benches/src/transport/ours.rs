@@ -26,7 +26,7 @@ use std::{
 
 use bytes::Bytes;
 use switchboard_core::{
-    bus::handshake::{ClusterKey, ClusterKeys},
+    auth::{ClusterKey, ClusterKeys},
     ids::NodeId,
     outcome::Outcome,
     registry::server::ServerConfig,

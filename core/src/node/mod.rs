@@ -426,7 +426,7 @@ impl Node {
 
     /// Handshakes this node refused for authentication (its cluster keys), by kind.
     #[must_use]
-    pub fn auth_refusals(&self) -> crate::bus::handshake::AuthRefusals {
+    pub fn auth_refusals(&self) -> crate::auth::AuthRefusals {
         self.links.auth_refusals()
     }
 

@@ -163,11 +163,11 @@ impl SimNode for Node {
     /// The simulator opts in to replayable handshake nonces: a config with cluster keys and
     /// no entropy gets [`NonceEntropy::deterministic_for_tests`].
     ///
-    /// [`NonceEntropy::deterministic_for_tests`]: crate::bus::handshake::NonceEntropy::deterministic_for_tests
+    /// [`NonceEntropy::deterministic_for_tests`]: crate::auth::NonceEntropy::deterministic_for_tests
     fn start(config: &Config, now: Instant) -> Result<Node, ConfigError> {
         let mut config = config.clone();
         if config.nonce_entropy.is_empty() {
-            config.nonce_entropy = crate::bus::handshake::NonceEntropy::deterministic_for_tests();
+            config.nonce_entropy = crate::auth::NonceEntropy::deterministic_for_tests();
         }
         Node::new(config, now)
     }

@@ -7,6 +7,7 @@
     reason = "each scenario file uses a different subset of these helpers"
 )]
 
+pub mod group_d;
 pub mod rpc;
 
 use switchboard_core::{

@@ -195,7 +195,7 @@ pub(crate) fn transport(
 pub(crate) struct Joined {
     pub(crate) registry: RegistrySpec,
     pub(crate) transport: switchboard_tokio::Transport,
-    pub(crate) keys: Vec<switchboard_core::bus::handshake::ClusterKey>,
+    pub(crate) keys: Vec<switchboard_core::ClusterKey>,
 }
 
 impl crate::cli::ClusterArgs {
@@ -477,13 +477,7 @@ pub(crate) fn merge_secrets(
     tls: &crate::cli::TlsArgs,
     file: FileSecrets,
     config: Option<&Path>,
-) -> Result<
-    (
-        Vec<switchboard_core::bus::handshake::ClusterKey>,
-        crate::cli::TlsArgs,
-    ),
-    CliError,
-> {
+) -> Result<(Vec<switchboard_core::ClusterKey>, crate::cli::TlsArgs), CliError> {
     let path = |flag: &Option<PathBuf>, file: Option<PathBuf>| {
         flag.clone()
             .or_else(|| file.map(|p| relative_to(config, p)))

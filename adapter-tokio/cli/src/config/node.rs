@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn the_ring_hash_mode_is_the_flag_over_the_core_table() {
-        use switchboard_core::hash::HashMode;
+        use switchboard_core::HashMode;
         let text = "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
                     registry = \"127.0.0.1:7000\"\n[core]\nring_hash_mode = \"libatapp-v0.12\"\n";
         let (_dir, path) = write_config(text);
@@ -433,8 +433,7 @@ mod tests {
                 .expect("write");
         }
         let options = NodeOptions::resolve(bare_args(Some(path.clone()))).expect("valid");
-        let expected =
-            |hex: &str| switchboard_core::bus::handshake::ClusterKey::from_hex(hex).expect("a key");
+        let expected = |hex: &str| switchboard_core::ClusterKey::from_hex(hex).expect("a key");
         assert_eq!(
             options.core.cluster_keys,
             vec![expected(&key_a), expected(&key_b)]

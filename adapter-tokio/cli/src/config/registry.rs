@@ -108,7 +108,7 @@ impl RegistryOptions {
         if let Some(path) = concern_path {
             server.concern = concern::read_concern_file(&path)?;
         }
-        server.keys = switchboard_core::bus::handshake::ClusterKeys::new(&keys);
+        server.keys = switchboard_core::ClusterKeys::new(&keys);
         Ok(RegistryOptions {
             listen,
             server,

@@ -6,8 +6,8 @@
 use std::{collections::BTreeMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use switchboard_core::{
+    ClusterKey,
     backoff::{BackoffConfig, Jitter},
-    bus::handshake::ClusterKey,
     config::Config,
     ids::NodeId,
     registry::server::ServerConfig,
@@ -343,7 +343,7 @@ pub(crate) fn server_config() -> ServerConfig {
 
 /// `config` with the cluster keys.
 fn keyed(mut config: ServerConfig, keys: &[ClusterKey]) -> ServerConfig {
-    config.keys = switchboard_core::bus::handshake::ClusterKeys::new(keys);
+    config.keys = switchboard_core::ClusterKeys::new(keys);
     config
 }
 

@@ -96,7 +96,7 @@ pub(crate) struct DemoOptions {
     /// Plain TCP or mutual TLS for every node and the registry (all with the one certificate).
     pub(crate) transport: switchboard_tokio::Transport,
     /// The cluster keys of every node and the registry.
-    pub(crate) keys: Vec<switchboard_core::bus::handshake::ClusterKey>,
+    pub(crate) keys: Vec<switchboard_core::ClusterKey>,
 }
 
 impl DemoOptions {

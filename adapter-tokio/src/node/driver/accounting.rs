@@ -11,7 +11,7 @@ use switchboard_core::{
     registry::RegistryEvent,
 };
 
-use switchboard_core::bus::links::LinkError;
+use switchboard_core::LinkError;
 
 use super::links::Links;
 

@@ -86,14 +86,14 @@ pub use receive::{AnyRelay, Inbound, Relay, Relays};
 pub use view::LinkView;
 
 use super::{
-    handshake::{
-        AuthFailure, AuthRefusals, ClusterKeys, NonceEntropy, NonceSource, PROTOCOL_VERSIONS,
-        ReplayGuard, Transcript,
-    },
+    handshake::PROTOCOL_VERSIONS,
     heartbeat::{Beat, Heartbeat},
     stream::RecvStreams,
 };
 use crate::{
+    auth::{
+        AuthFailure, AuthRefusals, ClusterKeys, NonceEntropy, NonceSource, ReplayGuard, Transcript,
+    },
     ids::{IdSource, LinkId, NodeId},
     rng::Rng,
     time::{Duration, Instant},

@@ -5,11 +5,9 @@ use bytes::Bytes;
 
 use super::{AwaitingAuth, Down, LinkError, LinkEvent, LinkSink, Links, MAX_HOPS, Phase};
 use crate::{
+    auth::{AuthFailure, Context, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript},
     bus::{
-        handshake::{
-            self, AuthFailure, Context, PROTOCOL_VERSIONS, PeerHello, ROLE_ACCEPTOR, ROLE_DIALLER,
-            Side, Transcript,
-        },
+        handshake::{self, PROTOCOL_VERSIONS, PeerHello},
         heartbeat::Heartbeat,
         stream::Verdict,
     },

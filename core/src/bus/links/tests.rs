@@ -23,13 +23,13 @@ fn settings(max_pending: usize) -> LinkSettings {
         own: OWN,
         name: "own".to_string(),
         incarnation: 9,
-        keys: crate::bus::handshake::ClusterKeys::default(),
+        keys: crate::auth::ClusterKeys::default(),
         heartbeat_interval: Duration::from_millis(1_500),
         heartbeat_dead_after: 3,
         handshake_timeout: Duration::from_secs(10),
         max_pending_handshakes: max_pending,
         max_frame: wire::DEFAULT_MAX_FRAME,
-        nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
+        nonce_entropy: crate::auth::NonceEntropy::default(),
     }
 }
 
@@ -456,7 +456,7 @@ fn a_connection_beyond_max_pending_handshakes_closes_the_oldest_silent_one() {
 /// chosen last, after every older and newer one that sent no whole `Hello`.
 #[test]
 fn a_pending_handshake_that_sent_its_hello_is_closed_last() {
-    use crate::bus::handshake::{ClusterKey, ClusterKeys, NonceEntropy};
+    use crate::auth::{ClusterKey, ClusterKeys, NonceEntropy};
     let mut keyed = settings(2);
     keyed.keys = ClusterKeys::new(&[ClusterKey::new([3; 32])]);
     keyed.nonce_entropy = NonceEntropy::deterministic_for_tests();

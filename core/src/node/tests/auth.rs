@@ -8,10 +8,11 @@ use bytes::Bytes;
 
 use super::{frames::bytes, *};
 use crate::{
-    bus::handshake::{
-        AuthFailure, AuthRefusals, ClusterKey, ClusterKeys, Context, NonceEntropy,
-        PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
+    auth::{
+        AuthFailure, AuthRefusals, ClusterKey, ClusterKeys, Context, NonceEntropy, ROLE_ACCEPTOR,
+        ROLE_DIALLER, Side, Transcript,
     },
+    bus::handshake::PROTOCOL_VERSIONS,
     outcome::FailReason,
     wire::{self, Challenge, Decoded, Frame, RefuseReason},
 };

@@ -51,6 +51,7 @@
 //!   too, as from etcd.
 //! * **Liveness**: a `Heartbeat{epoch, sequence}` every `heartbeat_interval` while connected.
 
+mod grace;
 mod types;
 pub mod view;
 
@@ -64,9 +65,8 @@ pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;
 use crate::{
-    bus::handshake::{
-        AuthFailure, NonceSource, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
-    },
+    auth::{AuthFailure, NonceSource, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript},
+    bus::handshake::PROTOCOL_VERSIONS,
     discovery::{DiscoveryInfo, TopologyInfo},
     registry::{
         limits::{RecordField, RecordTooLarge},
@@ -194,7 +194,7 @@ impl RegistryClient {
 
     /// Peers kept inside the grace of a new-epoch snapshot, with their deadlines.
     pub fn in_grace(&self) -> impl Iterator<Item = (&EntryKey, &Instant)> + '_ {
-        self.view.missing.iter()
+        self.view.in_grace.iter()
     }
 
     /// The epoch of the latest snapshot.
@@ -280,7 +280,7 @@ impl RegistryClient {
     ) {
         let hint = self.config.keys.current_id().unwrap_or_default();
         let transcript = |role| Transcript {
-            context: crate::bus::handshake::Context::Registry,
+            context: crate::auth::Context::Registry,
             role,
             hint,
             result: Ok(()),

@@ -53,12 +53,12 @@ pub struct ClientConfig {
     /// The cluster keys (none: no authentication). With keys the client opens every
     /// connection with `Hello`, checks the registry's proof, proves a key (`Auth`), and only
     /// then registers ([`crate::bus::handshake`]).
-    pub keys: crate::bus::handshake::ClusterKeys,
+    pub keys: crate::auth::ClusterKeys,
     /// Seed of the handshake nonces: secret (a node derives it from its entropy-mixed
     /// `rng_seed`), unlike `seed`.
     pub nonce_seed: u64,
     /// The driver's randomness for handshake nonces (zeros: `nonce_seed` alone).
-    pub nonce_entropy: crate::bus::handshake::NonceEntropy,
+    pub nonce_entropy: crate::auth::NonceEntropy,
 }
 
 impl ClientConfig {
@@ -83,9 +83,9 @@ impl ClientConfig {
             limits: RecordLimits::default(),
             identity_proof: None,
             seed: 0,
-            keys: crate::bus::handshake::ClusterKeys::default(),
+            keys: crate::auth::ClusterKeys::default(),
             nonce_seed: 0,
-            nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
+            nonce_entropy: crate::auth::NonceEntropy::default(),
         }
     }
 }
@@ -213,7 +213,7 @@ pub enum ClientEvent {
     /// keys): the client closed the connection without registering, and retries on its
     /// backoff. Not believed either: the tokio adapter reports it as a disconnect, never as a
     /// conflict.
-    Unauthenticated(crate::bus::handshake::AuthFailure),
+    Unauthenticated(crate::auth::AuthFailure),
     /// The connection is gone (failed dial, close, silence, refusal or error); the next
     /// attempt is at `retry_at`.
     Disconnected {

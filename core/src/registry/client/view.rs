@@ -14,7 +14,7 @@ use alloc::{
     string::String,
 };
 
-use super::ClientOutput;
+use super::{ClientOutput, grace::GraceTimers};
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     registry::RegistryEvent,
@@ -51,8 +51,8 @@ fn same_version(held: u64, new: u64) -> bool {
 #[derive(Debug, Default)]
 pub(super) struct View {
     pub(super) peers: BTreeMap<EntryKey, Peer>,
-    /// Peers missing from a new-epoch snapshot → when their grace ends.
-    pub(super) missing: BTreeMap<EntryKey, Instant>,
+    /// Peers missing from a new-epoch snapshot, until their grace ends.
+    pub(super) in_grace: GraceTimers,
     pub(super) epoch: Option<u64>,
     generation: u64,
     /// Latest registry revision seen in the current epoch.
@@ -66,7 +66,7 @@ impl View {
     }
 
     pub(super) fn grace_deadline(&self) -> Option<Instant> {
-        self.missing.values().min().copied()
+        self.in_grace.next_deadline()
     }
 
     /// Merges a snapshot; returns (new epoch, peers now inside the grace).
@@ -89,7 +89,7 @@ impl View {
                 continue;
             };
             present.insert(key.clone());
-            self.missing.remove(&key);
+            self.in_grace.end(&key);
             self.upsert(key, entry, out);
         }
         let absent: alloc::vec::Vec<EntryKey> = self
@@ -99,15 +99,16 @@ impl View {
             .cloned()
             .collect();
         for key in absent {
-            if new_epoch || self.missing.contains_key(&key) {
-                // Not back with the new registry yet (or still inside an earlier grace).
-                self.missing.entry(key).or_insert(now + grace);
+            if new_epoch || self.in_grace.contains(&key) {
+                // Not back with the new registry yet (or still inside an earlier grace, whose
+                // deadline stays).
+                self.in_grace.start(key, now + grace);
             } else {
                 let revision = self.map(snapshot.revision);
                 self.remove(&key, revision, out);
             }
         }
-        (new_epoch, self.missing.len())
+        (new_epoch, self.in_grace.len())
     }
 
     pub(super) fn put(
@@ -118,7 +119,7 @@ impl View {
     ) {
         self.revision = self.revision.max(revision);
         if let Some(key) = EntryKey::of(&entry.discovery) {
-            self.missing.remove(&key);
+            self.in_grace.end(&key);
             self.upsert(key, entry, out);
         }
     }
@@ -134,22 +135,16 @@ impl View {
         self.remove(key, mapped, out);
     }
 
-    /// Deletes every peer whose grace ended at or before `now`.
+    /// Deletes every peer whose grace ended at or before `now`, earliest deadline first.
     pub(super) fn expire(&mut self, now: Instant, out: &mut VecDeque<ClientOutput>) {
-        let due: alloc::vec::Vec<EntryKey> = self
-            .missing
-            .iter()
-            .filter(|(_, deadline)| **deadline <= now)
-            .map(|(k, _)| k.clone())
-            .collect();
         let revision = self.map(self.revision);
-        for key in due {
+        while let Some(key) = self.in_grace.pop_expired(now) {
             self.remove(&key, revision, out);
         }
     }
 
     fn remove(&mut self, key: &EntryKey, revision: u64, out: &mut VecDeque<ClientOutput>) {
-        self.missing.remove(key);
+        self.in_grace.end(key);
         let Some(peer) = self.peers.remove(key) else {
             return;
         };

@@ -88,10 +88,8 @@ pub use types::{
 };
 
 use crate::{
-    bus::handshake::{
-        self, AuthFailure, PROTOCOL_VERSIONS, ROLE_ACCEPTOR, ROLE_DIALLER, ReplayGuard, Side,
-        Transcript,
-    },
+    auth::{self, AuthFailure, ROLE_ACCEPTOR, ROLE_DIALLER, ReplayGuard, Side, Transcript},
+    bus::handshake::PROTOCOL_VERSIONS,
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
     registry::limits::{RecordField, RecordTooLarge},
@@ -202,7 +200,7 @@ pub struct RegistryServer {
     timers: TimerQueue<Timer>,
     out: VecDeque<ServerOutput>,
     /// Handshake nonces.
-    nonces: handshake::NonceSource,
+    nonces: auth::NonceSource,
     /// Client nonces seen lately.
     replay: ReplayGuard,
 }
@@ -214,7 +212,7 @@ impl RegistryServer {
     pub fn new(config: ServerConfig, seed: u64) -> RegistryServer {
         let mut rng = Rng::new(seed);
         let epoch = rng.next_u64().max(1);
-        let nonces = handshake::NonceSource::new(&config.nonce_entropy, &mut rng);
+        let nonces = auth::NonceSource::new(&config.nonce_entropy, &mut rng);
         RegistryServer {
             config,
             epoch,
@@ -491,7 +489,7 @@ impl RegistryServer {
             nonce: self.nonces.next_nonce(),
         };
         let transcript = |role| Transcript {
-            context: handshake::Context::Registry,
+            context: auth::Context::Registry,
             role,
             hint: challenge.key_id,
             result: Ok(()),

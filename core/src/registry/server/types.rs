@@ -85,9 +85,9 @@ pub struct ServerConfig {
     /// The cluster keys (none: no authentication). With keys, a client must open with
     /// `Hello` and prove a key (`Auth`) before it registers or reads anything, and the
     /// registry proves the key to it ([`crate::bus::handshake`]).
-    pub keys: crate::bus::handshake::ClusterKeys,
+    pub keys: crate::auth::ClusterKeys,
     /// The driver's randomness for handshake nonces (zeros: the server's seed alone).
-    pub nonce_entropy: crate::bus::handshake::NonceEntropy,
+    pub nonce_entropy: crate::auth::NonceEntropy,
 }
 
 impl Default for ServerConfig {
@@ -102,8 +102,8 @@ impl Default for ServerConfig {
             max_labels: DEFAULT_MAX_LABELS,
             max_custom_data: DEFAULT_MAX_CUSTOM_DATA,
             max_snapshot_part: DEFAULT_MAX_SNAPSHOT_PART,
-            keys: crate::bus::handshake::ClusterKeys::default(),
-            nonce_entropy: crate::bus::handshake::NonceEntropy::default(),
+            keys: crate::auth::ClusterKeys::default(),
+            nonce_entropy: crate::auth::NonceEntropy::default(),
         }
     }
 }
@@ -260,7 +260,7 @@ pub struct ServerStats {
     /// header for theirs ([`ServerEvent::TooLarge`]).
     pub records_too_large: u64,
     /// Connections refused for authentication, by kind.
-    pub auth_refusals: crate::bus::handshake::AuthRefusals,
+    pub auth_refusals: crate::auth::AuthRefusals,
 }
 
 /// Why the server closed a connection on a client's fault.
@@ -404,7 +404,7 @@ pub enum ServerEvent {
         /// The connection.
         conn: ConnId,
         /// Why.
-        failure: crate::bus::handshake::AuthFailure,
+        failure: crate::auth::AuthFailure,
     },
     /// An unregistered connection was closed after `access_timeout`.
     AccessTimeout {

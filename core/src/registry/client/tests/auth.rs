@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 
 use super::{ClientEvent, add, view};
 use crate::{
-    bus::handshake::{AuthFailure, ClusterKey, ClusterKeys},
+    auth::{AuthFailure, ClusterKey, ClusterKeys},
     registry::{
         fixtures::{client_config, disc, secs},
         server::{ServerConfig, ServerEvent},

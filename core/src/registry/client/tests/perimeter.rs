@@ -7,7 +7,7 @@ use alloc::{vec, vec::Vec};
 
 use super::{ClientError, ClientEvent, ClientOutput, RegistryClient, add, net};
 use crate::{
-    bus::handshake::{ClusterKey, ClusterKeys},
+    auth::{ClusterKey, ClusterKeys},
     discovery::DiscoveryInfo,
     registry::{
         fixtures::{client_config, disc, secs},

@@ -6,9 +6,7 @@ use alloc::{vec, vec::Vec};
 
 use super::*;
 use crate::{
-    bus::handshake::{
-        AuthFailure, ClusterKey, ClusterKeys, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript,
-    },
+    auth::{AuthFailure, ClusterKey, ClusterKeys, ROLE_ACCEPTOR, ROLE_DIALLER, Side, Transcript},
     registry::fixtures::secs,
     wire::{Auth, Challenge, Decoded, Hello},
 };
@@ -56,7 +54,7 @@ fn hello_ack(out: &[ServerOutput]) -> HelloAck<'static> {
 /// The registry transcript of a client whose `Hello` named `keys`' current key.
 fn transcript(keys: &ClusterKeys, role: u8, ours: [u8; 32], ack: &HelloAck<'_>) -> Transcript {
     Transcript {
-        context: crate::bus::handshake::Context::Registry,
+        context: crate::auth::Context::Registry,
         role,
         hint: keys.current_id().expect("keys"),
         result: Ok(()),

@@ -246,9 +246,9 @@ fn before_registration_only_the_handshake_kinds_each_within_its_size() {
 
 #[test]
 fn a_keyed_registry_refuses_an_announced_16_mib_frame_before_authentication() {
-    use crate::bus::handshake::ClusterKeys;
+    use crate::auth::ClusterKeys;
     let config = ServerConfig {
-        keys: ClusterKeys::new(&[crate::bus::handshake::ClusterKey::new([7; 32])]),
+        keys: ClusterKeys::new(&[crate::auth::ClusterKey::new([7; 32])]),
         ..ServerConfig::default()
     };
     let mut s = RegistryServer::new(config, SEED);
