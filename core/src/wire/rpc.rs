@@ -156,6 +156,19 @@ pub const fn reply_len(payload_len: usize) -> usize {
     1 + 8 + 8 + payload_len
 }
 
+/// The encoded length of `message`.
+#[must_use]
+pub const fn rpc_len(message: &RpcMessage<'_>) -> usize {
+    match *message {
+        RpcMessage::Request {
+            method, payload, ..
+        } => request_len(method.len(), payload.len()),
+        RpcMessage::Reply { payload, .. } => reply_len(payload.len()),
+        RpcMessage::Refuse { .. } => 1 + 8 + 8 + 1,
+        RpcMessage::Cancel { .. } => 1 + 8 + 8,
+    }
+}
+
 /// Reads one RPC message that fills `bytes` exactly.
 ///
 /// # Errors
