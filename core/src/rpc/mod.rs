@@ -161,6 +161,9 @@ mod serving;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod machine_tests;
+
 use alloc::{string::String, vec::Vec};
 
 use bytes::Bytes;
