@@ -229,8 +229,9 @@ pub struct Node {
     /// life that may be new).
     dead: BTreeMap<NodeId, u64>,
     /// Calls, served methods, broadcasts: the RPC machine ([`crate::rpc`]; composed in
-    /// `node/rpc.rs`).
-    rpc: crate::rpc::Rpc,
+    /// `node/rpc.rs`). Boxed, so taking it out to run it with the node as its host is a
+    /// pointer move; `None` only while it runs.
+    rpc: Option<alloc::boxed::Box<crate::rpc::Rpc>>,
     /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
     perimeter: PerimeterCounts,
 }
@@ -318,6 +319,8 @@ impl Node {
             now,
             bus_rng.fork(),
         );
+        // Drawn after the forks: no other sequence moves.
+        let dedup_seed = bus_rng.next_u64();
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -337,14 +340,14 @@ impl Node {
             suspects: BTreeMap::new(),
             relayed: BTreeMap::new(),
             dead: BTreeMap::new(),
-            rpc: crate::rpc::Rpc::default(),
+            rpc: None,
             perimeter: PerimeterCounts::default(),
         };
         // In the first record already: no republication asked for.
-        node.rpc = crate::rpc::Rpc::new(
-            crate::rpc::RpcSettings::from_config(&node.config, incarnation),
+        node.rpc = Some(alloc::boxed::Box::new(crate::rpc::Rpc::new(
+            crate::rpc::RpcSettings::from_config(&node.config, incarnation, dedup_seed),
             node.config.serve.iter().map(alloc::string::String::as_str),
-        );
+        )));
         let world = World {
             topology: &node.topology,
             discovery: &node.discovery,
@@ -460,7 +463,7 @@ impl Node {
                 ),
                 earliest(flush, beats),
             ),
-            self.rpc.next_deadline(),
+            self.rpc.as_ref().and_then(|rpc| rpc.next_deadline()),
         )
     }
 

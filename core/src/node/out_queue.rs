@@ -17,8 +17,10 @@ use crate::{ids::LinkId, wire};
 pub(super) const MAX_TRANSMIT: usize = 64 * 1024;
 
 /// The least a `Data` frames' buffer starts with; it starts with the size of the previous
-/// one when that was larger (batches tend to repeat: one allocation, no regrowth).
-const OPEN_CAPACITY: usize = 2048;
+/// one when that was larger (batches tend to repeat: one allocation, no regrowth). Small,
+/// so a batch of one small message (a request, a reply) stays in the allocator's
+/// per-thread cache (2048 cost a request-reply cycle ~5 % more instructions).
+const OPEN_CAPACITY: usize = 512;
 
 #[derive(Debug, Default)]
 pub(super) struct OutQueue {

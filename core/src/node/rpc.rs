@@ -19,7 +19,7 @@ use crate::{
         ReplyError, RequestId, Rpc, RpcHost, RpcInput, RpcOutput, RpcStats, Select,
     },
     time::Instant,
-    wire::{self, RPC_MSG_TYPE, RpcMessage},
+    wire::RPC_MSG_TYPE,
 };
 
 impl Node {
@@ -46,13 +46,13 @@ impl Node {
 
     /// The methods this node serves, in order.
     pub fn served_methods(&self) -> impl Iterator<Item = &str> + '_ {
-        self.rpc.served_methods()
+        self.rpc.iter().flat_map(|rpc| rpc.served_methods())
     }
 
     /// The RPC layer's counters (in-flight calls counted now).
     #[must_use]
     pub fn rpc_stats(&self) -> RpcStats {
-        self.rpc.stats()
+        self.rpc.as_ref().map(|rpc| rpc.stats()).unwrap_or_default()
     }
 
     /// Calls `spec.method` on one of its servers, chosen by `spec.select`, and returns the
@@ -129,7 +129,7 @@ impl Node {
     /// A discovery record for `id` was applied: calls waiting for a method it serves look
     /// again, now.
     pub(super) fn rpc_servers_appeared(&mut self, now: Instant, id: NodeId) {
-        if !self.rpc.any_waiting() {
+        if !self.rpc.as_ref().is_some_and(|rpc| rpc.any_waiting()) {
             return;
         }
         let Some(info) = self.discovery.get_by_id(id) else {
@@ -163,12 +163,14 @@ impl Node {
     /// Runs `f` on the RPC machine with this node as its host, then hands it the inputs that
     /// arose meanwhile.
     fn with_rpc<T>(&mut self, f: impl FnOnce(&mut Rpc, &mut NodeHost<'_>) -> T) -> T {
-        let mut rpc = core::mem::take(&mut self.rpc);
+        let Some(mut rpc) = self.rpc.take() else {
+            unreachable!("the RPC machine never runs inside itself: its host calls no way in");
+        };
         let now = self.now;
         let mut host = NodeHost(self);
         let result = f(&mut rpc, &mut host);
         rpc.settle(now, &mut host);
-        self.rpc = rpc;
+        self.rpc = Some(rpc);
         result
     }
 }
@@ -178,20 +180,6 @@ struct NodeHost<'a>(&'a mut Node);
 
 impl RpcHost for NodeHost<'_> {
     fn send(
-        &mut self,
-        now: Instant,
-        to: NodeId,
-        message: &RpcMessage<'_>,
-        deadline: Instant,
-    ) -> Option<MsgId> {
-        let mut bytes = Vec::with_capacity(wire::rpc_len(message));
-        wire::encode_rpc(message, &mut bytes);
-        self.0
-            .send_rpc_message(now, to, RPC_MSG_TYPE, Bytes::from(bytes), deadline)
-            .ok()
-    }
-
-    fn send_copy(
         &mut self,
         now: Instant,
         to: NodeId,

@@ -65,7 +65,8 @@ impl Rpc {
                         caller_incarnation,
                         reason,
                     };
-                    host.send(now, from, &refuse, now + self.settings.message_timeout);
+                    let deadline = now + self.settings.message_timeout;
+                    self.send(now, from, &refuse, deadline, host);
                     return;
                 }
                 self.serving.first_time(key);

@@ -10,9 +10,9 @@
 //! message the machine sent (its ids carry [`MsgId::RPC_BIT`]), a peer's death or restart;
 //! plus a discovery record that brings servers and its deadlines.
 
-use alloc::{string::String, vec::Vec};
+use alloc::{collections::BTreeMap, string::String, vec::Vec};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::{
     BroadcastId, BroadcastSpec, Broadcasts, Call, CallError, CallId, CallOutcome, CallSpec,
@@ -32,21 +32,27 @@ use crate::{
 /// Largest RPC message (or broadcast payload) a `Data` frame can carry.
 pub(crate) const MAX_PAYLOAD_LEN: usize = wire::MAX_DATA_PAYLOAD;
 
+/// The least the encoder grows by: messages are encoded one after the other into one buffer
+/// and split off it (no allocation per message, and a message's copies in the outbox are
+/// reference counts).
+const ENCODER_CHUNK: usize = 16 * 1024;
+
+/// `message`, encoded into `encoder` and split off it.
+fn encode(encoder: &mut BytesMut, message: &RpcMessage<'_>) -> Bytes {
+    let len = wire::rpc_len(message);
+    if encoder.capacity() < len {
+        encoder.reserve(len.max(ENCODER_CHUNK));
+    }
+    wire::encode_rpc(message, encoder);
+    encoder.split().freeze()
+}
+
 /// What the machine asks of the node it runs in.
 pub(crate) trait RpcHost {
-    /// Hands the RPC message `message` for `to` to its outbox with `deadline`: its id (the
-    /// machine's: its outcome comes back as an [`RpcInput::Outcome`]), or `None` when the
-    /// node refused it at once (no route), so it provably never left.
+    /// Hands `payload` as a message of `msg_type` for `to` to its outbox with `deadline`:
+    /// its id (the machine's: its outcome comes back as an [`RpcInput::Outcome`]), or why the
+    /// node refused it at once (it provably never left).
     fn send(
-        &mut self,
-        now: Instant,
-        to: NodeId,
-        message: &RpcMessage<'_>,
-        deadline: Instant,
-    ) -> Option<MsgId>;
-    /// Hands one broadcast copy (`payload` as `msg_type`) for `to` to its outbox with
-    /// `deadline`: its id (the machine's, like [`send`](Self::send)), or why it was refused.
-    fn send_copy(
         &mut self,
         now: Instant,
         to: NodeId,
@@ -131,11 +137,14 @@ pub(crate) struct RpcSettings {
     pub(crate) max_call_budget: Duration,
     /// `Config::rpc_allow_self_calls`.
     pub(crate) allow_self_calls: bool,
+    /// The secret seed of the server's duplicate memory (whose keys peers choose).
+    pub(crate) dedup_seed: u64,
 }
 
 impl RpcSettings {
-    /// The settings of node incarnation `incarnation` configured by `config`.
-    pub(crate) fn from_config(config: &Config, incarnation: u64) -> RpcSettings {
+    /// The settings of node incarnation `incarnation` configured by `config`, its duplicate
+    /// memory seeded with `dedup_seed`.
+    pub(crate) fn from_config(config: &Config, incarnation: u64, dedup_seed: u64) -> RpcSettings {
         RpcSettings {
             own: config.id,
             incarnation,
@@ -144,6 +153,7 @@ impl RpcSettings {
             message_timeout: config.message_timeout,
             max_call_budget: config.max_call_budget,
             allow_self_calls: config.rpc_allow_self_calls,
+            dedup_seed,
         }
     }
 }
@@ -160,8 +170,12 @@ pub(crate) struct Rpc {
     pub(super) broadcasts: Broadcasts,
     /// Counters.
     pub(super) stats: RpcStats,
+    /// The filter ring of each method called so far (a ring, once registered, stays).
+    filters: BTreeMap<String, FilterId>,
     /// Whether the node was shut down.
     pub(super) shut_down: bool,
+    /// Where its messages are encoded ([`encode`]).
+    encoder: BytesMut,
 }
 
 impl Rpc {
@@ -169,6 +183,7 @@ impl Rpc {
     pub(crate) fn new<'a>(settings: RpcSettings, methods: impl Iterator<Item = &'a str>) -> Rpc {
         let mut rpc = Rpc {
             settings,
+            serving: Serving::with_seed(settings.dedup_seed),
             ..Rpc::default()
         };
         for method in methods {
@@ -248,7 +263,14 @@ impl Rpc {
             deadline = deadline.min(parent.deadline);
         }
         let grace_deadline = (now + spec.grace.unwrap_or(self.settings.grace)).min(deadline);
-        let filter = host.filter(super::servers_of(&spec.method));
+        let filter = match self.filters.get(spec.method.as_str()) {
+            Some(&filter) => filter,
+            None => {
+                let filter = host.filter(super::servers_of(&spec.method));
+                self.filters.insert(spec.method.clone(), filter);
+                filter
+            }
+        };
         let id = self.calls.next_id();
         self.calls.open(
             id,
@@ -301,7 +323,7 @@ impl Rpc {
             caller_incarnation,
             payload,
         };
-        host.send(now, caller, &message, inbound.deadline);
+        self.send(now, caller, &message, inbound.deadline, host);
         Ok(())
     }
 
@@ -319,7 +341,8 @@ impl Rpc {
                     call: call.0,
                     caller_incarnation: self.settings.incarnation,
                 };
-                host.send(now, server, &message, now + self.settings.message_timeout);
+                let deadline = now + self.settings.message_timeout;
+                self.send(now, server, &message, deadline, host);
                 self.finish(call, CallOutcome::Unknown(FailReason::Cancelled), host);
             }
         }
@@ -342,7 +365,7 @@ impl Rpc {
         let broadcast = self.broadcasts.start();
         let deadline = now + spec.timeout.unwrap_or(self.settings.message_timeout);
         for node in recipients {
-            match host.send_copy(now, node, spec.msg_type, spec.payload.clone(), deadline) {
+            match host.send(now, node, spec.msg_type, spec.payload.clone(), deadline) {
                 Ok(msg) => self.broadcasts.expect(broadcast, node, msg),
                 Err(reason) => self.broadcasts.record(broadcast, node, reason),
             }
@@ -441,7 +464,8 @@ impl Rpc {
             method: &call.method,
             payload: &call.payload,
         };
-        if let Some(msg) = host.send(now, server, &request, call.deadline) {
+        let bytes = encode(&mut self.encoder, &request);
+        if let Ok(msg) = host.send(now, server, wire::RPC_MSG_TYPE, bytes, call.deadline) {
             self.calls.sent(id, server, msg, now);
             true
         } else {
@@ -449,6 +473,22 @@ impl Rpc {
             self.calls.tried(id, server, FailReason::NoRoute);
             false
         }
+    }
+
+    /// Sends the RPC message `message` to `to` by `deadline` (best effort: a reply, refusal
+    /// or cancel that cannot leave is dropped; its outcome is the machine's and ends nothing).
+    pub(super) fn send(
+        &mut self,
+        now: Instant,
+        to: NodeId,
+        message: &RpcMessage<'_>,
+        deadline: Instant,
+        host: &mut impl RpcHost,
+    ) {
+        let bytes = encode(&mut self.encoder, message);
+        // Refused at once: nothing was sent, nothing is owed (the caller times out or picks
+        // again, the server's held request expires).
+        let _refused = host.send(now, to, wire::RPC_MSG_TYPE, bytes, deadline);
     }
 
     /// Ends the open call `id` with `outcome` and reports it.

@@ -55,31 +55,6 @@ impl RpcHost for Script {
         &mut self,
         _now: Instant,
         to: NodeId,
-        message: &RpcMessage<'_>,
-        deadline: Instant,
-    ) -> Option<MsgId> {
-        if self.unroutable.contains(&to) {
-            return None;
-        }
-        let mut bytes = Vec::new();
-        wire::encode_rpc(message, &mut bytes);
-        assert_eq!(bytes.len(), wire::rpc_len(message));
-        self.next_msg += 1;
-        let msg = MsgId(self.next_msg | MsgId::RPC_BIT);
-        self.queued.push(msg);
-        self.sent.push(Sent {
-            to,
-            bytes,
-            deadline,
-            msg,
-        });
-        Some(msg)
-    }
-
-    fn send_copy(
-        &mut self,
-        _now: Instant,
-        to: NodeId,
         _msg_type: u32,
         payload: Bytes,
         deadline: Instant,
@@ -89,6 +64,7 @@ impl RpcHost for Script {
         }
         self.next_msg += 1;
         let msg = MsgId(self.next_msg | MsgId::RPC_BIT);
+        self.queued.push(msg);
         self.sent.push(Sent {
             to,
             bytes: payload.to_vec(),
@@ -154,6 +130,7 @@ fn settings() -> RpcSettings {
         message_timeout: Duration::from_secs(8),
         max_call_budget: Duration::from_secs(60),
         allow_self_calls: false,
+        dedup_seed: 0x5eed,
     }
 }
 
