@@ -152,12 +152,18 @@ impl Node {
         self.with_rpc(|rpc, host| rpc.shutdown(now, host));
     }
 
-    /// Hands the RPC machine the inputs that arose since it last ran, if any.
-    #[inline]
+    /// Hands the RPC machine the inputs that arose since it last ran, if any (the check
+    /// inlined into every way in, `send` among them; the work out of line).
+    #[inline(always)]
     pub(super) fn settle_rpc(&mut self) {
         if !self.out.rpc.is_empty() {
-            self.with_rpc(|_, _| ());
+            self.settle_rpc_inputs();
         }
+    }
+
+    #[inline(never)]
+    fn settle_rpc_inputs(&mut self) {
+        self.with_rpc(|_, _| ());
     }
 
     /// Runs `f` on the RPC machine with this node as its host, then hands it the inputs that

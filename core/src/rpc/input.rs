@@ -192,20 +192,8 @@ impl Rpc {
             Evidence::NewIncarnation => FailReason::TargetRestarted,
             _ => FailReason::TargetGone,
         };
-        for id in self.calls.sent_to(peer) {
-            let Some(CallState::Sent {
-                delivered: true,
-                server_incarnation,
-                ..
-            }) = self.calls.get(id).map(|c| c.state)
-            else {
-                continue;
-            };
-            if incarnation == 0 || server_incarnation == 0 || server_incarnation == incarnation {
-                self.stats.fast_fails += 1;
-                self.finish(id, CallOutcome::Unknown(reason), host);
-            }
-        }
+        let dead = |taken_by: u64| incarnation == 0 || taken_by == 0 || taken_by == incarnation;
+        self.end_taken(peer, reason, dead, host);
         // Requests still queued for it never left this node: one with another server to go
         // to moves there now; the others wait for a live incarnation (until the grace).
         for id in self.calls.sent_to(peer) {
@@ -236,6 +224,19 @@ impl Rpc {
 
     /// `peer` came back as `incarnation`: calls an older incarnation acknowledged end.
     fn server_restarted(&mut self, peer: NodeId, incarnation: u64, host: &mut impl RpcHost) {
+        let older = |taken_by: u64| taken_by != incarnation;
+        self.end_taken(peer, FailReason::TargetRestarted, older, host);
+    }
+
+    /// The calls whose request `peer` acknowledged as an incarnation `gone` says is no more
+    /// end now, `Unknown(reason)` (fast-fail).
+    fn end_taken(
+        &mut self,
+        peer: NodeId,
+        reason: FailReason,
+        gone: impl Fn(u64) -> bool,
+        host: &mut impl RpcHost,
+    ) {
         for id in self.calls.sent_to(peer) {
             let Some(CallState::Sent {
                 delivered: true,
@@ -245,9 +246,9 @@ impl Rpc {
             else {
                 continue;
             };
-            if server_incarnation != incarnation {
+            if gone(server_incarnation) {
                 self.stats.fast_fails += 1;
-                self.finish(id, CallOutcome::Unknown(FailReason::TargetRestarted), host);
+                self.finish(id, CallOutcome::Unknown(reason), host);
             }
         }
     }
