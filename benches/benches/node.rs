@@ -22,14 +22,13 @@ use std::{collections::VecDeque, hint::black_box, time::Duration as StdDuration}
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use switchboard_benches::linked::{drain, message_round_trip, ready_pair, transmitted};
+use switchboard_benches::linked::{drain, message_round_trip, ready_pair, send_batch, transmitted};
 use switchboard_core::{
     connector::ROUTE_RECORD_SIZE,
     endpoint::{
         Endpoint, EndpointSettings, EndpointTable, PendingMessage, QueueLimits, TransmitResult,
     },
     ids::{MsgId, NodeId},
-    node::{Output, Target},
     outcome::{Outcome, OutcomeSink},
     time::{Duration, Instant},
 };
@@ -66,15 +65,7 @@ fn send_to_transmit(c: &mut Criterion) {
             for _ in 0..iters {
                 data.clear();
                 let start = std::time::Instant::now();
-                for _ in 0..N {
-                    a.send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
-                        .expect("accepted");
-                }
-                while let Some(out) = a.poll_output() {
-                    if let Output::Transmit { bytes, .. } = out {
-                        data.extend_from_slice(&bytes);
-                    }
-                }
+                send_batch(a, now, &payload, N, &mut data);
                 timed += start.elapsed();
                 rx.handle_received(now, *link_b, Bytes::copy_from_slice(&data));
                 let ack = transmitted(&drain(rx));

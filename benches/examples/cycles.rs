@@ -17,13 +17,9 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use switchboard_benches::linked::{
-    call_cycle, drain, message_round_trip, ready_pair, rpc_pair, transmitted,
+    call_cycle, drain, message_round_trip, ready_pair, rpc_pair, send_batch, transmitted,
 };
-use switchboard_core::{
-    ids::{LinkId, NodeId},
-    node::{Node, Output, Target},
-    time::Instant,
-};
+use switchboard_core::{ids::LinkId, node::Node, time::Instant};
 
 const PAYLOAD: &[u8; 64] = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const BATCH: usize = 256;
@@ -45,15 +41,7 @@ fn rounds(pair: &mut (Node, LinkId, Node, LinkId), now: Instant, payload: &Bytes
 /// The sender's share of one batch: the sends and draining their frames into `data`.
 #[inline(never)]
 fn sender_share(a: &mut Node, now: Instant, payload: &Bytes, data: &mut Vec<u8>) {
-    for _ in 0..BATCH {
-        a.send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
-            .expect("accepted");
-    }
-    while let Some(out) = a.poll_output() {
-        if let Output::Transmit { bytes, .. } = out {
-            data.extend_from_slice(&bytes);
-        }
-    }
+    send_batch(a, now, payload, BATCH, data);
 }
 
 /// The sender's share of one batch's end: handling the ack and draining the outcomes.

@@ -107,6 +107,29 @@ pub fn message_round_trip(
         .count()
 }
 
+/// The sender's share of a batch: `count` sends from the child of a [`ready_pair`] to its
+/// parent, and their frames drained into `data` (what a driver appends to its socket
+/// buffer).
+pub fn send_batch(
+    child: &mut Node,
+    now: Instant,
+    payload: &Bytes,
+    count: usize,
+    data: &mut Vec<u8>,
+) {
+    let parent = child.config().upstream;
+    for _ in 0..count {
+        child
+            .send(now, Target::Id(parent), 7, payload.clone())
+            .expect("accepted");
+    }
+    while let Some(out) = child.poll_output() {
+        if let Output::Transmit { bytes, .. } = out {
+            data.extend_from_slice(&bytes);
+        }
+    }
+}
+
 /// The method the RPC pair's parent serves.
 pub const ECHO: &str = "echo";
 
