@@ -77,7 +77,7 @@ impl Node {
     /// [`send_rpc_message`](Self::send_rpc_message)), inlined into `send` so the hot path is
     /// one call: the endpoint is looked up once, the route record once (whether it is bound
     /// and its ready hop), the link only when the message may go straight out. Always
-    /// inlined: a plain `#[inline]` left `send` → `send_to_id` → `send_until` three calls
+    /// inlined: a plain `#[inline]` left `send` → a helper → `send_until` three calls
     /// deep, each passing the payload on.
     #[inline(always)]
     fn send_resolved(
