@@ -22,15 +22,13 @@ use std::{collections::VecDeque, hint::black_box, time::Duration as StdDuration}
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use switchboard_benches::linked::{drain, linked_child, transmitted};
+use switchboard_benches::linked::{drain, message_round_trip, ready_pair, send_batch, transmitted};
 use switchboard_core::{
-    config::Config,
     connector::ROUTE_RECORD_SIZE,
     endpoint::{
         Endpoint, EndpointSettings, EndpointTable, PendingMessage, QueueLimits, TransmitResult,
     },
-    ids::{LinkId, MsgId, NodeId},
-    node::{Node, Output, Target},
+    ids::{MsgId, NodeId},
     outcome::{Outcome, OutcomeSink},
     time::{Duration, Instant},
 };
@@ -38,52 +36,13 @@ use switchboard_core::{
 const PAYLOAD: &[u8; 64] = b"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const N: usize = 256;
 
-/// Node 0x101 with a ready direct route to its upstream 0x102, and 0x102 itself.
-fn ready_pair() -> (Node, LinkId, Node, LinkId) {
-    let mut b =
-        Node::new(Config::new(NodeId(0x102), "parent"), Instant::ZERO).expect("valid config");
-    let (a, link_a, link_b) = linked_child(&mut b, NodeId(0x101), "child");
-    (a, link_a, b, link_b)
-}
-
-/// One batch: `count` sends on the ready route, their bytes handed to the receiver in one
-/// read, its (coalesced) ack handed back. Returns how many ended `Delivered`.
-fn round_trip(
-    pair: &mut (Node, LinkId, Node, LinkId),
-    now: Instant,
-    payload: &Bytes,
-    count: usize,
-) -> usize {
-    let (a, link_a, b, link_b) = pair;
-    for _ in 0..count {
-        a.send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
-            .expect("accepted");
-    }
-    let data = transmitted(&drain(a));
-    b.handle_received(now, *link_b, Bytes::copy_from_slice(&data));
-    let ack = transmitted(&drain(b));
-    a.handle_received(now, *link_a, Bytes::copy_from_slice(&ack));
-    drain(a)
-        .iter()
-        .filter(|o| {
-            matches!(
-                o,
-                Output::Outcome {
-                    outcome: Outcome::Delivered,
-                    ..
-                }
-            )
-        })
-        .count()
-}
-
 fn send_to_transmit(c: &mut Criterion) {
     let mut pair = ready_pair();
     let payload = Bytes::from_static(PAYLOAD);
     let now = Instant::from_secs(1);
     // One batch first: the endpoint, its record and the stream exist from then on, as in
     // steady state, and every message of it is acknowledged.
-    assert_eq!(round_trip(&mut pair, now, &payload, N), N);
+    assert_eq!(message_round_trip(&mut pair, now, &payload, N), N);
 
     let mut group = c.benchmark_group("node");
     group
@@ -93,7 +52,7 @@ fn send_to_transmit(c: &mut Criterion) {
     // Per message: send → Data frame on the link → receiver decodes and delivers → one
     // coalesced Ack per batch → sender reports Delivered.
     group.bench_function("send_deliver_ack_ready_route", |b| {
-        b.iter(|| black_box(round_trip(&mut pair, now, &payload, N)));
+        b.iter(|| black_box(message_round_trip(&mut pair, now, &payload, N)));
     });
     // The sender's share only (the "send → Transmit"): sends, draining the Data
     // frames, and handling the batch's ack; the receiver's work runs untimed.
@@ -106,15 +65,7 @@ fn send_to_transmit(c: &mut Criterion) {
             for _ in 0..iters {
                 data.clear();
                 let start = std::time::Instant::now();
-                for _ in 0..N {
-                    a.send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
-                        .expect("accepted");
-                }
-                while let Some(out) = a.poll_output() {
-                    if let Output::Transmit { bytes, .. } = out {
-                        data.extend_from_slice(&bytes);
-                    }
-                }
+                send_batch(a, now, &payload, N, &mut data);
                 timed += start.elapsed();
                 rx.handle_received(now, *link_b, Bytes::copy_from_slice(&data));
                 let ack = transmitted(&drain(rx));

@@ -63,6 +63,18 @@ impl fmt::Display for LinkId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MsgId(pub u64);
 
+impl MsgId {
+    /// Set in the ids of the RPC layer's own messages (requests, replies, refusals, cancels,
+    /// broadcast copies): their outcomes go to it, never to the driver.
+    pub(crate) const RPC_BIT: u64 = 1 << 63;
+
+    /// Whether this is one of the RPC layer's messages.
+    #[inline]
+    pub(crate) const fn is_rpc(self) -> bool {
+        self.0 & MsgId::RPC_BIT != 0
+    }
+}
+
 impl fmt::Display for MsgId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "msg#{}", self.0)
@@ -126,6 +138,11 @@ impl IdSource {
     /// The next message id.
     pub fn next_msg(&mut self) -> MsgId {
         MsgId(self.next_raw())
+    }
+
+    /// The next id, marked as the RPC layer's ([`MsgId::is_rpc`]).
+    pub(crate) fn next_rpc_msg(&mut self) -> MsgId {
+        MsgId(self.next_raw() | MsgId::RPC_BIT)
     }
 }
 

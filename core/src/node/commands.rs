@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{Node, OutSink, Output, SendError, Target};
+use super::{Node, OutSink, SendError, Target};
 use crate::{
     connector::{RouteError, World},
     discovery::Filter,
@@ -19,9 +19,9 @@ use crate::{
 pub(super) const MAX_PAYLOAD_LEN: usize = wire::MAX_DATA_PAYLOAD;
 
 impl Node {
-    /// Accepts a message for `target` and returns its id; its [`Output::Outcome`] follows
+    /// Accepts a message for `target` and returns its id; its [`Output::Outcome`](super::Output::Outcome) follows
     /// (at once if the route is ready, else when it is flushed, times out, or its route is
-    /// removed). A target of this node itself is delivered at once as [`Output::Received`].
+    /// removed). A target of this node itself is delivered at once as [`Output::Received`](super::Output::Received).
     ///
     /// A message the target's queue cannot take (count or byte limit) is accepted and ends
     /// at once with `Failed(QueueFull)`.
@@ -53,13 +53,16 @@ impl Node {
         }
         let id = self.resolve_target(target)?;
         let deadline = now + self.config.message_timeout;
-        self.send_resolved(now, id, msg_type, payload, deadline)
+        let sent = self.send_resolved(now, id, msg_type, payload, deadline, false);
+        // Opening a route may have removed another, ending some of the RPC machine's messages.
+        self.settle_rpc();
+        sent
     }
 
-    /// Hands a message for the node `id` (already resolved) to its outbox with `deadline`
-    /// (`send` past its checks; the RPC layer sends its requests, replies and broadcasts
-    /// through here).
-    pub(super) fn send_to_id(
+    /// Hands one of the RPC machine's messages for the node `id` to its outbox with
+    /// `deadline` (`send` past its checks; its id is marked as the machine's, so its outcome
+    /// goes there).
+    pub(super) fn send_rpc_message(
         &mut self,
         now: Instant,
         id: NodeId,
@@ -67,13 +70,14 @@ impl Node {
         payload: Bytes,
         deadline: Instant,
     ) -> Result<MsgId, SendError> {
-        self.send_resolved(now, id, msg_type, payload, deadline)
+        self.send_resolved(now, id, msg_type, payload, deadline, true)
     }
 
-    /// The body of [`send_to_id`](Self::send_to_id), inlined into `send` so the hot path is
+    /// The body of `send` past its checks (`rpc`: the message is the RPC machine's, see
+    /// [`send_rpc_message`](Self::send_rpc_message)), inlined into `send` so the hot path is
     /// one call: the endpoint is looked up once, the route record once (whether it is bound
     /// and its ready hop), the link only when the message may go straight out. Always
-    /// inlined: a plain `#[inline]` left `send` → `send_to_id` → `send_until` three calls
+    /// inlined: a plain `#[inline]` left `send` → a helper → `send_until` three calls
     /// deep, each passing the payload on.
     #[inline(always)]
     fn send_resolved(
@@ -83,19 +87,19 @@ impl Node {
         msg_type: u32,
         payload: Bytes,
         deadline: Instant,
+        rpc: bool,
     ) -> Result<MsgId, SendError> {
+        let next_msg = |ids: &mut crate::ids::IdSource| {
+            if rpc {
+                ids.next_rpc_msg()
+            } else {
+                ids.next_msg()
+            }
+        };
         if id == self.id {
-            let msg = self.msg_ids.next_msg();
-            self.out.push_back(Output::Received {
-                from: self.id,
-                via: self.id,
-                msg_type,
-                payload,
-            });
-            self.out.push_back(Output::Outcome {
-                msg,
-                outcome: Outcome::Delivered,
-            });
+            let msg = next_msg(&mut self.msg_ids);
+            self.out.deliver(self.id, self.id, msg_type, payload);
+            self.out.outcome(msg, Outcome::Delivered);
             return Ok(msg);
         }
         let (key, existed) = match self.endpoints.find_by_id(id) {
@@ -138,7 +142,7 @@ impl Node {
             self.apply_effects();
             self.connector.ready_hop(id)
         };
-        let msg = self.msg_ids.next_msg();
+        let msg = next_msg(&mut self.msg_ids);
         let Node {
             endpoints,
             links,
@@ -200,7 +204,7 @@ impl Node {
 
     /// Shuts the node down: every queued message ends `Failed(Shutdown)` and every
     /// unacknowledged one `Unknown(Shutdown)` (`Failed` if it provably never arrived), every
-    /// link is closed ([`Output::Close`]), every record and timer is dropped. Later calls are
+    /// link is closed ([`Output::Close`](super::Output::Close)), every record and timer is dropped. Later calls are
     /// no-ops and `send` returns [`SendError::Shutdown`]. Leaving the registry is the
     /// driver's part: it shuts its registry client down (`RegistryClient::shutdown` says
     /// `Bye`) or revokes its etcd lease.

@@ -92,11 +92,11 @@
 mod commands;
 mod evidence;
 mod out_queue;
+mod outlets;
 mod registry_client;
 mod registry_input;
 mod routes;
 mod rpc;
-mod rpc_input;
 mod status;
 mod transport;
 mod types;
@@ -146,7 +146,8 @@ pub struct Node {
     discovery: DiscoverySet,
     endpoints: EndpointTable,
     connector: Connector,
-    out: out_queue::OutQueue,
+    /// The driver's outputs and the RPC machine's inputs.
+    out: outlets::Outlets,
     /// Round-robin cursors of the selector targets (per filter ring).
     selector: crate::select::Selector,
     now: Instant,
@@ -161,25 +162,29 @@ pub struct Node {
     /// incarnation (a second word of the same death must not end what was sent since, to a
     /// life that may be new).
     dead: BTreeMap<NodeId, u64>,
-    /// Calls, served methods, broadcasts ([`crate::rpc`]; composed in `node/rpc.rs`).
-    rpc: crate::rpc::Rpc,
+    /// Calls, served methods, broadcasts: the RPC machine ([`crate::rpc`]; composed in
+    /// `node/rpc.rs`). Boxed, so taking it out to run it with the node as its host is a
+    /// pointer move; `None` only while it runs.
+    rpc: Option<alloc::boxed::Box<crate::rpc::Rpc>>,
     /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
     perimeter: PerimeterCounts,
 }
 
-/// Routes outcomes straight into the output queue.
-struct OutSink<'a>(&'a mut out_queue::OutQueue);
+/// Routes outcomes straight to their owner (the driver's queue or the RPC machine) and `Data`
+/// frames into the link's batch.
+struct OutSink<'a>(&'a mut outlets::Outlets);
 
 impl OutcomeSink for OutSink<'_> {
+    #[inline]
     fn emit(&mut self, msg: MsgId, outcome: Outcome) {
-        self.0.push_back(Output::Outcome { msg, outcome });
+        self.0.outcome(msg, outcome);
     }
 }
 
 impl OutboxSink for OutSink<'_> {
     #[inline]
     fn transmit_data(&mut self, link: LinkId, data: &crate::wire::Data<'_>) {
-        self.0.push_data(link, data);
+        self.0.queue.push_data(link, data);
     }
 }
 
@@ -248,6 +253,8 @@ impl Node {
             now,
             bus_rng.fork(),
         );
+        // Drawn after the forks: no other sequence moves.
+        let dedup_seed = bus_rng.next_u64();
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -260,20 +267,21 @@ impl Node {
             topology_revisions: BTreeMap::new(),
             discovery,
             connector,
-            out: out_queue::OutQueue::default(),
+            out: outlets::Outlets::default(),
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
             suspects: BTreeMap::new(),
             relayed: BTreeMap::new(),
             dead: BTreeMap::new(),
-            rpc: crate::rpc::Rpc::default(),
+            rpc: None,
             perimeter: PerimeterCounts::default(),
         };
         // In the first record already: no republication asked for.
-        for method in &node.config.serve {
-            node.rpc.serving.serve(method);
-        }
+        node.rpc = Some(alloc::boxed::Box::new(crate::rpc::Rpc::new(
+            crate::rpc::RpcSettings::from_config(&node.config, incarnation, dedup_seed),
+            node.config.serve.iter().map(alloc::string::String::as_str),
+        )));
         let world = World {
             topology: &node.topology,
             discovery: &node.discovery,
@@ -350,19 +358,18 @@ impl Node {
     /// is required; [`Output::Rpc`] — a request for a served method (answer it with
     /// `reply`), how a call or broadcast ended, or a record to publish again
     /// ([`RpcOutput`](crate::rpc::RpcOutput)). RPC messages travel as `Data` of a reserved
-    /// type: their deliveries and outcomes are taken here, on the way out, by the RPC layer
-    /// (`node/rpc.rs`) and never reach the driver as `Received` or `Outcome`. An output not acted on is lost: a `Transmit` dropped on the floor is a
-    /// message the peer never sees.
+    /// type: their deliveries and outcomes go to the RPC machine where they arise
+    /// (`node/outlets.rs`) and never reach the driver as `Received` or `Outcome`. An output
+    /// not acted on is lost: a `Transmit` dropped on the floor is a message the peer never
+    /// sees.
     #[must_use]
     #[inline]
     pub fn poll_output(&mut self) -> Option<Output> {
-        // Each output is looked at once: a drain pays one scan, not a call per output.
-        if self.out.rpc_pending {
-            self.absorb_rpc();
-        }
-        let output = self.out.pop_front()?;
-        self.rpc.absorbed = self.rpc.absorbed.saturating_sub(1);
-        Some(output)
+        debug_assert!(
+            self.out.rpc.is_empty(),
+            "every way in hands the RPC machine its inputs before it returns"
+        );
+        self.out.queue.pop_front()
     }
 
     /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
@@ -390,7 +397,7 @@ impl Node {
                 ),
                 earliest(flush, beats),
             ),
-            self.rpc_deadline(),
+            self.rpc.as_ref().and_then(|rpc| rpc.next_deadline()),
         )
     }
 

@@ -20,6 +20,11 @@ impl Node {
         if self.shut_down {
             return;
         }
+        self.registry_event(now, event);
+        self.settle_rpc();
+    }
+
+    fn registry_event(&mut self, now: Instant, event: RegistryEvent) {
         match event {
             RegistryEvent::DiscoveryPut(info) => self.discovery_put(now, info),
             RegistryEvent::DiscoveryDelete { id, name, revision } => {

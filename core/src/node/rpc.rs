@@ -1,26 +1,25 @@
-//! Calls by method and broadcast ([`crate::rpc`]) composed with the node — the commands:
-//! serving, calling (selection over the discovery set's rings, requests through the
-//! outboxes), replying, cancelling, broadcasting. What comes back is in `rpc_input.rs`.
-//!
-//! RPC messages ride the bus as `Data` of the reserved type [`RPC_MSG_TYPE`]. Their
-//! deliveries ([`Output::Received`]) and outcomes ([`Output::Outcome`]) never reach the
-//! driver: as outputs leave the queue ([`Node::poll_output`], and before the RPC deadlines
-//! in `handle_timeout`) the RPC layer takes them and answers with [`Output::Rpc`]. It also
-//! reads, and passes on, `Event::PeerDead` and `Event::PeerRestarted`: evidence of a
-//! server's death ends the calls it held on the same tick.
+//! The RPC machine ([`crate::rpc`]) composed with the node: the public commands delegate to
+//! it, and [`NodeHost`] applies its effects with the node's parts — its messages go through
+//! the outboxes like any other (ids marked as the machine's), its server picks over the
+//! discovery set's rings. Its inputs reach it through `node/outlets.rs`; every way into the
+//! node hands them over before it returns ([`Node::settle_rpc`]).
+
+use alloc::{string::String, vec::Vec};
 
 use bytes::Bytes;
 
-use super::{Node, Output, SendError, commands::MAX_PAYLOAD_LEN};
+use super::{Node, Output, SendError};
 use crate::{
-    ids::NodeId,
+    discovery::Filter,
+    ids::{MsgId, NodeId},
     outcome::FailReason,
+    ring::FilterId,
     rpc::{
-        self, BroadcastId, BroadcastSpec, Call, CallError, CallId, CallOutcome, CallSpec,
-        CallState, Candidates, ReplyError, RequestId, RpcOutput, RpcStats,
+        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, Candidates, MAX_PAYLOAD_LEN,
+        ReplyError, RequestId, Rpc, RpcHost, RpcInput, RpcOutput, RpcStats, Select,
     },
     time::Instant,
-    wire::{self, RPC_MSG_TYPE, RpcMessage},
+    wire::RPC_MSG_TYPE,
 };
 
 impl Node {
@@ -34,14 +33,7 @@ impl Node {
     /// [`ReplyError::InvalidMethod`] for a name [`rpc::is_valid_method`] refuses.
     pub fn serve(&mut self, now: Instant, method: &str) -> Result<bool, ReplyError> {
         self.advance(now);
-        if !rpc::is_valid_method(method) {
-            return Err(ReplyError::InvalidMethod);
-        }
-        let changed = self.rpc.serving.serve(method);
-        if changed {
-            self.out.push_back(Output::Rpc(RpcOutput::Republish));
-        }
-        Ok(changed)
+        self.with_rpc(|rpc, host| rpc.serve(method, host))
     }
 
     /// Stops serving `method` (requests already handed out may still be answered; new ones
@@ -49,24 +41,18 @@ impl Node {
     /// when it did, an [`RpcOutput::Republish`] follows.
     pub fn unserve(&mut self, now: Instant, method: &str) -> bool {
         self.advance(now);
-        let changed = self.rpc.serving.unserve(method);
-        if changed {
-            self.out.push_back(Output::Rpc(RpcOutput::Republish));
-        }
-        changed
+        self.with_rpc(|rpc, host| rpc.unserve(method, host))
     }
 
     /// The methods this node serves, in order.
     pub fn served_methods(&self) -> impl Iterator<Item = &str> + '_ {
-        self.rpc.serving.methods()
+        self.rpc.iter().flat_map(|rpc| rpc.served_methods())
     }
 
     /// The RPC layer's counters (in-flight calls counted now).
     #[must_use]
     pub fn rpc_stats(&self) -> RpcStats {
-        let mut stats = self.rpc.stats;
-        stats.in_flight = self.rpc.calls.len() as u64;
-        stats
+        self.rpc.as_ref().map(|rpc| rpc.stats()).unwrap_or_default()
     }
 
     /// Calls `spec.method` on one of its servers, chosen by `spec.select`, and returns the
@@ -80,46 +66,7 @@ impl Node {
     /// was shut down. Nothing is accepted.
     pub fn call(&mut self, now: Instant, spec: CallSpec) -> Result<CallId, CallError> {
         let now = self.advance(now);
-        if self.shut_down {
-            return Err(CallError::Shutdown);
-        }
-        if !rpc::is_valid_method(&spec.method) {
-            return Err(CallError::InvalidMethod);
-        }
-        let len = wire::request_len(spec.method.len(), spec.payload.len());
-        if len > MAX_PAYLOAD_LEN {
-            return Err(CallError::PayloadTooLarge {
-                len,
-                max: MAX_PAYLOAD_LEN,
-            });
-        }
-        let mut deadline = now + spec.timeout.unwrap_or(self.config.rpc_call_timeout);
-        if let Some(parent) = spec.parent.and_then(|p| self.rpc.serving.get(p)) {
-            deadline = deadline.min(parent.deadline);
-        }
-        let grace_deadline = (now + spec.grace.unwrap_or(self.config.rpc_grace)).min(deadline);
-        let servers = rpc::servers_of(&spec.method);
-        let filter = match self.discovery.rings().filter_id(&servers) {
-            Some(id) => id,
-            None => self.discovery.add_filter(servers),
-        };
-        let id = self.rpc.calls.next_id();
-        self.rpc.calls.open(
-            id,
-            Call {
-                method: spec.method,
-                select: spec.select,
-                payload: spec.payload,
-                filter,
-                deadline,
-                grace_deadline,
-                state: CallState::Waiting,
-                tried: alloc::vec::Vec::new(),
-                failure: None,
-            },
-        );
-        self.dispatch(now, id, true);
-        Ok(id)
+        self.with_rpc(|rpc, host| rpc.call(now, spec, host))
     }
 
     /// Answers the request `request` with `payload` (an application error travels inside,
@@ -138,30 +85,7 @@ impl Node {
         payload: Bytes,
     ) -> Result<(), ReplyError> {
         let now = self.advance(now);
-        let len = wire::reply_len(payload.len());
-        if len > MAX_PAYLOAD_LEN {
-            return Err(ReplyError::PayloadTooLarge {
-                len,
-                max: MAX_PAYLOAD_LEN,
-            });
-        }
-        let open = self
-            .rpc
-            .serving
-            .get(request)
-            .is_some_and(|inbound| inbound.deadline > now && !self.shut_down);
-        let Some(inbound) = self.rpc.serving.take(request).filter(|_| open) else {
-            self.rpc.stats.dropped_replies += 1;
-            return Err(ReplyError::UnknownRequest);
-        };
-        let (caller, caller_incarnation, call) = inbound.key;
-        let message = RpcMessage::Reply {
-            call,
-            caller_incarnation,
-            payload: &payload,
-        };
-        self.send_rpc(now, caller, &message, inbound.deadline);
-        Ok(())
+        self.with_rpc(|rpc, host| rpc.reply(now, request, &payload, host))
     }
 
     /// Cancels the call `call`: it ends at once — `Failed(Cancelled)` if no request left
@@ -169,22 +93,7 @@ impl Node {
     /// drops the handler's reply). Returns whether the call was open.
     pub fn cancel(&mut self, now: Instant, call: CallId) -> bool {
         let now = self.advance(now);
-        let Some(state) = self.rpc.calls.get(call).map(|c| c.state) else {
-            return false;
-        };
-        match state {
-            CallState::Waiting => self.finish(call, CallOutcome::Failed(FailReason::Cancelled)),
-            CallState::Sent { server, .. } => {
-                let message = RpcMessage::Cancel {
-                    call: call.0,
-                    caller_incarnation: self.incarnation,
-                };
-                let deadline = now + self.config.message_timeout;
-                self.send_rpc(now, server, &message, deadline);
-                self.finish(call, CallOutcome::Unknown(FailReason::Cancelled));
-            }
-        }
-        true
+        self.with_rpc(|rpc, host| rpc.cancel(now, call, host))
     }
 
     /// Sends `spec.payload` as `spec.msg_type` to every node of the discovery set matching
@@ -214,170 +123,143 @@ impl Node {
         if spec.msg_type == RPC_MSG_TYPE {
             return Err(SendError::ReservedType);
         }
-        let filter = spec
-            .filter
-            .map(|filter| match self.discovery.rings().filter_id(&filter) {
-                Some(id) => id,
-                None => self.discovery.add_filter(filter),
-            });
-        let recipients: alloc::vec::Vec<NodeId> = self
-            .discovery
-            .rings()
-            .round_robin_order(filter)
-            .ids()
-            .filter(|&id| !(spec.skip_self && id == self.id))
-            .collect();
-        self.rpc.stats.broadcasts += 1;
-        let broadcast = self.rpc.broadcasts.start();
-        let deadline = now + spec.timeout.unwrap_or(self.config.message_timeout);
-        for node in recipients {
-            match self.send_to_id(now, node, spec.msg_type, spec.payload.clone(), deadline) {
-                Ok(msg) => {
-                    self.own_rpc_message(msg);
-                    self.rpc.broadcasts.expect(broadcast, node, msg);
-                }
-                Err(e) => {
-                    let reason = match e {
-                        SendError::Shutdown => FailReason::Shutdown,
-                        _ => FailReason::NoRoute,
-                    };
-                    self.rpc.broadcasts.record(broadcast, node, reason);
-                }
-            }
-        }
-        if let Some(done) = self.rpc.broadcasts.seal(broadcast) {
-            self.out
-                .push_back(Output::Rpc(RpcOutput::BroadcastDone(done)));
-        }
-        Ok(broadcast)
+        Ok(self.with_rpc(|rpc, host| rpc.broadcast(now, spec, host)))
     }
 
-    /// Picks a server for the open call `id` and sends its request, or lets it wait for one
-    /// (`first`: the call's first pick, which counts a grace wait), or ends it.
-    pub(super) fn dispatch(&mut self, now: Instant, id: CallId, first: bool) {
-        if self.shut_down {
-            self.finish(id, CallOutcome::Failed(FailReason::Shutdown));
+    /// A discovery record for `id` was applied: calls waiting for a method it serves look
+    /// again, now.
+    pub(super) fn rpc_servers_appeared(&mut self, now: Instant, id: NodeId) {
+        if !self.rpc.as_ref().is_some_and(|rpc| rpc.any_waiting()) {
             return;
         }
-        loop {
-            let Some(server) = self.pick_for(id, None) else {
-                let Some(call) = self.rpc.calls.get(id) else {
-                    return;
-                };
-                let waits = match call.failure {
-                    None => true,
-                    // Refused by a node not (yet) serving the method: within the grace it
-                    // may start (a restarted server publishes its methods after it links).
-                    Some(FailReason::NotServed) => self.now < call.grace_deadline,
-                    Some(_) => false,
-                };
-                match call.failure {
-                    Some(reason) if !waits => self.finish(id, CallOutcome::Failed(reason)),
-                    _ => {
-                        if first {
-                            self.rpc.stats.grace_waits += 1;
-                        }
-                        self.rpc.calls.wait(id);
-                    }
-                }
-                return;
-            };
-            if server == self.id && !self.config.rpc_allow_self_calls {
-                self.finish(id, CallOutcome::Failed(FailReason::SelfCall));
-                return;
-            }
-            if self.send_request(now, id, server) {
-                return;
-            }
+        let Some(info) = self.discovery.get_by_id(id) else {
+            return;
+        };
+        let methods: Vec<String> = rpc::served_methods(&info.metadata)
+            .map(Into::into)
+            .collect();
+        self.with_rpc(|rpc, host| rpc.servers_appeared(now, id, &methods, host));
+    }
+
+    /// The RPC deadlines due at `now`.
+    pub(super) fn rpc_timeouts(&mut self, now: Instant) {
+        self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
+    }
+
+    /// At shutdown: the RPC machine's calls end.
+    pub(super) fn rpc_shutdown(&mut self) {
+        let now = self.now;
+        self.with_rpc(|rpc, host| rpc.shutdown(now, host));
+    }
+
+    /// Hands the RPC machine the inputs that arose since it last ran, if any (the check
+    /// inlined into every way in, `send` among them; the work out of line).
+    #[inline(always)]
+    pub(super) fn settle_rpc(&mut self) {
+        if !self.out.rpc.is_empty() {
+            self.settle_rpc_inputs();
         }
     }
 
-    /// One lookup: a server for the open call `id` by its selection, never one it tried nor
-    /// `also_excluded`.
-    pub(super) fn pick_for(&mut self, id: CallId, also_excluded: Option<NodeId>) -> Option<NodeId> {
-        self.rpc.stats.lookups += 1;
+    #[inline(never)]
+    fn settle_rpc_inputs(&mut self) {
+        self.with_rpc(|_, _| ());
+    }
+
+    /// Runs `f` on the RPC machine with this node as its host, then hands it the inputs that
+    /// arose meanwhile.
+    fn with_rpc<T>(&mut self, f: impl FnOnce(&mut Rpc, &mut NodeHost<'_>) -> T) -> T {
+        let Some(mut rpc) = self.rpc.take() else {
+            unreachable!("the RPC machine never runs inside itself: its host calls no way in");
+        };
+        let now = self.now;
+        let mut host = NodeHost(self);
+        let result = f(&mut rpc, &mut host);
+        rpc.settle(now, &mut host);
+        self.rpc = Some(rpc);
+        result
+    }
+}
+
+/// The node as the RPC machine's host (the machine itself is taken out meanwhile).
+struct NodeHost<'a>(&'a mut Node);
+
+impl RpcHost for NodeHost<'_> {
+    fn send(
+        &mut self,
+        now: Instant,
+        to: NodeId,
+        msg_type: u32,
+        payload: Bytes,
+        deadline: Instant,
+    ) -> Result<MsgId, FailReason> {
+        self.0
+            .send_rpc_message(now, to, msg_type, payload, deadline)
+            .map_err(|e| match e {
+                SendError::Shutdown => FailReason::Shutdown,
+                _ => FailReason::NoRoute,
+            })
+    }
+
+    fn withdraw(&mut self, to: NodeId, msg: MsgId) -> bool {
+        self.0.endpoints.withdraw(to, msg)
+    }
+
+    fn in_flight(&self, to: NodeId, msg: MsgId) -> bool {
+        self.0
+            .endpoints
+            .unacked(to)
+            .any(|message| message.msg == msg)
+    }
+
+    fn incarnation(&self, peer: NodeId) -> u64 {
+        match self.0.endpoints.known_incarnation(peer) {
+            0 => self.0.links.peer_incarnation(peer),
+            known => known,
+        }
+    }
+
+    fn filter(&mut self, filter: Filter) -> FilterId {
+        match self.0.discovery.rings().filter_id(&filter) {
+            Some(id) => id,
+            None => self.0.discovery.add_filter(filter),
+        }
+    }
+
+    fn pick(
+        &mut self,
+        select: &Select,
+        filter: FilterId,
+        outstanding: &dyn Fn(NodeId) -> u32,
+        excluded: &[NodeId],
+    ) -> Option<NodeId> {
         let Node {
-            rpc,
             discovery,
             selector,
             rng,
             ..
-        } = self;
-        let calls = &rpc.calls;
-        let call = calls.get(id)?;
+        } = &mut *self.0;
         let candidates = Candidates {
             rings: discovery.rings(),
-            filter: call.filter,
+            filter,
         };
-        let mut excluded = call.tried.clone();
-        excluded.extend(also_excluded);
-        rpc::pick(
-            &call.select,
-            candidates,
-            selector,
-            rng,
-            |server| calls.outstanding(server),
-            &excluded,
-        )
+        rpc::pick(select, candidates, selector, rng, outstanding, excluded)
     }
 
-    /// Sends the open call `id`'s request to `server`; `false` (and `server` tried) when the
-    /// node refused the message at once.
-    pub(super) fn send_request(&mut self, now: Instant, id: CallId, server: NodeId) -> bool {
-        let Some(call) = self.rpc.calls.get(id) else {
-            return false;
-        };
-        let remaining_ns =
-            crate::time::duration_nanos(call.deadline.saturating_duration_since(now));
-        let deadline = call.deadline;
-        let mut bytes = alloc::vec::Vec::with_capacity(wire::request_len(
-            call.method.len(),
-            call.payload.len(),
-        ));
-        wire::encode_rpc(
-            &RpcMessage::Request {
-                call: id.0,
-                caller_incarnation: self.incarnation,
-                remaining_ns,
-                method: &call.method,
-                payload: &call.payload,
-            },
-            &mut bytes,
-        );
-        match self.send_to_id(now, server, RPC_MSG_TYPE, Bytes::from(bytes), deadline) {
-            Ok(msg) => {
-                self.own_rpc_message(msg);
-                self.rpc.calls.sent(id, server, msg, now);
-                true
-            }
-            Err(_) => {
-                // Provably not sent: the caller tries another server.
-                self.rpc.calls.tried(id, server, FailReason::NoRoute);
-                false
-            }
-        }
+    fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {
+        self.0
+            .discovery
+            .rings()
+            .round_robin_order(filter)
+            .ids()
+            .collect()
     }
 
-    /// Ends the open call `id` with `outcome` and reports it.
-    pub(super) fn finish(&mut self, id: CallId, outcome: CallOutcome) {
-        if self.rpc.calls.close(id).is_some() {
-            self.out
-                .push_back(Output::Rpc(RpcOutput::CallDone { call: id, outcome }));
-        }
+    fn output(&mut self, output: RpcOutput) {
+        self.0.out.queue.push_back(Output::Rpc(output));
     }
 
-    /// Sends one RPC message to `to`; it and its outcome are the RPC layer's.
-    pub(super) fn send_rpc(
-        &mut self,
-        now: Instant,
-        to: NodeId,
-        message: &RpcMessage<'_>,
-        deadline: Instant,
-    ) {
-        let mut bytes = alloc::vec::Vec::new();
-        wire::encode_rpc(message, &mut bytes);
-        if let Ok(msg) = self.send_to_id(now, to, RPC_MSG_TYPE, Bytes::from(bytes), deadline) {
-            self.own_rpc_message(msg);
-        }
+    fn next_input(&mut self) -> Option<RpcInput> {
+        self.0.out.rpc.pop_front()
     }
 }

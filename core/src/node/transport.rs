@@ -2,13 +2,11 @@
 //! machine ([`crate::bus::links`]); what it hands back is composed here with the connector
 //! (link states, relay hops) and the outboxes (acks, refusals, incarnations).
 
-use alloc::string::String;
-
 use bytes::Bytes;
 
 use super::{Event, Node, OffRouteFrame, OutSink, Output, PerimeterCounts};
 use crate::{
-    bus::links::{Down, Inbound, LinkEvent, LinkSink},
+    bus::links::{Down, Inbound},
     connector::{LinkState, World},
     endpoint::{Refusal, Reset},
     ids::{LinkId, NodeId},
@@ -17,61 +15,6 @@ use crate::{
     time::{Duration, Instant},
     wire::{self, UnreachableReason},
 };
-
-/// The link machine's effects become outputs, in order.
-impl LinkSink for super::out_queue::OutQueue {
-    fn connect(&mut self, link: LinkId, peer: NodeId, addr: String) {
-        self.push_back(Output::Connect { link, peer, addr });
-    }
-
-    fn transmit(&mut self, link: LinkId, bytes: Bytes) {
-        self.push_back(Output::Transmit { link, bytes });
-    }
-
-    /// A relayed message joins the link's open batch, as the node's own messages do.
-    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
-        self.push_data(link, data);
-    }
-
-    fn close(&mut self, link: LinkId) {
-        self.push_back(Output::Close { link });
-    }
-
-    fn received(&mut self, from: NodeId, via: NodeId, msg_type: u32, payload: Bytes) {
-        self.push_back(Output::Received {
-            from,
-            via,
-            msg_type,
-            payload,
-        });
-    }
-
-    fn event(&mut self, event: LinkEvent) {
-        let event = match event {
-            LinkEvent::Closed { link, peer } => Event::LinkClosed { link, peer },
-            LinkEvent::Rejected { link, reason } => Event::LinkRejected { link, reason },
-            LinkEvent::HandshakeTimeout { link, dialed } => {
-                Event::HandshakeTimedOut { link, dialed }
-            }
-            LinkEvent::HandshakeLimit { link } => Event::HandshakeLimit { link },
-            LinkEvent::ForgedSource {
-                link,
-                via,
-                src,
-                dst,
-            } => Event::ForgedSource {
-                link,
-                via,
-                src,
-                dst,
-            },
-            LinkEvent::ForwardDropped { src, dst, msg_type } => {
-                Event::ForwardDropped { src, dst, msg_type }
-            }
-        };
-        self.push_back(Output::Event(event));
-    }
-}
 
 impl Node {
     /// An inbound connection was accepted. Returns its link id; report its bytes with
@@ -132,6 +75,7 @@ impl Node {
         if let Some(down) = self.links.closed(link, &mut self.out) {
             self.link_down(now, down);
         }
+        self.settle_rpc();
     }
 
     /// Bytes arrived on `link`, in any split; the node keeps them (payloads of delivered
@@ -149,6 +93,7 @@ impl Node {
         }
         if let Some(down) = self.links.receive(link, bytes, &mut self.out) {
             self.link_down(now, down);
+            self.settle_rpc();
             return;
         }
         loop {
@@ -162,6 +107,8 @@ impl Node {
             self.on_inbound(now, inbound);
         }
         self.links.finish_receive(&mut self.out);
+        // The RPC messages of the batch, after its acks (as a driver would see them).
+        self.settle_rpc();
     }
 
     fn on_inbound(&mut self, now: Instant, inbound: Inbound) {

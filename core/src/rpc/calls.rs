@@ -9,6 +9,8 @@ use alloc::{
 };
 
 use bytes::Bytes;
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
 
 use super::{CallId, Select};
 use crate::{
@@ -66,16 +68,18 @@ pub(crate) struct Call {
 /// Every open call of this node.
 #[derive(Debug, Default)]
 pub(crate) struct Calls {
-    calls: BTreeMap<CallId, Call>,
+    /// By id (hashed, keys are ours; the passes that need an order sort).
+    calls: HashMap<CallId, Call, FixedState>,
     next_id: u64,
     /// Each open call's next deadline: the grace deadline while waiting, else its deadline.
     timers: TimerQueue<CallId>,
     /// Calls waiting for a server, by method.
     waiting: BTreeMap<String, BTreeSet<CallId>>,
-    /// The call each request message carries.
-    by_msg: BTreeMap<MsgId, CallId>,
-    /// Calls sent to each server (the outstanding count of least-outstanding selection).
-    by_server: BTreeMap<NodeId, BTreeSet<CallId>>,
+    /// The call each request message carries (never iterated: hashed, keys are ours).
+    by_msg: HashMap<MsgId, CallId, FixedState>,
+    /// How many calls are sent to each server (the outstanding count of least-outstanding
+    /// selection).
+    by_server: BTreeMap<NodeId, u32>,
 }
 
 impl Calls {
@@ -86,9 +90,9 @@ impl Calls {
     }
 
     /// Opens `call` as `id`, in state [`CallState::Waiting`] (it is not yet registered as
-    /// waiting: [`wait`](Self::wait) or [`sent`](Self::sent) says where it goes).
+    /// waiting: [`wait`](Self::wait) or [`sent`](Self::sent) says where it goes and arms its
+    /// timer; or it is closed at once).
     pub(crate) fn open(&mut self, id: CallId, call: Call) {
-        self.timers.replace(id, call.deadline);
         self.calls.insert(id, call);
     }
 
@@ -104,7 +108,9 @@ impl Calls {
 
     /// Every open call id, in order.
     pub(crate) fn ids(&self) -> Vec<CallId> {
-        self.calls.keys().copied().collect()
+        let mut ids: Vec<CallId> = self.calls.keys().copied().collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// `id` waits for a server of its method until its grace deadline.
@@ -154,7 +160,7 @@ impl Calls {
             server_incarnation: 0,
         };
         self.by_msg.insert(msg, id);
-        self.by_server.entry(server).or_default().insert(id);
+        *self.by_server.entry(server).or_default() += 1;
         let timer = if now < call.grace_deadline {
             call.grace_deadline
         } else {
@@ -206,7 +212,7 @@ impl Calls {
         };
         if let CallState::Sent { msg, .. } = call.state {
             self.by_msg.remove(&msg);
-            forget(&mut self.by_server, server, id);
+            forget(&mut self.by_server, server);
         }
         call.tried.push(server);
         call.failure = Some(reason);
@@ -220,19 +226,27 @@ impl Calls {
         }
     }
 
-    /// Calls sent to `server`.
+    /// Calls sent to `server`, in id order (a pass over the open calls: this is asked on
+    /// evidence of a server's death, not per call).
     pub(crate) fn sent_to(&self, server: NodeId) -> Vec<CallId> {
-        self.by_server
-            .get(&server)
-            .map(|ids| ids.iter().copied().collect())
-            .unwrap_or_default()
+        if !self.by_server.contains_key(&server) {
+            return Vec::new();
+        }
+        let mut ids: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(
+                |(_, call)| matches!(call.state, CallState::Sent { server: s, .. } if s == server),
+            )
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// Calls of this node outstanding at `server`.
     pub(crate) fn outstanding(&self, server: NodeId) -> u32 {
-        self.by_server
-            .get(&server)
-            .map_or(0, |ids| u32::try_from(ids.len()).unwrap_or(u32::MAX))
+        self.by_server.get(&server).copied().unwrap_or(0)
     }
 
     /// Closes `id` (its outcome is being reported) and returns it.
@@ -247,7 +261,7 @@ impl Calls {
         }
         if let CallState::Sent { server, msg, .. } = call.state {
             self.by_msg.remove(&msg);
-            forget(&mut self.by_server, server, id);
+            forget(&mut self.by_server, server);
         }
         Some(call)
     }
@@ -263,10 +277,11 @@ impl Calls {
     }
 }
 
-fn forget(by_server: &mut BTreeMap<NodeId, BTreeSet<CallId>>, server: NodeId, id: CallId) {
-    if let Some(ids) = by_server.get_mut(&server) {
-        ids.remove(&id);
-        if ids.is_empty() {
+/// One call fewer sent to `server`.
+fn forget(by_server: &mut BTreeMap<NodeId, u32>, server: NodeId) {
+    if let Some(count) = by_server.get_mut(&server) {
+        *count -= 1;
+        if *count == 0 {
             by_server.remove(&server);
         }
     }

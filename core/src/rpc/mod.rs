@@ -1,6 +1,9 @@
-//! Calls by method, replies, grace, fast-fail and broadcast (ARCHITECTURE §11): the caller's
-//! and the server's bookkeeping, as plain data the [`Node`](crate::node::Node) composes with
-//! its discovery set, outboxes and evidence of death.
+//! Calls by method, replies, grace, fast-fail and broadcast (ARCHITECTURE §11): a machine of
+//! its own ([`Rpc`], `machine.rs`), a sibling of the link machine and the connector. The
+//! [`Node`](crate::node::Node) composes it: it routes the machine's inputs to it where they
+//! arise (RPC frames from the link layer, outcomes of its messages, evidence of death) and
+//! applies its effects through an [`RpcHost`] (send these bytes to this node by this
+//! deadline, withdraw, hand this output to the application).
 //!
 //! A node *serves* methods by name; the set is published in its discovery record as one
 //! metadata label per method ([`method_label`]: `rpc.switchboard/<method>` = `serve`), which a
@@ -150,11 +153,16 @@
 
 mod broadcast;
 mod calls;
+mod input;
+mod machine;
 mod pick;
 mod serving;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod machine_tests;
 
 use alloc::{string::String, vec::Vec};
 
@@ -162,6 +170,7 @@ use bytes::Bytes;
 
 pub(crate) use broadcast::Broadcasts;
 pub(crate) use calls::{Call, CallState, Calls};
+pub(crate) use machine::{MAX_PAYLOAD_LEN, Rpc, RpcHost, RpcInput, RpcSettings};
 pub use pick::Select;
 pub(crate) use pick::{Candidates, pick};
 pub(crate) use serving::Serving;
@@ -504,22 +513,4 @@ pub struct RpcStats {
     pub bad_messages: u64,
     /// Broadcasts started.
     pub broadcasts: u64,
-}
-
-/// The RPC state a node holds: its open calls, what it serves, its broadcasts, its counters.
-#[derive(Debug, Default)]
-pub(crate) struct Rpc {
-    /// Open calls (caller side).
-    pub(crate) calls: Calls,
-    /// Served methods and held requests (server side).
-    pub(crate) serving: Serving,
-    /// Broadcasts in progress.
-    pub(crate) broadcasts: Broadcasts,
-    /// Counters.
-    pub(crate) stats: RpcStats,
-    /// Every bus message the RPC layer sent whose outcome has not come back: their outcomes
-    /// are the RPC layer's, not the driver's.
-    pub(crate) messages: alloc::collections::BTreeSet<crate::ids::MsgId>,
-    /// How many outputs at the front of the node's queue the RPC layer has looked at.
-    pub(crate) absorbed: usize,
 }

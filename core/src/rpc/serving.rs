@@ -3,9 +3,12 @@
 //! requests already handed on, so a repeat is never executed twice.
 
 use alloc::{
-    collections::{BTreeMap, BTreeSet, VecDeque},
+    collections::{BTreeSet, VecDeque},
     string::String,
 };
+
+use foldhash::fast::FixedState;
+use hashbrown::{HashMap, HashSet};
 
 use super::{DEDUP_CAPACITY, RequestId};
 use crate::{ids::NodeId, time::Instant, timer::TimerQueue};
@@ -26,15 +29,27 @@ pub(crate) struct Inbound {
 #[derive(Debug, Default)]
 pub(crate) struct Serving {
     methods: BTreeSet<String>,
-    inbound: BTreeMap<RequestId, Inbound>,
-    by_call: BTreeMap<CallKey, RequestId>,
+    /// Held requests (never iterated: hashed, keys are ours).
+    inbound: HashMap<RequestId, Inbound, FixedState>,
+    /// The held request of each call (keys a peer chooses: hashed with the secret seed).
+    by_call: HashMap<CallKey, RequestId, FixedState>,
     timers: TimerQueue<RequestId>,
-    seen: BTreeSet<CallKey>,
+    /// The requests handed on (keys a peer chooses: hashed with this node's secret seed).
+    seen: HashSet<CallKey, FixedState>,
     seen_order: VecDeque<CallKey>,
     next_id: u64,
 }
 
 impl Serving {
+    /// Nothing served yet; the duplicate memory hashes with `seed` (secret to this node).
+    pub(crate) fn with_seed(seed: u64) -> Serving {
+        Serving {
+            seen: HashSet::with_hasher(FixedState::with_seed(seed)),
+            by_call: HashMap::with_hasher(FixedState::with_seed(seed)),
+            ..Serving::default()
+        }
+    }
+
     /// Starts serving `method`; whether that changed the set.
     pub(crate) fn serve(&mut self, method: &str) -> bool {
         self.methods.insert(String::from(method))

@@ -110,7 +110,7 @@ pub use registry::{
     encode_snapshot_parts, entry_len,
 };
 pub use rpc::{
-    RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len,
+    RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len, rpc_len,
 };
 
 /// Format version written in every header and the only one [`decode`] accepts.

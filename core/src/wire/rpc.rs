@@ -99,8 +99,8 @@ pub enum RpcMessage<'a> {
     },
 }
 
-/// Appends `message` to `out`.
-pub fn encode_rpc(message: &RpcMessage<'_>, out: &mut alloc::vec::Vec<u8>) {
+/// Appends `message` to `out` (a `Vec<u8>`, a `BytesMut`, ...).
+pub fn encode_rpc<B: bytes::BufMut + ?Sized>(message: &RpcMessage<'_>, out: &mut B) {
     let (kind, call, incarnation) = match *message {
         RpcMessage::Request {
             call,
@@ -122,9 +122,9 @@ pub fn encode_rpc(message: &RpcMessage<'_>, out: &mut alloc::vec::Vec<u8>) {
             caller_incarnation,
         } => (4, call, caller_incarnation),
     };
-    out.push(kind);
-    out.extend_from_slice(&call.to_le_bytes());
-    out.extend_from_slice(&incarnation.to_le_bytes());
+    out.put_u8(kind);
+    out.put_slice(&call.to_le_bytes());
+    out.put_slice(&incarnation.to_le_bytes());
     match *message {
         RpcMessage::Request {
             remaining_ns,
@@ -132,14 +132,14 @@ pub fn encode_rpc(message: &RpcMessage<'_>, out: &mut alloc::vec::Vec<u8>) {
             payload,
             ..
         } => {
-            out.extend_from_slice(&remaining_ns.to_le_bytes());
+            out.put_slice(&remaining_ns.to_le_bytes());
             let len = u32::try_from(method.len()).expect("a method name is at most 255 bytes");
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(method.as_bytes());
-            out.extend_from_slice(payload);
+            out.put_slice(&len.to_le_bytes());
+            out.put_slice(method.as_bytes());
+            out.put_slice(payload);
         }
-        RpcMessage::Reply { payload, .. } => out.extend_from_slice(payload),
-        RpcMessage::Refuse { reason, .. } => out.push(reason.code()),
+        RpcMessage::Reply { payload, .. } => out.put_slice(payload),
+        RpcMessage::Refuse { reason, .. } => out.put_u8(reason.code()),
         RpcMessage::Cancel { .. } => {}
     }
 }
@@ -154,6 +154,19 @@ pub const fn request_len(method_len: usize, payload_len: usize) -> usize {
 #[must_use]
 pub const fn reply_len(payload_len: usize) -> usize {
     1 + 8 + 8 + payload_len
+}
+
+/// The encoded length of `message`.
+#[must_use]
+pub const fn rpc_len(message: &RpcMessage<'_>) -> usize {
+    match *message {
+        RpcMessage::Request {
+            method, payload, ..
+        } => request_len(method.len(), payload.len()),
+        RpcMessage::Reply { payload, .. } => reply_len(payload.len()),
+        RpcMessage::Refuse { .. } => 1 + 8 + 8 + 1,
+        RpcMessage::Cancel { .. } => 1 + 8 + 8,
+    }
 }
 
 /// Reads one RPC message that fills `bytes` exactly.

@@ -1,0 +1,130 @@
+//! Where the node's layers put what they produce: the driver's output queue and the RPC
+//! machine's inputs. What is the RPC machine's is routed to it where it arises, never through
+//! the driver's queue: a message of the reserved type from the link layer
+//! ([`LinkSink::received`]), the outcome of one of its messages (ids with
+//! [`MsgId::is_rpc`], from the outboxes' [`OutcomeSink`]), and evidence of a peer's death or
+//! restart (the [`Event::PeerDead`] and [`Event::PeerRestarted`] pushed for the driver, read
+//! as they pass). The node hands the inputs to the machine before it returns to the driver
+//! (`node/rpc.rs`).
+
+use alloc::{collections::VecDeque, string::String};
+
+use bytes::Bytes;
+
+use super::{Event, Output, out_queue::OutQueue};
+use crate::{
+    bus::links::{LinkEvent, LinkSink},
+    ids::{LinkId, MsgId, NodeId},
+    outcome::Outcome,
+    rpc::RpcInput,
+    wire::{self, RPC_MSG_TYPE},
+};
+
+#[derive(Debug, Default)]
+pub(super) struct Outlets {
+    /// What the driver takes with `poll_output`.
+    pub(super) queue: OutQueue,
+    /// What the RPC machine takes next, in order.
+    pub(super) rpc: VecDeque<RpcInput>,
+}
+
+impl Outlets {
+    /// Appends `output` for the driver; evidence of a peer's death or restart is the RPC
+    /// machine's input too.
+    #[inline]
+    pub(super) fn push_back(&mut self, output: Output) {
+        match output {
+            Output::Event(Event::PeerDead {
+                peer,
+                incarnation,
+                evidence,
+            }) => self.rpc.push_back(RpcInput::PeerDead {
+                peer,
+                incarnation,
+                evidence,
+            }),
+            Output::Event(Event::PeerRestarted { peer, incarnation }) => {
+                self.rpc
+                    .push_back(RpcInput::PeerRestarted { peer, incarnation });
+            }
+            _ => {}
+        }
+        self.queue.push_back(output);
+    }
+
+    /// A message for this node: the RPC machine's if of the reserved type, else the
+    /// application's.
+    #[inline]
+    pub(super) fn deliver(&mut self, from: NodeId, via: NodeId, msg_type: u32, payload: Bytes) {
+        if msg_type == RPC_MSG_TYPE {
+            self.rpc.push_back(RpcInput::Message { from, payload });
+        } else {
+            self.queue.push_back(Output::Received {
+                from,
+                via,
+                msg_type,
+                payload,
+            });
+        }
+    }
+
+    /// How a message ended: the RPC machine's if the message is, else the driver's.
+    #[inline]
+    pub(super) fn outcome(&mut self, msg: MsgId, outcome: Outcome) {
+        if msg.is_rpc() {
+            self.rpc.push_back(RpcInput::Outcome { msg, outcome });
+        } else {
+            self.queue.push_back(Output::Outcome { msg, outcome });
+        }
+    }
+}
+
+/// The link machine's effects become outputs, in order; RPC messages go to the RPC machine.
+impl LinkSink for Outlets {
+    fn connect(&mut self, link: LinkId, peer: NodeId, addr: String) {
+        self.queue.push_back(Output::Connect { link, peer, addr });
+    }
+
+    fn transmit(&mut self, link: LinkId, bytes: Bytes) {
+        self.queue.push_back(Output::Transmit { link, bytes });
+    }
+
+    /// A relayed message joins the link's open batch, as the node's own messages do.
+    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
+        self.queue.push_data(link, data);
+    }
+
+    fn close(&mut self, link: LinkId) {
+        self.queue.push_back(Output::Close { link });
+    }
+
+    fn received(&mut self, from: NodeId, via: NodeId, msg_type: u32, payload: Bytes) {
+        self.deliver(from, via, msg_type, payload);
+    }
+
+    fn event(&mut self, event: LinkEvent) {
+        let event = match event {
+            LinkEvent::Closed { link, peer } => Event::LinkClosed { link, peer },
+            LinkEvent::Rejected { link, reason } => Event::LinkRejected { link, reason },
+            LinkEvent::HandshakeTimeout { link, dialed } => {
+                Event::HandshakeTimedOut { link, dialed }
+            }
+            LinkEvent::HandshakeLimit { link } => Event::HandshakeLimit { link },
+            LinkEvent::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            } => Event::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            },
+            LinkEvent::ForwardDropped { src, dst, msg_type } => {
+                Event::ForwardDropped { src, dst, msg_type }
+            }
+        };
+        self.queue.push_back(Output::Event(event));
+    }
+}

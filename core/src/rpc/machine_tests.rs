@@ -1,0 +1,536 @@
+//! The RPC machine's rules without a `Node`: a scripted [`RpcHost`] records every effect
+//! (the exact bytes sent, to whom, by when; withdrawals; outputs) and answers the machine's
+//! questions from a fixed list of servers.
+
+use alloc::{collections::VecDeque, string::String, vec, vec::Vec};
+
+use bytes::Bytes;
+
+use super::{
+    BroadcastSpec, CallId, CallOutcome, CallSpec, RequestId, Rpc, RpcHost, RpcInput, RpcOutput,
+    RpcSettings, Select,
+};
+use crate::{
+    discovery::Filter,
+    event::Evidence,
+    ids::{MsgId, NodeId},
+    outcome::{FailReason, Outcome},
+    ring::{FilterId, RingConfig, RingSet},
+    time::{Duration, Instant},
+    wire::{self, RefuseCall, RpcMessage},
+};
+
+const OWN: NodeId = NodeId(0x10);
+const S1: NodeId = NodeId(0x21);
+const S2: NodeId = NodeId(0x22);
+const CALLER: NodeId = NodeId(0x31);
+const INCARNATION: u64 = 0xabc;
+
+/// One message the machine sent.
+#[derive(Debug, PartialEq, Eq)]
+struct Sent {
+    to: NodeId,
+    bytes: Vec<u8>,
+    deadline: Instant,
+    msg: MsgId,
+}
+
+#[derive(Default)]
+struct Script {
+    /// The servers picks choose from, in order.
+    servers: Vec<NodeId>,
+    /// Nodes that refuse messages at the door (no route).
+    unroutable: Vec<NodeId>,
+    sent: Vec<Sent>,
+    /// Messages still queued (withdrawable).
+    queued: Vec<MsgId>,
+    withdrawn: Vec<MsgId>,
+    outputs: Vec<RpcOutput>,
+    inputs: VecDeque<RpcInput>,
+    next_msg: u64,
+}
+
+impl RpcHost for Script {
+    fn send(
+        &mut self,
+        _now: Instant,
+        to: NodeId,
+        _msg_type: u32,
+        payload: Bytes,
+        deadline: Instant,
+    ) -> Result<MsgId, FailReason> {
+        if self.unroutable.contains(&to) {
+            return Err(FailReason::NoRoute);
+        }
+        self.next_msg += 1;
+        let msg = MsgId(self.next_msg | MsgId::RPC_BIT);
+        self.queued.push(msg);
+        self.sent.push(Sent {
+            to,
+            bytes: payload.to_vec(),
+            deadline,
+            msg,
+        });
+        Ok(msg)
+    }
+
+    fn withdraw(&mut self, _to: NodeId, msg: MsgId) -> bool {
+        let queued = self.queued.contains(&msg);
+        self.queued.retain(|&m| m != msg);
+        if queued {
+            self.withdrawn.push(msg);
+        }
+        queued
+    }
+
+    fn in_flight(&self, _to: NodeId, _msg: MsgId) -> bool {
+        false
+    }
+
+    fn incarnation(&self, _peer: NodeId) -> u64 {
+        7
+    }
+
+    fn filter(&mut self, filter: Filter) -> FilterId {
+        RingSet::new(RingConfig::default()).add_filter(filter)
+    }
+
+    fn pick(
+        &mut self,
+        _select: &Select,
+        _filter: FilterId,
+        _outstanding: &dyn Fn(NodeId) -> u32,
+        excluded: &[NodeId],
+    ) -> Option<NodeId> {
+        self.servers
+            .iter()
+            .copied()
+            .find(|server| !excluded.contains(server))
+    }
+
+    fn members(&mut self, _filter: Option<FilterId>) -> Vec<NodeId> {
+        self.servers.clone()
+    }
+
+    fn output(&mut self, output: RpcOutput) {
+        self.outputs.push(output);
+    }
+
+    fn next_input(&mut self) -> Option<RpcInput> {
+        self.inputs.pop_front()
+    }
+}
+
+fn settings() -> RpcSettings {
+    RpcSettings {
+        own: OWN,
+        incarnation: INCARNATION,
+        call_timeout: Duration::from_secs(5),
+        grace: Duration::from_secs(2),
+        message_timeout: Duration::from_secs(8),
+        max_call_budget: Duration::from_secs(60),
+        allow_self_calls: false,
+        dedup_seed: 0x5eed,
+    }
+}
+
+fn machine(serves: &[&str]) -> Rpc {
+    Rpc::new(settings(), serves.iter().copied())
+}
+
+fn at(millis: u64) -> Instant {
+    Instant::from_millis(millis)
+}
+
+fn request_bytes(call: u64, remaining: Duration, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    wire::encode_rpc(
+        &RpcMessage::Request {
+            call,
+            caller_incarnation: INCARNATION,
+            remaining_ns: crate::time::duration_nanos(remaining),
+            method: "echo",
+            payload,
+        },
+        &mut bytes,
+    );
+    bytes
+}
+
+fn message(from: NodeId, message: &RpcMessage<'_>) -> RpcInput {
+    let mut bytes = Vec::new();
+    wire::encode_rpc(message, &mut bytes);
+    RpcInput::Message {
+        from,
+        payload: Bytes::from(bytes),
+    }
+}
+
+fn done(call: CallId, outcome: CallOutcome) -> RpcOutput {
+    RpcOutput::CallDone { call, outcome }
+}
+
+/// The whole caller's cycle: the request goes to the picked server with the call's budget
+/// and deadline, its acknowledgement is noted, the server's reply ends the call.
+#[test]
+fn a_call_sends_its_request_and_ends_with_the_reply() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1],
+        ..Script::default()
+    };
+    let call = rpc
+        .call(
+            at(1_000),
+            CallSpec::new("echo", Bytes::from_static(b"hi")),
+            &mut host,
+        )
+        .unwrap();
+    let request = Sent {
+        to: S1,
+        bytes: request_bytes(call.0, Duration::from_secs(5), b"hi"),
+        deadline: at(6_000),
+        msg: MsgId(1 | MsgId::RPC_BIT),
+    };
+    assert_eq!(host.sent, [request]);
+    assert_eq!(rpc.stats().in_flight, 1);
+    let reply = RpcMessage::Reply {
+        call: call.0,
+        caller_incarnation: INCARNATION,
+        payload: b"pong",
+    };
+    host.inputs.extend([
+        RpcInput::Outcome {
+            msg: MsgId(1 | MsgId::RPC_BIT),
+            outcome: Outcome::Delivered,
+        },
+        message(S1, &reply),
+    ]);
+    rpc.settle(at(1_010), &mut host);
+    let pong = Bytes::from_static(b"pong");
+    assert_eq!(host.outputs, [done(call, CallOutcome::Reply(pong))]);
+    assert_eq!((rpc.stats().in_flight, rpc.stats().lookups), (0, 1));
+    // A second copy of the reply is late: dropped and counted.
+    host.inputs.push_back(message(S1, &reply));
+    rpc.settle(at(1_020), &mut host);
+    assert_eq!((host.outputs.len(), rpc.stats().late_replies), (1, 1));
+}
+
+/// Grace without polling: no server, the call waits; nothing is looked up until the grace
+/// deadline, where it ends `NotAvailable` — exactly then.
+#[test]
+fn a_call_with_no_server_ends_not_available_at_its_grace_deadline() {
+    let mut rpc = machine(&[]);
+    let mut host = Script::default();
+    let call = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    assert_eq!(rpc.next_deadline(), Some(at(2_000)));
+    rpc.handle_timeout(at(1_999), &mut host);
+    assert!(host.outputs.is_empty());
+    rpc.handle_timeout(at(2_000), &mut host);
+    let outcome = CallOutcome::Failed(FailReason::NotAvailable);
+    assert_eq!(host.outputs, [done(call, outcome)]);
+    let stats = rpc.stats();
+    assert_eq!(
+        (stats.lookups, stats.grace_waits, stats.in_flight),
+        (1, 1, 0)
+    );
+}
+
+/// A server that appears within the grace gets the waiting call at once, with what is left
+/// of its budget.
+#[test]
+fn a_waiting_call_goes_to_a_server_that_appears() {
+    let mut rpc = machine(&[]);
+    let mut host = Script::default();
+    let call = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    host.servers.push(S2);
+    rpc.servers_appeared(at(500), S2, &[String::from("echo")], &mut host);
+    assert_eq!(host.sent.len(), 1);
+    assert_eq!(
+        (host.sent[0].to, &host.sent[0].bytes),
+        (
+            S2,
+            &request_bytes(call.0, Duration::from_millis(4_500), b"")
+        )
+    );
+}
+
+/// The server's side: a request is handed out with its local deadline, a repeat is dropped,
+/// the reply goes back to the caller by that deadline, and a second reply is refused.
+#[test]
+fn a_served_request_is_handed_out_once_and_answered() {
+    let mut rpc = machine(&["echo"]);
+    let mut host = Script::default();
+    let request = RpcMessage::Request {
+        call: 9,
+        caller_incarnation: 3,
+        remaining_ns: 1_000_000_000,
+        method: "echo",
+        payload: b"args",
+    };
+    host.inputs
+        .extend([message(CALLER, &request), message(CALLER, &request)]);
+    rpc.settle(at(100), &mut host);
+    let [RpcOutput::Request(incoming)] = &host.outputs[..] else {
+        panic!("one request handed out: {:?}", host.outputs);
+    };
+    assert_eq!(
+        (incoming.request, incoming.from, incoming.method.as_str()),
+        (RequestId(1), CALLER, "echo")
+    );
+    assert_eq!(
+        (&incoming.payload[..], incoming.deadline),
+        (&b"args"[..], at(1_100))
+    );
+    assert_eq!(rpc.stats().duplicate_requests, 1);
+    rpc.reply(at(200), RequestId(1), b"out", &mut host).unwrap();
+    let mut reply = Vec::new();
+    wire::encode_rpc(
+        &RpcMessage::Reply {
+            call: 9,
+            caller_incarnation: 3,
+            payload: b"out",
+        },
+        &mut reply,
+    );
+    assert_eq!(
+        (host.sent[0].to, &host.sent[0].bytes, host.sent[0].deadline),
+        (CALLER, &reply, at(1_100))
+    );
+    assert_eq!(
+        rpc.reply(at(300), RequestId(1), b"again", &mut host),
+        Err(super::ReplyError::UnknownRequest)
+    );
+    assert_eq!(rpc.stats().dropped_replies, 1);
+}
+
+/// Refusals: a spent budget is refused `Expired`, an unserved method `NotServed`; neither
+/// reaches a handler, and bytes that are no RPC message are counted.
+#[test]
+fn a_server_refuses_what_it_must_not_run() {
+    let mut rpc = machine(&["echo"]);
+    let mut host = Script::default();
+    let expired = RpcMessage::Request {
+        call: 1,
+        caller_incarnation: 3,
+        remaining_ns: 0,
+        method: "echo",
+        payload: b"",
+    };
+    let unserved = RpcMessage::Request {
+        call: 2,
+        caller_incarnation: 3,
+        remaining_ns: 5,
+        method: "other",
+        payload: b"",
+    };
+    host.inputs.extend([
+        message(CALLER, &expired),
+        message(CALLER, &unserved),
+        RpcInput::Message {
+            from: CALLER,
+            payload: Bytes::from_static(b"\xff"),
+        },
+    ]);
+    rpc.settle(at(0), &mut host);
+    assert!(host.outputs.is_empty());
+    let refusal = |call, reason| {
+        let mut bytes = Vec::new();
+        let refuse = RpcMessage::Refuse {
+            call,
+            caller_incarnation: 3,
+            reason,
+        };
+        wire::encode_rpc(&refuse, &mut bytes);
+        bytes
+    };
+    let sent: Vec<_> = host.sent.iter().map(|s| s.bytes.clone()).collect();
+    assert_eq!(
+        sent,
+        [
+            refusal(1, RefuseCall::Expired),
+            refusal(2, RefuseCall::NotServed)
+        ]
+    );
+    let stats = rpc.stats();
+    assert_eq!(
+        (stats.expired_requests, stats.not_served, stats.bad_messages),
+        (1, 1, 1)
+    );
+}
+
+/// Fast-fail: the death of the server that acknowledged a request ends its call
+/// `Unknown(TargetGone)` at once; a request still queued for it moves to another server.
+#[test]
+fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1, S2],
+        ..Script::default()
+    };
+    let taken = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let queued = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let taken_msg = host.sent[0].msg;
+    host.inputs.extend([
+        RpcInput::Outcome {
+            msg: taken_msg,
+            outcome: Outcome::Delivered,
+        },
+        RpcInput::PeerDead {
+            peer: S1,
+            incarnation: 7,
+            evidence: Evidence::HeartbeatsStopped,
+        },
+    ]);
+    host.queued.retain(|&m| m != taken_msg);
+    rpc.settle(at(10), &mut host);
+    let gone = CallOutcome::Unknown(FailReason::TargetGone);
+    assert_eq!(host.outputs, [done(taken, gone)]);
+    assert_eq!(host.withdrawn, [host.sent[1].msg]);
+    assert_eq!(host.sent.len(), 3);
+    assert_eq!(
+        (host.sent[2].to, &host.sent[2].bytes),
+        (
+            S2,
+            &request_bytes(queued.0, Duration::from_millis(4_990), b"")
+        )
+    );
+    let stats = rpc.stats();
+    assert_eq!((stats.fast_fails, stats.moved, stats.in_flight), (1, 1, 1));
+}
+
+/// A `NotServed` refusal sends the call to another server; with none left it waits out the
+/// grace and ends `NotServed`.
+#[test]
+fn a_refused_call_tries_another_server_then_ends_not_served() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1, S2],
+        ..Script::default()
+    };
+    let call = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    for server in [S1, S2] {
+        let refuse = RpcMessage::Refuse {
+            call: call.0,
+            caller_incarnation: INCARNATION,
+            reason: RefuseCall::NotServed,
+        };
+        host.inputs.push_back(message(server, &refuse));
+        rpc.settle(at(100), &mut host);
+    }
+    let to: Vec<NodeId> = host.sent.iter().map(|s| s.to).collect();
+    assert_eq!(to, [S1, S2]);
+    assert!(host.outputs.is_empty());
+    rpc.handle_timeout(at(2_000), &mut host);
+    let not_served = CallOutcome::Failed(FailReason::NotServed);
+    assert_eq!(host.outputs, [done(call, not_served)]);
+}
+
+/// A node that refuses the request at the door (no route) is tried no more: the next
+/// server gets it at once. A self-call fails at once.
+#[test]
+fn no_route_moves_on_and_a_self_call_fails() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1, S2],
+        unroutable: vec![S1],
+        ..Script::default()
+    };
+    rpc.call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    assert_eq!(host.sent.iter().map(|s| s.to).collect::<Vec<_>>(), [S2]);
+    let mut host = Script {
+        servers: vec![OWN],
+        ..Script::default()
+    };
+    let call = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let self_call = CallOutcome::Failed(FailReason::SelfCall);
+    assert_eq!(host.outputs, [done(call, self_call)]);
+}
+
+/// Cancellation after the request left: the server is told, the call ends
+/// `Unknown(Cancelled)`; a shut-down machine ends the rest and refuses new calls.
+#[test]
+fn cancel_tells_the_server_and_shutdown_ends_the_rest() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1],
+        ..Script::default()
+    };
+    let cancelled = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let open = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    assert!(rpc.cancel(at(5), cancelled, &mut host));
+    assert!(!rpc.cancel(at(5), cancelled, &mut host));
+    let mut cancel = Vec::new();
+    let message = RpcMessage::Cancel {
+        call: cancelled.0,
+        caller_incarnation: INCARNATION,
+    };
+    wire::encode_rpc(&message, &mut cancel);
+    assert_eq!(
+        (host.sent[2].to, &host.sent[2].bytes, host.sent[2].deadline),
+        (S1, &cancel, at(8_005))
+    );
+    rpc.shutdown(at(6), &mut host);
+    assert_eq!(
+        host.outputs,
+        [
+            done(cancelled, CallOutcome::Unknown(FailReason::Cancelled)),
+            done(open, CallOutcome::Unknown(FailReason::Shutdown)),
+        ]
+    );
+    assert_eq!(
+        rpc.call(at(7), CallSpec::new("echo", Bytes::new()), &mut host),
+        Err(super::CallError::Shutdown)
+    );
+}
+
+/// A broadcast reports each recipient once, in its list, when the last outcome is in.
+#[test]
+fn a_broadcast_reports_every_recipient_once() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![OWN, S1, S2, CALLER],
+        unroutable: vec![CALLER],
+        ..Script::default()
+    };
+    let spec = BroadcastSpec::new(None, 5, Bytes::from_static(b"all"));
+    let id = rpc.broadcast(at(0), spec, &mut host);
+    let to: Vec<NodeId> = host.sent.iter().map(|s| s.to).collect();
+    assert_eq!(to, [S1, S2]);
+    assert_eq!(host.sent[0].deadline, at(8_000));
+    host.inputs.extend([
+        RpcInput::Outcome {
+            msg: host.sent[0].msg,
+            outcome: Outcome::Delivered,
+        },
+        RpcInput::Outcome {
+            msg: host.sent[1].msg,
+            outcome: Outcome::Unknown(FailReason::Timeout),
+        },
+    ]);
+    rpc.settle(at(10), &mut host);
+    let [RpcOutput::BroadcastDone(report)] = &host.outputs[..] else {
+        panic!("one report: {:?}", host.outputs);
+    };
+    assert_eq!(report.broadcast, id);
+    assert_eq!(report.delivered, [S1]);
+    assert_eq!(report.failed, [(CALLER, FailReason::NoRoute)]);
+    assert_eq!(report.unknown, [(S2, FailReason::Timeout)]);
+}
