@@ -24,10 +24,11 @@ use switchboard_core::{
     bus::handshake::NonceEntropy,
     config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
-    node::{Event, Node, SendError, Status, Target},
+    node::{Event, Node, SendError, Status},
     outcome::Outcome,
     registry::client::{ClientConfig, ClientEvent, RegistryClient},
     rng::entropy_seed,
+    select::Select,
 };
 
 use crate::{

@@ -30,8 +30,9 @@ use switchboard_core::{
         Endpoint, EndpointSettings, EndpointTable, PendingMessage, QueueLimits, TransmitResult,
     },
     ids::{LinkId, MsgId, NodeId},
-    node::{Node, Output, Target},
+    node::{Node, Output},
     outcome::{Outcome, OutcomeSink},
+    select::Select,
     time::{Duration, Instant},
 };
 
@@ -56,7 +57,7 @@ fn round_trip(
 ) -> usize {
     let (a, link_a, b, link_b) = pair;
     for _ in 0..count {
-        a.send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
+        a.send(now, Select::Node(NodeId(0x102)), 7, payload.clone())
             .expect("accepted");
     }
     let data = transmitted(&drain(a));
@@ -107,7 +108,7 @@ fn send_to_transmit(c: &mut Criterion) {
                 data.clear();
                 let start = std::time::Instant::now();
                 for _ in 0..N {
-                    a.send(now, Target::Id(NodeId(0x102)), 7, payload.clone())
+                    a.send(now, Select::Node(NodeId(0x102)), 7, payload.clone())
                         .expect("accepted");
                 }
                 while let Some(out) = a.poll_output() {

@@ -7,7 +7,7 @@
 //! sockets and registries.
 //!
 //! The crate root re-exports what a driver needs: [`Node`] and its inputs and outputs
-//! ([`Output`], [`Event`], [`Target`], [`SendError`], [`LinkError`], [`RegistryEvent`],
+//! ([`Output`], [`Event`], [`Select`], [`SendError`], [`LinkError`], [`RegistryEvent`],
 //! [`Status`]), the configuration ([`Config`], [`ConfigError`]), ids and time ([`NodeId`],
 //! [`LinkId`], [`MsgId`], [`Instant`], [`Duration`]), outcomes ([`Outcome`], [`FailReason`])
 //! the records nodes publish ([`DiscoveryInfo`], [`TopologyInfo`], [`Filter`]) and the call
@@ -31,7 +31,7 @@
 //! use bytes::Bytes;
 //! use switchboard_core::{
 //!     Config, DiscoveryInfo, Instant, LinkId, Node, NodeId, Outcome, Output, RegistryEvent,
-//!     Target, TopologyInfo,
+//!     Select, TopologyInfo,
 //! };
 //!
 //! let (a, b) = (NodeId(0x201), NodeId(0x202));
@@ -94,7 +94,7 @@
 //! };
 //!
 //! let now = Instant::from_millis(1);
-//! let msg = nodes[0].send(now, Target::Name("b"), 7, Bytes::from_static(b"hello b"))?;
+//! let msg = nodes[0].send(now, Select::Name("b".into()), 7, Bytes::from_static(b"hello b"))?;
 //! drive(&mut nodes, now);
 //! assert_eq!(delivered, [(a, Bytes::from_static(b"hello b"))]);
 //! assert_eq!(outcomes, [(msg, Outcome::Delivered)]); // acknowledged by b
@@ -119,7 +119,10 @@
 //! - [`discovery`]: what nodes publish (libatapp-compatible JSON), the address syntax, and the
 //!   revision-gated set of known nodes, which keeps the hash rings up to date incrementally.
 //! - [`topology`]: who proxies for whom; relations and next hops between nodes; the policy.
-//! - [`rpc`]: calls by method and broadcast — [`CallSpec`], [`Select`], [`CallOutcome`],
+//! - [`select`]: which node a message or a call goes to — one [`Select`] (a node by id or
+//!   name, hash of a key, round robin, random, least outstanding) and one pick for both, with
+//!   the per-ring selection state.
+//! - [`rpc`]: calls by method and broadcast — [`CallSpec`], [`CallOutcome`],
 //!   [`IncomingRequest`], [`RpcOutput`] — with the grace, fast-fail, deadline, exactly-once,
 //!   self-call and cancellation rules the node's `call` / `serve` / `reply` / `cancel` /
 //!   `broadcast` commands follow.
@@ -134,8 +137,7 @@
 //! The building blocks the node composes — `bus` (the link table: handshake, heartbeats,
 //! inbound delivery with coalesced acks, relaying), `endpoint` (one outbox per target: queued
 //! → in flight → acknowledged or given up), `connector` (route records and the routing
-//! decision, also for relayed frames), `ring` / `hash` / `select` (consistent-hash rings and
-//! target selection) and `timer` (the keyed deadline queue every deadline lives in) — are
+//! decision, also for relayed frames), `ring` / `hash` (consistent-hash rings) and `timer` (the keyed deadline queue every deadline lives in) — are
 //! public for the benches, fuzz targets and tests that exercise them directly, but hidden from
 //! these docs: they are not part of the API a driver relies on.
 #![no_std]
@@ -174,7 +176,6 @@ pub mod ring;
 pub mod rng;
 pub mod rpc;
 pub mod secret;
-#[doc(hidden)]
 pub mod select;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -191,12 +192,13 @@ pub use discovery::{DiscoveryInfo, Filter, TopologyInfo};
 pub use ids::{LinkId, MsgId, NodeId};
 pub use node::{
     EndpointStatus, Event, Evidence, LinkError, LinkStatus, Node, Output, RegistryIgnored,
-    RouteStatus, SendError, Status, Target,
+    RouteStatus, SendError, Status,
 };
 pub use outcome::{FailReason, Outcome};
 pub use registry::RegistryEvent;
 pub use rpc::{
     BroadcastDone, BroadcastId, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec,
-    IncomingRequest, ReplyError, RequestId, RpcOutput, Select,
+    IncomingRequest, ReplyError, RequestId, RpcOutput,
 };
+pub use select::Select;
 pub use time::{Duration, Instant};

@@ -21,8 +21,9 @@
 //!     bus::handshake::PROTOCOL_VERSIONS,
 //!     config::Config,
 //!     ids::NodeId,
-//!     node::{Node, Output, Target},
+//!     node::{Node, Output},
 //!     outcome::Outcome,
+//!     select::Select,
 //!     time::Instant,
 //!     wire::{self, Decoded, Frame},
 //! };
@@ -41,7 +42,7 @@
 //! assert_eq!((h.node, h.name, h.incarnation), (NodeId(0x101), "gate-1", node.incarnation()));
 //!
 //! // Until the upstream accepts the handshake, a message to it waits in its queue.
-//! let msg = node.send(Instant::from_millis(4), Target::Id(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
+//! let msg = node.send(Instant::from_millis(4), Select::Node(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
 //! assert_eq!(node.pending(NodeId(0x102)), 1);
 //! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
 //!
@@ -95,7 +96,7 @@
 //!
 //! # Sending, acknowledgements, outcomes
 //!
-//! `send` resolves the target to a node id and hands the message to that target's endpoint.
+//! `send` picks the target node ([`crate::select`]) and hands the message to that target's endpoint.
 //! If the route is ready and nothing is queued it goes straight to the link; otherwise it is
 //! queued and flushed in order when the route becomes ready, at most `flush_batch` per call.
 //! A transmitted message stays *unacknowledged* ([`Node::unacked`]; it and the queue are the
@@ -165,7 +166,6 @@ mod rpc;
 mod rpc_input;
 mod status;
 mod transport;
-mod types;
 
 #[cfg(test)]
 mod tests;
@@ -173,7 +173,6 @@ mod tests;
 use alloc::collections::BTreeMap;
 
 pub use crate::perimeter::{OffRouteFrame, PerimeterCounts};
-pub use types::Target;
 
 pub use crate::{
     event::{Event, Evidence, LinkError, RegistryIgnored},
@@ -213,7 +212,7 @@ pub struct Node {
     endpoints: EndpointTable,
     connector: Connector,
     out: out_queue::OutQueue,
-    /// Round-robin cursors of the selector targets (per filter ring).
+    /// The selection state of sends and calls (per filter ring; [`crate::select`]).
     selector: crate::select::Selector,
     now: Instant,
     shut_down: bool,

@@ -17,7 +17,7 @@ use crate::{
     outcome::FailReason,
     rpc::{
         self, BroadcastId, BroadcastSpec, Call, CallError, CallId, CallOutcome, CallSpec,
-        CallState, Candidates, ReplyError, RequestId, RpcOutput, RpcStats,
+        CallState, ReplyError, RequestId, RpcOutput, RpcStats,
     },
     time::Instant,
     wire::{self, RPC_MSG_TYPE, RpcMessage},
@@ -305,20 +305,14 @@ impl Node {
         } = self;
         let calls = &rpc.calls;
         let call = calls.get(id)?;
-        let candidates = Candidates {
+        let among = crate::select::Among {
             rings: discovery.rings(),
-            filter: call.filter,
+            filter: Some(call.filter),
         };
         let mut excluded = call.tried.clone();
         excluded.extend(also_excluded);
-        rpc::pick(
-            &call.select,
-            candidates,
-            selector,
-            rng,
-            |server| calls.outstanding(server),
-            &excluded,
-        )
+        let outstanding = |server| calls.outstanding(server);
+        selector.pick(&call.select, among, rng, outstanding, &excluded)
     }
 
     /// Sends the open call `id`'s request to `server`; `false` (and `server` tried) when the

@@ -10,7 +10,8 @@ use alloc::{
 
 use bytes::Bytes;
 
-use super::{CallId, Select};
+use super::CallId;
+use crate::select::Select;
 use crate::{
     ids::{MsgId, NodeId},
     ring::FilterId,
