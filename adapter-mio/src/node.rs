@@ -367,7 +367,7 @@ impl MioNode {
     /// The core's [`SendError`]: nothing was accepted and no outcome will follow.
     pub fn send(
         &mut self,
-        target: Target<'_>,
+        target: Select,
         msg_type: u32,
         payload: Bytes,
     ) -> Result<MsgId, SendError> {
