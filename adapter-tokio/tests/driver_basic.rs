@@ -219,7 +219,10 @@ async fn hash_and_round_robin_targets_pick_what_the_core_rings_pick() {
     let mut expected: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
     for key in 0..40u64 {
         let key_bytes = key.to_le_bytes();
-        let owner = rings.ring(Some(fid)).lookup(&key_bytes).expect("non-empty ring");
+        let owner = rings
+            .ring(Some(fid))
+            .lookup(&key_bytes)
+            .expect("non-empty ring");
         expected.entry(owner.0).or_default().push(key);
         let target = TargetSpec::Hash {
             filter: Some(filter.clone()),
@@ -242,9 +245,7 @@ async fn hash_and_round_robin_targets_pick_what_the_core_rings_pick() {
         let m = within("metrics", node.metrics()).await.expect("running");
         let hashed = 40
             - (0..40u64)
-                .filter(|k| {
-                    rings.ring(Some(fid)).lookup(&k.to_le_bytes()) != Some(NodeId(id))
-                })
+                .filter(|k| rings.ring(Some(fid)).lookup(&k.to_le_bytes()) != Some(NodeId(id)))
                 .count() as u64;
         assert_eq!(m.received, 10 + hashed, "worker {id}");
     }
