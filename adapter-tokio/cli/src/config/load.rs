@@ -461,6 +461,45 @@ mod tests {
         assert_eq!(options.wait_known, Duration::from_millis(2500));
     }
 
+    /// `--select` (or `select` in the file) picks each message's node among the filtered
+    /// nodes; for a call load it picks each call's server.
+    #[test]
+    fn a_select_mode_targets_the_filtered_nodes_or_picks_the_servers() {
+        let mut a = args();
+        a.to = None;
+        a.select = Some(switchboard_core::select::Mode::Random);
+        a.filters = vec![("role".to_owned(), "leaf".to_owned())];
+        let LoadWork::Messages { target, .. } = LoadOptions::resolve(a, 1).expect("valid").work
+        else {
+            panic!("a message load");
+        };
+        let leaf = Filter(Metadata {
+            labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
+            ..Metadata::default()
+        });
+        assert_eq!(target, TargetSpec::Random { filter: Some(leaf) });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("load.toml");
+        std::fs::write(&path, "select = \"least-outstanding\"\nmethod = \"echo\"\n")
+            .expect("write");
+        let mut a = args();
+        a.to = None;
+        a.config = Some(path.clone());
+        let LoadWork::Calls(calls) = LoadOptions::resolve(a, 1).expect("valid").work else {
+            panic!("a call load");
+        };
+        assert_eq!(calls.select, switchboard_core::Select::LeastOutstanding);
+        std::fs::write(&path, "select = \"fastest\"\n").expect("write");
+        let mut a = args();
+        a.config = Some(path);
+        assert_eq!(
+            LoadOptions::resolve(a, 1)
+                .expect_err("bad mode")
+                .to_string(),
+            "select: expected one of hash, round-robin, random, least-outstanding"
+        );
+    }
+
     #[test]
     fn a_size_below_the_sequence_number_is_refused() {
         let mut a = args();
