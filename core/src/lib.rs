@@ -163,6 +163,7 @@ pub mod discovery;
 #[doc(hidden)]
 pub mod endpoint;
 pub mod event;
+pub(crate) mod evidence;
 #[doc(hidden)]
 pub mod hash;
 pub mod ids;

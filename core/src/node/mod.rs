@@ -151,7 +151,7 @@
 //! at once), stopped heartbeats, or a relay's `Unreachable` with `TargetGone` — and at that
 //! instant what may have reached it ends `Unknown(TargetGone | TargetRestarted)`, what
 //! provably did not waits (probing) for a live incarnation, and a proxy tells the sources it
-//! relayed for ([`Event::PeerDead`]; the rules are in `node/evidence.rs`). A message given up
+//! relayed for ([`Event::PeerDead`]; the rules are in `core/src/evidence`). A message given up
 //! only because an earlier one of its stream was ends `StreamAbandoned`, never `Timeout`
 //! before its own deadline; a link refused for another cluster, protocol version or a held id
 //! gives its reason to the messages it kept back.
@@ -216,16 +216,8 @@ pub struct Node {
     selector: crate::select::Selector,
     now: Instant,
     shut_down: bool,
-    /// Peers whose last up link closed, with the incarnation it ran: a failed dial of one
-    /// before it links again is evidence of that incarnation's death.
-    suspects: BTreeMap<NodeId, u64>,
-    /// Per target, the sources of the messages this node relayed toward it (as a proxy):
-    /// told when the target's incarnation dies.
-    relayed: BTreeMap<NodeId, alloc::collections::BTreeSet<NodeId>>,
-    /// The last incarnation of each peer found dead: evidence is acted on once per
-    /// incarnation (a second word of the same death must not end what was sent since, to a
-    /// life that may be new).
-    dead: BTreeMap<NodeId, u64>,
+    /// Suspects, deaths acted on, sources relayed for ([`crate::evidence`]).
+    evidence: crate::evidence::EvidenceBook,
     /// Calls, served methods, broadcasts ([`crate::rpc`]; composed in `node/rpc.rs`).
     rpc: crate::rpc::Rpc,
     /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
@@ -329,9 +321,7 @@ impl Node {
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
-            suspects: BTreeMap::new(),
-            relayed: BTreeMap::new(),
-            dead: BTreeMap::new(),
+            evidence: crate::evidence::EvidenceBook::default(),
             rpc: crate::rpc::Rpc::default(),
             perimeter: PerimeterCounts::default(),
         };
