@@ -96,7 +96,7 @@
 //!
 //! # Sending, acknowledgements, outcomes
 //!
-//! `send` picks the target node ([`crate::select`]) and hands the message to that target's endpoint.
+//! `send` resolves the target to a node id and hands the message to that target's endpoint.
 //! If the route is ready and nothing is queued it goes straight to the link; otherwise it is
 //! queued and flushed in order when the route becomes ready, at most `flush_batch` per call.
 //! A transmitted message stays *unacknowledged* ([`Node::unacked`]; it and the queue are the
@@ -151,7 +151,7 @@
 //! at once), stopped heartbeats, or a relay's `Unreachable` with `TargetGone` — and at that
 //! instant what may have reached it ends `Unknown(TargetGone | TargetRestarted)`, what
 //! provably did not waits (probing) for a live incarnation, and a proxy tells the sources it
-//! relayed for ([`Event::PeerDead`]; the rules are in `core/src/evidence`). A message given up
+//! relayed for ([`Event::PeerDead`]; the rules are in `node/evidence.rs`). A message given up
 //! only because an earlier one of its stream was ends `StreamAbandoned`, never `Timeout`
 //! before its own deadline; a link refused for another cluster, protocol version or a held id
 //! gives its reason to the messages it kept back.
