@@ -39,6 +39,23 @@ pub enum TargetSpec {
 }
 
 impl TargetSpec {
+    /// The node `select` picks among the nodes matching `filter` (`None`: every node).
+    /// `Node` and `Name` name one node: `filter` does not apply to them.
+    #[must_use]
+    pub fn among(filter: Option<Filter>, select: Select) -> TargetSpec {
+        match select {
+            Select::Node(id) => TargetSpec::Id(id),
+            Select::Name(name) => TargetSpec::Name(name),
+            Select::Hash(key) => TargetSpec::Hash {
+                filter,
+                key: key.to_vec(),
+            },
+            Select::RoundRobin => TargetSpec::RoundRobin { filter },
+            Select::Random => TargetSpec::Random { filter },
+            Select::LeastOutstanding => TargetSpec::LeastOutstanding { filter },
+        }
+    }
+
     /// The core's selection and the filter it picks among (`Node::send` / `send_among`).
     #[must_use]
     pub fn to_select(&self) -> (Option<&Filter>, Select) {
@@ -52,5 +69,38 @@ impl TargetSpec {
             TargetSpec::Random { filter } => (filter.as_ref(), Select::Random),
             TargetSpec::LeastOutstanding { filter } => (filter.as_ref(), Select::LeastOutstanding),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_core::discovery::Metadata;
+
+    use super::*;
+
+    /// `among` and `to_select` are inverse for every mode; `Node` and `Name` drop the filter.
+    #[test]
+    fn every_selection_round_trips_through_a_target_spec() {
+        let leaf = Filter(Metadata {
+            kind: "leaf".into(),
+            ..Metadata::default()
+        });
+        for select in [
+            Select::Hash(Bytes::from_static(b"k")),
+            Select::RoundRobin,
+            Select::Random,
+            Select::LeastOutstanding,
+        ] {
+            let spec = TargetSpec::among(Some(leaf.clone()), select.clone());
+            assert_eq!(spec.to_select(), (Some(&leaf), select));
+        }
+        for select in [Select::Node(NodeId(7)), Select::Name("a".into())] {
+            let spec = TargetSpec::among(Some(leaf.clone()), select.clone());
+            assert_eq!(spec.to_select(), (None, select));
+        }
+        assert_eq!(
+            TargetSpec::among(None, Select::Node(NodeId(7))),
+            TargetSpec::Id(NodeId(7))
+        );
     }
 }

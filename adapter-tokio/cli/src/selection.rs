@@ -17,13 +17,14 @@ use switchboard_tokio::TargetSpec;
 
 use crate::error::CliError;
 
-/// The modes `--select` takes, in the order help and errors list them.
-const MODES: [Mode; 4] = [
-    Mode::Hash,
-    Mode::RoundRobin,
-    Mode::Random,
-    Mode::LeastOutstanding,
-];
+/// Whether `--select` takes `mode`: the modes that pick among candidates do; a node named
+/// directly is `--to`. An exhaustive `match`: a new mode does not compile until the CLI says.
+const fn is_select_value(mode: Mode) -> bool {
+    match mode {
+        Mode::Hash | Mode::RoundRobin | Mode::Random | Mode::LeastOutstanding => true,
+        Mode::Node | Mode::Name => false,
+    }
+}
 
 /// Parses a `--select` value (clap's value parser: a bad value is a usage error, exit 2).
 ///
@@ -32,9 +33,13 @@ const MODES: [Mode; 4] = [
 /// A value that is not one of the modes' labels.
 pub(crate) fn parse_mode(text: &str) -> Result<Mode, String> {
     Mode::from_label(text)
-        .filter(|mode| MODES.contains(mode))
+        .filter(|&mode| is_select_value(mode))
         .ok_or_else(|| {
-            let labels: Vec<&str> = MODES.iter().map(|mode| mode.label()).collect();
+            let labels: Vec<&str> = Mode::ALL
+                .into_iter()
+                .filter(|&mode| is_select_value(mode))
+                .map(Mode::label)
+                .collect();
             format!("expected one of {}", labels.join(", "))
         })
 }
@@ -68,9 +73,9 @@ pub(crate) fn selection(
         (Mode::RoundRobin, None) => Ok(Select::RoundRobin),
         (Mode::Random, None) => Ok(Select::Random),
         (Mode::LeastOutstanding, None) => Ok(Select::LeastOutstanding),
-        (other, None) => Err(CliError::invalid(
+        (Mode::Node | Mode::Name, None) => Err(CliError::invalid(
             "select",
-            format!("{} is not a --select mode", other.label()),
+            format!("{} is not a --select mode (use --to)", mode.label()),
         )),
     }
 }
@@ -99,20 +104,10 @@ pub(crate) fn message_target(
                 ..Metadata::default()
             })
         });
-        return match selection(mode, key, key_field)? {
-            Select::Hash(key) => Ok(TargetSpec::Hash {
-                filter,
-                key: key.to_vec(),
-            }),
-            Select::RoundRobin => Ok(TargetSpec::RoundRobin { filter }),
-            Select::Random => Ok(TargetSpec::Random { filter }),
-            Select::LeastOutstanding => Ok(TargetSpec::LeastOutstanding { filter }),
-            other => Err(CliError::invalid(
-                "select",
-                format!("{} is not a --select mode", other.mode().label()),
-            )),
-        }
-        .map(Some);
+        return Ok(Some(TargetSpec::among(
+            filter,
+            selection(mode, key, key_field)?,
+        )));
     };
     if mode.is_some() || key.is_some() {
         return Err(CliError::invalid(
@@ -178,6 +173,10 @@ mod tests {
         assert_eq!(
             error(Some(Mode::Random), key(), "hash-key"),
             "hash_key: only used with --select hash"
+        );
+        assert_eq!(
+            error(Some(Mode::Name), None, "key"),
+            "select: name is not a --select mode (use --to)"
         );
     }
 

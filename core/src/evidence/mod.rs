@@ -1,6 +1,6 @@
 //! The evidence book: what a node knows about its peers' deaths, and the rules that turn what
 //! it sees into evidence (one mechanism for every kind, and news that recovers as fast as it
-//! kills).
+//! kills; docs/ARCHITECTURE.md §9.3).
 //!
 //! A peer incarnation is dead when the registry deletes its record or announces another
 //! incarnation, when a dial after its last link closed fails (refused, timed out, or never

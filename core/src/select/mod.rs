@@ -1,5 +1,5 @@
 //! Selection: which node a message or a call goes to — one vocabulary ([`Select`]) and one
-//! dispatcher ([`Selector::pick`]) for both.
+//! dispatcher ([`Selector::pick`]) for both (docs/ARCHITECTURE.md §7).
 //!
 //! A pick is made over *candidates* ([`Among`]): the discovery set's rings and, optionally, a
 //! filter ring — the nodes a filtered send names, or the servers of a call's method. With no
@@ -55,8 +55,10 @@ use crate::{
 };
 
 /// How one node is chosen among the candidates: see the [module docs](self).
+///
+/// Exhaustive on purpose, like [`Mode`]: a new mode is a change every workload must cover —
+/// the simulator, the CLI's `--select`, the adapters — and does not compile until it does.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Select {
     /// This node: as given when unfiltered, else if it matches the filter (for a call: if it
     /// serves the method; else the call waits for it within the grace).
@@ -76,7 +78,6 @@ pub enum Select {
 
 /// The kind of a [`Select`], without its argument: what a workload or a command line names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
 pub enum Mode {
     /// [`Select::Node`].
     Node,
