@@ -1,24 +1,8 @@
-//! Evidence of a peer's death, applied (ARCHITECTURE §9): the rules and the state are the
-//! [`EvidenceBook`]'s; here the node acts on what it decides. On a death, at once
-//! ([`Node::peer_dead`]):
-//!
-//! - the in-flight messages to it that may have reached it end `Unknown(TargetGone)` (or
-//!   `Unknown(TargetRestarted)` when a new incarnation is known); the ones that provably did
-//!   not (every copy refused) move to a fresh stream and wait, with the queue, for a live
-//!   incarnation until their deadlines ([`EndpointTable::on_dead`]);
-//! - every source whose messages this node relayed toward it is told, with an `Unreachable`
-//!   (`TargetGone`, the dead incarnation, seq 0), so a sender behind a proxy learns it as fast
-//!   as the proxy does;
-//! - [`Event::PeerDead`] says what showed it.
-//!
-//! A suspect (its last up link closed) is dialled once at once unless a dial to it is already
-//! in flight (a *probe*; a proxy probes its children too): a live peer answers (and the link
-//! is back without waiting for a backoff), a dead one refuses — the evidence.
-//!
-//! News: a discovery record with a new incarnation ends what the old one may have received
-//! (`TargetRestarted`), closes links still open to the old one, and the connector dials the
-//! target at once with its backoff reset (`Connector::on_discovery_put`). A relay's word —
-//! gone or reachable again — is believed only from the hop the target's route goes through.
+//! Evidence of a peer's death, applied (docs/ARCHITECTURE.md §9.3): the rules and the state
+//! are the [`EvidenceBook`]'s; the node acts on what it decides — ends what may have reached
+//! the dead incarnation ([`EndpointTable::on_dead`]), tells the sources it relayed for, closes
+//! zombie links, probes suspects, reports [`Event::PeerDead`] — and believes a relay's word
+//! (gone, reachable again) only from the hop the target's route goes through.
 //!
 //! [`EndpointTable::on_dead`]: crate::endpoint::EndpointTable::on_dead
 //! [`EvidenceBook`]: crate::evidence::EvidenceBook
