@@ -83,7 +83,11 @@ impl Node {
         if msg_type == wire::RPC_MSG_TYPE {
             return Err(SendError::ReservedType);
         }
-        let id = self.pick_target(among, to)?;
+        // The hot path, a node named by id, needs no pick.
+        let id = match (among, to) {
+            (None, &Select::Node(id)) if id.is_valid() => id,
+            _ => self.pick_target(among, to)?,
+        };
         let deadline = now + self.config.message_timeout;
         self.send_resolved(now, id, msg_type, payload, deadline)
     }
@@ -200,12 +204,6 @@ impl Node {
         among: Option<&Filter>,
         to: &Select,
     ) -> Result<NodeId, SendError> {
-        if let Select::Node(id) = *to
-            && among.is_none()
-            && id.is_valid()
-        {
-            return Ok(id);
-        }
         if !to.is_valid() {
             return Err(SendError::InvalidTarget);
         }
