@@ -137,7 +137,8 @@
 //! The building blocks the node composes — `bus` (the link table: handshake, heartbeats,
 //! inbound delivery with coalesced acks, relaying), `endpoint` (one outbox per target: queued
 //! → in flight → acknowledged or given up), `connector` (route records and the routing
-//! decision, also for relayed frames), `ring` / `hash` (consistent-hash rings) and `timer` (the keyed deadline queue every deadline lives in) — are
+//! decision, also for relayed frames), `ring` / `hash` / `select` (consistent-hash rings and
+//! target selection) and `timer` (the keyed deadline queue every deadline lives in) — are
 //! public for the benches, fuzz targets and tests that exercise them directly, but hidden from
 //! these docs: they are not part of the API a driver relies on.
 #![no_std]
@@ -147,6 +148,9 @@
 extern crate alloc;
 #[cfg(test)]
 extern crate std;
+
+/// The evidence book of peers' deaths: a machine the node composes, not part of the API.
+pub(crate) mod evidence;
 
 /// The README's Rust blocks, compiled and run as doctests so the embedding example stays true.
 #[cfg(doctest)]
@@ -163,7 +167,6 @@ pub mod discovery;
 #[doc(hidden)]
 pub mod endpoint;
 pub mod event;
-pub(crate) mod evidence;
 #[doc(hidden)]
 pub mod hash;
 pub mod ids;
