@@ -30,7 +30,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use bytes::Bytes;
-//! use switchboard_core::{config::Config, ids::NodeId, node::Target, outcome::Outcome};
+//! use switchboard_core::{config::Config, ids::NodeId, select::Select, outcome::Outcome};
 //! use switchboard_mio::{AppEvent, MioNode};
 //!
 //! let any_port = "127.0.0.1:0".parse()?;
@@ -40,7 +40,7 @@
 //! config.upstream_address = format!("atcp://{}", proxy.local_addr());
 //! let mut leaf = MioNode::bind(config, any_port, None)?;
 //!
-//! let msg = leaf.send(Target::Id(NodeId(1)), 7, Bytes::from_static(b"hello"))?;
+//! let msg = leaf.send(Select::Node(NodeId(1)), 7, Bytes::from_static(b"hello"))?;
 //! let (mut received, mut outcome) = (None, None);
 //! for _ in 0..1_000 {
 //!     leaf.run_once(Some(Duration::from_millis(5)))?;
@@ -86,7 +86,7 @@
 //! use std::{sync::Arc, time::Duration};
 //! use bytes::Bytes;
 //! use mio::{Events, Poll, Token, Waker};
-//! use switchboard_core::{config::Config, ids::NodeId, node::Target};
+//! use switchboard_core::{config::Config, ids::NodeId, select::Select};
 //! use switchboard_mio::{AppEvent, MioNode, TokenRange};
 //!
 //! const WAKER: Token = Token(0); // the application's own source
@@ -103,7 +103,7 @@
 //! let leaf_tokens = TokenRange::new(Token(200), 100); // tokens 200..300
 //! let mut leaf = MioNode::embed(config, any_port, None, poll.registry(), leaf_tokens)?;
 //!
-//! leaf.send(Target::Id(NodeId(1)), 7, Bytes::from_static(b"hello"))?;
+//! leaf.send(Select::Node(NodeId(1)), 7, Bytes::from_static(b"hello"))?;
 //! waker.wake()?; // say another thread of the application woke the loop
 //! let mut events = Events::with_capacity(256);
 //! let (mut woken, mut received) = (false, None);

@@ -23,10 +23,11 @@ use switchboard_core::{
     NonceEntropy, RpcOutput,
     config::{Config, ConfigError, host_name},
     ids::{LinkId, MsgId, NodeId},
-    node::{Event, Node, SendError, Status, Target},
+    node::{Event, Node, SendError, Status},
     outcome::Outcome,
     registry::client::{ClientConfig, ClientEvent, RegistryClient},
     rng::entropy_seed,
+    select::Select,
 };
 
 use crate::{
@@ -365,7 +366,7 @@ impl MioNode {
     /// The core's [`SendError`]: nothing was accepted and no outcome will follow.
     pub fn send(
         &mut self,
-        target: Target<'_>,
+        target: Select,
         msg_type: u32,
         payload: Bytes,
     ) -> Result<MsgId, SendError> {

@@ -10,7 +10,7 @@ use std::{
 };
 
 use mio::{Events, Interest, Poll, Token, net::UdpSocket};
-use switchboard_core::{config::Config, ids::NodeId, node::Target, outcome::Outcome};
+use switchboard_core::{config::Config, ids::NodeId, outcome::Outcome, select::Select};
 use switchboard_mio::{BindError, MioNode, TokenRange};
 
 use support::{Peer, STEP, TICK, World, any_port, direct, fast, payload, tune_client};
@@ -141,7 +141,11 @@ fn two_nodes_embedded_in_the_tests_poll_next_to_its_own_socket() {
             sent = (0..N)
                 .map(|seq| {
                     a.node
-                        .send(Target::Id(NodeId(2)), 5, payload(1, seq, 40 + seq as usize))
+                        .send(
+                            Select::Node(NodeId(2)),
+                            5,
+                            payload(1, seq, 40 + seq as usize),
+                        )
                         .expect("accepted")
                 })
                 .collect();

@@ -12,8 +12,9 @@ use std::{
 
 use switchboard_core::{
     ids::NodeId,
-    node::{Event, LinkError, Target},
+    node::{Event, LinkError},
     outcome::Outcome,
+    select::Select,
 };
 
 use support::{STEP, mio_node, payload, pump_until};
@@ -38,7 +39,7 @@ fn a_peer_dropped_mid_stream_leaves_exactly_one_outcome_per_accepted_message() {
     while seq < TOTAL {
         let msg = leaf
             .node
-            .send(Target::Id(NodeId(1)), 2, payload(2, seq, 256))
+            .send(Select::Node(NodeId(1)), 2, payload(2, seq, 256))
             .expect("accepted");
         accepted.push(msg);
         seq += 1;
@@ -56,7 +57,7 @@ fn a_peer_dropped_mid_stream_leaves_exactly_one_outcome_per_accepted_message() {
     while seq < TOTAL {
         accepted.push(
             leaf.node
-                .send(Target::Id(NodeId(1)), 2, payload(2, seq, 256))
+                .send(Select::Node(NodeId(1)), 2, payload(2, seq, 256))
                 .expect("accepted"),
         );
         seq += 1;
@@ -140,7 +141,7 @@ fn garbage_on_the_listen_port_closes_that_link_and_the_node_keeps_serving() {
     });
     let msg = leaf
         .node
-        .send(Target::Id(NodeId(1)), 8, payload(2, 0, 20))
+        .send(Select::Node(NodeId(1)), 8, payload(2, 0, 20))
         .expect("accepted");
     pump_until(
         "the message is delivered",

@@ -10,8 +10,8 @@ use std::time::Duration;
 use switchboard_core::{
     backoff::{BackoffConfig, Jitter},
     ids::NodeId,
-    node::Target,
     outcome::{FailReason, Outcome},
+    select::Select,
 };
 use switchboard_tokio::{NodeBuilder, NodeHandle, TargetSpec, registry::client::ClientTuning};
 
@@ -95,7 +95,7 @@ fn mio_and_tokio_nodes_exchange_exact_payloads_in_order() {
     for seq in 0..COUNT {
         let msg = mio
             .node
-            .send(Target::Id(NodeId(1)), 6, payload(2, seq, 48))
+            .send(Select::Node(NodeId(1)), 6, payload(2, seq, 48))
             .expect("accepted");
         sent.push(msg);
     }
@@ -145,7 +145,7 @@ fn graceful_shutdown_fails_queued_messages_and_the_tokio_peer_sees_the_node_leav
     let queued: Vec<_> = (0..5)
         .map(|seq| {
             mio.node
-                .send(Target::Id(NodeId(99)), 1, payload(2, seq, 16))
+                .send(Select::Node(NodeId(99)), 1, payload(2, seq, 16))
                 .expect("accepted")
         })
         .collect();
@@ -161,7 +161,7 @@ fn graceful_shutdown_fails_queued_messages_and_the_tokio_peer_sees_the_node_leav
         .collect();
     assert_eq!(mio.outcomes, expected);
     assert_eq!(
-        mio.node.send(Target::Id(NodeId(1)), 1, payload(2, 9, 16)),
+        mio.node.send(Select::Node(NodeId(1)), 1, payload(2, 9, 16)),
         Err(switchboard_core::node::SendError::Shutdown)
     );
 

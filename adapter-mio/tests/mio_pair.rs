@@ -3,7 +3,7 @@
 
 mod support;
 
-use switchboard_core::{ids::NodeId, node::Target, outcome::Outcome};
+use switchboard_core::{ids::NodeId, outcome::Outcome, select::Select};
 
 use support::{World, direct, mio_node, payload, pump_until};
 
@@ -20,11 +20,11 @@ fn two_mio_nodes_exchange_exact_payloads_through_the_registry() {
     let big = bytes::Bytes::from(vec![0xa5; 100_000]);
     let m1 = a
         .node
-        .send(Target::Id(NodeId(2)), 3, big.clone())
+        .send(Select::Node(NodeId(2)), 3, big.clone())
         .expect("accepted");
     let m2 = b
         .node
-        .send(Target::Name("alpha"), 4, payload(2, 0, 32))
+        .send(Select::Name("alpha".into()), 4, payload(2, 0, 32))
         .expect("accepted");
     pump_until("both delivered", &mut [&mut a, &mut b], |p| {
         p[0].outcomes.len() == 1 && p[1].outcomes.len() == 1
@@ -70,7 +70,7 @@ fn leaves_talk_through_a_proxy_mio_node() {
     let sent: Vec<_> = (0..50)
         .map(|seq| {
             x.node
-                .send(Target::Id(NodeId(12)), 9, payload(11, seq, 40))
+                .send(Select::Node(NodeId(12)), 9, payload(11, seq, 40))
                 .expect("accepted")
         })
         .collect();

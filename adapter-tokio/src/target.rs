@@ -1,9 +1,11 @@
-//! Owned send targets: [`TargetSpec`] is the core's borrowed [`Target`] as a value that can
-//! cross a channel into the driver task.
+//! Owned send targets: [`TargetSpec`] is a core [`Select`] with the filter it picks among, as
+//! a value that can cross a channel into the driver task.
 
-use switchboard_core::{discovery::Filter, ids::NodeId, node::Target};
+use bytes::Bytes;
+use switchboard_core::{discovery::Filter, ids::NodeId, select::Select};
 
-/// Whom a message is for; the owned twin of the core's [`Target`].
+/// Whom a message is for: which node, chosen how, among which nodes
+/// ([`switchboard_core::select`] has the modes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TargetSpec {
@@ -28,25 +30,77 @@ pub enum TargetSpec {
         /// Restricts the candidates; `None` = every node.
         filter: Option<Filter>,
     },
+    /// Of two nodes drawn at random among those matching `filter`, the one with fewer
+    /// messages queued or unacknowledged.
+    LeastOutstanding {
+        /// Restricts the candidates; `None` = every node.
+        filter: Option<Filter>,
+    },
 }
 
 impl TargetSpec {
-    /// The borrowed form the core's `Node::send` takes.
+    /// The node `select` picks among the nodes matching `filter` (`None`: every node).
+    /// `Node` and `Name` name one node: `filter` does not apply to them.
     #[must_use]
-    pub fn as_target(&self) -> Target<'_> {
-        match self {
-            TargetSpec::Id(id) => Target::Id(*id),
-            TargetSpec::Name(name) => Target::Name(name),
-            TargetSpec::Hash { filter, key } => Target::Hash {
-                filter: filter.as_ref(),
-                key,
+    pub fn among(filter: Option<Filter>, select: Select) -> TargetSpec {
+        match select {
+            Select::Node(id) => TargetSpec::Id(id),
+            Select::Name(name) => TargetSpec::Name(name),
+            Select::Hash(key) => TargetSpec::Hash {
+                filter,
+                key: key.to_vec(),
             },
-            TargetSpec::RoundRobin { filter } => Target::RoundRobin {
-                filter: filter.as_ref(),
-            },
-            TargetSpec::Random { filter } => Target::Random {
-                filter: filter.as_ref(),
-            },
+            Select::RoundRobin => TargetSpec::RoundRobin { filter },
+            Select::Random => TargetSpec::Random { filter },
+            Select::LeastOutstanding => TargetSpec::LeastOutstanding { filter },
         }
+    }
+
+    /// The core's selection and the filter it picks among (`Node::send` / `send_among`).
+    #[must_use]
+    pub fn to_select(&self) -> (Option<&Filter>, Select) {
+        match self {
+            TargetSpec::Id(id) => (None, Select::Node(*id)),
+            TargetSpec::Name(name) => (None, Select::Name(name.clone())),
+            TargetSpec::Hash { filter, key } => {
+                (filter.as_ref(), Select::Hash(Bytes::copy_from_slice(key)))
+            }
+            TargetSpec::RoundRobin { filter } => (filter.as_ref(), Select::RoundRobin),
+            TargetSpec::Random { filter } => (filter.as_ref(), Select::Random),
+            TargetSpec::LeastOutstanding { filter } => (filter.as_ref(), Select::LeastOutstanding),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_core::discovery::Metadata;
+
+    use super::*;
+
+    /// `among` and `to_select` are inverse for every mode; `Node` and `Name` drop the filter.
+    #[test]
+    fn every_selection_round_trips_through_a_target_spec() {
+        let leaf = Filter(Metadata {
+            kind: "leaf".into(),
+            ..Metadata::default()
+        });
+        for select in [
+            Select::Hash(Bytes::from_static(b"k")),
+            Select::RoundRobin,
+            Select::Random,
+            Select::LeastOutstanding,
+        ] {
+            let spec = TargetSpec::among(Some(leaf.clone()), select.clone());
+            assert_eq!(spec.to_select(), (Some(&leaf), select));
+        }
+        for select in [Select::Node(NodeId(7)), Select::Name("a".into())] {
+            let spec = TargetSpec::among(Some(leaf.clone()), select.clone());
+            assert_eq!(spec.to_select(), (None, select));
+        }
+        assert_eq!(
+            TargetSpec::among(None, Select::Node(NodeId(7))),
+            TargetSpec::Id(NodeId(7))
+        );
     }
 }

@@ -16,7 +16,8 @@ use switchboard_core::{
     bus::handshake::PROTOCOL_VERSIONS,
     config::Config,
     ids::NodeId,
-    node::{Node, Output, Target},
+    node::{Node, Output},
+    select::Select,
     time::Instant,
     wire::{self, Frame, Hello},
 };
@@ -46,7 +47,7 @@ fn busy_node(peers: u64) -> Node {
         .expect("a hello fits");
         node.handle_received(t0, link, Bytes::copy_from_slice(&hello));
         assert_eq!(node.link_peer(link), Some(peer));
-        node.send(t0, Target::Id(peer), 1, Bytes::from_static(b"ping"))
+        node.send(t0, Select::Node(peer), 1, Bytes::from_static(b"ping"))
             .expect("a linked peer is routable");
     }
     let transmits = std::iter::from_fn(|| node.poll_output())

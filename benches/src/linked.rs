@@ -4,10 +4,10 @@
 
 use bytes::Bytes;
 use switchboard_core::{
-    CallOutcome, CallSpec, RegistryEvent, RpcOutput,
+    CallOutcome, CallSpec, RegistryEvent, RpcOutput, Select,
     config::Config,
     ids::{LinkId, NodeId},
-    node::{Node, Output, Target},
+    node::{Node, Output},
     outcome::Outcome,
     time::Instant,
 };
@@ -86,7 +86,7 @@ pub fn message_round_trip(
 ) -> usize {
     let (a, link_a, b, link_b) = pair;
     for _ in 0..count {
-        a.send(now, Target::Id(b.id()), 7, payload.clone())
+        a.send(now, Select::Node(b.id()), 7, payload.clone())
             .expect("accepted");
     }
     let data = transmitted(&drain(a));
@@ -120,7 +120,7 @@ pub fn send_batch(
     let parent = child.config().upstream;
     for _ in 0..count {
         child
-            .send(now, Target::Id(parent), 7, payload.clone())
+            .send(now, Select::Node(parent), 7, payload.clone())
             .expect("accepted");
     }
     while let Some(out) = child.poll_output() {

@@ -7,7 +7,7 @@
 //! sockets and registries.
 //!
 //! The crate root re-exports what a driver needs: [`Node`] and its inputs and outputs
-//! ([`Output`], [`Event`], [`Target`], [`SendError`], [`LinkError`], [`RegistryEvent`],
+//! ([`Output`], [`Event`], [`Select`], [`SendError`], [`LinkError`], [`RegistryEvent`],
 //! [`Status`]), the configuration ([`Config`], [`ConfigError`]), ids and time ([`NodeId`],
 //! [`LinkId`], [`MsgId`], [`Instant`], [`Duration`]), outcomes ([`Outcome`], [`FailReason`])
 //! the records nodes publish ([`DiscoveryInfo`], [`TopologyInfo`], [`Filter`]) and the call
@@ -34,7 +34,7 @@
 //! use bytes::Bytes;
 //! use switchboard_core::{
 //!     Config, DiscoveryInfo, Instant, LinkId, Node, NodeId, Outcome, Output, RegistryEvent,
-//!     Target, TopologyInfo,
+//!     Select, TopologyInfo,
 //! };
 //!
 //! let (a, b) = (NodeId(0x201), NodeId(0x202));
@@ -97,7 +97,7 @@
 //! };
 //!
 //! let now = Instant::from_millis(1);
-//! let msg = nodes[0].send(now, Target::Name("b"), 7, Bytes::from_static(b"hello b"))?;
+//! let msg = nodes[0].send(now, Select::Name("b".into()), 7, Bytes::from_static(b"hello b"))?;
 //! drive(&mut nodes, now);
 //! assert_eq!(delivered, [(a, Bytes::from_static(b"hello b"))]);
 //! assert_eq!(outcomes, [(msg, Outcome::Delivered)]); // acknowledged by b
@@ -122,7 +122,10 @@
 //! - [`discovery`]: what nodes publish (libatapp-compatible JSON), the address syntax, and the
 //!   revision-gated set of known nodes, which keeps the hash rings up to date incrementally.
 //! - [`topology`]: who proxies for whom; relations and next hops between nodes; the policy.
-//! - [`rpc`]: calls by method and broadcast — [`CallSpec`], [`Select`], [`CallOutcome`],
+//! - [`select`]: which node a message or a call goes to — one [`Select`] (a node by id or
+//!   name, hash of a key, round robin, random, least outstanding) and one pick for both, with
+//!   the per-ring selection state.
+//! - [`rpc`]: calls by method and broadcast — [`CallSpec`], [`CallOutcome`],
 //!   [`IncomingRequest`], [`RpcOutput`] — with the grace, fast-fail, deadline, exactly-once,
 //!   self-call and cancellation rules the node's `call` / `serve` / `reply` / `cancel` /
 //!   `broadcast` commands follow.
@@ -161,6 +164,9 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+/// The evidence book of peers' deaths: a machine the node composes, not part of the API.
+pub(crate) mod evidence;
+
 /// The README's Rust blocks, compiled and run as doctests so the embedding example stays true.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
@@ -185,7 +191,6 @@ pub mod ring;
 pub mod rng;
 pub mod rpc;
 pub mod secret;
-#[doc(hidden)]
 pub mod select;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -203,12 +208,13 @@ pub use hash::HashMode;
 pub use ids::{LinkId, MsgId, NodeId};
 pub use node::{
     EndpointStatus, Event, Evidence, LinkError, LinkStatus, Node, Output, RegistryIgnored,
-    RouteStatus, SendError, Status, Target,
+    RouteStatus, SendError, Status,
 };
 pub use outcome::{FailReason, Outcome};
 pub use registry::RegistryEvent;
 pub use rpc::{
     BroadcastDone, BroadcastId, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec,
-    IncomingRequest, ReplyError, RequestId, RpcOutput, Select,
+    IncomingRequest, ReplyError, RequestId, RpcOutput,
 };
+pub use select::Select;
 pub use time::{Duration, Instant};

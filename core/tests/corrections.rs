@@ -23,9 +23,10 @@ use switchboard_core::{
     discovery::TopologyInfo,
     endpoint::{EndpointSettings, EndpointTable, QueueLimits},
     ids::{LinkId, MsgId, NodeId},
-    node::{Event, Node, Output, RegistryIgnored, Target},
+    node::{Event, Node, Output, RegistryIgnored},
     outcome::{FailReason, MessageOutcome, Outcome},
     registry::RegistryEvent,
+    select::Select,
     sim::{Sim, discovery_info, sim_addr, topology_info},
     time::{Duration, Instant},
 };
@@ -511,7 +512,12 @@ fn every_due_timer_fires_in_one_handle_timeout() {
     let mut msgs = Vec::new();
     for (t, id) in [(0, 0x202), (1, 0x203), (1, 0x204)] {
         let msg = node
-            .send(at(t), Target::Id(NodeId(id)), 100, Bytes::from_static(b"m"))
+            .send(
+                at(t),
+                Select::Node(NodeId(id)),
+                100,
+                Bytes::from_static(b"m"),
+            )
             .expect("accepted");
         msgs.push(msg);
         for out in drain(&mut node) {
@@ -671,8 +677,13 @@ fn every_accepted_send_ends_in_exactly_one_outcome() {
         sim.advance_to(at(t));
         for i in 0..n {
             let text = format!("t{t}-{from:x}-{to:x}-{i}");
-            sim.send(NodeId(from), Target::Id(NodeId(to)), 100, Bytes::from(text))
-                .expect("accepted");
+            sim.send(
+                NodeId(from),
+                Select::Node(NodeId(to)),
+                100,
+                Bytes::from(text),
+            )
+            .expect("accepted");
         }
     };
     script(&mut sim, 0, 0x101, 0x103, 1);

@@ -18,8 +18,9 @@ use common::{
 use switchboard_core::{
     connector::{RouteEvent, RouteFlags},
     ids::NodeId,
-    node::{Event, Target},
+    node::Event,
     outcome::{FailReason, Outcome},
+    select::Select,
     sim::{Fanout, Sim},
     time::{Duration, Instant},
 };
@@ -78,7 +79,7 @@ fn a2_upstream_connected_forward_success() {
     let by_name = sim
         .send(
             NodeId(0x101),
-            Target::Name(&name(0x103)),
+            Select::Name(name(0x103)),
             100,
             &b"upstream-forward-A2-by-name"[..],
         )

@@ -10,8 +10,9 @@ use common::node_config;
 use switchboard_core::{
     auth::ClusterKey,
     ids::NodeId,
-    node::{Event, Target},
+    node::Event,
     outcome::Outcome,
+    select::Select,
     sim::{Sim, discovery_info, topology_info},
     time::Duration,
 };
@@ -38,7 +39,7 @@ fn all_to_all(sim: &mut Sim, round: &str) {
             if from != to {
                 let payload = Bytes::from(format!("{round} {from:x}->{to:x}"));
                 let msg = sim
-                    .send(NodeId(from), Target::Id(NodeId(to)), 1, payload)
+                    .send(NodeId(from), Select::Node(NodeId(to)), 1, payload)
                     .expect("accepted");
                 sent.push((from, to, msg));
             }

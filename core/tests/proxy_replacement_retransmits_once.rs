@@ -12,8 +12,8 @@ use common::node_config;
 
 use switchboard_core::{
     ids::NodeId,
-    node::Target,
     outcome::Outcome,
+    select::Select,
     sim::{Sim, discovery_info, topology_info},
     time::Duration,
 };
@@ -46,7 +46,7 @@ fn a_proxy_dying_mid_stream_loses_nothing_and_duplicates_nothing() {
         .map(|i| {
             sim.send(
                 NodeId(0x601),
-                Target::Id(NodeId(0x603)),
+                Select::Node(NodeId(0x603)),
                 10 + i,
                 Bytes::from(vec![b'a' + i as u8]),
             )

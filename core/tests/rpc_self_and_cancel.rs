@@ -13,11 +13,7 @@ use common::{
     },
 };
 use switchboard_core::{
-    ids::NodeId,
-    outcome::FailReason,
-    rpc::{CallOutcome, Select},
-    sim::Sim,
-    time::Duration,
+    ids::NodeId, outcome::FailReason, rpc::CallOutcome, select::Select, sim::Sim, time::Duration,
 };
 
 #[test]

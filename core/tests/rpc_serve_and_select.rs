@@ -14,7 +14,8 @@ use switchboard_core::{
     discovery::DiscoveryInfo,
     ids::NodeId,
     outcome::FailReason,
-    rpc::{CallOutcome, RpcOutput, Select},
+    rpc::{CallOutcome, RpcOutput},
+    select::Select,
     time::Duration,
 };
 

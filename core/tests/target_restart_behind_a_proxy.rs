@@ -12,8 +12,8 @@ use common::node_config;
 
 use switchboard_core::{
     ids::NodeId,
-    node::Target,
     outcome::{FailReason, Outcome},
+    select::Select,
     sim::{Sim, discovery_info, topology_info},
     time::Duration,
 };
@@ -55,7 +55,7 @@ fn a_target_restarting_behind_a_proxy_after_delivery_gets_nothing_twice() {
     sim.set_latency(PROXY, TARGET, Duration::from_millis(10));
     let t0 = sim.now();
     let m1 = sim
-        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"one"))
+        .send(SENDER, Select::Node(TARGET), 1, Bytes::from_static(b"one"))
         .unwrap();
     // Delivered at t0 + 10 ms; its ack is on the wire back to the proxy when the target dies.
     sim.advance(Duration::from_millis(15));
@@ -80,10 +80,15 @@ fn a_target_restarting_behind_a_proxy_after_delivery_gets_nothing_twice() {
     assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
     // The next messages go to the new incarnation on a fresh stream, exactly once each.
     let m2 = sim
-        .send(SENDER, Target::Id(TARGET), 2, Bytes::from_static(b"two"))
+        .send(SENDER, Select::Node(TARGET), 2, Bytes::from_static(b"two"))
         .unwrap();
     let m3 = sim
-        .send(SENDER, Target::Id(TARGET), 3, Bytes::from_static(b"three"))
+        .send(
+            SENDER,
+            Select::Node(TARGET),
+            3,
+            Bytes::from_static(b"three"),
+        )
         .unwrap();
     sim.advance(Duration::from_secs(1));
     assert_eq!(
@@ -108,7 +113,7 @@ fn after_a_silent_restart_behind_a_proxy_the_next_message_is_delivered_at_the_fi
     let mut sim = cluster();
     // A first message is delivered and acknowledged: the sender knows the incarnation.
     let m1 = sim
-        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"one"))
+        .send(SENDER, Select::Node(TARGET), 1, Bytes::from_static(b"one"))
         .unwrap();
     sim.advance(Duration::from_millis(10));
     assert_eq!(
@@ -121,7 +126,7 @@ fn after_a_silent_restart_behind_a_proxy_the_next_message_is_delivered_at_the_fi
     // since that refused copy was its only one it moves to a fresh stream and is delivered.
     let t1 = sim.now();
     let m2 = sim
-        .send(SENDER, Target::Id(TARGET), 2, Bytes::from_static(b"two"))
+        .send(SENDER, Select::Node(TARGET), 2, Bytes::from_static(b"two"))
         .unwrap();
     sim.advance(Duration::from_millis(10));
     let record = sim.outcome_of(SENDER, m2).unwrap();
@@ -166,7 +171,7 @@ fn traffic_through_a_proxy_resumes_within_milliseconds_of_a_restart() {
             sim.registry_put_discovery(info);
         }
         let payload = Bytes::from(format!("m{i:03}"));
-        sent.push(sim.send(SENDER, Target::Id(TARGET), 1, payload).unwrap());
+        sent.push(sim.send(SENDER, Select::Node(TARGET), 1, payload).unwrap());
         sim.advance(Duration::from_millis(5));
     }
     sim.advance(Duration::from_secs(12));

@@ -342,8 +342,8 @@ pub fn etcd_event(data: &[u8]) {
     }
 }
 
-/// Target `node_ops`: an arbitrary sequence of operations — tagged sends by id, hash key,
-/// round robin and name, waits, link breaks, partitions, kills and restarts, latency changes,
+/// Target `node_ops`: an arbitrary sequence of operations — tagged sends in every selection
+/// mode (by id, name, hash key, round robin, random, least outstanding), waits, link breaks, partitions, kills and restarts, latency changes,
 /// proxy scale-out and scale-in, leaf moves — decoded from the bytes
 /// ([`Op::decode_all`](switchboard_core::sim::scenario::Op::decode_all)) and applied to a
 /// small simulated cluster of real nodes, with every invariant of `core::sim` checked after

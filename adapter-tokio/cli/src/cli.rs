@@ -8,11 +8,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod cert;
 mod rpc;
+mod send;
 
 pub(crate) use cert::CertCommand;
 #[cfg(feature = "tls")]
 pub(crate) use cert::{CertCaArgs, CertNodeArgs};
 pub(crate) use rpc::{BroadcastArgs, CallArgs};
+pub(crate) use send::SendArgs;
 
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
 #[derive(Debug, Parser)]
@@ -428,21 +430,23 @@ pub(crate) struct NodeArgs {
     node stopped first); latency percentiles are of the replies, call to reply. Exit 0 only \
     when every call replied. With --outcomes-log the lines are `SEQ SENT_US OUTCOME_US \
     OUTCOME`, OUTCOME being reply, failed_<reason> or unknown_<reason>.\n\n\
-    Config file keys: registry, to, hash_key, filter (a table), count, rate, size, id, name, \
+    Config file keys: registry, to, hash_key, select, filter (a table), count, rate, size, id, name, \
     advertise, wait_known, upstream, window, outcomes_log, method, concurrency, key, payload, \
     timeout, grace (durations as strings: \"5s\"), admin, admin_token_file, etcd, \
     etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file, \
     etcd_insecure_password, \
     cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca, tls_require_node_id (paths relative to the \
     file), and a [core] table.\n\n\
-    --count, --rate, --size and a target (--to or --hash-key) are required unless the config \
+    --count, --rate, --size and a target (--to, --select or --hash-key) are required unless the config \
     file gives them (with --method: --count only); so is one of --registry and --etcd.\n\n\
     Examples:\n  \
     switchboard load --registry 127.0.0.1:7000 --to leaf-1 --count 10000 --rate 1000 --size 64\n  \
     switchboard load --registry 127.0.0.1:7000 --hash-key user-42 --filter role=leaf \\\n      \
     --count 1000 --rate 0 --size 256 --outcomes-log outcomes.txt\n  \
+    switchboard load --registry 127.0.0.1:7000 --select round-robin --filter role=leaf \\\n      \
+    --count 1000 --rate 0 --size 64\n  \
     switchboard load --registry 127.0.0.1:7000 --method echo --concurrency 8 --count 200",
-    override_usage = "switchboard load <--to <NAME>|--hash-key <K>> --count <N> --rate <R> \
+    override_usage = "switchboard load <--to <NAME|ID>|--select <MODE>|--hash-key <K>> --count <N> --rate <R> \
     --size <B> <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
     switchboard load --method <M> --count <N> [--concurrency <C>] \
     <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]\n       \
@@ -458,13 +462,18 @@ pub(crate) struct LoadArgs {
         env = "SWITCHBOARD_REGISTRY"
     )]
     pub(crate) registry: Option<SocketAddr>,
-    /// Send to the node with this name.
-    #[arg(long, value_name = "NAME", conflicts_with = "hash_key")]
+    /// Send to the node with this name (or id: digits).
+    #[arg(long, value_name = "NAME|ID", conflicts_with_all = ["hash_key", "select"])]
     pub(crate) to: Option<String>,
     /// Send by consistent hash of this key (among nodes matching --filter).
     #[arg(long, value_name = "K")]
     pub(crate) hash_key: Option<String>,
-    /// Restrict --hash-key candidates to nodes with this label `key=value` (repeatable).
+    /// Pick each message's node (among nodes matching --filter) or each call's server:
+    /// hash (of --hash-key, calls: --key), round-robin, random, least-outstanding.
+    #[arg(long, value_name = "MODE", value_parser = crate::selection::parse_mode)]
+    pub(crate) select: Option<switchboard_core::select::Mode>,
+    /// Restrict --select / --hash-key candidates to nodes with this label `key=value`
+    /// (repeatable).
     #[arg(long = "filter", value_name = "K=V", value_parser = parse_label)]
     pub(crate) filters: Vec<(String, String)>,
     /// Messages to send.
@@ -562,33 +571,6 @@ pub(crate) struct DemoArgs {
     /// Cluster key files (every demo node and the registry use them).
     #[command(flatten)]
     pub(crate) keys: KeyArgs,
-}
-
-/// `switchboard send`.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Prints one JSON line: {\"outcome\":\"delivered\",\"latency_us\":N} \
-    or the failure, named like load's failures (e.g. {\"outcome\":\"refused_unknown_target\"}, \
-    {\"outcome\":\"unknown_timeout\",\"latency_us\":N}). Exit 0 when delivered, 1 otherwise \
-    (with one line on stderr saying why), 2 for a bad flag. A --to NAME not yet known is \
-    waited for within --timeout-ms."
-)]
-pub(crate) struct SendArgs {
-    /// The target: a node name, or a node id (digits).
-    #[arg(long, value_name = "NAME|ID")]
-    pub(crate) to: String,
-    /// The payload, sent as its UTF-8 bytes.
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) payload: String,
-    /// Message type.
-    #[arg(long = "type", value_name = "N", default_value_t = 1)]
-    pub(crate) msg_type: u32,
-    /// Bound on the whole run: the registry, the target, the outcome.
-    #[arg(long, value_name = "T", default_value_t = 5000)]
-    pub(crate) timeout_ms: u64,
-    /// The cluster: registry, TLS, keys.
-    #[command(flatten)]
-    pub(crate) cluster: ClusterArgs,
 }
 
 /// `switchboard ls`.

@@ -97,9 +97,8 @@ pub(crate) fn describe_failure(label: &str, target: &TargetSpec) -> String {
         ("refused_unknown_target", TargetSpec::Name(name)) => {
             format!("{text} (no node named {name:?})")
         }
-        ("refused_unknown_target", TargetSpec::Hash { .. }) => {
-            format!("{text} (no node matches the filter)")
-        }
+        ("refused_unknown_target", TargetSpec::Id(_)) => text,
+        ("refused_unknown_target", _) => format!("{text} (no node matches the filter)"),
         ("refused_payload_too_large", _) => format!("{text} (above the frame payload limit)"),
         ("no_outcome", _) => format!("{text} (lost: no outcome came in time)"),
         _ => text,
@@ -111,7 +110,8 @@ pub(crate) fn target_name(target: &TargetSpec) -> String {
     match target {
         TargetSpec::Id(id) => format!("id {}", id.0),
         TargetSpec::Name(name) => format!("{name:?}"),
-        _ => "the hash ring".to_owned(),
+        TargetSpec::Hash { .. } => "the hash ring".to_owned(),
+        _ => "the selected node".to_owned(),
     }
 }
 
@@ -136,6 +136,17 @@ mod tests {
             describe_failure("refused_no_route", &TargetSpec::Id(NodeId(3))),
             "refused no_route"
         );
+        let random = TargetSpec::Random { filter: None };
+        assert_eq!(
+            describe_failure("refused_unknown_target", &random),
+            "refused unknown_target (no node matches the filter)"
+        );
+        assert_eq!(
+            describe_failure("refused_unknown_target", &TargetSpec::Id(NodeId(3))),
+            "refused unknown_target"
+        );
+        assert_eq!(target_name(&random), "the selected node");
+        assert_eq!(target_name(&TargetSpec::Id(NodeId(3))), "id 3");
         assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
         assert_eq!(seconds(Duration::from_secs(10)), "10 s");
     }

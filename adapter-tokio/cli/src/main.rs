@@ -91,6 +91,7 @@ mod run_node;
 mod run_registry;
 mod run_send;
 mod secret_file;
+mod selection;
 mod stats;
 
 use std::{io::IsTerminal, process::ExitCode, time::Duration};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Serialize;
-use switchboard_core::{CallError, CallOutcome, CallSpec, Select, rpc::is_valid_method};
+use switchboard_core::{CallError, CallOutcome, CallSpec, rpc::is_valid_method};
 use switchboard_tokio::{CallFailure, Inbox, NodeBuilder, NodeHandle, RegistrySpec};
 use tokio::time::Instant;
 
@@ -16,6 +16,7 @@ use crate::{
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
     run_node::REGISTER_WAIT,
+    selection::selection,
 };
 
 /// Label every `call` node carries (`role=call`).
@@ -44,13 +45,6 @@ pub(crate) fn check_method(field: &str, method: &str) -> Result<(), CliError> {
             format!("expected 1 to 128 ASCII letters, digits and `._-:`, got {method:?}"),
         ))
     }
-}
-
-/// `--key`: a consistent hash of the key, else round robin (the core's default).
-pub(crate) fn selection(key: Option<String>) -> Select {
-    key.map_or(Select::RoundRobin, |key| {
-        Select::Hash(Bytes::from(key.into_bytes()))
-    })
 }
 
 /// The core config of a short-lived client node `<role>-<pid>` (id 1000000 + pid, label
@@ -122,7 +116,7 @@ impl CallOptions {
         } = args.cluster.resolve()?;
         check_method("method", &args.method)?;
         let mut spec = CallSpec::new(args.method, Bytes::from(args.payload.into_bytes()))
-            .select(selection(args.key));
+            .select(selection(args.select, args.key, "key")?);
         if let Some(timeout) = crate::duration::nonzero_timeout(args.timeout)? {
             spec = spec.timeout(timeout);
         }
@@ -263,15 +257,6 @@ mod tests {
         assert_eq!(
             outcome_label(&CallOutcome::Unknown(FailReason::Timeout)),
             "unknown_timeout"
-        );
-    }
-
-    #[test]
-    fn a_key_selects_by_hash_and_no_key_round_robin() {
-        assert_eq!(selection(None), Select::RoundRobin);
-        assert_eq!(
-            selection(Some("user-7".to_owned())),
-            Select::Hash(Bytes::from_static(b"user-7"))
         );
     }
 

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Serialize;
-use switchboard_core::ids::NodeId;
 use switchboard_tokio::{NodeBuilder, RegistrySpec, SendFailure, TargetSpec};
 use tokio::time::Instant;
 
@@ -15,6 +14,7 @@ use crate::{
     config::{Identity, core_config},
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
+    selection::message_target,
     stats::{DELIVERED, NO_OUTCOME, failure_label, refusal_label},
 };
 
@@ -38,14 +38,22 @@ impl SendOptions {
     ///
     /// # Errors
     ///
-    /// No registry or two, an empty target or id 0, a zero timeout.
+    /// No registry or two, no target or two, an empty name or id 0, a bad selection, a zero
+    /// timeout.
     pub(crate) fn resolve(args: SendArgs, pid: u32) -> Result<SendOptions, CliError> {
         let crate::config::Joined {
             registry,
             transport,
             keys,
         } = args.cluster.resolve()?;
-        let target = parse_target(&args.to)?;
+        let filters = args.filters.into_iter().collect();
+        let target =
+            message_target(args.to, args.select, args.key, filters, "key")?.ok_or_else(|| {
+                CliError::invalid(
+                    "to",
+                    "required: give --to NAME|ID, --select MODE or --key K",
+                )
+            })?;
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }
@@ -69,18 +77,6 @@ impl SendOptions {
             payload: Bytes::from(args.payload.into_bytes()),
             timeout: Duration::from_millis(args.timeout_ms),
         })
-    }
-}
-
-/// `--to`: digits are a node id, anything else a name.
-fn parse_target(to: &str) -> Result<TargetSpec, CliError> {
-    if to.is_empty() {
-        return Err(CliError::invalid("to", "the name is empty"));
-    }
-    match to.parse::<u64>() {
-        Ok(0) => Err(CliError::invalid("to", "node id 0 is reserved")),
-        Ok(id) => Ok(TargetSpec::Id(NodeId(id))),
-        Err(_) => Ok(TargetSpec::Name(to.to_owned())),
     }
 }
 
@@ -160,23 +156,6 @@ pub(crate) async fn run(options: SendOptions) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn digits_are_an_id_and_anything_else_a_name() {
-        assert_eq!(parse_target("7").ok(), Some(TargetSpec::Id(NodeId(7))));
-        assert_eq!(
-            parse_target("leaf-7").ok(),
-            Some(TargetSpec::Name("leaf-7".to_owned()))
-        );
-        assert_eq!(
-            parse_target("0").expect_err("id 0").to_string(),
-            "to: node id 0 is reserved"
-        );
-        assert_eq!(
-            parse_target("").expect_err("empty").to_string(),
-            "to: the name is empty"
-        );
-    }
 
     #[test]
     fn the_result_line_leaves_out_a_missing_latency() {

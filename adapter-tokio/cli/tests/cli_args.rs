@@ -71,6 +71,68 @@ fn a_bad_flag_value_names_the_flag() {
     );
 }
 
+/// `--select` on `send`, `load` and `call`: a value that is not a mode is a usage error
+/// listing the modes; a mode that needs a key without one, or a key with a mode that takes
+/// none, names the flag — each one line and exit 2, before anything starts.
+#[test]
+fn a_bad_select_mode_is_one_line_and_exit_2() {
+    let modes = "expected one of hash, round-robin, random, least-outstanding";
+    let registry = ["--registry", "127.0.0.1:1"];
+    let message = ["--count", "1", "--rate", "1", "--size", "8"];
+    for (command, rest) in [
+        ("send", &["--payload", "x"][..]),
+        ("load", &message[..]),
+        ("call", &["--method", "echo"][..]),
+    ] {
+        for bad in ["roundrobin", "node"] {
+            let mut args = vec![command, "--select", bad];
+            args.extend(registry);
+            args.extend(rest);
+            assert_usage_error(
+                &run(&args),
+                &format!("error: invalid value '{bad}' for '--select <MODE>': {modes}"),
+            );
+        }
+    }
+    let send = |extra: &[&'static str]| {
+        let mut args = vec!["send", "--payload", "x"];
+        args.extend(registry);
+        args.extend(extra);
+        run(&args)
+    };
+    assert_usage_error(
+        &send(&["--select", "hash"]),
+        "error: select: hash needs a key: give --key K",
+    );
+    assert_usage_error(
+        &send(&["--select", "random", "--key", "k"]),
+        "error: key: only used with --select hash",
+    );
+    assert_usage_error(
+        &send(&[]),
+        "error: to: required: give --to NAME|ID, --select MODE or --key K",
+    );
+    let mut load = vec!["load", "--select", "hash"];
+    load.extend(registry);
+    load.extend(message);
+    assert_usage_error(
+        &run(&load),
+        "error: select: hash needs a key: give --hash-key K",
+    );
+    let call = [
+        "call",
+        "--method",
+        "echo",
+        "--select",
+        "least-outstanding",
+        "--key",
+        "k",
+        "--registry",
+        "127.0.0.1:1",
+    ];
+    assert_usage_error(&run(&call), "error: key: only used with --select hash");
+}
+
 #[test]
 fn a_missing_required_value_names_the_field() {
     let output = run(&["node", "--name", "a", "--listen", "127.0.0.1:0"]);
@@ -242,6 +304,8 @@ fn a_missing_config_file_is_named() {
     );
 }
 
+/// Changed expectation: `load` (and now `send`, listed too) names `--select <MODE>` among
+/// its targets, and `load --to` takes an id as well as a name.
 #[test]
 fn every_subcommand_has_help_with_examples() {
     for (sub, usage) in [
@@ -253,7 +317,12 @@ fn every_subcommand_has_help_with_examples() {
         ),
         (
             "load",
-            "switchboard load <--to <NAME>|--hash-key <K>> --count <N> --rate <R> --size <B> \
+            "switchboard load <--to <NAME|ID>|--select <MODE>|--hash-key <K>> --count <N> \
+             --rate <R> --size <B> <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
+        ),
+        (
+            "send",
+            "switchboard send <--to <NAME|ID>|--select <MODE>|--key <K>> --payload <TEXT> \
              <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
         ),
         ("demo", "switchboard demo [OPTIONS]"),

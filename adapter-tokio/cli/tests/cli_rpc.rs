@@ -123,6 +123,42 @@ fn call_gets_the_exact_reply_of_echo_and_sleep() {
     let (line, latency_us) = one_line_without_latency(&stdout);
     assert_eq!(line, json!({"outcome": "reply", "payload": "400"}));
     assert!(latency_us >= 400_000, "slept 400 ms, took {latency_us} µs");
+
+    // Every --select mode reaches the server and gets its exact reply.
+    for mode in ["round-robin", "random", "least-outstanding"] {
+        let (code, stdout, stderr, _) = run(&[
+            "call",
+            "--registry",
+            &registry,
+            "--method",
+            "echo",
+            "--payload",
+            mode,
+            "--select",
+            mode,
+        ]);
+        assert_eq!(code, Some(0), "{mode}: {stderr:?}");
+        let (line, _) = one_line_without_latency(&stdout);
+        assert_eq!(line, json!({"outcome": "reply", "payload": mode}));
+    }
+    let (code, stdout, stderr, _) = run(&[
+        "call",
+        "--registry",
+        &registry,
+        "--method",
+        "echo",
+        "--payload",
+        "k",
+        "--select",
+        "hash",
+        "--key",
+        "user-7",
+    ]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert_eq!(
+        one_line_without_latency(&stdout).0,
+        json!({"outcome": "reply", "payload": "k"})
+    );
 }
 
 #[test]

@@ -163,6 +163,56 @@ fn send_prints_the_outcome_and_exits_0_only_when_delivered() {
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
 }
 
+/// `send --select MODE --filter K=V` picks among the matching nodes: with `a` the only leaf,
+/// every mode delivers to it; a filter nobody matches is refused as an unknown target.
+#[test]
+fn send_selects_among_the_nodes_matching_the_filter() {
+    let (_procs, registry, _, _) = cluster();
+    let send = |how: &[&str], timeout_ms: &str| {
+        let mut args = vec!["send", "--registry", &registry, "--payload", "hi"];
+        args.extend(how);
+        args.extend(["--timeout-ms", timeout_ms]);
+        run_to_end(&args, RUN_LIMIT).0
+    };
+    for how in [
+        &["--select", "round-robin", "--filter", "role=leaf"][..],
+        &["--select", "random", "--filter", "role=leaf"],
+        &["--select", "least-outstanding", "--filter", "role=leaf"],
+        &[
+            "--select",
+            "hash",
+            "--key",
+            "user-1",
+            "--filter",
+            "role=leaf",
+        ],
+        &["--key", "user-2", "--filter", "role=leaf"],
+    ] {
+        let output = send(how, "5000");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{how:?}: {:?}",
+            lines(&output.stderr)
+        );
+        let result: Value = serde_json::from_str(&lines(&output.stdout)[0]).expect("JSON");
+        assert_eq!(result["outcome"], "delivered", "{how:?}");
+    }
+    let output = send(&["--select", "random", "--filter", "role=nobody"], "1000");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        lines(&output.stdout),
+        [r#"{"outcome":"refused_unknown_target"}"#]
+    );
+    assert_eq!(
+        lines(&output.stderr),
+        [
+            "error: send: not delivered to the selected node: refused unknown_target (no node \
+             matches the filter)"
+        ]
+    );
+}
+
 #[test]
 fn bad_send_flags_exit_2() {
     let (output, _) = run_to_end(

@@ -179,11 +179,16 @@ impl From<TargetSpec> for Dest {
 }
 
 impl Dest {
-    /// The borrowed form the core's `Node::send` takes.
-    pub(crate) fn as_target(&self) -> switchboard_core::node::Target<'_> {
+    /// The core's selection and the filter it picks among.
+    pub(crate) fn to_select(
+        &self,
+    ) -> (
+        Option<&switchboard_core::discovery::Filter>,
+        switchboard_core::Select,
+    ) {
         match self {
-            Dest::Id(id) => switchboard_core::node::Target::Id(*id),
-            Dest::Other(target) => target.as_target(),
+            Dest::Id(id) => (None, switchboard_core::Select::Node(*id)),
+            Dest::Other(target) => target.to_select(),
         }
     }
 }

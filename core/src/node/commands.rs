@@ -1,16 +1,15 @@
-//! Commands: `send` (resolving the target, opening its route, handing the message to the
+//! Commands: `send` (picking the target, opening its route, handing the message to the
 //! target's outbox) and `shutdown`.
 
 use bytes::Bytes;
 
-use super::{Node, OutSink, SendError, Target};
+use super::{Node, OutSink, SendError};
 use crate::{
     connector::{RouteError, World},
     discovery::Filter,
     ids::{MsgId, NodeId},
     outcome::{FailReason, Outcome},
-    ring::FilterId,
-    select,
+    select::{Among, Select},
     time::Instant,
     wire,
 };
@@ -19,22 +18,55 @@ use crate::{
 pub(super) const MAX_PAYLOAD_LEN: usize = wire::MAX_DATA_PAYLOAD;
 
 impl Node {
-    /// Accepts a message for `target` and returns its id; its [`Output::Outcome`](super::Output::Outcome) follows
-    /// (at once if the route is ready, else when it is flushed, times out, or its route is
-    /// removed). A target of this node itself is delivered at once as [`Output::Received`](super::Output::Received).
+    /// Accepts a message for the node `to` selects among every node ([`crate::select`]) and
+    /// returns its id; its [`Output::Outcome`](super::Output::Outcome) follows (at once if the route is ready, else
+    /// when it is flushed, times out, or its route is removed). A message to this node itself
+    /// is delivered at once as [`Output::Received`](super::Output::Received). The pick is made here and the message
+    /// stays with that node.
     ///
     /// A message the target's queue cannot take (count or byte limit) is accepted and ends
     /// at once with `Failed(QueueFull)`.
     ///
     /// # Errors
     ///
-    /// [`SendError`]: an invalid target (id 0, empty name), a name or filter no discovery
+    /// [`SendError`]: an invalid selection (id 0, empty name), a name or filter no discovery
     /// record matches, no route at all (no direct path allowed, not in the tree, no
     /// upstream), an oversized payload, or a node that was shut down. Nothing is accepted.
     pub fn send(
         &mut self,
         now: Instant,
-        target: Target<'_>,
+        to: Select,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<MsgId, SendError> {
+        self.send_selected(now, None, &to, msg_type, payload)
+    }
+
+    /// [`send`](Self::send) to the node `to` selects among the nodes whose discovery records
+    /// match `among` (the filter's ring is registered on first use — one filter pass over the
+    /// default ring — and kept up to date incrementally after that).
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
+    pub fn send_among(
+        &mut self,
+        now: Instant,
+        among: &Filter,
+        to: Select,
+        msg_type: u32,
+        payload: Bytes,
+    ) -> Result<MsgId, SendError> {
+        self.send_selected(now, Some(among), &to, msg_type, payload)
+    }
+
+    /// `send` and `send_among`: the checks, the pick, the hand-off.
+    #[inline(always)]
+    fn send_selected(
+        &mut self,
+        now: Instant,
+        among: Option<&Filter>,
+        to: &Select,
         msg_type: u32,
         payload: Bytes,
     ) -> Result<MsgId, SendError> {
@@ -51,7 +83,11 @@ impl Node {
         if msg_type == wire::RPC_MSG_TYPE {
             return Err(SendError::ReservedType);
         }
-        let id = self.resolve_target(target)?;
+        // The hot path, a node named by id, needs no pick.
+        let id = match (among, to) {
+            (None, &Select::Node(id)) if id.is_valid() => id,
+            _ => self.pick_target(among, to)?,
+        };
         let deadline = now + self.config.message_timeout;
         let sent = self.send_resolved(now, id, msg_type, payload, deadline, false);
         // Opening a route may have removed another, ending some of the RPC machine's messages.
@@ -164,42 +200,42 @@ impl Node {
         Ok(msg)
     }
 
-    /// Resolves a target to the id of one node (not necessarily known to any registry when
-    /// given by id).
-    ///
-    /// `Hash`, `RoundRobin` and `Random` pick over the discovery set's consistent-hash rings
-    /// ([`crate::select`]): the default ring, or the filter's own ring, registered on first use
-    /// (one filter pass over the default ring) and kept up to date incrementally after that.
-    pub(super) fn resolve_target(&mut self, target: Target<'_>) -> Result<NodeId, SendError> {
-        let filter_id = |node: &mut Node, filter: Option<&Filter>| -> Option<FilterId> {
-            let filter = filter?;
-            Some(match node.discovery.rings().filter_id(filter) {
-                Some(id) => id,
-                None => node.discovery.add_filter(filter.clone()),
-            })
+    /// The node `to` selects among `among` (every node when `None`), by the one
+    /// [`Selector::pick`](crate::select::Selector::pick); least outstanding compares the
+    /// messages queued or unacknowledged to each candidate.
+    pub(super) fn pick_target(
+        &mut self,
+        among: Option<&Filter>,
+        to: &Select,
+    ) -> Result<NodeId, SendError> {
+        if !to.is_valid() {
+            return Err(SendError::InvalidTarget);
+        }
+        let filter = among.map(|filter| match self.discovery.rings().filter_id(filter) {
+            Some(id) => id,
+            None => self.discovery.add_filter(filter.clone()),
+        });
+        let Node {
+            discovery,
+            endpoints,
+            selector,
+            rng,
+            ..
+        } = self;
+        let among = Among {
+            rings: discovery.rings(),
+            filter,
         };
-        let chosen = match target {
-            Target::Id(id) if id.is_valid() => return Ok(id),
-            Target::Id(_) | Target::Name("") => return Err(SendError::InvalidTarget),
-            Target::Name(name) => self
-                .discovery
-                .get_by_name(name)
-                .map(|info| info.id)
-                .filter(|id| id.is_valid()),
-            Target::Hash { filter, key } => {
-                let filter = filter_id(self, filter);
-                select::by_hash(self.discovery.rings(), filter, key)
-            }
-            Target::RoundRobin { filter } => {
-                let filter = filter_id(self, filter);
-                self.selector.round_robin(self.discovery.rings(), filter)
-            }
-            Target::Random { filter } => {
-                let filter = filter_id(self, filter);
-                select::random(self.discovery.rings(), filter, &mut self.rng)
-            }
+        let load = |id: NodeId| {
+            let queued = endpoints
+                .find_by_id(id)
+                .and_then(|key| endpoints.get(key))
+                .map_or(0, |e| e.queue().len());
+            u32::try_from(queued + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
         };
-        chosen.ok_or(SendError::UnknownTarget)
+        selector
+            .pick(to, among, rng, load, &[])
+            .ok_or(SendError::UnknownTarget)
     }
 
     /// Shuts the node down: every queued message ends `Failed(Shutdown)` and every

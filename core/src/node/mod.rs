@@ -21,8 +21,9 @@
 //!     bus::handshake::PROTOCOL_VERSIONS,
 //!     config::Config,
 //!     ids::NodeId,
-//!     node::{Node, Output, Target},
+//!     node::{Node, Output},
 //!     outcome::Outcome,
+//!     select::Select,
 //!     time::Instant,
 //!     wire::{self, Decoded, Frame},
 //! };
@@ -41,7 +42,7 @@
 //! assert_eq!((h.node, h.name, h.incarnation), (NodeId(0x101), "gate-1", node.incarnation()));
 //!
 //! // Until the upstream accepts the handshake, a message to it waits in its queue.
-//! let msg = node.send(Instant::from_millis(4), Target::Id(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
+//! let msg = node.send(Instant::from_millis(4), Select::Node(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
 //! assert_eq!(node.pending(NodeId(0x102)), 1);
 //! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
 //!
@@ -99,7 +100,6 @@ mod routes;
 mod rpc;
 mod status;
 mod transport;
-mod types;
 
 #[cfg(test)]
 mod tests;
@@ -107,7 +107,6 @@ mod tests;
 use alloc::collections::BTreeMap;
 
 pub use crate::perimeter::{OffRouteFrame, PerimeterCounts};
-pub use types::Target;
 
 pub use crate::{
     event::{Event, Evidence, LinkError, RegistryIgnored},
@@ -148,20 +147,12 @@ pub struct Node {
     connector: Connector,
     /// The driver's outputs and the RPC machine's inputs.
     out: outlets::Outlets,
-    /// Round-robin cursors of the selector targets (per filter ring).
+    /// The selection state of sends and calls (per filter ring; [`crate::select`]).
     selector: crate::select::Selector,
     now: Instant,
     shut_down: bool,
-    /// Peers whose last up link closed, with the incarnation it ran: a failed dial of one
-    /// before it links again is evidence of that incarnation's death.
-    suspects: BTreeMap<NodeId, u64>,
-    /// Per target, the sources of the messages this node relayed toward it (as a proxy):
-    /// told when the target's incarnation dies.
-    relayed: BTreeMap<NodeId, alloc::collections::BTreeSet<NodeId>>,
-    /// The last incarnation of each peer found dead: evidence is acted on once per
-    /// incarnation (a second word of the same death must not end what was sent since, to a
-    /// life that may be new).
-    dead: BTreeMap<NodeId, u64>,
+    /// Suspects, deaths acted on, sources relayed for ([`crate::evidence`]).
+    evidence: crate::evidence::EvidenceBook,
     /// Calls, served methods, broadcasts: the RPC machine ([`crate::rpc`]; composed in
     /// `node/rpc.rs`). Boxed, so taking it out to run it with the node as its host is a
     /// pointer move; `None` only while it runs.
@@ -271,9 +262,7 @@ impl Node {
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
-            suspects: BTreeMap::new(),
-            relayed: BTreeMap::new(),
-            dead: BTreeMap::new(),
+            evidence: crate::evidence::EvidenceBook::default(),
             rpc: None,
             perimeter: PerimeterCounts::default(),
         };

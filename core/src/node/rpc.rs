@@ -15,9 +15,10 @@ use crate::{
     outcome::FailReason,
     ring::FilterId,
     rpc::{
-        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, Candidates, MAX_PAYLOAD_LEN,
-        ReplyError, RequestId, Rpc, RpcHost, RpcInput, RpcOutput, RpcStats, Select,
+        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, MAX_PAYLOAD_LEN, ReplyError,
+        RequestId, Rpc, RpcHost, RpcInput, RpcOutput, RpcStats,
     },
+    select::Select,
     time::Instant,
     wire::RPC_MSG_TYPE,
 };
@@ -239,11 +240,11 @@ impl RpcHost for NodeHost<'_> {
             rng,
             ..
         } = &mut *self.0;
-        let candidates = Candidates {
+        let among = crate::select::Among {
             rings: discovery.rings(),
-            filter,
+            filter: Some(filter),
         };
-        rpc::pick(select, candidates, selector, rng, outstanding, excluded)
+        selector.pick(select, among, rng, outstanding, excluded)
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {

@@ -119,7 +119,7 @@ impl Node {
                 incarnation,
                 restarted,
             } => {
-                self.suspects.remove(&peer);
+                self.evidence.link_up(peer);
                 self.note_refusal(peer, None);
                 let mut sink = OutSink(&mut self.out);
                 self.endpoints.on_incarnation(peer, incarnation, &mut sink);
@@ -130,7 +130,7 @@ impl Node {
                 self.out
                     .push_back(Output::Event(Event::LinkUp { link, peer }));
                 self.update_peer_state(now, peer);
-                self.tell_reachable(peer, incarnation);
+                self.tell_sources(peer, incarnation, UnreachableReason::Reachable);
             }
             Inbound::Down(down) => self.link_down(now, down),
             Inbound::Ack { ack, via } if !self.standing().on_route(self.id, ack.dst, via) => {
@@ -151,7 +151,7 @@ impl Node {
             },
             Inbound::Relay(relay) => {
                 if let Some(src) = relay.message_src() {
-                    self.note_relayed(src, relay.dst());
+                    self.evidence.note_relayed(self.id, src, relay.dst());
                 }
                 let hop = relay.needs_hop().then(|| {
                     let world = World {

@@ -12,7 +12,8 @@ use bytes::Bytes;
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
-use super::{CallId, Select};
+use super::CallId;
+use crate::select::Select;
 use crate::{
     ids::{MsgId, NodeId},
     ring::FilterId,

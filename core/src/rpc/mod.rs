@@ -9,7 +9,7 @@
 //! metadata label per method ([`method_label`]: `rpc.switchboard/<method>` = `serve`), which a
 //! libatapp node decodes like any other label, so every registry backend carries it and the
 //! servers of a method form a [`Filter`] with its own incremental
-//! ring. A *call* ([`CallSpec`]) picks one server of its method ([`Select`]); its request,
+//! ring. A *call* ([`CallSpec`]) picks one server of its method ([`Select`], [`crate::select`]); its request,
 //! reply, refusal and cancel are [`wire::RpcMessage`](crate::wire::RpcMessage)s riding the
 //! acknowledged bus stream as `Data` of the reserved type [`RPC_MSG_TYPE`](crate::wire::RPC_MSG_TYPE).
 //! Every call ends in exactly one [`CallOutcome`]:
@@ -155,7 +155,6 @@ mod broadcast;
 mod calls;
 mod input;
 mod machine;
-mod pick;
 mod serving;
 
 #[cfg(test)]
@@ -171,14 +170,13 @@ use bytes::Bytes;
 pub(crate) use broadcast::Broadcasts;
 pub(crate) use calls::{Call, CallState, Calls};
 pub(crate) use machine::{MAX_PAYLOAD_LEN, Rpc, RpcHost, RpcInput, RpcSettings};
-pub use pick::Select;
-pub(crate) use pick::{Candidates, pick};
 pub(crate) use serving::Serving;
 
 use crate::{
     discovery::{Filter, Metadata},
     ids::NodeId,
     outcome::FailReason,
+    select::Select,
     time::{Duration, Instant},
 };
 

@@ -23,7 +23,8 @@ use super::{
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{MsgId, NodeId},
-    node::{Event, Node, SendError, Target},
+    node::{Event, Node, SendError},
+    select::Select,
     time::{Duration, Instant},
 };
 
@@ -603,7 +604,7 @@ impl<N: SimNode> Sim<N> {
     pub fn send(
         &mut self,
         from: NodeId,
-        target: Target<'_>,
+        target: Select,
         msg_type: u32,
         payload: impl Into<Bytes>,
     ) -> Result<MsgId, SendError> {
@@ -622,7 +623,7 @@ impl<N: SimNode> Sim<N> {
         };
         let deadline = node.message_timeout().map(|t| now + t);
         let target_id = match target {
-            Target::Id(id) => Some(id),
+            Select::Node(id) => Some(id),
             _ => None,
         };
         let result = node.send(now, target, msg_type, payload.clone());
@@ -663,7 +664,7 @@ impl<N: SimNode> Sim<N> {
         result
     }
 
-    /// [`Sim::send`] to `Target::Id(to)`.
+    /// [`Sim::send`] to `Select::Node(to)`.
     ///
     /// # Errors
     ///
@@ -675,7 +676,7 @@ impl<N: SimNode> Sim<N> {
         msg_type: u32,
         payload: impl Into<Bytes>,
     ) -> Result<MsgId, SendError> {
-        self.send(from, Target::Id(to), msg_type, payload)
+        self.send(from, Select::Node(to), msg_type, payload)
     }
 
     // ---- logs and queries --------------------------------------------------------------
@@ -806,14 +807,11 @@ impl<N: SimNode> Sim<N> {
 }
 
 /// A short text for a send target, as in the trace.
-pub(super) fn describe_target(target: &Target<'_>) -> String {
+pub(super) fn describe_target(target: &Select) -> String {
     match target {
-        Target::Id(id) => format!("{id}"),
-        Target::Name(name) => format!("name {name:?}"),
-        Target::Hash { filter, key } => {
-            format!("hash key {key:?} filtered {}", filter.is_some())
-        }
-        Target::RoundRobin { filter } => format!("round robin filtered {}", filter.is_some()),
-        Target::Random { filter } => format!("random filtered {}", filter.is_some()),
+        Select::Node(id) => format!("{id}"),
+        Select::Name(name) => format!("name {name:?}"),
+        Select::Hash(key) => format!("hash key {key:?}"),
+        other => String::from(other.mode().label()),
     }
 }

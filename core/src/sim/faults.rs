@@ -31,7 +31,8 @@ use super::{
 };
 use crate::{
     ids::{MsgId, NodeId},
-    node::{SendError, Target},
+    node::SendError,
+    select::Select,
 };
 
 impl<N: SimNode> Sim<N> {
@@ -52,7 +53,7 @@ impl<N: SimNode> Sim<N> {
     pub fn send_tagged(
         &mut self,
         from: NodeId,
-        target: Target<'_>,
+        target: Select,
         msg_type: u32,
         filler: usize,
     ) -> (u64, Result<MsgId, SendError>) {
@@ -69,7 +70,7 @@ impl<N: SimNode> Sim<N> {
     pub fn send_tagged_body(
         &mut self,
         from: NodeId,
-        target: Target<'_>,
+        target: Select,
         msg_type: u32,
         body: &[u8],
     ) -> (u64, Result<MsgId, SendError>) {

@@ -10,7 +10,7 @@
 //! at the output that broke the rule):
 //!
 //! - a delivery of a tag that was never accepted, or by another sender than the one that sent
-//!   it, or to another node than its `Target::Id`;
+//!   it, or to another node than its `Select::Node`;
 //! - a second delivery of one tag (anywhere, any incarnation);
 //! - a delivery of a tag whose outcome is `Failed` (or a `Failed` outcome for a delivered
 //!   tag) — only `Unknown` may have been delivered;
@@ -65,7 +65,7 @@ struct Entry {
     sender: NodeId,
     incarnation: u32,
     msg: MsgId,
-    /// `Some(id)` when sent with `Target::Id(id)`: only `id` may deliver it.
+    /// `Some(id)` when sent with `Select::Node(id)`: only `id` may deliver it.
     target: Option<NodeId>,
     outcome: Option<Outcome>,
     deliveries: u32,

@@ -88,8 +88,9 @@ use crate::{
     config::{Config, ConfigError},
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::{LinkId, MsgId, NodeId},
-    node::{Node, Output, SendError, Target},
+    node::{Node, Output, SendError},
     registry::RegistryEvent,
+    select::Select,
     time::Instant,
 };
 
@@ -134,7 +135,7 @@ pub trait SimNode: Sized {
     fn send(
         &mut self,
         now: Instant,
-        target: Target<'_>,
+        target: Select,
         msg_type: u32,
         payload: Bytes,
     ) -> Result<MsgId, SendError>;
@@ -198,7 +199,7 @@ impl SimNode for Node {
     fn send(
         &mut self,
         now: Instant,
-        target: Target<'_>,
+        target: Select,
         msg_type: u32,
         payload: Bytes,
     ) -> Result<MsgId, SendError> {

@@ -9,7 +9,8 @@ use bytes::Bytes;
 use super::{RegistryEvent, SimNode};
 use crate::{
     ids::{LinkId, MsgId, NodeId},
-    node::{Output, SendError, Target},
+    node::{Output, SendError},
+    select::Select,
     time::Instant,
 };
 
@@ -127,7 +128,7 @@ impl SimNode for Puppet {
     fn send(
         &mut self,
         now: Instant,
-        _target: Target<'_>,
+        _target: Select,
         msg_type: u32,
         payload: Bytes,
     ) -> Result<MsgId, SendError> {

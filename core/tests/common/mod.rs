@@ -13,8 +13,9 @@ pub mod rpc;
 use switchboard_core::{
     config::Config,
     ids::{MsgId, NodeId},
-    node::{Event, Target},
+    node::Event,
     outcome::Outcome,
+    select::Select,
     sim::{Sim, discovery_info, sim_addr, topology_info},
     time::{Duration, Instant},
 };
@@ -184,7 +185,7 @@ pub fn got(sim: &Sim, id: u64) -> Vec<Got> {
 pub fn send(sim: &mut Sim, from: u64, to: u64, msg_type: u32, payload: &'static str) -> MsgId {
     sim.send_tagged_body(
         NodeId(from),
-        Target::Id(NodeId(to)),
+        Select::Node(NodeId(to)),
         msg_type,
         payload.as_bytes(),
     )

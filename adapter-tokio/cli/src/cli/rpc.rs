@@ -19,8 +19,10 @@ use crate::duration::parse_duration;
     self_call, queue_full, shutdown, cancelled. latency_us is from the call to its outcome. \
     Exit 0 on a reply, 1 otherwise (with one line on stderr saying why; also when the \
     registry does not answer within 5 s), 2 for a bad flag.\n\n\
-    The server is picked round robin among the method's servers, or by consistent hash of \
-    --key (the same key goes to the same server while membership holds). Durations are a \
+    The server is picked among the method's servers by --select: round-robin (the \
+    default), random, least-outstanding (of two drawn at random, the one with fewer of this \
+    node's calls outstanding) or hash of --key (the same key goes to the same server while \
+    membership holds; --key alone means hash). Durations are a \
     number and a unit: 250ms, 5s, 1.5s, 2m.\n\n\
     Examples:\n  \
     switchboard call --registry 127.0.0.1:7000 --method echo --payload hello\n  \
@@ -30,7 +32,11 @@ pub(crate) struct CallArgs {
     /// The method: 1 to 128 ASCII letters, digits and `._-:`.
     #[arg(long, value_name = "M")]
     pub(crate) method: String,
-    /// Pick the server by consistent hash of this key [default: round robin].
+    /// Pick the server: hash (of --key), round-robin, random, least-outstanding [default:
+    /// round-robin; hash with --key].
+    #[arg(long, value_name = "MODE", value_parser = crate::selection::parse_mode)]
+    pub(crate) select: Option<switchboard_core::select::Mode>,
+    /// The key of --select hash (alone: --select hash).
     #[arg(long, value_name = "K")]
     pub(crate) key: Option<String>,
     /// The payload, sent as its UTF-8 bytes.

@@ -4,11 +4,7 @@
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, time::Duration};
 
 use serde::Deserialize;
-use switchboard_core::{
-    config::Config,
-    discovery::{Filter, Metadata, address::Advertise},
-    topology::TopologyPolicy,
-};
+use switchboard_core::{config::Config, discovery::address::Advertise, topology::TopologyPolicy};
 use switchboard_tokio::{RegistrySpec, TargetSpec};
 
 use super::{
@@ -19,6 +15,7 @@ use super::{
 use crate::{
     cli::{EtcdSecurity, LoadArgs},
     error::CliError,
+    selection::{message_target, parse_mode},
 };
 
 /// Default in-flight window.
@@ -38,6 +35,8 @@ pub(crate) struct LoadFile {
     pub(crate) to: Option<String>,
     /// `--hash-key`.
     pub(crate) hash_key: Option<String>,
+    /// `--select`.
+    pub(crate) select: Option<String>,
     /// `--filter` as a table.
     pub(crate) filter: Option<BTreeMap<String, String>>,
     /// `--count`.
@@ -175,12 +174,20 @@ impl LoadOptions {
             .ok_or_else(|| CliError::invalid("count", "required: give --count N"))?;
         let to = args.to.or(file.to);
         let hash_key = args.hash_key.or(file.hash_key);
+        let select = match args.select {
+            Some(mode) => Some(mode),
+            None => file
+                .select
+                .map(|text| parse_mode(&text).map_err(|why| CliError::invalid("select", why)))
+                .transpose()?,
+        };
         let rate = args.rate.or(file.rate);
         let size = args.size.or(file.size);
         let window = args.window.or(file.window);
         let call_flags = CallFlags {
             method: String::new(),
             concurrency: args.concurrency.or(file.concurrency),
+            select,
             key: args.key.or(file.key),
             payload: args.payload.or(file.payload),
             size,
@@ -221,7 +228,13 @@ impl LoadOptions {
                 if let Some((field, _)) = call_only.iter().find(|(_, given)| *given) {
                     return Err(CliError::invalid(*field, "only used with method"));
                 }
-                let target = message_target(to, hash_key, filter_labels)?;
+                let target = message_target(to, select, hash_key, filter_labels, "hash-key")?
+                    .ok_or_else(|| {
+                        CliError::invalid(
+                            "to",
+                            "required: give --to NAME or --hash-key K (or --method M for calls)",
+                        )
+                    })?;
                 if rate.is_none() {
                     return Err(CliError::invalid(
                         "rate",
@@ -335,46 +348,11 @@ impl LoadOptions {
     }
 }
 
-/// The target of a message load: `to` a name, or by hash of `hash_key` among the nodes with
-/// the `filter` labels.
-fn message_target(
-    to: Option<String>,
-    hash_key: Option<String>,
-    filter_labels: BTreeMap<String, String>,
-) -> Result<TargetSpec, CliError> {
-    match (to, hash_key) {
-        (Some(_), Some(_)) => Err(CliError::invalid(
-            "to",
-            "give either to or hash_key, not both",
-        )),
-        (None, None) => Err(CliError::invalid(
-            "to",
-            "required: give --to NAME or --hash-key K (or --method M for calls)",
-        )),
-        (Some(name), None) => {
-            if name.is_empty() {
-                return Err(CliError::invalid("to", "the name is empty"));
-            }
-            if !filter_labels.is_empty() {
-                return Err(CliError::invalid("filter", "only used with hash_key"));
-            }
-            Ok(TargetSpec::Name(name))
-        }
-        (None, Some(key)) => Ok(TargetSpec::Hash {
-            filter: (!filter_labels.is_empty()).then(|| {
-                Filter(Metadata {
-                    labels: filter_labels,
-                    ..Metadata::default()
-                })
-            }),
-            key: key.into_bytes(),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use switchboard_core::wire::MAX_DATA_PAYLOAD;
+
+    use switchboard_core::discovery::{Filter, Metadata};
 
     use super::*;
     use crate::cli::EtcdArgs;
@@ -384,6 +362,7 @@ mod tests {
             registry: Some(SocketAddr::from(([127, 0, 0, 1], 7000))),
             to: Some("leaf-1".to_owned()),
             hash_key: None,
+            select: None,
             filters: Vec::new(),
             count: Some(100),
             rate: Some(50),
@@ -482,6 +461,45 @@ mod tests {
         assert_eq!(options.wait_known, Duration::from_millis(2500));
     }
 
+    /// `--select` (or `select` in the file) picks each message's node among the filtered
+    /// nodes; for a call load it picks each call's server.
+    #[test]
+    fn a_select_mode_targets_the_filtered_nodes_or_picks_the_servers() {
+        let mut a = args();
+        a.to = None;
+        a.select = Some(switchboard_core::select::Mode::Random);
+        a.filters = vec![("role".to_owned(), "leaf".to_owned())];
+        let LoadWork::Messages { target, .. } = LoadOptions::resolve(a, 1).expect("valid").work
+        else {
+            panic!("a message load");
+        };
+        let leaf = Filter(Metadata {
+            labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
+            ..Metadata::default()
+        });
+        assert_eq!(target, TargetSpec::Random { filter: Some(leaf) });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("load.toml");
+        std::fs::write(&path, "select = \"least-outstanding\"\nmethod = \"echo\"\n")
+            .expect("write");
+        let mut a = args();
+        a.to = None;
+        a.config = Some(path.clone());
+        let LoadWork::Calls(calls) = LoadOptions::resolve(a, 1).expect("valid").work else {
+            panic!("a call load");
+        };
+        assert_eq!(calls.select, switchboard_core::Select::LeastOutstanding);
+        std::fs::write(&path, "select = \"fastest\"\n").expect("write");
+        let mut a = args();
+        a.config = Some(path);
+        assert_eq!(
+            LoadOptions::resolve(a, 1)
+                .expect_err("bad mode")
+                .to_string(),
+            "select: expected one of hash, round-robin, random, least-outstanding"
+        );
+    }
+
     #[test]
     fn a_size_below_the_sequence_number_is_refused() {
         let mut a = args();
@@ -560,6 +578,7 @@ mod tests {
             registry: None,
             to: None,
             hash_key: None,
+            select: None,
             filters: Vec::new(),
             count: Some(20),
             rate: None,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use switchboard_core::{Select, wire::MAX_DATA_PAYLOAD};
+use switchboard_core::{Select, select::Mode, wire::MAX_DATA_PAYLOAD};
 
 use crate::{error::CliError, payload::SEQ_BYTES, run_call::check_method};
 
@@ -25,7 +25,8 @@ pub(crate) enum CallPayload {
 pub(crate) struct CallLoad {
     /// The method called.
     pub(crate) method: String,
-    /// How each call picks its server: round robin, or by hash of `--key`.
+    /// How each call picks its server: `--select`, or by hash of `--key` [default: round
+    /// robin].
     pub(crate) select: Select,
     /// What each call carries.
     pub(crate) payload: CallPayload,
@@ -44,6 +45,8 @@ pub(crate) struct CallFlags {
     pub(crate) method: String,
     /// `concurrency` [default: 1].
     pub(crate) concurrency: Option<usize>,
+    /// `select`.
+    pub(crate) select: Option<Mode>,
     /// `key`.
     pub(crate) key: Option<String>,
     /// `payload`.
@@ -88,7 +91,7 @@ impl CallLoad {
         };
         Ok(CallLoad {
             method: flags.method,
-            select: crate::run_call::selection(flags.key),
+            select: crate::selection::selection(flags.select, flags.key, "key")?,
             payload,
             concurrency,
             timeout: flags.timeout,

@@ -35,11 +35,12 @@ use std::{
 };
 
 use switchboard_core::{
-    discovery::TopologyInfo,
+    discovery::{Filter, TopologyInfo},
     ids::{MsgId, NodeId},
-    node::{Event, Node, Output, SendError, Target},
+    node::{Event, Node, Output, SendError},
     outcome::Outcome,
     registry::RegistryEvent,
+    select::Select,
     time::Instant,
 };
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -296,7 +297,7 @@ impl Driver {
                     return;
                 }
                 let result = self
-                    .send_one(now, target.as_target(), msg_type, payload)
+                    .send_one(now, target.to_select(), msg_type, payload)
                     .map(|msg| self.waiting_submit(now, msg));
                 let _ = accepted.send(result);
             }
@@ -305,7 +306,7 @@ impl Driver {
                 msg_type,
                 payload,
                 outcome,
-            } => match self.send_one(now, target.as_target(), msg_type, payload) {
+            } => match self.send_one(now, target.to_select(), msg_type, payload) {
                 Ok(msg) => {
                     self.pending.insert(msg, (now, Waiter::Posted(outcome)));
                 }
@@ -322,7 +323,7 @@ impl Driver {
                 let results = messages
                     .into_iter()
                     .map(|(target, msg_type, payload)| {
-                        self.send_one(now, target.as_target(), msg_type, payload)
+                        self.send_one(now, target.to_select(), msg_type, payload)
                             .map(|msg| self.waiting_submit(now, msg))
                     })
                     .collect();
@@ -350,11 +351,14 @@ impl Driver {
     fn send_one(
         &mut self,
         now: Instant,
-        target: Target<'_>,
+        (among, to): (Option<&Filter>, Select),
         msg_type: u32,
         payload: bytes::Bytes,
     ) -> Result<MsgId, SendError> {
-        let result = self.node.send(now, target, msg_type, payload);
+        let result = match among {
+            None => self.node.send(now, to, msg_type, payload),
+            Some(among) => self.node.send_among(now, among, to, msg_type, payload),
+        };
         match &result {
             Ok(_) => self.counters.accepted(),
             Err(error) => self.counters.refused(error),

@@ -216,7 +216,7 @@ fn a_dialled_peer_lying_about_its_id_is_closed_and_counts_as_a_failed_dial() {
     drain(&mut node);
     node.send(
         secs(0),
-        Target::Id(NodeId(0x202)),
+        Select::Node(NodeId(0x202)),
         1,
         Bytes::from_static(b"q"),
     )
@@ -316,20 +316,20 @@ fn bytes_on_a_dial_not_yet_connected_close_it() {
 fn invalid_sends_are_typed_errors_and_accept_nothing() {
     let mut node = root(0x101);
     assert_eq!(
-        node.send(secs(0), Target::Id(NodeId(0)), 1, Bytes::new()),
+        node.send(secs(0), Select::Node(NodeId(0)), 1, Bytes::new()),
         Err(SendError::InvalidTarget)
     );
     // A root with no direct links has no route to a node in another tree.
     node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
     assert_eq!(
-        node.send(secs(0), Target::Id(NodeId(0x103)), 1, Bytes::new()),
+        node.send(secs(0), Select::Node(NodeId(0x103)), 1, Bytes::new()),
         Err(SendError::NoRoute)
     );
     assert_eq!(node.endpoints().len(), 0);
     assert!(node.route(NodeId(0x103)).is_none());
     let big = Bytes::from(vec![0u8; commands::MAX_PAYLOAD_LEN + 1]);
     assert_eq!(
-        node.send(secs(0), Target::Id(NodeId(0x101)), 1, big),
+        node.send(secs(0), Select::Node(NodeId(0x101)), 1, big),
         Err(SendError::PayloadTooLarge {
             len: commands::MAX_PAYLOAD_LEN + 1,
             max: commands::MAX_PAYLOAD_LEN
@@ -344,7 +344,7 @@ fn a_target_no_registry_knows_waits_instead_of_being_refused_or_relayed_blindly(
     let msg = node
         .send(
             secs(0),
-            Target::Id(NodeId(0x1ff)),
+            Select::Node(NodeId(0x1ff)),
             1,
             Bytes::from_static(b"?"),
         )
@@ -377,7 +377,7 @@ fn a_target_known_only_by_id_waits_for_discovery_when_direct_links_are_allowed()
     let msg = node
         .send(
             secs(0),
-            Target::Id(NodeId(0x2aa)),
+            Select::Node(NodeId(0x2aa)),
             1,
             Bytes::from_static(b"w"),
         )
@@ -404,7 +404,7 @@ fn over_the_limit_messages_fail_with_queue_full_and_the_queue_is_kept() {
         .map(|i| {
             node.send(
                 secs(0),
-                Target::Id(NodeId(0x103)),
+                Select::Node(NodeId(0x103)),
                 i,
                 Bytes::from_static(b"p"),
             )
@@ -529,7 +529,7 @@ fn time_going_backwards_is_clamped() {
     let mut node = Node::new(config(0x101, 0x102, 2, false), secs(0)).unwrap();
     node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
     let msg = node
-        .send(secs(10), Target::Id(NodeId(0x103)), 1, Bytes::new())
+        .send(secs(10), Select::Node(NodeId(0x103)), 1, Bytes::new())
         .unwrap();
     node.handle_timeout(secs(5));
     assert_eq!(drain(&mut node), vec![]);

@@ -280,9 +280,9 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
     node.handle_connected(secs(0), first);
     node.handle_received(secs(0), first, Bytes::copy_from_slice(&hello_ack(1111)));
     drain(&mut node);
-    let target = Target::Id(NodeId(0x202));
+    let target = Select::Node(NodeId(0x202));
     let m1 = node
-        .send(secs(0), target, 1, Bytes::from_static(b"one"))
+        .send(secs(0), target.clone(), 1, Bytes::from_static(b"one"))
         .unwrap();
     let old_seq = drain(&mut node).iter().find_map(data_seq).unwrap();
     assert_eq!(seq_counter(old_seq), 1);

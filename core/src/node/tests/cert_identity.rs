@@ -50,7 +50,7 @@ fn dial_0x202(node: &mut Node) -> LinkId {
     drain(node);
     node.send(
         secs(0),
-        Target::Id(NodeId(0x202)),
+        Select::Node(NodeId(0x202)),
         1,
         Bytes::from_static(b"q"),
     )

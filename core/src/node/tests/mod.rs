@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::*;
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
+    select::Select,
     sim::{OutcomeRecord, Received, Sim, discovery_info, topology_info},
     time::Duration,
 };
@@ -175,7 +176,7 @@ fn send_on_a_dialled_link(node: &mut Node, target: u64) -> (MsgId, LinkId) {
     let msg = node
         .send(
             secs(0),
-            Target::Id(NodeId(target)),
+            Select::Node(NodeId(target)),
             100,
             Bytes::from_static(b"q"),
         )

@@ -154,7 +154,7 @@ impl Driver {
         match op {
             Op::Send { to, len } => {
                 let payload = Bytes::from(vec![7u8; len]);
-                if let Ok(msg) = self.node.send(now, Target::Id(NodeId(to)), 1, payload) {
+                if let Ok(msg) = self.node.send(now, Select::Node(NodeId(to)), 1, payload) {
                     self.outcomes.insert(msg, 0);
                 }
             }

@@ -7,7 +7,7 @@ use alloc::{format, vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    Event, Node, Output, Target, config, frames::bytes, outcome, publish, received, secs, seen, sim,
+    Event, Node, Output, Select, config, frames::bytes, outcome, publish, received, secs, seen, sim,
 };
 use crate::{
     config::Config,
@@ -94,7 +94,7 @@ fn a_window_refused_until_the_target_relinks_is_delivered_once_each() {
     let first = sim
         .send(
             SENDER,
-            Target::Id(TARGET),
+            Select::Node(TARGET),
             1,
             Bytes::from_static(b"w-first"),
         )
@@ -106,7 +106,10 @@ fn a_window_refused_until_the_target_relinks_is_delivered_once_each() {
     let payloads: Vec<Bytes> = (0..16).map(|i| Bytes::from(format!("w{i:02}"))).collect();
     let window: Vec<MsgId> = payloads
         .iter()
-        .map(|p| sim.send(SENDER, Target::Id(TARGET), 2, p.clone()).unwrap())
+        .map(|p| {
+            sim.send(SENDER, Select::Node(TARGET), 2, p.clone())
+                .unwrap()
+        })
         .collect();
     sim.advance(Duration::from_millis(5));
     let restart = sim.now();
@@ -155,15 +158,20 @@ fn messages_to_a_target_that_never_comes_back_end_at_their_own_deadlines() {
     let t0 = sim.now();
     let ms = |n: u64| t0 + Duration::from_millis(n);
     let m1 = sim
-        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"one"))
+        .send(SENDER, Select::Node(TARGET), 1, Bytes::from_static(b"one"))
         .unwrap();
     sim.advance_to(ms(500));
     let m2 = sim
-        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"two"))
+        .send(SENDER, Select::Node(TARGET), 1, Bytes::from_static(b"two"))
         .unwrap();
     sim.advance_to(ms(3_000));
     let m3 = sim
-        .send(SENDER, Target::Id(TARGET), 1, Bytes::from_static(b"three"))
+        .send(
+            SENDER,
+            Select::Node(TARGET),
+            1,
+            Bytes::from_static(b"three"),
+        )
         .unwrap();
     sim.advance_to(ms(20_000));
 
@@ -300,7 +308,7 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
     let send = |sim: &mut Sim, text: &'static str| {
         sim.send(
             SENDER,
-            Target::Id(TARGET),
+            Select::Node(TARGET),
             1,
             Bytes::from_static(text.as_bytes()),
         )

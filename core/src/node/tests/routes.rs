@@ -357,7 +357,7 @@ fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
         );
         assert_eq!(node.link_count(), 0);
         assert_eq!(
-            node.send(secs(1), Target::Id(NodeId(0x102)), 1, Bytes::new()),
+            node.send(secs(1), Select::Node(NodeId(0x102)), 1, Bytes::new()),
             Err(SendError::Shutdown)
         );
         assert_eq!(node.poll_timeout(), None);
@@ -387,7 +387,7 @@ fn loopback_delivers_at_once() {
     let msg = node
         .send(
             secs(0),
-            Target::Id(NodeId(0x101)),
+            Select::Node(NodeId(0x101)),
             7,
             Bytes::from_static(b"self"),
         )
@@ -429,7 +429,7 @@ fn lowest_link_id_carries_traffic_when_both_sides_dial() {
         let lowest = links[0];
         node.send(
             now,
-            Target::Id(NodeId(0x202)),
+            Select::Node(NodeId(0x202)),
             100,
             Bytes::from_static(b"z"),
         )
@@ -450,25 +450,27 @@ fn name_and_selector_targets_resolve_through_discovery() {
     let mut sim = group_b();
     let me = NodeId(0x201);
     let m = sim
-        .send(me, Target::Name("node-202"), 1, Bytes::from_static(b"n"))
+        .send(
+            me,
+            Select::Name("node-202".into()),
+            1,
+            Bytes::from_static(b"n"),
+        )
         .unwrap();
     assert_eq!(m, MsgId(1));
     assert_eq!(
-        sim.send(me, Target::Name("nobody"), 1, Bytes::new()),
+        sim.send(me, Select::Name("nobody".into()), 1, Bytes::new()),
         Err(SendError::UnknownTarget)
     );
     assert_eq!(
-        sim.send(me, Target::Name(""), 1, Bytes::new()),
+        sim.send(me, Select::Name(String::new()), 1, Bytes::new()),
         Err(SendError::InvalidTarget)
     );
     // Round robin walks the default ring's member order (pod index, then id): 0x201 (self),
     // 0x202, 0x203, again.
     let picked: Vec<NodeId> = sim.act(me, |node, _| {
         (0..4)
-            .map(|_| {
-                node.resolve_target(Target::RoundRobin { filter: None })
-                    .unwrap()
-            })
+            .map(|_| node.pick_target(None, &Select::RoundRobin).unwrap())
             .collect()
     });
     assert_eq!(
@@ -480,16 +482,20 @@ fn name_and_selector_targets_resolve_through_discovery() {
         ..crate::discovery::Metadata::default()
     });
     assert_eq!(
-        sim.send(me, Target::Random { filter: Some(&f) }, 1, Bytes::new()),
+        sim.act(me, |node, now| node.send_among(
+            now,
+            &f,
+            Select::Random,
+            1,
+            Bytes::new()
+        )),
         Err(SendError::UnknownTarget)
     );
     // The filter's ring was registered on first use and is reused afterwards.
     assert_eq!(sim.node(me).discovery().rings().filter_count(), 1);
     assert_eq!(
-        sim.act(me, |node, _| node.resolve_target(Target::Hash {
-            filter: Some(&f),
-            key: b"k"
-        })),
+        sim.act(me, |node, _| node
+            .pick_target(Some(&f), &Select::Hash(Bytes::from_static(b"k")))),
         Err(SendError::UnknownTarget)
     );
     assert_eq!(sim.node(me).discovery().rings().filter_count(), 1);
@@ -511,7 +517,7 @@ fn name_and_selector_targets_resolve_through_discovery() {
     for key in [&b"user-42"[..], b"user-43", b"room-7", b""] {
         assert_eq!(
             sim.act(me, |node, _| node
-                .resolve_target(Target::Hash { filter: None, key })),
+                .pick_target(None, &Select::Hash(Bytes::copy_from_slice(key)))),
             Ok(fresh.lookup(key).unwrap()),
             "key {key:?}"
         );
@@ -525,10 +531,7 @@ fn topology_changes_touch_no_hash_ring() {
     let updates = sim.node(me).discovery().rings().ring_updates();
     let hash = |sim: &mut Sim| {
         sim.act(me, |node, _| {
-            node.resolve_target(Target::Hash {
-                filter: None,
-                key: b"user-42",
-            })
+            node.pick_target(None, &Select::Hash(Bytes::from_static(b"user-42")))
         })
     };
     let key_owner = hash(&mut sim).unwrap();

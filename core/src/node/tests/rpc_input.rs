@@ -212,7 +212,7 @@ fn the_reserved_message_type_is_refused_to_send() {
     assert_eq!(
         node.send(
             secs(1),
-            Target::Id(NodeId(PEER)),
+            Select::Node(NodeId(PEER)),
             RPC_MSG_TYPE,
             Bytes::new()
         ),

@@ -16,8 +16,13 @@ fn leaf_waiting_for_its_upstream() -> Node {
     let mut node = Node::new(config, Instant::ZERO).expect("a valid config");
     while node.poll_output().is_some() {}
     let now = Instant::ZERO + Duration::from_millis(1);
-    node.send(now, Target::Id(NodeId(0x102)), 1, Bytes::from_static(b"hi"))
-        .expect("accepted");
+    node.send(
+        now,
+        Select::Node(NodeId(0x102)),
+        1,
+        Bytes::from_static(b"hi"),
+    )
+    .expect("accepted");
     node
 }
 

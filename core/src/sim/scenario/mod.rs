@@ -40,6 +40,8 @@ use alloc::{
     vec::Vec,
 };
 
+use bytes::Bytes;
+
 pub use self::{ops::Op, rpc::RpcTotals};
 use super::{
     LedgerTotals, RegistryMachines, Sim, SimSettings, discovery_info, sim_addr, topology_info,
@@ -48,10 +50,11 @@ use crate::{
     backoff::BackoffConfig,
     config::Config,
     ids::NodeId,
-    node::{Node, Target},
+    node::Node,
     outcome::Outcome,
     registry::server::ServerConfig,
     rng::Rng,
+    select::{Mode, Select},
     sim::Fanout,
     time::Duration,
 };
@@ -174,6 +177,20 @@ pub struct Chaos {
     latency_base: u64,
     /// The RPC workload and its call ledger (with [`Faults::rpc`]).
     rpc: rpc::RpcWorkload,
+}
+
+/// The selection a workload byte names: `mode` indexes [`Mode::ALL`] (modulo its length),
+/// `member` is the node the `Node` and `Name` modes name, `key` the hash key. An exhaustive
+/// `match`: a new mode does not compile until the simulator sends and calls with it.
+fn select_of(mode: u8, member: NodeId, key: u8) -> Select {
+    match Mode::ALL[usize::from(mode) % Mode::ALL.len()] {
+        Mode::Node => Select::Node(member),
+        Mode::Name => Select::Name(name(member)),
+        Mode::Hash => Select::Hash(Bytes::copy_from_slice(&[key])),
+        Mode::RoundRobin => Select::RoundRobin,
+        Mode::Random => Select::Random,
+        Mode::LeastOutstanding => Select::LeastOutstanding,
+    }
 }
 
 fn name(id: NodeId) -> String {
@@ -383,18 +400,7 @@ impl Chaos {
                 if !self.sim.is_alive(from) {
                     return;
                 }
-                let to_id = self.member(to);
-                let key = [to];
-                let target_name = name(to_id);
-                let target = match kind {
-                    0 => Target::Id(to_id),
-                    1 => Target::Hash {
-                        filter: None,
-                        key: &key,
-                    },
-                    2 => Target::RoundRobin { filter: None },
-                    _ => Target::Name(&target_name),
-                };
+                let target = select_of(kind, self.member(to), to);
                 let _ =
                     self.sim
                         .send_tagged(from, target, 1 + u32::from(kind), usize::from(filler));
@@ -591,7 +597,7 @@ impl Chaos {
         let sent = pairs
             .iter()
             .map(|&(from, to)| {
-                let (tag, r) = self.sim.send_tagged(from, Target::Id(to), 99, 0);
+                let (tag, r) = self.sim.send_tagged(from, Select::Node(to), 99, 0);
                 (tag, from, to, r)
             })
             .collect();

@@ -4,18 +4,26 @@
 use alloc::vec::Vec;
 
 use super::Faults;
-use crate::rng::Rng;
+use crate::{rng::Rng, select::Mode};
+
+/// How many selection modes a workload chooses from.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "a handful of modes, far below 256"
+)]
+const MODES: u8 = Mode::ALL.len() as u8;
 
 /// One step of a chaos run. Node operands are indices into the run's current member lists,
 /// taken modulo their length, so every value is valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
-    /// A tagged send from member `from`: `kind` 0 by id (to member `to`), 1 by hash key `to`,
-    /// 2 round robin, 3 by name (of member `to`); `filler` payload bytes after the tag.
+    /// A tagged send from member `from`: `kind` indexes [`Mode::ALL`] (by id or name of member
+    /// `to`, by hash key `to`, round robin, random, least outstanding; see
+    /// `scenario::select_of`); `filler` payload bytes after the tag.
     Send {
         /// Sender (index into every node).
         from: u8,
-        /// Target kind.
+        /// Selection mode: an index into [`Mode::ALL`].
         kind: u8,
         /// Target member or hash key.
         to: u8,
@@ -92,8 +100,8 @@ pub enum Op {
         node: u8,
     },
     /// A call from member `from` of method `m{method % 3}` (leaves serve `m0` or `m1` at
-    /// start; nobody serves `m2` until a `Serve`); `select` % 5 picks hash by `key`, round
-    /// robin, random, least outstanding, or member `key`; `timing` picks the timeout
+    /// start; nobody serves `m2` until a `Serve`); `select` indexes [`Mode::ALL`] (the node
+    /// or name of member `key`, hash by `key`, round robin, random, least outstanding); `timing` picks the timeout
     /// (500 ms + 20 ms × (timing % 200)) and the grace (a quarter, half or all of it).
     Call {
         /// Caller (index into every node).
@@ -155,7 +163,7 @@ impl Op {
                     };
                     Op::Send {
                         from,
-                        kind: kind % 4,
+                        kind: kind % MODES,
                         to,
                         filler: filler % 64,
                     }
@@ -330,7 +338,7 @@ impl Op {
                 535..=549 if faults.rpc => Op::Cancel { from: b(rng) },
                 0..=549 => Op::Send {
                     from: b(rng),
-                    kind: rng.below(4) as u8,
+                    kind: rng.below(u64::from(MODES)) as u8,
                     to: b(rng),
                     filler: rng.below(48) as u8,
                 },

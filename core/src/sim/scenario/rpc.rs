@@ -30,7 +30,7 @@ use crate::{
     outcome::FailReason,
     rpc::{
         BroadcastId, BroadcastSpec, CallId, CallOutcome, CallSpec, METHOD_LABEL_VALUE, RequestId,
-        RpcOutput, Select, method_label, servers_of,
+        RpcOutput, method_label, servers_of,
     },
     time::{Duration, Instant},
 };
@@ -262,13 +262,7 @@ impl Chaos {
             1 => timeout / 2,
             _ => timeout,
         };
-        let select = match select % 5 {
-            0 => Select::Hash(Bytes::copy_from_slice(&[key])),
-            1 => Select::RoundRobin,
-            2 => Select::Random,
-            3 => Select::LeastOutstanding,
-            _ => Select::Node(self.member(key)),
-        };
+        let select = super::select_of(select, self.member(key), key);
         self.rpc.next_tag += 1;
         let tag = self.rpc.next_tag;
         let payload = tagged(tag, CALL_MAGIC, usize::from(key % 32));

@@ -13,9 +13,10 @@ use super::{
 };
 use crate::{
     ids::{LinkId, MsgId, NodeId},
-    node::{Output, Target},
+    node::Output,
     outcome::Outcome,
     registry::RegistryEvent,
+    select::Select,
     time::{Duration, Instant},
 };
 
@@ -577,7 +578,9 @@ fn sends_received_messages_and_outcomes_are_logged_with_their_time() {
         (rx.at, rx.from, rx.via, rx.msg_type, &rx.payload[..]),
         (Instant::from_secs(2), A, C, 7, &b"payload"[..])
     );
-    let by_name = sim.send(A, Target::Name("b"), 8, Bytes::new()).unwrap();
+    let by_name = sim
+        .send(A, Select::Name("b".into()), 8, Bytes::new())
+        .unwrap();
     assert_eq!(by_name, MsgId(2));
 }
 

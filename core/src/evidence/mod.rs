@@ -1,0 +1,164 @@
+//! The evidence book: what a node knows about its peers' deaths, and the rules that turn what
+//! it sees into evidence (one mechanism for every kind, and news that recovers as fast as it
+//! kills; docs/ARCHITECTURE.md §9.3).
+//!
+//! A peer incarnation is dead when the registry deletes its record or announces another
+//! incarnation, when a dial after its last link closed fails (refused, timed out, or never
+//! finishing its handshake) while the registry has nothing newer, when the relay its route
+//! goes through says so (`Unreachable` with `TargetGone`), or when its link's heartbeats
+//! stop. The book keeps three things:
+//!
+//! - **suspects**: peers whose last up link closed, with the incarnation that link ran. A
+//!   failed dial of a suspect before it links again is evidence of that incarnation's death;
+//!   a link up clears it, and so does a registry naming a newer incarnation (the dial failed
+//!   against a life that is already replaced). A handshake refusal proves the peer alive and
+//!   clears nothing.
+//! - **dead**: the last incarnation of each peer found dead. Evidence is acted on once per
+//!   incarnation — a second word of the same death must not end what was sent since, to a
+//!   life that may be new. Incarnation 0 (not known) always counts.
+//! - **relayed**: per target, the sources whose messages this node relayed toward it (as a
+//!   proxy). When the target's incarnation dies they are told (and forgotten); when the
+//!   target links again they hear it is reachable.
+//!
+//! The [`Node`](crate::node::Node) applies what the book decides: on a death it ends what may
+//! have reached the incarnation, tells the sources, closes zombie links when the links
+//! themselves showed the death ([`EvidenceBook::closes_links`]) and reports
+//! [`Event::PeerDead`](crate::event::Event::PeerDead) when the death changed anything
+//! ([`EvidenceBook::is_reported`]).
+
+#[cfg(test)]
+mod tests;
+
+use alloc::{
+    collections::{BTreeMap, BTreeSet},
+    vec::Vec,
+};
+
+use crate::{bus::links::Down, event::Evidence, ids::NodeId, wire::ByeReason};
+
+/// A peer incarnation found dead, and what showed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Death {
+    /// The peer.
+    pub(crate) peer: NodeId,
+    /// Its dead incarnation.
+    pub(crate) incarnation: u64,
+    /// What showed it.
+    pub(crate) evidence: Evidence,
+}
+
+/// Suspects, deaths acted on, and the sources relayed for; see the [module docs](self).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EvidenceBook {
+    /// Peers whose last up link closed, with the incarnation it ran.
+    suspects: BTreeMap<NodeId, u64>,
+    /// The last incarnation of each peer found dead.
+    dead: BTreeMap<NodeId, u64>,
+    /// Per target, the sources of the messages relayed toward it.
+    relayed: BTreeMap<NodeId, BTreeSet<NodeId>>,
+}
+
+impl EvidenceBook {
+    /// A link to `peer` is up: it is no longer a suspect.
+    pub(crate) fn link_up(&mut self, peer: NodeId) {
+        self.suspects.remove(&peer);
+    }
+
+    /// A link went away. A `Bye` other than `Shutdown` is a live peer closing on purpose:
+    /// nothing. Stopped heartbeats of a known incarnation are its death. The last up link to
+    /// a peer (`is_up`: whether another one is) makes it a suspect with the incarnation the
+    /// link ran. A dial that failed without a refusal (`down.peer` unknown) to a suspect is
+    /// its death — unless the registry (`announced`, 0 = nothing) names a newer incarnation,
+    /// which clears the suspicion instead.
+    pub(crate) fn link_gone(
+        &mut self,
+        down: &Down,
+        heartbeats_stopped: bool,
+        is_up: impl Fn(NodeId) -> bool,
+        announced: impl Fn(NodeId) -> u64,
+    ) -> Option<Death> {
+        if down.bye.is_some_and(|reason| reason != ByeReason::Shutdown) {
+            return None;
+        }
+        if let Some(peer) = down.peer.filter(|_| down.incarnation != 0) {
+            if heartbeats_stopped {
+                return Some(Death {
+                    peer,
+                    incarnation: down.incarnation,
+                    evidence: Evidence::HeartbeatsStopped,
+                });
+            }
+            if !is_up(peer) {
+                self.suspects.insert(peer, down.incarnation);
+            }
+        }
+        let failed_dial = down.peer.is_none() && down.refused.is_none();
+        let dialed = down.dialed.filter(|_| failed_dial)?;
+        let incarnation = *self.suspects.get(&dialed)?;
+        let announced = announced(dialed);
+        if announced == 0 || announced == incarnation {
+            Some(Death {
+                peer: dialed,
+                incarnation,
+                evidence: Evidence::RedialFailed,
+            })
+        } else {
+            self.suspects.remove(&dialed);
+            None
+        }
+    }
+
+    /// Whether `peer` is a suspect (a dial to it is a probe).
+    pub(crate) fn is_suspect(&self, peer: NodeId) -> bool {
+        self.suspects.contains_key(&peer)
+    }
+
+    /// Evidence that `peer`'s incarnation `incarnation` is dead: `peer` is no longer a
+    /// suspect; `None` when this death was acted on already, else whether it was a suspect.
+    pub(crate) fn record_death(&mut self, peer: NodeId, incarnation: u64) -> Option<bool> {
+        let suspected = self.suspects.remove(&peer).is_some();
+        let first_word =
+            incarnation == 0 || self.dead.insert(peer, incarnation) != Some(incarnation);
+        first_word.then_some(suspected)
+    }
+
+    /// This node (`own`) relayed a message from `src` toward `dst`.
+    pub(crate) fn note_relayed(&mut self, own: NodeId, src: NodeId, dst: NodeId) {
+        if src != own {
+            self.relayed.entry(dst).or_default().insert(src);
+        }
+    }
+
+    /// The sources relayed for toward `dst`, forgotten (its incarnation died); `None` when
+    /// there were none.
+    pub(crate) fn take_sources(&mut self, dst: NodeId) -> Option<Vec<NodeId>> {
+        self.relayed
+            .remove(&dst)
+            .map(|sources| sources.into_iter().collect())
+    }
+
+    /// The sources relayed for toward `dst`, kept (it is reachable again).
+    pub(crate) fn sources(&self, dst: NodeId) -> Vec<NodeId> {
+        self.relayed
+            .get(&dst)
+            .map_or_else(Vec::new, |sources| sources.iter().copied().collect())
+    }
+
+    /// Whether a death closes the links still open to the dead incarnation: when the links
+    /// themselves showed it (a refused redial, stopped heartbeats), a parallel link to it
+    /// whose close is not reported yet is a zombie. A registry's word does not close a link
+    /// that still works.
+    pub(crate) fn closes_links(evidence: Evidence, incarnation: u64) -> bool {
+        incarnation != 0
+            && matches!(
+                evidence,
+                Evidence::RedialFailed | Evidence::HeartbeatsStopped
+            )
+    }
+
+    /// Whether a death is reported: it was a suspect's, it ended messages, it told sources,
+    /// or it names an incarnation.
+    pub(crate) fn is_reported(suspected: bool, ended: usize, told: bool, incarnation: u64) -> bool {
+        suspected || ended > 0 || told || incarnation != 0
+    }
+}

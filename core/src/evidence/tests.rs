@@ -1,0 +1,265 @@
+//! Every rule of the evidence book, shown to fire and shown not to fire.
+
+use alloc::vec;
+
+use super::*;
+use crate::wire::RefuseReason;
+
+const PEER: NodeId = NodeId(7);
+const OTHER: NodeId = NodeId(8);
+const OWN: NodeId = NodeId(1);
+
+/// A link to `PEER` (incarnation 40) that was up and closed without a word.
+fn up_link_closed() -> Down {
+    Down {
+        peer: Some(PEER),
+        dialed: None,
+        incarnation: 40,
+        refused: None,
+        bye: None,
+    }
+}
+
+/// A dial to `PEER` that failed before any handshake.
+fn failed_dial() -> Down {
+    Down {
+        peer: None,
+        dialed: Some(PEER),
+        incarnation: 0,
+        refused: None,
+        bye: None,
+    }
+}
+
+fn nothing_up(_: NodeId) -> bool {
+    false
+}
+
+fn nothing_announced(_: NodeId) -> u64 {
+    0
+}
+
+/// The book after `PEER`'s last up link (incarnation 40) closed.
+fn with_suspect() -> EvidenceBook {
+    let mut book = EvidenceBook::default();
+    let death = book.link_gone(&up_link_closed(), false, nothing_up, nothing_announced);
+    assert_eq!(death, None);
+    assert!(book.is_suspect(PEER));
+    book
+}
+
+#[test]
+fn the_last_up_link_closing_makes_a_suspect_and_another_up_link_does_not() {
+    with_suspect();
+    let mut book = EvidenceBook::default();
+    assert_eq!(
+        book.link_gone(&up_link_closed(), false, |p| p == PEER, nothing_announced),
+        None
+    );
+    assert!(!book.is_suspect(PEER), "another link to it is still up");
+    // A link whose handshake never showed an incarnation makes no suspect.
+    let unknown_life = Down {
+        incarnation: 0,
+        ..up_link_closed()
+    };
+    assert_eq!(
+        book.link_gone(&unknown_life, false, nothing_up, nothing_announced),
+        None
+    );
+    assert!(!book.is_suspect(PEER));
+}
+
+#[test]
+fn a_bye_other_than_shutdown_is_a_live_peer_closing_on_purpose() {
+    for reason in [
+        ByeReason::Unneeded,
+        ByeReason::Replaced,
+        ByeReason::Restarting,
+    ] {
+        let mut book = EvidenceBook::default();
+        let down = Down {
+            bye: Some(reason),
+            ..up_link_closed()
+        };
+        assert_eq!(
+            book.link_gone(&down, true, nothing_up, nothing_announced),
+            None
+        );
+        assert!(!book.is_suspect(PEER), "{reason:?}");
+    }
+    // A shutdown `Bye` is no proof of life: the peer becomes a suspect.
+    let mut book = EvidenceBook::default();
+    let down = Down {
+        bye: Some(ByeReason::Shutdown),
+        ..up_link_closed()
+    };
+    assert_eq!(
+        book.link_gone(&down, false, nothing_up, nothing_announced),
+        None
+    );
+    assert!(book.is_suspect(PEER));
+}
+
+#[test]
+fn stopped_heartbeats_of_a_known_life_are_its_death() {
+    let mut book = EvidenceBook::default();
+    assert_eq!(
+        book.link_gone(&up_link_closed(), true, nothing_up, nothing_announced),
+        Some(Death {
+            peer: PEER,
+            incarnation: 40,
+            evidence: Evidence::HeartbeatsStopped
+        })
+    );
+    let unknown_life = Down {
+        incarnation: 0,
+        ..up_link_closed()
+    };
+    assert_eq!(
+        book.link_gone(&unknown_life, true, nothing_up, nothing_announced),
+        None
+    );
+}
+
+#[test]
+fn a_failed_dial_of_a_suspect_is_its_death_unless_the_registry_names_a_newer_life() {
+    let redial_failed = Some(Death {
+        peer: PEER,
+        incarnation: 40,
+        evidence: Evidence::RedialFailed,
+    });
+    let mut book = with_suspect();
+    assert_eq!(
+        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        redial_failed
+    );
+    let mut book = with_suspect();
+    assert_eq!(
+        book.link_gone(&failed_dial(), false, nothing_up, |_| 40),
+        redial_failed,
+        "the registry names the same life"
+    );
+    let mut book = with_suspect();
+    assert_eq!(
+        book.link_gone(&failed_dial(), false, nothing_up, |_| 41),
+        None
+    );
+    assert!(!book.is_suspect(PEER), "a newer life clears the suspicion");
+}
+
+#[test]
+fn a_refused_or_handshaken_dial_and_a_dial_of_a_non_suspect_prove_nothing() {
+    let mut book = with_suspect();
+    let refused = Down {
+        refused: Some(RefuseReason::WrongCluster),
+        ..failed_dial()
+    };
+    assert_eq!(
+        book.link_gone(&refused, false, nothing_up, nothing_announced),
+        None
+    );
+    assert!(
+        book.is_suspect(PEER),
+        "a refusal proves the peer alive and clears nothing"
+    );
+    let reached = Down {
+        peer: Some(PEER),
+        incarnation: 40,
+        ..failed_dial()
+    };
+    assert_eq!(
+        book.link_gone(&reached, false, |p| p == PEER, nothing_announced),
+        None
+    );
+    let mut book = EvidenceBook::default();
+    assert_eq!(
+        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        None
+    );
+}
+
+#[test]
+fn a_link_up_clears_the_suspicion() {
+    let mut book = with_suspect();
+    book.link_up(OTHER);
+    assert!(book.is_suspect(PEER));
+    book.link_up(PEER);
+    assert!(!book.is_suspect(PEER));
+    assert_eq!(
+        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        None
+    );
+}
+
+#[test]
+fn a_death_is_acted_on_once_per_incarnation_and_says_whether_it_was_suspected() {
+    let mut book = with_suspect();
+    assert_eq!(book.record_death(PEER, 40), Some(true));
+    assert!(!book.is_suspect(PEER));
+    assert_eq!(
+        book.record_death(PEER, 40),
+        None,
+        "a second word of the same death"
+    );
+    assert_eq!(book.record_death(PEER, 41), Some(false), "another life");
+    assert_eq!(
+        book.record_death(PEER, 40),
+        Some(false),
+        "the book keeps the last one"
+    );
+    assert_eq!(book.record_death(OTHER, 40), Some(false), "per peer");
+    // Incarnation 0 (never seen) always counts, and still clears a suspicion.
+    let mut book = with_suspect();
+    assert_eq!(book.record_death(PEER, 0), Some(true));
+    assert_eq!(book.record_death(PEER, 0), Some(false));
+    // A death that was acted on already still clears a suspicion.
+    let mut book = with_suspect();
+    assert_eq!(book.record_death(PEER, 40), Some(true));
+    let mut book2 = book.clone();
+    book2.link_gone(&up_link_closed(), false, nothing_up, nothing_announced);
+    assert_eq!(book2.record_death(PEER, 40), None);
+    assert!(!book2.is_suspect(PEER));
+}
+
+#[test]
+fn relayed_sources_are_kept_per_target_without_this_node_and_forgotten_on_death() {
+    let mut book = EvidenceBook::default();
+    book.note_relayed(OWN, NodeId(30), PEER);
+    book.note_relayed(OWN, NodeId(20), PEER);
+    book.note_relayed(OWN, NodeId(30), PEER);
+    book.note_relayed(OWN, OWN, PEER);
+    book.note_relayed(OWN, NodeId(20), OTHER);
+    assert_eq!(book.sources(PEER), vec![NodeId(20), NodeId(30)]);
+    assert_eq!(book.sources(PEER), vec![NodeId(20), NodeId(30)], "kept");
+    assert_eq!(book.take_sources(PEER), Some(vec![NodeId(20), NodeId(30)]));
+    assert_eq!(book.take_sources(PEER), None, "forgotten");
+    assert_eq!(book.sources(PEER), vec![]);
+    assert_eq!(book.sources(OTHER), vec![NodeId(20)]);
+    let mut own_only = EvidenceBook::default();
+    own_only.note_relayed(OWN, OWN, PEER);
+    assert_eq!(own_only.take_sources(PEER), None);
+}
+
+#[test]
+fn only_the_links_own_evidence_closes_zombie_links() {
+    for evidence in [Evidence::RedialFailed, Evidence::HeartbeatsStopped] {
+        assert!(EvidenceBook::closes_links(evidence, 40), "{evidence:?}");
+        assert!(!EvidenceBook::closes_links(evidence, 0), "{evidence:?}");
+    }
+    for evidence in [
+        Evidence::RegistryDeleted,
+        Evidence::NewIncarnation,
+        Evidence::RelayNotice,
+    ] {
+        assert!(!EvidenceBook::closes_links(evidence, 40), "{evidence:?}");
+    }
+}
+
+#[test]
+fn a_death_is_reported_when_it_changed_anything() {
+    assert!(EvidenceBook::is_reported(true, 0, false, 0));
+    assert!(EvidenceBook::is_reported(false, 1, false, 0));
+    assert!(EvidenceBook::is_reported(false, 0, true, 0));
+    assert!(EvidenceBook::is_reported(false, 0, false, 40));
+    assert!(!EvidenceBook::is_reported(false, 0, false, 0));
+}

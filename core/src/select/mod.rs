@@ -1,0 +1,262 @@
+//! Selection: which node a message or a call goes to — one vocabulary ([`Select`]) and one
+//! dispatcher ([`Selector::pick`]) for both (docs/ARCHITECTURE.md §7).
+//!
+//! A pick is made over *candidates* ([`Among`]): the discovery set's rings and, optionally, a
+//! filter ring — the nodes a filtered send names, or the servers of a call's method. With no
+//! filter the candidates are every node with an id. The modes:
+//!
+//! - [`Select::Node`] — this node. Unfiltered, it is taken as given (a message may go to a
+//!   node no registry names yet); filtered, it must be a member matching the filter.
+//! - [`Select::Name`] — the member holding this name in discovery (and matching the filter).
+//! - [`Select::Hash`] — the owner of the key on the candidates' consistent-hash ring: the same
+//!   key goes to the same node while membership holds.
+//! - [`Select::RoundRobin`] — the next member in the ring's order (pod index, then id), one
+//!   cursor per ring.
+//! - [`Select::Random`] — a member drawn uniformly from the caller's seeded [`Rng`].
+//! - [`Select::LeastOutstanding`] — two members drawn at random, the one with less *load*
+//!   (power of two choices; the first on a tie).
+//!
+//! # State
+//!
+//! A [`Selector`] owns the per-ring selection state: today the round-robin cursors. Where
+//! libatapp resets its cursor to 0 whenever the ring is rebuilt, a cursor here remembers the
+//! last node it returned: after a membership change it resumes at the first member ordered
+//! after that node, so adding or removing other members neither repeats nor skips anyone. The
+//! state a later mode needs per ring or per server (Maglev tables, load reports, ejection)
+//! goes here too, next to the cursors, keyed the same way.
+//!
+//! The *load* least-outstanding compares is passed in by the caller as a function of the node
+//! id, not kept here: it is the caller's own bookkeeping (a call counts this node's calls
+//! outstanding at each server, a send the messages queued or unacknowledged to each target),
+//! and a copy kept here would have to follow every send, reply and outcome to stay true.
+//!
+//! # Exclusions
+//!
+//! A call that already tried servers passes them as `excluded`: a pick never returns one of
+//! them. A mode whose choice is excluded falls back to the first other candidate in
+//! round-robin order (least outstanding draws its two among the others); `Node` and `Name`,
+//! which name one node, have no fallback.
+
+mod round_robin;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::{string::String, vec::Vec};
+
+use bytes::Bytes;
+
+pub use round_robin::Selector;
+
+use crate::{
+    ids::NodeId,
+    ring::{FilterId, RingSet},
+    rng::Rng,
+};
+
+/// How one node is chosen among the candidates: see the [module docs](self).
+///
+/// Exhaustive on purpose, like [`Mode`]: a new mode is a change every workload must cover —
+/// the simulator, the CLI's `--select`, the adapters — and does not compile until it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Select {
+    /// This node: as given when unfiltered, else if it matches the filter (for a call: if it
+    /// serves the method; else the call waits for it within the grace).
+    Node(NodeId),
+    /// The node holding this name in discovery.
+    Name(String),
+    /// The owner of this key on the candidates' consistent-hash ring. Integer keys are passed
+    /// as their 8 little-endian bytes, as libatapp hashes them.
+    Hash(Bytes),
+    /// The next candidate in turn (one cursor per ring).
+    RoundRobin,
+    /// A candidate drawn uniformly from the seeded generator.
+    Random,
+    /// Two candidates drawn at random, the one with less load (the first on a tie).
+    LeastOutstanding,
+}
+
+/// The kind of a [`Select`], without its argument: what a workload or a command line names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    /// [`Select::Node`].
+    Node,
+    /// [`Select::Name`].
+    Name,
+    /// [`Select::Hash`].
+    Hash,
+    /// [`Select::RoundRobin`].
+    RoundRobin,
+    /// [`Select::Random`].
+    Random,
+    /// [`Select::LeastOutstanding`].
+    LeastOutstanding,
+}
+
+impl Mode {
+    /// Every mode, in declaration order (a workload iterates it and builds each mode with an
+    /// exhaustive `match`, so a new mode is simulated as soon as it compiles).
+    pub const ALL: [Mode; 6] = [
+        Mode::Node,
+        Mode::Name,
+        Mode::Hash,
+        Mode::RoundRobin,
+        Mode::Random,
+        Mode::LeastOutstanding,
+    ];
+
+    /// The mode's name on a command line: `node`, `name`, `hash`, `round-robin`, `random`,
+    /// `least-outstanding`.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Mode::Node => "node",
+            Mode::Name => "name",
+            Mode::Hash => "hash",
+            Mode::RoundRobin => "round-robin",
+            Mode::Random => "random",
+            Mode::LeastOutstanding => "least-outstanding",
+        }
+    }
+
+    /// The mode whose [`label`](Self::label) is `label`.
+    #[must_use]
+    pub fn from_label(label: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|mode| mode.label() == label)
+    }
+}
+
+impl Select {
+    /// This selection's mode.
+    #[must_use]
+    pub const fn mode(&self) -> Mode {
+        match self {
+            Select::Node(_) => Mode::Node,
+            Select::Name(_) => Mode::Name,
+            Select::Hash(_) => Mode::Hash,
+            Select::RoundRobin => Mode::RoundRobin,
+            Select::Random => Mode::Random,
+            Select::LeastOutstanding => Mode::LeastOutstanding,
+        }
+    }
+
+    /// Whether the selection can name a node at all: not id 0, not an empty name.
+    #[must_use]
+    pub fn is_valid(&self) -> bool {
+        match self {
+            Select::Node(id) => id.is_valid(),
+            Select::Name(name) => !name.is_empty(),
+            _ => true,
+        }
+    }
+}
+
+/// Where a pick looks: the discovery set's rings and a filter ring (`None`: every node).
+#[derive(Clone, Copy, Debug)]
+pub struct Among<'a> {
+    /// The discovery set's rings.
+    pub rings: &'a RingSet,
+    /// The filter ring the candidates are the members of; `None` = every node.
+    pub filter: Option<FilterId>,
+}
+
+impl Selector {
+    /// Picks a node for `select` among `among`, never one of `excluded`; `None` when no
+    /// candidate qualifies. `load` is what least-outstanding compares (see the
+    /// [module docs](self)). Only `RoundRobin` moves the selector's state; `Random` and
+    /// `LeastOutstanding` draw from `rng`.
+    pub fn pick(
+        &mut self,
+        select: &Select,
+        among: Among<'_>,
+        rng: &mut Rng,
+        load: impl Fn(NodeId) -> u32,
+        excluded: &[NodeId],
+    ) -> Option<NodeId> {
+        let Among { rings, filter } = among;
+        let first = match select {
+            Select::Node(id) => {
+                let qualifies = match filter {
+                    None => id.is_valid(),
+                    Some(filter) => matches_filter(rings, filter, *id),
+                };
+                return qualifies.then_some(*id).filter(|id| !excluded.contains(id));
+            }
+            Select::Name(name) => {
+                let id = rings.by_name(name)?;
+                let qualifies = filter.is_none_or(|filter| matches_filter(rings, filter, id));
+                return qualifies.then_some(id).filter(|id| !excluded.contains(id));
+            }
+            Select::Hash(key) => rings.ring(filter).lookup(key),
+            Select::RoundRobin => self.round_robin(rings, filter),
+            Select::Random => random(rings, filter, rng),
+            Select::LeastOutstanding => {
+                let order = rings.round_robin_order(filter);
+                if excluded.is_empty() {
+                    let at = |i| order.get(i).map(|(_, id)| id);
+                    two_choices(order.len(), at, rng, &load)
+                } else {
+                    // A retry (rare): the two choices are drawn among the nodes not tried.
+                    let left: Vec<NodeId> =
+                        order.ids().filter(|id| !excluded.contains(id)).collect();
+                    two_choices(left.len(), |i| left.get(i).copied(), rng, &load)
+                }
+            }
+        };
+        match first {
+            Some(id) if !excluded.contains(&id) => Some(id),
+            _ if excluded.is_empty() => first,
+            _ => rings
+                .round_robin_order(filter)
+                .ids()
+                .find(|id| !excluded.contains(id)),
+        }
+    }
+}
+
+/// Whether `id` is a member whose metadata matches the filter registered as `filter`.
+fn matches_filter(rings: &RingSet, filter: FilterId, id: NodeId) -> bool {
+    rings
+        .metadata(id)
+        .zip(rings.filter(filter))
+        .is_some_and(|(metadata, filter)| filter.matches(metadata))
+}
+
+/// A uniformly random member of the filter's ring (one `rng.below` draw).
+fn random(rings: &RingSet, filter: Option<FilterId>, rng: &mut Rng) -> Option<NodeId> {
+    let order = rings.round_robin_order(filter);
+    if order.is_empty() {
+        return None;
+    }
+    let len = u64::try_from(order.len()).expect("member count fits u64");
+    let i = usize::try_from(rng.below(len)).expect("below(len) < len fits usize");
+    order.get(i).map(|(_, id)| id)
+}
+
+/// Power of two choices over `len` members reached by index: two distinct members drawn
+/// uniformly, the one with less `load` (the first on a tie).
+fn two_choices(
+    len: usize,
+    at: impl Fn(usize) -> Option<NodeId>,
+    rng: &mut Rng,
+    load: &impl Fn(NodeId) -> u32,
+) -> Option<NodeId> {
+    let len = u64::try_from(len).expect("member count fits u64");
+    if len == 0 {
+        return None;
+    }
+    let index = |i: u64| usize::try_from(i).expect("an index below the length fits usize");
+    let i = rng.below(len);
+    let a = at(index(i));
+    let b = if len > 1 {
+        // A second, distinct member: draw among the others.
+        let j = rng.below(len - 1);
+        at(index(if j >= i { j + 1 } else { j }))
+    } else {
+        None
+    };
+    match (a, b) {
+        (Some(a), Some(b)) if load(b) < load(a) => Some(b),
+        (a, _) => a,
+    }
+}
