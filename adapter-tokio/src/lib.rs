@@ -75,6 +75,7 @@ pub mod registry;
 pub mod target;
 pub mod transport;
 
+pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
 pub use node::rpc::{BroadcastFailure, CallFailure, Request, Requests, RespondFailure};
 pub use node::{
     CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,

@@ -14,6 +14,7 @@ pub mod baseline;
 pub mod frame;
 pub mod load;
 pub mod ours;
+pub mod ours_stream;
 pub mod stats;
 
 use std::{future::Future, io};

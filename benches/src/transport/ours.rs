@@ -66,6 +66,10 @@ pub enum SendApi {
     Post,
     /// `NodeHandle::submit`: returns once the driver accepted (or refused) the message.
     Submit,
+    /// A `Poster`: messages gathered until the load's flush and handed over with
+    /// `post_many`, outcomes read in batches from its `PostOutcomes`
+    /// ([`super::ours_stream`]).
+    Stream,
 }
 
 impl SendApi {
@@ -75,6 +79,7 @@ impl SendApi {
         match self {
             SendApi::Post => "post",
             SendApi::Submit => "submit",
+            SendApi::Stream => "poster",
         }
     }
 }
@@ -120,6 +125,18 @@ impl OursRoute {
     #[must_use]
     pub fn receiver(&self) -> &ReceiverCounts {
         &self.receiver
+    }
+
+    /// The sending node.
+    #[must_use]
+    pub fn sender(&self) -> &NodeHandle {
+        &self.sender
+    }
+
+    /// The target node.
+    #[must_use]
+    pub fn target(&self) -> NodeId {
+        self.target
     }
 
     /// Sends one message at a time until one is `Delivered` (discovery and the link come up
@@ -342,23 +359,31 @@ async fn start_node(
     Ok((handle, inbox))
 }
 
-/// Reads `inbox` until the node stops, counting messages from `from` relayed by `via` with
+/// Messages a drainer takes from its inbox at once.
+const DRAIN_BATCH: usize = 1024;
+
+/// Reads `inbox` (in batches, `Inbox::recv_many`) until the node stops, counting messages from `from` relayed by `via` with
 /// the bench type and payload as `received`, anything else as `unexpected`.
 fn spawn_drainer(mut inbox: Inbox, from: NodeId, via: NodeId) -> Arc<ReceiverCounts> {
     let counts = Arc::new(ReceiverCounts::default());
     let task_counts = Arc::clone(&counts);
     tokio::spawn(async move {
-        while let Some(msg) = inbox.recv().await {
-            let exact = msg.from == from
-                && msg.via == via
-                && msg.msg_type == MSG_TYPE
-                && msg.payload.as_ref() == PAYLOAD;
-            let counter = if exact {
-                &task_counts.received
-            } else {
-                &task_counts.unexpected
-            };
-            counter.fetch_add(1, Ordering::AcqRel);
+        let mut batch = Vec::with_capacity(DRAIN_BATCH);
+        while inbox.recv_many(&mut batch, DRAIN_BATCH).await > 0 {
+            let (mut exact, mut other) = (0, 0);
+            for msg in batch.drain(..) {
+                if msg.from == from
+                    && msg.via == via
+                    && msg.msg_type == MSG_TYPE
+                    && msg.payload.as_ref() == PAYLOAD
+                {
+                    exact += 1;
+                } else {
+                    other += 1;
+                }
+            }
+            task_counts.unexpected.fetch_add(other, Ordering::AcqRel);
+            task_counts.received.fetch_add(exact, Ordering::AcqRel);
         }
     });
     counts
@@ -376,6 +401,9 @@ pub async fn run_ours(
     load: &Load,
     api: SendApi,
 ) -> Result<RunOutcome, BenchError> {
+    if api == SendApi::Stream {
+        return super::ours_stream::run_streamed(route, load).await;
+    }
     let window = Arc::new(Semaphore::new(load.in_flight));
     let (pending_tx, pending_rx) = mpsc::channel(load.in_flight.max(1));
     let collector = tokio::spawn(collect_outcomes(
@@ -447,7 +475,7 @@ impl RequestSink for OursSink<'_> {
                 .await
                 .map(OutcomeFuture::Posted)
                 .map_err(|_| SendFailure::Stopped),
-            SendApi::Submit => node
+            SendApi::Submit | SendApi::Stream => node
                 .submit(target, MSG_TYPE, payload)
                 .await
                 .map(OutcomeFuture::Submitted),
@@ -518,7 +546,7 @@ mod tests {
     use super::*;
     use crate::transport::load::Stop;
 
-    /// 500 messages on each route (direct with both calls, proxied with `post`): every one
+    /// 500 messages on each route (direct with every call, proxied with `post` and a poster): every one
     /// `Delivered` and received exactly once, as sent.
     async fn assert_every_message_once(cluster: &OursCluster) {
         let load = Load {
@@ -530,6 +558,8 @@ mod tests {
             (&cluster.direct, SendApi::Post),
             (&cluster.direct, SendApi::Submit),
             (&cluster.proxied, SendApi::Post),
+            (&cluster.direct, SendApi::Stream),
+            (&cluster.proxied, SendApi::Stream),
         ];
         for (route, api) in runs {
             let before = route.receiver().received();
