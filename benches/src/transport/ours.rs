@@ -329,21 +329,34 @@ impl OursCluster {
 }
 
 /// What every node of a cluster starts with.
-struct NodeStart<'a> {
-    transport: &'a Transport,
-    registry: SocketAddr,
-    keys: &'a [ClusterKey],
+pub(crate) struct NodeStart<'a> {
+    pub(crate) transport: &'a Transport,
+    pub(crate) registry: SocketAddr,
+    pub(crate) keys: &'a [ClusterKey],
 }
 
-async fn start_node(
+/// Starts node `id` on loopback with `start`'s registry, transport and keys, below
+/// `upstream`; keeps its handle in `nodes`.
+pub(crate) async fn start_node(
     nodes: &mut Vec<NodeHandle>,
     start: &NodeStart<'_>,
     id: NodeId,
     name: &'static str,
     upstream: Option<NodeId>,
 ) -> Result<(NodeHandle, Inbox), BenchError> {
+    start_node_with(nodes, start, NodeBuilder::new(id, name), name, upstream).await
+}
+
+/// [`start_node`] from a builder the caller configured (labels, served methods).
+pub(crate) async fn start_node_with(
+    nodes: &mut Vec<NodeHandle>,
+    start: &NodeStart<'_>,
+    builder: NodeBuilder,
+    name: &'static str,
+    upstream: Option<NodeId>,
+) -> Result<(NodeHandle, Inbox), BenchError> {
     let keys = start.keys.to_vec();
-    let mut builder = NodeBuilder::new(id, name)
+    let mut builder = builder
         .listen(LOOPBACK)
         .registry(start.registry)
         .transport(start.transport.clone())
@@ -364,7 +377,7 @@ const DRAIN_BATCH: usize = 1024;
 
 /// Reads `inbox` (in batches, `Inbox::recv_many`) until the node stops, counting messages from `from` relayed by `via` with
 /// the bench type and payload as `received`, anything else as `unexpected`.
-fn spawn_drainer(mut inbox: Inbox, from: NodeId, via: NodeId) -> Arc<ReceiverCounts> {
+pub(crate) fn spawn_drainer(mut inbox: Inbox, from: NodeId, via: NodeId) -> Arc<ReceiverCounts> {
     let counts = Arc::new(ReceiverCounts::default());
     let task_counts = Arc::clone(&counts);
     tokio::spawn(async move {

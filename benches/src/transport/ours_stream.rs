@@ -10,8 +10,8 @@ use std::{
 };
 
 use bytes::Bytes;
-use switchboard_tokio::{PostOutcomes, PostReport, Poster, SendFailure, TargetSpec};
 use switchboard_core::outcome::Outcome;
+use switchboard_tokio::{PostOutcomes, PostReport, Poster, SendFailure, TargetSpec};
 use tokio::sync::{Semaphore, mpsc};
 
 use super::{
