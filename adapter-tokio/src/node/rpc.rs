@@ -346,19 +346,12 @@ impl NodeHandle {
     /// The method name is invalid ([`ReplyError::InvalidMethod`]), or the node stopped.
     pub async fn serve(&self, method: &str) -> Result<Requests, RespondFailure> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let (done, done_rx) = oneshot::channel();
-        self.commands
-            .send(Command::Rpc(RpcCommand::Serve {
-                method: method.to_owned(),
-                requests: tx.clone(),
-                done,
-            }))
-            .await
-            .map_err(|_| RespondFailure::Stopped)?;
-        done_rx
-            .await
-            .map_err(|_| RespondFailure::Stopped)?
-            .map_err(RespondFailure::Refused)?;
+        self.serving_command(|done| RpcCommand::Serve {
+            method: method.to_owned(),
+            requests: tx.clone(),
+            done,
+        })
+        .await?;
         Ok(Requests {
             method: method.to_owned(),
             rx,
@@ -386,25 +379,34 @@ impl NodeHandle {
         handler: impl FnMut(&InlineRequest<'_>) -> Bytes + Send + 'static,
     ) -> Result<InlineServing, RespondFailure> {
         let serving = NEXT_INLINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (done, done_rx) = oneshot::channel();
-        self.commands
-            .send(Command::Rpc(RpcCommand::ServeInline {
-                method: method.to_owned(),
-                serving,
-                handler: Handler(Box::new(handler)),
-                done,
-            }))
-            .await
-            .map_err(|_| RespondFailure::Stopped)?;
-        done_rx
-            .await
-            .map_err(|_| RespondFailure::Stopped)?
-            .map_err(RespondFailure::Refused)?;
+        self.serving_command(|done| RpcCommand::ServeInline {
+            method: method.to_owned(),
+            serving,
+            handler: Handler(Box::new(handler)),
+            done,
+        })
+        .await?;
         Ok(InlineServing {
             method: method.to_owned(),
             serving,
             commands: self.commands.clone(),
         })
+    }
+
+    /// Sends a `serve` or `serve_inline` command and waits for the node to take it.
+    async fn serving_command(
+        &self,
+        command: impl FnOnce(oneshot::Sender<Result<(), ReplyError>>) -> RpcCommand,
+    ) -> Result<(), RespondFailure> {
+        let (done, done_rx) = oneshot::channel();
+        self.commands
+            .send(Command::Rpc(command(done)))
+            .await
+            .map_err(|_| RespondFailure::Stopped)?;
+        done_rx
+            .await
+            .map_err(|_| RespondFailure::Stopped)?
+            .map_err(RespondFailure::Refused)
     }
 
     /// Sends one message to every node matching `spec.filter` (every known node without

@@ -6,7 +6,6 @@
 
 use std::{
     collections::BTreeMap,
-    net::{Ipv4Addr, SocketAddr},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -17,22 +16,18 @@ use switchboard_core::{
     discovery::{Filter, Metadata},
     ids::NodeId,
     outcome::Outcome,
-    registry::server::ServerConfig,
 };
-use switchboard_tokio::{
-    NodeBuilder, NodeHandle, PostReport, TargetSpec, Transport,
-    registry::{RegistryHandle, spawn_registry_with},
-};
+use switchboard_tokio::{NodeBuilder, NodeHandle, PostReport, TargetSpec, Transport};
 
 use super::closed_loop;
 use crate::transport::{
     BenchError,
-    ours::{MSG_TYPE, NodeStart, PAYLOAD, ReceiverCounts, spawn_drainer, start_node_with},
+    nodes::BenchNodes,
+    ours::{MSG_TYPE, PAYLOAD, ReceiverCounts, spawn_drainer},
 };
 
 /// Leaves a broadcast reaches.
 pub const LEAVES: usize = 16;
-const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 const REGISTRY_SEED: u64 = 0x7d_7d;
 const HUB: NodeId = NodeId(0x7d00);
 const LEAF_LABEL: &str = "fanout";
@@ -52,20 +47,14 @@ impl FanoutRun {
     /// Recipient frames per second.
     #[must_use]
     pub fn frames_per_sec(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.delivered as f64 / secs
-        } else {
-            0.0
-        }
+        crate::transport::load::per_sec(self.delivered, self.elapsed)
     }
 }
 
 /// The hub and its leaves.
 #[derive(Debug)]
 pub struct Fanout {
-    registry: RegistryHandle,
-    nodes: Vec<NodeHandle>,
+    nodes: BenchNodes,
     hub: NodeHandle,
     leaves: Vec<NodeId>,
     counts: Vec<Arc<ReceiverCounts>>,
@@ -79,42 +68,19 @@ impl Fanout {
     ///
     /// A start failed or the leaves never all got a broadcast within `ready_timeout`.
     pub async fn start(ready_timeout: Duration) -> Result<Fanout, BenchError> {
-        let transport = Transport::plain();
-        let registry = spawn_registry_with(
-            LOOPBACK,
-            ServerConfig::default(),
-            REGISTRY_SEED,
-            transport.clone(),
-        )
-        .await
-        .map_err(|e| BenchError::io("start the embedded registry", e))?;
-        let start = NodeStart {
-            transport: &transport,
-            registry: registry.local_addr(),
-            keys: &[],
-        };
-        let mut nodes = Vec::new();
-        let (hub, hub_inbox) = start_node_with(
-            &mut nodes,
-            &start,
-            NodeBuilder::new(HUB, "hub"),
-            "hub",
-            None,
-        )
-        .await?;
+        let mut nodes = BenchNodes::start(REGISTRY_SEED, Transport::plain(), &[]).await?;
+        let (hub, hub_inbox) = nodes.node(HUB, "hub", None).await?;
         spawn_drainer(hub_inbox, NodeId::NONE, NodeId::NONE);
         let mut leaves = Vec::new();
         let mut counts = Vec::new();
         for i in 0..LEAVES {
             let id = NodeId(0x7d01 + i as u64);
             let builder = NodeBuilder::new(id, format!("leaf-{i}")).label(LEAF_LABEL, "leaf");
-            let (_, inbox) =
-                start_node_with(&mut nodes, &start, builder, "leaf", Some(HUB)).await?;
+            let (_, inbox) = nodes.node_from(builder, "leaf", Some(HUB)).await?;
             counts.push(spawn_drainer(inbox, HUB, HUB));
             leaves.push(id);
         }
         let fanout = Fanout {
-            registry,
             nodes,
             hub,
             leaves,
@@ -262,9 +228,6 @@ impl Fanout {
 
     /// Shuts every node down, then the registry (each bounded by `timeout`).
     pub async fn shutdown(self, timeout: Duration) {
-        for node in &self.nodes {
-            let _ = tokio::time::timeout(timeout, node.shutdown()).await;
-        }
-        let _ = tokio::time::timeout(timeout, self.registry.shutdown()).await;
+        self.nodes.shutdown(timeout).await;
     }
 }

@@ -59,12 +59,7 @@ impl CallRun {
     /// Completed calls per second.
     #[must_use]
     pub fn calls_per_sec(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.completed as f64 / secs
-        } else {
-            0.0
-        }
+        crate::transport::load::per_sec(self.completed, self.elapsed)
     }
 
     /// Calls that did not end with the expected reply.

@@ -2,24 +2,14 @@
 //! server as its upstream (one link: `direct`), and a client and server below one proxy
 //! (`proxied`: request and reply both relayed).
 
-use std::{
-    net::{Ipv4Addr, SocketAddr},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use switchboard_core::{CallOutcome, CallSpec, ids::NodeId, registry::server::ServerConfig};
-use switchboard_tokio::{
-    InlineServing, NodeBuilder, NodeHandle, Transport,
-    registry::{RegistryHandle, spawn_registry_with},
-};
+use switchboard_core::{CallOutcome, CallSpec, ids::NodeId};
+use switchboard_tokio::{InlineServing, NodeBuilder, NodeHandle, Transport};
 
-use crate::transport::{
-    BenchError,
-    ours::{NodeStart, start_node, start_node_with},
-};
+use crate::transport::{BenchError, nodes::BenchNodes};
 
-const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 const REGISTRY_SEED: u64 = 0x7c_7c;
 /// The method of the direct route's server.
 pub const ECHO: &str = "bench.echo";
@@ -88,8 +78,7 @@ impl CallRoute {
 /// The registry, the two echo servers and their clients.
 #[derive(Debug)]
 pub struct CallCluster {
-    registry: RegistryHandle,
-    nodes: Vec<NodeHandle>,
+    nodes: BenchNodes,
     /// Kept: dropping one stops serving its method.
     _serving: Vec<InlineServing>,
     /// Client → server over one link.
@@ -106,29 +95,14 @@ impl CallCluster {
     ///
     /// A start failed, or a route never answered.
     pub async fn start(ready_timeout: Duration) -> Result<CallCluster, BenchError> {
-        let transport = Transport::plain();
-        let registry = spawn_registry_with(
-            LOOPBACK,
-            ServerConfig::default(),
-            REGISTRY_SEED,
-            transport.clone(),
-        )
-        .await
-        .map_err(|e| BenchError::io("start the embedded registry", e))?;
-        let start = NodeStart {
-            transport: &transport,
-            registry: registry.local_addr(),
-            keys: &[],
-        };
-        let mut nodes = Vec::new();
+        let mut nodes = BenchNodes::start(REGISTRY_SEED, Transport::plain(), &[]).await?;
         let server = NodeBuilder::new(SERVER, "echo-server").serve(ECHO);
-        let (server, _) = start_node_with(&mut nodes, &start, server, "echo-server", None).await?;
-        let (client, _) = start_node(&mut nodes, &start, CLIENT, "client", Some(SERVER)).await?;
-        start_node(&mut nodes, &start, PROXY, "proxy", None).await?;
+        let (server, _) = nodes.node_from(server, "echo-server", None).await?;
+        let (client, _) = nodes.node(CLIENT, "client", Some(SERVER)).await?;
+        nodes.node(PROXY, "proxy", None).await?;
         let far = NodeBuilder::new(FAR_SERVER, "far-server").serve(ECHO_FAR);
-        let (far, _) = start_node_with(&mut nodes, &start, far, "far-server", Some(PROXY)).await?;
-        let (far_client, _) =
-            start_node(&mut nodes, &start, FAR_CLIENT, "far-client", Some(PROXY)).await?;
+        let (far, _) = nodes.node_from(far, "far-server", Some(PROXY)).await?;
+        let (far_client, _) = nodes.node(FAR_CLIENT, "far-client", Some(PROXY)).await?;
         let serving = vec![
             echo_inline(&server, ECHO).await?,
             echo_inline(&far, ECHO_FAR).await?,
@@ -146,7 +120,6 @@ impl CallCluster {
         direct.wait_ready(ready_timeout).await?;
         proxied.wait_ready(ready_timeout).await?;
         Ok(CallCluster {
-            registry,
             nodes,
             _serving: serving,
             direct,
@@ -156,10 +129,7 @@ impl CallCluster {
 
     /// Shuts every node down, then the registry (each bounded by `timeout`).
     pub async fn shutdown(self, timeout: Duration) {
-        for node in &self.nodes {
-            let _ = tokio::time::timeout(timeout, node.shutdown()).await;
-        }
-        let _ = tokio::time::timeout(timeout, self.registry.shutdown()).await;
+        self.nodes.shutdown(timeout).await;
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod baseline;
 pub mod frame;
 pub mod load;
+pub mod nodes;
 pub mod ours;
 pub mod ours_stream;
 pub mod stats;

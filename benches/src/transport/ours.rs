@@ -16,7 +16,7 @@
 
 use std::{
     collections::BTreeMap,
-    net::{Ipv4Addr, SocketAddr},
+    net::SocketAddr,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -25,22 +25,16 @@ use std::{
 };
 
 use bytes::Bytes;
-use switchboard_core::{
-    bus::handshake::{ClusterKey, ClusterKeys},
-    ids::NodeId,
-    outcome::Outcome,
-    registry::server::ServerConfig,
-};
+use switchboard_core::{bus::handshake::ClusterKey, ids::NodeId, outcome::Outcome};
 use switchboard_tokio::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec,
-    Transport,
-    registry::{RegistryHandle, spawn_registry_with},
+    Inbox, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec, Transport,
 };
 use tokio::sync::{Semaphore, mpsc};
 
 use super::{
     BenchError, PAYLOAD_BYTES,
     load::{Load, RequestSink, RunOutcome, drive},
+    nodes::BenchNodes,
     stats::Latencies,
 };
 
@@ -51,7 +45,6 @@ pub const PAYLOAD: &[u8; PAYLOAD_BYTES] =
     b"switchboard transport bench payload: 64 bytes checked on arrival";
 /// Seed of the embedded registry.
 const REGISTRY_SEED: u64 = 0x7b_7b;
-const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 
 const DIRECT_SENDER: NodeId = NodeId(0x7b01);
 const DIRECT_RECEIVER: NodeId = NodeId(0x7b02);
@@ -218,8 +211,7 @@ impl OursRoute {
 /// A registry, a direct pair and a proxied pair, all on loopback.
 #[derive(Debug)]
 pub struct OursCluster {
-    registry: RegistryHandle,
-    nodes: Vec<NodeHandle>,
+    nodes: BenchNodes,
     /// A → B over one link (B is A's upstream).
     pub direct: OursRoute,
     /// A → P → B (A and B share the upstream P).
@@ -249,41 +241,16 @@ impl OursCluster {
         transport: Transport,
         keys: &[ClusterKey],
     ) -> Result<OursCluster, BenchError> {
-        let server = ServerConfig {
-            keys: ClusterKeys::new(keys),
-            ..ServerConfig::default()
-        };
-        let registry = spawn_registry_with(LOOPBACK, server, REGISTRY_SEED, transport.clone())
-            .await
-            .map_err(|e| BenchError::io("start the embedded registry", e))?;
-        let reg = registry.local_addr();
-        let mut nodes = Vec::new();
-        let start = NodeStart {
-            transport: &transport,
-            registry: reg,
-            keys,
-        };
-
-        let direct_b = start_node(&mut nodes, &start, DIRECT_RECEIVER, "direct-b", None).await?;
-        let direct_a = start_node(
-            &mut nodes,
-            &start,
-            DIRECT_SENDER,
-            "direct-a",
-            Some(DIRECT_RECEIVER),
-        )
-        .await?;
-        let proxy = start_node(&mut nodes, &start, PROXY, "proxy", None).await?;
-        let proxied_b = start_node(
-            &mut nodes,
-            &start,
-            PROXIED_RECEIVER,
-            "proxied-b",
-            Some(PROXY),
-        )
-        .await?;
-        let proxied_a =
-            start_node(&mut nodes, &start, PROXIED_SENDER, "proxied-a", Some(PROXY)).await?;
+        let mut nodes = BenchNodes::start(REGISTRY_SEED, transport, keys).await?;
+        let direct_b = nodes.node(DIRECT_RECEIVER, "direct-b", None).await?;
+        let direct_a = nodes
+            .node(DIRECT_SENDER, "direct-a", Some(DIRECT_RECEIVER))
+            .await?;
+        let proxy = nodes.node(PROXY, "proxy", None).await?;
+        let proxied_b = nodes
+            .node(PROXIED_RECEIVER, "proxied-b", Some(PROXY))
+            .await?;
+        let proxied_a = nodes.node(PROXIED_SENDER, "proxied-a", Some(PROXY)).await?;
 
         let direct = OursRoute {
             name: "direct",
@@ -305,7 +272,6 @@ impl OursCluster {
         direct.wait_ready(ready_timeout).await?;
         proxied.wait_ready(ready_timeout).await?;
         Ok(OursCluster {
-            registry,
             nodes,
             direct,
             proxied,
@@ -315,61 +281,13 @@ impl OursCluster {
     /// The embedded registry's address.
     #[must_use]
     pub fn registry_addr(&self) -> SocketAddr {
-        self.registry.local_addr()
+        self.nodes.registry_addr()
     }
 
     /// Shuts every node down gracefully, then the registry (each step bounded by `timeout`).
     pub async fn shutdown(self, timeout: Duration) {
-        for node in &self.nodes {
-            // A node that does not stop in time is left to the runtime's shutdown.
-            let _ = tokio::time::timeout(timeout, node.shutdown()).await;
-        }
-        let _ = tokio::time::timeout(timeout, self.registry.shutdown()).await;
+        self.nodes.shutdown(timeout).await;
     }
-}
-
-/// What every node of a cluster starts with.
-pub(crate) struct NodeStart<'a> {
-    pub(crate) transport: &'a Transport,
-    pub(crate) registry: SocketAddr,
-    pub(crate) keys: &'a [ClusterKey],
-}
-
-/// Starts node `id` on loopback with `start`'s registry, transport and keys, below
-/// `upstream`; keeps its handle in `nodes`.
-pub(crate) async fn start_node(
-    nodes: &mut Vec<NodeHandle>,
-    start: &NodeStart<'_>,
-    id: NodeId,
-    name: &'static str,
-    upstream: Option<NodeId>,
-) -> Result<(NodeHandle, Inbox), BenchError> {
-    start_node_with(nodes, start, NodeBuilder::new(id, name), name, upstream).await
-}
-
-/// [`start_node`] from a builder the caller configured (labels, served methods).
-pub(crate) async fn start_node_with(
-    nodes: &mut Vec<NodeHandle>,
-    start: &NodeStart<'_>,
-    builder: NodeBuilder,
-    name: &'static str,
-    upstream: Option<NodeId>,
-) -> Result<(NodeHandle, Inbox), BenchError> {
-    let keys = start.keys.to_vec();
-    let mut builder = builder
-        .listen(LOOPBACK)
-        .registry(start.registry)
-        .transport(start.transport.clone())
-        .config(move |config| config.cluster_keys = keys);
-    if let Some(up) = upstream {
-        builder = builder.upstream(up);
-    }
-    let (handle, inbox) = builder
-        .start()
-        .await
-        .map_err(|source| BenchError::Start { name, source })?;
-    nodes.push(handle.clone());
-    Ok((handle, inbox))
 }
 
 /// Messages a drainer takes from its inbox at once.
@@ -438,16 +356,7 @@ pub async fn run_ours(
         .await
         .map_err(|e| BenchError::Task(e.to_string()))?;
     let (started, sent) = driven?;
-    Ok(RunOutcome {
-        sent,
-        completed: collected.completed,
-        failed: collected.failed,
-        failures: collected.failures,
-        elapsed: collected.last_at.map_or(Duration::ZERO, |last| {
-            last.saturating_duration_since(started)
-        }),
-        latencies: collected.latencies,
-    })
+    Ok(collected.into_run(started, sent))
 }
 
 /// The sending half of a run.
@@ -510,7 +419,7 @@ impl RequestSink for OursSink<'_> {
 }
 
 /// What the collector saw.
-struct Collected {
+pub(crate) struct Collected {
     completed: u64,
     failed: u64,
     failures: BTreeMap<String, u64>,
@@ -518,37 +427,65 @@ struct Collected {
     latencies: Latencies,
 }
 
+impl Collected {
+    /// Nothing seen yet; room for `expected` round trips.
+    pub(crate) fn new(expected: usize) -> Collected {
+        Collected {
+            completed: 0,
+            failed: 0,
+            failures: BTreeMap::new(),
+            last_at: None,
+            latencies: Latencies::with_capacity(expected),
+        }
+    }
+
+    /// A `Delivered` round trip of `rtt`.
+    pub(crate) fn delivered(&mut self, rtt: Duration) {
+        self.latencies.record(rtt);
+        self.completed += 1;
+    }
+
+    /// A message that ended otherwise, by label.
+    pub(crate) fn failed(&mut self, label: String) {
+        self.failed += 1;
+        *self.failures.entry(label).or_insert(0) += 1;
+    }
+
+    /// An outcome (or a batch of them) came at `at`.
+    pub(crate) fn seen_at(&mut self, at: Instant) {
+        self.last_at = Some(at);
+    }
+
+    /// The run's outcome: `sent` messages from `started` until the last outcome.
+    pub(crate) fn into_run(self, started: Instant, sent: u64) -> RunOutcome {
+        RunOutcome {
+            sent,
+            completed: self.completed,
+            failed: self.failed,
+            failures: self.failures,
+            elapsed: self.last_at.map_or(Duration::ZERO, |last| {
+                last.saturating_duration_since(started)
+            }),
+            latencies: self.latencies,
+        }
+    }
+}
+
 async fn collect_outcomes(
     mut pending: mpsc::Receiver<(Instant, OutcomeFuture)>,
     window: Arc<Semaphore>,
     expected: usize,
 ) -> Collected {
-    let mut c = Collected {
-        completed: 0,
-        failed: 0,
-        failures: BTreeMap::new(),
-        last_at: None,
-        latencies: Latencies::with_capacity(expected),
-    };
+    let mut c = Collected::new(expected);
     while let Some((sent_at, outcome)) = pending.recv().await {
         let outcome = outcome.resolve().await;
         let now = Instant::now();
         match outcome {
-            Ok(Outcome::Delivered) => {
-                c.latencies.record(now.saturating_duration_since(sent_at));
-                c.completed += 1;
-            }
-            Ok(other) => {
-                c.failed += 1;
-                let label = other.label();
-                *c.failures.entry(label).or_insert(0) += 1;
-            }
-            Err(label) => {
-                c.failed += 1;
-                *c.failures.entry(label).or_insert(0) += 1;
-            }
+            Ok(Outcome::Delivered) => c.delivered(now.saturating_duration_since(sent_at)),
+            Ok(other) => c.failed(other.label()),
+            Err(label) => c.failed(label),
         }
-        c.last_at = Some(now);
+        c.seen_at(now);
         window.add_permits(1);
     }
     c
@@ -619,8 +556,8 @@ mod tests {
         .expect("keyed cluster starts");
         assert_every_message_once(&cluster).await;
         let other = vec![ClusterKey::from_hex(&"b8".repeat(32)).expect("a key")];
-        let (stranger, _inbox) = NodeBuilder::new(NodeId(0x7b99), "stranger")
-            .listen(LOOPBACK)
+        let (stranger, _inbox) = switchboard_tokio::NodeBuilder::new(NodeId(0x7b99), "stranger")
+            .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
             .registry(cluster.registry_addr())
             .config(move |config| config.cluster_keys = other)
             .start()

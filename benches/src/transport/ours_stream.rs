@@ -3,11 +3,7 @@
 //! until a flush) and one collector task reads the [`PostOutcomes`] in batches
 //! (`recv_many`), giving the window back once per batch.
 
-use std::{
-    collections::{BTreeMap, VecDeque},
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{collections::VecDeque, sync::Arc, time::Instant};
 
 use bytes::Bytes;
 use switchboard_core::outcome::Outcome;
@@ -17,8 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 use super::{
     BenchError,
     load::{Load, RequestSink, RunOutcome, drive},
-    ours::{MSG_TYPE, OursRoute, PAYLOAD},
-    stats::Latencies,
+    ours::{Collected, MSG_TYPE, OursRoute, PAYLOAD},
 };
 
 /// One measured run on `route` per `load` through a [`Poster`]; returns once every message
@@ -57,16 +52,7 @@ pub async fn run_streamed(route: &OursRoute, load: &Load) -> Result<RunOutcome, 
         .await
         .map_err(|e| BenchError::Task(e.to_string()))??;
     let (started, sent) = driven?;
-    Ok(RunOutcome {
-        sent,
-        completed: collected.completed,
-        failed: collected.failed,
-        failures: collected.failures,
-        elapsed: collected.last_at.map_or(Duration::ZERO, |last| {
-            last.saturating_duration_since(started)
-        }),
-        latencies: collected.latencies,
-    })
+    Ok(collected.into_run(started, sent))
 }
 
 /// The sending half: gathers messages until a flush, then posts them in one command.
@@ -108,15 +94,6 @@ impl RequestSink for StreamSink<'_> {
     }
 }
 
-/// What the collector saw.
-struct Collected {
-    completed: u64,
-    failed: u64,
-    failures: BTreeMap<String, u64>,
-    last_at: Option<Instant>,
-    latencies: Latencies,
-}
-
 /// Reads outcome batches until the stream ends; each ticket's round trip is measured from
 /// its send instant (tickets number the messages from 0 in send order).
 async fn collect(
@@ -125,13 +102,7 @@ async fn collect(
     window: Arc<Semaphore>,
     expected: usize,
 ) -> Result<Collected, BenchError> {
-    let mut c = Collected {
-        completed: 0,
-        failed: 0,
-        failures: BTreeMap::new(),
-        last_at: None,
-        latencies: Latencies::with_capacity(expected),
-    };
+    let mut c = Collected::new(expected);
     // Send instants of tickets `base..`, each taken once its outcome came.
     let mut instants: VecDeque<Option<Instant>> = VecDeque::new();
     let mut base: u64 = 0;
@@ -153,8 +124,7 @@ async fn collect(
             let sent_at = instants[index].take();
             match (report.outcome, sent_at) {
                 (Ok(Outcome::Delivered), Some(at)) => {
-                    c.latencies.record(now.saturating_duration_since(at));
-                    c.completed += 1;
+                    c.delivered(now.saturating_duration_since(at));
                 }
                 (_, None) => {
                     return Err(BenchError::Task(format!(
@@ -162,14 +132,8 @@ async fn collect(
                         report.ticket
                     )));
                 }
-                (Ok(other), Some(_)) => {
-                    c.failed += 1;
-                    *c.failures.entry(other.label()).or_insert(0) += 1;
-                }
-                (Err(refused), Some(_)) => {
-                    c.failed += 1;
-                    *c.failures.entry(format!("refused: {refused}")).or_insert(0) += 1;
-                }
+                (Ok(other), Some(_)) => c.failed(other.label()),
+                (Err(refused), Some(_)) => c.failed(format!("refused: {refused}")),
             }
             while instants.front().is_some_and(Option::is_none) {
                 instants.pop_front();
@@ -178,7 +142,7 @@ async fn collect(
         }
         // The window back once per batch.
         window.add_permits(reported);
-        c.last_at = Some(now);
+        c.seen_at(now);
     }
     Ok(c)
 }
