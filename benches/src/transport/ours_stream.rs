@@ -1,5 +1,5 @@
 //! Ours with the streaming API: a [`Poster`] hands the measured messages over in bursts
-//! (`post_many` at each [`RequestSink::flush`], as the baseline client gathers its frames
+//! (`post_many` at each load flush (`RequestSink::flush`), as the baseline client gathers its frames
 //! until a flush) and one collector task reads the [`PostOutcomes`] in batches
 //! (`recv_many`), giving the window back once per batch.
 
