@@ -2,10 +2,21 @@
 //! compiler the `cc` crate finds (`g++` on Linux; `scripts/test` installs it when missing),
 //! optimised as a CMake Release build of upstream (`-O3 -DNDEBUG`). Its path reaches the
 //! crate as `LIBATAPP_RING_CPP`; `ring-report` and the `libatapp_cpp` test run it.
+//!
+//! Also generates the tonic echo service `rpc-report` measures against (`proto/echo.proto`,
+//! with protoc: `scripts/test` installs it when missing).
 
 use std::{env, path::PathBuf, process::Command};
 
 fn main() {
+    println!("cargo:rerun-if-changed=proto/echo.proto");
+    // `bytes` fields as `Bytes`: tonic hands payloads on without a copy, as ours does.
+    tonic_prost_build::configure()
+        .bytes(".")
+        .compile_protos(&["proto/echo.proto"], &["proto"])
+        .unwrap_or_else(|e| {
+            panic!("generating the tonic echo service (is protoc installed?): {e}")
+        });
     let src = "cpp/libatapp_ring.cpp";
     println!("cargo:rerun-if-changed={src}");
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("libatapp_ring");

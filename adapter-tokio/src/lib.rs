@@ -75,7 +75,10 @@ pub mod registry;
 pub mod target;
 pub mod transport;
 
-pub use node::rpc::{BroadcastFailure, CallFailure, Request, Requests, RespondFailure};
+pub use node::rpc::{
+    BroadcastFailure, CallFailure, InlineRequest, InlineServing, Request, Requests, RespondFailure,
+};
+pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
 pub use node::{
     CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
     RegistrySpec, SendFailure, StartError, Stopped,

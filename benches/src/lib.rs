@@ -19,6 +19,7 @@ pub mod cpp_reference;
 pub mod libatapp_emu;
 pub mod linked;
 pub mod peers;
+pub mod rpc;
 pub mod timers;
 pub mod transport;
 pub mod workload;

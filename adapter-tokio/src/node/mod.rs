@@ -9,6 +9,7 @@
 
 mod driver;
 pub mod rpc;
+pub mod stream;
 
 use std::{
     net::SocketAddr,
@@ -220,6 +221,29 @@ pub(crate) enum Command {
     Metrics(oneshot::Sender<Metrics>),
     Shutdown(oneshot::Sender<()>),
     Rpc(rpc::RpcCommand),
+    /// A [`stream::Poster`] starts: its outcomes go to `reports`.
+    OpenPoster {
+        poster: u64,
+        reports: stream::ReportSender,
+    },
+    /// One message of a poster.
+    Stream {
+        poster: u64,
+        ticket: stream::Ticket,
+        target: Dest,
+        msg_type: u32,
+        payload: Bytes,
+    },
+    /// Messages of a poster, tickets from `first` on.
+    StreamBatch {
+        poster: u64,
+        first: stream::Ticket,
+        messages: Vec<(Dest, u32, Bytes)>,
+    },
+    /// The poster was dropped: its stream ends after its last outcome.
+    ClosePoster {
+        poster: u64,
+    },
 }
 
 /// Resolves to the outcome of one accepted message.
@@ -674,6 +698,15 @@ impl Inbox {
     /// **Cancellation:** safe (use it in `select!`): a dropped call takes no message out.
     pub async fn recv(&mut self) -> Option<Received> {
         self.rx.recv().await
+    }
+
+    /// Appends up to `limit` messages to `out`, every one already waiting (waits for the
+    /// first); returns how many, 0 once the node stopped and everything was read (or for a
+    /// `limit` of 0). One wake-up hands over a whole burst.
+    ///
+    /// **Cancellation:** safe: a dropped call takes no message out.
+    pub async fn recv_many(&mut self, out: &mut Vec<Received>, limit: usize) -> usize {
+        self.rx.recv_many(out, limit).await
     }
 }
 

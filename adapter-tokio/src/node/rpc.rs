@@ -47,6 +47,74 @@ pub(crate) enum RpcCommand {
         spec: BroadcastSpec,
         done: oneshot::Sender<Result<BroadcastDone, SendError>>,
     },
+    ServeInline {
+        method: String,
+        serving: u64,
+        handler: Handler,
+        done: oneshot::Sender<Result<(), ReplyError>>,
+    },
+    UnserveInline {
+        method: String,
+        serving: u64,
+    },
+}
+
+/// A handler run on the driver task ([`NodeHandle::serve_inline`]).
+pub type InlineHandler = dyn FnMut(&InlineRequest<'_>) -> Bytes + Send + 'static;
+
+/// An inline handler as it crosses the command queue.
+pub(crate) struct Handler(pub(crate) Box<InlineHandler>);
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handler(..)")
+    }
+}
+
+/// One request as an inline handler sees it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct InlineRequest<'a> {
+    /// The calling node.
+    pub from: NodeId,
+    /// The method called.
+    pub method: &'a str,
+    /// The request's payload.
+    pub payload: &'a Bytes,
+    /// The time the caller still waits.
+    pub remaining: std::time::Duration,
+}
+
+/// Numbers inline registrations (an older one's drop must not unserve a newer one).
+static NEXT_INLINE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A method served by an inline handler; dropping it stops serving the method (as dropping
+/// [`Requests`] does).
+#[derive(Debug)]
+pub struct InlineServing {
+    method: String,
+    serving: u64,
+    commands: mpsc::Sender<Command>,
+}
+
+impl InlineServing {
+    /// The method served.
+    #[must_use]
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+}
+
+impl Drop for InlineServing {
+    fn drop(&mut self) {
+        // Best effort, as for `Requests`.
+        let _ = self
+            .commands
+            .try_send(Command::Rpc(RpcCommand::UnserveInline {
+                method: std::mem::take(&mut self.method),
+                serving: self.serving,
+            }));
+    }
 }
 
 /// Why a call has no outcome.
@@ -278,25 +346,67 @@ impl NodeHandle {
     /// The method name is invalid ([`ReplyError::InvalidMethod`]), or the node stopped.
     pub async fn serve(&self, method: &str) -> Result<Requests, RespondFailure> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let (done, done_rx) = oneshot::channel();
-        self.commands
-            .send(Command::Rpc(RpcCommand::Serve {
-                method: method.to_owned(),
-                requests: tx.clone(),
-                done,
-            }))
-            .await
-            .map_err(|_| RespondFailure::Stopped)?;
-        done_rx
-            .await
-            .map_err(|_| RespondFailure::Stopped)?
-            .map_err(RespondFailure::Refused)?;
+        self.serving_command(|done| RpcCommand::Serve {
+            method: method.to_owned(),
+            requests: tx.clone(),
+            done,
+        })
+        .await?;
         Ok(Requests {
             method: method.to_owned(),
             rx,
             tx,
             commands: self.commands.clone(),
         })
+    }
+
+    /// Serves `method` with `handler`, run on the node's driver task for each request: its
+    /// return value is the reply, sent in the same step — no task hop, no channel, for
+    /// servers that answer from what they hold. Replaces an earlier `serve` or
+    /// `serve_inline` of the method (an earlier stream then ends); requests of a method
+    /// served from the start that wait for a stream are answered by it at once.
+    ///
+    /// **The handler must not block and should return in microseconds**: while it runs the
+    /// node reads, writes and times nothing. Use [`serve`](Self::serve) for handlers that
+    /// wait for anything. A panic in it stops the node.
+    ///
+    /// # Errors
+    ///
+    /// The method name is invalid ([`ReplyError::InvalidMethod`]), or the node stopped.
+    pub async fn serve_inline(
+        &self,
+        method: &str,
+        handler: impl FnMut(&InlineRequest<'_>) -> Bytes + Send + 'static,
+    ) -> Result<InlineServing, RespondFailure> {
+        let serving = NEXT_INLINE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.serving_command(|done| RpcCommand::ServeInline {
+            method: method.to_owned(),
+            serving,
+            handler: Handler(Box::new(handler)),
+            done,
+        })
+        .await?;
+        Ok(InlineServing {
+            method: method.to_owned(),
+            serving,
+            commands: self.commands.clone(),
+        })
+    }
+
+    /// Sends a `serve` or `serve_inline` command and waits for the node to take it.
+    async fn serving_command(
+        &self,
+        command: impl FnOnce(oneshot::Sender<Result<(), ReplyError>>) -> RpcCommand,
+    ) -> Result<(), RespondFailure> {
+        let (done, done_rx) = oneshot::channel();
+        self.commands
+            .send(Command::Rpc(command(done)))
+            .await
+            .map_err(|_| RespondFailure::Stopped)?;
+        done_rx
+            .await
+            .map_err(|_| RespondFailure::Stopped)?
+            .map_err(RespondFailure::Refused)
     }
 
     /// Sends one message to every node matching `spec.filter` (every known node without

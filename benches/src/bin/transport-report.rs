@@ -5,14 +5,17 @@
 //! Progress goes to stderr; stdout is one JSON object:
 //! - `ours_msgs_per_sec` / `baseline_msgs_per_sec`: round trips per second with a window of
 //!   `window` (256) messages in flight, best of `rounds` runs per side, the sides alternating
-//!   which goes first. Ours = `NodeHandle::post` → `Outcome::Delivered` over a direct link
-//!   (data out, the core's ack back); baseline = frame → echo. `ratio` = ours / baseline.
-//!   For context: `ours_submit_msgs_per_sec` (the same with `submit`, which waits for the
+//!   which goes first. Ours = a `Poster` (messages gathered until the
+//!   window is full, handed over with `post_many`; outcomes read in batches from its
+//!   `PostOutcomes`) → `Outcome::Delivered` over a direct link (data out, the core's ack
+//!   back); baseline = frame → echo, the client gathering frames the same way. `ratio` =
+//!   ours / baseline. For context: `ours_post_msgs_per_sec` (`NodeHandle::post`, one command
+//!   and one outcome future per message), `ours_submit_msgs_per_sec` (the same with `submit`, which waits for the
 //!   driver to accept each message) and `baseline_write_per_msg_msgs_per_sec` (the baseline
 //!   client writing each frame with its own `write_all`, as `SinkExt::send` on a `Framed`
 //!   does).
 //! - `ours_p99_us` (= `direct_p99_us_at_10k`), `baseline_p99_us`, `proxy_hop_p99_us`:
-//!   round-trip p99 at a paced `rate_per_sec` (10 000; ours with `post`), best (lowest) of
+//!   round-trip p99 at a paced `rate_per_sec` (10 000; ours with a poster), best (lowest) of
 //!   `rounds` runs of about 20 000 samples per path, the three paths rotating their order each
 //!   round (other processes on the machine only add latency, so the least disturbed run is
 //!   the estimate, as the best throughput run is); `proxy_hop_added_p99_us` = proxied − direct. Beside them: p50, p99
@@ -47,6 +50,9 @@ const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCA
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
 const WARMUP: Duration = Duration::from_millis(500);
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The call the headline figures of ours use: a poster (bursts with `post_many`, outcomes in
+/// batches), the adapter's streaming API.
+const OURS_API: SendApi = SendApi::Stream;
 
 /// The run's parameters.
 #[derive(Clone, Copy, Debug)]
@@ -265,11 +271,13 @@ async fn measure(p: Params) -> Result<String, BenchError> {
 
     eprintln!("warm-up ({} ms per path)", WARMUP.as_millis());
     let warm = Load::windowed(p.window, WARMUP);
+    check.run(&cluster.direct, &warm, OURS_API).await?;
     check.run(&cluster.direct, &warm, SendApi::Post).await?;
     check.run(&cluster.direct, &warm, SendApi::Submit).await?;
     run_baseline(echo.local_addr(), &warm, ClientWrites::Batched).await?;
-    check.run(&cluster.proxied, &warm, SendApi::Post).await?;
+    check.run(&cluster.proxied, &warm, OURS_API).await?;
 
+    let mut posted = PathResults::default();
     let mut ours = PathResults::default();
     let mut baseline = PathResults::default();
     let mut proxied = PathResults::default();
@@ -278,12 +286,17 @@ async fn measure(p: Params) -> Result<String, BenchError> {
 
     let windowed = Load::windowed(p.window, p.throughput);
     for round in 0..p.rounds {
-        for slot in 0..4 {
-            match (round + slot) % 4 {
+        for slot in 0..5 {
+            match (round + slot) % 5 {
                 0 => {
+                    let run = check.run(&cluster.direct, &windowed, OURS_API).await?;
+                    report_throughput(round, "ours (poster)", &run);
+                    ours.add_throughput(&run);
+                }
+                4 => {
                     let run = check.run(&cluster.direct, &windowed, SendApi::Post).await?;
                     report_throughput(round, "ours (post)", &run);
-                    ours.add_throughput(&run);
+                    posted.add_throughput(&run);
                 }
                 1 => {
                     let run =
@@ -313,7 +326,7 @@ async fn measure(p: Params) -> Result<String, BenchError> {
         for slot in 0..3 {
             match (round + slot) % 3 {
                 0 => {
-                    let mut run = check.run(&cluster.direct, &paced, SendApi::Post).await?;
+                    let mut run = check.run(&cluster.direct, &paced, OURS_API).await?;
                     report_paced(round, "ours direct", &mut run);
                     ours.add_paced(&mut run);
                 }
@@ -324,7 +337,7 @@ async fn measure(p: Params) -> Result<String, BenchError> {
                     baseline.add_paced(&mut run);
                 }
                 _ => {
-                    let mut run = check.run(&cluster.proxied, &paced, SendApi::Post).await?;
+                    let mut run = check.run(&cluster.proxied, &paced, OURS_API).await?;
                     report_paced(round, "ours proxied", &mut run);
                     proxied.add_paced(&mut run);
                 }
@@ -341,6 +354,7 @@ async fn measure(p: Params) -> Result<String, BenchError> {
         proxied,
         per_message,
         submitted,
+        posted,
     };
     Ok(json_line(&p, paths, exactly_once, started.elapsed()))
 }
@@ -369,6 +383,7 @@ struct Paths {
     proxied: PathResults,
     per_message: PathResults,
     submitted: PathResults,
+    posted: PathResults,
 }
 
 fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) -> String {
@@ -378,6 +393,7 @@ fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) ->
         mut proxied,
         per_message,
         submitted,
+        posted,
     } = paths;
     let ours_tp = ours.best_throughput();
     let base_tp = baseline.best_throughput();
@@ -425,6 +441,10 @@ fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) ->
             pct(&mut baseline.under_window, 99.0),
         ),
         (
+            "ours_post_msgs_per_sec",
+            json!(posted.best_throughput().round()),
+        ),
+        (
             "ours_submit_msgs_per_sec",
             json!(submitted.best_throughput().round()),
         ),
@@ -443,7 +463,7 @@ fn json_line(p: &Params, paths: Paths, exactly_once: bool, elapsed: Duration) ->
         ("ours_failures", json!(failures)),
         ("ours_exactly_once", json!(exactly_once)),
         ("samples_per_latency_path", json!(ours.paced.len())),
-        ("ours_send_api", json!(SendApi::Post.name())),
+        ("ours_send_api", json!(OURS_API.name())),
         ("window", json!(p.window)),
         ("rate_per_sec", json!(p.rate_per_sec)),
         ("rounds", json!(p.rounds)),

@@ -89,16 +89,18 @@ pub struct RunOutcome {
     pub latencies: Latencies,
 }
 
+/// `count` per second of `elapsed` (0 for no time).
+#[must_use]
+pub fn per_sec(count: u64, elapsed: Duration) -> f64 {
+    let secs = elapsed.as_secs_f64();
+    if secs > 0.0 { count as f64 / secs } else { 0.0 }
+}
+
 impl RunOutcome {
     /// Completed round trips per second of `elapsed`.
     #[must_use]
     pub fn msgs_per_sec(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.completed as f64 / secs
-        } else {
-            0.0
-        }
+        per_sec(self.completed, self.elapsed)
     }
 }
 

@@ -13,7 +13,9 @@
 pub mod baseline;
 pub mod frame;
 pub mod load;
+pub mod nodes;
 pub mod ours;
+pub mod ours_stream;
 pub mod stats;
 
 use std::{future::Future, io};

@@ -16,7 +16,7 @@
 
 use std::{
     collections::BTreeMap,
-    net::{Ipv4Addr, SocketAddr},
+    net::SocketAddr,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -25,22 +25,16 @@ use std::{
 };
 
 use bytes::Bytes;
-use switchboard_core::{
-    auth::{ClusterKey, ClusterKeys},
-    ids::NodeId,
-    outcome::Outcome,
-    registry::server::ServerConfig,
-};
+use switchboard_core::{auth::ClusterKey, ids::NodeId, outcome::Outcome};
 use switchboard_tokio::{
-    Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec,
-    Transport,
-    registry::{RegistryHandle, spawn_registry_with},
+    Inbox, NodeHandle, PendingOutcome, PostedOutcome, SendFailure, TargetSpec, Transport,
 };
 use tokio::sync::{Semaphore, mpsc};
 
 use super::{
     BenchError, PAYLOAD_BYTES,
     load::{Load, RequestSink, RunOutcome, drive},
+    nodes::BenchNodes,
     stats::Latencies,
 };
 
@@ -51,7 +45,6 @@ pub const PAYLOAD: &[u8; PAYLOAD_BYTES] =
     b"switchboard transport bench payload: 64 bytes checked on arrival";
 /// Seed of the embedded registry.
 const REGISTRY_SEED: u64 = 0x7b_7b;
-const LOOPBACK: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
 
 const DIRECT_SENDER: NodeId = NodeId(0x7b01);
 const DIRECT_RECEIVER: NodeId = NodeId(0x7b02);
@@ -66,6 +59,10 @@ pub enum SendApi {
     Post,
     /// `NodeHandle::submit`: returns once the driver accepted (or refused) the message.
     Submit,
+    /// A `Poster`: messages gathered until the load's flush and handed over with
+    /// `post_many`, outcomes read in batches from its `PostOutcomes`
+    /// ([`super::ours_stream`]).
+    Stream,
 }
 
 impl SendApi {
@@ -75,6 +72,7 @@ impl SendApi {
         match self {
             SendApi::Post => "post",
             SendApi::Submit => "submit",
+            SendApi::Stream => "poster",
         }
     }
 }
@@ -120,6 +118,18 @@ impl OursRoute {
     #[must_use]
     pub fn receiver(&self) -> &ReceiverCounts {
         &self.receiver
+    }
+
+    /// The sending node.
+    #[must_use]
+    pub fn sender(&self) -> &NodeHandle {
+        &self.sender
+    }
+
+    /// The target node.
+    #[must_use]
+    pub fn target(&self) -> NodeId {
+        self.target
     }
 
     /// Sends one message at a time until one is `Delivered` (discovery and the link come up
@@ -201,8 +211,7 @@ impl OursRoute {
 /// A registry, a direct pair and a proxied pair, all on loopback.
 #[derive(Debug)]
 pub struct OursCluster {
-    registry: RegistryHandle,
-    nodes: Vec<NodeHandle>,
+    nodes: BenchNodes,
     /// A → B over one link (B is A's upstream).
     pub direct: OursRoute,
     /// A → P → B (A and B share the upstream P).
@@ -232,41 +241,16 @@ impl OursCluster {
         transport: Transport,
         keys: &[ClusterKey],
     ) -> Result<OursCluster, BenchError> {
-        let server = ServerConfig {
-            keys: ClusterKeys::new(keys),
-            ..ServerConfig::default()
-        };
-        let registry = spawn_registry_with(LOOPBACK, server, REGISTRY_SEED, transport.clone())
-            .await
-            .map_err(|e| BenchError::io("start the embedded registry", e))?;
-        let reg = registry.local_addr();
-        let mut nodes = Vec::new();
-        let start = NodeStart {
-            transport: &transport,
-            registry: reg,
-            keys,
-        };
-
-        let direct_b = start_node(&mut nodes, &start, DIRECT_RECEIVER, "direct-b", None).await?;
-        let direct_a = start_node(
-            &mut nodes,
-            &start,
-            DIRECT_SENDER,
-            "direct-a",
-            Some(DIRECT_RECEIVER),
-        )
-        .await?;
-        let proxy = start_node(&mut nodes, &start, PROXY, "proxy", None).await?;
-        let proxied_b = start_node(
-            &mut nodes,
-            &start,
-            PROXIED_RECEIVER,
-            "proxied-b",
-            Some(PROXY),
-        )
-        .await?;
-        let proxied_a =
-            start_node(&mut nodes, &start, PROXIED_SENDER, "proxied-a", Some(PROXY)).await?;
+        let mut nodes = BenchNodes::start(REGISTRY_SEED, transport, keys).await?;
+        let direct_b = nodes.node(DIRECT_RECEIVER, "direct-b", None).await?;
+        let direct_a = nodes
+            .node(DIRECT_SENDER, "direct-a", Some(DIRECT_RECEIVER))
+            .await?;
+        let proxy = nodes.node(PROXY, "proxy", None).await?;
+        let proxied_b = nodes
+            .node(PROXIED_RECEIVER, "proxied-b", Some(PROXY))
+            .await?;
+        let proxied_a = nodes.node(PROXIED_SENDER, "proxied-a", Some(PROXY)).await?;
 
         let direct = OursRoute {
             name: "direct",
@@ -288,7 +272,6 @@ impl OursCluster {
         direct.wait_ready(ready_timeout).await?;
         proxied.wait_ready(ready_timeout).await?;
         Ok(OursCluster {
-            registry,
             nodes,
             direct,
             proxied,
@@ -298,67 +281,40 @@ impl OursCluster {
     /// The embedded registry's address.
     #[must_use]
     pub fn registry_addr(&self) -> SocketAddr {
-        self.registry.local_addr()
+        self.nodes.registry_addr()
     }
 
     /// Shuts every node down gracefully, then the registry (each step bounded by `timeout`).
     pub async fn shutdown(self, timeout: Duration) {
-        for node in &self.nodes {
-            // A node that does not stop in time is left to the runtime's shutdown.
-            let _ = tokio::time::timeout(timeout, node.shutdown()).await;
-        }
-        let _ = tokio::time::timeout(timeout, self.registry.shutdown()).await;
+        self.nodes.shutdown(timeout).await;
     }
 }
 
-/// What every node of a cluster starts with.
-struct NodeStart<'a> {
-    transport: &'a Transport,
-    registry: SocketAddr,
-    keys: &'a [ClusterKey],
-}
+/// Messages a drainer takes from its inbox at once.
+const DRAIN_BATCH: usize = 1024;
 
-async fn start_node(
-    nodes: &mut Vec<NodeHandle>,
-    start: &NodeStart<'_>,
-    id: NodeId,
-    name: &'static str,
-    upstream: Option<NodeId>,
-) -> Result<(NodeHandle, Inbox), BenchError> {
-    let keys = start.keys.to_vec();
-    let mut builder = NodeBuilder::new(id, name)
-        .listen(LOOPBACK)
-        .registry(start.registry)
-        .transport(start.transport.clone())
-        .config(move |config| config.cluster_keys = keys);
-    if let Some(up) = upstream {
-        builder = builder.upstream(up);
-    }
-    let (handle, inbox) = builder
-        .start()
-        .await
-        .map_err(|source| BenchError::Start { name, source })?;
-    nodes.push(handle.clone());
-    Ok((handle, inbox))
-}
-
-/// Reads `inbox` until the node stops, counting messages from `from` relayed by `via` with
+/// Reads `inbox` (in batches, `Inbox::recv_many`) until the node stops, counting messages from `from` relayed by `via` with
 /// the bench type and payload as `received`, anything else as `unexpected`.
-fn spawn_drainer(mut inbox: Inbox, from: NodeId, via: NodeId) -> Arc<ReceiverCounts> {
+pub(crate) fn spawn_drainer(mut inbox: Inbox, from: NodeId, via: NodeId) -> Arc<ReceiverCounts> {
     let counts = Arc::new(ReceiverCounts::default());
     let task_counts = Arc::clone(&counts);
     tokio::spawn(async move {
-        while let Some(msg) = inbox.recv().await {
-            let exact = msg.from == from
-                && msg.via == via
-                && msg.msg_type == MSG_TYPE
-                && msg.payload.as_ref() == PAYLOAD;
-            let counter = if exact {
-                &task_counts.received
-            } else {
-                &task_counts.unexpected
-            };
-            counter.fetch_add(1, Ordering::AcqRel);
+        let mut batch = Vec::with_capacity(DRAIN_BATCH);
+        while inbox.recv_many(&mut batch, DRAIN_BATCH).await > 0 {
+            let (mut exact, mut other) = (0, 0);
+            for msg in batch.drain(..) {
+                if msg.from == from
+                    && msg.via == via
+                    && msg.msg_type == MSG_TYPE
+                    && msg.payload.as_ref() == PAYLOAD
+                {
+                    exact += 1;
+                } else {
+                    other += 1;
+                }
+            }
+            task_counts.unexpected.fetch_add(other, Ordering::AcqRel);
+            task_counts.received.fetch_add(exact, Ordering::AcqRel);
         }
     });
     counts
@@ -376,6 +332,9 @@ pub async fn run_ours(
     load: &Load,
     api: SendApi,
 ) -> Result<RunOutcome, BenchError> {
+    if api == SendApi::Stream {
+        return super::ours_stream::run_streamed(route, load).await;
+    }
     let window = Arc::new(Semaphore::new(load.in_flight));
     let (pending_tx, pending_rx) = mpsc::channel(load.in_flight.max(1));
     let collector = tokio::spawn(collect_outcomes(
@@ -397,16 +356,7 @@ pub async fn run_ours(
         .await
         .map_err(|e| BenchError::Task(e.to_string()))?;
     let (started, sent) = driven?;
-    Ok(RunOutcome {
-        sent,
-        completed: collected.completed,
-        failed: collected.failed,
-        failures: collected.failures,
-        elapsed: collected.last_at.map_or(Duration::ZERO, |last| {
-            last.saturating_duration_since(started)
-        }),
-        latencies: collected.latencies,
-    })
+    Ok(collected.into_run(started, sent))
 }
 
 /// The sending half of a run.
@@ -447,7 +397,7 @@ impl RequestSink for OursSink<'_> {
                 .await
                 .map(OutcomeFuture::Posted)
                 .map_err(|_| SendFailure::Stopped),
-            SendApi::Submit => node
+            SendApi::Submit | SendApi::Stream => node
                 .submit(target, MSG_TYPE, payload)
                 .await
                 .map(OutcomeFuture::Submitted),
@@ -469,7 +419,7 @@ impl RequestSink for OursSink<'_> {
 }
 
 /// What the collector saw.
-struct Collected {
+pub(crate) struct Collected {
     completed: u64,
     failed: u64,
     failures: BTreeMap<String, u64>,
@@ -477,37 +427,65 @@ struct Collected {
     latencies: Latencies,
 }
 
+impl Collected {
+    /// Nothing seen yet; room for `expected` round trips.
+    pub(crate) fn new(expected: usize) -> Collected {
+        Collected {
+            completed: 0,
+            failed: 0,
+            failures: BTreeMap::new(),
+            last_at: None,
+            latencies: Latencies::with_capacity(expected),
+        }
+    }
+
+    /// A `Delivered` round trip of `rtt`.
+    pub(crate) fn delivered(&mut self, rtt: Duration) {
+        self.latencies.record(rtt);
+        self.completed += 1;
+    }
+
+    /// A message that ended otherwise, by label.
+    pub(crate) fn failed(&mut self, label: String) {
+        self.failed += 1;
+        *self.failures.entry(label).or_insert(0) += 1;
+    }
+
+    /// An outcome (or a batch of them) came at `at`.
+    pub(crate) fn seen_at(&mut self, at: Instant) {
+        self.last_at = Some(at);
+    }
+
+    /// The run's outcome: `sent` messages from `started` until the last outcome.
+    pub(crate) fn into_run(self, started: Instant, sent: u64) -> RunOutcome {
+        RunOutcome {
+            sent,
+            completed: self.completed,
+            failed: self.failed,
+            failures: self.failures,
+            elapsed: self.last_at.map_or(Duration::ZERO, |last| {
+                last.saturating_duration_since(started)
+            }),
+            latencies: self.latencies,
+        }
+    }
+}
+
 async fn collect_outcomes(
     mut pending: mpsc::Receiver<(Instant, OutcomeFuture)>,
     window: Arc<Semaphore>,
     expected: usize,
 ) -> Collected {
-    let mut c = Collected {
-        completed: 0,
-        failed: 0,
-        failures: BTreeMap::new(),
-        last_at: None,
-        latencies: Latencies::with_capacity(expected),
-    };
+    let mut c = Collected::new(expected);
     while let Some((sent_at, outcome)) = pending.recv().await {
         let outcome = outcome.resolve().await;
         let now = Instant::now();
         match outcome {
-            Ok(Outcome::Delivered) => {
-                c.latencies.record(now.saturating_duration_since(sent_at));
-                c.completed += 1;
-            }
-            Ok(other) => {
-                c.failed += 1;
-                let label = other.label();
-                *c.failures.entry(label).or_insert(0) += 1;
-            }
-            Err(label) => {
-                c.failed += 1;
-                *c.failures.entry(label).or_insert(0) += 1;
-            }
+            Ok(Outcome::Delivered) => c.delivered(now.saturating_duration_since(sent_at)),
+            Ok(other) => c.failed(other.label()),
+            Err(label) => c.failed(label),
         }
-        c.last_at = Some(now);
+        c.seen_at(now);
         window.add_permits(1);
     }
     c
@@ -518,7 +496,7 @@ mod tests {
     use super::*;
     use crate::transport::load::Stop;
 
-    /// 500 messages on each route (direct with both calls, proxied with `post`): every one
+    /// 500 messages on each route (direct with every call, proxied with `post` and a poster): every one
     /// `Delivered` and received exactly once, as sent.
     async fn assert_every_message_once(cluster: &OursCluster) {
         let load = Load {
@@ -530,6 +508,8 @@ mod tests {
             (&cluster.direct, SendApi::Post),
             (&cluster.direct, SendApi::Submit),
             (&cluster.proxied, SendApi::Post),
+            (&cluster.direct, SendApi::Stream),
+            (&cluster.proxied, SendApi::Stream),
         ];
         for (route, api) in runs {
             let before = route.receiver().received();
@@ -576,8 +556,8 @@ mod tests {
         .expect("keyed cluster starts");
         assert_every_message_once(&cluster).await;
         let other = vec![ClusterKey::from_hex(&"b8".repeat(32)).expect("a key")];
-        let (stranger, _inbox) = NodeBuilder::new(NodeId(0x7b99), "stranger")
-            .listen(LOOPBACK)
+        let (stranger, _inbox) = switchboard_tokio::NodeBuilder::new(NodeId(0x7b99), "stranger")
+            .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
             .registry(cluster.registry_addr())
             .config(move |config| config.cluster_keys = other)
             .start()

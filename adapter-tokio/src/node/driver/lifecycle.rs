@@ -94,6 +94,7 @@ pub(in crate::node) async fn start(
         known: known_tx,
         batch: Vec::with_capacity(super::BURST),
         rpc: super::rpc::RpcWaiters::default(),
+        posters: super::posters::Posters::default(),
         commands: commands_weak,
     };
     let early: Vec<String> = driver.node.served_methods().map(str::to_owned).collect();
@@ -213,6 +214,21 @@ pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: 
                 let _ = done.send(());
             }
             Command::Rpc(command) => super::rpc::answer_after_stop(command),
+            Command::OpenPoster { poster, reports } => driver.posters.open(poster, reports),
+            Command::Stream { poster, ticket, .. } => {
+                driver.posters.refused(poster, ticket, SendError::Shutdown);
+            }
+            Command::StreamBatch {
+                poster,
+                first,
+                messages,
+            } => {
+                for ticket in (first..).take(messages.len()) {
+                    driver.posters.refused(poster, ticket, SendError::Shutdown);
+                }
+            }
+            Command::ClosePoster { poster } => driver.posters.close(poster),
         }
     }
+    driver.posters.flush();
 }

@@ -159,7 +159,9 @@ pub(super) struct Refusals {
 
 /// The links of one node and their tasks.
 pub(super) struct Links {
-    entries: HashMap<LinkId, Entry>,
+    /// Link ids are small sequential integers the core hands out: a fast non-keyed hash is
+    /// enough (SipHash showed in profiles, one lookup per `Transmit`).
+    entries: HashMap<LinkId, Entry, foldhash::fast::FixedState>,
     /// Links whose `out` holds bytes, in the order they first got some.
     dirty: Vec<LinkId>,
     events: mpsc::Sender<LinkEvent>,
@@ -180,7 +182,7 @@ pub(super) struct Links {
 impl Links {
     pub(super) fn new(events: mpsc::Sender<LinkEvent>, transport: Transport) -> Links {
         Links {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             dirty: Vec::new(),
             events,
             tasks: JoinSet::new(),

@@ -23,6 +23,7 @@
 mod accounting;
 mod lifecycle;
 mod links;
+mod posters;
 mod rpc;
 
 pub(super) use lifecycle::start;
@@ -95,6 +96,8 @@ struct Driver {
     batch: Vec<Command>,
     /// The futures and streams waiting on RPC outputs.
     rpc: rpc::RpcWaiters,
+    /// The outcome streams of the node's posters.
+    posters: posters::Posters,
     /// The command queue, for the requests handed to served methods (weak: the node stops
     /// when every handle is gone).
     commands: mpsc::WeakSender<Command>,
@@ -107,15 +110,8 @@ enum Waiter {
     Submitted(oneshot::Sender<Outcome>),
     /// A [`super::PostedOutcome`] (`post`).
     Posted(oneshot::Sender<Result<Outcome, SendError>>),
-}
-
-impl Waiter {
-    fn resolve(self, outcome: Outcome) {
-        let _ = match self {
-            Waiter::Submitted(tx) => tx.send(outcome).map_err(drop),
-            Waiter::Posted(tx) => tx.send(Ok(outcome)).map_err(drop),
-        };
-    }
+    /// A poster's outcome stream ([`super::stream::Poster`]), batched per drain.
+    Streamed { poster: u64, ticket: u64 },
 }
 
 /// How the loop ended.
@@ -344,6 +340,48 @@ impl Driver {
                 let _ = done.send(());
             }
             Command::Rpc(command) => self.on_rpc_command(now, command),
+            Command::OpenPoster { poster, reports } => self.posters.open(poster, reports),
+            Command::Stream {
+                poster,
+                ticket,
+                target,
+                msg_type,
+                payload,
+            } => self.stream_one(now, poster, ticket, &target, msg_type, payload),
+            Command::StreamBatch {
+                poster,
+                first,
+                messages,
+            } => {
+                for (ticket, (target, msg_type, payload)) in (first..).zip(messages) {
+                    self.stream_one(now, poster, ticket, &target, msg_type, payload);
+                }
+            }
+            Command::ClosePoster { poster } => self.posters.close(poster),
+        }
+    }
+
+    /// Hands one message of `poster` to the core; its outcome (or refusal) goes to the
+    /// poster's stream.
+    fn stream_one(
+        &mut self,
+        now: Instant,
+        poster: u64,
+        ticket: u64,
+        target: &super::Dest,
+        msg_type: u32,
+        payload: bytes::Bytes,
+    ) {
+        match self.send_one(now, target.to_select(), msg_type, payload) {
+            Ok(msg) => {
+                // A poster whose reader is gone still sends; only its outcomes go unkept.
+                if self.posters.is_open(poster) {
+                    self.posters.accepted(poster);
+                    self.pending
+                        .insert(msg, (now, Waiter::Streamed { poster, ticket }));
+                }
+            }
+            Err(refused) => self.posters.refused(poster, ticket, refused),
         }
     }
 
@@ -515,7 +553,17 @@ impl Driver {
                             self.counters
                                 .delivered_after(now.saturating_duration_since(accepted));
                         }
-                        waiter.resolve(outcome);
+                        match waiter {
+                            Waiter::Submitted(tx) => {
+                                let _ = tx.send(outcome);
+                            }
+                            Waiter::Posted(tx) => {
+                                let _ = tx.send(Ok(outcome));
+                            }
+                            Waiter::Streamed { poster, ticket } => {
+                                self.posters.outcome(poster, ticket, outcome);
+                            }
+                        }
                     }
                 }
                 Output::Event(event) => self.on_event(&event),
@@ -524,6 +572,7 @@ impl Driver {
             }
         }
         self.links.flush();
+        self.posters.flush();
     }
 
     fn on_event(&mut self, event: &Event) {

@@ -13,7 +13,7 @@ use tracing::{debug, warn};
 
 use super::Driver;
 use crate::{
-    node::rpc::{Request, RpcCommand},
+    node::rpc::{Handler, InlineRequest, Request, RpcCommand},
     registry::FeedCommand,
 };
 
@@ -35,6 +35,9 @@ pub(super) struct RpcWaiters {
     /// Methods served from the start (`NodeBuilder::serve`) whose stream nobody took yet:
     /// their requests wait here for the first `NodeHandle::serve` of the method.
     held: HashMap<String, mpsc::UnboundedReceiver<Request>>,
+    /// Methods served by a handler on this task (`NodeHandle::serve_inline`), with the
+    /// registration's number.
+    inline: HashMap<String, (u64, Handler)>,
 }
 
 impl RpcWaiters {
@@ -95,7 +98,9 @@ impl Driver {
                             let _ = requests.send(request);
                         }
                     }
-                    // A newer stream replaces an older one (which then ends).
+                    // A newer stream replaces an older one (which then ends) or an inline
+                    // handler.
+                    self.rpc.inline.remove(&method);
                     self.rpc.served.insert(method, requests);
                     let _ = done.send(Ok(()));
                 }
@@ -121,6 +126,44 @@ impl Driver {
             } => {
                 let _ = done.send(self.node.reply(now, request, payload));
             }
+            RpcCommand::ServeInline {
+                method,
+                serving,
+                mut handler,
+                done,
+            } => match self.node.serve(now, &method) {
+                Ok(_) => {
+                    // Requests held since the start are answered first, in arrival order.
+                    if let Some(mut held) = self.rpc.held.remove(&method) {
+                        while let Ok(request) = held.try_recv() {
+                            let reply = (handler.0)(&InlineRequest {
+                                from: request.from(),
+                                method: &method,
+                                payload: request.payload(),
+                                remaining: request.remaining(),
+                            });
+                            self.answer_inline(now, request.id(), reply);
+                        }
+                    }
+                    self.rpc.served.remove(&method);
+                    self.rpc.inline.insert(method, (serving, handler));
+                    let _ = done.send(Ok(()));
+                }
+                Err(refused) => {
+                    let _ = done.send(Err(refused));
+                }
+            },
+            RpcCommand::UnserveInline { method, serving } => {
+                if self
+                    .rpc
+                    .inline
+                    .get(&method)
+                    .is_some_and(|(current, _)| *current == serving)
+                {
+                    self.rpc.inline.remove(&method);
+                    self.node.unserve(now, &method);
+                }
+            }
             RpcCommand::Broadcast { spec, done } => match self.node.broadcast(now, spec) {
                 Ok(id) => {
                     self.rpc.broadcasts.insert(id, done);
@@ -137,6 +180,16 @@ impl Driver {
             RpcOutput::Request(request) => {
                 let now = self.clock.now();
                 let remaining = request.deadline.saturating_duration_since(now);
+                if let Some((_, handler)) = self.rpc.inline.get_mut(&request.method) {
+                    let reply = (handler.0)(&InlineRequest {
+                        from: request.from,
+                        method: &request.method,
+                        payload: &request.payload,
+                        remaining,
+                    });
+                    self.answer_inline(now, request.request, reply);
+                    return;
+                }
                 let method = request.method.clone();
                 // Every handle gone means the node is stopping: nobody could answer.
                 let commands = self.commands.upgrade();
@@ -176,6 +229,19 @@ impl Driver {
         }
     }
 
+    /// Sends an inline handler's reply (one the core no longer waits for is dropped: its
+    /// caller gave up or its deadline passed).
+    fn answer_inline(
+        &mut self,
+        now: Instant,
+        request: switchboard_core::RequestId,
+        reply: bytes::Bytes,
+    ) {
+        if let Err(refused) = self.node.reply(now, request, reply) {
+            debug!(?request, %refused, "an inline reply was not taken");
+        }
+    }
+
     /// Publishes the node's discovery record again (its served methods changed).
     fn republish(&mut self) {
         let info = self.node.discovery_info();
@@ -204,12 +270,14 @@ pub(super) fn answer_after_stop(command: RpcCommand) {
         RpcCommand::Call { accepted, .. } => {
             let _ = accepted.send(Err(switchboard_core::CallError::Shutdown));
         }
-        RpcCommand::Serve { done, .. } | RpcCommand::Reply { done, .. } => {
+        RpcCommand::Serve { done, .. }
+        | RpcCommand::Reply { done, .. }
+        | RpcCommand::ServeInline { done, .. } => {
             drop(done);
         }
         RpcCommand::Broadcast { done, .. } => {
             let _ = done.send(Err(SendError::Shutdown));
         }
-        RpcCommand::Cancel(_) | RpcCommand::Unserve { .. } => {}
+        RpcCommand::Cancel(_) | RpcCommand::Unserve { .. } | RpcCommand::UnserveInline { .. } => {}
     }
 }
