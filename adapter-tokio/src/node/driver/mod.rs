@@ -133,6 +133,10 @@ impl Driver {
         let sleep = tokio::time::sleep_until(far());
         tokio::pin!(sleep);
         let mut armed: Option<Instant> = None;
+        // One waiter for the whole loop: a fresh `notified()` per wake-up would take the
+        // notifier's lock twice per wake-up (register, then deregister on drop).
+        let killed = kill_switch.notified();
+        tokio::pin!(killed);
         let exit = loop {
             let deadline = self.node.poll_timeout();
             if deadline != armed {
@@ -142,7 +146,7 @@ impl Driver {
             }
             let inbox_blocked = !self.overflow.is_empty();
             tokio::select! {
-                () = kill_switch.notified() => break Exit::Killed,
+                () = &mut killed => break Exit::Killed,
                 taken = commands.recv_many(&mut self.batch, BURST) => {
                     if taken == 0 {
                         break Exit::Shutdown(None);
