@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use switchboard_core::{ids::NodeId, node::SendError, outcome::Outcome};
-use switchboard_tokio::{SendFailure, TargetSpec};
+use switchboard_tokio::{NodeHandle, PendingOutcome, SendFailure, TargetSpec};
 
 use support::{
     direct, init_logs, outcomes, parse, payload, recv_n, start, start_registry, wait_known, within,
@@ -25,13 +25,7 @@ async fn a_full_inbox_pauses_the_links_and_loses_nothing() {
     let batch = (0..200)
         .map(|seq| (TargetSpec::Id(NodeId(2)), 1, payload(1, seq, 8192)))
         .collect();
-    let pending: Vec<(u64, _)> = within("submit batch", a.submit_batch(batch))
-        .await
-        .expect("running")
-        .into_iter()
-        .enumerate()
-        .map(|(seq, p)| (seq as u64, p.expect("accepted")))
-        .collect();
+    let pending = submit_all(&a, batch).await;
 
     // Nobody reads beta's inbox: beta stops reading, so alpha keeps messages in flight.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -176,13 +170,7 @@ async fn batched_hand_over_keeps_order_and_bytes_through_a_small_inbox() {
             )
         })
         .collect();
-    let pending: Vec<(u64, _)> = within("submit batch", a.submit_batch(batch))
-        .await
-        .expect("running")
-        .into_iter()
-        .enumerate()
-        .map(|(seq, p)| (seq as u64, p.expect("accepted")))
-        .collect();
+    let pending = submit_all(&a, batch).await;
 
     let mut got = Vec::new();
     let limits = [1, 2, 5];
@@ -216,4 +204,18 @@ async fn batched_hand_over_keeps_order_and_bytes_through_a_small_inbox() {
         "{outcomes:?}"
     );
     registry.kill();
+}
+
+/// Submits `batch` as one batch; each message's outcome future with its sequence number.
+async fn submit_all(
+    node: &NodeHandle,
+    batch: Vec<(TargetSpec, u32, bytes::Bytes)>,
+) -> Vec<(u64, PendingOutcome)> {
+    within("submit batch", node.submit_batch(batch))
+        .await
+        .expect("running")
+        .into_iter()
+        .enumerate()
+        .map(|(seq, p)| (seq as u64, p.expect("accepted")))
+        .collect()
 }
