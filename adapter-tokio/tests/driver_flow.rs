@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use switchboard_core::{ids::NodeId, node::SendError, outcome::Outcome};
-use switchboard_tokio::{SendFailure, TargetSpec};
+use switchboard_tokio::{NodeHandle, PendingOutcome, SendFailure, TargetSpec};
 
 use support::{
     direct, init_logs, outcomes, parse, payload, recv_n, start, start_registry, wait_known, within,
@@ -25,13 +25,7 @@ async fn a_full_inbox_pauses_the_links_and_loses_nothing() {
     let batch = (0..200)
         .map(|seq| (TargetSpec::Id(NodeId(2)), 1, payload(1, seq, 8192)))
         .collect();
-    let pending: Vec<(u64, _)> = within("submit batch", a.submit_batch(batch))
-        .await
-        .expect("running")
-        .into_iter()
-        .enumerate()
-        .map(|(seq, p)| (seq as u64, p.expect("accepted")))
-        .collect();
+    let pending = submit_all(&a, batch).await;
 
     // Nobody reads beta's inbox: beta stops reading, so alpha keeps messages in flight.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -153,4 +147,75 @@ async fn posted_messages_stream_in_order_and_report_refusals_in_their_futures() 
         Some(switchboard_tokio::node::Stopped)
     );
     registry.kill();
+}
+
+/// The driver hands its inbox over in batches, never more than the bound: an inbox of 3
+/// read alternately with `recv` and `recv_many` (limits 1, 2, 5) gets 500 small messages, many
+/// per socket read, each once, in order, with its exact bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_hand_over_keeps_order_and_bytes_through_a_small_inbox() {
+    init_logs();
+    let registry = start_registry().await;
+    let addr = registry.local_addr();
+    let (a, _a_inbox) = start(direct(addr, 1, "alpha")).await;
+    let (_b, mut b_inbox) = start(direct(addr, 2, "beta").inbox_capacity(3)).await;
+    wait_known(&a, &[1, 2]).await;
+
+    let batch = (0..500)
+        .map(|seq| {
+            (
+                TargetSpec::Id(NodeId(2)),
+                7,
+                payload(1, seq, 24 + (seq % 5) as usize),
+            )
+        })
+        .collect();
+    let pending = submit_all(&a, batch).await;
+
+    let mut got = Vec::new();
+    let limits = [1, 2, 5];
+    let mut turn = 0;
+    while got.len() < 500 {
+        if turn % 2 == 0 {
+            got.push(within("recv", b_inbox.recv()).await.expect("running"));
+        } else {
+            let limit = limits[turn % limits.len()];
+            let taken = within("recv_many", b_inbox.recv_many(&mut got, limit)).await;
+            assert!(
+                (1..=limit).contains(&taken),
+                "took {taken} for a limit of {limit}"
+            );
+        }
+        turn += 1;
+    }
+    assert_eq!(got.len(), 500);
+    for (seq, msg) in (0..500u64).zip(&got) {
+        assert_eq!(msg.from, NodeId(1));
+        assert_eq!(msg.msg_type, 7);
+        assert_eq!(
+            msg.payload,
+            payload(1, seq, 24 + (seq % 5) as usize),
+            "message {seq}"
+        );
+    }
+    let outcomes = outcomes(pending).await;
+    assert!(
+        outcomes.iter().all(|(_, o)| *o == Ok(Outcome::Delivered)),
+        "{outcomes:?}"
+    );
+    registry.kill();
+}
+
+/// Submits `batch` as one batch; each message's outcome future with its sequence number.
+async fn submit_all(
+    node: &NodeHandle,
+    batch: Vec<(TargetSpec, u32, bytes::Bytes)>,
+) -> Vec<(u64, PendingOutcome)> {
+    within("submit batch", node.submit_batch(batch))
+        .await
+        .expect("running")
+        .into_iter()
+        .enumerate()
+        .map(|(seq, p)| (seq as u64, p.expect("accepted")))
+        .collect()
 }

@@ -8,6 +8,7 @@
 //! in the core only.
 
 mod driver;
+mod inbox;
 pub mod rpc;
 pub mod stream;
 
@@ -25,6 +26,7 @@ use switchboard_core::{
 };
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
+pub use self::inbox::Inbox;
 use crate::{
     observe::{Known, Metrics, Status},
     registry::client::ClientTuning,
@@ -678,42 +680,5 @@ impl NodeHandle {
 
     async fn command(&self, command: Command) -> Result<(), Stopped> {
         self.commands.send(command).await.map_err(|_| Stopped)
-    }
-}
-
-/// The messages a node receives, in arrival order. Ends when the node stops.
-///
-/// Bounded ([`INBOX_CAPACITY`] unless [`NodeBuilder::inbox_capacity`] says otherwise): while
-/// it is full the driver stops reading its links, so
-/// senders see backpressure (their pending queues fill) instead of this node buffering
-/// without limit.
-#[derive(Debug)]
-pub struct Inbox {
-    rx: mpsc::Receiver<Received>,
-}
-
-impl Inbox {
-    /// The next message; `None` once the node stopped and everything was read.
-    ///
-    /// **Cancellation:** safe (use it in `select!`): a dropped call takes no message out.
-    pub async fn recv(&mut self) -> Option<Received> {
-        self.rx.recv().await
-    }
-
-    /// Appends up to `limit` messages to `out`, every one already waiting (waits for the
-    /// first); returns how many, 0 once the node stopped and everything was read (or for a
-    /// `limit` of 0). One wake-up hands over a whole burst.
-    ///
-    /// **Cancellation:** safe: a dropped call takes no message out.
-    pub async fn recv_many(&mut self, out: &mut Vec<Received>, limit: usize) -> usize {
-        self.rx.recv_many(out, limit).await
-    }
-}
-
-impl futures_core::Stream for Inbox {
-    type Item = Received;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received>> {
-        self.rx.poll_recv(cx)
     }
 }

@@ -59,7 +59,7 @@ pub(in crate::node) async fn start(
 
     let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
     let commands_weak = commands_tx.downgrade();
-    let (inbox_tx, inbox_rx) = mpsc::channel(inbox_capacity);
+    let (inbox_tx, inbox) = crate::node::inbox::channel(inbox_capacity);
     let (link_tx, link_events) = mpsc::channel(LINK_EVENT_CAPACITY);
     let kill_switch = Arc::new(Notify::new());
     let (known_tx, known_rx) = watch::channel(accounting::known(&node, false, None));
@@ -101,7 +101,7 @@ pub(in crate::node) async fn start(
     driver.rpc.hold(early.iter().map(String::as_str));
     driver.drain();
     tokio::spawn(driver.run(commands, link_events, kill_switch));
-    Ok((handle, Inbox { rx: inbox_rx }))
+    Ok((handle, inbox))
 }
 
 /// Starts the registry backend `spec` names for `node`'s records; `None` without a registry.
@@ -171,14 +171,8 @@ impl Driver {
         self.publish_known();
         if !self.overflow.is_empty() {
             let inbox = self.inbox.clone();
-            let overflow = std::mem::take(&mut self.overflow);
-            tokio::spawn(async move {
-                for msg in overflow {
-                    if inbox.send(msg).await.is_err() {
-                        return;
-                    }
-                }
-            });
+            let rest = std::mem::take(&mut self.overflow);
+            tokio::spawn(async move { inbox.hand_over_all(rest).await });
         }
         info!(id = %self.node.id(), "node stopped");
     }

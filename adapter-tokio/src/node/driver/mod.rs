@@ -10,8 +10,9 @@
 //! (the writer flushes first), `Received` → the inbox, `Outcome` → the sender's outcome
 //! future, `Event` → counters and logs. No routing decision is taken here.
 //!
-//! Backpressure: while the inbox is full, received messages wait in a local queue and the
-//! loop stops reading sockets and taking link events, so the peers' TCP windows close.
+//! The received messages of one drain go to the inbox as one batch (one lock, at most one
+//! wake of the reader). Backpressure: what does not fit in the inbox waits in a local queue
+//! and the loop stops reading sockets and taking link events, so the peers' TCP windows close.
 //! Writers are unbounded queues; what a node transmits is bounded by the core (each sender's
 //! pending and unacknowledged messages per target count against its queue limits), and a peer
 //! that stops reading is closed by the core's heartbeat.
@@ -52,7 +53,7 @@ use self::{
     lifecycle::answer_after_stop,
     links::{LinkEvent, Links, Read},
 };
-use super::{Command, OutcomeReceiver, Received};
+use super::{Command, OutcomeReceiver, Received, inbox::InboxSender};
 use crate::{
     clock::Clock,
     observe::Known,
@@ -81,8 +82,9 @@ struct Driver {
     links: Links,
     /// Outcome futures of accepted messages.
     pending: PendingMap,
-    inbox: mpsc::Sender<Received>,
-    /// Received messages waiting for room in the inbox (link events pause meanwhile).
+    inbox: InboxSender,
+    /// Received messages of the current drain, handed to the inbox at its end; after it, those
+    /// waiting for room in the inbox (link events pause meanwhile).
     overflow: VecDeque<Received>,
     feed: Option<Feed>,
     /// The topology record as last published.
@@ -131,6 +133,10 @@ impl Driver {
         let sleep = tokio::time::sleep_until(far());
         tokio::pin!(sleep);
         let mut armed: Option<Instant> = None;
+        // One waiter for the whole loop: a fresh `notified()` per wake-up would take the
+        // notifier's lock twice per wake-up (register, then deregister on drop).
+        let killed = kill_switch.notified();
+        tokio::pin!(killed);
         let exit = loop {
             let deadline = self.node.poll_timeout();
             if deadline != armed {
@@ -140,7 +146,7 @@ impl Driver {
             }
             let inbox_blocked = !self.overflow.is_empty();
             tokio::select! {
-                () = kill_switch.notified() => break Exit::Killed,
+                () = &mut killed => break Exit::Killed,
                 taken = commands.recv_many(&mut self.batch, BURST) => {
                     if taken == 0 {
                         break Exit::Shutdown(None);
@@ -160,7 +166,7 @@ impl Driver {
                 // other tasks run.
                 () = tokio::task::yield_now(), if !inbox_blocked && self.links.reads_pending() => {}
                 event = feed_recv(&mut self.feed) => self.on_feed_event(event),
-                room = inbox_room(&self.inbox), if inbox_blocked => {
+                room = self.inbox.wait_room(), if inbox_blocked => {
                     if room {
                         self.push_overflow();
                     } else {
@@ -244,7 +250,7 @@ impl Driver {
             None => false,
             Some(Read::Bytes(link, bytes)) => {
                 self.node.handle_received(now, link, bytes);
-                if self.inbox.capacity() < LOW_INBOX_ROOM {
+                if self.inbox.room() < LOW_INBOX_ROOM {
                     // What this read delivers may fill the inbox: deliver it now, so the
                     // burst stops reading as soon as messages have to wait.
                     self.drain();
@@ -571,6 +577,7 @@ impl Driver {
                 other => debug!(?other, "unhandled node output"),
             }
         }
+        self.push_overflow();
         self.links.flush();
         self.posters.flush();
     }
@@ -636,34 +643,15 @@ impl Driver {
         }
     }
 
-    /// Hands `msg` to the inbox, or queues it while the inbox is full.
+    /// Queues `msg` for the inbox (handed over at the end of the drain).
     fn deliver(&mut self, msg: Received) {
-        if !self.overflow.is_empty() {
-            self.overflow.push_back(msg);
-            return;
-        }
-        match self.inbox.try_send(msg) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(msg)) => self.overflow.push_back(msg),
-            Err(mpsc::error::TrySendError::Closed(_)) => self.counters.inbox_dropped(),
-        }
+        self.overflow.push_back(msg);
     }
 
-    /// Moves queued messages into the inbox while it has room.
+    /// Hands queued messages to the inbox, as many as it has room for, in one batch.
     fn push_overflow(&mut self) {
-        while let Some(msg) = self.overflow.pop_front() {
-            match self.inbox.try_send(msg) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(msg)) => {
-                    self.overflow.push_front(msg);
-                    return;
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => {
-                    self.counters.inbox_dropped();
-                    self.drop_overflow();
-                    return;
-                }
-            }
+        if self.inbox.hand_over(&mut self.overflow).is_err() {
+            self.drop_overflow();
         }
     }
 
@@ -672,12 +660,6 @@ impl Driver {
             self.counters.inbox_dropped();
         }
     }
-}
-
-/// Waits until the inbox has room (`true`; the driver is its only sender, so the room stays
-/// until it sends) or was dropped (`false`).
-async fn inbox_room(inbox: &mpsc::Sender<Received>) -> bool {
-    inbox.reserve().await.is_ok()
 }
 
 async fn feed_recv(feed: &mut Option<Feed>) -> Option<FeedEvent> {
