@@ -73,7 +73,7 @@ pub enum Event {
     /// A registry event was not applied.
     RegistryIgnored(RegistryIgnored),
     /// An `Ack` or `Unreachable` about this node's stream to `dst` arrived from `via`, a peer
-    /// off the stream's route: dropped, counted ([`Node::perimeter`](super::Node::perimeter)),
+    /// off the stream's route: dropped, counted ([`Inspect::perimeter`](crate::Inspect::perimeter)),
     /// no outcome changed.
     OffRoute {
         /// What arrived.
@@ -85,7 +85,7 @@ pub enum Event {
     },
     /// A `Data` frame on `link` claimed the source `src`, which its peer `via` may not relay
     /// for (a leaf speaks only for itself): dropped — not delivered, relayed or acknowledged
-    /// — and counted ([`Node::perimeter`](super::Node::perimeter)). The link stays up.
+    /// — and counted ([`Inspect::perimeter`](crate::Inspect::perimeter)). The link stays up.
     ForgedSource {
         /// The link.
         link: LinkId,

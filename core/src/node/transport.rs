@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{Event, Node, OffRouteFrame, OutSink, Output, PerimeterCounts};
+use super::{Event, Node, OffRouteFrame, OutSink, Output};
 use crate::{
     bus::links::{Down, Inbound},
     connector::{LinkState, World},
@@ -320,15 +320,5 @@ impl Node {
         self.perimeter.count_off_route(frame);
         self.out
             .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
-    }
-
-    /// Frames dropped at the perimeter so far (the rules: [`PerimeterCounts`]).
-    #[must_use]
-    pub fn perimeter(&self) -> PerimeterCounts {
-        PerimeterCounts {
-            forged_sources: self.links.forged_sources(),
-            unproven_refusals: self.links.unproven_refusals(),
-            ..self.perimeter
-        }
     }
 }
