@@ -4,6 +4,7 @@
 
 pub use crate::bus::links::LinkError;
 use crate::{
+    bus::links::LinkEvent,
     connector::RouteEvent,
     ids::{LinkId, NodeId},
     topology::TopologyError,
@@ -174,4 +175,32 @@ pub enum RegistryIgnored {
     Topology(TopologyError),
     /// A topology delete of this node itself (a node never removes itself).
     OwnTopologyDelete,
+}
+
+/// What the link machine reports, as the node reports it to the driver.
+impl From<LinkEvent> for Event {
+    fn from(event: LinkEvent) -> Event {
+        match event {
+            LinkEvent::Closed { link, peer } => Event::LinkClosed { link, peer },
+            LinkEvent::Rejected { link, reason } => Event::LinkRejected { link, reason },
+            LinkEvent::HandshakeTimeout { link, dialed } => {
+                Event::HandshakeTimedOut { link, dialed }
+            }
+            LinkEvent::HandshakeLimit { link } => Event::HandshakeLimit { link },
+            LinkEvent::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            } => Event::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            },
+            LinkEvent::ForwardDropped { src, dst, msg_type } => {
+                Event::ForwardDropped { src, dst, msg_type }
+            }
+        }
+    }
 }

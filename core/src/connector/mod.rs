@@ -456,6 +456,13 @@ impl Connector {
         })
     }
 
+    /// Whether `dst`'s route goes through `via` (its ready hop or its proxy): the only relay
+    /// whose word about `dst` (gone, reachable again) a node believes.
+    #[must_use]
+    pub fn routes_through(&self, dst: NodeId, via: NodeId) -> bool {
+        self.ready_hop(dst) == Some(via) || self.view(dst).is_some_and(|r| r.proxy == Some(via))
+    }
+
     /// The directly linked peer that carries data for `target` now: `None` unless the
     /// record is `READY`. Follows the proxy chain (bounded) to the first direct record. The
     /// owner transmits on its link to that peer; if it has none, it reports

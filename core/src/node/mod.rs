@@ -28,7 +28,6 @@
 
 mod commands;
 mod evidence;
-mod out_queue;
 mod outlets;
 mod registry_client;
 mod registry_input;
@@ -38,8 +37,6 @@ mod transport;
 
 #[cfg(test)]
 mod tests;
-
-use alloc::collections::BTreeMap;
 
 pub use crate::perimeter::{OffRouteFrame, PerimeterCounts};
 
@@ -77,7 +74,7 @@ pub struct Node {
     msg_ids: IdSource,
     topology: TopologyRegistry,
     /// Latest applied topology revision per node (puts and deletes), for revision gating.
-    topology_revisions: BTreeMap<NodeId, u64>,
+    topology_revisions: crate::topology::Revisions,
     discovery: DiscoverySet,
     endpoints: EndpointTable,
     connector: Connector,
@@ -191,7 +188,7 @@ impl Node {
             rng,
             msg_ids: IdSource::new(),
             topology,
-            topology_revisions: BTreeMap::new(),
+            topology_revisions: crate::topology::Revisions::default(),
             discovery,
             connector,
             out: outlets::Outlets::default(),

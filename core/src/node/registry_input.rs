@@ -100,22 +100,13 @@ impl Node {
     }
 
     /// Whether a topology event at `revision` for `id` is older than what was applied
-    /// (revision 0 means "not from a registry" and is never stale). Records the revision when
-    /// it is not.
+    /// ([`Revisions`](crate::topology::Revisions)); a stale one is reported ignored.
     fn topology_stale(&mut self, id: NodeId, revision: u64) -> bool {
-        if revision == 0 {
-            return false;
+        let stale = self.topology_revisions.admit(id, revision).err();
+        if let Some(held) = stale {
+            self.ignored(RegistryIgnored::StaleTopology { id, revision, held });
         }
-        match self.topology_revisions.get(&id) {
-            Some(&held) if held > revision => {
-                self.ignored(RegistryIgnored::StaleTopology { id, revision, held });
-                true
-            }
-            _ => {
-                self.topology_revisions.insert(id, revision);
-                false
-            }
-        }
+        stale.is_some()
     }
 
     fn topology_put(&mut self, now: Instant, info: TopologyInfo) {

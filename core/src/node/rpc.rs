@@ -203,10 +203,7 @@ impl RpcHost for NodeHost<'_> {
     }
 
     fn incarnation(&self, peer: NodeId) -> u64 {
-        match self.0.endpoints.known_incarnation(peer) {
-            0 => self.0.links.peer_incarnation(peer),
-            known => known,
-        }
+        self.0.seen_incarnation(peer)
     }
 
     fn filter(&mut self, filter: Filter) -> FilterId {
