@@ -81,10 +81,7 @@ impl<'a> Inspect<'a> {
     /// Messages queued for `target` (0 if it has no endpoint).
     #[must_use]
     pub fn pending(&self, target: NodeId) -> usize {
-        self.endpoints
-            .find_by_id(target)
-            .and_then(|key| self.endpoints.get(key))
-            .map_or(0, |e| e.queue().len())
+        self.endpoints.queued(target)
     }
 
     /// Messages queued (not yet transmitted) for every target together.

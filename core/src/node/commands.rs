@@ -227,11 +227,7 @@ impl Node {
             filter,
         };
         let load = |id: NodeId| {
-            let queued = endpoints
-                .find_by_id(id)
-                .and_then(|key| endpoints.get(key))
-                .map_or(0, |e| e.queue().len());
-            u32::try_from(queued + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
+            u32::try_from(endpoints.queued(id) + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
         };
         selector
             .pick(to, among, rng, load, &[])

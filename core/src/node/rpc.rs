@@ -207,10 +207,8 @@ impl RpcHost for NodeHost<'_> {
     }
 
     fn filter(&mut self, filter: Filter) -> FilterId {
-        match self.0.discovery.rings().filter_id(&filter) {
-            Some(id) => id,
-            None => self.0.discovery.add_filter(filter),
-        }
+        // Registering a filter already known returns its handle.
+        self.0.discovery.add_filter(filter)
     }
 
     fn pick(
