@@ -130,6 +130,17 @@ pub struct World<'a> {
     pub discovery: &'a DiscoverySet,
 }
 
+impl<'a> World<'a> {
+    /// The world of these records.
+    #[must_use]
+    pub const fn new(topology: &'a TopologyRegistry, discovery: &'a DiscoverySet) -> World<'a> {
+        World {
+            topology,
+            discovery,
+        }
+    }
+}
+
 /// What the connector knows of the links to one peer, as the owner reports it with
 /// [`Connector::set_link_state`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -155,10 +155,7 @@ impl Node {
         let hop = if let Some(hop) = self.connector.endpoint_hop(id) {
             hop
         } else {
-            let world = World {
-                topology: &self.topology,
-                discovery: &self.discovery,
-            };
+            let world = World::new(&self.topology, &self.discovery);
             match self.connector.open_route(now, &world, id) {
                 Ok(()) => {
                     self.endpoints.attach_handle(key);

@@ -72,10 +72,7 @@ impl Node {
             return false;
         };
         for src in sources {
-            let world = World {
-                topology: &self.topology,
-                discovery: &self.discovery,
-            };
+            let world = World::new(&self.topology, &self.discovery);
             let Some(hop) = self.connector.relay_hop(&world, src, peer) else {
                 continue;
             };
@@ -104,10 +101,7 @@ impl Node {
         if !self.connector.routes_through(dst, via) || !self.endpoints.has_outgoing(dst) {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.retry_now(now, &world, dst);
         self.apply_effects();
         self.flush_target(dst);
@@ -138,10 +132,7 @@ impl Node {
         {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         if !self.connector.may_link(&world, peer) {
             return;
         }

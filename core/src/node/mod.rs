@@ -162,18 +162,7 @@ impl Node {
             config.heartbeat_interval,
         );
         let links = Links::new(
-            LinkSettings {
-                own: config.id,
-                name: config.name.clone(),
-                incarnation,
-                keys: config.auth_keys(),
-                heartbeat_interval: config.heartbeat_interval,
-                heartbeat_dead_after: config.heartbeat_dead_after,
-                handshake_timeout: config.handshake_timeout,
-                max_pending_handshakes: config.max_pending_handshakes,
-                max_frame: crate::wire::DEFAULT_MAX_FRAME,
-                nonce_entropy: config.nonce_entropy,
-            },
+            LinkSettings::from_config(&config, incarnation),
             now,
             bus_rng.fork(),
         );
@@ -204,10 +193,7 @@ impl Node {
             crate::rpc::RpcSettings::from_config(&node.config, incarnation, dedup_seed),
             node.config.serve.iter().map(alloc::string::String::as_str),
         )));
-        let world = World {
-            topology: &node.topology,
-            discovery: &node.discovery,
-        };
+        let world = World::new(&node.topology, &node.discovery);
         node.connector.start(now, &world);
         node.apply_effects();
         Ok(node)

@@ -79,10 +79,7 @@ impl Node {
         if !id.is_valid() {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.on_discovery_put(now, &world, id);
         self.apply_effects();
     }
@@ -91,10 +88,7 @@ impl Node {
         if !id.is_valid() {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.on_discovery_delete(now, &world, id);
         self.apply_effects();
     }
@@ -124,10 +118,7 @@ impl Node {
                 if change.is_noop() {
                     return;
                 }
-                let world = World {
-                    topology: &self.topology,
-                    discovery: &self.discovery,
-                };
+                let world = World::new(&self.topology, &self.discovery);
                 self.connector.on_topology_put(now, &world, id, &change);
                 self.apply_effects();
             }
@@ -145,10 +136,7 @@ impl Node {
         }
         match self.topology.remove_peer(id) {
             Ok(_) => {
-                let world = World {
-                    topology: &self.topology,
-                    discovery: &self.discovery,
-                };
+                let world = World::new(&self.topology, &self.discovery);
                 self.connector.on_topology_delete(now, &world, id);
                 self.apply_effects();
             }
