@@ -132,7 +132,7 @@ fn garbage_on_the_listen_port_closes_that_link_and_the_node_keeps_serving() {
         })
         .collect();
     assert_eq!(rejected.len(), 1, "events: {:?}", server.node_events);
-    assert_eq!(server.node.node().link_count(), 0);
+    assert_eq!(server.node.node().inspect().link_count(), 0);
 
     let address = format!("atcp://{}", server.node.local_addr());
     let mut leaf = mio_node(None, 2, "leaf", |c| {

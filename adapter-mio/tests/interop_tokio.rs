@@ -150,7 +150,7 @@ fn graceful_shutdown_fails_queued_messages_and_the_tokio_peer_sees_the_node_leav
         })
         .collect();
     mio.pump();
-    assert_eq!(mio.node.node().pending(NodeId(99)), 5);
+    assert_eq!(mio.node.node().inspect().pending(NodeId(99)), 5);
     assert!(mio.outcomes.is_empty());
 
     mio.node.shutdown().expect("the poll works");

@@ -62,8 +62,8 @@ fn leaves_talk_through_a_proxy_mio_node() {
         &mut [&mut proxy, &mut x, &mut y],
         |p| {
             p.iter().all(|n| n.knows(&[10, 11, 12]))
-                && p[1].node.node().link_to(NodeId(10)).is_some()
-                && p[2].node.node().link_to(NodeId(10)).is_some()
+                && p[1].node.node().inspect().link_to(NodeId(10)).is_some()
+                && p[2].node.node().inspect().link_to(NodeId(10)).is_some()
         },
     );
 
@@ -87,5 +87,5 @@ fn leaves_talk_through_a_proxy_mio_node() {
     assert_eq!(y.received, expected);
     assert!(proxy.received.is_empty());
     // No direct link between the leaves: the default policy forbids it.
-    assert_eq!(x.node.node().link_to(NodeId(12)), None);
+    assert_eq!(x.node.node().inspect().link_to(NodeId(12)), None);
 }

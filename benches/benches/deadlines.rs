@@ -46,7 +46,7 @@ fn busy_node(peers: u64) -> Node {
         )
         .expect("a hello fits");
         node.handle_received(t0, link, Bytes::copy_from_slice(&hello));
-        assert_eq!(node.link_peer(link), Some(peer));
+        assert_eq!(node.inspect().link_peer(link), Some(peer));
         node.send(t0, Select::Node(peer), 1, Bytes::from_static(b"ping"))
             .expect("a linked peer is routable");
     }
@@ -56,7 +56,7 @@ fn busy_node(peers: u64) -> Node {
     // A HelloAck and the message per peer.
     assert_eq!(transmits as u64, 2 * peers);
     for i in 0..peers {
-        assert_eq!(node.unacked(NodeId(0x1000 + i)), 1);
+        assert_eq!(node.inspect().unacked(NodeId(0x1000 + i)), 1);
     }
     node
 }

@@ -57,11 +57,15 @@ pub fn linked_child(parent: &mut Node, id: NodeId, name: &str) -> (Node, LinkId,
     child.handle_received(t0, link_child, Bytes::copy_from_slice(&hello_ack));
     drain(&mut child);
     assert_eq!(
-        child.link_to(parent.id()),
+        child.inspect().link_to(parent.id()),
         Some(link_child),
         "handshake done"
     );
-    assert_eq!(parent.link_to(id), Some(link_parent), "handshake done");
+    assert_eq!(
+        parent.inspect().link_to(id),
+        Some(link_parent),
+        "handshake done"
+    );
     (child, link_child, link_parent)
 }
 
@@ -117,7 +121,7 @@ pub fn send_batch(
     count: usize,
     data: &mut Vec<u8>,
 ) {
-    let parent = child.config().upstream;
+    let parent = child.inspect().config().upstream;
     for _ in 0..count {
         child
             .send(now, Select::Node(parent), 7, payload.clone())

@@ -6,7 +6,7 @@
 //! [`ClusterKey::from_token`]) in [`Config::cluster_keys`](crate::config::Config::cluster_keys)
 //! and, as [`ClusterKeys`], in the registry server's and client's configurations, hands the
 //! core 32 bytes of OS randomness as [`NonceEntropy`], and reads [`AuthRefusals`] (counted by [`AuthFailure`]) from
-//! [`Node::auth_refusals`](crate::Node::auth_refusals) for its metrics. The exchange itself
+//! [`Inspect::auth_refusals`](crate::Inspect::auth_refusals) for its metrics. The exchange itself
 //! runs inside the link machine ([`bus::links`](crate::bus::links)) and the registry
 //! machines; [`Transcript`], [`ClusterKeys::prove`] and [`ClusterKeys::check`] are public so
 //! that a peer implementation, a test or a fuzz target can compute and judge proofs exactly

@@ -4,6 +4,7 @@
 
 pub use crate::bus::links::LinkError;
 use crate::{
+    bus::links::LinkEvent,
     connector::RouteEvent,
     ids::{LinkId, NodeId},
     topology::TopologyError,
@@ -73,7 +74,7 @@ pub enum Event {
     /// A registry event was not applied.
     RegistryIgnored(RegistryIgnored),
     /// An `Ack` or `Unreachable` about this node's stream to `dst` arrived from `via`, a peer
-    /// off the stream's route: dropped, counted ([`Node::perimeter`](super::Node::perimeter)),
+    /// off the stream's route: dropped, counted ([`Inspect::perimeter`](crate::Inspect::perimeter)),
     /// no outcome changed.
     OffRoute {
         /// What arrived.
@@ -85,7 +86,7 @@ pub enum Event {
     },
     /// A `Data` frame on `link` claimed the source `src`, which its peer `via` may not relay
     /// for (a leaf speaks only for itself): dropped — not delivered, relayed or acknowledged
-    /// — and counted ([`Node::perimeter`](super::Node::perimeter)). The link stays up.
+    /// — and counted ([`Inspect::perimeter`](crate::Inspect::perimeter)). The link stays up.
     ForgedSource {
         /// The link.
         link: LinkId,
@@ -174,4 +175,32 @@ pub enum RegistryIgnored {
     Topology(TopologyError),
     /// A topology delete of this node itself (a node never removes itself).
     OwnTopologyDelete,
+}
+
+/// What the link machine reports, as the node reports it to the driver.
+impl From<LinkEvent> for Event {
+    fn from(event: LinkEvent) -> Event {
+        match event {
+            LinkEvent::Closed { link, peer } => Event::LinkClosed { link, peer },
+            LinkEvent::Rejected { link, reason } => Event::LinkRejected { link, reason },
+            LinkEvent::HandshakeTimeout { link, dialed } => {
+                Event::HandshakeTimedOut { link, dialed }
+            }
+            LinkEvent::HandshakeLimit { link } => Event::HandshakeLimit { link },
+            LinkEvent::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            } => Event::ForgedSource {
+                link,
+                via,
+                src,
+                dst,
+            },
+            LinkEvent::ForwardDropped { src, dst, msg_type } => {
+                Event::ForwardDropped { src, dst, msg_type }
+            }
+        }
+    }
 }

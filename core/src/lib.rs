@@ -107,6 +107,77 @@
 //! # Ok::<(), switchboard_core::SendError>(())
 //! ```
 //!
+//! ## One node, frame by frame
+//!
+//! The same contract seen from the wire: one node dials its upstream, the test plays the
+//! peer's frames by hand (a `HelloAck` split in two, then the cumulative `Ack`), and
+//! [`Node::inspect`] shows the message move from the queue to in flight to `Delivered`.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use bytes::Bytes;
+//! use switchboard_core::{
+//!     bus::handshake::PROTOCOL_VERSIONS,
+//!     config::Config,
+//!     ids::NodeId,
+//!     node::{Node, Output},
+//!     outcome::Outcome,
+//!     select::Select,
+//!     time::Instant,
+//!     wire::{self, Decoded, Frame},
+//! };
+//!
+//! let mut config = Config::new(NodeId(0x101), "gate-1");
+//! config.upstream = NodeId(0x102);
+//! config.upstream_address = "tcp://10.0.0.2:21902".into();
+//! let mut node = Node::new(config, Instant::ZERO)?;
+//!
+//! // The node wants its upstream link at once; the driver dials and reports back.
+//! let Some(Output::Connect { link, peer, addr }) = node.poll_output() else { panic!() };
+//! assert_eq!((peer, addr.as_str()), (NodeId(0x102), "tcp://10.0.0.2:21902"));
+//! node.handle_connected(Instant::from_millis(3), link);
+//! let Some(Output::Transmit { bytes: hello, .. }) = node.poll_output() else { panic!() };
+//! let Ok(Decoded::Frame(Frame::Hello(h), _)) = wire::decode(&hello, wire::DEFAULT_MAX_FRAME) else { panic!() };
+//! assert_eq!((h.node, h.name, h.incarnation), (NodeId(0x101), "gate-1", node.incarnation()));
+//!
+//! // Until the upstream accepts the handshake, a message to it waits in its queue.
+//! let msg = node.send(Instant::from_millis(4), Select::Node(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
+//! assert_eq!(node.inspect().pending(NodeId(0x102)), 1);
+//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
+//!
+//! // The peer's HelloAck arrives (in two pieces): the route is ready and the queue flushes;
+//! // the message is in flight until the target acknowledges it.
+//! let mut ack = Vec::new();
+//! wire::encode(&Frame::HelloAck(wire::HelloAck {
+//!     node: NodeId(0x102), incarnation: 42, versions: PROTOCOL_VERSIONS,
+//!     name: "upstream", nonce: None, proof: None, result: Ok(()),
+//! }), &mut ack)?;
+//! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[..6]));
+//! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[6..]));
+//! let outputs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
+//! let seq = outputs.iter().find_map(|o| match o {
+//!     Output::Transmit { bytes, .. } => match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
+//!         Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
+//!         _ => None,
+//!     },
+//!     _ => None,
+//! }).unwrap();
+//! assert_eq!((node.inspect().pending(NodeId(0x102)), node.inspect().unacked(NodeId(0x102))), (0, 1));
+//!
+//! // The target's cumulative ack makes it `Delivered`.
+//! let mut bytes = Vec::new();
+//! let ack = wire::Ack {
+//!     src: NodeId(0x101), dst: NodeId(0x102), seq, dst_incarnation: 42, reset: None,
+//! };
+//! wire::encode(&Frame::Ack(ack), &mut bytes)?;
+//! node.handle_received(Instant::from_millis(6), link, Bytes::copy_from_slice(&bytes));
+//! assert_eq!(node.poll_output(), Some(Output::Outcome { msg, outcome: Outcome::Delivered }));
+//! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (1.5 s).
+//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(1_506)));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Module tour
 //!
 //! - [`node`]: the [`Node`] facade — it composes the building blocks below behind
@@ -182,6 +253,7 @@ pub mod endpoint;
 pub mod event;
 pub mod hash;
 pub mod ids;
+pub mod inspect;
 pub mod node;
 pub mod outcome;
 pub mod output;
@@ -206,6 +278,7 @@ pub use connector::{RouteEvent, RouteFlags, RouteView};
 pub use discovery::{DiscoveryInfo, Filter, TopologyInfo};
 pub use hash::HashMode;
 pub use ids::{LinkId, MsgId, NodeId};
+pub use inspect::Inspect;
 pub use node::{
     EndpointStatus, Event, Evidence, LinkError, LinkStatus, Node, Output, RegistryIgnored,
     RouteStatus, SendError, Status,

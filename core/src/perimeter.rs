@@ -36,7 +36,7 @@ pub enum OffRouteFrame {
     Unreachable,
 }
 
-/// Frames dropped at the perimeter so far ([`Node::perimeter`](crate::Node::perimeter),
+/// Frames dropped at the perimeter so far ([`Inspect::perimeter`](crate::Inspect::perimeter),
 /// [`Status::perimeter`](crate::node::Status::perimeter)).
 ///
 /// A link's handshake proves who its peer is, not who wrote the frames it carries. After it:

@@ -9,7 +9,7 @@ use alloc::{borrow::ToOwned, string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{bus::links::LinkView, connector::RouteFlags};
+use crate::{bus::links::LinkView, connector::RouteFlags, inspect::Inspect};
 
 /// A point-in-time view of one node; see [`Node::status`](crate::Node::status).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,9 +39,54 @@ pub struct Status {
     /// Links, by link id.
     pub links: Vec<LinkStatus>,
     /// Frames dropped at the perimeter: acks and notices off their stream's route, `Data`
-    /// with a forged source ([`Node::perimeter`](crate::Node::perimeter)).
+    /// with a forged source ([`Inspect::perimeter`]).
     #[serde(default)]
     pub perimeter: crate::perimeter::PerimeterCounts,
+}
+
+impl Status {
+    /// The snapshot of the node `node` shows (`incarnation`: its life); `registered` is
+    /// `false` (the driver knows its registry backend).
+    pub(crate) fn of(node: &Inspect<'_>, incarnation: u64) -> Status {
+        let endpoints = node
+            .endpoints
+            .iter()
+            .map(|(_, e)| EndpointStatus {
+                id: e.id().0,
+                name: node.discovery.get_by_id(e.id()).map(|i| i.name.clone()),
+                pending: e.queue().len(),
+                unacked: node.unacked(e.id()),
+            })
+            .collect();
+        let routes = node
+            .connector
+            .targets()
+            .filter_map(|target| node.connector.view(target))
+            .map(|view| RouteStatus {
+                target: view.target.0,
+                flags: FLAG_NAMES
+                    .iter()
+                    .filter(|(flag, _)| view.flags.contains(*flag))
+                    .map(|(_, name)| (*name).to_owned())
+                    .collect(),
+                proxy: view.proxy.map(|p| p.0),
+                retry_count: view.retry_count,
+            })
+            .collect();
+        Status {
+            id: node.config.id.0,
+            name: node.config.name.clone(),
+            incarnation,
+            listen: node.config.listen.first().cloned().unwrap_or_default(),
+            upstream: node.upstream().0,
+            registered: false,
+            known_nodes: node.discovery.len(),
+            endpoints,
+            routes,
+            links: node.links.views().map(link_status).collect(),
+            perimeter: node.perimeter(),
+        }
+    }
 }
 
 /// One endpoint (a known target with a pending queue) in a [`Status`].

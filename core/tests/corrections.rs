@@ -34,6 +34,7 @@ use switchboard_core::{
 /// `(flags, proxy)` of `node`'s route record for `target`.
 fn route(sim: &Sim, node: u64, target: u64) -> Option<(RouteFlags, Option<NodeId>)> {
     sim.node(NodeId(node))
+        .inspect()
         .route(NodeId(target))
         .map(|r| (r.flags, r.proxy))
 }
@@ -111,7 +112,11 @@ fn dropped_link_clears_ready_at_once_and_arms_reconnect() {
     common::cut_past_the_probes(&mut sim, 0x201, 0x202);
 
     // Right after the drop, within the same instant.
-    let view = sim.node(NodeId(0x201)).route(NodeId(0x202)).expect("kept");
+    let view = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x202))
+        .expect("kept");
     assert_eq!((view.flags, view.proxy), (RouteFlags::ACTIVE, None));
     assert_eq!(view.retry_count, 1);
     assert_eq!(view.next_reconnect, Some(at(12)));
@@ -136,7 +141,7 @@ fn dropped_link_clears_ready_at_once_and_arms_reconnect() {
 
     sim.advance_to(at(11));
     let queued = send(&mut sim, 0x201, 0x202, 100, "sent-while-down");
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 1);
     sim.advance_to(at(12) - Duration::from_nanos(1));
     assert_eq!(outcome(&sim, 0x201, queued), None);
     assert_eq!(sim.open_links(NodeId(0x201), NodeId(0x202)), 0);
@@ -157,7 +162,11 @@ fn dropped_link_clears_ready_at_once_and_arms_reconnect() {
         outcome(&sim, 0x201, queued),
         Some((at(12), Outcome::Delivered))
     );
-    let view = sim.node(NodeId(0x201)).route(NodeId(0x202)).expect("kept");
+    let view = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x202))
+        .expect("kept");
     assert_eq!(
         (view.flags, view.retry_count, view.timer),
         (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
@@ -204,7 +213,7 @@ fn removed_record_fails_its_queue_at_once_with_the_reason() {
     let to_202 = send(&mut sim, 0x201, 0x202, 100, "to-unreachable-peer");
     sim.advance_to(at(24) - Duration::from_nanos(1));
     assert_eq!(outcome(&sim, 0x201, to_202), None);
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 1);
     sim.advance_to(at(24));
     assert_eq!(
         outcome(&sim, 0x201, to_202),
@@ -215,8 +224,11 @@ fn removed_record_fails_its_queue_at_once_with_the_reason() {
         Some(&(at(24), removed(0x202, FailReason::NoRoute)))
     );
     for target in [0x202, 0x204] {
-        assert_eq!(sim.node(NodeId(0x201)).route(NodeId(target)), None);
-        assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(target)), 0);
+        assert_eq!(
+            sim.node(NodeId(0x201)).inspect().route(NodeId(target)),
+            None
+        );
+        assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(target)), 0);
     }
 }
 
@@ -278,7 +290,7 @@ fn gc_fails_queued_messages_instead_of_dropping_them() {
         outcome(&sim, 0x201, msg),
         Some((at(14), Outcome::Failed(FailReason::NoRoute)))
     );
-    let endpoints = sim.node(NodeId(0x201)).endpoints();
+    let endpoints = sim.node(NodeId(0x201)).inspect().endpoints();
     let key = endpoints.find_by_id(NodeId(0x202)).expect("kept until GC");
     assert_eq!(
         endpoints
@@ -289,6 +301,7 @@ fn gc_fails_queued_messages_instead_of_dropping_them() {
     sim.advance_to(at(19));
     assert_eq!(
         sim.node(NodeId(0x201))
+            .inspect()
             .endpoints()
             .find_by_id(NodeId(0x202)),
         None
@@ -393,7 +406,10 @@ fn handle_choice_is_deterministic_direct_before_proxied_then_lowest_link() {
         .collect();
         up.sort();
         assert_eq!(up.len(), 2, "{node:#x} holds two links to {peer:#x}");
-        assert_eq!(sim.node(NodeId(node)).link_to(NodeId(peer)), Some(up[0]));
+        assert_eq!(
+            sim.node(NodeId(node)).inspect().link_to(NodeId(peer)),
+            Some(up[0])
+        );
         sim.advance(Duration::from_millis(1));
         let text = if node == 0x502 { "after-2" } else { "after-4" };
         send(&mut sim, node, peer, 100, text);
@@ -413,7 +429,11 @@ fn ready_direct_link_survives_topology_expiry_until_it_drops() {
     send(&mut sim, 0x201, 0x202, 100, "warm-up");
     sim.advance_to(at(10));
     sim.registry_delete_topology(NodeId(0x202));
-    let view = sim.node(NodeId(0x201)).route(NodeId(0x202)).expect("kept");
+    let view = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x202))
+        .expect("kept");
     assert_eq!(
         (view.flags, view.lost_deadline, view.timer),
         (
@@ -442,7 +462,7 @@ fn ready_direct_link_survives_topology_expiry_until_it_drops() {
 
     sim.advance_to(at(50));
     sim.cut(NodeId(0x201), NodeId(0x202));
-    assert_eq!(sim.node(NodeId(0x201)).route(NodeId(0x202)), None);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().route(NodeId(0x202)), None);
     assert_eq!(
         route_events(&sim, 0x201, 0x202)
             .into_iter()

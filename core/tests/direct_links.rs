@@ -26,6 +26,7 @@ const LAYOUT: [(u64, u64); 3] = [(0x203, 0), (0x201, 0x203), (0x202, 0x203)];
 
 fn route(sim: &Sim, node: u64, target: u64) -> Option<(RouteFlags, Option<NodeId>)> {
     sim.node(NodeId(node))
+        .inspect()
         .route(NodeId(target))
         .map(|r| (r.flags, r.proxy))
 }
@@ -79,13 +80,13 @@ fn b2_direct_discovery_missing_wait_then_send() {
     publish(&mut sim, &[(0x203, 0), (0x201, 0x203)]);
     sim.set_connect_latency(NodeId(0x201), NodeId(0x202), Duration::from_millis(5));
     sim.advance_to(at(1));
-    assert_eq!(sim.node(NodeId(0x201)).route(NodeId(0x202)), None);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().route(NodeId(0x202)), None);
 
     publish_topology(&mut sim, 0x202, 0x203);
     publish_discovery(&mut sim, 0x202);
     let msg = send(&mut sim, 0x201, 0x202, 100, "pending-before-connect-B2");
     sim.run_until_idle();
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 1);
     assert_eq!(got(&sim, 0x202), []);
     assert_eq!(route(&sim, 0x201, 0x202), Some((RouteFlags::ACTIVE, None)));
 
@@ -104,7 +105,7 @@ fn b2_direct_discovery_missing_wait_then_send() {
         outcome(&sim, 0x201, msg),
         Some((at_ms(1_005), Outcome::Delivered))
     );
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 0);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 0);
 }
 
 /// B.3: over an established direct link, messages go out at once and in order; the reverse
@@ -158,11 +159,11 @@ fn b4_direct_reconnect_success_after_failure() {
 
     let m2 = send(&mut sim, 0x201, 0x202, 100, "during-reconnect-B4");
     sim.run_until_idle();
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 1);
 
     sim.advance_to(at(12));
     let m3 = send(&mut sim, 0x201, 0x202, 100, "after-reconnect-B4");
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 0);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 0);
     sim.run_until_idle();
 
     assert_eq!(
@@ -182,6 +183,7 @@ fn b4_direct_reconnect_success_after_failure() {
     );
     let retry = sim
         .node(NodeId(0x201))
+        .inspect()
         .route(NodeId(0x202))
         .map(|r| r.retry_count);
     assert_eq!(retry, Some(0), "a ready route resets its retry count");
@@ -224,7 +226,7 @@ fn b5_direct_reconnect_retry_backoff() {
             ),
         ]
     );
-    assert_eq!(sim.node(NodeId(0x201)).route(NodeId(0x202)), None);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().route(NodeId(0x202)), None);
 }
 
 /// B.6: the peer is unreachable and its topology record deleted; a message queued at 20 s
@@ -257,8 +259,8 @@ fn b6_direct_retry_exceed_limit_fail() {
         outcome(&sim, 0x201, msg),
         Some((at(24), Outcome::Failed(FailReason::NoRoute)))
     );
-    assert_eq!(sim.node(NodeId(0x201)).route(NodeId(0x202)), None);
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 0);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().route(NodeId(0x202)), None);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 0);
     assert_eq!(
         got(&sim, 0x202),
         [(at(0), 0x201, 0x201, 100, "warm-up-B6".into())]
@@ -312,7 +314,7 @@ fn b8_direct_prefer_direct_wait_discovery() {
         route(&sim, 0x201, 0x202),
         Some((RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY, None))
     );
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 1);
 
     sim.advance_to(at(2));
     publish_discovery(&mut sim, 0x202);

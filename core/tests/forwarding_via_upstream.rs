@@ -29,12 +29,14 @@ const LAYOUT: [(u64, u64); 4] = [(0x102, 0), (0x104, 0), (0x101, 0x102), (0x103,
 
 fn flags(sim: &Sim, node: u64, target: u64) -> Option<RouteFlags> {
     sim.node(NodeId(node))
+        .inspect()
         .route(NodeId(target))
         .map(|r| r.flags)
 }
 
 fn proxy(sim: &Sim, node: u64, target: u64) -> Option<NodeId> {
     sim.node(NodeId(node))
+        .inspect()
         .route(NodeId(target))
         .and_then(|r| r.proxy)
 }
@@ -50,7 +52,7 @@ fn a1_upstream_wait_discovery_then_send() {
     let mut sim = start(GROUP_A, &LAYOUT);
     publish(&mut sim, &[(0x102, 0), (0x104, 0), (0x101, 0x102)]);
     sim.advance(Duration::from_secs(1));
-    assert_eq!(sim.node(NodeId(0x101)).route(NodeId(0x103)), None);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().route(NodeId(0x103)), None);
 
     publish_topology(&mut sim, 0x103, 0x102);
     publish_discovery(&mut sim, 0x103);
@@ -174,12 +176,12 @@ fn a4_upstream_reconnect_then_send_success() {
 
     let second = send(&mut sim, 0x101, 0x103, 100, "during-reconnect-A4");
     sim.run_until_idle();
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 1);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 1);
     assert_eq!(outcome(&sim, 0x101, second), None);
 
     sim.advance_to(at(12));
     let third = send(&mut sim, 0x101, 0x103, 100, "after-reconnect-A4");
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 0);
     sim.run_until_idle();
 
     assert_eq!(
@@ -250,7 +252,7 @@ fn a5_upstream_retry_exceed_limit_fail() {
     assert_eq!(proxy(&sim, 0x101, 0x103), Some(NodeId(0x102)));
     sim.advance_to(at(18) - Duration::from_nanos(1));
     assert_eq!(outcome(&sim, 0x101, msg), None);
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 1);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 1);
     sim.advance_to(at(20));
 
     assert_eq!(
@@ -266,8 +268,8 @@ fn a5_upstream_retry_exceed_limit_fail() {
             (at(18), removed(0x103, FailReason::NoRoute, true)),
         ]
     );
-    assert_eq!(sim.node(NodeId(0x101)).route(NodeId(0x103)), None);
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().route(NodeId(0x103)), None);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 0);
     // 10 s: the probe the drop sends at once (a live upstream would be back then).
     assert_eq!(
         connect_failures(&sim, 0x101),
@@ -293,7 +295,7 @@ fn a6_upstream_retry_timeout_downstream_cleanup() {
     let m1 = send(&mut sim, 0x101, 0x103, 100, "pending-cleanup-A6-1");
     sim.advance_to(at(13));
     let m2 = send(&mut sim, 0x101, 0x103, 100, "pending-cleanup-A6-2");
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 2);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 2);
     sim.advance_to(at(41));
 
     for msg in [m1, m2] {
@@ -302,9 +304,9 @@ fn a6_upstream_retry_timeout_downstream_cleanup() {
             Some((at(18), Outcome::Failed(FailReason::NoRoute)))
         );
     }
-    assert_eq!(sim.node(NodeId(0x101)).route(NodeId(0x103)), None);
-    assert_eq!(sim.node(NodeId(0x101)).route(NodeId(0x102)), None);
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().route(NodeId(0x103)), None);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().route(NodeId(0x102)), None);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 0);
     assert_eq!(
         connect_failures(&sim, 0x101),
         [
@@ -348,6 +350,7 @@ fn a7_upstream_topology_offline_pending_fail() {
     );
     let lost = sim
         .node(NodeId(0x101))
+        .inspect()
         .route(NodeId(0x103))
         .and_then(|r| r.lost_deadline);
     assert_eq!(lost, Some(at(42)));
@@ -361,10 +364,10 @@ fn a7_upstream_topology_offline_pending_fail() {
     sim.advance_to(at(39));
     let queued = send(&mut sim, 0x101, 0x103, 100, "topology-offline-A7");
     sim.advance_to(at(42) - Duration::from_nanos(1));
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 1);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 1);
     sim.advance_to(at(42));
 
-    assert_eq!(sim.node(NodeId(0x101)).route(NodeId(0x103)), None);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().route(NodeId(0x103)), None);
     assert_eq!(
         outcome(&sim, 0x101, queued),
         Some((at(42), Outcome::Failed(FailReason::TargetGone)))

@@ -62,7 +62,7 @@ fn refusals(sim: &Sim) -> (u64, usize) {
     let mut counted = 0;
     let mut rejected = 0;
     for &(id, _) in &LAYOUT {
-        counted += sim.node(NodeId(id)).auth_refusals().total();
+        counted += sim.node(NodeId(id)).inspect().auth_refusals().total();
         rejected += sim
             .events(NodeId(id))
             .iter()
@@ -95,7 +95,7 @@ fn a_rolling_restart_from_key_a_to_b_refuses_no_link_and_loses_no_message() {
         ("[B]", vec![b.clone()]),
     ] {
         for (id, up) in LAYOUT {
-            counted += sim.node(NodeId(id)).auth_refusals().total();
+            counted += sim.node(NodeId(id)).inspect().auth_refusals().total();
             sim.restart_with(NodeId(id), config(id, up, &keys));
             // Let the restarted node relink before the traffic.
             sim.advance(Duration::from_secs(3));

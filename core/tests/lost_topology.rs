@@ -39,7 +39,7 @@ fn d5_topology_lost_recover_before_timeout() {
     send(&mut sim, 0x401, 0x404, 100, "while-lost-D5");
     sim.advance_to(at(20));
     publish_topology(&mut sim, 0x404, 0x402);
-    let route = sim.node(NodeId(0x401)).route(TARGET);
+    let route = sim.node(NodeId(0x401)).inspect().route(TARGET);
     assert_eq!(
         route.as_ref().map(|r| (r.flags, r.lost_deadline)),
         Some((RouteFlags::ACTIVE | RouteFlags::READY, None))
@@ -124,7 +124,7 @@ fn d7_topology_lost_ready_handle_force_remove() {
     sim.advance_to(at(42));
 
     assert_eq!(view(&sim), None, "the proxied ready route is removed");
-    let upstream = sim.node(NodeId(0x401)).route(NodeId(0x402));
+    let upstream = sim.node(NodeId(0x401)).inspect().route(NodeId(0x402));
     assert_eq!(
         upstream.as_ref().map(|r| (r.flags, r.proxy)),
         Some((
@@ -149,7 +149,7 @@ fn d7_topology_lost_ready_handle_force_remove() {
 
     sim.advance_to(at(50));
     sim.cut(NodeId(0x401), NodeId(0x402));
-    assert_eq!(sim.node(NodeId(0x401)).route(NodeId(0x402)), None);
+    assert_eq!(sim.node(NodeId(0x401)).inspect().route(NodeId(0x402)), None);
     assert_eq!(
         events_where(&sim, 0x401, |e| matches!(
             e,

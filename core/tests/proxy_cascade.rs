@@ -38,7 +38,10 @@ fn cascade_at(sim: &Sim, t: Instant) -> Vec<Event> {
 }
 
 fn flags(sim: &Sim, target: NodeId) -> Option<RouteFlags> {
-    sim.node(NodeId(0x601)).route(target).map(|r| r.flags)
+    sim.node(NodeId(0x601))
+        .inspect()
+        .route(target)
+        .map(|r| r.flags)
 }
 
 /// F.1: the link to the proxy drops at 10 s and stays down until 13 s; a message sent at
@@ -54,7 +57,7 @@ fn f1_send_fail_reconnect_then_success() {
     sim.advance_to(at(13));
     sim.link_up(NodeId(0x601), PROXY);
     sim.advance_to(at(16) - Duration::from_nanos(1));
-    assert_eq!(sim.node(NodeId(0x601)).pending(DEPENDENT), 1);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().pending(DEPENDENT), 1);
     sim.advance_to(at(16));
 
     assert_eq!(
@@ -130,7 +133,7 @@ fn f3_proxy_unready_cascade_downstream() {
     assert_eq!(flags(&sim, PROXY), Some(RouteFlags::EMPTY));
     assert_eq!(flags(&sim, DEPENDENT), Some(RouteFlags::ACTIVE));
     send(&mut sim, 0x601, 0x603, 100, "queued-F3");
-    assert_eq!(sim.node(NodeId(0x601)).pending(DEPENDENT), 1);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().pending(DEPENDENT), 1);
 }
 
 /// F.4: the proxy stays unreachable from 10 s; its record spends its 3 tries (12 s, 16 s,
@@ -168,8 +171,8 @@ fn f4_proxy_removed_downstream_closed() {
         outcome(&sim, 0x601, msg),
         Some((at(24), Outcome::Failed(FailReason::NoRoute)))
     );
-    assert_eq!(sim.node(NodeId(0x601)).route(PROXY), None);
-    assert_eq!(sim.node(NodeId(0x601)).route(DEPENDENT), None);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().route(PROXY), None);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().route(DEPENDENT), None);
 }
 
 /// F.5: the dependent goes first — its topology record was deleted at 10 s and, with the
@@ -213,8 +216,8 @@ fn f5_proxy_removed_downstream_safe_cleanup() {
             .collect::<Vec<_>>(),
         [(at(42), Outcome::Failed(FailReason::TargetGone))]
     );
-    assert_eq!(sim.node(NodeId(0x601)).route(PROXY), None);
-    assert_eq!(sim.node(NodeId(0x601)).route(DEPENDENT), None);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().route(PROXY), None);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().route(DEPENDENT), None);
     // Recorded, not panicked: no node-contract or ledger breach (no double removal, no
     // second outcome), and the ledger saw both tagged messages end exactly as above.
     assert_eq!(sim.check_invariants(), 0);

@@ -57,7 +57,7 @@ fn a_proxy_dying_mid_stream_loses_nothing_and_duplicates_nothing() {
     assert_eq!(sim.received(NodeId(0x603)), []);
     // The proxy dies with the three frames on its outgoing link.
     sim.kill(NodeId(0x602));
-    assert_eq!(sim.node(NodeId(0x601)).unacked(NodeId(0x603)), 3);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().unacked(NodeId(0x603)), 3);
     // Both ends move under the other proxy.
     sim.registry_put_topology(topology_info(NodeId(0x601), "node-601", NodeId(0x605)));
     sim.registry_put_topology(topology_info(NodeId(0x603), "node-603", NodeId(0x605)));
@@ -86,6 +86,6 @@ fn a_proxy_dying_mid_stream_loses_nothing_and_duplicates_nothing() {
             (t0 + Duration::from_millis(5), Outcome::Delivered)
         );
     }
-    assert_eq!(sim.node(NodeId(0x601)).unacked(NodeId(0x603)), 0);
+    assert_eq!(sim.node(NodeId(0x601)).inspect().unacked(NodeId(0x603)), 0);
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }

@@ -60,7 +60,10 @@ fn removed(reason: FailReason) -> Event {
 }
 
 fn flags(sim: &Sim) -> Option<RouteFlags> {
-    sim.node(NodeId(0x501)).route(PEER).map(|r| r.flags)
+    sim.node(NodeId(0x501))
+        .inspect()
+        .route(PEER)
+        .map(|r| r.flags)
 }
 
 /// E.1: the peer restarts: at 10 s it dies and its discovery record is deleted — the route
@@ -98,7 +101,7 @@ fn e1_discovery_delete_then_put_reconnect() {
         outcome(&sim, 0x501, msg),
         Some((at(13), Outcome::Delivered))
     );
-    let route = sim.node(NodeId(0x501)).route(PEER);
+    let route = sim.node(NodeId(0x501)).inspect().route(PEER);
     assert_eq!(
         route.as_ref().map(|r| (r.flags, r.proxy, r.retry_count)),
         Some((RouteFlags::ACTIVE | RouteFlags::READY, None, 0))
@@ -123,7 +126,12 @@ fn e2_discovery_missing_reconnect_count_accumulate() {
     let mut counts = Vec::new();
     for s in [2, 4, 8] {
         sim.advance_to(at(s));
-        counts.push(sim.node(NodeId(0x501)).route(PEER).map(|r| r.retry_count));
+        counts.push(
+            sim.node(NodeId(0x501))
+                .inspect()
+                .route(PEER)
+                .map(|r| r.retry_count),
+        );
     }
     assert_eq!(counts, [Some(1), Some(2), Some(3)]);
     let m2 = send(&mut sim, 0x501, 0x502, 100, "never-E2-2");
@@ -150,7 +158,7 @@ fn e2_discovery_missing_reconnect_count_accumulate() {
         outcome(&sim, 0x501, m2),
         Some((at(15), Outcome::Failed(FailReason::NoRoute)))
     );
-    assert_eq!(sim.node(NodeId(0x501)).route(PEER), None);
+    assert_eq!(sim.node(NodeId(0x501)).inspect().route(PEER), None);
 }
 
 /// E.3 (config 1b: max 8 s, 8 tries): the peer is unreachable from 10 s; attempts are
@@ -215,7 +223,12 @@ fn e4_reconnect_timer_replaced_by_earlier() {
     send(&mut sim, 0x501, 0x502, 100, "warm-up-E4");
     sim.advance_to(at(10));
     sim.link_down(NodeId(0x501), PEER);
-    let timer = |sim: &Sim| sim.node(NodeId(0x501)).route(PEER).and_then(|r| r.timer);
+    let timer = |sim: &Sim| {
+        sim.node(NodeId(0x501))
+            .inspect()
+            .route(PEER)
+            .and_then(|r| r.timer)
+    };
     assert_eq!(timer(&sim), Some(at(40)));
     sim.registry_delete_topology(PEER);
     assert_eq!(timer(&sim), Some(at(18)));
@@ -231,7 +244,7 @@ fn e4_reconnect_timer_replaced_by_earlier() {
         peer_events(&sim, at(10)).last(),
         Some(&(at(18), removed(FailReason::TargetGone)))
     );
-    assert_eq!(sim.node(NodeId(0x501)).route(PEER), None);
+    assert_eq!(sim.node(NodeId(0x501)).inspect().route(PEER), None);
 }
 
 /// E.5: the link drops at 10 s (reconnect timer at 12 s); the topology delete brings a lost
@@ -246,6 +259,7 @@ fn e5_reconnect_timer_skip_if_later() {
     sim.registry_delete_topology(PEER);
     let view = |sim: &Sim| {
         sim.node(NodeId(0x501))
+            .inspect()
             .route(PEER)
             .map(|r| (r.timer, r.lost_deadline, r.next_reconnect))
     };

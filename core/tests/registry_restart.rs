@@ -49,6 +49,7 @@ fn registered_cluster() -> Sim {
 fn known(sim: &Sim, id: u64) -> Vec<u64> {
     let mut ids: Vec<u64> = sim
         .node(NodeId(id))
+        .inspect()
         .discovery()
         .iter()
         .map(|i| i.id.0)

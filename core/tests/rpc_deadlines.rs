@@ -133,6 +133,15 @@ fn a_reply_after_the_deadline_is_dropped_at_the_server() {
             CallOutcome::Unknown(FailReason::Timeout)
         )]
     );
-    assert_eq!(sim.node(NodeId(SERVER)).rpc_stats().dropped_replies, 1);
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().late_replies, 0);
+    assert_eq!(
+        sim.node(NodeId(SERVER))
+            .inspect()
+            .rpc_stats()
+            .dropped_replies,
+        1
+    );
+    assert_eq!(
+        sim.node(NodeId(CALLER)).inspect().rpc_stats().late_replies,
+        0
+    );
 }

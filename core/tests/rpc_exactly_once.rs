@@ -27,10 +27,16 @@ fn a_retransmitted_request_is_never_executed_twice() {
     let acks = sim.take_in_flight(NodeId(SERVER), NodeId(CALLER));
     assert_eq!(acks.len(), 1, "the request's ack");
     sim.advance(Duration::from_millis(1_400));
-    assert_eq!(sim.node(NodeId(CALLER)).unacked(NodeId(SERVER)), 1);
+    assert_eq!(
+        sim.node(NodeId(CALLER)).inspect().unacked(NodeId(SERVER)),
+        1
+    );
     sim.advance(Duration::from_millis(200));
     // Sent again at t0 + 1.5 s, acknowledged at + 1.52 s.
-    assert_eq!(sim.node(NodeId(CALLER)).unacked(NodeId(SERVER)), 0);
+    assert_eq!(
+        sim.node(NodeId(CALLER)).inspect().unacked(NodeId(SERVER)),
+        0
+    );
     let got = requests(&sim, SERVER);
     assert_eq!(got.len(), 2, "the warm-up and the request, once");
     assert_eq!(got[1].0, t0 + Duration::from_millis(10));
@@ -75,7 +81,10 @@ fn a_late_reply_is_dropped_and_counted() {
             CallOutcome::Unknown(FailReason::Timeout)
         )]
     );
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().late_replies, 1);
+    assert_eq!(
+        sim.node(NodeId(CALLER)).inspect().rpc_stats().late_replies,
+        1
+    );
 }
 
 /// A handler answering twice: the second reply is refused at the server and counted; the
@@ -90,7 +99,13 @@ fn a_duplicate_reply_is_dropped_and_counted() {
     assert!(!answer(&mut sim, SERVER, request, "second"));
     sim.advance(Duration::from_secs(1));
     assert_eq!(done(&sim, CALLER, id), [(answered, reply("first"))]);
-    assert_eq!(sim.node(NodeId(SERVER)).rpc_stats().dropped_replies, 1);
+    assert_eq!(
+        sim.node(NodeId(SERVER))
+            .inspect()
+            .rpc_stats()
+            .dropped_replies,
+        1
+    );
 }
 
 /// Two calls in flight to the same server are told apart by call id: answered in the

@@ -51,7 +51,7 @@ fn a_registry_delete_ends_the_call_on_its_tick() {
         deaths(&sim, CALLER),
         [(deleted, SERVER, Evidence::RegistryDeleted)]
     );
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().fast_fails, 1);
+    assert_eq!(sim.node(NodeId(CALLER)).inspect().rpc_stats().fast_fails, 1);
 }
 
 #[test]
@@ -178,7 +178,10 @@ fn a_request_queued_for_a_server_found_dead_moves_to_another_server_on_the_tick(
     sim.link_down(NodeId(CALLER), NodeId(SERVER));
     let id = common::rpc::call(&mut sim, CALLER, common::rpc::echo("move me"));
     sim.advance(Duration::from_millis(500));
-    assert_eq!(sim.node(NodeId(CALLER)).pending(NodeId(SERVER)), 1);
+    assert_eq!(
+        sim.node(NodeId(CALLER)).inspect().pending(NodeId(SERVER)),
+        1
+    );
     let deleted = sim.now();
     sim.registry_delete_discovery(NodeId(SERVER));
     sim.deliver_until_idle();
@@ -201,7 +204,7 @@ fn a_request_queued_for_a_server_found_dead_moves_to_another_server_on_the_tick(
         [(deleted, common::rpc::reply("moved"))]
     );
     assert_eq!(common::rpc::requests(&sim, SERVER), []);
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().moved, 1);
+    assert_eq!(sim.node(NodeId(CALLER)).inspect().rpc_stats().moved, 1);
 }
 
 /// The only server is known but unreachable (its path down, the connector still redialling

@@ -31,8 +31,11 @@ fn grace_ends_not_available_exactly_at_its_deadline_with_no_lookups() {
     sim.advance(Duration::from_millis(100));
     let t0 = sim.now();
     let id = call(&mut sim, CALLER, echo_call("ping"));
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().lookups, 1);
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().grace_waits, 1);
+    assert_eq!(sim.node(NodeId(CALLER)).inspect().rpc_stats().lookups, 1);
+    assert_eq!(
+        sim.node(NodeId(CALLER)).inspect().rpc_stats().grace_waits,
+        1
+    );
 
     sim.advance(Duration::from_secs(5));
     // A record serving another method, and a republish of one: not a reason to look.
@@ -54,7 +57,7 @@ fn grace_ends_not_available_exactly_at_its_deadline_with_no_lookups() {
         )]
     );
     assert_eq!(
-        sim.node(NodeId(CALLER)).rpc_stats().lookups,
+        sim.node(NodeId(CALLER)).inspect().rpc_stats().lookups,
         1,
         "no lookup while waiting"
     );
@@ -86,7 +89,7 @@ fn a_server_appearing_mid_grace_is_called_on_the_tick_its_record_arrives() {
     );
     // The budget travelled: 30 s from the call, 3 s spent.
     assert_eq!(request.deadline, t0 + Duration::from_secs(30));
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().lookups, 2);
+    assert_eq!(sim.node(NodeId(CALLER)).inspect().rpc_stats().lookups, 2);
 
     sim.advance(Duration::from_millis(20));
     let answered = sim.now();

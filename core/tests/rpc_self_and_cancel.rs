@@ -111,6 +111,15 @@ fn cancelling_a_call_at_its_handler_tells_the_server_and_drops_the_reply() {
         cancelled(&sim, SERVER),
         [(t + Duration::from_millis(10), request)]
     );
-    assert_eq!(sim.node(NodeId(SERVER)).rpc_stats().dropped_replies, 1);
-    assert_eq!(sim.node(NodeId(CALLER)).rpc_stats().late_replies, 0);
+    assert_eq!(
+        sim.node(NodeId(SERVER))
+            .inspect()
+            .rpc_stats()
+            .dropped_replies,
+        1
+    );
+    assert_eq!(
+        sim.node(NodeId(CALLER)).inspect().rpc_stats().late_replies,
+        0
+    );
 }

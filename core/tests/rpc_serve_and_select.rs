@@ -83,7 +83,7 @@ fn a_server_that_stopped_serving_refuses_and_the_call_moves_on() {
     assert!(answer(&mut sim, SERVER_2, got[0].1.request, "from 704"));
     sim.deliver_until_idle();
     assert_eq!(done(&sim, CALLER, rr), [(t, reply("from 704"))]);
-    assert_eq!(sim.node(NodeId(SERVER)).rpc_stats().not_served, 2);
+    assert_eq!(sim.node(NodeId(SERVER)).inspect().rpc_stats().not_served, 2);
     // Once 0x702 publishes again, nobody picks it.
     publish_own(&mut sim, SERVER);
     call(&mut sim, CALLER, echo("z"));
@@ -193,7 +193,10 @@ fn methods_served_from_the_start_are_in_the_first_record() {
     let mut config = Config::new(NodeId(0x51), "early");
     config.serve = vec!["echo".into(), "sleep".into()];
     let mut node = Node::new(config.clone(), Instant::ZERO).expect("a valid config");
-    assert_eq!(node.served_methods().collect::<Vec<_>>(), ["echo", "sleep"]);
+    assert_eq!(
+        node.inspect().served_methods().collect::<Vec<_>>(),
+        ["echo", "sleep"]
+    );
     let info = node.discovery_info();
     assert_eq!(
         info.metadata

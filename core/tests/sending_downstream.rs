@@ -53,7 +53,7 @@ fn c1_downstream_not_connected_pending() {
     let msg = send(&mut sim, 0x301, 0x302, 100, "to-child-C1");
     sim.advance_to(at(5));
     assert_eq!(outcome(&sim, 0x301, msg), None);
-    assert_eq!(sim.node(NodeId(0x301)).pending(NodeId(0x302)), 1);
+    assert_eq!(sim.node(NodeId(0x301)).inspect().pending(NodeId(0x302)), 1);
     // The parent never dials its child: its dial log (every `Connect` output) is empty.
     assert_eq!(dials(&sim, 0x301), []);
 
@@ -68,6 +68,7 @@ fn c1_downstream_not_connected_pending() {
     assert_eq!(outcome(&sim, 0x301, msg), Some((at(5), Outcome::Delivered)));
     assert_eq!(
         sim.node(NodeId(0x301))
+            .inspect()
             .route(NodeId(0x302))
             .map(|r| (r.flags, r.proxy)),
         Some((RouteFlags::ACTIVE | RouteFlags::READY, None))
@@ -111,7 +112,7 @@ fn c3_downstream_reconnect_before_timeout() {
     common::cut_past_the_probes(&mut sim, 0x301, 0x302);
     let msg = send(&mut sim, 0x301, 0x302, 100, "reconnect-before-timeout-C3");
     sim.advance_to(at(12) - Duration::from_nanos(1));
-    assert_eq!(sim.node(NodeId(0x301)).pending(NodeId(0x302)), 1);
+    assert_eq!(sim.node(NodeId(0x301)).inspect().pending(NodeId(0x302)), 1);
     sim.advance_to(at(12));
 
     assert_eq!(
@@ -159,6 +160,7 @@ fn c4_downstream_topology_offline_timeout_fail() {
     let msg = send(&mut sim, 0x301, 0x302, 100, "to-offline-child-C4");
     assert_eq!(
         sim.node(NodeId(0x301))
+            .inspect()
             .route(NodeId(0x302))
             .map(|r| (r.flags, r.lost_deadline)),
         Some((
@@ -214,13 +216,16 @@ fn c4_downstream_topology_offline_timeout_fail() {
             ),
         ]
     );
-    assert_eq!(sim.node(NodeId(0x301)).route(child), None);
-    assert_eq!(sim.node(NodeId(0x301)).pending(child), 0);
+    assert_eq!(sim.node(NodeId(0x301)).inspect().route(child), None);
+    assert_eq!(sim.node(NodeId(0x301)).inspect().pending(child), 0);
     // A new send to the vanished node opens a fresh route that waits for it to reappear,
     // bounded by its 2 tries (42 s, 46 s).
     let again = send(&mut sim, 0x301, 0x302, 100, "after-cleanup-C4");
     assert_eq!(
-        sim.node(NodeId(0x301)).route(child).map(|r| r.flags),
+        sim.node(NodeId(0x301))
+            .inspect()
+            .route(child)
+            .map(|r| r.flags),
         Some(RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY)
     );
     sim.advance_to(at(60));

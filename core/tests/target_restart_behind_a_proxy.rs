@@ -61,7 +61,7 @@ fn a_target_restarting_behind_a_proxy_after_delivery_gets_nothing_twice() {
     sim.advance(Duration::from_millis(15));
     let one = (SENDER, PROXY, 1, Bytes::from_static(b"one"));
     assert_eq!(received(&sim, TARGET), core::slice::from_ref(&one));
-    assert_eq!(sim.node(SENDER).unacked(TARGET), 1);
+    assert_eq!(sim.node(SENDER).inspect().unacked(TARGET), 1);
     sim.restart(TARGET);
     let restarted = sim.now();
     sim.advance(Duration::from_secs(5));
@@ -77,7 +77,7 @@ fn a_target_restarting_behind_a_proxy_after_delivery_gets_nothing_twice() {
     // (1.52 s) nor by the 3 s deadline.
     assert_eq!(restarted, t0 + Duration::from_millis(15));
     assert_eq!(record.at, restarted);
-    assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
+    assert_eq!(sim.node(SENDER).inspect().unacked(TARGET), 0);
     // The next messages go to the new incarnation on a fresh stream, exactly once each.
     let m2 = sim
         .send(SENDER, Select::Node(TARGET), 2, Bytes::from_static(b"two"))

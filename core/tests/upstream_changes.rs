@@ -38,7 +38,7 @@ fn d1_topology_change_new_upstream_not_connected() {
     publish_topology(&mut sim, 0x401, 0x403);
     let new = send(&mut sim, 0x401, 0x404, 100, "via-new-upstream-D1");
     sim.run_until_idle();
-    assert_eq!(sim.node(NodeId(0x401)).pending(TARGET), 1);
+    assert_eq!(sim.node(NodeId(0x401)).inspect().pending(TARGET), 1);
     assert_eq!(view(&sim).map(|(f, _)| f), Some(RouteFlags::ACTIVE));
 
     sim.advance_to(at_ms(5_010));
@@ -121,7 +121,7 @@ fn d3_topology_change_discovery_missing_then_arrive() {
     publish_topology(&mut sim, 0x401, 0x403);
     let msg = send(&mut sim, 0x401, 0x404, 100, "after-discovery-D3");
     sim.advance_to(at(6));
-    assert_eq!(sim.node(NodeId(0x401)).pending(TARGET), 1);
+    assert_eq!(sim.node(NodeId(0x401)).inspect().pending(TARGET), 1);
     assert_eq!(sim.open_links(NodeId(0x401), NodeId(0x403)), 0);
 
     publish_discovery(&mut sim, 0x403);
@@ -199,7 +199,7 @@ fn d4_topology_change_discovery_timeout_cleanup() {
         ]
     );
     assert_eq!(view(&sim), None);
-    assert_eq!(sim.node(NodeId(0x401)).pending(TARGET), 0);
+    assert_eq!(sim.node(NodeId(0x401)).inspect().pending(TARGET), 0);
 }
 
 /// D.8: a topology put for the target with the same upstream (a new revision, same content)
@@ -210,12 +210,12 @@ fn d8_topology_same_upstream_noop() {
     let mut sim = cluster(GROUP_D, &LAYOUT);
     send(&mut sim, 0x401, 0x404, 100, "before-D8");
     sim.advance_to(at(5));
-    let before = sim.node(NodeId(0x401)).route(TARGET);
+    let before = sim.node(NodeId(0x401)).inspect().route(TARGET);
     let events_before = target_events(&sim).len();
     publish_topology(&mut sim, 0x404, 0x402);
     sim.run_until_idle();
 
-    assert_eq!(sim.node(NodeId(0x401)).route(TARGET), before);
+    assert_eq!(sim.node(NodeId(0x401)).inspect().route(TARGET), before);
     assert_eq!(target_events(&sim).len(), events_before);
     let msg = send(&mut sim, 0x401, 0x404, 100, "after-D8");
     sim.run_until_idle();

@@ -82,7 +82,7 @@ fn node_with_link() -> (Node, switchboard_core::ids::LinkId) {
     );
     node.handle_received(Instant::ZERO, link, Bytes::from(hello));
     while node.poll_output().is_some() {}
-    assert_eq!(node.link_peer(link), Some(PEER));
+    assert_eq!(node.inspect().link_peer(link), Some(PEER));
     (node, link)
 }
 

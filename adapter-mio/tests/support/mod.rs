@@ -159,7 +159,8 @@ impl Peer {
     pub(crate) fn knows(&self, ids: &[u64]) -> bool {
         let node = self.node.node();
         ids.iter().all(|&id| {
-            node.discovery().get_by_id(NodeId(id)).is_some() && node.topology().contains(NodeId(id))
+            node.inspect().discovery().get_by_id(NodeId(id)).is_some()
+                && node.inspect().topology().contains(NodeId(id))
         })
     }
 

@@ -130,6 +130,17 @@ pub struct World<'a> {
     pub discovery: &'a DiscoverySet,
 }
 
+impl<'a> World<'a> {
+    /// The world of these records.
+    #[must_use]
+    pub const fn new(topology: &'a TopologyRegistry, discovery: &'a DiscoverySet) -> World<'a> {
+        World {
+            topology,
+            discovery,
+        }
+    }
+}
+
 /// What the connector knows of the links to one peer, as the owner reports it with
 /// [`Connector::set_link_state`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -454,6 +465,13 @@ impl Connector {
             // `None` either way.
             self.ready_hop(r.proxy)
         })
+    }
+
+    /// Whether `dst`'s route goes through `via` (its ready hop or its proxy): the only relay
+    /// whose word about `dst` (gone, reachable again) a node believes.
+    #[must_use]
+    pub fn routes_through(&self, dst: NodeId, via: NodeId) -> bool {
+        self.ready_hop(dst) == Some(via) || self.view(dst).is_some_and(|r| r.proxy == Some(via))
     }
 
     /// The directly linked peer that carries data for `target` now: `None` unless the

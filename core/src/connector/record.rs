@@ -129,7 +129,7 @@ impl RouteRecord {
 }
 
 /// A snapshot of one route record, for tests, admin pages and the simulator's invariant
-/// checks. Returned by [`super::Connector::view`] (and `Node::route`).
+/// checks. Returned by [`super::Connector::view`] (and `Inspect::route`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RouteView {

@@ -163,6 +163,14 @@ impl EndpointTable {
         })
     }
 
+    /// Messages queued (not yet transmitted) for `id` (0 if it has no endpoint).
+    #[must_use]
+    pub fn queued(&self, id: NodeId) -> usize {
+        self.find_by_id(id)
+            .and_then(|key| self.get(key))
+            .map_or(0, |e| e.queue().len())
+    }
+
     /// The endpoint with this id, if any.
     #[must_use]
     pub fn find_by_id(&self, id: NodeId) -> Option<Key> {

@@ -155,10 +155,7 @@ impl Node {
         let hop = if let Some(hop) = self.connector.endpoint_hop(id) {
             hop
         } else {
-            let world = World {
-                topology: &self.topology,
-                discovery: &self.discovery,
-            };
+            let world = World::new(&self.topology, &self.discovery);
             match self.connector.open_route(now, &world, id) {
                 Ok(()) => {
                     self.endpoints.attach_handle(key);
@@ -227,11 +224,7 @@ impl Node {
             filter,
         };
         let load = |id: NodeId| {
-            let queued = endpoints
-                .find_by_id(id)
-                .and_then(|key| endpoints.get(key))
-                .map_or(0, |e| e.queue().len());
-            u32::try_from(queued + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
+            u32::try_from(endpoints.queued(id) + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
         };
         selector
             .pick(to, among, rng, load, &[])

@@ -72,10 +72,7 @@ impl Node {
             return false;
         };
         for src in sources {
-            let world = World {
-                topology: &self.topology,
-                discovery: &self.discovery,
-            };
+            let world = World::new(&self.topology, &self.discovery);
             let Some(hop) = self.connector.relay_hop(&world, src, peer) else {
                 continue;
             };
@@ -91,16 +88,6 @@ impl Node {
         true
     }
 
-    /// Whether `dst`'s route goes through `via` (its ready hop or its proxy): the only relay
-    /// whose word about `dst` is believed.
-    fn routed_through(&self, dst: NodeId, via: NodeId) -> bool {
-        self.connector.ready_hop(dst) == Some(via)
-            || self
-                .connector
-                .view(dst)
-                .is_some_and(|r| r.proxy == Some(via))
-    }
-
     /// The relay `via` says `notice.dst` is reachable again: if the target's route goes
     /// through it and messages wait, the route is retried now (its backoff reset) and they
     /// go (a probe first if the path was in doubt).
@@ -111,13 +98,10 @@ impl Node {
         via: NodeId,
     ) {
         let dst = notice.dst;
-        if !self.routed_through(dst, via) || !self.endpoints.has_outgoing(dst) {
+        if !self.connector.routes_through(dst, via) || !self.endpoints.has_outgoing(dst) {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.retry_now(now, &world, dst);
         self.apply_effects();
         self.flush_target(dst);
@@ -148,10 +132,7 @@ impl Node {
         {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         if !self.connector.may_link(&world, peer) {
             return;
         }
@@ -190,7 +171,7 @@ impl Node {
     }
 
     /// The incarnation of `id` seen last: its stream's, else its link's (0 = none).
-    fn seen_incarnation(&self, id: NodeId) -> u64 {
+    pub(super) fn seen_incarnation(&self, id: NodeId) -> u64 {
         match self.endpoints.known_incarnation(id) {
             0 => self.links.peer_incarnation(id),
             known => known,
@@ -210,7 +191,7 @@ impl Node {
     /// A relay's notice that `notice.dst`'s incarnation `notice.dst_incarnation` is gone,
     /// arriving from `via`: believed only from the hop the target's route goes through.
     pub(super) fn relay_says_gone(&mut self, notice: &wire::Unreachable, via: NodeId) {
-        if self.routed_through(notice.dst, via) {
+        if self.connector.routes_through(notice.dst, via) {
             self.peer_dead(notice.dst, notice.dst_incarnation, Evidence::RelayNotice);
         }
     }

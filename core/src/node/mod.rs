@@ -12,72 +12,8 @@
 //! arm one timer at `poll_timeout()` and call `handle_timeout(now)` when it fires. Every due
 //! deadline — reconnect timers, lost-topology deadlines, message deadlines, endpoint GC,
 //! unfinished flushes — is handled by one `handle_timeout` call; spurious calls are no-ops.
-//! Time going backwards is clamped to the latest `now` seen.
-//!
-//! ```
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use bytes::Bytes;
-//! use switchboard_core::{
-//!     bus::handshake::PROTOCOL_VERSIONS,
-//!     config::Config,
-//!     ids::NodeId,
-//!     node::{Node, Output},
-//!     outcome::Outcome,
-//!     select::Select,
-//!     time::Instant,
-//!     wire::{self, Decoded, Frame},
-//! };
-//!
-//! let mut config = Config::new(NodeId(0x101), "gate-1");
-//! config.upstream = NodeId(0x102);
-//! config.upstream_address = "tcp://10.0.0.2:21902".into();
-//! let mut node = Node::new(config, Instant::ZERO)?;
-//!
-//! // The node wants its upstream link at once; the driver dials and reports back.
-//! let Some(Output::Connect { link, peer, addr }) = node.poll_output() else { panic!() };
-//! assert_eq!((peer, addr.as_str()), (NodeId(0x102), "tcp://10.0.0.2:21902"));
-//! node.handle_connected(Instant::from_millis(3), link);
-//! let Some(Output::Transmit { bytes: hello, .. }) = node.poll_output() else { panic!() };
-//! let Ok(Decoded::Frame(Frame::Hello(h), _)) = wire::decode(&hello, wire::DEFAULT_MAX_FRAME) else { panic!() };
-//! assert_eq!((h.node, h.name, h.incarnation), (NodeId(0x101), "gate-1", node.incarnation()));
-//!
-//! // Until the upstream accepts the handshake, a message to it waits in its queue.
-//! let msg = node.send(Instant::from_millis(4), Select::Node(NodeId(0x102)), 1, Bytes::from_static(b"hi"))?;
-//! assert_eq!(node.pending(NodeId(0x102)), 1);
-//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(8_004))); // its deadline
-//!
-//! // The peer's HelloAck arrives (in two pieces): the route is ready and the queue flushes;
-//! // the message is in flight until the target acknowledges it.
-//! let mut ack = Vec::new();
-//! wire::encode(&Frame::HelloAck(wire::HelloAck {
-//!     node: NodeId(0x102), incarnation: 42, versions: PROTOCOL_VERSIONS,
-//!     name: "upstream", nonce: None, proof: None, result: Ok(()),
-//! }), &mut ack)?;
-//! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[..6]));
-//! node.handle_received(Instant::from_millis(5), link, Bytes::copy_from_slice(&ack[6..]));
-//! let outputs: Vec<Output> = std::iter::from_fn(|| node.poll_output()).collect();
-//! let seq = outputs.iter().find_map(|o| match o {
-//!     Output::Transmit { bytes, .. } => match wire::decode(bytes, wire::DEFAULT_MAX_FRAME) {
-//!         Ok(Decoded::Frame(Frame::Data(d), _)) => Some(d.seq),
-//!         _ => None,
-//!     },
-//!     _ => None,
-//! }).unwrap();
-//! assert_eq!((node.pending(NodeId(0x102)), node.unacked(NodeId(0x102))), (0, 1));
-//!
-//! // The target's cumulative ack makes it `Delivered`.
-//! let mut bytes = Vec::new();
-//! let ack = wire::Ack {
-//!     src: NodeId(0x101), dst: NodeId(0x102), seq, dst_incarnation: 42, reset: None,
-//! };
-//! wire::encode(&Frame::Ack(ack), &mut bytes)?;
-//! node.handle_received(Instant::from_millis(6), link, Bytes::copy_from_slice(&bytes));
-//! assert_eq!(node.poll_output(), Some(Output::Outcome { msg, outcome: Outcome::Delivered }));
-//! // Next: a heartbeat if the link stays silent for `heartbeat_interval` (1.5 s).
-//! assert_eq!(node.poll_timeout(), Some(Instant::from_millis(1_506)));
-//! # Ok(())
-//! # }
-//! ```
+//! Time going backwards is clamped to the latest `now` seen. The crate docs drive two nodes,
+//! and one frame by frame.
 //!
 //! # What it composes
 //!
@@ -92,19 +28,15 @@
 
 mod commands;
 mod evidence;
-mod out_queue;
 mod outlets;
 mod registry_client;
 mod registry_input;
 mod routes;
 mod rpc;
-mod status;
 mod transport;
 
 #[cfg(test)]
 mod tests;
-
-use alloc::collections::BTreeMap;
 
 pub use crate::perimeter::{OffRouteFrame, PerimeterCounts};
 
@@ -117,10 +49,11 @@ pub use crate::{
 use crate::{
     bus::links::{LinkSettings, Links},
     config::{Config, ConfigError},
-    connector::{Connector, ConnectorConfig, RouteView, World},
+    connector::{Connector, ConnectorConfig, World},
     discovery::DiscoverySet,
     endpoint::{EndpointSettings, EndpointTable, OutboxSink},
     ids::{IdSource, LinkId, MsgId, NodeId},
+    inspect::Inspect,
     outcome::{Outcome, OutcomeSink},
     registry::RegistryEvent,
     rng::Rng,
@@ -141,7 +74,7 @@ pub struct Node {
     msg_ids: IdSource,
     topology: TopologyRegistry,
     /// Latest applied topology revision per node (puts and deletes), for revision gating.
-    topology_revisions: BTreeMap<NodeId, u64>,
+    topology_revisions: crate::topology::Revisions,
     discovery: DiscoverySet,
     endpoints: EndpointTable,
     connector: Connector,
@@ -229,18 +162,7 @@ impl Node {
             config.heartbeat_interval,
         );
         let links = Links::new(
-            LinkSettings {
-                own: config.id,
-                name: config.name.clone(),
-                incarnation,
-                keys: config.auth_keys(),
-                heartbeat_interval: config.heartbeat_interval,
-                heartbeat_dead_after: config.heartbeat_dead_after,
-                handshake_timeout: config.handshake_timeout,
-                max_pending_handshakes: config.max_pending_handshakes,
-                max_frame: crate::wire::DEFAULT_MAX_FRAME,
-                nonce_entropy: config.nonce_entropy,
-            },
+            LinkSettings::from_config(&config, incarnation),
             now,
             bus_rng.fork(),
         );
@@ -255,7 +177,7 @@ impl Node {
             rng,
             msg_ids: IdSource::new(),
             topology,
-            topology_revisions: BTreeMap::new(),
+            topology_revisions: crate::topology::Revisions::default(),
             discovery,
             connector,
             out: outlets::Outlets::default(),
@@ -271,10 +193,7 @@ impl Node {
             crate::rpc::RpcSettings::from_config(&node.config, incarnation, dedup_seed),
             node.config.serve.iter().map(alloc::string::String::as_str),
         )));
-        let world = World {
-            topology: &node.topology,
-            discovery: &node.discovery,
-        };
+        let world = World::new(&node.topology, &node.discovery);
         node.connector.start(now, &world);
         node.apply_effects();
         Ok(node)
@@ -291,38 +210,6 @@ impl Node {
     #[must_use]
     pub const fn incarnation(&self) -> u64 {
         self.incarnation
-    }
-
-    /// Messages to `target` transmitted and not yet acknowledged.
-    #[must_use]
-    pub fn unacked(&self, target: NodeId) -> usize {
-        self.endpoints.unacked(target).len()
-    }
-
-    /// The configuration the node runs with.
-    #[must_use]
-    pub const fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// The applied topology records.
-    #[must_use]
-    pub const fn topology(&self) -> &TopologyRegistry {
-        &self.topology
-    }
-
-    /// The applied discovery records.
-    #[must_use]
-    pub const fn discovery(&self) -> &DiscoverySet {
-        &self.discovery
-    }
-
-    /// The connector (route records), read-only. An internal view for tests and benches; a
-    /// driver reads [`status`](Self::status) or [`route`](Self::route).
-    #[doc(hidden)]
-    #[must_use]
-    pub const fn connector(&self) -> &Connector {
-        &self.connector
     }
 
     /// Whether [`shutdown`](Self::shutdown) was called.
@@ -390,52 +277,28 @@ impl Node {
         )
     }
 
-    /// The route record for `target`, if any.
+    /// A read-only view of the node's parts — queues, links, routes, applied records,
+    /// counters ([`Inspect`]).
     #[must_use]
-    pub fn route(&self, target: NodeId) -> Option<RouteView> {
-        self.connector.view(target)
+    pub fn inspect(&self) -> Inspect<'_> {
+        Inspect {
+            config: &self.config,
+            topology: &self.topology,
+            discovery: &self.discovery,
+            endpoints: &self.endpoints,
+            connector: &self.connector,
+            links: &self.links,
+            rpc: self.rpc.as_deref(),
+            perimeter: self.perimeter,
+        }
     }
 
-    /// Messages queued for `target` (0 if it has no endpoint).
+    /// A snapshot of the node now: what adapters serve as its status. `registered` is
+    /// `false` (the driver knows its registry backend; see [`Status::registered`]). Reads
+    /// only; call it whenever a status is asked for.
     #[must_use]
-    pub fn pending(&self, target: NodeId) -> usize {
-        self.endpoints
-            .find_by_id(target)
-            .and_then(|key| self.endpoints.get(key))
-            .map_or(0, |e| e.queue().len())
-    }
-
-    /// The endpoint table (each target's outbox: queued and in-flight messages), read-only.
-    /// An internal view for tests and benches; a driver reads [`status`](Self::status) or
-    /// [`pending`](Self::pending).
-    #[doc(hidden)]
-    #[must_use]
-    pub const fn endpoints(&self) -> &EndpointTable {
-        &self.endpoints
-    }
-
-    /// The peer of `link` once its handshake is done (`None` before, and for unknown links).
-    #[must_use]
-    pub fn link_peer(&self, link: LinkId) -> Option<NodeId> {
-        self.links.peer(link)
-    }
-
-    /// Handshakes this node refused for authentication (its cluster keys), by kind.
-    #[must_use]
-    pub fn auth_refusals(&self) -> crate::auth::AuthRefusals {
-        self.links.auth_refusals()
-    }
-
-    /// Links the node holds (dialling, handshaking or up).
-    #[must_use]
-    pub fn link_count(&self) -> usize {
-        self.links.len()
-    }
-
-    /// The up link that carries traffic to `peer` (the lowest link id among its up links).
-    #[must_use]
-    pub fn link_to(&self, peer: NodeId) -> Option<LinkId> {
-        self.links.link_to(peer)
+    pub fn status(&self) -> Status {
+        Status::of(&self.inspect(), self.incarnation)
     }
 
     /// Clamps `now` to the latest instant seen (time never runs backwards in the node).

@@ -11,11 +11,12 @@ use alloc::{collections::VecDeque, string::String};
 
 use bytes::Bytes;
 
-use super::{Event, Output, out_queue::OutQueue};
+use super::{Event, Output};
 use crate::{
     bus::links::{LinkEvent, LinkSink},
     ids::{LinkId, MsgId, NodeId},
     outcome::Outcome,
+    output::OutQueue,
     rpc::RpcInput,
     wire::{self, RPC_MSG_TYPE},
 };
@@ -103,28 +104,6 @@ impl LinkSink for Outlets {
     }
 
     fn event(&mut self, event: LinkEvent) {
-        let event = match event {
-            LinkEvent::Closed { link, peer } => Event::LinkClosed { link, peer },
-            LinkEvent::Rejected { link, reason } => Event::LinkRejected { link, reason },
-            LinkEvent::HandshakeTimeout { link, dialed } => {
-                Event::HandshakeTimedOut { link, dialed }
-            }
-            LinkEvent::HandshakeLimit { link } => Event::HandshakeLimit { link },
-            LinkEvent::ForgedSource {
-                link,
-                via,
-                src,
-                dst,
-            } => Event::ForgedSource {
-                link,
-                via,
-                src,
-                dst,
-            },
-            LinkEvent::ForwardDropped { src, dst, msg_type } => {
-                Event::ForwardDropped { src, dst, msg_type }
-            }
-        };
-        self.queue.push_back(Output::Event(event));
+        self.queue.push_back(Output::Event(event.into()));
     }
 }

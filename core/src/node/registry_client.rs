@@ -21,9 +21,9 @@ impl Node {
     /// again after an [`RpcOutput::Republish`](crate::rpc::RpcOutput::Republish).
     #[must_use]
     pub fn discovery_info(&self) -> crate::discovery::DiscoveryInfo {
-        let mut info = self.config().discovery_info();
+        let mut info = self.config.discovery_info();
         info.incarnation = self.incarnation;
-        for method in self.served_methods() {
+        for method in self.inspect().served_methods() {
             info.metadata.labels.insert(
                 crate::rpc::method_label(method),
                 crate::rpc::METHOD_LABEL_VALUE.into(),
@@ -38,7 +38,7 @@ impl Node {
     /// step). Tune the defaults, then build the client with `RegistryClient::new`.
     #[must_use]
     pub fn registry_client_config(&self) -> ClientConfig {
-        let config = self.config();
+        let config = &self.config;
         let mut client = ClientConfig::new(
             self.discovery_info(),
             Some(config.topology_info(config.upstream)),

@@ -79,10 +79,7 @@ impl Node {
         if !id.is_valid() {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.on_discovery_put(now, &world, id);
         self.apply_effects();
     }
@@ -91,31 +88,19 @@ impl Node {
         if !id.is_valid() {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.on_discovery_delete(now, &world, id);
         self.apply_effects();
     }
 
     /// Whether a topology event at `revision` for `id` is older than what was applied
-    /// (revision 0 means "not from a registry" and is never stale). Records the revision when
-    /// it is not.
+    /// ([`Revisions`](crate::topology::Revisions)); a stale one is reported ignored.
     fn topology_stale(&mut self, id: NodeId, revision: u64) -> bool {
-        if revision == 0 {
-            return false;
+        let stale = self.topology_revisions.admit(id, revision).err();
+        if let Some(held) = stale {
+            self.ignored(RegistryIgnored::StaleTopology { id, revision, held });
         }
-        match self.topology_revisions.get(&id) {
-            Some(&held) if held > revision => {
-                self.ignored(RegistryIgnored::StaleTopology { id, revision, held });
-                true
-            }
-            _ => {
-                self.topology_revisions.insert(id, revision);
-                false
-            }
-        }
+        stale.is_some()
     }
 
     fn topology_put(&mut self, now: Instant, info: TopologyInfo) {
@@ -133,10 +118,7 @@ impl Node {
                 if change.is_noop() {
                     return;
                 }
-                let world = World {
-                    topology: &self.topology,
-                    discovery: &self.discovery,
-                };
+                let world = World::new(&self.topology, &self.discovery);
                 self.connector.on_topology_put(now, &world, id, &change);
                 self.apply_effects();
             }
@@ -154,10 +136,7 @@ impl Node {
         }
         match self.topology.remove_peer(id) {
             Ok(_) => {
-                let world = World {
-                    topology: &self.topology,
-                    discovery: &self.discovery,
-                };
+                let world = World::new(&self.topology, &self.discovery);
                 self.connector.on_topology_delete(now, &world, id);
                 self.apply_effects();
             }

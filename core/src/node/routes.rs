@@ -39,10 +39,7 @@ impl Node {
         // In-flight messages due now end before a route readied now could send them again.
         let mut sink = OutSink(&mut self.out);
         let expired = self.endpoints.expire_unacked(now, &mut sink);
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.handle_timeout(now, &world);
         self.apply_effects();
         // A stream that ended with messages queued behind it (a probe given up, say) hands

@@ -16,7 +16,7 @@ use crate::{
     ring::FilterId,
     rpc::{
         self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, MAX_PAYLOAD_LEN, ReplyError,
-        RequestId, Rpc, RpcHost, RpcInput, RpcOutput, RpcStats,
+        RequestId, Rpc, RpcHost, RpcInput, RpcOutput,
     },
     select::Select,
     time::Instant,
@@ -45,17 +45,6 @@ impl Node {
         self.with_rpc(|rpc, host| rpc.unserve(method, host))
     }
 
-    /// The methods this node serves, in order.
-    pub fn served_methods(&self) -> impl Iterator<Item = &str> + '_ {
-        self.rpc.iter().flat_map(|rpc| rpc.served_methods())
-    }
-
-    /// The RPC layer's counters (in-flight calls counted now).
-    #[must_use]
-    pub fn rpc_stats(&self) -> RpcStats {
-        self.rpc.as_ref().map(|rpc| rpc.stats()).unwrap_or_default()
-    }
-
     /// Calls `spec.method` on one of its servers, chosen by `spec.select`, and returns the
     /// call's id; its one [`RpcOutput::CallDone`] follows (possibly in this very drain: a
     /// self-call, a full queue). With no server known the call waits up to its grace for
@@ -77,7 +66,7 @@ impl Node {
     ///
     /// [`ReplyError::UnknownRequest`] when the request is not waiting (answered already,
     /// cancelled, past its deadline): the reply is dropped and counted
-    /// ([`RpcStats::dropped_replies`]). [`ReplyError::PayloadTooLarge`] for a reply too
+    /// ([`RpcStats::dropped_replies`](crate::rpc::RpcStats::dropped_replies)). [`ReplyError::PayloadTooLarge`] for a reply too
     /// large for a frame (the request stays open).
     pub fn reply(
         &mut self,
@@ -214,17 +203,12 @@ impl RpcHost for NodeHost<'_> {
     }
 
     fn incarnation(&self, peer: NodeId) -> u64 {
-        match self.0.endpoints.known_incarnation(peer) {
-            0 => self.0.links.peer_incarnation(peer),
-            known => known,
-        }
+        self.0.seen_incarnation(peer)
     }
 
     fn filter(&mut self, filter: Filter) -> FilterId {
-        match self.0.discovery.rings().filter_id(&filter) {
-            Some(id) => id,
-            None => self.0.discovery.add_filter(filter),
-        }
+        // Registering a filter already known returns its handle.
+        self.0.discovery.add_filter(filter)
     }
 
     fn pick(

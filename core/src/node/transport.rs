@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{Event, Node, OffRouteFrame, OutSink, Output, PerimeterCounts};
+use super::{Event, Node, OffRouteFrame, OutSink, Output};
 use crate::{
     bus::links::{Down, Inbound},
     connector::{LinkState, World},
@@ -154,10 +154,7 @@ impl Node {
                     self.evidence.note_relayed(self.id, src, relay.dst());
                 }
                 let hop = relay.needs_hop().then(|| {
-                    let world = World {
-                        topology: &self.topology,
-                        discovery: &self.discovery,
-                    };
+                    let world = World::new(&self.topology, &self.discovery);
                     self.connector.relay_hop(&world, relay.dst(), relay.from())
                 });
                 self.links.relay(relay, hop.flatten(), &mut self.out);
@@ -224,10 +221,7 @@ impl Node {
         if !loop_detected && self.connector.ready_hop(dst) != Some(via) {
             return;
         }
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.on_send_failed(now, &world, dst);
         self.apply_effects();
         if self.connector.ready_hop(dst).is_some_and(|hop| hop != via) {
@@ -298,10 +292,7 @@ impl Node {
         } else {
             None
         };
-        let world = World {
-            topology: &self.topology,
-            discovery: &self.discovery,
-        };
+        let world = World::new(&self.topology, &self.discovery);
         self.connector.set_link_state(now, &world, peer, state);
         self.apply_effects();
     }
@@ -320,15 +311,5 @@ impl Node {
         self.perimeter.count_off_route(frame);
         self.out
             .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
-    }
-
-    /// Frames dropped at the perimeter so far (the rules: [`PerimeterCounts`]).
-    #[must_use]
-    pub fn perimeter(&self) -> PerimeterCounts {
-        PerimeterCounts {
-            forged_sources: self.links.forged_sources(),
-            unproven_refusals: self.links.unproven_refusals(),
-            ..self.perimeter
-        }
     }
 }

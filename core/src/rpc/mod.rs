@@ -1,8 +1,8 @@
 //! Calls by method, replies, grace, fast-fail and broadcast (ARCHITECTURE §11): a machine of
-//! its own ([`Rpc`], `machine.rs`), a sibling of the link machine and the connector. The
+//! its own (`Rpc`, `machine.rs`), a sibling of the link machine and the connector. The
 //! [`Node`](crate::node::Node) composes it: it routes the machine's inputs to it where they
 //! arise (RPC frames from the link layer, outcomes of its messages, evidence of death) and
-//! applies its effects through an [`RpcHost`] (send these bytes to this node by this
+//! applies its effects through an `RpcHost` (send these bytes to this node by this
 //! deadline, withdraw, hand this output to the application).
 //!
 //! A node *serves* methods by name; the set is published in its discovery record as one

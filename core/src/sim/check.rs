@@ -39,22 +39,22 @@ impl Sim<Node> {
         };
         let id = node.id();
         let mut problems = Vec::new();
-        let limit = node.config().send_buffer_number;
+        let limit = node.inspect().config().send_buffer_number;
         if limit > 0 {
-            for (_, endpoint) in node.endpoints().iter() {
+            for (_, endpoint) in node.inspect().endpoints().iter() {
                 let target = endpoint.id();
-                let queued = endpoint.queue().len() + node.unacked(target);
+                let queued = endpoint.queue().len() + node.inspect().unacked(target);
                 if queued > limit {
                     problems.push(format!(
                         "{id} holds {queued} messages for {target} (pending {} + unacked {}), \
                          over send_buffer_number {limit}",
                         endpoint.queue().len(),
-                        node.unacked(target)
+                        node.inspect().unacked(target)
                     ));
                 }
             }
         }
-        let connector = node.connector();
+        let connector = node.inspect().connector();
         if connector.timer_count() > connector.len() {
             problems.push(format!(
                 "{id} has {} route timers for {} records",
@@ -106,7 +106,7 @@ impl Sim<Node> {
                     )),
                 }
             }
-            let known: Vec<NodeId> = node.discovery().iter().map(|i| i.id).collect();
+            let known: Vec<NodeId> = node.inspect().discovery().iter().map(|i| i.id).collect();
             let mut known_sorted = known.clone();
             known_sorted.sort_unstable();
             if known_sorted != registered {
@@ -114,19 +114,19 @@ impl Sim<Node> {
                     "{id} knows discovery records {known_sorted:?}, the registry holds {registered:?}"
                 ));
             }
-            let rings = node.discovery().rings();
+            let rings = node.inspect().discovery().rings();
             if rings.len() != registered.len() || registered.iter().any(|&r| !rings.contains(r)) {
                 problems.push(format!(
                     "{id}'s ring holds {} members, the registry {registered:?}",
                     rings.len()
                 ));
             }
-            for target in node.connector().targets() {
+            for target in node.inspect().connector().targets() {
                 let live = self
                     .index
                     .get(&target)
                     .is_some_and(|&i| self.slots[i].node.is_some());
-                let Some(view) = node.route(target) else {
+                let Some(view) = node.inspect().route(target) else {
                     continue;
                 };
                 if live && !view.flags.contains(RouteFlags::READY) {

@@ -215,7 +215,7 @@ impl SimNode for Node {
         Node::poll_timeout(self)
     }
     fn message_timeout(&self) -> Option<crate::time::Duration> {
-        Some(self.config().message_timeout)
+        Some(self.inspect().config().message_timeout)
     }
     fn incarnation(&self) -> u64 {
         Node::incarnation(self)

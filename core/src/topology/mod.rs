@@ -26,6 +26,7 @@ mod peer;
 mod policy;
 mod registry;
 mod relation;
+mod revisions;
 
 #[cfg(test)]
 mod tests;
@@ -37,6 +38,7 @@ pub use peer::{PeerData, TopologyPeer};
 pub use policy::{PolicyDenied, TopologyPolicy};
 pub use registry::{PeerChange, Removed, TopologyRegistry, UpstreamChange};
 pub use relation::{Relation, Route};
+pub(crate) use revisions::Revisions;
 
 use crate::ids::NodeId;
 

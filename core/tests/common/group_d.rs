@@ -23,6 +23,7 @@ pub const TARGET: NodeId = NodeId(0x404);
 
 pub fn view(sim: &Sim) -> Option<(RouteFlags, Option<NodeId>)> {
     sim.node(NodeId(0x401))
+        .inspect()
         .route(TARGET)
         .map(|r| (r.flags, r.proxy))
 }

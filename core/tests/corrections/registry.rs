@@ -65,10 +65,14 @@ fn older_discovery_revision_never_overwrites_newer() {
     );
     let node = sim.node(n201);
     assert_eq!(
-        node.topology().upstream_of(NodeId(0x202)),
+        node.inspect().topology().upstream_of(NodeId(0x202)),
         Some(NodeId(0x203))
     );
-    let held = node.discovery().get_by_id(NodeId(0x202)).expect("kept");
+    let held = node
+        .inspect()
+        .discovery()
+        .get_by_id(NodeId(0x202))
+        .expect("kept");
     assert_eq!(
         (held.revision, held.listen.as_slice()),
         (100, ["sim://node-202-new".to_owned()].as_slice())
@@ -143,7 +147,10 @@ fn by_id_and_by_name_duplicates_apply_once() {
         },
     );
     assert_eq!(
-        sim.node(NodeId(0x201)).discovery().get_by_id(NodeId(0x202)),
+        sim.node(NodeId(0x201))
+            .inspect()
+            .discovery()
+            .get_by_id(NodeId(0x202)),
         None
     );
     assert_eq!(

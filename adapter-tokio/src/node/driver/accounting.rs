@@ -146,7 +146,7 @@ impl Counters {
     /// The counters with the gauges of now.
     pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
-        let rpc = node.rpc_stats();
+        let rpc = node.inspect().rpc_stats();
         metrics.rpc_served = rpc.served;
         metrics.rpc_in_flight = rpc.in_flight;
         metrics.rpc_grace_waits = rpc.grace_waits;
@@ -156,8 +156,8 @@ impl Counters {
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }
-        metrics.pending = node.pending_total() as u64;
-        metrics.ring_updates = node.discovery().rings().ring_updates();
+        metrics.pending = node.inspect().pending_total() as u64;
+        metrics.ring_updates = node.inspect().discovery().rings().ring_updates();
         let (tls_pending, no_node_id) = links.refused();
         metrics.handshakes_refused += tls_pending;
         if no_node_id > 0 {
@@ -187,12 +187,13 @@ pub(super) fn status(node: &Node, registered: bool) -> Status {
 /// The registry view of `node` now.
 pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Known {
     let discovery = node
+        .inspect()
         .discovery()
         .iter()
         .filter(|info| info.id.is_valid())
         .map(|info| (info.id, info.listen.clone()))
         .collect();
-    let topology = node.topology();
+    let topology = node.inspect().topology();
     let topology = topology
         .ids()
         .filter(|&id| topology.is_proactive(id))
@@ -201,7 +202,7 @@ pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Kn
     Known {
         registered,
         conflict: conflict.map(str::to_owned),
-        upstream: node.upstream().0,
+        upstream: node.inspect().upstream().0,
         discovery,
         topology,
     }

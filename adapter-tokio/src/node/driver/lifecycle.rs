@@ -54,7 +54,10 @@ pub(in crate::node) async fn start(
     );
     let clock = Clock::start();
     let node = Node::new(config, clock.now())?;
-    let topology = node.config().topology_info(node.config().upstream);
+    let topology = node
+        .inspect()
+        .config()
+        .topology_info(node.inspect().config().upstream);
     let feed = start_backend(&registry, &node, &tuning, &transport)?;
 
     let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
@@ -65,7 +68,7 @@ pub(in crate::node) async fn start(
     let (known_tx, known_rx) = watch::channel(accounting::known(&node, false, None));
     let handle = NodeHandle {
         id: node.id(),
-        name: node.config().name.clone(),
+        name: node.inspect().config().name.clone(),
         local_addr,
         incarnation: node.incarnation(),
         commands: commands_tx,
@@ -73,12 +76,12 @@ pub(in crate::node) async fn start(
         known: known_rx,
     };
     info!(
-        id = node.id().0, name = %node.config().name, %local_addr,
-        incarnation = node.incarnation(), upstream = node.config().upstream.0,
+        id = node.id().0, name = %node.inspect().config().name, %local_addr,
+        incarnation = node.incarnation(), upstream = node.inspect().config().upstream.0,
         "node started"
     );
     let mut links = Links::new(link_tx, transport);
-    links.spawn_accept(listener, node.config().max_pending_handshakes);
+    links.spawn_accept(listener, node.inspect().config().max_pending_handshakes);
     let mut driver = Driver {
         node,
         clock,
@@ -97,7 +100,12 @@ pub(in crate::node) async fn start(
         posters: super::posters::Posters::default(),
         commands: commands_weak,
     };
-    let early: Vec<String> = driver.node.served_methods().map(str::to_owned).collect();
+    let early: Vec<String> = driver
+        .node
+        .inspect()
+        .served_methods()
+        .map(str::to_owned)
+        .collect();
     driver.rpc.hold(early.iter().map(String::as_str));
     driver.drain();
     tokio::spawn(driver.run(commands, link_events, kill_switch));
@@ -122,20 +130,26 @@ fn start_backend(
         RegistrySpec::Etcd(options) => {
             let registration = crate::registry::feed::Registration {
                 discovery: node.discovery_info(),
-                topology: node.config().topology_info(node.config().upstream),
+                topology: node
+                    .inspect()
+                    .config()
+                    .topology_info(node.inspect().config().upstream),
                 incarnation: node.incarnation(),
             };
             Ok(Some(crate::etcd::spawn_etcd(options.clone(), registration)))
         }
         #[cfg(not(feature = "etcd"))]
         RegistrySpec::Etcd(_) => Err(StartError::EtcdDisabled),
-        RegistrySpec::Custom(backend) => {
-            Ok(Some(backend.start(crate::registry::feed::Registration {
+        RegistrySpec::Custom(backend) => Ok(Some(
+            backend.start(crate::registry::feed::Registration {
                 discovery: node.discovery_info(),
-                topology: node.config().topology_info(node.config().upstream),
+                topology: node
+                    .inspect()
+                    .config()
+                    .topology_info(node.inspect().config().upstream),
                 incarnation: node.incarnation(),
-            })))
-        }
+            }),
+        )),
     }
 }
 

@@ -293,6 +293,25 @@ pub struct LinkSettings {
     pub nonce_entropy: NonceEntropy,
 }
 
+impl LinkSettings {
+    /// The settings a node with `config` runs its links with, as this life (`incarnation`).
+    #[must_use]
+    pub fn from_config(config: &crate::config::Config, incarnation: u64) -> LinkSettings {
+        LinkSettings {
+            own: config.id,
+            name: config.name.clone(),
+            incarnation,
+            keys: config.auth_keys(),
+            heartbeat_interval: config.heartbeat_interval,
+            heartbeat_dead_after: config.heartbeat_dead_after,
+            handshake_timeout: config.handshake_timeout,
+            max_pending_handshakes: config.max_pending_handshakes,
+            max_frame: wire::DEFAULT_MAX_FRAME,
+            nonce_entropy: config.nonce_entropy,
+        }
+    }
+}
+
 /// Where a link is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {

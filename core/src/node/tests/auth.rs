@@ -164,7 +164,7 @@ fn the_right_key_links_and_nothing_is_up_before_the_proof() {
         nonce.expect("a nonce"),
     );
     assert_eq!(keys.check(&theirs, proof.as_ref()), Ok(()));
-    assert_eq!(node.auth_refusals(), AuthRefusals::default());
+    assert_eq!(node.inspect().auth_refusals(), AuthRefusals::default());
 }
 
 #[test]
@@ -173,8 +173,8 @@ fn a_wrong_key_is_refused_and_counted() {
     let (link, _, _, out) = dial_in(&mut node, &ClusterKeys::new(&[key(2)]), [7; 32], |_| {});
     assert!(rejected(&out, link, AuthFailure::UnknownKey), "{out:?}");
     assert!(!up(&out, link));
-    assert_eq!(node.auth_refusals().unknown_key, 1);
-    assert_eq!(node.link_count(), 0);
+    assert_eq!(node.inspect().auth_refusals().unknown_key, 1);
+    assert_eq!(node.inspect().link_count(), 0);
 }
 
 #[test]
@@ -183,7 +183,7 @@ fn a_tampered_proof_is_refused_and_counted() {
     let keys = ClusterKeys::new(&[key(1)]);
     let (link, _, _, out) = dial_in(&mut node, &keys, [7; 32], |p| p.mac[0] ^= 1);
     assert!(rejected(&out, link, AuthFailure::BadProof), "{out:?}");
-    assert_eq!(node.auth_refusals().bad_proof, 1);
+    assert_eq!(node.inspect().auth_refusals().bad_proof, 1);
 }
 
 #[test]
@@ -203,7 +203,7 @@ fn a_recorded_handshake_replayed_is_refused_and_counted() {
     assert_eq!(answer(&out, link).0, Err(RefuseReason::WrongCluster));
     assert!(rejected(&out, link, AuthFailure::Replay), "{out:?}");
     assert!(!up(&out, link));
-    assert_eq!(node.auth_refusals().replay, 1);
+    assert_eq!(node.inspect().auth_refusals().replay, 1);
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn data_before_the_proof_closes_the_link_and_is_counted() {
     let out = drain(&mut node);
     assert!(rejected(&out, link, AuthFailure::BeforeAuth), "{out:?}");
     assert!(!out.iter().any(|o| matches!(o, Output::Received { .. })));
-    assert_eq!(node.auth_refusals().before_auth, 1);
+    assert_eq!(node.inspect().auth_refusals().before_auth, 1);
 }
 
 #[test]
@@ -253,7 +253,7 @@ fn a_hello_without_a_challenge_is_refused_and_counted() {
     let out = drain(&mut node);
     assert_eq!(answer(&out, link).0, Err(RefuseReason::WrongCluster));
     assert!(rejected(&out, link, AuthFailure::NoProof), "{out:?}");
-    assert_eq!(node.auth_refusals().no_proof, 1);
+    assert_eq!(node.inspect().auth_refusals().no_proof, 1);
 }
 
 #[test]
@@ -278,8 +278,8 @@ fn child_reaches_upstream(child: &[ClusterKey], upstream: &[ClusterKey]) -> bool
     send(&mut sim, 0x201, 0x203, b"hi");
     sim.advance_to(secs(1));
     let delivered = seen(&sim, 0x203) == vec![received(secs(0), 0x201, 0x201, b"hi")];
-    let refused = sim.node(NodeId(0x201)).auth_refusals().total()
-        + sim.node(NodeId(0x203)).auth_refusals().total();
+    let refused = sim.node(NodeId(0x201)).inspect().auth_refusals().total()
+        + sim.node(NodeId(0x203)).inspect().auth_refusals().total();
     delivered && refused == 0
 }
 
@@ -311,7 +311,7 @@ fn an_announced_16_mib_hello_is_refused_from_its_header_and_nothing_is_buffered(
     // Three bytes of the length: nothing to judge yet.
     node.handle_received(secs(0), link, Bytes::copy_from_slice(&header[..3]));
     assert_eq!(drain(&mut node), vec![]);
-    assert_eq!(node.link_count(), 1);
+    assert_eq!(node.inspect().link_count(), 1);
     // The fourth completes the length: refused there (the version and kind that follow
     // find no link).
     node.handle_received(secs(0), link, Bytes::copy_from_slice(&header[3..4]));
@@ -330,13 +330,13 @@ fn an_announced_16_mib_hello_is_refused_from_its_header_and_nothing_is_buffered(
         "{out:?}"
     );
     assert!(out.contains(&Output::Close { link }), "{out:?}");
-    assert_eq!(node.link_count(), 0);
+    assert_eq!(node.inspect().link_count(), 0);
     // The next megabyte of the announced frame: no link holds it, nothing goes out.
     node.handle_received(secs(0), link, Bytes::from(vec![0u8; 1 << 20]));
     assert_eq!(drain(&mut node), vec![]);
-    assert_eq!(node.link_count(), 0);
+    assert_eq!(node.inspect().link_count(), 0);
     // A size refusal is not an authentication failure.
-    assert_eq!(node.auth_refusals(), AuthRefusals::default());
+    assert_eq!(node.inspect().auth_refusals(), AuthRefusals::default());
 }
 
 /// Before the proof a bus frame is refused from its header by kind (the reader's handshake
@@ -352,8 +352,8 @@ fn a_ping_header_before_the_proof_is_refused_by_kind_and_counted() {
     node.handle_received(secs(0), link, ping.slice(..6));
     let out = drain(&mut node);
     assert!(rejected(&out, link, AuthFailure::BeforeAuth), "{out:?}");
-    assert_eq!(node.auth_refusals().before_auth, 1);
-    assert_eq!(node.link_count(), 0);
+    assert_eq!(node.inspect().auth_refusals().before_auth, 1);
+    assert_eq!(node.inspect().link_count(), 0);
 }
 
 #[test]
@@ -474,8 +474,8 @@ fn an_unproven_refusal_is_a_failed_dial_not_a_fact() {
         })),
         "{out:?}"
     );
-    assert_eq!(node.perimeter().unproven_refusals, 1);
-    let v = node.route(NodeId(TARGET)).unwrap();
+    assert_eq!(node.inspect().perimeter().unproven_refusals, 1);
+    let v = node.inspect().route(NodeId(TARGET)).unwrap();
     assert_eq!((v.retry_count, v.timer), (1, Some(secs(2))));
     // A refusal signed by a key this node does not hold is no better.
     let (mut other, _, link, challenge) = dialling(&[key(1)]);
@@ -488,7 +488,7 @@ fn an_unproven_refusal_is_a_failed_dial_not_a_fact() {
         Some((&wrong, hint)),
     );
     other.handle_received(secs(0), link, forged);
-    assert_eq!(other.perimeter().unproven_refusals, 1);
+    assert_eq!(other.inspect().perimeter().unproven_refusals, 1);
     // The message ends at its deadline as after any failed dial: the redials at 2 s and 6 s
     // fail (nothing answers in this test), then the message's 8 s deadline.
     assert_eq!(
@@ -520,7 +520,7 @@ fn a_proven_refusal_is_believed() {
         })),
         "{out:?}"
     );
-    assert_eq!(node.perimeter().unproven_refusals, 0);
+    assert_eq!(node.inspect().perimeter().unproven_refusals, 0);
     assert_eq!(
         run_outcomes(&mut node, secs(30)),
         vec![(secs(8), msg, Outcome::Failed(FailReason::DuplicateId))]
@@ -591,7 +591,7 @@ fn a_rewritten_key_hint_fails_the_acceptors_proof() {
         })),
         "{out:?}"
     );
-    assert_eq!(node.auth_refusals().bad_proof, 1);
+    assert_eq!(node.inspect().auth_refusals().bad_proof, 1);
     // Unmodified, the same exchange links.
     let (mut node, _, link, challenge) = dialling(&[key(2), key(1)]);
     let hint = challenge.key_id;

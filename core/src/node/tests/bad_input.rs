@@ -50,7 +50,7 @@ fn rejected(link: LinkId, reason: LinkError, peer: Option<u64>) -> Vec<Output> {
 fn acceptor_replies_hello_and_learns_the_peer() {
     let mut node = root(0x102);
     let link = node.handle_accepted(secs(0));
-    assert_eq!(node.link_peer(link), None);
+    assert_eq!(node.inspect().link_peer(link), None);
     let hello = encode_hello(NodeId(0x101));
     node.handle_received(secs(0), link, Bytes::copy_from_slice(&hello[..5]));
     assert_eq!(drain(&mut node), vec![]);
@@ -68,8 +68,8 @@ fn acceptor_replies_hello_and_learns_the_peer() {
             }),
         ]
     );
-    assert_eq!(node.link_peer(link), Some(NodeId(0x101)));
-    assert_eq!(node.link_to(NodeId(0x101)), Some(link));
+    assert_eq!(node.inspect().link_peer(link), Some(NodeId(0x101)));
+    assert_eq!(node.inspect().link_to(NodeId(0x101)), Some(link));
 }
 
 #[test]
@@ -200,12 +200,12 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
             );
         }
         assert_eq!(drain(&mut node), expected, "{reason:?}");
-        assert_eq!(node.link_peer(link), None);
+        assert_eq!(node.inspect().link_peer(link), None);
         // The link is forgotten: more bytes are ignored.
         node.handle_received(secs(0), link, Bytes::copy_from_slice(&bytes));
         assert_eq!(drain(&mut node), vec![]);
     }
-    assert_eq!(node.link_count(), 0);
+    assert_eq!(node.inspect().link_count(), 0);
 }
 
 #[test]
@@ -252,12 +252,12 @@ fn a_dialled_peer_lying_about_its_id_is_closed_and_counts_as_a_failed_dial() {
             Some(0x202)
         )
     );
-    let v = node.route(NodeId(0x202)).unwrap();
+    let v = node.inspect().route(NodeId(0x202)).unwrap();
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
         (RouteFlags::ACTIVE, 1, Some(secs(2)))
     );
-    assert_eq!(node.pending(NodeId(0x202)), 1);
+    assert_eq!(node.inspect().pending(NodeId(0x202)), 1);
 }
 
 #[test]
@@ -270,7 +270,7 @@ fn events_for_unknown_links_and_duplicate_reports_change_nothing() {
     node.handle_received(secs(1), ghost, Bytes::from_static(b"\x00\x00\x00\x01\x01"));
     node.handle_timeout(secs(1));
     assert_eq!(drain(&mut node), vec![]);
-    assert_eq!(node.link_count(), 0);
+    assert_eq!(node.inspect().link_count(), 0);
 
     let link = accepted_up(&mut node, 0x101);
     // An accepted link reported "connected" is not a dial: no hello is sent.
@@ -325,8 +325,8 @@ fn invalid_sends_are_typed_errors_and_accept_nothing() {
         node.send(secs(0), Select::Node(NodeId(0x103)), 1, Bytes::new()),
         Err(SendError::NoRoute)
     );
-    assert_eq!(node.endpoints().len(), 0);
-    assert!(node.route(NodeId(0x103)).is_none());
+    assert_eq!(node.inspect().endpoints().len(), 0);
+    assert!(node.inspect().route(NodeId(0x103)).is_none());
     let big = Bytes::from(vec![0u8; commands::MAX_PAYLOAD_LEN + 1]);
     assert_eq!(
         node.send(secs(0), Select::Node(NodeId(0x101)), 1, big),
@@ -349,7 +349,7 @@ fn a_target_no_registry_knows_waits_instead_of_being_refused_or_relayed_blindly(
             Bytes::from_static(b"?"),
         )
         .unwrap();
-    let v = node.route(NodeId(0x1ff)).unwrap();
+    let v = node.inspect().route(NodeId(0x1ff)).unwrap();
     assert_eq!(v.flags, RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY);
     assert_eq!((v.proxy, v.timer), (None, Some(secs(2))));
     drain(&mut node);
@@ -382,9 +382,9 @@ fn a_target_known_only_by_id_waits_for_discovery_when_direct_links_are_allowed()
             Bytes::from_static(b"w"),
         )
         .unwrap();
-    let v = node.route(NodeId(0x2aa)).unwrap();
+    let v = node.inspect().route(NodeId(0x2aa)).unwrap();
     assert_eq!(v.flags, RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY);
-    assert_eq!(node.pending(NodeId(0x2aa)), 1);
+    assert_eq!(node.inspect().pending(NodeId(0x2aa)), 1);
     // Discovery never comes: the message times out at 8 s, the record at its third try.
     node.handle_timeout(secs(8));
     let outs = drain(&mut node);
@@ -418,7 +418,7 @@ fn over_the_limit_messages_fail_with_queue_full_and_the_queue_is_kept() {
             outcome: Outcome::Failed(FailReason::QueueFull)
         }]
     );
-    assert_eq!(node.pending(NodeId(0x103)), 2);
+    assert_eq!(node.inspect().pending(NodeId(0x103)), 2);
 }
 
 #[test]
@@ -465,10 +465,10 @@ fn invalid_and_stale_registry_events_are_reported_and_change_nothing() {
         ]
     );
     assert_eq!(
-        node.topology().upstream_of(NodeId(0x102)),
+        node.inspect().topology().upstream_of(NodeId(0x102)),
         Some(NodeId(0x103))
     );
-    assert_eq!(node.topology().upstream_of(NodeId(0x103)), None);
+    assert_eq!(node.inspect().topology().upstream_of(NodeId(0x103)), None);
 }
 
 #[test]
@@ -518,7 +518,7 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
     assert_eq!(
         drain(&mut node),
         vec![Output::Transmit {
-            link: node.link_to(NodeId(0x103)).unwrap(),
+            link: node.inspect().link_to(NodeId(0x103)).unwrap(),
             bytes: encode_data(NodeId(0x101), NodeId(0x103), 5, 4, b"ok"),
         }]
     );

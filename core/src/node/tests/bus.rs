@@ -65,7 +65,7 @@ fn a_peer_without_a_common_version_is_refused_with_the_reason() {
         drain(&mut node),
         refused(&node, link, RefuseReason::VersionMismatch, ack)
     );
-    assert_eq!(node.link_count(), 0);
+    assert_eq!(node.inspect().link_count(), 0);
 }
 
 #[test]
@@ -111,7 +111,7 @@ fn a_second_link_for_a_live_id_is_refused_unless_it_is_the_same_incarnation() {
             }),
         ]
     );
-    assert_eq!(node.link_to(NodeId(0x101)), Some(first));
+    assert_eq!(node.inspect().link_to(NodeId(0x101)), Some(first));
 }
 
 #[test]
@@ -286,14 +286,14 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
         .unwrap();
     let old_seq = drain(&mut node).iter().find_map(data_seq).unwrap();
     assert_eq!(seq_counter(old_seq), 1);
-    assert_eq!(node.unacked(NodeId(0x202)), 1);
+    assert_eq!(node.inspect().unacked(NodeId(0x202)), 1);
     // The link drops before the ack; the next message queues.
     node.handle_closed(secs(1), first);
     drain(&mut node);
     let m2 = node
         .send(secs(1), target, 2, Bytes::from_static(b"two"))
         .unwrap();
-    assert_eq!(node.pending(NodeId(0x202)), 1);
+    assert_eq!(node.inspect().pending(NodeId(0x202)), 1);
     // The upstream redial (the stream's retransmission timer fires first, at
     // `heartbeat_interval` 1.5 s, with no route: nothing is sent).
     assert_eq!(node.poll_timeout(), Some(Instant::from_millis(1_500)));
@@ -343,7 +343,7 @@ fn a_restarted_target_ends_unacked_messages_unknown_and_gets_the_rest_on_a_fresh
             outcome: Outcome::Delivered
         }]
     );
-    assert_eq!(node.unacked(NodeId(0x202)), 0);
+    assert_eq!(node.inspect().unacked(NodeId(0x202)), 0);
 }
 
 #[test]

@@ -72,8 +72,8 @@ fn an_accepted_hello_claiming_an_id_the_certificate_does_not_name_is_refused_una
     node.handle_received(secs(0), link, encode_hello(NodeId(8)));
     // No `HelloAck`, no `LinkUp`: the link is rejected before the claim is believed.
     assert_eq!(drain(&mut node), not_certified(link, 8, &[7], None));
-    assert_eq!(node.link_count(), 0);
-    assert_eq!(node.link_peer(link), None);
+    assert_eq!(node.inspect().link_count(), 0);
+    assert_eq!(node.inspect().link_peer(link), None);
     let reason = LinkError::NotCertified {
         claimed: NodeId(8),
         certified: vec![NodeId(7), NodeId(0x1f)],
@@ -98,7 +98,7 @@ fn an_accepted_hello_claiming_a_certified_id_links() {
             bytes: own_hello_ack(&node, Ok(()))
         }
     );
-    assert_eq!(node.link_peer(link), Some(NodeId(0x101)));
+    assert_eq!(node.inspect().link_peer(link), Some(NodeId(0x101)));
 }
 
 #[test]
@@ -119,8 +119,8 @@ fn a_dialled_peer_whose_certificate_names_another_id_is_refused() {
         drain(&mut node),
         not_certified(link, 0x202, &[0x203], Some(0x202))
     );
-    assert_eq!(node.link_peer(link), None);
-    assert_eq!(node.pending(NodeId(0x202)), 1);
+    assert_eq!(node.inspect().link_peer(link), None);
+    assert_eq!(node.inspect().pending(NodeId(0x202)), 1);
 }
 
 #[test]

@@ -53,7 +53,7 @@ pub(super) fn own_hello(node: &Node) -> Bytes {
         node: node.id(),
         incarnation: node.incarnation(),
         versions: PROTOCOL_VERSIONS,
-        name: &node.config().name,
+        name: &node.inspect().config().name,
         challenge: None,
     }))
 }
@@ -64,7 +64,7 @@ pub(super) fn own_hello_ack(node: &Node, result: Result<(), RefuseReason>) -> By
         node: node.id(),
         incarnation: node.incarnation(),
         versions: PROTOCOL_VERSIONS,
-        name: &node.config().name,
+        name: &node.inspect().config().name,
         nonce: None,
         proof: None,
         result,

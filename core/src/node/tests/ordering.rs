@@ -51,7 +51,11 @@ fn ordering_case1_2_topology_and_discovery_in_either_order_direct() {
     for topology_first in [true, false] {
         let mut sim = partial(true);
         let msg = send(&mut sim, 0x201, 0x202, b"case-1");
-        let first = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+        let first = sim
+            .node(NodeId(0x201))
+            .inspect()
+            .route(NodeId(0x202))
+            .unwrap();
         assert_eq!(first.flags, RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY);
         let (a, b) = if topology_first {
             (Record::Topology, Record::Discovery)
@@ -61,12 +65,16 @@ fn ordering_case1_2_topology_and_discovery_in_either_order_direct() {
         to_0x201(&mut sim, a);
         if topology_first {
             // Topology alone: still waiting for the address, message still queued.
-            let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+            let v = sim
+                .node(NodeId(0x201))
+                .inspect()
+                .route(NodeId(0x202))
+                .unwrap();
             assert_eq!(v.flags, RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY);
-            assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+            assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 1);
         } else {
             // Discovery alone: a direct link is allowed to a node topology does not know.
-            assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 0);
+            assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 0);
         }
         to_0x201(&mut sim, b);
         assert_eq!(
@@ -78,7 +86,11 @@ fn ordering_case1_2_topology_and_discovery_in_either_order_direct() {
             seen(&sim, 0x201),
             vec![outcome(secs(0), msg, Outcome::Delivered)]
         );
-        let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+        let v = sim
+            .node(NodeId(0x201))
+            .inspect()
+            .route(NodeId(0x202))
+            .unwrap();
         assert_eq!(
             (v.flags, v.proxy),
             (RouteFlags::ACTIVE | RouteFlags::READY, None)
@@ -109,7 +121,11 @@ fn ordering_case2_incomplete_topology_falls_back_to_the_relay_in_either_order() 
             vec![outcome(secs(0), msg, Outcome::Delivered)]
         );
         to_0x201(&mut sim, b);
-        let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+        let v = sim
+            .node(NodeId(0x201))
+            .inspect()
+            .route(NodeId(0x202))
+            .unwrap();
         assert_eq!(
             (v.flags, v.proxy),
             (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x203)))
@@ -147,7 +163,11 @@ fn ordering_case3_a_late_watcher_delays_but_does_not_lose_the_message() {
             seen(&sim, 0x201),
             vec![outcome(delivered_at, msg, Outcome::Delivered)]
         );
-        let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+        let v = sim
+            .node(NodeId(0x201))
+            .inspect()
+            .route(NodeId(0x202))
+            .unwrap();
         assert_eq!(v.flags, RouteFlags::ACTIVE | RouteFlags::READY);
     }
 }
@@ -181,7 +201,11 @@ fn ordering_case4_offline_deletes_in_either_order_end_the_same() {
             }
             sim.deliver_until_idle();
         }
-        let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+        let v = sim
+            .node(NodeId(0x201))
+            .inspect()
+            .route(NodeId(0x202))
+            .unwrap();
         assert_eq!(
             v.flags,
             RouteFlags::ACTIVE | RouteFlags::WAIT_DISCOVERY | RouteFlags::LOST_TOPOLOGY,
@@ -200,7 +224,12 @@ fn ordering_case4_offline_deletes_in_either_order_end_the_same() {
                 outcome(secs(15), msg, Outcome::Failed(FailReason::NoRoute))
             ]
         );
-        assert!(sim.node(NodeId(0x201)).route(NodeId(0x202)).is_none());
+        assert!(
+            sim.node(NodeId(0x201))
+                .inspect()
+                .route(NodeId(0x202))
+                .is_none()
+        );
         assert_eq!(
             seen(&sim, 0x202),
             vec![received(secs(0), 0x201, 0x201, b"before")]

@@ -111,7 +111,7 @@ fn forged(forgery: Forgery) -> (Vec<(Instant, MsgId, Outcome)>, PerimeterCounts,
         node.handle_timeout(at);
         collect(at, &mut node);
     }
-    (outcomes, node.perimeter(), events)
+    (outcomes, node.inspect().perimeter(), events)
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn the_targets_own_ack_still_delivers() {
         }),
         "{out:?}"
     );
-    assert_eq!(node.perimeter(), PerimeterCounts::default());
+    assert_eq!(node.inspect().perimeter(), PerimeterCounts::default());
 }
 
 /// A leaf linked as 0x101 sends `Data` claiming source 0x105: neither delivered nor
@@ -206,9 +206,9 @@ fn a_leaf_claiming_another_source_is_refused_and_counted() {
     let relayed = encode_data(NodeId(0x105), NodeId(0x106), 9, 0, b"forged");
     node.handle_received(secs(0), link, relayed);
     assert_eq!(drain(&mut node), vec![event(0x106)]);
-    assert_eq!(node.perimeter().forged_sources, 2);
+    assert_eq!(node.inspect().perimeter().forged_sources, 2);
     assert_eq!(node.status().perimeter.forged_sources, 2);
-    assert_eq!(node.link_peer(link), Some(NodeId(0x101)));
+    assert_eq!(node.inspect().link_peer(link), Some(NodeId(0x101)));
     // The leaf's own message is delivered as before.
     node.handle_received(
         secs(0),
@@ -252,5 +252,5 @@ fn a_proxy_may_relay_for_its_child() {
             payload: Bytes::from_static(b"relayed"),
         }
     );
-    assert_eq!(node.perimeter(), PerimeterCounts::default());
+    assert_eq!(node.inspect().perimeter(), PerimeterCounts::default());
 }

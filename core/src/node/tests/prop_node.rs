@@ -280,7 +280,7 @@ impl Driver {
 
     fn check(&self) -> Result<(), TestCaseError> {
         let node = &self.node;
-        let connector = node.connector();
+        let connector = node.inspect().connector();
         let mut armed = 0;
         for target in connector.targets() {
             let view = connector.view(target).expect("listed");
@@ -288,10 +288,10 @@ impl Driver {
                 armed += 1;
             }
             if view.endpoint {
-                let key = node.endpoints().find_by_id(target);
+                let key = node.inspect().endpoints().find_by_id(target);
                 prop_assert!(key.is_some(), "record {} has no endpoint", target);
                 let handles = key
-                    .and_then(|k| node.endpoints().get(k))
+                    .and_then(|k| node.inspect().endpoints().get(k))
                     .map(crate::endpoint::Endpoint::handles);
                 prop_assert_eq!(handles, Some(1), "endpoint of {}", target);
             }
@@ -306,7 +306,7 @@ impl Driver {
                     target,
                     hop
                 );
-                prop_assert!(node.link_to(hop).is_some());
+                prop_assert!(node.inspect().link_to(hop).is_some());
             }
         }
         prop_assert_eq!(
@@ -314,7 +314,7 @@ impl Driver {
             connector.timer_count(),
             "a timer outlived its record"
         );
-        for (_, endpoint) in node.endpoints().iter() {
+        for (_, endpoint) in node.inspect().endpoints().iter() {
             prop_assert!(endpoint.queue().len() <= LIMIT);
             let bound = connector.has_endpoint(endpoint.id());
             prop_assert_eq!(endpoint.handles(), u32::from(bound));
@@ -376,6 +376,6 @@ proptest! {
         for (msg, count) in &d.outcomes {
             prop_assert_eq!(*count, 1, "{} ended {} times", msg, count);
         }
-        prop_assert_eq!(d.node.connector().timer_count(), 0);
+        prop_assert_eq!(d.node.inspect().connector().timer_count(), 0);
     }
 }

@@ -24,7 +24,7 @@ fn the_client_registers_the_nodes_own_records_and_incarnation() {
     assert_eq!(config.discovery.incarnation, node.incarnation());
     assert_eq!(
         config.topology,
-        Some(node.config().topology_info(NodeId(0x102)))
+        Some(node.inspect().config().topology_info(NodeId(0x102)))
     );
     assert_eq!(
         (config.incarnation, config.seed),
@@ -75,7 +75,7 @@ fn registry_changes_go_to_the_node_and_the_rest_to_the_driver() {
     let output = ClientOutput::Registry(RegistryEvent::TopologyPut(put));
     assert_eq!(node.handle_client_output(Instant::ZERO, output), None);
     assert_eq!(
-        node.topology().upstream_of(NodeId(0x103)),
+        node.inspect().topology().upstream_of(NodeId(0x103)),
         Some(NodeId(0x102))
     );
     let bytes = alloc::vec![1, 2, 3];

@@ -26,7 +26,7 @@ fn proxy() -> (Node, LinkId, LinkId) {
     let to_target = node.handle_accepted(secs(0));
     node.handle_received(secs(0), to_target, encode_hello(TARGET));
     drain(&mut node);
-    assert_eq!(node.link_to(TARGET), Some(to_target));
+    assert_eq!(node.inspect().link_to(TARGET), Some(to_target));
     (node, from_source, to_target)
 }
 

@@ -147,7 +147,7 @@ fn a_window_refused_until_the_target_relinks_is_delivered_once_each() {
     for msg in window {
         assert_eq!(outcomes_of(&sim, msg), [(relinked, Outcome::Delivered)]);
     }
-    assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
+    assert_eq!(sim.node(SENDER).inspect().unacked(TARGET), 0);
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
 
@@ -195,7 +195,7 @@ fn messages_to_a_target_that_never_comes_back_end_at_their_own_deadlines() {
         (ms(7_000), 4, ms(15_000)),
     ];
     assert_eq!(retries(&sim), expected_retries);
-    assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
+    assert_eq!(sim.node(SENDER).inspect().unacked(TARGET), 0);
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
 
@@ -240,7 +240,11 @@ fn unreachable(seq: u64, reason: UnreachableReason) -> Bytes {
 fn a_hop_limit_refusal_still_fails_the_stream_at_once() {
     let (mut sim, msg, seq) = one_in_flight();
     sim.advance_to(secs(1));
-    let link = sim.node(NodeId(0x101)).link_to(NodeId(0x102)).unwrap();
+    let link = sim
+        .node(NodeId(0x101))
+        .inspect()
+        .link_to(NodeId(0x102))
+        .unwrap();
     sim.act(NodeId(0x101), |node, now| {
         node.handle_received(
             now,
@@ -250,7 +254,7 @@ fn a_hop_limit_refusal_still_fails_the_stream_at_once() {
     });
     let failed = vec![outcome(secs(1), msg, Outcome::Failed(FailReason::NoRoute))];
     assert_eq!(seen(&sim, 0x101), failed);
-    assert_eq!(sim.node(NodeId(0x101)).unacked(NodeId(0x103)), 0);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().unacked(NodeId(0x103)), 0);
     sim.advance_to(secs(20));
     assert_eq!(seen(&sim, 0x101), failed);
     assert_eq!(seen(&sim, 0x103), vec![]);
@@ -261,7 +265,7 @@ fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_a
     let (mut sim, msg, seq) = one_in_flight();
     sim.advance_to(secs(1));
     let sender = NodeId(0x101);
-    let link = sim.node(sender).link_to(NodeId(0x102)).unwrap();
+    let link = sim.node(sender).inspect().link_to(NodeId(0x102)).unwrap();
     let refusal = || Bytes::copy_from_slice(&unreachable(seq, UnreachableReason::NoRoute));
     sim.act(sender, |node, now| {
         node.handle_received(now, link, refusal())
@@ -270,8 +274,8 @@ fn a_no_route_refusal_keeps_the_message_and_retries_it_when_the_route_is_ready_a
     // refusal of the same window changes nothing.
     assert_eq!(seen(&sim, 0x101), vec![]);
     let node = sim.node(sender);
-    assert_eq!(node.unacked(NodeId(0x103)), 1);
-    assert_eq!(node.connector().ready_hop(NodeId(0x103)), None);
+    assert_eq!(node.inspect().unacked(NodeId(0x103)), 1);
+    assert_eq!(node.inspect().connector().ready_hop(NodeId(0x103)), None);
     // Next: the stream's retransmission timer (sent at 0, `heartbeat_interval` 1.5 s), which
     // finds the route unready and sends nothing.
     assert_eq!(node.poll_timeout(), Some(Instant::from_millis(1_500)));
@@ -379,6 +383,6 @@ fn after_a_restart_behind_a_proxy_only_messages_the_old_target_may_have_had_end_
         (ms(2_710), Bytes::from_static(b"up-2")),
     ];
     assert_eq!(got, want);
-    assert_eq!(sim.node(SENDER).unacked(TARGET), 0);
+    assert_eq!(sim.node(SENDER).inspect().unacked(TARGET), 0);
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }

@@ -17,7 +17,7 @@ fn child_sends_to_its_upstream_over_the_handshaken_link() {
     // The child dialled its upstream as soon as the upstream's address was known.
     assert_eq!(dials(&sim, 0x201), vec![(NodeId(0x203), secs(0))]);
     assert_eq!(dials(&sim, 0x203), vec![]);
-    assert_eq!(sim.node(NodeId(0x201)).link_count(), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().link_count(), 1);
     let msg = send(&mut sim, 0x201, 0x203, b"hello-upstream");
     assert_eq!(
         seen(&sim, 0x203),
@@ -27,7 +27,11 @@ fn child_sends_to_its_upstream_over_the_handshaken_link() {
         seen(&sim, 0x201),
         vec![outcome(secs(0), msg, Outcome::Delivered)]
     );
-    let view = sim.node(NodeId(0x201)).route(NodeId(0x203)).unwrap();
+    let view = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x203))
+        .unwrap();
     assert_eq!(view.flags, RouteFlags::ACTIVE | RouteFlags::READY);
     assert_eq!(view.proxy, None);
     assert_eq!(view.timer, None);
@@ -50,10 +54,18 @@ fn relay_forwards_between_its_children() {
         seen(&sim, 0x101),
         vec![outcome(secs(0), msg, Outcome::Delivered)]
     );
-    let view = sim.node(NodeId(0x101)).route(NodeId(0x103)).unwrap();
+    let view = sim
+        .node(NodeId(0x101))
+        .inspect()
+        .route(NodeId(0x103))
+        .unwrap();
     assert_eq!(view.flags, RouteFlags::ACTIVE | RouteFlags::READY);
     assert_eq!(view.proxy, Some(NodeId(0x102)));
-    let relay = sim.node(NodeId(0x101)).route(NodeId(0x102)).unwrap();
+    let relay = sim
+        .node(NodeId(0x101))
+        .inspect()
+        .route(NodeId(0x102))
+        .unwrap();
     assert_eq!(relay.proxy_for, vec![NodeId(0x103)]);
     assert_eq!(relay.flags, RouteFlags::READY);
 }
@@ -68,7 +80,7 @@ fn message_waits_for_late_discovery_then_goes_through_the_relay() {
     // Topology only: nobody knows an address yet.
     put_topologies(&mut sim, &[(0x102, 0), (0x101, 0x102), (0x103, 0x102)]);
     let msg = send(&mut sim, 0x101, 0x103, b"late-discovery");
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 1);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 1);
     assert!(seen(&sim, 0x101).is_empty());
     sim.advance_to(secs(1));
     put_discoveries(&mut sim, &[0x101, 0x102, 0x103]);
@@ -80,7 +92,7 @@ fn message_waits_for_late_discovery_then_goes_through_the_relay() {
         seen(&sim, 0x101),
         vec![outcome(secs(1), msg, Outcome::Delivered)]
     );
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 0);
 }
 
 #[test]
@@ -100,10 +112,10 @@ fn queued_message_times_out_at_its_exact_deadline() {
     );
     // The record stays (unready, waiting for its relay); only the message ended.
     let node = sim.node(NodeId(0x101));
-    let view = node.route(NodeId(0x103)).unwrap();
+    let view = node.inspect().route(NodeId(0x103)).unwrap();
     assert_eq!(view.flags, RouteFlags::ACTIVE);
     assert_eq!(view.proxy, Some(NodeId(0x102)));
-    assert_eq!(node.pending(NodeId(0x103)), 0);
+    assert_eq!(node.inspect().pending(NodeId(0x103)), 0);
 }
 
 /// Group B: 0x201 and 0x202 under 0x203, direct links allowed, 3 tries.
@@ -136,7 +148,11 @@ fn direct_peer_is_dialled_and_the_receiver_sees_the_peer_as_direct_source() {
         seen(&sim, 0x201),
         vec![outcome(secs(0), msg, Outcome::Delivered)]
     );
-    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+    let v = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x202))
+        .unwrap();
     assert_eq!(
         (v.flags, v.proxy),
         (RouteFlags::ACTIVE | RouteFlags::READY, None)
@@ -156,14 +172,18 @@ fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
     sim.deliver_until_idle();
     let probe_at = dials(&sim, 0x201).last().map(|&(_, at)| at);
     assert_eq!(probe_at, Some(secs(4)), "the probe");
-    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+    let v = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x202))
+        .unwrap();
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
         (RouteFlags::ACTIVE, 1, Some(secs(6)))
     );
     sim.advance_to(secs(5));
     let msg = send(&mut sim, 0x201, 0x202, b"queued-B4");
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 1);
     sim.advance_to(secs(6) - Duration::from_nanos(1));
     let first_seen = received(secs(0), 0x201, 0x201, b"first");
     assert_eq!(seen(&sim, 0x202), vec![first_seen.clone()]);
@@ -179,7 +199,11 @@ fn dropped_direct_link_queues_then_reconnects_after_backoff_and_flushes() {
             outcome(secs(6), msg, Outcome::Delivered)
         ]
     );
-    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+    let v = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x202))
+        .unwrap();
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
         (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
@@ -200,14 +224,18 @@ fn a_dropped_link_to_a_live_peer_is_back_at_once_and_the_queue_never_waits() {
         Some(&(NodeId(0x202), secs(4))),
         "the probe"
     );
-    let v = sim.node(NodeId(0x201)).route(NodeId(0x202)).unwrap();
+    let v = sim
+        .node(NodeId(0x201))
+        .inspect()
+        .route(NodeId(0x202))
+        .unwrap();
     assert_eq!(
         (v.flags, v.retry_count, v.timer),
         (RouteFlags::ACTIVE | RouteFlags::READY, 0, None)
     );
     sim.advance_to(secs(5));
     let msg = send(&mut sim, 0x201, 0x202, b"straight-out");
-    assert_eq!(sim.node(NodeId(0x201)).pending(NodeId(0x202)), 0);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().pending(NodeId(0x202)), 0);
     assert_eq!(
         seen(&sim, 0x202),
         vec![
@@ -252,11 +280,16 @@ fn removed_record_fails_its_queue_at_once_not_at_the_message_deadline() {
         .map(|d| d.1)
         .collect();
     assert_eq!(dial_times, vec![secs(0), secs(2), secs(6)]);
-    assert!(sim.node(NodeId(0x201)).route(NodeId(0x202)).is_none());
+    assert!(
+        sim.node(NodeId(0x201))
+            .inspect()
+            .route(NodeId(0x202))
+            .is_none()
+    );
     // The endpoint is collected after endpoint_gc_timeout (60 s), empty.
-    assert_eq!(sim.node(NodeId(0x201)).endpoints().len(), 1);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().endpoints().len(), 1);
     sim.advance_to(secs(74));
-    assert_eq!(sim.node(NodeId(0x201)).endpoints().len(), 0);
+    assert_eq!(sim.node(NodeId(0x201)).inspect().endpoints().len(), 0);
     assert_eq!(seen(&sim, 0x201), given_up);
 }
 
@@ -276,14 +309,14 @@ fn flush_is_incremental_in_order_and_bounded_per_call() {
         .iter()
         .map(|p| send(&mut sim, 0x101, 0x103, p))
         .collect();
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 5);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 5);
     // Bring the links up without running timers: only the first batch goes out.
     let now = sim.now();
     put_discoveries(&mut sim, &[0x101, 0x102, 0x103]);
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 3);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 3);
     assert_eq!(sim.node(NodeId(0x101)).poll_timeout(), Some(now));
     sim.run_until_idle();
-    assert_eq!(sim.node(NodeId(0x101)).pending(NodeId(0x103)), 0);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().pending(NodeId(0x103)), 0);
     let want: Vec<Seen> = payloads
         .iter()
         .map(|p| received(now, 0x101, 0x102, p))
@@ -315,7 +348,7 @@ fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
     // message deadline) with no copy that may have arrived (sent once, refused).
     let relayed = send(&mut sim, 0x101, 0x105, b"nowhere");
     assert_eq!(seen(&sim, 0x101), vec![]);
-    assert_eq!(sim.node(NodeId(0x101)).unacked(NodeId(0x105)), 1);
+    assert_eq!(sim.node(NodeId(0x101)).inspect().unacked(NodeId(0x105)), 1);
     assert_eq!(
         sim.events(NodeId(0x102)).last(),
         Some(&(
@@ -355,7 +388,7 @@ fn shutdown_fails_every_queue_closes_every_link_and_refuses_sends() {
                 },
             ]
         );
-        assert_eq!(node.link_count(), 0);
+        assert_eq!(node.inspect().link_count(), 0);
         assert_eq!(
             node.send(secs(1), Select::Node(NodeId(0x102)), 1, Bytes::new()),
             Err(SendError::Shutdown)
@@ -373,7 +406,11 @@ fn shutdown_closes_open_links() {
         config(0x102, 0, 2, false),
     ]);
     publish(&mut sim, &[(0x102, 0), (0x101, 0x102)]);
-    let link = sim.node(NodeId(0x101)).link_to(NodeId(0x102)).unwrap();
+    let link = sim
+        .node(NodeId(0x101))
+        .inspect()
+        .link_to(NodeId(0x102))
+        .unwrap();
     sim.act(NodeId(0x101), |node, _| {
         node.shutdown(secs(1));
         assert_eq!(node.poll_output(), Some(Output::Close { link }));
@@ -409,7 +446,7 @@ fn loopback_delivers_at_once() {
         })
     );
     assert_eq!(node.poll_output(), None);
-    assert!(node.route(NodeId(0x101)).is_none());
+    assert!(node.inspect().route(NodeId(0x101)).is_none());
 }
 
 #[test]
@@ -425,7 +462,7 @@ fn lowest_link_id_carries_traffic_when_both_sides_dial() {
     sim.act(NodeId(0x201), |node, now| {
         let links: Vec<LinkId> = node.links.up_links(NodeId(0x202)).collect();
         assert_eq!(links.len(), 2);
-        assert_eq!(node.link_to(NodeId(0x202)), Some(links[0]));
+        assert_eq!(node.inspect().link_to(NodeId(0x202)), Some(links[0]));
         let lowest = links[0];
         node.send(
             now,
@@ -492,17 +529,18 @@ fn name_and_selector_targets_resolve_through_discovery() {
         Err(SendError::UnknownTarget)
     );
     // The filter's ring was registered on first use and is reused afterwards.
-    assert_eq!(sim.node(me).discovery().rings().filter_count(), 1);
+    assert_eq!(sim.node(me).inspect().discovery().rings().filter_count(), 1);
     assert_eq!(
         sim.act(me, |node, _| node
             .pick_target(Some(&f), &Select::Hash(Bytes::from_static(b"k")))),
         Err(SendError::UnknownTarget)
     );
-    assert_eq!(sim.node(me).discovery().rings().filter_count(), 1);
+    assert_eq!(sim.node(me).inspect().discovery().rings().filter_count(), 1);
     // Consistent hash answers what a ring built from scratch over the same three nodes says.
     let mut fresh = crate::ring::Ring::new(crate::ring::RingConfig::default());
     let names: Vec<(NodeId, String)> = sim
         .node(me)
+        .inspect()
         .discovery()
         .iter()
         .map(|info| (info.id, info.name.clone()))
@@ -528,7 +566,7 @@ fn name_and_selector_targets_resolve_through_discovery() {
 fn topology_changes_touch_no_hash_ring() {
     let mut sim = group_b();
     let me = NodeId(0x201);
-    let updates = sim.node(me).discovery().rings().ring_updates();
+    let updates = sim.node(me).inspect().discovery().rings().ring_updates();
     let hash = |sim: &mut Sim| {
         sim.act(me, |node, _| {
             node.pick_target(None, &Select::Hash(Bytes::from_static(b"user-42")))
@@ -540,7 +578,10 @@ fn topology_changes_touch_no_hash_ring() {
     sim.registry_put_topology(topo(0x202, 0x204, 0));
     sim.registry_delete_topology(NodeId(0x202));
     sim.deliver_until_idle();
-    assert_eq!(sim.node(me).discovery().rings().ring_updates(), updates);
+    assert_eq!(
+        sim.node(me).inspect().discovery().rings().ring_updates(),
+        updates
+    );
     assert_eq!(hash(&mut sim), Ok(key_owner));
 }
 
@@ -584,17 +625,17 @@ fn own_upstream_switch_moves_queued_traffic_to_the_new_upstream() {
     sim.advance_to(secs(1));
     sim.kill(NodeId(0x402));
     let queued = send(&mut sim, 0x401, 0x404, b"queued-during-switch");
-    assert_eq!(sim.node(NodeId(0x401)).pending(NodeId(0x404)), 1);
+    assert_eq!(sim.node(NodeId(0x401)).inspect().pending(NodeId(0x404)), 1);
     sim.advance_to(secs(2));
     // The target moves first, then 0x401 itself (in that order on every node).
     put_topologies(&mut sim, &[(0x404, 0x403), (0x401, 0x403)]);
     // 0x404 keeps its old upstream in config; its keeper follows its topology record too.
     assert_eq!(
-        sim.node(NodeId(0x401)).connector().upstream(),
+        sim.node(NodeId(0x401)).inspect().connector().upstream(),
         NodeId(0x403)
     );
     assert_eq!(
-        sim.node(NodeId(0x404)).connector().upstream(),
+        sim.node(NodeId(0x404)).inspect().connector().upstream(),
         NodeId(0x403)
     );
     assert_eq!(
@@ -611,7 +652,11 @@ fn own_upstream_switch_moves_queued_traffic_to_the_new_upstream() {
             outcome(secs(2), queued, Outcome::Delivered)
         ]
     );
-    let v = sim.node(NodeId(0x401)).route(NodeId(0x404)).unwrap();
+    let v = sim
+        .node(NodeId(0x401))
+        .inspect()
+        .route(NodeId(0x404))
+        .unwrap();
     assert_eq!(
         (v.flags, v.proxy),
         (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x403)))
@@ -685,12 +730,16 @@ fn a_node_that_moves_drops_its_old_upstream_link_so_traffic_follows_the_topology
     send(&mut sim, 0x401, 0x404, b"before");
     let before = received(secs(0), 0x401, 0x402, b"before");
     assert_eq!(seen(&sim, 0x404), vec![before.clone()]);
-    let old_link = sim.node(NodeId(0x404)).link_to(NodeId(0x402)).unwrap();
+    let old_link = sim
+        .node(NodeId(0x404))
+        .inspect()
+        .link_to(NodeId(0x402))
+        .unwrap();
     put_topologies(&mut sim, &[(0x404, 0x403)]);
     let moved = sim.node(NodeId(0x404));
-    assert_eq!(moved.link_to(NodeId(0x402)), None);
-    assert_eq!(moved.link_peer(old_link), None);
-    assert!(moved.link_to(NodeId(0x403)).is_some());
+    assert_eq!(moved.inspect().link_to(NodeId(0x402)), None);
+    assert_eq!(moved.inspect().link_peer(old_link), None);
+    assert!(moved.inspect().link_to(NodeId(0x403)).is_some());
     assert!(sim.events(NodeId(0x404)).contains(&(
         secs(0),
         Event::LinkClosed {
@@ -699,7 +748,11 @@ fn a_node_that_moves_drops_its_old_upstream_link_so_traffic_follows_the_topology
         }
     )));
     // 0x401 keeps its proxy (0x402 is still on the new path) and 0x402 relays via 0x403.
-    let v = sim.node(NodeId(0x401)).route(NodeId(0x404)).unwrap();
+    let v = sim
+        .node(NodeId(0x401))
+        .inspect()
+        .route(NodeId(0x404))
+        .unwrap();
     assert_eq!(
         (v.flags, v.proxy),
         (RouteFlags::ACTIVE | RouteFlags::READY, Some(NodeId(0x402)))

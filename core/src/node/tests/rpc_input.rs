@@ -112,7 +112,7 @@ fn a_request_is_handed_out_with_its_budget_as_a_local_deadline() {
     );
     // No `Received`: RPC messages never reach the application as plain messages.
     assert!(!out.iter().any(|o| matches!(o, Output::Received { .. })));
-    assert_eq!(node.rpc_stats().served, 1);
+    assert_eq!(node.inspect().rpc_stats().served, 1);
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn a_request_whose_budget_is_spent_never_reaches_a_handler_and_is_refused_expire
             reason: RefuseCall::Expired
         })]
     );
-    assert_eq!(node.rpc_stats().expired_requests, 1);
+    assert_eq!(node.inspect().rpc_stats().expired_requests, 1);
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn a_request_for_a_method_not_served_is_refused_not_served() {
             reason: RefuseCall::NotServed
         })]
     );
-    assert_eq!(node.rpc_stats().not_served, 1);
+    assert_eq!(node.inspect().rpc_stats().not_served, 1);
 }
 
 /// The same call arrives again on a fresh stream (the bus delivers it: another stream tag):
@@ -180,8 +180,8 @@ fn a_request_repeated_on_a_new_stream_is_not_executed_twice() {
         &request(8, 9_000_000_000, "echo"),
     );
     assert_eq!(requests(&again), vec![]);
-    assert_eq!(node.rpc_stats().duplicate_requests, 1);
-    assert_eq!(node.rpc_stats().served, 1);
+    assert_eq!(node.inspect().rpc_stats().duplicate_requests, 1);
+    assert_eq!(node.inspect().rpc_stats().served, 1);
 }
 
 #[test]
@@ -202,7 +202,7 @@ fn a_reply_for_no_call_and_bytes_that_are_no_rpc_message_are_counted_and_dropped
         !out.iter()
             .any(|o| matches!(o, Output::Rpc(_) | Output::Received { .. }))
     );
-    let stats = node.rpc_stats();
+    let stats = node.inspect().rpc_stats();
     assert_eq!((stats.late_replies, stats.bad_messages), (1, 1));
 }
 
@@ -226,7 +226,10 @@ fn the_reserved_message_type_is_refused_to_send() {
 #[test]
 fn a_budget_from_the_wire_is_capped_by_max_call_budget() {
     let (mut node, link) = server();
-    assert_eq!(node.config().max_call_budget, Duration::from_secs(300));
+    assert_eq!(
+        node.inspect().config().max_call_budget,
+        Duration::from_secs(300)
+    );
     let century_ns = 100 * 365 * 24 * 3_600 * 1_000_000_000_u64;
     let out = deliver(
         &mut node,
@@ -238,13 +241,13 @@ fn a_budget_from_the_wire_is_capped_by_max_call_budget() {
     let got = requests(&out);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].deadline, secs(3) + Duration::from_secs(300));
-    assert_eq!(node.rpc_stats().budgets_capped, 1);
+    assert_eq!(node.inspect().rpc_stats().budgets_capped, 1);
     let late = secs(3) + Duration::from_secs(300) + Duration::from_nanos(1);
     assert!(
         node.reply(late, got[0].request, Bytes::from_static(b"late"))
             .is_err()
     );
-    assert_eq!(node.rpc_stats().dropped_replies, 1);
+    assert_eq!(node.inspect().rpc_stats().dropped_replies, 1);
 
     let out = deliver(
         &mut node,
@@ -257,7 +260,7 @@ fn a_budget_from_the_wire_is_capped_by_max_call_budget() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].deadline, secs(400) + Duration::from_secs(300));
     assert_eq!(
-        node.rpc_stats().budgets_capped,
+        node.inspect().rpc_stats().budgets_capped,
         1,
         "the maximum itself is no cut"
     );
@@ -287,5 +290,5 @@ fn the_largest_budget_is_capped_to_a_configured_maximum() {
     );
     let got = requests(&out);
     assert_eq!(got[0].deadline, secs(2) + Duration::from_millis(1_500));
-    assert_eq!(node.rpc_stats().budgets_capped, 1);
+    assert_eq!(node.inspect().rpc_stats().budgets_capped, 1);
 }

@@ -1,4 +1,4 @@
-//! The node's output queue: what the driver takes with `poll_output`, in order.
+//! [`OutQueue`], the node's output queue: what the driver takes with `poll_output`, in order.
 //!
 //! `Data` frames for one link (our own messages and the ones we relay), pushed one after the
 //! other with nothing in between, are appended to one open buffer that becomes a single `Transmit` (at most
@@ -14,7 +14,7 @@ use crate::{ids::LinkId, wire};
 
 /// The size past which our `Data` frames for a link start a new `Transmit` (a frame is never
 /// split: one larger than this is a `Transmit` of its own).
-pub(super) const MAX_TRANSMIT: usize = 64 * 1024;
+pub(crate) const MAX_TRANSMIT: usize = 64 * 1024;
 
 /// The least a `Data` frames' buffer starts with; it starts with the size of the previous
 /// one when that was larger (batches tend to repeat: one allocation, no regrowth). Small,
@@ -23,7 +23,7 @@ pub(super) const MAX_TRANSMIT: usize = 64 * 1024;
 const OPEN_CAPACITY: usize = 512;
 
 #[derive(Debug, Default)]
-pub(super) struct OutQueue {
+pub(crate) struct OutQueue {
     items: VecDeque<Output>,
     /// Our `Data` frames for one link, logically after every queued output.
     open: Option<(LinkId, Vec<u8>)>,
@@ -34,7 +34,7 @@ pub(super) struct OutQueue {
 impl OutQueue {
     /// Appends `output`.
     #[inline]
-    pub(super) fn push_back(&mut self, output: Output) {
+    pub(crate) fn push_back(&mut self, output: Output) {
         self.close_open();
         self.items.push_back(output);
     }
@@ -42,7 +42,7 @@ impl OutQueue {
     /// Appends the `Data` frame `data` for `link` (ours or relayed): to the open buffer when
     /// it is `link`'s and has room, else to a new one.
     #[inline]
-    pub(super) fn push_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
+    pub(crate) fn push_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
         let fits = |buf: &Vec<u8>| buf.len() + data.payload.len() < MAX_TRANSMIT;
         let buf = match &mut self.open {
             Some((open, buf)) if *open == link && fits(buf) => buf,
@@ -58,7 +58,7 @@ impl OutQueue {
 
     /// The next output, the open `Data` frames last.
     #[inline]
-    pub(super) fn pop_front(&mut self) -> Option<Output> {
+    pub(crate) fn pop_front(&mut self) -> Option<Output> {
         match self.items.pop_front() {
             Some(output) => Some(output),
             None => self.open.take().map(|(link, buf)| {
