@@ -45,22 +45,10 @@ fn route_events(sim: &Sim, node: u64, target: u64) -> Vec<(Instant, RouteEvent)>
     sim.events(NodeId(node))
         .iter()
         .filter_map(|(t, e)| match e {
-            Event::Route(r) if route_target(r) == target => Some((*t, *r)),
+            Event::Route(r) if RouteEvent::target(r) == target => Some((*t, *r)),
             _ => None,
         })
         .collect()
-}
-
-fn route_target(e: &RouteEvent) -> NodeId {
-    match *e {
-        RouteEvent::Ready { target, .. }
-        | RouteEvent::Unready { target }
-        | RouteEvent::Removed { target, .. }
-        | RouteEvent::ReconnectScheduled { target, .. }
-        | RouteEvent::WaitingDiscovery { target }
-        | RouteEvent::TopologyLost { target, .. } => target,
-        _ => NodeId::NONE,
-    }
 }
 
 fn scheduled(target: u64, attempt: u32, at: Instant) -> RouteEvent {

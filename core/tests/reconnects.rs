@@ -28,14 +28,7 @@ const PEER: NodeId = NodeId(0x502);
 /// 0x501's route events about the peer from `since` on, with their time.
 fn peer_events(sim: &Sim, since: Instant) -> Vec<(Instant, Event)> {
     events_where(sim, 0x501, |e| match e {
-        Event::Route(
-            RouteEvent::Ready { target, .. }
-            | RouteEvent::Unready { target }
-            | RouteEvent::Removed { target, .. }
-            | RouteEvent::ReconnectScheduled { target, .. }
-            | RouteEvent::WaitingDiscovery { target }
-            | RouteEvent::TopologyLost { target, .. },
-        ) => *target == PEER,
+        Event::Route(route) => route.target() == PEER,
         _ => false,
     })
     .into_iter()

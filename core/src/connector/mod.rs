@@ -271,6 +271,21 @@ pub enum RouteEvent {
     },
 }
 
+impl RouteEvent {
+    /// The route record's target (every route event is about one).
+    #[must_use]
+    pub const fn target(&self) -> NodeId {
+        match *self {
+            RouteEvent::Ready { target, .. }
+            | RouteEvent::Unready { target }
+            | RouteEvent::Removed { target, .. }
+            | RouteEvent::ReconnectScheduled { target, .. }
+            | RouteEvent::WaitingDiscovery { target }
+            | RouteEvent::TopologyLost { target, .. } => target,
+        }
+    }
+}
+
 /// What the owner must do, in order. Popped with [`Connector::pop_effect`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

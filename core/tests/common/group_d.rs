@@ -31,14 +31,7 @@ pub fn view(sim: &Sim) -> Option<(RouteFlags, Option<NodeId>)> {
 /// 0x401's route events about the target, with their time.
 pub fn target_events(sim: &Sim) -> Vec<(Instant, Event)> {
     events_where(sim, 0x401, |e| match e {
-        Event::Route(
-            RouteEvent::Ready { target, .. }
-            | RouteEvent::Unready { target }
-            | RouteEvent::Removed { target, .. }
-            | RouteEvent::ReconnectScheduled { target, .. }
-            | RouteEvent::WaitingDiscovery { target }
-            | RouteEvent::TopologyLost { target, .. },
-        ) => *target == TARGET,
+        Event::Route(route) => route.target() == TARGET,
         _ => false,
     })
 }
