@@ -353,42 +353,41 @@ impl Driver {
                 target,
                 msg_type,
                 payload,
-            } => self.stream_one(now, poster, ticket, &target, msg_type, payload),
+            } => self.stream(now, poster, ticket, [(target, msg_type, payload)]),
             Command::StreamBatch {
                 poster,
                 first,
                 messages,
-            } => {
-                for (ticket, (target, msg_type, payload)) in (first..).zip(messages) {
-                    self.stream_one(now, poster, ticket, &target, msg_type, payload);
-                }
-            }
+            } => self.stream(now, poster, first, messages),
             Command::ClosePoster { poster } => self.posters.close(poster),
         }
     }
 
-    /// Hands one message of `poster` to the core; its outcome (or refusal) goes to the
-    /// poster's stream.
-    fn stream_one(
+    /// Hands `poster`'s messages, tickets counted from `first`, to the core in order; each
+    /// outcome (or refusal) goes to the poster's stream. The poster is looked up once per
+    /// burst, not per message.
+    fn stream(
         &mut self,
         now: Instant,
         poster: u64,
-        ticket: u64,
-        target: &super::Dest,
-        msg_type: u32,
-        payload: bytes::Bytes,
+        first: u64,
+        messages: impl IntoIterator<Item = (super::Dest, u32, bytes::Bytes)>,
     ) {
-        match self.send_one(now, target.to_select(), msg_type, payload) {
-            Ok(msg) => {
-                // A poster whose reader is gone still sends; only its outcomes go unkept.
-                if self.posters.is_open(poster) {
-                    self.posters.accepted(poster);
+        // A poster whose reader is gone still sends; only its outcomes go unkept.
+        let open = self.posters.is_open(poster);
+        let mut accepted = 0;
+        for (ticket, (target, msg_type, payload)) in (first..).zip(messages) {
+            match self.send_one(now, target.to_select(), msg_type, payload) {
+                Ok(msg) if open => {
+                    accepted += 1;
                     self.pending
                         .insert(msg, (now, Waiter::Streamed { poster, ticket }));
                 }
+                Ok(_) => {}
+                Err(refused) => self.posters.refused(poster, ticket, refused),
             }
-            Err(refused) => self.posters.refused(poster, ticket, refused),
         }
+        self.posters.accepted(poster, accepted);
     }
 
     /// Hands one message to the core; its id, or why it was refused.
