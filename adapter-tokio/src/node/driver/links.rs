@@ -55,8 +55,8 @@ use crate::{
 /// Capacity of the link event channel (readers wait when it is full).
 pub(super) const LINK_EVENT_CAPACITY: usize = 1024;
 
-/// Bytes a link's gather buffer allocates at once.
-const OUT_CHUNK: usize = 16 * 1024;
+/// Most chunks one vectored write hands the socket.
+const MAX_IOV: usize = 16;
 
 /// What the link tasks report to the driver.
 #[derive(Debug)]
@@ -100,8 +100,10 @@ struct Entry {
     writer: mpsc::UnboundedSender<Bytes>,
     /// The writer's end of the queue until the socket exists.
     queue: Option<mpsc::UnboundedReceiver<Bytes>>,
-    /// What the core transmitted since the last [`Links::flush`], gathered into one write.
-    out: BytesMut,
+    /// What the core transmitted since the last [`Links::flush`], as the core handed it
+    /// over (each `Transmit` already gathers a drain's frames for the link): written with
+    /// one vectored write, never copied.
+    out: Vec<Bytes>,
     /// The socket's write half once connected: written to directly while the writer task has
     /// nothing left to write (saves a task hop per burst).
     socket: Option<Arc<OwnedWriteHalf>>,
@@ -306,7 +308,7 @@ impl Links {
                 peer: Some(peer),
                 writer,
                 queue: Some(queue),
-                out: BytesMut::new(),
+                out: Vec::new(),
                 socket: None,
                 handed: 0,
                 written: net::WrittenCounter::default(),
@@ -343,7 +345,7 @@ impl Links {
                 peer: None,
                 writer,
                 queue: None,
-                out: BytesMut::new(),
+                out: Vec::new(),
                 socket: None,
                 handed: 0,
                 written: net::WrittenCounter::default(),
@@ -496,15 +498,15 @@ impl Links {
 
     /// Adds `bytes` to what `link` writes at the next [`Links::flush`] (dropped for an
     /// unknown link).
-    pub(super) fn transmit(&mut self, link: LinkId, bytes: &[u8]) {
+    pub(super) fn transmit(&mut self, link: LinkId, bytes: Bytes) {
+        if bytes.is_empty() {
+            return;
+        }
         if let Some(entry) = self.entries.get_mut(&link) {
             if entry.out.is_empty() {
                 self.dirty.push(link);
-                if entry.out.capacity() < bytes.len() {
-                    entry.out.reserve(bytes.len().max(OUT_CHUNK));
-                }
             }
-            entry.out.extend_from_slice(bytes);
+            entry.out.push(bytes);
         }
     }
 
@@ -567,30 +569,60 @@ impl Links {
     }
 }
 
-/// Writes what `entry` gathered: straight to the socket when the writer task has written
-/// everything it was handed (no reordering possible), the rest (or all of it) through the
-/// writer task, which also reports a write error.
+/// Writes what `entry` gathered: straight to the socket (one vectored write per
+/// [`MAX_IOV`] chunks) when the writer task has written everything it was handed (no
+/// reordering possible), the rest (or all of it) through the writer task, which also reports
+/// a write error. No byte is copied on either path.
 fn push_out(entry: &mut Entry) {
     if entry.out.is_empty() {
         return;
     }
+    let mut done = 0;
     if let Some(socket) = &entry.socket
         && entry.written.load(Ordering::Acquire) == entry.handed
     {
-        match socket.try_write(&entry.out) {
-            Ok(n) if n == entry.out.len() => {
-                entry.out.clear();
-                return;
+        done = write_direct(socket, &mut entry.out);
+    }
+    for chunk in entry.out.drain(..).skip(done) {
+        entry.handed += chunk.len() as u64;
+        let _ = entry.writer.send(chunk);
+    }
+}
+
+/// Writes the front of `out` to `socket` until it would block; returns how many chunks were
+/// written whole (the first chunk after them is advanced past what was written of it).
+fn write_direct(socket: &OwnedWriteHalf, out: &mut [Bytes]) -> usize {
+    let mut done = 0;
+    while done < out.len() {
+        let batch = &out[done..out.len().min(done + MAX_IOV)];
+        let mut iov = [io::IoSlice::new(&[]); MAX_IOV];
+        for (slot, chunk) in iov.iter_mut().zip(batch) {
+            *slot = io::IoSlice::new(chunk);
+        }
+        let result = if batch.len() == 1 {
+            socket.try_write(&batch[0])
+        } else {
+            socket.try_write_vectored(&iov[..batch.len()])
+        };
+        let mut written = match result {
+            Ok(n) => n,
+            // Would block: the writer task waits for room. Any other error: the writer task
+            // meets it too and reports the link closed.
+            Err(_) => return done,
+        };
+        for chunk in &mut out[done..] {
+            if written < chunk.len() {
+                bytes::Buf::advance(chunk, written);
+                return done;
             }
-            Ok(n) => bytes::Buf::advance(&mut entry.out, n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            // The writer task meets the error too and reports the link closed.
-            Err(_) => {}
+            written -= chunk.len();
+            done += 1;
+            if written == 0 {
+                break;
+            }
         }
     }
-    let chunk = entry.out.split().freeze();
-    entry.handed += chunk.len() as u64;
-    let _ = entry.writer.send(chunk);
+    done
 }
 
 /// Puts `read` to wait for readiness (TLS: reads into its buffer); `entry` keeps the handle

@@ -534,7 +534,7 @@ impl Driver {
                     self.counters.dial();
                     self.links.dial(link, peer, addr);
                 }
-                Output::Transmit { link, bytes } => self.links.transmit(link, &bytes),
+                Output::Transmit { link, bytes } => self.links.transmit(link, bytes),
                 Output::Close { link } => self.links.close(link),
                 Output::Received {
                     from,
