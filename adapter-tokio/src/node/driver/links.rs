@@ -1,7 +1,10 @@
 //! The driver's link table: for each core `LinkId`, the tasks that carry it.
 //!
 //! A dialled link starts with a dial task; once connected (and every accepted link at once) it
-//! has a writer task (queued `Transmit`s → socket, batched), and the driver reads its socket
+//! has a writer task, and the driver writes a drain's `Transmit`s itself, as the core's own
+//! buffers in one vectored `try_write` ([`Links::flush`]); only what the socket does not take
+//! (or everything, while the writer task still holds bytes, so nothing is reordered) goes
+//! through the writer task, which waits for room and writes it in order. The driver reads its socket
 //! itself: the read half waits for readiness in [`Links::next_readable`] (one future per link
 //! in a `FuturesUnordered`), then the driver's burst reads it with `try_read_buf` into one shared buffer, each read
 //! split off and handed to the core as owned bytes (no copy)

@@ -6,7 +6,8 @@
 //! command from a [`NodeHandle`], a link event ([`links`]), a registry feed event, room in a
 //! full inbox, or the core's next deadline (one `Sleep`, reset only when the deadline moves).
 //! It makes the matching `handle_*` call (or command), then drains `poll_output` into I/O:
-//! `Connect` → a dial task, `Transmit` → the link's writer, `Close` → the link's tasks stop
+//! `Connect` → a dial task, `Transmit` → the link's socket (one vectored write per link and
+//! drain, the rest through the link's writer task), `Close` → the link's tasks stop
 //! (the writer flushes first), `Received` → the inbox, `Outcome` → the sender's outcome
 //! future, `Event` → counters and logs. No routing decision is taken here.
 //!
