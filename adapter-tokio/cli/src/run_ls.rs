@@ -1,7 +1,7 @@
-//! `switchboard ls`: what the registry knows. A registry client of its own registers a
-//! short-lived `ls-<pid>` record (the registry answers registered clients only), takes the
-//! snapshot of discovery and topology records that comes with the registration, leaves at
-//! once (a goodbye, so nobody waits for it) and prints every other node.
+//! `switchboard ls`: what the registry knows, read-only. On the embedded registry a client
+//! of its own *watches* (a `Register` with the watch flag: the registry answers with the
+//! snapshot of every node and lists nothing for it, so no node sees it come or go), takes the
+//! snapshot, leaves at once and prints every node.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -108,6 +108,7 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             let mut client = ClientConfig::new(info, Some(topology), incarnation);
             client.keys = options.core.auth_keys();
             client.nonce_seed = crate::keys::random_u64();
+            client.watch = true;
             spawn_client_with(*addr, client, options.transport.clone())
         }
         #[cfg(feature = "etcd")]

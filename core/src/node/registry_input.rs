@@ -33,6 +33,7 @@ impl Node {
                     Applied::Removed(info) => {
                         if info.id.is_valid() {
                             self.discovery_deleted(info.id, info.incarnation);
+                            self.evidence.record_gone(info.id);
                         }
                         self.discovery_gone(now, info.id);
                     }
@@ -54,6 +55,9 @@ impl Node {
     fn discovery_put(&mut self, now: Instant, info: DiscoveryInfo) {
         let id = info.id;
         let incarnation = info.incarnation;
+        if id.is_valid() {
+            self.evidence.note_record(id, info.is_client());
+        }
         match self.discovery.put(info) {
             Applied::Added { id, displaced, .. } | Applied::Updated { id, displaced, .. } => {
                 if let Some(d) = displaced {

@@ -265,6 +265,7 @@ impl RegistryClient {
             discovery: self.config.discovery.clone(),
             topology: self.config.topology.clone(),
             proof: self.config.identity_proof,
+            watch: self.config.watch,
         };
         self.send(&register.into());
     }

@@ -59,6 +59,10 @@ pub struct ClientConfig {
     pub nonce_seed: u64,
     /// The driver's randomness for handshake nonces (zeros: `nonce_seed` alone).
     pub nonce_entropy: crate::auth::NonceEntropy,
+    /// Watch, do not register (`switchboard ls`): the `Register` carries the watch flag, the
+    /// registry answers with every node and every change and lists nothing for this client.
+    /// `discovery` then only names the client in its handshake.
+    pub watch: bool,
 }
 
 impl ClientConfig {
@@ -86,6 +90,7 @@ impl ClientConfig {
             keys: crate::auth::ClusterKeys::default(),
             nonce_seed: 0,
             nonce_entropy: crate::auth::NonceEntropy::default(),
+            watch: false,
         }
     }
 }

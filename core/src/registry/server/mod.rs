@@ -122,6 +122,8 @@ struct Conn {
     auth: ConnAuth,
     /// The node it registered, and that node's type name.
     registered: Option<(EntryKey, alloc::string::String)>,
+    /// It watches: pushed every change, listing nothing (`Register` with the watch flag).
+    watching: bool,
     /// The node ids its transport credentials name ([`RegistryServer::bind_conn_identity`]);
     /// `None`: not bound, any id.
     certified: Option<Vec<NodeId>>,
@@ -275,6 +277,7 @@ impl RegistryServer {
                     ConnAuth::Open
                 },
                 registered: None,
+                watching: false,
                 certified: None,
             },
         );
@@ -302,7 +305,7 @@ impl RegistryServer {
             return;
         };
         c.reader.push(bytes);
-        if c.registered.is_some()
+        if (c.registered.is_some() || c.watching)
             && let Some(timeout) = self.config.heartbeat_timeout
         {
             self.timers.replace(Timer::Silence(conn), now + timeout);
@@ -343,7 +346,8 @@ impl RegistryServer {
             };
             let auth = c.auth;
             let open = matches!(auth, ConnAuth::Open);
-            let keyless_fresh = !self.config.keys.is_enabled() && c.registered.is_none();
+            let keyless_fresh =
+                !self.config.keys.is_enabled() && c.registered.is_none() && !c.watching;
             match incoming {
                 Incoming::Hello {
                     node,
@@ -614,16 +618,9 @@ impl RegistryServer {
     }
 
     /// Sends `bytes` to every registered connection concerned with a node of `type_name`
-    /// (and to the node itself), in connection order.
+    /// (and to the node itself) and to every watcher, in connection order.
     fn push_to_concerned(&mut self, key: &EntryKey, type_name: &str, bytes: &[u8]) {
-        let targets: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter_map(|(id, c)| {
-                let (own, own_type) = c.registered.as_ref()?;
-                (own == key || self.config.concern.concerns(own_type, type_name)).then_some(*id)
-            })
-            .collect();
+        let targets = self.concerned(key, type_name, None);
         for conn in targets {
             self.out.push_back(ServerOutput::Transmit {
                 conn,
@@ -647,20 +644,27 @@ impl RegistryServer {
         if wire::encode(&put.into(), &mut bytes).is_err() {
             return;
         }
-        let targets: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter_map(|(id, c)| {
-                let (own, own_type) = c.registered.as_ref()?;
-                let wanted = own == key || self.config.concern.concerns(own_type, &type_name);
-                (wanted && Some(*id) != skip).then_some(*id)
-            })
-            .collect();
+        let targets = self.concerned(key, &type_name, skip);
         for conn in targets {
             self.out.push_back(ServerOutput::Transmit {
                 conn,
                 bytes: bytes.clone(),
             });
         }
+    }
+
+    /// The connections a change of node `key` (of `type_name`) is pushed to, but `skip`: the
+    /// node itself, those concerned with its type, and the watchers, in connection order.
+    fn concerned(&self, key: &EntryKey, type_name: &str, skip: Option<ConnId>) -> Vec<ConnId> {
+        self.conns
+            .iter()
+            .filter_map(|(id, c)| {
+                let wanted = c.watching
+                    || c.registered.as_ref().is_some_and(|(own, own_type)| {
+                        own == key || self.config.concern.concerns(own_type, type_name)
+                    });
+                (wanted && Some(*id) != skip).then_some(*id)
+            })
+            .collect()
     }
 }

@@ -22,6 +22,7 @@ fn named(id: u64, name: &str, secret: &str) -> DiscoveryInfo {
 fn register(discovery: DiscoveryInfo, incarnation: u64) -> Vec<u8> {
     bytes(
         Register {
+            watch: false,
             incarnation,
             discovery,
             topology: None,
@@ -54,6 +55,7 @@ fn try_join_proving(
 ) -> (ConnId, Vec<ServerOutput>) {
     let conn = s.handle_accepted(now);
     let frame = Register {
+        watch: false,
         incarnation,
         discovery,
         topology: None,
