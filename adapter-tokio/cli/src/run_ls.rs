@@ -20,8 +20,8 @@ use tokio::{sync::oneshot, time::Instant};
 
 use crate::{
     cli::{LsArgs, LsFormat},
-    client::{registry_name, seconds},
-    config::{Identity, core_config},
+    client::{client_identity, registry_name, seconds},
+    config::core_config,
     error::CliError,
     lifecycle::{print_json_line, run_seed},
 };
@@ -40,12 +40,12 @@ pub(crate) struct LsOptions {
 }
 
 impl LsOptions {
-    /// Checks the flags; `pid` names the client's record (`ls-<pid>`, id 1000000 + pid).
+    /// Checks the flags; `random` draws the watcher's id (it names it in its handshake).
     ///
     /// # Errors
     ///
     /// No registry or two, a zero timeout.
-    pub(crate) fn resolve(args: LsArgs, pid: u32) -> Result<LsOptions, CliError> {
+    pub(crate) fn resolve(args: LsArgs, random: u64) -> Result<LsOptions, CliError> {
         let crate::config::Joined {
             registry,
             transport,
@@ -54,15 +54,8 @@ impl LsOptions {
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }
-        let mut core = core_config(
-            None,
-            Identity {
-                id: 1_000_000 + u64::from(pid),
-                name: format!("ls-{pid}"),
-                upstream: None,
-                labels: [("role".to_owned(), "ls".to_owned())].into(),
-            },
-        )?;
+        // The watcher's id and name only name it in its handshake: nothing is listed.
+        let mut core = core_config(None, client_identity("ls", None, None, random))?;
         core.cluster_keys = keys;
         Ok(LsOptions {
             core,

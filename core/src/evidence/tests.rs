@@ -284,10 +284,7 @@ fn a_clients_leaving_is_never_reported_and_makes_no_suspect() {
     );
     // Stopped heartbeats of a client are acted on (what reached it ends) but not reported.
     let death = book.link_gone(&up_link_closed(), true, nothing_up, nothing_announced);
-    assert_eq!(
-        death.map(|d| d.evidence),
-        Some(Evidence::HeartbeatsStopped)
-    );
+    assert_eq!(death.map(|d| d.evidence), Some(Evidence::HeartbeatsStopped));
     assert_eq!(book.record_death(PEER, 40), Some(false));
     assert!(!book.is_reported(PEER, false, 1, false, 40));
     // Once its record is gone (or says it is a member now) the id is a member's again.

@@ -36,6 +36,9 @@ impl Node {
                             self.evidence.record_gone(info.id);
                         }
                         self.discovery_gone(now, info.id);
+                        if info.is_client() {
+                            self.client_left(info.id);
+                        }
                     }
                     _ => self.ignored(RegistryIgnored::Discovery { id }),
                 }
@@ -44,6 +47,18 @@ impl Node {
             RegistryEvent::TopologyDelete { id, revision } => {
                 self.topology_delete(now, id, revision);
             }
+        }
+    }
+
+    /// A light client's record was deleted: it left. Its route and its endpoint go at once
+    /// (what waited for it fails `TargetGone`): nothing redials it, `/status` does not list it.
+    fn client_left(&mut self, id: NodeId) {
+        self.connector.on_client_left(id);
+        self.apply_effects();
+        if let Some(key) = self.endpoints.find_by_id(id) {
+            let mut sink = super::OutSink(&mut self.out);
+            self.endpoints
+                .remove(key, crate::outcome::FailReason::TargetGone, &mut sink);
         }
     }
 
