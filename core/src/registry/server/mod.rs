@@ -82,6 +82,12 @@ mod tests;
 use alloc::{boxed::Box, collections::BTreeMap, collections::VecDeque, vec::Vec};
 
 pub use concern::ConcernTable;
+
+/// A holder heard from within this is live, and no other incarnation takes its id over, even
+/// with its identity's proof: that is a second copy of the node, refused (`DuplicateId`).
+/// Only a holder whose session is gone — closed (then protected), or silent this long (more
+/// than one 5 s client heartbeat) — is replaced by a restart that proves the identity.
+pub const LIVE_HOLDER_SILENCE: crate::time::Duration = crate::time::Duration::from_secs(7);
 pub use types::{
     ConnId, DEFAULT_MAX_SNAPSHOT_PART, EntryKey, ProtocolError, ServerConfig, ServerConfigError,
     ServerEvent, ServerOutput, ServerStats,
@@ -124,6 +130,8 @@ struct Conn {
     registered: Option<(EntryKey, alloc::string::String)>,
     /// It watches: pushed every change, listing nothing (`Register` with the watch flag).
     watching: bool,
+    /// When its last bytes arrived: a holder heard within [`LIVE_HOLDER_SILENCE`] is live.
+    heard: Instant,
     /// The node ids its transport credentials name ([`RegistryServer::bind_conn_identity`]);
     /// `None`: not bound, any id.
     certified: Option<Vec<NodeId>>,
@@ -278,6 +286,7 @@ impl RegistryServer {
                 },
                 registered: None,
                 watching: false,
+                heard: now,
                 certified: None,
             },
         );
@@ -305,6 +314,7 @@ impl RegistryServer {
             return;
         };
         c.reader.push(bytes);
+        c.heard = now;
         if (c.registered.is_some() || c.watching)
             && let Some(timeout) = self.config.heartbeat_timeout
         {

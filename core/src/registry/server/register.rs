@@ -67,11 +67,22 @@ impl RegistryServer {
             // secret): what the records show does not prove anything. A live holder with an
             // identity is replaced only on proof, even by its own incarnation (which every
             // record shows); without an identity, by its own incarnation alone (a reconnect
-            // the registry has not noticed yet).
+            // the registry has not noticed yet). Another incarnation replaces a live holder
+            // only when its session is gone (silent for `LIVE_HOLDER_SILENCE`): a holder
+            // still heard from is a second copy of the node running, and the newcomer is
+            // refused — never both registered in turn.
             let proven = proof.is_some_and(|p| p.proves(&held.discovery.identity));
             let needs_proof =
                 held.incarnation != incarnation || !held.discovery.identity.is_empty();
+            let heard = |conn| {
+                self.conns
+                    .get(&conn)
+                    .is_some_and(|c| now < c.heard + super::LIVE_HOLDER_SILENCE)
+            };
             match held.link {
+                Link::Live(other) if held.incarnation != incarnation && heard(other) => {
+                    return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
+                }
                 Link::Live(_) if needs_proof && !proven => {
                     return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
                 }

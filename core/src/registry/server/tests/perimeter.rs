@@ -362,8 +362,10 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
     assert_eq!((s.stats().duplicate_ids, s.stats().takeovers), (4, 0));
     assert_eq!(s.entries()[0].incarnation, 101);
     assert_eq!(s.entries()[0].discovery.listen, disc(1, "x").listen);
-    // The restarted deployment, which knows the secret, takes over at once.
-    let restart = s.handle_accepted(secs(2));
+    // The restarted deployment, which knows the secret, takes over once the old session is
+    // gone (was: at once, at 2 s — a live holder is now a second copy, refused; issue 22).
+    let gone = secs(0) + LIVE_HOLDER_SILENCE;
+    let restart = s.handle_accepted(gone);
     let frame = Register {
         watch: false,
         incarnation: 202,
@@ -371,7 +373,7 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
         topology: None,
         proof: IdentityProof::of("ident-victim"),
     };
-    s.handle_received(secs(2), restart, &bytes(frame.into()));
+    s.handle_received(gone, restart, &bytes(frame.into()));
     assert_eq!(
         drain(&mut s)[0],
         ServerOutput::Event(ServerEvent::TakenOver {
