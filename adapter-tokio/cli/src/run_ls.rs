@@ -102,6 +102,9 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             client.keys = options.core.auth_keys();
             client.nonce_seed = crate::keys::random_u64();
             client.watch = true;
+            client.backoff = switchboard_core::registry::client::registry_backoff(
+                options.core.registry_reconnect_max,
+            );
             spawn_client_with(*addr, client, options.transport.clone())
         }
         #[cfg(feature = "etcd")]
