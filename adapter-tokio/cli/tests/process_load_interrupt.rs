@@ -54,7 +54,7 @@ fn interrupt_a_load(signal: fn(&Proc), expected_code: i32, id: u64) {
         .values()
         .map(|v| v.as_u64().expect("count"))
         .sum();
-    assert!(sent >= 500 && sent < COUNT, "{summary}");
+    assert!((500..COUNT).contains(&sent), "{summary}");
     assert_eq!(
         sent,
         delivered + failed,
