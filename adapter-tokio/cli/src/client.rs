@@ -82,10 +82,27 @@ pub(crate) async fn wait_registered(
     Err(CliError::failed(match known.conflict {
         Some(why) => format!("{what}: {registry} refused the {what} node: {why}"),
         None => format!(
-            "{what}: {registry} did not answer within {}",
-            seconds(timeout)
+            "{what}: {registry} did not answer within {}{}",
+            seconds(timeout),
+            refused_now(spec).await
         ),
     }))
+}
+
+/// ` (connection refused)` when the embedded registry's address refuses a connection right
+/// now (nothing listens there: the registry is down or the address is wrong), else nothing.
+async fn refused_now(spec: &RegistrySpec) -> &'static str {
+    let RegistrySpec::Embedded(addr) = spec else {
+        return "";
+    };
+    let addr = *addr;
+    let probe = tokio::task::spawn_blocking(move || {
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500))
+    });
+    match probe.await {
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => " (connection refused)",
+        _ => "",
+    }
 }
 
 /// Hands one message to the node; while it is refused because no known node matches the

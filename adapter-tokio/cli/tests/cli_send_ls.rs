@@ -271,10 +271,11 @@ fn ls_and_send_without_a_reachable_registry_exit_1_with_one_line() {
         RUN_LIMIT,
     );
     assert_eq!(output.status.code(), Some(1));
+    // Was: "... did not answer within 1 s" alone; a refused connection is now said (issue 22).
     assert_eq!(
         lines(&output.stderr),
         [format!(
-            "error: send: the registry at {registry} did not answer within 1 s"
+            "error: send: the registry at {registry} did not answer within 1 s (connection refused)"
         )]
     );
 }

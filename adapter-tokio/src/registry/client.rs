@@ -74,12 +74,14 @@ const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 const LOST_WARN_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The registry session as the operator hears of it: a warning when it drops (or the
-/// registry cannot be reached), at most one per [`LOST_WARN_PERIOD`], and one when it is
-/// back after a warned loss.
+/// registry cannot be reached after it was), at most one per [`LOST_WARN_PERIOD`], and one
+/// when it is back after a warned loss. A registry not reached yet is logged at info.
 #[derive(Debug, Default)]
 struct Session {
     /// Registered now.
     up: bool,
+    /// Registered at least once: a failure before that is not a lost session (info only).
+    ever_up: bool,
     /// When the session was lost (or the first attempt failed), while it is.
     lost_at: Option<std::time::Instant>,
     /// When the last loss warning was written.
@@ -93,8 +95,12 @@ impl Session {
     fn failed(&mut self, registry: SocketAddr, reason: &str) {
         let now = std::time::Instant::now();
         let was_up = std::mem::replace(&mut self.up, false);
-        self.lost_at.get_or_insert(now);
         self.last_failure = Some(reason.to_owned());
+        if !self.ever_up {
+            info!(%registry, %reason, "registry not reachable yet; retrying");
+            return;
+        }
+        self.lost_at.get_or_insert(now);
         let quiet = self
             .warned_at
             .is_some_and(|at| now.duration_since(at) < LOST_WARN_PERIOD);
@@ -106,13 +112,14 @@ impl Session {
         if was_up {
             warn!(%registry, %reason, "registry session lost; rejoining as soon as it answers");
         } else {
-            warn!(%registry, %reason, "registry not reachable; retrying");
+            warn!(%registry, %reason, "registry still lost; retrying");
         }
     }
 
     /// Registered (again).
     fn registered(&mut self, registry: SocketAddr) {
         self.up = true;
+        self.ever_up = true;
         self.last_failure = None;
         if let (Some(lost_at), Some(_)) = (self.lost_at.take(), self.warned_at.take()) {
             let after_ms = u64::try_from(lost_at.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -214,7 +221,7 @@ async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort, transport: 
                     task.drain().await
                 }
                 Some(FeedCommand::Shutdown(done)) => {
-                    task.shutdown().await;
+                    task.shutdown(&mut events_rx).await;
                     let _ = done.send(());
                     return;
                 }
@@ -451,18 +458,41 @@ impl ClientTask {
     }
 
     /// Graceful leave: `Bye{Shutdown}` on the live connection, flushed, then every task ends.
-    async fn shutdown(&mut self) {
+    ///
+    /// The connection is read until the registry closes it (it does on the `Bye`): closing a
+    /// socket with unread bytes (a `Put` pushed just now) would reset it, and a reset can
+    /// drop the `Bye` on the registry's side, leaving this node protected for 30 s as if it
+    /// had crashed.
+    async fn shutdown(&mut self, events: &mut mpsc::Receiver<ConnEvent>) {
         self.client.shutdown();
+        let mut bye_sent = false;
         while let Some(output) = self.client.poll_output() {
             match output {
-                ClientOutput::Transmit { bytes } => self.write(bytes),
-                ClientOutput::Close => self.close(),
+                ClientOutput::Transmit { bytes } => {
+                    bye_sent |= self.conn.is_some();
+                    self.write(bytes);
+                }
+                ClientOutput::Close => {}
                 _ => {}
             }
         }
-        self.close();
         if let Some(dial) = self.dialing.take() {
             dial.abort();
+        }
+        // Dropping the writer flushes the `Bye` and half-closes; the reader runs on.
+        let reader = self.conn.take().map(|conn| conn.reader);
+        if let Some(reader) = reader {
+            if bye_sent {
+                let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
+                    while let Some(event) = events.recv().await {
+                        if let ConnEvent::Closed(..) = event {
+                            return;
+                        }
+                    }
+                })
+                .await;
+            }
+            reader.abort();
         }
         let tasks = &mut self.tasks;
         let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
