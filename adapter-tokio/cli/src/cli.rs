@@ -584,8 +584,11 @@ pub(crate) struct DemoArgs {
 #[command(
     after_help = "Lists every node in the registry's discovery records: id, name, \
     addresses, upstream (0 = root, - = no topology record), the RPC methods it serves \
-    (its rpc.switchboard/<method> labels, left out of the labels) and its other labels. \
-    Read-only: on the embedded registry ls watches (it registers nothing, so no node sees \
+    (its rpc.switchboard/<method> labels, left out of the labels), its other labels, its \
+    host and pid (and in JSON its incarnation, as a string). With --watch every change \
+    follows, one per line: {\"event\":\"put\",\"node\":ROW} or \
+    {\"event\":\"delete\",\"id\":ID,\"name\":NAME} (table: `put ID NAME ADDRESSES \
+    upstream=U`, `delete ID NAME`). Read-only: on the embedded registry ls watches (it registers nothing, so no node sees \
     it come or go). Exit 1 when the registry does not answer within --timeout-ms (the \
     message says why, e.g. connection refused)."
 )]
@@ -596,6 +599,10 @@ pub(crate) struct LsArgs {
     /// Bound on the wait for the registry.
     #[arg(long, value_name = "T", default_value_t = 5000)]
     pub(crate) timeout_ms: u64,
+    /// After the listing, print every change as it happens (one line, or one JSON object
+    /// with -o json), until SIGINT/SIGTERM.
+    #[arg(long)]
+    pub(crate) watch: bool,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,

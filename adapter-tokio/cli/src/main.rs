@@ -79,6 +79,7 @@ mod duration;
 mod error;
 mod keys;
 mod lifecycle;
+mod ls_watch;
 mod outcome_log;
 mod payload;
 mod run_broadcast;

@@ -131,3 +131,57 @@ fn ls_send_and_call_leave_no_trace_and_never_collide() {
     }
     assert_no_trace(&[&a, &b], 2);
 }
+
+/// `ls --watch -o json`: the listing, then one object per change — a node joining (its row,
+/// with host, pid and incarnation as a string) and leaving — until SIGINT (exit 0). The
+/// watcher itself is listed nowhere.
+#[test]
+fn ls_watch_prints_each_change_as_it_happens() {
+    let registry = start_registry("registry", ANY_PORT);
+    let a = start_node(NodeSpec::new(411, "wa", registry.addr));
+    a.wait_known(1);
+    let mut watcher = process_support::Proc::spawn(
+        "ls-watch",
+        &[
+            "ls".to_owned(),
+            "--registry".to_owned(),
+            registry.addr.to_string(),
+            "-o".to_owned(),
+            "json".to_owned(),
+            "--watch".to_owned(),
+        ],
+    );
+    let listing = watcher.next_json_line(Duration::from_secs(10));
+    assert_eq!(listing.as_array().map(Vec::len), Some(1), "{listing}");
+    assert_eq!(listing[0]["id"], 411);
+    assert_eq!(a.status().known_nodes, 1, "the watcher is no member");
+
+    let mut b = start_node(NodeSpec::new(412, "wb", registry.addr));
+    let put = watcher.next_json_line(Duration::from_secs(10));
+    assert_eq!(put["event"], "put", "{put}");
+    assert_eq!(put["node"]["id"], 412, "{put}");
+    assert_eq!(put["node"]["name"], "wb", "{put}");
+    assert_eq!(put["node"]["pid"], b.proc.pid(), "{put}");
+    assert_eq!(
+        put["node"]["incarnation"],
+        b.status().incarnation.to_string(),
+        "{put}"
+    );
+    // The topology record may follow as a second put of the same node.
+    b.proc.sigterm();
+    b.proc.wait_exit(Duration::from_secs(10));
+    let delete = loop {
+        let line = watcher.next_json_line(Duration::from_secs(10));
+        if line["event"] != "put" {
+            break line;
+        }
+        assert_eq!(line["node"]["id"], 412, "{line}");
+    };
+    assert_eq!(
+        delete,
+        serde_json::json!({"event": "delete", "id": 412, "name": "wb"})
+    );
+    watcher.sigint();
+    let status = watcher.wait_exit(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0), "{}", watcher.diagnostics());
+}
