@@ -49,6 +49,9 @@ pub struct Metrics {
     pub registrations: u64,
     /// Times the registry backend lost the registry (including failed dials).
     pub registry_disconnects: u64,
+    /// The registry session now (gauge): 1 while registered, 0 while the registry is lost
+    /// or not reached yet.
+    pub registry_session_up: u64,
     /// Registrations refused because another live instance holds this node's id, or another
     /// node its name.
     pub registry_conflicts: u64,

@@ -84,6 +84,7 @@ async fn register(addr: SocketAddr, id: u64) -> (TcpStream, Duration) {
     let started = tokio::time::Instant::now();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     let frame = Register {
+        watch: false,
         incarnation: 100 + id,
         discovery: DiscoveryInfo {
             id: NodeId(id),

@@ -51,6 +51,10 @@ pub struct Config {
     pub reconnect_max: Duration,
     /// Reconnect attempts before a route record is removed; 0 = unlimited. Default 8.
     pub reconnect_max_tries: u32,
+    /// Cap on the embedded registry client's redial delay (±20 %): a registry back is rejoined
+    /// within it. Default 500 ms. Key `registry_reconnect_max_ms`.
+    #[serde(rename = "registry_reconnect_max_ms", with = "millis")]
+    pub registry_reconnect_max: Duration,
     /// Jitter applied to each reconnect delay, ± this percentage (0..=100). Default 20.
     pub reconnect_jitter_percent: u32,
     /// How long a route record survives its topology record's deletion while its link is
@@ -194,6 +198,7 @@ impl Default for Config {
             reconnect_start: Duration::from_secs(1),
             reconnect_max: Duration::from_secs(60),
             reconnect_max_tries: 8,
+            registry_reconnect_max: Duration::from_millis(500),
             reconnect_jitter_percent: 20,
             lost_topology_timeout: Duration::from_secs(120),
             message_timeout: Duration::from_secs(8),
@@ -374,6 +379,7 @@ impl Config {
         }
         nonzero_duration("reconnect_start_ms", self.reconnect_start)?;
         nonzero_duration("reconnect_max_ms", self.reconnect_max)?;
+        nonzero_duration("registry_reconnect_max_ms", self.registry_reconnect_max)?;
         if self.reconnect_max < self.reconnect_start {
             return Err(ConfigError::ReconnectMaxBelowStart {
                 start: self.reconnect_start,

@@ -154,6 +154,7 @@ impl Run<'_> {
                     discovery,
                     topology: None,
                     proof,
+                    watch: false,
                 };
                 let bytes = Self::encode(&frame.into());
                 self.server.handle_received(self.now, conn, &bytes);

@@ -364,6 +364,7 @@ mod wire_seeds {
                     discovery: discovery.clone(),
                     topology: Some(topology.clone()),
                     proof: None,
+                    watch: false,
                 }
                 .into(),
             ),

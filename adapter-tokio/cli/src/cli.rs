@@ -413,8 +413,14 @@ pub(crate) struct NodeArgs {
     queue_full, no_route, target_gone, target_restarted, shutdown; `unknown_<reason>` when \
     the message was transmitted but not acknowledged; `no_outcome` when none came in time. \
     Latency is from send to the Delivered outcome. Echoes (from a node run with --echo) are \
-    counted by sequence number: a repeated one is a duplicate. The load node (label \
-    role=load) links to its targets directly, or with --upstream sends through that proxy.\n\n\
+    counted by sequence number: a repeated one is a duplicate. The load runs as a light \
+    client (labels role=client and command=load, a random 63-bit id unless --id): no node \
+    counts its leaving as a peer death or dials it again. It links to its targets directly, \
+    or with --upstream sends through that proxy.\n\n\
+    On a message load the first SIGINT or SIGTERM stops sending, waits at most 1 s for the \
+    outcomes in flight, \
+    writes --outcomes-log, prints the summary so far with \"interrupted\":true, leaves the \
+    registry and exits 130 (SIGINT) or 143 (SIGTERM); a second signal exits at once.\n\n\
     --outcomes-log FILE writes, when the run ends and before the summary, one line per \
     message in sequence order: `SEQ SENT_US OUTCOME_US OUTCOME`, the instants in \
     microseconds since the Unix epoch (the system clock, comparable across processes on one \
@@ -485,10 +491,10 @@ pub(crate) struct LoadArgs {
     /// Payload size in bytes (at least 8: the sequence number).
     #[arg(long, value_name = "B", value_parser = non_negative::<usize>)]
     pub(crate) size: Option<usize>,
-    /// Id of the load node [default: 1000000 + process id].
+    /// Id of the load client [default: a random 63-bit id].
     #[arg(long, value_name = "N", value_parser = non_negative::<u64>)]
     pub(crate) id: Option<u64>,
-    /// Name of the load node [default: load-PID, PID the process id].
+    /// Name of the load client [default: load-ID].
     #[arg(long, value_name = "NAME")]
     pub(crate) name: Option<String>,
     /// Listen on all addresses and publish this one (PORT defaults to the bound port), for
@@ -578,8 +584,13 @@ pub(crate) struct DemoArgs {
 #[command(
     after_help = "Lists every node in the registry's discovery records: id, name, \
     addresses, upstream (0 = root, - = no topology record), the RPC methods it serves \
-    (its rpc.switchboard/<method> labels, left out of the labels) and its other labels. \
-    Exit 1 when the registry does not answer within --timeout-ms."
+    (its rpc.switchboard/<method> labels, left out of the labels), its other labels, its \
+    host and pid (and in JSON its incarnation, as a string). With --watch every change \
+    follows, one per line: {\"event\":\"put\",\"node\":ROW} or \
+    {\"event\":\"delete\",\"id\":ID,\"name\":NAME} (table: `put ID NAME ADDRESSES \
+    upstream=U`, `delete ID NAME`). Read-only: on the embedded registry ls watches (it registers nothing, so no node sees \
+    it come or go). Exit 1 when the registry does not answer within --timeout-ms (the \
+    message says why, e.g. connection refused)."
 )]
 pub(crate) struct LsArgs {
     /// Output format.
@@ -588,6 +599,10 @@ pub(crate) struct LsArgs {
     /// Bound on the wait for the registry.
     #[arg(long, value_name = "T", default_value_t = 5000)]
     pub(crate) timeout_ms: u64,
+    /// After the listing, print every change as it happens (one line, or one JSON object
+    /// with -o json), until SIGINT/SIGTERM.
+    #[arg(long)]
+    pub(crate) watch: bool,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,

@@ -9,7 +9,37 @@ use switchboard_core::node::SendError;
 use switchboard_tokio::{NodeHandle, PendingOutcome, RegistrySpec, SendFailure, TargetSpec};
 use tokio::time::Instant;
 
-use crate::error::CliError;
+use crate::{config::Identity, error::CliError};
+
+/// The label naming which command a light client runs (`command=load`).
+pub(crate) const COMMAND_LABEL: &str = "command";
+
+/// A light client's identity (`send`, `call`, `broadcast`, `load`): `id` and `name` when
+/// given (`--id`, `--name`), else the id drawn from `random` (63 bits, never 0, so two clients
+/// never collide, even in containers where every PID is 1) and the name `<command>-<id>`.
+/// Labelled `role=client` (a client is not a member: nodes never count its leaving as a peer
+/// death nor dial it again) and `command=<command>`.
+pub(crate) fn client_identity(
+    command: &str,
+    id: Option<u64>,
+    name: Option<String>,
+    random: u64,
+) -> Identity {
+    let id = id.unwrap_or((random >> 1).max(1));
+    Identity {
+        id,
+        name: name.unwrap_or_else(|| format!("{command}-{id}")),
+        upstream: None,
+        labels: [
+            (
+                switchboard_core::discovery::ROLE_LABEL.to_owned(),
+                switchboard_core::discovery::CLIENT_ROLE.to_owned(),
+            ),
+            (COMMAND_LABEL.to_owned(), command.to_owned()),
+        ]
+        .into(),
+    }
+}
 
 /// How often a send refused for an unknown target is tried again while waiting for it.
 const TARGET_RETRY: Duration = Duration::from_millis(50);
@@ -52,10 +82,27 @@ pub(crate) async fn wait_registered(
     Err(CliError::failed(match known.conflict {
         Some(why) => format!("{what}: {registry} refused the {what} node: {why}"),
         None => format!(
-            "{what}: {registry} did not answer within {}",
-            seconds(timeout)
+            "{what}: {registry} did not answer within {}{}",
+            seconds(timeout),
+            refused_now(spec).await
         ),
     }))
+}
+
+/// ` (connection refused)` when the embedded registry's address refuses a connection right
+/// now (nothing listens there: the registry is down or the address is wrong), else nothing.
+async fn refused_now(spec: &RegistrySpec) -> &'static str {
+    let RegistrySpec::Embedded(addr) = spec else {
+        return "";
+    };
+    let addr = *addr;
+    let probe = tokio::task::spawn_blocking(move || {
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500))
+    });
+    match probe.await {
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => " (connection refused)",
+        _ => "",
+    }
 }
 
 /// Hands one message to the node; while it is refused because no known node matches the
@@ -120,6 +167,26 @@ mod tests {
     use switchboard_core::ids::NodeId;
 
     use super::*;
+
+    #[test]
+    fn a_client_draws_a_63_bit_id_unless_given_one_and_is_labelled_a_client() {
+        let drawn = client_identity("call", None, None, u64::MAX);
+        assert_eq!(drawn.id, u64::MAX >> 1);
+        assert_eq!(drawn.name, format!("call-{}", u64::MAX >> 1));
+        assert_eq!(
+            drawn.labels,
+            [
+                ("command".to_owned(), "call".to_owned()),
+                ("role".to_owned(), "client".to_owned())
+            ]
+            .into()
+        );
+        // A zero draw still gives a valid id.
+        assert_eq!(client_identity("send", None, None, 1).id, 1);
+        let given = client_identity("load", Some(7), Some("l".to_owned()), 99);
+        assert_eq!((given.id, given.name.as_str()), (7, "l"));
+        assert_eq!(given.upstream, None);
+    }
 
     #[test]
     fn failures_are_described_with_their_target() {

@@ -17,6 +17,15 @@ pub(crate) enum CliError {
     /// Something failed while running (a bind, a stopped node). Exit code 1.
     #[error("{0}")]
     Failed(String),
+    /// A stop signal ended the run early (what was done is reported). Exit code 128 + the
+    /// signal's number: 130 for SIGINT, 143 for SIGTERM.
+    #[error("{what}: interrupted by {signal}")]
+    Interrupted {
+        /// The command.
+        what: &'static str,
+        /// `SIGINT` or `SIGTERM`.
+        signal: &'static str,
+    },
 }
 
 impl CliError {
@@ -38,8 +47,14 @@ impl CliError {
         match self {
             CliError::Invalid { .. } => 2,
             CliError::Failed(_) => 1,
+            CliError::Interrupted { signal, .. } => interrupted_code(signal),
         }
     }
+}
+
+/// The exit code of a run a stop signal ended: 128 + its number (130 SIGINT, 143 SIGTERM).
+pub(crate) fn interrupted_code(signal: &str) -> u8 {
+    if signal == "SIGINT" { 130 } else { 143 }
 }
 
 #[cfg(test)]
@@ -54,6 +69,21 @@ mod tests {
             e.to_string(),
             "core.message_timeout_ms: must be greater than zero"
         );
+    }
+
+    #[test]
+    fn an_interrupted_run_exits_128_plus_the_signal() {
+        let e = CliError::Interrupted {
+            what: "load",
+            signal: "SIGINT",
+        };
+        assert_eq!(e.exit_code(), 130);
+        assert_eq!(e.to_string(), "load: interrupted by SIGINT");
+        let e = CliError::Interrupted {
+            what: "load",
+            signal: "SIGTERM",
+        };
+        assert_eq!(e.exit_code(), 143);
     }
 
     #[test]

@@ -44,6 +44,32 @@ impl StopSignals {
     }
 }
 
+/// Runs `work` unless a stop signal comes first (`Err(signal)`: `work` is dropped).
+pub(crate) async fn until_signal<T>(
+    signals: &mut StopSignals,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, &'static str> {
+    tokio::select! {
+        value = work => Ok(value),
+        signal = signals.wait() => Err(signal),
+    }
+}
+
+/// Runs `work` (the bounded wind-down after a first signal); a second signal exits the
+/// process at once with its code (130 for SIGINT, 143 for SIGTERM).
+pub(crate) async fn or_exit_on_signal<T>(
+    signals: &mut StopSignals,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::select! {
+        value = work => value,
+        signal = signals.wait() => {
+            eprintln!("error: second {signal}: exiting at once");
+            std::process::exit(i32::from(crate::error::interrupted_code(signal)));
+        }
+    }
+}
+
 /// Writes `value` as one JSON line on stdout and flushes.
 ///
 /// # Errors

@@ -79,6 +79,7 @@ mod duration;
 mod error;
 mod keys;
 mod lifecycle;
+mod ls_watch;
 mod outcome_log;
 mod payload;
 mod run_broadcast;
@@ -183,28 +184,28 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Load(args) => {
-            run_load::run(LoadOptions::resolve(args, std::process::id())?).await?;
+            run_load::run(LoadOptions::resolve(args, keys::random_u64())?).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => demo::run(demo::DemoOptions::resolve(args)?).await,
         Command::Send(args) => {
-            run_send::run(run_send::SendOptions::resolve(args, std::process::id())?).await?;
+            run_send::run(run_send::SendOptions::resolve(args, keys::random_u64())?).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Call(args) => {
-            run_call::run(run_call::CallOptions::resolve(args, std::process::id())?).await?;
+            run_call::run(run_call::CallOptions::resolve(args, keys::random_u64())?).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Broadcast(args) => {
             run_broadcast::run(run_broadcast::BroadcastOptions::resolve(
                 args,
-                std::process::id(),
+                keys::random_u64(),
             )?)
             .await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ls(args) => {
-            run_ls::run(run_ls::LsOptions::resolve(args, std::process::id())?).await?;
+            run_ls::run(run_ls::LsOptions::resolve(args, keys::random_u64())?).await?;
             Ok(ExitCode::SUCCESS)
         }
 

@@ -20,7 +20,7 @@ use crate::{
     run_call::{client_core, start_client},
 };
 
-/// Label every `broadcast` node carries (`role=broadcast`).
+/// What a `broadcast` client's `command` label says.
 const BROADCAST_ROLE: &str = "broadcast";
 
 /// Everything `switchboard broadcast` runs with.
@@ -33,13 +33,12 @@ pub(crate) struct BroadcastOptions {
 }
 
 impl BroadcastOptions {
-    /// Checks the flags; `pid` names the broadcasting node (`broadcast-<pid>`, id
-    /// 1000000 + pid).
+    /// Checks the flags; `random` draws the broadcasting client's id.
     ///
     /// # Errors
     ///
     /// No registry or two, an empty label key, a zero timeout.
-    pub(crate) fn resolve(args: BroadcastArgs, pid: u32) -> Result<BroadcastOptions, CliError> {
+    pub(crate) fn resolve(args: BroadcastArgs, random: u64) -> Result<BroadcastOptions, CliError> {
         let crate::config::Joined {
             registry,
             transport,
@@ -62,7 +61,7 @@ impl BroadcastOptions {
             spec = spec.timeout(timeout);
         }
         Ok(BroadcastOptions {
-            core: client_core(BROADCAST_ROLE, pid, keys)?,
+            core: client_core(BROADCAST_ROLE, random, keys)?,
             registry,
             transport,
             spec,

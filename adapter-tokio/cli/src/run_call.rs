@@ -11,15 +11,15 @@ use tokio::time::Instant;
 
 use crate::{
     cli::CallArgs,
-    client::wait_registered,
-    config::{Identity, core_config},
+    client::{client_identity, wait_registered},
+    config::core_config,
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
     run_node::REGISTER_WAIT,
     selection::selection,
 };
 
-/// Label every `call` node carries (`role=call`).
+/// What a `call` client's `command` label says.
 const CALL_ROLE: &str = "call";
 
 /// Everything `switchboard call` runs with.
@@ -47,26 +47,18 @@ pub(crate) fn check_method(field: &str, method: &str) -> Result<(), CliError> {
     }
 }
 
-/// The core config of a short-lived client node `<role>-<pid>` (id 1000000 + pid, label
-/// `role=<role>`) that links to its peers directly.
+/// The core config of a light client running `command` ([`client_identity`]: a random
+/// 63-bit id drawn from `random`, labelled `role=client`) that links to its peers directly.
 ///
 /// # Errors
 ///
 /// The core refused the config.
 pub(crate) fn client_core(
-    role: &str,
-    pid: u32,
+    command: &str,
+    random: u64,
     keys: Vec<switchboard_core::ClusterKey>,
 ) -> Result<switchboard_core::config::Config, CliError> {
-    let mut core = core_config(
-        None,
-        Identity {
-            id: 1_000_000 + u64::from(pid),
-            name: format!("{role}-{pid}"),
-            upstream: None,
-            labels: [("role".to_owned(), role.to_owned())].into(),
-        },
-    )?;
+    let mut core = core_config(None, client_identity(command, None, None, random))?;
     core.topology_policy.allow_direct_connection = true;
     core.cluster_keys = keys;
     Ok(core)
@@ -103,12 +95,12 @@ pub(crate) async fn start_client(
 }
 
 impl CallOptions {
-    /// Checks the flags; `pid` names the calling node (`call-<pid>`, id 1000000 + pid).
+    /// Checks the flags; `random` draws the calling client's id ([`client_identity`]).
     ///
     /// # Errors
     ///
     /// No registry or two, a bad method name, a zero timeout.
-    pub(crate) fn resolve(args: CallArgs, pid: u32) -> Result<CallOptions, CliError> {
+    pub(crate) fn resolve(args: CallArgs, random: u64) -> Result<CallOptions, CliError> {
         let crate::config::Joined {
             registry,
             transport,
@@ -124,7 +116,7 @@ impl CallOptions {
             spec = spec.grace(grace);
         }
         Ok(CallOptions {
-            core: client_core(CALL_ROLE, pid, keys)?,
+            core: client_core(CALL_ROLE, random, keys)?,
             registry,
             transport,
             spec,

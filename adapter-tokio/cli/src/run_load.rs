@@ -19,7 +19,10 @@ use crate::{
     client::{describe_failure, submit_when_known, wait_registered},
     config::load::{LoadOptions, LoadWork},
     error::CliError,
-    lifecycle::{print_json_line, shutdown_bounded, start_error},
+    lifecycle::{
+        StopSignals, or_exit_on_signal, print_json_line, shutdown_bounded, start_error,
+        until_signal,
+    },
     outcome_log::{DELIVERED, OutcomeLog, unix_micros_now},
     payload,
     stats::{DuplicateCounter, NO_OUTCOME, SharedTally, Tally, failure_label, refusal_label},
@@ -33,6 +36,8 @@ const OUTCOME_MARGIN: Duration = Duration::from_secs(2);
 const ECHO_QUIET: Duration = Duration::from_millis(250);
 /// ... or this much time passed after the last outcome.
 const ECHO_SETTLE_MAX: Duration = Duration::from_secs(3);
+/// After a first stop signal, how long in-flight outcomes are waited for.
+pub(crate) const INTERRUPT_WAIT: Duration = Duration::from_secs(1);
 
 /// The summary line.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -65,6 +70,10 @@ pub(crate) struct LoadSummary {
     /// Per outcome class (`delivered` or a failure name), ms from its first outcome to its
     /// last.
     pub(crate) spans_ms: BTreeMap<String, u64>,
+    /// A stop signal ended the run early: sending stopped, in-flight outcomes were waited
+    /// for at most [`INTERRUPT_WAIT`] (the rest are `no_outcome`). Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) interrupted: bool,
 }
 
 /// How long a run took: the whole (first send → last outcome) and the send phase.
@@ -120,6 +129,7 @@ impl LoadSummary {
             rate_achieved,
             spans_ms: tally.spans_ms(),
             failed: tally.failed,
+            interrupted: false,
         }
     }
 
@@ -175,6 +185,8 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     };
     // Held until the run ends: the endpoints serve while the load runs.
     let _admin_server = admin_server;
+    // The first SIGINT/SIGTERM stops sending and reports what was done; a second exits.
+    let mut signals = StopSignals::install()?;
     let message_timeout = options.core.message_timeout;
     let echoes = Arc::new(Mutex::new(DuplicateCounter::default()));
     let echo_task = tokio::spawn(count_echoes(inbox, Arc::clone(&echoes)));
@@ -194,44 +206,74 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     let progress = std::io::stderr()
         .is_terminal()
         .then(|| tokio::spawn(report_progress(Arc::clone(&tally))));
-    let sent = send_all(
-        &handle,
-        &options,
-        &messages,
-        &tally,
-        log.as_ref(),
-        known_deadline,
-    )
-    .await;
-    let outcome_deadline = Instant::now() + message_timeout + OUTCOME_MARGIN;
-    while tally.lock().in_flight() > 0 && Instant::now() < outcome_deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let mut phase = SendPhase::default();
+    let run = Run {
+        handle: &handle,
+        options: &options,
+        messages: &messages,
+        tally: &tally,
+        log: log.as_ref(),
+    };
+    let sent = send_all(&run, known_deadline, &mut phase, &mut signals).await;
+    let mut interrupted = sent.as_ref().ok().copied().flatten();
+    if interrupted.is_none() {
+        let waited = until_signal(
+            &mut signals,
+            wait_in_flight(&tally, message_timeout + OUTCOME_MARGIN),
+        );
+        interrupted = waited.await.err();
     }
-    let timing = match &sent {
-        Ok(phase) => RunTiming {
-            elapsed: phase.first.map_or(Duration::ZERO, |t| t.elapsed()),
-            sending: phase.sending(),
-        },
-        Err(_) => RunTiming::default(),
+    if let Some(signal) = interrupted {
+        eprintln!(
+            "load: {signal}: sending stopped; waiting at most {} for outcomes in flight",
+            crate::client::seconds(INTERRUPT_WAIT)
+        );
+        or_exit_on_signal(&mut signals, wait_in_flight(&tally, INTERRUPT_WAIT)).await;
+    }
+    let timing = RunTiming {
+        elapsed: phase.first.map_or(Duration::ZERO, |t| t.elapsed()),
+        sending: phase.sending(),
     };
     if let Some(progress) = progress {
         progress.abort();
     }
-    settle_echoes(&echoes).await;
-    let summary = {
-        let echoes = echoes.lock().unwrap_or_else(PoisonError::into_inner);
-        LoadSummary::new(tally.snapshot(), &echoes, timing)
+    let wind_down = async {
+        if interrupted.is_none() {
+            settle_echoes(&echoes).await;
+        }
+        let mut summary = {
+            let echoes = echoes.lock().unwrap_or_else(PoisonError::into_inner);
+            LoadSummary::new(tally.snapshot(), &echoes, timing)
+        };
+        summary.interrupted = interrupted.is_some();
+        // Deregisters: the client is gone from the registry (and `ls`) at once.
+        shutdown_bounded(&handle).await;
+        summary
     };
-    shutdown_bounded(&handle).await;
+    let summary = or_exit_on_signal(&mut signals, wind_down).await;
     echo_task.abort();
     sent?;
     if let (Some(log), Some(path)) = (&log, &options.outcomes_log) {
         log.write(path)?;
     }
     print_json_line(&summary)?;
+    if let Some(signal) = interrupted {
+        return Err(CliError::Interrupted {
+            what: "load",
+            signal,
+        });
+    }
     match summary.undelivered_line(&messages.target) {
         Some(line) => Err(CliError::failed(line)),
         None => Ok(()),
+    }
+}
+
+/// Waits until no accepted message is without its outcome, at most `bound`.
+async fn wait_in_flight(tally: &SharedTally, bound: Duration) {
+    let deadline = Instant::now() + bound;
+    while tally.lock().in_flight() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -328,27 +370,45 @@ async fn report_progress(tally: Arc<SharedTally>) {
     }
 }
 
+/// What one message load sends with, and where it counts.
+struct Run<'a> {
+    handle: &'a NodeHandle,
+    options: &'a LoadOptions,
+    messages: &'a MessageLoad,
+    tally: &'a Arc<SharedTally>,
+    log: Option<&'a Arc<OutcomeLog>>,
+}
+
 /// Sends every message, paced at `rate` per second (0 = unpaced), at most `window` in flight;
-/// with a `log`, records when each was sent and when its outcome came.
+/// with a `log`, records when each was sent and when its outcome came; `phase` holds when
+/// the first and the last were handed. A stop signal ends the sending between two messages
+/// (never inside a hand-off, so every message handed is counted): `Ok(Some(signal))`.
 async fn send_all(
-    handle: &NodeHandle,
-    options: &LoadOptions,
-    messages: &MessageLoad,
-    tally: &Arc<SharedTally>,
-    log: Option<&Arc<OutcomeLog>>,
+    run: &Run<'_>,
     known_deadline: Instant,
-) -> Result<SendPhase, CliError> {
+    phase: &mut SendPhase,
+    signals: &mut StopSignals,
+) -> Result<Option<&'static str>, CliError> {
+    let Run {
+        handle,
+        options,
+        messages,
+        tally,
+        log,
+    } = *run;
     let window = Arc::new(Semaphore::new(messages.window));
-    let mut phase = SendPhase::default();
     let mut start = Instant::now();
     for seq in 0..options.count {
-        if options.rate > 0 && seq > 0 {
-            tokio::time::sleep_until(start + send_offset(seq, options.rate)).await;
-        }
-        let permit = Arc::clone(&window)
-            .acquire_owned()
-            .await
-            .map_err(|_| CliError::failed("the in-flight window closed"))?;
+        let paced = async {
+            if options.rate > 0 && seq > 0 {
+                tokio::time::sleep_until(start + send_offset(seq, options.rate)).await;
+            }
+            Arc::clone(&window).acquire_owned().await
+        };
+        let permit = match until_signal(signals, paced).await {
+            Ok(permit) => permit.map_err(|_| CliError::failed("the in-flight window closed"))?,
+            Err(signal) => return Ok(Some(signal)),
+        };
         let mut sent_at = Instant::now();
         let mut sent_us = unix_micros_now();
         let payload = payload::encode(seq, messages.size);
@@ -405,7 +465,7 @@ async fn send_all(
             Err(other) => return Err(CliError::failed(format!("sending failed: {other}"))),
         }
     }
-    Ok(phase)
+    Ok(None)
 }
 
 /// When message `seq` is due, counted from the start, at `rate` messages per second.
@@ -512,6 +572,7 @@ mod tests {
                     ("no_route".to_owned(), 0),
                     ("refused_unknown_target".to_owned(), 0),
                 ]),
+                interrupted: false,
             }
         );
         assert_eq!(

@@ -1,7 +1,7 @@
-//! `switchboard ls`: what the registry knows. A registry client of its own registers a
-//! short-lived `ls-<pid>` record (the registry answers registered clients only), takes the
-//! snapshot of discovery and topology records that comes with the registration, leaves at
-//! once (a goodbye, so nobody waits for it) and prints every other node.
+//! `switchboard ls`: what the registry knows, read-only. On the embedded registry a client
+//! of its own *watches* (a `Register` with the watch flag: the registry answers with the
+//! snapshot of every node and lists nothing for it, so no node sees it come or go), takes the
+//! snapshot, leaves at once and prints every node.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -20,8 +20,8 @@ use tokio::{sync::oneshot, time::Instant};
 
 use crate::{
     cli::{LsArgs, LsFormat},
-    client::{registry_name, seconds},
-    config::{Identity, core_config},
+    client::{client_identity, registry_name, seconds},
+    config::core_config,
     error::CliError,
     lifecycle::{print_json_line, run_seed},
 };
@@ -37,15 +37,16 @@ pub(crate) struct LsOptions {
     transport: switchboard_tokio::Transport,
     format: LsFormat,
     timeout: Duration,
+    watch: bool,
 }
 
 impl LsOptions {
-    /// Checks the flags; `pid` names the client's record (`ls-<pid>`, id 1000000 + pid).
+    /// Checks the flags; `random` draws the watcher's id (it names it in its handshake).
     ///
     /// # Errors
     ///
     /// No registry or two, a zero timeout.
-    pub(crate) fn resolve(args: LsArgs, pid: u32) -> Result<LsOptions, CliError> {
+    pub(crate) fn resolve(args: LsArgs, random: u64) -> Result<LsOptions, CliError> {
         let crate::config::Joined {
             registry,
             transport,
@@ -54,15 +55,8 @@ impl LsOptions {
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }
-        let mut core = core_config(
-            None,
-            Identity {
-                id: 1_000_000 + u64::from(pid),
-                name: format!("ls-{pid}"),
-                upstream: None,
-                labels: [("role".to_owned(), "ls".to_owned())].into(),
-            },
-        )?;
+        // The watcher's id and name only name it in its handshake: nothing is listed.
+        let mut core = core_config(None, client_identity("ls", None, None, random))?;
         core.cluster_keys = keys;
         Ok(LsOptions {
             core,
@@ -70,6 +64,7 @@ impl LsOptions {
             transport,
             format: args.output,
             timeout: Duration::from_millis(args.timeout_ms),
+            watch: args.watch,
         })
     }
 }
@@ -78,17 +73,23 @@ impl LsOptions {
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub(crate) struct NodeRow {
     /// Node id (0 for a node published by name only).
-    id: u64,
+    pub(crate) id: u64,
     /// Node name.
-    name: String,
+    pub(crate) name: String,
+    /// Host it runs on (empty when it does not say).
+    pub(crate) host: String,
+    /// Its process id (0 when it does not say).
+    pub(crate) pid: i32,
+    /// Its incarnation, as a string (it exceeds 2^53); `0` when it does not say.
+    pub(crate) incarnation: String,
     /// Published listen addresses.
-    addresses: Vec<String>,
+    pub(crate) addresses: Vec<String>,
     /// Its upstream (0 = a root); `None` without a topology record.
-    upstream: Option<u64>,
+    pub(crate) upstream: Option<u64>,
     /// The RPC methods it serves (its `rpc.switchboard/<method>` labels), in name order.
-    methods: Vec<String>,
+    pub(crate) methods: Vec<String>,
     /// Its other labels.
-    labels: BTreeMap<String, String>,
+    pub(crate) labels: BTreeMap<String, String>,
 }
 
 /// Reads the registry and prints the nodes.
@@ -108,6 +109,10 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             let mut client = ClientConfig::new(info, Some(topology), incarnation);
             client.keys = options.core.auth_keys();
             client.nonce_seed = crate::keys::random_u64();
+            client.watch = true;
+            client.backoff = switchboard_core::registry::client::registry_backoff(
+                options.core.registry_reconnect_max,
+            );
             spawn_client_with(*addr, client, options.transport.clone())
         }
         #[cfg(feature = "etcd")]
@@ -125,22 +130,67 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             ));
         }
     };
-    let rows = read_snapshot(feed, own, &options).await?;
-    match options.format {
+    let mut feed = feed;
+    let (mut discovery, mut topology) = match read_snapshot(&mut feed, &options).await {
+        Ok(view) => view,
+        Err(e) => {
+            leave(feed).await;
+            return Err(e);
+        }
+    };
+    discovery.retain(|(id, _), _| *id != own);
+    let rows: Vec<NodeRow> = discovery
+        .values()
+        .map(|info| row(info.clone(), &topology))
+        .collect();
+    let printed = match options.format {
         LsFormat::Json => print_json_line(&rows),
         LsFormat::Table => {
             print!("{}", table(&rows));
             Ok(())
         }
+    };
+    if printed.is_ok() && options.watch {
+        let watched =
+            crate::ls_watch::watch(&mut feed, &mut discovery, &mut topology, options.format).await;
+        leave(feed).await;
+        return watched;
+    }
+    leave(feed).await;
+    printed
+}
+
+/// The listed form of `info`, with its topology record's upstream and labels.
+pub(crate) fn row(info: DiscoveryInfo, topology: &BTreeMap<NodeId, TopologyInfo>) -> NodeRow {
+    let topo = topology.get(&info.id);
+    let mut labels = topo.map(|t| t.data.label.clone()).unwrap_or_default();
+    labels.extend(info.metadata.labels.clone());
+    let methods: Vec<String> = served_methods(&info.metadata).map(str::to_owned).collect();
+    labels.retain(|key, _| {
+        !key.strip_prefix(METHOD_LABEL_PREFIX)
+            .is_some_and(|method| methods.iter().any(|m| m == method))
+    });
+    NodeRow {
+        id: info.id.0,
+        name: info.name,
+        host: info.hostname,
+        pid: info.pid,
+        incarnation: info.incarnation.to_string(),
+        addresses: info.listen,
+        upstream: topo.map(|t| t.upstream_id.0),
+        methods,
+        labels,
     }
 }
 
-/// Takes registry events until the registration (the snapshot is in by then), then leaves.
-async fn read_snapshot(
-    mut feed: Feed,
-    own: NodeId,
-    options: &LsOptions,
-) -> Result<Vec<NodeRow>, CliError> {
+/// What `ls` has read: discovery records by (id, name), topology records by id.
+pub(crate) type View = (
+    BTreeMap<(NodeId, String), DiscoveryInfo>,
+    BTreeMap<NodeId, TopologyInfo>,
+);
+
+/// Takes registry events until the registration (the snapshot is in by then).
+async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<View, CliError> {
     let deadline = Instant::now() + options.timeout;
     let mut discovery: BTreeMap<(NodeId, String), DiscoveryInfo> = BTreeMap::new();
     let mut topology: BTreeMap<NodeId, TopologyInfo> = BTreeMap::new();
@@ -179,33 +229,11 @@ async fn read_snapshot(
             apply(&mut discovery, &mut topology, event);
         }
     }
-    leave(feed).await;
-    Ok(discovery
-        .into_values()
-        .filter(|info| info.id != own)
-        .map(|info| {
-            let topo = topology.get(&info.id);
-            let mut labels = topo.map(|t| t.data.label.clone()).unwrap_or_default();
-            labels.extend(info.metadata.labels.clone());
-            let methods: Vec<String> = served_methods(&info.metadata).map(str::to_owned).collect();
-            labels.retain(|key, _| {
-                !key.strip_prefix(METHOD_LABEL_PREFIX)
-                    .is_some_and(|method| methods.iter().any(|m| m == method))
-            });
-            NodeRow {
-                id: info.id.0,
-                name: info.name,
-                addresses: info.listen,
-                upstream: topo.map(|t| t.upstream_id.0),
-                methods,
-                labels,
-            }
-        })
-        .collect())
+    Ok((discovery, topology))
 }
 
 /// Applies one registry change to the snapshot being read.
-fn apply(
+pub(crate) fn apply(
     discovery: &mut BTreeMap<(NodeId, String), DiscoveryInfo>,
     topology: &mut BTreeMap<NodeId, TopologyInfo>,
     event: RegistryEvent,
@@ -227,7 +255,7 @@ fn apply(
     }
 }
 
-/// Unregisters (bounded), still taking events so the backend is never blocked on the feed.
+/// Leaves (bounded), still taking events so the backend is never blocked on the feed.
 async fn leave(mut feed: Feed) {
     let (tx, mut rx) = oneshot::channel();
     if feed.commands.send(FeedCommand::Shutdown(tx)).await.is_err() {
@@ -253,6 +281,8 @@ fn table(rows: &[NodeRow]) -> String {
         "ADDRESSES".to_owned(),
         "METHODS".to_owned(),
         "LABELS".to_owned(),
+        "HOST".to_owned(),
+        "PID".to_owned(),
     ]];
     let or_dash = |s: String| if s.is_empty() { "-".to_owned() } else { s };
     for row in rows {
@@ -269,9 +299,15 @@ fn table(rows: &[NodeRow]) -> String {
                     .collect::<Vec<_>>()
                     .join(","),
             ),
+            or_dash(row.host.clone()),
+            if row.pid == 0 {
+                "-".to_owned()
+            } else {
+                row.pid.to_string()
+            },
         ]);
     }
-    let mut widths = [0usize; 6];
+    let mut widths = [0usize; 8];
     for line in &lines {
         for (width, cell) in widths.iter_mut().zip(line) {
             *width = (*width).max(cell.chars().count());
@@ -297,12 +333,16 @@ fn table(rows: &[NodeRow]) -> String {
 mod tests {
     use super::*;
 
+    /// HOST and PID were added at the end (issue 22: which process is node 101?).
     #[test]
     fn the_table_aligns_its_columns_under_a_header() {
         let rows = [
             NodeRow {
                 id: 10,
                 name: "proxy".to_owned(),
+                host: String::new(),
+                pid: 0,
+                incarnation: "0".to_owned(),
                 addresses: vec!["atcp://127.0.0.1:4000".to_owned()],
                 upstream: Some(0),
                 methods: Vec::new(),
@@ -311,6 +351,9 @@ mod tests {
             NodeRow {
                 id: 101,
                 name: "a".to_owned(),
+                host: "h1".to_owned(),
+                pid: 4242,
+                incarnation: "7".to_owned(),
                 addresses: vec!["atcp://127.0.0.1:4001".to_owned()],
                 upstream: Some(10),
                 methods: vec!["echo".to_owned(), "sleep".to_owned()],
@@ -319,9 +362,9 @@ mod tests {
         ];
         assert_eq!(
             table(&rows),
-            "ID   NAME   UPSTREAM  ADDRESSES              METHODS     LABELS\n\
-             10   proxy  0         atcp://127.0.0.1:4000  -           -\n\
-             101  a      10        atcp://127.0.0.1:4001  echo,sleep  role=leaf\n"
+            "ID   NAME   UPSTREAM  ADDRESSES              METHODS     LABELS     HOST  PID\n\
+             10   proxy  0         atcp://127.0.0.1:4000  -           -          -     -\n\
+             101  a      10        atcp://127.0.0.1:4001  echo,sleep  role=leaf  h1    4242\n"
         );
     }
 }

@@ -11,7 +11,6 @@ use tokio::time::Instant;
 use crate::{
     cli::SendArgs,
     client::{describe_failure, submit_when_known, target_name, wait_registered},
-    config::{Identity, core_config},
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded, start_error},
     selection::message_target,
@@ -34,13 +33,13 @@ pub(crate) struct SendOptions {
 }
 
 impl SendOptions {
-    /// Checks the flags; `pid` names the sending node (`send-<pid>`, id 1000000 + pid).
+    /// Checks the flags; `random` draws the sending client's id.
     ///
     /// # Errors
     ///
     /// No registry or two, no target or two, an empty name or id 0, a bad selection, a zero
     /// timeout.
-    pub(crate) fn resolve(args: SendArgs, pid: u32) -> Result<SendOptions, CliError> {
+    pub(crate) fn resolve(args: SendArgs, random: u64) -> Result<SendOptions, CliError> {
         let crate::config::Joined {
             registry,
             transport,
@@ -57,19 +56,8 @@ impl SendOptions {
         if args.timeout_ms == 0 {
             return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
         }
-        let mut core = core_config(
-            None,
-            Identity {
-                id: 1_000_000 + u64::from(pid),
-                name: format!("send-{pid}"),
-                upstream: None,
-                labels: [("role".to_owned(), SEND_ROLE.to_owned())].into(),
-            },
-        )?;
-        core.topology_policy.allow_direct_connection = true;
-        core.cluster_keys = keys;
         Ok(SendOptions {
-            core,
+            core: crate::run_call::client_core(SEND_ROLE, random, keys)?,
             registry,
             transport,
             target,

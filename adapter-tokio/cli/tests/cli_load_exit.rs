@@ -105,10 +105,11 @@ fn an_unreachable_registry_fails_fast_with_one_line() {
         RUN_LIMIT,
     );
     assert_eq!(output.status.code(), Some(1));
+    // Was: "... did not answer within 1 s" alone; a refused connection is now said (issue 22).
     assert_eq!(
         lines(&output.stderr),
         [format!(
-            "error: load: the registry at {registry} did not answer within 1 s"
+            "error: load: the registry at {registry} did not answer within 1 s (connection refused)"
         )]
     );
     assert!(output.stdout.is_empty(), "nothing was sent, no summary");

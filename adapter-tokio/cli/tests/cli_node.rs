@@ -126,6 +126,8 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_peer_deaths_total{evidence=\"registry_deleted\"} 0",
             "switchboard_peer_deaths_total{evidence=\"relay_notice\"} 0",
             "switchboard_forward_dropped_total 0",
+            // Added (issue 22): the registry session gauge, 1 while registered.
+            "switchboard_registry_session_up 1",
             "switchboard_discovery_deletes_total 0",
             "switchboard_registrations_total 1",
             "switchboard_registry_disconnects_total 0",

@@ -57,7 +57,26 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
     assert_eq!(output.status.code(), Some(0), "{:?}", lines(&output.stderr));
     let stdout = lines(&output.stdout);
     assert_eq!(stdout.len(), 1, "{stdout:?}");
-    let listed: Value = serde_json::from_str(&stdout[0]).expect("a JSON array");
+    let mut listed: Value = serde_json::from_str(&stdout[0]).expect("a JSON array");
+    // Added (issue 22): host, pid and incarnation (a string) say which process each node is;
+    // checked here, then set aside to compare the rest exactly as before.
+    for node in listed.as_array_mut().expect("rows") {
+        let node = node.as_object_mut().expect("a row");
+        let host = node.remove("host").expect("host");
+        assert!(!host.as_str().expect("a string").is_empty(), "{host}");
+        assert!(
+            node.remove("pid")
+                .and_then(|p| p.as_i64())
+                .is_some_and(|p| p > 0)
+        );
+        let incarnation = node.remove("incarnation").expect("incarnation");
+        assert!(
+            incarnation
+                .as_str()
+                .is_some_and(|i| i.parse::<u64>().is_ok_and(|i| i != 0)),
+            "{incarnation}"
+        );
+    }
     assert_eq!(
         listed,
         json!([
@@ -72,30 +91,37 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
     assert_eq!(output.status.code(), Some(0));
     let table = lines(&output.stdout);
     assert_eq!(table.len(), 3, "a header and one row per node: {table:?}");
+    // HOST and PID (added at the end, issue 22) are checked, then set aside.
     let cells: Vec<Vec<&str>> = table
         .iter()
         .map(|l| l.split_whitespace().collect())
         .collect();
+    assert_eq!(&cells[0][6..], ["HOST", "PID"]);
+    for row in &cells[1..] {
+        assert_eq!(row.len(), 8, "{row:?}");
+        assert!(row[7].parse::<u32>().is_ok_and(|p| p > 0), "{row:?}");
+    }
+    let cells: Vec<&[&str]> = cells.iter().map(|c| &c[..6]).collect();
     assert_eq!(
         cells,
         [
-            vec!["ID", "NAME", "UPSTREAM", "ADDRESSES", "METHODS", "LABELS"],
-            vec![
+            &["ID", "NAME", "UPSTREAM", "ADDRESSES", "METHODS", "LABELS"][..],
+            &[
                 "10",
                 "proxy",
                 "0",
                 &format!("atcp://{proxy_listen}"),
                 "-",
                 "-"
-            ],
-            vec![
+            ][..],
+            &[
                 "101",
                 "a",
                 "10",
                 &format!("atcp://{leaf_listen}"),
                 "-",
                 "role=leaf"
-            ],
+            ][..],
         ]
     );
     // Aligned: every column starts at the same offset in each line.
@@ -271,10 +297,11 @@ fn ls_and_send_without_a_reachable_registry_exit_1_with_one_line() {
         RUN_LIMIT,
     );
     assert_eq!(output.status.code(), Some(1));
+    // Was: "... did not answer within 1 s" alone; a refused connection is now said (issue 22).
     assert_eq!(
         lines(&output.stderr),
         [format!(
-            "error: send: the registry at {registry} did not answer within 1 s"
+            "error: send: the registry at {registry} did not answer within 1 s (connection refused)"
         )]
     );
 }

@@ -79,27 +79,29 @@ fn process_admin() {
         .map(|l| (l.peer, l.state.as_str(), l.outbound))
         .collect();
     assert_eq!(a_links, [(Some(PROXY_ID), "up", true)], "A's links: {a:?}");
-    // One endpoint: the load's node, which A echoed to, drained.
+    // Was: one endpoint (the load's node, which A echoed to, drained) and two routes (the
+    // proxy directly, the load's node through it). The load is a light client now (issue
+    // 22): when it leaves, its endpoint and route go at once, and so does the passive
+    // record of the proxy that route went through — the link to the proxy stays up.
     let a_endpoints: Vec<_> = a
         .endpoints
         .iter()
         .map(|e| (e.id, e.pending, e.unacked))
         .collect();
-    assert_eq!(a_endpoints, [(LOAD_ID, 0, 0)], "A's endpoints: {a:?}");
-    // Routes: the proxy directly (its link is up), the load's node through the proxy.
+    assert_eq!(a_endpoints, [], "A's endpoints: {a:?}");
     let to_proxy = a.routes.iter().find(|r| r.target == PROXY_ID);
     assert_eq!(
         to_proxy.map(|r| (r.flags.clone(), r.proxy, r.retry_count)),
-        Some((vec!["ready".to_owned()], None, 0)),
+        None,
         "A's route to the proxy: {a:?}"
     );
     let to_load = a.routes.iter().find(|r| r.target == LOAD_ID);
     assert_eq!(
         to_load.map(|r| r.proxy),
-        Some(Some(PROXY_ID)),
-        "A echoed through the proxy: {a:?}"
+        None,
+        "A's route to the load: {a:?}"
     );
-    assert_eq!(a.routes.len(), 2, "A's routes: {a:?}");
+    assert_eq!(a.routes.len(), 0, "A's routes: {a:?}");
 
     // /status of the proxy: both leaves dialled it and are up; the load's node is gone.
     let proxy = wait_until(

@@ -158,6 +158,13 @@ pub fn render(metrics: &Metrics) -> String {
         "Messages this node could not forward as a relay.",
         metrics.forward_dropped,
     );
+    scalar(
+        &mut out,
+        "switchboard_registry_session_up",
+        "gauge",
+        "1 while the node is registered with its registry, 0 while the registry is lost.",
+        metrics.registry_session_up,
+    );
     let registry_counters = [
         (
             "switchboard_discovery_deletes_total",

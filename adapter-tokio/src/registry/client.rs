@@ -70,6 +70,64 @@ impl ClientTuning {
 /// How long a graceful shutdown waits for the goodbye to be written.
 const SHUTDOWN_FLUSH: Duration = Duration::from_secs(2);
 
+/// At most one warning that the registry is lost or unreachable per this period.
+const LOST_WARN_PERIOD: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The registry session as the operator hears of it: a warning when it drops (or the
+/// registry cannot be reached after it was), at most one per [`LOST_WARN_PERIOD`], and one
+/// when it is back after a warned loss. A registry not reached yet is logged at info.
+#[derive(Debug, Default)]
+struct Session {
+    /// Registered now.
+    up: bool,
+    /// Registered at least once: a failure before that is not a lost session (info only).
+    ever_up: bool,
+    /// When the session was lost (or the first attempt failed), while it is.
+    lost_at: Option<std::time::Instant>,
+    /// When the last loss warning was written.
+    warned_at: Option<std::time::Instant>,
+    /// Why the last dial failed or the connection closed (`connection refused`, ...).
+    last_failure: Option<String>,
+}
+
+impl Session {
+    /// The connection closed or a dial failed for `reason`.
+    fn failed(&mut self, registry: SocketAddr, reason: &str) {
+        let now = std::time::Instant::now();
+        let was_up = std::mem::replace(&mut self.up, false);
+        self.last_failure = Some(reason.to_owned());
+        if !self.ever_up {
+            info!(%registry, %reason, "registry not reachable yet; retrying");
+            return;
+        }
+        self.lost_at.get_or_insert(now);
+        let quiet = self
+            .warned_at
+            .is_some_and(|at| now.duration_since(at) < LOST_WARN_PERIOD);
+        if quiet {
+            debug!(%registry, %reason, "registry still lost");
+            return;
+        }
+        self.warned_at = Some(now);
+        if was_up {
+            warn!(%registry, %reason, "registry session lost; rejoining as soon as it answers");
+        } else {
+            warn!(%registry, %reason, "registry still lost; retrying");
+        }
+    }
+
+    /// Registered (again).
+    fn registered(&mut self, registry: SocketAddr) {
+        self.up = true;
+        self.ever_up = true;
+        self.last_failure = None;
+        if let (Some(lost_at), Some(_)) = (self.lost_at.take(), self.warned_at.take()) {
+            let after_ms = u64::try_from(lost_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+            warn!(%registry, after_ms, "registry session back");
+        }
+    }
+}
+
 /// Starts the client task with `config` (from `Node::registry_client_config`, tuned) against
 /// the registry at `addr`.
 ///
@@ -121,6 +179,7 @@ struct ClientTask {
     conn: Option<Conn>,
     events_tx: mpsc::Sender<ConnEvent>,
     tasks: JoinSet<()>,
+    session: Session,
 }
 
 /// What the loop does next.
@@ -144,6 +203,7 @@ async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort, transport: 
         conn: None,
         events_tx,
         tasks: JoinSet::new(),
+        session: Session::default(),
     };
     if let Step::Stop = task.drain().await {
         return;
@@ -161,7 +221,7 @@ async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort, transport: 
                     task.drain().await
                 }
                 Some(FeedCommand::Shutdown(done)) => {
-                    task.shutdown().await;
+                    task.shutdown(&mut events_rx).await;
                     let _ = done.send(());
                     return;
                 }
@@ -199,6 +259,7 @@ impl ClientTask {
             ConnEvent::ConnectFailed(generation, reason) if generation == self.generation => {
                 self.dialing = None;
                 debug!(registry = %self.addr, %reason, "registry dial failed");
+                self.session.failed(self.addr, &reason);
                 self.client.handle_connect_failed(now);
             }
             ConnEvent::Bytes(generation, bytes)
@@ -216,6 +277,7 @@ impl ClientTask {
                     .is_some_and(|c| c.generation == generation) =>
             {
                 info!(registry = %self.addr, %reason, "registry connection lost");
+                self.session.failed(self.addr, &reason);
                 self.close();
                 self.client.handle_closed(now);
             }
@@ -316,7 +378,7 @@ impl ClientTask {
         }
     }
 
-    fn translate(&self, event: ClientEvent) -> Option<FeedEvent> {
+    fn translate(&mut self, event: ClientEvent) -> Option<FeedEvent> {
         match event {
             ClientEvent::Registered {
                 epoch,
@@ -324,6 +386,7 @@ impl ClientTask {
                 in_grace,
             } => {
                 info!(registry = %self.addr, epoch, new_epoch, in_grace, "registered");
+                self.session.registered(self.addr);
                 Some(FeedEvent::Registered)
             }
             ClientEvent::Refused { holder } => {
@@ -375,8 +438,12 @@ impl ClientTask {
             ClientEvent::Disconnected { retry_at } => {
                 let retry_in = retry_at.saturating_duration_since(self.clock.now());
                 debug!(registry = %self.addr, ?retry_in, "registry disconnected");
+                let retrying = format!("retrying in {} ms", retry_in.as_millis());
                 Some(FeedEvent::Disconnected {
-                    reason: format!("retrying in {} ms", retry_in.as_millis()),
+                    reason: match &self.session.last_failure {
+                        Some(why) => format!("{why}; {retrying}"),
+                        None => retrying,
+                    },
                 })
             }
             ClientEvent::ProtocolError(error) => {
@@ -391,18 +458,41 @@ impl ClientTask {
     }
 
     /// Graceful leave: `Bye{Shutdown}` on the live connection, flushed, then every task ends.
-    async fn shutdown(&mut self) {
+    ///
+    /// The connection is read until the registry closes it (it does on the `Bye`): closing a
+    /// socket with unread bytes (a `Put` pushed just now) would reset it, and a reset can
+    /// drop the `Bye` on the registry's side, leaving this node protected for 30 s as if it
+    /// had crashed.
+    async fn shutdown(&mut self, events: &mut mpsc::Receiver<ConnEvent>) {
         self.client.shutdown();
+        let mut bye_sent = false;
         while let Some(output) = self.client.poll_output() {
             match output {
-                ClientOutput::Transmit { bytes } => self.write(bytes),
-                ClientOutput::Close => self.close(),
+                ClientOutput::Transmit { bytes } => {
+                    bye_sent |= self.conn.is_some();
+                    self.write(bytes);
+                }
+                ClientOutput::Close => {}
                 _ => {}
             }
         }
-        self.close();
         if let Some(dial) = self.dialing.take() {
             dial.abort();
+        }
+        // Dropping the writer flushes the `Bye` and half-closes; the reader runs on.
+        let reader = self.conn.take().map(|conn| conn.reader);
+        if let Some(reader) = reader {
+            if bye_sent {
+                let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {
+                    while let Some(event) = events.recv().await {
+                        if let ConnEvent::Closed(..) = event {
+                            return;
+                        }
+                    }
+                })
+                .await;
+            }
+            reader.abort();
         }
         let tasks = &mut self.tasks;
         let _ = tokio::time::timeout(SHUTDOWN_FLUSH, async {

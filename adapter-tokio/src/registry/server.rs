@@ -575,7 +575,9 @@ impl ServerTask {
                     }
                 }
                 ServerOutput::Event(event) => {
-                    if let ServerEvent::Registered { conn, .. } = event {
+                    if let ServerEvent::Registered { conn, .. } | ServerEvent::Watching { conn } =
+                        event
+                    {
                         self.snapshots_sent += 1;
                         self.unregistered.remove(&conn);
                     }

@@ -139,6 +139,17 @@ impl<'a> World<'a> {
             discovery,
         }
     }
+
+    /// Whether `peer`'s record is a light client's ([`DiscoveryInfo::is_client`]): nothing
+    /// reconnects to it.
+    ///
+    /// [`DiscoveryInfo::is_client`]: crate::discovery::DiscoveryInfo::is_client
+    #[must_use]
+    pub fn is_client(&self, peer: NodeId) -> bool {
+        self.discovery
+            .get_by_id(peer)
+            .is_some_and(crate::discovery::DiscoveryInfo::is_client)
+    }
 }
 
 /// What the connector knows of the links to one peer, as the owner reports it with

@@ -345,6 +345,14 @@ impl Connector {
         }
     }
 
+    /// A light client's record was deleted (it left): its record goes at once
+    /// ([`RouteEvent::Removed`] with `TargetGone`), nothing waits for it to come back.
+    pub fn on_client_left(&mut self, id: NodeId) {
+        if id != self.own_id && self.records.contains_key(&id) {
+            self.remove(id, FailReason::TargetGone);
+        }
+    }
+
     /// Reports what the links to `peer` are now: `Some(Up)` once a link finished its
     /// handshake, `Some(Connecting)` while only dials are in flight, `None` when no link is
     /// left (closed, or the dial failed). Repeating the current state is a no-op.
@@ -420,6 +428,11 @@ impl Connector {
         };
         if r.proxy.is_valid() {
             // Its route is through a proxy; this link was not carrying it.
+            return;
+        }
+        if world.is_client(peer) {
+            // A light client is not a member: nothing reconnects to it (it dials us).
+            self.remove(peer, FailReason::TargetGone);
             return;
         }
         let lost = r.has(RouteFlags::LOST_TOPOLOGY);

@@ -18,6 +18,12 @@ use super::{
 };
 use crate::ids::NodeId;
 
+/// The label naming a node's role (`role=leaf`, `role=client`, ...).
+pub const ROLE_LABEL: &str = "role";
+
+/// The [`ROLE_LABEL`] value of a light client's record ([`DiscoveryInfo::is_client`]).
+pub const CLIENT_ROLE: &str = "client";
+
 /// Where a node runs: region → district → zone (libatapp `atapp_area`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -218,6 +224,14 @@ impl DiscoveryInfo {
     #[must_use]
     pub fn has_identity(&self) -> bool {
         self.id.is_valid() || !self.name.is_empty()
+    }
+
+    /// Whether the record is a light client's (`send`, `call`, `broadcast`, `load`): its
+    /// label [`ROLE_LABEL`]`=`[`CLIENT_ROLE`]. A client is not a member: its leaving is no
+    /// peer death and nothing dials it again (ARCHITECTURE §9.3).
+    #[must_use]
+    pub fn is_client(&self) -> bool {
+        self.metadata.labels.get(ROLE_LABEL).map(String::as_str) == Some(CLIENT_ROLE)
     }
 
     /// The StatefulSet pod ordinal (`runtime.stateful_pod_index`).

@@ -19,7 +19,7 @@ mod topology_info;
 mod tests;
 
 pub use identity::{IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity};
-pub use info::{Area, DiscoveryInfo, Gateway, Runtime};
+pub use info::{Area, CLIENT_ROLE, DiscoveryInfo, Gateway, ROLE_LABEL, Runtime};
 pub use json::DecodeError;
 pub use metadata::{Filter, Metadata};
 pub use set::{Applied, DEFAULT_TOMBSTONE_LIMIT, DiscoverySet};

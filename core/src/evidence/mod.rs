@@ -19,6 +19,11 @@
 //! - **relayed**: per target, the sources whose messages this node relayed toward it (as a
 //!   proxy). When the target's incarnation dies they are told (and forgotten); when the
 //!   target links again they hear it is reachable.
+//! - **clients**: peers whose record says they are light clients
+//!   ([`DiscoveryInfo::is_client`](crate::discovery::DiscoveryInfo::is_client)), from their
+//!   record's arrival until its deletion was acted on. A client is not a member: its closed
+//!   link makes it no suspect (nothing probes or redials it), and its death — it left — is
+//!   acted on (what may have reached it ends) but never reported as a peer death.
 //!
 //! The [`Node`](crate::node::Node) applies what the book decides: on a death it ends what may
 //! have reached the incarnation, tells the sources, closes zombie links when the links
@@ -56,16 +61,33 @@ pub(crate) struct EvidenceBook {
     dead: BTreeMap<NodeId, u64>,
     /// Per target, the sources of the messages relayed toward it.
     relayed: BTreeMap<NodeId, BTreeSet<NodeId>>,
+    /// Peers whose record says they are light clients.
+    clients: BTreeSet<NodeId>,
 }
 
 impl EvidenceBook {
+    /// `peer`'s record arrived or changed: whether it is a light client's.
+    pub(crate) fn note_record(&mut self, peer: NodeId, client: bool) {
+        if client {
+            self.clients.insert(peer);
+        } else {
+            self.clients.remove(&peer);
+        }
+    }
+
+    /// `peer`'s record was deleted (after its death was acted on): no longer a client.
+    pub(crate) fn record_gone(&mut self, peer: NodeId) {
+        self.clients.remove(&peer);
+    }
+
     /// A link to `peer` is up: it is no longer a suspect.
     pub(crate) fn link_up(&mut self, peer: NodeId) {
         self.suspects.remove(&peer);
     }
 
     /// A link went away. A `Bye` other than `Shutdown` is a live peer closing on purpose:
-    /// nothing. Stopped heartbeats of a known incarnation are its death. The last up link to
+    /// nothing. A light client is never a suspect (it leaves; nothing probes it). Stopped
+    /// heartbeats of a known incarnation are its death. The last up link to
     /// a peer (`is_up`: whether another one is) makes it a suspect with the incarnation the
     /// link ran. A dial that failed without a refusal (`down.peer` unknown) to a suspect is
     /// its death — unless the registry (`announced`, 0 = nothing) names a newer incarnation,
@@ -88,7 +110,7 @@ impl EvidenceBook {
                     evidence: Evidence::HeartbeatsStopped,
                 });
             }
-            if !is_up(peer) {
+            if !is_up(peer) && !self.clients.contains(&peer) {
                 self.suspects.insert(peer, down.incarnation);
             }
         }
@@ -156,9 +178,17 @@ impl EvidenceBook {
             )
     }
 
-    /// Whether a death is reported: it was a suspect's, it ended messages, it told sources,
-    /// or it names an incarnation.
-    pub(crate) fn is_reported(suspected: bool, ended: usize, told: bool, incarnation: u64) -> bool {
-        suspected || ended > 0 || told || incarnation != 0
+    /// Whether `peer`'s death is reported: never a light client's (it left; a client is
+    /// not a member); else when it was a suspect's, it ended messages, it told sources, or
+    /// it names an incarnation.
+    pub(crate) fn is_reported(
+        &self,
+        peer: NodeId,
+        suspected: bool,
+        ended: usize,
+        told: bool,
+        incarnation: u64,
+    ) -> bool {
+        !self.clients.contains(&peer) && (suspected || ended > 0 || told || incarnation != 0)
     }
 }

@@ -257,9 +257,45 @@ fn only_the_links_own_evidence_closes_zombie_links() {
 
 #[test]
 fn a_death_is_reported_when_it_changed_anything() {
-    assert!(EvidenceBook::is_reported(true, 0, false, 0));
-    assert!(EvidenceBook::is_reported(false, 1, false, 0));
-    assert!(EvidenceBook::is_reported(false, 0, true, 0));
-    assert!(EvidenceBook::is_reported(false, 0, false, 40));
-    assert!(!EvidenceBook::is_reported(false, 0, false, 0));
+    let book = EvidenceBook::default();
+    assert!(book.is_reported(PEER, true, 0, false, 0));
+    assert!(book.is_reported(PEER, false, 1, false, 0));
+    assert!(book.is_reported(PEER, false, 0, true, 0));
+    assert!(book.is_reported(PEER, false, 0, false, 40));
+    assert!(!book.is_reported(PEER, false, 0, false, 0));
+}
+
+#[test]
+fn a_clients_leaving_is_never_reported_and_makes_no_suspect() {
+    let mut book = EvidenceBook::default();
+    book.note_record(PEER, true);
+    // Whatever the death changed, a client's is not reported; another peer's still is.
+    assert!(!book.is_reported(PEER, true, 3, true, 40));
+    assert!(book.is_reported(OTHER, false, 0, false, 40));
+    // Its closed link makes no suspect: nothing probes it, so no redial fails.
+    assert_eq!(
+        book.link_gone(&up_link_closed(), false, nothing_up, nothing_announced),
+        None
+    );
+    assert!(!book.is_suspect(PEER));
+    assert_eq!(
+        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        None
+    );
+    // Stopped heartbeats of a client are acted on (what reached it ends) but not reported.
+    let death = book.link_gone(&up_link_closed(), true, nothing_up, nothing_announced);
+    assert_eq!(death.map(|d| d.evidence), Some(Evidence::HeartbeatsStopped));
+    assert_eq!(book.record_death(PEER, 40), Some(false));
+    assert!(!book.is_reported(PEER, false, 1, false, 40));
+    // Once its record is gone (or says it is a member now) the id is a member's again.
+    book.record_gone(PEER);
+    assert!(book.is_reported(PEER, false, 0, false, 41));
+    book.note_record(PEER, true);
+    book.note_record(PEER, false);
+    assert!(book.is_reported(PEER, false, 0, false, 41));
+    assert_eq!(
+        book.link_gone(&up_link_closed(), false, nothing_up, nothing_announced),
+        None
+    );
+    assert!(book.is_suspect(PEER));
 }

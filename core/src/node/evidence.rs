@@ -44,7 +44,10 @@ impl Node {
         }
         // What waits now probes for a live incarnation at once if the route is ready.
         self.flush_target(peer);
-        if EvidenceBook::is_reported(suspected, ended, told, incarnation) {
+        if self
+            .evidence
+            .is_reported(peer, suspected, ended, told, incarnation)
+        {
             self.out.push_back(Output::Event(Event::PeerDead {
                 peer,
                 incarnation,

@@ -45,6 +45,7 @@ impl Node {
             self.incarnation,
         );
         client.seed = self.incarnation;
+        client.backoff = crate::registry::client::registry_backoff(config.registry_reconnect_max);
         client.keys = config.auth_keys();
         // Secret, unlike the incarnation: the entropy-mixed seed.
         client.nonce_seed =

@@ -33,8 +33,12 @@ impl Node {
                     Applied::Removed(info) => {
                         if info.id.is_valid() {
                             self.discovery_deleted(info.id, info.incarnation);
+                            self.evidence.record_gone(info.id);
                         }
                         self.discovery_gone(now, info.id);
+                        if info.is_client() {
+                            self.client_left(info.id);
+                        }
                     }
                     _ => self.ignored(RegistryIgnored::Discovery { id }),
                 }
@@ -46,6 +50,18 @@ impl Node {
         }
     }
 
+    /// A light client's record was deleted: it left. Its route and its endpoint go at once
+    /// (what waited for it fails `TargetGone`): nothing redials it, `/status` does not list it.
+    fn client_left(&mut self, id: NodeId) {
+        self.connector.on_client_left(id);
+        self.apply_effects();
+        if let Some(key) = self.endpoints.find_by_id(id) {
+            let mut sink = super::OutSink(&mut self.out);
+            self.endpoints
+                .remove(key, crate::outcome::FailReason::TargetGone, &mut sink);
+        }
+    }
+
     fn ignored(&mut self, reason: RegistryIgnored) {
         self.out
             .push_back(Output::Event(Event::RegistryIgnored(reason)));
@@ -54,6 +70,9 @@ impl Node {
     fn discovery_put(&mut self, now: Instant, info: DiscoveryInfo) {
         let id = info.id;
         let incarnation = info.incarnation;
+        if id.is_valid() {
+            self.evidence.note_record(id, info.is_client());
+        }
         match self.discovery.put(info) {
             Applied::Added { id, displaced, .. } | Applied::Updated { id, displaced, .. } => {
                 if let Some(d) = displaced {

@@ -34,6 +34,10 @@ pub(super) const FLAG_RESET: u16 = 1;
 /// Header flag of `Register`: an identity proof follows the topology record.
 pub(super) const FLAG_IDENTITY_PROOF: u16 = 1;
 
+/// Header flag of `Register`: a watch, not a registration — the registry answers with its
+/// snapshot and then every change, and lists nothing for the connection.
+pub(super) const FLAG_WATCH: u16 = 2;
+
 /// Header flag of `Snapshot`: more parts of this snapshot follow.
 pub(super) const FLAG_MORE: u16 = 1;
 
@@ -282,7 +286,7 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
         FrameKind::HelloAck => FLAG_NONCE | FLAG_PROOF,
         FrameKind::Data => FLAG_RETRANSMIT,
         FrameKind::Ack => FLAG_RESET,
-        FrameKind::Register => FLAG_IDENTITY_PROOF,
+        FrameKind::Register => FLAG_IDENTITY_PROOF | FLAG_WATCH,
         FrameKind::Snapshot => FLAG_MORE,
         _ => 0,
     };

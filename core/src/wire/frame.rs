@@ -407,6 +407,10 @@ pub struct Register {
     /// identity: what lets it take its id over from a live connection of another incarnation
     /// ([`crate::discovery::IdentityProof`]). Never echoed by the registry.
     pub proof: Option<crate::discovery::IdentityProof>,
+    /// A watch (header flag bit 1), not a registration: the registry answers with the
+    /// snapshot of every node and then every change, and lists nothing for the connection
+    /// (`switchboard ls`). The records are sent but not read.
+    pub watch: bool,
 }
 
 /// Registry client → server: replace one or both records of a registered node.

@@ -7,7 +7,7 @@
 use alloc::vec::Vec;
 
 use super::{
-    decode::{Cursor, DecodeError, FLAG_IDENTITY_PROOF, FLAG_MORE},
+    decode::{Cursor, DecodeError, FLAG_IDENTITY_PROOF, FLAG_MORE, FLAG_WATCH},
     encode::{EncodeError, put_bytes, put_u64},
     frame::{Put, Register, RegistryEntry, Snapshot, Update},
 };
@@ -53,6 +53,7 @@ pub(super) fn decode_register(
         } else {
             Some(IdentityProof(cursor.array::<IDENTITY_PROOF_LEN>("proof")?))
         },
+        watch: flags & FLAG_WATCH != 0,
     })
 }
 
@@ -161,13 +162,15 @@ pub(super) fn encode_register(register: &Register, out: &mut Vec<u8>) -> Result<
     put_u64(out, register.incarnation);
     put_discovery(out, Some(&register.discovery))?;
     put_topology(out, register.topology.as_ref())?;
-    Ok(match &register.proof {
-        Some(proof) => {
-            out.extend_from_slice(&proof.0);
-            FLAG_IDENTITY_PROOF
-        }
-        None => 0,
-    })
+    let watch = if register.watch { FLAG_WATCH } else { 0 };
+    Ok(watch
+        | match &register.proof {
+            Some(proof) => {
+                out.extend_from_slice(&proof.0);
+                FLAG_IDENTITY_PROOF
+            }
+            None => 0,
+        })
 }
 
 pub(super) fn encode_update(update: &Update, out: &mut Vec<u8>) -> Result<(), EncodeError> {

@@ -10,7 +10,8 @@ use crate::duration::parse_duration;
 /// `switchboard call`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Calls METHOD once, from a node of its own (call-PID), on one of the nodes \
+    after_help = "Calls METHOD once, from a light client of its own (call-ID, a random 63-bit \
+    id, label role=client: it is not a member, its leaving is no peer death), on one of the nodes \
     serving it, and prints one JSON line: {\"outcome\":\"reply\",\"payload\":TEXT,\
     \"latency_us\":N} (the reply's bytes as UTF-8, invalid sequences replaced by U+FFFD), or \
     {\"outcome\":\"failed\"|\"unknown\",\"reason\":REASON,\"latency_us\":N}. `failed` means \
@@ -57,7 +58,8 @@ pub(crate) struct CallArgs {
 /// `switchboard broadcast`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Sends one message, from a node of its own (broadcast-PID), to every node \
+    after_help = "Sends one message, from a light client of its own (broadcast-ID, a random \
+    63-bit id, label role=client), to every node \
     whose labels include every --label (every node without one), each on its own \
     acknowledged stream, waits until each recipient has an outcome and prints one JSON line: \
     {\"delivered\":[ID,...],\"failed\":{ID:REASON},\"unknown\":{ID:REASON}} (ids ascending; \

@@ -8,7 +8,9 @@ use super::{ClusterArgs, parse_label};
 /// `switchboard send`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Prints one JSON line: {\"outcome\":\"delivered\",\"latency_us\":N} \
+    after_help = "Sends from a light client of its own (send-ID, a random 63-bit id, label \
+    role=client: not a member, its leaving is no peer death). \
+    Prints one JSON line: {\"outcome\":\"delivered\",\"latency_us\":N} \
     or the failure, named like load's failures (e.g. {\"outcome\":\"refused_unknown_target\"}, \
     {\"outcome\":\"unknown_timeout\",\"latency_us\":N}). Exit 0 when delivered, 1 otherwise \
     (with one line on stderr saying why), 2 for a bad flag. A --to NAME not yet known is \

@@ -22,7 +22,8 @@ use crate::{
 pub(crate) const DEFAULT_WINDOW: usize = 1024;
 /// Default wait for the registry and the target.
 pub(crate) const DEFAULT_WAIT_KNOWN: Duration = Duration::from_secs(10);
-/// Label every load node carries (`role=load`), so filters can leave it out.
+/// What a load client's `command` label says (its `role` is `client`, so filters leave it
+/// out).
 pub(crate) const LOAD_ROLE: &str = "load";
 
 /// The load config file.
@@ -152,13 +153,14 @@ pub(crate) enum LoadWork {
 }
 
 impl LoadOptions {
-    /// Merges the flags over the config file; `pid` names the default node.
+    /// Merges the flags over the config file; `random` draws the client's id unless `--id`
+    /// gives one ([`client_identity`](crate::client::client_identity)).
     ///
     /// # Errors
     ///
     /// A bad config file, no target or two, a missing count, rate or size, a size below 8, a
     /// zero window, a negative or non-finite wait, or a bad core config.
-    pub(crate) fn resolve(args: LoadArgs, pid: u32) -> Result<LoadOptions, CliError> {
+    pub(crate) fn resolve(args: LoadArgs, random: u64) -> Result<LoadOptions, CliError> {
         let mut file: LoadFile = read_toml(args.config.as_deref())?;
         let (keys, tls) = super::merge_secrets(
             &args.keys,
@@ -287,12 +289,13 @@ impl LoadOptions {
             args.etcd.etcd_prefix.or(file.etcd_prefix),
             security,
         )?;
-        let id = args.id.or(file.id).unwrap_or(1_000_000 + u64::from(pid));
         let upstream = args.upstream.or(file.upstream);
-        let name = args
-            .name
-            .or(file.name)
-            .unwrap_or_else(|| format!("load-{pid}"));
+        let identity = crate::client::client_identity(
+            LOAD_ROLE,
+            args.id.or(file.id),
+            args.name.or(file.name),
+            random,
+        );
         let listen = match args.advertise.or(file.advertise) {
             None => None,
             Some(text) => {
@@ -309,10 +312,8 @@ impl LoadOptions {
         let mut core = core_config(
             file.core,
             Identity {
-                id,
-                name,
                 upstream,
-                labels: BTreeMap::from([("role".to_owned(), LOAD_ROLE.to_owned())]),
+                ..identity
             },
         )?;
         // Without an upstream the load node links to its targets directly unless the file's
@@ -416,13 +417,18 @@ mod tests {
     }
 
     #[test]
-    fn defaults_name_the_load_node_after_the_process() {
-        let options = LoadOptions::resolve(args(), 4242).expect("valid");
-        assert_eq!(options.core.id.0, 1_004_242);
+    /// The load node was `load-<pid>` (id 1000000 + pid), labelled `role=load`: in
+    /// containers every PID is 1 and two runs collided. A light client now draws its id.
+    fn defaults_name_the_load_client_after_its_random_id() {
+        let options = LoadOptions::resolve(args(), 4242 << 1).expect("valid");
+        assert_eq!(options.core.id.0, 4242);
         assert_eq!(options.core.name, "load-4242");
         assert_eq!(
             options.core.labels,
-            BTreeMap::from([("role".to_owned(), "load".to_owned())])
+            BTreeMap::from([
+                ("command".to_owned(), "load".to_owned()),
+                ("role".to_owned(), "client".to_owned())
+            ])
         );
         assert_eq!(
             options.work,

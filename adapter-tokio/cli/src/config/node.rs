@@ -551,6 +551,9 @@ mod tests {
                 );
             }
             CliError::Failed(m) => panic!("expected an invalid value, got {m}"),
+            other @ CliError::Interrupted { .. } => {
+                panic!("expected an invalid value, got {other}")
+            }
         }
     }
 

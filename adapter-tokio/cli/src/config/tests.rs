@@ -98,6 +98,7 @@ fn field_of(e: CliError) -> String {
     match e {
         CliError::Invalid { field, .. } => field,
         CliError::Failed(m) => panic!("expected an invalid value, got failure {m}"),
+        other @ CliError::Interrupted { .. } => panic!("expected an invalid value, got {other}"),
     }
 }
 

@@ -219,6 +219,15 @@ impl Proc {
         self.signal("TERM");
     }
 
+    /// Sends SIGINT (Ctrl-C).
+    ///
+    /// # Panics
+    ///
+    /// The signal could not be sent.
+    pub fn sigint(&self) {
+        self.signal("INT");
+    }
+
     /// Sends SIGSTOP: the process freezes, its sockets stay open (a half-open peer).
     ///
     /// # Panics

@@ -93,6 +93,9 @@ switchboard_peer_deaths_total{evidence=\"relay_notice\"} 0
 # HELP switchboard_forward_dropped_total Messages this node could not forward as a relay.
 # TYPE switchboard_forward_dropped_total counter
 switchboard_forward_dropped_total 0
+# HELP switchboard_registry_session_up 1 while the node is registered with its registry, 0 while the registry is lost.
+# TYPE switchboard_registry_session_up gauge
+switchboard_registry_session_up 0
 # HELP switchboard_discovery_deletes_total Peers that left the discovery view.
 # TYPE switchboard_discovery_deletes_total counter
 switchboard_discovery_deletes_total 0
@@ -217,6 +220,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         discovery_deletes: 6,
         registrations: 2,
         registry_disconnects: 1,
+        registry_session_up: 1,
         registry_conflicts: 0,
         links_rejected: 3,
         auth_refusals: BTreeMap::from([("replay".to_owned(), 1)]),
@@ -319,6 +323,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_peer_deaths_total{evidence=\"registry_deleted\"} 0",
             "switchboard_peer_deaths_total{evidence=\"relay_notice\"} 0",
             "switchboard_forward_dropped_total 5",
+            "switchboard_registry_session_up 1",
             "switchboard_discovery_deletes_total 6",
             "switchboard_registrations_total 2",
             "switchboard_registry_disconnects_total 1",

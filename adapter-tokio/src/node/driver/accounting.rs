@@ -82,10 +82,12 @@ impl Counters {
 
     pub(super) fn registered(&mut self) {
         self.metrics.registrations += 1;
+        self.metrics.registry_session_up = 1;
     }
 
     pub(super) fn registry_disconnected(&mut self) {
         self.metrics.registry_disconnects += 1;
+        self.metrics.registry_session_up = 0;
     }
 
     pub(super) fn registry_conflict(&mut self) {

@@ -60,7 +60,10 @@ mod tests;
 
 use alloc::{boxed::Box, collections::VecDeque, vec::Vec};
 
-pub use types::{ClientConfig, ClientError, ClientEvent, ClientOutput, DEFAULT_MAX_SNAPSHOT_PARTS};
+pub use types::{
+    ClientConfig, ClientError, ClientEvent, ClientOutput, DEFAULT_MAX_SNAPSHOT_PARTS,
+    registry_backoff,
+};
 pub use view::{Peer, REVISION_BITS};
 
 use self::view::View;
@@ -265,6 +268,7 @@ impl RegistryClient {
             discovery: self.config.discovery.clone(),
             topology: self.config.topology.clone(),
             proof: self.config.identity_proof,
+            watch: self.config.watch,
         };
         self.send(&register.into());
     }

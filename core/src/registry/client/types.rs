@@ -16,6 +16,20 @@ use alloc::{string::String, vec::Vec};
 /// Default of [`ClientConfig::max_snapshot_parts`].
 pub const DEFAULT_MAX_SNAPSHOT_PARTS: u32 = 256;
 
+/// A node's redial backoff toward the embedded registry (`Config::registry_reconnect_max`):
+/// from 100 ms (or `max` if lower) up to `max`, ±20 %, never giving up. A lost registry is
+/// the one thing a node cannot work around, and a refused dial costs nothing: it is tried
+/// often, so a registry that is back is rejoined within `max` (+20 %).
+#[must_use]
+pub fn registry_backoff(max: Duration) -> BackoffConfig {
+    BackoffConfig {
+        start: max.min(Duration::from_millis(100)),
+        max,
+        max_tries: 0,
+        jitter: crate::backoff::Jitter::Proportional { percent: 20 },
+    }
+}
+
 /// Client parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -59,6 +73,10 @@ pub struct ClientConfig {
     pub nonce_seed: u64,
     /// The driver's randomness for handshake nonces (zeros: `nonce_seed` alone).
     pub nonce_entropy: crate::auth::NonceEntropy,
+    /// Watch, do not register (`switchboard ls`): the `Register` carries the watch flag, the
+    /// registry answers with every node and every change and lists nothing for this client.
+    /// `discovery` then only names the client in its handshake.
+    pub watch: bool,
 }
 
 impl ClientConfig {
@@ -86,6 +104,7 @@ impl ClientConfig {
             keys: crate::auth::ClusterKeys::default(),
             nonce_seed: 0,
             nonce_entropy: crate::auth::NonceEntropy::default(),
+            watch: false,
         }
     }
 }

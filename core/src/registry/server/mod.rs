@@ -82,6 +82,12 @@ mod tests;
 use alloc::{boxed::Box, collections::BTreeMap, collections::VecDeque, vec::Vec};
 
 pub use concern::ConcernTable;
+
+/// A holder heard from within this is live, and no other incarnation takes its id over, even
+/// with its identity's proof: that is a second copy of the node, refused (`DuplicateId`).
+/// Only a holder whose session is gone — closed (then protected), or silent this long (more
+/// than one 5 s client heartbeat) — is replaced by a restart that proves the identity.
+pub const LIVE_HOLDER_SILENCE: crate::time::Duration = crate::time::Duration::from_secs(7);
 pub use types::{
     ConnId, DEFAULT_MAX_SNAPSHOT_PART, EntryKey, ProtocolError, ServerConfig, ServerConfigError,
     ServerEvent, ServerOutput, ServerStats,
@@ -122,6 +128,10 @@ struct Conn {
     auth: ConnAuth,
     /// The node it registered, and that node's type name.
     registered: Option<(EntryKey, alloc::string::String)>,
+    /// It watches: pushed every change, listing nothing (`Register` with the watch flag).
+    watching: bool,
+    /// When its last bytes arrived: a holder heard within [`LIVE_HOLDER_SILENCE`] is live.
+    heard: Instant,
     /// The node ids its transport credentials name ([`RegistryServer::bind_conn_identity`]);
     /// `None`: not bound, any id.
     certified: Option<Vec<NodeId>>,
@@ -275,6 +285,8 @@ impl RegistryServer {
                     ConnAuth::Open
                 },
                 registered: None,
+                watching: false,
+                heard: now,
                 certified: None,
             },
         );
@@ -302,7 +314,8 @@ impl RegistryServer {
             return;
         };
         c.reader.push(bytes);
-        if c.registered.is_some()
+        c.heard = now;
+        if (c.registered.is_some() || c.watching)
             && let Some(timeout) = self.config.heartbeat_timeout
         {
             self.timers.replace(Timer::Silence(conn), now + timeout);
@@ -343,7 +356,8 @@ impl RegistryServer {
             };
             let auth = c.auth;
             let open = matches!(auth, ConnAuth::Open);
-            let keyless_fresh = !self.config.keys.is_enabled() && c.registered.is_none();
+            let keyless_fresh =
+                !self.config.keys.is_enabled() && c.registered.is_none() && !c.watching;
             match incoming {
                 Incoming::Hello {
                     node,
@@ -614,16 +628,9 @@ impl RegistryServer {
     }
 
     /// Sends `bytes` to every registered connection concerned with a node of `type_name`
-    /// (and to the node itself), in connection order.
+    /// (and to the node itself) and to every watcher, in connection order.
     fn push_to_concerned(&mut self, key: &EntryKey, type_name: &str, bytes: &[u8]) {
-        let targets: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter_map(|(id, c)| {
-                let (own, own_type) = c.registered.as_ref()?;
-                (own == key || self.config.concern.concerns(own_type, type_name)).then_some(*id)
-            })
-            .collect();
+        let targets = self.concerned(key, type_name, None);
         for conn in targets {
             self.out.push_back(ServerOutput::Transmit {
                 conn,
@@ -647,20 +654,27 @@ impl RegistryServer {
         if wire::encode(&put.into(), &mut bytes).is_err() {
             return;
         }
-        let targets: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter_map(|(id, c)| {
-                let (own, own_type) = c.registered.as_ref()?;
-                let wanted = own == key || self.config.concern.concerns(own_type, &type_name);
-                (wanted && Some(*id) != skip).then_some(*id)
-            })
-            .collect();
+        let targets = self.concerned(key, &type_name, skip);
         for conn in targets {
             self.out.push_back(ServerOutput::Transmit {
                 conn,
                 bytes: bytes.clone(),
             });
         }
+    }
+
+    /// The connections a change of node `key` (of `type_name`) is pushed to, but `skip`: the
+    /// node itself, those concerned with its type, and the watchers, in connection order.
+    fn concerned(&self, key: &EntryKey, type_name: &str, skip: Option<ConnId>) -> Vec<ConnId> {
+        self.conns
+            .iter()
+            .filter_map(|(id, c)| {
+                let wanted = c.watching
+                    || c.registered.as_ref().is_some_and(|(own, own_type)| {
+                        own == key || self.config.concern.concerns(own_type, type_name)
+                    });
+                (wanted && Some(*id) != skip).then_some(*id)
+            })
+            .collect()
     }
 }

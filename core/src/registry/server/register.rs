@@ -18,13 +18,17 @@ impl RegistryServer {
             mut discovery,
             mut topology,
             proof,
+            watch,
         } = register;
         if self
             .conns
             .get(&conn)
-            .is_some_and(|c| c.registered.is_some())
+            .is_some_and(|c| c.registered.is_some() || c.watching)
         {
             return self.fail(now, conn, ProtocolError::AlreadyRegistered);
+        }
+        if watch {
+            return self.watch(now, conn);
         }
         let certified = self.conns.get(&conn).and_then(|c| c.certified.as_ref());
         if let Some(certified) = certified.filter(|ids| !ids.contains(&discovery.id)) {
@@ -63,11 +67,22 @@ impl RegistryServer {
             // secret): what the records show does not prove anything. A live holder with an
             // identity is replaced only on proof, even by its own incarnation (which every
             // record shows); without an identity, by its own incarnation alone (a reconnect
-            // the registry has not noticed yet).
+            // the registry has not noticed yet). Another incarnation replaces a live holder
+            // only when its session is gone (silent for `LIVE_HOLDER_SILENCE`): a holder
+            // still heard from is a second copy of the node running, and the newcomer is
+            // refused — never both registered in turn.
             let proven = proof.is_some_and(|p| p.proves(&held.discovery.identity));
             let needs_proof =
                 held.incarnation != incarnation || !held.discovery.identity.is_empty();
+            let heard = |conn| {
+                self.conns
+                    .get(&conn)
+                    .is_some_and(|c| now < c.heard + super::LIVE_HOLDER_SILENCE)
+            };
             match held.link {
+                Link::Live(other) if held.incarnation != incarnation && heard(other) => {
+                    return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
+                }
                 Link::Live(_) if needs_proof && !proven => {
                     return self.refuse(conn, key, incarnation, held.incarnation, discovery.id);
                 }
@@ -134,22 +149,44 @@ impl RegistryServer {
             incarnation,
             restored,
         });
-        self.send_snapshot(conn, &key, &type_name);
+        self.send_snapshot(conn, Some((&key, &type_name)));
         self.push_put(&key, Some(conn));
     }
 
+    /// `conn` watches (a `Register` with the watch flag, `switchboard ls`): it is answered
+    /// with the snapshot of every node and then pushed every change, like a node concerned
+    /// with everything, but nothing is listed for it — its coming and going is seen by no one.
+    /// It may send `Heartbeat`s and `Bye`; an `Update` is refused (`NotRegistered`).
+    fn watch(&mut self, now: Instant, conn: ConnId) {
+        let limits = self.config.registered_limits();
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        c.watching = true;
+        c.reader.set_limits(limits);
+        self.timers.cancel(Timer::Access(conn));
+        if let Some(timeout) = self.config.heartbeat_timeout {
+            self.timers.replace(Timer::Silence(conn), now + timeout);
+        }
+        self.event(ServerEvent::Watching { conn });
+        self.send_snapshot(conn, None);
+    }
+
     /// Answers `conn`'s registration (node `key` of `type_name`) with the snapshot of what it
-    /// is concerned with, in parts of at most `max_snapshot_part` bytes.
-    fn send_snapshot(&mut self, conn: ConnId, key: &EntryKey, type_name: &str) {
+    /// is concerned with (everything for a watcher, `None`), in parts of at most
+    /// `max_snapshot_part` bytes.
+    fn send_snapshot(&mut self, conn: ConnId, node: Option<(&EntryKey, &str)>) {
         let entries: alloc::vec::Vec<_> = self
             .entries
             .iter()
             .filter(|(k, e)| {
-                *k == key
-                    || self
-                        .config
-                        .concern
-                        .concerns(type_name, &e.discovery.type_name)
+                node.is_none_or(|(key, type_name)| {
+                    *k == key
+                        || self
+                            .config
+                            .concern
+                            .concerns(type_name, &e.discovery.type_name)
+                })
             })
             .map(|(_, e)| e.wire())
             .collect();

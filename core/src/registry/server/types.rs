@@ -333,6 +333,12 @@ pub enum ServerEvent {
         /// It replaced an entry the registry still held.
         restored: bool,
     },
+    /// `conn` watches (a `Register` with the watch flag): it got the snapshot of every node
+    /// and is pushed every change; nothing is listed for it.
+    Watching {
+        /// The connection.
+        conn: ConnId,
+    },
     /// A registration was refused: another incarnation of the node is connected.
     /// The server answered a `HelloAck` with `RefuseReason::DuplicateId` and closed `conn`.
     Refused {

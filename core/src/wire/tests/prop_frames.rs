@@ -211,6 +211,7 @@ fn frame(spec: &Spec) -> Frame<'_> {
         }),
         8 => match first.map(unrevised) {
             Some(e) => Register {
+                watch: false,
                 incarnation: spec.a,
                 discovery: e.discovery,
                 topology: e.topology,

@@ -33,6 +33,7 @@ const TOPOLOGY_JSON: &[u8] = br#"{"id":7,"name":"n","upstream_id":1}"#; // 35 by
 
 pub(super) fn golden_register() -> (Frame<'static>, Vec<u8>) {
     let frame = Frame::Register(Box::new(Register {
+        watch: false,
         incarnation: 9,
         discovery: discovery_n7(),
         topology: Some(topology_n7()),
@@ -142,6 +143,25 @@ pub(super) fn registry_goldens() -> Vec<(Frame<'static>, Vec<u8>)> {
 fn register_has_exact_bytes_with_libatapp_json() {
     let (frame, bytes) = golden_register();
     assert_golden(&frame, &bytes);
+}
+
+#[test]
+fn a_watch_is_a_register_with_flag_bit_1_and_bit_2_is_undefined() {
+    let (frame, mut bytes) = golden_register();
+    let Frame::Register(mut register) = frame else {
+        panic!("golden register");
+    };
+    register.watch = true;
+    bytes[6] = 2;
+    assert_golden(&Frame::Register(register), &bytes);
+    bytes[6] = 4;
+    assert_eq!(
+        decode(&bytes, MAX),
+        Err(DecodeError::UnknownFlags {
+            kind: FrameKind::Register,
+            flags: 4
+        })
+    );
 }
 
 #[test]
@@ -280,6 +300,7 @@ fn unknown_entry_flags_are_refused() {
 #[test]
 fn records_without_identity_are_not_encoded() {
     let frame = Frame::Register(Box::new(Register {
+        watch: false,
         incarnation: 1,
         discovery: DiscoveryInfo::default(),
         topology: None,
@@ -316,6 +337,7 @@ fn register_revisions_are_not_sent() {
     let mut discovery = discovery_n7();
     discovery.revision = 99;
     let frame = Frame::Register(Box::new(Register {
+        watch: false,
         incarnation: 9,
         discovery,
         topology: Some(topology_n7()),

@@ -25,6 +25,7 @@ fn first_output_is_connect_then_register() {
     let mut bytes = vec![];
     wire::encode(
         &Frame::from(Register {
+            watch: false,
             incarnation: 101,
             discovery: disc(1, "x"),
             topology: None,

@@ -20,6 +20,7 @@ fn with_one() -> (RegistryServer, ConnId) {
     let mut s = RegistryServer::new(ServerConfig::default(), 3);
     let a = s.handle_accepted(secs(0));
     let reg = Register {
+        watch: false,
         incarnation: 101,
         discovery: disc(1, "x"),
         topology: None,
@@ -155,6 +156,7 @@ fn update_before_register() {
 #[test]
 fn register_with_someone_elses_topology() {
     let reg = Register {
+        watch: false,
         incarnation: 5,
         discovery: disc(5, "x"),
         topology: Some(topo(6, 1)),
@@ -208,6 +210,7 @@ fn bad_input_from_a_registered_node_protects_it() {
 fn second_register_on_one_connection() {
     let (mut s, a) = with_one();
     let reg = Register {
+        watch: false,
         incarnation: 101,
         discovery: disc(1, "x"),
         topology: None,

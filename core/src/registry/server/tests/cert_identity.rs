@@ -8,6 +8,7 @@ use crate::registry::fixtures::{disc, secs};
 
 fn register(id: u64) -> Vec<u8> {
     let reg = Register {
+        watch: false,
         incarnation: 101,
         discovery: disc(id, "x"),
         topology: None,

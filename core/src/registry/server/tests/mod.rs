@@ -15,6 +15,7 @@ mod cert_identity;
 mod names;
 mod perimeter;
 mod rules;
+mod watch;
 
 pub(super) const SEED: u64 = 11;
 
@@ -40,6 +41,7 @@ pub(super) fn bytes(frame: Frame<'_>) -> Vec<u8> {
 pub(super) fn register_bytes(id: u64, type_name: &str, incarnation: u64) -> Vec<u8> {
     bytes(
         Register {
+            watch: false,
             incarnation,
             discovery: disc(id, type_name),
             topology: None,

@@ -22,6 +22,7 @@ fn named(id: u64, name: &str, secret: &str) -> DiscoveryInfo {
 fn register(discovery: DiscoveryInfo, incarnation: u64) -> Vec<u8> {
     bytes(
         Register {
+            watch: false,
             incarnation,
             discovery,
             topology: None,
@@ -54,6 +55,7 @@ fn try_join_proving(
 ) -> (ConnId, Vec<ServerOutput>) {
     let conn = s.handle_accepted(now);
     let frame = Register {
+        watch: false,
         incarnation,
         discovery,
         topology: None,
@@ -260,11 +262,48 @@ fn a_rename_frees_the_old_name() {
     assert_eq!(out, name_refusal(c, 3, "renamed", 1, 101));
 }
 
+/// Was: the same identity from another incarnation took a live connection over at once.
+/// Two copies of one node (same default identity) then replaced each other in turn every
+/// reconnect (issue 22): a holder still heard from is now a second copy, refused; only a
+/// holder silent for [`LIVE_HOLDER_SILENCE`] (its session gone) is taken over.
 #[test]
-fn same_identity_from_another_incarnation_takes_over_a_live_connection() {
+fn same_identity_from_another_incarnation_takes_over_a_silent_connection_only() {
     let mut s = server();
     let (a, _) = try_join_proving(&mut s, secs(0), "deploy-1", named(1, "n1", "deploy-1"), 101);
-    let (b, out) = try_join_proving(&mut s, secs(1), "deploy-1", named(1, "n1", "deploy-1"), 202);
+    let (dup, out) = try_join_proving(&mut s, secs(1), "deploy-1", named(1, "n1", "deploy-1"), 303);
+    assert_eq!(
+        out,
+        vec![
+            tx(
+                dup,
+                HelloAck {
+                    node: NodeId(1),
+                    incarnation: 101,
+                    versions: VersionRange { min: 0, max: 0 },
+                    name: "",
+                    nonce: None,
+                    proof: None,
+                    result: Err(RefuseReason::DuplicateId),
+                }
+                .into()
+            ),
+            ServerOutput::Close { conn: dup },
+            ServerOutput::Event(ServerEvent::Refused {
+                conn: dup,
+                key: EntryKey::Id(NodeId(1)),
+                incarnation: 303,
+                holder: 101,
+            }),
+        ]
+    );
+    assert_eq!((s.stats().takeovers, s.stats().duplicate_ids), (0, 1));
+    // One instant before the holder has been silent for LIVE_HOLDER_SILENCE: still live.
+    let almost = secs(0) + LIVE_HOLDER_SILENCE - Duration::from_nanos(1);
+    let (_, out) = try_join_proving(&mut s, almost, "deploy-1", named(1, "n1", "deploy-1"), 304);
+    assert_eq!(out.len(), 3, "refused: {out:?}");
+    assert_eq!((s.stats().takeovers, s.stats().duplicate_ids), (0, 2));
+    let gone = secs(0) + LIVE_HOLDER_SILENCE;
+    let (b, out) = try_join_proving(&mut s, gone, "deploy-1", named(1, "n1", "deploy-1"), 202);
     assert_eq!(
         out,
         vec![
@@ -295,10 +334,10 @@ fn same_identity_from_another_incarnation_takes_over_a_live_connection() {
     );
     assert_eq!(s.stats().takeovers, 1);
     // The replaced connection's late close changes nothing: no protection, no removal.
-    s.handle_closed(secs(2), a);
+    s.handle_closed(gone, a);
     assert_eq!(drain(&mut s), vec![]);
     assert_eq!(s.connection_count(), 1);
-    assert_eq!(s.poll_timeout(), Some(secs(1) + Duration::from_secs(15)));
+    assert_eq!(s.poll_timeout(), Some(gone + Duration::from_secs(15)));
 }
 
 #[test]

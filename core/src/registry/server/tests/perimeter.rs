@@ -42,6 +42,7 @@ fn too_large(conn: ConnId, error: RecordTooLarge) -> Vec<ServerOutput> {
 fn register_of(discovery: DiscoveryInfo, incarnation: u64) -> Vec<u8> {
     bytes(
         Register {
+            watch: false,
             incarnation,
             discovery,
             topology: None,
@@ -271,6 +272,7 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
     };
     let victim = s.handle_accepted(secs(0));
     let frame = Register {
+        watch: false,
         incarnation: 101,
         discovery: victim_record.clone(),
         topology: None,
@@ -303,6 +305,7 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
     ] {
         let attacker = s.handle_accepted(secs(1));
         let frame = Register {
+            watch: false,
             incarnation: 999,
             discovery: victim_record.clone(),
             topology: None,
@@ -330,6 +333,7 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
     // without the proof either.
     let same = s.handle_accepted(secs(1));
     let frame = Register {
+        watch: false,
         incarnation: 101,
         discovery: DiscoveryInfo {
             listen: vec![String::from("atcp://attacker:1")],
@@ -358,15 +362,18 @@ fn what_the_records_publish_does_not_take_a_live_id_over_the_secret_does() {
     assert_eq!((s.stats().duplicate_ids, s.stats().takeovers), (4, 0));
     assert_eq!(s.entries()[0].incarnation, 101);
     assert_eq!(s.entries()[0].discovery.listen, disc(1, "x").listen);
-    // The restarted deployment, which knows the secret, takes over at once.
-    let restart = s.handle_accepted(secs(2));
+    // The restarted deployment, which knows the secret, takes over once the old session is
+    // gone (was: at once, at 2 s — a live holder is now a second copy, refused; issue 22).
+    let gone = secs(0) + LIVE_HOLDER_SILENCE;
+    let restart = s.handle_accepted(gone);
     let frame = Register {
+        watch: false,
         incarnation: 202,
         discovery: victim_record,
         topology: None,
         proof: IdentityProof::of("ident-victim"),
     };
-    s.handle_received(secs(2), restart, &bytes(frame.into()));
+    s.handle_received(gone, restart, &bytes(frame.into()));
     assert_eq!(
         drain(&mut s)[0],
         ServerOutput::Event(ServerEvent::TakenOver {

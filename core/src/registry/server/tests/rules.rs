@@ -234,6 +234,7 @@ fn re_registering_inside_protection_replaces_the_info_and_pushes_it() {
     let a2 = s.handle_accepted(secs(20));
     let reg = bytes(
         Register {
+            watch: false,
             incarnation: 555,
             discovery: moved.clone(),
             topology: Some(topo(1, 2)),
