@@ -134,10 +134,12 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_handshake_timeouts_total 0",
             "switchboard_handshakes_refused_total 0",
             "switchboard_inbox_dropped_total 0",
+            "switchboard_auth_refusals_total{kind=\"aborted\"} 0",
             "switchboard_auth_refusals_total{kind=\"bad_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"before_auth\"} 0",
             "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"replay\"} 0",
+            "switchboard_auth_refusals_total{kind=\"timed_out\"} 0",
             "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
         ]
         .map(str::to_owned),

@@ -119,10 +119,12 @@ switchboard_handshakes_refused_total 0
 switchboard_inbox_dropped_total 0
 # HELP switchboard_auth_refusals_total Links closed because the peer failed the cluster-key challenge, by kind.
 # TYPE switchboard_auth_refusals_total counter
+switchboard_auth_refusals_total{kind=\"aborted\"} 0
 switchboard_auth_refusals_total{kind=\"bad_proof\"} 0
 switchboard_auth_refusals_total{kind=\"before_auth\"} 0
 switchboard_auth_refusals_total{kind=\"no_proof\"} 0
 switchboard_auth_refusals_total{kind=\"replay\"} 0
+switchboard_auth_refusals_total{kind=\"timed_out\"} 0
 switchboard_auth_refusals_total{kind=\"unknown_key\"} 0
 # HELP switchboard_rpc_calls_total Ended calls of this node by method, outcome (reply, failed = never executed, unknown = maybe executed) and reason (empty for a reply).
 # TYPE switchboard_rpc_calls_total counter
@@ -327,10 +329,12 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_handshake_timeouts_total 8",
             "switchboard_handshakes_refused_total 13",
             "switchboard_inbox_dropped_total 4",
+            "switchboard_auth_refusals_total{kind=\"aborted\"} 0",
             "switchboard_auth_refusals_total{kind=\"bad_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"before_auth\"} 0",
             "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"replay\"} 1",
+            "switchboard_auth_refusals_total{kind=\"timed_out\"} 0",
             "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
             "switchboard_rpc_calls_total{method=\"echo\",outcome=\"failed\",reason=\"not_available\"} 2",
             "switchboard_rpc_calls_total{method=\"echo\",outcome=\"reply\",reason=\"\"} 5",
