@@ -55,6 +55,13 @@ pub(super) enum LeaseCommand {
     UpdateTopology(TopologyInfo),
     /// Publish this discovery record (rewrite both discovery keys).
     UpdateDiscovery(Box<DiscoveryInfo>),
+    /// The `by_id` watcher saw the node's own key deleted, or written under `lease`.
+    OwnKey {
+        /// A delete (else a put).
+        deleted: bool,
+        /// The lease of the put.
+        lease: i64,
+    },
     /// Revoke the lease and end.
     Shutdown,
 }
@@ -92,6 +99,8 @@ struct Run {
     /// Revision of the last successful registration txn.
     revision: u64,
     last_conflict: Option<String>,
+    /// Why the registration was lost to the node's own key changing, until reported.
+    key_lost: Option<String>,
     /// Paces the warnings of lease grants that keep failing (etcd unreachable).
     grant_warnings: WarnBackoff,
 }
@@ -106,6 +115,7 @@ impl LeaseTask {
             registered: false,
             revision: 0,
             last_conflict: None,
+            key_lost: None,
             grant_warnings: WarnBackoff::new(GRANT_WARN_FIRST_GAP, GRANT_WARN_MAX_GAP),
         };
         loop {
@@ -445,6 +455,20 @@ impl LeaseTask {
                 run.discovery_dirty = true;
                 run.topology_due = Some(now);
             }
+            Woke::Command(Some(LeaseCommand::OwnKey { deleted, lease })) => {
+                let was = self.state.is_registered();
+                self.state.on_own_key(now, deleted, lease);
+                if was && !self.state.is_registered() {
+                    let why = if deleted {
+                        "etcd: this node's keys were deleted; registering again"
+                    } else {
+                        "etcd: another live process with this deployment's identity took this \
+                         id over; waiting for its keys to go"
+                    };
+                    tracing::warn!(own_lease = self.state.lease(), key_lease = lease, "{why}");
+                    run.key_lost = Some(why.to_owned());
+                }
+            }
             Woke::Command(Some(LeaseCommand::Shutdown)) => self.state.shutdown(),
             Woke::Answer(Ok(Some(answer))) => {
                 if answer.ttl() <= 0 {
@@ -522,7 +546,10 @@ impl LeaseTask {
         }
         run.registered = registered;
         let update = if registered {
+            run.key_lost = None;
             LeaseUpdate::Registered(run.revision)
+        } else if let Some(why) = run.key_lost.take() {
+            LeaseUpdate::KeyLost(why)
         } else {
             LeaseUpdate::Unregistered
         };
