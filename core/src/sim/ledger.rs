@@ -22,7 +22,7 @@
 //! - an outcome for `Timeout` before the message's own deadline (accepted + the sender's
 //!   message timeout);
 //! - no outcome after the message's own deadline: once the clock is past it
-//!   ([`Ledger::check_deadlines`], run with every per-step check), a message of a running
+//!   (checked with every per-step check, `Sim::check_invariants`), a message of a running
 //!   sender that still has no outcome is reported, once;
 //! - a message still open when its sender reports evidence of the death
 //!   (`Event::PeerDead`) of the target incarnation that delivered it: what may have reached
