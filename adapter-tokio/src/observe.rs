@@ -114,6 +114,8 @@ pub struct RegistryMetrics {
     /// completed (closed after the registry's proof — a client holding only a retired key —
     /// or timed out).
     pub unauthenticated: u64,
+    /// The same refused handshakes by kind (`switchboard_registry_auth_refusals_total`).
+    pub auth_refusals: switchboard_core::AuthRefusals,
     /// Registrations and updates refused for their size, and frames refused from their
     /// header for theirs.
     pub records_too_large: u64,

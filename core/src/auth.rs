@@ -374,7 +374,7 @@ impl AuthFailure {
 }
 
 /// Counts of refused handshakes by [`AuthFailure`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AuthRefusals {
     /// [`AuthFailure::NoProof`].
     pub no_proof: u64,

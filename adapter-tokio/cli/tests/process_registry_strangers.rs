@@ -2,8 +2,8 @@
 //! and a node holding only a retired key (the registry has moved on to a new one). The node
 //! says `Hello`, the registry proves its key, the node cannot check that proof and hangs up —
 //! before, nothing on the registry recorded it. Now each such handshake counts in
-//! `switchboard_registry_refusals_total{kind="unauthenticated"}` (kind `aborted` in the core's
-//! counts) and the registry logs a rate-limited warn line naming the peer's address. Real
+//! `switchboard_registry_refusals_total{kind="unauthenticated"}` and, by kind, in
+//! `switchboard_registry_auth_refusals_total{kind="aborted"}`, and the registry logs a rate-limited warn line naming the peer's address. Real
 //! processes on 127.0.0.1.
 
 mod process_support;
@@ -89,6 +89,15 @@ fn a_retired_key_client_is_counted_and_logged_with_its_address() {
         },
     );
     let elapsed = started.elapsed();
+    // By kind: the stale node hung up after the registry's proof, every time.
+    let samples = parse_prometheus(&get_ok(admin, "/metrics"));
+    let aborted = counter(
+        &samples,
+        "switchboard_registry_auth_refusals_total",
+        &[("kind", "aborted")],
+    )
+    .expect("the registry exports its refusals by kind");
+    assert!(aborted >= refused, "aborted {aborted} of {refused} refused");
     let tail = registry.stderr_tail();
     let lines: Vec<&str> = tail.lines().filter(|l| l.contains(WARN_LINE)).collect();
     eprintln!("{refused} refused handshakes in {elapsed:?}; warn lines: {lines:#?}");

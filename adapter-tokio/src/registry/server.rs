@@ -648,6 +648,7 @@ impl ServerTask {
             names_taken: stats.names_taken,
             takeovers: stats.takeovers,
             unauthenticated: stats.auth_refusals.total(),
+            auth_refusals: stats.auth_refusals,
             records_too_large: stats.records_too_large,
             unregistered: self.unregistered.len() as u64,
             refused_at_max_connections: self.refused.total,

@@ -424,6 +424,11 @@ fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
         names_taken: 1,
         takeovers: 5,
         unauthenticated: 3,
+        auth_refusals: switchboard_core::AuthRefusals {
+            aborted: 2,
+            unknown_key: 1,
+            ..switchboard_core::AuthRefusals::default()
+        },
         records_too_large: 7,
         unregistered: 2,
         refused_at_max_connections: 8,
@@ -457,6 +462,15 @@ switchboard_registry_refusals_total{{kind=\"duplicate_id\"}} 2
 switchboard_registry_refusals_total{{kind=\"name_taken\"}} 1
 switchboard_registry_refusals_total{{kind=\"record_too_large\"}} 7
 switchboard_registry_refusals_total{{kind=\"unauthenticated\"}} 3
+# HELP switchboard_registry_auth_refusals_total Connections whose cluster-key handshake did not complete, by kind (their sum is the unauthenticated refusals).
+# TYPE switchboard_registry_auth_refusals_total counter
+switchboard_registry_auth_refusals_total{{kind=\"aborted\"}} 2
+switchboard_registry_auth_refusals_total{{kind=\"bad_proof\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"before_auth\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"no_proof\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"replay\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"timed_out\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"unknown_key\"}} 1
 # HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation that proved the holder's identity.
 # TYPE switchboard_registry_takeovers_total counter
 switchboard_registry_takeovers_total 5
