@@ -113,8 +113,12 @@ pub struct RegistryMetrics {
     /// Live connections taken over by a new incarnation that proved the holder's identity.
     pub takeovers: u64,
     /// Connections refused because they did not prove the cluster key (no proof, a bad or
-    /// replayed one, an unknown key, or a frame before the proof).
+    /// replayed one, an unknown key, or a frame before the proof), or whose handshake never
+    /// completed (closed after the registry's proof — a client holding only a retired key —
+    /// or timed out).
     pub unauthenticated: u64,
+    /// The same refused handshakes by kind (`switchboard_registry_auth_refusals_total`).
+    pub auth_refusals: switchboard_core::AuthRefusals,
     /// Registrations and updates refused for their size, and frames refused from their
     /// header for theirs.
     pub records_too_large: u64,

@@ -35,14 +35,19 @@ async fn registration_writes_three_keys_with_libatapp_json_on_one_lease() {
     let mut alpha = Backend::spawn(etcd.options("/sb/"), registration(257, "alpha", 0, 7001, 1));
     alpha.registered().await;
 
+    // libatapp's three keys, and the name's claim key (`names/<name>`, outside libatapp's
+    // families), which makes the name claim atomic (ARCHITECTURE §10).
     assert_eq!(
         etcd.keys("/sb/").await,
         vec![
             "/sb/by_id/alpha-257".to_owned(),
             "/sb/by_name/alpha-257".to_owned(),
+            "/sb/names/alpha".to_owned(),
             "/sb/topology/alpha-257".to_owned(),
         ]
     );
+    let claim = etcd.get("/sb/names/alpha").await.expect("claim key");
+    assert_eq!(claim.value_str().expect("utf-8"), "257");
     let by_id = etcd.get("/sb/by_id/alpha-257").await.expect("by_id key");
     let by_name = etcd
         .get("/sb/by_name/alpha-257")
@@ -60,7 +65,7 @@ async fn registration_writes_three_keys_with_libatapp_json_on_one_lease() {
     let counters = alpha.stats.snapshot();
     assert!(counters.registered);
     assert_ne!(counters.lease_id, 0);
-    for kv in [&by_id, &by_name, &topology] {
+    for kv in [&by_id, &by_name, &topology, &claim] {
         assert_eq!(kv.lease(), counters.lease_id);
         assert_eq!(kv.create_revision(), by_id.create_revision());
         assert_eq!(kv.version(), 1);

@@ -29,7 +29,8 @@ async fn nodes_register_in_etcd_and_route_by_what_they_read_there() {
     wait_known(&a, &[1, 2]).await;
     wait_known(&b, &[1, 2]).await;
 
-    // What each published, in libatapp's layout, is what the other one knows.
+    // What each published, in libatapp's layout, is what the other one knows; besides, each
+    // name's claim key (ARCHITECTURE §10).
     assert_eq!(
         etcd.keys("/sb/").await,
         [
@@ -37,6 +38,8 @@ async fn nodes_register_in_etcd_and_route_by_what_they_read_there() {
             "/sb/by_id/beta-2",
             "/sb/by_name/alpha-1",
             "/sb/by_name/beta-2",
+            "/sb/names/alpha",
+            "/sb/names/beta",
             "/sb/topology/alpha-1",
             "/sb/topology/beta-2",
         ]
@@ -354,8 +357,20 @@ async fn etcd_records_carry_the_identity_hash_never_the_secret() {
     )
     .await;
     let published = switchboard_core::discovery::published_identity("etcd-identity-secret-21");
-    let keys = etcd.keys("/ident/").await;
-    assert_eq!(keys.len(), 3, "{keys:?}");
+    let mut keys = etcd.keys("/ident/").await;
+    // Three record keys and the name's claim key, which holds only the id.
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    keys.retain(|k| k != "/ident/names/holder");
+    assert_eq!(
+        keys.len(),
+        3,
+        "the claim key is /ident/names/holder: {keys:?}"
+    );
+    let claim = etcd
+        .get("/ident/names/holder")
+        .await
+        .expect("the claim key");
+    assert_eq!(claim.value(), b"21");
     for key in &keys {
         let kv = etcd.get(key).await.expect("the node's key");
         let text = String::from_utf8_lossy(kv.value()).into_owned();

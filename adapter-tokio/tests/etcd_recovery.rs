@@ -187,11 +187,13 @@ async fn lease_revoked_from_outside_registers_again() {
             v.discovery_of(257).is_none() && v.topology_of(257).is_none()
         })
         .await;
+    // Whichever sees it first says why: the node's watcher (its own key deleted, usually
+    // within milliseconds) or the keepalive (the lease gone).
     alpha
         .until("Disconnected", |e| {
-            *e == FeedEvent::Disconnected {
-                reason: "etcd lease lost: registering again".into(),
-            }
+            matches!(e, FeedEvent::Disconnected { reason }
+                if reason == "etcd lease lost: registering again"
+                    || reason == "etcd: this node's keys were deleted; registering again")
         })
         .await;
     alpha.registered().await;

@@ -52,9 +52,11 @@ async fn a_node_registers_over_tls_with_a_client_certificate() {
     let keys = etcd.keys("/sb/").await;
     assert_eq!(
         keys,
+        // The three records and the name's claim key (ARCHITECTURE §10).
         vec![
             "/sb/by_id/alpha-7",
             "/sb/by_name/alpha-7",
+            "/sb/names/alpha",
             "/sb/topology/alpha-7"
         ],
     );

@@ -338,16 +338,23 @@ pub enum AuthFailure {
     UnknownKey,
     /// A frame other than the handshake's arrived before the proof checked.
     BeforeAuth,
+    /// The peer closed the connection after this side sent its proof and before proving
+    /// itself: typically a peer holding only a retired key, which cannot check our proof.
+    Aborted,
+    /// The handshake did not complete within the bound this side allows it.
+    TimedOut,
 }
 
 impl AuthFailure {
     /// Every kind.
-    pub const ALL: [AuthFailure; 5] = [
+    pub const ALL: [AuthFailure; 7] = [
         AuthFailure::NoProof,
         AuthFailure::BadProof,
         AuthFailure::Replay,
         AuthFailure::UnknownKey,
         AuthFailure::BeforeAuth,
+        AuthFailure::Aborted,
+        AuthFailure::TimedOut,
     ];
 
     /// Its name in metrics and logs: `no_proof`, `bad_proof`, `replay`, `unknown_key`,
@@ -360,12 +367,14 @@ impl AuthFailure {
             AuthFailure::Replay => "replay",
             AuthFailure::UnknownKey => "unknown_key",
             AuthFailure::BeforeAuth => "before_auth",
+            AuthFailure::Aborted => "aborted",
+            AuthFailure::TimedOut => "timed_out",
         }
     }
 }
 
 /// Counts of refused handshakes by [`AuthFailure`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AuthRefusals {
     /// [`AuthFailure::NoProof`].
     pub no_proof: u64,
@@ -377,6 +386,10 @@ pub struct AuthRefusals {
     pub unknown_key: u64,
     /// [`AuthFailure::BeforeAuth`].
     pub before_auth: u64,
+    /// [`AuthFailure::Aborted`].
+    pub aborted: u64,
+    /// [`AuthFailure::TimedOut`].
+    pub timed_out: u64,
 }
 
 impl AuthRefusals {
@@ -388,6 +401,8 @@ impl AuthRefusals {
             AuthFailure::Replay => &mut self.replay,
             AuthFailure::UnknownKey => &mut self.unknown_key,
             AuthFailure::BeforeAuth => &mut self.before_auth,
+            AuthFailure::Aborted => &mut self.aborted,
+            AuthFailure::TimedOut => &mut self.timed_out,
         };
         *n += 1;
     }
@@ -395,7 +410,27 @@ impl AuthRefusals {
     /// Every refusal.
     #[must_use]
     pub fn total(&self) -> u64 {
-        self.no_proof + self.bad_proof + self.replay + self.unknown_key + self.before_auth
+        self.no_proof
+            + self.bad_proof
+            + self.replay
+            + self.unknown_key
+            + self.before_auth
+            + self.aborted
+            + self.timed_out
+    }
+
+    /// The count of one kind.
+    #[must_use]
+    pub const fn of(&self, failure: AuthFailure) -> u64 {
+        match failure {
+            AuthFailure::NoProof => self.no_proof,
+            AuthFailure::BadProof => self.bad_proof,
+            AuthFailure::Replay => self.replay,
+            AuthFailure::UnknownKey => self.unknown_key,
+            AuthFailure::BeforeAuth => self.before_auth,
+            AuthFailure::Aborted => self.aborted,
+            AuthFailure::TimedOut => self.timed_out,
+        }
     }
 }
 

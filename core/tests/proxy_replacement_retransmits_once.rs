@@ -21,7 +21,7 @@ use switchboard_core::{
 #[test]
 fn a_proxy_dying_mid_stream_loses_nothing_and_duplicates_nothing() {
     let layout = [(0x602, 0), (0x605, 0), (0x601, 0x602), (0x603, 0x602)];
-    let mut sim = Sim::new();
+    let mut sim = Sim::recording();
     for (id, up) in layout {
         sim.add_node(node_config(id, up))
             .expect("a valid node config");

@@ -22,9 +22,10 @@ const PROXY: NodeId = NodeId(0x711);
 const SENDER: NodeId = NodeId(0x725);
 const TARGET: NodeId = NodeId(0x700);
 
+/// Recording (not strict), so the `violations()` assertions below can fail.
 fn cluster() -> Sim {
     let layout = [(0x711, 0), (0x725, 0x711), (0x700, 0x711)];
-    let mut sim = Sim::new();
+    let mut sim = Sim::recording();
     for (id, up) in layout {
         sim.add_node(node_config(id, up))
             .expect("a valid node config");

@@ -24,8 +24,12 @@ fn steady_state_all_replied() {
         "steady_sequential_replied",
         steady.sequential_replied as f64,
     );
-    assert_eq!(steady.parallel_replied, 50);
-    assert_eq!(steady.sequential_replied, 20);
+    report("steady_served", steady.served as f64);
+    assert_eq!(steady.parallel_replied, 50, "{steady:?}");
+    assert_eq!(steady.sequential_replied, 20, "{steady:?}");
+    if let Err(why) = steady.check() {
+        panic!("steady state: {why}");
+    }
 }
 
 /// Kill mid-call: the server of a 5 s call SIGKILLed 1 s in; `unknown/target_gone` ≤ 200 ms
@@ -109,15 +113,45 @@ fn assert_long_disconnect(error_ms: f64) {
     );
 }
 
+/// The reconnect storm at happy's pacing (one call per 200 ms per caller), disconnects of the
+/// live server alternating with SIGKILLs: nothing fails, no disconnect ends a call `unknown`,
+/// every `unknown` within 200 ms of a kill.
+#[test]
+fn paced_storm_takes_no_live_server_for_dead() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storm = rpc_chaos::paced_storm(dir.path());
+    report("paced_storm_replied_ratio", storm.replied_ratio);
+    report("paced_storm_calls", storm.calls as f64);
+    report("paced_storm_unknown_at_kill", storm.unknown_at_kill as f64);
+    report(
+        "paced_storm_unknown_at_disconnect",
+        storm.unknown_at_disconnect as f64,
+    );
+    eprintln!(
+        "paced storm: connections dropped by each disconnect: {:?}",
+        storm.cut_links
+    );
+    assert_eq!(
+        storm.calls,
+        rpc_chaos::PACED_CALLERS * rpc_chaos::PACED_CALLS_PER_CALLER
+    );
+    if let Err(why) = storm.check() {
+        panic!("paced storm: {why}");
+    }
+}
+
 /// Registration race: the server starts 0–2,000 ms after the caller; 70/70 replies.
 #[test]
 fn registration_race_all_replied() {
-    let (replied, slowest) = rpc_chaos::registration_race();
-    for (delay, ms) in &slowest {
+    let race = rpc_chaos::registration_race();
+    for (delay, ms) in &race.slowest {
         eprintln!("register race: delay {delay} ms, slowest call {ms:.1} ms");
     }
-    report("register_race_replied", replied as f64);
-    assert_eq!(replied, happy::REGISTER_RACE_REPLIED);
+    report("register_race_replied", race.replied as f64);
+    assert_eq!(race.replied, happy::REGISTER_RACE_REPLIED, "{race:?}");
+    if let Err(why) = race.check() {
+        panic!("registration race: {why}");
+    }
 }
 
 /// High concurrency: 50 servers, 5 callers × 50 concurrent calls; 250/250 replies.

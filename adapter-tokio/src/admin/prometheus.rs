@@ -371,6 +371,18 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
         "kind",
         &refusals,
     );
+    let auth: BTreeMap<String, u64> = switchboard_core::AuthFailure::ALL
+        .iter()
+        .map(|&f| (f.as_str().to_owned(), metrics.auth_refusals.of(f)))
+        .collect();
+    labelled(
+        &mut out,
+        "switchboard_registry_auth_refusals_total",
+        "counter",
+        "Connections whose cluster-key handshake did not complete, by kind (their sum is the unauthenticated refusals).",
+        "kind",
+        &auth,
+    );
     scalar(
         &mut out,
         "switchboard_registry_takeovers_total",

@@ -64,6 +64,14 @@ pub(super) enum WatchUpdate {
     Up,
     /// The list or the stream failed; the watcher retries.
     Down(String),
+    /// The `by_id` watcher saw this node's own key deleted, or written under `lease`: for
+    /// the lease task, which re-registers or yields.
+    OwnKey {
+        /// A delete (else a put).
+        deleted: bool,
+        /// The lease of the put (0 for a delete).
+        lease: i64,
+    },
 }
 
 /// The lease task's news.
@@ -73,6 +81,9 @@ pub(super) enum LeaseUpdate {
     Registered(u64),
     /// The lease was lost; a new one is being granted and the registration replayed.
     Unregistered,
+    /// The node's own key vanished (it registers again) or another live process holding
+    /// this deployment's identity took it over (it waits for that one's key to go): why.
+    KeyLost(String),
     /// The id is owned by another instance (described).
     Conflict(String),
 }
@@ -188,6 +199,12 @@ pub(super) async fn run(
         tokio::select! {
             report = reports.recv() => {
                 let Some(report) = report else { return };
+                if let Report::Watch { update: WatchUpdate::OwnKey { deleted, lease }, .. } = report {
+                    if lease_tx.send(LeaseCommand::OwnKey { deleted, lease }).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 if !apply(&mut view, report, &events).await {
                     return;
                 }
@@ -322,11 +339,17 @@ async fn apply(view: &mut View, report: Report, events: &mpsc::Sender<FeedEvent>
                 view.up[slot(kind)] = false;
                 view.trouble = Some(format!("{} watcher: {reason}", kind.segment()));
             }
+            // Forwarded to the lease task before `apply`.
+            WatchUpdate::OwnKey { .. } => {}
         },
         Report::Lease(LeaseUpdate::Registered(revision)) => view.registered = Some(revision),
         Report::Lease(LeaseUpdate::Unregistered) => {
             view.registered = None;
             view.trouble = Some(String::from("etcd lease lost: registering again"));
+        }
+        Report::Lease(LeaseUpdate::KeyLost(why)) => {
+            view.registered = None;
+            view.trouble = Some(why);
         }
         Report::Lease(LeaseUpdate::Conflict(holder)) => {
             if events.send(FeedEvent::Conflict { holder }).await.is_err() {

@@ -7,8 +7,13 @@
 //! → revoke on shutdown. A keepalive stream that fails or ends is dropped and reopened by the
 //! next keepalive; opening it on a lease etcd no longer knows reports the lease lost at once.
 //!
+//! The registration txn also claims the node's name atomically: it is conditioned on the
+//! name's claim key (`<prefix>names/<name>`) and puts it, so of two nodes racing for one free
+//! name exactly one registers; the other's failure branch reads the claim and reports the
+//! name taken, naming the winner.
+//!
 //! A conflicting registration (the `by_id` key exists on another lease under another identity,
-//! or another id holds the node's name under `by_name`) is reported to the coordinator and
+//! or another id holds the node's name under `by_name` or its claim key) is reported to the coordinator and
 //! retried on the machine's schedule; nothing is overwritten. A conflict whose owner is this
 //! very lease (an earlier txn that committed but whose answer was lost) counts as registered;
 //! one whose owner carries this deployment's own non-empty identity (a restart before the old
@@ -24,8 +29,8 @@ use etcd_client::{
 use switchboard_core::{
     discovery::{DiscoveryInfo, TopologyInfo},
     registry::etcd::{
-        KeyLayout, LeaseAction, LeaseConfig, LeaseState, RegisterConflict, RegisterOutcome,
-        RegistrationTxn,
+        KeyLayout, KeyValue, LeaseAction, LeaseConfig, LeaseState, RegisterConflict,
+        RegisterOutcome, RegistrationTxn,
     },
     time::{Instant, earliest},
 };
@@ -50,6 +55,13 @@ pub(super) enum LeaseCommand {
     UpdateTopology(TopologyInfo),
     /// Publish this discovery record (rewrite both discovery keys).
     UpdateDiscovery(Box<DiscoveryInfo>),
+    /// The `by_id` watcher saw the node's own key deleted, or written under `lease`.
+    OwnKey {
+        /// A delete (else a put).
+        deleted: bool,
+        /// The lease of the put.
+        lease: i64,
+    },
     /// Revoke the lease and end.
     Shutdown,
 }
@@ -87,6 +99,8 @@ struct Run {
     /// Revision of the last successful registration txn.
     revision: u64,
     last_conflict: Option<String>,
+    /// Why the registration was lost to the node's own key changing, until reported.
+    key_lost: Option<String>,
     /// Paces the warnings of lease grants that keep failing (etcd unreachable).
     grant_warnings: WarnBackoff,
 }
@@ -101,6 +115,7 @@ impl LeaseTask {
             registered: false,
             revision: 0,
             last_conflict: None,
+            key_lost: None,
             grant_warnings: WarnBackoff::new(GRANT_WARN_FIRST_GAP, GRANT_WARN_MAX_GAP),
         };
         loop {
@@ -203,8 +218,14 @@ impl LeaseTask {
             }
             Ok(Some(taken)) => taken,
             Ok(None) => {
-                let guard = Compare::create_revision(plan.guard_key.clone(), CompareOp::Equal, 0);
-                let Some(mut outcome) = self.run_txn(&plan, lease, guard).await else {
+                // The id's key and the name's claim key must both be absent.
+                let mut guards = vec![Compare::create_revision(
+                    plan.guard_key.clone(),
+                    CompareOp::Equal,
+                    0,
+                )];
+                guards.extend(claim_guard(&plan, None));
+                let Some((mut outcome, claim)) = self.run_txn(&plan, lease, guards).await else {
                     return true;
                 };
                 if let RegisterOutcome::Conflict(conflict) = &outcome
@@ -214,19 +235,29 @@ impl LeaseTask {
                         revision: u64::try_from(conflict.create_revision).unwrap_or(0),
                     };
                 }
+                // The name's claim is this id's already (a previous life's lease), with the
+                // id's key gone: claim it again, guarded on the claim seen.
+                let orphan_claim = matches!(&outcome, RegisterOutcome::Conflict(c) if c.owner.is_none() && c.owner_mod_revision == 0)
+                    && claim.is_some();
                 if let RegisterOutcome::Conflict(conflict) = &outcome
-                    && conflict.is_own(lease, &self.registration.discovery.identity)
+                    && (orphan_claim
+                        || conflict.is_own(lease, &self.registration.discovery.identity))
                 {
                     tracing::info!(
                         holder = %describe_holder(conflict),
                         "etcd: the id is held under this deployment's identity; taking it over"
                     );
-                    let guard = Compare::mod_revision(
-                        plan.guard_key.clone(),
-                        CompareOp::Equal,
-                        RegistrationTxn::takeover_guard(conflict),
-                    );
-                    let Some(taken) = self.run_txn(&plan, lease, guard).await else {
+                    let mut guards = vec![if orphan_claim {
+                        Compare::create_revision(plan.guard_key.clone(), CompareOp::Equal, 0)
+                    } else {
+                        Compare::mod_revision(
+                            plan.guard_key.clone(),
+                            CompareOp::Equal,
+                            RegistrationTxn::takeover_guard(conflict),
+                        )
+                    }];
+                    guards.extend(claim_guard(&plan, claim.as_ref()));
+                    let Some((taken, _)) = self.run_txn(&plan, lease, guards).await else {
                         return true;
                     };
                     outcome = taken;
@@ -296,26 +327,29 @@ impl LeaseTask {
             .map(|(key, holder)| RegisterOutcome::NameTaken { key, holder }))
     }
 
-    /// Runs `plan`'s puts on `lease` when `guard` holds, else gets the `by_id` key; `None`
-    /// when the RPC failed (already reported to the machine).
+    /// Runs `plan`'s puts and its name claim on `lease` when every guard holds, else gets
+    /// the `by_id` key and the claim key; `None` when the RPC failed (already reported to the
+    /// machine). Returns the outcome and the claim key as the failure branch read it.
     async fn run_txn(
         &mut self,
         plan: &RegistrationTxn,
         lease: i64,
-        guard: Compare,
-    ) -> Option<RegisterOutcome> {
+        guards: Vec<Compare>,
+    ) -> Option<(RegisterOutcome, Option<KeyValue>)> {
         let puts: Vec<TxnOp> = plan
             .puts
             .iter()
+            .chain(plan.claim.iter())
             .map(|put| {
                 let options = put.with_lease.then(|| PutOptions::new().with_lease(lease));
                 TxnOp::put(put.key.clone(), put.value.clone(), options)
             })
             .collect();
-        let txn = Txn::new()
-            .when([guard])
-            .and_then(puts)
-            .or_else([TxnOp::get(plan.guard_key.clone(), None)]);
+        let mut gets = vec![TxnOp::get(plan.guard_key.clone(), None)];
+        if let Some(claim) = &plan.claim {
+            gets.push(TxnOp::get(claim.key.clone(), None));
+        }
+        let txn = Txn::new().when(guards).and_then(puts).or_else(gets);
         let answer = match bounded(self.client.txn(txn)).await {
             Ok(answer) => answer,
             Err(e) => {
@@ -328,15 +362,27 @@ impl LeaseTask {
                 return None;
             }
         };
-        let existing = answer.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Get(got) => got.kvs().first().map(key_value),
-            _ => None,
-        });
-        Some(plan.outcome(
+        let mut got: Vec<Option<KeyValue>> = answer
+            .op_responses()
+            .into_iter()
+            .filter_map(|op| match op {
+                TxnOpResponse::Get(got) => Some(got.kvs().first().map(key_value)),
+                _ => None,
+            })
+            .collect();
+        let claim = if got.len() > 1 {
+            got.pop().flatten()
+        } else {
+            None
+        };
+        let existing = got.pop().flatten();
+        let outcome = plan.outcome_with_claim(
             answer.succeeded(),
             header_revision(answer.header()),
             existing.as_ref(),
-        ))
+            claim.as_ref(),
+        );
+        Some((outcome, claim))
     }
 
     /// Sends one keepalive, opening the stream when there is none for this lease.
@@ -408,6 +454,20 @@ impl LeaseTask {
                 self.registration.discovery = *info;
                 run.discovery_dirty = true;
                 run.topology_due = Some(now);
+            }
+            Woke::Command(Some(LeaseCommand::OwnKey { deleted, lease })) => {
+                let was = self.state.is_registered();
+                self.state.on_own_key(now, deleted, lease);
+                if was && !self.state.is_registered() {
+                    let why = if deleted {
+                        "etcd: this node's keys were deleted; registering again"
+                    } else {
+                        "etcd: another live process with this deployment's identity took this \
+                         id over; waiting for its keys to go"
+                    };
+                    tracing::warn!(own_lease = self.state.lease(), key_lease = lease, "{why}");
+                    run.key_lost = Some(why.to_owned());
+                }
             }
             Woke::Command(Some(LeaseCommand::Shutdown)) => self.state.shutdown(),
             Woke::Answer(Ok(Some(answer))) => {
@@ -486,7 +546,10 @@ impl LeaseTask {
         }
         run.registered = registered;
         let update = if registered {
+            run.key_lost = None;
             LeaseUpdate::Registered(run.revision)
+        } else if let Some(why) = run.key_lost.take() {
+            LeaseUpdate::KeyLost(why)
         } else {
             LeaseUpdate::Unregistered
         };
@@ -503,6 +566,16 @@ impl LeaseTask {
             c.registered = registered;
         });
     }
+}
+
+/// The condition on the name's claim key (none for a node without a name): absent when
+/// `seen` is `None`, else unchanged since it was read (`seen` holds this id: a takeover).
+fn claim_guard(plan: &RegistrationTxn, seen: Option<&KeyValue>) -> Option<Compare> {
+    let key = plan.claim.as_ref()?.key.clone();
+    Some(match seen {
+        None => Compare::create_revision(key, CompareOp::Equal, 0),
+        Some(kv) => Compare::mod_revision(key, CompareOp::Equal, kv.mod_revision),
+    })
 }
 
 /// Names the owner of a contested id for the conflict report.

@@ -11,7 +11,9 @@
 use etcd_client::{Client, GetOptions, WatchOptions, WatchStream};
 use switchboard_core::{
     ids::NodeId,
-    registry::etcd::{Delivered, KeyValue, WatchAction, WatchState},
+    registry::etcd::{
+        Delivered, EventKind, KeyKind, KeyLayout, KeyValue, WatchAction, WatchEvent, WatchState,
+    },
     time::Instant,
 };
 use tokio::sync::mpsc;
@@ -140,11 +142,20 @@ impl WatchTask {
                     *stream = None;
                 }
                 let created = response.created && !response.canceled;
+                let own = self.own_key_changes(&response.events);
                 let delivered = self.state.on_response(now, &response);
                 if created && !self.report(WatchUpdate::Up).await {
                     return false;
                 }
-                self.deliver(delivered).await
+                if !self.deliver(delivered).await {
+                    return false;
+                }
+                for (deleted, lease) in own {
+                    if !self.report(WatchUpdate::OwnKey { deleted, lease }).await {
+                        return false;
+                    }
+                }
+                true
             }
             Ok(None) => {
                 *stream = None;
@@ -159,6 +170,24 @@ impl WatchTask {
                     .await
             }
         }
+    }
+
+    /// The `by_id` watcher's events on this node's own key: (deleted, the lease it was
+    /// written under). Other watchers and other keys: none.
+    fn own_key_changes(&self, events: &[WatchEvent]) -> Vec<(bool, i64)> {
+        if self.state.kind() != KeyKind::ById {
+            return Vec::new();
+        }
+        let layout = KeyLayout::new(&self.prefix);
+        events
+            .iter()
+            .filter(|e| {
+                layout
+                    .parse(&e.kv.key)
+                    .is_ok_and(|k| k.kind == KeyKind::ById && k.id == self.node)
+            })
+            .map(|e| (e.kind == EventKind::Delete, e.kv.lease))
+            .collect()
     }
 
     /// Lists the family and feeds the result. Returns false when the coordinator is gone.

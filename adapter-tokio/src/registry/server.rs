@@ -260,6 +260,7 @@ pub async fn spawn_registry_capped(
         unregistered: BTreeSet::new(),
         tls_pending: 0,
         refused: Refused::default(),
+        strangers: Strangers::default(),
         accept_paused_until: None,
         accept_backoff: Duration::ZERO,
     };
@@ -308,10 +309,46 @@ struct ServerTask {
     /// TLS handshakes in flight (they count toward both caps).
     tls_pending: usize,
     refused: Refused,
+    strangers: Strangers,
     /// After an `accept` error: accept again at this instant, or at the next close.
     accept_paused_until: Option<tokio::time::Instant>,
     /// The last pause after an `accept` error (zero after a successful accept).
     accept_backoff: Duration,
+}
+
+/// Handshakes that did not complete (wrong key, no key, aborted after our proof, timed out):
+/// where they came from, and the rate limit of their warn lines — one per
+/// [`REFUSAL_LOG_PERIOD`] at most, with the count left unlogged since the last.
+#[derive(Debug, Default)]
+struct Strangers {
+    /// Peers of connections closed during this drain, for the events that follow the close.
+    gone: HashMap<ConnId, SocketAddr>,
+    logged_at: Option<tokio::time::Instant>,
+    unlogged: u64,
+}
+
+impl Strangers {
+    /// Logs one refused handshake from `peer` unless a line went out within the period.
+    fn refused(&mut self, peer: Option<SocketAddr>, failure: switchboard_core::AuthFailure) {
+        let now = tokio::time::Instant::now();
+        if self
+            .logged_at
+            .is_some_and(|at| now.duration_since(at) < REFUSAL_LOG_PERIOD)
+        {
+            self.unlogged += 1;
+            return;
+        }
+        self.logged_at = Some(now);
+        let unlogged = std::mem::take(&mut self.unlogged);
+        let peer = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+        warn!(
+            %peer,
+            kind = failure.as_str(),
+            unlogged,
+            "registry refused a connection: its handshake did not prove the cluster key \
+             (a retired or wrong key, no key, aborted after our proof, or timed out)"
+        );
+    }
 }
 
 /// Connections refused at a cap, and the rate limit of their log lines.
@@ -549,6 +586,7 @@ impl ServerTask {
             ConnEvent::Closed(conn, reason) => {
                 if let Some(c) = self.conns.remove(&conn) {
                     debug!(?conn, peer = %c.peer, %reason, "registry connection closed");
+                    self.strangers.gone.insert(conn, c.peer);
                     c.reader.abort();
                     self.unregistered.remove(&conn);
                     self.server.handle_closed(now, conn);
@@ -569,6 +607,7 @@ impl ServerTask {
                 }
                 ServerOutput::Close { conn } => {
                     if let Some(c) = self.conns.remove(&conn) {
+                        self.strangers.gone.insert(conn, c.peer);
                         c.reader.abort();
                         self.unregistered.remove(&conn);
                         self.resume_accepting();
@@ -581,11 +620,21 @@ impl ServerTask {
                         self.snapshots_sent += 1;
                         self.unregistered.remove(&conn);
                     }
-                    log_event(&event);
+                    if let ServerEvent::Unauthenticated { conn, failure } = event {
+                        let peer = self
+                            .conns
+                            .get(&conn)
+                            .map(|c| c.peer)
+                            .or_else(|| self.strangers.gone.get(&conn).copied());
+                        self.strangers.refused(peer, failure);
+                    } else {
+                        log_event(&event);
+                    }
                 }
                 other => debug!(?other, "unhandled registry server output"),
             }
         }
+        self.strangers.gone.clear();
     }
 
     fn metrics(&self) -> RegistryMetrics {
@@ -601,6 +650,7 @@ impl ServerTask {
             names_taken: stats.names_taken,
             takeovers: stats.takeovers,
             unauthenticated: stats.auth_refusals.total(),
+            auth_refusals: stats.auth_refusals,
             records_too_large: stats.records_too_large,
             unregistered: self.unregistered.len() as u64,
             refused_at_max_connections: self.refused.total,
@@ -666,13 +716,6 @@ fn log_event(event: &ServerEvent) {
         }
         ServerEvent::Removed { key } => info!(key = %LogKey(key), "node removed"),
         ServerEvent::Protected { key } => info!(key = %LogKey(key), "node disconnected, protected"),
-        ServerEvent::Unauthenticated { conn, failure } => {
-            warn!(
-                ?conn,
-                ?failure,
-                "connection refused: it did not prove the cluster key"
-            );
-        }
         ServerEvent::ProtocolError { conn, error } => {
             warn!(?conn, %error, "registry protocol error, connection closed");
         }

@@ -19,11 +19,17 @@
 //! `broadcast_budgeted_ms` (the next one, `--timeout 2000ms`, the dead one still listed),
 //! `steady_replied` (of 70), `storm_failed` (each wrongly failed
 //! storm call: outcome, sent and ended after the kill before it),
-//! `rolling_replied` / `rolling_unknown` / `rolling_calls`, each with its `happy_*` figure
+//! `rolling_replied` / `rolling_unknown` / `rolling_calls`, `paced_storm_*` (the storm at
+//! happy's pacing — one call per 200 ms per caller — with disconnects of the live server
+//! beside the kills: its `paced_storm_replied_ratio` is the one to compare with
+//! `happy_storm_replied_ratio`; `paced_storm_unknown_at_disconnect` counts live servers taken
+//! for dead), each with its `happy_*` figure
 //! where happy has one (`happy_before_fix_storm_wrongly_failed` is happy's storm *before*
 //! its fix, 7 of 190; its fixed storm gives only the 96–97 % ratio) and its `target_*` where
 //! the issue sets one; `failed_scenarios` lists
-//! the scenarios that did not run to the end (their figures are `null`); `runtime_s` (the
+//! the scenarios that did not run to the end (their figures are `null`); `pass_<scenario>`
+//! is `true` or `false` for each scenario run, and `steady_exact`, `register_race_exact`,
+//! `paced_storm_exact` and `broadcast_exact` are booleans, never counts; `runtime_s` (the
 //! scenarios, without the build). Exit 1
 //! when a scenario failed. `--only NAME[,NAME...]` runs only the scenarios named (as stderr
 //! names them, e.g. `reconnect_storm`); the others' figures stay `null`.
@@ -78,13 +84,19 @@ fn main() -> ExitCode {
     let mut out = Map::new();
     let mut failed = Vec::new();
     put(&mut out, "steady_replied", Value::Null);
+    put(&mut out, "steady_exact", Value::Null);
     scenario(&mut out, &mut failed, "steady_state", |out| {
+        // Counted before anything is asserted: the figure is what happened.
         let steady = rpc_chaos::steady_state();
         put(
             out,
             "steady_replied",
             json!(steady.parallel_replied + steady.sequential_replied),
         );
+        put(out, "steady_exact", json!(steady.check().is_ok()));
+        if let Err(why) = steady.check() {
+            panic!("steady state: {why}");
+        }
     });
     figure(
         &mut out,
@@ -158,9 +170,14 @@ fn main() -> ExitCode {
         json!(happy::REGISTER_RACE_REPLIED),
         None,
     );
+    put(&mut out, "register_race_exact", Value::Null);
     scenario(&mut out, &mut failed, "registration_race", |out| {
-        let (replied, _) = rpc_chaos::registration_race();
-        put(out, "register_race_replied", json!(replied));
+        let race = rpc_chaos::registration_race();
+        put(out, "register_race_replied", json!(race.replied));
+        put(out, "register_race_exact", json!(race.check().is_ok()));
+        if let Err(why) = race.check() {
+            panic!("registration race: {why}");
+        }
     });
     figure(
         &mut out,
@@ -188,6 +205,41 @@ fn main() -> ExitCode {
         put(out, "storm_calls", json!(storm.calls));
         put(out, "storm_unknown", json!(storm.unknown));
         put(out, "storm_failed", json!(storm.failed_lines));
+    });
+    // The storm at happy's pacing, beside ours: its ratio compares with happy's.
+    for key in [
+        "paced_storm_replied_ratio",
+        "paced_storm_calls",
+        "paced_storm_unknown_at_kill",
+        "paced_storm_unknown_at_disconnect",
+        "paced_storm_wrongly_failed",
+        "paced_storm_exact",
+    ] {
+        put(&mut out, key, Value::Null);
+    }
+    scenario(&mut out, &mut failed, "paced_storm", |out| {
+        let storm = rpc_chaos::paced_storm(scratch.path());
+        put(out, "paced_storm_replied_ratio", json!(storm.replied_ratio));
+        put(out, "paced_storm_calls", json!(storm.calls));
+        put(
+            out,
+            "paced_storm_unknown_at_kill",
+            json!(storm.unknown_at_kill),
+        );
+        put(
+            out,
+            "paced_storm_unknown_at_disconnect",
+            json!(storm.unknown_at_disconnect),
+        );
+        put(
+            out,
+            "paced_storm_wrongly_failed",
+            json!(storm.wrongly_failed),
+        );
+        put(out, "paced_storm_exact", json!(storm.check().is_ok()));
+        if let Err(why) = storm.check() {
+            panic!("paced storm: {why}");
+        }
     });
     put(&mut out, "high_concurrency_replied", Value::Null);
     put(
@@ -255,9 +307,11 @@ fn scenario(
     }
     eprintln!("rpc-chaos-report: {name}");
     let at = Instant::now();
-    if catch_unwind(AssertUnwindSafe(|| run(out))).is_err() {
+    let passed = catch_unwind(AssertUnwindSafe(|| run(out))).is_ok();
+    if !passed {
         failed.push(name.to_owned());
     }
+    put(out, &format!("pass_{name}"), json!(passed));
     eprintln!(
         "rpc-chaos-report: {name} done in {:.1} s",
         at.elapsed().as_secs_f64()

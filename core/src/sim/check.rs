@@ -4,7 +4,8 @@
 //! Per step ([`Sim::check_invariants`]): the [ledger](super::ledger)'s message invariants
 //! (exactly one outcome per accepted send and none before acceptance, nothing delivered
 //! twice, nothing out of order within one sender→receiver incarnation pair, nothing delivered
-//! that was reported `Failed`, `Delivered` only after a delivery), plus for every node touched
+//! that was reported `Failed`, `Delivered` only after a delivery, no message of a running
+//! sender without its outcome once the clock is past its deadline), plus for every node touched
 //! since the last check: queues within limits (for each endpoint, pending + unacknowledged ≤
 //! `send_buffer_number`) and at most one timer per route record.
 //!
@@ -23,6 +24,10 @@ impl Sim<Node> {
     /// Checks the per-step invariants (see the [module docs](self)); each breach is recorded
     /// in [`Sim::violations`] (a panic in strict mode). Returns how many were found now.
     pub fn check_invariants(&mut self) -> usize {
+        let now = self.now;
+        if let Some(ledger) = self.ledger.as_mut() {
+            ledger.check_deadlines(now);
+        }
         let mut found = self.collect_ledger_violations();
         for idx in 0..self.slots.len() {
             if !core::mem::replace(&mut self.dirty[idx], false) {

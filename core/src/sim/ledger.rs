@@ -21,6 +21,9 @@
 //!   tags must arrive increasing (tags grow with send order);
 //! - an outcome for `Timeout` before the message's own deadline (accepted + the sender's
 //!   message timeout);
+//! - no outcome after the message's own deadline: once the clock is past it
+//!   (checked with every per-step check, `Sim::check_invariants`), a message of a running
+//!   sender that still has no outcome is reported, once;
 //! - a message still open when its sender reports evidence of the death
 //!   (`Event::PeerDead`) of the target incarnation that delivered it: what may have reached
 //!   a dead incarnation must have ended by then.
@@ -102,6 +105,8 @@ pub struct Ledger {
     open: BTreeMap<(NodeId, u32), BTreeSet<u64>>,
     /// Last tag delivered per (sender, sender incarnation, receiver, receiver incarnation).
     last: BTreeMap<(NodeId, u32, NodeId, u32), u64>,
+    /// Open messages by deadline: (deadline, tag), popped once the clock is past it.
+    deadlines: BTreeSet<(Instant, u64)>,
     violations: Vec<String>,
     totals: LedgerTotals,
 }
@@ -139,6 +144,9 @@ impl Ledger {
             },
         );
         self.by_msg.insert((sender, incarnation, msg), tag);
+        if let Some(deadline) = deadline {
+            self.deadlines.insert((deadline, tag));
+        }
         self.open
             .entry((sender, incarnation))
             .or_default()
@@ -301,6 +309,28 @@ impl Ledger {
                      and is still open at {at:?}, after {node} saw evidence of that \
                      incarnation's death",
                     e.msg.0
+                ));
+            }
+        }
+    }
+
+    /// The clock reads `now`: every message whose deadline is before `now` must have its
+    /// outcome (or have been orphaned by its sender's death). Each late message is reported
+    /// once; a message checked here is not checked again.
+    pub(super) fn check_deadlines(&mut self, now: Instant) {
+        while let Some(&(deadline, tag)) = self.deadlines.first() {
+            if deadline >= now {
+                break;
+            }
+            self.deadlines.pop_first();
+            let Some(e) = self.entries.get(&tag) else {
+                continue;
+            };
+            if e.outcome.is_none() && !e.orphaned {
+                self.violations.push(format!(
+                    "tag {tag} (msg#{} of {}, incarnation {}) has no outcome at {now:?}, \
+                     after its deadline {deadline:?}",
+                    e.msg.0, e.sender, e.incarnation
                 ));
             }
         }

@@ -11,7 +11,8 @@
 //! chaos matrix (calls, loads by method, broadcasts); [`http`] reads `/metrics` and
 //! `/status` from a node's admin port; [`scenario`] is the proxy-and-two-leaves cluster every
 //! test starts from; [`figures`] measures outcome times from a load's outcomes log against
-//! the test's own instants; [`etcd`] runs a private etcd.
+//! the test's own instants; [`etcd`] runs a private etcd; [`relay`] is a TCP relay whose
+//! connections a test can cut while the processes on both sides live on.
 //!
 //! Each test file includes this module with `mod process_support;` and uses a part of it.
 
@@ -26,6 +27,7 @@ pub mod etcd;
 pub mod figures;
 pub mod http;
 pub mod load;
+pub mod relay;
 pub mod rpc_chaos;
 pub mod scenario;
 

@@ -122,10 +122,12 @@ switchboard_handshakes_refused_total 0
 switchboard_inbox_dropped_total 0
 # HELP switchboard_auth_refusals_total Links closed because the peer failed the cluster-key challenge, by kind.
 # TYPE switchboard_auth_refusals_total counter
+switchboard_auth_refusals_total{kind=\"aborted\"} 0
 switchboard_auth_refusals_total{kind=\"bad_proof\"} 0
 switchboard_auth_refusals_total{kind=\"before_auth\"} 0
 switchboard_auth_refusals_total{kind=\"no_proof\"} 0
 switchboard_auth_refusals_total{kind=\"replay\"} 0
+switchboard_auth_refusals_total{kind=\"timed_out\"} 0
 switchboard_auth_refusals_total{kind=\"unknown_key\"} 0
 # HELP switchboard_rpc_calls_total Ended calls of this node by method, outcome (reply, failed = never executed, unknown = maybe executed) and reason (empty for a reply).
 # TYPE switchboard_rpc_calls_total counter
@@ -332,10 +334,12 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_handshake_timeouts_total 8",
             "switchboard_handshakes_refused_total 13",
             "switchboard_inbox_dropped_total 4",
+            "switchboard_auth_refusals_total{kind=\"aborted\"} 0",
             "switchboard_auth_refusals_total{kind=\"bad_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"before_auth\"} 0",
             "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
             "switchboard_auth_refusals_total{kind=\"replay\"} 1",
+            "switchboard_auth_refusals_total{kind=\"timed_out\"} 0",
             "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
             "switchboard_rpc_calls_total{method=\"echo\",outcome=\"failed\",reason=\"not_available\"} 2",
             "switchboard_rpc_calls_total{method=\"echo\",outcome=\"reply\",reason=\"\"} 5",
@@ -425,6 +429,11 @@ fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
         names_taken: 1,
         takeovers: 5,
         unauthenticated: 3,
+        auth_refusals: switchboard_core::AuthRefusals {
+            aborted: 2,
+            unknown_key: 1,
+            ..switchboard_core::AuthRefusals::default()
+        },
         records_too_large: 7,
         unregistered: 2,
         refused_at_max_connections: 8,
@@ -458,6 +467,15 @@ switchboard_registry_refusals_total{{kind=\"duplicate_id\"}} 2
 switchboard_registry_refusals_total{{kind=\"name_taken\"}} 1
 switchboard_registry_refusals_total{{kind=\"record_too_large\"}} 7
 switchboard_registry_refusals_total{{kind=\"unauthenticated\"}} 3
+# HELP switchboard_registry_auth_refusals_total Connections whose cluster-key handshake did not complete, by kind (their sum is the unauthenticated refusals).
+# TYPE switchboard_registry_auth_refusals_total counter
+switchboard_registry_auth_refusals_total{{kind=\"aborted\"}} 2
+switchboard_registry_auth_refusals_total{{kind=\"bad_proof\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"before_auth\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"no_proof\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"replay\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"timed_out\"}} 0
+switchboard_registry_auth_refusals_total{{kind=\"unknown_key\"}} 1
 # HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation that proved the holder's identity.
 # TYPE switchboard_registry_takeovers_total counter
 switchboard_registry_takeovers_total 5

@@ -494,7 +494,7 @@ impl Links {
         let mut downs = Vec::new();
         for link in stale {
             sink.close(link);
-            downs.extend(self.closed(link, sink));
+            downs.extend(self.close_link(link, sink));
         }
         downs
     }
@@ -642,7 +642,7 @@ impl Links {
             sink.event(LinkEvent::HandshakeLimit { link: victim });
             sink.close(victim);
             // An accepted link is up once its peer is known: nothing to re-evaluate.
-            let down = self.closed(victim, sink);
+            let down = self.close_link(victim, sink);
             debug_assert!(down.is_some_and(|d| d.peer.is_none() && d.dialed.is_none()));
         }
         let deadline = now.saturating_add(self.settings.handshake_timeout);
@@ -724,8 +724,24 @@ impl Links {
     }
 
     /// Forgets `link` (closed by the peer or the network, or its dial failed) and reports
-    /// [`LinkEvent::Closed`]. `None` for unknown links.
+    /// [`LinkEvent::Closed`]. `None` for unknown links. An accepted link closed after our
+    /// `HelloAck` proved our key and before the dialler proved its own (a peer holding only a
+    /// retired key hangs up there) is a refused handshake: counted as
+    /// [`AuthFailure::Aborted`] in [`Links::auth_refusals`].
     pub fn closed<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) -> Option<Down> {
+        if self
+            .table
+            .get(&link)
+            .is_some_and(|l| l.awaiting_auth.is_some())
+        {
+            self.refusals.count(AuthFailure::Aborted);
+        }
+        self.close_link(link, sink)
+    }
+
+    /// [`closed`](Self::closed) for a link this side closes itself (counted, if at all, by
+    /// its caller).
+    fn close_link<S: LinkSink + ?Sized>(&mut self, link: LinkId, sink: &mut S) -> Option<Down> {
         let l = self.forget(link)?;
         self.settle_deadlines();
         sink.event(LinkEvent::Closed {
@@ -764,7 +780,7 @@ impl Links {
         };
         sink.event(LinkEvent::Rejected { link, reason });
         sink.close(link);
-        let mut down = self.closed(link, sink)?;
+        let mut down = self.close_link(link, sink)?;
         down.refused = refused;
         Some(down)
     }
@@ -837,9 +853,13 @@ impl Links {
             (Phase::Up, _) => self.beat(now, link, sink),
             (Phase::Handshaking, Some(deadline)) if now >= deadline => {
                 let dialed = l.dialed;
+                // Our proof went out and the dialler's never came: a refused handshake.
+                if l.awaiting_auth.is_some() {
+                    self.refusals.count(AuthFailure::TimedOut);
+                }
                 sink.event(LinkEvent::HandshakeTimeout { link, dialed });
                 sink.close(link);
-                self.closed(link, sink)
+                self.close_link(link, sink)
             }
             (Phase::Handshaking, Some(deadline)) => {
                 self.deadlines.replace(link, deadline);

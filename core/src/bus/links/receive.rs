@@ -463,7 +463,7 @@ impl Links {
             }
             Frame::Bye(bye) => {
                 sink.close(link);
-                let mut down = self.closed(link, sink)?;
+                let mut down = self.close_link(link, sink)?;
                 down.bye = Some(bye.reason);
                 Some(Inbound::Down(down))
             }

@@ -18,6 +18,62 @@ fn ms(ms: u64) -> Instant {
 }
 
 /// Heartbeat 1.5 s × 3, handshake 10 s, at most `max_pending` accepted links handshaking.
+/// A keyed acceptor and a link whose dialler sent its `Hello` at 1 ms: our `HelloAck` (with
+/// our proof) went out, its `Auth` is due.
+fn keyed_awaiting_auth() -> (Harness, LinkId) {
+    use crate::auth::{ClusterKey, ClusterKeys, NonceEntropy};
+    let mut keyed = settings(8);
+    keyed.keys = ClusterKeys::new(&[ClusterKey::new([3; 32])]);
+    keyed.nonce_entropy = NonceEntropy::deterministic_for_tests();
+    let mut h = Harness {
+        links: Links::new(keyed, Instant::ZERO, crate::rng::Rng::new(1)),
+        out: Vec::new(),
+        downs: Vec::new(),
+    };
+    let link = h.accept(ms(0));
+    let challenge = frame(&Frame::Hello(wire::Hello {
+        node: PEER,
+        incarnation: 7,
+        versions: PROTOCOL_VERSIONS,
+        name: "peer",
+        challenge: Some(wire::Challenge {
+            nonce: [9; wire::NONCE_LEN],
+            key_id: ClusterKey::new([3; 32]).id(),
+        }),
+    }));
+    h.receive(ms(1), link, challenge);
+    let answered = h.take();
+    assert!(
+        matches!(answered.as_slice(), [Effect::Transmit(l, _)] if *l == link),
+        "{answered:?}"
+    );
+    (h, link)
+}
+
+/// A dialler that hangs up after our proof (it holds only a retired key and cannot check
+/// it) is a refused handshake, counted `aborted`; one that never answers is counted
+/// `timed_out` at the handshake deadline, once.
+#[test]
+fn a_dialler_leaving_after_our_proof_is_counted_aborted_or_timed_out() {
+    let (mut h, link) = keyed_awaiting_auth();
+    assert!(h.links.closed(link, &mut h.out).is_some());
+    assert_eq!(h.links.auth_refusals().aborted, 1);
+    assert_eq!(h.links.auth_refusals().total(), 1);
+
+    let (mut h, link) = keyed_awaiting_auth();
+    let fired = h.run_until(ms(1) + Duration::from_secs(10));
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    assert!(fired[0].1.contains(&Effect::Close(link)), "{fired:?}");
+    assert_eq!(h.links.auth_refusals().timed_out, 1);
+    assert_eq!(h.links.auth_refusals().total(), 1, "not also aborted");
+
+    // A link closed before it sent anything is no handshake refused.
+    let mut h = Harness::new(8);
+    let silent = h.accept(ms(0));
+    assert!(h.links.closed(silent, &mut h.out).is_some());
+    assert_eq!(h.links.auth_refusals().total(), 0);
+}
+
 fn settings(max_pending: usize) -> LinkSettings {
     LinkSettings {
         own: OWN,

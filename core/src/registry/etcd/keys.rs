@@ -116,6 +116,16 @@ impl KeyLayout {
         text.into_bytes()
     }
 
+    /// The claim key of a node name: `<prefix>names/<name>`, holding the decimal id of the
+    /// node that registered under the name, on its lease. One key per name, so a single txn
+    /// conditioned on it claims the name atomically (two nodes racing for one free name: one
+    /// txn wins, the other sees the key). Outside the three record families: libatapp and our
+    /// watchers never see it. `None` for a node without a name.
+    #[must_use]
+    pub fn claim_key(&self, name: &str) -> Option<Vec<u8>> {
+        (!name.is_empty()).then(|| format!("{}names/{name}", self.prefix).into_bytes())
+    }
+
     /// The watch / list prefix of a family: `<prefix><family>/`.
     #[must_use]
     pub fn watch_prefix(&self, kind: KeyKind) -> Vec<u8> {

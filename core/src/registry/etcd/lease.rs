@@ -99,6 +99,10 @@ enum Registration {
     Due(Instant),
     InFlight,
     Done,
+    /// The node's `by_id` key was written under another lease (a live copy with this
+    /// deployment's identity took it over): not registered, and not taking it back (that
+    /// would flap between the copies) until the key is deleted.
+    Yielded,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -251,6 +255,28 @@ impl LeaseState {
                 Registration::Due(now.saturating_add(self.config.keepalive_interval))
             }
         };
+    }
+
+    /// The watcher saw the node's own `by_id` key change: `deleted`, or written under lease
+    /// `key_lease`. A write under this machine's own lease is its own (nothing to do). A
+    /// delete while registered or yielded means nobody holds the id any more (another copy
+    /// that had taken it over stopped, or the key was removed by hand): register again now
+    /// — not registered until that txn commits. A write under another lease while
+    /// registered means another live process took the id over: yield (not registered) and
+    /// wait for its delete.
+    pub fn on_own_key(&mut self, now: Instant, deleted: bool, key_lease: i64) {
+        if !matches!(self.phase, Phase::Active | Phase::Checking(_)) {
+            return;
+        }
+        match (deleted, self.registration) {
+            (true, Registration::Done | Registration::Yielded) => {
+                self.registration = Registration::Due(now);
+            }
+            (false, Registration::Done) if key_lease != self.lease => {
+                self.registration = Registration::Yielded;
+            }
+            _ => {}
+        }
     }
 
     /// The registration RPC failed (no answer): retry after `retry`.

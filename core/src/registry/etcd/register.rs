@@ -6,11 +6,15 @@
 //! lease, disappear — atomically. A topology-only change (an upstream switch) rewrites only the
 //! topology key. These functions describe the operations; the adapter turns them into RPCs.
 //!
-//! **Unique names**: before the txn the adapter lists [`RegistrationTxn::name_prefix`]
-//! (`<prefix>by_name/<name>-`); a key there naming *another* id
-//! ([`RegistrationTxn::name_holder`]) is a live holder of the name (its lease keeps it), so
-//! the node reports [`RegisterOutcome::NameTaken`] instead of registering. The list and the
-//! txn are two round trips: two nodes racing for one free name within them may both register.
+//! **Unique names**: the txn also claims the node's name: its condition includes the name's
+//! claim key ([`KeyLayout::claim_key`], `<prefix>names/<name>`) not existing (or, on a
+//! takeover, being the one this id held), and its success branch puts the key (the decimal
+//! id, on the lease). So two nodes racing for one free name cannot both register — one txn
+//! commits, the other's condition fails and its failure branch reads the claim:
+//! [`RegistrationTxn::outcome_with_claim`] reports [`RegisterOutcome::NameTaken`] naming the
+//! winner. For holders that write no claim (libatapp nodes), the adapter also lists
+//! [`RegistrationTxn::name_prefix`] (`<prefix>by_name/<name>-`) first; a key there naming
+//! *another* id ([`RegistrationTxn::name_holder`]) is a live holder of the name too.
 //!
 //! **Takeover**: when the guard fails and the existing `by_id` record carries this node's own
 //! non-empty identity ([`RegisterConflict::is_own`], libatapp's checker rule), the node takes
@@ -47,6 +51,9 @@ pub struct RegistrationTxn {
     pub guard_key: Vec<u8>,
     /// The puts of the success branch, in order: topology, `by_id`, `by_name`.
     pub puts: Vec<PutOp>,
+    /// The name's claim put (`<prefix>names/<name>` ← the decimal id, on the lease), last in
+    /// the success branch; its key is also conditioned on. `None` for a node without a name.
+    pub claim: Option<PutOp>,
 }
 
 impl RegistrationTxn {
@@ -63,7 +70,48 @@ impl RegistrationTxn {
                 by_id,
                 by_name,
             ],
+            claim: layout.claim_key(&info.name).map(|key| PutOp {
+                key,
+                value: alloc::format!("{}", info.id.0).into_bytes(),
+                with_lease: true,
+            }),
         }
+    }
+
+    /// Who holds the name according to its claim key's value `claim` (as the failure branch
+    /// read it): `Some(id)` when another id than this txn's holds it; `None` when the key is
+    /// absent, holds this txn's own id, or does not parse (a foreign value claims nothing).
+    #[must_use]
+    pub fn claim_holder(&self, claim: Option<&KeyValue>) -> Option<crate::ids::NodeId> {
+        let own = &self.claim.as_ref()?.value;
+        let claim = claim?;
+        if claim.value == *own {
+            return None;
+        }
+        let text = core::str::from_utf8(&claim.value).ok()?;
+        text.parse::<u64>().ok().map(crate::ids::NodeId)
+    }
+
+    /// [`outcome`](Self::outcome), also given the claim key as the failure branch read it: a
+    /// failed txn whose name is claimed by another id is [`RegisterOutcome::NameTaken`]
+    /// (whatever the `by_id` key says), else the `by_id` conflict as before.
+    #[must_use]
+    pub fn outcome_with_claim(
+        &self,
+        succeeded: bool,
+        header_revision: i64,
+        existing: Option<&KeyValue>,
+        claim: Option<&KeyValue>,
+    ) -> RegisterOutcome {
+        if !succeeded
+            && let (Some(holder), Some(put)) = (self.claim_holder(claim), self.claim.as_ref())
+        {
+            return RegisterOutcome::NameTaken {
+                key: put.key.clone(),
+                holder,
+            };
+        }
+        self.outcome(succeeded, header_revision, existing)
     }
 
     /// The range to list before registering to find another holder of the node's name:
@@ -191,10 +239,11 @@ pub enum RegisterOutcome {
     /// report it, never overwrite (unless it is this node's own, see
     /// [`RegisterConflict::is_own`]).
     Conflict(Box<RegisterConflict>),
-    /// Another id holds the node's name (found by listing [`RegistrationTxn::name_prefix`]).
+    /// Another id holds the node's name (its claim key names another id, or a `by_name` key
+    /// of that name under another id was listed at [`RegistrationTxn::name_prefix`]).
     /// Nothing was written; report it and retry later.
     NameTaken {
-        /// The holder's `by_name` key.
+        /// The holder's claim key or `by_name` key.
         key: Vec<u8>,
         /// The holder's id.
         holder: crate::ids::NodeId,

@@ -422,9 +422,33 @@ impl RegistryServer {
     }
 
     /// The transport closed `conn` (or the peer did). A registered node goes into
-    /// protection. Unknown or already-closed connections are ignored.
+    /// protection. Unknown or already-closed connections are ignored. A connection that
+    /// closes after the server's proof and before the client's (a client holding only a
+    /// retired key aborts there) is a refused handshake: counted as
+    /// [`AuthFailure::Aborted`] and reported as [`ServerEvent::Unauthenticated`].
     pub fn handle_closed(&mut self, now: Instant, conn: ConnId) {
+        self.count_unfinished_handshake(conn, AuthFailure::Aborted, false);
         self.drop_conn(now, conn, true);
+    }
+
+    /// Counts `conn`'s handshake as refused with `failure` when it had begun and not
+    /// completed: the server's proof sent and the client's still due, or (`before_hello`)
+    /// the client's `Hello` still due on a keyed server.
+    fn count_unfinished_handshake(
+        &mut self,
+        conn: ConnId,
+        failure: AuthFailure,
+        before_hello: bool,
+    ) {
+        let unfinished = self.conns.get(&conn).is_some_and(|c| match c.auth {
+            ConnAuth::AwaitingAuth(_) => true,
+            ConnAuth::AwaitingHello => before_hello,
+            ConnAuth::Open => false,
+        });
+        if unfinished {
+            self.stats.auth_refusals.count(failure);
+            self.event(ServerEvent::Unauthenticated { conn, failure });
+        }
     }
 
     /// Fires every deadline at or before `now`.
@@ -432,6 +456,8 @@ impl RegistryServer {
         while let Some((timer, _)) = self.timers.pop_expired(now) {
             match timer {
                 Timer::Access(conn) => {
+                    // A keyed handshake that never completed within the access timeout.
+                    self.count_unfinished_handshake(conn, AuthFailure::TimedOut, true);
                     self.out.push_back(ServerOutput::Close { conn });
                     self.event(ServerEvent::AccessTimeout { conn });
                     self.drop_conn(now, conn, true);

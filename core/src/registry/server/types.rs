@@ -405,7 +405,10 @@ pub enum ServerEvent {
         key: EntryKey,
     },
     /// A connection failed authentication: a `HelloAck` refusing it (`WrongCluster`, versions
-    /// `0..=0`) went back and it was closed.
+    /// `0..=0`) went back and it was closed — or its handshake never completed: it closed
+    /// after the server's proof ([`AuthFailure::Aborted`](crate::auth::AuthFailure::Aborted))
+    /// or ran out of the access timeout
+    /// ([`AuthFailure::TimedOut`](crate::auth::AuthFailure::TimedOut)).
     Unauthenticated {
         /// The connection.
         conn: ConnId,

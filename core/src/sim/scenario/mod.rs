@@ -29,6 +29,7 @@
 //! links. [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables
 //! everything.
 
+pub(crate) mod call_ledger;
 mod ops;
 mod rpc;
 
@@ -42,7 +43,7 @@ use alloc::{
 
 use bytes::Bytes;
 
-pub use self::{ops::Op, rpc::RpcTotals};
+pub use self::{call_ledger::RpcTotals, ops::Op};
 use super::{
     LedgerTotals, RegistryMachines, Sim, SimSettings, discovery_info, sim_addr, topology_info,
 };
@@ -84,7 +85,7 @@ pub struct Faults {
     /// with the registry machines ([`RegistryMode::Machines`]).
     pub registry_restarts: bool,
     /// Not a fault: the workload also makes calls by method, serves and unserves methods
-    /// and broadcasts, checked by the call ledger (the docs of `sim/scenario/rpc.rs`).
+    /// and broadcasts, checked by the call ledger (the docs of `sim/scenario/call_ledger.rs`).
     pub rpc: bool,
 }
 
@@ -147,7 +148,7 @@ pub struct SeedReport {
     /// Every invariant breach, in order.
     pub violations: Vec<String>,
     /// Calls and broadcasts of the RPC workload (zero without [`Faults::rpc`]).
-    pub rpc: rpc::RpcTotals,
+    pub rpc: RpcTotals,
 }
 
 const HUB: NodeId = NodeId(0x100);

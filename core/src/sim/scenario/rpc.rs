@@ -1,18 +1,9 @@
 //! The RPC workload of a chaos run (when [`Faults::rpc`](super::Faults::rpc)): leaves serve
 //! methods, members call them with every selection mode, cancel calls, broadcast, and serve
-//! or unserve at run time; handlers answer at once, after a delay, or never. The *call
-//! ledger* checks after every op, against what the handlers saw:
-//!
-//! - every call has at most one outcome, and (at the end) every call of a live incarnation
-//!   has one;
-//! - `Reply(bytes)` ⇒ the bytes are the handler's answer and the handler ran exactly once;
-//! - `Failed` ⇒ the handler never ran (nor runs later);
-//! - no handler runs twice for one call, in any incarnation;
-//! - no outcome later than its deadline; `NotAvailable` exactly at the grace deadline (the
-//!   grace timer is its only source: no pick ever found a server);
-//! - a broadcast's report names every recipient once, each delivered recipient received it
-//!   exactly once, a failed one never, an unknown one at most once, and the sender was
-//!   skipped when asked.
+//! or unserve at run time; handlers answer at once, after a delay, or never. After every op
+//! the workload feeds what the members' logs say to the
+//! [call ledger](super::call_ledger), which checks each call, handler run and broadcast
+//! report.
 
 use alloc::{
     collections::{BTreeMap, BTreeSet},
@@ -23,41 +14,20 @@ use alloc::{
 
 use bytes::Bytes;
 
-use super::{Chaos, RegistryMode, discovery_info, name};
+use super::{
+    Chaos, RegistryMode,
+    call_ledger::{BROADCAST_MAGIC, CALL_MAGIC, CallLedger, tagged},
+    discovery_info, name,
+};
 use crate::{
     discovery::DiscoveryInfo,
     ids::NodeId,
-    outcome::FailReason,
     rpc::{
-        BroadcastId, BroadcastSpec, CallId, CallOutcome, CallSpec, METHOD_LABEL_VALUE, RequestId,
-        RpcOutput, method_label, servers_of,
+        BroadcastSpec, CallId, CallOutcome, CallSpec, METHOD_LABEL_VALUE, RequestId, RpcOutput,
+        method_label, servers_of,
     },
     time::{Duration, Instant},
 };
-
-/// Bytes 8..12 of a call payload (so no other ledger mistakes it for its own).
-const CALL_MAGIC: [u8; 4] = *b"RPC1";
-/// Bytes 8..12 of a broadcast payload.
-const BROADCAST_MAGIC: [u8; 4] = *b"BCS1";
-
-/// One call the workload made.
-#[derive(Clone, Debug)]
-struct CallEntry {
-    tag: u64,
-    payload: Bytes,
-    deadline: Instant,
-    grace_deadline: Instant,
-    outcome: Option<CallOutcome>,
-}
-
-/// One broadcast the workload made.
-#[derive(Clone, Debug)]
-struct BroadcastEntry {
-    payload: Bytes,
-    sender: NodeId,
-    skip_self: bool,
-    done: bool,
-}
 
 /// A handler's answer, due at an instant.
 #[derive(Clone, Debug)]
@@ -69,57 +39,16 @@ struct PendingReply {
     payload: Bytes,
 }
 
-/// Call and broadcast counts of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RpcTotals {
-    /// Calls made.
-    pub calls: u64,
-    /// Calls ended `Reply`.
-    pub replies: u64,
-    /// Calls ended `Failed`.
-    pub failed: u64,
-    /// Calls ended `Unknown`.
-    pub unknown: u64,
-    /// Handler runs.
-    pub executed: u64,
-    /// Broadcasts made.
-    pub broadcasts: u64,
-    /// Call outcomes by label: `reply`, `failed_<reason>`, `unknown_<reason>`.
-    pub outcomes: BTreeMap<String, u64>,
-}
-
 /// The workload's state and the call ledger.
 #[derive(Debug, Default)]
 pub(super) struct RpcWorkload {
     /// Methods each node serves (re-served after a restart, published in its record).
     served: BTreeMap<NodeId, BTreeSet<String>>,
-    calls: BTreeMap<(NodeId, u32, CallId), CallEntry>,
-    tags: BTreeMap<u64, (NodeId, u32, CallId)>,
-    /// Handler runs per call tag: (server, life).
-    executed: BTreeMap<u64, Vec<(NodeId, u32)>>,
-    broadcasts: BTreeMap<(NodeId, u32, BroadcastId), BroadcastEntry>,
+    ledger: CallLedger,
     /// How far each member's RPC log was read, by position in `Chaos::members`.
     cursors: Vec<usize>,
     replies: Vec<PendingReply>,
     next_tag: u64,
-    totals: RpcTotals,
-}
-
-fn tagged(tag: u64, magic: [u8; 4], filler: usize) -> Bytes {
-    let mut payload = Vec::with_capacity(12 + filler);
-    payload.extend_from_slice(&tag.to_le_bytes());
-    payload.extend_from_slice(&magic);
-    payload.resize(12 + filler, 0xab);
-    Bytes::from(payload)
-}
-
-fn tag_of(payload: &[u8], magic: [u8; 4]) -> Option<u64> {
-    if payload.len() < 12 || payload[8..12] != magic {
-        return None;
-    }
-    let mut tag = [0u8; 8];
-    tag.copy_from_slice(&payload[..8]);
-    Some(u64::from_le_bytes(tag))
 }
 
 fn method(i: u8) -> String {
@@ -217,16 +146,9 @@ impl Chaos {
                 spec.skip_self = skip_self;
                 let life = self.sim.life(from);
                 if let Ok(id) = self.sim.act(from, |node, now| node.broadcast(now, spec)) {
-                    self.rpc.totals.broadcasts += 1;
-                    self.rpc.broadcasts.insert(
-                        (from, life, id),
-                        BroadcastEntry {
-                            payload,
-                            sender: from,
-                            skip_self,
-                            done: false,
-                        },
-                    );
+                    self.rpc
+                        .ledger
+                        .on_broadcast((from, life, id), payload, from, skip_self);
                 }
             }
             Op::Cancel { from } => {
@@ -235,15 +157,7 @@ impl Chaos {
                     return;
                 }
                 let life = self.sim.life(from);
-                // The calls of this life are one key range (in the same order a full scan
-                // meets them): the first open one is the oldest.
-                let oldest = self
-                    .rpc
-                    .calls
-                    .range((from, life, CallId(0))..=(from, life, CallId(u64::MAX)))
-                    .find(|(_, e)| e.outcome.is_none())
-                    .map(|((_, _, id), _)| *id);
-                if let Some(id) = oldest {
+                if let Some(id) = self.rpc.ledger.oldest_open(from, life) {
                     self.sim.act(from, |node, now| node.cancel(now, id));
                 }
             }
@@ -273,18 +187,9 @@ impl Chaos {
         let now = self.sim.now();
         let life = self.sim.life(from);
         if let Ok(id) = self.sim.act(from, |node, now| node.call(now, spec)) {
-            self.rpc.totals.calls += 1;
-            self.rpc.calls.insert(
-                (from, life, id),
-                CallEntry {
-                    tag,
-                    payload,
-                    deadline: now + timeout,
-                    grace_deadline: now + grace,
-                    outcome: None,
-                },
-            );
-            self.rpc.tags.insert(tag, (from, life, id));
+            self.rpc
+                .ledger
+                .on_call((from, life, id), tag, payload, now + timeout, now + grace);
         }
         // Outcomes reported inside `call` (a self-call) are read by the next check.
     }
@@ -333,11 +238,30 @@ impl Chaos {
                         self.rpc_done(id, record.life, record.at, call, outcome);
                     }
                     RpcOutput::BroadcastDone(done) => {
-                        self.rpc_broadcast_done(id, record.life, &done);
+                        let sim = &self.sim;
+                        self.rpc.ledger.on_broadcast_done(
+                            id,
+                            record.life,
+                            &done,
+                            |node, payload| received_count(sim, node, payload),
+                        );
                     }
                     _ => {}
                 }
             }
+        }
+        let now = self.sim.now();
+        let sim = &self.sim;
+        self.rpc
+            .ledger
+            .check_deadlines(now, |node, life| is_life(sim, node, life));
+        self.rpc_report();
+    }
+
+    /// Moves the call ledger's findings into the simulator's violations.
+    fn rpc_report(&mut self) {
+        for v in self.rpc.ledger.take_violations() {
+            self.sim.record_violation(&v);
         }
     }
 
@@ -348,27 +272,13 @@ impl Chaos {
         at: Instant,
         request: crate::rpc::IncomingRequest,
     ) {
-        let Some(tag) = tag_of(&request.payload, CALL_MAGIC) else {
-            self.sim
-                .record_violation(&format!("{server} got a request no call made"));
-            return;
-        };
-        self.rpc.totals.executed += 1;
-        let runs = self.rpc.executed.entry(tag).or_default();
-        runs.push((server, life));
-        if runs.len() > 1 {
-            let runs = format!("{runs:?}");
-            self.sim.record_violation(&format!(
-                "the handler of call tag {tag} ran more than once: {runs}"
-            ));
-        }
-        if let Some(key) = self.rpc.tags.get(&tag)
-            && let Some(CallOutcome::Failed(reason)) =
-                self.rpc.calls.get(key).and_then(|e| e.outcome.clone())
+        if self
+            .rpc
+            .ledger
+            .on_request(server, life, at, &request.payload)
+            .is_none()
         {
-            self.sim.record_violation(&format!(
-                "call tag {tag} ended Failed({reason:?}) but its handler ran at {server} at {at:?}"
-            ));
+            return;
         }
         // Handlers: most answer at once, some after a while, a few never.
         let roll = self.rng.below(10);
@@ -396,143 +306,40 @@ impl Chaos {
         call: CallId,
         outcome: CallOutcome,
     ) {
-        let Some(entry) = self.rpc.calls.get_mut(&(caller, life, call)) else {
-            self.sim.record_violation(&format!(
-                "{caller} ended call {call:?}, which it never made"
-            ));
-            return;
-        };
-        if let Some(first) = &entry.outcome {
-            let msg = format!("{caller} ended call {call:?} twice: {first:?}, then {outcome:?}");
-            self.sim.record_violation(&msg);
-            return;
-        }
-        entry.outcome = Some(outcome.clone());
-        let entry = entry.clone();
-        let label = match outcome.reason() {
-            Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
-            None => String::from(outcome.class()),
-        };
-        *self.rpc.totals.outcomes.entry(label).or_insert(0) += 1;
-        let runs = self.rpc.executed.get(&entry.tag).map_or(0, Vec::len);
-        let mut problems = Vec::new();
-        if at > entry.deadline {
-            problems.push(format!("ended after its deadline {:?}", entry.deadline));
-        }
-        match &outcome {
-            CallOutcome::Reply(bytes) => {
-                self.rpc.totals.replies += 1;
-                if *bytes != entry.payload {
-                    problems.push(String::from("replied with bytes its handler never sent"));
-                }
-                if runs != 1 {
-                    problems.push(format!("replied but its handler ran {runs} times"));
-                }
-            }
-            CallOutcome::Failed(reason) => {
-                self.rpc.totals.failed += 1;
-                if runs != 0 {
-                    problems.push(format!("failed but its handler ran {runs} times"));
-                }
-                // Only the grace timer says `NotAvailable`: exactly at the grace deadline.
-                if *reason == FailReason::NotAvailable && at != entry.grace_deadline {
-                    problems.push(format!(
-                        "not available at another instant than its grace deadline {:?}",
-                        entry.grace_deadline
-                    ));
-                }
-            }
-            _ => self.rpc.totals.unknown += 1,
-        }
-        for problem in problems {
-            self.sim.record_violation(&format!(
-                "{caller} call {call:?} (tag {}) {outcome:?} at {at:?}: {problem}",
-                entry.tag
-            ));
-        }
+        self.rpc.ledger.on_done(caller, life, at, call, outcome);
     }
 
-    fn rpc_broadcast_done(&mut self, sender: NodeId, life: u32, done: &crate::rpc::BroadcastDone) {
-        let Some(entry) = self.rpc.broadcasts.get_mut(&(sender, life, done.broadcast)) else {
-            self.sim.record_violation(&format!(
-                "{sender} reported broadcast {:?}, which it never made",
-                done.broadcast
-            ));
-            return;
-        };
-        if entry.done {
-            self.sim
-                .record_violation(&format!("{sender} reported {:?} twice", done.broadcast));
-            return;
-        }
-        entry.done = true;
-        let entry = entry.clone();
-        let mut seen = BTreeSet::new();
-        let mut problems = Vec::new();
-        let lists = done
-            .delivered
-            .iter()
-            .map(|&n| (n, 1..=1))
-            .chain(done.failed.iter().map(|&(n, _)| (n, 0..=0)))
-            .chain(done.unknown.iter().map(|&(n, _)| (n, 0..=1)));
-        for (node, allowed) in lists {
-            if !seen.insert(node) {
-                problems.push(format!("{node} named twice"));
-            }
-            if node == entry.sender && entry.skip_self {
-                problems.push(String::from("the sender was not skipped"));
-            }
-            let got = self
-                .sim
-                .received(node)
-                .iter()
-                .filter(|r| r.payload == entry.payload)
-                .count();
-            if !allowed.contains(&got) {
-                problems.push(format!("{node} received it {got} times"));
-            }
-        }
-        for problem in problems {
-            self.sim.record_violation(&format!(
-                "broadcast {:?} of {sender}: {problem} ({done:?})",
-                done.broadcast
-            ));
-        }
-        let _ = tag_of(&entry.payload, BROADCAST_MAGIC);
-    }
-
-    /// At the end of a run: every call and broadcast of a live incarnation has its outcome.
+    /// At the end of a run: every call and broadcast of a live incarnation has its outcome,
+    /// and every broadcast report still matches what its recipients received.
     pub(super) fn rpc_final_check(&mut self) {
         if !self.faults.rpc {
             return;
         }
         self.rpc_check();
-        let mut problems = Vec::new();
-        for ((caller, life, call), entry) in &self.rpc.calls {
-            let live = self.sim.is_alive(*caller) && self.sim.life(*caller) == *life;
-            if live && entry.outcome.is_none() {
-                problems.push(format!(
-                    "{caller} call {call:?} (tag {}) has no outcome at the end",
-                    entry.tag
-                ));
-            }
-        }
-        for ((sender, life, id), entry) in &self.rpc.broadcasts {
-            let live = self.sim.is_alive(*sender) && self.sim.life(*sender) == *life;
-            if live && !entry.done {
-                problems.push(format!(
-                    "{sender} broadcast {id:?} has no report at the end"
-                ));
-            }
-        }
-        for problem in problems {
-            self.sim.record_violation(&problem);
-        }
+        let sim = &self.sim;
+        self.rpc.ledger.final_check(
+            |node, life| is_life(sim, node, life),
+            |node, payload| received_count(sim, node, payload),
+        );
+        self.rpc_report();
     }
 
     /// The run's call and broadcast counts.
     #[must_use]
-    pub fn rpc_totals(&self) -> RpcTotals {
-        self.rpc.totals.clone()
+    pub fn rpc_totals(&self) -> super::RpcTotals {
+        self.rpc.ledger.totals().clone()
     }
+}
+
+/// Whether `life` is `node`'s running life.
+fn is_life(sim: &super::Sim, node: NodeId, life: u32) -> bool {
+    sim.is_alive(node) && sim.life(node) == life
+}
+
+/// How many times `node` delivered `payload` so far.
+fn received_count(sim: &super::Sim, node: NodeId, payload: &Bytes) -> usize {
+    sim.received(node)
+        .iter()
+        .filter(|r| r.payload == *payload)
+        .count()
 }

@@ -7,8 +7,9 @@
 
 use super::*;
 
+mod call_ledger_checks;
 mod chaos;
-mod ledger_timing;
+mod ledger_checks;
 mod machinery;
 mod registry_net;
 mod test_hooks;

@@ -153,19 +153,25 @@ fn parse_duration(text: &str) -> Duration {
     }
 }
 
+/// Why a call did not reply with exactly `payload`, or `None` when it did.
+#[must_use]
+pub fn reply_problem(call: &CallOutcome, payload: &str) -> Option<String> {
+    if call.outcome != "reply" {
+        return Some(format!("expected a reply: {}", call.line));
+    }
+    (call.payload.as_deref() != Some(payload))
+        .then(|| format!("reply payload, expected {payload:?}: {}", call.line))
+}
+
 /// Asserts a call replied with exactly `payload`.
 ///
 /// # Panics
 ///
 /// Not so.
 pub fn assert_reply(call: &CallOutcome, payload: &str) {
-    assert_eq!(call.outcome, "reply", "expected a reply: {}", call.line);
-    assert_eq!(
-        call.payload.as_deref(),
-        Some(payload),
-        "reply payload: {}",
-        call.line
-    );
+    if let Some(problem) = reply_problem(call, payload) {
+        panic!("{problem}");
+    }
 }
 
 /// Asserts a call ended `outcome/reason`.

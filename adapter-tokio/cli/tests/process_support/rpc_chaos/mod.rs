@@ -15,10 +15,12 @@
 //! [`client`] runs the callers and reads what they print; [`single`] holds the scenarios of
 //! one call at a time (steady state, kill / stop / exit mid-call, disconnects, registration
 //! race); [`loaded`] the ones under load (reconnect storm, high concurrency, broadcast,
-//! rolling restart of the proxies).
+//! rolling restart of the proxies); [`paced`] the reconnect storm at happy's pacing, with a
+//! disconnect of a live server beside the kills.
 
 pub mod client;
 pub mod loaded;
+pub mod paced;
 pub mod single;
 
 // Test binaries that include the harness without these scenarios use none of them.
@@ -26,7 +28,7 @@ pub mod single;
     unused_imports,
     reason = "each test binary includes the whole harness and uses a part of it"
 )]
-pub use {client::*, loaded::*, single::*};
+pub use {client::*, loaded::*, paced::*, single::*};
 
 /// happy-server's figures (`reference/happy-spec.md` §3), for the report.
 pub mod happy {

@@ -15,25 +15,51 @@ use super::{
         unix_micros_now, wait_until,
     },
     CallArgs, CallOutcome, assert_class, assert_reply, call_bound, finish_call,
-    registry_and_server, run_call, served, spawn_call, start_server,
+    registry_and_server, reply_problem, run_call, served, spawn_call, start_server,
 };
 
 /// Steady state: 50 calls at once, then 20 one after another, every one replied with its
-/// own payload.
+/// own payload. The counts are taken before anything is asserted ([`Steady::check`]), so a
+/// report shows what happened, not only that it passed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Steady {
     /// Parallel calls replied with their payload (of 50).
     pub parallel_replied: u64,
     /// Sequential calls replied with their payload (of 20).
     pub sequential_replied: u64,
+    /// Requests the server handed to its handler (`switchboard_rpc_served_total`).
+    pub served: u64,
+    /// Each call that did not reply with its own payload.
+    pub problems: Vec<String>,
+}
+
+impl Steady {
+    /// Every call replied with its payload (50 + 20) and each was handled exactly once.
+    ///
+    /// # Errors
+    ///
+    /// What did not hold.
+    pub fn check(&self) -> Result<(), String> {
+        let replied = self.parallel_replied + self.sequential_replied;
+        if !self.problems.is_empty() {
+            return Err(self.problems.join("\n"));
+        }
+        if (self.parallel_replied, self.sequential_replied) != (50, 20) {
+            return Err(format!("replied {self:?}, expected 50 + 20"));
+        }
+        if self.served != replied {
+            return Err(format!(
+                "the server handled {} requests for {replied} replied calls: each call \
+                 handled exactly once",
+                self.served
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Steady state (happy's test-rpc-cross-replica): one echo server; 50 `call` processes at
-/// once, then 20 one after another; each must reply with its own payload.
-///
-/// # Panics
-///
-/// A call that does not reply with its payload.
+/// once, then 20 one after another; counts the calls that replied with their own payload.
 #[must_use]
 pub fn steady_state() -> Steady {
     let (registry, server) = registry_and_server("echo");
@@ -45,11 +71,14 @@ pub fn steady_state() -> Steady {
             (payload, proc)
         })
         .collect();
+    let mut problems = Vec::new();
     let mut parallel_replied = 0;
     for (payload, proc) in parallel {
         let outcome = finish_call(proc, Duration::from_secs(40));
-        assert_reply(&outcome, &payload);
-        parallel_replied += 1;
+        match reply_problem(&outcome, &payload) {
+            None => parallel_replied += 1,
+            Some(problem) => problems.push(problem),
+        }
     }
     let mut sequential_replied = 0;
     for i in 0..20 {
@@ -59,17 +88,16 @@ pub fn steady_state() -> Steady {
             registry.addr,
             &CallArgs::new("echo", &payload),
         );
-        assert_reply(&outcome, &payload);
-        sequential_replied += 1;
+        match reply_problem(&outcome, &payload) {
+            None => sequential_replied += 1,
+            Some(problem) => problems.push(problem),
+        }
     }
-    assert_eq!(
-        served(&server),
-        parallel_replied + sequential_replied,
-        "each call handled exactly once"
-    );
     Steady {
         parallel_replied,
         sequential_replied,
+        served: served(&server),
+        problems,
     }
 }
 
@@ -270,18 +298,44 @@ pub const RACE_DELAYS_MS: [u64; 7] = [0, 50, 100, 200, 500, 1000, 2000];
 /// Trials per delay (happy: 10).
 pub const RACE_TRIALS: usize = 10;
 
+/// Registration race figures, counted before anything is asserted ([`Race::check`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Race {
+    /// Calls replied with their payload and handled exactly once (of 70).
+    pub replied: u64,
+    /// Per delay, the slowest call latency (ms).
+    pub slowest: BTreeMap<u64, f64>,
+    /// Each trial that did not reply with its payload or was not handled exactly once.
+    pub problems: Vec<String>,
+}
+
+impl Race {
+    /// Every trial replied (70 of 70), each handled exactly once.
+    ///
+    /// # Errors
+    ///
+    /// What did not hold.
+    pub fn check(&self) -> Result<(), String> {
+        let trials = (RACE_TRIALS * RACE_DELAYS_MS.len()) as u64;
+        if !self.problems.is_empty() || self.replied != trials {
+            return Err(format!(
+                "{} of {trials} replied: {}",
+                self.replied,
+                self.problems.join("\n")
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Registration race (happy's register-race-timing): 10 lanes, each a registry of its own,
 /// run side by side; a lane runs the 7 delays one after another: a `call` (12 s timeout,
 /// 15 s grace) is spawned, the server starts `delay` ms later, the call must reply; the
-/// server then exits cleanly (SIGTERM) before the next trial. Returns the replies (of 70)
+/// server then exits cleanly (SIGTERM) before the next trial. Counts the replies (of 70)
 /// and, per delay, the slowest call latency (ms).
-///
-/// # Panics
-///
-/// A call that does not reply with its payload.
 #[must_use]
-pub fn registration_race() -> (u64, BTreeMap<u64, f64>) {
-    let lanes: Vec<Vec<(u64, CallOutcome)>> = thread::scope(|scope| {
+pub fn registration_race() -> Race {
+    let lanes: Vec<Vec<Trial>> = thread::scope(|scope| {
         let handles: Vec<_> = (0..RACE_TRIALS)
             .map(|lane| scope.spawn(move || race_lane(lane)))
             .collect();
@@ -290,27 +344,36 @@ pub fn registration_race() -> (u64, BTreeMap<u64, f64>) {
             .map(|h| h.join().expect("a race lane panicked"))
             .collect()
     });
-    let mut replied = 0;
-    let mut slowest: BTreeMap<u64, f64> = BTreeMap::new();
-    for (delay, outcome) in lanes.iter().flatten() {
-        assert_eq!(
-            outcome.outcome, "reply",
-            "delay {delay} ms: {}",
-            outcome.line
-        );
-        replied += 1;
+    let mut race = Race {
+        replied: 0,
+        slowest: BTreeMap::new(),
+        problems: Vec::new(),
+    };
+    for trial in lanes.iter().flatten() {
+        match &trial.problem {
+            None => race.replied += 1,
+            Some(problem) => race.problems.push(problem.clone()),
+        }
         #[expect(
             clippy::cast_precision_loss,
             reason = "µs of a call are far below 2^52"
         )]
-        let ms = outcome.latency_us as f64 / 1000.0;
-        let entry = slowest.entry(*delay).or_insert(0.0);
+        let ms = trial.outcome.latency_us as f64 / 1000.0;
+        let entry = race.slowest.entry(trial.delay).or_insert(0.0);
         *entry = entry.max(ms);
     }
-    (replied, slowest)
+    race
 }
 
-fn race_lane(lane: usize) -> Vec<(u64, CallOutcome)> {
+/// One trial of a registration-race lane.
+struct Trial {
+    delay: u64,
+    outcome: CallOutcome,
+    /// Why it did not reply with its payload, handled once; `None` when it did.
+    problem: Option<String>,
+}
+
+fn race_lane(lane: usize) -> Vec<Trial> {
     let registry = start_registry(&format!("registry-{lane}"), "127.0.0.1:0");
     let mut out = Vec::new();
     for (trial, delay) in RACE_DELAYS_MS.into_iter().enumerate() {
@@ -324,15 +387,18 @@ fn race_lane(lane: usize) -> Vec<(u64, CallOutcome)> {
                 .flags(&["--serve", "echo"]),
         );
         let outcome = finish_call(proc, call_bound(&call));
-        assert_reply(&outcome, &payload);
-        assert_eq!(
-            served(&server),
-            1,
-            "lane {lane}, delay {delay} ms: handled once"
-        );
+        let handled = served(&server);
+        let problem = reply_problem(&outcome, &payload).or_else(|| {
+            (handled != 1)
+                .then(|| format!("lane {lane}, delay {delay} ms: handled {handled} times"))
+        });
         server.proc.sigterm();
         server.proc.wait_exit(Duration::from_secs(10));
-        out.push((delay, outcome));
+        out.push(Trial {
+            delay,
+            outcome,
+            problem,
+        });
     }
     out
 }

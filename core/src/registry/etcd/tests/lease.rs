@@ -195,3 +195,39 @@ fn shutdown_revokes_the_lease() {
     fresh.shutdown();
     assert!(fresh.is_closed());
 }
+
+#[test]
+fn own_key_deleted_registers_again_at_once_and_taken_over_yields_until_deleted() {
+    let mut l = active();
+    // Our own writes (registration, topology rewrites) change nothing.
+    l.on_own_key(at(1), false, LEASE);
+    assert!(l.is_registered());
+    // Deleted under us (a copy that had it stopped, or a hand): register again now.
+    l.on_own_key(at(2), true, 0);
+    assert!(!l.is_registered(), "not registered until the txn commits");
+    assert_eq!(l.poll(at(2)), LeaseAction::Register { lease: LEASE });
+    l.on_registered(at(2), &RegisterOutcome::Registered { revision: 20 });
+    assert!(l.is_registered());
+    // Written under another lease: a live copy took the id over. Yield, do not take it back.
+    l.on_own_key(at(3), false, LEASE + 1);
+    assert!(!l.is_registered());
+    assert_eq!(
+        l.poll(at(3)),
+        LeaseAction::Wait {
+            until: Some(at(10))
+        }
+    );
+    assert_eq!(l.poll(at(10)), LeaseAction::KeepAlive { lease: LEASE });
+    assert_eq!(
+        l.poll(at(10)),
+        LeaseAction::Wait {
+            until: Some(at(20))
+        }
+    );
+    // Its holder stops (its revoke deletes the key): register again at once.
+    l.on_own_key(at(11), true, 0);
+    assert_eq!(l.poll(at(11)), LeaseAction::Register { lease: LEASE });
+    l.on_registered(at(11), &RegisterOutcome::Registered { revision: 30 });
+    assert!(l.is_registered());
+    assert_eq!(l.stats().registrations, 3);
+}

@@ -405,6 +405,53 @@ fn a_name_is_held_by_a_by_name_key_of_that_name_under_another_id() {
     );
 }
 
+#[test]
+fn the_txn_claims_the_name_and_a_claim_of_another_id_is_name_taken() {
+    let l = layout();
+    let info = expected_discovery(0); // echo-svr-1, id 4353
+    let txn = RegistrationTxn::plan(&l, &info, &expected_topology(0));
+    assert_eq!(
+        txn.claim,
+        Some(PutOp {
+            key: b"/atapp/services/names/echo-svr-1".to_vec(),
+            value: b"4353".to_vec(),
+            with_lease: true,
+        })
+    );
+    let unnamed = DiscoveryInfo {
+        name: alloc::string::String::new(),
+        ..info.clone()
+    };
+    assert_eq!(
+        RegistrationTxn::plan(&l, &unnamed, &expected_topology(0)).claim,
+        None
+    );
+    let rival = kv("/atapp/services/names/echo-svr-1", "9", 30, 31);
+    let own = kv("/atapp/services/names/echo-svr-1", "4353", 30, 31);
+    let junk = kv("/atapp/services/names/echo-svr-1", "x", 30, 31);
+    assert_eq!(txn.claim_holder(Some(&rival)), Some(NodeId(9)));
+    assert_eq!(txn.claim_holder(Some(&own)), None);
+    assert_eq!(txn.claim_holder(Some(&junk)), None);
+    assert_eq!(txn.claim_holder(None), None);
+    // The race's loser: its condition failed on the claim, the id's key is free.
+    assert_eq!(
+        txn.outcome_with_claim(false, 40, None, Some(&rival)),
+        RegisterOutcome::NameTaken {
+            key: b"/atapp/services/names/echo-svr-1".to_vec(),
+            holder: NodeId(9),
+        }
+    );
+    // Its own claim (a previous life) is no rival: the `by_id` outcome stands.
+    assert_eq!(
+        txn.outcome_with_claim(false, 40, None, Some(&own)),
+        txn.outcome(false, 40, None)
+    );
+    assert_eq!(
+        txn.outcome_with_claim(true, 41, None, Some(&rival)),
+        RegisterOutcome::Registered { revision: 41 }
+    );
+}
+
 // ---- mapping ----------------------------------------------------------------------------
 
 #[test]

@@ -200,6 +200,64 @@ fn registering_before_the_proof_is_refused_and_counted() {
 }
 
 #[test]
+fn a_client_closing_after_the_registrys_proof_is_counted_aborted() {
+    // A client holding only a retired key cannot check the registry's proof and hangs up.
+    let mut s = keyed_server(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let conn = s.handle_accepted(secs(0));
+    s.handle_received(secs(0), conn, &hello(&keys, [7; 32]));
+    let ack = hello_ack(&drain(&mut s));
+    assert!(ack.proof.is_some(), "the registry proved itself");
+    s.handle_closed(secs(1), conn);
+    assert_eq!(
+        drain(&mut s),
+        vec![ServerOutput::Event(ServerEvent::Unauthenticated {
+            conn,
+            failure: AuthFailure::Aborted,
+        })]
+    );
+    assert_eq!(s.stats().auth_refusals.aborted, 1);
+    assert_eq!(s.stats().auth_refusals.total(), 1);
+    // A connection closed before it said anything, or after it proved the key, is no
+    // refused handshake.
+    let silent = s.handle_accepted(secs(2));
+    s.handle_closed(secs(2), silent);
+    let (proved, _, _) = handshake(&mut s, &keys, [8; 32], |_| {});
+    s.handle_closed(secs(3), proved);
+    assert_eq!(s.stats().auth_refusals.total(), 1);
+}
+
+#[test]
+fn a_handshake_unfinished_at_the_access_timeout_is_counted_timed_out() {
+    let mut s = keyed_server(&[key(1)]);
+    let keys = ClusterKeys::new(&[key(1)]);
+    let silent = s.handle_accepted(secs(0));
+    let halfway = s.handle_accepted(secs(0));
+    s.handle_received(secs(0), halfway, &hello(&keys, [7; 32]));
+    drain(&mut s);
+    let limit = ServerConfig::default().access_timeout;
+    s.handle_timeout(secs(0) + limit);
+    let out = drain(&mut s);
+    for conn in [silent, halfway] {
+        assert!(
+            out.contains(&ServerOutput::Event(ServerEvent::Unauthenticated {
+                conn,
+                failure: AuthFailure::TimedOut,
+            })),
+            "{conn:?}: {out:?}"
+        );
+        assert!(out.contains(&ServerOutput::Close { conn }), "{out:?}");
+    }
+    assert_eq!(s.stats().auth_refusals.timed_out, 2);
+    // Without keys nothing is a handshake: an idle connection's timeout is no refusal.
+    let mut open = RegistryServer::new(ServerConfig::default(), SEED);
+    let idle = open.handle_accepted(secs(0));
+    open.handle_timeout(secs(0) + limit);
+    assert!(drain(&mut open).contains(&ServerOutput::Close { conn: idle }));
+    assert_eq!(open.stats().auth_refusals.total(), 0);
+}
+
+#[test]
 fn rotation_a_registry_with_new_and_old_keys_takes_either() {
     let mut s = keyed_server(&[key(2), key(1)]);
     let (a, _, out) = handshake(&mut s, &ClusterKeys::new(&[key(1)]), [7; 32], |_| {});
