@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{Node, OutSink, SendError};
+use super::{Node, SendError};
 use crate::{
     connector::{RouteError, World},
     discovery::Filter,
@@ -162,8 +162,8 @@ impl Node {
                 }
                 Err(e) => {
                     if !existed {
-                        let mut sink = OutSink(&mut self.out);
-                        self.endpoints.remove(key, FailReason::NoRoute, &mut sink);
+                        self.endpoints
+                            .remove(key, FailReason::NoRoute, &mut self.out);
                     }
                     self.apply_effects();
                     return Err(match e {
@@ -184,16 +184,7 @@ impl Node {
         } = self;
         // Asked only when the message may go straight out (nothing queued, within limits).
         let ready_link = || hop.and_then(|hop| links.link_to(hop));
-        endpoints.send_until(
-            key,
-            msg,
-            msg_type,
-            payload,
-            now,
-            deadline,
-            ready_link,
-            &mut OutSink(out),
-        );
+        endpoints.send_until(key, msg, msg_type, payload, now, deadline, ready_link, out);
         Ok(msg)
     }
 
@@ -243,8 +234,8 @@ impl Node {
             return;
         }
         self.shut_down = true;
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints.give_up_all(FailReason::Shutdown, &mut sink);
+        self.endpoints
+            .give_up_all(FailReason::Shutdown, &mut self.out);
         self.rpc_shutdown();
         self.links.close_all(&mut self.out);
         self.connector.clear();

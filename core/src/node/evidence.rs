@@ -7,7 +7,7 @@
 //! [`EndpointTable::on_dead`]: crate::endpoint::EndpointTable::on_dead
 //! [`EvidenceBook`]: crate::evidence::EvidenceBook
 
-use super::{Event, Evidence, Node, OutSink, Output};
+use super::{Event, Evidence, Node, Output};
 use crate::{
     bus::links::Down,
     connector::World,
@@ -33,10 +33,9 @@ impl Node {
         } else {
             alloc::vec::Vec::new()
         };
-        let mut sink = OutSink(&mut self.out);
-        let ended = self
-            .endpoints
-            .on_dead(peer, incarnation, FailReason::TargetGone, &mut sink);
+        let ended =
+            self.endpoints
+                .on_dead(peer, incarnation, FailReason::TargetGone, &mut self.out);
         let told = self.tell_sources(peer, incarnation, UnreachableReason::TargetGone);
         if !zombies.is_empty() {
             let now = self.now;
@@ -156,8 +155,8 @@ impl Node {
             return;
         }
         if self.evidence.record_death(id, seen).is_some() {
-            let mut sink = OutSink(&mut self.out);
-            self.endpoints.on_incarnation(id, incarnation, &mut sink);
+            self.endpoints
+                .on_incarnation(id, incarnation, &mut self.out);
             self.tell_sources(id, seen, UnreachableReason::TargetGone);
             self.out.push_back(Output::Event(Event::PeerDead {
                 peer: id,

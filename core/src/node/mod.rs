@@ -28,7 +28,6 @@
 
 mod commands;
 mod evidence;
-mod outlets;
 mod registry_client;
 mod registry_input;
 mod routes;
@@ -51,10 +50,10 @@ use crate::{
     config::{Config, ConfigError},
     connector::{Connector, ConnectorConfig, World},
     discovery::DiscoverySet,
-    endpoint::{EndpointSettings, EndpointTable, OutboxSink},
-    ids::{IdSource, LinkId, MsgId, NodeId},
+    endpoint::{EndpointSettings, EndpointTable},
+    ids::{IdSource, NodeId},
     inspect::Inspect,
-    outcome::{Outcome, OutcomeSink},
+    output::Outlets,
     registry::RegistryEvent,
     rng::Rng,
     time::{Instant, earliest},
@@ -79,7 +78,7 @@ pub struct Node {
     endpoints: EndpointTable,
     connector: Connector,
     /// The driver's outputs and the RPC machine's inputs.
-    out: outlets::Outlets,
+    out: Outlets,
     /// The selection state of sends and calls (per filter ring; [`crate::select`]).
     selector: crate::select::Selector,
     now: Instant,
@@ -92,24 +91,6 @@ pub struct Node {
     rpc: Option<alloc::boxed::Box<crate::rpc::Rpc>>,
     /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
     perimeter: PerimeterCounts,
-}
-
-/// Routes outcomes straight to their owner (the driver's queue or the RPC machine) and `Data`
-/// frames into the link's batch.
-struct OutSink<'a>(&'a mut outlets::Outlets);
-
-impl OutcomeSink for OutSink<'_> {
-    #[inline]
-    fn emit(&mut self, msg: MsgId, outcome: Outcome) {
-        self.0.outcome(msg, outcome);
-    }
-}
-
-impl OutboxSink for OutSink<'_> {
-    #[inline]
-    fn transmit_data(&mut self, link: LinkId, data: &crate::wire::Data<'_>) {
-        self.0.queue.push_data(link, data);
-    }
 }
 
 impl Node {
@@ -180,7 +161,7 @@ impl Node {
             topology_revisions: crate::topology::Revisions::default(),
             discovery,
             connector,
-            out: outlets::Outlets::default(),
+            out: Outlets::default(),
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
@@ -235,7 +216,7 @@ impl Node {
     /// `reply`), how a call or broadcast ended, or a record to publish again
     /// ([`RpcOutput`](crate::rpc::RpcOutput)). RPC messages travel as `Data` of a reserved
     /// type: their deliveries and outcomes go to the RPC machine where they arise
-    /// (`node/outlets.rs`) and never reach the driver as `Received` or `Outcome`. An output
+    /// ([`Outlets`]) and never reach the driver as `Received` or `Outcome`. An output
     /// not acted on is lost: a `Transmit` dropped on the floor is a message the peer never
     /// sees.
     #[must_use]

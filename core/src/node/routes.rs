@@ -2,7 +2,7 @@
 //! the links in one call) and the connector's effects applied — dials, closes, a ready route
 //! flushing its outbox, a removed route giving its messages up.
 
-use super::{Event, Node, OutSink, Output};
+use super::{Event, Node, Output};
 use crate::{
     connector::{Effect, RouteEvent, World},
     ids::{LinkId, NodeId},
@@ -37,8 +37,7 @@ impl Node {
             return;
         }
         // In-flight messages due now end before a route readied now could send them again.
-        let mut sink = OutSink(&mut self.out);
-        let expired = self.endpoints.expire_unacked(now, &mut sink);
+        let expired = self.endpoints.expire_unacked(now, &mut self.out);
         let world = World::new(&self.topology, &self.discovery);
         self.connector.handle_timeout(now, &world);
         self.apply_effects();
@@ -47,13 +46,11 @@ impl Node {
         for dst in expired {
             self.flush_target(dst);
         }
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints.handle_timeout(now, &mut sink);
+        self.endpoints.handle_timeout(now, &mut self.out);
         for dst in self.endpoints.due_retransmits(now) {
             match self.ready_link(dst) {
                 Some(link) => {
-                    let mut sink = OutSink(&mut self.out);
-                    self.endpoints.retransmit(dst, link, now, &mut sink);
+                    self.endpoints.retransmit(dst, link, now, &mut self.out);
                 }
                 None => self.endpoints.touch(dst, now),
             }
@@ -94,8 +91,7 @@ impl Node {
     /// from the first that provably never arrived), and the endpoint releases its handle (it
     /// is collected after `endpoint_gc_timeout`).
     fn route_removed(&mut self, target: NodeId, reason: FailReason) {
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints.give_up(target, reason, &mut sink);
+        self.endpoints.give_up(target, reason, &mut self.out);
         if let Some(key) = self.endpoints.find_by_id(target) {
             self.endpoints.detach_handle(key, self.now);
         }
@@ -115,8 +111,7 @@ impl Node {
             return;
         };
         let (now, budget) = (self.now, self.config.flush_budget());
-        let mut sink = OutSink(&mut self.out);
         self.endpoints
-            .flush_outbox(target, link, now, budget, &mut sink);
+            .flush_outbox(target, link, now, budget, &mut self.out);
     }
 }

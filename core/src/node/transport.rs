@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{Event, Node, OffRouteFrame, OutSink, Output};
+use super::{Event, Node, OffRouteFrame, Output};
 use crate::{
     bus::links::{Down, Inbound},
     connector::{LinkState, World},
@@ -121,8 +121,8 @@ impl Node {
             } => {
                 self.evidence.link_up(peer);
                 self.note_refusal(peer, None);
-                let mut sink = OutSink(&mut self.out);
-                self.endpoints.on_incarnation(peer, incarnation, &mut sink);
+                self.endpoints
+                    .on_incarnation(peer, incarnation, &mut self.out);
                 if restarted {
                     self.out
                         .push_back(Output::Event(Event::PeerRestarted { peer, incarnation }));
@@ -170,11 +170,10 @@ impl Node {
     /// [`EndpointTable::on_reset`]: crate::endpoint::EndpointTable::on_reset
     fn on_ack(&mut self, ack: &wire::Ack) {
         let now = self.now;
-        let mut sink = OutSink(&mut self.out);
         let Some(age) = ack.reset else {
             let probing = self.endpoints.probing(ack.dst);
             self.endpoints
-                .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
+                .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut self.out);
             if probing && !self.endpoints.probing(ack.dst) {
                 // The probe got through: the rest of the window and the queue follow now.
                 self.connector.path_proven(ack.dst);
@@ -187,7 +186,9 @@ impl Node {
             incarnation: ack.dst_incarnation,
             age: Duration::from_nanos(age),
         };
-        let reset = self.endpoints.on_reset(ack.dst, refusal, now, &mut sink);
+        let reset = self
+            .endpoints
+            .on_reset(ack.dst, refusal, now, &mut self.out);
         if reset != Reset::Ignored {
             self.flush_target(ack.dst);
         }
@@ -229,9 +230,8 @@ impl Node {
             return;
         }
         if loop_detected {
-            let mut sink = OutSink(&mut self.out);
             self.endpoints
-                .give_up_unacked(dst, FailReason::NoRoute, &mut sink);
+                .give_up_unacked(dst, FailReason::NoRoute, &mut self.out);
         }
     }
 

@@ -1,8 +1,10 @@
 //! What a [`Node`](crate::Node) hands its driver ([`Output`], drained with
 //! [`Node::poll_output`](crate::Node::poll_output)) and why a `send` is refused ([`SendError`]).
 
+mod outlets;
 mod queue;
 
+pub(crate) use outlets::Outlets;
 pub(crate) use queue::OutQueue;
 
 use alloc::string::String;
