@@ -23,35 +23,19 @@ impl Node {
     pub fn discovery_info(&self) -> crate::discovery::DiscoveryInfo {
         let mut info = self.config.discovery_info();
         info.incarnation = self.incarnation;
-        for method in self.inspect().served_methods() {
-            info.metadata.labels.insert(
-                crate::rpc::method_label(method),
-                crate::rpc::METHOD_LABEL_VALUE.into(),
-            );
+        if let Some(rpc) = &self.rpc {
+            rpc.label_served(&mut info.metadata);
         }
         info
     }
 
     /// The embedded registry client's configuration for this node, with the client's
-    /// defaults: the node's discovery record and topology record (its configured upstream),
-    /// its incarnation, and the incarnation as the jitter seed (so restarts do not retry in
-    /// step). Tune the defaults, then build the client with `RegistryClient::new`.
+    /// defaults ([`ClientConfig::for_node`]: this node's discovery record, its topology
+    /// record, its incarnation). Tune the defaults, then build the client with
+    /// `RegistryClient::new`.
     #[must_use]
     pub fn registry_client_config(&self) -> ClientConfig {
-        let config = &self.config;
-        let mut client = ClientConfig::new(
-            self.discovery_info(),
-            Some(config.topology_info(config.upstream)),
-            self.incarnation,
-        );
-        client.seed = self.incarnation;
-        client.keys = config.auth_keys();
-        // Secret, unlike the incarnation: the entropy-mixed seed.
-        client.nonce_seed =
-            crate::rng::mix64(config.rng_seed ^ 0x006e_6f6e_6365) ^ self.incarnation;
-        client.nonce_entropy = config.nonce_entropy;
-        client.identity_proof = crate::discovery::IdentityProof::of(&config.identity);
-        client
+        ClientConfig::for_node(&self.config, self.discovery_info(), self.incarnation)
     }
 
     /// Takes one output of this node's registry client (drained with

@@ -7,7 +7,6 @@ use crate::{
     discovery::{Applied, DiscoveryInfo, TopologyInfo},
     ids::NodeId,
     time::Instant,
-    topology::PeerData,
 };
 
 impl Node {
@@ -93,54 +92,28 @@ impl Node {
         self.apply_effects();
     }
 
-    /// Whether a topology event at `revision` for `id` is older than what was applied
-    /// ([`Revisions`](crate::topology::Revisions)); a stale one is reported ignored.
-    fn topology_stale(&mut self, id: NodeId, revision: u64) -> bool {
-        let stale = self.topology_revisions.admit(id, revision).err();
-        if let Some(held) = stale {
-            self.ignored(RegistryIgnored::StaleTopology { id, revision, held });
-        }
-        stale.is_some()
-    }
-
     fn topology_put(&mut self, now: Instant, info: TopologyInfo) {
         let id = info.id;
-        if self.topology_stale(id, info.revision) {
-            return;
-        }
-        let data = PeerData {
-            hostname: info.hostname,
-            pid: i64::from(info.pid),
-            labels: info.data.label,
-        };
-        match self.topology.update_peer(id, info.upstream_id, data) {
+        match self.topology_revisions.put(&mut self.topology, info) {
+            Ok(change) if change.is_noop() => {}
             Ok(change) => {
-                if change.is_noop() {
-                    return;
-                }
                 let world = World::new(&self.topology, &self.discovery);
                 self.connector.on_topology_put(now, &world, id, &change);
                 self.apply_effects();
             }
-            Err(e) => self.ignored(RegistryIgnored::Topology(e)),
+            Err(reason) => self.ignored(reason),
         }
     }
 
     fn topology_delete(&mut self, now: Instant, id: NodeId, revision: u64) {
-        if id == self.id {
-            self.ignored(RegistryIgnored::OwnTopologyDelete);
-            return;
-        }
-        if self.topology_stale(id, revision) {
-            return;
-        }
-        match self.topology.remove_peer(id) {
-            Ok(_) => {
+        let (topology, own) = (&mut self.topology, self.id);
+        match self.topology_revisions.delete(topology, own, id, revision) {
+            Ok(()) => {
                 let world = World::new(&self.topology, &self.discovery);
                 self.connector.on_topology_delete(now, &world, id);
                 self.apply_effects();
             }
-            Err(e) => self.ignored(RegistryIgnored::Topology(e)),
+            Err(reason) => self.ignored(reason),
         }
     }
 }

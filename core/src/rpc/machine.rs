@@ -226,6 +226,17 @@ impl Rpc {
         self.serving.methods()
     }
 
+    /// Publishes the methods served in `metadata`: one label per method
+    /// ([`method_label`](super::method_label)).
+    pub(crate) fn label_served(&self, metadata: &mut crate::discovery::Metadata) {
+        for method in self.served_methods() {
+            (metadata.labels).insert(
+                super::method_label(method),
+                super::METHOD_LABEL_VALUE.into(),
+            );
+        }
+    }
+
     /// The counters, in-flight calls counted now.
     pub(crate) fn stats(&self) -> RpcStats {
         RpcStats {
