@@ -52,38 +52,23 @@ impl Node {
         }
     }
 
-    /// Tells every source this node relayed messages from toward `peer` (incarnation
-    /// `incarnation`) `reason`: `TargetGone` forgets them (whether there were any is the
-    /// answer), `Reachable` keeps them — news recovers as fast as it kills: one that was
-    /// refused retries now.
+    /// Tells the sources this node relayed for toward `peer` (incarnation `incarnation`)
+    /// `reason` ([`EvidenceBook::sources_to_tell`], [`Links::tell_sources`]) by the hop the
+    /// connector routes each one through; returns whether there were any.
+    ///
+    /// [`Links::tell_sources`]: crate::bus::links::Links::tell_sources
     pub(super) fn tell_sources(
         &mut self,
         peer: NodeId,
         incarnation: u64,
         reason: UnreachableReason,
     ) -> bool {
-        let sources = if reason == UnreachableReason::TargetGone {
-            self.evidence.take_sources(peer)
-        } else {
-            Some(self.evidence.sources(peer))
-        };
-        let Some(sources) = sources else {
+        let Some(sources) = self.evidence.sources_to_tell(peer, reason) else {
             return false;
         };
-        for src in sources {
-            let world = World::new(&self.topology, &self.discovery);
-            let Some(hop) = self.connector.relay_hop(&world, src, peer) else {
-                continue;
-            };
-            let notice = wire::Unreachable {
-                src,
-                dst: peer,
-                seq: 0,
-                reason,
-                dst_incarnation: incarnation,
-            };
-            self.links.send_notice(notice, hop, &mut self.out);
-        }
+        let (world, connector) = (World::new(&self.topology, &self.discovery), &self.connector);
+        let hop_to = |src| connector.relay_hop(&world, src, peer);
+        (self.links).tell_sources(&sources, (peer, incarnation), reason, hop_to, &mut self.out);
         true
     }
 
