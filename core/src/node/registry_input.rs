@@ -1,11 +1,11 @@
-//! Registry input: discovery and topology changes applied (revision-gated) to the discovery
-//! set and the topology registry, and the connector's reactions to what actually changed.
+//! Registry input: what a registry event changed in the records ([`crate::records`]) applied
+//! to the other machines — the connector's reactions, evidence of death, waiting calls.
 
-use super::{Event, Node, Output, RegistryEvent, RegistryIgnored};
+use super::{Event, Node, Output, RegistryEvent};
 use crate::{
     connector::World,
-    discovery::{Applied, DiscoveryInfo, TopologyInfo},
     ids::NodeId,
+    records::{RecordChange, Records},
     time::Instant,
 };
 
@@ -23,40 +23,23 @@ impl Node {
         self.settle_rpc();
     }
 
+    /// What `event` changed in the records ([`Records::apply`]), applied to the other
+    /// machines.
     fn registry_event(&mut self, now: Instant, event: RegistryEvent) {
-        match event {
-            RegistryEvent::DiscoveryPut(info) => self.discovery_put(now, info),
-            RegistryEvent::DiscoveryDelete { id, name, revision } => {
-                let applied = self.discovery.remove(id, &name, revision);
-                match applied {
-                    Applied::Removed(info) => {
-                        if info.id.is_valid() {
-                            self.discovery_deleted(info.id, info.incarnation);
-                        }
-                        self.discovery_gone(now, info.id);
-                    }
-                    _ => self.ignored(RegistryIgnored::Discovery { id }),
-                }
-            }
-            RegistryEvent::TopologyPut(info) => self.topology_put(now, info),
-            RegistryEvent::TopologyDelete { id, revision } => {
-                self.topology_delete(now, id, revision);
-            }
-        }
-    }
-
-    fn ignored(&mut self, reason: RegistryIgnored) {
-        self.out
-            .push_back(Output::Event(Event::RegistryIgnored(reason)));
-    }
-
-    fn discovery_put(&mut self, now: Instant, info: DiscoveryInfo) {
-        let id = info.id;
-        let incarnation = info.incarnation;
-        match self.discovery.put(info) {
-            Applied::Added { id, displaced, .. } | Applied::Updated { id, displaced, .. } => {
-                if let Some(d) = displaced {
-                    self.discovery_gone(now, d.id);
+        let records = Records {
+            own: self.id,
+            discovery: &mut self.discovery,
+            topology: &mut self.topology,
+            revisions: &mut self.topology_revisions,
+        };
+        match records.apply(event) {
+            RecordChange::DiscoveryPut {
+                id,
+                incarnation,
+                displaced,
+            } => {
+                if let Some(displaced) = displaced {
+                    self.discovery_gone(now, displaced);
                 }
                 if id.is_valid() {
                     self.discovery_news(now, id, incarnation);
@@ -70,7 +53,27 @@ impl Node {
                     self.rpc_servers_appeared(now, id);
                 }
             }
-            _ => self.ignored(RegistryIgnored::Discovery { id }),
+            RecordChange::DiscoveryDeleted { id, incarnation } => {
+                if id.is_valid() {
+                    self.discovery_deleted(id, incarnation);
+                }
+                self.discovery_gone(now, id);
+            }
+            RecordChange::TopologyPut { id, change } => {
+                let world = World::new(&self.topology, &self.discovery);
+                self.connector.on_topology_put(now, &world, id, &change);
+                self.apply_effects();
+            }
+            RecordChange::TopologyDeleted { id } => {
+                let world = World::new(&self.topology, &self.discovery);
+                self.connector.on_topology_delete(now, &world, id);
+                self.apply_effects();
+            }
+            RecordChange::Nothing => {}
+            RecordChange::Ignored(reason) => {
+                let event = Event::RegistryIgnored(reason);
+                self.out.push_back(Output::Event(event));
+            }
         }
     }
 
@@ -90,30 +93,5 @@ impl Node {
         let world = World::new(&self.topology, &self.discovery);
         self.connector.on_discovery_delete(now, &world, id);
         self.apply_effects();
-    }
-
-    fn topology_put(&mut self, now: Instant, info: TopologyInfo) {
-        let id = info.id;
-        match self.topology_revisions.put(&mut self.topology, info) {
-            Ok(change) if change.is_noop() => {}
-            Ok(change) => {
-                let world = World::new(&self.topology, &self.discovery);
-                self.connector.on_topology_put(now, &world, id, &change);
-                self.apply_effects();
-            }
-            Err(reason) => self.ignored(reason),
-        }
-    }
-
-    fn topology_delete(&mut self, now: Instant, id: NodeId, revision: u64) {
-        let (topology, own) = (&mut self.topology, self.id);
-        match self.topology_revisions.delete(topology, own, id, revision) {
-            Ok(()) => {
-                let world = World::new(&self.topology, &self.discovery);
-                self.connector.on_topology_delete(now, &world, id);
-                self.apply_effects();
-            }
-            Err(reason) => self.ignored(reason),
-        }
     }
 }

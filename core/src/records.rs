@@ -1,0 +1,110 @@
+//! Registry records applied: a registry event goes, revision-gated, to the discovery set
+//! (docs/ARCHITECTURE.md §5, §7) or the topology registry (§6, gated by
+//! [`Revisions`]), and what actually changed comes back as a [`RecordChange`] for the node to
+//! apply to the other machines (the connector re-routes, a new incarnation or a deletion is
+//! evidence of death, waiting calls look again). An event that changes nothing applied is
+//! [`RecordChange::Ignored`] with its reason.
+
+use crate::{
+    discovery::{Applied, DiscoverySet},
+    event::RegistryIgnored,
+    ids::NodeId,
+    registry::RegistryEvent,
+    topology::{PeerChange, Revisions, TopologyRegistry},
+};
+
+/// What a registry event changed; see the [module docs](self).
+#[derive(Debug)]
+pub(crate) enum RecordChange {
+    /// A discovery record for `id` (0: a name-only node) was added or replaced, stating
+    /// `incarnation` (0: not stated); the node `displaced` lost its name to it and is gone.
+    DiscoveryPut {
+        /// The node.
+        id: NodeId,
+        /// The incarnation its record states.
+        incarnation: u64,
+        /// The node that held its name before, removed.
+        displaced: Option<NodeId>,
+    },
+    /// `id`'s discovery record was deleted; its last record stated `incarnation`.
+    DiscoveryDeleted {
+        /// The node.
+        id: NodeId,
+        /// The incarnation its last record stated.
+        incarnation: u64,
+    },
+    /// `id`'s topology record changed the registry by `change` (never a no-op).
+    TopologyPut {
+        /// The node.
+        id: NodeId,
+        /// What changed.
+        change: PeerChange,
+    },
+    /// `id`'s topology record was withdrawn.
+    TopologyDeleted {
+        /// The node.
+        id: NodeId,
+    },
+    /// Applied, but nothing changed (a topology record equal to the one held).
+    Nothing,
+    /// Not applied, for this reason.
+    Ignored(RegistryIgnored),
+}
+
+/// The records a node applies registry events to: the discovery set, the topology registry
+/// and its revision gate. `own` is the node's id (its own topology record is its config's).
+pub(crate) struct Records<'a> {
+    /// The node's id.
+    pub(crate) own: NodeId,
+    /// The discovery set.
+    pub(crate) discovery: &'a mut DiscoverySet,
+    /// The topology registry.
+    pub(crate) topology: &'a mut TopologyRegistry,
+    /// The latest applied topology revision per node.
+    pub(crate) revisions: &'a mut Revisions,
+}
+
+impl Records<'_> {
+    /// Applies `event`: discovery changes to the discovery set (revision-gated), topology
+    /// changes to the topology registry (revision-gated per node; cycles and other invalid
+    /// records are rejected with the registry unchanged).
+    pub(crate) fn apply(self, event: RegistryEvent) -> RecordChange {
+        match event {
+            RegistryEvent::DiscoveryPut(info) => {
+                let (id, incarnation) = (info.id, info.incarnation);
+                match self.discovery.put(info) {
+                    Applied::Added { id, displaced, .. }
+                    | Applied::Updated { id, displaced, .. } => RecordChange::DiscoveryPut {
+                        id,
+                        incarnation,
+                        displaced: displaced.map(|d| d.id),
+                    },
+                    _ => RecordChange::Ignored(RegistryIgnored::Discovery { id }),
+                }
+            }
+            RegistryEvent::DiscoveryDelete { id, name, revision } => {
+                match self.discovery.remove(id, &name, revision) {
+                    Applied::Removed(info) => RecordChange::DiscoveryDeleted {
+                        id: info.id,
+                        incarnation: info.incarnation,
+                    },
+                    _ => RecordChange::Ignored(RegistryIgnored::Discovery { id }),
+                }
+            }
+            RegistryEvent::TopologyPut(info) => {
+                let id = info.id;
+                match self.revisions.put(self.topology, info) {
+                    Ok(change) if change.is_noop() => RecordChange::Nothing,
+                    Ok(change) => RecordChange::TopologyPut { id, change },
+                    Err(reason) => RecordChange::Ignored(reason),
+                }
+            }
+            RegistryEvent::TopologyDelete { id, revision } => {
+                match self.revisions.delete(self.topology, self.own, id, revision) {
+                    Ok(()) => RecordChange::TopologyDeleted { id },
+                    Err(reason) => RecordChange::Ignored(reason),
+                }
+            }
+        }
+    }
+}
