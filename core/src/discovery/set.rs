@@ -311,6 +311,15 @@ impl DiscoverySet {
         self.rings.add_filter(filter)
     }
 
+    /// The ring handle of `filter`: its registered one, else [`add_filter`](Self::add_filter)
+    /// registers a copy.
+    pub fn filter_handle(&mut self, filter: &Filter) -> FilterId {
+        match self.rings.filter_id(filter) {
+            Some(id) => id,
+            None => self.add_filter(filter.clone()),
+        }
+    }
+
     /// How many node changes the rings refused (a node over the ring's capacity). Such a node
     /// stays in the set, reachable by id and name, but takes no ring share; each refusal is
     /// counted here so it is never silent.

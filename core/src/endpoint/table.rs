@@ -251,6 +251,25 @@ impl EndpointTable {
         Ok(key)
     }
 
+    /// The endpoint of `id` for a message, and whether it existed: found by id, else created
+    /// ([`get_or_create`](Self::get_or_create)) with the `name` discovery says (`""`: none
+    /// known).
+    ///
+    /// # Errors
+    ///
+    /// As [`get_or_create`](Self::get_or_create).
+    pub fn open<'n>(
+        &mut self,
+        id: NodeId,
+        name: impl FnOnce() -> &'n str,
+        now: Instant,
+    ) -> Result<(Key, bool), EndpointError> {
+        match self.find_by_id(id) {
+            Some(key) => Ok((key, true)),
+            None => self.get_or_create(id, name(), now).map(|key| (key, false)),
+        }
+    }
+
     /// Queues a message for the endpoint `key` with deadline `now + message_timeout`.
     ///
     /// # Errors

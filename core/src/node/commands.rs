@@ -11,11 +11,10 @@ use crate::{
     outcome::{FailReason, Outcome},
     select::{Among, Select},
     time::Instant,
-    wire,
 };
 
-/// Largest payload a `Data` frame can carry with the default frame limit.
-pub(super) const MAX_PAYLOAD_LEN: usize = wire::MAX_DATA_PAYLOAD;
+#[cfg(test)]
+pub(super) use crate::output::MAX_PAYLOAD_LEN;
 
 impl Node {
     /// Accepts a message for the node `to` selects among every node ([`crate::select`]) and
@@ -71,18 +70,7 @@ impl Node {
         payload: Bytes,
     ) -> Result<MsgId, SendError> {
         let now = self.advance(now);
-        if self.shut_down {
-            return Err(SendError::Shutdown);
-        }
-        if payload.len() > MAX_PAYLOAD_LEN {
-            return Err(SendError::PayloadTooLarge {
-                len: payload.len(),
-                max: MAX_PAYLOAD_LEN,
-            });
-        }
-        if msg_type == wire::RPC_MSG_TYPE {
-            return Err(SendError::ReservedType);
-        }
+        SendError::check(self.shut_down, msg_type, payload.len())?;
         // The hot path, a node named by id, needs no pick.
         let id = match (among, to) {
             (None, &Select::Node(id)) if id.is_valid() => id,
@@ -125,33 +113,20 @@ impl Node {
         deadline: Instant,
         rpc: bool,
     ) -> Result<MsgId, SendError> {
-        let next_msg = |ids: &mut crate::ids::IdSource| {
-            if rpc {
-                ids.next_rpc_msg()
-            } else {
-                ids.next_msg()
-            }
-        };
         if id == self.id {
-            let msg = next_msg(&mut self.msg_ids);
+            let msg = self.msg_ids.next_for(rpc);
             self.out.deliver(self.id, self.id, msg_type, payload);
             self.out.outcome(msg, Outcome::Delivered);
             return Ok(msg);
         }
-        let (key, existed) = match self.endpoints.find_by_id(id) {
-            Some(key) => (key, true),
-            None => {
-                let name = self
-                    .discovery
-                    .get_by_id(id)
-                    .map_or("", |info| info.name.as_str());
-                let key = self
-                    .endpoints
-                    .get_or_create(id, name, now)
-                    .map_err(|_| SendError::InvalidTarget)?;
-                (key, false)
-            }
+        let discovery = &self.discovery;
+        let name = || {
+            discovery
+                .get_by_id(id)
+                .map_or("", |info| info.name.as_str())
         };
+        let (key, existed) =
+            (self.endpoints.open(id, name, now)).map_err(|_| SendError::InvalidTarget)?;
         let hop = if let Some(hop) = self.connector.endpoint_hop(id) {
             hop
         } else {
@@ -175,7 +150,7 @@ impl Node {
             self.apply_effects();
             self.connector.ready_hop(id)
         };
-        let msg = next_msg(&mut self.msg_ids);
+        let msg = self.msg_ids.next_for(rpc);
         let Node {
             endpoints,
             links,
@@ -199,26 +174,17 @@ impl Node {
         if !to.is_valid() {
             return Err(SendError::InvalidTarget);
         }
-        let filter = among.map(|filter| match self.discovery.rings().filter_id(filter) {
-            Some(id) => id,
-            None => self.discovery.add_filter(filter.clone()),
-        });
-        let Node {
-            discovery,
-            endpoints,
-            selector,
-            rng,
-            ..
-        } = self;
+        let filter = among.map(|filter| self.discovery.filter_handle(filter));
         let among = Among {
-            rings: discovery.rings(),
+            rings: self.discovery.rings(),
             filter,
         };
+        let endpoints = &self.endpoints;
         let load = |id: NodeId| {
             u32::try_from(endpoints.queued(id) + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
         };
-        selector
-            .pick(to, among, rng, load, &[])
+        (self.selector)
+            .pick(to, among, &mut self.rng, load, &[])
             .ok_or(SendError::UnknownTarget)
     }
 

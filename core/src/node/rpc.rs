@@ -15,12 +15,11 @@ use crate::{
     outcome::FailReason,
     ring::FilterId,
     rpc::{
-        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, MAX_PAYLOAD_LEN, ReplyError,
-        RequestId, Rpc, RpcHost, RpcInput, RpcOutput,
+        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, ReplyError, RequestId, Rpc,
+        RpcHost, RpcInput, RpcOutput,
     },
     select::Select,
     time::Instant,
-    wire::RPC_MSG_TYPE,
 };
 
 impl Node {
@@ -101,18 +100,7 @@ impl Node {
         spec: BroadcastSpec,
     ) -> Result<BroadcastId, SendError> {
         let now = self.advance(now);
-        if self.shut_down {
-            return Err(SendError::Shutdown);
-        }
-        if spec.payload.len() > MAX_PAYLOAD_LEN {
-            return Err(SendError::PayloadTooLarge {
-                len: spec.payload.len(),
-                max: MAX_PAYLOAD_LEN,
-            });
-        }
-        if spec.msg_type == RPC_MSG_TYPE {
-            return Err(SendError::ReservedType);
-        }
+        SendError::check(self.shut_down, spec.msg_type, spec.payload.len())?;
         Ok(self.with_rpc(|rpc, host| rpc.broadcast(now, spec, host)))
     }
 

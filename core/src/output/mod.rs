@@ -101,7 +101,28 @@ pub enum SendError {
     ReservedType,
 }
 
+/// Largest payload a `Data` frame can carry with the default frame limit.
+pub(crate) const MAX_PAYLOAD_LEN: usize = crate::wire::MAX_DATA_PAYLOAD;
+
 impl SendError {
+    /// The checks an application's message passes before anything of it is accepted (a
+    /// `send` or a `broadcast`): the node is not shut down, the payload fits a frame, the
+    /// type is not the RPC layer's.
+    pub(crate) fn check(shut_down: bool, msg_type: u32, len: usize) -> Result<(), SendError> {
+        if shut_down {
+            Err(SendError::Shutdown)
+        } else if len > MAX_PAYLOAD_LEN {
+            Err(SendError::PayloadTooLarge {
+                len,
+                max: MAX_PAYLOAD_LEN,
+            })
+        } else if msg_type == crate::wire::RPC_MSG_TYPE {
+            Err(SendError::ReservedType)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The refusal's label in metrics and reports, in snake case: `invalid_target`,
     /// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`, `reserved_type`.
     #[must_use]

@@ -169,7 +169,7 @@ use bytes::Bytes;
 
 pub(crate) use broadcast::Broadcasts;
 pub(crate) use calls::{Call, CallState, Calls};
-pub(crate) use machine::{MAX_PAYLOAD_LEN, Rpc, RpcHost, RpcInput, RpcSettings};
+pub(crate) use machine::{Rpc, RpcHost, RpcInput, RpcSettings};
 pub(crate) use serving::Serving;
 
 use crate::{
