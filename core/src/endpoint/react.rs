@@ -1,10 +1,13 @@
-//! The outboxes' reactions to what the link layer hears about our streams — acks, resets,
-//! a relay's refusal, a refused link — each returning what the composition must apply to the
-//! other machines (the connector's route, a flush). The rules are in docs/ARCHITECTURE.md §9.
+//! The outboxes' reactions to what the other machines report: what the link layer hears
+//! about our streams — acks, resets, a relay's refusal, a refused link — each returning what
+//! the composition must apply to the other machines (the connector's route, a flush); and
+//! what the routes do — ready (a flush), removed (giving up), a due retransmission on
+//! whatever link the route has now. The rules are in docs/ARCHITECTURE.md §9.
 
 use super::{EndpointTable, Refusal, Reset};
 use crate::{
-    ids::NodeId,
+    endpoint::OutboxSink,
+    ids::{LinkId, NodeId},
     outcome::{FailReason, OutcomeSink},
     time::{Duration, Instant},
     wire::{self, UnreachableReason},
@@ -116,6 +119,60 @@ impl EndpointTable {
         self.set_deadline_reason(peer, reason);
         for dependent in dependents {
             self.set_deadline_reason(dependent, reason);
+        }
+    }
+}
+
+impl EndpointTable {
+    /// On a ready route: retransmits `target`'s unacknowledged messages, then hands its
+    /// queued messages to the route, in order, at most `budget` of them (each stays in
+    /// flight until acknowledged); the rest continue at the next timeout. `ready_link` is the
+    /// up link of `target`'s route, asked only when something waits; without one an
+    /// unfinished flush is forgotten.
+    pub fn flush_ready<S: OutboxSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        ready_link: impl FnOnce() -> Option<LinkId>,
+        (now, budget): (Instant, usize),
+        sink: &mut S,
+    ) {
+        match self.has_outgoing(target).then(ready_link).flatten() {
+            Some(link) => self.flush_outbox(target, link, now, budget, sink),
+            None => self.cancel_flush(target),
+        }
+    }
+
+    /// The retransmissions due at `now`: on the up link `ready_link` names for the target,
+    /// else (its route is not ready) pushed back without counting a transmission
+    /// ([`touch`](Self::touch)).
+    pub fn retransmit_due<S: OutboxSink + ?Sized>(
+        &mut self,
+        now: Instant,
+        ready_link: impl Fn(NodeId) -> Option<LinkId>,
+        sink: &mut S,
+    ) {
+        for dst in self.due_retransmits(now) {
+            match ready_link(dst) {
+                Some(link) => self.retransmit(dst, link, now, sink),
+                None => self.touch(dst, now),
+            }
+        }
+    }
+
+    /// The route record serving `target`'s endpoint is gone: its outbox gives up (queued
+    /// messages `Failed(reason)`, unacknowledged ones `Unknown(reason)` — `Failed(reason)`
+    /// from the first that provably never arrived), and the endpoint releases its handle (it
+    /// is collected after the GC timeout).
+    pub fn route_removed<S: OutcomeSink + ?Sized>(
+        &mut self,
+        target: NodeId,
+        reason: FailReason,
+        now: Instant,
+        sink: &mut S,
+    ) {
+        self.give_up(target, reason, sink);
+        if let Some(key) = self.find_by_id(target) {
+            self.detach_handle(key, now);
         }
     }
 }

@@ -5,19 +5,11 @@
 use super::{Event, Node, Output};
 use crate::{
     connector::{Effect, RouteEvent, World},
-    ids::{LinkId, NodeId},
-    outcome::FailReason,
+    ids::NodeId,
     time::Instant,
 };
 
 impl Node {
-    /// The up link carrying data for `target` now, if its route is ready.
-    pub(super) fn ready_link(&self, target: NodeId) -> Option<LinkId> {
-        self.connector
-            .ready_hop(target)
-            .and_then(|hop| self.links.link_to(hop))
-    }
-
     /// Handles everything due at `now` in one call: deadlines of unacknowledged messages
     /// first (a stream whose oldest message is due ends `Unknown(Timeout)` with everything in
     /// flight behind it that may have arrived — `NoRoute` instead of `Timeout` if a relay
@@ -47,14 +39,9 @@ impl Node {
             self.flush_target(dst);
         }
         self.endpoints.handle_timeout(now, &mut self.out);
-        for dst in self.endpoints.due_retransmits(now) {
-            match self.ready_link(dst) {
-                Some(link) => {
-                    self.endpoints.retransmit(dst, link, now, &mut self.out);
-                }
-                None => self.endpoints.touch(dst, now),
-            }
-        }
+        let (connector, links) = (&self.connector, &self.links);
+        let ready_link = |dst| connector.ready_hop(dst).and_then(|hop| links.link_to(hop));
+        (self.endpoints).retransmit_due(now, ready_link, &mut self.out);
         self.beat(now);
         for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
@@ -78,7 +65,10 @@ impl Node {
                             target,
                             reason,
                             endpoint: true,
-                        } => self.route_removed(target, reason),
+                        } => {
+                            let now = self.now;
+                            (self.endpoints).route_removed(target, reason, now, &mut self.out);
+                        }
                         _ => {}
                     }
                 }
@@ -86,32 +76,16 @@ impl Node {
         }
     }
 
-    /// The route record serving `target`'s endpoint is gone: its outbox gives up (queued
-    /// messages `Failed(reason)`, unacknowledged ones `Unknown(reason)` — `Failed(reason)`
-    /// from the first that provably never arrived), and the endpoint releases its handle (it
-    /// is collected after `endpoint_gc_timeout`).
-    fn route_removed(&mut self, target: NodeId, reason: FailReason) {
-        self.endpoints.give_up(target, reason, &mut self.out);
-        if let Some(key) = self.endpoints.find_by_id(target) {
-            self.endpoints.detach_handle(key, self.now);
-        }
-    }
-
-    /// On a ready route: retransmits `target`'s unacknowledged messages, then hands its
-    /// queued messages to the route, in order, at most `flush_batch` of them (each stays in
-    /// flight until acknowledged); the rest continue at the next `handle_timeout`.
+    /// On a ready route, `target`'s outbox flushes
+    /// ([`EndpointTable::flush_ready`](crate::endpoint::EndpointTable::flush_ready)).
     pub(super) fn flush_target(&mut self, target: NodeId) {
-        let link = self
-            .endpoints
-            .has_outgoing(target)
-            .then(|| self.ready_link(target))
-            .flatten();
-        let Some(link) = link else {
-            self.endpoints.cancel_flush(target);
-            return;
+        let (connector, links) = (&self.connector, &self.links);
+        let ready_link = || {
+            connector
+                .ready_hop(target)
+                .and_then(|hop| links.link_to(hop))
         };
-        let (now, budget) = (self.now, self.config.flush_budget());
-        self.endpoints
-            .flush_outbox(target, link, now, budget, &mut self.out);
+        let timing = (self.now, self.config.flush_budget());
+        (self.endpoints).flush_ready(target, ready_link, timing, &mut self.out);
     }
 }

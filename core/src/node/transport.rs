@@ -101,10 +101,10 @@ impl Node {
                 topology: &self.topology,
                 connector: &self.connector,
             };
-            let Some(inbound) = self.links.next_inbound(now, link, &mut self.out, &standing) else {
-                break;
-            };
-            self.on_inbound(now, inbound);
+            match self.links.next_inbound(now, link, &mut self.out, &standing) {
+                Some(inbound) => self.on_inbound(now, inbound),
+                None => break,
+            }
         }
         self.links.finish_receive(&mut self.out);
         // The RPC messages of the batch, after its acks (as a driver would see them).
@@ -241,13 +241,7 @@ impl Node {
     /// Reports to the connector whether `peer` has an up link, only dials in flight, or
     /// nothing.
     pub(super) fn update_peer_state(&mut self, now: Instant, peer: NodeId) {
-        let state = if self.links.is_up(peer) {
-            Some(LinkState::Up)
-        } else if self.links.is_connecting(peer) {
-            Some(LinkState::Connecting)
-        } else {
-            None
-        };
+        let state = LinkState::of(self.links.is_up(peer), self.links.is_connecting(peer));
         let world = World::new(&self.topology, &self.discovery);
         self.connector.set_link_state(now, &world, peer, state);
         self.apply_effects();
