@@ -7,7 +7,7 @@
 //! [`EndpointTable::on_dead`]: crate::endpoint::EndpointTable::on_dead
 //! [`EvidenceBook`]: crate::evidence::EvidenceBook
 
-use super::{Event, Evidence, Node, Output};
+use super::{Event, Evidence, Node};
 use crate::{
     bus::links::Down,
     connector::World,
@@ -44,11 +44,11 @@ impl Node {
         // What waits now probes for a live incarnation at once if the route is ready.
         self.flush_target(peer);
         if EvidenceBook::is_reported(suspected, ended, told, incarnation) {
-            self.out.push_back(Output::Event(Event::PeerDead {
+            self.out.event(Event::PeerDead {
                 peer,
                 incarnation,
                 evidence,
-            }));
+            });
         }
     }
 
@@ -85,9 +85,7 @@ impl Node {
         if !self.connector.routes_through(dst, via) || !self.endpoints.has_outgoing(dst) {
             return;
         }
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.retry_now(now, &world, dst);
-        self.apply_effects();
+        self.with_connector(|c, w| c.retry_now(now, w, dst));
         self.flush_target(dst);
     }
 
@@ -143,11 +141,11 @@ impl Node {
             self.endpoints
                 .on_incarnation(id, incarnation, &mut self.out);
             self.tell_sources(id, seen, UnreachableReason::TargetGone);
-            self.out.push_back(Output::Event(Event::PeerDead {
+            self.out.event(Event::PeerDead {
                 peer: id,
                 incarnation: seen,
                 evidence: Evidence::NewIncarnation,
-            }));
+            });
         }
         for down in self.links.close_stale(id, incarnation, &mut self.out) {
             self.link_down(now, down);

@@ -48,7 +48,7 @@ pub use crate::{
 use crate::{
     bus::links::{LinkSettings, Links},
     config::{Config, ConfigError},
-    connector::{Connector, ConnectorConfig, World},
+    connector::{Connector, ConnectorConfig},
     discovery::DiscoverySet,
     endpoint::{EndpointSettings, EndpointTable},
     ids::{IdSource, NodeId},
@@ -174,9 +174,7 @@ impl Node {
             crate::rpc::RpcSettings::from_config(&node.config, incarnation, dedup_seed),
             node.config.serve.iter().map(alloc::string::String::as_str),
         )));
-        let world = World::new(&node.topology, &node.discovery);
-        node.connector.start(now, &world);
-        node.apply_effects();
+        node.with_connector(|c, w| c.start(now, w));
         Ok(node)
     }
 

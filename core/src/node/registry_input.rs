@@ -1,9 +1,8 @@
 //! Registry input: what a registry event changed in the records ([`crate::records`]) applied
 //! to the other machines — the connector's reactions, evidence of death, waiting calls.
 
-use super::{Event, Node, Output, RegistryEvent};
+use super::{Event, Node, RegistryEvent};
 use crate::{
-    connector::World,
     ids::NodeId,
     records::{RecordChange, Records},
     time::Instant,
@@ -44,7 +43,9 @@ impl Node {
                 if id.is_valid() {
                     self.discovery_news(now, id, incarnation);
                 }
-                self.discovery_arrived(now, id);
+                if id.is_valid() {
+                    self.with_connector(|c, w| c.on_discovery_put(now, w, id));
+                }
                 if self.endpoints.stalled(id) {
                     // News: a waiting stream probes now, not at its next retry.
                     self.flush_target(id);
@@ -60,38 +61,21 @@ impl Node {
                 self.discovery_gone(now, id);
             }
             RecordChange::TopologyPut { id, change } => {
-                let world = World::new(&self.topology, &self.discovery);
-                self.connector.on_topology_put(now, &world, id, &change);
-                self.apply_effects();
+                self.with_connector(|c, w| c.on_topology_put(now, w, id, &change));
             }
             RecordChange::TopologyDeleted { id } => {
-                let world = World::new(&self.topology, &self.discovery);
-                self.connector.on_topology_delete(now, &world, id);
-                self.apply_effects();
+                self.with_connector(|c, w| c.on_topology_delete(now, w, id));
             }
             RecordChange::Nothing => {}
-            RecordChange::Ignored(reason) => {
-                let event = Event::RegistryIgnored(reason);
-                self.out.push_back(Output::Event(event));
-            }
+            RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
         }
     }
 
-    fn discovery_arrived(&mut self, now: Instant, id: NodeId) {
-        if !id.is_valid() {
-            return;
-        }
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.on_discovery_put(now, &world, id);
-        self.apply_effects();
-    }
-
+    /// `id`'s discovery record is gone (deleted, or displaced by a node taking its name):
+    /// the connector re-routes.
     fn discovery_gone(&mut self, now: Instant, id: NodeId) {
-        if !id.is_valid() {
-            return;
+        if id.is_valid() {
+            self.with_connector(|c, w| c.on_discovery_delete(now, w, id));
         }
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.on_discovery_delete(now, &world, id);
-        self.apply_effects();
     }
 }

@@ -2,9 +2,9 @@
 //! the links in one call) and the connector's effects applied — dials, closes, a ready route
 //! flushing its outbox, a removed route giving its messages up.
 
-use super::{Event, Node, Output};
+use super::{Event, Node};
 use crate::{
-    connector::{Effect, RouteEvent, World},
+    connector::{Connector, Effect, RouteEvent, World},
     ids::NodeId,
     time::Instant,
 };
@@ -30,9 +30,7 @@ impl Node {
         }
         // In-flight messages due now end before a route readied now could send them again.
         let expired = self.endpoints.expire_unacked(now, &mut self.out);
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.handle_timeout(now, &world);
-        self.apply_effects();
+        self.with_connector(|c, w| c.handle_timeout(now, w));
         // A stream that ended with messages queued behind it (a probe given up, say) hands
         // them to a ready route now.
         for dst in expired {
@@ -49,6 +47,14 @@ impl Node {
         self.rpc_timeouts(now);
     }
 
+    /// Hands the connector an input (`f`, with the records it routes by), then applies its
+    /// effects.
+    pub(super) fn with_connector(&mut self, f: impl FnOnce(&mut Connector, &World<'_>)) {
+        let world = World::new(&self.topology, &self.discovery);
+        f(&mut self.connector, &world);
+        self.apply_effects();
+    }
+
     /// Applies every pending connector effect, in order (applying one may produce more).
     pub(super) fn apply_effects(&mut self) {
         while let Some(effect) = self.connector.pop_effect() {
@@ -58,7 +64,7 @@ impl Node {
                 }
                 Effect::Disconnect { peer } => self.links.close_peer(peer, &mut self.out),
                 Effect::Route(event) => {
-                    self.out.push_back(Output::Event(Event::Route(event)));
+                    self.out.event(Event::Route(event));
                     match event {
                         RouteEvent::Ready { target, .. } => self.flush_target(target),
                         RouteEvent::Removed {

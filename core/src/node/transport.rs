@@ -124,11 +124,9 @@ impl Node {
                 self.endpoints
                     .on_incarnation(peer, incarnation, &mut self.out);
                 if restarted {
-                    self.out
-                        .push_back(Output::Event(Event::PeerRestarted { peer, incarnation }));
+                    self.out.event(Event::PeerRestarted { peer, incarnation });
                 }
-                self.out
-                    .push_back(Output::Event(Event::LinkUp { link, peer }));
+                self.out.event(Event::LinkUp { link, peer });
                 self.update_peer_state(now, peer);
                 self.tell_sources(peer, incarnation, UnreachableReason::Reachable);
             }
@@ -186,9 +184,7 @@ impl Node {
         if !(self.endpoints).react_to_refusal(u, via, self.connector.ready_hop(u.dst)) {
             return;
         }
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.on_send_failed(now, &world, u.dst);
-        self.apply_effects();
+        self.with_connector(|c, w| c.on_send_failed(now, w, u.dst));
         let hop = self.connector.ready_hop(u.dst);
         if (self.endpoints).after_route_failed(u, via, hop, &mut self.out) {
             self.flush_target(u.dst);
@@ -242,9 +238,7 @@ impl Node {
     /// nothing.
     pub(super) fn update_peer_state(&mut self, now: Instant, peer: NodeId) {
         let state = LinkState::of(self.links.is_up(peer), self.links.is_connecting(peer));
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.set_link_state(now, &world, peer, state);
-        self.apply_effects();
+        self.with_connector(|c, w| c.set_link_state(now, w, peer, state));
     }
 
     /// What the topology and the routes say a peer may send ([`crate::perimeter`]).
@@ -259,7 +253,6 @@ impl Node {
     /// from `via`; nothing else happens to it.
     fn off_route(&mut self, frame: OffRouteFrame, dst: NodeId, via: NodeId) {
         self.perimeter.count_off_route(frame);
-        self.out
-            .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
+        self.out.event(Event::OffRoute { frame, dst, via });
     }
 }

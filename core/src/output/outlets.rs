@@ -56,6 +56,12 @@ impl Outlets {
         self.queue.push_back(output);
     }
 
+    /// Appends `event` for the driver ([`push_back`](Self::push_back)).
+    #[inline]
+    pub(crate) fn event(&mut self, event: Event) {
+        self.push_back(Output::Event(event));
+    }
+
     /// A message for this node: the RPC machine's if of the reserved type, else the
     /// application's.
     #[inline]
