@@ -236,6 +236,13 @@ impl DiscoverySet {
         DiscoverySet::with_config(limit, RingConfig::default())
     }
 
+    /// An empty set keeping up to [`DEFAULT_TOMBSTONE_LIMIT`] tombstones, whose rings use
+    /// `ring` (a node's set: its config names the ring).
+    #[must_use]
+    pub fn with_ring(ring: RingConfig) -> DiscoverySet {
+        DiscoverySet::with_config(DEFAULT_TOMBSTONE_LIMIT, ring)
+    }
+
     /// An empty set keeping up to `limit` tombstones (at least 1), whose rings use `ring`
     /// (points per node, hash mode).
     #[must_use]

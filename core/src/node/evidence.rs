@@ -106,7 +106,8 @@ impl Node {
     }
 
     /// Dials a suspect once if nothing else is dialling it (after the connector reacted to
-    /// the link loss) and its address is known.
+    /// the link loss) at the address the connector allows
+    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)).
     pub(super) fn probe(&mut self, peer: NodeId) {
         if !self.evidence.is_suspect(peer)
             || self.links.is_up(peer)
@@ -115,10 +116,7 @@ impl Node {
             return;
         }
         let world = World::new(&self.topology, &self.discovery);
-        if !self.connector.may_link(&world, peer) {
-            return;
-        }
-        if let Some(addr) = self.connector.address_of(&world, peer) {
+        if let Some(addr) = self.connector.probe_address(&world, peer) {
             self.links.dial(peer, addr, &mut self.out);
         }
     }

@@ -110,22 +110,16 @@ impl Node {
         let mut id_state = config.id.0;
         let mut rng = Rng::new(config.rng_seed ^ crate::rng::splitmix64(&mut id_state));
         let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());
-        let mut topology = TopologyRegistry::new();
         let own = PeerData {
             hostname: config.hostname.clone(),
             pid: config.pid,
             labels: config.labels.clone(),
         };
-        topology
-            .update_peer(config.id, config.upstream, own)
-            .expect("a validated config has a valid id and an upstream other than itself");
-        let discovery = DiscoverySet::with_config(
-            crate::discovery::DEFAULT_TOMBSTONE_LIMIT,
-            crate::ring::RingConfig {
-                points_per_node: config.ring_points_per_node,
-                mode: config.ring_hash_mode,
-            },
-        );
+        let topology = TopologyRegistry::with_own(config.id, config.upstream, own);
+        let discovery = DiscoverySet::with_ring(crate::ring::RingConfig {
+            points_per_node: config.ring_points_per_node,
+            mode: config.ring_hash_mode,
+        });
         // The bus draws from its own generator, so incarnations and the connector's jitter and
         // random target picks do not disturb each other's sequences; the start time is mixed
         // in so a node restarted with the same seed is a new incarnation.

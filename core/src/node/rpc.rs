@@ -184,10 +184,7 @@ impl RpcHost for NodeHost<'_> {
     }
 
     fn in_flight(&self, to: NodeId, msg: MsgId) -> bool {
-        self.0
-            .endpoints
-            .unacked(to)
-            .any(|message| message.msg == msg)
+        self.0.endpoints.unacked(to).any(|sent| sent.msg == msg)
     }
 
     fn incarnation(&self, peer: NodeId) -> u64 {
@@ -206,17 +203,12 @@ impl RpcHost for NodeHost<'_> {
         outstanding: &dyn Fn(NodeId) -> u32,
         excluded: &[NodeId],
     ) -> Option<NodeId> {
-        let Node {
-            discovery,
-            selector,
-            rng,
-            ..
-        } = &mut *self.0;
+        let node = &mut *self.0;
         let among = crate::select::Among {
-            rings: discovery.rings(),
+            rings: node.discovery.rings(),
             filter: Some(filter),
         };
-        selector.pick(select, among, rng, outstanding, excluded)
+        (node.selector).pick(select, among, &mut node.rng, outstanding, excluded)
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {
