@@ -6,11 +6,14 @@
 //! [`RecordChange::Ignored`] with its reason.
 
 use crate::{
+    config::Config,
+    connector::World,
     discovery::{Applied, DiscoverySet},
     event::RegistryIgnored,
     ids::NodeId,
     registry::RegistryEvent,
-    topology::{PeerChange, Revisions, TopologyRegistry},
+    ring::RingConfig,
+    topology::{PeerChange, PeerData, Revisions, TopologyRegistry},
 };
 
 /// What a registry event changed; see the [module docs](self).
@@ -51,24 +54,63 @@ pub(crate) enum RecordChange {
     Ignored(RegistryIgnored),
 }
 
-/// The records a node applies registry events to: the discovery set, the topology registry
-/// and its revision gate. `own` is the node's id (its own topology record is its config's).
-pub(crate) struct Records<'a> {
-    /// The node's id.
-    pub(crate) own: NodeId,
-    /// The discovery set.
-    pub(crate) discovery: &'a mut DiscoverySet,
+/// The records a node routes by and applies registry events to: the discovery set, the
+/// topology registry and its revision gate; see the [module docs](self).
+#[derive(Debug)]
+pub(crate) struct Records {
+    /// The node's id (its own topology record is its config's).
+    own: NodeId,
+    /// The discovery set and its rings.
+    pub(crate) discovery: DiscoverySet,
     /// The topology registry.
-    pub(crate) topology: &'a mut TopologyRegistry,
+    pub(crate) topology: TopologyRegistry,
     /// The latest applied topology revision per node.
-    pub(crate) revisions: &'a mut Revisions,
+    revisions: Revisions,
 }
 
-impl Records<'_> {
+impl Records {
+    /// A node's records at its start: its own topology record (id, configured upstream,
+    /// host, pid, labels) applied locally, an empty discovery set with the configured ring.
+    pub(crate) fn for_node(config: &Config) -> Records {
+        let own = PeerData {
+            hostname: config.hostname.clone(),
+            pid: config.pid,
+            labels: config.labels.clone(),
+        };
+        Records {
+            own: config.id,
+            discovery: DiscoverySet::with_ring(RingConfig {
+                points_per_node: config.ring_points_per_node,
+                mode: config.ring_hash_mode,
+            }),
+            topology: TopologyRegistry::with_own(config.id, config.upstream, own),
+            revisions: Revisions::default(),
+        }
+    }
+
+    /// What the connector routes by.
+    pub(crate) fn world(&self) -> World<'_> {
+        World::new(&self.topology, &self.discovery)
+    }
+
+    /// The incarnation `id`'s discovery record states (0: none, or not stated).
+    pub(crate) fn announced(&self, id: NodeId) -> u64 {
+        self.discovery
+            .get_by_id(id)
+            .map_or(0, |info| info.incarnation)
+    }
+
+    /// The name `id`'s discovery record gives it (`""`: none).
+    pub(crate) fn name_of(&self, id: NodeId) -> &str {
+        self.discovery
+            .get_by_id(id)
+            .map_or("", |info| info.name.as_str())
+    }
+
     /// Applies `event`: discovery changes to the discovery set (revision-gated), topology
     /// changes to the topology registry (revision-gated per node; cycles and other invalid
     /// records are rejected with the registry unchanged).
-    pub(crate) fn apply(self, event: RegistryEvent) -> RecordChange {
+    pub(crate) fn apply(&mut self, event: RegistryEvent) -> RecordChange {
         match event {
             RegistryEvent::DiscoveryPut(info) => {
                 let (id, incarnation) = (info.id, info.incarnation);
@@ -93,14 +135,17 @@ impl Records<'_> {
             }
             RegistryEvent::TopologyPut(info) => {
                 let id = info.id;
-                match self.revisions.put(self.topology, info) {
+                match self.revisions.put(&mut self.topology, info) {
                     Ok(change) if change.is_noop() => RecordChange::Nothing,
                     Ok(change) => RecordChange::TopologyPut { id, change },
                     Err(reason) => RecordChange::Ignored(reason),
                 }
             }
             RegistryEvent::TopologyDelete { id, revision } => {
-                match self.revisions.delete(self.topology, self.own, id, revision) {
+                match self
+                    .revisions
+                    .delete(&mut self.topology, self.own, id, revision)
+                {
                     Ok(()) => RecordChange::TopologyDeleted { id },
                     Err(reason) => RecordChange::Ignored(reason),
                 }

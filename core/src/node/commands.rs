@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use super::{Node, SendError};
 use crate::{
-    connector::{RouteError, World},
+    connector::RouteError,
     discovery::Filter,
     ids::{MsgId, NodeId},
     outcome::{FailReason, Outcome},
@@ -119,18 +119,13 @@ impl Node {
             self.out.outcome(msg, Outcome::Delivered);
             return Ok(msg);
         }
-        let discovery = &self.discovery;
-        let name = || {
-            discovery
-                .get_by_id(id)
-                .map_or("", |info| info.name.as_str())
-        };
-        let (key, existed) =
-            (self.endpoints.open(id, name, now)).map_err(|_| SendError::InvalidTarget)?;
+        let records = &self.records;
+        let (key, existed) = (self.endpoints.open(id, || records.name_of(id), now))
+            .map_err(|_| SendError::InvalidTarget)?;
         let hop = if let Some(hop) = self.connector.endpoint_hop(id) {
             hop
         } else {
-            let world = World::new(&self.topology, &self.discovery);
+            let world = self.records.world();
             match self.connector.open_route(now, &world, id) {
                 Ok(()) => {
                     self.endpoints.attach_handle(key);
@@ -174,9 +169,9 @@ impl Node {
         if !to.is_valid() {
             return Err(SendError::InvalidTarget);
         }
-        let filter = among.map(|filter| self.discovery.filter_handle(filter));
+        let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
         let among = Among {
-            rings: self.discovery.rings(),
+            rings: self.records.discovery.rings(),
             filter,
         };
         let endpoints = &self.endpoints;

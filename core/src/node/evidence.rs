@@ -10,7 +10,6 @@
 use super::{Event, Evidence, Node};
 use crate::{
     bus::links::Down,
-    connector::World,
     evidence::EvidenceBook,
     ids::NodeId,
     outcome::FailReason,
@@ -66,7 +65,7 @@ impl Node {
         let Some(sources) = self.evidence.sources_to_tell(peer, reason) else {
             return false;
         };
-        let (world, connector) = (World::new(&self.topology, &self.discovery), &self.connector);
+        let (world, connector) = (self.records.world(), &self.connector);
         let hop_to = |src| connector.relay_hop(&world, src, peer);
         (self.links).tell_sources(&sources, (peer, incarnation), reason, hop_to, &mut self.out);
         true
@@ -92,14 +91,11 @@ impl Node {
     /// A link went away: the book's rules ([`EvidenceBook::link_gone`]) against the links
     /// still up and the incarnation the registry announces; a death they show is acted on.
     pub(super) fn link_gone(&mut self, down: Down, heartbeats_stopped: bool) {
-        let Node {
-            evidence,
-            links,
-            discovery,
-            ..
-        } = self;
-        let announced = |id| discovery.get_by_id(id).map_or(0, |info| info.incarnation);
-        let death = evidence.link_gone(&down, heartbeats_stopped, |p| links.is_up(p), announced);
+        let (links, records) = (&self.links, &self.records);
+        let (is_up, announced) = (|p| links.is_up(p), |id| records.announced(id));
+        let death = self
+            .evidence
+            .link_gone(&down, heartbeats_stopped, is_up, announced);
         if let Some(death) = death {
             self.peer_dead(death.peer, death.incarnation, death.evidence);
         }
@@ -115,7 +111,7 @@ impl Node {
         {
             return;
         }
-        let world = World::new(&self.topology, &self.discovery);
+        let world = self.records.world();
         if let Some(addr) = self.connector.probe_address(&world, peer) {
             self.links.dial(peer, addr, &mut self.out);
         }

@@ -49,15 +49,14 @@ use crate::{
     bus::links::{LinkSettings, Links},
     config::{Config, ConfigError},
     connector::{Connector, ConnectorConfig},
-    discovery::DiscoverySet,
     endpoint::{EndpointSettings, EndpointTable},
     ids::{IdSource, NodeId},
     inspect::Inspect,
     output::Outlets,
+    records::Records,
     registry::RegistryEvent,
     rng::Rng,
     time::{Instant, earliest},
-    topology::{PeerData, TopologyRegistry},
 };
 
 /// One node; see the [module docs](self).
@@ -71,10 +70,8 @@ pub struct Node {
     /// Every link: handshakes, heartbeats, delivery and acks of inbound messages.
     links: Links,
     msg_ids: IdSource,
-    topology: TopologyRegistry,
-    /// Latest applied topology revision per node (puts and deletes), for revision gating.
-    topology_revisions: crate::topology::Revisions,
-    discovery: DiscoverySet,
+    /// The discovery set, the topology registry and its revision gate ([`crate::records`]).
+    records: Records,
     endpoints: EndpointTable,
     connector: Connector,
     /// The driver's outputs and the RPC machine's inputs.
@@ -110,16 +107,6 @@ impl Node {
         let mut id_state = config.id.0;
         let mut rng = Rng::new(config.rng_seed ^ crate::rng::splitmix64(&mut id_state));
         let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());
-        let own = PeerData {
-            hostname: config.hostname.clone(),
-            pid: config.pid,
-            labels: config.labels.clone(),
-        };
-        let topology = TopologyRegistry::with_own(config.id, config.upstream, own);
-        let discovery = DiscoverySet::with_ring(crate::ring::RingConfig {
-            points_per_node: config.ring_points_per_node,
-            mode: config.ring_hash_mode,
-        });
         // The bus draws from its own generator, so incarnations and the connector's jitter and
         // random target picks do not disturb each other's sequences; the start time is mixed
         // in so a node restarted with the same seed is a new incarnation.
@@ -148,12 +135,10 @@ impl Node {
             incarnation,
             links,
             endpoints,
+            records: Records::for_node(&config),
             config,
             rng,
             msg_ids: IdSource::new(),
-            topology,
-            topology_revisions: crate::topology::Revisions::default(),
-            discovery,
             connector,
             out: Outlets::default(),
             selector: crate::select::Selector::new(),
@@ -256,8 +241,8 @@ impl Node {
     pub fn inspect(&self) -> Inspect<'_> {
         Inspect {
             config: &self.config,
-            topology: &self.topology,
-            discovery: &self.discovery,
+            topology: &self.records.topology,
+            discovery: &self.records.discovery,
             endpoints: &self.endpoints,
             connector: &self.connector,
             links: &self.links,

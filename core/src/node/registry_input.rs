@@ -2,11 +2,7 @@
 //! to the other machines — the connector's reactions, evidence of death, waiting calls.
 
 use super::{Event, Node, RegistryEvent};
-use crate::{
-    ids::NodeId,
-    records::{RecordChange, Records},
-    time::Instant,
-};
+use crate::{ids::NodeId, records::RecordChange, time::Instant};
 
 impl Node {
     /// Applies a registry event: discovery changes go to the discovery set (revision-gated),
@@ -22,16 +18,10 @@ impl Node {
         self.settle_rpc();
     }
 
-    /// What `event` changed in the records ([`Records::apply`]), applied to the other
+    /// What `event` changed in the records ([`Records::apply`](crate::records::Records::apply)), applied to the other
     /// machines.
     fn registry_event(&mut self, now: Instant, event: RegistryEvent) {
-        let records = Records {
-            own: self.id,
-            discovery: &mut self.discovery,
-            topology: &mut self.topology,
-            revisions: &mut self.topology_revisions,
-        };
-        match records.apply(event) {
+        match self.records.apply(event) {
             RecordChange::DiscoveryPut {
                 id,
                 incarnation,

@@ -50,8 +50,7 @@ impl Node {
     /// Hands the connector an input (`f`, with the records it routes by), then applies its
     /// effects.
     pub(super) fn with_connector(&mut self, f: impl FnOnce(&mut Connector, &World<'_>)) {
-        let world = World::new(&self.topology, &self.discovery);
-        f(&mut self.connector, &world);
+        f(&mut self.connector, &self.records.world());
         self.apply_effects();
     }
 

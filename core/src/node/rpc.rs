@@ -110,7 +110,7 @@ impl Node {
         if !self.rpc.as_ref().is_some_and(|rpc| rpc.any_waiting()) {
             return;
         }
-        let Some(info) = self.discovery.get_by_id(id) else {
+        let Some(info) = self.records.discovery.get_by_id(id) else {
             return;
         };
         let methods: Vec<String> = rpc::served_methods(&info.metadata)
@@ -193,7 +193,7 @@ impl RpcHost for NodeHost<'_> {
 
     fn filter(&mut self, filter: Filter) -> FilterId {
         // Registering a filter already known returns its handle.
-        self.0.discovery.add_filter(filter)
+        self.0.records.discovery.add_filter(filter)
     }
 
     fn pick(
@@ -205,7 +205,7 @@ impl RpcHost for NodeHost<'_> {
     ) -> Option<NodeId> {
         let node = &mut *self.0;
         let among = crate::select::Among {
-            rings: node.discovery.rings(),
+            rings: node.records.discovery.rings(),
             filter: Some(filter),
         };
         (node.selector).pick(select, among, &mut node.rng, outstanding, excluded)
@@ -213,6 +213,7 @@ impl RpcHost for NodeHost<'_> {
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {
         self.0
+            .records
             .discovery
             .rings()
             .round_robin_order(filter)

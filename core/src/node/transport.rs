@@ -7,7 +7,7 @@ use bytes::Bytes;
 use super::{Event, Node, OffRouteFrame, Output};
 use crate::{
     bus::links::{Down, Inbound},
-    connector::{LinkState, World},
+    connector::LinkState,
     endpoint::AckFollowup,
     ids::{LinkId, NodeId},
     outcome::FailReason,
@@ -98,7 +98,7 @@ impl Node {
         }
         loop {
             let standing = Standing {
-                topology: &self.topology,
+                topology: &self.records.topology,
                 connector: &self.connector,
             };
             match self.links.next_inbound(now, link, &mut self.out, &standing) {
@@ -152,7 +152,7 @@ impl Node {
                     self.evidence.note_relayed(self.id, src, relay.dst());
                 }
                 let hop = relay.needs_hop().then(|| {
-                    let world = World::new(&self.topology, &self.discovery);
+                    let world = self.records.world();
                     self.connector.relay_hop(&world, relay.dst(), relay.from())
                 });
                 self.links.relay(relay, hop.flatten(), &mut self.out);
@@ -244,7 +244,7 @@ impl Node {
     /// What the topology and the routes say a peer may send ([`crate::perimeter`]).
     fn standing(&self) -> Standing<'_> {
         Standing {
-            topology: &self.topology,
+            topology: &self.records.topology,
             connector: &self.connector,
         }
     }
