@@ -55,7 +55,7 @@ use crate::{
     output::Outlets,
     records::Records,
     registry::RegistryEvent,
-    rng::Rng,
+    rng::{Rng, node_rngs},
     time::{Instant, earliest},
 };
 
@@ -104,17 +104,8 @@ impl Node {
         if config.auth_keys().is_enabled() && config.nonce_entropy.is_empty() {
             return Err(ConfigError::NoNonceEntropy);
         }
-        let mut id_state = config.id.0;
-        let mut rng = Rng::new(config.rng_seed ^ crate::rng::splitmix64(&mut id_state));
+        let (mut rng, mut bus_rng) = node_rngs(config.rng_seed, config.id.0, now.as_nanos());
         let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());
-        // The bus draws from its own generator, so incarnations and the connector's jitter and
-        // random target picks do not disturb each other's sequences; the start time is mixed
-        // in so a node restarted with the same seed is a new incarnation.
-        let mut bus_rng = Rng::new(
-            config.rng_seed
-                ^ crate::rng::mix64(config.id.0 ^ 0xb05)
-                ^ crate::rng::mix64(now.as_nanos().wrapping_add(1)),
-        );
         // Never 0: a `Data` frame stamped 0 means "incarnation not known".
         let incarnation = bus_rng.next_u64().max(1);
         let endpoints = EndpointTable::for_node(
