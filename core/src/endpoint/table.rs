@@ -171,6 +171,13 @@ impl EndpointTable {
             .map_or(0, |e| e.queue().len())
     }
 
+    /// Messages outstanding to `id`: queued or unacknowledged (what least-outstanding
+    /// selection compares), saturating.
+    #[must_use]
+    pub fn outstanding(&self, id: NodeId) -> u32 {
+        u32::try_from(self.queued(id) + self.unacked(id).len()).unwrap_or(u32::MAX)
+    }
+
     /// The endpoint with this id, if any.
     #[must_use]
     pub fn find_by_id(&self, id: NodeId) -> Option<Key> {

@@ -5,7 +5,6 @@ use bytes::Bytes;
 
 use super::{Node, SendError};
 use crate::{
-    connector::RouteError,
     discovery::Filter,
     ids::{MsgId, NodeId},
     outcome::{FailReason, Outcome},
@@ -83,28 +82,14 @@ impl Node {
         sent
     }
 
-    /// Hands one of the RPC machine's messages for the node `id` to its outbox with
-    /// `deadline` (`send` past its checks; its id is marked as the machine's, so its outcome
-    /// goes there).
-    pub(super) fn send_rpc_message(
-        &mut self,
-        now: Instant,
-        id: NodeId,
-        msg_type: u32,
-        payload: Bytes,
-        deadline: Instant,
-    ) -> Result<MsgId, SendError> {
-        self.send_resolved(now, id, msg_type, payload, deadline, true)
-    }
-
-    /// The body of `send` past its checks (`rpc`: the message is the RPC machine's, see
-    /// [`send_rpc_message`](Self::send_rpc_message)), inlined into `send` so the hot path is
+    /// The body of `send` past its checks (`rpc`: the message is the RPC machine's — its id
+    /// is marked so, and its outcome goes there), inlined into `send` so the hot path is
     /// one call: the endpoint is looked up once, the route record once (whether it is bound
     /// and its ready hop), the link only when the message may go straight out. Always
     /// inlined: a plain `#[inline]` left `send` → a helper → `send_until` three calls
     /// deep, each passing the payload on.
     #[inline(always)]
-    fn send_resolved(
+    pub(super) fn send_resolved(
         &mut self,
         now: Instant,
         id: NodeId,
@@ -136,10 +121,7 @@ impl Node {
                             .remove(key, FailReason::NoRoute, &mut self.out);
                     }
                     self.apply_effects();
-                    return Err(match e {
-                        RouteError::InvalidTarget => SendError::InvalidTarget,
-                        _ => SendError::NoRoute,
-                    });
+                    return Err(e.into());
                 }
             }
             self.apply_effects();
@@ -175,9 +157,7 @@ impl Node {
             filter,
         };
         let endpoints = &self.endpoints;
-        let load = |id: NodeId| {
-            u32::try_from(endpoints.queued(id) + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
-        };
+        let load = |id: NodeId| endpoints.outstanding(id);
         (self.selector)
             .pick(to, among, &mut self.rng, load, &[])
             .ok_or(SendError::UnknownTarget)
@@ -197,7 +177,8 @@ impl Node {
         self.shut_down = true;
         self.endpoints
             .give_up_all(FailReason::Shutdown, &mut self.out);
-        self.rpc_shutdown();
+        let now = self.now;
+        self.with_rpc(|rpc, host| rpc.shutdown(now, host));
         self.links.close_all(&mut self.out);
         self.connector.clear();
     }

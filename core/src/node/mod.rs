@@ -28,8 +28,7 @@
 
 mod commands;
 mod evidence;
-mod registry_client;
-mod registry_input;
+mod registry;
 mod routes;
 mod rpc;
 mod transport;

@@ -44,7 +44,7 @@ impl Node {
         for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
         }
-        self.rpc_timeouts(now);
+        self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
     }
 
     /// Hands the connector an input (`f`, with the records it routes by), then applies its

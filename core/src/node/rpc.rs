@@ -119,17 +119,6 @@ impl Node {
         self.with_rpc(|rpc, host| rpc.servers_appeared(now, id, &methods, host));
     }
 
-    /// The RPC deadlines due at `now`.
-    pub(super) fn rpc_timeouts(&mut self, now: Instant) {
-        self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
-    }
-
-    /// At shutdown: the RPC machine's calls end.
-    pub(super) fn rpc_shutdown(&mut self) {
-        let now = self.now;
-        self.with_rpc(|rpc, host| rpc.shutdown(now, host));
-    }
-
     /// Hands the RPC machine the inputs that arose since it last ran, if any (the check
     /// inlined into every way in, `send` among them; the work out of line).
     #[inline(always)]
@@ -146,7 +135,7 @@ impl Node {
 
     /// Runs `f` on the RPC machine with this node as its host, then hands it the inputs that
     /// arose meanwhile.
-    fn with_rpc<T>(&mut self, f: impl FnOnce(&mut Rpc, &mut NodeHost<'_>) -> T) -> T {
+    pub(super) fn with_rpc<T>(&mut self, f: impl FnOnce(&mut Rpc, &mut NodeHost<'_>) -> T) -> T {
         let Some(mut rpc) = self.rpc.take() else {
             unreachable!("the RPC machine never runs inside itself: its host calls no way in");
         };
@@ -160,7 +149,7 @@ impl Node {
 }
 
 /// The node as the RPC machine's host (the machine itself is taken out meanwhile).
-struct NodeHost<'a>(&'a mut Node);
+pub(super) struct NodeHost<'a>(&'a mut Node);
 
 impl RpcHost for NodeHost<'_> {
     fn send(
@@ -172,7 +161,7 @@ impl RpcHost for NodeHost<'_> {
         deadline: Instant,
     ) -> Result<MsgId, FailReason> {
         self.0
-            .send_rpc_message(now, to, msg_type, payload, deadline)
+            .send_resolved(now, to, msg_type, payload, deadline, true)
             .map_err(|e| match e {
                 SendError::Shutdown => FailReason::Shutdown,
                 _ => FailReason::NoRoute,

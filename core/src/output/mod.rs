@@ -104,6 +104,15 @@ pub enum SendError {
 /// Largest payload a `Data` frame can carry with the default frame limit.
 pub(crate) const MAX_PAYLOAD_LEN: usize = crate::wire::MAX_DATA_PAYLOAD;
 
+impl From<crate::connector::RouteError> for SendError {
+    fn from(e: crate::connector::RouteError) -> SendError {
+        match e {
+            crate::connector::RouteError::InvalidTarget => SendError::InvalidTarget,
+            _ => SendError::NoRoute,
+        }
+    }
+}
+
 impl SendError {
     /// The checks an application's message passes before anything of it is accepted (a
     /// `send` or a `broadcast`): the node is not shut down, the payload fits a frame, the
