@@ -138,11 +138,8 @@ impl Node {
             rpc: None,
             perimeter: PerimeterCounts::default(),
         };
-        // In the first record already: no republication asked for.
-        node.rpc = Some(alloc::boxed::Box::new(crate::rpc::Rpc::new(
-            crate::rpc::RpcSettings::from_config(&node.config, incarnation, dedup_seed),
-            node.config.serve.iter().map(alloc::string::String::as_str),
-        )));
+        let rpc = crate::rpc::Rpc::for_node(&node.config, incarnation, dedup_seed);
+        node.rpc = Some(rpc);
         node.with_connector(|c, w| c.start(now, w));
         Ok(node)
     }
@@ -212,17 +209,13 @@ impl Node {
             return None;
         }
         let flush = self.endpoints.has_unfinished_flush().then_some(self.now);
-        let beats = self.links.next_deadline();
-        earliest(
-            earliest(
-                earliest(
-                    self.connector.next_deadline(),
-                    self.endpoints.next_deadline(),
-                ),
-                earliest(flush, beats),
-            ),
-            self.rpc.as_ref().and_then(|rpc| rpc.next_deadline()),
-        )
+        let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
+        let machines = [
+            self.connector.next_deadline(),
+            self.endpoints.next_deadline(),
+        ];
+        let rest = [flush, self.links.next_deadline(), rpc];
+        machines.into_iter().chain(rest).fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,
