@@ -65,6 +65,8 @@ pub struct InFlight {
     pub seq: u64,
     /// Application message type.
     pub msg_type: u32,
+    /// What its frame's payload starts with ([`PendingMessage::head`]).
+    pub head: Bytes,
     /// The payload (shared with the sender's copy).
     pub payload: Bytes,
     /// When it is given up (`Unknown(Timeout)`).
@@ -141,6 +143,21 @@ pub(super) struct SendStream {
     /// incarnation died): what the stream's and the queue's messages end with at their
     /// deadlines while it probes.
     pub(super) probe_reason: FailReason,
+}
+
+impl InFlight {
+    /// The bytes its frame carries (`head` and `payload`): what the byte limits count.
+    #[must_use]
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.head.len() + self.payload.len()
+    }
+
+    /// Whether its frame carries no bytes.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl Default for SendStream {
@@ -230,9 +247,11 @@ impl SendStream {
         message: PendingMessage,
         now: Instant,
     ) -> &InFlight {
+        let len = message.len();
         let PendingMessage {
             id: msg,
             msg_type,
+            head,
             payload,
             deadline,
         } = message;
@@ -251,11 +270,12 @@ impl SendStream {
         if self.inflight.is_empty() {
             self.last_tx = now;
         }
-        self.bytes += payload.len();
+        self.bytes += len;
         self.inflight.push_back(InFlight {
             msg,
             seq,
             msg_type,
+            head,
             payload,
             deadline,
             first_tx: now,
@@ -296,7 +316,7 @@ impl SendStream {
         };
         // One pass over the acknowledged prefix, oldest first.
         for m in self.inflight.drain(..acked) {
-            self.bytes -= m.payload.len();
+            self.bytes -= m.len();
             sink.emit(m.msg, Outcome::Delivered);
         }
         if acked > 0 {
@@ -332,7 +352,7 @@ impl SendStream {
             .unwrap_or(self.inflight.len());
         let ended = keep_from;
         for m in self.inflight.drain(..keep_from) {
-            self.bytes -= m.payload.len();
+            self.bytes -= m.len();
             sink.emit(m.msg, Outcome::Unknown(FailReason::TargetRestarted));
         }
         if self.inflight.is_empty() {

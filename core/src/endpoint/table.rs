@@ -298,6 +298,7 @@ impl EndpointTable {
                 message: PendingMessage {
                     id,
                     msg_type,
+                    head: bytes::Bytes::new(),
                     payload,
                     deadline: now + timeout,
                 },

@@ -28,6 +28,7 @@ fn msg(id: u64, len: usize, deadline: Instant) -> PendingMessage {
     PendingMessage {
         id: MsgId(id),
         msg_type: 7,
+        head: Bytes::new(),
         payload: payload(id, len),
         deadline,
     }
