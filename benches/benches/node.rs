@@ -172,7 +172,6 @@ fn push_flush(c: &mut Criterion) {
                 baseline.push_back(PendingMessage {
                     id: MsgId(next),
                     msg_type: 7,
-                    head: Bytes::new(),
                     payload: payload.clone(),
                     deadline: now + timeout,
                 });

@@ -99,15 +99,12 @@ impl EndpointTable {
         sink: &mut S,
     ) {
         let deadline = now + self.settings.message_timeout;
-        let body = (Bytes::new(), payload);
-        self.send_until(key, msg, msg_type, body, now, deadline, ready_link, sink);
+        self.send_until(key, msg, msg_type, payload, now, deadline, ready_link, sink);
     }
 
     /// [`send`](Self::send) with the message's own `deadline` instead of
     /// `now + message_timeout` (a call's request ends with its call): queued, it fails at
-    /// that instant exactly and is never transmitted after it. The frame's payload comes in
-    /// two parts, `(head, payload)` ([`PendingMessage::head`]; an empty head for the
-    /// application's messages).
+    /// that instant exactly and is never transmitted after it.
     #[expect(
         clippy::too_many_arguments,
         reason = "the message's four parts, its deadline, where it may go and where outcomes go"
@@ -118,7 +115,7 @@ impl EndpointTable {
         key: Key,
         msg: MsgId,
         msg_type: u32,
-        (head, payload): (Bytes, Bytes),
+        payload: Bytes,
         now: Instant,
         deadline: Instant,
         ready_link: impl FnOnce() -> Option<LinkId>,
@@ -130,14 +127,13 @@ impl EndpointTable {
             return;
         };
         let outbox = &mut endpoint.outbox;
-        if !outbox.admits(head.len() + payload.len()) {
+        if !outbox.admits(payload.len()) {
             sink.emit(msg, Outcome::Failed(FailReason::QueueFull));
             return;
         }
         let message = PendingMessage {
             id: msg,
             msg_type,
-            head,
             payload,
             deadline,
         };

@@ -134,7 +134,7 @@ impl SendStream {
             self.last += 1;
             m.seq = make_seq(self.tag, self.last);
             m.transmissions = 0;
-            self.bytes += m.len();
+            self.bytes += m.payload.len();
             self.inflight.push_back(m);
         }
     }

@@ -65,8 +65,6 @@ pub struct InFlight {
     pub seq: u64,
     /// Application message type.
     pub msg_type: u32,
-    /// What its frame's payload starts with ([`PendingMessage::head`]).
-    pub head: Bytes,
     /// The payload (shared with the sender's copy).
     pub payload: Bytes,
     /// When it is given up (`Unknown(Timeout)`).
@@ -143,21 +141,6 @@ pub(super) struct SendStream {
     /// incarnation died): what the stream's and the queue's messages end with at their
     /// deadlines while it probes.
     pub(super) probe_reason: FailReason,
-}
-
-impl InFlight {
-    /// The bytes its frame carries (`head` and `payload`): what the byte limits count.
-    #[must_use]
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.head.len() + self.payload.len()
-    }
-
-    /// Whether its frame carries no bytes.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl Default for SendStream {
@@ -247,11 +230,9 @@ impl SendStream {
         message: PendingMessage,
         now: Instant,
     ) -> &InFlight {
-        let len = message.len();
         let PendingMessage {
             id: msg,
             msg_type,
-            head,
             payload,
             deadline,
         } = message;
@@ -270,12 +251,11 @@ impl SendStream {
         if self.inflight.is_empty() {
             self.last_tx = now;
         }
-        self.bytes += len;
+        self.bytes += payload.len();
         self.inflight.push_back(InFlight {
             msg,
             seq,
             msg_type,
-            head,
             payload,
             deadline,
             first_tx: now,
@@ -316,7 +296,7 @@ impl SendStream {
         };
         // One pass over the acknowledged prefix, oldest first.
         for m in self.inflight.drain(..acked) {
-            self.bytes -= m.len();
+            self.bytes -= m.payload.len();
             sink.emit(m.msg, Outcome::Delivered);
         }
         if acked > 0 {
@@ -352,7 +332,7 @@ impl SendStream {
             .unwrap_or(self.inflight.len());
         let ended = keep_from;
         for m in self.inflight.drain(..keep_from) {
-            self.bytes -= m.len();
+            self.bytes -= m.payload.len();
             sink.emit(m.msg, Outcome::Unknown(FailReason::TargetRestarted));
         }
         if self.inflight.is_empty() {

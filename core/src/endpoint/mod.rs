@@ -249,7 +249,6 @@ impl Endpoint {
         self.outbox.queue.push(PendingMessage {
             id,
             msg_type,
-            head: bytes::Bytes::new(),
             payload,
             deadline: now + message_timeout,
         })

@@ -25,12 +25,10 @@ use crate::{
 
 /// Where an outbox puts what it produces: message outcomes and `Data` frames for links.
 pub trait OutboxSink: OutcomeSink {
-    /// `data` must be written to `link` as a `Data` frame whose payload is `head` followed by
-    /// `data.payload` (`head`: an RPC message's header, empty for the application's
-    /// messages), after everything written on it before. The sink encodes it (the node
-    /// appends consecutive frames for one link to one buffer: one allocation per batch, not
-    /// per message, and each byte of the message copied once).
-    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>, head: &[u8]);
+    /// `data` must be written to `link` as a `Data` frame, after everything written on it
+    /// before. The sink encodes it (the node appends consecutive frames for one link to one
+    /// buffer: one allocation per batch, not per message).
+    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>);
 }
 
 /// Where one call's `Data` frames go: from us to the target over one link.
@@ -64,7 +62,7 @@ impl DataRoute {
             hop_count: 0,
             payload: &message.payload,
         };
-        sink.transmit_data(self.link, &data, &message.head);
+        sink.transmit_data(self.link, &data);
     }
 }
 

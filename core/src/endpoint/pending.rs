@@ -12,7 +12,7 @@ use crate::{
 };
 
 /// Queues that drain empty keep at most this many slots of capacity (`VecDeque`'s smallest
-/// allocation, 4 × 88 bytes): enough that a push-one/flush-one pattern does not allocate per
+/// allocation, 4 × 56 bytes): enough that a push-one/flush-one pattern does not allocate per
 /// message, while an endpoint that saw one burst does not hold its peak allocation for ever.
 const RETAINED_CAPACITY: usize = 4;
 
@@ -23,29 +23,10 @@ pub struct PendingMessage {
     pub id: MsgId,
     /// Application message type, carried to the receiver unchanged.
     pub msg_type: u32,
-    /// What its frame's payload starts with: an RPC message's header (the RPC machine's
-    /// messages), empty for the application's. Sent before `payload`, each copied once into
-    /// the link's batch; cloning is a reference-count increment.
-    pub head: Bytes,
     /// The payload; cloning is a reference-count increment.
     pub payload: Bytes,
     /// When it is given up with `Failed(Timeout)` (expired at exactly this instant).
     pub deadline: Instant,
-}
-
-impl PendingMessage {
-    /// The bytes its frame carries (`head` and `payload`): what the byte limits count.
-    #[must_use]
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.head.len() + self.payload.len()
-    }
-
-    /// Whether its frame carries no bytes.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Count and byte limits of one pending queue. 0 means unlimited (libatapp's
@@ -198,7 +179,7 @@ impl PendingQueue {
     /// [`Rejected`] with [`FailReason::QueueFull`] and the message itself when the count or
     /// byte limit would be exceeded; the queue is unchanged.
     pub fn push(&mut self, message: PendingMessage) -> Result<(), Rejected> {
-        let payload_len = message.len();
+        let payload_len = message.payload.len();
         if !self
             .limits
             .admits(self.messages.len(), self.bytes, payload_len)
@@ -227,7 +208,7 @@ impl PendingQueue {
     /// Removes and returns the oldest message (after it was transmitted, or to fail it).
     pub fn pop_front(&mut self) -> Option<PendingMessage> {
         let message = self.messages.pop_front()?;
-        self.bytes -= message.len();
+        self.bytes -= message.payload.len();
         if self
             .min_window
             .front()
@@ -250,7 +231,7 @@ impl PendingQueue {
             return self.pop_front();
         }
         let message = self.messages.remove(index)?;
-        self.bytes -= message.len();
+        self.bytes -= message.payload.len();
         if !self.min_window.is_empty() {
             // Sequence numbers after `index` moved down by one: rebuild.
             self.rebuild_window();
@@ -342,7 +323,7 @@ impl PendingQueue {
         let bytes = &mut self.bytes;
         self.messages.retain(|m| {
             if m.deadline <= now {
-                *bytes -= m.len();
+                *bytes -= m.payload.len();
                 sink.emit(m.id, Outcome::Failed(reason));
                 false
             } else {

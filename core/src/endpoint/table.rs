@@ -298,7 +298,6 @@ impl EndpointTable {
                 message: PendingMessage {
                     id,
                     msg_type,
-                    head: bytes::Bytes::new(),
                     payload,
                     deadline: now + timeout,
                 },

@@ -76,16 +76,14 @@ impl Node {
             _ => self.pick_target(among, to)?,
         };
         let deadline = now + self.config.message_timeout;
-        let body = (Bytes::new(), payload);
-        let sent = self.send_resolved(now, id, msg_type, body, deadline, false);
+        let sent = self.send_resolved(now, id, msg_type, payload, deadline, false);
         // Opening a route may have removed another, ending some of the RPC machine's messages.
         self.settle_rpc();
         sent
     }
 
     /// The body of `send` past its checks (`rpc`: the message is the RPC machine's — its id
-    /// is marked so, and its outcome goes there; `body`: its frame's payload as head and
-    /// payload, [`PendingMessage::head`](crate::endpoint::PendingMessage::head)), inlined into `send` so the hot path is
+    /// is marked so, and its outcome goes there), inlined into `send` so the hot path is
     /// one call: the endpoint is looked up once, the route record once (whether it is bound
     /// and its ready hop), the link only when the message may go straight out. Always
     /// inlined: a plain `#[inline]` left `send` → a helper → `send_until` three calls
@@ -96,16 +94,12 @@ impl Node {
         now: Instant,
         id: NodeId,
         msg_type: u32,
-        body: (Bytes, Bytes),
+        payload: Bytes,
         deadline: Instant,
         rpc: bool,
     ) -> Result<MsgId, SendError> {
         if id == self.id {
             let msg = self.msg_ids.next_for(rpc);
-            let payload = match body {
-                (head, payload) if head.is_empty() => payload,
-                (head, payload) => Bytes::from([&head[..], &payload[..]].concat()),
-            };
             self.out.deliver(self.id, self.id, msg_type, payload);
             self.out.outcome(msg, Outcome::Delivered);
             return Ok(msg);
@@ -142,7 +136,7 @@ impl Node {
         } = self;
         // Asked only when the message may go straight out (nothing queued, within limits).
         let ready_link = || hop.and_then(|hop| links.link_to(hop));
-        endpoints.send_until(key, msg, msg_type, body, now, deadline, ready_link, out);
+        endpoints.send_until(key, msg, msg_type, payload, now, deadline, ready_link, out);
         Ok(msg)
     }
 

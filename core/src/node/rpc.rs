@@ -1,7 +1,7 @@
 //! The RPC machine ([`crate::rpc`]) composed with the node: the public commands delegate to
 //! it, and [`NodeHost`] applies its effects with the node's parts — its messages go through
 //! the outboxes like any other (ids marked as the machine's), its server picks over the
-//! discovery set's rings. Its inputs reach it through [`Outlets`](crate::output::Outlets); every way into the
+//! discovery set's rings. Its inputs reach it through `node/outlets.rs`; every way into the
 //! node hands them over before it returns ([`Node::settle_rpc`]).
 
 use alloc::{string::String, vec::Vec};
@@ -74,7 +74,7 @@ impl Node {
         payload: Bytes,
     ) -> Result<(), ReplyError> {
         let now = self.advance(now);
-        self.with_rpc(|rpc, host| rpc.reply(now, request, payload, host))
+        self.with_rpc(|rpc, host| rpc.reply(now, request, &payload, host))
     }
 
     /// Cancels the call `call`: it ends at once — `Failed(Cancelled)` if no request left
@@ -157,11 +157,11 @@ impl RpcHost for NodeHost<'_> {
         now: Instant,
         to: NodeId,
         msg_type: u32,
-        body: (Bytes, Bytes),
+        payload: Bytes,
         deadline: Instant,
     ) -> Result<MsgId, FailReason> {
         self.0
-            .send_resolved(now, to, msg_type, body, deadline, true)
+            .send_resolved(now, to, msg_type, payload, deadline, true)
             .map_err(|e| match e {
                 SendError::Shutdown => FailReason::Shutdown,
                 _ => FailReason::NoRoute,

@@ -100,8 +100,8 @@ impl OutcomeSink for Outlets {
 /// Our `Data` frames join the link's open batch.
 impl OutboxSink for Outlets {
     #[inline]
-    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>, head: &[u8]) {
-        self.queue.push_data(link, data, head);
+    fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
+        self.queue.push_data(link, data);
     }
 }
 
@@ -117,7 +117,7 @@ impl LinkSink for Outlets {
 
     /// A relayed message joins the link's open batch, as the node's own messages do.
     fn transmit_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
-        self.queue.push_data(link, data, &[]);
+        self.queue.push_data(link, data);
     }
 
     fn close(&mut self, link: LinkId) {

@@ -39,13 +39,11 @@ impl OutQueue {
         self.items.push_back(output);
     }
 
-    /// Appends the `Data` frame `data` for `link` (ours or relayed), its payload preceded by
-    /// `head` (an RPC message's header; empty otherwise): to the open buffer when it is
-    /// `link`'s and has room, else to a new one. The one copy of a message's bytes.
+    /// Appends the `Data` frame `data` for `link` (ours or relayed): to the open buffer when
+    /// it is `link`'s and has room, else to a new one.
     #[inline]
-    pub(crate) fn push_data(&mut self, link: LinkId, data: &wire::Data<'_>, head: &[u8]) {
-        let len = head.len() + data.payload.len();
-        let fits = |buf: &Vec<u8>| buf.len() + len < MAX_TRANSMIT;
+    pub(crate) fn push_data(&mut self, link: LinkId, data: &wire::Data<'_>) {
+        let fits = |buf: &Vec<u8>| buf.len() + data.payload.len() < MAX_TRANSMIT;
         let buf = match &mut self.open {
             Some((open, buf)) if *open == link && fits(buf) => buf,
             _ => {
@@ -54,7 +52,7 @@ impl OutQueue {
                 &mut self.open.insert((link, Vec::with_capacity(capacity))).1
             }
         };
-        wire::encode_data_parts(data, head, buf)
+        wire::encode_data(data, buf)
             .expect("payloads are checked at send, relayed ones were decoded: they fit a frame");
     }
 

@@ -66,7 +66,7 @@ impl Rpc {
                         reason,
                     };
                     let deadline = now + self.settings.message_timeout;
-                    self.send(now, from, &refuse, Bytes::new(), deadline, host);
+                    self.send(now, from, &refuse, deadline, host);
                     return;
                 }
                 self.serving.first_time(key);

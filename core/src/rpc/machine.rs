@@ -32,36 +32,32 @@ use crate::{
 /// Largest RPC message (or broadcast payload) a `Data` frame can carry.
 pub(crate) const MAX_PAYLOAD_LEN: usize = wire::MAX_DATA_PAYLOAD;
 
-/// The least the encoder grows by: message heads are encoded one after the other into one
-/// buffer and split off it (no allocation per message, and a message's copies in the outbox
-/// are reference counts).
+/// The least the encoder grows by: messages are encoded one after the other into one buffer
+/// and split off it (no allocation per message, and a message's copies in the outbox are
+/// reference counts).
 const ENCODER_CHUNK: usize = 16 * 1024;
 
-/// `message`'s head — its encoding up to the payload ([`wire::encode_rpc_head`]) — encoded
-/// into `encoder` and split off it. The payload is not copied here: it travels as its own
-/// part, copied once, into the link's batch.
-fn encode_head(encoder: &mut BytesMut, message: &RpcMessage<'_>) -> Bytes {
-    let len = wire::rpc_len(message) - wire::rpc_payload(message).len();
+/// `message`, encoded into `encoder` and split off it.
+fn encode(encoder: &mut BytesMut, message: &RpcMessage<'_>) -> Bytes {
+    let len = wire::rpc_len(message);
     if encoder.capacity() < len {
         encoder.reserve(len.max(ENCODER_CHUNK));
     }
-    wire::encode_rpc_head(message, encoder);
+    wire::encode_rpc(message, encoder);
     encoder.split().freeze()
 }
 
 /// What the machine asks of the node it runs in.
 pub(crate) trait RpcHost {
-    /// Hands a message of `msg_type` for `to` to its outbox with `deadline`, its frame's
-    /// payload `body`: a head then a payload (an RPC message's encoded head and its caller's bytes,
-    /// each copied once into the link's batch; an empty head for a broadcast): its id (the
-    /// machine's: its outcome comes back as an [`RpcInput::Outcome`]), or why the node
-    /// refused it at once (it provably never left).
+    /// Hands `payload` as a message of `msg_type` for `to` to its outbox with `deadline`:
+    /// its id (the machine's: its outcome comes back as an [`RpcInput::Outcome`]), or why the
+    /// node refused it at once (it provably never left).
     fn send(
         &mut self,
         now: Instant,
         to: NodeId,
         msg_type: u32,
-        body: (Bytes, Bytes),
+        payload: Bytes,
         deadline: Instant,
     ) -> Result<MsgId, FailReason>;
     /// Takes `msg` back from `to`'s queue if it was never transmitted (no outcome follows);
@@ -327,7 +323,7 @@ impl Rpc {
         &mut self,
         now: Instant,
         request: RequestId,
-        payload: Bytes,
+        payload: &[u8],
         host: &mut impl RpcHost,
     ) -> Result<(), ReplyError> {
         let len = wire::reply_len(payload.len());
@@ -349,16 +345,9 @@ impl Rpc {
         let message = RpcMessage::Reply {
             call,
             caller_incarnation,
-            payload: &payload,
+            payload,
         };
-        self.send(
-            now,
-            caller,
-            &message,
-            payload.clone(),
-            inbound.deadline,
-            host,
-        );
+        self.send(now, caller, &message, inbound.deadline, host);
         Ok(())
     }
 
@@ -377,7 +366,7 @@ impl Rpc {
                     caller_incarnation: self.settings.incarnation,
                 };
                 let deadline = now + self.settings.message_timeout;
-                self.send(now, server, &message, Bytes::new(), deadline, host);
+                self.send(now, server, &message, deadline, host);
                 self.finish(call, CallOutcome::Unknown(FailReason::Cancelled), host);
             }
         }
@@ -400,8 +389,7 @@ impl Rpc {
         let broadcast = self.broadcasts.start();
         let deadline = now + spec.timeout.unwrap_or(self.settings.message_timeout);
         for node in recipients {
-            let body = (Bytes::new(), spec.payload.clone());
-            match host.send(now, node, spec.msg_type, body, deadline) {
+            match host.send(now, node, spec.msg_type, spec.payload.clone(), deadline) {
                 Ok(msg) => self.broadcasts.expect(broadcast, node, msg),
                 Err(reason) => self.broadcasts.record(broadcast, node, reason),
             }
@@ -500,11 +488,8 @@ impl Rpc {
             method: &call.method,
             payload: &call.payload,
         };
-        let body = (
-            encode_head(&mut self.encoder, &request),
-            call.payload.clone(),
-        );
-        if let Ok(msg) = host.send(now, server, wire::RPC_MSG_TYPE, body, call.deadline) {
+        let bytes = encode(&mut self.encoder, &request);
+        if let Ok(msg) = host.send(now, server, wire::RPC_MSG_TYPE, bytes, call.deadline) {
             self.calls.sent(id, server, msg, now);
             true
         } else {
@@ -516,22 +501,18 @@ impl Rpc {
 
     /// Sends the RPC message `message` to `to` by `deadline` (best effort: a reply, refusal
     /// or cancel that cannot leave is dropped; its outcome is the machine's and ends nothing).
-    /// `payload` holds the bytes of `message`'s payload (empty for a refusal or a cancel):
-    /// they travel as their own part, not copied into its head.
     pub(super) fn send(
         &mut self,
         now: Instant,
         to: NodeId,
         message: &RpcMessage<'_>,
-        payload: Bytes,
         deadline: Instant,
         host: &mut impl RpcHost,
     ) {
-        debug_assert_eq!(wire::rpc_payload(message), &payload[..]);
-        let body = (encode_head(&mut self.encoder, message), payload);
+        let bytes = encode(&mut self.encoder, message);
         // Refused at once: nothing was sent, nothing is owed (the caller times out or picks
         // again, the server's held request expires).
-        let _refused = host.send(now, to, wire::RPC_MSG_TYPE, body, deadline);
+        let _refused = host.send(now, to, wire::RPC_MSG_TYPE, bytes, deadline);
     }
 
     /// Ends the open call `id` with `outcome` and reports it.

@@ -56,7 +56,7 @@ impl RpcHost for Script {
         _now: Instant,
         to: NodeId,
         _msg_type: u32,
-        (head, payload): (Bytes, Bytes),
+        payload: Bytes,
         deadline: Instant,
     ) -> Result<MsgId, FailReason> {
         if self.unroutable.contains(&to) {
@@ -67,7 +67,7 @@ impl RpcHost for Script {
         self.queued.push(msg);
         self.sent.push(Sent {
             to,
-            bytes: [&head[..], &payload[..]].concat(),
+            bytes: payload.to_vec(),
             deadline,
             msg,
         });
@@ -287,8 +287,7 @@ fn a_served_request_is_handed_out_once_and_answered() {
         (&b"args"[..], at(1_100))
     );
     assert_eq!(rpc.stats().duplicate_requests, 1);
-    rpc.reply(at(200), RequestId(1), Bytes::from_static(b"out"), &mut host)
-        .unwrap();
+    rpc.reply(at(200), RequestId(1), b"out", &mut host).unwrap();
     let mut reply = Vec::new();
     wire::encode_rpc(
         &RpcMessage::Reply {
@@ -303,12 +302,7 @@ fn a_served_request_is_handed_out_once_and_answered() {
         (CALLER, &reply, at(1_100))
     );
     assert_eq!(
-        rpc.reply(
-            at(300),
-            RequestId(1),
-            Bytes::from_static(b"again"),
-            &mut host
-        ),
+        rpc.reply(at(300), RequestId(1), b"again", &mut host),
         Err(super::ReplyError::UnknownRequest)
     );
     assert_eq!(rpc.stats().dropped_replies, 1);

@@ -118,22 +118,7 @@ pub(super) fn header(len: u32, kind: FrameKind, flags: u16) -> [u8; HEADER_LEN] 
 /// [`EncodeError::FrameTooLarge`] as [`encode`].
 #[inline]
 pub(crate) fn encode_data(data: &Data<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError> {
-    encode_data_parts(data, &[], out)
-}
-
-/// [`encode_data`] of a frame whose payload comes in two parts: `head`, then `data.payload`
-/// (an RPC message's header and its caller's payload, each copied once, straight into
-/// `out`).
-///
-/// # Errors
-/// [`EncodeError::FrameTooLarge`] as [`encode`].
-#[inline]
-pub(crate) fn encode_data_parts(
-    data: &Data<'_>,
-    head: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<usize, EncodeError> {
-    let len = HEADER_LEN + DATA_FIXED_LEN + head.len() + data.payload.len();
+    let len = HEADER_LEN + DATA_FIXED_LEN + data.payload.len();
     let Ok(len32) = u32::try_from(len) else {
         return Err(EncodeError::FrameTooLarge {
             len,
@@ -151,7 +136,6 @@ pub(crate) fn encode_data_parts(
     fixed[44] = data.hop_count;
     out.reserve(len);
     out.extend_from_slice(&fixed);
-    out.extend_from_slice(head);
     out.extend_from_slice(data.payload);
     Ok(len)
 }

@@ -94,7 +94,7 @@ mod rpc;
 mod tests;
 
 pub use decode::{DecodeError, Decoded, decode, decode_limited, frame_len};
-pub(crate) use encode::encode_data_parts;
+pub(crate) use encode::encode_data;
 pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
 pub use frame::{
     Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
@@ -112,7 +112,6 @@ pub use registry::{
 pub use rpc::{
     RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len, rpc_len,
 };
-pub(crate) use rpc::{encode_rpc_head, rpc_payload};
 
 /// Format version written in every header and the only one [`decode`] accepts.
 pub const WIRE_VERSION: u8 = 1;

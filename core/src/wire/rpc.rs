@@ -101,24 +101,6 @@ pub enum RpcMessage<'a> {
 
 /// Appends `message` to `out` (a `Vec<u8>`, a `BytesMut`, ...).
 pub fn encode_rpc<B: bytes::BufMut + ?Sized>(message: &RpcMessage<'_>, out: &mut B) {
-    encode_rpc_head(message, out);
-    out.put_slice(rpc_payload(message));
-}
-
-/// The payload a message carries (a request's arguments, a reply's answer; empty for a
-/// refusal or a cancel): what follows its head ([`encode_rpc_head`]) in its encoding.
-#[must_use]
-pub(crate) const fn rpc_payload<'a>(message: &RpcMessage<'a>) -> &'a [u8] {
-    match *message {
-        RpcMessage::Request { payload, .. } | RpcMessage::Reply { payload, .. } => payload,
-        RpcMessage::Refuse { .. } | RpcMessage::Cancel { .. } => &[],
-    }
-}
-
-/// Appends `message`'s encoding up to its payload ([`rpc_payload`]) to `out`: the sender
-/// encodes the head and lets the payload travel as its own part, copied once into the
-/// link's batch.
-pub(crate) fn encode_rpc_head<B: bytes::BufMut + ?Sized>(message: &RpcMessage<'_>, out: &mut B) {
     let (kind, call, incarnation) = match *message {
         RpcMessage::Request {
             call,
@@ -147,15 +129,18 @@ pub(crate) fn encode_rpc_head<B: bytes::BufMut + ?Sized>(message: &RpcMessage<'_
         RpcMessage::Request {
             remaining_ns,
             method,
+            payload,
             ..
         } => {
             out.put_slice(&remaining_ns.to_le_bytes());
             let len = u32::try_from(method.len()).expect("a method name is at most 255 bytes");
             out.put_slice(&len.to_le_bytes());
             out.put_slice(method.as_bytes());
+            out.put_slice(payload);
         }
+        RpcMessage::Reply { payload, .. } => out.put_slice(payload),
         RpcMessage::Refuse { reason, .. } => out.put_u8(reason.code()),
-        RpcMessage::Reply { .. } | RpcMessage::Cancel { .. } => {}
+        RpcMessage::Cancel { .. } => {}
     }
 }
 

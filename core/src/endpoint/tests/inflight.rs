@@ -16,7 +16,7 @@ use crate::{
 
 /// Frames are not looked at here (the node tests decode them): only outcomes are kept.
 impl OutboxSink for Vec<MessageOutcome> {
-    fn transmit_data(&mut self, _link: LinkId, _data: &crate::wire::Data<'_>, _head: &[u8]) {}
+    fn transmit_data(&mut self, _link: LinkId, _data: &crate::wire::Data<'_>) {}
 }
 
 const LINK: LinkId = LinkId(1);
@@ -590,7 +590,7 @@ fn an_outbox_flush_stopped_by_its_budget_is_due_at_once_and_continues_in_order()
         }
     }
     impl OutboxSink for Sink {
-        fn transmit_data(&mut self, _link: LinkId, _data: &crate::wire::Data<'_>, _head: &[u8]) {
+        fn transmit_data(&mut self, _link: LinkId, _data: &crate::wire::Data<'_>) {
             self.0 += 1;
         }
     }

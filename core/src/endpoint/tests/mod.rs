@@ -28,7 +28,6 @@ fn msg(id: u64, len: usize, deadline: Instant) -> PendingMessage {
     PendingMessage {
         id: MsgId(id),
         msg_type: 7,
-        head: Bytes::new(),
         payload: payload(id, len),
         deadline,
     }

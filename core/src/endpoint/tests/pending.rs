@@ -180,8 +180,6 @@ fn drain_fails_everything_in_fifo_order_with_the_reason() {
     assert_eq!(queue.next_deadline(), Some(ms(800)));
 }
 
-/// A message slot is 88 bytes (56 before an RPC message's head travelled as its own part,
-/// [`PendingMessage::head`](crate::endpoint::PendingMessage::head)).
 #[test]
 fn a_drained_queue_gives_back_its_burst_capacity() {
     let mut queue = PendingQueue::new(QueueLimits::UNLIMITED);
@@ -189,7 +187,7 @@ fn a_drained_queue_gives_back_its_burst_capacity() {
     for id in 0..100 {
         queue.push(msg(id, 1, ms(100 - id))).unwrap();
     }
-    assert!(queue.heap_bytes() >= 100 * 88);
+    assert!(queue.heap_bytes() >= 100 * 56);
     while queue.pop_front().is_some() {}
     // Four message slots stay (VecDeque's smallest buffer); the min-window is freed.
     assert_eq!(
@@ -201,5 +199,5 @@ fn a_drained_queue_gives_back_its_burst_capacity() {
         queue.push(msg(id, 1, ms(100))).unwrap();
     }
     queue.drain_with(FailReason::Shutdown, &mut out);
-    assert_eq!(queue.heap_bytes(), 4 * 88);
+    assert_eq!(queue.heap_bytes(), 4 * 56);
 }

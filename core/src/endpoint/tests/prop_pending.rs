@@ -150,7 +150,6 @@ fn run(limits: QueueLimits, ops: Vec<Op>) {
                             message: PendingMessage {
                                 id: MsgId(id),
                                 msg_type: 3,
-                                head: bytes::Bytes::new(),
                                 payload: payload(id, len),
                                 deadline: now + timeout,
                             },

@@ -108,7 +108,6 @@ fn stale_keys_return_none_even_after_the_slot_is_reused() {
             message: PendingMessage {
                 id: MsgId(1),
                 msg_type: 4,
-                head: bytes::Bytes::new(),
                 payload: payload(1, 2),
                 deadline: ms(3) + 8 * SECOND,
             },
@@ -332,9 +331,7 @@ fn default_settings_come_from_the_config_defaults() {
     assert_eq!(s.gc_timeout, 60 * SECOND);
 }
 
-/// Memory per endpoint; the target is ≤ 256 bytes. A queued message is 88 bytes: 56 before
-/// it carried an RPC message's head as its own part ([`PendingMessage::head`], so a
-/// request's or reply's payload is copied once, into the link's batch).
+/// Memory per endpoint; the target is ≤ 256 bytes.
 #[test]
 fn endpoint_memory_stays_within_budget() {
     let endpoint = core::mem::size_of::<Endpoint>();
@@ -344,7 +341,7 @@ fn endpoint_memory_stays_within_budget() {
         slot_size()
     );
     assert!(endpoint <= 256, "Endpoint is {endpoint} bytes");
-    assert_eq!(message, 88);
+    assert_eq!(message, 56);
     // Heap: the name, plus nothing until something is queued.
     let mut table = table();
     let key = table.get_or_create(NodeId(1), "svc-00001", ms(0)).unwrap();
