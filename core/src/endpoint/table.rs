@@ -171,6 +171,17 @@ impl EndpointTable {
             .map_or(0, |e| e.queue().len())
     }
 
+    /// [`open`](Self::open)'s cold half: the endpoint created.
+    #[inline(never)]
+    fn create_for(
+        &mut self,
+        id: NodeId,
+        name: &str,
+        now: Instant,
+    ) -> Result<(Key, bool), EndpointError> {
+        self.get_or_create(id, name, now).map(|key| (key, false))
+    }
+
     /// Messages outstanding to `id`: queued or unacknowledged (what least-outstanding
     /// selection compares), saturating.
     #[must_use]
@@ -265,6 +276,7 @@ impl EndpointTable {
     /// # Errors
     ///
     /// As [`get_or_create`](Self::get_or_create).
+    #[inline(always)]
     pub fn open<'n>(
         &mut self,
         id: NodeId,
@@ -273,7 +285,7 @@ impl EndpointTable {
     ) -> Result<(Key, bool), EndpointError> {
         match self.find_by_id(id) {
             Some(key) => Ok((key, true)),
-            None => self.get_or_create(id, name(), now).map(|key| (key, false)),
+            None => self.create_for(id, name(), now),
         }
     }
 

@@ -117,6 +117,7 @@ impl SendError {
     /// The checks an application's message passes before anything of it is accepted (a
     /// `send` or a `broadcast`): the node is not shut down, the payload fits a frame, the
     /// type is not the RPC layer's.
+    #[inline(always)]
     pub(crate) fn check(shut_down: bool, msg_type: u32, len: usize) -> Result<(), SendError> {
         if shut_down {
             Err(SendError::Shutdown)
