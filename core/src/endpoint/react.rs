@@ -86,8 +86,9 @@ impl EndpointTable {
         u.reason == UnreachableReason::HopLimit || ready_hop == Some(via)
     }
 
-    /// After the route to `u.dst` heard of the failure [`react_to_refusal`]
-    /// (Self::react_to_refusal) reported, it is ready through `ready_hop` (if at all).
+    /// After the route to `u.dst` heard of the failure
+    /// [`react_to_refusal`](Self::react_to_refusal) reported, it is ready through `ready_hop`
+    /// (if at all).
     /// Returns whether the stream goes out again now (a flush): another hop is ready at once.
     /// Otherwise, after a `HopLimit`, the in-flight messages end now — `Failed(NoRoute)` from
     /// the first one every copy of which was refused, `Unknown(NoRoute)` before it.

@@ -180,7 +180,7 @@ impl Node {
     /// `reply`), how a call or broadcast ended, or a record to publish again
     /// ([`RpcOutput`](crate::rpc::RpcOutput)). RPC messages travel as `Data` of a reserved
     /// type: their deliveries and outcomes go to the RPC machine where they arise
-    /// ([`Outlets`]) and never reach the driver as `Received` or `Outcome`. An output
+    /// (`output::Outlets`) and never reach the driver as `Received` or `Outcome`. An output
     /// not acted on is lost: a `Transmit` dropped on the floor is a message the peer never
     /// sees.
     #[must_use]
