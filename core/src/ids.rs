@@ -144,6 +144,16 @@ impl IdSource {
     pub(crate) fn next_rpc_msg(&mut self) -> MsgId {
         MsgId(self.next_raw() | MsgId::RPC_BIT)
     }
+
+    /// The next id, the RPC layer's if `rpc`.
+    #[inline]
+    pub(crate) fn next_for(&mut self, rpc: bool) -> MsgId {
+        if rpc {
+            self.next_rpc_msg()
+        } else {
+            self.next_msg()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -258,6 +258,7 @@ pub mod node;
 pub mod outcome;
 pub mod output;
 pub mod perimeter;
+pub(crate) mod records;
 pub mod registry;
 pub mod ring;
 pub mod rng;

@@ -36,6 +36,20 @@ pub const fn entropy_seed(random: u64, unix_nanos: u128, pid: u32) -> u64 {
     mix64(state ^ mix64(pid as u64))
 }
 
+/// The two generators of one node, from its `seed` (`Config::rng_seed`), its `id` and its
+/// start time in nanoseconds: the node's own (the connector's jitter, random picks) and the
+/// bus's (incarnations, the outboxes, the links, the RPC dedup seed). The bus draws from its
+/// own generator, so incarnations and the connector's jitter and random target picks do not
+/// disturb each other's sequences; the start time is mixed in so a node restarted with the
+/// same seed is a new incarnation.
+#[must_use]
+pub(crate) fn node_rngs(seed: u64, id: u64, start_nanos: u64) -> (Rng, Rng) {
+    let mut id_state = id;
+    let node = Rng::new(seed ^ splitmix64(&mut id_state));
+    let bus = Rng::new(seed ^ mix64(id ^ 0xb05) ^ mix64(start_nanos.wrapping_add(1)));
+    (node, bus)
+}
+
 /// A seeded xoshiro256** generator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rng {

@@ -163,6 +163,21 @@ pub enum LinkState {
     Up,
 }
 
+impl LinkState {
+    /// The state of a peer with an `up` link, with only dials in progress (`connecting`), or
+    /// with nothing (`None`).
+    #[must_use]
+    pub const fn of(up: bool, connecting: bool) -> Option<LinkState> {
+        if up {
+            Some(LinkState::Up)
+        } else if connecting {
+            Some(LinkState::Connecting)
+        } else {
+            None
+        }
+    }
+}
+
 /// The connector's settings, taken from [`Config`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectorConfig {

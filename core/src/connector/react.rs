@@ -324,6 +324,15 @@ impl Connector {
             && self.policy.check_policy(&self.local, data).is_ok()
     }
 
+    /// Where to probe the suspect `peer` (a dial that is evidence if it fails): its address
+    /// ([`address_of`](Self::address_of)) if this node [`may_link`](Self::may_link) to it.
+    #[must_use]
+    pub fn probe_address(&self, world: &World<'_>, peer: NodeId) -> Option<String> {
+        self.may_link(world, peer)
+            .then(|| self.address_of(world, peer))
+            .flatten()
+    }
+
     /// The address `peer` is dialled at: the configured upstream address for the configured
     /// upstream, else the one its discovery record offers this node (`None` without one).
     #[must_use]

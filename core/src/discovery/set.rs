@@ -236,6 +236,13 @@ impl DiscoverySet {
         DiscoverySet::with_config(limit, RingConfig::default())
     }
 
+    /// An empty set keeping up to [`DEFAULT_TOMBSTONE_LIMIT`] tombstones, whose rings use
+    /// `ring` (a node's set: its config names the ring).
+    #[must_use]
+    pub fn with_ring(ring: RingConfig) -> DiscoverySet {
+        DiscoverySet::with_config(DEFAULT_TOMBSTONE_LIMIT, ring)
+    }
+
     /// An empty set keeping up to `limit` tombstones (at least 1), whose rings use `ring`
     /// (points per node, hash mode).
     #[must_use]
@@ -309,6 +316,15 @@ impl DiscoverySet {
     /// default ring, no hashing; registering the same filter twice returns the same handle).
     pub fn add_filter(&mut self, filter: Filter) -> FilterId {
         self.rings.add_filter(filter)
+    }
+
+    /// The ring handle of `filter`: its registered one, else [`add_filter`](Self::add_filter)
+    /// registers a copy.
+    pub fn filter_handle(&mut self, filter: &Filter) -> FilterId {
+        match self.rings.filter_id(filter) {
+            Some(id) => id,
+            None => self.add_filter(filter.clone()),
+        }
     }
 
     /// How many node changes the rings refused (a node over the ring's capacity). Such a node

@@ -34,6 +34,7 @@ mod give_up;
 pub mod inflight;
 mod outbox;
 mod pending;
+mod react;
 mod table;
 
 #[cfg(test)]
@@ -44,6 +45,7 @@ use alloc::string::String;
 pub use inflight::{InFlight, Refusal, Reset};
 pub use outbox::{Outbox, OutboxSink};
 pub use pending::{PendingMessage, PendingQueue, QueueLimits, Rejected};
+pub use react::AckFollowup;
 pub use table::{EndpointError, EndpointTable, TimeoutReport};
 
 use crate::{

@@ -171,6 +171,24 @@ impl EndpointTable {
             .map_or(0, |e| e.queue().len())
     }
 
+    /// [`open`](Self::open)'s cold half: the endpoint created.
+    #[inline(never)]
+    fn create_for(
+        &mut self,
+        id: NodeId,
+        name: &str,
+        now: Instant,
+    ) -> Result<(Key, bool), EndpointError> {
+        self.get_or_create(id, name, now).map(|key| (key, false))
+    }
+
+    /// Messages outstanding to `id`: queued or unacknowledged (what least-outstanding
+    /// selection compares), saturating.
+    #[must_use]
+    pub fn outstanding(&self, id: NodeId) -> u32 {
+        u32::try_from(self.queued(id) + self.unacked(id).len()).unwrap_or(u32::MAX)
+    }
+
     /// The endpoint with this id, if any.
     #[must_use]
     pub fn find_by_id(&self, id: NodeId) -> Option<Key> {
@@ -249,6 +267,26 @@ impl EndpointTable {
         }
         self.reindex(key);
         Ok(key)
+    }
+
+    /// The endpoint of `id` for a message, and whether it existed: found by id, else created
+    /// ([`get_or_create`](Self::get_or_create)) with the `name` discovery says (`""`: none
+    /// known).
+    ///
+    /// # Errors
+    ///
+    /// As [`get_or_create`](Self::get_or_create).
+    #[inline(always)]
+    pub fn open<'n>(
+        &mut self,
+        id: NodeId,
+        name: impl FnOnce() -> &'n str,
+        now: Instant,
+    ) -> Result<(Key, bool), EndpointError> {
+        match self.find_by_id(id) {
+            Some(key) => Ok((key, true)),
+            None => self.create_for(id, name(), now),
+        }
     }
 
     /// Queues a message for the endpoint `key` with deadline `now + message_timeout`.

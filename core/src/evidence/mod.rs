@@ -39,7 +39,12 @@ use alloc::{
     vec::Vec,
 };
 
-use crate::{bus::links::Down, event::Evidence, ids::NodeId, wire::ByeReason};
+use crate::{
+    bus::links::Down,
+    event::Evidence,
+    ids::NodeId,
+    wire::{ByeReason, UnreachableReason},
+};
 
 /// A peer incarnation found dead, and what showed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,6 +169,21 @@ impl EvidenceBook {
         self.relayed
             .get(&dst)
             .map_or_else(Vec::new, |sources| sources.iter().copied().collect())
+    }
+
+    /// The sources to tell `reason` about `dst` (`None`: none): `TargetGone` forgets them
+    /// (whether there were any is the answer), `Reachable` keeps them — news recovers as fast
+    /// as it kills: one that was refused retries now.
+    pub(crate) fn sources_to_tell(
+        &mut self,
+        dst: NodeId,
+        reason: UnreachableReason,
+    ) -> Option<Vec<NodeId>> {
+        if reason == UnreachableReason::TargetGone {
+            self.take_sources(dst)
+        } else {
+            Some(self.sources(dst))
+        }
     }
 
     /// Whether a death closes the links still open to the dead incarnation: when the links

@@ -3,19 +3,17 @@
 
 use bytes::Bytes;
 
-use super::{Node, OutSink, SendError};
+use super::{Node, SendError};
 use crate::{
-    connector::{RouteError, World},
     discovery::Filter,
     ids::{MsgId, NodeId},
     outcome::{FailReason, Outcome},
     select::{Among, Select},
     time::Instant,
-    wire,
 };
 
-/// Largest payload a `Data` frame can carry with the default frame limit.
-pub(super) const MAX_PAYLOAD_LEN: usize = wire::MAX_DATA_PAYLOAD;
+#[cfg(test)]
+pub(super) use crate::output::MAX_PAYLOAD_LEN;
 
 impl Node {
     /// Accepts a message for the node `to` selects among every node ([`crate::select`]) and
@@ -71,18 +69,7 @@ impl Node {
         payload: Bytes,
     ) -> Result<MsgId, SendError> {
         let now = self.advance(now);
-        if self.shut_down {
-            return Err(SendError::Shutdown);
-        }
-        if payload.len() > MAX_PAYLOAD_LEN {
-            return Err(SendError::PayloadTooLarge {
-                len: payload.len(),
-                max: MAX_PAYLOAD_LEN,
-            });
-        }
-        if msg_type == wire::RPC_MSG_TYPE {
-            return Err(SendError::ReservedType);
-        }
+        SendError::check(self.shut_down, msg_type, payload.len())?;
         // The hot path, a node named by id, needs no pick.
         let id = match (among, to) {
             (None, &Select::Node(id)) if id.is_valid() => id,
@@ -95,28 +82,14 @@ impl Node {
         sent
     }
 
-    /// Hands one of the RPC machine's messages for the node `id` to its outbox with
-    /// `deadline` (`send` past its checks; its id is marked as the machine's, so its outcome
-    /// goes there).
-    pub(super) fn send_rpc_message(
-        &mut self,
-        now: Instant,
-        id: NodeId,
-        msg_type: u32,
-        payload: Bytes,
-        deadline: Instant,
-    ) -> Result<MsgId, SendError> {
-        self.send_resolved(now, id, msg_type, payload, deadline, true)
-    }
-
-    /// The body of `send` past its checks (`rpc`: the message is the RPC machine's, see
-    /// [`send_rpc_message`](Self::send_rpc_message)), inlined into `send` so the hot path is
+    /// The body of `send` past its checks (`rpc`: the message is the RPC machine's — its id
+    /// is marked so, and its outcome goes there), inlined into `send` so the hot path is
     /// one call: the endpoint is looked up once, the route record once (whether it is bound
     /// and its ready hop), the link only when the message may go straight out. Always
     /// inlined: a plain `#[inline]` left `send` → a helper → `send_until` three calls
     /// deep, each passing the payload on.
     #[inline(always)]
-    fn send_resolved(
+    pub(super) fn send_resolved(
         &mut self,
         now: Instant,
         id: NodeId,
@@ -125,57 +98,36 @@ impl Node {
         deadline: Instant,
         rpc: bool,
     ) -> Result<MsgId, SendError> {
-        let next_msg = |ids: &mut crate::ids::IdSource| {
-            if rpc {
-                ids.next_rpc_msg()
-            } else {
-                ids.next_msg()
-            }
-        };
         if id == self.id {
-            let msg = next_msg(&mut self.msg_ids);
+            let msg = self.msg_ids.next_for(rpc);
             self.out.deliver(self.id, self.id, msg_type, payload);
             self.out.outcome(msg, Outcome::Delivered);
             return Ok(msg);
         }
-        let (key, existed) = match self.endpoints.find_by_id(id) {
-            Some(key) => (key, true),
-            None => {
-                let name = self
-                    .discovery
-                    .get_by_id(id)
-                    .map_or("", |info| info.name.as_str());
-                let key = self
-                    .endpoints
-                    .get_or_create(id, name, now)
-                    .map_err(|_| SendError::InvalidTarget)?;
-                (key, false)
-            }
-        };
+        let records = &self.records;
+        let (key, existed) = (self.endpoints.open(id, || records.name_of(id), now))
+            .map_err(|_| SendError::InvalidTarget)?;
         let hop = if let Some(hop) = self.connector.endpoint_hop(id) {
             hop
         } else {
-            let world = World::new(&self.topology, &self.discovery);
+            let world = self.records.world();
             match self.connector.open_route(now, &world, id) {
                 Ok(()) => {
                     self.endpoints.attach_handle(key);
                 }
                 Err(e) => {
                     if !existed {
-                        let mut sink = OutSink(&mut self.out);
-                        self.endpoints.remove(key, FailReason::NoRoute, &mut sink);
+                        self.endpoints
+                            .remove(key, FailReason::NoRoute, &mut self.out);
                     }
                     self.apply_effects();
-                    return Err(match e {
-                        RouteError::InvalidTarget => SendError::InvalidTarget,
-                        _ => SendError::NoRoute,
-                    });
+                    return Err(e.into());
                 }
             }
             self.apply_effects();
             self.connector.ready_hop(id)
         };
-        let msg = next_msg(&mut self.msg_ids);
+        let msg = self.msg_ids.next_for(rpc);
         let Node {
             endpoints,
             links,
@@ -184,16 +136,7 @@ impl Node {
         } = self;
         // Asked only when the message may go straight out (nothing queued, within limits).
         let ready_link = || hop.and_then(|hop| links.link_to(hop));
-        endpoints.send_until(
-            key,
-            msg,
-            msg_type,
-            payload,
-            now,
-            deadline,
-            ready_link,
-            &mut OutSink(out),
-        );
+        endpoints.send_until(key, msg, msg_type, payload, now, deadline, ready_link, out);
         Ok(msg)
     }
 
@@ -208,26 +151,15 @@ impl Node {
         if !to.is_valid() {
             return Err(SendError::InvalidTarget);
         }
-        let filter = among.map(|filter| match self.discovery.rings().filter_id(filter) {
-            Some(id) => id,
-            None => self.discovery.add_filter(filter.clone()),
-        });
-        let Node {
-            discovery,
-            endpoints,
-            selector,
-            rng,
-            ..
-        } = self;
+        let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
         let among = Among {
-            rings: discovery.rings(),
+            rings: self.records.discovery.rings(),
             filter,
         };
-        let load = |id: NodeId| {
-            u32::try_from(endpoints.queued(id) + endpoints.unacked(id).len()).unwrap_or(u32::MAX)
-        };
-        selector
-            .pick(to, among, rng, load, &[])
+        let endpoints = &self.endpoints;
+        let load = |id: NodeId| endpoints.outstanding(id);
+        (self.selector)
+            .pick(to, among, &mut self.rng, load, &[])
             .ok_or(SendError::UnknownTarget)
     }
 
@@ -243,9 +175,10 @@ impl Node {
             return;
         }
         self.shut_down = true;
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints.give_up_all(FailReason::Shutdown, &mut sink);
-        self.rpc_shutdown();
+        self.endpoints
+            .give_up_all(FailReason::Shutdown, &mut self.out);
+        let now = self.now;
+        self.with_rpc(|rpc, host| rpc.shutdown(now, host));
         self.links.close_all(&mut self.out);
         self.connector.clear();
     }

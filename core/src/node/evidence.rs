@@ -7,10 +7,9 @@
 //! [`EndpointTable::on_dead`]: crate::endpoint::EndpointTable::on_dead
 //! [`EvidenceBook`]: crate::evidence::EvidenceBook
 
-use super::{Event, Evidence, Node, OutSink, Output};
+use super::{Event, Evidence, Node};
 use crate::{
     bus::links::Down,
-    connector::World,
     evidence::EvidenceBook,
     ids::NodeId,
     outcome::FailReason,
@@ -33,10 +32,9 @@ impl Node {
         } else {
             alloc::vec::Vec::new()
         };
-        let mut sink = OutSink(&mut self.out);
-        let ended = self
-            .endpoints
-            .on_dead(peer, incarnation, FailReason::TargetGone, &mut sink);
+        let ended =
+            self.endpoints
+                .on_dead(peer, incarnation, FailReason::TargetGone, &mut self.out);
         let told = self.tell_sources(peer, incarnation, UnreachableReason::TargetGone);
         if !zombies.is_empty() {
             let now = self.now;
@@ -48,46 +46,31 @@ impl Node {
             .evidence
             .is_reported(peer, suspected, ended, told, incarnation)
         {
-            self.out.push_back(Output::Event(Event::PeerDead {
+            self.out.event(Event::PeerDead {
                 peer,
                 incarnation,
                 evidence,
-            }));
+            });
         }
     }
 
-    /// Tells every source this node relayed messages from toward `peer` (incarnation
-    /// `incarnation`) `reason`: `TargetGone` forgets them (whether there were any is the
-    /// answer), `Reachable` keeps them — news recovers as fast as it kills: one that was
-    /// refused retries now.
+    /// Tells the sources this node relayed for toward `peer` (incarnation `incarnation`)
+    /// `reason` ([`EvidenceBook::sources_to_tell`], [`Links::tell_sources`]) by the hop the
+    /// connector routes each one through; returns whether there were any.
+    ///
+    /// [`Links::tell_sources`]: crate::bus::links::Links::tell_sources
     pub(super) fn tell_sources(
         &mut self,
         peer: NodeId,
         incarnation: u64,
         reason: UnreachableReason,
     ) -> bool {
-        let sources = if reason == UnreachableReason::TargetGone {
-            self.evidence.take_sources(peer)
-        } else {
-            Some(self.evidence.sources(peer))
-        };
-        let Some(sources) = sources else {
+        let Some(sources) = self.evidence.sources_to_tell(peer, reason) else {
             return false;
         };
-        for src in sources {
-            let world = World::new(&self.topology, &self.discovery);
-            let Some(hop) = self.connector.relay_hop(&world, src, peer) else {
-                continue;
-            };
-            let notice = wire::Unreachable {
-                src,
-                dst: peer,
-                seq: 0,
-                reason,
-                dst_incarnation: incarnation,
-            };
-            self.links.send_notice(notice, hop, &mut self.out);
-        }
+        let (world, connector) = (self.records.world(), &self.connector);
+        let hop_to = |src| connector.relay_hop(&world, src, peer);
+        (self.links).tell_sources(&sources, (peer, incarnation), reason, hop_to, &mut self.out);
         true
     }
 
@@ -104,30 +87,26 @@ impl Node {
         if !self.connector.routes_through(dst, via) || !self.endpoints.has_outgoing(dst) {
             return;
         }
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.retry_now(now, &world, dst);
-        self.apply_effects();
+        self.with_connector(|c, w| c.retry_now(now, w, dst));
         self.flush_target(dst);
     }
 
     /// A link went away: the book's rules ([`EvidenceBook::link_gone`]) against the links
     /// still up and the incarnation the registry announces; a death they show is acted on.
     pub(super) fn link_gone(&mut self, down: Down, heartbeats_stopped: bool) {
-        let Node {
-            evidence,
-            links,
-            discovery,
-            ..
-        } = self;
-        let announced = |id| discovery.get_by_id(id).map_or(0, |info| info.incarnation);
-        let death = evidence.link_gone(&down, heartbeats_stopped, |p| links.is_up(p), announced);
+        let (links, records) = (&self.links, &self.records);
+        let (is_up, announced) = (|p| links.is_up(p), |id| records.announced(id));
+        let death = self
+            .evidence
+            .link_gone(&down, heartbeats_stopped, is_up, announced);
         if let Some(death) = death {
             self.peer_dead(death.peer, death.incarnation, death.evidence);
         }
     }
 
     /// Dials a suspect once if nothing else is dialling it (after the connector reacted to
-    /// the link loss) and its address is known.
+    /// the link loss) at the address the connector allows
+    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)).
     pub(super) fn probe(&mut self, peer: NodeId) {
         if !self.evidence.is_suspect(peer)
             || self.links.is_up(peer)
@@ -135,11 +114,8 @@ impl Node {
         {
             return;
         }
-        let world = World::new(&self.topology, &self.discovery);
-        if !self.connector.may_link(&world, peer) {
-            return;
-        }
-        if let Some(addr) = self.connector.address_of(&world, peer) {
+        let world = self.records.world();
+        if let Some(addr) = self.connector.probe_address(&world, peer) {
             self.links.dial(peer, addr, &mut self.out);
         }
     }
@@ -159,14 +135,14 @@ impl Node {
             return;
         }
         if self.evidence.record_death(id, seen).is_some() {
-            let mut sink = OutSink(&mut self.out);
-            self.endpoints.on_incarnation(id, incarnation, &mut sink);
+            self.endpoints
+                .on_incarnation(id, incarnation, &mut self.out);
             self.tell_sources(id, seen, UnreachableReason::TargetGone);
-            self.out.push_back(Output::Event(Event::PeerDead {
+            self.out.event(Event::PeerDead {
                 peer: id,
                 incarnation: seen,
                 evidence: Evidence::NewIncarnation,
-            }));
+            });
         }
         for down in self.links.close_stale(id, incarnation, &mut self.out) {
             self.link_down(now, down);

@@ -28,9 +28,7 @@
 
 mod commands;
 mod evidence;
-mod outlets;
-mod registry_client;
-mod registry_input;
+mod registry;
 mod routes;
 mod rpc;
 mod transport;
@@ -49,16 +47,15 @@ pub use crate::{
 use crate::{
     bus::links::{LinkSettings, Links},
     config::{Config, ConfigError},
-    connector::{Connector, ConnectorConfig, World},
-    discovery::DiscoverySet,
-    endpoint::{EndpointSettings, EndpointTable, OutboxSink},
-    ids::{IdSource, LinkId, MsgId, NodeId},
+    connector::{Connector, ConnectorConfig},
+    endpoint::{EndpointSettings, EndpointTable},
+    ids::{IdSource, NodeId},
     inspect::Inspect,
-    outcome::{Outcome, OutcomeSink},
+    output::Outlets,
+    records::Records,
     registry::RegistryEvent,
-    rng::Rng,
+    rng::{Rng, node_rngs},
     time::{Instant, earliest},
-    topology::{PeerData, TopologyRegistry},
 };
 
 /// One node; see the [module docs](self).
@@ -72,14 +69,12 @@ pub struct Node {
     /// Every link: handshakes, heartbeats, delivery and acks of inbound messages.
     links: Links,
     msg_ids: IdSource,
-    topology: TopologyRegistry,
-    /// Latest applied topology revision per node (puts and deletes), for revision gating.
-    topology_revisions: crate::topology::Revisions,
-    discovery: DiscoverySet,
+    /// The discovery set, the topology registry and its revision gate ([`crate::records`]).
+    records: Records,
     endpoints: EndpointTable,
     connector: Connector,
     /// The driver's outputs and the RPC machine's inputs.
-    out: outlets::Outlets,
+    out: Outlets,
     /// The selection state of sends and calls (per filter ring; [`crate::select`]).
     selector: crate::select::Selector,
     now: Instant,
@@ -92,24 +87,6 @@ pub struct Node {
     rpc: Option<alloc::boxed::Box<crate::rpc::Rpc>>,
     /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
     perimeter: PerimeterCounts,
-}
-
-/// Routes outcomes straight to their owner (the driver's queue or the RPC machine) and `Data`
-/// frames into the link's batch.
-struct OutSink<'a>(&'a mut outlets::Outlets);
-
-impl OutcomeSink for OutSink<'_> {
-    #[inline]
-    fn emit(&mut self, msg: MsgId, outcome: Outcome) {
-        self.0.outcome(msg, outcome);
-    }
-}
-
-impl OutboxSink for OutSink<'_> {
-    #[inline]
-    fn transmit_data(&mut self, link: LinkId, data: &crate::wire::Data<'_>) {
-        self.0.queue.push_data(link, data);
-    }
 }
 
 impl Node {
@@ -126,33 +103,8 @@ impl Node {
         if config.auth_keys().is_enabled() && config.nonce_entropy.is_empty() {
             return Err(ConfigError::NoNonceEntropy);
         }
-        let mut id_state = config.id.0;
-        let mut rng = Rng::new(config.rng_seed ^ crate::rng::splitmix64(&mut id_state));
+        let (mut rng, mut bus_rng) = node_rngs(config.rng_seed, config.id.0, now.as_nanos());
         let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());
-        let mut topology = TopologyRegistry::new();
-        let own = PeerData {
-            hostname: config.hostname.clone(),
-            pid: config.pid,
-            labels: config.labels.clone(),
-        };
-        topology
-            .update_peer(config.id, config.upstream, own)
-            .expect("a validated config has a valid id and an upstream other than itself");
-        let discovery = DiscoverySet::with_config(
-            crate::discovery::DEFAULT_TOMBSTONE_LIMIT,
-            crate::ring::RingConfig {
-                points_per_node: config.ring_points_per_node,
-                mode: config.ring_hash_mode,
-            },
-        );
-        // The bus draws from its own generator, so incarnations and the connector's jitter and
-        // random target picks do not disturb each other's sequences; the start time is mixed
-        // in so a node restarted with the same seed is a new incarnation.
-        let mut bus_rng = Rng::new(
-            config.rng_seed
-                ^ crate::rng::mix64(config.id.0 ^ 0xb05)
-                ^ crate::rng::mix64(now.as_nanos().wrapping_add(1)),
-        );
         // Never 0: a `Data` frame stamped 0 means "incarnation not known".
         let incarnation = bus_rng.next_u64().max(1);
         let endpoints = EndpointTable::for_node(
@@ -173,14 +125,12 @@ impl Node {
             incarnation,
             links,
             endpoints,
+            records: Records::for_node(&config),
             config,
             rng,
             msg_ids: IdSource::new(),
-            topology,
-            topology_revisions: crate::topology::Revisions::default(),
-            discovery,
             connector,
-            out: outlets::Outlets::default(),
+            out: Outlets::default(),
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
@@ -188,14 +138,9 @@ impl Node {
             rpc: None,
             perimeter: PerimeterCounts::default(),
         };
-        // In the first record already: no republication asked for.
-        node.rpc = Some(alloc::boxed::Box::new(crate::rpc::Rpc::new(
-            crate::rpc::RpcSettings::from_config(&node.config, incarnation, dedup_seed),
-            node.config.serve.iter().map(alloc::string::String::as_str),
-        )));
-        let world = World::new(&node.topology, &node.discovery);
-        node.connector.start(now, &world);
-        node.apply_effects();
+        let rpc = crate::rpc::Rpc::for_node(&node.config, incarnation, dedup_seed);
+        node.rpc = Some(rpc);
+        node.with_connector(|c, w| c.start(now, w));
         Ok(node)
     }
 
@@ -235,7 +180,7 @@ impl Node {
     /// `reply`), how a call or broadcast ended, or a record to publish again
     /// ([`RpcOutput`](crate::rpc::RpcOutput)). RPC messages travel as `Data` of a reserved
     /// type: their deliveries and outcomes go to the RPC machine where they arise
-    /// (`node/outlets.rs`) and never reach the driver as `Received` or `Outcome`. An output
+    /// (`output::Outlets`) and never reach the driver as `Received` or `Outcome`. An output
     /// not acted on is lost: a `Transmit` dropped on the floor is a message the peer never
     /// sees.
     #[must_use]
@@ -264,17 +209,13 @@ impl Node {
             return None;
         }
         let flush = self.endpoints.has_unfinished_flush().then_some(self.now);
-        let beats = self.links.next_deadline();
-        earliest(
-            earliest(
-                earliest(
-                    self.connector.next_deadline(),
-                    self.endpoints.next_deadline(),
-                ),
-                earliest(flush, beats),
-            ),
-            self.rpc.as_ref().and_then(|rpc| rpc.next_deadline()),
-        )
+        let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
+        let machines = [
+            self.connector.next_deadline(),
+            self.endpoints.next_deadline(),
+        ];
+        let rest = [flush, self.links.next_deadline(), rpc];
+        machines.into_iter().chain(rest).fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,
@@ -283,8 +224,8 @@ impl Node {
     pub fn inspect(&self) -> Inspect<'_> {
         Inspect {
             config: &self.config,
-            topology: &self.topology,
-            discovery: &self.discovery,
+            topology: &self.records.topology,
+            discovery: &self.records.discovery,
             endpoints: &self.endpoints,
             connector: &self.connector,
             links: &self.links,

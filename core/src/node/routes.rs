@@ -2,22 +2,14 @@
 //! the links in one call) and the connector's effects applied — dials, closes, a ready route
 //! flushing its outbox, a removed route giving its messages up.
 
-use super::{Event, Node, OutSink, Output};
+use super::{Event, Node};
 use crate::{
-    connector::{Effect, RouteEvent, World},
-    ids::{LinkId, NodeId},
-    outcome::FailReason,
+    connector::{Connector, Effect, RouteEvent, World},
+    ids::NodeId,
     time::Instant,
 };
 
 impl Node {
-    /// The up link carrying data for `target` now, if its route is ready.
-    pub(super) fn ready_link(&self, target: NodeId) -> Option<LinkId> {
-        self.connector
-            .ready_hop(target)
-            .and_then(|hop| self.links.link_to(hop))
-    }
-
     /// Handles everything due at `now` in one call: deadlines of unacknowledged messages
     /// first (a stream whose oldest message is due ends `Unknown(Timeout)` with everything in
     /// flight behind it that may have arrived — `NoRoute` instead of `Timeout` if a relay
@@ -37,32 +29,29 @@ impl Node {
             return;
         }
         // In-flight messages due now end before a route readied now could send them again.
-        let mut sink = OutSink(&mut self.out);
-        let expired = self.endpoints.expire_unacked(now, &mut sink);
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.handle_timeout(now, &world);
-        self.apply_effects();
+        let expired = self.endpoints.expire_unacked(now, &mut self.out);
+        self.with_connector(|c, w| c.handle_timeout(now, w));
         // A stream that ended with messages queued behind it (a probe given up, say) hands
         // them to a ready route now.
         for dst in expired {
             self.flush_target(dst);
         }
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints.handle_timeout(now, &mut sink);
-        for dst in self.endpoints.due_retransmits(now) {
-            match self.ready_link(dst) {
-                Some(link) => {
-                    let mut sink = OutSink(&mut self.out);
-                    self.endpoints.retransmit(dst, link, now, &mut sink);
-                }
-                None => self.endpoints.touch(dst, now),
-            }
-        }
+        self.endpoints.handle_timeout(now, &mut self.out);
+        let (connector, links) = (&self.connector, &self.links);
+        let ready_link = |dst| connector.ready_hop(dst).and_then(|hop| links.link_to(hop));
+        (self.endpoints).retransmit_due(now, ready_link, &mut self.out);
         self.beat(now);
         for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
         }
-        self.rpc_timeouts(now);
+        self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
+    }
+
+    /// Hands the connector an input (`f`, with the records it routes by), then applies its
+    /// effects.
+    pub(super) fn with_connector(&mut self, f: impl FnOnce(&mut Connector, &World<'_>)) {
+        f(&mut self.connector, &self.records.world());
+        self.apply_effects();
     }
 
     /// Applies every pending connector effect, in order (applying one may produce more).
@@ -74,14 +63,17 @@ impl Node {
                 }
                 Effect::Disconnect { peer } => self.links.close_peer(peer, &mut self.out),
                 Effect::Route(event) => {
-                    self.out.push_back(Output::Event(Event::Route(event)));
+                    self.out.event(Event::Route(event));
                     match event {
                         RouteEvent::Ready { target, .. } => self.flush_target(target),
                         RouteEvent::Removed {
                             target,
                             reason,
                             endpoint: true,
-                        } => self.route_removed(target, reason),
+                        } => {
+                            let now = self.now;
+                            (self.endpoints).route_removed(target, reason, now, &mut self.out);
+                        }
                         _ => {}
                     }
                 }
@@ -89,34 +81,16 @@ impl Node {
         }
     }
 
-    /// The route record serving `target`'s endpoint is gone: its outbox gives up (queued
-    /// messages `Failed(reason)`, unacknowledged ones `Unknown(reason)` — `Failed(reason)`
-    /// from the first that provably never arrived), and the endpoint releases its handle (it
-    /// is collected after `endpoint_gc_timeout`).
-    fn route_removed(&mut self, target: NodeId, reason: FailReason) {
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints.give_up(target, reason, &mut sink);
-        if let Some(key) = self.endpoints.find_by_id(target) {
-            self.endpoints.detach_handle(key, self.now);
-        }
-    }
-
-    /// On a ready route: retransmits `target`'s unacknowledged messages, then hands its
-    /// queued messages to the route, in order, at most `flush_batch` of them (each stays in
-    /// flight until acknowledged); the rest continue at the next `handle_timeout`.
+    /// On a ready route, `target`'s outbox flushes
+    /// ([`EndpointTable::flush_ready`](crate::endpoint::EndpointTable::flush_ready)).
     pub(super) fn flush_target(&mut self, target: NodeId) {
-        let link = self
-            .endpoints
-            .has_outgoing(target)
-            .then(|| self.ready_link(target))
-            .flatten();
-        let Some(link) = link else {
-            self.endpoints.cancel_flush(target);
-            return;
+        let (connector, links) = (&self.connector, &self.links);
+        let ready_link = || {
+            connector
+                .ready_hop(target)
+                .and_then(|hop| links.link_to(hop))
         };
-        let (now, budget) = (self.now, self.config.flush_budget());
-        let mut sink = OutSink(&mut self.out);
-        self.endpoints
-            .flush_outbox(target, link, now, budget, &mut sink);
+        let timing = (self.now, self.config.flush_budget());
+        (self.endpoints).flush_ready(target, ready_link, timing, &mut self.out);
     }
 }

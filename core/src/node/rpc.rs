@@ -15,12 +15,11 @@ use crate::{
     outcome::FailReason,
     ring::FilterId,
     rpc::{
-        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, MAX_PAYLOAD_LEN, ReplyError,
-        RequestId, Rpc, RpcHost, RpcInput, RpcOutput,
+        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, ReplyError, RequestId, Rpc,
+        RpcHost, RpcInput, RpcOutput,
     },
     select::Select,
     time::Instant,
-    wire::RPC_MSG_TYPE,
 };
 
 impl Node {
@@ -101,18 +100,7 @@ impl Node {
         spec: BroadcastSpec,
     ) -> Result<BroadcastId, SendError> {
         let now = self.advance(now);
-        if self.shut_down {
-            return Err(SendError::Shutdown);
-        }
-        if spec.payload.len() > MAX_PAYLOAD_LEN {
-            return Err(SendError::PayloadTooLarge {
-                len: spec.payload.len(),
-                max: MAX_PAYLOAD_LEN,
-            });
-        }
-        if spec.msg_type == RPC_MSG_TYPE {
-            return Err(SendError::ReservedType);
-        }
+        SendError::check(self.shut_down, spec.msg_type, spec.payload.len())?;
         Ok(self.with_rpc(|rpc, host| rpc.broadcast(now, spec, host)))
     }
 
@@ -122,24 +110,13 @@ impl Node {
         if !self.rpc.as_ref().is_some_and(|rpc| rpc.any_waiting()) {
             return;
         }
-        let Some(info) = self.discovery.get_by_id(id) else {
+        let Some(info) = self.records.discovery.get_by_id(id) else {
             return;
         };
         let methods: Vec<String> = rpc::served_methods(&info.metadata)
             .map(Into::into)
             .collect();
         self.with_rpc(|rpc, host| rpc.servers_appeared(now, id, &methods, host));
-    }
-
-    /// The RPC deadlines due at `now`.
-    pub(super) fn rpc_timeouts(&mut self, now: Instant) {
-        self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
-    }
-
-    /// At shutdown: the RPC machine's calls end.
-    pub(super) fn rpc_shutdown(&mut self) {
-        let now = self.now;
-        self.with_rpc(|rpc, host| rpc.shutdown(now, host));
     }
 
     /// Hands the RPC machine the inputs that arose since it last ran, if any (the check
@@ -158,7 +135,7 @@ impl Node {
 
     /// Runs `f` on the RPC machine with this node as its host, then hands it the inputs that
     /// arose meanwhile.
-    fn with_rpc<T>(&mut self, f: impl FnOnce(&mut Rpc, &mut NodeHost<'_>) -> T) -> T {
+    pub(super) fn with_rpc<T>(&mut self, f: impl FnOnce(&mut Rpc, &mut NodeHost<'_>) -> T) -> T {
         let Some(mut rpc) = self.rpc.take() else {
             unreachable!("the RPC machine never runs inside itself: its host calls no way in");
         };
@@ -172,7 +149,7 @@ impl Node {
 }
 
 /// The node as the RPC machine's host (the machine itself is taken out meanwhile).
-struct NodeHost<'a>(&'a mut Node);
+pub(super) struct NodeHost<'a>(&'a mut Node);
 
 impl RpcHost for NodeHost<'_> {
     fn send(
@@ -184,7 +161,7 @@ impl RpcHost for NodeHost<'_> {
         deadline: Instant,
     ) -> Result<MsgId, FailReason> {
         self.0
-            .send_rpc_message(now, to, msg_type, payload, deadline)
+            .send_resolved(now, to, msg_type, payload, deadline, true)
             .map_err(|e| match e {
                 SendError::Shutdown => FailReason::Shutdown,
                 _ => FailReason::NoRoute,
@@ -196,10 +173,7 @@ impl RpcHost for NodeHost<'_> {
     }
 
     fn in_flight(&self, to: NodeId, msg: MsgId) -> bool {
-        self.0
-            .endpoints
-            .unacked(to)
-            .any(|message| message.msg == msg)
+        self.0.endpoints.unacked(to).any(|sent| sent.msg == msg)
     }
 
     fn incarnation(&self, peer: NodeId) -> u64 {
@@ -208,7 +182,7 @@ impl RpcHost for NodeHost<'_> {
 
     fn filter(&mut self, filter: Filter) -> FilterId {
         // Registering a filter already known returns its handle.
-        self.0.discovery.add_filter(filter)
+        self.0.records.discovery.add_filter(filter)
     }
 
     fn pick(
@@ -218,21 +192,17 @@ impl RpcHost for NodeHost<'_> {
         outstanding: &dyn Fn(NodeId) -> u32,
         excluded: &[NodeId],
     ) -> Option<NodeId> {
-        let Node {
-            discovery,
-            selector,
-            rng,
-            ..
-        } = &mut *self.0;
+        let node = &mut *self.0;
         let among = crate::select::Among {
-            rings: discovery.rings(),
+            rings: node.records.discovery.rings(),
             filter: Some(filter),
         };
-        selector.pick(select, among, rng, outstanding, excluded)
+        (node.selector).pick(select, among, &mut node.rng, outstanding, excluded)
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {
         self.0
+            .records
             .discovery
             .rings()
             .round_robin_order(filter)

@@ -4,15 +4,15 @@
 
 use bytes::Bytes;
 
-use super::{Event, Node, OffRouteFrame, OutSink, Output};
+use super::{Event, Node, OffRouteFrame, Output};
 use crate::{
     bus::links::{Down, Inbound},
-    connector::{LinkState, World},
-    endpoint::{Refusal, Reset},
+    connector::LinkState,
+    endpoint::AckFollowup,
     ids::{LinkId, NodeId},
     outcome::FailReason,
     perimeter::Standing,
-    time::{Duration, Instant},
+    time::Instant,
     wire::{self, UnreachableReason},
 };
 
@@ -98,13 +98,13 @@ impl Node {
         }
         loop {
             let standing = Standing {
-                topology: &self.topology,
+                topology: &self.records.topology,
                 connector: &self.connector,
             };
-            let Some(inbound) = self.links.next_inbound(now, link, &mut self.out, &standing) else {
-                break;
-            };
-            self.on_inbound(now, inbound);
+            match self.links.next_inbound(now, link, &mut self.out, &standing) {
+                Some(inbound) => self.on_inbound(now, inbound),
+                None => break,
+            }
         }
         self.links.finish_receive(&mut self.out);
         // The RPC messages of the batch, after its acks (as a driver would see them).
@@ -121,14 +121,12 @@ impl Node {
             } => {
                 self.evidence.link_up(peer);
                 self.note_refusal(peer, None);
-                let mut sink = OutSink(&mut self.out);
-                self.endpoints.on_incarnation(peer, incarnation, &mut sink);
+                self.endpoints
+                    .on_incarnation(peer, incarnation, &mut self.out);
                 if restarted {
-                    self.out
-                        .push_back(Output::Event(Event::PeerRestarted { peer, incarnation }));
+                    self.out.event(Event::PeerRestarted { peer, incarnation });
                 }
-                self.out
-                    .push_back(Output::Event(Event::LinkUp { link, peer }));
+                self.out.event(Event::LinkUp { link, peer });
                 self.update_peer_state(now, peer);
                 self.tell_sources(peer, incarnation, UnreachableReason::Reachable);
             }
@@ -154,7 +152,7 @@ impl Node {
                     self.evidence.note_relayed(self.id, src, relay.dst());
                 }
                 let hop = relay.needs_hop().then(|| {
-                    let world = World::new(&self.topology, &self.discovery);
+                    let world = self.records.world();
                     self.connector.relay_hop(&world, relay.dst(), relay.from())
                 });
                 self.links.relay(relay, hop.flatten(), &mut self.out);
@@ -162,76 +160,34 @@ impl Node {
         }
     }
 
-    /// An `Ack` of one of our streams: an acknowledgement (messages end `Delivered`) or a
-    /// reset (the stream is void: the messages no previous incarnation can have received
-    /// move to a fresh stream and go out again, the ones before them end
-    /// `Unknown(TargetRestarted)`; see [`EndpointTable::on_reset`]).
+    /// An `Ack` of one of our streams: the outbox's rules
+    /// ([`EndpointTable::react_to_ack`]), then what they ask of the connector and the flush.
     ///
-    /// [`EndpointTable::on_reset`]: crate::endpoint::EndpointTable::on_reset
+    /// [`EndpointTable::react_to_ack`]: crate::endpoint::EndpointTable::react_to_ack
     fn on_ack(&mut self, ack: &wire::Ack) {
-        let now = self.now;
-        let mut sink = OutSink(&mut self.out);
-        let Some(age) = ack.reset else {
-            let probing = self.endpoints.probing(ack.dst);
-            self.endpoints
-                .on_ack(ack.dst, ack.seq, ack.dst_incarnation, &mut sink);
-            if probing && !self.endpoints.probing(ack.dst) {
-                // The probe got through: the rest of the window and the queue follow now.
+        match self.endpoints.react_to_ack(ack, self.now, &mut self.out) {
+            AckFollowup::Nothing => {}
+            AckFollowup::Flush => self.flush_target(ack.dst),
+            AckFollowup::PathProven => {
                 self.connector.path_proven(ack.dst);
                 self.flush_target(ack.dst);
             }
-            return;
-        };
-        let refusal = Refusal {
-            seq: ack.seq,
-            incarnation: ack.dst_incarnation,
-            age: Duration::from_nanos(age),
-        };
-        let reset = self.endpoints.on_reset(ack.dst, refusal, now, &mut sink);
-        if reset != Reset::Ignored {
-            self.flush_target(ack.dst);
         }
     }
 
-    /// A relay could not route our message `u.seq` to `u.dst`; `via` is the hop it came
-    /// back from. Ignored unless the message is in flight on the current stream.
+    /// A relay could not route our message `u.seq` to `u.dst`, says `via`: the outbox's
+    /// rules ([`EndpointTable::react_to_refusal`]); a failed route is the connector's, and
+    /// what follows on the hop it leaves the outbox's again.
     ///
-    /// A refusal for lack of a route right now (`NoRoute`, `UnknownTarget`, `Overloaded`) is
-    /// transient: the messages stay in flight (that copy of the refused one provably did not
-    /// arrive — [`EndpointTable::on_refused`]). If the route still goes
-    /// through `via` it is marked unready and its retry scheduled by the connector's backoff;
-    /// a route that is already unready, or moved to another hop, is left alone (a window of
-    /// frames brings one `Unreachable` each: only the first acts). When the route is ready
-    /// again the stream goes out again, in order. The messages end by the usual means: an
-    /// ack, their deadline (`NoRoute` instead of `Timeout` if the last thing that happened to
-    /// the stream was a refusal), the route's removal, shutdown.
-    ///
-    /// `HopLimit` (a routing loop) is not transient: the route is marked unready and, if no
-    /// other hop is ready at once, the in-flight messages end now — `Failed(NoRoute)` from
-    /// the first one every copy of which was refused, `Unknown(NoRoute)` before it.
-    ///
-    /// [`EndpointTable::on_refused`]: crate::endpoint::EndpointTable::on_refused
+    /// [`EndpointTable::react_to_refusal`]: crate::endpoint::EndpointTable::react_to_refusal
     fn on_unreachable(&mut self, now: Instant, u: &wire::Unreachable, via: NodeId) {
-        let dst = u.dst;
-        if !self.endpoints.holds(dst, u.seq) {
+        if !(self.endpoints).react_to_refusal(u, via, self.connector.ready_hop(u.dst)) {
             return;
         }
-        self.endpoints.on_refused(dst, u.seq);
-        let loop_detected = u.reason == UnreachableReason::HopLimit;
-        if !loop_detected && self.connector.ready_hop(dst) != Some(via) {
-            return;
-        }
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.on_send_failed(now, &world, dst);
-        self.apply_effects();
-        if self.connector.ready_hop(dst).is_some_and(|hop| hop != via) {
-            self.flush_target(dst);
-            return;
-        }
-        if loop_detected {
-            let mut sink = OutSink(&mut self.out);
-            self.endpoints
-                .give_up_unacked(dst, FailReason::NoRoute, &mut sink);
+        self.with_connector(|c, w| c.on_send_failed(now, w, u.dst));
+        let hop = self.connector.ready_hop(u.dst);
+        if (self.endpoints).after_route_failed(u, via, hop, &mut self.out) {
+            self.flush_target(u.dst);
         }
     }
 
@@ -270,37 +226,25 @@ impl Node {
         }
     }
 
-    /// The link to `peer` was refused for `reason` (`None`: a link to it is up again):
-    /// messages to it, and to the targets routed through it, that reach their deadlines end
-    /// with that reason instead of `Timeout`.
+    /// The link to `peer` was refused for `reason` (`None`: up again): the outboxes of it
+    /// and of the targets routed through it hear it
+    /// ([`EndpointTable::note_refusal`](crate::endpoint::EndpointTable::note_refusal)).
     fn note_refusal(&mut self, peer: NodeId, reason: Option<FailReason>) {
-        self.endpoints.set_deadline_reason(peer, reason);
-        if let Some(view) = self.connector.view(peer) {
-            for dependent in view.proxy_for {
-                self.endpoints.set_deadline_reason(dependent, reason);
-            }
-        }
+        let dependents = self.connector.view(peer).map(|view| view.proxy_for);
+        (self.endpoints).note_refusal(peer, dependents.into_iter().flatten(), reason);
     }
 
     /// Reports to the connector whether `peer` has an up link, only dials in flight, or
     /// nothing.
     pub(super) fn update_peer_state(&mut self, now: Instant, peer: NodeId) {
-        let state = if self.links.is_up(peer) {
-            Some(LinkState::Up)
-        } else if self.links.is_connecting(peer) {
-            Some(LinkState::Connecting)
-        } else {
-            None
-        };
-        let world = World::new(&self.topology, &self.discovery);
-        self.connector.set_link_state(now, &world, peer, state);
-        self.apply_effects();
+        let state = LinkState::of(self.links.is_up(peer), self.links.is_connecting(peer));
+        self.with_connector(|c, w| c.set_link_state(now, w, peer, state));
     }
 
     /// What the topology and the routes say a peer may send ([`crate::perimeter`]).
     fn standing(&self) -> Standing<'_> {
         Standing {
-            topology: &self.topology,
+            topology: &self.records.topology,
             connector: &self.connector,
         }
     }
@@ -309,7 +253,6 @@ impl Node {
     /// from `via`; nothing else happens to it.
     fn off_route(&mut self, frame: OffRouteFrame, dst: NodeId, via: NodeId) {
         self.perimeter.count_off_route(frame);
-        self.out
-            .push_back(Output::Event(Event::OffRoute { frame, dst, via }));
+        self.out.event(Event::OffRoute { frame, dst, via });
     }
 }

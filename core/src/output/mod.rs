@@ -1,8 +1,10 @@
 //! What a [`Node`](crate::Node) hands its driver ([`Output`], drained with
 //! [`Node::poll_output`](crate::Node::poll_output)) and why a `send` is refused ([`SendError`]).
 
+mod outlets;
 mod queue;
 
+pub(crate) use outlets::Outlets;
 pub(crate) use queue::OutQueue;
 
 use alloc::string::String;
@@ -99,7 +101,38 @@ pub enum SendError {
     ReservedType,
 }
 
+/// Largest payload a `Data` frame can carry with the default frame limit.
+pub(crate) const MAX_PAYLOAD_LEN: usize = crate::wire::MAX_DATA_PAYLOAD;
+
+impl From<crate::connector::RouteError> for SendError {
+    fn from(e: crate::connector::RouteError) -> SendError {
+        match e {
+            crate::connector::RouteError::InvalidTarget => SendError::InvalidTarget,
+            _ => SendError::NoRoute,
+        }
+    }
+}
+
 impl SendError {
+    /// The checks an application's message passes before anything of it is accepted (a
+    /// `send` or a `broadcast`): the node is not shut down, the payload fits a frame, the
+    /// type is not the RPC layer's.
+    #[inline(always)]
+    pub(crate) fn check(shut_down: bool, msg_type: u32, len: usize) -> Result<(), SendError> {
+        if shut_down {
+            Err(SendError::Shutdown)
+        } else if len > MAX_PAYLOAD_LEN {
+            Err(SendError::PayloadTooLarge {
+                len,
+                max: MAX_PAYLOAD_LEN,
+            })
+        } else if msg_type == crate::wire::RPC_MSG_TYPE {
+            Err(SendError::ReservedType)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The refusal's label in metrics and reports, in snake case: `invalid_target`,
     /// `unknown_target`, `no_route`, `payload_too_large`, `shutdown`, `reserved_type`.
     #[must_use]

@@ -192,6 +192,19 @@ impl Rpc {
         rpc
     }
 
+    /// A node's machine, boxed (the node takes it out to run it with itself as the host):
+    /// the settings of `config` with the node's `incarnation` and `dedup_seed`, serving the
+    /// configured methods from the start (in the node's first record already: no
+    /// republication asked for).
+    pub(crate) fn for_node(
+        config: &Config,
+        incarnation: u64,
+        dedup_seed: u64,
+    ) -> alloc::boxed::Box<Rpc> {
+        let settings = RpcSettings::from_config(config, incarnation, dedup_seed);
+        alloc::boxed::Box::new(Rpc::new(settings, config.serve.iter().map(String::as_str)))
+    }
+
     /// Starts serving `method`; whether the set changed (then [`RpcOutput::Republish`]).
     ///
     /// # Errors
@@ -224,6 +237,17 @@ impl Rpc {
     /// The methods served, in order.
     pub(crate) fn served_methods(&self) -> impl Iterator<Item = &str> + '_ {
         self.serving.methods()
+    }
+
+    /// Publishes the methods served in `metadata`: one label per method
+    /// ([`method_label`](super::method_label)).
+    pub(crate) fn label_served(&self, metadata: &mut crate::discovery::Metadata) {
+        for method in self.served_methods() {
+            (metadata.labels).insert(
+                super::method_label(method),
+                super::METHOD_LABEL_VALUE.into(),
+            );
+        }
     }
 
     /// The counters, in-flight calls counted now.

@@ -169,7 +169,9 @@ use bytes::Bytes;
 
 pub(crate) use broadcast::Broadcasts;
 pub(crate) use calls::{Call, CallState, Calls};
-pub(crate) use machine::{MAX_PAYLOAD_LEN, Rpc, RpcHost, RpcInput, RpcSettings};
+#[cfg(test)]
+pub(crate) use machine::RpcSettings;
+pub(crate) use machine::{Rpc, RpcHost, RpcInput};
 pub(crate) use serving::Serving;
 
 use crate::{

@@ -96,6 +96,21 @@ impl TopologyRegistry {
         TopologyRegistry::default()
     }
 
+    /// A registry holding one node's own record: `own` with upstream `upstream` and data
+    /// `data` (what a node knows of itself from its config before any registry speaks).
+    ///
+    /// # Panics
+    ///
+    /// If `own` is 0 or its own upstream: a validated config has neither.
+    #[must_use]
+    pub fn with_own(own: NodeId, upstream: NodeId, data: PeerData) -> TopologyRegistry {
+        let mut topology = TopologyRegistry::new();
+        topology
+            .update_peer(own, upstream, data)
+            .expect("a validated config has a valid id and an upstream other than itself");
+        topology
+    }
+
     /// Applies a topology record: `id` now has upstream `upstream` (`NodeId::NONE` for a root)
     /// and data `data`, and is proactive. Call on every topology PUT.
     ///

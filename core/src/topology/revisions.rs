@@ -1,8 +1,10 @@
-//! [`Revisions`]: revision gating of topology events, per node.
+//! [`Revisions`]: revision gating of topology events, per node, and the gated events applied
+//! to a [`TopologyRegistry`].
 
 use alloc::collections::BTreeMap;
 
-use crate::ids::NodeId;
+use super::{PeerChange, PeerData, TopologyRegistry};
+use crate::{discovery::TopologyInfo, event::RegistryIgnored, ids::NodeId};
 
 /// The latest applied topology revision per node (puts and deletes alike): an event older
 /// than what was applied for its node is stale. Revision 0 means "not from a registry" and
@@ -24,6 +26,51 @@ impl Revisions {
                 Ok(())
             }
         }
+    }
+
+    /// Admits `id`'s event at `revision`, or says why it is ignored (a newer revision
+    /// applied).
+    fn gate(&mut self, id: NodeId, revision: u64) -> Result<(), RegistryIgnored> {
+        (self.admit(id, revision)).map_err(|held| RegistryIgnored::StaleTopology {
+            id,
+            revision,
+            held,
+        })
+    }
+
+    /// A topology put, revision-gated, applied to `topology`: what changed, or why it is
+    /// ignored (stale; a cycle or another invalid record, the registry unchanged).
+    pub(crate) fn put(
+        &mut self,
+        topology: &mut TopologyRegistry,
+        info: TopologyInfo,
+    ) -> Result<PeerChange, RegistryIgnored> {
+        self.gate(info.id, info.revision)?;
+        let data = PeerData {
+            hostname: info.hostname,
+            pid: i64::from(info.pid),
+            labels: info.data.label,
+        };
+        (topology.update_peer(info.id, info.upstream_id, data)).map_err(RegistryIgnored::Topology)
+    }
+
+    /// A topology delete of `id` at `revision`, revision-gated, applied to `topology`; the
+    /// deletion of this node's (`own`) record is ignored (its own record is its config's).
+    pub(crate) fn delete(
+        &mut self,
+        topology: &mut TopologyRegistry,
+        own: NodeId,
+        id: NodeId,
+        revision: u64,
+    ) -> Result<(), RegistryIgnored> {
+        if id == own {
+            return Err(RegistryIgnored::OwnTopologyDelete);
+        }
+        self.gate(id, revision)?;
+        topology
+            .remove_peer(id)
+            .map(|_| ())
+            .map_err(RegistryIgnored::Topology)
     }
 }
 

@@ -499,15 +499,29 @@ impl Links {
         downs
     }
 
-    /// Sends `notice` (an `Unreachable` this node originates) on the up link to `hop`;
-    /// dropped without one.
-    pub fn send_notice<S: LinkSink + ?Sized>(
+    /// Tells each of `sources` (the nodes this one relayed for toward `peer`) that `peer`'s
+    /// incarnation `incarnation` is `reason` (gone, or reachable again): an `Unreachable` this
+    /// node originates, sent on the up link to the hop `hop_to` names for the source; dropped
+    /// without one.
+    pub fn tell_sources<S: LinkSink + ?Sized>(
         &mut self,
-        notice: wire::Unreachable,
-        hop: NodeId,
+        sources: &[NodeId],
+        (peer, incarnation): (NodeId, u64),
+        reason: wire::UnreachableReason,
+        hop_to: impl Fn(NodeId) -> Option<NodeId>,
         sink: &mut S,
     ) {
-        if let Some(link) = self.link_to(hop) {
+        for &src in sources {
+            let Some(link) = hop_to(src).and_then(|hop| self.link_to(hop)) else {
+                continue;
+            };
+            let notice = wire::Unreachable {
+                src,
+                dst: peer,
+                seq: 0,
+                reason,
+                dst_incarnation: incarnation,
+            };
             self.transmit(link, &Frame::Unreachable(notice), sink);
         }
     }

@@ -9,6 +9,8 @@ use bytes::Bytes;
 use super::*;
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
+    ids::{LinkId, MsgId},
+    outcome::Outcome,
     select::Select,
     sim::{OutcomeRecord, Received, Sim, discovery_info, topology_info},
     time::Duration,

@@ -2,6 +2,7 @@
 
 use crate::{
     backoff::BackoffConfig,
+    config::Config,
     discovery::{DiscoveryInfo, IdentityProof, TopologyInfo},
     ids::NodeId,
     registry::{
@@ -106,6 +107,28 @@ impl ClientConfig {
             nonce_entropy: crate::auth::NonceEntropy::default(),
             watch: false,
         }
+    }
+
+    /// The config of a node's embedded client, with the defaults of [`new`](Self::new):
+    /// `discovery` (the node's record) and the topology record of `config` (its configured
+    /// upstream), the node's `incarnation`, and the incarnation as the jitter seed (so
+    /// restarts do not retry in step); the keys, the nonce seed (secret, unlike the
+    /// incarnation: mixed from the entropy-mixed `rng_seed`), the nonce entropy and the
+    /// identity proof from `config`.
+    #[must_use]
+    pub fn for_node(config: &Config, discovery: DiscoveryInfo, incarnation: u64) -> ClientConfig {
+        let mut client = ClientConfig::new(
+            discovery,
+            Some(config.topology_info(config.upstream)),
+            incarnation,
+        );
+        client.seed = incarnation;
+        client.backoff = registry_backoff(config.registry_reconnect_max);
+        client.keys = config.auth_keys();
+        client.nonce_seed = crate::rng::mix64(config.rng_seed ^ 0x006e_6f6e_6365) ^ incarnation;
+        client.nonce_entropy = config.nonce_entropy;
+        client.identity_proof = IdentityProof::of(&config.identity);
+        client
     }
 }
 

@@ -1,0 +1,150 @@
+//! The registry wired to its node, written once for every driver: what a registry event
+//! changed in the records ([`crate::records`]) applied to the other machines — the
+//! connector's reactions, evidence of death, waiting calls ([`Node::handle_registry`]) — and
+//! the embedded registry client's configuration from the node's own records
+//! ([`Node::registry_client_config`]), its registry changes applied to the node
+//! ([`Node::handle_client_output`]), so a driver only performs the socket work and reports.
+//!
+//! A driver that runs the client apart from the node (switchboard-tokio runs it in its own
+//! task, behind the same feed as the etcd backend) hands its `ClientOutput::Registry`
+//! changes to `handle_registry` when they reach the node.
+
+use super::{Event, Node, RegistryEvent};
+use crate::{
+    ids::NodeId,
+    records::RecordChange,
+    registry::client::{ClientConfig, ClientOutput},
+    time::Instant,
+};
+
+impl Node {
+    /// Applies a registry event: discovery changes go to the discovery set (revision-gated),
+    /// topology changes to the topology registry (revision-gated per node; cycles and other
+    /// invalid records are rejected with the registry unchanged), and the connector reacts to
+    /// what actually changed. Ignored events are reported as [`Event::RegistryIgnored`].
+    pub fn handle_registry(&mut self, now: Instant, event: RegistryEvent) {
+        let now = self.advance(now);
+        if self.shut_down {
+            return;
+        }
+        self.registry_event(now, event);
+        self.settle_rpc();
+    }
+
+    /// What `event` changed in the records ([`Records::apply`](crate::records::Records::apply)), applied to the other
+    /// machines.
+    fn registry_event(&mut self, now: Instant, event: RegistryEvent) {
+        match self.records.apply(event) {
+            RecordChange::DiscoveryPut {
+                id,
+                incarnation,
+                displaced,
+                client,
+            } => {
+                if id.is_valid() {
+                    self.evidence.note_record(id, client);
+                }
+                if let Some(displaced) = displaced {
+                    self.discovery_gone(now, displaced);
+                }
+                if id.is_valid() {
+                    self.discovery_news(now, id, incarnation);
+                }
+                if id.is_valid() {
+                    self.with_connector(|c, w| c.on_discovery_put(now, w, id));
+                }
+                if self.endpoints.stalled(id) {
+                    // News: a waiting stream probes now, not at its next retry.
+                    self.flush_target(id);
+                }
+                if id.is_valid() {
+                    self.rpc_servers_appeared(now, id);
+                }
+            }
+            RecordChange::DiscoveryDeleted {
+                id,
+                incarnation,
+                client,
+            } => {
+                if id.is_valid() {
+                    self.discovery_deleted(id, incarnation);
+                    self.evidence.record_gone(id);
+                }
+                self.discovery_gone(now, id);
+                if client {
+                    self.client_left(id);
+                }
+            }
+            RecordChange::TopologyPut { id, change } => {
+                self.with_connector(|c, w| c.on_topology_put(now, w, id, &change));
+            }
+            RecordChange::TopologyDeleted { id } => {
+                self.with_connector(|c, w| c.on_topology_delete(now, w, id));
+            }
+            RecordChange::Nothing => {}
+            RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
+        }
+    }
+
+    /// A light client's record was deleted: it left. Its route and its endpoint go at once
+    /// (what waited for it fails `TargetGone`): nothing redials it, `/status` does not list it.
+    fn client_left(&mut self, id: NodeId) {
+        self.connector.on_client_left(id);
+        self.apply_effects();
+        if let Some(key) = self.endpoints.find_by_id(id) {
+            self.endpoints
+                .remove(key, crate::outcome::FailReason::TargetGone, &mut self.out);
+        }
+    }
+
+    /// `id`'s discovery record is gone (deleted, or displaced by a node taking its name):
+    /// the connector re-routes.
+    fn discovery_gone(&mut self, now: Instant, id: NodeId) {
+        if id.is_valid() {
+            self.with_connector(|c, w| c.on_discovery_delete(now, w, id));
+        }
+    }
+
+    /// The discovery record this node publishes on any registry: the config's
+    /// ([`Config::discovery_info`](crate::config::Config::discovery_info)) stamped with this
+    /// incarnation, so peers learn of a restart from the registry before any link shows it,
+    /// with one metadata label per served method ([`crate::rpc::method_label`]). Publish it
+    /// again after an [`RpcOutput::Republish`](crate::rpc::RpcOutput::Republish).
+    #[must_use]
+    pub fn discovery_info(&self) -> crate::discovery::DiscoveryInfo {
+        let mut info = self.config.discovery_info();
+        info.incarnation = self.incarnation;
+        if let Some(rpc) = &self.rpc {
+            rpc.label_served(&mut info.metadata);
+        }
+        info
+    }
+
+    /// The embedded registry client's configuration for this node, with the client's
+    /// defaults ([`ClientConfig::for_node`]: this node's discovery record, its topology
+    /// record, its incarnation). Tune the defaults, then build the client with
+    /// `RegistryClient::new`.
+    #[must_use]
+    pub fn registry_client_config(&self) -> ClientConfig {
+        ClientConfig::for_node(&self.config, self.discovery_info(), self.incarnation)
+    }
+
+    /// Takes one output of this node's registry client (drained with
+    /// `RegistryClient::poll_output`): a registry change is applied at once
+    /// ([`handle_registry`](Self::handle_registry)) and `None` returned; anything else
+    /// (`Connect`, `Transmit`, `Close`, `Event`) comes back for the driver to perform. Drain the node's own outputs afterwards, as after any
+    /// `handle_*` call.
+    pub fn handle_client_output(
+        &mut self,
+        now: Instant,
+        output: ClientOutput,
+    ) -> Option<ClientOutput> {
+        match output {
+            ClientOutput::Registry(event) => {
+                self.handle_registry(now, event);
+                None
+            }
+            other => Some(other),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Registry records applied: a registry event goes, revision-gated, to the discovery set
+//! (docs/ARCHITECTURE.md §5, §7) or the topology registry (§6, gated by
+//! [`Revisions`]), and what actually changed comes back as a [`RecordChange`] for the node to
+//! apply to the other machines (the connector re-routes, a new incarnation or a deletion is
+//! evidence of death, waiting calls look again). An event that changes nothing applied is
+//! [`RecordChange::Ignored`] with its reason.
+
+use crate::{
+    config::Config,
+    connector::World,
+    discovery::{Applied, DiscoverySet},
+    event::RegistryIgnored,
+    ids::NodeId,
+    registry::RegistryEvent,
+    ring::RingConfig,
+    topology::{PeerChange, PeerData, Revisions, TopologyRegistry},
+};
+
+/// What a registry event changed; see the [module docs](self).
+#[derive(Debug)]
+pub(crate) enum RecordChange {
+    /// A discovery record for `id` (0: a name-only node) was added or replaced, stating
+    /// `incarnation` (0: not stated); the node `displaced` lost its name to it and is gone.
+    DiscoveryPut {
+        /// The node.
+        id: NodeId,
+        /// The incarnation its record states.
+        incarnation: u64,
+        /// The node that held its name before, removed.
+        displaced: Option<NodeId>,
+        /// The record is a light client's ([`DiscoveryInfo::is_client`](crate::discovery::DiscoveryInfo::is_client)).
+        client: bool,
+    },
+    /// `id`'s discovery record was deleted; its last record stated `incarnation`.
+    DiscoveryDeleted {
+        /// The node.
+        id: NodeId,
+        /// The incarnation its last record stated.
+        incarnation: u64,
+        /// The record was a light client's: it left.
+        client: bool,
+    },
+    /// `id`'s topology record changed the registry by `change` (never a no-op).
+    TopologyPut {
+        /// The node.
+        id: NodeId,
+        /// What changed.
+        change: PeerChange,
+    },
+    /// `id`'s topology record was withdrawn.
+    TopologyDeleted {
+        /// The node.
+        id: NodeId,
+    },
+    /// Applied, but nothing changed (a topology record equal to the one held).
+    Nothing,
+    /// Not applied, for this reason.
+    Ignored(RegistryIgnored),
+}
+
+/// The records a node routes by and applies registry events to: the discovery set, the
+/// topology registry and its revision gate; see the [module docs](self).
+#[derive(Debug)]
+pub(crate) struct Records {
+    /// The node's id (its own topology record is its config's).
+    own: NodeId,
+    /// The discovery set and its rings.
+    pub(crate) discovery: DiscoverySet,
+    /// The topology registry.
+    pub(crate) topology: TopologyRegistry,
+    /// The latest applied topology revision per node.
+    revisions: Revisions,
+}
+
+impl Records {
+    /// A node's records at its start: its own topology record (id, configured upstream,
+    /// host, pid, labels) applied locally, an empty discovery set with the configured ring.
+    pub(crate) fn for_node(config: &Config) -> Records {
+        let own = PeerData {
+            hostname: config.hostname.clone(),
+            pid: config.pid,
+            labels: config.labels.clone(),
+        };
+        Records {
+            own: config.id,
+            discovery: DiscoverySet::with_ring(RingConfig {
+                points_per_node: config.ring_points_per_node,
+                mode: config.ring_hash_mode,
+            }),
+            topology: TopologyRegistry::with_own(config.id, config.upstream, own),
+            revisions: Revisions::default(),
+        }
+    }
+
+    /// What the connector routes by.
+    pub(crate) fn world(&self) -> World<'_> {
+        World::new(&self.topology, &self.discovery)
+    }
+
+    /// The incarnation `id`'s discovery record states (0: none, or not stated).
+    pub(crate) fn announced(&self, id: NodeId) -> u64 {
+        self.discovery
+            .get_by_id(id)
+            .map_or(0, |info| info.incarnation)
+    }
+
+    /// The name `id`'s discovery record gives it (`""`: none).
+    pub(crate) fn name_of(&self, id: NodeId) -> &str {
+        self.discovery
+            .get_by_id(id)
+            .map_or("", |info| info.name.as_str())
+    }
+
+    /// Applies `event`: discovery changes to the discovery set (revision-gated), topology
+    /// changes to the topology registry (revision-gated per node; cycles and other invalid
+    /// records are rejected with the registry unchanged).
+    pub(crate) fn apply(&mut self, event: RegistryEvent) -> RecordChange {
+        match event {
+            RegistryEvent::DiscoveryPut(info) => {
+                let (id, incarnation, client) = (info.id, info.incarnation, info.is_client());
+                match self.discovery.put(info) {
+                    Applied::Added { id, displaced, .. }
+                    | Applied::Updated { id, displaced, .. } => RecordChange::DiscoveryPut {
+                        id,
+                        incarnation,
+                        displaced: displaced.map(|d| d.id),
+                        client,
+                    },
+                    _ => RecordChange::Ignored(RegistryIgnored::Discovery { id }),
+                }
+            }
+            RegistryEvent::DiscoveryDelete { id, name, revision } => {
+                match self.discovery.remove(id, &name, revision) {
+                    Applied::Removed(info) => RecordChange::DiscoveryDeleted {
+                        id: info.id,
+                        incarnation: info.incarnation,
+                        client: info.is_client(),
+                    },
+                    _ => RecordChange::Ignored(RegistryIgnored::Discovery { id }),
+                }
+            }
+            RegistryEvent::TopologyPut(info) => {
+                let id = info.id;
+                match self.revisions.put(&mut self.topology, info) {
+                    Ok(change) if change.is_noop() => RecordChange::Nothing,
+                    Ok(change) => RecordChange::TopologyPut { id, change },
+                    Err(reason) => RecordChange::Ignored(reason),
+                }
+            }
+            RegistryEvent::TopologyDelete { id, revision } => {
+                match self
+                    .revisions
+                    .delete(&mut self.topology, self.own, id, revision)
+                {
+                    Ok(()) => RecordChange::TopologyDeleted { id },
+                    Err(reason) => RecordChange::Ignored(reason),
+                }
+            }
+        }
+    }
+}
