@@ -141,6 +141,16 @@ impl Members {
         Some(slot)
     }
 
+    /// Makes room for `n` members in a cleared table without spare capacity (no allocation
+    /// when the table already holds that many).
+    pub(crate) fn reserve_exact(&mut self, n: usize) {
+        self.ids.reserve_exact(n.saturating_sub(self.ids.len()));
+        self.node_hashes
+            .reserve_exact(n.saturating_sub(self.node_hashes.len()));
+        self.names.reserve_exact(n.saturating_sub(self.names.len()));
+        self.by_id.reserve(n.saturating_sub(self.by_id.len()));
+    }
+
     /// Removes every member, keeping allocations.
     pub(crate) fn clear(&mut self) {
         self.ids.clear();
