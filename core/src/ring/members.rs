@@ -6,42 +6,15 @@
 //! same membership always yields the same ring whatever the history of slots.
 
 use alloc::{string::String, vec::Vec};
-use core::hash::{BuildHasher, Hasher};
-
-use hashbrown::HashMap;
+use hashbrown::HashTable;
 
 use crate::{hash::fast_node_hash, ids::NodeId, rng::mix64};
 
-/// Hasher for `NodeId` keys: one `mix64` of the id (deterministic, no random state).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct IdHashBuilder;
-
-/// See [`IdHashBuilder`].
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct IdHasher(u64);
-
-impl BuildHasher for IdHashBuilder {
-    type Hasher = IdHasher;
-
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(0)
-    }
-}
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        mix64(self.0)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 ^= v;
-    }
+/// Hash of a `NodeId` key in the by-id table: one `mix64` of the id (deterministic, no random
+/// state).
+#[inline]
+fn id_hash(id: NodeId) -> u64 {
+    mix64(id.0)
 }
 
 /// Slot-indexed member table of one ring (or of a whole `RingSet`, whose filter rings share
@@ -54,7 +27,9 @@ pub(crate) struct Members {
     names: Vec<String>,
     /// Fast-mode node hash per slot (`fast_node_hash` of the name or id bytes).
     node_hashes: Vec<u64>,
-    by_id: HashMap<NodeId, u32, IdHashBuilder>,
+    /// Slot of each live member, found by its id (`ids[slot]`): 4 bytes per entry, the id is
+    /// not stored twice.
+    by_id: HashTable<u32>,
     free: Vec<u32>,
 }
 
@@ -72,7 +47,10 @@ impl Members {
     /// The slot of a live member.
     #[inline]
     pub(crate) fn slot(&self, id: NodeId) -> Option<u32> {
-        self.by_id.get(&id).copied()
+        let ids = &self.ids;
+        self.by_id
+            .find(id_hash(id), |&slot| ids[slot as usize] == id)
+            .copied()
     }
 
     /// Node id in `slot` (`NodeId::NONE` for a free slot).
@@ -117,7 +95,9 @@ impl Members {
             }
             slot
         };
-        self.by_id.insert(id, slot);
+        let ids = &self.ids;
+        self.by_id
+            .insert_unique(id_hash(id), slot, |&s| id_hash(ids[s as usize]));
         slot
     }
 
@@ -135,10 +115,29 @@ impl Members {
 
     /// Removes a member and frees its slot; returns the slot it had.
     pub(crate) fn release(&mut self, id: NodeId) -> Option<u32> {
-        let slot = self.by_id.remove(&id)?;
+        let ids = &self.ids;
+        let (slot, _) = self
+            .by_id
+            .find_entry(id_hash(id), |&slot| ids[slot as usize] == id)
+            .ok()?
+            .remove();
         self.ids[slot as usize] = NodeId::NONE;
         self.free.push(slot);
         Some(slot)
+    }
+
+    /// Makes room for `n` members in a cleared table without spare capacity (no allocation
+    /// when the table already holds that many).
+    pub(crate) fn reserve_exact(&mut self, n: usize) {
+        self.ids.reserve_exact(n.saturating_sub(self.ids.len()));
+        self.node_hashes
+            .reserve_exact(n.saturating_sub(self.node_hashes.len()));
+        self.names.reserve_exact(n.saturating_sub(self.names.len()));
+        let ids = &self.ids;
+        self.by_id
+            .reserve(n.saturating_sub(self.by_id.len()), |&s| {
+                id_hash(ids[s as usize])
+            });
     }
 
     /// Removes every member, keeping allocations.
@@ -157,6 +156,6 @@ impl Members {
             + self.free.capacity() * 4
             + self.names.iter().map(String::capacity).sum::<usize>()
             + self.names.capacity() * core::mem::size_of::<String>()
-            + self.by_id.capacity() * (core::mem::size_of::<(NodeId, u32)>() + 1)
+            + self.by_id.capacity() * (core::mem::size_of::<u32>() + 1)
     }
 }
