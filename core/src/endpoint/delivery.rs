@@ -631,13 +631,13 @@ impl EndpointTable {
         Some(result)
     }
 
-    /// Re-files the deadline of `key`'s oldest in-flight message and its retransmission.
+    /// Re-files the earliest deadline of `key`'s in-flight messages and its retransmission.
     fn sync_unacked_timers(&mut self, key: Key) {
         let retransmit_after = self.sender.retransmit_after;
         let (head, again) = endpoint_at(&self.slots, key).map_or((None, None), |e| {
             let stream = &e.outbox.stream;
             (
-                stream.head_deadline(),
+                stream.earliest_deadline(),
                 stream.retransmit_at(retransmit_after),
             )
         });

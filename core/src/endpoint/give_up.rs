@@ -135,7 +135,7 @@ impl SendStream {
             m.seq = make_seq(self.tag, self.last);
             m.transmissions = 0;
             self.bytes += m.payload.len();
-            self.inflight.push_back(m);
+            self.append(m);
         }
     }
 }

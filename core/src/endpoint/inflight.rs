@@ -141,6 +141,10 @@ pub(super) struct SendStream {
     /// incarnation died): what the stream's and the queue's messages end with at their
     /// deadlines while it probes.
     pub(super) probe_reason: FailReason,
+    /// A message joined with a deadline earlier than the one before it (a call's deadline
+    /// behind a plain message's, a caller's own timeout): the earliest deadline may sit
+    /// anywhere, not at the front. Cleared when a message joins an empty stream.
+    pub(super) out_of_order: bool,
 }
 
 impl Default for SendStream {
@@ -162,6 +166,7 @@ impl SendStream {
             refused: false,
             probing: false,
             probe_reason: FailReason::NoRoute,
+            out_of_order: false,
         }
     }
 
@@ -207,9 +212,26 @@ impl SendStream {
         self.refused
     }
 
-    /// When its oldest message is due (`None` when nothing is in flight).
-    pub(super) fn head_deadline(&self) -> Option<Instant> {
-        self.inflight.front().map(|m| m.deadline)
+    /// When its earliest-due message is due (`None` when nothing is in flight): the oldest
+    /// message's deadline while deadlines joined in order (the common case, O(1)), else the
+    /// least of all (O(in flight), only after an out-of-order deadline). Every message is
+    /// given up exactly at its own deadline, wherever it sits (`expire` ends each due one).
+    pub(super) fn earliest_deadline(&self) -> Option<Instant> {
+        if self.out_of_order {
+            self.inflight.iter().map(|m| m.deadline).min()
+        } else {
+            self.inflight.front().map(|m| m.deadline)
+        }
+    }
+
+    /// Appends `m`, noting whether its deadline broke the deadline order.
+    pub(super) fn append(&mut self, m: InFlight) {
+        match self.inflight.back() {
+            None => self.out_of_order = false,
+            Some(last) if m.deadline < last.deadline => self.out_of_order = true,
+            Some(_) => {}
+        }
+        self.inflight.push_back(m);
     }
 
     /// When its messages go out again unless acknowledged (`None` when nothing is in flight).
@@ -252,7 +274,7 @@ impl SendStream {
             self.last_tx = now;
         }
         self.bytes += payload.len();
-        self.inflight.push_back(InFlight {
+        self.append(InFlight {
             msg,
             seq,
             msg_type,

@@ -633,3 +633,48 @@ fn an_outbox_flush_stopped_by_its_budget_is_due_at_once_and_continues_in_order()
     assert_eq!(order, [1, 2, 3, 4, 5]);
     assert_eq!(sink.1, []);
 }
+
+/// A message with an earlier deadline behind one with a later deadline (a call's own
+/// deadline behind a plain message, as the simulator's seed 649 of 2,000 had it) ends
+/// exactly at its own deadline: the table's timer follows the earliest deadline in flight,
+/// not the oldest message's. It ends `Unknown(Timeout)` and the stream with it; nothing
+/// ends before 4,000 ms and nothing is left open past it.
+#[test]
+fn an_earlier_deadline_behind_a_later_one_ends_exactly_at_its_own_deadline() {
+    let mut s = streams();
+    push(&mut s, 2, 1, 0); // deadline 8,000 ms
+    let key = s.find_by_id(NodeId(2)).unwrap();
+    let mut out: Vec<MessageOutcome> = Vec::new();
+    s.send_until(
+        key,
+        MsgId(2),
+        1,
+        Bytes::from_static(b"xy"),
+        Instant::from_millis(1_000),
+        Instant::from_millis(4_000),
+        || Some(LINK),
+        &mut out,
+    );
+    assert_eq!(out, []);
+    assert_eq!(inflight(&s, NodeId(2)), (2, 5));
+    // Retransmitted at 3,000 ms (next retransmission 5,000 ms): the next timer is the
+    // earlier deadline, 4,000 ms, not the oldest message's 8,000 ms.
+    mark_retransmitted(&mut s, NodeId(2), Instant::from_millis(3_000));
+    assert_eq!(s.next_deadline(), Some(Instant::from_millis(4_000)));
+    assert_eq!(s.expire_unacked(Instant::from_millis(3_999), &mut out), []);
+    assert_eq!(
+        s.expire_unacked(Instant::from_millis(4_000), &mut out),
+        [NodeId(2)]
+    );
+    // Both may have arrived: the due one ends for its deadline, the older one, not due, ends
+    // because the stream it rides is given up.
+    assert_eq!(
+        msgs(&out),
+        [
+            (1, Outcome::Unknown(FailReason::StreamAbandoned)),
+            (2, Outcome::Unknown(FailReason::Timeout)),
+        ]
+    );
+    assert_eq!(inflight(&s, NodeId(2)), (0, 0));
+    assert_eq!(s.next_deadline(), None);
+}
