@@ -399,8 +399,11 @@ mod tests {
     #[test]
     fn the_seeds_reach_what_they_are_named_for() {
         let tally = |name| drive(&seed(name));
-        // Three registrations of id 1 after the first: no proof and the published value as a
-        // secret are refused, the secret takes over.
+        // Three registrations of id 1 after the first has been silent for 7 s (the seed
+        // ticks 28 × 250 ms: a holder heard from within `LIVE_HOLDER_SILENCE` is a live copy,
+        // refused whatever the newcomer proves, so the seed waits that out since the
+        // one-live-holder rule): no proof and the published value as a secret are refused,
+        // the secret takes over.
         assert_eq!(
             tally("takeover_needs_the_secret"),
             Tally {
