@@ -23,7 +23,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{bus::links::Relays, connector::Connector, ids::NodeId, topology::TopologyRegistry};
+use crate::{
+    bus::links::{Inbound, Relays},
+    connector::Connector,
+    event::Event,
+    ids::NodeId,
+    output::Outlets,
+    topology::TopologyRegistry,
+};
 
 /// A frame for one of this node's streams that did not come from the stream's route
 /// ([`Event::OffRoute`](crate::node::Event::OffRoute)).
@@ -106,6 +113,31 @@ impl Standing<'_> {
 }
 
 impl PerimeterCounts {
+    /// Whether node `own` may act on `inbound`: an `Ack` or `Unreachable` about one of its
+    /// streams only from the stream's route ([`Standing::on_route`]); one from elsewhere is
+    /// counted and reported ([`Event::OffRoute`]) and nothing else happens to it. Every other
+    /// frame passes (its source was screened by the link machine, [`Relays`]).
+    #[inline]
+    pub(crate) fn admits(
+        &mut self,
+        standing: &Standing<'_>,
+        own: NodeId,
+        inbound: &Inbound,
+        out: &mut Outlets,
+    ) -> bool {
+        let (frame, dst, via) = match inbound {
+            Inbound::Ack { ack, via } => (OffRouteFrame::Ack, ack.dst, *via),
+            Inbound::Unreachable { notice, via } => (OffRouteFrame::Unreachable, notice.dst, *via),
+            _ => return true,
+        };
+        if standing.on_route(own, dst, via) {
+            return true;
+        }
+        self.count_off_route(frame);
+        out.event(Event::OffRoute { frame, dst, via });
+        false
+    }
+
     /// Counts one `frame` dropped for arriving off its stream's route.
     pub(crate) fn count_off_route(&mut self, frame: OffRouteFrame) {
         match frame {

@@ -41,16 +41,14 @@ impl Node {
                 displaced,
                 client,
             } => {
-                if id.is_valid() {
-                    self.evidence.note_record(id, client);
-                }
+                // The connector's reaction to a displaced record reads no evidence: the record
+                // is noted with the news of it.
                 if let Some(displaced) = displaced {
                     self.discovery_gone(now, displaced);
                 }
                 if id.is_valid() {
+                    self.evidence.note_record(id, client);
                     self.discovery_news(now, id, incarnation);
-                }
-                if id.is_valid() {
                     self.with_connector(|c, w| c.on_discovery_put(now, w, id));
                 }
                 if self.endpoints.stalled(id) {
@@ -89,8 +87,7 @@ impl Node {
     /// A light client's record was deleted: it left. Its route and its endpoint go at once
     /// (what waited for it fails `TargetGone`): nothing redials it, `/status` does not list it.
     fn client_left(&mut self, id: NodeId) {
-        self.connector.on_client_left(id);
-        self.apply_effects();
+        self.with_connector(|c, _| c.on_client_left(id));
         if let Some(key) = self.endpoints.find_by_id(id) {
             self.endpoints
                 .remove(key, crate::outcome::FailReason::TargetGone, &mut self.out);

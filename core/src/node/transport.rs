@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{Event, Node, OffRouteFrame, Output};
+use super::{Event, Node, Output};
 use crate::{
     bus::links::{Down, Inbound},
     connector::LinkState,
@@ -101,9 +101,11 @@ impl Node {
                 topology: &self.records.topology,
                 connector: &self.connector,
             };
-            match self.links.next_inbound(now, link, &mut self.out, &standing) {
-                Some(inbound) => self.on_inbound(now, inbound),
-                None => break,
+            let Some(inbound) = self.links.next_inbound(now, link, &mut self.out, &standing) else {
+                break;
+            };
+            if (self.perimeter).admits(&standing, self.id, &inbound, &mut self.out) {
+                self.on_inbound(now, inbound);
             }
         }
         self.links.finish_receive(&mut self.out);
@@ -131,15 +133,7 @@ impl Node {
                 self.tell_sources(peer, incarnation, UnreachableReason::Reachable);
             }
             Inbound::Down(down) => self.link_down(now, down),
-            Inbound::Ack { ack, via } if !self.standing().on_route(self.id, ack.dst, via) => {
-                self.off_route(OffRouteFrame::Ack, ack.dst, via);
-            }
             Inbound::Ack { ack, .. } => self.on_ack(&ack),
-            Inbound::Unreachable { notice, via }
-                if !self.standing().on_route(self.id, notice.dst, via) =>
-            {
-                self.off_route(OffRouteFrame::Unreachable, notice.dst, via);
-            }
             Inbound::Unreachable { notice, via } => match notice.reason {
                 UnreachableReason::TargetGone => self.relay_says_gone(&notice, via),
                 UnreachableReason::Reachable => {
@@ -239,20 +233,5 @@ impl Node {
     pub(super) fn update_peer_state(&mut self, now: Instant, peer: NodeId) {
         let state = LinkState::of(self.links.is_up(peer), self.links.is_connecting(peer));
         self.with_connector(|c, w| c.set_link_state(now, w, peer, state));
-    }
-
-    /// What the topology and the routes say a peer may send ([`crate::perimeter`]).
-    fn standing(&self) -> Standing<'_> {
-        Standing {
-            topology: &self.records.topology,
-            connector: &self.connector,
-        }
-    }
-
-    /// Counts and reports a `frame` about our stream to `dst` that arrived off its route
-    /// from `via`; nothing else happens to it.
-    fn off_route(&mut self, frame: OffRouteFrame, dst: NodeId, via: NodeId) {
-        self.perimeter.count_off_route(frame);
-        self.out.event(Event::OffRoute { frame, dst, via });
     }
 }
