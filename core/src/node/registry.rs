@@ -55,8 +55,10 @@ impl Node {
                     // News: a waiting stream probes now, not at its next retry.
                     self.flush_target(id);
                 }
-                if id.is_valid() {
-                    self.rpc_servers_appeared(now, id);
+                // Calls waiting for a method the record serves look again, now.
+                let info = self.records.discovery.get_by_id(id);
+                if let Some(methods) = self.rpc.as_ref().and_then(|r| r.waited_methods(info)) {
+                    self.with_rpc(|rpc, host| rpc.servers_appeared(now, id, &methods, host));
                 }
             }
             RecordChange::DiscoveryDeleted {

@@ -4,7 +4,7 @@
 //! discovery set's rings. Its inputs reach it through `node/outlets.rs`; every way into the
 //! node hands them over before it returns ([`Node::settle_rpc`]).
 
-use alloc::{string::String, vec::Vec};
+use alloc::vec::Vec;
 
 use bytes::Bytes;
 
@@ -15,7 +15,7 @@ use crate::{
     outcome::FailReason,
     ring::FilterId,
     rpc::{
-        self, BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, ReplyError, RequestId, Rpc,
+        BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, ReplyError, RequestId, Rpc,
         RpcHost, RpcInput, RpcOutput,
     },
     select::Select,
@@ -30,7 +30,7 @@ impl Node {
     ///
     /// # Errors
     ///
-    /// [`ReplyError::InvalidMethod`] for a name [`rpc::is_valid_method`] refuses.
+    /// [`ReplyError::InvalidMethod`] for a name [`is_valid_method`](crate::rpc::is_valid_method) refuses.
     pub fn serve(&mut self, now: Instant, method: &str) -> Result<bool, ReplyError> {
         self.advance(now);
         self.with_rpc(|rpc, host| rpc.serve(method, host))
@@ -102,21 +102,6 @@ impl Node {
         let now = self.advance(now);
         SendError::check(self.shut_down, spec.msg_type, spec.payload.len())?;
         Ok(self.with_rpc(|rpc, host| rpc.broadcast(now, spec, host)))
-    }
-
-    /// A discovery record for `id` was applied: calls waiting for a method it serves look
-    /// again, now.
-    pub(super) fn rpc_servers_appeared(&mut self, now: Instant, id: NodeId) {
-        if !self.rpc.as_ref().is_some_and(|rpc| rpc.any_waiting()) {
-            return;
-        }
-        let Some(info) = self.records.discovery.get_by_id(id) else {
-            return;
-        };
-        let methods: Vec<String> = rpc::served_methods(&info.metadata)
-            .map(Into::into)
-            .collect();
-        self.with_rpc(|rpc, host| rpc.servers_appeared(now, id, &methods, host));
     }
 
     /// Hands the RPC machine the inputs that arose since it last ran, if any (the check

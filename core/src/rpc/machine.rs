@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     config::Config,
-    discovery::Filter,
+    discovery::{DiscoveryInfo, Filter},
     event::Evidence,
     ids::{MsgId, NodeId},
     outcome::{FailReason, Outcome},
@@ -569,8 +569,17 @@ impl Rpc {
         }
     }
 
-    /// Whether any call waits for a server (a discovery record is worth reading for it).
-    pub(crate) fn any_waiting(&self) -> bool {
-        self.calls.any_waiting()
+    /// The methods a discovery record just applied (`info`) serves, for
+    /// [`servers_appeared`](Self::servers_appeared): `None` when no call waits for a server
+    /// (the record is not worth reading) or there is no record.
+    pub(crate) fn waited_methods(&self, info: Option<&DiscoveryInfo>) -> Option<Vec<String>> {
+        if !self.calls.any_waiting() {
+            return None;
+        }
+        Some(
+            super::served_methods(&info?.metadata)
+                .map(Into::into)
+                .collect(),
+        )
     }
 }

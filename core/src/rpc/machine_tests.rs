@@ -7,11 +7,11 @@ use alloc::{collections::VecDeque, string::String, vec, vec::Vec};
 use bytes::Bytes;
 
 use super::{
-    BroadcastSpec, CallId, CallOutcome, CallSpec, RequestId, Rpc, RpcHost, RpcInput, RpcOutput,
-    RpcSettings, Select,
+    BroadcastSpec, CallId, CallOutcome, CallSpec, METHOD_LABEL_VALUE, RequestId, Rpc, RpcHost,
+    RpcInput, RpcOutput, RpcSettings, Select,
 };
 use crate::{
-    discovery::Filter,
+    discovery::{DiscoveryInfo, Filter},
     event::Evidence,
     ids::{MsgId, NodeId},
     outcome::{FailReason, Outcome},
@@ -236,6 +236,24 @@ fn a_call_with_no_server_ends_not_available_at_its_grace_deadline() {
         (stats.lookups, stats.grace_waits, stats.in_flight),
         (1, 1, 0)
     );
+}
+
+/// A record just applied is read for the methods it serves (its other labels ignored) only
+/// while a call waits for a server, and only when there is one.
+#[test]
+fn a_record_is_read_for_its_methods_only_while_a_call_waits() {
+    let mut rpc = machine(&[]);
+    let mut host = Script::default();
+    let mut info = DiscoveryInfo::default();
+    let labels = &mut info.metadata.labels;
+    labels.insert(super::method_label("echo"), METHOD_LABEL_VALUE.into());
+    labels.insert(String::from("zone"), String::from("a"));
+    assert_eq!(rpc.waited_methods(Some(&info)), None);
+    rpc.call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let echo = vec![String::from("echo")];
+    assert_eq!(rpc.waited_methods(Some(&info)), Some(echo));
+    assert_eq!(rpc.waited_methods(None), None);
 }
 
 /// A server that appears within the grace gets the waiting call at once, with what is left
