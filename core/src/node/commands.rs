@@ -152,10 +152,7 @@ impl Node {
             return Err(SendError::InvalidTarget);
         }
         let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
-        let among = Among {
-            rings: self.records.discovery.rings(),
-            filter,
-        };
+        let among = Among::of(self.records.discovery.rings(), filter);
         let endpoints = &self.endpoints;
         let load = |id: NodeId| endpoints.outstanding(id);
         (self.selector)

@@ -18,7 +18,7 @@ use crate::{
         BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, ReplyError, RequestId, Rpc,
         RpcHost, RpcInput, RpcOutput,
     },
-    select::Select,
+    select::{Among, Select},
     time::Instant,
 };
 
@@ -178,21 +178,12 @@ impl RpcHost for NodeHost<'_> {
         excluded: &[NodeId],
     ) -> Option<NodeId> {
         let node = &mut *self.0;
-        let among = crate::select::Among {
-            rings: node.records.discovery.rings(),
-            filter: Some(filter),
-        };
+        let among = Among::of(node.records.discovery.rings(), Some(filter));
         (node.selector).pick(select, among, &mut node.rng, outstanding, excluded)
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {
-        self.0
-            .records
-            .discovery
-            .rings()
-            .round_robin_order(filter)
-            .ids()
-            .collect()
+        Among::of(self.0.records.discovery.rings(), filter).members()
     }
 
     fn output(&mut self, output: RpcOutput) {

@@ -160,6 +160,18 @@ pub struct Among<'a> {
     pub filter: Option<FilterId>,
 }
 
+impl<'a> Among<'a> {
+    /// The members of `filter`'s ring of `rings` (every node when `None`).
+    pub(crate) const fn of(rings: &'a RingSet, filter: Option<FilterId>) -> Among<'a> {
+        Among { rings, filter }
+    }
+
+    /// Every candidate, in round-robin order.
+    pub(crate) fn members(self) -> Vec<NodeId> {
+        self.rings.round_robin_order(self.filter).ids().collect()
+    }
+}
+
 impl Selector {
     /// Picks a node for `select` among `among`, never one of `excluded`; `None` when no
     /// candidate qualifies. `load` is what least-outstanding compares (see the
