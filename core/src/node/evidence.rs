@@ -74,21 +74,21 @@ impl Node {
         true
     }
 
-    /// The relay `via` says `notice.dst` is reachable again: if the target's route goes
-    /// through it and messages wait, the route is retried now (its backoff reset) and they
-    /// go (a probe first if the path was in doubt).
-    pub(super) fn relay_says_reachable(
-        &mut self,
-        now: Instant,
-        notice: &wire::Unreachable,
-        via: NodeId,
-    ) {
+    /// A relay's word about `notice.dst`, from `via`, believed only from the hop the target's
+    /// route goes through: its incarnation `notice.dst_incarnation` is gone (a death), or it
+    /// is reachable again — if messages wait, the route is retried now (its backoff reset)
+    /// and they go (a probe first if the path was in doubt).
+    pub(super) fn relay_says(&mut self, now: Instant, notice: &wire::Unreachable, via: NodeId) {
         let dst = notice.dst;
-        if !self.connector.routes_through(dst, via) || !self.endpoints.has_outgoing(dst) {
+        if !self.connector.routes_through(dst, via) {
             return;
         }
-        self.with_connector(|c, w| c.retry_now(now, w, dst));
-        self.flush_target(dst);
+        if notice.reason == UnreachableReason::TargetGone {
+            self.peer_dead(dst, notice.dst_incarnation, Evidence::RelayNotice);
+        } else if self.endpoints.has_outgoing(dst) {
+            self.with_connector(|c, w| c.retry_now(now, w, dst));
+            self.flush_target(dst);
+        }
     }
 
     /// A link went away: the book's rules ([`EvidenceBook::link_gone`]) against the links
@@ -145,7 +145,7 @@ impl Node {
             });
         }
         for down in self.links.close_stale(id, incarnation, &mut self.out) {
-            self.link_down(now, down);
+            self.link_down(now, down, false);
         }
     }
 
@@ -165,13 +165,5 @@ impl Node {
             stated => stated,
         };
         self.peer_dead(id, seen, Evidence::RegistryDeleted);
-    }
-
-    /// A relay's notice that `notice.dst`'s incarnation `notice.dst_incarnation` is gone,
-    /// arriving from `via`: believed only from the hop the target's route goes through.
-    pub(super) fn relay_says_gone(&mut self, notice: &wire::Unreachable, via: NodeId) {
-        if self.connector.routes_through(notice.dst, via) {
-            self.peer_dead(notice.dst, notice.dst_incarnation, Evidence::RelayNotice);
-        }
     }
 }

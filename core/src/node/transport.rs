@@ -73,7 +73,7 @@ impl Node {
             return;
         }
         if let Some(down) = self.links.closed(link, &mut self.out) {
-            self.link_down(now, down);
+            self.link_down(now, down, false);
         }
         self.settle_rpc();
     }
@@ -92,7 +92,7 @@ impl Node {
             return;
         }
         if let Some(down) = self.links.receive(link, bytes, &mut self.out) {
-            self.link_down(now, down);
+            self.link_down(now, down, false);
             self.settle_rpc();
             return;
         }
@@ -132,12 +132,11 @@ impl Node {
                 self.update_peer_state(now, peer);
                 self.tell_sources(peer, incarnation, UnreachableReason::Reachable);
             }
-            Inbound::Down(down) => self.link_down(now, down),
+            Inbound::Down(down) => self.link_down(now, down, false),
             Inbound::Ack { ack, .. } => self.on_ack(&ack),
             Inbound::Unreachable { notice, via } => match notice.reason {
-                UnreachableReason::TargetGone => self.relay_says_gone(&notice, via),
-                UnreachableReason::Reachable => {
-                    self.relay_says_reachable(now, &notice, via);
+                UnreachableReason::TargetGone | UnreachableReason::Reachable => {
+                    self.relay_says(now, &notice, via);
                 }
                 _ => self.on_unreachable(now, &notice, via),
             },
@@ -192,21 +191,15 @@ impl Node {
             if let Some(down) = self.links.expire(now, link, &mut self.out) {
                 // A heartbeat verdict (the peer was up) or a handshake deadline (a dial
                 // that never finished, which the failed-dial rule covers).
-                self.link_down_by(now, down, true);
+                self.link_down(now, down, true);
             }
         }
     }
 
-    /// A link went away: the connector hears what is left towards its peer (and towards the
-    /// node it was dialled for).
-    pub(super) fn link_down(&mut self, now: Instant, down: Down) {
-        self.link_down_by(now, down, false);
-    }
-
-    /// [`link_down`](Self::link_down), saying whether the link's heartbeats stopped: the
+    /// A link went away (`heartbeats_stopped`: its heartbeats stopped): the
     /// evidence rules apply first ([`Node::link_gone`]), then the connector hears of it, then
     /// a peer left without links is probed.
-    fn link_down_by(&mut self, now: Instant, down: Down, heartbeats_stopped: bool) {
+    pub(super) fn link_down(&mut self, now: Instant, down: Down, heartbeats_stopped: bool) {
         if let (Some(refusal), Some(peer)) = (down.refused, down.dialed) {
             self.note_refusal(peer, FailReason::from_refusal(refusal));
         }
