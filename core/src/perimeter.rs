@@ -146,3 +146,114 @@ impl PerimeterCounts {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::String;
+
+    use super::{OffRouteFrame, PerimeterCounts, Standing};
+    use crate::{
+        backoff::BackoffConfig,
+        bus::links::Inbound,
+        connector::{Connector, ConnectorConfig},
+        event::Event,
+        ids::NodeId,
+        output::{Outlets, Output},
+        rng::Rng,
+        time::Duration,
+        topology::{PeerData, TopologyPolicy, TopologyRegistry},
+        wire::{self, UnreachableReason},
+    };
+
+    const OWN: NodeId = NodeId(1);
+    const UPSTREAM: NodeId = NodeId(2);
+    const TARGET: NodeId = NodeId(5);
+    const STRANGER: NodeId = NodeId(9);
+
+    /// This node under `UPSTREAM`, and `TARGET` under `UPSTREAM` too (no routes opened).
+    fn parts() -> (TopologyRegistry, Connector) {
+        let config = ConnectorConfig {
+            own_id: OWN,
+            local: PeerData::default(),
+            policy: TopologyPolicy::default(),
+            backoff: BackoffConfig::without_jitter(
+                Duration::from_secs(1),
+                Duration::from_secs(8),
+                3,
+            ),
+            lost_topology_timeout: Duration::from_secs(30),
+            upstream: UPSTREAM,
+            upstream_address: String::new(),
+        };
+        let mut topology = TopologyRegistry::new();
+        for id in [OWN, TARGET] {
+            topology
+                .update_peer(id, UPSTREAM, PeerData::default())
+                .unwrap();
+        }
+        (topology, Connector::new(config, Rng::new(7)))
+    }
+
+    fn ack(via: NodeId) -> Inbound {
+        let ack = wire::Ack {
+            src: OWN,
+            dst: TARGET,
+            seq: 3,
+            dst_incarnation: 11,
+            reset: None,
+        };
+        Inbound::Ack { ack, via }
+    }
+
+    fn notice(via: NodeId) -> Inbound {
+        let notice = wire::Unreachable {
+            src: OWN,
+            dst: TARGET,
+            seq: 3,
+            reason: UnreachableReason::NoRoute,
+            dst_incarnation: 11,
+        };
+        Inbound::Unreachable { notice, via }
+    }
+
+    /// An ack or notice from the target itself or from the tree path (the upstream both hang
+    /// under) is admitted untouched; one from a stranger is dropped, counted by kind and
+    /// reported with its stream's target and the peer it came from.
+    #[test]
+    fn only_the_route_may_ack_or_refuse() {
+        let (topology, connector) = parts();
+        let standing = Standing {
+            topology: &topology,
+            connector: &connector,
+        };
+        let (mut counts, mut out) = (PerimeterCounts::default(), Outlets::default());
+        for via in [TARGET, UPSTREAM] {
+            assert!(counts.admits(&standing, OWN, &ack(via), &mut out));
+            assert!(counts.admits(&standing, OWN, &notice(via), &mut out));
+        }
+        assert_eq!(counts, PerimeterCounts::default());
+        assert_eq!(out.queue.pop_front(), None);
+        assert!(!counts.admits(&standing, OWN, &ack(STRANGER), &mut out));
+        assert!(!counts.admits(&standing, OWN, &notice(STRANGER), &mut out));
+        assert!(!counts.admits(&standing, OWN, &notice(STRANGER), &mut out));
+        let expected = PerimeterCounts {
+            acks_off_route: 1,
+            notices_off_route: 2,
+            ..PerimeterCounts::default()
+        };
+        assert_eq!(counts, expected);
+        for frame in [
+            OffRouteFrame::Ack,
+            OffRouteFrame::Unreachable,
+            OffRouteFrame::Unreachable,
+        ] {
+            let event = Event::OffRoute {
+                frame,
+                dst: TARGET,
+                via: STRANGER,
+            };
+            assert_eq!(out.queue.pop_front(), Some(Output::Event(event)));
+        }
+        assert_eq!(out.queue.pop_front(), None);
+    }
+}
