@@ -1,7 +1,7 @@
 //! The RPC machine ([`crate::rpc`]) composed with the node: the public commands delegate to
 //! it, and [`NodeHost`] applies its effects with the node's parts — its messages go through
 //! the outboxes like any other (ids marked as the machine's), its server picks over the
-//! discovery set's rings. Its inputs reach it through `node/outlets.rs`; every way into the
+//! discovery set's rings. Its inputs reach it through `output::Outlets`; every way into the
 //! node hands them over before it returns ([`Node::settle_rpc`]).
 
 use alloc::vec::Vec;
