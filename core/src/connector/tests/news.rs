@@ -5,11 +5,26 @@
 
 use alloc::vec;
 
-use super::routing::{H, dial, n, scheduled, t};
+use super::routing::{H, dial, linked_peer, n, scheduled, t};
 use super::*;
 
 fn ms(at: Instant, millis: u64) -> Instant {
     at + Duration::from_millis(millis)
+}
+
+/// `peer`'s discovery record is put 1 ms after a dial to it left at `dialled_at` (no second
+/// dial while one is in flight); the dial is refused 1 ms later: one redial at once.
+fn news_during_dial_then_refused(h: &mut H, peer: u64, dialled_at: Instant) {
+    h.now = ms(dialled_at, 1);
+    h.disc_put(peer);
+    assert_eq!(h.effects(), vec![], "a dial is in flight: no second one");
+    h.now = ms(dialled_at, 2);
+    h.down(peer);
+    assert_eq!(
+        h.effects(),
+        vec![dial(peer)],
+        "the refusal predates the news"
+    );
 }
 
 /// A leaf's upstream (its proxy) is killed; the keeper's redial at 12 s races the
@@ -27,16 +42,7 @@ fn upstream_dial_refused_after_news_redials_at_once() {
     assert_eq!(h.c.next_deadline(), Some(t(12)));
     h.at(t(12));
     assert_eq!(h.effects(), vec![dial(0x102)]);
-    h.now = ms(t(12), 1);
-    h.disc_put(0x102);
-    assert_eq!(h.effects(), vec![], "a dial is in flight: no second one");
-    h.now = ms(t(12), 2);
-    h.down(0x102);
-    assert_eq!(
-        h.effects(),
-        vec![dial(0x102)],
-        "the refusal predates the news"
-    );
+    news_during_dial_then_refused(&mut h, 0x102, t(12));
     assert_eq!(h.c.link_state(n(0x102)), Some(LinkState::Connecting));
     assert_eq!(h.c.next_deadline(), None);
     h.now = ms(t(12), 3);
@@ -49,28 +55,14 @@ fn upstream_dial_refused_after_news_redials_at_once() {
 /// 16 s); the news during the dial is kept, the refusal redials at once.
 #[test]
 fn peer_dial_refused_after_news_redials_at_once() {
-    let mut h = H::new(0x201, 0x203, 0, true);
-    h.topo_put(0x202, 0x203);
-    h.disc_put(0x202);
-    h.open(0x202).unwrap();
-    h.up(0x202);
-    h.effects();
+    let mut h = linked_peer(0);
     h.now = t(10);
     h.down(0x202);
     assert_eq!(h.view(0x202).next_reconnect, Some(t(12)));
     h.effects();
     h.at(t(12));
     assert_eq!(h.effects(), vec![scheduled(0x202, 2, t(16)), dial(0x202)]);
-    h.now = ms(t(12), 1);
-    h.disc_put(0x202);
-    assert_eq!(h.effects(), vec![], "a dial is in flight: no second one");
-    h.now = ms(t(12), 2);
-    h.down(0x202);
-    assert_eq!(
-        h.effects(),
-        vec![dial(0x202)],
-        "the refusal predates the news"
-    );
+    news_during_dial_then_refused(&mut h, 0x202, t(12));
     assert_eq!(h.c.link_state(n(0x202)), Some(LinkState::Connecting));
     h.up(0x202);
     let v = h.view(0x202);
