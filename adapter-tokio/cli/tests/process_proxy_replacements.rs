@@ -15,8 +15,8 @@ use std::{thread, time::Duration};
 use process_support::{
     cluster::start_node,
     figures::{first_delivery_ms, report},
-    load::{finish_load, read_outcomes, spawn_load},
-    scenario::{ProxyCluster, RUN_START_TIMEOUT, proxy_spec},
+    load::{finish_load, read_outcomes},
+    scenario::{ProxyCluster, proxy_spec},
     unix_micros_now,
 };
 
@@ -36,14 +36,11 @@ const CYCLE_TIMEOUT: Duration = Duration::from_secs(10);
 fn proxy_replaced_20_times_under_load_resumes_each_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log_path = dir.path().join("outcomes.log");
-    let mut cluster = ProxyCluster::start();
     // 75 s at 400/s: more than 20 cycles of ~2 s need, so every cycle runs under load.
-    let (count, rate) = (30_000, 400);
-    let spec = cluster.load_to_a(931, count, rate).outcomes_log(&log_path);
-    let run = spawn_load(&spec);
-    let mut received = cluster
-        .leaf_a
-        .wait_received_at_least(500, RUN_START_TIMEOUT);
+    let count = 30_000;
+    let (mut cluster, spec, run) =
+        ProxyCluster::start_logged_load(931, (count, 400), &log_path, 500);
+    let mut received = cluster.leaf_a.received_total();
     let mut cycles = Vec::with_capacity(CYCLES);
     for _ in 0..CYCLES {
         let kill_us = unix_micros_now();
