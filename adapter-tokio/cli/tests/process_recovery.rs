@@ -14,8 +14,8 @@ use std::{thread, time::Duration};
 use process_support::{
     cluster::start_node,
     figures::{first_delivery_ms, report, timeline},
-    load::{finish_load, outcome_counts, read_outcomes, spawn_load},
-    scenario::{ProxyCluster, RUN_START_TIMEOUT, proxy_spec},
+    load::{finish_load, outcome_counts, read_outcomes},
+    scenario::{ProxyCluster, proxy_spec},
     unix_micros_now,
 };
 
@@ -26,13 +26,9 @@ const RESUME_TARGET_MS: f64 = 200.0;
 fn proxy_replaced_resumes_traffic() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log_path = dir.path().join("outcomes.log");
-    let mut cluster = ProxyCluster::start();
-    let (count, rate) = (6000, 2000);
-    let spec = cluster.load_to_a(930, count, rate).outcomes_log(&log_path);
-    let run = spawn_load(&spec);
-    cluster
-        .leaf_a
-        .wait_received_at_least(1000, RUN_START_TIMEOUT);
+    let count = 6000;
+    let (mut cluster, spec, run) =
+        ProxyCluster::start_logged_load(930, (count, 2000), &log_path, 1000);
     let kill_us = unix_micros_now();
     cluster.proxy.proc.sigkill();
     thread::sleep(Duration::from_millis(300));

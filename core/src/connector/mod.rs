@@ -98,7 +98,11 @@ mod relay;
 #[cfg(test)]
 mod tests;
 
-use alloc::{collections::BTreeMap, collections::VecDeque, string::String, vec::Vec};
+use alloc::{
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    string::String,
+    vec::Vec,
+};
 
 use record::RouteRecord;
 pub use record::{RouteFlags, RouteView};
@@ -362,6 +366,11 @@ pub struct Connector {
     records: BTreeMap<NodeId, RouteRecord>,
     timers: TimerQueue<NodeId>,
     links: BTreeMap<NodeId, LinkState>,
+    /// Peers whose discovery record was put while a dial to them was in flight: that dial
+    /// may have started before the news (a replacement not listening yet), so its refusal
+    /// says nothing about the news and is answered by one redial at once, not a backoff.
+    /// At most the peers being dialled; an entry goes when the dial ends either way.
+    news_while_dialing: BTreeSet<NodeId>,
     upstream: UpstreamKeeper,
     effects: VecDeque<Effect>,
     /// Reused by `handle_timeout` for the due keys.
@@ -383,6 +392,7 @@ impl Connector {
             records: BTreeMap::new(),
             timers: TimerQueue::new(),
             links: BTreeMap::new(),
+            news_while_dialing: BTreeSet::new(),
             upstream: UpstreamKeeper {
                 id: config.upstream,
                 configured: config.upstream,
@@ -552,6 +562,7 @@ impl Connector {
         self.records.clear();
         self.timers.clear();
         self.links.clear();
+        self.news_while_dialing.clear();
         self.effects.clear();
         self.upstream.redial_at = None;
     }

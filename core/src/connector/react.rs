@@ -259,6 +259,9 @@ impl Connector {
     /// follows its ready proxy again — unless the record is lost. The upstream, when it has
     /// no link, is dialled now with its backoff reset.
     pub fn on_discovery_put(&mut self, now: Instant, world: &World<'_>, id: NodeId) {
+        if self.links.get(&id) == Some(&LinkState::Connecting) {
+            self.news_while_dialing.insert(id);
+        }
         if id == self.upstream.id && !self.links.contains_key(&id) {
             self.upstream.backoff.reset();
             self.upstream.redial_at = Some(now);
@@ -394,11 +397,38 @@ impl Connector {
                 self.links.remove(&peer);
             }
         }
+        let news_during_dial =
+            state != Some(LinkState::Connecting) && self.news_while_dialing.remove(&peer);
         match (old, state) {
             (_, Some(LinkState::Up)) => self.on_link_up(peer),
             (Some(LinkState::Up), _) => self.on_link_lost(now, world, peer, true),
-            (Some(LinkState::Connecting), None) => self.on_link_lost(now, world, peer, false),
+            (Some(LinkState::Connecting), None) => {
+                self.on_link_lost(now, world, peer, false);
+                if news_during_dial {
+                    self.news_outlived_dial(now, world, peer);
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// A dial to `peer` failed that was in flight when its discovery record was put: it may
+    /// have been refused before the news was true (a replacement under the same id that
+    /// was not listening yet when the dial left), so the news still stands. The upstream
+    /// keeper and `peer`'s record redial at once with their backoff reset, as on the news
+    /// itself; a refusal of that redial backs off as usual.
+    fn news_outlived_dial(&mut self, now: Instant, world: &World<'_>, peer: NodeId) {
+        if peer == self.upstream.id && !self.links.contains_key(&peer) {
+            self.upstream.backoff.reset();
+            self.upstream.redial_at = Some(now);
+            self.keep_upstream(now, world);
+        }
+        if self
+            .records
+            .get(&peer)
+            .is_some_and(|r| !r.has(RouteFlags::WAIT_DISCOVERY))
+        {
+            self.retry_now(now, world, peer);
         }
     }
 

@@ -2,11 +2,15 @@
 //! leaves under it (ids 101 and 102), each node with an admin port; and the load runs that
 //! send to leaf A.
 
-use std::{path::PathBuf, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use super::{
+    Proc,
     cluster::{ANY_PORT, Node, NodeSpec, Registry, start_node, start_registry},
-    load::LoadSpec,
+    load::{LoadSpec, spawn_load},
 };
 
 /// The proxy's id (both lives of it).
@@ -126,6 +130,32 @@ impl ProxyCluster {
         let config = load_through_proxy_config();
         spec.extra = vec!["--config".to_owned(), config.display().to_string()];
         spec
+    }
+}
+
+impl ProxyCluster {
+    /// Starts a cluster and a load run of `count` messages at `rate`/s from node `load_id` to
+    /// leaf A through the proxy, logging every outcome to `log`; returns the run's spec and
+    /// process once A has received `warm_up` messages.
+    ///
+    /// # Panics
+    ///
+    /// The cluster does not settle, or A does not receive `warm_up` messages within
+    /// [`RUN_START_TIMEOUT`].
+    #[must_use]
+    pub fn start_logged_load(
+        load_id: u64,
+        (count, rate): (u64, u64),
+        log: &Path,
+        warm_up: u64,
+    ) -> (ProxyCluster, LoadSpec, Proc) {
+        let cluster = ProxyCluster::start();
+        let spec = cluster.load_to_a(load_id, count, rate).outcomes_log(log);
+        let run = spawn_load(&spec);
+        cluster
+            .leaf_a
+            .wait_received_at_least(warm_up, RUN_START_TIMEOUT);
+        (cluster, spec, run)
     }
 }
 

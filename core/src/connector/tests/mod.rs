@@ -6,4 +6,5 @@
 use super::*;
 
 mod cascade;
+mod news;
 mod routing;

@@ -460,14 +460,21 @@ fn candidate_with_a_dial_in_flight_is_bound_without_a_second_dial() {
 
 // ----- reactions -----
 
-#[test]
-fn dropped_link_clears_ready_at_once_and_arms_the_reconnect_timer() {
-    let mut h = H::new(0x201, 0x203, 3, true);
+/// Node 0x201 (upstream 0x203, direct links on, `tries` tries) with an open route to its
+/// peer 0x202 whose link is up, effects drained.
+pub(super) fn linked_peer(tries: u32) -> H {
+    let mut h = H::new(0x201, 0x203, tries, true);
     h.topo_put(0x202, 0x203);
     h.disc_put(0x202);
     h.open(0x202).unwrap();
     h.up(0x202);
     h.effects();
+    h
+}
+
+#[test]
+fn dropped_link_clears_ready_at_once_and_arms_the_reconnect_timer() {
+    let mut h = linked_peer(3);
     h.now = t(10);
     h.down(0x202);
     assert_eq!(
