@@ -1,7 +1,8 @@
 //! `switchboard ls`: what the registry knows, read-only. On the embedded registry a client
 //! of its own *watches* (a `Register` with the watch flag: the registry answers with the
 //! snapshot of every node and lists nothing for it, so no node sees it come or go), takes the
-//! snapshot, leaves at once and prints every node.
+//! snapshot, leaves at once and prints every node. On etcd it runs the backend's watchers
+//! only (`watch_etcd`: no lease, no key written) until every family is listed.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -115,15 +116,9 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             );
             spawn_client_with(*addr, client, options.transport.clone())
         }
+        // Read-only: the watchers list and follow the prefix; no lease, no key written.
         #[cfg(feature = "etcd")]
-        RegistrySpec::Etcd(etcd) => {
-            let mut info = discovery;
-            info.incarnation = incarnation;
-            switchboard_tokio::etcd::spawn_etcd(
-                etcd.clone(),
-                switchboard_tokio::registry::Registration::new(info, topology, incarnation),
-            )
-        }
+        RegistrySpec::Etcd(etcd) => switchboard_tokio::etcd::watch_etcd(etcd.clone()),
         _ => {
             return Err(crate::lifecycle::start_error(
                 switchboard_tokio::node::StartError::EtcdDisabled,
