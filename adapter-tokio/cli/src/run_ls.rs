@@ -138,6 +138,18 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
         .values()
         .map(|info| row(info.clone(), &topology))
         .collect();
+    // Before the listing: a signal the moment it is out is the watch's stop, not a kill.
+    let signals = if options.watch {
+        match crate::lifecycle::StopSignals::install() {
+            Ok(signals) => Some(signals),
+            Err(e) => {
+                leave(feed).await;
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
     let printed = match options.format {
         LsFormat::Json => print_json_line(&rows),
         LsFormat::Table => {
@@ -145,9 +157,15 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             Ok(())
         }
     };
-    if printed.is_ok() && options.watch {
-        let watched =
-            crate::ls_watch::watch(&mut feed, &mut discovery, &mut topology, options.format).await;
+    if let (Ok(()), Some(signals)) = (&printed, signals) {
+        let watched = crate::ls_watch::watch(
+            signals,
+            &mut feed,
+            &mut discovery,
+            &mut topology,
+            options.format,
+        )
+        .await;
         leave(feed).await;
         return watched;
     }
