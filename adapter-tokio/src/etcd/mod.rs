@@ -40,6 +40,7 @@ mod convert;
 mod coordinator;
 pub mod fault;
 mod lease_task;
+mod live_copy;
 mod security;
 mod stats;
 mod watch_task;
