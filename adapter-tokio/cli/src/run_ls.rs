@@ -218,7 +218,12 @@ async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<View, Cli
                 )));
             }
             Err(_) => {
-                let why = last_problem.map_or(String::new(), |p| format!(" ({p})"));
+                // A refused connection is said as such (not the client's retry schedule).
+                let refused = crate::client::refused_now(&options.registry).await;
+                let why = match last_problem {
+                    Some(p) if refused.is_empty() => format!(" ({p})"),
+                    _ => refused.to_owned(),
+                };
                 return Err(CliError::failed(format!(
                     "ls: {registry} did not answer within {}{why}",
                     seconds(options.timeout)
