@@ -588,8 +588,9 @@ pub(crate) struct DemoArgs {
     host and pid (and in JSON its incarnation, as a string). With --watch every change \
     follows, one per line: {\"event\":\"put\",\"node\":ROW} or \
     {\"event\":\"delete\",\"id\":ID,\"name\":NAME} (table: `put ID NAME ADDRESSES \
-    upstream=U`, `delete ID NAME`). Read-only: on the embedded registry ls watches (it registers nothing, so no node sees \
-    it come or go). Exit 1 when the registry does not answer within --timeout-ms (the \
+    upstream=U`, `delete ID NAME`). Read-only: on the embedded registry ls watches (it \
+    registers nothing, so no node sees it come or go); on etcd it reads and watches the \
+    prefix and writes no key. Exit 1 when the registry does not answer within --timeout-ms (the \
     message says why, e.g. connection refused)."
 )]
 pub(crate) struct LsArgs {

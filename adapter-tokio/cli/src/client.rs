@@ -91,7 +91,7 @@ pub(crate) async fn wait_registered(
 
 /// ` (connection refused)` when the embedded registry's address refuses a connection right
 /// now (nothing listens there: the registry is down or the address is wrong), else nothing.
-async fn refused_now(spec: &RegistrySpec) -> &'static str {
+pub(crate) async fn refused_now(spec: &RegistrySpec) -> &'static str {
     let RegistrySpec::Embedded(addr) = spec else {
         return "";
     };

@@ -95,18 +95,19 @@ pub(crate) fn changes(
     deleted.into_iter().chain(puts).collect()
 }
 
-/// Prints every change until a stop signal (exit 0) or the registry client stops.
+/// Prints every change until a stop signal (exit 0) or the registry client stops. `signals`
+/// were installed before the listing was printed, so a signal right after it is caught.
 ///
 /// # Errors
 ///
-/// The signal handlers could not be installed, stdout closed, or the client stopped.
+/// Stdout closed, or the client stopped.
 pub(crate) async fn watch(
+    mut signals: StopSignals,
     feed: &mut Feed,
     discovery: &mut BTreeMap<(NodeId, String), DiscoveryInfo>,
     topology: &mut BTreeMap<NodeId, TopologyInfo>,
     format: LsFormat,
 ) -> Result<(), CliError> {
-    let mut signals = StopSignals::install()?;
     loop {
         let event = tokio::select! {
             event = feed.events.recv() => event,

@@ -1,7 +1,8 @@
 //! `switchboard ls`: what the registry knows, read-only. On the embedded registry a client
 //! of its own *watches* (a `Register` with the watch flag: the registry answers with the
 //! snapshot of every node and lists nothing for it, so no node sees it come or go), takes the
-//! snapshot, leaves at once and prints every node.
+//! snapshot, leaves at once and prints every node. On etcd it runs the backend's watchers
+//! only (`watch_etcd`: no lease, no key written) until every family is listed.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -115,15 +116,9 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             );
             spawn_client_with(*addr, client, options.transport.clone())
         }
+        // Read-only: the watchers list and follow the prefix; no lease, no key written.
         #[cfg(feature = "etcd")]
-        RegistrySpec::Etcd(etcd) => {
-            let mut info = discovery;
-            info.incarnation = incarnation;
-            switchboard_tokio::etcd::spawn_etcd(
-                etcd.clone(),
-                switchboard_tokio::registry::Registration::new(info, topology, incarnation),
-            )
-        }
+        RegistrySpec::Etcd(etcd) => switchboard_tokio::etcd::watch_etcd(etcd.clone()),
         _ => {
             return Err(crate::lifecycle::start_error(
                 switchboard_tokio::node::StartError::EtcdDisabled,
@@ -143,6 +138,18 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
         .values()
         .map(|info| row(info.clone(), &topology))
         .collect();
+    // Before the listing: a signal the moment it is out is the watch's stop, not a kill.
+    let signals = if options.watch {
+        match crate::lifecycle::StopSignals::install() {
+            Ok(signals) => Some(signals),
+            Err(e) => {
+                leave(feed).await;
+                return Err(e);
+            }
+        }
+    } else {
+        None
+    };
     let printed = match options.format {
         LsFormat::Json => print_json_line(&rows),
         LsFormat::Table => {
@@ -150,9 +157,15 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             Ok(())
         }
     };
-    if printed.is_ok() && options.watch {
-        let watched =
-            crate::ls_watch::watch(&mut feed, &mut discovery, &mut topology, options.format).await;
+    if let (Ok(()), Some(signals)) = (&printed, signals) {
+        let watched = crate::ls_watch::watch(
+            signals,
+            &mut feed,
+            &mut discovery,
+            &mut topology,
+            options.format,
+        )
+        .await;
         leave(feed).await;
         return watched;
     }
@@ -205,7 +218,12 @@ async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<View, Cli
                 )));
             }
             Err(_) => {
-                let why = last_problem.map_or(String::new(), |p| format!(" ({p})"));
+                // A refused connection is said as such (not the client's retry schedule).
+                let refused = crate::client::refused_now(&options.registry).await;
+                let why = match last_problem {
+                    Some(p) if refused.is_empty() => format!(" ({p})"),
+                    _ => refused.to_owned(),
+                };
                 return Err(CliError::failed(format!(
                     "ls: {registry} did not answer within {}{why}",
                     seconds(options.timeout)

@@ -1,13 +1,13 @@
-//! Two copies of one node on etcd (same id, name and host: the same default identity). The
-//! second copy takes the id over (a restart looks the same to etcd); the first sees its key
-//! written under another lease within one watch event and *yields* — `/readyz` 503, not
-//! taking it back, so the copies never flap. Stopping either copy never leaves the other
-//! unregistered while its `/readyz` says ready:
+//! Two copies of one node on etcd (same id, name and host: the same default identity). One
+//! live holder per id (issue 22): the second copy finds the id held under its own identity by
+//! a process that still runs on this host (the record's host and pid), so it is refused —
+//! exit 1, its ready line naming the live holder — and the first stays registered and ready,
+//! and traffic reaches it. A copy started after the holder *crashed* (SIGKILL: its lease and
+//! keys live on until the TTL) takes the id over at once (the holder's pid runs no more).
 //!
-//! - the holder stops (SIGTERM: its lease is revoked, its keys deleted) → the yielded copy
-//!   sees the delete and registers again at once, and traffic reaches it;
-//! - the yielded copy stops → its revoke deletes nothing of the holder's (the keys are on the
-//!   holder's lease), the holder stays registered and ready, and traffic reaches it.
+//! Before issue 22 the second copy took the id over and the first yielded (`/readyz` 503):
+//! never both registered, but the mistake went unreported. The yield remains for copies this
+//! check cannot see (another host under one explicit identity); see `etcd::live_copy`.
 //!
 //! Real processes on 127.0.0.1 and a private etcd. Needs the `etcd` feature and the `etcd`
 //! binary on `PATH`.
@@ -65,44 +65,33 @@ fn traffic_reaches(registry: &RegistryAddr, node: &Node, load_id: u64) {
 }
 
 #[test]
-fn stopping_either_copy_never_leaves_the_other_unregistered_while_ready() {
+fn a_live_copy_is_refused_and_a_crashed_holder_is_taken_over() {
     let etcd = EtcdProc::start();
     let registry = RegistryAddr::Etcd(etcd.endpoint());
     let spec = NodeSpec::new(ID, NAME, registry.clone()).echo();
 
-    // The holder stops: the yielded copy registers again.
-    let first = start_node(spec.clone());
+    let mut first = start_node(spec.clone());
     assert!(first.ready_registered(), "{}", first.ready);
-    let mut second = start_node(spec.clone());
+    let conflict = start_node(spec.clone()).expect_refused();
     assert!(
-        second.ready_registered(),
-        "the second copy took the id over: {}",
-        second.ready
+        conflict.starts_with("a live copy of this node runs on this host: ")
+            && conflict.contains(&format!("pid {}", first.proc.pid())),
+        "the conflict names the live holder: {conflict}"
     );
-    wait_readyz(&first, 503, "the first copy to yield to the second");
-    assert_eq!(readyz(&second), 200, "exactly one copy is ready");
-    assert!(!first.status().registered);
-    traffic_reaches(&registry, &second, 971);
-    second.proc.sigterm();
-    let _ = second.proc.wait_exit(Duration::from_secs(10));
-    wait_readyz(
-        &first,
-        200,
-        "the first copy to register again once the holder's keys went",
-    );
-    assert!(first.status().registered);
-    traffic_reaches(&registry, &first, 972);
-
-    // The yielded copy stops: the holder stays registered and ready.
-    let third = start_node(spec);
-    assert!(third.ready_registered(), "{}", third.ready);
-    wait_readyz(&first, 503, "the first copy to yield to the third");
-    let mut first = first;
-    first.proc.sigterm();
-    let _ = first.proc.wait_exit(Duration::from_secs(10));
     // Give a wrong delete every chance to arrive before looking.
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(readyz(&third), 200, "the holder stays ready");
-    assert!(third.status().registered, "and registered");
-    traffic_reaches(&registry, &third, 973);
+    assert_eq!(readyz(&first), 200, "the holder stays ready");
+    assert!(first.status().registered, "and registered");
+    traffic_reaches(&registry, &first, 971);
+
+    // The holder crashes: its keys stay until the lease expires, yet a restart takes over.
+    first.proc.sigkill();
+    let restarted = start_node(spec);
+    assert!(
+        restarted.ready_registered(),
+        "the restart took the crashed holder's id over: {}",
+        restarted.ready
+    );
+    wait_readyz(&restarted, 200, "the restart to be ready");
+    traffic_reaches(&registry, &restarted, 972);
 }

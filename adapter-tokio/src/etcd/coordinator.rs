@@ -15,6 +15,7 @@
 //! revoke. Dropping the coordinator aborts the tasks it started.
 
 use switchboard_core::{
+    ids::NodeId,
     registry::RegistryEvent,
     registry::etcd::{KeyKind, KeyLayout, LeaseState, WatchConfig, WatchState},
     rng::Rng,
@@ -133,10 +134,12 @@ impl View {
     }
 }
 
-/// The coordinator task. See the module docs.
+/// The coordinator task. See the module docs. Without a registration it only watches:
+/// nothing is written to etcd, and [`FeedEvent::Registered`] means every watcher has listed
+/// and is watching.
 pub(super) async fn run(
     options: EtcdOptions,
-    registration: Registration,
+    registration: Option<Registration>,
     port: FeedPort,
     stats: EtcdStats,
 ) {
@@ -149,25 +152,29 @@ pub(super) async fn run(
     };
     let clock = Clock::start();
     let layout = KeyLayout::new(&options.prefix);
-    let node = registration.discovery.id;
+    let (node, incarnation) = registration
+        .as_ref()
+        .map_or((NodeId::NONE, 0), |r| (r.discovery.id, r.incarnation));
     let (report_tx, mut reports) = mpsc::channel(REPORT_CAPACITY);
     let (lease_tx, lease_rx) = mpsc::channel(16);
     let config = lease_config(options.lease_ttl, options.keepalive_interval);
-    let mut lease = AbortOnDrop(tokio::spawn(
-        LeaseTask {
-            client: client.clone(),
-            layout: layout.clone(),
-            registration: registration.clone(),
-            state: LeaseState::new(config),
-            config,
-            clock,
-            reports: report_tx.clone(),
-            commands: lease_rx,
-            stats: stats.clone(),
-        }
-        .run(),
-    ));
-    let mut rng = Rng::new(registration.incarnation ^ node.0.rotate_left(32));
+    let mut lease_task = registration.map(|registration| {
+        AbortOnDrop(tokio::spawn(
+            LeaseTask {
+                client: client.clone(),
+                layout: layout.clone(),
+                registration,
+                state: LeaseState::new(config),
+                config,
+                clock,
+                reports: report_tx.clone(),
+                commands: lease_rx,
+                stats: stats.clone(),
+            }
+            .run(),
+        ))
+    });
+    let mut rng = Rng::new(incarnation ^ node.0.rotate_left(32));
     let watch_config = watch_config(options.watch_silence);
     let _watchers: Vec<AbortOnDrop> = KeyKind::ALL
         .iter()
@@ -188,7 +195,8 @@ pub(super) async fn run(
         .collect();
     drop(report_tx);
     let mut view = View {
-        registered: None,
+        // A watcher has nothing to register: its view is complete once every watcher is.
+        registered: if lease_task.is_some() { None } else { Some(0) },
         listed: [false; 3],
         seen: [0; 3],
         up: [false; 3],
@@ -200,7 +208,7 @@ pub(super) async fn run(
             report = reports.recv() => {
                 let Some(report) = report else { return };
                 if let Report::Watch { update: WatchUpdate::OwnKey { deleted, lease }, .. } = report {
-                    if lease_tx.send(LeaseCommand::OwnKey { deleted, lease }).await.is_err() {
+                    if !to_lease(&lease_tx, lease_task.is_some(), LeaseCommand::OwnKey { deleted, lease }).await {
                         return;
                     }
                     continue;
@@ -211,18 +219,22 @@ pub(super) async fn run(
             }
             command = commands.recv() => match command {
                 Some(FeedCommand::UpdateTopology(topology)) => {
-                    if lease_tx.send(LeaseCommand::UpdateTopology(topology)).await.is_err() {
+                    if !to_lease(&lease_tx, lease_task.is_some(), LeaseCommand::UpdateTopology(topology)).await {
                         return;
                     }
                 }
                 Some(FeedCommand::UpdateDiscovery(info)) => {
-                    if lease_tx.send(LeaseCommand::UpdateDiscovery(info)).await.is_err() {
+                    if !to_lease(&lease_tx, lease_task.is_some(), LeaseCommand::UpdateDiscovery(info)).await {
                         return;
                     }
                 }
                 Some(FeedCommand::Shutdown(done)) => {
                     // The lease task may be gone already; then there is nothing to revoke.
                     let _ = lease_tx.send(LeaseCommand::Shutdown).await;
+                    let Some(lease) = lease_task.as_mut() else {
+                        let _ = done.send(());
+                        return;
+                    };
                     let deadline = tokio::time::Instant::now() + RPC_TIMEOUT * 2;
                     loop {
                         tokio::select! {
@@ -241,6 +253,16 @@ pub(super) async fn run(
             },
         }
     }
+}
+
+/// Hands `command` to the lease task; false when it is gone. A watcher (no lease task)
+/// has nothing to do with it.
+async fn to_lease(
+    lease_tx: &mpsc::Sender<LeaseCommand>,
+    leased: bool,
+    command: LeaseCommand,
+) -> bool {
+    !leased || lease_tx.send(command).await.is_ok()
 }
 
 /// Watch timing from the silence bound: progress is requested after a third of it, and the

@@ -17,7 +17,8 @@
 //! retried on the machine's schedule; nothing is overwritten. A conflict whose owner is this
 //! very lease (an earlier txn that committed but whose answer was lost) counts as registered;
 //! one whose owner carries this deployment's own non-empty identity (a restart before the old
-//! lease expired) is taken over at once by a second txn guarded on the key's mod revision. An upstream switch rewrites only the topology key, on the same
+//! lease expired) is taken over at once by a second txn guarded on the key's mod revision —
+//! unless that owner is a live copy on this host (`live_copy`): then it is a conflict. An upstream switch rewrites only the topology key, on the same
 //! lease, as soon as the node is registered; a failed rewrite is retried.
 
 use std::time::Duration;
@@ -39,6 +40,7 @@ use tokio::sync::mpsc;
 use super::{
     convert::{WarnBackoff, bounded, header_revision, key_value},
     coordinator::{LeaseUpdate, Report},
+    live_copy,
     stats::EtcdStats,
 };
 use crate::{clock::Clock, registry::feed::Registration};
@@ -241,7 +243,8 @@ impl LeaseTask {
                     && claim.is_some();
                 if let RegisterOutcome::Conflict(conflict) = &outcome
                     && (orphan_claim
-                        || conflict.is_own(lease, &self.registration.discovery.identity))
+                        || (conflict.is_own(lease, &self.registration.discovery.identity)
+                            && !self.held_by_live_copy(conflict)))
                 {
                     tracing::info!(
                         holder = %describe_holder(conflict),
@@ -279,7 +282,14 @@ impl LeaseTask {
                 return true;
             }
             RegisterOutcome::Conflict(conflict) => {
-                let holder = describe_holder(&conflict);
+                let holder = if self.held_by_live_copy(&conflict) {
+                    format!(
+                        "a live copy of this node runs on this host: {}",
+                        describe_holder(&conflict)
+                    )
+                } else {
+                    describe_holder(&conflict)
+                };
                 tracing::warn!(%holder, "etcd registration refused: the id is owned by another instance");
                 holder
             }
@@ -301,6 +311,15 @@ impl LeaseTask {
             .send(Report::Lease(LeaseUpdate::Conflict(holder)))
             .await
             .is_ok()
+    }
+
+    /// The id's holder is a live copy of this node on this host (one live holder per id: a
+    /// copy is refused, never taken over; see `live_copy`).
+    fn held_by_live_copy(&self, conflict: &RegisterConflict) -> bool {
+        conflict
+            .owner
+            .as_ref()
+            .is_some_and(|owner| live_copy::is_live_copy(owner, &self.registration.discovery))
     }
 
     /// Lists `<prefix>by_name/<name>-` for another id holding this node's name:

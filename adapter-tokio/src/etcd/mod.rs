@@ -22,6 +22,9 @@
 //!   etcd is lost, [`Conflict`](crate::registry::FeedEvent) when another instance owns the
 //!   id, and obeys the driver's commands.
 //!
+//! [`watch_etcd`] runs the watchers and the coordinator without a lease task: a read-only
+//! follower that writes nothing (`switchboard ls --etcd`).
+//!
 //! The client uses HTTP/2 keepalive and `require_leader`, so a hung or leaderless member
 //! breaks the streams instead of leaving them silent. With `https://` endpoints it speaks TLS
 //! (rustls) trusting [`EtcdOptions::ca`] and presenting [`EtcdOptions::cert`] when given, and
@@ -37,6 +40,7 @@ mod convert;
 mod coordinator;
 pub mod fault;
 mod lease_task;
+mod live_copy;
 mod security;
 mod stats;
 mod watch_task;
@@ -93,6 +97,26 @@ pub fn spawn_etcd_with_stats(
 ) -> (Feed, EtcdStats) {
     let (feed, port) = feed_channel();
     let stats = EtcdStats::default();
-    tokio::spawn(coordinator::run(options, registration, port, stats.clone()));
+    tokio::spawn(coordinator::run(
+        options,
+        Some(registration),
+        port,
+        stats.clone(),
+    ));
     (feed, stats)
+}
+
+/// Follows the registry under `options.prefix` without joining it: the three watchers only,
+/// no lease and no key written (what `switchboard ls --etcd` reads).
+/// [`FeedEvent::Registered`](crate::registry::FeedEvent::Registered) is announced once every
+/// watcher has listed and is watching, so every record is in the feed by then;
+/// [`FeedCommand::Shutdown`](crate::registry::FeedCommand) ends it (there is nothing to
+/// revoke), and the update commands are ignored.
+///
+/// Must be called inside a tokio runtime.
+#[must_use]
+pub fn watch_etcd(options: EtcdOptions) -> Feed {
+    let (feed, port) = feed_channel();
+    tokio::spawn(coordinator::run(options, None, port, EtcdStats::default()));
+    feed
 }

@@ -271,6 +271,32 @@ impl Node {
         }
     }
 
+    /// This node was refused at its start: its ready line says not registered and why, and
+    /// it exits 1 (within 10 s). Returns the conflict.
+    ///
+    /// # Panics
+    ///
+    /// It registered, its ready line names no conflict, or it exits otherwise.
+    pub fn expect_refused(&mut self) -> String {
+        assert!(
+            !self.ready_registered(),
+            "{} registered: {}",
+            self.proc.label(),
+            self.ready
+        );
+        let conflict = self
+            .ready_conflict()
+            .unwrap_or_else(|| panic!("no conflict in {}", self.ready));
+        let exit = self.proc.wait_exit(Duration::from_secs(10));
+        assert_eq!(
+            exit.code(),
+            Some(1),
+            "{}: the refused node's exit",
+            self.proc.label()
+        );
+        conflict
+    }
+
     /// The spec of this node's next life: same id, name and flags, on the same listen port.
     #[must_use]
     pub fn restart_spec(&self) -> NodeSpec {

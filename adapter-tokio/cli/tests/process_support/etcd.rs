@@ -14,7 +14,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::http::http_get;
+use super::http::{http_get, http_post_json};
 
 /// Bound on etcd answering after a start.
 const START_BOUND: Duration = Duration::from_secs(30);
@@ -70,6 +70,29 @@ impl EtcdProc {
     #[must_use]
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+    }
+
+    /// Every key in the store with its value and revisions, and the store's revision: a
+    /// linearizable range read of the whole key space through etcd's JSON gateway
+    /// (`POST /v3/kv/range`, keys and values in base64, compared as they come). Any write —
+    /// a put, a delete, a txn — raises the revision, so two equal reads mean nothing was
+    /// written in between.
+    ///
+    /// # Panics
+    ///
+    /// etcd does not answer 200 with a JSON body.
+    #[must_use]
+    pub fn read_all(&self) -> serde_json::Value {
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.client_port));
+        // "\0" as key and range end: every key.
+        let response = http_post_json(addr, "/v3/kv/range", r#"{"key":"AA==","range_end":"AA=="}"#)
+            .unwrap_or_else(|e| panic!("etcd range read: {e}"));
+        assert_eq!(response.status, 200, "etcd range read: {}", response.body);
+        let mut read: serde_json::Value =
+            serde_json::from_str(&response.body).expect("etcd answers JSON");
+        // The header names the member that answered and its raft term: not the store.
+        let revision = read["header"]["revision"].take();
+        serde_json::json!({ "revision": revision, "kvs": read["kvs"].take() })
     }
 
     fn wait_healthy(&mut self) -> Result<(), String> {

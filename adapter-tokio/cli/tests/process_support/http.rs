@@ -32,13 +32,38 @@ pub struct HttpResponse {
 ///
 /// A connect, I/O or parse failure, described (tests that poll a restarting node retry).
 pub fn http_get(addr: SocketAddr, path: &str) -> Result<HttpResponse, String> {
+    exchange(
+        addr,
+        path,
+        &format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: */*\r\n\r\n"),
+    )
+}
+
+/// `POST path` to `addr` with a JSON `body` (etcd's JSON gateway).
+///
+/// # Errors
+///
+/// A connect, I/O or parse failure, described.
+pub fn http_post_json(addr: SocketAddr, path: &str, body: &str) -> Result<HttpResponse, String> {
+    exchange(
+        addr,
+        path,
+        &format!(
+            "POST {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: */*\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// Sends `request` to `addr` on a new connection and reads the response until it closes.
+fn exchange(addr: SocketAddr, path: &str, request: &str) -> Result<HttpResponse, String> {
     let mut stream = TcpStream::connect_timeout(&addr, HTTP_TIMEOUT)
         .map_err(|e| format!("connect {addr}: {e}"))?;
     stream
         .set_read_timeout(Some(HTTP_TIMEOUT))
         .and_then(|()| stream.set_write_timeout(Some(HTTP_TIMEOUT)))
         .map_err(|e| format!("set timeouts: {e}"))?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept: */*\r\n\r\n");
     stream
         .write_all(request.as_bytes())
         .map_err(|e| format!("write request to {addr}: {e}"))?;
@@ -46,7 +71,8 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Result<HttpResponse, String> {
     stream
         .read_to_end(&mut raw)
         .map_err(|e| format!("read response from {addr}{path}: {e}"))?;
-    parse_response(&raw).map_err(|e| format!("GET {addr}{path}: {e}"))
+    let method = request.split(' ').next().unwrap_or("");
+    parse_response(&raw).map_err(|e| format!("{method} {addr}{path}: {e}"))
 }
 
 /// `GET path` from `addr`, which must answer 200.
