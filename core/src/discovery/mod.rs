@@ -8,6 +8,7 @@
 //! of it can be maintained incrementally. [`Filter`]s select nodes by their [`Metadata`].
 
 pub mod address;
+mod departed;
 mod identity;
 mod info;
 mod json;
@@ -19,7 +20,8 @@ mod topology_info;
 mod tests;
 
 pub use identity::{IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity};
-pub use info::{Area, CLIENT_ROLE, DiscoveryInfo, Gateway, ROLE_LABEL, Runtime};
+pub(crate) use departed::Departed;
+pub use info::{Area, CLIENT_ROLE, DiscoveryInfo, Gateway, LEAVING_LABEL, ROLE_LABEL, Runtime};
 pub use json::DecodeError;
 pub use metadata::{Filter, Metadata};
 pub use set::{Applied, DEFAULT_TOMBSTONE_LIMIT, DiscoverySet};

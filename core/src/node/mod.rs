@@ -213,6 +213,7 @@ impl Node {
         let machines = [
             self.connector.next_deadline(),
             self.endpoints.next_deadline(),
+            self.records.departed.next_deadline(),
         ];
         let rest = [flush, self.links.next_deadline(), rpc];
         machines.into_iter().chain(rest).fold(None, earliest)

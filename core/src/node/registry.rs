@@ -34,7 +34,7 @@ impl Node {
     /// What `event` changed in the records ([`Records::apply`](crate::records::Records::apply)), applied to the other
     /// machines.
     fn registry_event(&mut self, now: Instant, event: RegistryEvent) {
-        match self.records.apply(event) {
+        match self.records.apply(now, event) {
             RecordChange::DiscoveryPut {
                 id,
                 incarnation,
@@ -55,6 +55,7 @@ impl Node {
                     // News: a waiting stream probes now, not at its next retry.
                     self.flush_target(id);
                 }
+                self.release_held(id);
                 // Calls waiting for a method the record serves look again, now.
                 let info = self.records.discovery.get_by_id(id);
                 if let Some(methods) = self.rpc.as_ref().and_then(|r| r.waited_methods(info)) {
@@ -83,6 +84,30 @@ impl Node {
             }
             RecordChange::Nothing => {}
             RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
+        }
+    }
+
+    /// A record of `id` arrived: what waited for its next life ([`Records::holds`]) — for it,
+    /// and for the nodes routed through it — goes now unless it still holds.
+    ///
+    /// [`Records::holds`]: crate::records::Records::holds
+    fn release_held(&mut self, id: NodeId) {
+        let dependents = self.connector.view(id).map(|view| view.proxy_for);
+        self.flush_target(id);
+        for dependent in dependents.into_iter().flatten() {
+            self.flush_target(dependent);
+        }
+    }
+
+    /// The send grace of the members in `due` ended with no record back: what still waits
+    /// for them ends (`Failed(TargetGone)`, `Unknown(TargetGone)` for what may have reached
+    /// an earlier life — [`EndpointTable::give_up`]).
+    ///
+    /// [`EndpointTable::give_up`]: crate::endpoint::EndpointTable::give_up
+    pub(super) fn departures_due(&mut self, now: Instant) {
+        for id in self.records.departed.expire(now) {
+            self.endpoints
+                .give_up(id, crate::outcome::FailReason::TargetGone, &mut self.out);
         }
     }
 
