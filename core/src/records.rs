@@ -175,7 +175,7 @@ impl Records {
                             self.departed.note(info.id, &info.name, now);
                         }
                         RecordChange::DiscoveryDeleted {
-                        id: info.id,
+                            id: info.id,
                             incarnation: info.incarnation,
                             client: info.is_client(),
                         }

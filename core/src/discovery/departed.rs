@@ -142,7 +142,10 @@ mod tests {
         let mut book = Departed::new(GRACE);
         book.note(NodeId(7), "a", at(0));
         book.note(NodeId(7), "a2", at(300));
-        assert_eq!((book.by_name("a"), book.by_name("a2")), (None, Some(NodeId(7))));
+        assert_eq!(
+            (book.by_name("a"), book.by_name("a2")),
+            (None, Some(NodeId(7)))
+        );
         assert_eq!(book.next_deadline(), Some(at(800)));
         // An id-less record departs by nothing; a nameless one by id only.
         book.note(NodeId::NONE, "x", at(300));

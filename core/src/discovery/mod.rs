@@ -19,8 +19,8 @@ mod topology_info;
 #[cfg(test)]
 mod tests;
 
-pub use identity::{IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity};
 pub(crate) use departed::Departed;
+pub use identity::{IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity};
 pub use info::{Area, CLIENT_ROLE, DiscoveryInfo, Gateway, LEAVING_LABEL, ROLE_LABEL, Runtime};
 pub use json::DecodeError;
 pub use metadata::{Filter, Metadata};
