@@ -80,7 +80,7 @@ pub use node::rpc::{
 };
 pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
 pub use node::{
-    CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
+    CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
     RegistrySpec, SendFailure, StartError, Stopped,
 };
 pub use observe::{Known, Metrics, Status};
