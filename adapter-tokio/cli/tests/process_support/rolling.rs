@@ -37,8 +37,7 @@ fn node(cluster: &mut ProxyCluster, which: Which) -> &mut Node {
 }
 
 /// SIGTERMs `which`, waits for its exit (0 required), starts its next life on the same port
-/// (with `flags` instead of its own when given) and waits until both leaves are linked to the
-/// proxy and A received [`BETWEEN`] more messages.
+/// (with `flags` instead of its own when given) and waits until the cluster [`settle`]s.
 ///
 /// # Panics
 ///
@@ -48,38 +47,47 @@ pub fn restart(cluster: &mut ProxyCluster, which: Which, flags: Option<&[String]
     if which == Which::Registry {
         restart_registry(cluster, flags);
     } else {
-        let old = node(cluster, which);
-        let incarnation = old.status().incarnation;
-        stop(&mut old.proc, which);
-        let mut spec = old.restart_spec();
-        if let Some(flags) = flags {
-            spec.flags = flags.to_vec();
-        }
-        *old = start_node(spec);
-        assert_ne!(
-            old.status().incarnation,
-            incarnation,
-            "{which:?}: a new life"
-        );
-        assert!(
-            old.ready_registered(),
-            "{which:?} registered: {}",
-            old.ready
-        );
+        restart_node(node(cluster, which), flags);
     }
-    // Settled: both leaves linked to the (new) proxy. (`ProxyCluster::wait_settled` counts
-    // known nodes, and the load's client is one more while it runs.)
-    cluster.leaf_a.wait_link_up(PROXY_ID);
-    cluster.leaf_b.wait_link_up(PROXY_ID);
-    let now = cluster.leaf_a.received_total();
-    cluster
-        .leaf_a
-        .wait_received_at_least(now + BETWEEN, RUN_START_TIMEOUT);
+    settle(&cluster.leaf_a, &cluster.leaf_b);
+}
+
+/// SIGTERMs `old`, waits for its exit (0 required) and starts its next life in its place on
+/// the same port (with `flags` instead of its own when given).
+///
+/// # Panics
+///
+/// The process does not exit 0 within [`EXIT_BOUND`], or its next life does not register.
+pub fn restart_node(old: &mut Node, flags: Option<&[String]>) {
+    let incarnation = old.status().incarnation;
+    stop(&mut old.proc);
+    let mut spec = old.restart_spec();
+    if let Some(flags) = flags {
+        spec.flags = flags.to_vec();
+    }
+    *old = start_node(spec);
+    let label = old.proc.label().to_owned();
+    assert_ne!(old.status().incarnation, incarnation, "{label}: a new life");
+    assert!(old.ready_registered(), "{label} registered: {}", old.ready);
+}
+
+/// Waits until both leaves are linked to the proxy and `leaf_a` received [`BETWEEN`] more
+/// messages. (`ProxyCluster::wait_settled` counts known nodes, and the load's client is one
+/// more while it runs.)
+///
+/// # Panics
+///
+/// Not so within the bounds.
+pub fn settle(leaf_a: &Node, leaf_b: &Node) {
+    leaf_a.wait_link_up(PROXY_ID);
+    leaf_b.wait_link_up(PROXY_ID);
+    let now = leaf_a.received_total();
+    leaf_a.wait_received_at_least(now + BETWEEN, RUN_START_TIMEOUT);
 }
 
 /// The registry's next life on the same address.
 fn restart_registry(cluster: &mut ProxyCluster, flags: Option<&[String]>) {
-    stop(&mut cluster.registry.proc, Which::Registry);
+    stop(&mut cluster.registry.proc);
     let flags: Vec<&str> = flags
         .unwrap_or_default()
         .iter()
@@ -98,12 +106,13 @@ fn restart_registry(cluster: &mut ProxyCluster, flags: Option<&[String]>) {
 }
 
 /// SIGTERM and a clean exit.
-fn stop(proc: &mut super::Proc, which: Which) {
+fn stop(proc: &mut super::Proc) {
     proc.sigterm();
     let status = proc.wait_exit(EXIT_BOUND);
     assert!(
         status.success(),
-        "{which:?} exits 0 after its drain: {status:?}\n{}",
+        "{} exits 0 after its drain: {status:?}\n{}",
+        proc.label(),
         proc.diagnostics()
     );
 }
