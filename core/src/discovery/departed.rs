@@ -90,10 +90,10 @@ impl Departed {
 
     /// Forgets `id`'s departure, if any.
     fn forget_id(&mut self, id: NodeId) {
-        if let Some(name) = self.names.remove(&id) {
-            if self.by_name.get(&name) == Some(&id) {
-                self.by_name.remove(&name);
-            }
+        if let Some(name) = self.names.remove(&id)
+            && self.by_name.get(&name) == Some(&id)
+        {
+            self.by_name.remove(&name);
         }
         self.ends.cancel(id);
     }
