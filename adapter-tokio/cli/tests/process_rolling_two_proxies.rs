@@ -79,8 +79,8 @@ fn process_rolling_two_proxies() {
             restart_node(&mut leaves[i], None);
             settle(&leaves);
         }
-        for i in 0..proxies.len() {
-            restart_node(&mut proxies[i], None);
+        for proxy in &mut proxies {
+            restart_node(proxy, None);
             settle(&leaves);
         }
         eprintln!("round {round}: four leaves and two proxies restarted");
