@@ -2,7 +2,8 @@
 //! holds a message for a name whose record was deleted within `send_grace` instead of
 //! refusing it, and sends it the moment the next life's record arrives; with nothing back it
 //! ends `Failed(TargetGone)` exactly at the delete plus the grace. A record marked leaving
-//! holds new messages (what is in flight is still acknowledged) until its next record.
+//! holds new messages (what is in flight is still acknowledged) until its next record — for
+//! the node itself, and for the nodes routed through it when it is a proxy.
 //!
 //! The layout: sender 0x825 and target 0x800 under proxy 0x811, no direct links, no latency.
 
@@ -185,6 +186,30 @@ fn a_leaving_record_holds_new_messages_until_the_next_lifes_record() {
             (back, Bytes::from_static(b"held")),
         ]
     );
+    let record = sim.outcome_of(SENDER, held).unwrap();
+    assert_eq!((record.at, record.outcome), (back, Outcome::Delivered));
+    assert_eq!(sim.violations(), &[] as &[String]);
+}
+
+#[test]
+fn a_leaving_proxy_holds_new_messages_for_the_nodes_behind_it_until_its_next_record() {
+    let mut sim = cluster();
+    let mut leaving = discovery_info(PROXY, &name(PROXY));
+    leaving
+        .metadata
+        .labels
+        .insert(LEAVING_LABEL.into(), "restarting".into());
+    sim.registry_put_discovery(leaving);
+    sim.run_until_idle();
+    let held = to_target(&mut sim, b"held").expect("the target itself is not leaving");
+    sim.advance(Duration::from_millis(200));
+    assert!(received(&sim).is_empty(), "held while its proxy drains");
+    assert_eq!(sim.outcome_of(SENDER, held), None);
+    // The proxy's record without the mark (here: it stayed) releases what waited behind it.
+    let back = sim.now();
+    sim.registry_put_discovery(discovery_info(PROXY, &name(PROXY)));
+    sim.advance(Duration::from_secs(1));
+    assert_eq!(received(&sim), [(back, Bytes::from_static(b"held"))]);
     let record = sim.outcome_of(SENDER, held).unwrap();
     assert_eq!((record.at, record.outcome), (back, Outcome::Delivered));
     assert_eq!(sim.violations(), &[] as &[String]);
