@@ -1,13 +1,8 @@
-//! The registry wired to its node, written once for every driver: what a registry event
-//! changed in the records ([`crate::records`]) applied to the other machines — the
-//! connector's reactions, evidence of death, waiting calls ([`Node::handle_registry`]) — and
-//! the embedded registry client's configuration from the node's own records
-//! ([`Node::registry_client_config`]), its registry changes applied to the node
-//! ([`Node::handle_client_output`]), so a driver only performs the socket work and reports.
-//!
-//! A driver that runs the client apart from the node (switchboard-tokio runs it in its own
-//! task, behind the same feed as the etcd backend) hands its `ClientOutput::Registry`
-//! changes to `handle_registry` when they reach the node.
+//! The registry wired to its node, once for every driver: what a registry event changed in
+//! the records ([`crate::records`]) applied to the other machines ([`Node::handle_registry`]),
+//! and the embedded registry client configured from, and applied to, the node
+//! ([`Node::registry_client_config`], [`Node::handle_client_output`]). A driver that runs the
+//! client apart (switchboard-tokio, behind the same feed as etcd) calls `handle_registry`.
 
 use super::{Event, Node, RegistryEvent};
 use crate::{
@@ -41,10 +36,10 @@ impl Node {
                 displaced,
                 client,
             } => {
-                // The connector's reaction to a displaced record reads no evidence: the record
-                // is noted with the news of it.
+                // A record displaced (a node took its name): the connector re-routes; its
+                // reaction reads no evidence, the record is noted with the news of it.
                 if let Some(displaced) = displaced {
-                    self.discovery_gone(now, displaced);
+                    self.with_connector(|c, w| c.on_discovery_delete(now, w, displaced));
                 }
                 if id.is_valid() {
                     self.evidence.note_record(id, client);
@@ -71,7 +66,7 @@ impl Node {
                     self.discovery_deleted(id, incarnation);
                     self.evidence.record_gone(id);
                 }
-                self.discovery_gone(now, id);
+                self.with_connector(|c, w| c.on_discovery_delete(now, w, id));
                 if client {
                     self.client_left(id);
                 }
@@ -87,10 +82,8 @@ impl Node {
         }
     }
 
-    /// A record of `id` arrived: what waited for its next life ([`Records::holds`]) — for it,
+    /// A record of `id` arrived: what waited for its next life (`Records::holds`) — for it
     /// and for the nodes routed through it — goes now unless it still holds.
-    ///
-    /// [`Records::holds`]: crate::records::Records::holds
     fn release_held(&mut self, id: NodeId) {
         let dependents = self.connector.view(id).map(|view| view.proxy_for);
         self.flush_target(id);
@@ -99,34 +92,11 @@ impl Node {
         }
     }
 
-    /// The send grace of the members in `due` ended with no record back: what still waits
-    /// for them ends (`Failed(TargetGone)`, `Unknown(TargetGone)` for what may have reached
-    /// an earlier life — [`EndpointTable::give_up`]).
-    ///
-    /// [`EndpointTable::give_up`]: crate::endpoint::EndpointTable::give_up
-    pub(super) fn departures_due(&mut self, now: Instant) {
-        for id in self.records.departed.expire(now) {
-            self.endpoints
-                .give_up(id, crate::outcome::FailReason::TargetGone, &mut self.out);
-        }
-    }
-
     /// A light client's record was deleted: it left. Its route and its endpoint go at once
     /// (what waited for it fails `TargetGone`): nothing redials it, `/status` does not list it.
     fn client_left(&mut self, id: NodeId) {
         self.with_connector(|c, _| c.on_client_left(id));
-        if let Some(key) = self.endpoints.find_by_id(id) {
-            self.endpoints
-                .remove(key, crate::outcome::FailReason::TargetGone, &mut self.out);
-        }
-    }
-
-    /// `id`'s discovery record is gone (deleted, or displaced by a node taking its name):
-    /// the connector re-routes.
-    fn discovery_gone(&mut self, now: Instant, id: NodeId) {
-        if id.is_valid() {
-            self.with_connector(|c, w| c.on_discovery_delete(now, w, id));
-        }
+        self.endpoints.client_left(id, &mut self.out);
     }
 
     /// The discovery record this node publishes on any registry: the config's
@@ -156,8 +126,8 @@ impl Node {
     /// Takes one output of this node's registry client (drained with
     /// `RegistryClient::poll_output`): a registry change is applied at once
     /// ([`handle_registry`](Self::handle_registry)) and `None` returned; anything else
-    /// (`Connect`, `Transmit`, `Close`, `Event`) comes back for the driver to perform. Drain the node's own outputs afterwards, as after any
-    /// `handle_*` call.
+    /// (`Connect`, `Transmit`, `Close`, `Event`) comes back for the driver to perform. Drain
+    /// the node's own outputs afterwards, as after any `handle_*` call.
     pub fn handle_client_output(
         &mut self,
         now: Instant,
