@@ -62,6 +62,17 @@ fn to_target(
     )
 }
 
+/// The registry serves `id`'s record marked leaving (it drains before a graceful exit).
+fn publish_leaving(sim: &mut Sim, id: NodeId) {
+    let mut leaving = discovery_info(id, &name(id));
+    leaving
+        .metadata
+        .labels
+        .insert(LEAVING_LABEL.into(), "restarting".into());
+    sim.registry_put_discovery(leaving);
+    sim.run_until_idle();
+}
+
 /// `(at, payload)` of everything the target received, in order.
 fn received(sim: &Sim) -> Vec<(Instant, Bytes)> {
     sim.received(TARGET)
@@ -149,13 +160,7 @@ fn a_leaving_record_holds_new_messages_until_the_next_lifes_record() {
     let t0 = sim.now();
     let first = to_target(&mut sim, b"first").expect("known");
     sim.advance(Duration::from_millis(10));
-    let mut leaving = discovery_info(TARGET, &name(TARGET));
-    leaving
-        .metadata
-        .labels
-        .insert(LEAVING_LABEL.into(), "restarting".into());
-    sim.registry_put_discovery(leaving);
-    sim.run_until_idle();
+    publish_leaving(&mut sim, TARGET);
     let held = to_target(&mut sim, b"held").expect("a leaving node's name still resolves");
     sim.advance(Duration::from_millis(200));
     assert_eq!(
@@ -194,13 +199,7 @@ fn a_leaving_record_holds_new_messages_until_the_next_lifes_record() {
 #[test]
 fn a_leaving_proxy_holds_new_messages_for_the_nodes_behind_it_until_its_next_record() {
     let mut sim = cluster();
-    let mut leaving = discovery_info(PROXY, &name(PROXY));
-    leaving
-        .metadata
-        .labels
-        .insert(LEAVING_LABEL.into(), "restarting".into());
-    sim.registry_put_discovery(leaving);
-    sim.run_until_idle();
+    publish_leaving(&mut sim, PROXY);
     let held = to_target(&mut sim, b"held").expect("the target itself is not leaving");
     sim.advance(Duration::from_millis(200));
     assert!(received(&sim).is_empty(), "held while its proxy drains");
