@@ -130,17 +130,23 @@ impl Node {
             endpoints,
             links,
             out,
+            records,
             ..
         } = self;
-        // Asked only when the message may go straight out (nothing queued, within limits).
-        let ready_link = || hop.and_then(|hop| links.link_to(hop));
+        // Asked only when the message may go straight out (nothing queued, within limits);
+        // held for a departed or leaving node's next life (`Records::holds`).
+        let ready_link = || {
+            hop.filter(|&hop| !records.holds(id, hop))
+                .and_then(|hop| links.link_to(hop))
+        };
         endpoints.send_until(key, msg, msg_type, payload, now, deadline, ready_link, out);
         Ok(msg)
     }
 
     /// The node `to` selects among `among` (every node when `None`), by the one
     /// [`Selector::pick`](crate::select::Selector::pick); least outstanding compares the
-    /// messages queued or unacknowledged to each candidate.
+    /// messages queued or unacknowledged to each candidate. An unfiltered name no record
+    /// holds is the member that held it if its record was deleted within the send grace.
     pub(super) fn pick_target(
         &mut self,
         among: Option<&Filter>,
@@ -149,12 +155,18 @@ impl Node {
         if !to.is_valid() {
             return Err(SendError::InvalidTarget);
         }
+        let unfiltered = among.is_none();
         let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
         let among = Among::of(self.records.discovery.rings(), filter);
         let endpoints = &self.endpoints;
         let load = |id: NodeId| endpoints.outstanding(id);
         (self.selector)
             .pick(to, among, &mut self.rng, load, &[])
+            .or_else(|| match to {
+                // A name whose record was deleted within the send grace: held for its next life.
+                Select::Name(name) if unfiltered => self.records.departed.by_name(name),
+                _ => None,
+            })
             .ok_or(SendError::UnknownTarget)
     }
 

@@ -169,9 +169,17 @@ impl Node {
         let flush = self.endpoints.has_unfinished_flush().then_some(self.now);
         let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
         let (connector, links) = (self.connector.next_deadline(), self.links.next_deadline());
-        [connector, self.endpoints.next_deadline(), flush, links, rpc]
-            .into_iter()
-            .fold(None, earliest)
+        let departed = self.records.departed.next_deadline();
+        [
+            connector,
+            self.endpoints.next_deadline(),
+            flush,
+            links,
+            rpc,
+            departed,
+        ]
+        .into_iter()
+        .fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,

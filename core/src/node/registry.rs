@@ -29,7 +29,7 @@ impl Node {
     /// What `event` changed in the records ([`Records::apply`](crate::records::Records::apply)), applied to the other
     /// machines.
     fn registry_event(&mut self, now: Instant, event: RegistryEvent) {
-        match self.records.apply(event) {
+        match self.records.apply(now, event) {
             RecordChange::DiscoveryPut {
                 id,
                 incarnation,
@@ -50,6 +50,7 @@ impl Node {
                     // News: a waiting stream probes now, not at its next retry.
                     self.flush_target(id);
                 }
+                self.release_held(id);
                 // Calls waiting for a method the record serves look again, now.
                 let info = self.records.discovery.get_by_id(id);
                 if let Some(methods) = self.rpc.as_ref().and_then(|r| r.waited_methods(info)) {
@@ -78,6 +79,16 @@ impl Node {
             }
             RecordChange::Nothing => {}
             RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
+        }
+    }
+
+    /// A record of `id` arrived: what waited for its next life (`Records::holds`) — for it
+    /// and for the nodes routed through it — goes now unless it still holds.
+    fn release_held(&mut self, id: NodeId) {
+        let dependents = self.connector.view(id).map(|view| view.proxy_for);
+        self.flush_target(id);
+        for dependent in dependents.into_iter().flatten() {
+            self.flush_target(dependent);
         }
     }
 

@@ -29,6 +29,10 @@ impl Node {
             self.flush_target(dst);
         }
         self.endpoints.handle_timeout(now, &mut self.out);
+        // A departed member's send grace ended with no record back (ARCHITECTURE §7).
+        for id in self.records.departed.expire(now) {
+            (self.endpoints).give_up(id, crate::outcome::FailReason::TargetGone, &mut self.out);
+        }
         let (connector, links) = (&self.connector, &self.links);
         let ready_link = |dst| connector.ready_hop(dst).and_then(|hop| links.link_to(hop));
         (self.endpoints).retransmit_due(now, ready_link, &mut self.out);
@@ -74,12 +78,14 @@ impl Node {
     }
 
     /// On a ready route, `target`'s outbox flushes
-    /// ([`EndpointTable::flush_ready`](crate::endpoint::EndpointTable::flush_ready)).
+    /// ([`EndpointTable::flush_ready`](crate::endpoint::EndpointTable::flush_ready)) — unless
+    /// the records hold its messages ([`Records::holds`](crate::records::Records::holds)).
     pub(super) fn flush_target(&mut self, target: NodeId) {
-        let (connector, links) = (&self.connector, &self.links);
+        let (connector, links, records) = (&self.connector, &self.links, &self.records);
         let ready_link = || {
             connector
                 .ready_hop(target)
+                .filter(|&hop| !records.holds(target, hop))
                 .and_then(|hop| links.link_to(hop))
         };
         let timing = (self.now, self.config.flush_budget());
