@@ -37,6 +37,8 @@ pub(crate) enum RpcCommand {
         /// Only this stream's registration is removed (a newer `serve` of the same method
         /// replaced it otherwise).
         requests: mpsc::UnboundedSender<Request>,
+        /// Requests handed to the stream and never read: declined (their handler never ran).
+        unread: Vec<RequestId>,
     },
     Reply {
         request: RequestId,
@@ -273,10 +275,16 @@ impl futures_core::Stream for Requests {
 impl Drop for Requests {
     fn drop(&mut self) {
         // Best effort: with the command queue full or the node stopped, the driver still
-        // unserves on the first request it cannot hand over.
+        // unserves (and declines) on the first request it cannot hand over.
+        self.rx.close();
+        let mut unread = Vec::new();
+        while let Ok(request) = self.rx.try_recv() {
+            unread.push(request.id());
+        }
         let _ = self.commands.try_send(Command::Rpc(RpcCommand::Unserve {
             method: std::mem::take(&mut self.method),
             requests: self.tx.clone(),
+            unread,
         }));
     }
 }

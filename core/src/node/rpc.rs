@@ -75,6 +75,15 @@ impl Node {
         self.with_rpc(|rpc, host| rpc.reply(now, request, &payload, host))
     }
 
+    /// Refuses the request `request` unanswered, as a server that does not serve its method
+    /// would: for a driver with no handler to give it to (its method was unserved after the
+    /// node handed it out). Its caller tries another server; a repeat may run here later.
+    /// Returns whether it was waiting.
+    pub fn decline(&mut self, now: Instant, request: RequestId) -> bool {
+        let now = self.advance(now);
+        self.with_rpc(|rpc, host| rpc.decline(now, request, host))
+    }
+
     /// Cancels the call `call`: it ends at once — `Failed(Cancelled)` if no request left
     /// this node, `Unknown(Cancelled)` once one did (its server is told, best effort, and
     /// drops the handler's reply). Returns whether the call was open.

@@ -26,7 +26,7 @@ use crate::{
     outcome::{FailReason, Outcome},
     ring::FilterId,
     time::{Duration, Instant},
-    wire::{self, RpcMessage},
+    wire::{self, RefuseCall, RpcMessage},
 };
 
 /// Largest RPC message (or broadcast payload) a `Data` frame can carry.
@@ -349,6 +349,30 @@ impl Rpc {
         };
         self.send(now, caller, &message, inbound.deadline, host);
         Ok(())
+    }
+
+    /// Refuses the held request `request` as not served, its handler never run (see
+    /// `Node::decline`); whether it was held.
+    pub(crate) fn decline(
+        &mut self,
+        now: Instant,
+        request: RequestId,
+        host: &mut impl RpcHost,
+    ) -> bool {
+        let Some(inbound) = self.serving.take(request) else {
+            return false;
+        };
+        self.serving.forget(&inbound.key);
+        self.stats.not_served += 1;
+        let (caller, caller_incarnation, call) = inbound.key;
+        let refuse = RpcMessage::Refuse {
+            call,
+            caller_incarnation,
+            reason: RefuseCall::NotServed,
+        };
+        let deadline = now + self.settings.message_timeout;
+        self.send(now, caller, &refuse, deadline, host);
+        true
     }
 
     /// Cancels the open call `call` (see `Node::cancel`); whether it was open.

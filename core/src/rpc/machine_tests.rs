@@ -552,3 +552,54 @@ fn a_broadcast_reports_every_recipient_once() {
     assert_eq!(report.failed, [(CALLER, FailReason::NoRoute)]);
     assert_eq!(report.unknown, [(S2, FailReason::Timeout)]);
 }
+
+/// A request its driver cannot hand to a handler (the method was unserved after the node
+/// handed it out) is declined: refused `NotServed` to its caller, counted, forgotten as
+/// handed on — the same request again is handed out anew — and then no longer answerable.
+#[test]
+fn a_declined_request_is_refused_and_may_come_again() {
+    let mut rpc = machine(&["echo"]);
+    let mut host = Script::default();
+    let request = RpcMessage::Request {
+        call: 9,
+        caller_incarnation: 3,
+        remaining_ns: 1_000_000_000,
+        method: "echo",
+        payload: b"args",
+    };
+    host.inputs.push_back(message(CALLER, &request));
+    rpc.settle(at(100), &mut host);
+    assert!(rpc.decline(at(150), RequestId(1), &mut host));
+    assert!(!rpc.decline(at(160), RequestId(1), &mut host));
+    assert_eq!(
+        rpc.reply(at(170), RequestId(1), b"late", &mut host),
+        Err(super::ReplyError::UnknownRequest)
+    );
+    let mut refusal = Vec::new();
+    let refuse = RpcMessage::Refuse {
+        call: 9,
+        caller_incarnation: 3,
+        reason: RefuseCall::NotServed,
+    };
+    wire::encode_rpc(&refuse, &mut refusal);
+    assert_eq!(host.sent.len(), 1);
+    assert_eq!((host.sent[0].to, &host.sent[0].bytes), (CALLER, &refusal));
+    host.inputs.push_back(message(CALLER, &request));
+    rpc.settle(at(200), &mut host);
+    let handed: Vec<RequestId> = (host.outputs.iter())
+        .filter_map(|o| match o {
+            RpcOutput::Request(incoming) => Some(incoming.request),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(handed, [RequestId(1), RequestId(2)]);
+    let stats = rpc.stats();
+    assert_eq!(
+        (
+            stats.not_served,
+            stats.duplicate_requests,
+            stats.dropped_replies
+        ),
+        (1, 0, 1)
+    );
+}

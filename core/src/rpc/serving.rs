@@ -118,6 +118,14 @@ impl Serving {
         Some(inbound)
     }
 
+    /// Forgets that `key` was handed on: it never ran (its request was declined), so the
+    /// caller may send it again.
+    pub(crate) fn forget(&mut self, key: &CallKey) {
+        if self.seen.remove(key) {
+            self.seen_order.retain(|seen| seen != key);
+        }
+    }
+
     /// The earliest deadline of a held request.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.timers.next_deadline()

@@ -108,7 +108,11 @@ impl Driver {
                     let _ = done.send(Err(refused));
                 }
             },
-            RpcCommand::Unserve { method, requests } => {
+            RpcCommand::Unserve {
+                method,
+                requests,
+                unread,
+            } => {
                 let current = self
                     .rpc
                     .served
@@ -117,6 +121,10 @@ impl Driver {
                 if current {
                     self.rpc.served.remove(&method);
                     self.node.unserve(now, &method);
+                }
+                // Handed to the stream, never read: their handler never ran.
+                for request in unread {
+                    self.node.decline(now, request);
                 }
             }
             RpcCommand::Reply {
@@ -190,7 +198,7 @@ impl Driver {
                     self.answer_inline(now, request.request, reply);
                     return;
                 }
-                let method = request.method.clone();
+                let (method, id) = (request.method.clone(), request.request);
                 // Every handle gone means the node is stopping: nobody could answer.
                 let commands = self.commands.upgrade();
                 let handed = self.rpc.served.get(&method).is_some_and(|tx| {
@@ -199,11 +207,14 @@ impl Driver {
                     })
                 });
                 if !handed {
-                    // The stream was dropped and its unserve command lost: unserve now. This
-                    // request gets no answer (its caller's deadline ends it).
-                    debug!(%method, "request for a method no stream serves any more");
-                    self.rpc.served.remove(&method);
-                    self.node.unserve(now, &method);
+                    // Unserved after the core handed it out (the unserve came in the same
+                    // burst, or its command was lost): declined, so its caller tries another
+                    // server at once instead of waiting out its deadline.
+                    debug!(%method, "request for a method no longer served: declined");
+                    self.node.decline(now, id);
+                    if self.rpc.served.remove(&method).is_some() {
+                        self.node.unserve(now, &method);
+                    }
                 }
             }
             RpcOutput::RequestCancelled { request } => {
