@@ -20,6 +20,7 @@ use crate::{
     ids::NodeId,
     registry::RegistryEvent,
     ring::RingConfig,
+    select::Select,
     time::Instant,
     topology::{PeerChange, PeerData, Revisions, TopologyRegistry},
 };
@@ -126,6 +127,20 @@ impl Records {
     pub(crate) fn holds(&self, id: NodeId, hop: NodeId) -> bool {
         (!self.leaving.is_empty() && (self.leaving.contains(&id) || self.leaving.contains(&hop)))
             || self.departed.contains(id)
+    }
+
+    /// When the earliest send grace ends ([`Departed`]).
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.departed.next_deadline()
+    }
+
+    /// The member that held `to`'s name if its record was deleted within the send grace and
+    /// the pick was among every node (`unfiltered`): its messages wait for its next life.
+    pub(crate) fn departed_pick(&self, to: &Select, unfiltered: bool) -> Option<NodeId> {
+        match to {
+            Select::Name(name) if unfiltered => self.departed.by_name(name),
+            _ => None,
+        }
     }
 
     /// The name `id`'s discovery record gives it (`""`: none).

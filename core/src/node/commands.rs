@@ -155,18 +155,13 @@ impl Node {
         if !to.is_valid() {
             return Err(SendError::InvalidTarget);
         }
-        let unfiltered = among.is_none();
         let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
-        let among = Among::of(self.records.discovery.rings(), filter);
+        let rings = Among::of(self.records.discovery.rings(), filter);
         let endpoints = &self.endpoints;
         let load = |id: NodeId| endpoints.outstanding(id);
         (self.selector)
-            .pick(to, among, &mut self.rng, load, &[])
-            .or_else(|| match to {
-                // A name whose record was deleted within the send grace: held for its next life.
-                Select::Name(name) if unfiltered => self.records.departed.by_name(name),
-                _ => None,
-            })
+            .pick(to, rings, &mut self.rng, load, &[])
+            .or_else(|| self.records.departed_pick(to, among.is_none()))
             .ok_or(SendError::UnknownTarget)
     }
 

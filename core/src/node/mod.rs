@@ -98,7 +98,7 @@ impl Node {
             bus_rng.fork(),
         );
         // Drawn after the forks: no other sequence moves.
-        let dedup_seed = bus_rng.next_u64();
+        let rpc = crate::rpc::Rpc::for_node(&config, incarnation, bus_rng.next_u64());
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -114,11 +114,9 @@ impl Node {
             now,
             shut_down: false,
             evidence: crate::evidence::EvidenceBook::default(),
-            rpc: None,
+            rpc: Some(rpc),
             perimeter: PerimeterCounts::default(),
         };
-        let rpc = crate::rpc::Rpc::for_node(&node.config, incarnation, dedup_seed);
-        node.rpc = Some(rpc);
         node.with_connector(|c, w| c.start(now, w));
         Ok(node)
     }
@@ -169,17 +167,10 @@ impl Node {
         let flush = self.endpoints.has_unfinished_flush().then_some(self.now);
         let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
         let (connector, links) = (self.connector.next_deadline(), self.links.next_deadline());
-        let departed = self.records.departed.next_deadline();
-        [
-            connector,
-            self.endpoints.next_deadline(),
-            flush,
-            links,
-            rpc,
-            departed,
-        ]
-        .into_iter()
-        .fold(None, earliest)
+        let (outboxes, departed) = (self.endpoints.next_deadline(), self.records.next_deadline());
+        [connector, outboxes, flush, links, rpc, departed]
+            .into_iter()
+            .fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,
