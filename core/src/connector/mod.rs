@@ -461,6 +461,13 @@ impl Connector {
             .and_then(|r| r.proxy.is_valid().then_some(r.proxy))
     }
 
+    /// The targets whose routes go through `hop` ([`RouteView::proxy_for`] without building
+    /// the view).
+    #[must_use]
+    pub fn proxied_by(&self, hop: NodeId) -> Vec<NodeId> {
+        (self.records.get(&hop)).map_or_else(Vec::new, |r| r.proxy_for.iter().copied().collect())
+    }
+
     fn view_of(&self, target: NodeId) -> Option<RouteView> {
         let r = self.records.get(&target)?;
         Some(RouteView {

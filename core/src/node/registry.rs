@@ -85,10 +85,8 @@ impl Node {
     /// A record of `id` arrived: what waited for its next life (`Records::holds`) — for it
     /// and for the nodes routed through it — goes now unless it still holds.
     fn release_held(&mut self, id: NodeId) {
-        let dependents = self.connector.view(id).map(|view| view.proxy_for);
-        self.flush_target(id);
-        for dependent in dependents.into_iter().flatten() {
-            self.flush_target(dependent);
+        for target in [id].into_iter().chain(self.connector.proxied_by(id)) {
+            self.flush_target(target);
         }
     }
 

@@ -216,8 +216,7 @@ impl Node {
     /// and of the targets routed through it hear it
     /// ([`EndpointTable::note_refusal`](crate::endpoint::EndpointTable::note_refusal)).
     fn note_refusal(&mut self, peer: NodeId, reason: Option<FailReason>) {
-        let dependents = self.connector.view(peer).map(|view| view.proxy_for);
-        (self.endpoints).note_refusal(peer, dependents.into_iter().flatten(), reason);
+        (self.endpoints).note_refusal(peer, self.connector.proxied_by(peer), reason);
     }
 
     /// Tells the connector whether `peer` has an up link, only dials in flight, or nothing.
