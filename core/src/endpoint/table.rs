@@ -93,6 +93,14 @@ impl EndpointTable {
         EndpointTable::for_node(settings, NodeId::NONE, Rng::new(0), Duration::from_secs(2))
     }
 
+    /// An empty table for the node `config` describes ([`EndpointTable::for_node`] with its
+    /// id, settings and heartbeat interval as the retransmit delay).
+    #[must_use]
+    pub fn for_config(config: &crate::config::Config, rng: Rng) -> EndpointTable {
+        let settings = EndpointSettings::from_config(config);
+        EndpointTable::for_node(settings, config.id, rng, config.heartbeat_interval)
+    }
+
     /// An empty table for the node `src`: stream tags are drawn from `rng`, and in-flight
     /// messages go out again once the oldest waited `retransmit_after` for its ack.
     #[must_use]

@@ -14,9 +14,6 @@ use crate::{
     time::Instant,
 };
 
-#[cfg(test)]
-pub(super) use crate::output::MAX_PAYLOAD_LEN;
-
 impl Node {
     /// Accepts a message for the node `to` selects among every node ([`crate::select`]; the
     /// message stays with that node) and returns its id; its [`Output::Outcome`] follows (at
@@ -115,8 +112,7 @@ impl Node {
                 }
                 Err(e) => {
                     if !existed {
-                        self.endpoints
-                            .remove(key, FailReason::NoRoute, &mut self.out);
+                        (self.endpoints).remove(key, FailReason::NoRoute, &mut self.out);
                     }
                     self.apply_effects();
                     return Err(e.into());
@@ -172,14 +168,12 @@ impl Node {
     /// driver's part: it shuts its registry client down (`RegistryClient::shutdown` says
     /// `Bye`) or revokes its etcd lease.
     pub fn shutdown(&mut self, now: Instant) {
-        self.advance(now);
+        let now = self.advance(now);
         if self.shut_down {
             return;
         }
         self.shut_down = true;
-        self.endpoints
-            .give_up_all(FailReason::Shutdown, &mut self.out);
-        let now = self.now;
+        (self.endpoints).give_up_all(FailReason::Shutdown, &mut self.out);
         self.with_rpc(|rpc, host| rpc.shutdown(now, host));
         self.links.close_all(&mut self.out);
         self.connector.clear();

@@ -1,11 +1,9 @@
 //! Evidence of a peer's death, applied (docs/ARCHITECTURE.md §9.3): the rules and the state
 //! are the [`EvidenceBook`]'s; the node acts on what it decides — ends what may have reached
-//! the dead incarnation ([`EndpointTable::on_dead`]), tells the sources it relayed for, closes
-//! zombie links, probes suspects, reports [`Event::PeerDead`] — and believes a relay's word
-//! (gone, reachable again) only from the hop the target's route goes through.
-//!
-//! [`EndpointTable::on_dead`]: crate::endpoint::EndpointTable::on_dead
-//! [`EvidenceBook`]: crate::evidence::EvidenceBook
+//! the dead incarnation ([`on_dead`](crate::endpoint::EndpointTable::on_dead)), tells the
+//! sources it relayed for, closes zombie links, probes suspects, reports [`Event::PeerDead`] —
+//! and believes a relay's word (gone, reachable again) only from the hop the target's route
+//! goes through.
 
 use super::{Event, Evidence, Node};
 use crate::{
@@ -27,18 +25,15 @@ impl Node {
         // A zombie link to the dead life is closed now, so nothing is sent into it (to end
         // only at the next evidence, which the book ignores).
         let zombies = if EvidenceBook::closes_links(evidence, incarnation) {
-            self.links
-                .close_incarnation(peer, incarnation, &mut self.out)
+            (self.links).close_incarnation(peer, incarnation, &mut self.out)
         } else {
             alloc::vec::Vec::new()
         };
         let ended =
-            self.endpoints
-                .on_dead(peer, incarnation, FailReason::TargetGone, &mut self.out);
+            (self.endpoints).on_dead(peer, incarnation, FailReason::TargetGone, &mut self.out);
         let told = self.tell_sources(peer, incarnation, UnreachableReason::TargetGone);
         if !zombies.is_empty() {
-            let now = self.now;
-            self.update_peer_state(now, peer);
+            self.update_peer_state(self.now, peer);
         }
         // What waits now probes for a live incarnation at once if the route is ready.
         self.flush_target(peer);
@@ -108,10 +103,8 @@ impl Node {
     /// the link loss) at the address the connector allows
     /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)).
     pub(super) fn probe(&mut self, peer: NodeId) {
-        if !self.evidence.is_suspect(peer)
-            || self.links.is_up(peer)
-            || self.links.is_connecting(peer)
-        {
+        let idle = !self.links.is_up(peer) && !self.links.is_connecting(peer);
+        if !idle || !self.evidence.is_suspect(peer) {
             return;
         }
         let world = self.records.world();
@@ -135,8 +128,7 @@ impl Node {
             return;
         }
         if self.evidence.record_death(id, seen).is_some() {
-            self.endpoints
-                .on_incarnation(id, incarnation, &mut self.out);
+            (self.endpoints).on_incarnation(id, incarnation, &mut self.out);
             self.tell_sources(id, seen, UnreachableReason::TargetGone);
             self.out.event(Event::PeerDead {
                 peer: id,

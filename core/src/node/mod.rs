@@ -16,11 +16,10 @@ mod transport;
 #[cfg(test)]
 mod tests;
 
-pub use crate::perimeter::{OffRouteFrame, PerimeterCounts};
-
 pub use crate::{
     event::{Event, Evidence, LinkError, RegistryIgnored},
     output::{Output, SendError},
+    perimeter::{OffRouteFrame, PerimeterCounts},
     status::{EndpointStatus, LinkStatus, RouteStatus, Status},
 };
 
@@ -28,7 +27,7 @@ use crate::{
     bus::links::{LinkSettings, Links},
     config::{Config, ConfigError},
     connector::{Connector, ConnectorConfig},
-    endpoint::{EndpointSettings, EndpointTable},
+    endpoint::EndpointTable,
     ids::{IdSource, NodeId},
     inspect::Inspect,
     output::Outlets,
@@ -86,12 +85,7 @@ impl Node {
         let connector = Connector::new(ConnectorConfig::from_config(&config), rng.fork());
         // Never 0: a `Data` frame stamped 0 means "incarnation not known".
         let incarnation = bus_rng.next_u64().max(1);
-        let endpoints = EndpointTable::for_node(
-            EndpointSettings::from_config(&config),
-            config.id,
-            bus_rng.fork(),
-            config.heartbeat_interval,
-        );
+        let endpoints = EndpointTable::for_config(&config, bus_rng.fork());
         let links = Links::new(
             LinkSettings::from_config(&config, incarnation),
             now,

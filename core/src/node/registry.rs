@@ -46,10 +46,6 @@ impl Node {
                     self.discovery_news(now, id, incarnation);
                     self.with_connector(|c, w| c.on_discovery_put(now, w, id));
                 }
-                if self.endpoints.stalled(id) {
-                    // News: a waiting stream probes now, not at its next retry.
-                    self.flush_target(id);
-                }
                 self.release_held(id);
                 // Calls waiting for a method the record serves look again, now.
                 let info = self.records.discovery.get_by_id(id);
@@ -82,8 +78,9 @@ impl Node {
         }
     }
 
-    /// A record of `id` arrived: what waited for its next life (`Records::holds`) — for it
-    /// and for the nodes routed through it — goes now unless it still holds.
+    /// News of `id`: what waits for it and for the targets routed through it goes now — a
+    /// stalled stream probes now, not at its next retry; what waited for a next life
+    /// (`Records::holds`) goes unless it still holds.
     fn release_held(&mut self, id: NodeId) {
         for target in [id].into_iter().chain(self.connector.proxied_by(id)) {
             self.flush_target(target);
@@ -131,12 +128,10 @@ impl Node {
         now: Instant,
         output: ClientOutput,
     ) -> Option<ClientOutput> {
-        match output {
-            ClientOutput::Registry(event) => {
-                self.handle_registry(now, event);
-                None
-            }
-            other => Some(other),
-        }
+        let ClientOutput::Registry(event) = output else {
+            return Some(output);
+        };
+        self.handle_registry(now, event);
+        None
     }
 }

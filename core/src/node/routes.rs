@@ -54,9 +54,7 @@ impl Node {
     pub(super) fn apply_effects(&mut self) {
         while let Some(effect) = self.connector.pop_effect() {
             match effect {
-                Effect::Dial { peer, addr } => {
-                    self.links.dial(peer, addr, &mut self.out);
-                }
+                Effect::Dial { peer, addr } => self.links.dial(peer, addr, &mut self.out),
                 Effect::Disconnect { peer } => self.links.close_peer(peer, &mut self.out),
                 Effect::Route(event) => {
                     self.out.event(Event::Route(event));
@@ -67,8 +65,7 @@ impl Node {
                             reason,
                             endpoint: true,
                         } => {
-                            let now = self.now;
-                            (self.endpoints).route_removed(target, reason, now, &mut self.out);
+                            (self.endpoints).route_removed(target, reason, self.now, &mut self.out)
                         }
                         _ => {}
                     }

@@ -35,8 +35,8 @@ impl Node {
         self.with_rpc(|rpc, host| rpc.serve(method, host))
     }
 
-    /// Stops serving `method` (requests already handed out may still be answered; new ones
-    /// are refused and their callers pick another server). Returns whether the set changed;
+    /// Stops serving `method` (requests already handed out may still be answered or
+    /// [declined](Self::decline); new ones are refused and their callers pick another server). Returns whether the set changed;
     /// when it did, an [`RpcOutput::Republish`] follows.
     pub fn unserve(&mut self, now: Instant, method: &str) -> bool {
         self.advance(now);

@@ -123,8 +123,7 @@ impl Node {
             } => {
                 self.evidence.link_up(peer);
                 self.note_refusal(peer, None);
-                self.endpoints
-                    .on_incarnation(peer, incarnation, &mut self.out);
+                (self.endpoints).on_incarnation(peer, incarnation, &mut self.out);
                 if restarted {
                     self.out.event(Event::PeerRestarted { peer, incarnation });
                 }

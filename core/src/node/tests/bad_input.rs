@@ -327,12 +327,12 @@ fn invalid_sends_are_typed_errors_and_accept_nothing() {
     );
     assert_eq!(node.inspect().endpoints().len(), 0);
     assert!(node.inspect().route(NodeId(0x103)).is_none());
-    let big = Bytes::from(vec![0u8; commands::MAX_PAYLOAD_LEN + 1]);
+    let big = Bytes::from(vec![0u8; crate::output::MAX_PAYLOAD_LEN + 1]);
     assert_eq!(
         node.send(secs(0), Select::Node(NodeId(0x101)), 1, big),
         Err(SendError::PayloadTooLarge {
-            len: commands::MAX_PAYLOAD_LEN + 1,
-            max: commands::MAX_PAYLOAD_LEN
+            len: crate::output::MAX_PAYLOAD_LEN + 1,
+            max: crate::output::MAX_PAYLOAD_LEN
         })
     );
     assert_eq!(drain(&mut node), vec![]);
