@@ -92,6 +92,11 @@ impl Records {
         }
     }
 
+    /// Topology revisions held ([`Revisions`]).
+    pub(crate) fn revision_count(&self) -> usize {
+        self.revisions.len()
+    }
+
     /// What the connector routes by.
     pub(crate) fn world(&self) -> World<'_> {
         World::new(&self.topology, &self.discovery)

@@ -174,6 +174,24 @@ impl RecvStreams {
         Verdict::Deliver
     }
 
+    /// Streams held (one per source heard from and not forgotten).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether no stream is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// Forgets `src`'s stream: it departed a grace ago (docs/ARCHITECTURE.md §9.4), so no copy
+    /// of anything it sent can arrive any more.
+    pub fn forget(&mut self, src: NodeId) {
+        self.streams.remove(&src);
+    }
+
     /// The cumulative `seq` to acknowledge for `src` (`None` before any delivery).
     #[must_use]
     pub fn ack_seq(&self, src: NodeId) -> Option<u64> {

@@ -31,8 +31,11 @@
 //! [`Event::PeerDead`](crate::event::Event::PeerDead) when the death changed anything
 //! ([`EvidenceBook::is_reported`]).
 
+mod departed;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use departed::departed_grace;
 
 use alloc::{
     collections::{BTreeMap, BTreeSet},
@@ -43,6 +46,7 @@ use crate::{
     bus::links::Down,
     event::Evidence,
     ids::NodeId,
+    time::Instant,
     wire::{ByeReason, UnreachableReason},
 };
 
@@ -68,6 +72,8 @@ pub(crate) struct EvidenceBook {
     relayed: BTreeMap<NodeId, BTreeSet<NodeId>>,
     /// Peers whose record says they are light clients.
     clients: BTreeSet<NodeId>,
+    /// Peers to look at again a grace after their death or last link loss.
+    departures: departed::Departures,
 }
 
 impl EvidenceBook {
@@ -82,6 +88,46 @@ impl EvidenceBook {
 
     /// `peer`'s record was deleted (after its death was acted on): no longer a client.
     pub(crate) fn record_gone(&mut self, peer: NodeId) {
+        self.clients.remove(&peer);
+    }
+
+    /// Entries of the book's tables into `tables`.
+    pub(crate) fn count_into(&self, tables: &mut crate::inspect::PeerTables) {
+        tables.suspects = self.suspects.len();
+        tables.dead = self.dead.len();
+        tables.relayed_targets = self.relayed.len();
+        tables.relayed_sources = self.relayed.values().map(BTreeSet::len).sum();
+        tables.clients = self.clients.len();
+        tables.departures = self.departures.len();
+    }
+
+    /// Looks at `peer` again at `due` (a grace after its death or last link loss): the node
+    /// then forgets it everywhere if it departed ([`departed`]).
+    pub(crate) fn depart(&mut self, peer: NodeId, due: Instant) {
+        self.departures.schedule(peer, due);
+    }
+
+    /// When the next departure is due.
+    pub(crate) fn next_departure(&self) -> Option<Instant> {
+        self.departures.next_deadline()
+    }
+
+    /// The next peer due to be looked at again at `now`.
+    pub(crate) fn pop_departure(&mut self, now: Instant) -> Option<NodeId> {
+        self.departures.pop_due(now)
+    }
+
+    /// `peer` departed a grace ago: every entry of it goes — suspicion, death, the sources
+    /// relayed for toward it, its place among the sources relayed for toward others, its
+    /// client mark.
+    pub(crate) fn forget(&mut self, peer: NodeId) {
+        self.suspects.remove(&peer);
+        self.dead.remove(&peer);
+        self.relayed.remove(&peer);
+        self.relayed.retain(|_, sources| {
+            sources.remove(&peer);
+            !sources.is_empty()
+        });
         self.clients.remove(&peer);
     }
 

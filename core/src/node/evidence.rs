@@ -10,7 +10,7 @@
 use super::{Event, Evidence, Node};
 use crate::{
     bus::links::Down,
-    evidence::EvidenceBook,
+    evidence::{EvidenceBook, departed_grace},
     ids::NodeId,
     outcome::FailReason,
     time::Instant,
@@ -21,6 +21,7 @@ impl Node {
     /// `peer`'s incarnation `incarnation` is dead, as `evidence` shows: see the
     /// [module docs](self).
     pub(super) fn peer_dead(&mut self, peer: NodeId, incarnation: u64, evidence: Evidence) {
+        self.depart(peer);
         let Some(suspected) = self.evidence.record_death(peer, incarnation) else {
             return;
         };
@@ -102,6 +103,36 @@ impl Node {
         if let Some(death) = death {
             self.peer_dead(death.peer, death.incarnation, death.evidence);
         }
+        if let Some(peer) = down.peer.filter(|&p| !self.links.is_up(p)) {
+            self.depart(peer);
+        }
+    }
+
+    /// Looks at `peer` again one grace from now ([`departed_grace`]).
+    fn depart(&mut self, peer: NodeId) {
+        let due = self.now.saturating_add(departed_grace(&self.config));
+        self.evidence.depart(peer, due);
+    }
+
+    /// Forgets every peer due at `now` that departed: no discovery record, no link, no
+    /// endpoint (docs/ARCHITECTURE.md §9.4). One with a record is in the live set (its
+    /// deletion schedules it again); one with a link or an endpoint is looked at again one
+    /// grace later.
+    pub(super) fn forget_departed(&mut self, now: Instant) {
+        while let Some(peer) = self.evidence.pop_departure(now) {
+            if self.records.discovery.get_by_id(peer).is_some() {
+                continue;
+            }
+            let (links, endpoints) = (&self.links, &self.endpoints);
+            if links.is_up(peer) || links.is_connecting(peer) || endpoints.find_by_id(peer).is_some()
+            {
+                self.depart(peer);
+                continue;
+            }
+            self.evidence.forget(peer);
+            self.links.forget_peer(peer);
+            self.endpoints.forget_known(peer);
+        }
     }
 
     /// Dials a suspect once if nothing else is dialling it (after the connector reacted to
@@ -134,6 +165,7 @@ impl Node {
         if seen == 0 || seen == incarnation {
             return;
         }
+        self.depart(id);
         if self.evidence.record_death(id, seen).is_some() {
             self.endpoints
                 .on_incarnation(id, incarnation, &mut self.out);

@@ -214,7 +214,8 @@ impl Node {
             self.connector.next_deadline(),
             self.endpoints.next_deadline(),
         ];
-        let rest = [flush, self.links.next_deadline(), rpc];
+        let departure = self.evidence.next_departure();
+        let rest = [flush, self.links.next_deadline(), rpc, departure];
         machines.into_iter().chain(rest).fold(None, earliest)
     }
 
@@ -231,6 +232,8 @@ impl Node {
             links: &self.links,
             rpc: self.rpc.as_deref(),
             perimeter: self.perimeter,
+            evidence: &self.evidence,
+            topology_revisions: self.records.revision_count(),
         }
     }
 

@@ -45,6 +45,7 @@ impl Node {
             self.flush_target(target);
         }
         self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
+        self.forget_departed(now);
     }
 
     /// Hands the connector an input (`f`, with the records it routes by), then applies its

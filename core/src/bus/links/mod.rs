@@ -538,6 +538,23 @@ impl Links {
         self.table.is_empty()
     }
 
+    /// Forgets what the links remember of `peer` — its handshake incarnation, its receive
+    /// stream — once it departed a grace ago with no link left (docs/ARCHITECTURE.md §9.4).
+    pub(crate) fn forget_peer(&mut self, peer: NodeId) {
+        self.peer_incarnations.remove(&peer);
+        self.recv.forget(peer);
+    }
+
+    /// Entries of the per-peer tables: peers with an up link, peers whose handshake
+    /// incarnation is remembered, receive streams.
+    pub(crate) fn peer_table_sizes(&self) -> (usize, usize, usize) {
+        (
+            self.peer_links.len(),
+            self.peer_incarnations.len(),
+            self.recv.len(),
+        )
+    }
+
     /// The peer of `link` once its handshake is done.
     #[must_use]
     pub fn peer(&self, link: LinkId) -> Option<NodeId> {
