@@ -44,7 +44,10 @@
 
 use alloc::collections::BTreeMap;
 
-use crate::ids::NodeId;
+use crate::{
+    ids::NodeId,
+    time::{Duration, Instant},
+};
 
 /// The tag half of a `seq`.
 #[must_use]
@@ -80,6 +83,8 @@ struct RecvStream {
     retired: [u32; RETIRED],
     /// Tags this incarnation refused with a reset and never held: refused for good.
     refused: [u32; RETIRED],
+    /// When a frame of this source was last judged (see [`RecvStreams::forget`]).
+    heard: Instant,
 }
 
 /// What the receiver does with one `Data` frame.
@@ -186,10 +191,25 @@ impl RecvStreams {
         self.streams.is_empty()
     }
 
-    /// Forgets `src`'s stream: it departed a grace ago (docs/ARCHITECTURE.md §9.4), so no copy
-    /// of anything it sent can arrive any more.
-    pub fn forget(&mut self, src: NodeId) {
-        self.streams.remove(&src);
+    /// `src`'s frame just judged by [`on_data`](Self::on_data) arrived at `now`.
+    pub fn heard(&mut self, src: NodeId, now: Instant) {
+        if let Some(stream) = self.streams.get_mut(&src) {
+            stream.heard = now;
+        }
+    }
+
+    /// Forgets `src`'s stream if no frame of it was heard within `grace` before `now`
+    /// (docs/ARCHITECTURE.md §9.4): every copy of a message is sent within a message timeout
+    /// of its first, which was heard, and arrives within a link's silence bound, so after
+    /// `grace` of quiet no copy can come and be delivered twice. `false` (kept) otherwise.
+    pub fn forget(&mut self, src: NodeId, now: Instant, grace: Duration) -> bool {
+        match self.streams.get(&src) {
+            Some(stream) if now < stream.heard.saturating_add(grace) => false,
+            _ => {
+                self.streams.remove(&src);
+                true
+            }
+        }
     }
 
     /// The cumulative `seq` to acknowledge for `src` (`None` before any delivery).

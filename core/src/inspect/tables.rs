@@ -2,11 +2,14 @@
 //! `/status` — every table keyed by a peer's id is bounded by the live set plus a grace
 //! (docs/ARCHITECTURE.md §9.4 lists them with the rule that prunes each).
 
+use serde::{Deserialize, Serialize};
+
 /// Entries of each per-peer table of one node (from [`Inspect::peer_tables`]); see the
 /// [module docs](self).
 ///
 /// [`Inspect::peer_tables`]: super::Inspect::peer_tables
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct PeerTables {
     /// Links held (dialling, handshaking or up).

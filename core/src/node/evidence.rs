@@ -115,22 +115,25 @@ impl Node {
     }
 
     /// Forgets every peer due at `now` that departed: no discovery record, no link, no
-    /// endpoint (docs/ARCHITECTURE.md §9.4). One with a record is in the live set (its
-    /// deletion schedules it again); one with a link or an endpoint is looked at again one
-    /// grace later.
+    /// endpoint, nothing heard on its receive stream for a grace (docs/ARCHITECTURE.md §9.4).
+    /// One with a record is in the live set (its deletion schedules it again); one with a
+    /// link, an endpoint or a frame heard lately is looked at again one grace later.
     pub(super) fn forget_departed(&mut self, now: Instant) {
         while let Some(peer) = self.evidence.pop_departure(now) {
             if self.records.discovery.get_by_id(peer).is_some() {
                 continue;
             }
             let (links, endpoints) = (&self.links, &self.endpoints);
-            if links.is_up(peer) || links.is_connecting(peer) || endpoints.find_by_id(peer).is_some()
+            let grace = departed_grace(&self.config);
+            if links.is_up(peer)
+                || links.is_connecting(peer)
+                || endpoints.find_by_id(peer).is_some()
+                || !self.links.forget_peer(peer, now, grace)
             {
                 self.depart(peer);
                 continue;
             }
             self.evidence.forget(peer);
-            self.links.forget_peer(peer);
             self.endpoints.forget_known(peer);
         }
     }

@@ -538,11 +538,16 @@ impl Links {
         self.table.is_empty()
     }
 
-    /// Forgets what the links remember of `peer` — its handshake incarnation, its receive
-    /// stream — once it departed a grace ago with no link left (docs/ARCHITECTURE.md §9.4).
-    pub(crate) fn forget_peer(&mut self, peer: NodeId) {
-        self.peer_incarnations.remove(&peer);
-        self.recv.forget(peer);
+    /// Forgets what the links remember of `peer` — its receive stream, its handshake
+    /// incarnation — once it departed a grace ago with no link left, unless a frame of its
+    /// stream was heard within `grace` before `now` ([`RecvStreams::forget`]; `false`: kept,
+    /// docs/ARCHITECTURE.md §9.4).
+    pub(crate) fn forget_peer(&mut self, peer: NodeId, now: Instant, grace: Duration) -> bool {
+        let forgotten = self.recv.forget(peer, now, grace);
+        if forgotten {
+            self.peer_incarnations.remove(&peer);
+        }
+        forgotten
     }
 
     /// Entries of the per-peer tables: peers with an up link, peers whose handshake

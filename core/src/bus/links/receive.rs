@@ -784,6 +784,7 @@ impl Links {
         let verdict = self
             .recv
             .on_data(src, data.seq, data.dst_incarnation, data.retransmit);
+        self.recv.heard(src, now);
         match verdict {
             Verdict::Deliver => {
                 sink.received(src, via, data.msg_type, bytes.slice_ref(data.payload));
