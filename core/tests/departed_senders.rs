@@ -54,7 +54,12 @@ fn one_client(sim: &mut Sim, id: NodeId) {
     sim.registry_put_discovery(info);
     sim.run_until_idle();
     let msg = sim
-        .send(id, switchboard_core::select::Select::Node(LEAF), 1, Bytes::from_static(b"hi"))
+        .send(
+            id,
+            switchboard_core::select::Select::Node(LEAF),
+            1,
+            Bytes::from_static(b"hi"),
+        )
         .expect("accepted");
     sim.advance(Duration::from_millis(20));
     assert_eq!(

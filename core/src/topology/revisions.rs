@@ -62,7 +62,10 @@ impl Revisions {
         match self.held.get(&id) {
             Some(&(held, _)) if held > revision => Err(held),
             _ => {
-                let was_delete = self.held.insert(id, (revision, delete)).is_some_and(|h| h.1);
+                let was_delete = self
+                    .held
+                    .insert(id, (revision, delete))
+                    .is_some_and(|h| h.1);
                 self.deletes = self.deletes + usize::from(delete) - usize::from(was_delete);
                 if self.deletes > self.limit {
                     self.drop_oldest_deletes();
@@ -75,10 +78,8 @@ impl Revisions {
     /// Drops the oldest deletes until three quarters of the limit remain (ties at the cut
     /// go too, deterministically).
     fn drop_oldest_deletes(&mut self) {
-        let mut revisions: alloc::vec::Vec<u64> = (self.held.values())
-            .filter(|h| h.1)
-            .map(|h| h.0)
-            .collect();
+        let mut revisions: alloc::vec::Vec<u64> =
+            (self.held.values()).filter(|h| h.1).map(|h| h.0).collect();
         revisions.sort_unstable();
         let cut = revisions[self.deletes - (self.limit - self.limit / 4) - 1];
         let before = self.held.len();
@@ -174,7 +175,11 @@ mod tests {
         // The fifth delete passes the limit: down to 3 deletes, the oldest (2, 3) gone.
         assert_eq!(revisions.admit_as(NodeId(6), 6, true), Ok(()));
         assert_eq!((revisions.len(), revisions.deletes), (4, 3));
-        assert_eq!(revisions.admit(NodeId(2), 1), Ok(()), "2's tombstone was dropped");
+        assert_eq!(
+            revisions.admit(NodeId(2), 1),
+            Ok(()),
+            "2's tombstone was dropped"
+        );
         assert_eq!(revisions.admit(NodeId(4), 3), Err(4), "4's tombstone holds");
         // A put over a tombstone is no delete any more.
         assert_eq!(revisions.admit(NodeId(4), 7), Ok(()));
