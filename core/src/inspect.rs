@@ -169,6 +169,14 @@ impl<'a> Inspect<'a> {
         tables
     }
 
+    /// Whether any per-peer table holds an entry naming `peer` (receive stream, handshake
+    /// incarnation, suspicion, death, relayed map, client mark, sending-side incarnation):
+    /// none once it departed a grace ago (docs/ARCHITECTURE.md §9.4).
+    #[must_use]
+    pub fn remembers(&self, peer: NodeId) -> bool {
+        self.links.remembers(peer) || self.evidence.remembers(peer) || self.endpoints.remembers(peer)
+    }
+
     /// The RPC layer's counters (in-flight calls counted now).
     #[must_use]
     pub fn rpc_stats(&self) -> RpcStats {

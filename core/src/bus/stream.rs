@@ -191,6 +191,12 @@ impl RecvStreams {
         self.streams.is_empty()
     }
 
+    /// Whether a stream of `src` is held.
+    #[must_use]
+    pub fn holds(&self, src: NodeId) -> bool {
+        self.streams.contains_key(&src)
+    }
+
     /// `src`'s frame just judged by [`on_data`](Self::on_data) arrived at `now`.
     pub fn heard(&mut self, src: NodeId, now: Instant) {
         if let Some(stream) = self.streams.get_mut(&src) {

@@ -154,6 +154,11 @@ impl EndpointTable {
         self.sender.known.remove(&target);
     }
 
+    /// Whether the sending side remembers `target`'s incarnation.
+    pub(crate) fn remembers(&self, target: NodeId) -> bool {
+        self.sender.known.contains_key(&target)
+    }
+
     /// Target incarnations the sending side remembers (they outlive endpoints).
     pub(crate) fn known_incarnations(&self) -> usize {
         self.sender.known.len()

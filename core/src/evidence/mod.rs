@@ -117,6 +117,17 @@ impl EvidenceBook {
         self.departures.pop_due(now)
     }
 
+    /// Whether the book holds any entry naming `peer`.
+    pub(crate) fn remembers(&self, peer: NodeId) -> bool {
+        self.suspects.contains_key(&peer)
+            || self.dead.contains_key(&peer)
+            || self.clients.contains(&peer)
+            || self
+                .relayed
+                .iter()
+                .any(|(&dst, sources)| dst == peer || sources.contains(&peer))
+    }
+
     /// `peer` departed a grace ago: every entry of it goes — suspicion, death, the sources
     /// relayed for toward it, its place among the sources relayed for toward others, its
     /// client mark.

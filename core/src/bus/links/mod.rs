@@ -550,6 +550,11 @@ impl Links {
         forgotten
     }
 
+    /// Whether the links remember `peer` (its handshake incarnation or its receive stream).
+    pub(crate) fn remembers(&self, peer: NodeId) -> bool {
+        self.peer_incarnations.contains_key(&peer) || self.recv.holds(peer)
+    }
+
     /// Entries of the per-peer tables: peers with an up link, peers whose handshake
     /// incarnation is remembered, receive streams.
     pub(crate) fn peer_table_sizes(&self) -> (usize, usize, usize) {
