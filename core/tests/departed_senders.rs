@@ -121,3 +121,24 @@ fn a_thousand_departed_senders_leave_every_table_at_the_live_set() {
     }
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
+
+/// The simulator's quiescence check names a node that is dead and deleted from the registry
+/// yet still remembered: it fires before the grace has passed, and not after.
+#[test]
+fn the_quiescence_check_fires_on_a_departed_peer_remembered_and_not_after_its_grace() {
+    let mut sim = cluster();
+    let client = NodeId(FIRST_CLIENT);
+    one_client(&mut sim, client);
+    sim.kill(client);
+    assert_eq!(sim.check_quiescent(), 2, "{:?}", sim.violations());
+    let violations = sim.violations().to_vec();
+    for (node, text) in [PROXY, LEAF].iter().zip(&violations) {
+        assert!(
+            text.starts_with(&format!("{node} still remembers {client}, dead and deleted")),
+            "{text}"
+        );
+    }
+    sim.advance(Duration::from_millis(12_500));
+    assert_eq!(sim.check_quiescent(), 0, "{:?}", sim.violations());
+    assert_eq!(sim.violations(), violations);
+}
