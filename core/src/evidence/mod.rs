@@ -206,11 +206,11 @@ impl EvidenceBook {
         first_word.then_some(suspected)
     }
 
-    /// This node (`own`) relayed a message from `src` toward `dst`.
-    pub(crate) fn note_relayed(&mut self, own: NodeId, src: NodeId, dst: NodeId) {
-        if src != own {
-            self.relayed.entry(dst).or_default().insert(src);
-        }
+    /// This node (`own`) relayed a message from `src` toward `dst`; whether that was a new
+    /// entry (the node then schedules both peers' departures, so an entry of a peer this node
+    /// never hears die — no record, no link — is bounded too, docs/ARCHITECTURE.md §9.4).
+    pub(crate) fn note_relayed(&mut self, own: NodeId, src: NodeId, dst: NodeId) -> bool {
+        src != own && self.relayed.entry(dst).or_default().insert(src)
     }
 
     /// The sources relayed for toward `dst`, forgotten (its incarnation died); `None` when

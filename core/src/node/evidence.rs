@@ -109,7 +109,7 @@ impl Node {
     }
 
     /// Looks at `peer` again one grace from now ([`departed_grace`]).
-    fn depart(&mut self, peer: NodeId) {
+    pub(super) fn depart(&mut self, peer: NodeId) {
         let due = self.now.saturating_add(departed_grace(&self.config));
         self.evidence.depart(peer, due);
     }

@@ -141,8 +141,11 @@ impl Node {
                 _ => self.on_unreachable(now, &notice, via),
             },
             Inbound::Relay(relay) => {
-                if let Some(src) = relay.message_src() {
-                    self.evidence.note_relayed(self.id, src, relay.dst());
+                if let Some(src) = relay.message_src()
+                    && self.evidence.note_relayed(self.id, src, relay.dst())
+                {
+                    self.depart(src);
+                    self.depart(relay.dst());
                 }
                 let hop = relay.needs_hop().then(|| {
                     let world = self.records.world();
