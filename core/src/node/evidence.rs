@@ -202,3 +202,4 @@ impl Node {
         self.peer_dead(id, seen, Evidence::RegistryDeleted);
     }
 }
+

@@ -45,6 +45,8 @@ impl Node {
                 // is noted with the news of it.
                 if let Some(displaced) = displaced {
                     self.discovery_gone(now, displaced);
+                    // Its record is gone: what this node keeps of it goes a grace later.
+                    self.depart(displaced);
                 }
                 if id.is_valid() {
                     self.evidence.note_record(id, client);

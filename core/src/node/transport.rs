@@ -109,6 +109,9 @@ impl Node {
             }
         }
         self.links.finish_receive(&mut self.out);
+        while let Some(src) = self.links.pop_new_source() {
+            self.depart(src);
+        }
         // The RPC messages of the batch, after its acks (as a driver would see them).
         self.settle_rpc();
     }

@@ -396,6 +396,9 @@ pub struct Links {
     started: Instant,
     /// Acks owed after the frames of one received batch: (stream source, link).
     acks_due: Vec<(NodeId, LinkId)>,
+    /// Sources whose receive stream the batch created (the node schedules their departure,
+    /// so a stream of a source it never hears die is bounded too).
+    new_sources: Vec<NodeId>,
     /// The deadline of every link past its dial: the handshake's, then the heartbeat's.
     deadlines: TimerQueue<LinkId>,
     /// Accepted links still handshaking (capped by `max_pending_handshakes`).
@@ -423,6 +426,7 @@ impl Links {
             peer_incarnations: BTreeMap::new(),
             started: now,
             acks_due: Vec::new(),
+            new_sources: Vec::new(),
             deadlines: TimerQueue::new(),
             pending_accepts: 0,
             wbuf: Vec::new(),
@@ -536,6 +540,11 @@ impl Links {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
+    }
+
+    /// The next source whose receive stream the last batch created.
+    pub(crate) fn pop_new_source(&mut self) -> Option<NodeId> {
+        self.new_sources.pop()
     }
 
     /// Forgets what the links remember of `peer` — its receive stream, its handshake

@@ -781,6 +781,9 @@ impl Links {
         sink: &mut S,
     ) {
         let src = data.src;
+        if !self.recv.holds(src) {
+            self.new_sources.push(src);
+        }
         let verdict = self
             .recv
             .on_data(src, data.seq, data.dst_incarnation, data.retransmit);
