@@ -32,7 +32,14 @@
 //!    unacked message); counter 1 (a first transmission stamped 0, or stamped with its own
 //!    incarnation) starts a new stream: deliver.
 //!
-//! So a reset from incarnation X means "X delivered nothing of this stream and never will".
+//! 6. A *retransmitted* frame stamped with its own incarnation, counter ≠ 1, of a source it
+//!    holds no stream of at all → [`Verdict::Reset`]: the sender resends from its oldest
+//!    unacked message, so this incarnation acked the ones before — it held the stream and
+//!    forgot it ([`RecvStreams::forget`], only after a grace of quiet: nothing still in flight
+//!    was delivered). The sender moves what is in flight to a fresh stream.
+//!
+//! So a reset from incarnation X means "X delivered nothing of this stream and never will"
+//! (of what is in flight, for rule 6).
 //!
 //! **Receiver** ([`RecvStreams`]): delivers exactly the next counter of the current tag, drops
 //! duplicates (counter already delivered) and gaps (a later counter: the sender retransmits
@@ -162,7 +169,14 @@ impl RecvStreams {
             return Verdict::Unknown;
         }
         let foreign = dst_incarnation != 0 && dst_incarnation != self.incarnation;
-        if foreign || (counter == 1 && retransmit && dst_incarnation == 0) {
+        // Rule 6: this incarnation acked the stream's earlier messages (the sender resends
+        // from its oldest unacked one) and holds nothing of it: it forgot a departed peer's
+        // stream after a grace of quiet, so what is still in flight was never delivered.
+        let forgotten = stream.tag == 0
+            && retransmit
+            && counter != 1
+            && dst_incarnation == self.incarnation;
+        if foreign || forgotten || (counter == 1 && retransmit && dst_incarnation == 0) {
             stream.refused.rotate_right(1);
             stream.refused[0] = tag;
             return Verdict::Reset;
