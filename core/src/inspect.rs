@@ -174,7 +174,9 @@ impl<'a> Inspect<'a> {
     /// none once it departed a grace ago (docs/ARCHITECTURE.md §9.4).
     #[must_use]
     pub fn remembers(&self, peer: NodeId) -> bool {
-        self.links.remembers(peer) || self.evidence.remembers(peer) || self.endpoints.remembers(peer)
+        self.links.remembers(peer)
+            || self.evidence.remembers(peer)
+            || self.endpoints.remembers(peer)
     }
 
     /// The RPC layer's counters (in-flight calls counted now).

@@ -134,7 +134,9 @@ fn the_quiescence_check_fires_on_a_departed_peer_remembered_and_not_after_its_gr
     let violations = sim.violations().to_vec();
     for (node, text) in [PROXY, LEAF].iter().zip(&violations) {
         assert!(
-            text.starts_with(&format!("{node} still remembers {client}, dead and deleted")),
+            text.starts_with(&format!(
+                "{node} still remembers {client}, dead and deleted"
+            )),
             "{text}"
         );
     }

@@ -172,10 +172,8 @@ impl RecvStreams {
         // Rule 6: this incarnation acked the stream's earlier messages (the sender resends
         // from its oldest unacked one) and holds nothing of it: it forgot a departed peer's
         // stream after a grace of quiet, so what is still in flight was never delivered.
-        let forgotten = stream.tag == 0
-            && retransmit
-            && counter != 1
-            && dst_incarnation == self.incarnation;
+        let forgotten =
+            stream.tag == 0 && retransmit && counter != 1 && dst_incarnation == self.incarnation;
         if foreign || forgotten || (counter == 1 && retransmit && dst_incarnation == 0) {
             stream.refused.rotate_right(1);
             stream.refused[0] = tag;

@@ -202,4 +202,3 @@ impl Node {
         self.peer_dead(id, seen, Evidence::RegistryDeleted);
     }
 }
-
