@@ -96,10 +96,25 @@ impl Node {
     pub(super) fn link_gone(&mut self, down: Down, heartbeats_stopped: bool) {
         let (links, records) = (&self.links, &self.records);
         let (is_up, announced) = (|p| links.is_up(p), |id| records.announced(id));
-        let death = self
-            .evidence
-            .link_gone(&down, heartbeats_stopped, is_up, announced);
+        let death =
+            (self.evidence).link_gone(self.now, &down, heartbeats_stopped, is_up, announced);
         if let Some(death) = death {
+            self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+    }
+
+    /// The registry's session with `id` (`incarnation`) is lost or back: a suspect in doubt
+    /// of that incarnation is dead when it is lost ([`EvidenceBook::session`]).
+    pub(super) fn session_news(&mut self, id: NodeId, incarnation: u64, lost: bool) {
+        if let Some(death) = self.evidence.session(id, incarnation, lost) {
+            self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+    }
+
+    /// Suspects whose doubt outlived `Config::suspicion_timeout` are dead
+    /// ([`EvidenceBook::due`]).
+    pub(super) fn suspicions_due(&mut self, now: Instant) {
+        for death in self.evidence.due(now) {
             self.peer_dead(death.peer, death.incarnation, death.evidence);
         }
     }

@@ -120,6 +120,7 @@ impl Node {
         );
         // Drawn after the forks: no other sequence moves.
         let dedup_seed = bus_rng.next_u64();
+        let evidence = crate::evidence::EvidenceBook::new(config.suspicion_timeout);
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -134,7 +135,7 @@ impl Node {
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
-            evidence: crate::evidence::EvidenceBook::default(),
+            evidence,
             rpc: None,
             perimeter: PerimeterCounts::default(),
         };
@@ -194,8 +195,8 @@ impl Node {
     }
 
     /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
-    /// deadline, upstream redial, heartbeat, message deadline, endpoint GC, call deadline or
-    /// held request's deadline — or the latest
+    /// deadline, upstream redial, heartbeat, message deadline, endpoint GC, call deadline,
+    /// held request's deadline or suspect's probe or bound — or the latest
     /// `now` while a flush is unfinished. `None` when nothing is scheduled (and after
     /// shutdown).
     ///
@@ -214,7 +215,8 @@ impl Node {
             self.connector.next_deadline(),
             self.endpoints.next_deadline(),
         ];
-        let rest = [flush, self.links.next_deadline(), rpc];
+        let suspicions = self.evidence.next_deadline();
+        let rest = [flush, self.links.next_deadline(), rpc, suspicions];
         machines.into_iter().chain(rest).fold(None, earliest)
     }
 

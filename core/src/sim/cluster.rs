@@ -272,6 +272,10 @@ impl<N: SimNode> Sim<N> {
             ledger.on_death(id, inc);
         }
         self.set_deadline(idx, None);
+        let life = self.slots[idx]
+            .node
+            .as_ref()
+            .map_or(0, SimNode::incarnation);
         let slot = &mut self.slots[idx];
         slot.node = None;
         slot.open_msgs.clear();
@@ -281,6 +285,7 @@ impl<N: SimNode> Sim<N> {
         }
         self.links.forget_node(id);
         self.machines_node_killed(idx);
+        self.publish_session_lost(id, life);
     }
 
     /// Restarts `id` (as [`Sim::restart`]) with `config` from now on: a rolling change of
@@ -557,6 +562,20 @@ impl<N: SimNode> Sim<N> {
     pub fn inject_registry(&mut self, id: NodeId, event: RegistryEvent) {
         let idx = self.slot_index(id);
         self.deliver_registry(idx, event);
+    }
+
+    /// A killed node's registry session ends: when the scripted registry holds its record
+    /// (and no registry machines run, whose server says so itself) the loss is published to
+    /// every live node at once, as the embedded registry does (docs/ARCHITECTURE.md §9.3).
+    fn publish_session_lost(&mut self, id: NodeId, incarnation: u64) {
+        if self.machines.is_none() && self.registry.discovery(id).is_some() {
+            let lost = RegistryEvent::Session {
+                id,
+                incarnation,
+                lost: true,
+            };
+            self.publish(lost, Fanout::all());
+        }
     }
 
     fn publish(&mut self, event: RegistryEvent, fanout: Fanout) -> u64 {

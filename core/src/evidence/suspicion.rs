@@ -1,0 +1,164 @@
+//! Suspicion: a refused or timed-out redial makes a peer a *suspect in doubt*, not dead — a
+//! refusal is a fact about the path (NAT, a load balancer, a restarting proxy, a firewall
+//! reload), not about the process. The doubt becomes a death only when something else
+//! corroborates it (docs/ARCHITECTURE.md §9.3):
+//!
+//! - the registry says the peer's session is gone ([`RegistryEvent::Session`], the embedded
+//!   registry publishes it at once when the peer's connection closes), before the failed
+//!   redial or after it, for the incarnation the suspect's link ran;
+//! - an indirect probe through another linked node says that node knows the incarnation dead;
+//! - the doubt outlives the bound (`Config::suspicion_timeout`): dead at exactly the first
+//!   failed redial + the bound.
+//!
+//! While in doubt the connector's own retries keep dialling the peer (the default bound,
+//! 1.5 s, is above the first retry, 1 s + 20 % jitter, so a path back within the bound is
+//! found before it), and an indirect probe that says the peer is alive (another path to it
+//! is up) starts the bound again. A link up ends the suspicion. A new incarnation or a
+//! delete from the registry is a death by itself (the book's other rules).
+//!
+//! [`RegistryEvent::Session`]: crate::registry::RegistryEvent::Session
+
+use alloc::{collections::BTreeMap, vec::Vec};
+
+use crate::{
+    ids::NodeId,
+    time::{Duration, Instant},
+};
+
+/// A suspect: the incarnation its last up link ran, and the doubt once a redial failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Suspect {
+    incarnation: u64,
+    doubt: Option<Doubt>,
+}
+
+/// A suspect's redial failed at `since` (or an indirect probe said it alive then): dead at
+/// `since + bound` unless the suspicion ends first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Doubt {
+    since: Instant,
+}
+
+/// The suspects and the registry sessions known lost; see the [module docs](self).
+#[derive(Clone, Debug)]
+pub(crate) struct Suspicions {
+    bound: Duration,
+    suspects: BTreeMap<NodeId, Suspect>,
+    /// Peers whose registry session is lost, with the incarnation it ran (cleared when the
+    /// session is back, the record is deleted or the incarnation is found dead).
+    sessions_lost: BTreeMap<NodeId, u64>,
+}
+
+impl Suspicions {
+    /// No suspects; a doubt lasts at most `bound`.
+    pub(crate) fn new(bound: Duration) -> Suspicions {
+        Suspicions {
+            bound,
+            suspects: BTreeMap::new(),
+            sessions_lost: BTreeMap::new(),
+        }
+    }
+
+    /// `peer`'s last up link (incarnation `incarnation`) closed: a suspect, not yet in doubt
+    /// (a doubt of the same incarnation stays).
+    pub(crate) fn suspect(&mut self, peer: NodeId, incarnation: u64) {
+        let fresh = Suspect {
+            incarnation,
+            doubt: None,
+        };
+        let held = self.suspects.entry(peer).or_insert(fresh);
+        if held.incarnation != incarnation {
+            *held = fresh;
+        }
+    }
+
+    /// The suspicion of `peer` ends (a link up, a newer life, a death); whether it was one.
+    pub(crate) fn clear(&mut self, peer: NodeId) -> bool {
+        self.suspects.remove(&peer).is_some()
+    }
+
+    /// The incarnation suspected of `peer`, if it is a suspect.
+    pub(crate) fn incarnation(&self, peer: NodeId) -> Option<u64> {
+        self.suspects.get(&peer).map(|s| s.incarnation)
+    }
+
+    /// A dial of suspect `peer` failed at `now` (refused, timed out, or closed before its
+    /// handshake): whether that is corroborated now (its session is lost for the suspected
+    /// incarnation). Else the doubt starts (a doubt already running keeps its start).
+    pub(crate) fn dial_failed(&mut self, now: Instant, peer: NodeId) -> bool {
+        let Some(suspect) = self.suspects.get_mut(&peer) else {
+            return false;
+        };
+        if lost_matches(self.sessions_lost.get(&peer), suspect.incarnation) {
+            return true;
+        }
+        if suspect.doubt.is_none() {
+            suspect.doubt = Some(Doubt { since: now });
+        }
+        false
+    }
+
+    /// The registry's session with `peer` (`incarnation`, 0 = not stated) is lost (`lost`) or
+    /// back: whether that corroborates a doubt now (a suspect in doubt of that incarnation).
+    pub(crate) fn session(&mut self, peer: NodeId, incarnation: u64, lost: bool) -> bool {
+        if !lost {
+            self.sessions_lost.remove(&peer);
+            return false;
+        }
+        self.sessions_lost.insert(peer, incarnation);
+        self.suspects
+            .get(&peer)
+            .is_some_and(|s| s.doubt.is_some() && lost_matches(Some(&incarnation), s.incarnation))
+    }
+
+    /// `peer`'s record is gone or its incarnation dead: its lost session is forgotten.
+    pub(crate) fn forget_session(&mut self, peer: NodeId) {
+        self.sessions_lost.remove(&peer);
+    }
+
+    /// Another path to suspect `peer` (`incarnation`) is up (an indirect probe said so) at
+    /// `now`: a doubt of that incarnation starts again.
+    pub(crate) fn renew(&mut self, now: Instant, peer: NodeId, incarnation: u64) {
+        if let Some(suspect) = self.suspects.get_mut(&peer)
+            && suspect.incarnation == incarnation
+            && let Some(doubt) = suspect.doubt.as_mut()
+        {
+            doubt.since = now;
+        }
+    }
+
+    /// Whether `peer` is a suspect in doubt (a redial failed, nothing corroborated yet).
+    pub(crate) fn in_doubt(&self, peer: NodeId) -> bool {
+        self.suspects.get(&peer).is_some_and(|s| s.doubt.is_some())
+    }
+
+    /// The suspects whose doubt outlived the bound at `now` (peer, incarnation), in peer
+    /// order: they leave the suspects (the caller acts on the deaths).
+    pub(crate) fn expired(&mut self, now: Instant) -> Vec<(NodeId, u64)> {
+        let bound = self.bound;
+        let mut expired = Vec::new();
+        self.suspects.retain(|&peer, suspect| {
+            let over = suspect.doubt.is_some_and(|d| d.since + bound <= now);
+            if over {
+                expired.push((peer, suspect.incarnation));
+            }
+            !over
+        });
+        expired
+    }
+
+    /// The earliest end of a doubt.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let bound = self.bound;
+        self.suspects
+            .values()
+            .filter_map(|s| s.doubt)
+            .map(|d| d.since + bound)
+            .min()
+    }
+}
+
+/// Whether a lost session (incarnation `lost`, 0 = not stated) is the suspected life's.
+fn lost_matches(lost: Option<&u64>, suspected: u64) -> bool {
+    lost.is_some_and(|&l| l == 0 || l == suspected)
+}

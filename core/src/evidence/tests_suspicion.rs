@@ -1,0 +1,160 @@
+//! The suspicion rules ([`suspicion`](super::suspicion)) on virtual time: a failed redial is a
+//! doubt; the registry's lost session, an indirect probe's word or the bound corroborate it
+//! at an exact instant; a link up, a newer life or another path up end or renew it. Each
+//! shown to fire and not to fire.
+
+use alloc::vec;
+
+use super::tests::{
+    BOUND, T0, failed_dial, nothing_announced, nothing_up, up_link_closed, with_suspect,
+};
+use super::*;
+
+const PEER: NodeId = NodeId(7);
+const MS: Duration = Duration::from_millis(1);
+const NS: Duration = Duration::from_nanos(1);
+
+fn dead(incarnation: u64) -> Death {
+    Death {
+        peer: PEER,
+        incarnation,
+        evidence: Evidence::RedialFailed,
+    }
+}
+
+/// The book after `PEER`'s link (incarnation 40) closed and a redial failed at `T0`.
+fn in_doubt() -> EvidenceBook {
+    let mut book = with_suspect();
+    let death = book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(death, None);
+    assert!(book.in_doubt(PEER));
+    book
+}
+
+#[test]
+fn an_uncorroborated_doubt_is_a_death_exactly_at_the_bound() {
+    let mut book = in_doubt();
+    assert_eq!(book.next_deadline(), Some(T0 + BOUND));
+    assert_eq!(book.due(T0 + BOUND - NS), vec![]);
+    assert_eq!(book.due(T0 + BOUND), vec![dead(40)]);
+    assert!(!book.is_suspect(PEER), "the death ends the suspicion");
+    assert_eq!(book.next_deadline(), None);
+    assert_eq!(book.due(T0 + BOUND * 2), vec![], "once");
+}
+
+#[test]
+fn a_suspect_not_in_doubt_has_no_bound() {
+    // Its link closed, no redial failed yet (the probe is in flight): nothing is due.
+    let mut book = with_suspect();
+    assert_eq!(book.next_deadline(), None);
+    assert_eq!(book.due(T0 + BOUND * 10), vec![]);
+    assert!(book.is_suspect(PEER) && !book.in_doubt(PEER));
+}
+
+#[test]
+fn later_failed_redials_keep_the_doubts_start() {
+    let mut book = in_doubt();
+    let later = T0 + BOUND / 2;
+    let again = book.link_gone(later, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(again, None);
+    assert_eq!(book.next_deadline(), Some(T0 + BOUND));
+    assert_eq!(book.due(T0 + BOUND), vec![dead(40)]);
+}
+
+#[test]
+fn a_link_up_or_a_newer_life_ends_the_doubt_before_the_bound() {
+    let mut book = in_doubt();
+    book.link_up(PEER);
+    assert!(!book.is_suspect(PEER));
+    assert_eq!(book.next_deadline(), None);
+    assert_eq!(book.due(T0 + BOUND), vec![]);
+    // A later failed dial of a peer no longer suspected proves nothing.
+    let dial = book.link_gone(
+        T0 + BOUND,
+        &failed_dial(),
+        false,
+        nothing_up,
+        nothing_announced,
+    );
+    assert_eq!(dial, None);
+    assert!(!book.in_doubt(PEER));
+
+    let mut book = in_doubt();
+    let newer = book.link_gone(T0 + MS, &failed_dial(), false, nothing_up, |_| 41);
+    assert_eq!(newer, None);
+    assert!(
+        !book.is_suspect(PEER),
+        "the dial failed against a replaced life"
+    );
+    assert_eq!(book.due(T0 + BOUND), vec![]);
+}
+
+#[test]
+fn a_lost_session_corroborates_a_doubt_whichever_comes_first() {
+    // The session is lost after the redial failed: dead at the session's news.
+    let mut book = in_doubt();
+    assert_eq!(book.session(PEER, 40, true), Some(dead(40)));
+    // Before it: dead at the failed redial.
+    let mut book = with_suspect();
+    assert_eq!(book.session(PEER, 40, true), None, "no redial failed yet");
+    assert!(book.is_suspect(PEER) && !book.in_doubt(PEER));
+    let dial = book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(dial, Some(dead(40)));
+    // An unstated incarnation (0) is the suspected one's.
+    let mut book = in_doubt();
+    assert_eq!(book.session(PEER, 0, true), Some(dead(40)));
+}
+
+#[test]
+fn a_session_of_another_life_or_one_back_corroborates_nothing() {
+    let mut book = in_doubt();
+    assert_eq!(book.session(PEER, 39, true), None, "another life's session");
+    assert_eq!(book.session(PEER, 40, false), None, "a session back");
+    assert!(book.in_doubt(PEER));
+    // Lost, then back (it registered again): a failed redial is a doubt again.
+    let mut book = with_suspect();
+    assert_eq!(book.session(PEER, 40, true), None);
+    assert_eq!(book.session(PEER, 40, false), None);
+    let dial = book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(dial, None);
+    assert!(book.in_doubt(PEER));
+    // A session lost for a peer not suspected: nothing, and its record's deletion forgets it.
+    let mut book = EvidenceBook::new(BOUND);
+    assert_eq!(book.session(PEER, 40, true), None);
+    book.record_gone(PEER);
+    assert_eq!(
+        book.link_gone(T0, &up_link_closed(), false, nothing_up, nothing_announced),
+        None
+    );
+    let dial = book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(dial, None, "the forgotten loss corroborates nothing");
+}
+
+#[test]
+fn another_path_up_starts_the_bound_again_for_the_same_life_only() {
+    let mut book = in_doubt();
+    book.alive_elsewhere(T0 + BOUND / 2, PEER, 39);
+    assert_eq!(
+        book.next_deadline(),
+        Some(T0 + BOUND),
+        "another life: no change"
+    );
+    book.alive_elsewhere(T0 + BOUND - MS, PEER, 40);
+    assert_eq!(book.due(T0 + BOUND), vec![]);
+    assert_eq!(book.next_deadline(), Some(T0 + BOUND * 2 - MS));
+    assert_eq!(book.due(T0 + BOUND * 2 - MS - NS), vec![]);
+    assert_eq!(book.due(T0 + BOUND * 2 - MS), vec![dead(40)]);
+    // A suspect not in doubt is not put in doubt by it.
+    let mut book = with_suspect();
+    book.alive_elsewhere(T0, PEER, 40);
+    assert!(!book.in_doubt(PEER));
+    assert_eq!(book.next_deadline(), None);
+}
+
+#[test]
+fn a_death_from_elsewhere_ends_the_doubt_and_its_bound() {
+    let mut book = in_doubt();
+    assert_eq!(book.record_death(PEER, 40), Some(true));
+    assert_eq!(book.next_deadline(), None);
+    assert_eq!(book.due(T0 + BOUND), vec![]);
+}
