@@ -50,7 +50,7 @@ use crate::{
     event::Evidence,
     ids::NodeId,
     time::{Duration, Instant},
-    wire::{ByeReason, UnreachableReason},
+    wire::{ByeReason, ProbeVerdict, UnreachableReason},
 };
 use suspicion::Suspicions;
 
@@ -161,10 +161,60 @@ impl EvidenceBook {
         corroborated.then_some(redial_failed(peer, suspected))
     }
 
-    /// An indirect probe says another node's link to `peer`'s incarnation `incarnation` is
-    /// up (at `now`): its doubt starts again.
-    pub(crate) fn alive_elsewhere(&mut self, now: Instant, peer: NodeId, incarnation: u64) {
-        self.suspects.renew(now, peer, incarnation);
+    /// How this node sees `peer`'s incarnation `incarnation` when another node asks (an
+    /// indirect probe): alive when its up link runs that incarnation (`linked`: the
+    /// incarnation of its up link, 0 = none), dead when that death was acted on here or
+    /// another life is linked or announced (`announced`, 0 = nothing), else unknown.
+    pub(crate) fn verdict(
+        &self,
+        peer: NodeId,
+        incarnation: u64,
+        linked: u64,
+        announced: u64,
+    ) -> ProbeVerdict {
+        let other_life = |known: u64| known != 0 && known != incarnation;
+        if linked != 0 && linked == incarnation {
+            ProbeVerdict::Alive
+        } else if self.dead.get(&peer) == Some(&incarnation)
+            || other_life(linked)
+            || other_life(announced)
+        {
+            ProbeVerdict::Dead
+        } else {
+            ProbeVerdict::Unknown
+        }
+    }
+
+    /// Another node answered an indirect probe about `peer`'s incarnation `incarnation`: a
+    /// suspect in doubt of that incarnation is dead (`Dead`: corroborated) or out of doubt
+    /// (`Alive`: another path to it is up); anything else changes nothing.
+    pub(crate) fn probe_answered(
+        &mut self,
+        peer: NodeId,
+        incarnation: u64,
+        verdict: ProbeVerdict,
+    ) -> Option<Death> {
+        let doubted =
+            self.suspects.in_doubt(peer) && self.suspects.incarnation(peer) == Some(incarnation);
+        match verdict {
+            _ if !doubted => None,
+            ProbeVerdict::Dead => Some(redial_failed(peer, incarnation)),
+            ProbeVerdict::Alive => {
+                self.suspects.end_doubt(peer, incarnation);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `peer`'s record says it is a light client (never asked about a suspect).
+    pub(crate) fn is_client(&self, peer: NodeId) -> bool {
+        self.clients.contains(&peer)
+    }
+
+    /// The incarnation suspected of `peer`, if it is a suspect.
+    pub(crate) fn suspected(&self, peer: NodeId) -> Option<u64> {
+        self.suspects.incarnation(peer)
     }
 
     /// The deaths of the suspects whose doubt outlived the bound at `now`.

@@ -6,14 +6,17 @@
 //! - the registry says the peer's session is gone ([`RegistryEvent::Session`], the embedded
 //!   registry publishes it at once when the peer's connection closes), before the failed
 //!   redial or after it, for the incarnation the suspect's link ran;
-//! - an indirect probe through another linked node says that node knows the incarnation dead;
+//! - an indirect probe: another linked node, asked (`Probe`), answers that it acted on that
+//!   incarnation's death or knows a newer one (`ProbeAck` `Dead`);
 //! - the doubt outlives the bound (`Config::suspicion_timeout`): dead at exactly the first
 //!   failed redial + the bound.
 //!
 //! While in doubt the connector's own retries keep dialling the peer (the default bound,
 //! 1.5 s, is above the first retry, 1 s + 20 % jitter, so a path back within the bound is
 //! found before it), and an indirect probe that says the peer is alive (another path to it
-//! is up) starts the bound again. A link up ends the suspicion. A new incarnation or a
+//! is up) ends the doubt — the next failed redial doubts and asks again, so a peer is never
+//! declared dead by this bound while another node holds a link to it. A link up ends the
+//! suspicion. A new incarnation or a
 //! delete from the registry is a death by itself (the book's other rules).
 //!
 //! [`RegistryEvent::Session`]: crate::registry::RegistryEvent::Session
@@ -32,8 +35,7 @@ struct Suspect {
     doubt: Option<Doubt>,
 }
 
-/// A suspect's redial failed at `since` (or an indirect probe said it alive then): dead at
-/// `since + bound` unless the suspicion ends first.
+/// A suspect's redial failed at `since`: dead at `since + bound` unless the doubt ends first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Doubt {
     since: Instant,
@@ -116,14 +118,13 @@ impl Suspicions {
         self.sessions_lost.remove(&peer);
     }
 
-    /// Another path to suspect `peer` (`incarnation`) is up (an indirect probe said so) at
-    /// `now`: a doubt of that incarnation starts again.
-    pub(crate) fn renew(&mut self, now: Instant, peer: NodeId, incarnation: u64) {
+    /// Another path to suspect `peer` (`incarnation`) is up (an indirect probe said so): its
+    /// doubt ends; it stays a suspect, so the next failed redial doubts (and asks) again.
+    pub(crate) fn end_doubt(&mut self, peer: NodeId, incarnation: u64) {
         if let Some(suspect) = self.suspects.get_mut(&peer)
             && suspect.incarnation == incarnation
-            && let Some(doubt) = suspect.doubt.as_mut()
         {
-            doubt.since = now;
+            suspect.doubt = None;
         }
     }
 

@@ -9,6 +9,7 @@ use super::tests::{
     BOUND, T0, failed_dial, nothing_announced, nothing_up, up_link_closed, with_suspect,
 };
 use super::*;
+use crate::wire::ProbeVerdict;
 
 const PEER: NodeId = NodeId(7);
 const MS: Duration = Duration::from_millis(1);
@@ -131,24 +132,67 @@ fn a_session_of_another_life_or_one_back_corroborates_nothing() {
 }
 
 #[test]
-fn another_path_up_starts_the_bound_again_for_the_same_life_only() {
+fn an_indirect_probe_answer_dead_corroborates_alive_ends_the_doubt_unknown_changes_nothing() {
     let mut book = in_doubt();
-    book.alive_elsewhere(T0 + BOUND / 2, PEER, 39);
+    assert_eq!(book.probe_answered(PEER, 40, ProbeVerdict::Unknown), None);
+    assert!(book.in_doubt(PEER));
     assert_eq!(
-        book.next_deadline(),
-        Some(T0 + BOUND),
-        "another life: no change"
+        book.probe_answered(PEER, 39, ProbeVerdict::Dead),
+        None,
+        "another life"
     );
-    book.alive_elsewhere(T0 + BOUND - MS, PEER, 40);
-    assert_eq!(book.due(T0 + BOUND), vec![]);
-    assert_eq!(book.next_deadline(), Some(T0 + BOUND * 2 - MS));
-    assert_eq!(book.due(T0 + BOUND * 2 - MS - NS), vec![]);
-    assert_eq!(book.due(T0 + BOUND * 2 - MS), vec![dead(40)]);
-    // A suspect not in doubt is not put in doubt by it.
-    let mut book = with_suspect();
-    book.alive_elsewhere(T0, PEER, 40);
-    assert!(!book.in_doubt(PEER));
+    assert_eq!(
+        book.probe_answered(PEER, 40, ProbeVerdict::Dead),
+        Some(dead(40))
+    );
+
+    // Alive: another path is up. The doubt ends (no death at the bound); it stays a suspect,
+    // and the next failed redial doubts again from its own instant.
+    let mut book = in_doubt();
+    assert_eq!(book.probe_answered(PEER, 40, ProbeVerdict::Alive), None);
+    assert!(book.is_suspect(PEER) && !book.in_doubt(PEER));
     assert_eq!(book.next_deadline(), None);
+    assert_eq!(book.due(T0 + BOUND), vec![]);
+    let again = T0 + BOUND * 3;
+    let dial = book.link_gone(again, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(dial, None);
+    assert_eq!(book.next_deadline(), Some(again + BOUND));
+
+    // A suspect not in doubt (its redial not failed yet): an answer changes nothing.
+    let mut book = with_suspect();
+    assert_eq!(book.probe_answered(PEER, 40, ProbeVerdict::Dead), None);
+    assert_eq!(book.probe_answered(PEER, 40, ProbeVerdict::Alive), None);
+    assert!(book.is_suspect(PEER) && !book.in_doubt(PEER));
+}
+
+#[test]
+fn a_probed_node_answers_alive_only_for_the_life_its_up_link_runs() {
+    let mut book = EvidenceBook::new(BOUND);
+    assert_eq!(book.verdict(PEER, 40, 40, 0), ProbeVerdict::Alive);
+    assert_eq!(
+        book.verdict(PEER, 40, 40, 41),
+        ProbeVerdict::Alive,
+        "linked wins"
+    );
+    assert_eq!(
+        book.verdict(PEER, 40, 41, 0),
+        ProbeVerdict::Dead,
+        "another life linked"
+    );
+    assert_eq!(
+        book.verdict(PEER, 40, 0, 41),
+        ProbeVerdict::Dead,
+        "another life announced"
+    );
+    assert_eq!(book.verdict(PEER, 40, 0, 40), ProbeVerdict::Unknown);
+    assert_eq!(book.verdict(PEER, 40, 0, 0), ProbeVerdict::Unknown);
+    assert_eq!(book.record_death(PEER, 40), Some(false));
+    assert_eq!(
+        book.verdict(PEER, 40, 0, 0),
+        ProbeVerdict::Dead,
+        "acted on here"
+    );
+    assert_eq!(book.verdict(PEER, 39, 0, 0), ProbeVerdict::Unknown);
 }
 
 #[test]

@@ -94,12 +94,17 @@ impl Node {
     /// A link went away: the book's rules ([`EvidenceBook::link_gone`]) against the links
     /// still up and the incarnation the registry announces; a death they show is acted on.
     pub(super) fn link_gone(&mut self, down: Down, heartbeats_stopped: bool) {
+        let doubted = down.dialed.filter(|&p| !self.evidence.in_doubt(p));
         let (links, records) = (&self.links, &self.records);
         let (is_up, announced) = (|p| links.is_up(p), |id| records.announced(id));
         let death =
             (self.evidence).link_gone(self.now, &down, heartbeats_stopped, is_up, announced);
         if let Some(death) = death {
             self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+        // A doubt that starts now asks other nodes how they see the suspect.
+        if let Some(peer) = doubted.filter(|&p| self.evidence.in_doubt(p)) {
+            self.ask_others(peer);
         }
     }
 

@@ -28,6 +28,7 @@
 
 mod commands;
 mod evidence;
+mod probe;
 mod registry;
 mod routes;
 mod rpc;
