@@ -55,10 +55,19 @@ fn cluster_of(configs: Vec<Config>, layout: &[(u64, u64)]) -> Sim {
 /// Root 0x203 ← 0x201, 0x202 with `group`'s settings; 0x201 has sent `warm` to 0x202 over
 /// a direct link (delivered and acknowledged), the clock is at 100 ms.
 fn direct_peers(group: Group) -> (Sim, MsgId) {
+    direct_peers_with(group, common::GROUP_SUSPICION)
+}
+
+/// [`direct_peers`] with the suspicion bound `suspicion`.
+fn direct_peers_with(group: Group, suspicion: Duration) -> (Sim, MsgId) {
     let layout = [(ROOT, 0), (A, ROOT), (B, ROOT)];
     let configs = layout
         .iter()
-        .map(|&(id, up)| config(group, id, up))
+        .map(|&(id, up)| {
+            let mut c = config(group, id, up);
+            c.suspicion_timeout = suspicion;
+            c
+        })
         .collect();
     let mut sim = cluster_of(configs, &layout);
     let warm = send(&mut sim, A, B, 1, "warm");
@@ -715,6 +724,9 @@ fn a_message_sent_while_the_target_is_dead_starts_a_fresh_stream_for_its_new_lif
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
 
+/// `Config::suspicion_timeout`'s default.
+const DEFAULT_BOUND: Duration = Duration::from_millis(1_500);
+
 /// A path failure is not a death (§9.3): the path A–B goes down 5 ms after "cut" is sent
 /// (in flight, not acknowledged) and comes back 200 ms later, both processes alive in the
 /// same incarnations. A's redial is refused at once: a doubt, not a death — the registry
@@ -723,7 +735,7 @@ fn a_message_sent_while_the_target_is_dead_starts_a_fresh_stream_for_its_new_lif
 /// message is delivered exactly once when A's backoff (2 s) redials the path that is back.
 #[test]
 fn a_cut_with_refused_redials_while_both_live_changes_no_outcome() {
-    let (mut sim, _) = direct_peers(GROUP_B);
+    let (mut sim, _) = direct_peers_with(GROUP_B, DEFAULT_BOUND);
     sim.set_latency(NodeId(A), NodeId(B), Duration::from_millis(10));
     let one = send(&mut sim, A, B, 1, "cut");
     sim.advance(Duration::from_millis(5));
@@ -758,12 +770,13 @@ fn a_cut_with_refused_redials_while_both_live_changes_no_outcome() {
 /// of A's (at the cut, then after its 2 s, 4 s backoff) starts a doubt that the root's
 /// `Alive` ends: B is never declared dead while another path to it is up, and what A sent
 /// waits (its own 8 s deadline holds). With the root's link to B down as well (negative
-/// control), the root answers `Unknown` and the doubt ends in a death at exactly the first
-/// refusal + the bound (1.5 s): the message ends `Unknown(TargetGone)` then.
+/// control), the root answers `Unknown`, and at exactly the first refusal + the bound (1.5 s)
+/// the last probe is refused: the death, on that instant; the message ends
+/// `Unknown(TargetGone)` then.
 #[test]
 fn an_asymmetric_path_failure_does_not_declare_a_live_peer_dead() {
     for other_path_up in [true, false] {
-        let (mut sim, _) = direct_peers(GROUP_B);
+        let (mut sim, _) = direct_peers_with(GROUP_B, DEFAULT_BOUND);
         let inc_b = sim.node(NodeId(B)).incarnation();
         sim.set_latency(NodeId(A), NodeId(B), Duration::from_millis(10));
         let one = send(&mut sim, A, B, 1, "asym");

@@ -217,12 +217,17 @@ impl EvidenceBook {
         self.suspects.incarnation(peer)
     }
 
-    /// The deaths of the suspects whose doubt outlived the bound at `now`.
-    pub(crate) fn due(&mut self, now: Instant) -> Vec<Death> {
-        let expired = self.suspects.expired(now).into_iter();
-        expired
-            .map(|(peer, inc)| redial_failed(peer, inc))
-            .collect()
+    /// The suspects whose doubt outlived the bound at `now`: each is due its last probe,
+    /// whose failure is its death ([`suspicion`]).
+    pub(crate) fn due(&mut self, now: Instant) -> Vec<NodeId> {
+        self.suspects.expired(now)
+    }
+
+    /// Suspect `peer`'s doubt outlived the bound and it cannot be dialled a last time (no
+    /// address, a policy that forbids it): its death now.
+    pub(crate) fn no_last_probe(&mut self, peer: NodeId) -> Option<Death> {
+        let incarnation = self.suspects.incarnation(peer)?;
+        Some(redial_failed(peer, incarnation))
     }
 
     /// When [`due`](Self::due) must be called next.

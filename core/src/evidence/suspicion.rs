@@ -8,8 +8,10 @@
 //!   redial or after it, for the incarnation the suspect's link ran;
 //! - an indirect probe: another linked node, asked (`Probe`), answers that it acted on that
 //!   incarnation's death or knows a newer one (`ProbeAck` `Dead`);
-//! - the doubt outlives the bound (`Config::suspicion_timeout`): dead at exactly the first
-//!   failed redial + the bound.
+//! - the doubt outlives the bound (`Config::suspicion_timeout`): at exactly the first failed
+//!   redial + the bound the peer is dialled once more (the *last probe*), and its failure is
+//!   the death (a peer the node cannot dial then is dead at the bound) — so a path failure
+//!   shorter than the bound never kills: the path is back when the last probe runs.
 //!
 //! While in doubt the connector's own retries keep dialling the peer (the default bound,
 //! 1.5 s, is above the first retry, 1 s + 20 % jitter, so a path back within the bound is
@@ -35,10 +37,12 @@ struct Suspect {
     doubt: Option<Doubt>,
 }
 
-/// A suspect's redial failed at `since`: dead at `since + bound` unless the doubt ends first.
+/// A suspect's redial failed at `since`: probed a last time at `since + bound` (`last_probe`
+/// once it is), dead when that fails, unless the doubt ends first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Doubt {
     since: Instant,
+    last_probe: bool,
 }
 
 /// The suspects and the registry sessions known lost; see the [module docs](self).
@@ -86,16 +90,22 @@ impl Suspicions {
 
     /// A dial of suspect `peer` failed at `now` (refused, timed out, or closed before its
     /// handshake): whether that is corroborated now (its session is lost for the suspected
-    /// incarnation). Else the doubt starts (a doubt already running keeps its start).
+    /// incarnation, or the doubt outlived the bound: this was the last probe or later). Else
+    /// the doubt starts (a doubt already running keeps its start).
     pub(crate) fn dial_failed(&mut self, now: Instant, peer: NodeId) -> bool {
         let Some(suspect) = self.suspects.get_mut(&peer) else {
             return false;
         };
-        if lost_matches(self.sessions_lost.get(&peer), suspect.incarnation) {
+        if lost_matches(self.sessions_lost.get(&peer), suspect.incarnation)
+            || suspect.doubt.is_some_and(|d| d.last_probe)
+        {
             return true;
         }
         if suspect.doubt.is_none() {
-            suspect.doubt = Some(Doubt { since: now });
+            suspect.doubt = Some(Doubt {
+                since: now,
+                last_probe: false,
+            });
         }
         false
     }
@@ -133,27 +143,29 @@ impl Suspicions {
         self.suspects.get(&peer).is_some_and(|s| s.doubt.is_some())
     }
 
-    /// The suspects whose doubt outlived the bound at `now` (peer, incarnation), in peer
-    /// order: they leave the suspects (the caller acts on the deaths).
-    pub(crate) fn expired(&mut self, now: Instant) -> Vec<(NodeId, u64)> {
+    /// The suspects whose doubt outlived the bound at `now`, in peer order: each is due its
+    /// last probe (marked; the caller dials it, and its failure is the death).
+    pub(crate) fn expired(&mut self, now: Instant) -> Vec<NodeId> {
         let bound = self.bound;
         let mut expired = Vec::new();
-        self.suspects.retain(|&peer, suspect| {
-            let over = suspect.doubt.is_some_and(|d| d.since + bound <= now);
-            if over {
-                expired.push((peer, suspect.incarnation));
+        for (&peer, suspect) in &mut self.suspects {
+            if let Some(doubt) = suspect.doubt.as_mut()
+                && !doubt.last_probe
+                && doubt.since + bound <= now
+            {
+                doubt.last_probe = true;
+                expired.push(peer);
             }
-            !over
-        });
+        }
         expired
     }
 
-    /// The earliest end of a doubt.
+    /// The earliest end of a doubt not yet probed a last time.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let bound = self.bound;
         self.suspects
             .values()
-            .filter_map(|s| s.doubt)
+            .filter_map(|s| s.doubt.filter(|d| !d.last_probe))
             .map(|d| d.since + bound)
             .min()
     }

@@ -32,15 +32,46 @@ fn in_doubt() -> EvidenceBook {
     book
 }
 
+/// The bound: at exactly the first failed redial + the bound the suspect is due its last
+/// probe (once); that probe failing is the death, on its instant.
 #[test]
-fn an_uncorroborated_doubt_is_a_death_exactly_at_the_bound() {
+fn an_uncorroborated_doubt_is_probed_a_last_time_at_the_bound_and_its_failure_is_the_death() {
     let mut book = in_doubt();
     assert_eq!(book.next_deadline(), Some(T0 + BOUND));
     assert_eq!(book.due(T0 + BOUND - NS), vec![]);
-    assert_eq!(book.due(T0 + BOUND), vec![dead(40)]);
-    assert!(!book.is_suspect(PEER), "the death ends the suspicion");
-    assert_eq!(book.next_deadline(), None);
+    assert_eq!(book.due(T0 + BOUND), vec![PEER]);
+    assert_eq!(
+        book.next_deadline(),
+        None,
+        "the last probe's outcome decides"
+    );
     assert_eq!(book.due(T0 + BOUND * 2), vec![], "once");
+    let last = T0 + BOUND + MS;
+    let failed = book.link_gone(last, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(failed, Some(dead(40)));
+    assert_eq!(book.record_death(PEER, 40), Some(true));
+    assert!(!book.is_suspect(PEER), "the death ends the suspicion");
+}
+
+/// A path back by the bound: the last probe links, the suspicion ends, nothing dies.
+#[test]
+fn a_last_probe_that_links_ends_the_suspicion() {
+    let mut book = in_doubt();
+    assert_eq!(book.due(T0 + BOUND), vec![PEER]);
+    book.link_up(PEER);
+    assert!(!book.is_suspect(PEER));
+    let later = T0 + BOUND * 2;
+    let dial = book.link_gone(later, &failed_dial(), false, nothing_up, nothing_announced);
+    assert_eq!(dial, None);
+    // A suspect that cannot be dialled a last time is dead at the bound.
+    let mut book = in_doubt();
+    assert_eq!(book.due(T0 + BOUND), vec![PEER]);
+    assert_eq!(book.no_last_probe(PEER), Some(dead(40)));
+    assert_eq!(
+        EvidenceBook::new(BOUND).no_last_probe(PEER),
+        None,
+        "no suspect"
+    );
 }
 
 #[test]
@@ -59,7 +90,7 @@ fn later_failed_redials_keep_the_doubts_start() {
     let again = book.link_gone(later, &failed_dial(), false, nothing_up, nothing_announced);
     assert_eq!(again, None);
     assert_eq!(book.next_deadline(), Some(T0 + BOUND));
-    assert_eq!(book.due(T0 + BOUND), vec![dead(40)]);
+    assert_eq!(book.due(T0 + BOUND), vec![PEER]);
 }
 
 #[test]

@@ -116,28 +116,35 @@ impl Node {
         }
     }
 
-    /// Suspects whose doubt outlived `Config::suspicion_timeout` are dead
-    /// ([`EvidenceBook::due`]).
+    /// Suspects whose doubt outlived `Config::suspicion_timeout` are probed a last time (its
+    /// failure is the death); one that cannot be dialled is dead now ([`EvidenceBook::due`]).
     pub(super) fn suspicions_due(&mut self, now: Instant) {
-        for death in self.evidence.due(now) {
-            self.peer_dead(death.peer, death.incarnation, death.evidence);
+        for peer in self.evidence.due(now) {
+            if !self.probe(peer)
+                && let Some(death) = self.evidence.no_last_probe(peer)
+            {
+                self.peer_dead(death.peer, death.incarnation, death.evidence);
+            }
         }
     }
 
     /// Dials a suspect once if nothing else is dialling it (after the connector reacted to
     /// the link loss) at the address the connector allows
-    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)).
-    pub(super) fn probe(&mut self, peer: NodeId) {
+    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)). Whether a
+    /// dial to it runs now (this one or another), or it is no suspect any more.
+    pub(super) fn probe(&mut self, peer: NodeId) -> bool {
         if !self.evidence.is_suspect(peer)
             || self.links.is_up(peer)
             || self.links.is_connecting(peer)
         {
-            return;
+            return true;
         }
         let world = self.records.world();
-        if let Some(addr) = self.connector.probe_address(&world, peer) {
-            self.links.dial(peer, addr, &mut self.out);
-        }
+        let Some(addr) = self.connector.probe_address(&world, peer) else {
+            return false;
+        };
+        self.links.dial(peer, addr, &mut self.out);
+        true
     }
 
     /// A discovery record for `id` arrived with `incarnation` (0 = not stated). Another

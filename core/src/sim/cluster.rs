@@ -126,6 +126,8 @@ pub struct Sim<N: SimNode = Node> {
     /// scan of every slot's `deadline` would find, kept up to date by
     /// [`Sim::set_deadline`] so a step does not scan every slot.
     pub(super) earliest_timer: Option<(Instant, usize)>,
+    /// The path failures injected ([`Sim::fail_path`]).
+    pub(super) path_faults: super::path_faults::PathFaults,
 }
 
 impl Sim<Node> {
@@ -179,6 +181,7 @@ impl<N: SimNode> Sim<N> {
             dirty: Vec::new(),
             machines: None,
             earliest_timer: None,
+            path_faults: super::path_faults::PathFaults::default(),
         }
     }
 
@@ -402,6 +405,9 @@ impl<N: SimNode> Sim<N> {
     /// itself — the nodes dial when they decide to.
     pub fn link_up(&mut self, a: NodeId, b: NodeId) {
         self.note_with(None, || format!("link up {a} <-> {b}"));
+        if self.pairs.is_down(a, b) {
+            self.path_faults.pair_up(a, b, self.now);
+        }
         self.pairs.set_down(a, b, false);
     }
 
