@@ -163,22 +163,14 @@ impl EvidenceBook {
 
     /// How this node sees `peer`'s incarnation `incarnation` when another node asks (an
     /// indirect probe): alive when its up link runs that incarnation (`linked`: the
-    /// incarnation of its up link, 0 = none), dead when that death was acted on here or
-    /// another life is linked or announced (`announced`, 0 = nothing), else unknown.
-    pub(crate) fn verdict(
-        &self,
-        peer: NodeId,
-        incarnation: u64,
-        linked: u64,
-        announced: u64,
-    ) -> ProbeVerdict {
+    /// incarnation of its up link, 0 = none), dead when another life is linked or announced
+    /// (`announced`, 0 = nothing), else unknown. A death acted on here is no answer: it may
+    /// have been a path's (a doubt that outlived the bound) and the same life be back.
+    pub(crate) fn verdict(incarnation: u64, linked: u64, announced: u64) -> ProbeVerdict {
         let other_life = |known: u64| known != 0 && known != incarnation;
         if linked != 0 && linked == incarnation {
             ProbeVerdict::Alive
-        } else if self.dead.get(&peer) == Some(&incarnation)
-            || other_life(linked)
-            || other_life(announced)
-        {
+        } else if other_life(linked) || other_life(announced) {
             ProbeVerdict::Dead
         } else {
             ProbeVerdict::Unknown
@@ -224,10 +216,10 @@ impl EvidenceBook {
     }
 
     /// Suspect `peer`'s doubt outlived the bound and it cannot be dialled a last time (no
-    /// address, a policy that forbids it): its death now.
-    pub(crate) fn no_last_probe(&mut self, peer: NodeId) -> Option<Death> {
-        let incarnation = self.suspects.incarnation(peer)?;
-        Some(redial_failed(peer, incarnation))
+    /// address, or the topology no longer lets this node link to it): the links can tell
+    /// nothing more, so the suspicion ends — a relay's or the registry's word decides.
+    pub(crate) fn no_last_probe(&mut self, peer: NodeId) {
+        self.suspects.clear(peer);
     }
 
     /// When [`due`](Self::due) must be called next.

@@ -117,13 +117,12 @@ impl Node {
     }
 
     /// Suspects whose doubt outlived `Config::suspicion_timeout` are probed a last time (its
-    /// failure is the death); one that cannot be dialled is dead now ([`EvidenceBook::due`]).
+    /// failure is the death); one this node may no longer dial is no suspect any more
+    /// ([`EvidenceBook::due`], [`EvidenceBook::no_last_probe`]).
     pub(super) fn suspicions_due(&mut self, now: Instant) {
         for peer in self.evidence.due(now) {
-            if !self.probe(peer)
-                && let Some(death) = self.evidence.no_last_probe(peer)
-            {
-                self.peer_dead(death.peer, death.incarnation, death.evidence);
+            if !self.probe(peer) {
+                self.evidence.no_last_probe(peer);
             }
         }
     }

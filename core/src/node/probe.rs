@@ -11,6 +11,7 @@
 use alloc::vec::Vec;
 
 use super::Node;
+use crate::evidence::EvidenceBook;
 use crate::{
     ids::{LinkId, NodeId},
     wire,
@@ -50,7 +51,7 @@ impl Node {
             0
         };
         let announced = self.records.announced(target);
-        let verdict = (self.evidence).verdict(target, probe.incarnation, linked, announced);
+        let verdict = EvidenceBook::verdict(probe.incarnation, linked, announced);
         let ack = wire::ProbeAck {
             target,
             incarnation: probe.incarnation,
