@@ -8,6 +8,7 @@
 
 mod commands;
 mod evidence;
+mod probe;
 mod registry;
 mod routes;
 mod rpc;
@@ -99,6 +100,7 @@ impl Node {
         );
         // Drawn after the forks: no other sequence moves.
         let dedup_seed = bus_rng.next_u64();
+        let evidence = crate::evidence::EvidenceBook::new(config.suspicion_timeout);
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -113,7 +115,7 @@ impl Node {
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
-            evidence: crate::evidence::EvidenceBook::default(),
+            evidence,
             rpc: None,
             perimeter: PerimeterCounts::default(),
         };
@@ -169,17 +171,14 @@ impl Node {
         let flush = self.endpoints.has_unfinished_flush().then_some(self.now);
         let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
         let (connector, links) = (self.connector.next_deadline(), self.links.next_deadline());
-        let departed = self.records.departed.next_deadline();
-        [
-            connector,
-            self.endpoints.next_deadline(),
-            flush,
-            links,
-            rpc,
-            departed,
-        ]
-        .into_iter()
-        .fold(None, earliest)
+        let (departed, doubts) = (
+            self.records.departed.next_deadline(),
+            self.evidence.next_deadline(),
+        );
+        let endpoints = self.endpoints.next_deadline();
+        [connector, endpoints, flush, links, rpc, departed, doubts]
+            .into_iter()
+            .fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,

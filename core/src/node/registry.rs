@@ -77,6 +77,11 @@ impl Node {
             RecordChange::TopologyDeleted { id } => {
                 self.with_connector(|c, w| c.on_topology_delete(now, w, id));
             }
+            RecordChange::Session {
+                id,
+                incarnation,
+                lost,
+            } => self.session_news(id, incarnation, lost),
             RecordChange::Nothing => {}
             RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
         }

@@ -134,6 +134,8 @@ impl Node {
             }
             Inbound::Down(down) => self.link_down(now, down, false),
             Inbound::Ack { ack, .. } => self.on_ack(&ack),
+            Inbound::Probe { probe, link } => self.answer_probe(probe, link),
+            Inbound::ProbeAck { ack, .. } => self.probe_answered(ack),
             Inbound::Unreachable { notice, via } => match notice.reason {
                 UnreachableReason::TargetGone | UnreachableReason::Reachable => {
                     self.relay_says(now, &notice, via);
