@@ -80,8 +80,8 @@ pub use node::rpc::{
 };
 pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
 pub use node::{
-    CustomBackend, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome, Received,
-    RegistrySpec, SendFailure, StartError, Stopped,
+    CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome,
+    Received, RegistrySpec, SendFailure, StartError, Stopped,
 };
 pub use observe::{Known, Metrics, Status};
 pub use switchboard_core;

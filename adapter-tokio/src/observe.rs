@@ -185,6 +185,9 @@ impl Histogram {
 pub struct Known {
     /// Whether the registry backend reports the node registered.
     pub registered: bool,
+    /// Whether the registry serves this node's own record marked leaving (it drains before a
+    /// graceful exit: `NodeHandle::leave`).
+    pub leaving: bool,
     /// Why the registry refused the node's registration, while it does (another live
     /// instance holds its id, or another node its name); `None` once it registers.
     pub conflict: Option<String>,

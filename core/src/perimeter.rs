@@ -9,7 +9,7 @@
 //!   requests went). A leaf has no one to relay for, so a leaf claiming another source is
 //!   dropped and counted
 //!   ([`LinkEvent::ForgedSource`](crate::bus::links::LinkEvent::ForgedSource) →
-//!   [`Event::ForgedSource`](crate::node::Event::ForgedSource)). The link stays up: the peer is a proven key holder, and the
+//!   [`Event::ForgedSource`]). The link stays up: the peer is a proven key holder, and the
 //!   topology record that makes it a proxy may simply not have reached this node yet — a
 //!   legitimate sender's message is then retransmitted (never acknowledged here) and taken
 //!   once the record arrived, where closing the link would cut its other traffic.
@@ -18,7 +18,7 @@
 //!   target itself, the hop its route goes through (its ready hop, or its record's proxy), or
 //!   a node on the tree path between the target and this node (the upstream chains of both:
 //!   the only nodes a relayed ack or notice can come back through). Anything else is dropped
-//!   before it touches an outcome, a stream or a route, and counted ([`Event::OffRoute`](crate::node::Event::OffRoute),
+//!   before it touches an outcome, a stream or a route, and counted ([`Event::OffRoute`],
 //!   [`PerimeterCounts`] in [`Node::status`](crate::Node::status)).
 
 use serde::{Deserialize, Serialize};
@@ -33,7 +33,7 @@ use crate::{
 };
 
 /// A frame for one of this node's streams that did not come from the stream's route
-/// ([`Event::OffRoute`](crate::node::Event::OffRoute)).
+/// ([`Event::OffRoute`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OffRouteFrame {
@@ -49,11 +49,11 @@ pub enum OffRouteFrame {
 /// A link's handshake proves who its peer is, not who wrote the frames it carries. After it:
 /// an `Ack` (or reset) or `Unreachable` about one of this node's streams counts only from the
 /// stream's route — the target itself, the hop or proxy its route goes through, or a node on
-/// the upstream chains between the target and this node ([`Event::OffRoute`](crate::node::Event::OffRoute) otherwise). A
+/// the upstream chains between the target and this node ([`Event::OffRoute`] otherwise). A
 /// `Data` frame whose source is not the link's peer is taken only when the peer may relay for
 /// it — this node's upstream, a node with downstream nodes in the topology, a node on the
 /// source's upstream chain, or the hop of this node's own route to the source
-/// ([`Event::ForgedSource`](crate::node::Event::ForgedSource) otherwise; the link stays up, and a sender whose relay's topology
+/// ([`Event::ForgedSource`] otherwise; the link stays up, and a sender whose relay's topology
 /// record has not arrived yet is retransmitted to). With cluster keys, a `HelloAck` refusal
 /// is believed only when proven.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,15 +4,23 @@
 //! apply to the other machines (the connector re-routes, a new incarnation or a deletion is
 //! evidence of death, waiting calls look again). An event that changes nothing applied is
 //! [`RecordChange::Ignored`] with its reason.
+//!
+//! Deploys fail nothing (ARCHITECTURE §7, "Send grace"): a member's deleted record is
+//! remembered for the send grace ([`Departed`]), so a send naming it is held for its next
+//! life instead of refused; a record marked leaving ([`DiscoveryInfo::is_leaving`]) holds new
+//! messages for it, and for every node routed through it, until its next life's record.
+//!
+//! [`DiscoveryInfo::is_leaving`]: crate::discovery::DiscoveryInfo::is_leaving
 
 use crate::{
     config::Config,
     connector::World,
-    discovery::{Applied, DiscoverySet},
+    discovery::{Applied, Departed, DiscoverySet},
     event::RegistryIgnored,
     ids::NodeId,
     registry::RegistryEvent,
     ring::RingConfig,
+    time::Instant,
     topology::{PeerChange, PeerData, Revisions, TopologyRegistry},
 };
 
@@ -52,6 +60,16 @@ pub(crate) enum RecordChange {
         /// The node.
         id: NodeId,
     },
+    /// The registry's session with `id` (`incarnation`) was lost or is back: no record
+    /// changes, the evidence book hears it ([`RegistryEvent::Session`]).
+    Session {
+        /// The node.
+        id: NodeId,
+        /// The incarnation it registered with.
+        incarnation: u64,
+        /// Lost (else back).
+        lost: bool,
+    },
     /// Applied, but nothing changed (a topology record equal to the one held).
     Nothing,
     /// Not applied, for this reason.
@@ -70,6 +88,10 @@ pub(crate) struct Records {
     pub(crate) topology: TopologyRegistry,
     /// The latest applied topology revision per node.
     revisions: Revisions,
+    /// Members' records deleted within the send grace.
+    pub(crate) departed: Departed,
+    /// The nodes whose record is marked leaving.
+    leaving: alloc::collections::BTreeSet<NodeId>,
 }
 
 impl Records {
@@ -89,6 +111,8 @@ impl Records {
             }),
             topology: TopologyRegistry::with_own(config.id, config.upstream, own),
             revisions: Revisions::default(),
+            departed: Departed::new(config.send_grace),
+            leaving: alloc::collections::BTreeSet::new(),
         }
     }
 
@@ -109,6 +133,16 @@ impl Records {
             .map_or(0, |info| info.incarnation)
     }
 
+    /// Whether new messages for `id` wait rather than go out through `hop` (the node its
+    /// route goes through now): `id` departed within the send grace (they wait for its next
+    /// life), or its record or `hop`'s is marked leaving (they wait for its next life's
+    /// record). One emptiness check when nothing departed or leaves.
+    #[inline]
+    pub(crate) fn holds(&self, id: NodeId, hop: NodeId) -> bool {
+        (!self.leaving.is_empty() && (self.leaving.contains(&id) || self.leaving.contains(&hop)))
+            || self.departed.contains(id)
+    }
+
     /// The name `id`'s discovery record gives it (`""`: none).
     pub(crate) fn name_of(&self, id: NodeId) -> &str {
         self.discovery
@@ -118,29 +152,49 @@ impl Records {
 
     /// Applies `event`: discovery changes to the discovery set (revision-gated), topology
     /// changes to the topology registry (revision-gated per node; cycles and other invalid
-    /// records are rejected with the registry unchanged).
-    pub(crate) fn apply(&mut self, event: RegistryEvent) -> RecordChange {
+    /// records are rejected with the registry unchanged). A member's record deleted at `now`
+    /// is [`Departed`] until `now + send_grace`; a record put ends its id's and name's
+    /// departure.
+    pub(crate) fn apply(&mut self, now: Instant, event: RegistryEvent) -> RecordChange {
         match event {
             RegistryEvent::DiscoveryPut(info) => {
                 let (id, incarnation, client) = (info.id, info.incarnation, info.is_client());
+                let (name, leaving) = (info.name.clone(), info.is_leaving());
                 match self.discovery.put(info) {
                     Applied::Added { id, displaced, .. }
-                    | Applied::Updated { id, displaced, .. } => RecordChange::DiscoveryPut {
-                        id,
-                        incarnation,
-                        displaced: displaced.map(|d| d.id),
-                        client,
-                    },
+                    | Applied::Updated { id, displaced, .. } => {
+                        self.departed.arrived(id, &name);
+                        if let Some(displaced) = &displaced {
+                            self.leaving.remove(&displaced.id);
+                        }
+                        if leaving {
+                            self.leaving.insert(id);
+                        } else {
+                            self.leaving.remove(&id);
+                        }
+                        RecordChange::DiscoveryPut {
+                            id,
+                            incarnation,
+                            displaced: displaced.map(|d| d.id),
+                            client,
+                        }
+                    }
                     _ => RecordChange::Ignored(RegistryIgnored::Discovery { id }),
                 }
             }
             RegistryEvent::DiscoveryDelete { id, name, revision } => {
                 match self.discovery.remove(id, &name, revision) {
-                    Applied::Removed(info) => RecordChange::DiscoveryDeleted {
-                        id: info.id,
-                        incarnation: info.incarnation,
-                        client: info.is_client(),
-                    },
+                    Applied::Removed(info) => {
+                        self.leaving.remove(&info.id);
+                        if !info.is_client() {
+                            self.departed.note(info.id, &info.name, now);
+                        }
+                        RecordChange::DiscoveryDeleted {
+                            id: info.id,
+                            incarnation: info.incarnation,
+                            client: info.is_client(),
+                        }
+                    }
                     _ => RecordChange::Ignored(RegistryIgnored::Discovery { id }),
                 }
             }
@@ -161,6 +215,15 @@ impl Records {
                     Err(reason) => RecordChange::Ignored(reason),
                 }
             }
+            RegistryEvent::Session {
+                id,
+                incarnation,
+                lost,
+            } => RecordChange::Session {
+                id,
+                incarnation,
+                lost,
+            },
         }
     }
 }

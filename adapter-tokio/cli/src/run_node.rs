@@ -13,8 +13,11 @@ use crate::{
     builtin_handlers,
     config::node::NodeOptions,
     error::CliError,
-    lifecycle::{StopSignals, print_json_line, shutdown_bounded, start_error},
+    lifecycle::{StopSignals, or_exit_on_signal, print_json_line, shutdown_bounded, start_error},
 };
+
+/// Bound on the drain before a graceful exit ([`NodeHandle::leave`]).
+pub(crate) const DRAIN_WAIT: Duration = Duration::from_secs(2);
 
 /// How long the ready line waits for the registration (or its refusal).
 pub(crate) const REGISTER_WAIT: Duration = Duration::from_secs(5);
@@ -140,6 +143,17 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
         _ = &mut inbox_task => {
             return Err(CliError::failed("the node stopped by itself"));
         }
+    }
+    // Drain first (bounded; a second signal exits at once): senders hold new messages for
+    // this node's next life while what is in flight is acknowledged here.
+    let drain = or_exit_on_signal(&mut signals, handle.leave("restarting", DRAIN_WAIT)).await;
+    if let Ok(drained) = drain {
+        tracing::info!(
+            quiet = drained.quiet,
+            announced = drained.announced,
+            received = drained.received,
+            "drained"
+        );
     }
     drop(admin_server);
     shutdown_bounded(&handle).await;

@@ -9,6 +9,7 @@
 
 mod driver;
 mod inbox;
+mod leave;
 pub mod rpc;
 pub mod stream;
 
@@ -27,6 +28,7 @@ use switchboard_core::{
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 pub use self::inbox::Inbox;
+pub use self::leave::Drained;
 use crate::{
     observe::{Known, Metrics, Status},
     registry::client::ClientTuning,
@@ -222,6 +224,8 @@ pub(crate) enum Command {
     Status(oneshot::Sender<Status>),
     Metrics(oneshot::Sender<Metrics>),
     Shutdown(oneshot::Sender<()>),
+    /// Publish the record marked leaving, for this reason ([`NodeHandle::leave`]).
+    Leave(String),
     Rpc(rpc::RpcCommand),
     /// A [`stream::Poster`] starts: its outcomes go to `reports`.
     OpenPoster {

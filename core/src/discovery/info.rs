@@ -24,6 +24,10 @@ pub const ROLE_LABEL: &str = "role";
 /// The [`ROLE_LABEL`] value of a light client's record ([`DiscoveryInfo::is_client`]).
 pub const CLIENT_ROLE: &str = "client";
 
+/// The label a node adds to its record while it drains before a graceful exit
+/// ([`DiscoveryInfo::is_leaving`]); its value says why (`restarting`, `stopping`).
+pub const LEAVING_LABEL: &str = "leaving";
+
 /// Where a node runs: region → district → zone (libatapp `atapp_area`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -232,6 +236,14 @@ impl DiscoveryInfo {
     #[must_use]
     pub fn is_client(&self) -> bool {
         self.metadata.labels.get(ROLE_LABEL).map(String::as_str) == Some(CLIENT_ROLE)
+    }
+
+    /// Whether the node is draining before a graceful exit (label [`LEAVING_LABEL`]):
+    /// senders hold new messages for it, and for nodes routed through it, until a record
+    /// without the label — its next life — arrives; what is in flight is still acknowledged.
+    #[must_use]
+    pub fn is_leaving(&self) -> bool {
+        self.metadata.labels.contains_key(LEAVING_LABEL)
     }
 
     /// The StatefulSet pod ordinal (`runtime.stateful_pod_index`).

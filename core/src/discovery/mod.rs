@@ -8,6 +8,7 @@
 //! of it can be maintained incrementally. [`Filter`]s select nodes by their [`Metadata`].
 
 pub mod address;
+mod departed;
 mod identity;
 mod info;
 mod json;
@@ -18,8 +19,9 @@ mod topology_info;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use departed::Departed;
 pub use identity::{IDENTITY_PROOF_LEN, IdentityProof, PUBLISHED_PREFIX, published_identity};
-pub use info::{Area, CLIENT_ROLE, DiscoveryInfo, Gateway, ROLE_LABEL, Runtime};
+pub use info::{Area, CLIENT_ROLE, DiscoveryInfo, Gateway, LEAVING_LABEL, ROLE_LABEL, Runtime};
 pub use json::DecodeError;
 pub use metadata::{Filter, Metadata};
 pub use set::{Applied, DEFAULT_TOMBSTONE_LIMIT, DiscoverySet};

@@ -160,6 +160,14 @@ impl EndpointTable {
         }
     }
 
+    /// A light client `id` left (its record was deleted): its endpoint goes at once, what
+    /// waited for it ending `TargetGone` — nothing redials a client.
+    pub fn client_left<S: OutcomeSink + ?Sized>(&mut self, id: NodeId, sink: &mut S) {
+        if let Some(key) = self.find_by_id(id) {
+            self.remove(key, FailReason::TargetGone, sink);
+        }
+    }
+
     /// The route record serving `target`'s endpoint is gone: its outbox gives up (queued
     /// messages `Failed(reason)`, unacknowledged ones `Unknown(reason)` — `Failed(reason)`
     /// from the first that provably never arrived), and the endpoint releases its handle (it

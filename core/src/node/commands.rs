@@ -3,6 +3,8 @@
 
 use bytes::Bytes;
 
+#[cfg(doc)]
+use super::Output;
 use super::{Node, SendError};
 use crate::{
     discovery::Filter,
@@ -16,11 +18,10 @@ use crate::{
 pub(super) use crate::output::MAX_PAYLOAD_LEN;
 
 impl Node {
-    /// Accepts a message for the node `to` selects among every node ([`crate::select`]) and
-    /// returns its id; its [`Output::Outcome`](super::Output::Outcome) follows (at once if the route is ready, else
-    /// when it is flushed, times out, or its route is removed). A message to this node itself
-    /// is delivered at once as [`Output::Received`](super::Output::Received). The pick is made here and the message
-    /// stays with that node.
+    /// Accepts a message for the node `to` selects among every node ([`crate::select`]; the
+    /// message stays with that node) and returns its id; its [`Output::Outcome`] follows (at
+    /// once if the route is ready, else when it is flushed, times out, or its route is
+    /// removed). A message to this node itself is delivered at once ([`Output::Received`]).
     ///
     /// A message the target's queue cannot take (count or byte limit) is accepted and ends
     /// at once with `Failed(QueueFull)`.
@@ -82,12 +83,9 @@ impl Node {
         sent
     }
 
-    /// The body of `send` past its checks (`rpc`: the message is the RPC machine's — its id
-    /// is marked so, and its outcome goes there), inlined into `send` so the hot path is
-    /// one call: the endpoint is looked up once, the route record once (whether it is bound
-    /// and its ready hop), the link only when the message may go straight out. Always
-    /// inlined: a plain `#[inline]` left `send` → a helper → `send_until` three calls
-    /// deep, each passing the payload on.
+    /// `send` past its checks (`rpc`: the message and its outcome are the RPC machine's).
+    /// Always inlined (a plain `#[inline]` left the payload passed down three calls): the
+    /// endpoint and the route record are looked up once, the link only when it may go now.
     #[inline(always)]
     pub(super) fn send_resolved(
         &mut self,
@@ -132,17 +130,23 @@ impl Node {
             endpoints,
             links,
             out,
+            records,
             ..
         } = self;
-        // Asked only when the message may go straight out (nothing queued, within limits).
-        let ready_link = || hop.and_then(|hop| links.link_to(hop));
+        // Asked only when the message may go straight out (nothing queued, within limits);
+        // held for a departed or leaving node's next life (`Records::holds`).
+        let ready_link = || {
+            hop.filter(|&hop| !records.holds(id, hop))
+                .and_then(|hop| links.link_to(hop))
+        };
         endpoints.send_until(key, msg, msg_type, payload, now, deadline, ready_link, out);
         Ok(msg)
     }
 
     /// The node `to` selects among `among` (every node when `None`), by the one
     /// [`Selector::pick`](crate::select::Selector::pick); least outstanding compares the
-    /// messages queued or unacknowledged to each candidate.
+    /// messages queued or unacknowledged to each candidate. An unfiltered name no record
+    /// holds is the member that held it if its record was deleted within the send grace.
     pub(super) fn pick_target(
         &mut self,
         among: Option<&Filter>,
@@ -151,18 +155,24 @@ impl Node {
         if !to.is_valid() {
             return Err(SendError::InvalidTarget);
         }
+        let unfiltered = among.is_none();
         let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
         let among = Among::of(self.records.discovery.rings(), filter);
         let endpoints = &self.endpoints;
         let load = |id: NodeId| endpoints.outstanding(id);
         (self.selector)
             .pick(to, among, &mut self.rng, load, &[])
+            .or_else(|| match to {
+                // A name whose record was deleted within the send grace: held for its next life.
+                Select::Name(name) if unfiltered => self.records.departed.by_name(name),
+                _ => None,
+            })
             .ok_or(SendError::UnknownTarget)
     }
 
     /// Shuts the node down: every queued message ends `Failed(Shutdown)` and every
     /// unacknowledged one `Unknown(Shutdown)` (`Failed` if it provably never arrived), every
-    /// link is closed ([`Output::Close`](super::Output::Close)), every record and timer is dropped. Later calls are
+    /// link is closed ([`Output::Close`]), every record and timer is dropped. Later calls are
     /// no-ops and `send` returns [`SendError::Shutdown`]. Leaving the registry is the
     /// driver's part: it shuts its registry client down (`RegistryClient::shutdown` says
     /// `Bye`) or revokes its etcd lease.

@@ -95,13 +95,17 @@ impl Node {
     /// A link went away: the book's rules ([`EvidenceBook::link_gone`]) against the links
     /// still up and the incarnation the registry announces; a death they show is acted on.
     pub(super) fn link_gone(&mut self, down: Down, heartbeats_stopped: bool) {
+        let doubted = down.dialed.filter(|&p| !self.evidence.in_doubt(p));
         let (links, records) = (&self.links, &self.records);
         let (is_up, announced) = (|p| links.is_up(p), |id| records.announced(id));
-        let death = self
-            .evidence
-            .link_gone(&down, heartbeats_stopped, is_up, announced);
+        let death =
+            (self.evidence).link_gone(self.now, &down, heartbeats_stopped, is_up, announced);
         if let Some(death) = death {
             self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+        // A doubt that starts now asks other nodes how they see the suspect.
+        if let Some(peer) = doubted.filter(|&p| self.evidence.in_doubt(p)) {
+            self.ask_others(peer);
         }
         if let Some(peer) = down.peer.filter(|&p| !self.links.is_up(p)) {
             self.depart(peer);
@@ -138,20 +142,42 @@ impl Node {
         }
     }
 
+    /// The registry's session with `id` (`incarnation`) is lost or back: a suspect in doubt
+    /// of that incarnation is dead when it is lost ([`EvidenceBook::session`]).
+    pub(super) fn session_news(&mut self, id: NodeId, incarnation: u64, lost: bool) {
+        if let Some(death) = self.evidence.session(id, incarnation, lost) {
+            self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+    }
+
+    /// Suspects whose doubt outlived `Config::suspicion_timeout` are probed a last time (its
+    /// failure is the death); one this node may no longer dial is no suspect any more
+    /// ([`EvidenceBook::due`], [`EvidenceBook::no_last_probe`]).
+    pub(super) fn suspicions_due(&mut self, now: Instant) {
+        for peer in self.evidence.due(now) {
+            if !self.probe(peer) {
+                self.evidence.no_last_probe(peer);
+            }
+        }
+    }
+
     /// Dials a suspect once if nothing else is dialling it (after the connector reacted to
     /// the link loss) at the address the connector allows
-    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)).
-    pub(super) fn probe(&mut self, peer: NodeId) {
+    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)). Whether a
+    /// dial to it runs now (this one or another), or it is no suspect any more.
+    pub(super) fn probe(&mut self, peer: NodeId) -> bool {
         if !self.evidence.is_suspect(peer)
             || self.links.is_up(peer)
             || self.links.is_connecting(peer)
         {
-            return;
+            return true;
         }
         let world = self.records.world();
-        if let Some(addr) = self.connector.probe_address(&world, peer) {
-            self.links.dial(peer, addr, &mut self.out);
-        }
+        let Some(addr) = self.connector.probe_address(&world, peer) else {
+            return false;
+        };
+        self.links.dial(peer, addr, &mut self.out);
+        true
     }
 
     /// A discovery record for `id` arrived with `incarnation` (0 = not stated). Another

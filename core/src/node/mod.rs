@@ -1,33 +1,14 @@
-//! The `Node` facade: one node of the cluster as a sans-IO state machine.
-//!
-//! A [`Node`] composes the building blocks — topology registry, discovery set, endpoints with
-//! their pending queues, the [`Connector`] and its route records — behind one way in
-//! (`handle_*` calls and the `send`/`shutdown` commands, each taking `now`) and one way out
-//! ([`poll_output`](Node::poll_output) and [`poll_timeout`](Node::poll_timeout)).
-//!
-//! # Driving contract
-//!
-//! After any `handle_*` or command call, call `poll_output` until it returns `None` and act on
-//! each [`Output`] (dial, write bytes, close, deliver a message, report an outcome); then
-//! arm one timer at `poll_timeout()` and call `handle_timeout(now)` when it fires. Every due
-//! deadline — reconnect timers, lost-topology deadlines, message deadlines, endpoint GC,
-//! unfinished flushes — is handled by one `handle_timeout` call; spurious calls are no-ops.
-//! Time going backwards is clamped to the latest `now` seen. The crate docs drive two nodes,
-//! and one frame by frame.
-//!
-//! # What it composes
-//!
-//! Links (handshakes, heartbeats, delivery with coalesced acks, relaying) are the link
-//! machine's (`bus::links`); queued and in-flight messages the outboxes' (`endpoint`); routes
-//! the connector's; calls the RPC machine's; the choice of a node `select`'s; evidence of death
-//! the evidence book's. The node hands each input to the machine it concerns and applies the
-//! effects one returns to the others. The rules — delivery, the three outcome classes, relay
-//! refusals and probing, evidence of death — are in docs/ARCHITECTURE.md §4 and §9; each
-//! machine's docs have its part. Nothing from a peer can panic the node: a malformed frame or
-//! an oversized length closes its link with an [`Event::LinkRejected`].
+//! The `Node` facade: one node of the cluster as a sans-IO state machine, and a composition
+//! root. It holds the machines — links (`bus::links`), outboxes (`endpoint`), routes
+//! (`connector`), records (`records`), calls (`rpc`), the choice of a node (`select`),
+//! evidence of death (`evidence`) — hands each input to the machine it concerns and applies
+//! the effects one returns to the others; it decides nothing itself. How to drive it is in the
+//! [crate docs](crate#driving-a-node); the rules are in docs/ARCHITECTURE.md §4 and §9. Nothing
+//! from a peer can panic it: a malformed frame closes its link ([`Event::LinkRejected`]).
 
 mod commands;
 mod evidence;
+mod probe;
 mod registry;
 mod routes;
 mod rpc;
@@ -81,9 +62,8 @@ pub struct Node {
     shut_down: bool,
     /// Suspects, deaths acted on, sources relayed for ([`crate::evidence`]).
     evidence: crate::evidence::EvidenceBook,
-    /// Calls, served methods, broadcasts: the RPC machine ([`crate::rpc`]; composed in
-    /// `node/rpc.rs`). Boxed, so taking it out to run it with the node as its host is a
-    /// pointer move; `None` only while it runs.
+    /// The RPC machine ([`crate::rpc`], composed in `node/rpc.rs`); boxed, so taking it out
+    /// to run it with the node as its host is a pointer move; `None` only while it runs.
     rpc: Option<alloc::boxed::Box<crate::rpc::Rpc>>,
     /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
     perimeter: PerimeterCounts,
@@ -120,6 +100,7 @@ impl Node {
         );
         // Drawn after the forks: no other sequence moves.
         let dedup_seed = bus_rng.next_u64();
+        let evidence = crate::evidence::EvidenceBook::new(config.suspicion_timeout);
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -134,7 +115,7 @@ impl Node {
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
-            evidence: crate::evidence::EvidenceBook::default(),
+            evidence,
             rpc: None,
             perimeter: PerimeterCounts::default(),
         };
@@ -164,25 +145,11 @@ impl Node {
     }
 
     /// The next thing the driver must do or may observe, oldest first; `None` when there is
-    /// nothing left.
-    ///
-    /// Call it after every `handle_*` call and every command (`send`, `shutdown`, ...) until
-    /// it returns `None` — outputs are produced by those calls only, so nothing new appears
-    /// until the next one — and then re-arm the timer from
-    /// [`poll_timeout`](Self::poll_timeout). For each output: [`Output::Connect`] — dial the
-    /// address and report `handle_connected` or `handle_connect_failed` for its link;
-    /// [`Output::Transmit`] — write the bytes on the link after everything written before
-    /// (a link that cannot take them is closed and reported with `handle_closed`);
-    /// [`Output::Close`] — flush and close the link (no report needed); [`Output::Received`]
-    /// — hand the message to the application; [`Output::Outcome`] — report how the message
-    /// ended (exactly one per accepted message); [`Output::Event`] — log or count it, nothing
-    /// is required; [`Output::Rpc`] — a request for a served method (answer it with
-    /// `reply`), how a call or broadcast ended, or a record to publish again
-    /// ([`RpcOutput`](crate::rpc::RpcOutput)). RPC messages travel as `Data` of a reserved
-    /// type: their deliveries and outcomes go to the RPC machine where they arise
-    /// (`output::Outlets`) and never reach the driver as `Received` or `Outcome`. An output
-    /// not acted on is lost: a `Transmit` dropped on the floor is a message the peer never
-    /// sees.
+    /// nothing left. Drain it after every `handle_*` call and command, act on each [`Output`]
+    /// (each variant says what it asks), then re-arm the timer from
+    /// [`poll_timeout`](Self::poll_timeout). An output not acted on is lost. RPC traffic goes
+    /// to the RPC machine where it arises and never reaches the driver as `Received` or
+    /// `Outcome`.
     #[must_use]
     #[inline]
     pub fn poll_output(&mut self) -> Option<Output> {
@@ -193,16 +160,9 @@ impl Node {
         self.out.queue.pop_front()
     }
 
-    /// When `handle_timeout` must be called next: the earliest reconnect timer, lost
-    /// deadline, upstream redial, heartbeat, message deadline, endpoint GC, call deadline or
-    /// held request's deadline — or the latest
-    /// `now` while a flush is unfinished. `None` when nothing is scheduled (and after
-    /// shutdown).
-    ///
-    /// Call it after draining [`poll_output`](Self::poll_output) and arm one timer at the
-    /// instant (replacing the previous one: any call may move it earlier or later); when it
-    /// fires, call `handle_timeout(now)` — one call handles every deadline due — and drain
-    /// again. Calling `handle_timeout` early or twice is harmless.
+    /// When `handle_timeout` must be called next: the earliest deadline of any machine, or
+    /// the latest `now` while a flush is unfinished; `None` when nothing is scheduled (and
+    /// after shutdown). Arm one timer at it, replacing the previous one.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         if self.shut_down {
@@ -210,13 +170,18 @@ impl Node {
         }
         let flush = self.endpoints.has_unfinished_flush().then_some(self.now);
         let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
-        let machines = [
-            self.connector.next_deadline(),
-            self.endpoints.next_deadline(),
-        ];
-        let departure = self.evidence.next_departure();
-        let rest = [flush, self.links.next_deadline(), rpc, departure];
-        machines.into_iter().chain(rest).fold(None, earliest)
+        let (connector, links) = (self.connector.next_deadline(), self.links.next_deadline());
+        let (departed, doubts) = (
+            self.records.departed.next_deadline(),
+            self.evidence.next_deadline(),
+        );
+        let endpoints = self.endpoints.next_deadline();
+        let departures = self.evidence.next_departure();
+        [
+            connector, endpoints, flush, links, rpc, departed, doubts, departures,
+        ]
+        .into_iter()
+        .fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,

@@ -1,13 +1,8 @@
-//! The registry wired to its node, written once for every driver: what a registry event
-//! changed in the records ([`crate::records`]) applied to the other machines — the
-//! connector's reactions, evidence of death, waiting calls ([`Node::handle_registry`]) — and
-//! the embedded registry client's configuration from the node's own records
-//! ([`Node::registry_client_config`]), its registry changes applied to the node
-//! ([`Node::handle_client_output`]), so a driver only performs the socket work and reports.
-//!
-//! A driver that runs the client apart from the node (switchboard-tokio runs it in its own
-//! task, behind the same feed as the etcd backend) hands its `ClientOutput::Registry`
-//! changes to `handle_registry` when they reach the node.
+//! The registry wired to its node, once for every driver: what a registry event changed in
+//! the records ([`crate::records`]) applied to the other machines ([`Node::handle_registry`]),
+//! and the embedded registry client configured from, and applied to, the node
+//! ([`Node::registry_client_config`], [`Node::handle_client_output`]). A driver that runs the
+//! client apart (switchboard-tokio, behind the same feed as etcd) calls `handle_registry`.
 
 use super::{Event, Node, RegistryEvent};
 use crate::{
@@ -34,17 +29,17 @@ impl Node {
     /// What `event` changed in the records ([`Records::apply`](crate::records::Records::apply)), applied to the other
     /// machines.
     fn registry_event(&mut self, now: Instant, event: RegistryEvent) {
-        match self.records.apply(event) {
+        match self.records.apply(now, event) {
             RecordChange::DiscoveryPut {
                 id,
                 incarnation,
                 displaced,
                 client,
             } => {
-                // The connector's reaction to a displaced record reads no evidence: the record
-                // is noted with the news of it.
+                // A record displaced (a node took its name): the connector re-routes; its
+                // reaction reads no evidence, the record is noted with the news of it.
                 if let Some(displaced) = displaced {
-                    self.discovery_gone(now, displaced);
+                    self.with_connector(|c, w| c.on_discovery_delete(now, w, displaced));
                     // Its record is gone: what this node keeps of it goes a grace later.
                     self.depart(displaced);
                 }
@@ -57,6 +52,7 @@ impl Node {
                     // News: a waiting stream probes now, not at its next retry.
                     self.flush_target(id);
                 }
+                self.release_held(id);
                 // Calls waiting for a method the record serves look again, now.
                 let info = self.records.discovery.get_by_id(id);
                 if let Some(methods) = self.rpc.as_ref().and_then(|r| r.waited_methods(info)) {
@@ -72,7 +68,7 @@ impl Node {
                     self.discovery_deleted(id, incarnation);
                     self.evidence.record_gone(id);
                 }
-                self.discovery_gone(now, id);
+                self.with_connector(|c, w| c.on_discovery_delete(now, w, id));
                 if client {
                     self.client_left(id);
                 }
@@ -83,8 +79,23 @@ impl Node {
             RecordChange::TopologyDeleted { id } => {
                 self.with_connector(|c, w| c.on_topology_delete(now, w, id));
             }
+            RecordChange::Session {
+                id,
+                incarnation,
+                lost,
+            } => self.session_news(id, incarnation, lost),
             RecordChange::Nothing => {}
             RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
+        }
+    }
+
+    /// A record of `id` arrived: what waited for its next life (`Records::holds`) — for it
+    /// and for the nodes routed through it — goes now unless it still holds.
+    fn release_held(&mut self, id: NodeId) {
+        let dependents = self.connector.view(id).map(|view| view.proxy_for);
+        self.flush_target(id);
+        for dependent in dependents.into_iter().flatten() {
+            self.flush_target(dependent);
         }
     }
 
@@ -92,18 +103,7 @@ impl Node {
     /// (what waited for it fails `TargetGone`): nothing redials it, `/status` does not list it.
     fn client_left(&mut self, id: NodeId) {
         self.with_connector(|c, _| c.on_client_left(id));
-        if let Some(key) = self.endpoints.find_by_id(id) {
-            self.endpoints
-                .remove(key, crate::outcome::FailReason::TargetGone, &mut self.out);
-        }
-    }
-
-    /// `id`'s discovery record is gone (deleted, or displaced by a node taking its name):
-    /// the connector re-routes.
-    fn discovery_gone(&mut self, now: Instant, id: NodeId) {
-        if id.is_valid() {
-            self.with_connector(|c, w| c.on_discovery_delete(now, w, id));
-        }
+        self.endpoints.client_left(id, &mut self.out);
     }
 
     /// The discovery record this node publishes on any registry: the config's
@@ -133,8 +133,8 @@ impl Node {
     /// Takes one output of this node's registry client (drained with
     /// `RegistryClient::poll_output`): a registry change is applied at once
     /// ([`handle_registry`](Self::handle_registry)) and `None` returned; anything else
-    /// (`Connect`, `Transmit`, `Close`, `Event`) comes back for the driver to perform. Drain the node's own outputs afterwards, as after any
-    /// `handle_*` call.
+    /// (`Connect`, `Transmit`, `Close`, `Event`) comes back for the driver to perform. Drain
+    /// the node's own outputs afterwards, as after any `handle_*` call.
     pub fn handle_client_output(
         &mut self,
         now: Instant,

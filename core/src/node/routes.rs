@@ -10,17 +10,9 @@ use crate::{
 };
 
 impl Node {
-    /// Handles everything due at `now` in one call: deadlines of unacknowledged messages
-    /// first (a stream whose oldest message is due ends `Unknown(Timeout)` with everything in
-    /// flight behind it that may have arrived — `NoRoute` instead of `Timeout` if a relay
-    /// refused it since its last (re)transmission; of the messages that provably never
-    /// arrived only the due ones end, `Failed`: [`EndpointTable::expire_unacked`]), then
-    /// record timers (reconnects, lost deadlines, the upstream redial; a route ready again
-    /// now retransmits only what is still alive), then queued message deadlines
-    /// (`Failed(Timeout)`) and endpoint GC (`Failed(TargetGone)` for anything left), then
-    /// retransmissions of streams whose oldest message waited `heartbeat_interval` for its
-    /// ack, heartbeats (pings, dead links closed), then unfinished flushes. Spurious calls do
-    /// nothing.
+    /// Handles everything due at `now` in one call, in the order docs/ARCHITECTURE.md §4
+    /// states (in-flight deadlines first, [`EndpointTable::expire_unacked`], so a route
+    /// readied now cannot send them again). Spurious calls do nothing.
     ///
     /// [`EndpointTable::expire_unacked`]: crate::endpoint::EndpointTable::expire_unacked
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -37,10 +29,15 @@ impl Node {
             self.flush_target(dst);
         }
         self.endpoints.handle_timeout(now, &mut self.out);
+        // A departed member's send grace ended with no record back (ARCHITECTURE §7).
+        for id in self.records.departed.expire(now) {
+            (self.endpoints).give_up(id, crate::outcome::FailReason::TargetGone, &mut self.out);
+        }
         let (connector, links) = (&self.connector, &self.links);
         let ready_link = |dst| connector.ready_hop(dst).and_then(|hop| links.link_to(hop));
         (self.endpoints).retransmit_due(now, ready_link, &mut self.out);
         self.beat(now);
+        self.suspicions_due(now);
         for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
         }
@@ -83,12 +80,14 @@ impl Node {
     }
 
     /// On a ready route, `target`'s outbox flushes
-    /// ([`EndpointTable::flush_ready`](crate::endpoint::EndpointTable::flush_ready)).
+    /// ([`EndpointTable::flush_ready`](crate::endpoint::EndpointTable::flush_ready)) — unless
+    /// the records hold its messages ([`Records::holds`](crate::records::Records::holds)).
     pub(super) fn flush_target(&mut self, target: NodeId) {
-        let (connector, links) = (&self.connector, &self.links);
+        let (connector, links, records) = (&self.connector, &self.links, &self.records);
         let ready_link = || {
             connector
                 .ready_hop(target)
+                .filter(|&hop| !records.holds(target, hop))
                 .and_then(|hop| links.link_to(hop))
         };
         let timing = (self.now, self.config.flush_budget());

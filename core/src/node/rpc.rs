@@ -1,8 +1,7 @@
-//! The RPC machine ([`crate::rpc`]) composed with the node: the public commands delegate to
-//! it, and [`NodeHost`] applies its effects with the node's parts — its messages go through
-//! the outboxes like any other (ids marked as the machine's), its server picks over the
-//! discovery set's rings. Its inputs reach it through `output::Outlets`; every way into the
-//! node hands them over before it returns ([`Node::settle_rpc`]).
+//! The RPC machine ([`crate::rpc`]) composed with the node: the commands delegate to it,
+//! [`NodeHost`] applies its effects with the node's parts (its messages go through the
+//! outboxes, its picks over the discovery rings), and every way in hands it the inputs of
+//! `output::Outlets` before it returns ([`Node::settle_rpc`]).
 
 use alloc::vec::Vec;
 
@@ -63,10 +62,9 @@ impl Node {
     ///
     /// # Errors
     ///
-    /// [`ReplyError::UnknownRequest`] when the request is not waiting (answered already,
-    /// cancelled, past its deadline): the reply is dropped and counted
-    /// ([`RpcStats::dropped_replies`](crate::rpc::RpcStats::dropped_replies)). [`ReplyError::PayloadTooLarge`] for a reply too
-    /// large for a frame (the request stays open).
+    /// [`ReplyError::UnknownRequest`] when the request is not waiting (answered, cancelled,
+    /// past its deadline): the reply is dropped and counted (`RpcStats::dropped_replies`).
+    /// [`ReplyError::PayloadTooLarge`] for a reply too large for a frame (the request stays).
     pub fn reply(
         &mut self,
         now: Instant,

@@ -137,6 +137,8 @@ impl Node {
             }
             Inbound::Down(down) => self.link_down(now, down, false),
             Inbound::Ack { ack, .. } => self.on_ack(&ack),
+            Inbound::Probe { probe, link } => self.answer_probe(probe, link),
+            Inbound::ProbeAck { ack, .. } => self.probe_answered(ack),
             Inbound::Unreachable { notice, via } => match notice.reason {
                 UnreachableReason::TargetGone | UnreachableReason::Reachable => {
                     self.relay_says(now, &notice, via);
@@ -202,9 +204,8 @@ impl Node {
         }
     }
 
-    /// A link went away (`heartbeats_stopped`: its heartbeats stopped): the
-    /// evidence rules apply first ([`Node::link_gone`]), then the connector hears of it, then
-    /// a peer left without links is probed.
+    /// A link went away (`heartbeats_stopped`: its heartbeats stopped): the evidence rules
+    /// first ([`Node::link_gone`]), then the connector, then a peer left without links is probed.
     pub(super) fn link_down(&mut self, now: Instant, down: Down, heartbeats_stopped: bool) {
         if let (Some(refusal), Some(peer)) = (down.refused, down.dialed) {
             self.note_refusal(peer, FailReason::from_refusal(refusal));
@@ -227,8 +228,7 @@ impl Node {
         (self.endpoints).note_refusal(peer, dependents.into_iter().flatten(), reason);
     }
 
-    /// Reports to the connector whether `peer` has an up link, only dials in flight, or
-    /// nothing.
+    /// Tells the connector whether `peer` has an up link, only dials in flight, or nothing.
     pub(super) fn update_peer_state(&mut self, now: Instant, peer: NodeId) {
         let state = LinkState::of(self.links.is_up(peer), self.links.is_connecting(peer));
         self.with_connector(|c, w| c.set_link_state(now, w, peer, state));

@@ -31,7 +31,9 @@ pub enum Output {
         /// Where to dial.
         addr: String,
     },
-    /// Write these bytes on `link`, after everything written on it before.
+    /// Write these bytes on `link`, after everything written on it before. A link that
+    /// cannot take them is closed and reported with `handle_closed`: a `Transmit` dropped on
+    /// the floor is a message the peer never sees.
     Transmit {
         /// The link.
         link: LinkId,

@@ -193,6 +193,15 @@ fn the_core_table_is_merged_with_the_identity_from_flags() {
         config.reconnect_max_tries, 8,
         "untouched keys keep their defaults"
     );
+    assert_eq!(config.send_grace, Duration::from_secs(15));
+}
+
+/// Zero is refused like every other duration (`Config::validate`, tested in the core).
+#[test]
+fn the_send_grace_is_a_core_key_in_milliseconds() {
+    let core: Config = parse_toml("send_grace_ms = 2500\n").expect("core");
+    let config = core_config(Some(core), identity(7, None)).expect("valid");
+    assert_eq!(config.send_grace, Duration::from_millis(2500));
 }
 
 #[test]

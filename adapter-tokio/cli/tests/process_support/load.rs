@@ -25,6 +25,8 @@ pub enum LoadTarget {
     Name(String),
     /// `--hash-key K`.
     HashKey(String),
+    /// `--select round-robin --filter K=V`: each message to the next node with the label.
+    RoundRobin(String),
 }
 
 /// How to run one `switchboard load`.
@@ -89,6 +91,9 @@ impl LoadSpec {
         match &self.target {
             LoadTarget::Name(name) => out.extend(args(["--to", name])),
             LoadTarget::HashKey(key) => out.extend(args(["--hash-key", key])),
+            LoadTarget::RoundRobin(label) => {
+                out.extend(args(["--select", "round-robin", "--filter", label]));
+            }
         }
         out.extend(args([
             "--count",

@@ -28,6 +28,7 @@ pub mod figures;
 pub mod http;
 pub mod load;
 pub mod relay;
+pub mod rolling;
 pub mod rpc_chaos;
 pub mod scenario;
 

@@ -201,8 +201,11 @@ pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Kn
         .filter(|&id| topology.is_proactive(id))
         .map(|id| (id, topology.upstream_of(id).unwrap_or(NodeId::NONE)))
         .collect();
+    let leaving = (node.inspect().discovery().get_by_id(node.id()))
+        .is_some_and(switchboard_core::discovery::DiscoveryInfo::is_leaving);
     Known {
         registered,
+        leaving,
         conflict: conflict.map(str::to_owned),
         upstream: node.inspect().upstream().0,
         discovery,

@@ -99,6 +99,7 @@ pub(in crate::node) async fn start(
         rpc: super::rpc::RpcWaiters::default(),
         posters: super::posters::Posters::default(),
         commands: commands_weak,
+        leaving: None,
     };
     let early: Vec<String> = driver
         .node
@@ -221,6 +222,7 @@ pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: 
             Command::Shutdown(done) => {
                 let _ = done.send(());
             }
+            Command::Leave(_) => {}
             Command::Rpc(command) => super::rpc::answer_after_stop(command),
             Command::OpenPoster { poster, reports } => driver.posters.open(poster, reports),
             Command::Stream { poster, ticket, .. } => {

@@ -104,6 +104,9 @@ struct Driver {
     /// The command queue, for the requests handed to served methods (weak: the node stops
     /// when every handle is gone).
     commands: mpsc::WeakSender<Command>,
+    /// Why the node leaves, once it drains ([`super::NodeHandle::leave`]): its record is
+    /// published marked so.
+    leaving: Option<String>,
 }
 
 /// Who waits for an accepted message's outcome.
@@ -345,6 +348,10 @@ impl Driver {
             Command::Shutdown(done) => {
                 // Handled by the loop; unreachable here, answered anyway.
                 let _ = done.send(());
+            }
+            Command::Leave(why) => {
+                self.leaving = Some(why);
+                self.republish();
             }
             Command::Rpc(command) => self.on_rpc_command(now, command),
             Command::OpenPoster { poster, reports } => self.posters.open(poster, reports),

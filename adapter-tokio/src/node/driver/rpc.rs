@@ -242,9 +242,16 @@ impl Driver {
         }
     }
 
-    /// Publishes the node's discovery record again (its served methods changed).
-    fn republish(&mut self) {
-        let info = self.node.discovery_info();
+    /// Publishes the node's discovery record again (its served methods changed, or it
+    /// leaves: then marked [`LEAVING_LABEL`] with the reason).
+    ///
+    /// [`LEAVING_LABEL`]: switchboard_core::discovery::LEAVING_LABEL
+    pub(super) fn republish(&mut self) {
+        let mut info = self.node.discovery_info();
+        if let Some(why) = &self.leaving {
+            let label = switchboard_core::discovery::LEAVING_LABEL.to_owned();
+            info.metadata.labels.insert(label, why.clone());
+        }
         match &self.feed {
             Some(feed) => {
                 if let Err(e) = feed

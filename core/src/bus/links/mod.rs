@@ -70,6 +70,7 @@
 //!
 //! [`Connector::relay_hop`]: crate::connector::Connector::relay_hop
 
+mod probe;
 mod receive;
 #[cfg(test)]
 mod tests;

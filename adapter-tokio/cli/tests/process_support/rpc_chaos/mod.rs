@@ -66,6 +66,11 @@ pub mod target {
     pub const LONG_DISCONNECT_ERROR_MS: f64 = 50.0;
     /// Half-open: `unknown/target_gone` this soon after the SIGSTOP (default heartbeats).
     pub const HALF_OPEN_MS: f64 = 6000.0;
-    /// Clean exit: `unknown/target_gone` this soon after the SIGTERM.
-    pub const CLEAN_EXIT_MS: f64 = 100.0;
+    /// Clean exit: `unknown/target_gone` this soon after the SIGTERM. Was 100 ms; a node
+    /// now drains before it deregisters (issue 22 item 4: its record marked leaving, then
+    /// 200 ms with nothing received and nothing owed — a handler that answers meanwhile gets
+    /// its reply through), so a call whose handler never answers ends after the drain: the
+    /// 200 ms quiet plus the same 100 ms, and 100 ms more for the announce's round trip and
+    /// a loaded machine (measured 236 ms).
+    pub const CLEAN_EXIT_MS: f64 = 400.0;
 }
