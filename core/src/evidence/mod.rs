@@ -34,6 +34,7 @@
 //! [`Event::PeerDead`](crate::event::Event::PeerDead) when the death changed anything
 //! ([`EvidenceBook::is_reported`]).
 
+mod probes;
 pub(crate) mod suspicion;
 #[cfg(test)]
 mod tests;
