@@ -216,7 +216,7 @@ fn node_id_zero_is_rejected() {
 #[test]
 fn every_zero_timeout_and_count_names_its_field() {
     type Setter = fn(&mut Config);
-    let cases: [(&str, Setter); 10] = [
+    let cases: [(&str, Setter); 11] = [
         ("reconnect_start_ms", |c| c.reconnect_start = Duration::ZERO),
         ("reconnect_max_ms", |c| c.reconnect_max = Duration::ZERO),
         ("lost_topology_timeout_ms", |c| {

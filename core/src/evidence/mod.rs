@@ -35,6 +35,7 @@
 //! ([`EvidenceBook::is_reported`]).
 
 mod departed;
+mod probes;
 pub(crate) mod suspicion;
 #[cfg(test)]
 mod tests;

@@ -105,10 +105,19 @@ impl Node {
         }
         // A doubt that starts now asks other nodes how they see the suspect.
         if let Some(peer) = doubted.filter(|&p| self.evidence.in_doubt(p)) {
-            self.ask_others(peer);
+            let upstream = self.config.upstream;
+            (self.evidence).ask_others(peer, upstream, &mut self.links, &mut self.out);
         }
         if let Some(peer) = down.peer.filter(|&p| !self.links.is_up(p)) {
             self.depart(peer);
+        }
+    }
+
+    /// A member answered one of this node's indirect probes ([`EvidenceBook::probe_answered`]).
+    pub(super) fn probe_answered(&mut self, ack: wire::ProbeAck) {
+        let answer = (self.evidence).probe_answered(ack.target, ack.incarnation, ack.verdict);
+        if let Some(death) = answer {
+            self.peer_dead(death.peer, death.incarnation, death.evidence);
         }
     }
 

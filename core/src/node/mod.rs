@@ -8,7 +8,6 @@
 
 mod commands;
 mod evidence;
-mod probe;
 mod registry;
 mod routes;
 mod rpc;

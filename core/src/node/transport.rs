@@ -9,6 +9,7 @@ use crate::{
     bus::links::{Down, Inbound},
     connector::LinkState,
     endpoint::AckFollowup,
+    evidence::EvidenceBook,
     ids::{LinkId, NodeId},
     outcome::FailReason,
     perimeter::Standing,
@@ -137,7 +138,10 @@ impl Node {
             }
             Inbound::Down(down) => self.link_down(now, down, false),
             Inbound::Ack { ack, .. } => self.on_ack(&ack),
-            Inbound::Probe { probe, link } => self.answer_probe(probe, link),
+            Inbound::Probe { probe, link } => {
+                let announced = self.records.announced(probe.target);
+                EvidenceBook::answer_probe(probe, link, announced, &mut self.links, &mut self.out);
+            }
             Inbound::ProbeAck { ack, .. } => self.probe_answered(ack),
             Inbound::Unreachable { notice, via } => match notice.reason {
                 UnreachableReason::TargetGone | UnreachableReason::Reachable => {
