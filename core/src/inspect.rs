@@ -3,6 +3,10 @@
 //! Reads only: nothing here changes the node, so a driver, a test or a bench may look at any
 //! time. The node's one snapshot for serving is [`Node::status`](crate::Node::status).
 
+mod tables;
+
+pub use tables::PeerTables;
+
 use crate::{
     auth::AuthRefusals,
     bus::links::Links,
@@ -10,6 +14,7 @@ use crate::{
     connector::{Connector, RouteView},
     discovery::DiscoverySet,
     endpoint::EndpointTable,
+    evidence::EvidenceBook,
     ids::{LinkId, NodeId},
     perimeter::PerimeterCounts,
     rpc::{Rpc, RpcStats},
@@ -28,6 +33,9 @@ pub struct Inspect<'a> {
     pub(crate) rpc: Option<&'a Rpc>,
     /// The node's own perimeter counts (the links' are added on reading).
     pub(crate) perimeter: PerimeterCounts,
+    pub(crate) evidence: &'a EvidenceBook,
+    /// Topology revisions held.
+    pub(crate) topology_revisions: usize,
 }
 
 impl<'a> Inspect<'a> {
@@ -133,6 +141,42 @@ impl<'a> Inspect<'a> {
     /// The methods this node serves, in order.
     pub fn served_methods(&self) -> impl Iterator<Item = &'a str> + 'a {
         self.rpc.into_iter().flat_map(|rpc| rpc.served_methods())
+    }
+
+    /// Entries of every per-peer table ([`PeerTables`]).
+    #[must_use]
+    pub fn peer_tables(&self) -> PeerTables {
+        let (up_peers, peer_incarnations, recv_streams) = self.links.peer_table_sizes();
+        let (route_links, news_while_dialing) = self.connector.link_table_sizes();
+        let mut tables = PeerTables {
+            links: self.links.len(),
+            up_peers,
+            peer_incarnations,
+            recv_streams,
+            endpoints: self.endpoints.len(),
+            known_incarnations: self.endpoints.known_incarnations(),
+            routes: self.connector.len(),
+            route_links,
+            news_while_dialing,
+            discovery: self.discovery.len(),
+            discovery_tombstones: self.discovery.tombstone_count(),
+            topology: self.topology.len(),
+            topology_revisions: self.topology_revisions,
+            rpc_servers: self.rpc.map_or(0, crate::rpc::Rpc::server_count),
+            ..PeerTables::default()
+        };
+        self.evidence.count_into(&mut tables);
+        tables
+    }
+
+    /// Whether any per-peer table holds an entry naming `peer` (receive stream, handshake
+    /// incarnation, suspicion, death, relayed map, client mark, sending-side incarnation):
+    /// none once it departed a grace ago (docs/ARCHITECTURE.md §9.4).
+    #[must_use]
+    pub fn remembers(&self, peer: NodeId) -> bool {
+        self.links.remembers(peer)
+            || self.evidence.remembers(peer)
+            || self.endpoints.remembers(peer)
     }
 
     /// The RPC layer's counters (in-flight calls counted now).

@@ -61,6 +61,16 @@ pub(crate) enum RecordChange {
         /// The node.
         id: NodeId,
     },
+    /// The registry's session with `id` (`incarnation`) was lost or is back: no record
+    /// changes, the evidence book hears it ([`RegistryEvent::Session`]).
+    Session {
+        /// The node.
+        id: NodeId,
+        /// The incarnation it registered with.
+        incarnation: u64,
+        /// Lost (else back).
+        lost: bool,
+    },
     /// Applied, but nothing changed (a topology record equal to the one held).
     Nothing,
     /// Not applied, for this reason.
@@ -105,6 +115,11 @@ impl Records {
             departed: Departed::new(config.send_grace),
             leaving: alloc::collections::BTreeSet::new(),
         }
+    }
+
+    /// Topology revisions held ([`Revisions`]).
+    pub(crate) fn revision_count(&self) -> usize {
+        self.revisions.len()
     }
 
     /// What the connector routes by.
@@ -215,6 +230,15 @@ impl Records {
                     Err(reason) => RecordChange::Ignored(reason),
                 }
             }
+            RegistryEvent::Session {
+                id,
+                incarnation,
+                lost,
+            } => RecordChange::Session {
+                id,
+                incarnation,
+                lost,
+            },
         }
     }
 }

@@ -42,6 +42,10 @@ pub struct Status {
     /// with a forged source ([`Inspect::perimeter`]).
     #[serde(default)]
     pub perimeter: crate::perimeter::PerimeterCounts,
+    /// Entries of every per-peer table ([`Inspect::peer_tables`]): bounded by the live set
+    /// plus one grace of departed peers (docs/ARCHITECTURE.md §9.4).
+    #[serde(default)]
+    pub peer_tables: crate::inspect::PeerTables,
 }
 
 impl Status {
@@ -85,6 +89,7 @@ impl Status {
             routes,
             links: node.links.views().map(link_status).collect(),
             perimeter: node.perimeter(),
+            peer_tables: node.peer_tables(),
         }
     }
 }

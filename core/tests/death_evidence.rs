@@ -55,10 +55,19 @@ fn cluster_of(configs: Vec<Config>, layout: &[(u64, u64)]) -> Sim {
 /// Root 0x203 ← 0x201, 0x202 with `group`'s settings; 0x201 has sent `warm` to 0x202 over
 /// a direct link (delivered and acknowledged), the clock is at 100 ms.
 fn direct_peers(group: Group) -> (Sim, MsgId) {
+    direct_peers_with(group, common::GROUP_SUSPICION)
+}
+
+/// [`direct_peers`] with the suspicion bound `suspicion`.
+fn direct_peers_with(group: Group, suspicion: Duration) -> (Sim, MsgId) {
     let layout = [(ROOT, 0), (A, ROOT), (B, ROOT)];
     let configs = layout
         .iter()
-        .map(|&(id, up)| config(group, id, up))
+        .map(|&(id, up)| {
+            let mut c = config(group, id, up);
+            c.suspicion_timeout = suspicion;
+            c
+        })
         .collect();
     let mut sim = cluster_of(configs, &layout);
     let warm = send(&mut sim, A, B, 1, "warm");
@@ -99,9 +108,11 @@ fn text(s: &str) -> String {
     String::from(s)
 }
 
-/// Rule: a failed redial of a suspect. The target is SIGKILLed with a window in flight
-/// (10 ms each way): its link closes, the sender probes it at once, the dial is refused on
-/// that instant — so both messages of the window (one delivered with its ack on the way, one
+/// Rule: a failed redial of a suspect, corroborated. The target is SIGKILLed with a window in
+/// flight (10 ms each way): its link closes, the sender probes it at once, the dial is
+/// refused on that instant and the registry publishes the target's lost session on that
+/// instant too (the simulator's scripted registry does, as the embedded registry's server
+/// does when the connection closes; §9.3) — so both messages of the window (one delivered with its ack on the way, one
 /// lost on the wire) end `Unknown(TargetGone)` at the kill, not at their deadline. A message
 /// sent afterwards was never transmitted: it waits for a live incarnation and ends at its
 /// own deadline, `Failed`.
@@ -711,4 +722,95 @@ fn a_message_sent_while_the_target_is_dead_starts_a_fresh_stream_for_its_new_lif
         Some((news + 4 * lat, Outcome::Delivered))
     );
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// `Config::suspicion_timeout`'s default.
+const DEFAULT_BOUND: Duration = Duration::from_millis(1_500);
+
+/// A path failure is not a death (§9.3): the path A–B goes down 5 ms after "cut" is sent
+/// (in flight, not acknowledged) and comes back 200 ms later, both processes alive in the
+/// same incarnations. A's redial is refused at once: a doubt, not a death — the registry
+/// still holds B's session, and the root, asked (A's upstream, linked to B), answers
+/// `Alive`, which ends the doubt. Nothing ends, no `PeerDead` on either side, and the
+/// message is delivered exactly once when A's backoff (2 s) redials the path that is back.
+#[test]
+fn a_cut_with_refused_redials_while_both_live_changes_no_outcome() {
+    let (mut sim, _) = direct_peers_with(GROUP_B, DEFAULT_BOUND);
+    sim.set_latency(NodeId(A), NodeId(B), Duration::from_millis(10));
+    let one = send(&mut sim, A, B, 1, "cut");
+    sim.advance(Duration::from_millis(5));
+    let cut = sim.now();
+    sim.link_down(NodeId(A), NodeId(B));
+    sim.advance(Duration::from_millis(200));
+    sim.link_up(NodeId(A), NodeId(B));
+    sim.advance(Duration::from_secs(10));
+
+    let redial = cut + Duration::from_secs(2);
+    assert_eq!(
+        outcome(&sim, A, one),
+        // The handshake's round trip (20 ms), then the retransmission's (20 ms).
+        Some((redial + Duration::from_millis(40), Outcome::Delivered)),
+        "{}",
+        sim.trace_tail(60)
+    );
+    assert_eq!(deaths(&sim, A), []);
+    assert_eq!(deaths(&sim, B), []);
+    assert_eq!(deaths(&sim, ROOT), []);
+    let addr = text("sim://0x202");
+    assert_eq!(
+        dials_to(&sim, A, B)[1..],
+        [(cut, addr.clone(), Some(false)), (redial, addr, Some(true))]
+    );
+    let received: Vec<String> = got(&sim, B).iter().map(|r| r.4.clone()).collect();
+    assert_eq!(received, [text("warm"), text("cut")]);
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+/// Asymmetric path failure: A cannot reach B for 10 s, the root can. Every refused redial
+/// of A's (at the cut, then after its 2 s, 4 s backoff) starts a doubt that the root's
+/// `Alive` ends: B is never declared dead while another path to it is up, and what A sent
+/// waits (its own 8 s deadline holds). With the root's link to B down as well (negative
+/// control), the root answers `Unknown`, and at exactly the first refusal + the bound (1.5 s)
+/// the last probe is refused: the death, on that instant; the message ends
+/// `Unknown(TargetGone)` then.
+#[test]
+fn an_asymmetric_path_failure_does_not_declare_a_live_peer_dead() {
+    for other_path_up in [true, false] {
+        let (mut sim, _) = direct_peers_with(GROUP_B, DEFAULT_BOUND);
+        let inc_b = sim.node(NodeId(B)).incarnation();
+        sim.set_latency(NodeId(A), NodeId(B), Duration::from_millis(10));
+        let one = send(&mut sim, A, B, 1, "asym");
+        sim.advance(Duration::from_millis(5));
+        let cut = sim.now();
+        sim.link_down(NodeId(A), NodeId(B));
+        if !other_path_up {
+            sim.link_down(NodeId(ROOT), NodeId(B));
+        }
+        sim.advance(Duration::from_secs(10));
+
+        if other_path_up {
+            assert_eq!(deaths(&sim, A), [], "{}", sim.trace_tail(80));
+            assert_eq!(
+                outcome(&sim, A, one),
+                // Sent at 100 ms, transmitted (it may have arrived): `Unknown` at its deadline.
+                Some((
+                    Instant::ZERO + Duration::from_millis(8_100),
+                    Outcome::Unknown(FailReason::Timeout)
+                )),
+            );
+        } else {
+            let bound = cut + Duration::from_millis(1_500);
+            assert_eq!(
+                deaths(&sim, A),
+                [(bound, B, inc_b, Evidence::RedialFailed)],
+                "{}",
+                sim.trace_tail(80)
+            );
+            assert_eq!(
+                outcome(&sim, A, one),
+                Some((bound, Outcome::Unknown(FailReason::TargetGone)))
+            );
+        }
+        assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+    }
 }

@@ -125,7 +125,7 @@ fn frame_decode_seeds_decode_as_named() {
         ),
         ("bad_short_length", 0, DecodeError::BadLength { len: 7 }),
         ("bad_version", 0, DecodeError::BadVersion { version: 2 }),
-        ("bad_kind", 0, DecodeError::UnknownKind { kind: 10 }),
+        ("bad_kind", 0, DecodeError::UnknownKind { kind: 12 }),
         (
             "bad_flags",
             0,
@@ -511,7 +511,7 @@ mod wire_seeds {
         bad[4] = 2;
         malformed.push(("bad_version", bad));
         let mut bad = ping.clone();
-        bad[5] = 10;
+        bad[5] = 12; // 10 and 11 are `Probe` and `ProbeAck`
         malformed.push(("bad_kind", bad));
         let mut bad = ping.clone();
         bad[6] = 2;

@@ -47,7 +47,11 @@ const SAMPLE_STATUS: &str = "{\"id\":7,\"name\":\"leaf-7\",\"incarnation\":\"184
      \"endpoints\":[{\"id\":9,\"name\":\"leaf-9\",\"pending\":2,\"unacked\":1}],\
      \"routes\":[{\"target\":9,\"flags\":[\"ready\"],\"proxy\":3,\"retry_count\":0}],\
      \"links\":[{\"link\":1,\"peer\":3,\"state\":\"up\",\"outbound\":true}],\
-     \"perimeter\":{\"acks_off_route\":1,\"notices_off_route\":2,\"forged_sources\":3,\"unproven_refusals\":4}}";
+     \"perimeter\":{\"acks_off_route\":1,\"notices_off_route\":2,\"forged_sources\":3,\"unproven_refusals\":4},\
+     \"peer_tables\":{\"links\":1,\"up_peers\":1,\"peer_incarnations\":2,\"recv_streams\":3,\"endpoints\":1,\
+     \"known_incarnations\":1,\"routes\":1,\"route_links\":1,\"news_while_dialing\":0,\"suspects\":0,\"dead\":1,\
+     \"relayed_targets\":0,\"relayed_sources\":0,\"clients\":0,\"departures\":1,\"discovery\":4,\
+     \"discovery_tombstones\":5,\"topology\":4,\"topology_revisions\":9,\"rpc_servers\":0}}";
 
 fn sample_status() -> Status {
     serde_json::from_str(SAMPLE_STATUS).expect("the sample is a status")

@@ -32,7 +32,14 @@
 //!    unacked message); counter 1 (a first transmission stamped 0, or stamped with its own
 //!    incarnation) starts a new stream: deliver.
 //!
-//! So a reset from incarnation X means "X delivered nothing of this stream and never will".
+//! 6. A *retransmitted* frame stamped with its own incarnation, counter ≠ 1, of a source it
+//!    holds no stream of at all → [`Verdict::Reset`]: the sender resends from its oldest
+//!    unacked message, so this incarnation acked the ones before — it held the stream and
+//!    forgot it ([`RecvStreams::forget`], only after a grace of quiet: nothing still in flight
+//!    was delivered). The sender moves what is in flight to a fresh stream.
+//!
+//! So a reset from incarnation X means "X delivered nothing of this stream and never will"
+//! (of what is in flight, for rule 6).
 //!
 //! **Receiver** ([`RecvStreams`]): delivers exactly the next counter of the current tag, drops
 //! duplicates (counter already delivered) and gaps (a later counter: the sender retransmits
@@ -44,7 +51,10 @@
 
 use alloc::collections::BTreeMap;
 
-use crate::ids::NodeId;
+use crate::{
+    ids::NodeId,
+    time::{Duration, Instant},
+};
 
 /// The tag half of a `seq`.
 #[must_use]
@@ -80,6 +90,8 @@ struct RecvStream {
     retired: [u32; RETIRED],
     /// Tags this incarnation refused with a reset and never held: refused for good.
     refused: [u32; RETIRED],
+    /// When a frame of this source was last judged (see [`RecvStreams::forget`]).
+    heard: Instant,
 }
 
 /// What the receiver does with one `Data` frame.
@@ -157,7 +169,12 @@ impl RecvStreams {
             return Verdict::Unknown;
         }
         let foreign = dst_incarnation != 0 && dst_incarnation != self.incarnation;
-        if foreign || (counter == 1 && retransmit && dst_incarnation == 0) {
+        // Rule 6: this incarnation acked the stream's earlier messages (the sender resends
+        // from its oldest unacked one) and holds nothing of it: it forgot a departed peer's
+        // stream after a grace of quiet, so what is still in flight was never delivered.
+        let forgotten =
+            stream.tag == 0 && retransmit && counter != 1 && dst_incarnation == self.incarnation;
+        if foreign || forgotten || (counter == 1 && retransmit && dst_incarnation == 0) {
             stream.refused.rotate_right(1);
             stream.refused[0] = tag;
             return Verdict::Reset;
@@ -172,6 +189,45 @@ impl RecvStreams {
         stream.tag = tag;
         stream.delivered = 1;
         Verdict::Deliver
+    }
+
+    /// Streams held (one per source heard from and not forgotten).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether no stream is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// Whether a stream of `src` is held.
+    #[must_use]
+    pub fn holds(&self, src: NodeId) -> bool {
+        self.streams.contains_key(&src)
+    }
+
+    /// `src`'s frame just judged by [`on_data`](Self::on_data) arrived at `now`.
+    pub fn heard(&mut self, src: NodeId, now: Instant) {
+        if let Some(stream) = self.streams.get_mut(&src) {
+            stream.heard = now;
+        }
+    }
+
+    /// Forgets `src`'s stream if no frame of it was heard within `grace` before `now`
+    /// (docs/ARCHITECTURE.md §9.4): every copy of a message is sent within a message timeout
+    /// of its first, which was heard, and arrives within a link's silence bound, so after
+    /// `grace` of quiet no copy can come and be delivered twice. `false` (kept) otherwise.
+    pub fn forget(&mut self, src: NodeId, now: Instant, grace: Duration) -> bool {
+        match self.streams.get(&src) {
+            Some(stream) if now < stream.heard.saturating_add(grace) => false,
+            _ => {
+                self.streams.remove(&src);
+                true
+            }
+        }
     }
 
     /// The cumulative `seq` to acknowledge for `src` (`None` before any delivery).

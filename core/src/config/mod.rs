@@ -99,6 +99,18 @@ pub struct Config {
     /// [`heartbeat_interval`](Self::heartbeat_interval)); `heartbeat_dead_after - 1` pings go
     /// out before. At least 2 (with 1 no ping would ever keep an idle link alive). Default 3.
     pub heartbeat_dead_after: u32,
+    /// How long a peer whose redial failed (refused, timed out) stays a suspect in doubt
+    /// before it is declared dead without other evidence (docs/ARCHITECTURE.md §9.3): a
+    /// refusal is a fact about the path, so a death needs the registry's word (session lost,
+    /// record deleted, a new incarnation), an indirect probe, or this bound. Default 1.5 s:
+    /// above a path hiccup (a proxy or load balancer restart, a firewall reload: ~150 ms
+    /// measured) *and* the connector's first retry (`reconnect_start` 1 s + 20 % jitter), so
+    /// a path back within the bound is found before it — keep it so when changing either;
+    /// below heartbeat detection (4.5 s) and the message timeout (8 s), so where nothing
+    /// corroborates (etcd before the lease expires, static peers) a death is still learnt
+    /// within 1.5 s of the first failed redial. Key `suspicion_timeout_ms`.
+    #[serde(rename = "suspicion_timeout_ms", with = "millis")]
+    pub suspicion_timeout: Duration,
     /// How long a link may take from accept (or a dial's connect) to a completed
     /// `Hello`/`HelloAck` exchange; a link still handshaking then is closed at exactly that
     /// instant and counted (`Event::HandshakeTimedOut`; a dialled one counts as a failed
@@ -217,6 +229,7 @@ impl Default for Config {
             ring_hash_mode: crate::hash::HashMode::Fast,
             heartbeat_interval: Duration::from_millis(1_500),
             heartbeat_dead_after: 3,
+            suspicion_timeout: Duration::from_millis(1_500),
             handshake_timeout: Duration::from_secs(10),
             max_pending_handshakes: 256,
             cluster_token: crate::secret::Secret::default(),
@@ -418,6 +431,7 @@ impl Config {
                 min: 2,
             });
         }
+        nonzero_duration("suspicion_timeout_ms", self.suspicion_timeout)?;
         nonzero_duration("handshake_timeout_ms", self.handshake_timeout)?;
         if self.max_pending_handshakes == 0 {
             return Err(ConfigError::Zero {

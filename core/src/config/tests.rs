@@ -157,6 +157,7 @@ fn defaults_match_the_architecture_table() {
     assert_eq!(c.ring_hash_mode, crate::hash::HashMode::Fast);
     assert_eq!(c.heartbeat_interval, Duration::from_millis(1_500));
     assert_eq!(c.heartbeat_dead_after, 3);
+    assert_eq!(c.suspicion_timeout, Duration::from_millis(1_500));
     assert_eq!(c.handshake_timeout, Duration::from_secs(10));
     assert_eq!(c.max_pending_handshakes, 256);
     assert_eq!(c.rng_seed, 0);
@@ -215,7 +216,7 @@ fn node_id_zero_is_rejected() {
 #[test]
 fn every_zero_timeout_and_count_names_its_field() {
     type Setter = fn(&mut Config);
-    let cases: [(&str, Setter); 10] = [
+    let cases: [(&str, Setter); 11] = [
         ("reconnect_start_ms", |c| c.reconnect_start = Duration::ZERO),
         ("reconnect_max_ms", |c| c.reconnect_max = Duration::ZERO),
         ("lost_topology_timeout_ms", |c| {
@@ -227,6 +228,9 @@ fn every_zero_timeout_and_count_names_its_field() {
             c.heartbeat_interval = Duration::ZERO;
         }),
         ("heartbeat_dead_after", |c| c.heartbeat_dead_after = 0),
+        ("suspicion_timeout_ms", |c| {
+            c.suspicion_timeout = Duration::ZERO;
+        }),
         ("handshake_timeout_ms", |c| {
             c.handshake_timeout = Duration::ZERO
         }),

@@ -440,6 +440,11 @@ impl Connector {
         self.records.len()
     }
 
+    /// Entries of the connector's per-peer link tables: link states, news while dialling.
+    pub(crate) fn link_table_sizes(&self) -> (usize, usize) {
+        (self.links.len(), self.news_while_dialing.len())
+    }
+
     /// Whether there is no route record.
     #[must_use]
     pub fn is_empty(&self) -> bool {

@@ -41,7 +41,7 @@ pub(super) struct Sender {
     retransmit_after: Duration,
     /// The last incarnation learned per target (acks, resets, handshakes); outlives the
     /// target's endpoint.
-    known: BTreeMap<NodeId, u64>,
+    pub(super) known: BTreeMap<NodeId, u64>,
 }
 
 impl Sender {

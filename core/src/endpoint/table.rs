@@ -156,6 +156,22 @@ impl EndpointTable {
         self.len == 0
     }
 
+    /// Forgets the incarnation learned for `target`, which departed a grace ago and has no
+    /// endpoint (docs/ARCHITECTURE.md §9.4).
+    pub(crate) fn forget_known(&mut self, target: NodeId) {
+        self.sender.known.remove(&target);
+    }
+
+    /// Whether the sending side remembers `target`'s incarnation.
+    pub(crate) fn remembers(&self, target: NodeId) -> bool {
+        self.sender.known.contains_key(&target)
+    }
+
+    /// Target incarnations the sending side remembers (they outlive endpoints).
+    pub(crate) fn known_incarnations(&self) -> usize {
+        self.sender.known.len()
+    }
+
     /// The endpoint behind `key`; `None` if the key is stale.
     #[must_use]
     pub fn get(&self, key: Key) -> Option<&Endpoint> {

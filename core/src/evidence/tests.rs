@@ -8,9 +8,13 @@ use crate::wire::RefuseReason;
 const PEER: NodeId = NodeId(7);
 const OTHER: NodeId = NodeId(8);
 const OWN: NodeId = NodeId(1);
+/// The suspicion bound of every book here (`Config::suspicion_timeout`'s default).
+pub(super) const BOUND: Duration = Duration::from_secs(1);
+/// The instant the books' links close and dials fail.
+pub(super) const T0: Instant = Instant::from_nanos(5_000_000_000);
 
 /// A link to `PEER` (incarnation 40) that was up and closed without a word.
-fn up_link_closed() -> Down {
+pub(super) fn up_link_closed() -> Down {
     Down {
         peer: Some(PEER),
         dialed: None,
@@ -21,7 +25,7 @@ fn up_link_closed() -> Down {
 }
 
 /// A dial to `PEER` that failed before any handshake.
-fn failed_dial() -> Down {
+pub(super) fn failed_dial() -> Down {
     Down {
         peer: None,
         dialed: Some(PEER),
@@ -31,18 +35,18 @@ fn failed_dial() -> Down {
     }
 }
 
-fn nothing_up(_: NodeId) -> bool {
+pub(super) fn nothing_up(_: NodeId) -> bool {
     false
 }
 
-fn nothing_announced(_: NodeId) -> u64 {
+pub(super) fn nothing_announced(_: NodeId) -> u64 {
     0
 }
 
 /// The book after `PEER`'s last up link (incarnation 40) closed.
-fn with_suspect() -> EvidenceBook {
-    let mut book = EvidenceBook::default();
-    let death = book.link_gone(&up_link_closed(), false, nothing_up, nothing_announced);
+pub(super) fn with_suspect() -> EvidenceBook {
+    let mut book = EvidenceBook::new(BOUND);
+    let death = book.link_gone(T0, &up_link_closed(), false, nothing_up, nothing_announced);
     assert_eq!(death, None);
     assert!(book.is_suspect(PEER));
     book
@@ -51,9 +55,15 @@ fn with_suspect() -> EvidenceBook {
 #[test]
 fn the_last_up_link_closing_makes_a_suspect_and_another_up_link_does_not() {
     with_suspect();
-    let mut book = EvidenceBook::default();
+    let mut book = EvidenceBook::new(BOUND);
     assert_eq!(
-        book.link_gone(&up_link_closed(), false, |p| p == PEER, nothing_announced),
+        book.link_gone(
+            T0,
+            &up_link_closed(),
+            false,
+            |p| p == PEER,
+            nothing_announced
+        ),
         None
     );
     assert!(!book.is_suspect(PEER), "another link to it is still up");
@@ -63,7 +73,7 @@ fn the_last_up_link_closing_makes_a_suspect_and_another_up_link_does_not() {
         ..up_link_closed()
     };
     assert_eq!(
-        book.link_gone(&unknown_life, false, nothing_up, nothing_announced),
+        book.link_gone(T0, &unknown_life, false, nothing_up, nothing_announced),
         None
     );
     assert!(!book.is_suspect(PEER));
@@ -76,25 +86,25 @@ fn a_bye_other_than_shutdown_is_a_live_peer_closing_on_purpose() {
         ByeReason::Replaced,
         ByeReason::Restarting,
     ] {
-        let mut book = EvidenceBook::default();
+        let mut book = EvidenceBook::new(BOUND);
         let down = Down {
             bye: Some(reason),
             ..up_link_closed()
         };
         assert_eq!(
-            book.link_gone(&down, true, nothing_up, nothing_announced),
+            book.link_gone(T0, &down, true, nothing_up, nothing_announced),
             None
         );
         assert!(!book.is_suspect(PEER), "{reason:?}");
     }
     // A shutdown `Bye` is no proof of life: the peer becomes a suspect.
-    let mut book = EvidenceBook::default();
+    let mut book = EvidenceBook::new(BOUND);
     let down = Down {
         bye: Some(ByeReason::Shutdown),
         ..up_link_closed()
     };
     assert_eq!(
-        book.link_gone(&down, false, nothing_up, nothing_announced),
+        book.link_gone(T0, &down, false, nothing_up, nothing_announced),
         None
     );
     assert!(book.is_suspect(PEER));
@@ -102,9 +112,9 @@ fn a_bye_other_than_shutdown_is_a_live_peer_closing_on_purpose() {
 
 #[test]
 fn stopped_heartbeats_of_a_known_life_are_its_death() {
-    let mut book = EvidenceBook::default();
+    let mut book = EvidenceBook::new(BOUND);
     assert_eq!(
-        book.link_gone(&up_link_closed(), true, nothing_up, nothing_announced),
+        book.link_gone(T0, &up_link_closed(), true, nothing_up, nothing_announced),
         Some(Death {
             peer: PEER,
             incarnation: 40,
@@ -116,32 +126,46 @@ fn stopped_heartbeats_of_a_known_life_are_its_death() {
         ..up_link_closed()
     };
     assert_eq!(
-        book.link_gone(&unknown_life, true, nothing_up, nothing_announced),
+        book.link_gone(T0, &unknown_life, true, nothing_up, nothing_announced),
         None
     );
 }
 
+/// Changed expectation: a failed dial of a suspect alone is no longer its death (a refusal is
+/// a fact about the path; issue 23) — it is its death once corroborated, here by the
+/// registry's lost session (the other corroborations: `tests_suspicion.rs`).
 #[test]
-fn a_failed_dial_of_a_suspect_is_its_death_unless_the_registry_names_a_newer_life() {
+fn a_failed_dial_of_a_suspect_is_its_death_when_corroborated_unless_the_registry_names_a_newer_life()
+ {
     let redial_failed = Some(Death {
         peer: PEER,
         incarnation: 40,
         evidence: Evidence::RedialFailed,
     });
     let mut book = with_suspect();
+    book.session(PEER, 40, true);
     assert_eq!(
-        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced),
         redial_failed
     );
     let mut book = with_suspect();
+    book.session(PEER, 40, true);
     assert_eq!(
-        book.link_gone(&failed_dial(), false, nothing_up, |_| 40),
+        book.link_gone(T0, &failed_dial(), false, nothing_up, |_| 40),
         redial_failed,
         "the registry names the same life"
     );
     let mut book = with_suspect();
     assert_eq!(
-        book.link_gone(&failed_dial(), false, nothing_up, |_| 41),
+        book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced),
+        None,
+        "not corroborated: in doubt"
+    );
+    assert!(book.in_doubt(PEER));
+    let mut book = with_suspect();
+    book.session(PEER, 40, true);
+    assert_eq!(
+        book.link_gone(T0, &failed_dial(), false, nothing_up, |_| 41),
         None
     );
     assert!(!book.is_suspect(PEER), "a newer life clears the suspicion");
@@ -155,7 +179,7 @@ fn a_refused_or_handshaken_dial_and_a_dial_of_a_non_suspect_prove_nothing() {
         ..failed_dial()
     };
     assert_eq!(
-        book.link_gone(&refused, false, nothing_up, nothing_announced),
+        book.link_gone(T0, &refused, false, nothing_up, nothing_announced),
         None
     );
     assert!(
@@ -168,12 +192,12 @@ fn a_refused_or_handshaken_dial_and_a_dial_of_a_non_suspect_prove_nothing() {
         ..failed_dial()
     };
     assert_eq!(
-        book.link_gone(&reached, false, |p| p == PEER, nothing_announced),
+        book.link_gone(T0, &reached, false, |p| p == PEER, nothing_announced),
         None
     );
-    let mut book = EvidenceBook::default();
+    let mut book = EvidenceBook::new(BOUND);
     assert_eq!(
-        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced),
         None
     );
 }
@@ -186,7 +210,7 @@ fn a_link_up_clears_the_suspicion() {
     book.link_up(PEER);
     assert!(!book.is_suspect(PEER));
     assert_eq!(
-        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced),
         None
     );
 }
@@ -216,14 +240,14 @@ fn a_death_is_acted_on_once_per_incarnation_and_says_whether_it_was_suspected() 
     let mut book = with_suspect();
     assert_eq!(book.record_death(PEER, 40), Some(true));
     let mut book2 = book.clone();
-    book2.link_gone(&up_link_closed(), false, nothing_up, nothing_announced);
+    book2.link_gone(T0, &up_link_closed(), false, nothing_up, nothing_announced);
     assert_eq!(book2.record_death(PEER, 40), None);
     assert!(!book2.is_suspect(PEER));
 }
 
 #[test]
 fn relayed_sources_are_kept_per_target_without_this_node_and_forgotten_on_death() {
-    let mut book = EvidenceBook::default();
+    let mut book = EvidenceBook::new(BOUND);
     book.note_relayed(OWN, NodeId(30), PEER);
     book.note_relayed(OWN, NodeId(20), PEER);
     book.note_relayed(OWN, NodeId(30), PEER);
@@ -235,7 +259,7 @@ fn relayed_sources_are_kept_per_target_without_this_node_and_forgotten_on_death(
     assert_eq!(book.take_sources(PEER), None, "forgotten");
     assert_eq!(book.sources(PEER), vec![]);
     assert_eq!(book.sources(OTHER), vec![NodeId(20)]);
-    let mut own_only = EvidenceBook::default();
+    let mut own_only = EvidenceBook::new(BOUND);
     own_only.note_relayed(OWN, OWN, PEER);
     assert_eq!(own_only.take_sources(PEER), None);
 }
@@ -257,7 +281,7 @@ fn only_the_links_own_evidence_closes_zombie_links() {
 
 #[test]
 fn a_death_is_reported_when_it_changed_anything() {
-    let book = EvidenceBook::default();
+    let book = EvidenceBook::new(BOUND);
     assert!(book.is_reported(PEER, true, 0, false, 0));
     assert!(book.is_reported(PEER, false, 1, false, 0));
     assert!(book.is_reported(PEER, false, 0, true, 0));
@@ -267,23 +291,23 @@ fn a_death_is_reported_when_it_changed_anything() {
 
 #[test]
 fn a_clients_leaving_is_never_reported_and_makes_no_suspect() {
-    let mut book = EvidenceBook::default();
+    let mut book = EvidenceBook::new(BOUND);
     book.note_record(PEER, true);
     // Whatever the death changed, a client's is not reported; another peer's still is.
     assert!(!book.is_reported(PEER, true, 3, true, 40));
     assert!(book.is_reported(OTHER, false, 0, false, 40));
     // Its closed link makes no suspect: nothing probes it, so no redial fails.
     assert_eq!(
-        book.link_gone(&up_link_closed(), false, nothing_up, nothing_announced),
+        book.link_gone(T0, &up_link_closed(), false, nothing_up, nothing_announced),
         None
     );
     assert!(!book.is_suspect(PEER));
     assert_eq!(
-        book.link_gone(&failed_dial(), false, nothing_up, nothing_announced),
+        book.link_gone(T0, &failed_dial(), false, nothing_up, nothing_announced),
         None
     );
     // Stopped heartbeats of a client are acted on (what reached it ends) but not reported.
-    let death = book.link_gone(&up_link_closed(), true, nothing_up, nothing_announced);
+    let death = book.link_gone(T0, &up_link_closed(), true, nothing_up, nothing_announced);
     assert_eq!(death.map(|d| d.evidence), Some(Evidence::HeartbeatsStopped));
     assert_eq!(book.record_death(PEER, 40), Some(false));
     assert!(!book.is_reported(PEER, false, 1, false, 40));
@@ -294,7 +318,7 @@ fn a_clients_leaving_is_never_reported_and_makes_no_suspect() {
     book.note_record(PEER, false);
     assert!(book.is_reported(PEER, false, 0, false, 41));
     assert_eq!(
-        book.link_gone(&up_link_closed(), false, nothing_up, nothing_announced),
+        book.link_gone(T0, &up_link_closed(), false, nothing_up, nothing_announced),
         None
     );
     assert!(book.is_suspect(PEER));

@@ -8,7 +8,7 @@
 use super::{Event, Evidence, Node};
 use crate::{
     bus::links::Down,
-    evidence::EvidenceBook,
+    evidence::{EvidenceBook, departed_grace},
     ids::NodeId,
     outcome::FailReason,
     time::Instant,
@@ -19,6 +19,7 @@ impl Node {
     /// `peer`'s incarnation `incarnation` is dead, as `evidence` shows: see the
     /// [module docs](self).
     pub(super) fn peer_dead(&mut self, peer: NodeId, incarnation: u64, evidence: Evidence) {
+        self.depart(peer);
         let Some(suspected) = self.evidence.record_death(peer, incarnation) else {
             return;
         };
@@ -89,28 +90,98 @@ impl Node {
     /// A link went away: the book's rules ([`EvidenceBook::link_gone`]) against the links
     /// still up and the incarnation the registry announces; a death they show is acted on.
     pub(super) fn link_gone(&mut self, down: Down, heartbeats_stopped: bool) {
+        let doubted = down.dialed.filter(|&p| !self.evidence.in_doubt(p));
         let (links, records) = (&self.links, &self.records);
         let (is_up, announced) = (|p| links.is_up(p), |id| records.announced(id));
-        let death = self
-            .evidence
-            .link_gone(&down, heartbeats_stopped, is_up, announced);
+        let death =
+            (self.evidence).link_gone(self.now, &down, heartbeats_stopped, is_up, announced);
         if let Some(death) = death {
             self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+        // A doubt that starts now asks other nodes how they see the suspect.
+        if let Some(peer) = doubted.filter(|&p| self.evidence.in_doubt(p)) {
+            let upstream = self.config.upstream;
+            (self.evidence).ask_others(peer, upstream, &mut self.links, &mut self.out);
+        }
+        if let Some(peer) = down.peer.filter(|&p| !self.links.is_up(p)) {
+            self.depart(peer);
+        }
+    }
+
+    /// A member answered one of this node's indirect probes ([`EvidenceBook::probe_answered`]).
+    pub(super) fn probe_answered(&mut self, ack: wire::ProbeAck) {
+        let answer = (self.evidence).probe_answered(ack.target, ack.incarnation, ack.verdict);
+        if let Some(death) = answer {
+            self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+    }
+
+    /// Looks at `peer` again one grace from now ([`departed_grace`]).
+    pub(super) fn depart(&mut self, peer: NodeId) {
+        let due = self.now.saturating_add(departed_grace(&self.config));
+        self.evidence.depart(peer, due);
+    }
+
+    /// Forgets every peer due at `now` that departed: no discovery record, no link, no
+    /// endpoint, nothing heard on its receive stream for a grace (docs/ARCHITECTURE.md §9.4).
+    /// One with a record is in the live set (its deletion schedules it again); one with a
+    /// link, an endpoint or a frame heard lately is looked at again one grace later.
+    pub(super) fn forget_departed(&mut self, now: Instant) {
+        while let Some(peer) = self.evidence.pop_departure(now) {
+            if self.records.discovery.get_by_id(peer).is_some() {
+                continue;
+            }
+            let (links, endpoints) = (&self.links, &self.endpoints);
+            let grace = departed_grace(&self.config);
+            if links.is_up(peer)
+                || links.is_connecting(peer)
+                || endpoints.find_by_id(peer).is_some()
+                || !self.links.forget_peer(peer, now, grace)
+            {
+                self.depart(peer);
+                continue;
+            }
+            self.evidence.forget(peer);
+            self.endpoints.forget_known(peer);
+        }
+    }
+
+    /// The registry's session with `id` (`incarnation`) is lost or back: a suspect in doubt
+    /// of that incarnation is dead when it is lost ([`EvidenceBook::session`]).
+    pub(super) fn session_news(&mut self, id: NodeId, incarnation: u64, lost: bool) {
+        if let Some(death) = self.evidence.session(id, incarnation, lost) {
+            self.peer_dead(death.peer, death.incarnation, death.evidence);
+        }
+    }
+
+    /// Suspects whose doubt outlived `Config::suspicion_timeout` are probed a last time (its
+    /// failure is the death); one this node may no longer dial is no suspect any more
+    /// ([`EvidenceBook::due`], [`EvidenceBook::no_last_probe`]).
+    pub(super) fn suspicions_due(&mut self, now: Instant) {
+        for peer in self.evidence.due(now) {
+            if !self.probe(peer) {
+                self.evidence.no_last_probe(peer);
+            }
         }
     }
 
     /// Dials a suspect once if nothing else is dialling it (after the connector reacted to
     /// the link loss) at the address the connector allows
-    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)).
-    pub(super) fn probe(&mut self, peer: NodeId) {
-        let idle = !self.links.is_up(peer) && !self.links.is_connecting(peer);
-        if !idle || !self.evidence.is_suspect(peer) {
-            return;
+    /// ([`Connector::probe_address`](crate::connector::Connector::probe_address)). Whether a
+    /// dial to it runs now (this one or another), or it is no suspect any more.
+    pub(super) fn probe(&mut self, peer: NodeId) -> bool {
+        if !self.evidence.is_suspect(peer)
+            || self.links.is_up(peer)
+            || self.links.is_connecting(peer)
+        {
+            return true;
         }
         let world = self.records.world();
-        if let Some(addr) = self.connector.probe_address(&world, peer) {
-            self.links.dial(peer, addr, &mut self.out);
-        }
+        let Some(addr) = self.connector.probe_address(&world, peer) else {
+            return false;
+        };
+        self.links.dial(peer, addr, &mut self.out);
+        true
     }
 
     /// A discovery record for `id` arrived with `incarnation` (0 = not stated). Another
@@ -127,6 +198,7 @@ impl Node {
         if seen == 0 || seen == incarnation {
             return;
         }
+        self.depart(id);
         if self.evidence.record_death(id, seen).is_some() {
             (self.endpoints).on_incarnation(id, incarnation, &mut self.out);
             self.tell_sources(id, seen, UnreachableReason::TargetGone);

@@ -93,6 +93,7 @@ impl Node {
         );
         // Drawn after the forks: no other sequence moves.
         let rpc = crate::rpc::Rpc::for_node(&config, incarnation, bus_rng.next_u64());
+        let evidence = crate::evidence::EvidenceBook::new(config.suspicion_timeout);
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -107,7 +108,7 @@ impl Node {
             selector: crate::select::Selector::new(),
             now,
             shut_down: false,
-            evidence: crate::evidence::EvidenceBook::default(),
+            evidence,
             rpc: Some(rpc),
             perimeter: PerimeterCounts::default(),
         };
@@ -162,9 +163,15 @@ impl Node {
         let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
         let (connector, links) = (self.connector.next_deadline(), self.links.next_deadline());
         let (outboxes, departed) = (self.endpoints.next_deadline(), self.records.next_deadline());
-        [connector, outboxes, flush, links, rpc, departed]
-            .into_iter()
-            .fold(None, earliest)
+        let (doubts, departures) = (
+            self.evidence.next_deadline(),
+            self.evidence.next_departure(),
+        );
+        [
+            connector, outboxes, flush, links, rpc, departed, doubts, departures,
+        ]
+        .into_iter()
+        .fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,
@@ -180,6 +187,8 @@ impl Node {
             links: &self.links,
             rpc: self.rpc.as_deref(),
             perimeter: self.perimeter,
+            evidence: &self.evidence,
+            topology_revisions: self.records.revision_count(),
         }
     }
 

@@ -40,6 +40,8 @@ impl Node {
                 // reaction reads no evidence, the record is noted with the news of it.
                 if let Some(displaced) = displaced {
                     self.with_connector(|c, w| c.on_discovery_delete(now, w, displaced));
+                    // Its record is gone: what this node keeps of it goes a grace later.
+                    self.depart(displaced);
                 }
                 if id.is_valid() {
                     self.evidence.note_record(id, client);
@@ -73,6 +75,11 @@ impl Node {
             RecordChange::TopologyDeleted { id } => {
                 self.with_connector(|c, w| c.on_topology_delete(now, w, id));
             }
+            RecordChange::Session {
+                id,
+                incarnation,
+                lost,
+            } => self.session_news(id, incarnation, lost),
             RecordChange::Nothing => {}
             RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
         }

@@ -37,10 +37,12 @@ impl Node {
         let ready_link = |dst| connector.ready_hop(dst).and_then(|hop| links.link_to(hop));
         (self.endpoints).retransmit_due(now, ready_link, &mut self.out);
         self.beat(now);
+        self.suspicions_due(now);
         for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
         }
         self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
+        self.forget_departed(now);
     }
 
     /// Hands the connector an input (`f`, with the records it routes by), then applies its

@@ -9,6 +9,7 @@ use crate::{
     bus::links::{Down, Inbound},
     connector::LinkState,
     endpoint::AckFollowup,
+    evidence::EvidenceBook,
     ids::{LinkId, NodeId},
     outcome::FailReason,
     perimeter::Standing,
@@ -109,6 +110,9 @@ impl Node {
             }
         }
         self.links.finish_receive(&mut self.out);
+        while let Some(src) = self.links.pop_new_source() {
+            self.depart(src);
+        }
         // The RPC messages of the batch, after its acks (as a driver would see them).
         self.settle_rpc();
     }
@@ -133,6 +137,11 @@ impl Node {
             }
             Inbound::Down(down) => self.link_down(now, down, false),
             Inbound::Ack { ack, .. } => self.on_ack(&ack),
+            Inbound::Probe { probe, link } => {
+                let announced = self.records.announced(probe.target);
+                EvidenceBook::answer_probe(probe, link, announced, &mut self.links, &mut self.out);
+            }
+            Inbound::ProbeAck { ack, .. } => self.probe_answered(ack),
             Inbound::Unreachable { notice, via } => match notice.reason {
                 UnreachableReason::TargetGone | UnreachableReason::Reachable => {
                     self.relay_says(now, &notice, via);
@@ -140,8 +149,11 @@ impl Node {
                 _ => self.on_unreachable(now, &notice, via),
             },
             Inbound::Relay(relay) => {
-                if let Some(src) = relay.message_src() {
-                    self.evidence.note_relayed(self.id, src, relay.dst());
+                if let Some(src) = relay.message_src()
+                    && self.evidence.note_relayed(self.id, src, relay.dst())
+                {
+                    self.depart(src);
+                    self.depart(relay.dst());
                 }
                 let hop = relay.needs_hop().then(|| {
                     let world = self.records.world();

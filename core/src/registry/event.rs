@@ -39,4 +39,18 @@ pub enum RegistryEvent {
         /// The registry revision of the delete.
         revision: u64,
     },
+    /// The registry's session with a listed node was lost (`lost`: its connection closed; the
+    /// record stays listed through disconnect protection, marked suspect) or is back (`!lost`:
+    /// it registered again in the same incarnation). Only the embedded registry says so — at
+    /// once, with the record's `suspect` flag; etcd sees a session end only when its lease
+    /// expires (a `DiscoveryDelete`). Evidence that corroborates a failed redial
+    /// (docs/ARCHITECTURE.md §9.3).
+    Session {
+        /// The node.
+        id: NodeId,
+        /// The incarnation it registered with (0 = not stated).
+        incarnation: u64,
+        /// Whether the session is lost (else back).
+        lost: bool,
+    },
 }

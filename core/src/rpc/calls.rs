@@ -245,6 +245,11 @@ impl Calls {
         ids
     }
 
+    /// Servers with calls of this node outstanding.
+    pub(crate) fn server_count(&self) -> usize {
+        self.by_server.len()
+    }
+
     /// Calls of this node outstanding at `server`.
     pub(crate) fn outstanding(&self, server: NodeId) -> u32 {
         self.by_server.get(&server).copied().unwrap_or(0)

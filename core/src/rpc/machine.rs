@@ -251,6 +251,11 @@ impl Rpc {
     }
 
     /// The counters, in-flight calls counted now.
+    /// Servers with calls of this node outstanding.
+    pub(crate) fn server_count(&self) -> usize {
+        self.calls.server_count()
+    }
+
     pub(crate) fn stats(&self) -> RpcStats {
         RpcStats {
             in_flight: self.calls.len() as u64,

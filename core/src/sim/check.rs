@@ -11,8 +11,10 @@
 //!
 //! After quiescence ([`Sim::check_quiescent`]): the above for every node, every accepted
 //! message of a running incarnation has its outcome, every live node's discovery set and
-//! ring hold exactly the registry's discovery records ([`Sim::registered_ids`]), and every
-//! route record to a live node is `READY`. With the registry machines on, also: every live
+//! ring hold exactly the registry's discovery records ([`Sim::registered_ids`]), every
+//! route record to a live node is `READY`, and no live node remembers a node that is dead and
+//! deleted from the registry, endpoints aside (bounded state for departed peers,
+//! docs/ARCHITECTURE.md §9.4). With the registry machines on, also: every live
 //! node that registered has a registered client whose view holds exactly those records.
 
 use alloc::{format, vec::Vec};
@@ -125,6 +127,21 @@ impl Sim<Node> {
                     "{id}'s ring holds {} members, the registry {registered:?}",
                     rings.len()
                 ));
+            }
+            // Bounded state for departed peers (docs/ARCHITECTURE.md §9.4): a node dead and
+            // deleted from the registry (retired) is forgotten by every live node once a
+            // grace passed — the settle before this check is longer than the runs' grace —
+            // unless an endpoint for it is left (its GC bounds that, and the rest with it).
+            for gone in self.slots.iter().filter(|s| s.node.is_none()).map(|s| s.id) {
+                if !registered.contains(&gone)
+                    && node.inspect().endpoints().find_by_id(gone).is_none()
+                    && node.inspect().remembers(gone)
+                {
+                    problems.push(format!(
+                        "{id} still remembers {gone}, dead and deleted: {:?}",
+                        node.inspect().peer_tables()
+                    ));
+                }
             }
             for target in node.inspect().connector().targets() {
                 let live = self

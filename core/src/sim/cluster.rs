@@ -126,6 +126,8 @@ pub struct Sim<N: SimNode = Node> {
     /// scan of every slot's `deadline` would find, kept up to date by
     /// [`Sim::set_deadline`] so a step does not scan every slot.
     pub(super) earliest_timer: Option<(Instant, usize)>,
+    /// The path failures injected ([`Sim::fail_path`]).
+    pub(super) path_faults: super::path_faults::PathFaults,
 }
 
 impl Sim<Node> {
@@ -179,6 +181,7 @@ impl<N: SimNode> Sim<N> {
             dirty: Vec::new(),
             machines: None,
             earliest_timer: None,
+            path_faults: super::path_faults::PathFaults::default(),
         }
     }
 
@@ -272,6 +275,10 @@ impl<N: SimNode> Sim<N> {
             ledger.on_death(id, inc);
         }
         self.set_deadline(idx, None);
+        let life = self.slots[idx]
+            .node
+            .as_ref()
+            .map_or(0, SimNode::incarnation);
         let slot = &mut self.slots[idx];
         slot.node = None;
         slot.open_msgs.clear();
@@ -281,6 +288,7 @@ impl<N: SimNode> Sim<N> {
         }
         self.links.forget_node(id);
         self.machines_node_killed(idx);
+        self.publish_session_lost(id, life);
     }
 
     /// Restarts `id` (as [`Sim::restart`]) with `config` from now on: a rolling change of
@@ -397,6 +405,9 @@ impl<N: SimNode> Sim<N> {
     /// itself — the nodes dial when they decide to.
     pub fn link_up(&mut self, a: NodeId, b: NodeId) {
         self.note_with(None, || format!("link up {a} <-> {b}"));
+        if self.pairs.is_down(a, b) {
+            self.path_faults.pair_up(a, b, self.now);
+        }
         self.pairs.set_down(a, b, false);
     }
 
@@ -557,6 +568,20 @@ impl<N: SimNode> Sim<N> {
     pub fn inject_registry(&mut self, id: NodeId, event: RegistryEvent) {
         let idx = self.slot_index(id);
         self.deliver_registry(idx, event);
+    }
+
+    /// A killed node's registry session ends: when the scripted registry holds its record
+    /// (and no registry machines run, whose server says so itself) the loss is published to
+    /// every live node at once, as the embedded registry does (docs/ARCHITECTURE.md §9.3).
+    fn publish_session_lost(&mut self, id: NodeId, incarnation: u64) {
+        if self.machines.is_none() && self.registry.discovery(id).is_some() {
+            let lost = RegistryEvent::Session {
+                id,
+                incarnation,
+                lost: true,
+            };
+            self.publish(lost, Fanout::all());
+        }
     }
 
     fn publish(&mut self, event: RegistryEvent, fanout: Fanout) -> u64 {

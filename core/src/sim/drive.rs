@@ -255,6 +255,7 @@ impl<N: SimNode> Sim<N> {
             None => Some("unknown address"),
             Some(t) if !self.is_alive(t) => Some("target is down"),
             Some(t) if self.pairs.is_down(dialer.node, t) => Some("path is down"),
+            Some(t) if self.path_faults.refuses(dialer.node, t, self.now) => Some("path refused"),
             Some(_) => None,
         });
         let (Some(target), None) = (target, reason) else {
@@ -465,6 +466,14 @@ impl<N: SimNode> Sim<N> {
                     ledger.on_death_evidence(id, inc, *peer, dead, now);
                     self.collect_ledger_violations();
                 }
+                if let crate::node::Event::PeerDead {
+                    peer,
+                    incarnation,
+                    evidence: crate::node::Evidence::RedialFailed,
+                } = event
+                {
+                    self.check_path_death(idx, peer, incarnation);
+                }
                 self.slots[idx].log.events.push((now, event));
             }
             Output::Rpc(rpc) => {
@@ -490,6 +499,7 @@ impl<N: SimNode> Sim<N> {
             None => Some("unknown address"),
             Some(t) if !self.is_alive(t) => Some("target is down"),
             Some(t) if self.pairs.is_down(id, t) => Some("path is down"),
+            Some(t) if self.path_faults.refuses(id, t, now) => Some("path refused"),
             Some(t) if self.pairs.take_fail_next(id, t) => Some("scripted failure"),
             Some(_) => None,
         };

@@ -60,6 +60,7 @@ mod faults;
 pub mod ledger;
 mod link;
 mod log;
+mod path_faults;
 mod registry;
 mod registry_machines;
 mod registry_net;
@@ -155,6 +156,11 @@ pub trait SimNode: Sized {
     fn incarnation(&self) -> u64 {
         0
     }
+    /// How long a suspect's doubt may last before the node declares it dead without other
+    /// evidence (the path-failure invariant's bound); zero when the node has none.
+    fn suspicion_bound(&self) -> crate::time::Duration {
+        crate::time::Duration::ZERO
+    }
 }
 
 impl SimNode for Node {
@@ -219,6 +225,9 @@ impl SimNode for Node {
     }
     fn incarnation(&self) -> u64 {
         Node::incarnation(self)
+    }
+    fn suspicion_bound(&self) -> crate::time::Duration {
+        self.inspect().config().suspicion_timeout
     }
 }
 

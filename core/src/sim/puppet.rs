@@ -11,7 +11,7 @@ use crate::{
     ids::{LinkId, MsgId, NodeId},
     node::{Output, SendError},
     select::Select,
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 #[derive(Clone, Debug)]
@@ -19,6 +19,8 @@ pub(super) struct PuppetConfig {
     pub(super) id: NodeId,
     /// Send back every received byte batch on the same link.
     pub(super) echo: bool,
+    /// The suspicion bound it reports (the path-failure invariant's).
+    pub(super) suspicion_bound: Duration,
 }
 
 impl PuppetConfig {
@@ -26,6 +28,7 @@ impl PuppetConfig {
         PuppetConfig {
             id: NodeId(id),
             echo: false,
+            suspicion_bound: Duration::ZERO,
         }
     }
 }
@@ -51,6 +54,7 @@ pub(super) enum Input {
 pub(super) struct Puppet {
     id: NodeId,
     echo: bool,
+    suspicion_bound: Duration,
     next_link: u64,
     next_msg: u64,
     pub(super) inputs: Vec<(Instant, Input)>,
@@ -79,6 +83,7 @@ impl SimNode for Puppet {
         Ok(Puppet {
             id: config.id,
             echo: config.echo,
+            suspicion_bound: config.suspicion_bound,
             next_link: 100,
             next_msg: 0,
             inputs: Vec::new(),
@@ -144,5 +149,8 @@ impl SimNode for Puppet {
     }
     fn poll_timeout(&self) -> Option<Instant> {
         self.deadline
+    }
+    fn suspicion_bound(&self) -> Duration {
+        self.suspicion_bound
     }
 }

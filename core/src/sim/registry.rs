@@ -168,5 +168,13 @@ pub(super) fn describe(event: &RegistryEvent) -> String {
         RegistryEvent::TopologyDelete { id, revision } => {
             format!("topology delete {id} rev {revision}")
         }
+        RegistryEvent::Session {
+            id,
+            incarnation,
+            lost,
+        } => {
+            let state = if *lost { "lost" } else { "back" };
+            format!("session {id} inc {incarnation} {state}")
+        }
     }
 }

@@ -4,34 +4,93 @@
 use alloc::collections::BTreeMap;
 
 use super::{PeerChange, PeerData, TopologyRegistry};
-use crate::{discovery::TopologyInfo, event::RegistryIgnored, ids::NodeId};
+use crate::{
+    discovery::{DEFAULT_TOMBSTONE_LIMIT, TopologyInfo},
+    event::RegistryIgnored,
+    ids::NodeId,
+};
 
 /// The latest applied topology revision per node (puts and deletes alike): an event older
 /// than what was applied for its node is stale. Revision 0 means "not from a registry" and
-/// is never stale (nor recorded).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Revisions(BTreeMap<NodeId, u64>);
+/// is never stale (nor recorded). A delete's revision is a tombstone (a late put older than
+/// the delete must not bring the node back); like the discovery set's tombstones they are
+/// bounded: past [`DEFAULT_TOMBSTONE_LIMIT`] the oldest quarter goes (docs/ARCHITECTURE.md
+/// §9.4), so the map holds the nodes with a record plus at most that many departed ones.
+#[derive(Clone, Debug)]
+pub(crate) struct Revisions {
+    /// Per node, its latest revision and whether it was a delete.
+    held: BTreeMap<NodeId, (u64, bool)>,
+    /// Entries of `held` that are deletes.
+    deletes: usize,
+    /// Deletes kept before the oldest are dropped.
+    limit: usize,
+}
+
+impl Default for Revisions {
+    fn default() -> Revisions {
+        Revisions::with_limit(DEFAULT_TOMBSTONE_LIMIT)
+    }
+}
 
 impl Revisions {
+    /// No revision held; at most `limit` (at least 1) deletes kept.
+    pub(crate) fn with_limit(limit: usize) -> Revisions {
+        Revisions {
+            held: BTreeMap::new(),
+            deletes: 0,
+            limit: limit.max(1),
+        }
+    }
+
+    /// Nodes with a revision held.
+    pub(crate) fn len(&self) -> usize {
+        self.held.len()
+    }
+
     /// Admits a topology event for `id` at `revision` and records the revision; `Err(held)`
     /// (nothing recorded) when the revision `held` applied for `id` is newer.
+    #[cfg(test)]
     pub(crate) fn admit(&mut self, id: NodeId, revision: u64) -> Result<(), u64> {
+        self.admit_as(id, revision, false)
+    }
+
+    /// [`admit`](Self::admit), recording whether the event is a delete (a tombstone).
+    fn admit_as(&mut self, id: NodeId, revision: u64, delete: bool) -> Result<(), u64> {
         if revision == 0 {
             return Ok(());
         }
-        match self.0.get(&id) {
-            Some(&held) if held > revision => Err(held),
+        match self.held.get(&id) {
+            Some(&(held, _)) if held > revision => Err(held),
             _ => {
-                self.0.insert(id, revision);
+                let was_delete = self
+                    .held
+                    .insert(id, (revision, delete))
+                    .is_some_and(|h| h.1);
+                self.deletes = self.deletes + usize::from(delete) - usize::from(was_delete);
+                if self.deletes > self.limit {
+                    self.drop_oldest_deletes();
+                }
                 Ok(())
             }
         }
     }
 
+    /// Drops the oldest deletes until three quarters of the limit remain (ties at the cut
+    /// go too, deterministically).
+    fn drop_oldest_deletes(&mut self) {
+        let mut revisions: alloc::vec::Vec<u64> =
+            (self.held.values()).filter(|h| h.1).map(|h| h.0).collect();
+        revisions.sort_unstable();
+        let cut = revisions[self.deletes - (self.limit - self.limit / 4) - 1];
+        let before = self.held.len();
+        self.held.retain(|_, h| !(h.1 && h.0 <= cut));
+        self.deletes -= before - self.held.len();
+    }
+
     /// Admits `id`'s event at `revision`, or says why it is ignored (a newer revision
     /// applied).
-    fn gate(&mut self, id: NodeId, revision: u64) -> Result<(), RegistryIgnored> {
-        (self.admit(id, revision)).map_err(|held| RegistryIgnored::StaleTopology {
+    fn gate(&mut self, id: NodeId, revision: u64, delete: bool) -> Result<(), RegistryIgnored> {
+        (self.admit_as(id, revision, delete)).map_err(|held| RegistryIgnored::StaleTopology {
             id,
             revision,
             held,
@@ -45,7 +104,7 @@ impl Revisions {
         topology: &mut TopologyRegistry,
         info: TopologyInfo,
     ) -> Result<PeerChange, RegistryIgnored> {
-        self.gate(info.id, info.revision)?;
+        self.gate(info.id, info.revision, false)?;
         let data = PeerData {
             hostname: info.hostname,
             pid: i64::from(info.pid),
@@ -66,7 +125,7 @@ impl Revisions {
         if id == own {
             return Err(RegistryIgnored::OwnTopologyDelete);
         }
-        self.gate(id, revision)?;
+        self.gate(id, revision, true)?;
         topology
             .remove_peer(id)
             .map(|_| ())
@@ -103,6 +162,28 @@ mod tests {
         assert_eq!(revisions.admit(NodeId(7), 1), Ok(()));
         assert_eq!(revisions.admit(NodeId(7), 0), Ok(()));
         assert_eq!(revisions.admit(NodeId(7), 1), Ok(()));
+    }
+
+    #[test]
+    fn deletes_past_the_limit_drop_the_oldest_quarter_and_puts_stay() {
+        let mut revisions = Revisions::with_limit(4);
+        assert_eq!(revisions.admit(NodeId(1), 1), Ok(()));
+        for id in 2..=5 {
+            assert_eq!(revisions.admit_as(NodeId(id), id, true), Ok(()));
+        }
+        assert_eq!((revisions.len(), revisions.deletes), (5, 4));
+        // The fifth delete passes the limit: down to 3 deletes, the oldest (2, 3) gone.
+        assert_eq!(revisions.admit_as(NodeId(6), 6, true), Ok(()));
+        assert_eq!((revisions.len(), revisions.deletes), (4, 3));
+        assert_eq!(
+            revisions.admit(NodeId(2), 1),
+            Ok(()),
+            "2's tombstone was dropped"
+        );
+        assert_eq!(revisions.admit(NodeId(4), 3), Err(4), "4's tombstone holds");
+        // A put over a tombstone is no delete any more.
+        assert_eq!(revisions.admit(NodeId(4), 7), Ok(()));
+        assert_eq!(revisions.deletes, 2);
     }
 
     #[test]

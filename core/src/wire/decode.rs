@@ -12,8 +12,8 @@ use super::{
     FrameLimits, HEADER_LEN, WIRE_VERSION,
     frame::{
         Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
-        HelloAck, MAC_LEN, NONCE_LEN, Nonce, Ping, Pong, Proof, RefuseReason, Unreachable,
-        UnreachableReason, VersionRange,
+        HelloAck, MAC_LEN, NONCE_LEN, Nonce, Ping, Pong, Probe, ProbeAck, ProbeVerdict, Proof,
+        RefuseReason, Unreachable, UnreachableReason, VersionRange,
     },
     registry,
 };
@@ -315,6 +315,15 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
             seq: cursor.u64("seq")?,
             reason: cursor.code("reason", UnreachableReason::from_code)?,
             dst_incarnation: cursor.u64("dst_incarnation")?,
+        }),
+        FrameKind::Probe => Frame::Probe(Probe {
+            target: cursor.node("target")?,
+            incarnation: cursor.u64("incarnation")?,
+        }),
+        FrameKind::ProbeAck => Frame::ProbeAck(ProbeAck {
+            target: cursor.node("target")?,
+            incarnation: cursor.u64("incarnation")?,
+            verdict: cursor.code("verdict", ProbeVerdict::from_code)?,
         }),
         FrameKind::Ping => Frame::Ping(Ping {
             nonce: cursor.u64("nonce")?,

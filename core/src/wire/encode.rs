@@ -81,6 +81,8 @@ pub fn encoded_len(frame: &Frame<'_>) -> usize {
         Frame::Ack(ack) => 32 + if ack.reset.is_some() { 8 } else { 0 },
         Frame::Unreachable(_) => 33,
         Frame::Ping(_) | Frame::Pong(_) => 8,
+        Frame::Probe(_) => 16,
+        Frame::ProbeAck(_) => 17,
         Frame::Bye(_) => 1,
         Frame::Delete(delete) => 8 + 8 + 8 + 4 + delete.name.len(),
         Frame::Heartbeat(_) => 16,
@@ -188,6 +190,15 @@ fn encode_body(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<u16, EncodeError>
             put_u64(out, unreachable.dst_incarnation);
         }
         Frame::Ping(ping) => put_u64(out, ping.nonce),
+        Frame::Probe(probe) => {
+            put_u64(out, probe.target.0);
+            put_u64(out, probe.incarnation);
+        }
+        Frame::ProbeAck(ack) => {
+            put_u64(out, ack.target.0);
+            put_u64(out, ack.incarnation);
+            out.push(ack.verdict.code());
+        }
         Frame::Pong(pong) => put_u64(out, pong.nonce),
         Frame::Bye(bye) => out.push(bye.reason.code()),
         Frame::Auth(auth) => put_proof(out, &auth.proof),

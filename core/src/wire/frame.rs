@@ -57,6 +57,10 @@ pub enum FrameKind {
     Bye = 8,
     /// The dialler's proof of the cluster key, after the acceptor's `HelloAck`.
     Auth = 9,
+    /// Indirect probe: how does the receiver see a suspect (docs/ARCHITECTURE.md §9.3)?
+    Probe = 10,
+    /// Answer to a `Probe`.
+    ProbeAck = 11,
     /// Registry client → server: register a node.
     Register = 16,
     /// Registry client → server: change a registered node's records.
@@ -73,7 +77,7 @@ pub enum FrameKind {
 
 impl FrameKind {
     /// Every kind, in code order.
-    pub const ALL: [FrameKind; 15] = [
+    pub const ALL: [FrameKind; 17] = [
         FrameKind::Hello,
         FrameKind::HelloAck,
         FrameKind::Data,
@@ -83,6 +87,8 @@ impl FrameKind {
         FrameKind::Pong,
         FrameKind::Bye,
         FrameKind::Auth,
+        FrameKind::Probe,
+        FrameKind::ProbeAck,
         FrameKind::Register,
         FrameKind::Update,
         FrameKind::Snapshot,
@@ -104,6 +110,8 @@ impl FrameKind {
             7 => FrameKind::Pong,
             8 => FrameKind::Bye,
             9 => FrameKind::Auth,
+            10 => FrameKind::Probe,
+            11 => FrameKind::ProbeAck,
             16 => FrameKind::Register,
             17 => FrameKind::Update,
             18 => FrameKind::Snapshot,
@@ -178,6 +186,18 @@ reason_codes! {
         /// or `custom_data`), `HelloAck::node` carries the size found and
         /// `HelloAck::incarnation` the limit, both in bytes.
         RecordTooLarge = 7,
+    }
+}
+
+reason_codes! {
+    /// How a node sees a suspect it was asked about ([`ProbeAck`]).
+    pub enum ProbeVerdict {
+        /// Neither: no up link to that incarnation, no evidence of its death.
+        Unknown = 0,
+        /// An up link to that incarnation (its heartbeats hold): another path is up.
+        Alive = 1,
+        /// This node acted on evidence of that incarnation's death (or knows a newer one).
+        Dead = 2,
     }
 }
 
@@ -346,6 +366,28 @@ pub struct Unreachable {
     pub dst_incarnation: u64,
 }
 
+/// Indirect probe (SWIM's ping-req): the sender's redial of `target` failed; how does the
+/// receiver see `target`'s incarnation `incarnation`? Answered with a [`ProbeAck`] on the
+/// same link (docs/ARCHITECTURE.md §9.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// The suspect.
+    pub target: NodeId,
+    /// The suspect's incarnation as the sender knew it.
+    pub incarnation: u64,
+}
+
+/// Answer to a [`Probe`]: how the receiver sees `target`'s incarnation `incarnation`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeAck {
+    /// The suspect.
+    pub target: NodeId,
+    /// The incarnation asked about.
+    pub incarnation: u64,
+    /// What the receiver knows of it.
+    pub verdict: ProbeVerdict,
+}
+
 /// Liveness probe; the peer answers with a [`Pong`] echoing `nonce`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ping {
@@ -500,6 +542,10 @@ pub enum Frame<'a> {
     Bye(Bye),
     /// See [`Auth`].
     Auth(Auth),
+    /// See [`Probe`].
+    Probe(Probe),
+    /// See [`ProbeAck`].
+    ProbeAck(ProbeAck),
     /// See [`Register`].
     Register(Box<Register>),
     /// See [`Update`].
@@ -528,6 +574,8 @@ impl Frame<'_> {
             Frame::Pong(_) => FrameKind::Pong,
             Frame::Bye(_) => FrameKind::Bye,
             Frame::Auth(_) => FrameKind::Auth,
+            Frame::Probe(_) => FrameKind::Probe,
+            Frame::ProbeAck(_) => FrameKind::ProbeAck,
             Frame::Register(_) => FrameKind::Register,
             Frame::Update(_) => FrameKind::Update,
             Frame::Snapshot(_) => FrameKind::Snapshot,
@@ -563,6 +611,8 @@ into_frame! {
     Pong => Pong;
     Bye => Bye;
     Auth => Auth;
+    Probe => Probe;
+    ProbeAck => ProbeAck;
     Register => Register boxed yes;
     Update => Update boxed yes;
     Snapshot => Snapshot boxed yes;

@@ -33,6 +33,8 @@
 //! | `Ack` (4) | src `u64`, dst `u64`, seq `u64` (cumulative; with the reset flag the refused seq), dst_incarnation `u64` (the acker's), age `u64` (ns the acker has run; only with the reset flag) |
 //! | `Unreachable` (5) | src, dst, seq, reason `u8` ([`UnreachableReason`]) |
 //! | `Ping` (6) / `Pong` (7) | nonce `u64` |
+//! | `Probe` (10) | target `u64`, incarnation `u64` |
+//! | `ProbeAck` (11) | target `u64`, incarnation `u64`, verdict `u8` (0 unknown, 1 alive, 2 dead) |
 //! | `Bye` (8) | reason `u8` ([`ByeReason`]) |
 //! | `Auth` (9) | key_id `u8`, MAC (32 bytes): the dialler's proof ([`crate::bus::handshake`]) |
 //! | `Register` (16) | incarnation `u64`, discovery `bytes` (JSON), topology `bytes` (JSON, empty = none), identity proof (32 bytes, only if flag bit 0; [`IdentityProof`](crate::discovery::IdentityProof)) |
@@ -51,7 +53,7 @@
 //! the `Ack` reset flag says `dst` (in `dst_incarnation`) refused the frame `seq` and does not
 //! hold its stream (`bus::stream` has the rules).
 //!
-//! A `Data` frame is 45 bytes plus its payload; `Ack` 40 (a reset 48), `Ping`/`Pong` 16, `Bye` 9.
+//! A `Data` frame is 45 bytes plus its payload; `Ack` 40 (a reset 48), `Ping`/`Pong` 16, `Probe` 24, `ProbeAck` 25, `Bye` 9.
 //! A `Register` is its records' JSON plus at most [`REGISTER_OVERHEAD`] (56) bytes, an entry its
 //! records' JSON plus [`ENTRY_OVERHEAD`] (33), a `Put` an entry plus [`PUT_OVERHEAD`] (24), a
 //! `Snapshot` part its entries plus [`SNAPSHOT_OVERHEAD`] (28).
@@ -98,8 +100,9 @@ pub(crate) use encode::encode_data;
 pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
 pub use frame::{
     Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
-    HelloAck, MAC_LEN, NONCE_LEN, Nonce, PROOF_LEN, Ping, Pong, Proof, Put, RefuseReason, Register,
-    RegistryEntry, Snapshot, Unreachable, UnreachableReason, Update, VersionRange,
+    HelloAck, MAC_LEN, NONCE_LEN, Nonce, PROOF_LEN, Ping, Pong, Probe, ProbeAck, ProbeVerdict,
+    Proof, Put, RefuseReason, Register, RegistryEntry, Snapshot, Unreachable, UnreachableReason,
+    Update, VersionRange,
 };
 pub use limits::{
     AUTH_LEN, BYE_LEN, FrameLimits, HEARTBEAT_LEN, MAX_HELLO_ACK_LEN, MAX_HELLO_LEN, MAX_NAME_LEN,

@@ -64,10 +64,18 @@ pub fn name(id: u64) -> String {
     format!("node-{id:x}")
 }
 
+/// The suspicion bound of the scenario groups: past every scenario's horizon. libatapp's
+/// nodes never probe, so its scenarios' dial schedules hold only when the last probe of a
+/// doubt (§9.3, at the first failed redial + the bound) never runs; the bound's own rule is
+/// tested with the default (1.5 s) in `death_evidence.rs`.
+pub const GROUP_SUSPICION: Duration = Duration::from_secs(600);
+
 /// A node config for `group`: identity, upstream (0 = root, dialled at its simulator address
-/// like libatapp's `bus.proxy`), listen address, reconnect and topology settings.
+/// like libatapp's `bus.proxy`), listen address, reconnect and topology settings, and the
+/// groups' suspicion bound ([`GROUP_SUSPICION`]).
 pub fn config(group: Group, id: u64, upstream: u64) -> Config {
     let mut c = node_config(id, upstream);
+    c.suspicion_timeout = GROUP_SUSPICION;
     c.reconnect_start = group.start;
     c.reconnect_max = group.max;
     c.reconnect_max_tries = group.tries;

@@ -2,8 +2,9 @@
 //! fresh connection to the upstream, bytes copied both ways on two threads. [`Relay::cut`]
 //! drops every connection it carries at once (both ends see the link close) while the
 //! processes on either side live on — a path failure, not a death — and new connections go
-//! through again at once. A node advertises the relay's address (`--advertise`) so its peers
-//! dial through it.
+//! through again at once; [`Relay::cut_and_refuse`] also refuses new connections for a while
+//! (accepted and closed at once, as a restarting proxy or a firewall reload would). A node
+//! advertises the relay's address (`--advertise`) so its peers dial through it.
 
 use std::{
     io::{Read, Write},
@@ -13,7 +14,7 @@ use std::{
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
     thread::{self, JoinHandle},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 /// One relayed connection: both sockets, and whether both pumps still run.
@@ -29,6 +30,8 @@ pub struct Relay {
     pub addr: SocketAddr,
     open: Arc<Mutex<Vec<Carried>>>,
     stop: Arc<AtomicBool>,
+    /// New connections are refused until then.
+    refuse_until: Arc<Mutex<Option<Instant>>>,
     cuts: AtomicU64,
     acceptor: Option<JoinHandle<()>>,
 }
@@ -45,14 +48,24 @@ impl Relay {
         let addr = listener.local_addr().expect("the relay's address");
         let open = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
+        let refuse_until: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
         let acceptor = {
             let (open, stop) = (Arc::clone(&open), Arc::clone(&stop));
+            let refuse = Arc::clone(&refuse_until);
             thread::spawn(move || {
                 for inbound in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
                         return;
                     }
                     let Ok(inbound) = inbound else { continue };
+                    let refused = refuse
+                        .lock()
+                        .expect("relay lock")
+                        .is_some_and(|until| Instant::now() < until);
+                    if refused {
+                        let _ = inbound.shutdown(Shutdown::Both);
+                        continue;
+                    }
                     // Upstream down (its process restarting): refuse by closing at once.
                     let Ok(outbound) =
                         TcpStream::connect_timeout(&upstream, Duration::from_secs(1))
@@ -67,6 +80,7 @@ impl Relay {
             addr,
             open,
             stop,
+            refuse_until,
             cuts: AtomicU64::new(0),
             acceptor: Some(acceptor),
         }
@@ -87,6 +101,13 @@ impl Relay {
         }
         self.cuts.fetch_add(1, Ordering::SeqCst);
         live
+    }
+
+    /// [`cut`](Self::cut), and every connection accepted in the next `refuse` is closed at
+    /// once (a refused redial while both processes live); returns what the cut dropped.
+    pub fn cut_and_refuse(&self, refuse: Duration) -> usize {
+        *self.refuse_until.lock().expect("relay lock") = Some(Instant::now() + refuse);
+        self.cut()
     }
 
     /// Cuts made so far.

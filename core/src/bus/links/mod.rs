@@ -70,6 +70,7 @@
 //!
 //! [`Connector::relay_hop`]: crate::connector::Connector::relay_hop
 
+mod probe;
 mod receive;
 #[cfg(test)]
 mod tests;
@@ -396,6 +397,9 @@ pub struct Links {
     started: Instant,
     /// Acks owed after the frames of one received batch: (stream source, link).
     acks_due: Vec<(NodeId, LinkId)>,
+    /// Sources whose receive stream the batch created (the node schedules their departure,
+    /// so a stream of a source it never hears die is bounded too).
+    new_sources: Vec<NodeId>,
     /// The deadline of every link past its dial: the handshake's, then the heartbeat's.
     deadlines: TimerQueue<LinkId>,
     /// Accepted links still handshaking (capped by `max_pending_handshakes`).
@@ -423,6 +427,7 @@ impl Links {
             peer_incarnations: BTreeMap::new(),
             started: now,
             acks_due: Vec::new(),
+            new_sources: Vec::new(),
             deadlines: TimerQueue::new(),
             pending_accepts: 0,
             wbuf: Vec::new(),
@@ -536,6 +541,38 @@ impl Links {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
+    }
+
+    /// The next source whose receive stream the last batch created.
+    pub(crate) fn pop_new_source(&mut self) -> Option<NodeId> {
+        self.new_sources.pop()
+    }
+
+    /// Forgets what the links remember of `peer` — its receive stream, its handshake
+    /// incarnation — once it departed a grace ago with no link left, unless a frame of its
+    /// stream was heard within `grace` before `now` ([`RecvStreams::forget`]; `false`: kept,
+    /// docs/ARCHITECTURE.md §9.4).
+    pub(crate) fn forget_peer(&mut self, peer: NodeId, now: Instant, grace: Duration) -> bool {
+        let forgotten = self.recv.forget(peer, now, grace);
+        if forgotten {
+            self.peer_incarnations.remove(&peer);
+        }
+        forgotten
+    }
+
+    /// Whether the links remember `peer` (its handshake incarnation or its receive stream).
+    pub(crate) fn remembers(&self, peer: NodeId) -> bool {
+        self.peer_incarnations.contains_key(&peer) || self.recv.holds(peer)
+    }
+
+    /// Entries of the per-peer tables: peers with an up link, peers whose handshake
+    /// incarnation is remembered, receive streams.
+    pub(crate) fn peer_table_sizes(&self) -> (usize, usize, usize) {
+        (
+            self.peer_links.len(),
+            self.peer_incarnations.len(),
+            self.recv.len(),
+        )
     }
 
     /// The peer of `link` once its handshake is done.

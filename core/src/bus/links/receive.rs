@@ -52,6 +52,21 @@ pub enum Inbound {
         /// The peer it arrived from.
         via: NodeId,
     },
+    /// An indirect probe from `via` on `link`: answer how this node sees the suspect
+    /// (docs/ARCHITECTURE.md §9.3).
+    Probe {
+        /// The question.
+        probe: wire::Probe,
+        /// The link it came on (the answer goes back on it).
+        link: LinkId,
+    },
+    /// The answer to one of this node's indirect probes, from `via`.
+    ProbeAck {
+        /// The answer.
+        ack: wire::ProbeAck,
+        /// The peer it came from.
+        via: NodeId,
+    },
     /// A frame for another node: ask the connector for the hop
     /// ([`relay_hop`](crate::connector::Connector::relay_hop) of [`Relay::dst`] from
     /// [`Relay::from`]) and hand it back with [`Links::relay`].
@@ -319,6 +334,8 @@ impl Links {
             | Frame::Unreachable(_)
             | Frame::Ping(_)
             | Frame::Pong(_)
+            | Frame::Probe(_)
+            | Frame::ProbeAck(_)
             | Frame::Bye(_) => {
                 let Some(via) = up else {
                     return self.before_handshake(link, frame.kind(), sink);
@@ -346,6 +363,8 @@ impl Links {
                 | FrameKind::Unreachable
                 | FrameKind::Ping
                 | FrameKind::Pong
+                | FrameKind::Probe
+                | FrameKind::ProbeAck
                 | FrameKind::Bye
         );
         let error = if !bus_frame {
@@ -456,6 +475,8 @@ impl Links {
                 from: via,
                 frame: Relayed::Unreachable(notice),
             })),
+            Frame::Probe(probe) => Some(Inbound::Probe { probe, link }),
+            Frame::ProbeAck(ack) => Some(Inbound::ProbeAck { ack, via }),
             Frame::Ping(p) => {
                 let pong = wire::Pong { nonce: p.nonce };
                 self.transmit(link, &Frame::Pong(pong), sink);
@@ -781,9 +802,13 @@ impl Links {
         sink: &mut S,
     ) {
         let src = data.src;
+        if !self.recv.holds(src) {
+            self.new_sources.push(src);
+        }
         let verdict = self
             .recv
             .on_data(src, data.seq, data.dst_incarnation, data.retransmit);
+        self.recv.heard(src, now);
         match verdict {
             Verdict::Deliver => {
                 sink.received(src, via, data.msg_type, bytes.slice_ref(data.payload));

@@ -77,3 +77,32 @@ fn receiver_rule_5_first_transmissions_stamped_0_or_ours_start_a_stream() {
     // The retired stream cannot come back, stamped or not.
     assert_eq!(r.on_data(src, make_seq(7, 1), 5, false), Verdict::Unknown);
 }
+
+#[test]
+fn receiver_rule_6_a_retransmission_of_a_forgotten_stream_stamped_for_us_is_reset() {
+    let mut r = RecvStreams::new(5);
+    let src = NodeId(1);
+    let t = |s| Instant::from_secs(s);
+    let grace = Duration::from_secs(10);
+    assert_eq!(r.on_data(src, make_seq(7, 1), 5, false), Verdict::Deliver);
+    r.heard(src, t(1));
+    assert_eq!(r.on_data(src, make_seq(7, 2), 5, false), Verdict::Deliver);
+    r.heard(src, t(2));
+    // Not quiet for a grace yet: kept.
+    assert!(!r.forget(src, t(11), grace));
+    assert!(r.holds(src));
+    assert!(r.forget(src, t(12), grace));
+    assert!(!r.holds(src));
+    // A first copy of the next message: not placeable, dropped (the sender resends it).
+    assert_eq!(r.on_data(src, make_seq(7, 3), 5, false), Verdict::Unknown);
+    // Its retransmission: this incarnation acked 1 and 2 and forgot the stream — reset.
+    assert_eq!(r.on_data(src, make_seq(7, 3), 5, true), Verdict::Reset);
+    assert_eq!(r.on_data(src, make_seq(7, 3), 5, false), Verdict::Reset);
+    // The fresh stream the sender moves to is delivered.
+    assert_eq!(r.on_data(src, make_seq(9, 1), 5, false), Verdict::Deliver);
+    // Nearest that is not rule 6: stamped 0, or a stream held, or a first message.
+    let other = NodeId(2);
+    assert_eq!(r.on_data(other, make_seq(3, 4), 0, true), Verdict::Unknown);
+    assert_eq!(r.on_data(other, make_seq(3, 1), 5, true), Verdict::Deliver);
+    assert_eq!(r.on_data(other, make_seq(3, 4), 5, true), Verdict::Gap);
+}

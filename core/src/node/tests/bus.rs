@@ -160,6 +160,13 @@ fn a_silent_link_is_pinged_then_closed_at_the_exact_instant() {
             }),
         ]
     );
+    // Changed with bounded state for departed peers (docs/ARCHITECTURE.md §9.4): the dead
+    // peer is looked at again one grace (8 s + 1.5 s × 3) later, when what the node keeps of
+    // it (it has no record, no link) is forgotten silently; then nothing is scheduled.
+    assert_eq!(node.poll_timeout(), Some(ms(18_000)));
+    node.handle_timeout(ms(18_000));
+    assert_eq!(drain(&mut node), vec![]);
+    assert_eq!(node.inspect().peer_tables().dead, 0);
     assert_eq!(node.poll_timeout(), None);
 }
 

@@ -61,6 +61,8 @@ fn status_lists_the_dialled_link_the_route_and_the_queued_message() {
     );
 }
 
+/// Changed with bounded state for departed peers (docs/ARCHITECTURE.md §9.4): the status
+/// carries `peer_tables`, appended after `perimeter`; every earlier field is unchanged.
 #[test]
 fn status_serializes_under_the_served_field_names() {
     let node = leaf_waiting_for_its_upstream();
@@ -71,7 +73,11 @@ fn status_serializes_under_the_served_field_names() {
          \"endpoints\":[{{\"id\":258,\"name\":null,\"pending\":1,\"unacked\":0}}],\
          \"routes\":[{{\"target\":258,\"flags\":[\"active\"],\"proxy\":null,\"retry_count\":0}}],\
          \"links\":[{{\"link\":{},\"peer\":258,\"state\":\"connecting\",\"outbound\":true}}],\
-         \"perimeter\":{{\"acks_off_route\":0,\"notices_off_route\":0,\"forged_sources\":0,\"unproven_refusals\":0}}}}",
+         \"perimeter\":{{\"acks_off_route\":0,\"notices_off_route\":0,\"forged_sources\":0,\"unproven_refusals\":0}},\
+         \"peer_tables\":{{\"links\":1,\"up_peers\":0,\"peer_incarnations\":0,\"recv_streams\":0,\"endpoints\":1,\
+         \"known_incarnations\":0,\"routes\":1,\"route_links\":1,\"news_while_dialing\":0,\"suspects\":0,\"dead\":0,\
+         \"relayed_targets\":0,\"relayed_sources\":0,\"clients\":0,\"departures\":0,\"discovery\":0,\
+         \"discovery_tombstones\":0,\"topology\":2,\"topology_revisions\":0,\"rpc_servers\":0}}}}",
         node.incarnation(),
         node.status().links[0].link,
     );

@@ -38,6 +38,8 @@ pub struct Peer {
     pub discovery: DiscoveryInfo,
     /// Its topology record, as last reported.
     pub topology: Option<TopologyInfo>,
+    /// Its registry session is lost (the registry marks it suspect: disconnect protection).
+    pub suspect: bool,
 }
 
 /// Whether two mapped revisions name the same version of a record: the registry stamps a
@@ -162,13 +164,14 @@ impl View {
     }
 
     /// Stores `entry` and reports what changed: topology first (libatapp's order), then
-    /// discovery. An entry equal in content to what the node holds reports nothing.
+    /// discovery, then the session when its `suspect` flag changed (a new entry reports a
+    /// lost one only). An entry equal in content to what the node holds reports nothing.
     fn upsert(&mut self, key: EntryKey, entry: RegistryEntry, out: &mut VecDeque<ClientOutput>) {
         let RegistryEntry {
             incarnation,
             mut discovery,
             mut topology,
-            suspect: _,
+            suspect,
         } = entry;
         discovery.revision = self.map(discovery.revision);
         if let Some(t) = topology.as_mut() {
@@ -205,10 +208,18 @@ impl View {
                 discovery.clone(),
             )));
         }
+        if old.map_or(suspect, |p| p.suspect != suspect) {
+            out.push_back(ClientOutput::Registry(RegistryEvent::Session {
+                id: discovery.id,
+                incarnation,
+                lost: suspect,
+            }));
+        }
         let peer = Peer {
             incarnation,
             discovery,
             topology,
+            suspect,
         };
         match slot {
             btree_map::Entry::Occupied(mut held) => {

@@ -13,7 +13,8 @@
 //! * **Access timeout**: a connection that has not registered within `access_timeout` (10 s)
 //!   is closed ([`ServerEvent::AccessTimeout`]).
 //! * **Disconnect protection**: when a registered node's connection closes, the node stays
-//!   listed for `disconnect_protection` (30 s) and nothing is pushed; its `Delete` is pushed
+//!   listed for `disconnect_protection` (30 s) and its `Put` marked `suspect` is pushed at
+//!   once (session loss: evidence for the nodes' evidence books); its `Delete` is pushed
 //!   only if it has not registered again by then. Snapshots list protected nodes with
 //!   `suspect` set.
 //! * **Epoch**: every `Snapshot`, `Put`, `Delete` and `Heartbeat` carries the server's epoch,
@@ -615,6 +616,9 @@ impl RegistryServer {
                 now + self.config.disconnect_protection,
             );
             self.protected.insert(conn, key.clone());
+            // Session loss is published at once (the `Put` marked suspect): evidence that
+            // corroborates a peer's failed redial (docs/ARCHITECTURE.md §9.3).
+            self.push_put(&key, None);
             self.event(ServerEvent::Protected { key });
         } else {
             self.remove_entry(&key);

@@ -25,8 +25,8 @@
 //! **Faults** ([`Faults`]): link breaks, partitions, kills and restarts, slow paths (latency
 //! changes that make an old path slower than a new one, so retransmissions overtake frames in
 //! flight), proxy scale-out / scale-in / leaf moves, per-node registry delays, link jitter,
-//! registry restarts (a new server and epoch after up to 3 s without one) and cut registry
-//! links. [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables
+//! registry restarts (a new server and epoch after up to 3 s without one), cut registry
+//! links and path failures (one member's dials to another refused while both live). [`Faults::mild`] is the default set of the runner; [`Faults::all`] enables
 //! everything.
 
 pub(crate) mod call_ledger;
@@ -84,6 +84,9 @@ pub struct Faults {
     /// Registry restarts (a new server and epoch after a pause) and cut registry links; only
     /// with the registry machines ([`RegistryMode::Machines`]).
     pub registry_restarts: bool,
+    /// Path failures: one member's dials to another refused for 50 ms – 3 s while both live
+    /// (their links drop), checked by the path-failure invariant (`sim/path_faults.rs`).
+    pub path_failures: bool,
     /// Not a fault: the workload also makes calls by method, serves and unserves methods
     /// and broadcasts, checked by the call ledger (the docs of `sim/scenario/call_ledger.rs`).
     pub rpc: bool,
@@ -103,6 +106,7 @@ impl Faults {
             kills: false,
             scale: false,
             registry_restarts: true,
+            path_failures: false,
             rpc: false,
         }
     }
@@ -119,6 +123,7 @@ impl Faults {
             kills: true,
             scale: true,
             registry_restarts: true,
+            path_failures: true,
             rpc: true,
         }
     }
@@ -426,6 +431,13 @@ impl Chaos {
                 }
             }
             Op::Heal => self.sim.heal(),
+            Op::PathFailure { from, to, ms } => {
+                let (from, to) = (self.member(from), self.member(to));
+                if from != to {
+                    let length = Duration::from_millis(u64::from(ms));
+                    self.sim.fail_path(from, to, length);
+                }
+            }
             Op::Kill { node } => {
                 let id = self.member(node);
                 self.sim.kill(id);
@@ -552,6 +564,7 @@ impl Chaos {
     /// Heals every fault, settles, probes every leaf pair and runs the quiescence checks.
     pub fn finish(&mut self) {
         self.sim.heal();
+        self.sim.heal_paths();
         if self.mode == RegistryMode::Machines && !self.sim.registry_running() {
             self.sim.start_registry_server();
         }

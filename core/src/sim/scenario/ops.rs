@@ -49,6 +49,16 @@ pub enum Op {
     },
     /// End every partition.
     Heal,
+    /// Refuse dials from one member to another for `ms` (their links drop now): a path
+    /// failure while both live ([`Sim::fail_path`](crate::sim::Sim::fail_path)).
+    PathFailure {
+        /// The member whose dials are refused.
+        from: u8,
+        /// The member it cannot reach.
+        to: u8,
+        /// Milliseconds.
+        ms: u16,
+    },
     /// Kill a member (it is restarted by `Restart` or at the end).
     Kill {
         /// Member.
@@ -301,7 +311,10 @@ impl Op {
             Op::Send { .. } => 4,
             Op::Advance { .. } | Op::Cut { .. } | Op::Partition { .. } => 2,
             // Never decoded from bytes.
-            Op::Heal | Op::RegistryRestart { .. } | Op::RegistryCut { .. } => 0,
+            Op::Heal
+            | Op::RegistryRestart { .. }
+            | Op::RegistryCut { .. }
+            | Op::PathFailure { .. } => 0,
             Op::Kill { .. } | Op::Restart { .. } | Op::ScaleOut { .. } => 1,
             Op::Latency { .. } => 3,
             Op::ScaleIn { .. } | Op::MoveLeaf { .. } => 2,
@@ -341,6 +354,11 @@ impl Op {
                     kind: rng.below(u64::from(MODES)) as u8,
                     to: b(rng),
                     filler: rng.below(48) as u8,
+                },
+                880..=892 if faults.path_failures => Op::PathFailure {
+                    from: b(rng),
+                    to: b(rng),
+                    ms: rng.in_range(50, 3_000) as u16,
                 },
                 550..=892 => Op::Advance {
                     ms: rng.in_range(1, 300) as u16,

@@ -651,8 +651,8 @@ fn a_livelock_between_nodes_is_reported() {
     });
     for id in [1, 2] {
         sim.add_node(PuppetConfig {
-            id: NodeId(id),
             echo: true,
+            ..PuppetConfig::new(id)
         })
         .unwrap();
     }

@@ -11,5 +11,6 @@ mod call_ledger_checks;
 mod chaos;
 mod ledger_checks;
 mod machinery;
+mod path_faults;
 mod registry_net;
 mod test_hooks;

@@ -194,6 +194,34 @@ pub(super) fn golden_pong() -> (Frame<'static>, Vec<u8>) {
     (frame, bytes)
 }
 
+pub(super) fn golden_probe() -> (Frame<'static>, Vec<u8>) {
+    let frame = Frame::Probe(Probe {
+        target: NodeId(0x0202),
+        incarnation: 0x1122_3344_5566_7788,
+    });
+    let bytes = vec![
+        24, 0, 0, 0, 1, 10, 0, 0, // header: 24 bytes, version 1, kind 10
+        0x02, 0x02, 0, 0, 0, 0, 0, 0, // target
+        0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, // incarnation
+    ];
+    (frame, bytes)
+}
+
+pub(super) fn golden_probe_ack() -> (Frame<'static>, Vec<u8>) {
+    let frame = Frame::ProbeAck(ProbeAck {
+        target: NodeId(0x0202),
+        incarnation: 9,
+        verdict: ProbeVerdict::Alive,
+    });
+    let bytes = vec![
+        25, 0, 0, 0, 1, 11, 0, 0, // header: 25 bytes, version 1, kind 11
+        0x02, 0x02, 0, 0, 0, 0, 0, 0, // target
+        9, 0, 0, 0, 0, 0, 0, 0, // incarnation
+        1, // verdict: alive
+    ];
+    (frame, bytes)
+}
+
 pub(super) fn golden_bye() -> (Frame<'static>, Vec<u8>) {
     let frame = Frame::Bye(Bye {
         reason: ByeReason::Shutdown,
@@ -281,6 +309,8 @@ pub(super) fn link_goldens() -> Vec<(Frame<'static>, Vec<u8>)> {
         golden_unreachable(),
         golden_ping(),
         golden_pong(),
+        golden_probe(),
+        golden_probe_ack(),
         golden_bye(),
         golden_delete(),
         golden_heartbeat(),
@@ -382,6 +412,26 @@ fn the_largest_data_payload_fills_the_default_frame_exactly() {
 }
 
 #[test]
+fn probe_and_probe_ack_have_exact_bytes_and_an_unknown_verdict_is_refused() {
+    for verdict in ProbeVerdict::ALL {
+        let ack = Frame::ProbeAck(ProbeAck {
+            target: NodeId(1),
+            incarnation: 2,
+            verdict: *verdict,
+        });
+        let mut bytes = Vec::new();
+        assert_eq!(encode(&ack, &mut bytes), Ok(25));
+        assert_eq!(bytes[24], verdict.code());
+    }
+    let (probe, probe_bytes) = golden_probe();
+    assert_golden(&probe, &probe_bytes);
+    let (ack, mut bytes) = golden_probe_ack();
+    assert_golden(&ack, &bytes);
+    bytes[24] = 3;
+    assert!(decode(&bytes, MAX).is_err(), "verdict 3 is no verdict");
+}
+
+#[test]
 fn ack_unreachable_ping_pong_bye_have_exact_bytes() {
     for (frame, bytes) in [
         golden_ack(),
@@ -469,9 +519,10 @@ fn header_fields_are_checked_as_soon_as_present() {
         decode(&[100, 0, 0, 0, 2], MAX),
         Err(DecodeError::BadVersion { version: 2 })
     );
+    // 12: the first unassigned code since `Probe` (10) and `ProbeAck` (11) took 10 and 11.
     assert_eq!(
-        decode(&[100, 0, 0, 0, 1, 10], MAX),
-        Err(DecodeError::UnknownKind { kind: 10 })
+        decode(&[100, 0, 0, 0, 1, 12], MAX),
+        Err(DecodeError::UnknownKind { kind: 12 })
     );
     assert_eq!(
         decode(&[100, 0, 0, 0, 1, 0], MAX),

@@ -104,7 +104,7 @@ fn entry() -> impl Strategy<Value = RegistryEntry> {
 fn spec() -> impl Strategy<Value = Spec> {
     (
         (
-            0u8..15,
+            0u8..17,
             any::<u64>(),
             any::<u64>(),
             any::<u64>(),
@@ -259,6 +259,15 @@ fn frame(spec: &Spec) -> Frame<'_> {
                 key_id: spec.code,
                 mac: spec.proof,
             },
+        }),
+        15 => Frame::Probe(Probe {
+            target: NodeId(spec.a),
+            incarnation: spec.b,
+        }),
+        16 => Frame::ProbeAck(ProbeAck {
+            target: NodeId(spec.a),
+            incarnation: spec.b,
+            verdict: pick(ProbeVerdict::ALL, spec.code),
         }),
         _ => Frame::Heartbeat(Heartbeat {
             epoch: spec.a,

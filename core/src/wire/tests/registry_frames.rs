@@ -193,6 +193,27 @@ fn put_has_exact_bytes() {
     assert_golden(&frame, &bytes);
 }
 
+/// The embedded registry publishes a session loss at once as a `Put` of the record as it is,
+/// entry flags bit 0 (suspect) set (docs/ARCHITECTURE.md §9.3): every byte.
+#[test]
+fn a_session_loss_put_has_exact_bytes_with_the_suspect_flag() {
+    let frame = Frame::Put(Box::new(Put {
+        epoch: 2,
+        revision: 51,
+        entry: entry_n7(true, false),
+    }));
+    let mut expected = vec![76, 0, 0, 0, 1, 19, 0, 0];
+    expected.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0, 51, 0, 0, 0, 0, 0, 0, 0]);
+    // incarnation 9, discovery revision 40, topology revision 0, flags 0b1 (suspect).
+    expected.extend_from_slice(&[9, 0, 0, 0, 0, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0]);
+    expected.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0b1]);
+    expected.extend_from_slice(&[19, 0, 0, 0]);
+    expected.extend_from_slice(DISCOVERY_JSON);
+    expected.extend_from_slice(&[0, 0, 0, 0]);
+    // Encodes to these bytes, decodes back to the frame (suspect set), whole or cut.
+    assert_golden(&frame, &expected);
+}
+
 #[test]
 fn empty_snapshot_is_28_bytes() {
     let frame = Frame::Snapshot(Box::new(Snapshot {

@@ -118,10 +118,20 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
         );
     }
     net.advance_to(secs(60));
-    // Exactly: node 3's new address, then node 4 (gone) at the end of the grace (13 + 30 s),
-    // at the latest revision of the new epoch. No delete of 1, 2 or 3 ever.
+    // Exactly: the lost sessions of 4 and 3 at once (10 s; the server publishes session loss
+    // as it happens — added with the suspicion rules, docs/ARCHITECTURE.md §9.3), node 3's
+    // new address and its session back, then node 4 (gone) at the end of the grace (13 +
+    // 30 s), at the latest revision of the new epoch. No delete of 1, 2 or 3 ever.
+    let session = |id, incarnation, lost| RegistryEvent::Session {
+        id: crate::ids::NodeId(id),
+        incarnation,
+        lost,
+    };
     let expected: Vec<(Instant, RegistryEvent)> = vec![
+        (secs(10), session(4, 104, true)),
+        (secs(10), session(3, 103, true)),
         (secs(30), at(moved.clone(), G2 | 3)),
+        (secs(30), session(3, 203, false)),
         (
             secs(43),
             RegistryEvent::DiscoveryDelete {
@@ -138,6 +148,7 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
     assert_eq!(
         net.take_registry(2),
         vec![
+            (secs(10), session(4, 104, true)),
             (secs(30), at(disc(1, "x"), G1 | 1)),
             (secs(30), at(disc(2, "x"), G1 | 2)),
             (secs(30), at(moved, G1 | 3)),
@@ -160,27 +171,39 @@ fn same_epoch_reconnect_diffs_directly_and_keeps_suspects() {
     net.settle();
     net.kill_client(2); // node 3 crashes: protected, suspect
     net.settle();
+    // Node 1's session lost at once (its link dropped), node 4's delete, node 3's session
+    // lost (its crash): session loss is published as it happens (docs/ARCHITECTURE.md §9.3).
+    let session = |id, incarnation, lost| RegistryEvent::Session {
+        id: crate::ids::NodeId(id),
+        incarnation,
+        lost,
+    };
+    let delete_4 = RegistryEvent::DiscoveryDelete {
+        id: crate::ids::NodeId(4),
+        name: "n4".into(),
+        revision: G1 | 5,
+    };
+    let seen: Vec<RegistryEvent> = net.take_registry(1).into_iter().map(|(_, e)| e).collect();
     assert_eq!(
-        net.take_registry(1)[0].1,
-        RegistryEvent::DiscoveryDelete {
-            id: crate::ids::NodeId(4),
-            name: "n4".into(),
-            revision: G1 | 5,
-        }
+        seen,
+        vec![session(1, 101, true), delete_4, session(3, 103, true)]
     );
     net.advance_to(secs(6));
     // Client 0 missed node 4's delete; the same-epoch snapshot drops it at once, node 3 is
-    // listed as suspect and stays.
+    // listed as suspect and stays (its lost session reported from the snapshot's flag).
     assert_eq!(
         net.take_registry(0),
-        vec![(
-            secs(6),
-            RegistryEvent::DiscoveryDelete {
-                id: crate::ids::NodeId(4),
-                name: "n4".into(),
-                revision: G1 | 6,
-            }
-        )]
+        vec![
+            (secs(6), session(3, 103, true)),
+            (
+                secs(6),
+                RegistryEvent::DiscoveryDelete {
+                    id: crate::ids::NodeId(4),
+                    name: "n4".into(),
+                    revision: G1 | 6,
+                }
+            )
+        ]
     );
     assert_eq!(view(&net, 0), vec![1, 2, 3]);
     // Node 3's protection ends at 35 s: then everyone deletes it.

@@ -425,6 +425,7 @@ fn apply(set: &mut DiscoverySet, topo: &mut BTreeMap<u64, TopologyInfo>, out: De
                     topo.remove(&id.0);
                 }
             }
+            RegistryEvent::Session { .. } => panic!("etcd sees no session, only a lease"),
         }
     }
 }

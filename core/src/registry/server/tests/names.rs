@@ -209,7 +209,7 @@ fn a_name_only_node_holds_its_name_against_a_node_with_an_id() {
 #[test]
 fn an_update_renaming_to_a_held_name_is_a_protocol_error() {
     let mut s = server();
-    join(&mut s, secs(0), 1, "x");
+    let a = join(&mut s, secs(0), 1, "x");
     let b = join(&mut s, secs(0), 2, "x");
     let before = s.entries();
     let update = Update {
@@ -236,6 +236,8 @@ fn an_update_renaming_to_a_held_name_is_a_protocol_error() {
                     holder: NodeId(1),
                 },
             }),
+            // Its session loss, pushed at once with its old records marked suspect.
+            tx(a, put(&s, 2, entry(2, "x", 102, 2, true))),
             ServerOutput::Event(ServerEvent::Protected {
                 key: EntryKey::Id(NodeId(2))
             }),

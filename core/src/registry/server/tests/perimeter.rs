@@ -196,14 +196,18 @@ fn an_update_over_the_limit_keeps_the_old_records_and_pushes_nothing() {
         max: DEFAULT_MAX_CUSTOM_DATA,
     };
     let mut expected = too_large(b, error);
+    // The closed connection's session loss is pushed at once: the *old* records, marked
+    // suspect, at the old revision (docs/ARCHITECTURE.md §9.3).
+    let old_records = entry(2, "x", 102, 2, true);
+    expected.push(tx(watcher, put(&s, 2, old_records.clone())));
     expected.push(ServerOutput::Event(ServerEvent::Protected {
         key: EntryKey::Id(NodeId(2)),
     }));
     assert_eq!(drain(&mut s), expected);
     assert_eq!(s.revision(), 2);
-    assert_eq!(s.entries()[1], entry(2, "x", 102, 2, true));
-    // The watcher was pushed nothing (no `Put`, no `Delete`): the outputs above are all.
-    let _ = watcher;
+    assert_eq!(s.entries()[1], old_records);
+    // Nothing else was pushed to the watcher (no new records, no `Delete`): the outputs
+    // above are all.
 }
 
 #[test]

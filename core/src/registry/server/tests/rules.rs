@@ -166,11 +166,16 @@ fn removal_is_pushed_only_after_disconnect_protection() {
     let a = join(&mut s, secs(0), 1, "x");
     let b = join(&mut s, secs(0), 2, "x");
     s.handle_closed(secs(5), a);
+    // Its session loss is pushed at once (the record, marked suspect, still listed): the
+    // evidence that corroborates a peer's failed redial (docs/ARCHITECTURE.md §9.3).
     assert_eq!(
         drain(&mut s),
-        vec![ServerOutput::Event(ServerEvent::Protected {
-            key: EntryKey::Id(NodeId(1))
-        })]
+        vec![
+            tx(b, put(&s, 2, entry(1, "x", 101, 1, true))),
+            ServerOutput::Event(ServerEvent::Protected {
+                key: EntryKey::Id(NodeId(1))
+            })
+        ]
     );
     // A newcomer inside the window sees node 1 as suspect.
     let c = s.handle_accepted(secs(10));
