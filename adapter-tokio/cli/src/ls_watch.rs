@@ -166,28 +166,23 @@ mod tests {
             moved[0].line(),
             "put 101 a live atcp://127.0.0.1:4001 upstream=10"
         );
-        let lost = changes(
-            &mut listing,
-            RegistryEvent::Session {
+        let mut session = |lost| {
+            let event = RegistryEvent::Session {
                 id: NodeId(101),
                 incarnation: u64::MAX,
-                lost: true,
-            },
-        );
+                lost,
+            };
+            changes(&mut listing, event)
+                .iter()
+                .map(Change::line)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            lost.iter().map(Change::line).collect::<Vec<_>>(),
+            session(true),
             ["put 101 a protected atcp://127.0.0.1:4001 upstream=10"]
         );
-        let back = changes(
-            &mut listing,
-            RegistryEvent::Session {
-                id: NodeId(101),
-                incarnation: u64::MAX,
-                lost: false,
-            },
-        );
         assert_eq!(
-            back.iter().map(Change::line).collect::<Vec<_>>(),
+            session(false),
             ["put 101 a live atcp://127.0.0.1:4001 upstream=10"]
         );
         let gone = changes(
