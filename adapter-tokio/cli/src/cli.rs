@@ -582,12 +582,14 @@ pub(crate) struct DemoArgs {
 /// `switchboard ls`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Lists every node in the registry's discovery records: id, name, \
-    addresses, upstream (0 = root, - = no topology record), the RPC methods it serves \
+    after_help = "Lists every node in the registry's discovery records: id, name, state \
+    (live; protected, embedded registry only: its registry session is lost and the registry keeps its record through \
+    disconnect protection, 30 s on the embedded registry; leaving: it is draining before a \
+    graceful exit), addresses, upstream (0 = root, - = no topology record), the RPC methods it serves \
     (its rpc.switchboard/<method> labels, left out of the labels), its other labels, its \
     host and pid (and in JSON its incarnation, as a string). With --watch every change \
     follows, one per line: {\"event\":\"put\",\"node\":ROW} or \
-    {\"event\":\"delete\",\"id\":ID,\"name\":NAME} (table: `put ID NAME ADDRESSES \
+    {\"event\":\"delete\",\"id\":ID,\"name\":NAME} (table: `put ID NAME STATE ADDRESSES \
     upstream=U`, `delete ID NAME`). Read-only: on the embedded registry ls watches (it \
     registers nothing, so no node sees it come or go); on etcd it reads and watches the \
     prefix and writes no key. Exit 1 when the registry does not answer within --timeout-ms (the \

@@ -1,28 +1,22 @@
 //! `switchboard ls --watch`: after the listing, every change as it happens — one JSON object
 //! (`-o json`) or one line (table) each, like `etcdctl watch` — until SIGINT or SIGTERM.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
-use switchboard_core::{
-    discovery::{DiscoveryInfo, TopologyInfo},
-    ids::NodeId,
-    registry::RegistryEvent,
-};
+use switchboard_core::registry::RegistryEvent;
 use switchboard_tokio::registry::{Feed, FeedEvent};
 
 use crate::{
     cli::LsFormat,
     error::CliError,
     lifecycle::{StopSignals, print_json_line},
-    run_ls::{NodeRow, apply, row},
+    run_ls::{Listing, NodeRow},
 };
 
 /// One change as `--watch` prints it.
 #[derive(Debug, Serialize, PartialEq, Eq)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub(crate) enum Change {
-    /// A node was added or changed (its record or its topology): its row now.
+    /// A node was added or changed (its record, its topology or its state): its row now.
     Put {
         /// The row.
         node: NodeRow,
@@ -37,7 +31,7 @@ pub(crate) enum Change {
 }
 
 impl Change {
-    /// The table form: `put ID NAME ADDRESSES upstream=U` or `delete ID NAME`.
+    /// The table form: `put ID NAME STATE ADDRESSES upstream=U` or `delete ID NAME`.
     fn line(&self) -> String {
         let or_dash = |s: &str| {
             if s.is_empty() {
@@ -48,9 +42,10 @@ impl Change {
         };
         match self {
             Change::Put { node } => format!(
-                "put {} {} {} upstream={}",
+                "put {} {} {} {} upstream={}",
                 node.id,
                 or_dash(&node.name),
+                node.state,
                 or_dash(&node.addresses.join(",")),
                 node.upstream.map_or("-".to_owned(), |u| u.to_string())
             ),
@@ -60,19 +55,16 @@ impl Change {
 }
 
 /// What one registry event changes in the listing (applied to it).
-pub(crate) fn changes(
-    discovery: &mut BTreeMap<(NodeId, String), DiscoveryInfo>,
-    topology: &mut BTreeMap<NodeId, TopologyInfo>,
-    event: RegistryEvent,
-) -> Vec<Change> {
+pub(crate) fn changes(listing: &mut Listing, event: RegistryEvent) -> Vec<Change> {
     let touched = match &event {
         RegistryEvent::DiscoveryPut(info) => Some(info.id),
         RegistryEvent::TopologyPut(info) => Some(info.id),
-        RegistryEvent::TopologyDelete { id, .. } => Some(*id),
+        RegistryEvent::TopologyDelete { id, .. } | RegistryEvent::Session { id, .. } => Some(*id),
         _ => None,
     };
     let deleted = match &event {
-        RegistryEvent::DiscoveryDelete { id, name, .. } => discovery
+        RegistryEvent::DiscoveryDelete { id, name, .. } => listing
+            .discovery
             .keys()
             .filter(|(i, n)| i == id && (name.is_empty() || n == name))
             .map(|(i, n)| Change::Delete {
@@ -82,13 +74,15 @@ pub(crate) fn changes(
             .collect(),
         _ => Vec::new(),
     };
-    apply(discovery, topology, event);
+    listing.apply(event);
+    let listing = &*listing;
     let puts = touched.into_iter().flat_map(|id| {
-        discovery
+        listing
+            .discovery
             .values()
             .filter(move |info| info.id == id)
             .map(|info| Change::Put {
-                node: row(info.clone(), topology),
+                node: listing.row(info),
             })
             .collect::<Vec<_>>()
     });
@@ -104,8 +98,7 @@ pub(crate) fn changes(
 pub(crate) async fn watch(
     mut signals: StopSignals,
     feed: &mut Feed,
-    discovery: &mut BTreeMap<(NodeId, String), DiscoveryInfo>,
-    topology: &mut BTreeMap<NodeId, TopologyInfo>,
+    listing: &mut Listing,
     format: LsFormat,
 ) -> Result<(), CliError> {
     loop {
@@ -116,7 +109,7 @@ pub(crate) async fn watch(
         match event {
             None => return Err(CliError::failed("ls: the registry client stopped")),
             Some(FeedEvent::Registry(event)) => {
-                for change in changes(discovery, topology, event) {
+                for change in changes(listing, event) {
                     match format {
                         LsFormat::Json => print_json_line(&change)?,
                         LsFormat::Table => println!("{}", change.line()),
@@ -133,14 +126,18 @@ pub(crate) async fn watch(
 
 #[cfg(test)]
 mod tests {
-    use switchboard_core::discovery::TopologyInfo;
+    use switchboard_core::{
+        discovery::{DiscoveryInfo, TopologyInfo},
+        ids::NodeId,
+    };
 
     use super::*;
 
+    /// The row carries `state` after `name` (issue 22: a node in disconnect protection must
+    /// not look live); a `Session` event re-prints the node's row with its new state.
     #[test]
     fn each_change_is_one_object_with_the_nodes_row_or_its_id() {
-        let mut discovery = BTreeMap::new();
-        let mut topology = BTreeMap::new();
+        let mut listing = Listing::default();
         let info = DiscoveryInfo {
             id: NodeId(101),
             name: "a".to_owned(),
@@ -150,33 +147,46 @@ mod tests {
             listen: vec!["atcp://127.0.0.1:4001".to_owned()],
             ..DiscoveryInfo::default()
         };
-        let put = changes(
-            &mut discovery,
-            &mut topology,
-            RegistryEvent::DiscoveryPut(info),
-        );
+        let put = changes(&mut listing, RegistryEvent::DiscoveryPut(info));
         assert_eq!(
             serde_json::to_string(&put).expect("json"),
-            r#"[{"event":"put","node":{"id":101,"name":"a","host":"h1","pid":42,"incarnation":"18446744073709551615","addresses":["atcp://127.0.0.1:4001"],"upstream":null,"methods":[],"labels":{}}}]"#
+            r#"[{"event":"put","node":{"id":101,"name":"a","state":"live","host":"h1","pid":42,"incarnation":"18446744073709551615","addresses":["atcp://127.0.0.1:4001"],"upstream":null,"methods":[],"labels":{}}}]"#
         );
-        assert_eq!(put[0].line(), "put 101 a atcp://127.0.0.1:4001 upstream=-");
+        assert_eq!(
+            put[0].line(),
+            "put 101 a live atcp://127.0.0.1:4001 upstream=-"
+        );
         let topo = TopologyInfo {
             id: NodeId(101),
             upstream_id: NodeId(10),
             ..TopologyInfo::default()
         };
-        let moved = changes(
-            &mut discovery,
-            &mut topology,
-            RegistryEvent::TopologyPut(topo),
-        );
+        let moved = changes(&mut listing, RegistryEvent::TopologyPut(topo));
         assert_eq!(
             moved[0].line(),
-            "put 101 a atcp://127.0.0.1:4001 upstream=10"
+            "put 101 a live atcp://127.0.0.1:4001 upstream=10"
+        );
+        let mut session = |lost| {
+            let event = RegistryEvent::Session {
+                id: NodeId(101),
+                incarnation: u64::MAX,
+                lost,
+            };
+            changes(&mut listing, event)
+                .iter()
+                .map(Change::line)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            session(true),
+            ["put 101 a protected atcp://127.0.0.1:4001 upstream=10"]
+        );
+        assert_eq!(
+            session(false),
+            ["put 101 a live atcp://127.0.0.1:4001 upstream=10"]
         );
         let gone = changes(
-            &mut discovery,
-            &mut topology,
+            &mut listing,
             RegistryEvent::DiscoveryDelete {
                 id: NodeId(101),
                 name: "a".to_owned(),
@@ -194,6 +204,6 @@ mod tests {
             serde_json::to_string(&gone[0]).expect("json"),
             r#"{"event":"delete","id":101,"name":"a"}"#
         );
-        assert!(discovery.is_empty());
+        assert!(listing.discovery.is_empty());
     }
 }

@@ -4,7 +4,10 @@
 //! snapshot, leaves at once and prints every node. On etcd it runs the backend's watchers
 //! only (`watch_etcd`: no lease, no key written) until every family is listed.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
 
 use serde::Serialize;
 use switchboard_core::{
@@ -77,6 +80,9 @@ pub(crate) struct NodeRow {
     pub(crate) id: u64,
     /// Node name.
     pub(crate) name: String,
+    /// `live`, `protected` (its registry session is lost and the registry keeps its record
+    /// through disconnect protection) or `leaving` (it announced a graceful exit).
+    pub(crate) state: &'static str,
     /// Host it runs on (empty when it does not say).
     pub(crate) host: String,
     /// Its process id (0 when it does not say).
@@ -126,17 +132,18 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
         }
     };
     let mut feed = feed;
-    let (mut discovery, mut topology) = match read_snapshot(&mut feed, &options).await {
-        Ok(view) => view,
+    let mut listing = match read_snapshot(&mut feed, &options).await {
+        Ok(listing) => listing,
         Err(e) => {
             leave(feed).await;
             return Err(e);
         }
     };
-    discovery.retain(|(id, _), _| *id != own);
-    let rows: Vec<NodeRow> = discovery
+    listing.discovery.retain(|(id, _), _| *id != own);
+    let rows: Vec<NodeRow> = listing
+        .discovery
         .values()
-        .map(|info| row(info.clone(), &topology))
+        .map(|info| listing.row(info))
         .collect();
     // Before the listing: a signal the moment it is out is the watch's stop, not a kill.
     let signals = if options.watch {
@@ -158,14 +165,8 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
         }
     };
     if let (Ok(()), Some(signals)) = (&printed, signals) {
-        let watched = crate::ls_watch::watch(
-            signals,
-            &mut feed,
-            &mut discovery,
-            &mut topology,
-            options.format,
-        )
-        .await;
+        let watched =
+            crate::ls_watch::watch(signals, &mut feed, &mut listing, options.format).await;
         leave(feed).await;
         return watched;
     }
@@ -173,40 +174,91 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
     printed
 }
 
-/// The listed form of `info`, with its topology record's upstream and labels.
-pub(crate) fn row(info: DiscoveryInfo, topology: &BTreeMap<NodeId, TopologyInfo>) -> NodeRow {
-    let topo = topology.get(&info.id);
-    let mut labels = topo.map(|t| t.data.label.clone()).unwrap_or_default();
-    labels.extend(info.metadata.labels.clone());
-    let methods: Vec<String> = served_methods(&info.metadata).map(str::to_owned).collect();
-    labels.retain(|key, _| {
-        !key.strip_prefix(METHOD_LABEL_PREFIX)
-            .is_some_and(|method| methods.iter().any(|m| m == method))
-    });
-    NodeRow {
-        id: info.id.0,
-        name: info.name,
-        host: info.hostname,
-        pid: info.pid,
-        incarnation: info.incarnation.to_string(),
-        addresses: info.listen,
-        upstream: topo.map(|t| t.upstream_id.0),
-        methods,
-        labels,
+/// What `ls` has read: discovery records by (id, name), topology records by id, and the
+/// nodes whose registry session is lost (the embedded registry's `Session` events).
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    /// Discovery records by (id, name).
+    pub(crate) discovery: BTreeMap<(NodeId, String), DiscoveryInfo>,
+    /// Topology records by id.
+    pub(crate) topology: BTreeMap<NodeId, TopologyInfo>,
+    /// Nodes in disconnect protection (session lost, record kept).
+    pub(crate) protected: BTreeSet<NodeId>,
+}
+
+impl Listing {
+    /// Applies one registry change.
+    pub(crate) fn apply(&mut self, event: RegistryEvent) {
+        match event {
+            RegistryEvent::DiscoveryPut(info) => {
+                self.discovery.insert((info.id, info.name.clone()), info);
+            }
+            RegistryEvent::DiscoveryDelete { id, name, .. } => {
+                self.discovery
+                    .retain(|(i, n), _| !(*i == id && (name.is_empty() || *n == name)));
+                if !self.discovery.keys().any(|(i, _)| *i == id) {
+                    self.protected.remove(&id);
+                }
+            }
+            RegistryEvent::TopologyPut(info) => {
+                self.topology.insert(info.id, info);
+            }
+            RegistryEvent::TopologyDelete { id, .. } => {
+                self.topology.remove(&id);
+            }
+            RegistryEvent::Session { id, lost, .. } => {
+                if lost {
+                    self.protected.insert(id);
+                } else {
+                    self.protected.remove(&id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The listed form of `info`, with its topology record's upstream and labels and its
+    /// state.
+    pub(crate) fn row(&self, info: &DiscoveryInfo) -> NodeRow {
+        let topo = self.topology.get(&info.id);
+        let mut labels = topo.map(|t| t.data.label.clone()).unwrap_or_default();
+        labels.extend(info.metadata.labels.clone());
+        let methods: Vec<String> = served_methods(&info.metadata).map(str::to_owned).collect();
+        labels.retain(|key, _| {
+            !key.strip_prefix(METHOD_LABEL_PREFIX)
+                .is_some_and(|method| methods.iter().any(|m| m == method))
+        });
+        NodeRow {
+            id: info.id.0,
+            name: info.name.clone(),
+            state: state(info, self.protected.contains(&info.id)),
+            host: info.hostname.clone(),
+            pid: info.pid,
+            incarnation: info.incarnation.to_string(),
+            addresses: info.listen.clone(),
+            upstream: topo.map(|t| t.upstream_id.0),
+            methods,
+            labels,
+        }
     }
 }
 
-/// What `ls` has read: discovery records by (id, name), topology records by id.
-pub(crate) type View = (
-    BTreeMap<(NodeId, String), DiscoveryInfo>,
-    BTreeMap<NodeId, TopologyInfo>,
-);
+/// A node's state column: `leaving` (its record carries the leaving label) before
+/// `protected` (its registry session is lost) before `live`.
+fn state(info: &DiscoveryInfo, session_lost: bool) -> &'static str {
+    if info.is_leaving() {
+        "leaving"
+    } else if session_lost {
+        "protected"
+    } else {
+        "live"
+    }
+}
 
 /// Takes registry events until the registration (the snapshot is in by then).
-async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<View, CliError> {
+async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<Listing, CliError> {
     let deadline = Instant::now() + options.timeout;
-    let mut discovery: BTreeMap<(NodeId, String), DiscoveryInfo> = BTreeMap::new();
-    let mut topology: BTreeMap<NodeId, TopologyInfo> = BTreeMap::new();
+    let mut listing = Listing::default();
     let mut last_problem = None;
     let registry = registry_name(&options.registry);
     loop {
@@ -231,7 +283,7 @@ async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<View, Cli
             }
         };
         match event {
-            FeedEvent::Registry(event) => apply(&mut discovery, &mut topology, event),
+            FeedEvent::Registry(event) => listing.apply(event),
             FeedEvent::Registered => break,
             FeedEvent::Disconnected { reason } => last_problem = Some(reason),
             FeedEvent::Conflict { holder } => {
@@ -244,33 +296,10 @@ async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<View, Cli
     }
     while let Ok(event) = feed.events.try_recv() {
         if let FeedEvent::Registry(event) = event {
-            apply(&mut discovery, &mut topology, event);
+            listing.apply(event);
         }
     }
-    Ok((discovery, topology))
-}
-
-/// Applies one registry change to the snapshot being read.
-pub(crate) fn apply(
-    discovery: &mut BTreeMap<(NodeId, String), DiscoveryInfo>,
-    topology: &mut BTreeMap<NodeId, TopologyInfo>,
-    event: RegistryEvent,
-) {
-    match event {
-        RegistryEvent::DiscoveryPut(info) => {
-            discovery.insert((info.id, info.name.clone()), info);
-        }
-        RegistryEvent::DiscoveryDelete { id, name, .. } => {
-            discovery.retain(|(i, n), _| !(*i == id && (name.is_empty() || *n == name)));
-        }
-        RegistryEvent::TopologyPut(info) => {
-            topology.insert(info.id, info);
-        }
-        RegistryEvent::TopologyDelete { id, .. } => {
-            topology.remove(&id);
-        }
-        _ => {}
-    }
+    Ok(listing)
 }
 
 /// Leaves (bounded), still taking events so the backend is never blocked on the feed.
@@ -295,6 +324,7 @@ fn table(rows: &[NodeRow]) -> String {
     let mut lines = vec![[
         "ID".to_owned(),
         "NAME".to_owned(),
+        "STATE".to_owned(),
         "UPSTREAM".to_owned(),
         "ADDRESSES".to_owned(),
         "METHODS".to_owned(),
@@ -307,6 +337,7 @@ fn table(rows: &[NodeRow]) -> String {
         lines.push([
             row.id.to_string(),
             or_dash(row.name.clone()),
+            row.state.to_owned(),
             row.upstream.map_or("-".to_owned(), |u| u.to_string()),
             or_dash(row.addresses.join(",")),
             or_dash(row.methods.join(",")),
@@ -325,7 +356,7 @@ fn table(rows: &[NodeRow]) -> String {
             },
         ]);
     }
-    let mut widths = [0usize; 8];
+    let mut widths = [0usize; 9];
     for line in &lines {
         for (width, cell) in widths.iter_mut().zip(line) {
             *width = (*width).max(cell.chars().count());
@@ -351,13 +382,15 @@ fn table(rows: &[NodeRow]) -> String {
 mod tests {
     use super::*;
 
-    /// HOST and PID were added at the end (issue 22: which process is node 101?).
+    /// HOST and PID were added at the end (issue 22: which process is node 101?), STATE after
+    /// NAME (issue 22: a node in disconnect protection must not look live).
     #[test]
     fn the_table_aligns_its_columns_under_a_header() {
         let rows = [
             NodeRow {
                 id: 10,
                 name: "proxy".to_owned(),
+                state: "live",
                 host: String::new(),
                 pid: 0,
                 incarnation: "0".to_owned(),
@@ -369,6 +402,7 @@ mod tests {
             NodeRow {
                 id: 101,
                 name: "a".to_owned(),
+                state: "protected",
                 host: "h1".to_owned(),
                 pid: 4242,
                 incarnation: "7".to_owned(),
@@ -380,9 +414,51 @@ mod tests {
         ];
         assert_eq!(
             table(&rows),
-            "ID   NAME   UPSTREAM  ADDRESSES              METHODS     LABELS     HOST  PID\n\
-             10   proxy  0         atcp://127.0.0.1:4000  -           -          -     -\n\
-             101  a      10        atcp://127.0.0.1:4001  echo,sleep  role=leaf  h1    4242\n"
+            "ID   NAME   STATE      UPSTREAM  ADDRESSES              METHODS     LABELS     HOST  PID\n\
+             10   proxy  live       0         atcp://127.0.0.1:4000  -           -          -     -\n\
+             101  a      protected  10        atcp://127.0.0.1:4001  echo,sleep  role=leaf  h1    4242\n"
         );
+    }
+
+    /// The state column of each case, exact: `leaving` wins over a lost session (a draining
+    /// node whose connection closed is still leaving), a lost session is `protected`, and it
+    /// is `live` again once the session is back or the record is deleted and put anew.
+    #[test]
+    fn the_state_is_leaving_then_protected_then_live() {
+        use switchboard_core::discovery::LEAVING_LABEL;
+        let plain = DiscoveryInfo {
+            id: NodeId(7),
+            name: "n".to_owned(),
+            ..DiscoveryInfo::default()
+        };
+        let mut leaving = plain.clone();
+        leaving
+            .metadata
+            .labels
+            .insert(LEAVING_LABEL.to_owned(), "1".to_owned());
+        assert_eq!(state(&plain, false), "live");
+        assert_eq!(state(&plain, true), "protected");
+        assert_eq!(state(&leaving, false), "leaving");
+        assert_eq!(state(&leaving, true), "leaving");
+        let mut listing = Listing::default();
+        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()));
+        let session = |lost| RegistryEvent::Session {
+            id: NodeId(7),
+            incarnation: 3,
+            lost,
+        };
+        listing.apply(session(true));
+        assert_eq!(listing.row(&plain).state, "protected");
+        listing.apply(session(false));
+        assert_eq!(listing.row(&plain).state, "live");
+        listing.apply(session(true));
+        listing.apply(RegistryEvent::DiscoveryDelete {
+            id: NodeId(7),
+            name: String::new(),
+            revision: 4,
+        });
+        assert!(listing.protected.is_empty());
+        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()));
+        assert_eq!(listing.row(&plain).state, "live");
     }
 }

@@ -472,8 +472,9 @@ fn ls_lists_the_methods_a_node_serves() {
         .iter()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(cells[0][4], "METHODS", "{table:?}");
-    assert_eq!(cells[1][4], "echo,silent,sleep", "{table:?}");
+    // METHODS is the sixth column since STATE follows NAME (issue 22).
+    assert_eq!(cells[0][5], "METHODS", "{table:?}");
+    assert_eq!(cells[1][5], "echo,silent,sleep", "{table:?}");
 }
 
 #[test]

@@ -80,9 +80,11 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
     assert_eq!(
         listed,
         json!([
-            {"id": 10, "name": "proxy", "addresses": [format!("atcp://{proxy_listen}")],
+            {"id": 10, "name": "proxy", "state": "live",
+             "addresses": [format!("atcp://{proxy_listen}")],
              "upstream": 0, "methods": [], "labels": {}},
-            {"id": 101, "name": "a", "addresses": [format!("atcp://{leaf_listen}")],
+            {"id": 101, "name": "a", "state": "live",
+             "addresses": [format!("atcp://{leaf_listen}")],
              "upstream": 10, "methods": [], "labels": {"role": "leaf"}},
         ])
     );
@@ -91,24 +93,34 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
     assert_eq!(output.status.code(), Some(0));
     let table = lines(&output.stdout);
     assert_eq!(table.len(), 3, "a header and one row per node: {table:?}");
-    // HOST and PID (added at the end, issue 22) are checked, then set aside.
+    // HOST and PID (added at the end, issue 22) are checked, then set aside; STATE (issue 22)
+    // follows NAME, so the columns after it moved one to the right.
     let cells: Vec<Vec<&str>> = table
         .iter()
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(&cells[0][6..], ["HOST", "PID"]);
+    assert_eq!(&cells[0][7..], ["HOST", "PID"]);
     for row in &cells[1..] {
-        assert_eq!(row.len(), 8, "{row:?}");
-        assert!(row[7].parse::<u32>().is_ok_and(|p| p > 0), "{row:?}");
+        assert_eq!(row.len(), 9, "{row:?}");
+        assert!(row[8].parse::<u32>().is_ok_and(|p| p > 0), "{row:?}");
     }
-    let cells: Vec<&[&str]> = cells.iter().map(|c| &c[..6]).collect();
+    let cells: Vec<&[&str]> = cells.iter().map(|c| &c[..7]).collect();
     assert_eq!(
         cells,
         [
-            &["ID", "NAME", "UPSTREAM", "ADDRESSES", "METHODS", "LABELS"][..],
+            &[
+                "ID",
+                "NAME",
+                "STATE",
+                "UPSTREAM",
+                "ADDRESSES",
+                "METHODS",
+                "LABELS"
+            ][..],
             &[
                 "10",
                 "proxy",
+                "live",
                 "0",
                 &format!("atcp://{proxy_listen}"),
                 "-",
@@ -117,6 +129,7 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
             &[
                 "101",
                 "a",
+                "live",
                 "10",
                 &format!("atcp://{leaf_listen}"),
                 "-",

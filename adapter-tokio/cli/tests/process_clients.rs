@@ -133,8 +133,10 @@ fn ls_send_and_call_leave_no_trace_and_never_collide() {
 }
 
 /// `ls --watch -o json`: the listing, then one object per change — a node joining (its row,
-/// with host, pid and incarnation as a string) and leaving — until SIGINT (exit 0). The
-/// watcher itself is listed nowhere.
+/// with host, pid and incarnation as a string, state `live`), a SIGTERMed node draining
+/// (state `leaving`) then gone, a SIGKILLed node kept through disconnect protection (state
+/// `protected`, also in a fresh `ls`) — until SIGINT (exit 0). The watcher itself is listed
+/// nowhere.
 #[test]
 fn ls_watch_prints_each_change_as_it_happens() {
     let registry = start_registry("registry", ANY_PORT);
@@ -154,6 +156,7 @@ fn ls_watch_prints_each_change_as_it_happens() {
     let listing = watcher.next_json_line(Duration::from_secs(10));
     assert_eq!(listing.as_array().map(Vec::len), Some(1), "{listing}");
     assert_eq!(listing[0]["id"], 411);
+    assert_eq!(listing[0]["state"], "live", "{listing}");
     assert_eq!(a.status().known_nodes, 1, "the watcher is no member");
 
     let mut b = start_node(NodeSpec::new(412, "wb", registry.addr));
@@ -161,26 +164,70 @@ fn ls_watch_prints_each_change_as_it_happens() {
     assert_eq!(put["event"], "put", "{put}");
     assert_eq!(put["node"]["id"], 412, "{put}");
     assert_eq!(put["node"]["name"], "wb", "{put}");
+    assert_eq!(put["node"]["state"], "live", "{put}");
     assert_eq!(put["node"]["pid"], b.proc.pid(), "{put}");
     assert_eq!(
         put["node"]["incarnation"],
         b.status().incarnation.to_string(),
         "{put}"
     );
-    // The topology record may follow as a second put of the same node.
+    // The topology record may follow as a second put of the same node (still `live`); the
+    // drain announces `leaving` before the record is deleted.
     b.proc.sigterm();
     b.proc.wait_exit(Duration::from_secs(10));
+    let mut states: Vec<String> = Vec::new();
     let delete = loop {
         let line = watcher.next_json_line(Duration::from_secs(10));
         if line["event"] != "put" {
             break line;
         }
         assert_eq!(line["node"]["id"], 412, "{line}");
+        let state = line["node"]["state"].as_str().unwrap_or("?").to_owned();
+        if states.last() != Some(&state) {
+            states.push(state);
+        }
     };
+    assert!(
+        states == ["leaving"] || states == ["live", "leaving"],
+        "{states:?}"
+    );
     assert_eq!(
         delete,
         serde_json::json!({"event": "delete", "id": 412, "name": "wb"})
     );
+
+    let mut c = start_node(NodeSpec::new(413, "wc", registry.addr));
+    let put = watcher.next_json_line(Duration::from_secs(10));
+    assert_eq!(
+        (&put["node"]["id"], &put["node"]["state"]),
+        (&serde_json::json!(413), &serde_json::json!("live")),
+        "{put}"
+    );
+    c.proc.sigkill();
+    let lost = loop {
+        let line = watcher.next_json_line(Duration::from_secs(10));
+        assert_eq!(line["event"], "put", "{line}");
+        assert_eq!(line["node"]["id"], 413, "{line}");
+        if line["node"]["state"] != "live" {
+            break line;
+        }
+    };
+    assert_eq!(lost["node"]["state"], "protected", "{lost}");
+    let ls = run(&["ls", "--registry", &registry.addr.to_string(), "-o", "json"]);
+    assert_ok("ls", &ls);
+    let rows: serde_json::Value = serde_json::from_slice(&ls.stdout).expect("ls json");
+    let states: Vec<(u64, &str)> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_u64().unwrap_or(0),
+                r["state"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(states, [(411, "live"), (413, "protected")]);
     watcher.sigint();
     let status = watcher.wait_exit(Duration::from_secs(5));
     assert_eq!(status.code(), Some(0), "{}", watcher.diagnostics());
