@@ -7,6 +7,7 @@ mod common;
 
 use bytes::Bytes;
 use common::node_config;
+use switchboard_core::node::Event;
 
 use switchboard_core::{
     discovery::{CLIENT_ROLE, ROLE_LABEL},
@@ -143,4 +144,76 @@ fn the_quiescence_check_fires_on_a_departed_peer_remembered_and_not_after_its_gr
     sim.advance(Duration::from_millis(12_500));
     assert_eq!(sim.check_quiescent(), 0, "{:?}", sim.violations());
     assert_eq!(sim.violations(), violations);
+}
+
+/// The old proxy of [`a_proxy_closed_as_unneeded_is_forgotten_one_grace_after_the_close`]:
+/// it never has a record in the registry.
+const OLD_PROXY: NodeId = NodeId(0x712);
+/// The node that leaves [`OLD_PROXY`] for [`PROXY`].
+const MOVER: NodeId = NodeId(0x720);
+
+/// The simulator's seeds 3824, 5081 and 9405 (`--faults all`): a restarted node links to its
+/// configured proxy, which lost its registry session across a registry restart, so the node
+/// never holds the proxy's record and never hears its deletion. The node's own topology record
+/// moves it under another proxy 18 ms later and the connector closes the old link as unneeded
+/// (`Bye`, closed by this node: no link loss reported). The old proxy then dies. Its handshake
+/// incarnation (links) and sending-side incarnation (endpoints) must be forgotten one grace
+/// after that close, its last trace — the close of a peer's last link schedules the peer
+/// (docs/ARCHITECTURE.md §9.4) whoever closes it.
+#[test]
+fn a_proxy_closed_as_unneeded_is_forgotten_one_grace_after_the_close() {
+    let mut sim = cluster();
+    sim.add_node(node_config(OLD_PROXY.0, 0))
+        .expect("a valid node config");
+    sim.add_node(node_config(MOVER.0, OLD_PROXY.0))
+        .expect("a valid node config");
+    sim.run_until_idle();
+    assert_eq!(sim.open_links(MOVER, OLD_PROXY), 1);
+    assert!(sim.node(MOVER).inspect().remembers(OLD_PROXY));
+    sim.registry_put_discovery(discovery_info(MOVER, &name(MOVER)));
+    sim.registry_put_topology(topology_info(MOVER, &name(MOVER), PROXY));
+    sim.run_until_idle();
+    assert_eq!(
+        (
+            sim.open_links(MOVER, OLD_PROXY),
+            sim.open_links(MOVER, PROXY)
+        ),
+        (0, 1)
+    );
+    let closed_at = sim
+        .events(MOVER)
+        .iter()
+        .find_map(|(at, e)| match e {
+            Event::LinkClosed {
+                peer: Some(OLD_PROXY),
+                ..
+            } => Some(*at),
+            _ => None,
+        })
+        .expect("the old proxy's link closed");
+    sim.kill(OLD_PROXY);
+    // 8 s + 1.5 s × 3 (`departed_grace` with the defaults).
+    let forgotten_at = closed_at + Duration::from_millis(12_500);
+    sim.advance_to(forgotten_at - Duration::from_nanos(1));
+    let kept = sim.node(MOVER).inspect().peer_tables();
+    assert!(sim.node(MOVER).inspect().remembers(OLD_PROXY), "{kept:?}");
+    assert_eq!(sim.check_quiescent(), 1, "{:?}", sim.violations());
+    sim.advance_to(forgotten_at);
+    let tables = sim.node(MOVER).inspect().peer_tables();
+    assert!(
+        !sim.node(MOVER).inspect().remembers(OLD_PROXY),
+        "{tables:?}"
+    );
+    // The handshake and sending-side incarnations of the old proxy, and nothing else.
+    assert_eq!(
+        (tables.peer_incarnations, tables.known_incarnations),
+        (kept.peer_incarnations - 1, kept.known_incarnations - 1)
+    );
+    assert_eq!(tables.departures, 0);
+    assert_eq!(
+        sim.check_quiescent(),
+        0,
+        "{:?}",
+        sim.violations()[1..].to_vec()
+    );
 }

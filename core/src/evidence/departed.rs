@@ -1,15 +1,16 @@
 //! [`Departures`]: the peers whose per-peer state is looked at again once a grace has passed
 //! since their incarnation died or their last link closed (docs/ARCHITECTURE.md §9.4).
 //!
-//! A death (or a link loss that leaves a peer with no link, a new relayed-map entry, the loss
-//! of its record to another node taking its name) schedules the peer at `now + grace`
-//! ([`departed_grace`]); a later schedule postpones an earlier one, so a peer is looked at
-//! a whole grace after the last thing that scheduled it. When that instant comes the node forgets every entry it
-//! holds for the peer — receive stream, handshake incarnation, suspicion, death, relayed
-//! sources, sending-side incarnation — if the peer has *departed*: no discovery record, no
-//! link (up or dialling), no endpoint. A peer that has any of those is in the live set and
-//! keeps its entries (a later death or link loss schedules it again); one that is only
-//! waiting on an endpoint or a link is looked at again one grace later.
+//! A death (or a link loss, or the close of a link this node no longer needs, that leaves a
+//! peer with no link, a new relayed-map entry, the loss of its record to another node taking
+//! its name) schedules the peer at `now + grace` ([`departed_grace`]); a later schedule
+//! postpones an earlier one, so a peer is looked at a whole grace after the last thing that
+//! scheduled it. When that instant comes the node forgets every entry it holds for the peer —
+//! receive stream, handshake incarnation, suspicion, death, relayed sources, sending-side
+//! incarnation — if the peer has *departed*: no discovery record, no link (up or dialling), no
+//! endpoint. A peer that has any of those is in the live set and keeps its entries (a later
+//! death or link loss schedules it again); one that is only waiting on an endpoint or a link
+//! is looked at again one grace later.
 
 use alloc::collections::{BTreeMap, VecDeque};
 

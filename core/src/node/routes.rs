@@ -52,12 +52,16 @@ impl Node {
         self.apply_effects();
     }
 
-    /// Applies every pending connector effect, in order (applying one may produce more).
+    /// Applies every pending connector effect, in order (applying one may produce more). A
+    /// peer disconnected as unneeded lost its last link: it departs like one whose link died.
     pub(super) fn apply_effects(&mut self) {
         while let Some(effect) = self.connector.pop_effect() {
             match effect {
                 Effect::Dial { peer, addr } => self.links.dial(peer, addr, &mut self.out),
-                Effect::Disconnect { peer } => self.links.close_peer(peer, &mut self.out),
+                Effect::Disconnect { peer } => {
+                    self.links.close_peer(peer, &mut self.out);
+                    self.depart(peer);
+                }
                 Effect::Route(event) => {
                     self.out.event(Event::Route(event));
                     match event {
