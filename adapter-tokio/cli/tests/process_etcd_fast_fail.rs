@@ -1,13 +1,13 @@
 //! Issue 23 item 1 on etcd: what corroborates a failed redial when no registry session can.
 //! etcd says nothing of a SIGKILLed node until its lease expires (31 s), so a sender's failed
 //! redial puts the target *in doubt* and the death comes from an indirect probe (no other
-//! member links the target here) or the suspicion bound: the last probe at the failed redial
-//! + `suspicion_timeout` (1.5 s). Real `switchboard` processes on 127.0.0.1 and a private etcd:
-//! a direct echo leaf, a load of 2,000 msg/s to it, the leaf SIGKILLed mid-run and restarted
-//! 2.5 s later (same id, name and port: after the bound, so the restart is not what ends the
-//! in-flight messages). Every message in flight at the kill must end within the bound plus a
-//! margin — `unknown_target_gone` unless it provably never reached the dead life (then it is
-//! delivered to the next one) — and none before the bound, which is what separates a dead
+//! member links the target here) or the suspicion bound: the last probe, `suspicion_timeout`
+//! (1.5 s) after the failed redial. Real `switchboard` processes on 127.0.0.1 and a private
+//! etcd: a direct echo leaf, a load of 2,000 msg/s to it, the leaf SIGKILLed mid-run and
+//! restarted 2.5 s later (same id, name and port: after the bound, so the restart is not what
+//! ends anything). Every message that may have reached the dead life (in flight at the kill,
+//! or transmitted into its link before the close was seen) must end `unknown_target_gone`
+//! within the bound plus a margin, and none before the bound — which is what separates a dead
 //! process from a cut path. The run is accounted exactly; figures are `figure: …` lines.
 //!
 //! Needs the `etcd` feature (`cargo test -p switchboard --features etcd`) and the `etcd`
