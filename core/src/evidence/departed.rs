@@ -14,8 +14,11 @@
 
 use alloc::collections::{BTreeMap, VecDeque};
 
+use super::EvidenceBook;
 use crate::{
+    bus::links::Links,
     config::Config,
+    endpoint::EndpointTable,
     ids::NodeId,
     time::{Duration, Instant},
 };
@@ -76,6 +79,38 @@ impl Departures {
     /// Peers scheduled (for the tables' sizes).
     pub(crate) fn len(&self) -> usize {
         self.due.len()
+    }
+}
+
+impl EvidenceBook {
+    /// Forgets every peer due at `now` that departed (`has_record`: whether the discovery set
+    /// holds its record): no discovery record, no link, no endpoint, nothing heard on its
+    /// receive stream for a grace. One with a record is in the live set (its deletion
+    /// schedules it again); one with a link, an endpoint or a frame heard lately is looked at
+    /// again one grace later. Its entries go from the book, the links
+    /// ([`Links::forget_peer`]) and the outboxes ([`EndpointTable::forget_known`]).
+    pub(crate) fn forget_departed(
+        &mut self,
+        now: Instant,
+        has_record: impl Fn(NodeId) -> bool,
+        links: &mut Links,
+        endpoints: &mut EndpointTable,
+    ) {
+        while let Some(peer) = self.departures.pop_due(now) {
+            if has_record(peer) {
+                continue;
+            }
+            if links.is_up(peer)
+                || links.is_connecting(peer)
+                || endpoints.find_by_id(peer).is_some()
+                || !links.forget_peer(peer, now, self.grace)
+            {
+                self.depart(peer, now);
+                continue;
+            }
+            self.forget(peer);
+            endpoints.forget_known(peer);
+        }
     }
 }
 
