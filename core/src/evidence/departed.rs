@@ -5,7 +5,8 @@
 //! peer with no link, a new relayed-map entry, the loss of its record to another node taking
 //! its name) schedules the peer at `now + grace` ([`departed_grace`]); a later schedule
 //! postpones an earlier one, so a peer is looked at a whole grace after the last thing that
-//! scheduled it. When that instant comes the node forgets every entry it holds for the peer —
+//! scheduled it. When that instant comes the book ([`EvidenceBook::forget_departed`], which
+//! the node calls with its links and outboxes) forgets every entry held for the peer —
 //! receive stream, handshake incarnation, suspicion, death, relayed sources, sending-side
 //! incarnation — if the peer has *departed*: no discovery record, no link (up or dialling), no
 //! endpoint. A peer that has any of those is in the live set and keeps its entries (a later

@@ -28,9 +28,10 @@
 //!   link makes it no suspect (nothing probes or redials it), and its death — it left — is
 //!   acted on (what may have reached it ends) but never reported as a peer death.
 //!
-//! The [`Node`](crate::node::Node) applies what the book decides: on a death it ends what may
-//! have reached the incarnation, tells the sources, closes zombie links when the links
-//! themselves showed the death ([`EvidenceBook::closes_links`]) and reports
+//! The [`Node`](crate::node::Node) applies what the book decides (one [`Death`] at a time,
+//! the book working the links it is handed): on a death it ends what may have reached the
+//! incarnation, tells the sources ([`EvidenceBook::tell_sources`]), closes zombie links when
+//! the links themselves showed the death ([`EvidenceBook::close_zombies`]) and reports
 //! [`Event::PeerDead`](crate::event::Event::PeerDead) when the death changed anything
 //! ([`EvidenceBook::is_reported`]).
 

@@ -3,7 +3,9 @@
 //! members — its upstream first — how they see the suspect's incarnation; an answer `Alive`
 //! (another path is up) ends the doubt, `Dead` corroborates it, `Unknown` changes nothing
 //! (the bound still holds). Whom to ask and what to answer are decided here, on the links the
-//! node has; what an answer means is [`EvidenceBook::probe_answered`].
+//! node has; what an answer means is [`EvidenceBook::probe_answered`]. So are the node's own
+//! dials of a suspect ([`EvidenceBook::probe`], [`EvidenceBook::probe_due`]) and what a link's
+//! loss starts ([`EvidenceBook::link_lost`]).
 
 use alloc::{string::String, vec::Vec};
 
