@@ -5,7 +5,8 @@
 //! peer with no link, a new relayed-map entry, the loss of its record to another node taking
 //! its name) schedules the peer at `now + grace` ([`departed_grace`]); a later schedule
 //! postpones an earlier one, so a peer is looked at a whole grace after the last thing that
-//! scheduled it. When that instant comes the node forgets every entry it holds for the peer —
+//! scheduled it. When that instant comes the book ([`EvidenceBook::forget_departed`], which
+//! the node calls with its links and outboxes) forgets every entry held for the peer —
 //! receive stream, handshake incarnation, suspicion, death, relayed sources, sending-side
 //! incarnation — if the peer has *departed*: no discovery record, no link (up or dialling), no
 //! endpoint. A peer that has any of those is in the live set and keeps its entries (a later
@@ -14,8 +15,11 @@
 
 use alloc::collections::{BTreeMap, VecDeque};
 
+use super::EvidenceBook;
 use crate::{
+    bus::links::Links,
     config::Config,
+    endpoint::EndpointTable,
     ids::NodeId,
     time::{Duration, Instant},
 };
@@ -76,6 +80,38 @@ impl Departures {
     /// Peers scheduled (for the tables' sizes).
     pub(crate) fn len(&self) -> usize {
         self.due.len()
+    }
+}
+
+impl EvidenceBook {
+    /// Forgets every peer due at `now` that departed (`has_record`: whether the discovery set
+    /// holds its record): no discovery record, no link, no endpoint, nothing heard on its
+    /// receive stream for a grace. One with a record is in the live set (its deletion
+    /// schedules it again); one with a link, an endpoint or a frame heard lately is looked at
+    /// again one grace later. Its entries go from the book, the links
+    /// ([`Links::forget_peer`]) and the outboxes ([`EndpointTable::forget_known`]).
+    pub(crate) fn forget_departed(
+        &mut self,
+        now: Instant,
+        has_record: impl Fn(NodeId) -> bool,
+        links: &mut Links,
+        endpoints: &mut EndpointTable,
+    ) {
+        while let Some(peer) = self.departures.pop_due(now) {
+            if has_record(peer) {
+                continue;
+            }
+            if links.is_up(peer)
+                || links.is_connecting(peer)
+                || endpoints.find_by_id(peer).is_some()
+                || !links.forget_peer(peer, now, self.grace)
+            {
+                self.depart(peer, now);
+                continue;
+            }
+            self.forget(peer);
+            endpoints.forget_known(peer);
+        }
     }
 }
 

@@ -28,9 +28,10 @@
 //!   link makes it no suspect (nothing probes or redials it), and its death — it left — is
 //!   acted on (what may have reached it ends) but never reported as a peer death.
 //!
-//! The [`Node`](crate::node::Node) applies what the book decides: on a death it ends what may
-//! have reached the incarnation, tells the sources, closes zombie links when the links
-//! themselves showed the death ([`EvidenceBook::closes_links`]) and reports
+//! The [`Node`](crate::node::Node) applies what the book decides (one [`Death`] at a time,
+//! the book working the links it is handed): on a death it ends what may have reached the
+//! incarnation, tells the sources ([`EvidenceBook::tell_sources`]), closes zombie links when
+//! the links themselves showed the death ([`EvidenceBook::close_zombies`]) and reports
 //! [`Event::PeerDead`](crate::event::Event::PeerDead) when the death changed anything
 //! ([`EvidenceBook::is_reported`]).
 
@@ -50,10 +51,11 @@ use alloc::{
 };
 
 use crate::{
-    bus::links::Down,
-    event::Evidence,
+    bus::links::{Down, LinkSink, Links},
+    config::Config,
+    event::{Event, Evidence},
     ids::NodeId,
-    time::{Duration, Instant},
+    time::{Duration, Instant, earliest},
     wire::{ByeReason, ProbeVerdict, UnreachableReason},
 };
 use suspicion::Suspicions;
@@ -69,6 +71,26 @@ pub(crate) struct Death {
     pub(crate) evidence: Evidence,
 }
 
+impl Death {
+    /// `peer`'s incarnation `incarnation` is dead, as `evidence` shows.
+    pub(crate) const fn new(peer: NodeId, incarnation: u64, evidence: Evidence) -> Death {
+        Death {
+            peer,
+            incarnation,
+            evidence,
+        }
+    }
+
+    /// The event that reports it ([`Event::PeerDead`]).
+    pub(crate) const fn event(self) -> Event {
+        Event::PeerDead {
+            peer: self.peer,
+            incarnation: self.incarnation,
+            evidence: self.evidence,
+        }
+    }
+}
+
 /// Suspects, deaths acted on, and the sources relayed for; see the [module docs](self).
 #[derive(Clone, Debug)]
 pub(crate) struct EvidenceBook {
@@ -82,10 +104,16 @@ pub(crate) struct EvidenceBook {
     clients: BTreeSet<NodeId>,
     /// Peers to look at again a grace after their death or last link loss.
     departures: departed::Departures,
+    /// How long after its death or last link loss a peer is looked at again
+    /// ([`departed_grace`]).
+    grace: Duration,
+    /// This node's configured upstream: asked first about a suspect ([`probes`]).
+    upstream: NodeId,
 }
 
 impl EvidenceBook {
-    /// An empty book whose doubts last at most `suspicion_timeout`.
+    /// An empty book whose doubts last at most `suspicion_timeout`; a departed peer is looked
+    /// at again at once (no grace: the book alone, in its tests).
     pub(crate) fn new(suspicion_timeout: Duration) -> EvidenceBook {
         EvidenceBook {
             suspects: Suspicions::new(suspicion_timeout),
@@ -93,6 +121,19 @@ impl EvidenceBook {
             relayed: BTreeMap::new(),
             clients: BTreeSet::new(),
             departures: departed::Departures::default(),
+            grace: Duration::ZERO,
+            upstream: NodeId::NONE,
+        }
+    }
+
+    /// The node's book: doubts last at most `Config::suspicion_timeout`, a departed peer is
+    /// looked at again [`departed_grace`] after its death or last link loss, the configured
+    /// upstream is asked first about a suspect.
+    pub(crate) fn for_config(config: &Config) -> EvidenceBook {
+        EvidenceBook {
+            grace: departed_grace(config),
+            upstream: config.upstream,
+            ..EvidenceBook::new(config.suspicion_timeout)
         }
     }
 
@@ -121,20 +162,12 @@ impl EvidenceBook {
         tables.departures = self.departures.len();
     }
 
-    /// Looks at `peer` again at `due` (a grace after its death or last link loss): the node
-    /// then forgets it everywhere if it departed ([`departed`]).
-    pub(crate) fn depart(&mut self, peer: NodeId, due: Instant) {
-        self.departures.schedule(peer, due);
-    }
-
-    /// When the next departure is due.
-    pub(crate) fn next_departure(&self) -> Option<Instant> {
-        self.departures.next_deadline()
-    }
-
-    /// The next peer due to be looked at again at `now`.
-    pub(crate) fn pop_departure(&mut self, now: Instant) -> Option<NodeId> {
-        self.departures.pop_due(now)
+    /// Looks at `peer` again one grace after `now` (its death or last link loss, or news that
+    /// may leave it without a record or link): it is then forgotten everywhere if it departed
+    /// ([`departed`], [`forget_departed`](Self::forget_departed)).
+    pub(crate) fn depart(&mut self, peer: NodeId, now: Instant) {
+        self.departures
+            .schedule(peer, now.saturating_add(self.grace));
     }
 
     /// Whether the book holds any entry naming `peer`.
@@ -281,9 +314,13 @@ impl EvidenceBook {
         self.suspects.clear(peer);
     }
 
-    /// When [`due`](Self::due) must be called next.
+    /// When [`probe_due`](Self::probe_due) (a doubt's end) or
+    /// [`forget_departed`](Self::forget_departed) (a departure) must be called next.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.suspects.next_deadline()
+        earliest(
+            self.suspects.next_deadline(),
+            self.departures.next_deadline(),
+        )
     }
 
     /// Whether `peer` is a suspect (a dial to it is a probe).
@@ -306,11 +343,32 @@ impl EvidenceBook {
         first_word.then_some(suspected)
     }
 
+    /// Evidence at `now` that `peer`'s incarnation `incarnation` is dead: the peer departs
+    /// ([`depart`](Self::depart)), then [`record_death`](Self::record_death).
+    pub(crate) fn note_death(
+        &mut self,
+        now: Instant,
+        peer: NodeId,
+        incarnation: u64,
+    ) -> Option<bool> {
+        self.depart(peer, now);
+        self.record_death(peer, incarnation)
+    }
+
     /// This node (`own`) relayed a message from `src` toward `dst`; whether that was a new
     /// entry (the node then schedules both peers' departures, so an entry of a peer this node
     /// never hears die — no record, no link — is bounded too, docs/ARCHITECTURE.md §9.4).
     pub(crate) fn note_relayed(&mut self, own: NodeId, src: NodeId, dst: NodeId) -> bool {
         src != own && self.relayed.entry(dst).or_default().insert(src)
+    }
+
+    /// [`note_relayed`](Self::note_relayed) at `now`; a new entry schedules both peers'
+    /// departures.
+    pub(crate) fn relayed(&mut self, now: Instant, own: NodeId, src: NodeId, dst: NodeId) {
+        if self.note_relayed(own, src, dst) {
+            self.depart(src, now);
+            self.depart(dst, now);
+        }
     }
 
     /// The sources relayed for toward `dst`, forgotten (its incarnation died); `None` when
@@ -326,6 +384,24 @@ impl EvidenceBook {
         self.relayed
             .get(&dst)
             .map_or_else(Vec::new, |sources| sources.iter().copied().collect())
+    }
+
+    /// Tells the sources relayed for toward `peer` (incarnation `incarnation`) `reason`
+    /// ([`sources_to_tell`](Self::sources_to_tell), [`Links::tell_sources`]) by the hop
+    /// `hop_to` gives for each (the connector's relay hop); whether there were any.
+    pub(crate) fn tell_sources<S: LinkSink + ?Sized>(
+        &mut self,
+        (peer, incarnation): (NodeId, u64),
+        reason: UnreachableReason,
+        hop_to: impl Fn(NodeId) -> Option<NodeId>,
+        links: &mut Links,
+        sink: &mut S,
+    ) -> bool {
+        let Some(sources) = self.sources_to_tell(peer, reason) else {
+            return false;
+        };
+        links.tell_sources(&sources, (peer, incarnation), reason, hop_to, sink);
+        true
     }
 
     /// The sources to tell `reason` about `dst` (`None`: none): `TargetGone` forgets them
@@ -353,6 +429,19 @@ impl EvidenceBook {
                 evidence,
                 Evidence::RedialFailed | Evidence::HeartbeatsStopped
             )
+    }
+
+    /// Closes the links still open to `death`'s incarnation when they are zombies
+    /// ([`closes_links`](Self::closes_links)): nothing is sent into them, to end only at the
+    /// next evidence, which the book ignores. Whether any was closed.
+    pub(crate) fn close_zombies<S: LinkSink + ?Sized>(
+        death: Death,
+        links: &mut Links,
+        sink: &mut S,
+    ) -> bool {
+        let (peer, incarnation) = (death.peer, death.incarnation);
+        EvidenceBook::closes_links(death.evidence, incarnation)
+            && !links.close_incarnation(peer, incarnation, sink).is_empty()
     }
 
     /// Whether `peer`'s death is reported: never a light client's (it left; a client is

@@ -93,7 +93,7 @@ impl Node {
         );
         // Drawn after the forks: no other sequence moves.
         let rpc = crate::rpc::Rpc::for_node(&config, incarnation, bus_rng.next_u64());
-        let evidence = crate::evidence::EvidenceBook::new(config.suspicion_timeout);
+        let evidence = crate::evidence::EvidenceBook::for_config(&config);
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -163,15 +163,10 @@ impl Node {
         let rpc = self.rpc.as_ref().and_then(|rpc| rpc.next_deadline());
         let (connector, links) = (self.connector.next_deadline(), self.links.next_deadline());
         let (outboxes, departed) = (self.endpoints.next_deadline(), self.records.next_deadline());
-        let (doubts, departures) = (
-            self.evidence.next_deadline(),
-            self.evidence.next_departure(),
-        );
-        [
-            connector, outboxes, flush, links, rpc, departed, doubts, departures,
-        ]
-        .into_iter()
-        .fold(None, earliest)
+        let evidence = self.evidence.next_deadline();
+        [connector, outboxes, flush, links, rpc, departed, evidence]
+            .into_iter()
+            .fold(None, earliest)
     }
 
     /// A read-only view of the node's parts — queues, links, routes, applied records,

@@ -41,7 +41,7 @@ impl Node {
                 if let Some(displaced) = displaced {
                     self.with_connector(|c, w| c.on_discovery_delete(now, w, displaced));
                     // Its record is gone: what this node keeps of it goes a grace later.
-                    self.depart(displaced);
+                    self.evidence.depart(displaced, now);
                 }
                 if id.is_valid() {
                     self.evidence.note_record(id, client);
@@ -79,7 +79,10 @@ impl Node {
                 id,
                 incarnation,
                 lost,
-            } => self.session_news(id, incarnation, lost),
+            } => {
+                let death = self.evidence.session(id, incarnation, lost);
+                self.peer_dead(death);
+            }
             RecordChange::Nothing => {}
             RecordChange::Ignored(reason) => self.out.event(Event::RegistryIgnored(reason)),
         }

@@ -37,12 +37,14 @@ impl Node {
         let ready_link = |dst| connector.ready_hop(dst).and_then(|hop| links.link_to(hop));
         (self.endpoints).retransmit_due(now, ready_link, &mut self.out);
         self.beat(now);
-        self.suspicions_due(now);
+        let address = |p| self.connector.probe_address(&self.records.world(), p);
+        (self.evidence).probe_due(now, address, &mut self.links, &mut self.out);
         for target in self.endpoints.due_flushes(now) {
             self.flush_target(target);
         }
         self.with_rpc(|rpc, host| rpc.handle_timeout(now, host));
-        self.forget_departed(now);
+        let has_record = |p| self.records.discovery.get_by_id(p).is_some();
+        (self.evidence).forget_departed(now, has_record, &mut self.links, &mut self.endpoints);
     }
 
     /// Hands the connector an input (`f`, with the records it routes by), then applies its
@@ -60,7 +62,7 @@ impl Node {
                 Effect::Dial { peer, addr } => self.links.dial(peer, addr, &mut self.out),
                 Effect::Disconnect { peer } => {
                     self.links.close_peer(peer, &mut self.out);
-                    self.depart(peer);
+                    self.evidence.depart(peer, self.now);
                 }
                 Effect::Route(event) => {
                     self.out.event(Event::Route(event));

@@ -111,7 +111,7 @@ impl Node {
         }
         self.links.finish_receive(&mut self.out);
         while let Some(src) = self.links.pop_new_source() {
-            self.depart(src);
+            self.evidence.depart(src, now);
         }
         // The RPC messages of the batch, after its acks (as a driver would see them).
         self.settle_rpc();
@@ -141,7 +141,12 @@ impl Node {
                 let announced = self.records.announced(probe.target);
                 EvidenceBook::answer_probe(probe, link, announced, &mut self.links, &mut self.out);
             }
-            Inbound::ProbeAck { ack, .. } => self.probe_answered(ack),
+            Inbound::ProbeAck { ack, .. } => {
+                let death = self
+                    .evidence
+                    .probe_answered(ack.target, ack.incarnation, ack.verdict);
+                self.peer_dead(death);
+            }
             Inbound::Unreachable { notice, via } => match notice.reason {
                 UnreachableReason::TargetGone | UnreachableReason::Reachable => {
                     self.relay_says(now, &notice, via);
@@ -149,11 +154,8 @@ impl Node {
                 _ => self.on_unreachable(now, &notice, via),
             },
             Inbound::Relay(relay) => {
-                if let Some(src) = relay.message_src()
-                    && self.evidence.note_relayed(self.id, src, relay.dst())
-                {
-                    self.depart(src);
-                    self.depart(relay.dst());
+                if let Some(src) = relay.message_src() {
+                    (self.evidence).relayed(now, self.id, src, relay.dst());
                 }
                 let hop = relay.needs_hop().then(|| {
                     let world = self.records.world();
@@ -208,15 +210,21 @@ impl Node {
     }
 
     /// A link went away (`heartbeats_stopped`: its heartbeats stopped): the evidence rules
-    /// first ([`Node::link_gone`]), then the connector, then a peer left without links is probed.
+    /// first ([`EvidenceBook::link_lost`]), a death they show acted on, then the connector,
+    /// then a peer left without links is probed ([`EvidenceBook::probe`]).
     pub(super) fn link_down(&mut self, now: Instant, down: Down, heartbeats_stopped: bool) {
         if let (Some(refusal), Some(peer)) = (down.refused, down.dialed) {
             self.note_refusal(peer, FailReason::from_refusal(refusal));
         }
-        self.link_gone(down, heartbeats_stopped);
+        let announced = |id| self.records.announced(id);
+        let (links, out) = (&mut self.links, &mut self.out);
+        let death =
+            (self.evidence).link_lost(now, &down, heartbeats_stopped, announced, links, out);
+        self.peer_dead(death);
         if let Some(peer) = down.peer {
             self.update_peer_state(now, peer);
-            self.probe(peer);
+            let address = |p| self.connector.probe_address(&self.records.world(), p);
+            (self.evidence).probe(peer, address, &mut self.links, &mut self.out);
         }
         if let Some(dialed) = down.dialed {
             self.update_peer_state(now, dialed);
