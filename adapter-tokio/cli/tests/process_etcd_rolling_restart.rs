@@ -19,12 +19,11 @@ use process_support::{
     cluster::{NodeSpec, RegistryAddr, start_node},
     etcd::EtcdProc,
     load::{LoadSpec, finish_load, read_outcomes, spawn_load},
-    rolling::{BETWEEN, assert_nothing_failed, restart_node, settle},
+    rolling::{BETWEEN, assert_nothing_failed, restart_node, rotation_flags, settle},
     scenario::{
         LEAF_A, LEAF_A_ID, LEAF_B, LEAF_B_ID, PROXY, PROXY_ID, PROXY_LABEL, RATE,
         RUN_START_TIMEOUT, load_through_proxy_config,
     },
-    write_secret,
 };
 
 /// Messages in the run: 40 s at [`RATE`], long enough for six restarts.
@@ -38,15 +37,7 @@ fn process_etcd_rolling_restart() {
 #[test]
 fn process_etcd_rolling_key_rotation() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (old, new) = (dir.path().join("old.key"), dir.path().join("new.key"));
-    write_secret(&old, &format!("{}\n", "a1".repeat(32)));
-    write_secret(&new, &format!("{}\n", "b2".repeat(32)));
-    let path = |p: &std::path::Path| p.to_str().expect("a UTF-8 path").to_owned();
-    let (old, new) = (path(&old), path(&new));
-    let flags = |keys: &[&str]| -> Vec<String> { keys.iter().map(|s| (*s).to_owned()).collect() };
-    let before = flags(&["--cluster-key-file", &old]);
-    let both = flags(&["--cluster-key-file", &old, "--next-cluster-key-file", &new]);
-    let after = flags(&["--cluster-key-file", &new]);
+    let [before, both, after] = rotation_flags(dir.path());
     run(
         "etcd_rolling_key_rotation",
         &before,

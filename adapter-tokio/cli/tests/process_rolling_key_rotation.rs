@@ -11,12 +11,11 @@ mod process_support;
 use process_support::{
     cluster::{ANY_PORT, start_node, start_registry_with},
     load::{finish_load, read_outcomes, spawn_load},
-    rolling::{BETWEEN, Which, assert_nothing_failed, restart},
+    rolling::{BETWEEN, Which, assert_nothing_failed, restart, rotation_flags},
     scenario::{
         LEAF_A, LEAF_A_ID, LEAF_B, LEAF_B_ID, ProxyCluster, RATE, RUN_START_TIMEOUT, leaf_spec,
         proxy_spec,
     },
-    write_secret,
 };
 
 /// Messages in the run: 50 s at [`RATE`], long enough for eight restarts.
@@ -25,16 +24,7 @@ const COUNT: u64 = 50_000;
 #[test]
 fn process_rolling_key_rotation() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (old, new) = (dir.path().join("old.key"), dir.path().join("new.key"));
-    write_secret(&old, &format!("{}\n", "a1".repeat(32)));
-    write_secret(&new, &format!("{}\n", "b2".repeat(32)));
-    let path = |p: &std::path::Path| p.to_str().expect("a UTF-8 path").to_owned();
-    let (old, new) = (path(&old), path(&new));
-    let flags = |keys: &[&str]| -> Vec<String> { keys.iter().map(|s| (*s).to_owned()).collect() };
-    let before = flags(&["--cluster-key-file", &old]);
-    let both = flags(&["--cluster-key-file", &old, "--next-cluster-key-file", &new]);
-    let after = flags(&["--cluster-key-file", &new]);
-
+    let [before, both, after] = rotation_flags(dir.path());
     let before_refs: Vec<&str> = before.iter().map(String::as_str).collect();
     let registry = start_registry_with("registry", ANY_PORT, &before_refs);
     let proxy = start_node(proxy_spec(&registry).flags(&before_refs));

@@ -277,19 +277,22 @@ fn a_waiting_call_goes_to_a_server_that_appears() {
     );
 }
 
+/// Call 9 of caller incarnation 3: `echo` with `args` and 1 s left.
+const ECHO_ARGS: RpcMessage<'static> = RpcMessage::Request {
+    call: 9,
+    caller_incarnation: 3,
+    remaining_ns: 1_000_000_000,
+    method: "echo",
+    payload: b"args",
+};
+
 /// The server's side: a request is handed out with its local deadline, a repeat is dropped,
 /// the reply goes back to the caller by that deadline, and a second reply is refused.
 #[test]
 fn a_served_request_is_handed_out_once_and_answered() {
     let mut rpc = machine(&["echo"]);
     let mut host = Script::default();
-    let request = RpcMessage::Request {
-        call: 9,
-        caller_incarnation: 3,
-        remaining_ns: 1_000_000_000,
-        method: "echo",
-        payload: b"args",
-    };
+    let request = ECHO_ARGS;
     host.inputs
         .extend([message(CALLER, &request), message(CALLER, &request)]);
     rpc.settle(at(100), &mut host);
@@ -560,13 +563,7 @@ fn a_broadcast_reports_every_recipient_once() {
 fn a_declined_request_is_refused_and_may_come_again() {
     let mut rpc = machine(&["echo"]);
     let mut host = Script::default();
-    let request = RpcMessage::Request {
-        call: 9,
-        caller_incarnation: 3,
-        remaining_ns: 1_000_000_000,
-        method: "echo",
-        payload: b"args",
-    };
+    let request = ECHO_ARGS;
     host.inputs.push_back(message(CALLER, &request));
     rpc.settle(at(100), &mut host);
     assert!(rpc.decline(at(150), RequestId(1), &mut host));

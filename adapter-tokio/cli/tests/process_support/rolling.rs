@@ -145,3 +145,25 @@ pub fn assert_nothing_failed(
     assert_eq!(counts.get("delivered").copied(), Some(count), "{counts:?}");
     summary.assert_all_delivered(count);
 }
+
+/// The flags of a cluster-key rotation, with key files OLD and NEW written in `dir`: before
+/// (`--cluster-key-file OLD`), during (`... OLD --next-cluster-key-file NEW`), after
+/// (`--cluster-key-file NEW`).
+///
+/// # Panics
+///
+/// A key file cannot be written, or `dir` is not UTF-8.
+#[must_use]
+pub fn rotation_flags(dir: &std::path::Path) -> [Vec<String>; 3] {
+    let (old, new) = (dir.join("old.key"), dir.join("new.key"));
+    super::write_secret(&old, &format!("{}\n", "a1".repeat(32)));
+    super::write_secret(&new, &format!("{}\n", "b2".repeat(32)));
+    let path = |p: &std::path::Path| p.to_str().expect("a UTF-8 path").to_owned();
+    let (old, new) = (path(&old), path(&new));
+    let flags = |keys: &[&str]| -> Vec<String> { keys.iter().map(|s| (*s).to_owned()).collect() };
+    [
+        flags(&["--cluster-key-file", &old]),
+        flags(&["--cluster-key-file", &old, "--next-cluster-key-file", &new]),
+        flags(&["--cluster-key-file", &new]),
+    ]
+}
