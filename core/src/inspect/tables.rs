@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Entries of each per-peer table of one node (from [`Inspect::peer_tables`]); see the
-/// [module docs](self).
+/// Entries of each per-peer table of one node (from [`Inspect::peer_tables`]): each is
+/// bounded by the live set plus a grace (docs/ARCHITECTURE.md §9.4 gives the rule of each).
 ///
 /// [`Inspect::peer_tables`]: super::Inspect::peer_tables
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

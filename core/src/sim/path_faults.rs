@@ -57,8 +57,9 @@ impl PathFaults {
 }
 
 impl<N: SimNode> Sim<N> {
-    /// Fails the path `from → to` for `length` (see the [module docs](self)): its links drop
-    /// now, dials from `from` to `to` are refused until `now + length`.
+    /// Fails the path `from → to` for `length` — one direction of one path, both processes
+    /// alive (docs/ARCHITECTURE.md §9.3): its links drop now, dials from `from` to `to` are
+    /// refused until `now + length`, dials the other way work.
     pub fn fail_path(&mut self, from: NodeId, to: NodeId, length: Duration) {
         self.note_with(None, || {
             format!("path {from} -> {to} refused for {} ms", length.as_millis())
