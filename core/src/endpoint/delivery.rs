@@ -470,15 +470,6 @@ impl EndpointTable {
             .is_some_and(|e| e.outbox.stream.probing && e.outbox.stream.len() > 0)
     }
 
-    /// Whether `target`'s path is in doubt while messages wait for it (queued or in flight):
-    /// a flush sends its probe.
-    #[must_use]
-    pub fn stalled(&self, target: NodeId) -> bool {
-        self.endpoint_of(target)
-            .and_then(|key| endpoint_at(&self.slots, key))
-            .is_some_and(|e| e.outbox.stream.probing && !e.outbox.is_idle())
-    }
-
     /// The last incarnation of `target` learned from its acks, resets or handshake (0 = none).
     #[must_use]
     pub fn known_incarnation(&self, target: NodeId) -> u64 {
