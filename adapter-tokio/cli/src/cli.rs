@@ -9,12 +9,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod cert;
 mod rpc;
 mod send;
+mod swarm;
 
 pub(crate) use cert::CertCommand;
 #[cfg(feature = "tls")]
 pub(crate) use cert::{CertCaArgs, CertNodeArgs};
 pub(crate) use rpc::{BroadcastArgs, CallArgs};
 pub(crate) use send::SendArgs;
+pub(crate) use swarm::SwarmArgs;
 
 /// `switchboard`: run a registry, a node, a load generator or the in-process demo.
 #[derive(Debug, Parser)]
@@ -31,6 +33,7 @@ pub(crate) use send::SendArgs;
         switchboard registry --listen 127.0.0.1:7000\n  \
         switchboard node --id 1 --name hub --listen 127.0.0.1:7101 --registry 127.0.0.1:7000\n  \
         switchboard demo --seconds 10\n  \
+        switchboard swarm --nodes 1000 --registry 127.0.0.1:7000\n  \
         switchboard cert ca --out pki && switchboard cert node --id 1 --ca-dir pki --out pki\n  \
         switchboard completions bash > /etc/bash_completion.d/switchboard\n  \
         switchboard man > switchboard.1",
@@ -90,6 +93,8 @@ pub(crate) enum Command {
     Call(CallArgs),
     /// Send one message to every node matching labels and print who got it as one JSON line.
     Broadcast(BroadcastArgs),
+    /// Run N nodes in this process to load-test a registry; print one JSON line of figures.
+    Swarm(SwarmArgs),
     /// Print a shell completion script on stdout.
     #[command(after_help = "Examples:\n  \
         switchboard completions bash > ~/.local/share/bash-completion/completions/switchboard\n  \

@@ -91,9 +91,11 @@ mod run_ls;
 mod run_node;
 mod run_registry;
 mod run_send;
+mod run_swarm;
 mod secret_file;
 mod selection;
 mod stats;
+mod swarm_probe;
 
 use std::{io::IsTerminal, process::ExitCode, time::Duration};
 
@@ -204,6 +206,7 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
             .await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Swarm(args) => run_swarm::run(run_swarm::SwarmOptions::resolve(args)?).await,
         Command::Ls(args) => {
             run_ls::run(run_ls::LsOptions::resolve(args, keys::random_u64())?).await?;
             Ok(ExitCode::SUCCESS)

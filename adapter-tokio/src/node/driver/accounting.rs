@@ -186,6 +186,64 @@ pub(super) fn status(node: &Node, registered: bool) -> Status {
     status
 }
 
+/// Brings `known` up to date with `node` after a registry event about `id` only: that id's
+/// discovery and topology entries and the scalar fields, in O(log N) — where [`known`]
+/// rebuilds the whole view, O(N) per event and O(N²) for a cluster's join at every node.
+/// Returns whether anything changed.
+pub(super) fn refresh_known(
+    node: &Node,
+    known: &mut Known,
+    id: NodeId,
+    registered: bool,
+    conflict: Option<&str>,
+) -> bool {
+    let mut changed = false;
+    let listen = (node.inspect().discovery().get_by_id(id)).map(|info| &info.listen);
+    match (listen, known.discovery.get(&id)) {
+        (Some(new), Some(held)) if new == held => {}
+        (Some(new), _) => {
+            known.discovery.insert(id, new.clone());
+            changed = true;
+        }
+        (None, held) => changed |= held.is_some() && known.discovery.remove(&id).is_some(),
+    }
+    let topology = node.inspect().topology();
+    let upstream = topology
+        .is_proactive(id)
+        .then(|| topology.upstream_of(id).unwrap_or(NodeId::NONE));
+    if known.topology.get(&id).copied() != upstream {
+        match upstream {
+            Some(up) => known.topology.insert(id, up),
+            None => known.topology.remove(&id),
+        };
+        changed = true;
+    }
+    let leaving = (node.inspect().discovery().get_by_id(node.id()))
+        .is_some_and(switchboard_core::discovery::DiscoveryInfo::is_leaving);
+    let scalars = (
+        registered,
+        leaving,
+        conflict.map(str::to_owned),
+        node.inspect().upstream().0,
+    );
+    if (
+        known.registered,
+        known.leaving,
+        known.conflict.clone(),
+        known.upstream,
+    ) != scalars
+    {
+        (
+            known.registered,
+            known.leaving,
+            known.conflict,
+            known.upstream,
+        ) = scalars;
+        changed = true;
+    }
+    changed
+}
+
 /// The registry view of `node` now.
 pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Known {
     let discovery = node

@@ -496,7 +496,17 @@ impl Driver {
             FeedEvent::Registry(event) => {
                 self.counters.registry_event(&event);
                 let now = self.clock.now();
+                let about = registry_event_id(&event);
                 self.node.handle_registry(now, event);
+                if let Some(id) = about {
+                    // One node's records changed: that node's entries only.
+                    let (node, registered) = (&self.node, self.registered);
+                    let conflict = self.conflict.as_deref();
+                    self.known.send_if_modified(|k| {
+                        accounting::refresh_known(node, k, id, registered, conflict)
+                    });
+                    return;
+                }
             }
             FeedEvent::Registered => {
                 self.counters.registered();
@@ -520,6 +530,8 @@ impl Driver {
         self.publish_known();
     }
 
+    /// Rebuilds the whole registry view (after a lifecycle change; a registry event about one
+    /// node refreshes that node's entries only, `accounting::refresh_known`).
     fn publish_known(&mut self) {
         let known = accounting::known(&self.node, self.registered, self.conflict.as_deref());
         self.known.send_if_modified(|k| {
@@ -674,4 +686,18 @@ async fn feed_recv(feed: &mut Option<Feed>) -> Option<FeedEvent> {
         Some(feed) => feed.events.recv().await,
         None => std::future::pending().await,
     }
+}
+
+/// The node a registry event is about, when it is about one node with an id (a name-only
+/// delete names none).
+fn registry_event_id(event: &RegistryEvent) -> Option<NodeId> {
+    let id = match event {
+        RegistryEvent::DiscoveryPut(info) => info.id,
+        RegistryEvent::TopologyPut(info) => info.id,
+        RegistryEvent::DiscoveryDelete { id, .. }
+        | RegistryEvent::TopologyDelete { id, .. }
+        | RegistryEvent::Session { id, .. } => *id,
+        _ => NodeId::NONE,
+    };
+    id.is_valid().then_some(id)
 }
