@@ -112,8 +112,8 @@ fn a_swarm_of_a_thousand_converges_and_delivers() {
     let addr = registry.addr.to_string();
     let (line, code) = swarm(
         &addr,
-        &["--nodes", "1000", "--messages", "2", "--timeout", "120s"],
-        Duration::from_secs(600),
+        &["--nodes", "1000", "--messages", "2", "--timeout", "300s"],
+        Duration::from_secs(1200),
     );
     assert_passed(&line, code, 1000, 100, 2);
     assert_listing_empty(&addr);
