@@ -233,7 +233,12 @@ pub(crate) struct TlsArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ClusterArgs {
     /// Address of the embedded registry (exclusive with --etcd).
-    #[arg(long, value_name = "ADDR", conflicts_with = "etcd")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "etcd",
+        env = "SWITCHBOARD_REGISTRY"
+    )]
     pub(crate) registry: Option<SocketAddr>,
     /// etcd registry.
     #[command(flatten)]

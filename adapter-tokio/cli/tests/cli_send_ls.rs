@@ -276,6 +276,31 @@ fn bad_send_flags_exit_2() {
     );
 }
 
+/// `SWITCHBOARD_REGISTRY` stands in for `--registry` on the one-shot clients too (issue 24:
+/// `ls`, `send`, `call` and `broadcast` exited 2 "registry: required" with it set).
+#[test]
+fn the_clients_take_the_registry_from_the_environment() {
+    let (_procs, registry, _, _) = cluster();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(args)
+            .env("SWITCHBOARD_REGISTRY", &registry)
+            .output()
+            .expect("run the binary")
+    };
+    let ls = run(&["ls", "-o", "json"]);
+    assert_eq!(ls.status.code(), Some(0), "{:?}", lines(&ls.stderr));
+    let listed: Value = serde_json::from_str(&lines(&ls.stdout)[0]).expect("a JSON array");
+    let ids: Vec<u64> = (listed.as_array().expect("rows").iter())
+        .filter_map(|row| row["id"].as_u64())
+        .collect();
+    assert_eq!(ids, [10, 101]);
+    let send = run(&["send", "--to", "a", "--payload", "env"]);
+    assert_eq!(send.status.code(), Some(0), "{:?}", lines(&send.stderr));
+    let outcome: Value = serde_json::from_str(&lines(&send.stdout)[0]).expect("one JSON line");
+    assert_eq!(outcome["outcome"], "delivered", "{outcome}");
+}
+
 #[test]
 fn ls_and_send_without_a_reachable_registry_exit_1_with_one_line() {
     let registry = format!("127.0.0.1:{}", closed_port());
