@@ -1,5 +1,6 @@
-//! Durations as people write them on the command line: a decimal number and a unit, `ms`,
-//! `s` or `m` (`250ms`, `5s`, `1.5s`, `2m`), exact to the microsecond.
+//! Durations as people write them on the command line: decimal numbers with units `h`, `m`,
+//! `s`, `ms`, `us`, largest first (`250ms`, `5s`, `1.5s`, `2m`, `1h30m`), exact to the
+//! microsecond.
 
 use std::time::Duration;
 
@@ -23,62 +24,95 @@ pub(crate) fn nonzero_timeout(
     }
 }
 
-/// Parses `text` as `<decimal><unit>` with unit `ms`, `s` or `m`; digits below the microsecond
-/// are refused rather than rounded.
+/// Parses `text` as one or more `<decimal><unit>` parts with units `h`, `m`, `s`, `ms` or
+/// `us`, largest first and each at most once (`250ms`, `5s`, `1.5s`, `2m`, `1h30m`,
+/// `1m30.5s`); digits below the microsecond are refused rather than rounded.
 ///
 /// # Errors
 ///
-/// A missing or unknown unit, a malformed number, too many decimals, or more than a day; the
-/// message quotes the text.
+/// A missing or unknown unit, units out of order or repeated, a malformed number, a negative
+/// sign, too many decimals, or more than a day; the message quotes the text.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = |why: &str| Err(format!("{why} in {text:?} (write e.g. 250ms, 5s, 1.5s)"));
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let micros_per_unit: u128 = match unit {
-        "ms" => 1_000,
-        "s" => 1_000_000,
-        "m" => 60_000_000,
-        "" => return bad("no unit"),
-        _ => return bad("an unknown unit"),
+    let bad = |why: &str| {
+        Err(format!(
+            "{why} in {text:?} (write e.g. 250ms, 5s, 1.5s, 1h30m)"
+        ))
     };
+    if text.starts_with('-') {
+        return bad("a negative duration");
+    }
+    let mut rest = text;
+    let mut micros: u128 = 0;
+    let mut last_unit = u128::MAX;
+    loop {
+        let split = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(split);
+        let unit_len = tail
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let micros_per_unit: u128 = match unit {
+            "h" => 3_600_000_000,
+            "m" => 60_000_000,
+            "s" => 1_000_000,
+            "ms" => 1_000,
+            "us" => 1,
+            "" if tail.is_empty() => return bad("no unit"),
+            _ => return bad("an unknown unit"),
+        };
+        if micros_per_unit >= last_unit {
+            return bad("units out of order or repeated");
+        }
+        last_unit = micros_per_unit;
+        micros = match part_micros(number, micros_per_unit) {
+            Ok(part) => micros.saturating_add(part),
+            Err(why) => return bad(why),
+        };
+        if tail.is_empty() {
+            break;
+        }
+        rest = tail;
+    }
+    match u64::try_from(micros) {
+        Ok(m) if Duration::from_micros(m) <= MAX_DURATION => Ok(Duration::from_micros(m)),
+        _ => bad("more than a day"),
+    }
+}
+
+/// One part's microseconds: `number` (a decimal) times `micros_per_unit`, exactly.
+fn part_micros(number: &str, micros_per_unit: u128) -> Result<u128, &'static str> {
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
     if whole.is_empty() || (number.contains('.') && fraction.is_empty()) {
-        return bad("a malformed number");
+        return Err("a malformed number");
     }
     if fraction.contains('.') {
-        return bad("a malformed number");
+        return Err("a malformed number");
     }
     let Ok(whole) = whole.parse::<u128>() else {
-        return bad("too large a number");
+        return Err("too large a number");
     };
     // The fraction in units of 10^-digits; exact when it ends on a whole microsecond.
     let digits = u32::try_from(fraction.len()).unwrap_or(u32::MAX);
     let Some(scale) = 10u128.checked_pow(digits) else {
-        return bad("too many decimals");
+        return Err("too many decimals");
     };
     let fraction_value = if fraction.is_empty() {
         0
     } else {
-        match fraction.parse::<u128>() {
-            Ok(value) => value,
-            Err(_) => return bad("too many decimals"),
-        }
+        fraction.parse::<u128>().map_err(|_| "too many decimals")?
     };
     let Some(fraction_scaled) = fraction_value.checked_mul(micros_per_unit) else {
-        return bad("too many decimals");
+        return Err("too many decimals");
     };
     if fraction_scaled % scale != 0 {
-        return bad("a precision finer than a microsecond");
+        return Err("a precision finer than a microsecond");
     }
-    let micros = whole
+    whole
         .checked_mul(micros_per_unit)
-        .and_then(|m| m.checked_add(fraction_scaled / scale));
-    match micros.and_then(|m| u64::try_from(m).ok()) {
-        Some(m) if Duration::from_micros(m) <= MAX_DURATION => Ok(Duration::from_micros(m)),
-        _ => bad("more than a day"),
-    }
+        .and_then(|m| m.checked_add(fraction_scaled / scale))
+        .ok_or("more than a day")
 }
 
 #[cfg(test)]
@@ -94,18 +128,28 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("86400s"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("1m30.5s"), Ok(Duration::from_millis(90_500)));
+        assert_eq!(parse_duration("24h"), Ok(MAX_DURATION));
+        assert_eq!(parse_duration("2s500ms"), Ok(Duration::from_millis(2_500)));
+        assert_eq!(parse_duration("750us"), Ok(Duration::from_micros(750)));
     }
 
     #[test]
     fn bad_durations_say_what_is_wrong_and_quote_the_text() {
         assert_eq!(
             parse_duration("5"),
-            Err("no unit in \"5\" (write e.g. 250ms, 5s, 1.5s)".to_owned())
+            Err("no unit in \"5\" (write e.g. 250ms, 5s, 1.5s, 1h30m)".to_owned())
         );
         for (text, why) in [
-            ("5h", "an unknown unit"),
+            ("5d", "an unknown unit"),
             ("5 s", "an unknown unit"),
-            ("-5s", "an unknown unit"),
+            ("-5s", "a negative duration"),
+            ("-1s", "a negative duration"),
+            ("30m1h", "units out of order or repeated"),
+            ("1s1s", "units out of order or repeated"),
+            ("1h30", "no unit"),
+            ("24h1s", "more than a day"),
             ("", "no unit"),
             ("s", "a malformed number"),
             (".5s", "a malformed number"),

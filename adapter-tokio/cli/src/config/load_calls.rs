@@ -203,7 +203,7 @@ mod tests {
             file_duration("timeout", Some("5".to_owned()))
                 .expect_err("no unit")
                 .to_string(),
-            "timeout: no unit in \"5\" (write e.g. 250ms, 5s, 1.5s)"
+            "timeout: no unit in \"5\" (write e.g. 250ms, 5s, 1.5s, 1h30m)"
         );
     }
 }
