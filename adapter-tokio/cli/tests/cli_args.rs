@@ -194,6 +194,59 @@ fn a_value_out_of_range_names_the_field() {
     assert_usage_error(&output, "error: id: node id 0 is reserved");
 }
 
+/// Validation at the door (issue 24 item 4): an empty name and the labels switchboard sets
+/// itself are refused before anything starts, one line naming the field.
+#[test]
+fn empty_names_and_reserved_labels_are_refused() {
+    let node = |extra: &[&str]| {
+        let mut args = vec![
+            "node",
+            "--id",
+            "5",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+            "127.0.0.1:1",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    for (extra, line) in [
+        (&["--name", ""][..], "error: name: must not be empty"),
+        (&["--name", "  "][..], "error: name: must not be empty"),
+        (
+            &["--name", "a", "--label", "rpc.switchboard/echo=serve"][..],
+            "error: label: rpc.switchboard/echo=serve is reserved: methods are served with --serve (config key `serve`)",
+        ),
+        (
+            &["--name", "a", "--label", "leaving=x"][..],
+            "error: label: leaving=x is reserved: the drain before a graceful exit sets it",
+        ),
+        (
+            &["--name", "a", "--label", "role=client"][..],
+            "error: label: role=client is reserved: it marks light clients (send, call, load), not members",
+        ),
+    ] {
+        assert_usage_error(&node(extra), line);
+    }
+    let load = run(&[
+        "load",
+        "--registry",
+        "127.0.0.1:1",
+        "--to",
+        "a",
+        "--rate",
+        "0",
+        "--count",
+        "1",
+        "--size",
+        "8",
+        "--name",
+        "",
+    ]);
+    assert_usage_error(&load, "error: name: must not be empty");
+}
+
 #[test]
 fn registry_and_etcd_together_are_refused() {
     let output = run(&[
@@ -326,6 +379,10 @@ fn every_subcommand_has_help_with_examples() {
              <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
         ),
         ("demo", "switchboard demo [OPTIONS]"),
+        (
+            "swarm",
+            "switchboard swarm --nodes <N> <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
+        ),
     ] {
         let output = run(&[sub, "--help"]);
         assert_eq!(output.status.code(), Some(0), "{sub} --help");

@@ -290,12 +290,11 @@ impl LoadOptions {
             security,
         )?;
         let upstream = args.upstream.or(file.upstream);
-        let identity = crate::client::client_identity(
-            LOAD_ROLE,
-            args.id.or(file.id),
-            args.name.or(file.name),
-            random,
-        );
+        let name = args.name.or(file.name);
+        if let Some(name) = &name {
+            super::check_name(name)?;
+        }
+        let identity = crate::client::client_identity(LOAD_ROLE, args.id.or(file.id), name, random);
         let listen = match args.advertise.or(file.advertise) {
             None => None,
             Some(text) => {

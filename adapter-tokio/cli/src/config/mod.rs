@@ -608,6 +608,45 @@ pub(crate) fn core_config(core: Option<Config>, identity: Identity) -> Result<Co
     Ok(config)
 }
 
+/// A node or client name given by the user: not empty (an empty name registers a node no one
+/// can address by name).
+///
+/// # Errors
+///
+/// The name is empty or only white space.
+pub(crate) fn check_name(name: &str) -> Result<(), CliError> {
+    if name.trim().is_empty() {
+        return Err(CliError::invalid("name", "must not be empty"));
+    }
+    Ok(())
+}
+
+/// Labels given by the user (`--label`, `label` in a config file): none of the labels
+/// switchboard sets itself — `rpc.switchboard/<method>` (set by `--serve`: a node would be
+/// listed as serving a method it has no handler for), `leaving` (set by the drain before a
+/// graceful exit) and `role=client` (marks a light client, whose leaving is no peer death).
+///
+/// # Errors
+///
+/// A reserved label, named.
+pub(crate) fn check_user_labels(labels: &BTreeMap<String, String>) -> Result<(), CliError> {
+    use switchboard_core::discovery::{CLIENT_ROLE, LEAVING_LABEL, ROLE_LABEL};
+    use switchboard_core::rpc::METHOD_LABEL_PREFIX;
+    for (key, value) in labels {
+        let why = if key.starts_with(METHOD_LABEL_PREFIX) {
+            "is reserved: methods are served with --serve (config key `serve`)"
+        } else if key == LEAVING_LABEL {
+            "is reserved: the drain before a graceful exit sets it"
+        } else if key == ROLE_LABEL && value == CLIENT_ROLE {
+            "is reserved: it marks light clients (send, call, load), not members"
+        } else {
+            continue;
+        };
+        return Err(CliError::invalid("label", format!("{key}={value} {why}")));
+    }
+    Ok(())
+}
+
 /// A core `ConfigError` as a field and a problem.
 pub(crate) fn core_config_error(e: ConfigError) -> CliError {
     match e {

@@ -132,6 +132,7 @@ impl NodeOptions {
             .name
             .or(file.name)
             .ok_or_else(|| CliError::invalid("name", "required: give --name NAME"))?;
+        super::check_name(&name)?;
         let listen = args
             .listen
             .or(file.listen)
@@ -142,6 +143,7 @@ impl NodeOptions {
             return Err(CliError::invalid("label", "a label key is empty"));
         }
         labels.extend(args.labels);
+        super::check_user_labels(&labels)?;
         let security = super::merge_security(
             args.etcd.security(),
             EtcdSecurity {
