@@ -346,9 +346,11 @@ impl Points {
     /// Both fast paths count a fixed window's points below `key` without branching on the
     /// data: a data-dependent branch (an early exit, a binary search step) mispredicts on most
     /// lookups, since hashed keys land anywhere in their bucket, and a mispredict also stops
-    /// the processor from overlapping this lookup's memory reads with the next one's.
+    /// the processor from overlapping this lookup's memory reads with the next one's. Each
+    /// point is one `u64` comparison (see [`threshold`]).
     #[inline]
     pub(crate) fn lower_bound_key(&self, key: u64) -> usize {
+        let below = threshold(key);
         let b = self.bucket(key);
         let lo = self.index[b] as usize;
         let hi = self.index[b + 1] as usize;
@@ -356,7 +358,7 @@ impl Points {
         if n <= SCAN_WINDOW && lo + SCAN_WINDOW <= self.pts.len() {
             // Points past the bucket have a larger prefix, so they never count; the count is
             // the offset in the bucket.
-            return lo + count_below(&self.pts[lo..lo + SCAN_WINDOW], key);
+            return lo + count_below(&self.pts[lo..lo + SCAN_WINDOW], below);
         }
         // The key's rank in the bucket by interpolation on the bits below the prefix (the
         // product is below 2^64: both factors are below 2^32).
@@ -367,17 +369,25 @@ impl Points {
             .min(hi.saturating_sub(GUESS_WINDOW))
             .max(lo);
         if start + GUESS_WINDOW <= self.pts.len() {
-            let below = count_below(&self.pts[start..start + GUESS_WINDOW], key);
+            let n = count_below(&self.pts[start..start + GUESS_WINDOW], below);
             // Exact unless the answer lies before the window (nothing in it is below `key`
             // but the bucket starts earlier) or after it (everything is below `key` and the
             // bucket goes on); points past the bucket never count, as above.
-            let before = below == 0 && start > lo;
-            let after = below == GUESS_WINDOW && start + GUESS_WINDOW < hi;
+            let before = n == 0 && start > lo;
+            let after = n == GUESS_WINDOW && start + GUESS_WINDOW < hi;
             if !before && !after {
-                return start + below;
+                return start + n;
             }
         }
-        lo + self.pts[lo..hi].partition_point(|p| p.key() < key)
+        self.bucket_lower_bound(lo, hi, below)
+    }
+
+    /// [`lower_bound_key`](Points::lower_bound_key) by a binary search of the bucket
+    /// `lo..hi`, for the lookups its window misses.
+    #[cold]
+    #[inline(never)]
+    fn bucket_lower_bound(&self, lo: usize, hi: usize, below: u64) -> usize {
+        lo + self.pts[lo..hi].partition_point(|p| p.0 < below)
     }
 
     /// Full build from the members in `slots`, without a comparison sort: positions are
@@ -665,10 +675,18 @@ impl Points {
     }
 }
 
-/// Number of `window`'s points whose stored position is below `key`, counted without branches.
+/// A point's stored position is below `key` exactly when its packed word is below this: `key`
+/// rounded up to a whole stored half (the slot fills the low 32 bits), or `u64::MAX` past the
+/// last one (no slot is `u32::MAX`: a ring holds at most `u32::MAX` members).
 #[inline]
-fn count_below(window: &[Point], key: u64) -> usize {
-    window.iter().map(|p| usize::from(p.key() < key)).sum()
+fn threshold(key: u64) -> u64 {
+    key.checked_add(!STORED).map_or(u64::MAX, |k| k & STORED)
+}
+
+/// Number of `window`'s points whose packed word is below `below`, counted without branches.
+#[inline]
+fn count_below(window: &[Point], below: u64) -> usize {
+    window.iter().map(|p| usize::from(p.0 < below)).sum()
 }
 
 /// Calls `f(position, slot)` for every point of the members in `slots`, in member order.
