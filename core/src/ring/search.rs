@@ -98,22 +98,32 @@ impl<'a> RingView<'a> {
         let i = self.points.lower_bound_key(stored);
         let pts = self.points.as_slice();
         if i < pts.len() && pts[i].key() == stored {
-            // The key's top 32 bits equal a point's: rank it in that run by full position.
-            let mut end = i + 1;
-            while end < pts.len() && pts[end].key() == stored {
-                end += 1;
-            }
-            let libatapp = self.config.mode.is_libatapp();
-            let run = &pts[i..end];
-            return i + run_rank(&self.config, self.members, stored, run, |h1, h2| {
-                if libatapp {
-                    (h1, h2) < (hash.hi, hash.lo)
-                } else {
-                    h1 < hash.hi
-                }
-            });
+            return self.rank_in_run(i, hash);
         }
         i
+    }
+
+    /// [`lower_bound`](RingView::lower_bound) of a key whose top 32 bits equal those of the
+    /// point at `i`, the first of its run: ranks the key in the run by full position (about
+    /// `points / 2^32` of lookups get here).
+    #[cold]
+    #[inline(never)]
+    fn rank_in_run(&self, i: usize, hash: KeyHash) -> usize {
+        let pts = self.points.as_slice();
+        let stored = pts[i].key();
+        let mut end = i + 1;
+        while end < pts.len() && pts[end].key() == stored {
+            end += 1;
+        }
+        let libatapp = self.config.mode.is_libatapp();
+        let run = &pts[i..end];
+        i + run_rank(&self.config, self.members, stored, run, |h1, h2| {
+            if libatapp {
+                (h1, h2) < (hash.hi, hash.lo)
+            } else {
+                h1 < hash.hi
+            }
+        })
     }
 
     /// The node owning `key`: the first point at or after its position, wrapping (libatapp
