@@ -1,6 +1,6 @@
 //! The member table behind a ring: node id, name and fast-mode node hash per *slot*.
 //!
-//! Ring points store a `u32` slot instead of the node id, so a point is 12 bytes and no point
+//! Ring points store a `u32` slot instead of the node id, so a point is 8 bytes and no point
 //! holds a reference count. Slots are reused after removal (LIFO free list), which keeps the
 //! table dense; ordering never depends on slot numbers (ties are broken by node id), so the
 //! same membership always yields the same ring whatever the history of slots.

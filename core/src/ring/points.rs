@@ -1,15 +1,16 @@
-//! Sorted point storage of one ring: 12-byte points, a prefix index, and the passes that build
+//! Sorted point storage of one ring: 8-byte points, a prefix index, and the passes that build
 //! and change them (bucket build, in-place merge of one node, in-place removal, filter pass).
 //!
-//! A point is `(position, slot)` packed as three `u32` (8 bytes of position, 4 of member slot),
-//! so the ring is one array: one cache miss per lookup, one write per point when sorting.
-//! Why 12 bytes and not 8 (a 48-bit position beside a 16-bit slot): full 64-bit positions make
-//! fast-mode ties practically impossible (any tie among 80 000 points: about 2^-32, against
-//! 2^-16 with 48 bits) and need no recomputation to compare, and `u32` slots do not cap a ring
-//! at 65 535 nodes. Order is by position, ties by node id — and in the libatapp modes by the full
-//! 128-bit position first: only the high 64 bits are stored, and the (astronomically rare) runs
-//! of equal high halves are put in exact order by recomputing the low halves of just those
-//! points ([`resolve_run`]; lookups do the same on a key that hits a stored high half exactly).
+//! A point is the top 32 bits of its 64-bit position above a `u32` member slot, packed in one
+//! `u64`, so the ring is one array of 8 bytes per point (a third less than a full position
+//! beside the slot, so less of it misses the cache) and `u32` slots do not cap a ring at 65 535
+//! nodes. Ring order is exact, by full position: by `h1` (fast mode: the position), then in the
+//! libatapp modes by `h2`, then by node id. Points whose stored halves are equal — about
+//! `points² / 2^33` pairs per ring, 75 at 800 000 points — are put in that order by recomputing
+//! the full positions of just those points' nodes ([`resolve_run`]); a lookup whose key's top
+//! 32 bits equal a point's (about `points / 2^32` of lookups) ranks the key in that run the
+//! same way ([`run_rank`]), and [`full_positions`] recomputes every position for the
+//! diagnostics that list them.
 //!
 //! The prefix index maps the top `bits` bits (at most 16: 256 KiB, L2-resident) of a position to
 //! the first point at or after that prefix. It doubles as the counting array of a one-pass
@@ -28,34 +29,33 @@ use crate::{
 /// Largest prefix index: 2^16 entries (256 KiB), which stays in L2 even for 10 000 nodes.
 const MAX_INDEX_BITS: u32 = 16;
 
-/// One ring point: a 64-bit position (split in two words so the struct is 12 bytes) and the
-/// member slot that owns it.
+/// The part of a position a point stores: its top 32 bits (the low 32 bits of this mask are 0).
+pub(crate) const STORED: u64 = !0xffff_ffff;
+
+/// One ring point: the top 32 bits of its 64-bit position above the member slot that owns it,
+/// packed in one `u64`. Ring order is by the full position, so runs of equal stored halves are
+/// put in exact order by recomputing their positions ([`resolve_run`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Point {
-    // Low half first: `key()` then compiles to one unaligned 8-byte load.
-    lo: u32,
-    hi: u32,
-    slot: u32,
-}
+pub(crate) struct Point(u64);
 
 impl Point {
     #[inline]
     pub(crate) const fn new(key: u64, slot: u32) -> Point {
-        // Truncations split the key into its two halves.
-        let (hi, lo) = ((key >> 32) as u32, key as u32);
-        Point { lo, hi, slot }
+        Point((key & STORED) | slot as u64)
     }
 
-    /// The stored 64-bit position (`h1` in compat mode).
+    /// The stored part of the position: its top 32 bits, the low 32 bits zero (`h1` in compat
+    /// mode).
     #[inline]
     pub(crate) const fn key(self) -> u64 {
-        ((self.hi as u64) << 32) | self.lo as u64
+        self.0 & STORED
     }
 
     /// The owning member slot.
     #[inline]
     pub(crate) const fn slot(self) -> u32 {
-        self.slot
+        // The low half is the slot.
+        self.0 as u32
     }
 }
 
@@ -158,33 +158,71 @@ pub(crate) fn node_keys(config: &RingConfig, members: &Members, slot: u32, out: 
     out.sort_unstable();
 }
 
-/// The exact order of a run of points sharing one stored position `key`, as `(h2, id, slot)`
-/// per point (libatapp modes; `h2` is 0 in fast mode). Recomputes the points of the run's
-/// nodes — only ever reached on a 64-bit position collision.
-pub(crate) fn run_order(
+/// Full positions `(h1, h2)` of the points of `slot` whose stored part is `key` (`h2` is 0 in
+/// fast mode), recomputed from the node.
+fn for_run_points(
+    config: &RingConfig,
+    members: &Members,
+    slot: u32,
+    key: u64,
+    mut f: impl FnMut(u64, u64),
+) {
+    for_node_points(config, members, slot, |h1, h2| {
+        if h1 & STORED == key {
+            f(h1, h2);
+        }
+    });
+}
+
+/// Each distinct slot of `run` once (first occurrence), without allocating.
+fn run_slots(run: &[Point]) -> impl Iterator<Item = u32> + '_ {
+    run.iter()
+        .enumerate()
+        .filter(|&(i, p)| !run[..i].iter().any(|q| q.slot() == p.slot()))
+        .map(|(_, p)| p.slot())
+}
+
+/// How many points of a run sharing one stored position `key` lie before a position for which
+/// `before(h1, h2)` holds (the run's exact order is by full position): recomputes the points of
+/// the run's nodes, no allocation. Reached when a looked-up key's top 32 bits equal a point's.
+pub(crate) fn run_rank(
     config: &RingConfig,
     members: &Members,
     key: u64,
     run: &[Point],
-) -> Vec<(u64, NodeId, u32)> {
-    let mut slots: Vec<u32> = run.iter().map(|p| p.slot()).collect();
-    slots.sort_unstable();
-    slots.dedup();
+    before: impl Fn(u64, u64) -> bool,
+) -> usize {
+    let mut rank = 0;
+    for slot in run_slots(run) {
+        for_run_points(config, members, slot, key, |h1, h2| {
+            rank += usize::from(before(h1, h2));
+        });
+    }
+    rank
+}
+
+/// The exact order of a run of points sharing one stored position `key`, as
+/// `(h1, h2, id, slot)` per point (`h2` is 0 in fast mode): recomputes the points of the run's
+/// nodes.
+fn run_order(
+    config: &RingConfig,
+    members: &Members,
+    key: u64,
+    run: &[Point],
+) -> Vec<(u64, u64, NodeId, u32)> {
     let mut order = Vec::with_capacity(run.len());
-    for slot in slots {
+    for slot in run_slots(run) {
         let id = members.id(slot);
-        for_node_points(config, members, slot, |h1, h2| {
-            if h1 == key {
-                order.push((h2, id, slot));
-            }
+        for_run_points(config, members, slot, key, |h1, h2| {
+            order.push((h1, h2, id, slot));
         });
     }
     order.sort_unstable();
     order
 }
 
-/// Puts a run of points with equal stored positions into exact order (by `h2` in compat mode,
-/// then node id).
+/// Puts a run of points with equal stored positions into exact order: by full position (`h1`,
+/// then `h2` in compat mode), then node id.
 fn resolve_run(config: &RingConfig, members: &Members, run: &mut [Point]) {
     let first = run[0].slot();
     if run.iter().all(|p| p.slot() == first) {
@@ -197,9 +235,28 @@ fn resolve_run(config: &RingConfig, members: &Members, run: &mut [Point]) {
         run.len(),
         "every point of the run is recomputed"
     );
-    for (p, &(_, _, slot)) in run.iter_mut().zip(&order) {
+    for (p, &(_, _, _, slot)) in run.iter_mut().zip(&order) {
         *p = Point::new(key, slot);
     }
+}
+
+/// The full 64-bit position of every point of `pts`, in ring order (`h1` in compat mode),
+/// recomputed from the nodes: each node's points appear in the ring in ascending order, so
+/// its sorted positions are handed out one by one. O(points) hashing; for diagnostics.
+pub(crate) fn full_positions(config: &RingConfig, members: &Members, pts: &[Point]) -> Vec<u64> {
+    let mut by_slot: Vec<(usize, Vec<u64>)> = Vec::new();
+    by_slot.resize_with(members.slot_capacity(), Default::default);
+    let mut out = Vec::with_capacity(pts.len());
+    for p in pts {
+        let (next, keys) = &mut by_slot[p.slot() as usize];
+        if keys.is_empty() {
+            for_node_points(config, members, p.slot(), |h1, _| keys.push(h1));
+            keys.sort_unstable();
+        }
+        out.push(keys[*next]);
+        *next += 1;
+    }
+    out
 }
 
 /// Sorted points of one ring plus its prefix index.
@@ -289,9 +346,11 @@ impl Points {
     /// Both fast paths count a fixed window's points below `key` without branching on the
     /// data: a data-dependent branch (an early exit, a binary search step) mispredicts on most
     /// lookups, since hashed keys land anywhere in their bucket, and a mispredict also stops
-    /// the processor from overlapping this lookup's memory reads with the next one's.
+    /// the processor from overlapping this lookup's memory reads with the next one's. Each
+    /// point is one `u64` comparison (see [`threshold`]).
     #[inline]
     pub(crate) fn lower_bound_key(&self, key: u64) -> usize {
+        let below = threshold(key);
         let b = self.bucket(key);
         let lo = self.index[b] as usize;
         let hi = self.index[b + 1] as usize;
@@ -299,7 +358,7 @@ impl Points {
         if n <= SCAN_WINDOW && lo + SCAN_WINDOW <= self.pts.len() {
             // Points past the bucket have a larger prefix, so they never count; the count is
             // the offset in the bucket.
-            return lo + count_below(&self.pts[lo..lo + SCAN_WINDOW], key);
+            return lo + count_below(&self.pts[lo..lo + SCAN_WINDOW], below);
         }
         // The key's rank in the bucket by interpolation on the bits below the prefix (the
         // product is below 2^64: both factors are below 2^32).
@@ -310,17 +369,25 @@ impl Points {
             .min(hi.saturating_sub(GUESS_WINDOW))
             .max(lo);
         if start + GUESS_WINDOW <= self.pts.len() {
-            let below = count_below(&self.pts[start..start + GUESS_WINDOW], key);
+            let n = count_below(&self.pts[start..start + GUESS_WINDOW], below);
             // Exact unless the answer lies before the window (nothing in it is below `key`
             // but the bucket starts earlier) or after it (everything is below `key` and the
             // bucket goes on); points past the bucket never count, as above.
-            let before = below == 0 && start > lo;
-            let after = below == GUESS_WINDOW && start + GUESS_WINDOW < hi;
+            let before = n == 0 && start > lo;
+            let after = n == GUESS_WINDOW && start + GUESS_WINDOW < hi;
             if !before && !after {
-                return start + below;
+                return start + n;
             }
         }
-        lo + self.pts[lo..hi].partition_point(|p| p.key() < key)
+        self.bucket_lower_bound(lo, hi, below)
+    }
+
+    /// [`lower_bound_key`](Points::lower_bound_key) by a binary search of the bucket
+    /// `lo..hi`, for the lookups its window misses.
+    #[cold]
+    #[inline(never)]
+    fn bucket_lower_bound(&self, lo: usize, hi: usize, below: u64) -> usize {
+        lo + self.pts[lo..hi].partition_point(|p| p.0 < below)
     }
 
     /// Full build from the members in `slots`, without a comparison sort: positions are
@@ -510,7 +577,10 @@ impl Points {
         let m = keys.len();
         let mut pos = core::mem::take(&mut self.scratch);
         pos.clear();
-        pos.extend(keys.iter().map(|&k| to_u32(self.lower_bound_key(k))));
+        pos.extend(
+            keys.iter()
+                .map(|&k| to_u32(self.lower_bound_key(k & STORED))),
+        );
         self.pts.resize(old_len + m, Point::default());
         let mut end = old_len;
         for t in (0..m).rev() {
@@ -525,14 +595,14 @@ impl Points {
         } else {
             self.shift_index(keys, true);
         }
-        // New points went before any equal positions; put such runs in exact order.
+        // New points went before any equal stored positions; put such runs in exact order.
         let mut done_until = 0;
         for (t, &p) in pos.iter().enumerate() {
             let f = p as usize + t;
             if f < done_until {
                 continue;
             }
-            let k = keys[t];
+            let k = keys[t] & STORED;
             let mut start = f;
             while start > 0 && self.pts[start - 1].key() == k {
                 start -= 1;
@@ -556,8 +626,8 @@ impl Points {
         pos.clear();
         let mut t = 0;
         while t < keys.len() {
-            let k = keys[t];
-            while t < keys.len() && keys[t] == k {
+            let k = keys[t] & STORED;
+            while t < keys.len() && keys[t] & STORED == k {
                 t += 1;
             }
             let mut j = self.lower_bound_key(k);
@@ -605,10 +675,18 @@ impl Points {
     }
 }
 
-/// Number of `window`'s points whose stored position is below `key`, counted without branches.
+/// A point's stored position is below `key` exactly when its packed word is below this: `key`
+/// rounded up to a whole stored half (the slot fills the low 32 bits), or `u64::MAX` past the
+/// last one (no slot is `u32::MAX`: a ring holds at most `u32::MAX` members).
 #[inline]
-fn count_below(window: &[Point], key: u64) -> usize {
-    window.iter().map(|p| usize::from(p.key() < key)).sum()
+fn threshold(key: u64) -> u64 {
+    key.checked_add(!STORED).map_or(u64::MAX, |k| k & STORED)
+}
+
+/// Number of `window`'s points whose packed word is below `below`, counted without branches.
+#[inline]
+fn count_below(window: &[Point], below: u64) -> usize {
+    window.iter().map(|p| usize::from(p.0 < below)).sum()
 }
 
 /// Calls `f(position, slot)` for every point of the members in `slots`, in member order.

@@ -11,7 +11,7 @@ use alloc::{vec, vec::Vec};
 use super::{
     RingConfig, SearchMode,
     members::Members,
-    points::{Point, Points, run_order},
+    points::{Point, Points, STORED, full_positions, run_rank},
 };
 use crate::{
     hash::{KeyHash, key_hash, key_hash_u64},
@@ -94,18 +94,36 @@ impl<'a> RingView<'a> {
     /// pair in compat mode); `len` when the key is past the last point.
     #[inline]
     fn lower_bound(&self, hash: KeyHash) -> usize {
-        let i = self.points.lower_bound_key(hash.hi);
+        let stored = hash.hi & STORED;
+        let i = self.points.lower_bound_key(stored);
         let pts = self.points.as_slice();
-        if self.config.mode.is_libatapp() && i < pts.len() && pts[i].key() == hash.hi {
-            // A 64-bit collision between the key and a point: compare the low halves exactly.
-            let mut end = i + 1;
-            while end < pts.len() && pts[end].key() == hash.hi {
-                end += 1;
-            }
-            let order = run_order(&self.config, self.members, hash.hi, &pts[i..end]);
-            return i + order.partition_point(|&(h2, _, _)| h2 < hash.lo);
+        if i < pts.len() && pts[i].key() == stored {
+            return self.rank_in_run(i, hash);
         }
         i
+    }
+
+    /// [`lower_bound`](RingView::lower_bound) of a key whose top 32 bits equal those of the
+    /// point at `i`, the first of its run: ranks the key in the run by full position (about
+    /// `points / 2^32` of lookups get here).
+    #[cold]
+    #[inline(never)]
+    fn rank_in_run(&self, i: usize, hash: KeyHash) -> usize {
+        let pts = self.points.as_slice();
+        let stored = pts[i].key();
+        let mut end = i + 1;
+        while end < pts.len() && pts[end].key() == stored {
+            end += 1;
+        }
+        let libatapp = self.config.mode.is_libatapp();
+        let run = &pts[i..end];
+        i + run_rank(&self.config, self.members, stored, run, |h1, h2| {
+            if libatapp {
+                (h1, h2) < (hash.hi, hash.lo)
+            } else {
+                h1 < hash.hi
+            }
+        })
     }
 
     /// The node owning `key`: the first point at or after its position, wrapping (libatapp
@@ -208,23 +226,28 @@ impl<'a> RingView<'a> {
         }
     }
 
-    /// Every point in ring order as `(position, node)`; the position is the stored 64 bits
-    /// (`h1` in compat mode).
+    /// Every point in ring order as `(position, node)`; the position is the full 64 bits (`h1`
+    /// in compat mode), recomputed from the nodes (the ring stores the top 32 bits): O(points)
+    /// hashing and one allocation, for diagnostics.
     pub fn points(self) -> impl Iterator<Item = (u64, NodeId)> + 'a {
         let members = self.members;
-        self.points
-            .as_slice()
-            .iter()
-            .map(move |p| (p.key(), members.id(p.slot())))
+        let pts = self.points.as_slice();
+        let positions = full_positions(&self.config, members, pts);
+        positions
+            .into_iter()
+            .zip(pts)
+            .map(move |(k, p)| (k, members.id(p.slot())))
     }
 
     /// The compact ring (libatapp `rebuild_compact_cache`) in ring order as
     /// `(position, node)`: each run of consecutive points of one node becomes its last point,
     /// and a final run of the same node as the first kept point is dropped. Computed by walking
-    /// (O(points)); the ring stores no second copy.
+    /// (O(points), positions recomputed as in [`points`](RingView::points)); the ring stores no
+    /// second copy.
     pub fn compact_points(self) -> impl Iterator<Item = (u64, NodeId)> + 'a {
         let members = self.members;
         let pts = self.points.as_slice();
+        let positions = full_positions(&self.config, members, pts);
         let compact = Compact::new(pts, self.node_count());
         let mut next = if pts.is_empty() {
             None
@@ -241,7 +264,7 @@ impl<'a> RingView<'a> {
             };
             // Wrapping back to the first kept point ends the walk.
             next = n.filter(|&n| Some(n) != first && n > c);
-            Some((pts[c].key(), members.id(pts[c].slot())))
+            Some((positions[c], members.id(pts[c].slot())))
         })
     }
 

@@ -6,6 +6,7 @@
 
 use super::*;
 
+mod prop_ring;
 mod prop_set;
 mod ring;
 mod set;

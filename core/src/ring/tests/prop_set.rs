@@ -17,7 +17,7 @@ use crate::{
     rng::Rng,
 };
 
-fn config(suite: &str, cases: u32) -> ProptestConfig {
+pub(super) fn config(suite: &str, cases: u32) -> ProptestConfig {
     ProptestConfig {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(Box::leak(
             format!("../proptest-regressions/{suite}.txt").into_boxed_str(),
@@ -239,6 +239,7 @@ fn masks() -> impl Strategy<Value = u64> {
     prop_oneof![
         3 => Just(u64::MAX),
         1 => Just(0xf800_0000_0000_0000u64), // 32 distinct positions: ties everywhere
+        1 => Just(0xf800_0000_ffff_ffffu64), // 32 stored halves, distinct low halves
     ]
 }
 
