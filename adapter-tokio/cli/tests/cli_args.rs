@@ -194,10 +194,12 @@ fn a_value_out_of_range_names_the_field() {
     assert_usage_error(&output, "error: id: node id 0 is reserved");
 }
 
-/// Validation at the door (issue 24 item 4): an empty name and the labels switchboard sets
-/// itself are refused before anything starts, one line naming the field.
+/// Validation at the door (issue 24 item 4): an empty name, the labels switchboard sets
+/// itself, a message larger than a target's pending queue and an outcomes log that cannot be
+/// written are refused before anything starts (no registry is reached: port 1), one line
+/// naming the field.
 #[test]
-fn empty_names_and_reserved_labels_are_refused() {
+fn empty_names_reserved_labels_oversized_loads_and_unwritable_logs_are_refused() {
     let node = |extra: &[&str]| {
         let mut args = vec![
             "node",
@@ -245,6 +247,36 @@ fn empty_names_and_reserved_labels_are_refused() {
         "",
     ]);
     assert_usage_error(&load, "error: name: must not be empty");
+    let load = |extra: &[&str]| {
+        let mut args = vec![
+            "load",
+            "--registry",
+            "127.0.0.1:1",
+            "--to",
+            "a",
+            "--rate",
+            "0",
+            "--count",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    assert_usage_error(
+        &load(&["--size", "8388609"]),
+        "error: size: 8388609 bytes exceeds the pending queue of a target (8388608 bytes, \
+         core.send_buffer_size): every message would fail queue_full",
+    );
+    assert_usage_error(
+        &load(&[
+            "--size",
+            "8",
+            "--outcomes-log",
+            "/nonexistent/dir/outcomes.log",
+        ]),
+        "error: outcomes_log: cannot write /nonexistent/dir/outcomes.log: No such file or \
+         directory (os error 2)",
+    );
 }
 
 #[test]
