@@ -163,3 +163,35 @@ fn harness_decodes_a_chunked_body() {
     assert_eq!(response.status, 200);
     assert_eq!(response.body, "abcde");
 }
+
+/// An admin endpoint on a non-loopback address without a token gets one warning line at the
+/// start (issue 24 item 4); on loopback, none.
+#[test]
+fn an_open_admin_endpoint_without_a_token_is_warned_about() {
+    use process_support::cluster::{ANY_PORT, NodeSpec, start_node, start_registry};
+    const WARNING: &str =
+        "the admin endpoint is reachable from other hosts and has no admin_token_file";
+    let registry = start_registry("registry", ANY_PORT);
+    let mut open = NodeSpec::new(941, "open-admin", registry.addr);
+    open.admin = Some("0.0.0.0:0".to_owned());
+    let open = start_node(open);
+    let closed = start_node(NodeSpec::new(942, "loopback-admin", registry.addr));
+    // Printed before the ready line, read from stderr by its own thread: waited for, bounded.
+    wait_until(
+        std::time::Duration::from_secs(5),
+        "the warning",
+        || open.proc.stderr_tail().contains(WARNING).then_some(()),
+        || open.proc.diagnostics(),
+    );
+    assert_eq!(
+        open.proc.stderr_tail().matches(WARNING).count(),
+        1,
+        "{}",
+        open.proc.diagnostics()
+    );
+    assert!(
+        !closed.proc.stderr_tail().contains(WARNING),
+        "{}",
+        closed.proc.diagnostics()
+    );
+}

@@ -507,7 +507,16 @@ pub(crate) fn admin_token(
     file: Option<&Path>,
 ) -> Result<Option<String>, CliError> {
     const FIELD: &str = "admin_token_file";
-    let Some(path) = file else { return Ok(None) };
+    let Some(path) = file else {
+        if let Some(addr) = admin.filter(|a| !a.ip().is_loopback()) {
+            tracing::warn!(
+                admin = %addr,
+                "the admin endpoint is reachable from other hosts and has no admin_token_file: \
+                 anyone who can connect reads /status and /metrics"
+            );
+        }
+        return Ok(None);
+    };
     if admin.is_none() {
         return Err(CliError::invalid(FIELD, "only used with --admin"));
     }
