@@ -233,3 +233,28 @@ async fn a_registry_shut_down_gracefully_leaves_the_views_and_a_new_one_takes_ov
     }
     registry.kill();
 }
+
+/// A node with a registry listening on a wildcard address with nothing to publish instead is
+/// refused at start, before anything is bound (issue 24 item 4: it published loopback, which
+/// no other host reaches).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wildcard_listen_without_advertise_is_refused() {
+    let registry = start_registry().await;
+    let wildcard = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    let refused = switchboard_tokio::NodeBuilder::new(NodeId(71), "wild")
+        .listen(wildcard)
+        .registry(registry.local_addr())
+        .start()
+        .await;
+    match refused {
+        Err(e @ switchboard_tokio::StartError::WildcardWithoutAdvertise { addr }) => {
+            assert_eq!(addr, wildcard);
+            assert_eq!(
+                e.to_string(),
+                "listening on 0.0.0.0:0 (a wildcard address) would publish loopback to other \
+                 hosts: give advertise, the address other hosts reach this node at"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -104,6 +104,9 @@ pub(crate) fn start_error(error: StartError) -> CliError {
     match error {
         StartError::Config(e) => core_config_error(e),
         StartError::EtcdDisabled => CliError::invalid("etcd", StartError::EtcdDisabled.to_string()),
+        e @ StartError::WildcardWithoutAdvertise { .. } => {
+            CliError::invalid("advertise", e.to_string())
+        }
         StartError::Bind { addr, source } => {
             CliError::failed(format!("listen: cannot listen on {addr}: {source}"))
         }

@@ -161,6 +161,17 @@ pub enum StartError {
     /// An etcd registry was asked for in a build without the `etcd` feature.
     #[error("this build has no etcd support (rebuild with `--features etcd`)")]
     EtcdDisabled,
+    /// A node with a registry listens on a wildcard address with nothing to publish instead:
+    /// it would publish loopback, which no other host reaches. Give
+    /// [`NodeBuilder::advertise`] (or a `listen` in the config).
+    #[error(
+        "listening on {addr} (a wildcard address) would publish loopback to other hosts: give \
+         advertise, the address other hosts reach this node at"
+    )]
+    WildcardWithoutAdvertise {
+        /// The wildcard listen address.
+        addr: SocketAddr,
+    },
 }
 
 /// A send target as it crosses the command channel: a node id inline, any other target boxed,
@@ -423,7 +434,8 @@ impl NodeBuilder {
     ///
     /// # Errors
     ///
-    /// An invalid config or a failed bind.
+    /// An invalid config, a failed bind, or a wildcard `listen` with a registry and nothing
+    /// to publish instead ([`StartError::WildcardWithoutAdvertise`]).
     pub async fn start(self) -> Result<(NodeHandle, Inbox), StartError> {
         driver::start(self).await
     }

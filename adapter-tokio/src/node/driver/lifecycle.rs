@@ -36,6 +36,11 @@ pub(in crate::node) async fn start(
         transport,
     } = builder;
     config.validate()?;
+    let publishes = !matches!(registry, crate::node::RegistrySpec::None);
+    if publishes && listen.ip().is_unspecified() && advertise.is_none() && config.listen.is_empty()
+    {
+        return Err(StartError::WildcardWithoutAdvertise { addr: listen });
+    }
     if config.nonce_entropy.is_empty() {
         config.nonce_entropy = net::nonce_entropy();
     }
