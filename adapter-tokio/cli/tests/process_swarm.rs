@@ -69,17 +69,37 @@ fn assert_passed(
     }
 }
 
-#[test]
-fn a_swarm_converges_delivers_every_message_once_and_leaves() {
+/// Runs a swarm of `nodes` + `joiners` members sending `messages` each (with `flags`)
+/// against a fresh registry process; checks that it passed and that everyone left; returns
+/// its line.
+fn passing_swarm(
+    nodes: u64,
+    joiners: u64,
+    messages: u64,
+    flags: &[&str],
+    bound: Duration,
+) -> serde_json::Value {
     let registry = start_registry("registry", ANY_PORT);
     let addr = registry.addr.to_string();
-    let (line, code) = swarm(
-        &addr,
-        &["--nodes", "60", "--joiners", "6", "--messages", "3"],
-        Duration::from_secs(120),
-    );
-    assert_passed(&line, code, 60, 6, 3);
+    let counts = [nodes, joiners, messages].map(|n| n.to_string());
+    let mut args = vec![
+        "--nodes",
+        &counts[0],
+        "--joiners",
+        &counts[1],
+        "--messages",
+        &counts[2],
+    ];
+    args.extend_from_slice(flags);
+    let (line, code) = swarm(&addr, &args, bound);
+    assert_passed(&line, code, nodes, joiners, messages);
     assert_listing_empty(&addr);
+    line
+}
+
+#[test]
+fn a_swarm_converges_delivers_every_message_once_and_leaves() {
+    passing_swarm(60, 6, 3, &[], Duration::from_secs(120));
 }
 
 /// Nothing listens at the registry address: the first node does not register within the
@@ -108,14 +128,12 @@ fn a_swarm_without_a_registry_says_so_and_exits_1() {
 #[test]
 #[ignore = "release build, alone: scripts/test runs it"]
 fn a_swarm_of_a_thousand_converges_and_delivers() {
-    let registry = start_registry("registry", ANY_PORT);
-    let addr = registry.addr.to_string();
-    let (line, code) = swarm(
-        &addr,
-        &["--nodes", "1000", "--messages", "2", "--timeout", "300s"],
+    let line = passing_swarm(
+        1000,
+        100,
+        2,
+        &["--timeout", "300s"],
         Duration::from_secs(1200),
     );
-    assert_passed(&line, code, 1000, 100, 2);
-    assert_listing_empty(&addr);
     println!("swarm report: {line}");
 }
