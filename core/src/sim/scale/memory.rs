@@ -13,7 +13,7 @@
 //!   factor's worst doubling, × 2, plus the name's capacity.
 //! - Rings: [`RingSet::memory_bytes`](crate::ring::RingSet::memory_bytes) (capacities,
 //!   every filter's ring included).
-//! - Not counted: the topology registry (a [`ScaleRun`]'s nodes publish no topology) and the
+//! - Not counted: the topology registry (each node's topology record; discovery only) and the
 //!   node's per-peer connection state (no peer is dialled).
 
 use core::mem::size_of;

@@ -126,7 +126,7 @@ impl ScaleRun {
                     id,
                     incarnation: 0,
                     alive: false,
-                    records: is_full.then(|| Records::for_node(&Config::new(id, name(i)))),
+                    records: is_full.then(|| Records::for_node(&node_config(i))),
                     events: 0,
                 }
             })
@@ -193,10 +193,11 @@ impl ScaleRun {
     /// ([`wire::entry_len`]): every member's record has this size.
     #[must_use]
     pub fn entry_len(&self) -> usize {
+        let config = client_config(0, 1);
         let entry = RegistryEntry {
             incarnation: 1,
-            discovery: record(0, 1),
-            topology: None,
+            discovery: config.discovery,
+            topology: config.topology,
             suspect: false,
         };
         wire::entry_len(&entry)
@@ -211,10 +212,10 @@ impl ScaleRun {
         let light = m.records.is_none();
         if let Some(records) = m.records.as_mut() {
             // A new process: nothing known yet.
-            *records = Records::for_node(&Config::new(m.id, name(i)));
+            *records = Records::for_node(&node_config(i));
         }
-        let mut config = ClientConfig::new(record(i, incarnation), None, incarnation);
-        config.seed = self.config.seed ^ (m.id.0 << 16) ^ incarnation;
+        let mut config = client_config(i, incarnation);
+        config.seed ^= self.config.seed << 32;
         if light {
             config.silence_timeout = Duration::from_secs(u64::from(u32::MAX));
         }
@@ -356,6 +357,17 @@ fn full_members(nodes: usize, count: usize) -> Vec<usize> {
 /// Member `i`'s id.
 fn node_id(i: usize) -> NodeId {
     NodeId(0x1_0000 + i as u64)
+}
+
+/// Member `i`'s registry client in `incarnation`, configured as its node would
+/// ([`ClientConfig::for_node`]: its topology record, the node's reconnect backoff).
+fn client_config(i: usize, incarnation: u64) -> ClientConfig {
+    ClientConfig::for_node(&node_config(i), record(i, incarnation), incarnation)
+}
+
+/// Member `i`'s node configuration: the defaults.
+fn node_config(i: usize) -> Config {
+    Config::new(node_id(i), name(i))
 }
 
 /// Member `i`'s name.
