@@ -114,7 +114,7 @@ async fn kill_drops_everything_without_unregistering() {
             let entries = registry.entries().await;
             if entries
                 .iter()
-                .any(|e| e.discovery.id == NodeId(1) && e.suspect)
+                .any(|e| e.discovery.id == NodeId(1) && e.lost_for.is_some())
             {
                 return;
             }

@@ -233,11 +233,11 @@ impl Records {
             RegistryEvent::Session {
                 id,
                 incarnation,
-                lost,
+                lost_for,
             } => RecordChange::Session {
                 id,
                 incarnation,
-                lost,
+                lost: lost_for.is_some(),
             },
         }
     }

@@ -216,7 +216,7 @@ mod wire_seeds {
             incarnation: 77,
             discovery: DiscoveryInfo::from_json_at(DISCOVERY, 12).expect("seed record"),
             topology: Some(TopologyInfo::from_json_at(TOPOLOGY, 13).expect("seed record")),
-            suspect,
+            lost_for: suspect.then(|| std::time::Duration::from_millis(1_500)),
         }
     }
 

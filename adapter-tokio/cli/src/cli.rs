@@ -583,8 +583,8 @@ pub(crate) struct DemoArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Lists every node in the registry's discovery records: id, name, state \
-    (live; protected, embedded registry only: its registry session is lost and the registry keeps its record through \
-    disconnect protection, 30 s on the embedded registry; leaving: it is draining before a \
+    (live; protected since T, embedded registry only: its registry session was lost at T and the registry keeps its \
+    record through disconnect protection, 30 s on the embedded registry; in JSON `protected_since`, RFC 3339 or null; leaving: it is draining before a \
     graceful exit), addresses, upstream (0 = root, - = no topology record), the RPC methods it serves \
     (its rpc.switchboard/<method> labels, left out of the labels), its other labels, its \
     host and pid (and in JSON its incarnation, as a string). With --watch every change \

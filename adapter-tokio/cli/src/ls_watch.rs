@@ -1,6 +1,8 @@
 //! `switchboard ls --watch`: after the listing, every change as it happens — one JSON object
 //! (`-o json`) or one line (table) each, like `etcdctl watch` — until SIGINT or SIGTERM.
 
+use std::time::SystemTime;
+
 use serde::Serialize;
 use switchboard_core::registry::RegistryEvent;
 use switchboard_tokio::registry::{Feed, FeedEvent};
@@ -31,7 +33,8 @@ pub(crate) enum Change {
 }
 
 impl Change {
-    /// The table form: `put ID NAME STATE ADDRESSES upstream=U` or `delete ID NAME`.
+    /// The table form: `put ID NAME STATE ADDRESSES upstream=U` (STATE `protected since T`
+    /// while protected) or `delete ID NAME`.
     fn line(&self) -> String {
         let or_dash = |s: &str| {
             if s.is_empty() {
@@ -42,10 +45,13 @@ impl Change {
         };
         match self {
             Change::Put { node } => format!(
-                "put {} {} {} {} upstream={}",
+                "put {} {} {}{} {} upstream={}",
                 node.id,
                 or_dash(&node.name),
                 node.state,
+                node.protected_since
+                    .as_ref()
+                    .map_or(String::new(), |t| format!(" since {t}")),
                 or_dash(&node.addresses.join(",")),
                 node.upstream.map_or("-".to_owned(), |u| u.to_string())
             ),
@@ -54,8 +60,12 @@ impl Change {
     }
 }
 
-/// What one registry event changes in the listing (applied to it).
-pub(crate) fn changes(listing: &mut Listing, event: RegistryEvent) -> Vec<Change> {
+/// What one registry event, read at `read_at`, changes in the listing (applied to it).
+pub(crate) fn changes(
+    listing: &mut Listing,
+    event: RegistryEvent,
+    read_at: SystemTime,
+) -> Vec<Change> {
     let touched = match &event {
         RegistryEvent::DiscoveryPut(info) => Some(info.id),
         RegistryEvent::TopologyPut(info) => Some(info.id),
@@ -74,7 +84,7 @@ pub(crate) fn changes(listing: &mut Listing, event: RegistryEvent) -> Vec<Change
             .collect(),
         _ => Vec::new(),
     };
-    listing.apply(event);
+    listing.apply(event, read_at);
     let listing = &*listing;
     let puts = touched.into_iter().flat_map(|id| {
         listing
@@ -109,7 +119,7 @@ pub(crate) async fn watch(
         match event {
             None => return Err(CliError::failed("ls: the registry client stopped")),
             Some(FeedEvent::Registry(event)) => {
-                for change in changes(listing, event) {
+                for change in changes(listing, event, SystemTime::now()) {
                     match format {
                         LsFormat::Json => print_json_line(&change)?,
                         LsFormat::Table => println!("{}", change.line()),
@@ -126,6 +136,8 @@ pub(crate) async fn watch(
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use switchboard_core::{
         discovery::{DiscoveryInfo, TopologyInfo},
         ids::NodeId,
@@ -134,9 +146,12 @@ mod tests {
     use super::*;
 
     /// The row carries `state` after `name` (issue 22: a node in disconnect protection must
-    /// not look live); a `Session` event re-prints the node's row with its new state.
+    /// not look live, and says since when); a `Session` event re-prints the node's row with
+    /// its new state.
     #[test]
     fn each_change_is_one_object_with_the_nodes_row_or_its_id() {
+        // 2026-12-03T11:20:20.123Z.
+        let read_at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_296_820_123);
         let mut listing = Listing::default();
         let info = DiscoveryInfo {
             id: NodeId(101),
@@ -147,10 +162,10 @@ mod tests {
             listen: vec!["atcp://127.0.0.1:4001".to_owned()],
             ..DiscoveryInfo::default()
         };
-        let put = changes(&mut listing, RegistryEvent::DiscoveryPut(info));
+        let put = changes(&mut listing, RegistryEvent::DiscoveryPut(info), read_at);
         assert_eq!(
             serde_json::to_string(&put).expect("json"),
-            r#"[{"event":"put","node":{"id":101,"name":"a","state":"live","host":"h1","pid":42,"incarnation":"18446744073709551615","addresses":["atcp://127.0.0.1:4001"],"upstream":null,"methods":[],"labels":{}}}]"#
+            r#"[{"event":"put","node":{"id":101,"name":"a","state":"live","protected_since":null,"host":"h1","pid":42,"incarnation":"18446744073709551615","addresses":["atcp://127.0.0.1:4001"],"upstream":null,"methods":[],"labels":{}}}]"#
         );
         assert_eq!(
             put[0].line(),
@@ -161,28 +176,30 @@ mod tests {
             upstream_id: NodeId(10),
             ..TopologyInfo::default()
         };
-        let moved = changes(&mut listing, RegistryEvent::TopologyPut(topo));
+        let moved = changes(&mut listing, RegistryEvent::TopologyPut(topo), read_at);
         assert_eq!(
             moved[0].line(),
             "put 101 a live atcp://127.0.0.1:4001 upstream=10"
         );
-        let mut session = |lost| {
+        let mut session = |lost_ms: Option<u64>| {
             let event = RegistryEvent::Session {
                 id: NodeId(101),
                 incarnation: u64::MAX,
-                lost,
+                lost_for: lost_ms.map(Duration::from_millis),
             };
-            changes(&mut listing, event)
+            changes(&mut listing, event, read_at)
                 .iter()
                 .map(Change::line)
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            session(true),
-            ["put 101 a protected atcp://127.0.0.1:4001 upstream=10"]
+            session(Some(1_000)),
+            [
+                "put 101 a protected since 2026-12-03T11:20:19.123Z atcp://127.0.0.1:4001 upstream=10"
+            ]
         );
         assert_eq!(
-            session(false),
+            session(None),
             ["put 101 a live atcp://127.0.0.1:4001 upstream=10"]
         );
         let gone = changes(
@@ -192,6 +209,7 @@ mod tests {
                 name: "a".to_owned(),
                 revision: 9,
             },
+            read_at,
         );
         assert_eq!(
             gone,

@@ -5,8 +5,8 @@
 //! only (`watch_etcd`: no lease, no key written) until every family is listed.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
-    time::Duration,
+    collections::BTreeMap,
+    time::{Duration, SystemTime},
 };
 
 use serde::Serialize;
@@ -83,6 +83,9 @@ pub(crate) struct NodeRow {
     /// `live`, `protected` (its registry session is lost and the registry keeps its record
     /// through disconnect protection) or `leaving` (it announced a graceful exit).
     pub(crate) state: &'static str,
+    /// When its registry session was lost (RFC 3339, UTC, milliseconds), while it is
+    /// protected; `None` otherwise.
+    pub(crate) protected_since: Option<String>,
     /// Host it runs on (empty when it does not say).
     pub(crate) host: String,
     /// Its process id (0 when it does not say).
@@ -182,13 +185,15 @@ pub(crate) struct Listing {
     pub(crate) discovery: BTreeMap<(NodeId, String), DiscoveryInfo>,
     /// Topology records by id.
     pub(crate) topology: BTreeMap<NodeId, TopologyInfo>,
-    /// Nodes in disconnect protection (session lost, record kept).
-    pub(crate) protected: BTreeSet<NodeId>,
+    /// Nodes in disconnect protection (session lost, record kept), with when the session was
+    /// lost: the registry says how long before its message; `ls` counts back from when it
+    /// read that message.
+    pub(crate) protected: BTreeMap<NodeId, SystemTime>,
 }
 
 impl Listing {
-    /// Applies one registry change.
-    pub(crate) fn apply(&mut self, event: RegistryEvent) {
+    /// Applies one registry change, read at `read_at`.
+    pub(crate) fn apply(&mut self, event: RegistryEvent, read_at: SystemTime) {
         match event {
             RegistryEvent::DiscoveryPut(info) => {
                 self.discovery.insert((info.id, info.name.clone()), info);
@@ -206,13 +211,15 @@ impl Listing {
             RegistryEvent::TopologyDelete { id, .. } => {
                 self.topology.remove(&id);
             }
-            RegistryEvent::Session { id, lost, .. } => {
-                if lost {
-                    self.protected.insert(id);
-                } else {
+            RegistryEvent::Session { id, lost_for, .. } => match lost_for {
+                Some(age) => {
+                    let since = read_at.checked_sub(age).unwrap_or(SystemTime::UNIX_EPOCH);
+                    self.protected.insert(id, since);
+                }
+                None => {
                     self.protected.remove(&id);
                 }
-            }
+            },
             _ => {}
         }
     }
@@ -228,10 +235,12 @@ impl Listing {
             !key.strip_prefix(METHOD_LABEL_PREFIX)
                 .is_some_and(|method| methods.iter().any(|m| m == method))
         });
+        let since = self.protected.get(&info.id).filter(|_| !info.is_leaving());
         NodeRow {
             id: info.id.0,
             name: info.name.clone(),
-            state: state(info, self.protected.contains(&info.id)),
+            state: state(info, since.is_some()),
+            protected_since: since.map(|t| humantime::format_rfc3339_millis(*t).to_string()),
             host: info.hostname.clone(),
             pid: info.pid,
             incarnation: info.incarnation.to_string(),
@@ -283,7 +292,7 @@ async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<Listing, 
             }
         };
         match event {
-            FeedEvent::Registry(event) => listing.apply(event),
+            FeedEvent::Registry(event) => listing.apply(event, SystemTime::now()),
             FeedEvent::Registered => break,
             FeedEvent::Disconnected { reason } => last_problem = Some(reason),
             FeedEvent::Conflict { holder } => {
@@ -296,7 +305,7 @@ async fn read_snapshot(feed: &mut Feed, options: &LsOptions) -> Result<Listing, 
     }
     while let Ok(event) = feed.events.try_recv() {
         if let FeedEvent::Registry(event) = event {
-            listing.apply(event);
+            listing.apply(event, SystemTime::now());
         }
     }
     Ok(listing)
@@ -337,7 +346,10 @@ fn table(rows: &[NodeRow]) -> String {
         lines.push([
             row.id.to_string(),
             or_dash(row.name.clone()),
-            row.state.to_owned(),
+            match &row.protected_since {
+                Some(since) => format!("{} since {since}", row.state),
+                None => row.state.to_owned(),
+            },
             row.upstream.map_or("-".to_owned(), |u| u.to_string()),
             or_dash(row.addresses.join(",")),
             or_dash(row.methods.join(",")),
@@ -383,7 +395,8 @@ mod tests {
     use super::*;
 
     /// HOST and PID were added at the end (issue 22: which process is node 101?), STATE after
-    /// NAME (issue 22: a node in disconnect protection must not look live).
+    /// NAME (issue 22: a node in disconnect protection must not look live, and says since
+    /// when).
     #[test]
     fn the_table_aligns_its_columns_under_a_header() {
         let rows = [
@@ -391,6 +404,7 @@ mod tests {
                 id: 10,
                 name: "proxy".to_owned(),
                 state: "live",
+                protected_since: None,
                 host: String::new(),
                 pid: 0,
                 incarnation: "0".to_owned(),
@@ -403,6 +417,7 @@ mod tests {
                 id: 101,
                 name: "a".to_owned(),
                 state: "protected",
+                protected_since: Some("2026-12-03T11:20:20.123Z".to_owned()),
                 host: "h1".to_owned(),
                 pid: 4242,
                 incarnation: "7".to_owned(),
@@ -414,17 +429,18 @@ mod tests {
         ];
         assert_eq!(
             table(&rows),
-            "ID   NAME   STATE      UPSTREAM  ADDRESSES              METHODS     LABELS     HOST  PID\n\
-             10   proxy  live       0         atcp://127.0.0.1:4000  -           -          -     -\n\
-             101  a      protected  10        atcp://127.0.0.1:4001  echo,sleep  role=leaf  h1    4242\n"
+            "ID   NAME   STATE                                     UPSTREAM  ADDRESSES              METHODS     LABELS     HOST  PID\n\
+             10   proxy  live                                      0         atcp://127.0.0.1:4000  -           -          -     -\n\
+             101  a      protected since 2026-12-03T11:20:20.123Z  10        atcp://127.0.0.1:4001  echo,sleep  role=leaf  h1    4242\n"
         );
     }
 
     /// The state column of each case, exact: `leaving` wins over a lost session (a draining
-    /// node whose connection closed is still leaving), a lost session is `protected`, and it
-    /// is `live` again once the session is back or the record is deleted and put anew.
+    /// node whose connection closed is still leaving), a lost session is `protected` since
+    /// the registry's age of loss before the message was read, and it is `live` again once
+    /// the session is back or the record is deleted and put anew.
     #[test]
-    fn the_state_is_leaving_then_protected_then_live() {
+    fn the_state_is_leaving_then_protected_since_then_live() {
         use switchboard_core::discovery::LEAVING_LABEL;
         let plain = DiscoveryInfo {
             id: NodeId(7),
@@ -440,25 +456,45 @@ mod tests {
         assert_eq!(state(&plain, true), "protected");
         assert_eq!(state(&leaving, false), "leaving");
         assert_eq!(state(&leaving, true), "leaving");
+        // 2026-12-03T11:20:20.123Z.
+        let read_at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_296_820_123);
         let mut listing = Listing::default();
-        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()));
-        let session = |lost| RegistryEvent::Session {
+        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()), read_at);
+        let session = |lost_ms: Option<u64>| RegistryEvent::Session {
             id: NodeId(7),
             incarnation: 3,
-            lost,
+            lost_for: lost_ms.map(Duration::from_millis),
         };
-        listing.apply(session(true));
-        assert_eq!(listing.row(&plain).state, "protected");
-        listing.apply(session(false));
-        assert_eq!(listing.row(&plain).state, "live");
-        listing.apply(session(true));
-        listing.apply(RegistryEvent::DiscoveryDelete {
-            id: NodeId(7),
-            name: String::new(),
-            revision: 4,
-        });
+        // Lost 2,500 ms before the registry's message.
+        listing.apply(session(Some(2_500)), read_at);
+        let row = listing.row(&plain);
+        assert_eq!(
+            (row.state, row.protected_since.as_deref()),
+            ("protected", Some("2026-12-03T11:20:17.623Z"))
+        );
+        let draining = listing.row(&leaving);
+        assert_eq!(
+            (draining.state, draining.protected_since),
+            ("leaving", None)
+        );
+        listing.apply(session(None), read_at);
+        let row = listing.row(&plain);
+        assert_eq!((row.state, row.protected_since), ("live", None));
+        listing.apply(session(Some(0)), read_at);
+        assert_eq!(
+            listing.row(&plain).protected_since.as_deref(),
+            Some("2026-12-03T11:20:20.123Z")
+        );
+        listing.apply(
+            RegistryEvent::DiscoveryDelete {
+                id: NodeId(7),
+                name: String::new(),
+                revision: 4,
+            },
+            read_at,
+        );
         assert!(listing.protected.is_empty());
-        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()));
+        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()), read_at);
         assert_eq!(listing.row(&plain).state, "live");
     }
 }

@@ -80,10 +80,10 @@ fn ls_lists_exactly_the_nodes_started_as_json_and_as_a_table() {
     assert_eq!(
         listed,
         json!([
-            {"id": 10, "name": "proxy", "state": "live",
+            {"id": 10, "name": "proxy", "state": "live", "protected_since": null,
              "addresses": [format!("atcp://{proxy_listen}")],
              "upstream": 0, "methods": [], "labels": {}},
-            {"id": 101, "name": "a", "state": "live",
+            {"id": 101, "name": "a", "state": "live", "protected_since": null,
              "addresses": [format!("atcp://{leaf_listen}")],
              "upstream": 10, "methods": [], "labels": {"role": "leaf"}},
         ])

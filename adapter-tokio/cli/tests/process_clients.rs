@@ -7,7 +7,7 @@ mod process_support;
 
 use std::{
     process::{Command, Output},
-    time::Duration,
+    time::{Duration, SystemTime},
 };
 
 use process_support::{
@@ -203,6 +203,7 @@ fn ls_watch_prints_each_change_as_it_happens() {
         (&serde_json::json!(413), &serde_json::json!("live")),
         "{put}"
     );
+    let killed_at = SystemTime::now();
     c.proc.sigkill();
     let lost = loop {
         let line = watcher.next_json_line(Duration::from_secs(10));
@@ -213,6 +214,22 @@ fn ls_watch_prints_each_change_as_it_happens() {
         }
     };
     assert_eq!(lost["node"]["state"], "protected", "{lost}");
+    // Since when: the registry saw the connection close at the kill (same host clock).
+    let since = |value: &serde_json::Value| {
+        let text = value["protected_since"].as_str().unwrap_or("?");
+        humantime::parse_rfc3339(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    };
+    let watched_since = since(&lost["node"]);
+    let after_kill = watched_since
+        .duration_since(killed_at)
+        .unwrap_or_else(|e| panic!("protected since {e:?} before the kill: {lost}"));
+    assert!(
+        after_kill < Duration::from_millis(500),
+        "{after_kill:?}: {lost}"
+    );
+    // A later `ls` reads the registry's age of loss and counts back to the same instant,
+    // not to when it ran.
+    std::thread::sleep(Duration::from_millis(1_500));
     let ls = run(&["ls", "--registry", &registry.addr.to_string(), "-o", "json"]);
     assert_ok("ls", &ls);
     let rows: serde_json::Value = serde_json::from_slice(&ls.stdout).expect("ls json");
@@ -228,6 +245,14 @@ fn ls_watch_prints_each_change_as_it_happens() {
         })
         .collect();
     assert_eq!(states, [(411, "live"), (413, "protected")]);
+    let listed_since = since(&rows[1]);
+    let apart = listed_since
+        .duration_since(watched_since)
+        .unwrap_or_else(|e| e.duration());
+    assert!(
+        apart < Duration::from_millis(100),
+        "watch said {watched_since:?}, ls said {listed_since:?}"
+    );
     watcher.sigint();
     let status = watcher.wait_exit(Duration::from_secs(5));
     assert_eq!(status.code(), Some(0), "{}", watcher.diagnostics());

@@ -639,7 +639,7 @@ impl ServerTask {
 
     fn metrics(&self) -> RegistryMetrics {
         let entries = self.server.entries();
-        let protected = entries.iter().filter(|e| e.suspect).count() as u64;
+        let protected = entries.iter().filter(|e| e.lost_for.is_some()).count() as u64;
         let stats = self.server.stats();
         RegistryMetrics {
             nodes_live: entries.len() as u64 - protected,

@@ -8,6 +8,7 @@ use alloc::string::String;
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
+    time::Duration,
 };
 
 /// A change from the registry (embedded registry client or etcd watcher). Discovery and
@@ -39,9 +40,10 @@ pub enum RegistryEvent {
         /// The registry revision of the delete.
         revision: u64,
     },
-    /// The registry's session with a listed node was lost (`lost`: its connection closed; the
-    /// record stays listed through disconnect protection, marked suspect) or is back (`!lost`:
-    /// it registered again in the same incarnation). Only the embedded registry says so — at
+    /// The registry's session with a listed node was lost (`lost_for` is `Some`: its
+    /// connection closed that long before the registry said so; the record stays listed
+    /// through disconnect protection, marked suspect) or is back (`None`: it registered again
+    /// in the same incarnation). Only the embedded registry says so — at
     /// once, with the record's `suspect` flag; etcd sees a session end only when its lease
     /// expires (a `DiscoveryDelete`). Evidence that corroborates a failed redial
     /// (docs/ARCHITECTURE.md §9.3).
@@ -50,7 +52,7 @@ pub enum RegistryEvent {
         id: NodeId,
         /// The incarnation it registered with (0 = not stated).
         incarnation: u64,
-        /// Whether the session is lost (else back).
-        lost: bool,
+        /// How long ago the session was lost, as of the registry's message (else it is back).
+        lost_for: Option<Duration>,
     },
 }

@@ -578,7 +578,7 @@ impl<N: SimNode> Sim<N> {
             let lost = RegistryEvent::Session {
                 id,
                 incarnation,
-                lost: true,
+                lost_for: Some(Duration::ZERO),
             };
             self.publish(lost, Fanout::all());
         }

@@ -133,6 +133,6 @@ impl<N: SimNode> Sim<N> {
         let Some(server) = self.machines.as_ref().and_then(|m| m.net.server()) else {
             return false;
         };
-        (server.entries().iter()).any(|e| e.discovery.id == peer && e.suspect)
+        (server.entries().iter()).any(|e| e.discovery.id == peer && e.lost_for.is_some())
     }
 }

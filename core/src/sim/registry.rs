@@ -171,10 +171,13 @@ pub(super) fn describe(event: &RegistryEvent) -> String {
         RegistryEvent::Session {
             id,
             incarnation,
-            lost,
-        } => {
-            let state = if *lost { "lost" } else { "back" };
-            format!("session {id} inc {incarnation} {state}")
-        }
+            lost_for,
+        } => match lost_for {
+            Some(age) => format!(
+                "session {id} inc {incarnation} lost {} ms ago",
+                age.as_millis()
+            ),
+            None => format!("session {id} inc {incarnation} back"),
+        },
     }
 }

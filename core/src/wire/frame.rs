@@ -10,6 +10,7 @@ use alloc::{boxed::Box, vec::Vec};
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
+    time::Duration,
 };
 
 /// Length of a handshake nonce (`Hello`, `HelloAck`).
@@ -428,9 +429,10 @@ pub struct RegistryEntry {
     pub discovery: DiscoveryInfo,
     /// The node's topology record, if it published one.
     pub topology: Option<TopologyInfo>,
-    /// The node's link to the registry is down and it is inside disconnect protection: still
-    /// listed, but it may be gone.
-    pub suspect: bool,
+    /// The node's link to the registry is down and it is inside disconnect protection (still
+    /// listed, but it may be gone): how long ago its session was lost, as of the moment the
+    /// registry sent this entry (whole milliseconds on the wire). `None`: its session is live.
+    pub lost_for: Option<Duration>,
 }
 
 /// Registry client → server: register this node.

@@ -45,7 +45,8 @@
 //! | `Heartbeat` (21) | epoch `u64`, sequence `u64` |
 //!
 //! A registry entry is: incarnation `u64`, discovery revision `u64`, topology revision `u64`,
-//! entry flags `u8` (bit 0 suspect; other bits 0), discovery `bytes` (JSON), topology `bytes`
+//! entry flags `u8` (bit 0 suspect; other bits 0), only if suspect how long ago its session was
+//! lost `u64` (milliseconds, as of sending), discovery `bytes` (JSON), topology `bytes`
 //! (JSON, empty = none). JSON records are libatapp's `atapp_discovery` / `atapp_topology_info`
 //! as [`discovery`](crate::discovery) writes and reads them.
 //!
@@ -55,7 +56,7 @@
 //!
 //! A `Data` frame is 45 bytes plus its payload; `Ack` 40 (a reset 48), `Ping`/`Pong` 16, `Probe` 24, `ProbeAck` 25, `Bye` 9.
 //! A `Register` is its records' JSON plus at most [`REGISTER_OVERHEAD`] (56) bytes, an entry its
-//! records' JSON plus [`ENTRY_OVERHEAD`] (33), a `Put` an entry plus [`PUT_OVERHEAD`] (24), a
+//! records' JSON plus at most [`ENTRY_OVERHEAD`] (41), a `Put` an entry plus [`PUT_OVERHEAD`] (24), a
 //! `Snapshot` part its entries plus [`SNAPSHOT_OVERHEAD`] (28).
 //!
 //! A `HelloAck` refusing a registration for its size ([`RefuseReason::RecordTooLarge`]) carries

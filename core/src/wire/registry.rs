@@ -11,14 +11,20 @@ use super::{
     encode::{EncodeError, put_bytes, put_u64},
     frame::{Put, Register, RegistryEntry, Snapshot, Update},
 };
-use crate::discovery::{DiscoveryInfo, IDENTITY_PROOF_LEN, IdentityProof, TopologyInfo};
+use crate::{
+    discovery::{DiscoveryInfo, IDENTITY_PROOF_LEN, IdentityProof, TopologyInfo},
+    time::Duration,
+};
 
 /// Smallest encoded entry: incarnation, two revisions, flags and two record lengths.
 pub(super) const ENTRY_MIN_LEN: usize = 8 + 8 + 8 + 1 + 4 + 4;
 
-/// What an entry adds to its records' JSON: incarnation, two revisions, flags and two record
-/// lengths (33 bytes).
-pub const ENTRY_OVERHEAD: usize = ENTRY_MIN_LEN;
+/// What an entry adds to its records' JSON at most: incarnation, two revisions, flags, the
+/// session-loss age (only when lost) and two record lengths (41 bytes).
+pub const ENTRY_OVERHEAD: usize = ENTRY_MIN_LEN + LOST_FOR_LEN;
+
+/// The session-loss age of a suspect entry: whole milliseconds, `u64`.
+const LOST_FOR_LEN: usize = 8;
 
 /// What a `Register` adds to its records' JSON: header, incarnation, two record lengths and
 /// an identity proof.
@@ -33,7 +39,7 @@ pub const PUT_OVERHEAD: usize = super::HEADER_LEN + 8 + 8;
 /// What a `Snapshot` part adds to its entries: header, epoch, revision, count.
 pub const SNAPSHOT_OVERHEAD: usize = super::HEADER_LEN + 8 + 8 + 4;
 
-/// Entry flag: the node is inside disconnect protection.
+/// Entry flag: the node is inside disconnect protection; its session-loss age follows.
 const ENTRY_SUSPECT: u8 = 1;
 
 /// Entries reserved up front in a snapshot; larger snapshots grow as entries decode, so the
@@ -116,9 +122,9 @@ fn entry(cursor: &mut Cursor<'_>) -> Result<RegistryEntry, DecodeError> {
     let incarnation = cursor.u64("incarnation")?;
     let discovery_revision = cursor.u64("discovery_revision")?;
     let topology_revision = cursor.u64("topology_revision")?;
-    let suspect = match cursor.u8("entry_flags")? {
-        0 => false,
-        ENTRY_SUSPECT => true,
+    let lost_for = match cursor.u8("entry_flags")? {
+        0 => None,
+        ENTRY_SUSPECT => Some(Duration::from_millis(cursor.u64("lost_for_ms")?)),
         code => {
             return Err(DecodeError::UnknownCode {
                 field: "entry_flags",
@@ -130,7 +136,7 @@ fn entry(cursor: &mut Cursor<'_>) -> Result<RegistryEntry, DecodeError> {
         incarnation,
         discovery: discovery(cursor, discovery_revision)?,
         topology: topology(cursor, topology_revision)?,
-        suspect,
+        lost_for,
     })
 }
 
@@ -259,7 +265,8 @@ fn snapshot_part(
 /// measure them).
 #[must_use]
 pub fn entry_len(entry: &RegistryEntry) -> usize {
-    ENTRY_OVERHEAD
+    ENTRY_MIN_LEN
+        + entry.lost_for.map_or(0, |_| LOST_FOR_LEN)
         + entry.discovery.to_json().len()
         + entry.topology.as_ref().map_or(0, |t| t.to_json().len())
 }
@@ -274,7 +281,13 @@ fn encode_entry(entry: &RegistryEntry, out: &mut Vec<u8>) -> Result<(), EncodeEr
     put_u64(out, entry.incarnation);
     put_u64(out, entry.discovery.revision);
     put_u64(out, entry.topology.as_ref().map_or(0, |t| t.revision));
-    out.push(if entry.suspect { ENTRY_SUSPECT } else { 0 });
+    match entry.lost_for {
+        None => out.push(0),
+        Some(age) => {
+            out.push(ENTRY_SUSPECT);
+            put_u64(out, u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
+        }
+    }
     put_discovery(out, Some(&entry.discovery))?;
     put_topology(out, entry.topology.as_ref())
 }

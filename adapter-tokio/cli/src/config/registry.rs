@@ -309,7 +309,7 @@ mod tests {
             server_config(file)
                 .expect_err("the record does not fit")
                 .to_string(),
-            "server.max_record: max_record 65536 needs frames of 65597 bytes with its overhead, over max_frame 65536"
+            "server.max_record: max_record 65536 needs frames of 65605 bytes with its overhead, over max_frame 65536"
         );
         assert_eq!(
             connection_caps(Some(0), None)

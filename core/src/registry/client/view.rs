@@ -164,15 +164,16 @@ impl View {
     }
 
     /// Stores `entry` and reports what changed: topology first (libatapp's order), then
-    /// discovery, then the session when its `suspect` flag changed (a new entry reports a
-    /// lost one only). An entry equal in content to what the node holds reports nothing.
+    /// discovery, then the session when its `lost_for` flag changed (a new entry reports a
+    /// lost one only, with the age the registry gave). An entry equal in content to what the node holds reports nothing.
     fn upsert(&mut self, key: EntryKey, entry: RegistryEntry, out: &mut VecDeque<ClientOutput>) {
         let RegistryEntry {
             incarnation,
             mut discovery,
             mut topology,
-            suspect,
+            lost_for,
         } = entry;
+        let suspect = lost_for.is_some();
         discovery.revision = self.map(discovery.revision);
         if let Some(t) = topology.as_mut() {
             t.revision = self.map(t.revision);
@@ -212,7 +213,7 @@ impl View {
             out.push_back(ClientOutput::Registry(RegistryEvent::Session {
                 id: discovery.id,
                 incarnation,
-                lost: suspect,
+                lost_for,
             }));
         }
         let peer = Peer {

@@ -154,8 +154,8 @@ enum ConnAuth {
 enum Link {
     /// Connected on this connection.
     Live(ConnId),
-    /// Its connection (this one) closed; protected until the `Protection` timer.
-    Protected(ConnId),
+    /// Its connection (this one) closed at `since`; protected until the `Protection` timer.
+    Protected { conn: ConnId, since: Instant },
 }
 
 /// One listed node.
@@ -168,12 +168,16 @@ struct Entry {
 }
 
 impl Entry {
-    fn wire(&self) -> RegistryEntry {
+    /// The entry as it is sent at `now`: a protected node's age of loss is counted to `now`.
+    fn wire(&self, now: Instant) -> RegistryEntry {
         RegistryEntry {
             incarnation: self.incarnation,
             discovery: self.discovery.clone(),
             topology: self.topology.clone(),
-            suspect: matches!(self.link, Link::Protected(_)),
+            lost_for: match self.link {
+                Link::Live(_) => None,
+                Link::Protected { since, .. } => Some(now.saturating_duration_since(since)),
+            },
         }
     }
 }
@@ -214,6 +218,9 @@ pub struct RegistryServer {
     nonces: auth::NonceSource,
     /// Client nonces seen lately.
     replay: ReplayGuard,
+    /// The latest instant a `handle_*` call gave: what [`RegistryServer::entries`] counts a
+    /// protected node's age of loss to.
+    clock: Instant,
 }
 
 impl RegistryServer {
@@ -238,6 +245,7 @@ impl RegistryServer {
             out: VecDeque::new(),
             nonces,
             replay: ReplayGuard::default(),
+            clock: Instant::ZERO,
         }
     }
 
@@ -265,15 +273,19 @@ impl RegistryServer {
         self.conns.len()
     }
 
-    /// Every listed node as a snapshot would carry it (suspects included), in key order.
+    /// Every listed node as a snapshot would carry it (suspects included, their age of loss
+    /// counted to the latest instant a `handle_*` call gave), in key order.
     #[must_use]
     pub fn entries(&self) -> Vec<RegistryEntry> {
-        self.entries.values().map(Entry::wire).collect()
+        (self.entries.values())
+            .map(|e| e.wire(self.clock))
+            .collect()
     }
 
     /// A connection was accepted; returns its id. Call before passing any of its bytes.
     /// It must register within `access_timeout`.
     pub fn handle_accepted(&mut self, now: Instant) -> ConnId {
+        self.clock = self.clock.max(now);
         let conn = ConnId(self.next_conn);
         self.next_conn += 1;
         self.conns.insert(
@@ -311,6 +323,7 @@ impl RegistryServer {
 
     /// Bytes arrived on `conn` (any chunking). Unknown connections are ignored.
     pub fn handle_received(&mut self, now: Instant, conn: ConnId, bytes: &[u8]) {
+        self.clock = self.clock.max(now);
         let Some(c) = self.conns.get_mut(&conn) else {
             return;
         };
@@ -428,6 +441,7 @@ impl RegistryServer {
     /// retired key aborts there) is a refused handshake: counted as
     /// [`AuthFailure::Aborted`] and reported as [`ServerEvent::Unauthenticated`].
     pub fn handle_closed(&mut self, now: Instant, conn: ConnId) {
+        self.clock = self.clock.max(now);
         self.count_unfinished_handshake(conn, AuthFailure::Aborted, false);
         self.drop_conn(now, conn, true);
     }
@@ -454,6 +468,7 @@ impl RegistryServer {
 
     /// Fires every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.clock = self.clock.max(now);
         while let Some((timer, _)) = self.timers.pop_expired(now) {
             match timer {
                 Timer::Access(conn) => {
@@ -610,7 +625,7 @@ impl RegistryServer {
             return;
         }
         if protect {
-            entry.link = Link::Protected(conn);
+            entry.link = Link::Protected { conn, since: now };
             self.timers.arm(
                 Timer::Protection(conn),
                 now + self.config.disconnect_protection,
@@ -618,7 +633,7 @@ impl RegistryServer {
             self.protected.insert(conn, key.clone());
             // Session loss is published at once (the `Put` marked suspect): evidence that
             // corroborates a peer's failed redial (docs/ARCHITECTURE.md §9.3).
-            self.push_put(&key, None);
+            self.push_put(now, &key, None);
             self.event(ServerEvent::Protected { key });
         } else {
             self.remove_entry(&key);
@@ -639,7 +654,7 @@ impl RegistryServer {
             return;
         };
         self.release_name(key, &entry.discovery.name);
-        if let Link::Protected(old) = entry.link {
+        if let Link::Protected { conn: old, .. } = entry.link {
             self.protected.remove(&old);
             self.timers.cancel(Timer::Protection(old));
         }
@@ -670,7 +685,7 @@ impl RegistryServer {
     }
 
     /// Pushes the current `Put` of `key` to everyone concerned except `skip`.
-    fn push_put(&mut self, key: &EntryKey, skip: Option<ConnId>) {
+    fn push_put(&mut self, now: Instant, key: &EntryKey, skip: Option<ConnId>) {
         let Some(entry) = self.entries.get(key) else {
             return;
         };
@@ -678,7 +693,7 @@ impl RegistryServer {
         let put = Put {
             epoch: self.epoch,
             revision: self.revision,
-            entry: entry.wire(),
+            entry: entry.wire(now),
         };
         let mut bytes = Vec::new();
         if wire::encode(&put.into(), &mut bytes).is_err() {

@@ -106,7 +106,7 @@ impl RegistryServer {
                     self.out.push_back(ServerOutput::Close { conn: other });
                     self.forget_conn(other);
                 }
-                Link::Protected(old) => {
+                Link::Protected { conn: old, .. } => {
                     self.protected.remove(&old);
                     self.timers.cancel(Timer::Protection(old));
                 }
@@ -149,8 +149,8 @@ impl RegistryServer {
             incarnation,
             restored,
         });
-        self.send_snapshot(conn, Some((&key, &type_name)));
-        self.push_put(&key, Some(conn));
+        self.send_snapshot(now, conn, Some((&key, &type_name)));
+        self.push_put(now, &key, Some(conn));
     }
 
     /// `conn` watches (a `Register` with the watch flag, `switchboard ls`): it is answered
@@ -169,13 +169,13 @@ impl RegistryServer {
             self.timers.replace(Timer::Silence(conn), now + timeout);
         }
         self.event(ServerEvent::Watching { conn });
-        self.send_snapshot(conn, None);
+        self.send_snapshot(now, conn, None);
     }
 
     /// Answers `conn`'s registration (node `key` of `type_name`) with the snapshot of what it
     /// is concerned with (everything for a watcher, `None`), in parts of at most
     /// `max_snapshot_part` bytes.
-    fn send_snapshot(&mut self, conn: ConnId, node: Option<(&EntryKey, &str)>) {
+    fn send_snapshot(&mut self, now: Instant, conn: ConnId, node: Option<(&EntryKey, &str)>) {
         let entries: alloc::vec::Vec<_> = self
             .entries
             .iter()
@@ -188,7 +188,7 @@ impl RegistryServer {
                             .concerns(type_name, &e.discovery.type_name)
                 })
             })
-            .map(|(_, e)| e.wire())
+            .map(|(_, e)| e.wire(now))
             .collect();
         let parts = wire::encode_snapshot_parts(
             self.epoch,
@@ -373,6 +373,6 @@ impl RegistryServer {
             conn,
             key: key.clone(),
         });
-        self.push_put(&key, None);
+        self.push_put(now, &key, None);
     }
 }

@@ -10,6 +10,7 @@ use super::*;
 use crate::{
     discovery::{DiscoveryInfo, Metadata, TopologyInfo},
     ids::NodeId,
+    time::Duration,
 };
 
 fn config(suite: &str, cases: u32) -> ProptestConfig {
@@ -89,14 +90,14 @@ fn entry() -> impl Strategy<Value = RegistryEntry> {
         any::<u64>(),
         discovery(),
         proptest::option::of(topology()),
-        any::<bool>(),
+        proptest::option::of(any::<u64>()),
     )
         .prop_map(
-            |(incarnation, discovery, topology, suspect)| RegistryEntry {
+            |(incarnation, discovery, topology, lost_ms)| RegistryEntry {
                 incarnation,
                 discovery,
                 topology,
-                suspect,
+                lost_for: lost_ms.map(Duration::from_millis),
             },
         )
 }

@@ -7,6 +7,7 @@ use super::{link_frames::assert_golden, *};
 use crate::{
     discovery::{self, DiscoveryInfo, TopologyInfo},
     ids::NodeId,
+    time::Duration,
 };
 
 const MAX: usize = DEFAULT_MAX_FRAME;
@@ -62,6 +63,9 @@ pub(super) fn golden_update_topology_only() -> (Frame<'static>, Vec<u8>) {
     (frame, bytes)
 }
 
+/// A suspect entry's age of loss in the golden frames: 1,500 ms (`dc 05` little-endian).
+const LOST_MS: u64 = 1_500;
+
 fn entry_n7(suspect: bool, with_topology: bool) -> RegistryEntry {
     let mut discovery = discovery_n7();
     discovery.revision = 40;
@@ -72,7 +76,7 @@ fn entry_n7(suspect: bool, with_topology: bool) -> RegistryEntry {
             revision: 41,
             ..topology_n7()
         }),
-        suspect,
+        lost_for: suspect.then(|| Duration::from_millis(LOST_MS)),
     }
 }
 
@@ -82,6 +86,9 @@ fn entry_bytes(suspect: bool, with_topology: bool) -> Vec<u8> {
     bytes.extend_from_slice(&[40, 0, 0, 0, 0, 0, 0, 0]);
     bytes.extend_from_slice(&[if with_topology { 41 } else { 0 }, 0, 0, 0, 0, 0, 0, 0]);
     bytes.push(u8::from(suspect));
+    if suspect {
+        bytes.extend_from_slice(&LOST_MS.to_le_bytes());
+    }
     bytes.extend_from_slice(&[19, 0, 0, 0]);
     bytes.extend_from_slice(DISCOVERY_JSON);
     if with_topology {
@@ -182,8 +189,11 @@ fn snapshot_has_exact_bytes_and_carries_revisions_and_suspect_flags() {
         snapshot.entries[0].topology.as_ref().map(|t| t.revision),
         Some(41)
     );
-    assert!(!snapshot.entries[0].suspect);
-    assert!(snapshot.entries[1].suspect);
+    assert_eq!(snapshot.entries[0].lost_for, None);
+    assert_eq!(
+        snapshot.entries[1].lost_for,
+        Some(Duration::from_millis(1_500))
+    );
     assert_eq!(snapshot.entries[1].topology, None);
 }
 
@@ -202,11 +212,13 @@ fn a_session_loss_put_has_exact_bytes_with_the_suspect_flag() {
         revision: 51,
         entry: entry_n7(true, false),
     }));
-    let mut expected = vec![76, 0, 0, 0, 1, 19, 0, 0];
+    let mut expected = vec![84, 0, 0, 0, 1, 19, 0, 0];
     expected.extend_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0, 51, 0, 0, 0, 0, 0, 0, 0]);
-    // incarnation 9, discovery revision 40, topology revision 0, flags 0b1 (suspect).
+    // incarnation 9, discovery revision 40, topology revision 0, flags 0b1 (suspect), lost
+    // 1,500 ms ago.
     expected.extend_from_slice(&[9, 0, 0, 0, 0, 0, 0, 0, 40, 0, 0, 0, 0, 0, 0, 0]);
     expected.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0b1]);
+    expected.extend_from_slice(&[0xdc, 0x05, 0, 0, 0, 0, 0, 0]);
     expected.extend_from_slice(&[19, 0, 0, 0]);
     expected.extend_from_slice(DISCOVERY_JSON);
     expected.extend_from_slice(&[0, 0, 0, 0]);

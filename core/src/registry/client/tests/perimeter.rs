@@ -40,7 +40,7 @@ fn listed(id: u64) -> RegistryEntry {
         incarnation: 100 + id,
         discovery: disc(id, "x"),
         topology: None,
-        suspect: false,
+        lost_for: None,
     }
 }
 

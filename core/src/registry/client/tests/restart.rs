@@ -122,16 +122,16 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
     // as it happens — added with the suspicion rules, docs/ARCHITECTURE.md §9.3), node 3's
     // new address and its session back, then node 4 (gone) at the end of the grace (13 +
     // 30 s), at the latest revision of the new epoch. No delete of 1, 2 or 3 ever.
-    let session = |id, incarnation, lost| RegistryEvent::Session {
+    let session = |id, incarnation, lost_ms: Option<u64>| RegistryEvent::Session {
         id: crate::ids::NodeId(id),
         incarnation,
-        lost,
+        lost_for: lost_ms.map(crate::time::Duration::from_millis),
     };
     let expected: Vec<(Instant, RegistryEvent)> = vec![
-        (secs(10), session(4, 104, true)),
-        (secs(10), session(3, 103, true)),
+        (secs(10), session(4, 104, Some(0))),
+        (secs(10), session(3, 103, Some(0))),
         (secs(30), at(moved.clone(), G2 | 3)),
-        (secs(30), session(3, 203, false)),
+        (secs(30), session(3, 203, None)),
         (
             secs(43),
             RegistryEvent::DiscoveryDelete {
@@ -148,7 +148,7 @@ fn registry_restart_keeps_every_live_peer_through_the_grace() {
     assert_eq!(
         net.take_registry(2),
         vec![
-            (secs(10), session(4, 104, true)),
+            (secs(10), session(4, 104, Some(0))),
             (secs(30), at(disc(1, "x"), G1 | 1)),
             (secs(30), at(disc(2, "x"), G1 | 2)),
             (secs(30), at(moved, G1 | 3)),
@@ -173,10 +173,10 @@ fn same_epoch_reconnect_diffs_directly_and_keeps_suspects() {
     net.settle();
     // Node 1's session lost at once (its link dropped), node 4's delete, node 3's session
     // lost (its crash): session loss is published as it happens (docs/ARCHITECTURE.md §9.3).
-    let session = |id, incarnation, lost| RegistryEvent::Session {
+    let session = |id, incarnation, lost_ms: Option<u64>| RegistryEvent::Session {
         id: crate::ids::NodeId(id),
         incarnation,
-        lost,
+        lost_for: lost_ms.map(crate::time::Duration::from_millis),
     };
     let delete_4 = RegistryEvent::DiscoveryDelete {
         id: crate::ids::NodeId(4),
@@ -186,15 +186,16 @@ fn same_epoch_reconnect_diffs_directly_and_keeps_suspects() {
     let seen: Vec<RegistryEvent> = net.take_registry(1).into_iter().map(|(_, e)| e).collect();
     assert_eq!(
         seen,
-        vec![session(1, 101, true), delete_4, session(3, 103, true)]
+        vec![session(1, 101, Some(0)), delete_4, session(3, 103, Some(0))]
     );
     net.advance_to(secs(6));
     // Client 0 missed node 4's delete; the same-epoch snapshot drops it at once, node 3 is
-    // listed as suspect and stays (its lost session reported from the snapshot's flag).
+    // listed as suspect and stays (its lost session reported from the snapshot's flag, lost
+    // 1 s before the snapshot: its crash at 5 s).
     assert_eq!(
         net.take_registry(0),
         vec![
-            (secs(6), session(3, 103, true)),
+            (secs(6), session(3, 103, Some(1_000))),
             (
                 secs(6),
                 RegistryEvent::DiscoveryDelete {

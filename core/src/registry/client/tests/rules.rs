@@ -189,7 +189,7 @@ fn bad_input_from_the_registry_drops_the_link_and_keeps_the_view() {
             incarnation: 2,
             discovery: disc(2, "x"),
             topology: None,
-            suspect: false,
+            lost_for: None,
         },
     };
     let mut bytes = vec![];

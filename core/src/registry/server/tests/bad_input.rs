@@ -203,7 +203,7 @@ fn bad_input_from_a_registered_node_protects_it() {
     );
     assert_eq!(s.revision(), 1);
     assert_eq!(s.entries().len(), 1);
-    assert!(s.entries()[0].suspect);
+    assert_eq!(s.entries()[0].lost_for, Some(Duration::ZERO));
 }
 
 #[test]

@@ -6,8 +6,8 @@
 use alloc::vec::Vec;
 
 use super::*;
-use crate::registry::fixtures::disc;
 pub(super) use crate::wire::Snapshot;
+use crate::{registry::fixtures::disc, time::Duration};
 
 mod auth;
 mod bad_input;
@@ -51,13 +51,16 @@ pub(super) fn register_bytes(id: u64, type_name: &str, incarnation: u64) -> Vec<
     )
 }
 
+/// A protected entry's age of loss when the registry publishes the loss as it happens.
+pub(super) const LOST_AT_ONCE: Option<Duration> = Some(Duration::ZERO);
+
 /// The listed form of node `id` at `revision`.
 pub(super) fn entry(
     id: u64,
     type_name: &str,
     incarnation: u64,
     revision: u64,
-    suspect: bool,
+    lost_for: Option<Duration>,
 ) -> RegistryEntry {
     let mut discovery = disc(id, type_name);
     discovery.revision = revision;
@@ -65,7 +68,7 @@ pub(super) fn entry(
         incarnation,
         discovery,
         topology: None,
-        suspect,
+        lost_for,
     }
 }
 

@@ -103,7 +103,7 @@ fn listed(discovery: DiscoveryInfo, incarnation: u64, revision: u64) -> Registry
             ..discovery
         },
         topology: None,
-        suspect: false,
+        lost_for: None,
     }
 }
 
@@ -237,7 +237,7 @@ fn an_update_renaming_to_a_held_name_is_a_protocol_error() {
                 },
             }),
             // Its session loss, pushed at once with its old records marked suspect.
-            tx(a, put(&s, 2, entry(2, "x", 102, 2, true))),
+            tx(a, put(&s, 2, entry(2, "x", 102, 2, LOST_AT_ONCE))),
             ServerOutput::Event(ServerEvent::Protected {
                 key: EntryKey::Id(NodeId(2))
             }),

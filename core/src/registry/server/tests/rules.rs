@@ -19,7 +19,7 @@ fn register_answers_a_snapshot_and_pushes_a_put_to_the_others() {
         drain(&mut s),
         vec![
             registered(a, 1, false),
-            tx(a, snapshot(&s, 1, vec![entry(1, "lobby", 101, 1, false)])),
+            tx(a, snapshot(&s, 1, vec![entry(1, "lobby", 101, 1, None)])),
         ]
     );
     let b = s.handle_accepted(secs(2));
@@ -38,12 +38,12 @@ fn register_answers_a_snapshot_and_pushes_a_put_to_the_others() {
                     &s,
                     2,
                     vec![
-                        entry(1, "lobby", 101, 1, false),
-                        entry(2, "gate", 102, 2, false)
+                        entry(1, "lobby", 101, 1, None),
+                        entry(2, "gate", 102, 2, None)
                     ]
                 )
             ),
-            tx(a, put(&s, 2, entry(2, "gate", 102, 2, false))),
+            tx(a, put(&s, 2, entry(2, "gate", 102, 2, None))),
         ]
     );
     assert_eq!(s.revision(), 2);
@@ -99,12 +99,12 @@ fn concern_table_limits_snapshots_and_pushes() {
                     &s,
                     2,
                     vec![
-                        entry(1, "lobby", 101, 1, false),
-                        entry(2, "gate", 102, 2, false)
+                        entry(1, "lobby", 101, 1, None),
+                        entry(2, "gate", 102, 2, None)
                     ]
                 )
             ),
-            tx(lobby, put(&s, 2, entry(2, "gate", 102, 2, false))),
+            tx(lobby, put(&s, 2, entry(2, "gate", 102, 2, None))),
         ]
     );
     // A battle node: gate does not follow battle, lobby does; battle sees lobby and itself.
@@ -120,12 +120,12 @@ fn concern_table_limits_snapshots_and_pushes() {
                     &s,
                     3,
                     vec![
-                        entry(1, "lobby", 101, 1, false),
-                        entry(3, "battle", 103, 3, false)
+                        entry(1, "lobby", 101, 1, None),
+                        entry(3, "battle", 103, 3, None)
                     ]
                 )
             ),
-            tx(lobby, put(&s, 3, entry(3, "battle", 103, 3, false))),
+            tx(lobby, put(&s, 3, entry(3, "battle", 103, 3, None))),
         ]
     );
     // Removal of battle (graceful bye) is pushed to lobby and not to gate.
@@ -171,7 +171,7 @@ fn removal_is_pushed_only_after_disconnect_protection() {
     assert_eq!(
         drain(&mut s),
         vec![
-            tx(b, put(&s, 2, entry(1, "x", 101, 1, true))),
+            tx(b, put(&s, 2, entry(1, "x", 101, 1, LOST_AT_ONCE))),
             ServerOutput::Event(ServerEvent::Protected {
                 key: EntryKey::Id(NodeId(1))
             })
@@ -190,13 +190,14 @@ fn removal_is_pushed_only_after_disconnect_protection() {
                     &s,
                     3,
                     vec![
-                        entry(1, "x", 101, 1, true),
-                        entry(2, "x", 102, 2, false),
-                        entry(3, "x", 103, 3, false)
+                        // Lost at 5 s, listed to the newcomer at 10 s: 5 s ago.
+                        entry(1, "x", 101, 1, Some(Duration::from_secs(5))),
+                        entry(2, "x", 102, 2, None),
+                        entry(3, "x", 103, 3, None)
                     ]
                 )
             ),
-            tx(b, put(&s, 3, entry(3, "x", 103, 3, false))),
+            tx(b, put(&s, 3, entry(3, "x", 103, 3, None))),
         ]
     );
     assert_eq!(s.poll_timeout(), Some(secs(35)));
@@ -222,7 +223,7 @@ fn removal_is_pushed_only_after_disconnect_protection() {
     );
     assert_eq!(
         s.entries(),
-        vec![entry(2, "x", 102, 2, false), entry(3, "x", 103, 3, false)]
+        vec![entry(2, "x", 102, 2, None), entry(3, "x", 103, 3, None)]
     );
 }
 
@@ -255,7 +256,7 @@ fn re_registering_inside_protection_replaces_the_info_and_pushes_it() {
         incarnation: 555,
         discovery: moved,
         topology: Some(t),
-        suspect: false,
+        lost_for: None,
     };
     assert_eq!(
         drain(&mut s),
@@ -268,7 +269,7 @@ fn re_registering_inside_protection_replaces_the_info_and_pushes_it() {
             }),
             tx(
                 a2,
-                snapshot(&s, 3, vec![listed.clone(), entry(2, "x", 102, 2, false)])
+                snapshot(&s, 3, vec![listed.clone(), entry(2, "x", 102, 2, None)])
             ),
             tx(b, put(&s, 3, listed)),
         ]
@@ -366,13 +367,13 @@ fn same_incarnation_on_a_new_connection_takes_over() {
             ),
             ServerOutput::Close { conn: a },
             registered(b, 1, true),
-            tx(b, snapshot(&s, 2, vec![entry(1, "x", 101, 2, false)])),
+            tx(b, snapshot(&s, 2, vec![entry(1, "x", 101, 2, None)])),
         ]
     );
     // The old connection's close changes nothing now.
     s.handle_closed(secs(2), a);
     assert_eq!(drain(&mut s), vec![]);
-    assert_eq!(s.entries(), vec![entry(1, "x", 101, 2, false)]);
+    assert_eq!(s.entries(), vec![entry(1, "x", 101, 2, None)]);
 }
 
 #[test]
@@ -393,7 +394,7 @@ fn update_is_pushed_to_the_concerned_and_the_node_itself() {
     t.revision = 3;
     let listed = RegistryEntry {
         topology: Some(t),
-        ..entry(1, "x", 101, 1, false)
+        ..entry(1, "x", 101, 1, None)
     };
     assert_eq!(
         drain(&mut s),
@@ -443,7 +444,7 @@ fn silent_registered_connection_is_closed_and_protected() {
             }),
         ]
     );
-    assert_eq!(s.entries(), vec![entry(1, "x", 101, 1, true)]);
+    assert_eq!(s.entries(), vec![entry(1, "x", 101, 1, LOST_AT_ONCE)]);
     assert_eq!(s.poll_timeout(), Some(secs(55)));
 }
 
@@ -464,7 +465,7 @@ fn snapshot_frame_round_trips_through_the_codec() {
             Frame::Snapshot(Box::new(Snapshot {
                 epoch: s.epoch(),
                 revision: 1,
-                entries: vec![entry(4, "x", 104, 1, false)],
+                entries: vec![entry(4, "x", 104, 1, None)],
                 more: false,
             })),
             bytes.len()

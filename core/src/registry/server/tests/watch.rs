@@ -43,8 +43,8 @@ fn a_watcher_gets_every_node_and_every_change_and_is_listed_nowhere() {
                     &s,
                     2,
                     vec![
-                        entry(1, "lobby", 101, 1, false),
-                        entry(2, "gate", 102, 2, false)
+                        entry(1, "lobby", 101, 1, None),
+                        entry(2, "gate", 102, 2, None)
                     ]
                 )
             ),
@@ -59,7 +59,7 @@ fn a_watcher_gets_every_node_and_every_change_and_is_listed_nowhere() {
     let out = drain(&mut s);
     assert_eq!(
         out.last(),
-        Some(&tx(w, put(&s, 3, entry(3, "battle", 103, 3, false))))
+        Some(&tx(w, put(&s, 3, entry(3, "battle", 103, 3, None))))
     );
     s.handle_received(secs(3), gate, &bye(ByeReason::Shutdown));
     assert_eq!(
@@ -135,8 +135,8 @@ fn a_watcher_is_pushed_new_nodes_and_may_not_update_or_register() {
         drain(&mut s),
         vec![
             registered(a, 1, false),
-            tx(a, snapshot(&s, 1, vec![entry(1, "x", 101, 1, false)])),
-            tx(w, put(&s, 1, entry(1, "x", 101, 1, false))),
+            tx(a, snapshot(&s, 1, vec![entry(1, "x", 101, 1, None)])),
+            tx(w, put(&s, 1, entry(1, "x", 101, 1, None))),
         ]
     );
     // A second Register on a watching connection is a protocol error, and closes it alone.
