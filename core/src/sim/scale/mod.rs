@@ -198,7 +198,7 @@ impl ScaleRun {
             incarnation: 1,
             discovery: config.discovery,
             topology: config.topology,
-            suspect: false,
+            lost_for: None,
         };
         wire::entry_len(&entry)
     }
@@ -340,7 +340,7 @@ fn registry_matches(server: &RegistryServer, expected: &BTreeMap<NodeId, u64>) -
     entries.len() == expected.len()
         && entries
             .iter()
-            .all(|e| !e.suspect && expected.get(&e.discovery.id) == Some(&e.incarnation))
+            .all(|e| e.lost_for.is_none() && expected.get(&e.discovery.id) == Some(&e.incarnation))
 }
 
 /// `count` member indices spread evenly over `0..nodes`, the first and the last included.
