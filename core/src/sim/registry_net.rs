@@ -624,19 +624,17 @@ impl RegistryNet {
                 start + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
             now = self.egress_free;
         }
-        let Some(member) = self.links.get(&link).map(|l| l.member) else {
+        // One lookup of the link: this runs for every frame the registry sends.
+        let Some(l) = self.links.get_mut(&link) else {
             return now;
         };
-        let mut latency = self.members[member]
+        let mut latency = self.members[l.member]
             .latency
             .unwrap_or(self.settings.link_latency);
         let jitter = u64::try_from(self.settings.jitter.as_nanos()).unwrap_or(u64::MAX);
         if jitter > 0 {
             latency += Duration::from_nanos(self.rng.below(jitter));
         }
-        let Some(l) = self.links.get_mut(&link) else {
-            return now;
-        };
         let side = usize::from(to_server);
         let at = (now + latency).max(l.last_arrival[side]);
         l.last_arrival[side] = at;
