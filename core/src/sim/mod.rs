@@ -64,6 +64,7 @@ mod path_faults;
 mod registry;
 mod registry_machines;
 mod registry_net;
+pub mod scale;
 pub mod scenario;
 
 #[cfg(test)]
@@ -82,7 +83,7 @@ pub use self::{
     log::{Dial, NodeLog, OutcomeRecord, Received, RpcRecord, Sent},
     registry::{Fanout, SimRegistry},
     registry_machines::RegistryMachines,
-    registry_net::{NetOutput, NetSettings, RegistryNet},
+    registry_net::{NetOutput, NetSettings, RegistryNet, ServerTraffic},
 };
 // The simulator's one import of the registry event type; its submodules name it `super::`.
 use crate::{

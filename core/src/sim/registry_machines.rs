@@ -76,6 +76,7 @@ impl<N: SimNode> Sim<N> {
             link_latency: self.settings.link_latency,
             jitter: self.settings.jitter,
             seed: self.settings.seed,
+            egress_bandwidth: None,
         };
         let mut net = RegistryNet::new(settings, machines.server, self.now);
         for _ in &self.slots {

@@ -10,7 +10,11 @@
 //!
 //! The model (links, abrupt ends, restarts, order, outputs) is in [`RegistryNet`]'s docs.
 
-use alloc::{collections::BTreeMap, collections::VecDeque, vec::Vec};
+use alloc::{
+    collections::{BTreeMap, BinaryHeap, VecDeque},
+    vec::Vec,
+};
+use core::cmp::Reverse;
 
 use super::{RegistryEvent, agenda::Agenda};
 use crate::{
@@ -20,6 +24,7 @@ use crate::{
     },
     rng::Rng,
     time::{Duration, Instant, earliest},
+    wire::FrameKind,
 };
 
 /// Link parameters of a [`RegistryNet`].
@@ -35,6 +40,11 @@ pub struct NetSettings {
     pub jitter: Duration,
     /// Seed of the net's generator (jitter, and the seeds of successive servers).
     pub seed: u64,
+    /// The registry's egress bandwidth in bytes per second, shared by all its connections
+    /// in send order (one FIFO serializer): a frame leaves once the frames sent before it
+    /// have, `len / bandwidth` after it starts, and arrives the link latency later. `None`:
+    /// bytes cost nothing, only latency.
+    pub egress_bandwidth: Option<u64>,
 }
 
 /// What a [`RegistryNet`] reports.
@@ -112,6 +122,20 @@ struct Member {
     deadline: Option<Instant>,
     /// Link latency override.
     latency: Option<Duration>,
+    /// Light member ([`RegistryNet::set_light`]): record frames are charged, not delivered.
+    light: bool,
+}
+
+/// What the registry server sent ([`RegistryNet::server_sent`]): every `Transmit` output,
+/// whether or not its link was still up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerTraffic {
+    /// Frames (one per `Transmit`).
+    pub frames: u64,
+    /// Bytes, headers included.
+    pub bytes: u64,
+    /// Of these, `Snapshot`, `Put` and `Delete` frames.
+    pub record_frames: u64,
 }
 
 /// The registry server and the members' clients on emulated links.
@@ -130,7 +154,7 @@ struct Member {
 /// - **Server restarts.** Every start draws a new seed, so a restarted server has a new epoch
 ///   and numbers its revisions from 1 again.
 /// - **Order.** At one instant: scheduled deliveries first (in scheduling order), then the
-///   server's timer, then clients' timers in member order.
+///   server's timer, then clients' timers (the earliest first, ties in member order).
 /// - **Outputs.** What a driver must act on or may log — registry events for a member's node,
 ///   client and server events — queue up as [`NetOutput`]s until drained with
 ///   [`RegistryNet::poll_output`] (or picked per member with [`RegistryNet::take_registry`] and
@@ -148,13 +172,22 @@ pub struct RegistryNet {
     /// Server connections of the running server → link.
     conns: BTreeMap<ConnId, u64>,
     members: Vec<Member>,
-    /// The earliest member deadline (kept so [`RegistryNet::next_due`] scans nothing).
-    client_deadline: Option<Instant>,
+    /// Members' deadlines, earliest first (ties in member order); an entry whose member's
+    /// deadline has changed since is stale and dropped when it reaches the top.
+    client_deadlines: BinaryHeap<Reverse<(Instant, usize)>>,
     links: BTreeMap<u64, NetLink>,
     next_link: u64,
     agenda: Agenda<NetDue>,
     out: VecDeque<(Instant, NetOutput)>,
     steps: u64,
+    /// When the registry's egress is free again (with an egress bandwidth).
+    egress_free: Instant,
+    sent: ServerTraffic,
+    /// Record frames scheduled towards full members and not yet popped.
+    records_in_flight: u64,
+    /// When the last record frame sent to a light member arrives (frames lost with a killed
+    /// server excepted).
+    light_until: Instant,
 }
 
 impl RegistryNet {
@@ -171,12 +204,16 @@ impl RegistryNet {
             server_deadline: None,
             conns: BTreeMap::new(),
             members: Vec::new(),
-            client_deadline: None,
+            client_deadlines: BinaryHeap::new(),
             links: BTreeMap::new(),
             next_link: 0,
             agenda: Agenda::default(),
             out: VecDeque::new(),
             steps: 0,
+            egress_free: now,
+            sent: ServerTraffic::default(),
+            records_in_flight: 0,
+            light_until: now,
         }
     }
 
@@ -208,7 +245,7 @@ impl RegistryNet {
         }
         m.deadline = None;
         let link = m.link.take();
-        self.client_deadline = self.members.iter().filter_map(|m| m.deadline).min();
+        self.drop_stale_deadlines();
         if let Some(link) = link {
             self.reset_server_end(link);
         }
@@ -252,6 +289,9 @@ impl RegistryNet {
         }
         self.server_deadline = None;
         self.conns.clear();
+        // What the registry had not sent yet dies with it.
+        self.egress_free = self.now;
+        self.light_until = self.light_until.min(self.now);
         let mut notify = Vec::new();
         // Every connection dies with the server, including one whose graceful close is
         // still travelling to its client.
@@ -314,6 +354,29 @@ impl RegistryNet {
         self.members[member].latency = latency;
     }
 
+    /// Makes `member` light (or full again): the `Snapshot`, `Put` and `Delete` frames the
+    /// server sends it are charged to the egress and timed, but not stored or delivered, so
+    /// its client holds no view — how a scale run keeps N clients on the real machines
+    /// without N views in memory. Its other frames (handshake, heartbeats, `Bye`) arrive.
+    pub fn set_light(&mut self, member: usize, light: bool) {
+        self.members[member].light = light;
+    }
+
+    /// What the server sent since the net was made.
+    #[must_use]
+    pub fn server_sent(&self) -> ServerTraffic {
+        self.sent
+    }
+
+    /// When every record frame the server has sent so far will have arrived: `None` while
+    /// one to a full member is still on its way (it changes a view when it lands), else the
+    /// arrival of the last one to a light member, or now. A frame to a single killed client
+    /// still counts; those a killed server had not sent do not.
+    #[must_use]
+    pub fn records_settle_at(&self) -> Option<Instant> {
+        (self.records_in_flight == 0).then(|| self.light_until.max(self.now))
+    }
+
     // ---- driving -----------------------------------------------------------------------
 
     /// The earliest instant something is due: a delivery or a machine's timer.
@@ -321,7 +384,7 @@ impl RegistryNet {
     pub fn next_due(&self) -> Option<Instant> {
         earliest(
             earliest(self.agenda.next_time(), self.server_deadline),
-            self.client_deadline,
+            self.client_deadlines.peek().map(|Reverse((at, _))| *at),
         )
     }
 
@@ -330,6 +393,7 @@ impl RegistryNet {
     pub fn step(&mut self, now: Instant) -> bool {
         self.now = self.now.max(now);
         let now = self.now;
+        self.drop_stale_deadlines();
         if let Some((_, due)) = self.agenda.pop_due(now) {
             self.deliver(due);
         } else if self.server_deadline.is_some_and(|d| d <= now) {
@@ -337,11 +401,11 @@ impl RegistryNet {
                 server.handle_timeout(now);
             }
             self.drain_server();
-        } else if let Some(member) = self.client_deadline.filter(|&d| d <= now).and_then(|_| {
-            self.members
-                .iter()
-                .position(|m| m.deadline.is_some_and(|d| d <= now))
-        }) {
+        } else if let Some(&Reverse((at, member))) = self.client_deadlines.peek()
+            && at <= now
+        {
+            self.client_deadlines.pop();
+            self.members[member].deadline = None;
             self.with_client(member, |c, now| c.handle_timeout(now));
         } else {
             return false;
@@ -443,6 +507,9 @@ impl RegistryNet {
                 }
             }
             NetDue::ToClient(link, bytes) => {
+                if is_record(&bytes) {
+                    self.records_in_flight -= 1;
+                }
                 if let Some(member) = self.open_client(link) {
                     self.with_client(member, |c, now| c.handle_received(now, &bytes));
                 }
@@ -547,22 +614,27 @@ impl RegistryNet {
     }
 
     /// Arrival time of the next delivery on `link` towards the client (`to_server` false) or
-    /// the server.
-    fn arrival(&mut self, link: u64, to_server: bool) -> Instant {
-        let now = self.now;
-        let Some(member) = self.links.get(&link).map(|l| l.member) else {
+    /// the server, `len` bytes long (charged to the registry's egress towards a client).
+    fn arrival(&mut self, link: u64, to_server: bool, len: usize) -> Instant {
+        let mut now = self.now;
+        if let (false, Some(bandwidth)) = (to_server, self.settings.egress_bandwidth) {
+            let nanos = (len as u128 * 1_000_000_000).div_ceil(u128::from(bandwidth.max(1)));
+            let start = self.egress_free.max(now);
+            self.egress_free =
+                start + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+            now = self.egress_free;
+        }
+        // One lookup of the link: this runs for every frame the registry sends.
+        let Some(l) = self.links.get_mut(&link) else {
             return now;
         };
-        let mut latency = self.members[member]
+        let mut latency = self.members[l.member]
             .latency
             .unwrap_or(self.settings.link_latency);
         let jitter = u64::try_from(self.settings.jitter.as_nanos()).unwrap_or(u64::MAX);
         if jitter > 0 {
             latency += Duration::from_nanos(self.rng.below(jitter));
         }
-        let Some(l) = self.links.get_mut(&link) else {
-            return now;
-        };
         let side = usize::from(to_server);
         let at = (now + latency).max(l.last_arrival[side]);
         l.last_arrival[side] = at;
@@ -618,7 +690,7 @@ impl RegistryNet {
                         .get(&link)
                         .is_some_and(|l| l.client == ClientEnd::Open)
                     {
-                        let at = self.arrival(link, true);
+                        let at = self.arrival(link, true, bytes.len());
                         self.agenda.push(at, NetDue::ToServer(link, bytes));
                     }
                 }
@@ -630,7 +702,7 @@ impl RegistryNet {
                         core::mem::replace(&mut l.client, ClientEnd::Closed) == ClientEnd::Open
                     });
                     if was_open && self.live_conn(link).is_some() {
-                        let at = self.arrival(link, true);
+                        let at = self.arrival(link, true, 0);
                         self.agenda.push(at, NetDue::ServerHearsClose(link));
                     } else {
                         self.forget_if_done(link);
@@ -652,7 +724,21 @@ impl RegistryNet {
             .and_then(RegistryClient::poll_timeout);
         let old = core::mem::replace(&mut self.members[member].deadline, deadline);
         if old != deadline {
-            self.client_deadline = self.members.iter().filter_map(|m| m.deadline).min();
+            if let Some(at) = deadline {
+                self.client_deadlines.push(Reverse((at, member)));
+            }
+            self.drop_stale_deadlines();
+        }
+    }
+
+    /// Pops stale entries off the top of the deadline heap, so its top is a member's
+    /// current deadline.
+    fn drop_stale_deadlines(&mut self) {
+        while let Some(&Reverse((at, member))) = self.client_deadlines.peek() {
+            if self.members[member].deadline == Some(at) {
+                return;
+            }
+            self.client_deadlines.pop();
         }
     }
 
@@ -661,14 +747,27 @@ impl RegistryNet {
         while let Some(output) = self.server.as_mut().and_then(RegistryServer::poll_output) {
             match output {
                 ServerOutput::Transmit { conn, bytes } => {
+                    let record = is_record(&bytes);
+                    self.sent.frames += 1;
+                    self.sent.bytes += bytes.len() as u64;
+                    self.sent.record_frames += u64::from(record);
                     if let Some(&link) = self.conns.get(&conn) {
-                        let at = self.arrival(link, false);
-                        self.agenda.push(at, NetDue::ToClient(link, bytes));
+                        let at = self.arrival(link, false, bytes.len());
+                        let member = self.links.get(&link).map(|l| l.member);
+                        match member.map(|m| &mut self.members[m]) {
+                            Some(m) if record && m.light => {
+                                self.light_until = self.light_until.max(at)
+                            }
+                            _ => {
+                                self.records_in_flight += u64::from(record);
+                                self.agenda.push(at, NetDue::ToClient(link, bytes));
+                            }
+                        }
                     }
                 }
                 ServerOutput::Close { conn } => {
                     if let Some(link) = self.conns.remove(&conn) {
-                        let at = self.arrival(link, false);
+                        let at = self.arrival(link, false, 0);
                         if let Some(l) = self.links.get_mut(&link) {
                             l.server = None;
                         }
@@ -686,4 +785,18 @@ impl RegistryNet {
         }
         self.server_deadline = self.server.as_ref().and_then(RegistryServer::poll_timeout);
     }
+}
+
+/// Whether `frame` is a `Snapshot`, `Put` or `Delete` (its kind byte, [`wire`](crate::wire)'s
+/// header layout).
+fn is_record(frame: &[u8]) -> bool {
+    frame
+        .get(5)
+        .and_then(|&code| FrameKind::from_code(code))
+        .is_some_and(|kind| {
+            matches!(
+                kind,
+                FrameKind::Snapshot | FrameKind::Put | FrameKind::Delete
+            )
+        })
 }

@@ -110,8 +110,8 @@ pub use limits::{
 };
 pub use reader::FrameReader;
 pub use registry::{
-    ENTRY_OVERHEAD, PUT_OVERHEAD, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD, UPDATE_OVERHEAD,
-    encode_snapshot_parts, entry_len,
+    ENTRY_OVERHEAD, EncodedRecords, PUT_OVERHEAD, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD,
+    UPDATE_OVERHEAD, encode_snapshot_parts, encode_snapshot_parts_of, entry_len,
 };
 pub use rpc::{
     RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len, rpc_len,

@@ -214,13 +214,44 @@ pub fn encode_snapshot_parts(
     entries: &[RegistryEntry],
     max_part: usize,
 ) -> Result<Vec<Vec<u8>>, EncodeError> {
+    let writers = entries
+        .iter()
+        .map(|entry| move |out: &mut Vec<u8>| encode_entry(entry, out));
+    snapshot_parts(epoch, revision, max_part, writers)
+}
+
+/// [`encode_snapshot_parts`] of entries whose records were serialized once
+/// ([`EncodedRecords`]): each `(incarnation, lost_for, records)` is copied, not serialized.
+///
+/// # Errors
+/// [`EncodeError::FrameTooLarge`] for a record longer than a length field holds.
+pub fn encode_snapshot_parts_of<'a>(
+    epoch: u64,
+    revision: u64,
+    entries: impl IntoIterator<Item = (u64, Option<Duration>, &'a EncodedRecords)>,
+    max_part: usize,
+) -> Result<Vec<Vec<u8>>, EncodeError> {
+    let writers = entries.into_iter().map(|(incarnation, lost_for, records)| {
+        move |out: &mut Vec<u8>| records.write_entry(incarnation, lost_for, out)
+    });
+    snapshot_parts(epoch, revision, max_part, writers)
+}
+
+/// The parts of a snapshot whose entries the `writers` append, one each (see
+/// [`encode_snapshot_parts`]).
+fn snapshot_parts<W: FnOnce(&mut Vec<u8>) -> Result<(), EncodeError>>(
+    epoch: u64,
+    revision: u64,
+    max_part: usize,
+    writers: impl Iterator<Item = W>,
+) -> Result<Vec<Vec<u8>>, EncodeError> {
     let mut parts = Vec::new();
     let mut body = Vec::new();
     let mut count: u32 = 0;
     let mut scratch = Vec::new();
-    for entry in entries {
+    for write in writers {
         scratch.clear();
-        encode_entry(entry, &mut scratch)?;
+        write(&mut scratch)?;
         let full = SNAPSHOT_OVERHEAD + body.len() + scratch.len() > max_part;
         if count > 0 && (full || count == u32::MAX) {
             parts.push(snapshot_part(epoch, revision, count, &body, true)?);
@@ -278,34 +309,127 @@ pub(super) fn encode_put(put: &Put, out: &mut Vec<u8>) -> Result<(), EncodeError
 }
 
 fn encode_entry(entry: &RegistryEntry, out: &mut Vec<u8>) -> Result<(), EncodeError> {
-    put_u64(out, entry.incarnation);
-    put_u64(out, entry.discovery.revision);
-    put_u64(out, entry.topology.as_ref().map_or(0, |t| t.revision));
-    match entry.lost_for {
-        None => out.push(0),
-        Some(age) => {
-            out.push(ENTRY_SUSPECT);
-            put_u64(out, u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
-        }
+    EncodedRecords::of(&entry.discovery, entry.topology.as_ref())?.write_entry(
+        entry.incarnation,
+        entry.lost_for,
+        out,
+    )
+}
+
+/// A listed node's records serialized once, for a registry that sends them in many
+/// snapshots and puts: each record's JSON and revision. The entry around them
+/// (incarnation, session-loss age) is written per send ([`EncodedRecords::write_entry`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EncodedRecords {
+    discovery: Vec<u8>,
+    discovery_revision: u64,
+    /// Empty: no topology record.
+    topology: Vec<u8>,
+    topology_revision: u64,
+}
+
+impl EncodedRecords {
+    /// Serializes `discovery` and `topology`.
+    ///
+    /// # Errors
+    /// [`EncodeError::NoIdentity`] for a discovery record with neither id nor name, or a
+    /// topology record without an id.
+    pub fn of(
+        discovery: &DiscoveryInfo,
+        topology: Option<&TopologyInfo>,
+    ) -> Result<EncodedRecords, EncodeError> {
+        Ok(EncodedRecords {
+            discovery: discovery_json(Some(discovery))?,
+            discovery_revision: discovery.revision,
+            topology: topology_json(topology)?,
+            topology_revision: topology.map_or(0, |t| t.revision),
+        })
     }
-    put_discovery(out, Some(&entry.discovery))?;
-    put_topology(out, entry.topology.as_ref())
+
+    /// The encoded length of an entry of these records (`lost`: with a session-loss age).
+    #[must_use]
+    pub fn entry_len(&self, lost: bool) -> usize {
+        ENTRY_MIN_LEN
+            + if lost { LOST_FOR_LEN } else { 0 }
+            + self.discovery.len()
+            + self.topology.len()
+    }
+
+    /// Appends the entry of these records for a node of `incarnation` (`lost_for`: its
+    /// session-loss age, if it is protected).
+    ///
+    /// # Errors
+    /// [`EncodeError::FrameTooLarge`] for a record longer than a length field holds.
+    pub fn write_entry(
+        &self,
+        incarnation: u64,
+        lost_for: Option<Duration>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        put_u64(out, incarnation);
+        put_u64(out, self.discovery_revision);
+        put_u64(out, self.topology_revision);
+        match lost_for {
+            None => out.push(0),
+            Some(age) => {
+                out.push(ENTRY_SUSPECT);
+                put_u64(out, u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
+            }
+        }
+        put_bytes(out, &self.discovery)?;
+        put_bytes(out, &self.topology)
+    }
+
+    /// The whole `Put` frame of this entry at `epoch` and `revision`: what
+    /// [`encode`](super::encode) writes for the `Put` of the same entry.
+    ///
+    /// # Errors
+    /// [`EncodeError::FrameTooLarge`] for a frame longer than its length field holds.
+    pub fn put_frame(
+        &self,
+        epoch: u64,
+        revision: u64,
+        incarnation: u64,
+        lost_for: Option<Duration>,
+    ) -> Result<Vec<u8>, EncodeError> {
+        let len = PUT_OVERHEAD + self.entry_len(lost_for.is_some());
+        let len32 = u32::try_from(len).map_err(|_| EncodeError::FrameTooLarge {
+            len,
+            max: super::encode::MAX_ENCODABLE,
+        })?;
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&super::encode::header(len32, super::FrameKind::Put, 0));
+        put_u64(&mut out, epoch);
+        put_u64(&mut out, revision);
+        self.write_entry(incarnation, lost_for, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// A discovery record's JSON (`None` → empty).
+fn discovery_json(info: Option<&DiscoveryInfo>) -> Result<Vec<u8>, EncodeError> {
+    match info {
+        None => Ok(Vec::new()),
+        Some(info) if !info.has_identity() => Err(EncodeError::NoIdentity { field: "discovery" }),
+        Some(info) => Ok(info.to_json()),
+    }
+}
+
+/// A topology record's JSON (`None` → empty).
+fn topology_json(info: Option<&TopologyInfo>) -> Result<Vec<u8>, EncodeError> {
+    match info {
+        None => Ok(Vec::new()),
+        Some(info) if !info.id.is_valid() => Err(EncodeError::NoIdentity { field: "topology" }),
+        Some(info) => Ok(info.to_json()),
+    }
 }
 
 /// A discovery record as JSON behind its length (`None` → length 0).
 fn put_discovery(out: &mut Vec<u8>, info: Option<&DiscoveryInfo>) -> Result<(), EncodeError> {
-    match info {
-        None => put_bytes(out, &[]),
-        Some(info) if !info.has_identity() => Err(EncodeError::NoIdentity { field: "discovery" }),
-        Some(info) => put_bytes(out, &info.to_json()),
-    }
+    put_bytes(out, &discovery_json(info)?)
 }
 
 /// A topology record as JSON behind its length (`None` → length 0).
 fn put_topology(out: &mut Vec<u8>, info: Option<&TopologyInfo>) -> Result<(), EncodeError> {
-    match info {
-        None => put_bytes(out, &[]),
-        Some(info) if !info.id.is_valid() => Err(EncodeError::NoIdentity { field: "topology" }),
-        Some(info) => put_bytes(out, &info.to_json()),
-    }
+    put_bytes(out, &topology_json(info)?)
 }

@@ -104,8 +104,8 @@ use crate::{
     time::Instant,
     timer::TimerQueue,
     wire::{
-        self, Bye, ByeReason, Challenge, DecodeError, Delete, Frame, FrameKind, FrameReader,
-        Heartbeat, HelloAck, Proof, Put, RefuseReason, Register, RegistryEntry, Update,
+        self, Bye, ByeReason, Challenge, DecodeError, Delete, EncodedRecords, Frame, FrameKind,
+        FrameReader, Heartbeat, HelloAck, Proof, RefuseReason, Register, RegistryEntry, Update,
         VersionRange,
     },
 };
@@ -164,20 +164,52 @@ struct Entry {
     incarnation: u64,
     discovery: DiscoveryInfo,
     topology: Option<TopologyInfo>,
+    /// The records serialized once, at every change of them: every snapshot and `Put`
+    /// copies them (`None`: not encodable — a snapshot holding it closes its connection, its
+    /// `Put`s are not sent, as when each send serialized them).
+    encoded: Option<EncodedRecords>,
     link: Link,
 }
 
 impl Entry {
+    /// A listed node's entry, its records serialized.
+    fn new(
+        incarnation: u64,
+        discovery: DiscoveryInfo,
+        topology: Option<TopologyInfo>,
+        link: Link,
+    ) -> Entry {
+        let mut entry = Entry {
+            incarnation,
+            discovery,
+            topology,
+            encoded: None,
+            link,
+        };
+        entry.encode();
+        entry
+    }
+
+    /// Serializes the records again (after they changed).
+    fn encode(&mut self) {
+        self.encoded = EncodedRecords::of(&self.discovery, self.topology.as_ref()).ok();
+    }
+
+    /// The session-loss age at `now` of a protected node.
+    fn lost_for(&self, now: Instant) -> Option<crate::time::Duration> {
+        match self.link {
+            Link::Live(_) => None,
+            Link::Protected { since, .. } => Some(now.saturating_duration_since(since)),
+        }
+    }
+
     /// The entry as it is sent at `now`: a protected node's age of loss is counted to `now`.
     fn wire(&self, now: Instant) -> RegistryEntry {
         RegistryEntry {
             incarnation: self.incarnation,
             discovery: self.discovery.clone(),
             topology: self.topology.clone(),
-            lost_for: match self.link {
-                Link::Live(_) => None,
-                Link::Protected { since, .. } => Some(now.saturating_duration_since(since)),
-            },
+            lost_for: self.lost_for(now),
         }
     }
 }
@@ -690,15 +722,17 @@ impl RegistryServer {
             return;
         };
         let type_name = entry.discovery.type_name.clone();
-        let put = Put {
-            epoch: self.epoch,
-            revision: self.revision,
-            entry: entry.wire(now),
-        };
-        let mut bytes = Vec::new();
-        if wire::encode(&put.into(), &mut bytes).is_err() {
+        let put = entry.encoded.as_ref().map(|records| {
+            records.put_frame(
+                self.epoch,
+                self.revision,
+                entry.incarnation,
+                entry.lost_for(now),
+            )
+        });
+        let Some(Ok(bytes)) = put else {
             return;
-        }
+        };
         let targets = self.concerned(key, &type_name, skip);
         for conn in targets {
             self.out.push_back(ServerOutput::Transmit {

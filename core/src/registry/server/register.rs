@@ -127,12 +127,7 @@ impl RegistryServer {
         }
         self.entries.insert(
             key.clone(),
-            Entry {
-                incarnation,
-                discovery,
-                topology,
-                link: Link::Live(conn),
-            },
+            Entry::new(incarnation, discovery, topology, Link::Live(conn)),
         );
         self.timers.cancel(Timer::Access(conn));
         if let Some(timeout) = self.config.heartbeat_timeout {
@@ -176,7 +171,7 @@ impl RegistryServer {
     /// is concerned with (everything for a watcher, `None`), in parts of at most
     /// `max_snapshot_part` bytes.
     fn send_snapshot(&mut self, now: Instant, conn: ConnId, node: Option<(&EntryKey, &str)>) {
-        let entries: alloc::vec::Vec<_> = self
+        let entries: Option<alloc::vec::Vec<_>> = self
             .entries
             .iter()
             .filter(|(k, e)| {
@@ -188,21 +183,24 @@ impl RegistryServer {
                             .concerns(type_name, &e.discovery.type_name)
                 })
             })
-            .map(|(_, e)| e.wire(now))
+            .map(|(_, e)| Some((e.incarnation, e.lost_for(now), e.encoded.as_ref()?)))
             .collect();
-        let parts = wire::encode_snapshot_parts(
-            self.epoch,
-            self.revision,
-            &entries,
-            self.config.max_snapshot_part,
-        );
+        // Each entry's records were serialized when they changed; here they are copied.
+        let parts = entries.map(|entries| {
+            wire::encode_snapshot_parts_of(
+                self.epoch,
+                self.revision,
+                entries,
+                self.config.max_snapshot_part,
+            )
+        });
         match parts {
-            Ok(parts) => {
+            Some(Ok(parts)) => {
                 for bytes in parts {
                     self.out.push_back(ServerOutput::Transmit { conn, bytes });
                 }
             }
-            Err(_) => self.out.push_back(ServerOutput::Close { conn }),
+            Some(Err(_)) | None => self.out.push_back(ServerOutput::Close { conn }),
         }
     }
 
@@ -366,6 +364,7 @@ impl RegistryServer {
             t.revision = revision;
             entry.topology = Some(t);
         }
+        entry.encode();
         if let (Some(t), Some(c)) = (new_type, self.conns.get_mut(&conn)) {
             c.registered = Some((key.clone(), t));
         }

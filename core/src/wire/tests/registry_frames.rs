@@ -380,3 +380,35 @@ fn register_revisions_are_not_sent() {
     encode(&frame, &mut out).expect("encodable");
     assert_eq!(out, golden_register().1);
 }
+
+/// A registry serializes a node's records once ([`EncodedRecords`]) and copies them into
+/// every `Put` and snapshot: the same bytes as encoding each frame whole.
+#[test]
+fn records_encoded_once_write_the_golden_put_and_snapshot() {
+    let with_topology = entry_n7(false, true);
+    let records = EncodedRecords::of(&with_topology.discovery, with_topology.topology.as_ref())
+        .expect("encodable");
+    assert_eq!(records.put_frame(2, 51, 9, None), Ok(golden_put().1));
+    assert_eq!(
+        records.entry_len(false),
+        entry_len(&with_topology),
+        "the length of the entry the frame carries"
+    );
+
+    let suspect = entry_n7(true, false);
+    let bare = EncodedRecords::of(&suspect.discovery, None).expect("encodable");
+    assert_eq!(records.entry_len(true), entry_len(&entry_n7(true, true)));
+    let lost = Some(Duration::from_millis(LOST_MS));
+    let parts = encode_snapshot_parts_of(2, 50, [(9, None, &records), (9, lost, &bare)], MAX);
+    assert_eq!(parts, Ok(vec![golden_snapshot().1]));
+
+    assert_eq!(
+        EncodedRecords::of(&DiscoveryInfo::default(), None),
+        Err(EncodeError::NoIdentity { field: "discovery" })
+    );
+    let anonymous = TopologyInfo::default();
+    assert_eq!(
+        EncodedRecords::of(&with_topology.discovery, Some(&anonymous)),
+        Err(EncodeError::NoIdentity { field: "topology" })
+    );
+}

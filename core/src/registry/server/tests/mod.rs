@@ -6,6 +6,7 @@
 use alloc::vec::Vec;
 
 use super::*;
+use crate::wire::Put;
 pub(super) use crate::wire::Snapshot;
 use crate::{registry::fixtures::disc, time::Duration};
 

@@ -1,0 +1,110 @@
+//! What a node's discovery state costs in memory, estimated from container sizes and
+//! capacities (no allocator is asked): the registry client's view, the discovery set and its
+//! rings, per known node.
+//!
+//! # How
+//!
+//! - A record: `size_of::<DiscoveryInfo>()` plus the capacities of its strings and vectors
+//!   (the fields a [`ScaleRun`] fills; labels and gateways are empty there).
+//! - A `BTreeMap` entry: a leaf holds up to 11 keys and values and a parent link; nodes
+//!   filled in ascending order are about half full, so an entry costs `(11 × (key + value)
+//!   + 16) / 6` bytes (internal nodes are under 10 % more and are left out).
+//! - A `HashMap` entry (the set's name index): key + value + 1 control byte at the 7/8 load
+//!   factor's worst doubling, × 2, plus the name's capacity.
+//! - Rings: [`RingSet::memory_bytes`](crate::ring::RingSet::memory_bytes) (capacities,
+//!   every filter's ring included).
+//! - Not counted: the topology registry (each node's topology record; discovery only) and the
+//!   node's per-peer connection state (no peer is dialled).
+
+use core::mem::size_of;
+
+use super::ScaleRun;
+use crate::{
+    discovery::DiscoveryInfo,
+    ids::NodeId,
+    registry::{client::Peer, server::EntryKey},
+};
+
+/// One node's discovery memory, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiscoveryMemory {
+    /// Nodes it knows.
+    pub known: usize,
+    /// Its registry client's view (one [`Peer`] per known node).
+    pub client_view: usize,
+    /// Its discovery set's records and indices.
+    pub discovery_set: usize,
+    /// Its rings.
+    pub rings: usize,
+}
+
+impl DiscoveryMemory {
+    /// Everything counted.
+    #[must_use]
+    pub fn total(&self) -> usize {
+        self.client_view + self.discovery_set + self.rings
+    }
+
+    /// Bytes per known node (0 with none known).
+    #[must_use]
+    pub fn per_known_node(&self) -> usize {
+        self.total().checked_div(self.known).unwrap_or(0)
+    }
+}
+
+/// Full member `i`'s discovery memory (`None` for a light member).
+#[must_use]
+pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
+    let records = run.records(i)?;
+    let set = &records.discovery;
+    let discovery_set = set
+        .iter()
+        .map(|info| {
+            btree_entry::<NodeId, alloc::boxed::Box<DiscoveryInfo>>()
+                + size_of::<DiscoveryInfo>()
+                + record_heap(info)
+                + 2 * (size_of::<alloc::string::String>() + size_of::<NodeId>() + 1)
+                + info.name.capacity()
+        })
+        .sum();
+    let client_view = run.net().client(i).map_or(0, |client| {
+        client
+            .peers()
+            .map(|(key, peer)| {
+                btree_entry::<EntryKey, Peer>()
+                    + record_heap(&peer.discovery)
+                    + match key {
+                        EntryKey::Id(_) => 0,
+                        EntryKey::Name(name) => name.capacity(),
+                    }
+            })
+            .sum()
+    });
+    Some(DiscoveryMemory {
+        known: set.len(),
+        client_view,
+        discovery_set,
+        rings: set.rings().memory_bytes(),
+    })
+}
+
+/// Bytes a `BTreeMap<K, V>` entry costs (see the [module docs](self)).
+fn btree_entry<K, V>() -> usize {
+    (11 * (size_of::<K>() + size_of::<V>()) + 16) / 6
+}
+
+/// Heap bytes of a record's strings and vectors.
+fn record_heap(info: &DiscoveryInfo) -> usize {
+    let strings = [
+        &info.name,
+        &info.hostname,
+        &info.hash_code,
+        &info.type_name,
+        &info.version,
+        &info.custom_data,
+        &info.identity,
+    ];
+    strings.iter().map(|s| s.capacity()).sum::<usize>()
+        + info.listen.capacity() * size_of::<alloc::string::String>()
+        + info.listen.iter().map(|s| s.capacity()).sum::<usize>()
+}
