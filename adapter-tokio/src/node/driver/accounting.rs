@@ -186,8 +186,14 @@ pub(super) fn status(node: &Node, registered: bool) -> Status {
     status
 }
 
-/// The registry view of `node` now.
-pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Known {
+/// The registry view of `node` now, with what its registry backend last reported: registered,
+/// refused (`conflict`) or lost (`unavailable`).
+pub(super) fn known(
+    node: &Node,
+    registered: bool,
+    conflict: Option<&str>,
+    unavailable: Option<&str>,
+) -> Known {
     let discovery = node
         .inspect()
         .discovery()
@@ -207,6 +213,7 @@ pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Kn
         registered,
         leaving,
         conflict: conflict.map(str::to_owned),
+        unavailable: unavailable.map(str::to_owned),
         upstream: node.inspect().upstream().0,
         discovery,
         topology,

@@ -94,6 +94,8 @@ struct Driver {
     registered: bool,
     /// Why the backend's last registration attempt was refused; cleared when it registers.
     conflict: Option<String>,
+    /// Why the backend last said the registry is lost; cleared when it registers.
+    unavailable: Option<String>,
     known: watch::Sender<Known>,
     /// Commands taken from the queue at once; after a shutdown, those that came after it.
     batch: Vec<Command>,
@@ -489,6 +491,7 @@ impl Driver {
             self.feed = None;
             // Nothing keeps the registration alive any more (`/readyz` tells).
             self.registered = false;
+            self.unavailable = Some("the registry backend ended".to_owned());
             self.publish_known();
             return;
         };
@@ -502,6 +505,7 @@ impl Driver {
                 self.counters.registered();
                 self.registered = true;
                 self.conflict = None;
+                self.unavailable = None;
             }
             FeedEvent::Disconnected { reason } => {
                 if self.registered {
@@ -509,6 +513,7 @@ impl Driver {
                 }
                 self.counters.registry_disconnected();
                 self.registered = false;
+                self.unavailable = Some(reason);
             }
             FeedEvent::Conflict { holder } => {
                 warn!(id = self.node.id().0, conflict = %holder, "registration refused");
@@ -521,7 +526,12 @@ impl Driver {
     }
 
     fn publish_known(&mut self) {
-        let known = accounting::known(&self.node, self.registered, self.conflict.as_deref());
+        let known = accounting::known(
+            &self.node,
+            self.registered,
+            self.conflict.as_deref(),
+            self.unavailable.as_deref(),
+        );
         self.known.send_if_modified(|k| {
             if *k == known {
                 false
