@@ -38,6 +38,7 @@
 
 mod convert;
 mod coordinator;
+mod endpoint_health;
 pub mod fault;
 mod lease_task;
 mod live_copy;
