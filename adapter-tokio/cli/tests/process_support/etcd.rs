@@ -18,6 +18,10 @@ use std::{
 
 use super::http::{http_get, http_post_json};
 
+#[path = "../../../tests/etcd_support/member_args.rs"]
+mod member_args;
+use member_args::member_args;
+
 /// Bound on every member answering healthy after a start or a restart.
 pub const START_BOUND: Duration = Duration::from_secs(30);
 /// Attempts at finding free ports that etcd can bind.
@@ -253,19 +257,13 @@ impl EtcdCluster {
             .expect("open the etcd log file");
         let err = log.try_clone().expect("clone the etcd log file handle");
         let child = Command::new(binary)
-            .arg(format!("--name={}", member.name))
-            .arg(format!(
-                "--data-dir={}",
-                member.dir.path().join("data").display()
+            .args(member_args(
+                &member.name,
+                &member.dir.path().join("data"),
+                &client,
+                &peer,
+                &self.initial_cluster,
             ))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster={}", self.initial_cluster))
-            .arg("--initial-cluster-state=new")
-            .arg("--logger=zap")
-            .arg("--log-level=warn")
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(err))
