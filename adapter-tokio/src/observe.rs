@@ -191,6 +191,10 @@ pub struct Known {
     /// Why the registry refused the node's registration, while it does (another live
     /// instance holds its id, or another node its name); `None` once it registers.
     pub conflict: Option<String>,
+    /// Why the registry backend last said the registry is lost (its
+    /// [`FeedEvent::Disconnected`](crate::registry::FeedEvent::Disconnected) reason: etcd's
+    /// error, a failed dial), while the node is not registered; `None` once it registers.
+    pub unavailable: Option<String>,
     /// The node's current upstream (0 = none), as its applied topology says.
     pub upstream: u64,
     /// Nodes in the discovery set, with their published listen addresses.

@@ -367,17 +367,23 @@ fn a_registry_with_a_concern_file_announces_itself_and_stops_on_sigterm() {
     assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
 }
 
-/// Asks `path` until it answers `want` (status and body), at most 20 s.
-fn wait_for_answer(admin: SocketAddr, path: &str, want: (u16, &str)) {
+/// Asks `path` until its answer (status and body) is one `want` accepts, at most 20 s;
+/// returns the body.
+fn wait_for_answer(
+    admin: SocketAddr,
+    path: &str,
+    what: &str,
+    want: impl Fn(u16, &str) -> bool,
+) -> String {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let (status, _, body) = http_get(admin, path);
-        if (status, body.as_str()) == want {
-            return;
+        if want(status, &body) {
+            return body;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "{path} still answers {status} {body:?}, not {want:?}"
+            "{path} still answers {status} {body:?}, not {what}"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -408,14 +414,24 @@ fn readyz_is_ok_while_registered_and_503_with_a_reason_once_the_registry_is_gone
 
     registry.terminate();
     assert_eq!(registry.wait("registry after SIGTERM").code(), Some(0));
-    wait_for_answer(
+    // The reason is the registry client's last word: the refused dial and when it retries
+    // (the delay is the client's jittered backoff, so only its form is fixed; the body was
+    // the fixed "the registry is unreachable or has not answered yet" before `/readyz` said
+    // why).
+    const REFUSED: &str =
+        "not registered: registry unavailable: Connection refused (os error 111); retrying in ";
+    let body = wait_for_answer(
         admin,
         "/readyz",
-        (
-            503,
-            "not registered: the registry is unreachable or has not answered yet\n",
-        ),
+        "503 naming the refused dial",
+        |status, body| status == 503 && body.starts_with(REFUSED),
     );
+    let retry_ms = body[REFUSED.len()..]
+        .strip_suffix(" ms\n")
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("/readyz body {body:?}"));
+    // The redial backoff: at most `registry_reconnect_max` (500 ms by default) + 20 % jitter.
+    assert!(retry_ms <= 600, "{body:?}");
     // Alive all the same.
     let (status, _, body) = http_get(admin, "/healthz");
     assert_eq!((status, body.as_str()), (200, "ok\n"));

@@ -4,7 +4,8 @@
 //! Prometheus text ([`prometheus::render`] of the node's [`Metrics`]), `GET /status` with the
 //! JSON of its [`Status`], `GET /healthz` (200 `ok` while the process serves) and
 //! `GET /readyz` (200 `ready` while the node is registered and its registry feed is live,
-//! else 503 with a one-line reason).
+//! else 503 with a one-line reason: the registration refused and why, or the registry
+//! unavailable and why — its backend's last word, e.g. etcd's "no leader" or a failed dial).
 //!
 //! For an embedded registry ([`AdminServer::bind_registry`],
 //! `switchboard registry --admin ADDR`): `GET /metrics` ([`prometheus::render_registry`] of
@@ -96,6 +97,11 @@ pub trait AdminSource: Clone + Send + Sync + 'static {
     /// Whether the node is registered and its registry feed live now
     /// ([`crate::observe::Known::registered`]).
     fn registered(&self) -> bool;
+    /// Why the registry backend last said the registry is lost, while the node is not
+    /// registered ([`crate::observe::Known::unavailable`]). `None` by default.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Where a registry's admin server gets its metrics: a running registry
@@ -126,6 +132,10 @@ impl AdminSource for NodeHandle {
 
     fn registered(&self) -> bool {
         self.known().registered
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.known().unavailable
     }
 }
 
@@ -515,9 +525,15 @@ fn not_ready<S: AdminSource>(source: &S) -> Option<String> {
     if source.registered() {
         return None;
     }
-    Some(match source.conflict() {
-        Some(conflict) => format!("not registered: registration refused: {conflict}"),
-        None => "not registered: the registry is unreachable or has not answered yet".to_owned(),
+    Some(match (source.conflict(), source.unavailable()) {
+        (Some(conflict), _) => format!("not registered: registration refused: {conflict}"),
+        (None, Some(why)) => format!(
+            "not registered: registry unavailable: {}",
+            why.replace(['\r', '\n'], " ")
+        ),
+        (None, None) => {
+            "not registered: the registry is unreachable or has not answered yet".to_owned()
+        }
     })
 }
 

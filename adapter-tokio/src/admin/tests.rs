@@ -17,6 +17,7 @@ struct Fixed {
     status: Option<Status>,
     conflict: Option<String>,
     registered: bool,
+    unavailable: Option<String>,
 }
 
 impl AdminSource for Fixed {
@@ -36,6 +37,10 @@ impl AdminSource for Fixed {
 
     fn registered(&self) -> bool {
         self.registered
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        self.unavailable.clone()
     }
 }
 
@@ -105,6 +110,7 @@ async fn metrics_are_served_as_prometheus_text() {
         status: None,
         conflict: None,
         registered: false,
+        unavailable: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/metrics")).await;
@@ -126,6 +132,7 @@ async fn status_is_served_as_json() {
         status: Some(sample_status()),
         conflict: None,
         registered: false,
+        unavailable: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/status")).await;
@@ -148,6 +155,7 @@ async fn status_carries_the_registration_conflict() {
         status: Some(sample_status()),
         conflict: Some("name \"leaf-7\" taken by id 8".to_owned()),
         registered: false,
+        unavailable: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/status")).await;
@@ -169,6 +177,7 @@ async fn other_paths_are_not_found_and_other_methods_not_allowed() {
         status: Some(sample_status()),
         conflict: None,
         registered: false,
+        unavailable: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/nothing")).await;
@@ -195,6 +204,7 @@ async fn a_malformed_request_is_a_bad_request() {
         status: None,
         conflict: None,
         registered: false,
+        unavailable: None,
     })
     .await;
     let answer = exchange(server.local_addr(), b"\x00\x01garbage\r\n\r\n").await;
@@ -214,6 +224,7 @@ async fn a_stopped_node_is_service_unavailable() {
         status: None,
         conflict: None,
         registered: false,
+        unavailable: None,
     })
     .await;
     for path in ["/metrics", "/status"] {
@@ -231,6 +242,7 @@ async fn dropping_the_server_stops_listening() {
         status: None,
         conflict: None,
         registered: false,
+        unavailable: None,
     })
     .await;
     let addr = server.local_addr();
@@ -258,6 +270,7 @@ async fn healthz_answers_ok_even_for_a_stopped_node() {
         status: None,
         conflict: None,
         registered: false,
+        unavailable: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/healthz")).await;
@@ -267,10 +280,12 @@ async fn healthz_answers_ok_even_for_a_stopped_node() {
 
 #[tokio::test]
 async fn readyz_is_ok_only_while_registered_and_tells_why_not() {
+    let no_leader = "by_id watcher: watch: etcdserver: no leader";
     let cases = [
-        (true, None, "HTTP/1.1 200 OK", "ready\n"),
+        (true, None, None, "HTTP/1.1 200 OK", "ready\n"),
         (
             false,
+            None,
             None,
             "HTTP/1.1 503 Service Unavailable",
             "not registered: the registry is unreachable or has not answered yet\n",
@@ -278,16 +293,35 @@ async fn readyz_is_ok_only_while_registered_and_tells_why_not() {
         (
             false,
             Some("name \"leaf-7\" taken by id 8".to_owned()),
+            None,
             "HTTP/1.1 503 Service Unavailable",
             "not registered: registration refused: name \"leaf-7\" taken by id 8\n",
         ),
+        // The backend's last word on the loss, on one line.
+        (
+            false,
+            None,
+            Some(format!("{no_leader}\r\n(retrying)")),
+            "HTTP/1.1 503 Service Unavailable",
+            "not registered: registry unavailable: by_id watcher: watch: etcdserver: no leader  \
+             (retrying)\n",
+        ),
+        // A refusal is the stronger reason.
+        (
+            false,
+            Some("id 7 held by another instance".to_owned()),
+            Some(no_leader.to_owned()),
+            "HTTP/1.1 503 Service Unavailable",
+            "not registered: registration refused: id 7 held by another instance\n",
+        ),
     ];
-    for (registered, conflict, want_status, want_body) in cases {
+    for (registered, conflict, unavailable, want_status, want_body) in cases {
         let server = serve(Fixed {
             metrics: Some(Metrics::default()),
             status: None,
             conflict,
             registered,
+            unavailable,
         })
         .await;
         let answer = exchange(server.local_addr(), &get("/readyz")).await;
@@ -300,6 +334,7 @@ async fn readyz_is_ok_only_while_registered_and_tells_why_not() {
         status: None,
         conflict: None,
         registered: true,
+        unavailable: None,
     })
     .await;
     let answer = exchange(server.local_addr(), &get("/readyz")).await;
@@ -364,6 +399,7 @@ fn metrics_source() -> Fixed {
         status: None,
         conflict: None,
         registered: true,
+        unavailable: None,
     }
 }
 

@@ -1,6 +1,8 @@
 //! The coordinator: the backend's main task, the one that owns the feed port.
 //!
-//! It connects the client, starts the lease task and the three watcher tasks, and then
+//! It connects the client, starts the endpoint health task (`endpoint_health`: members that
+//! refuse connections are kept out of the client's balancer), the lease task and the three
+//! watcher tasks, and then
 //! waits for either a report from them or a command from the node driver. Registry events
 //! are forwarded as they come. The coordinator keeps a small view of the backend's health —
 //! is the node registered, has every watcher listed, is every watch stream up — and turns its
@@ -26,6 +28,7 @@ use tokio::{sync::mpsc, task::JoinHandle};
 use super::{
     CONNECT_TIMEOUT, HTTP2_KEEPALIVE_INTERVAL, HTTP2_KEEPALIVE_TIMEOUT, RPC_TIMEOUT,
     convert::{WarnBackoff, bounded},
+    endpoint_health::{EndpointHealth, HealthCheck},
     lease_task::{LeaseCommand, LeaseTask, lease_config},
     security,
     stats::{EtcdStats, slot},
@@ -150,6 +153,11 @@ pub(super) async fn run(
     let Some(client) = connect(&options, &events, &mut commands).await else {
         return;
     };
+    // A member that refuses connections now is out of the balancer before the first RPC.
+    let mut endpoints = EndpointHealth::new(client.clone(), options.endpoints.clone());
+    endpoints.check().await;
+    let health = HealthCheck::default();
+    let _endpoints = AbortOnDrop(tokio::spawn(endpoints.run(health.clone())));
     let clock = Clock::start();
     let layout = KeyLayout::new(&options.prefix);
     let (node, incarnation) = registration
@@ -170,6 +178,7 @@ pub(super) async fn run(
                 reports: report_tx.clone(),
                 commands: lease_rx,
                 stats: stats.clone(),
+                health: health.clone(),
             }
             .run(),
         ))
@@ -188,6 +197,8 @@ pub(super) async fn run(
                     node,
                     reports: report_tx.clone(),
                     stats: stats.clone(),
+                    broken: None,
+                    health: health.clone(),
                 }
                 .run(),
             ))

@@ -40,6 +40,7 @@ use tokio::sync::mpsc;
 use super::{
     convert::{WarnBackoff, bounded, header_revision, key_value},
     coordinator::{LeaseUpdate, Report},
+    endpoint_health::HealthCheck,
     live_copy,
     stats::EtcdStats,
 };
@@ -89,6 +90,8 @@ pub(super) struct LeaseTask {
     pub(super) reports: mpsc::Sender<Report>,
     pub(super) commands: mpsc::Receiver<LeaseCommand>,
     pub(super) stats: EtcdStats,
+    /// Asked for a probe round of the members after a failed RPC or stream.
+    pub(super) health: HealthCheck,
 }
 
 /// The running task's mutable extras.
@@ -189,6 +192,7 @@ impl LeaseTask {
                     ),
                     None => tracing::debug!(error = %e, "etcd lease grant failed again"),
                 }
+                self.health.request();
                 self.state.on_grant_failed(self.clock.now());
             }
         }
@@ -199,6 +203,7 @@ impl LeaseTask {
             Ok(answer) => self.state.on_time_to_live(self.clock.now(), answer.ttl()),
             Err(e) => {
                 tracing::warn!(error = %e, lease, "etcd lease time-to-live check failed");
+                self.health.request();
                 self.state.on_time_to_live_failed(self.clock.now());
             }
         }
@@ -339,6 +344,7 @@ impl LeaseTask {
             Ok(answer) => answer.kvs().iter().map(key_value).collect::<Vec<_>>(),
             Err(e) => {
                 tracing::warn!(error = %e, "etcd name check failed");
+                self.health.request();
                 return Err(());
             }
         };
@@ -374,6 +380,7 @@ impl LeaseTask {
             Err(e) => {
                 tracing::warn!(error = %e, lease, "etcd registration txn failed");
                 let now = self.clock.now();
+                self.health.request();
                 self.state.on_register_failed(now);
                 if e.is_lease_not_found() {
                     self.state.on_keepalive(now, 0);
@@ -412,6 +419,7 @@ impl LeaseTask {
             if let Err(e) = keeper.keep_alive().await {
                 tracing::debug!(%e, lease, "etcd keepalive stream broke");
                 run.keeper = None;
+                self.health.request();
                 self.state.on_keepalive_failed(self.clock.now());
             }
             return;
@@ -430,6 +438,7 @@ impl LeaseTask {
             }
             Err(e) => {
                 tracing::debug!(%e, lease, "etcd keepalive stream did not open");
+                self.health.request();
                 self.state.on_keepalive_failed(self.clock.now());
             }
         }
@@ -497,11 +506,13 @@ impl LeaseTask {
             }
             Woke::Answer(Ok(None)) => {
                 run.keeper = None;
+                self.health.request();
                 self.state.on_keepalive_failed(now);
             }
             Woke::Answer(Err(e)) => {
                 tracing::debug!(%e, "etcd keepalive stream failed");
                 run.keeper = None;
+                self.health.request();
                 self.state.on_keepalive_failed(now);
             }
             Woke::Deadline => {}
@@ -545,6 +556,7 @@ impl LeaseTask {
             }
             Err(e) => {
                 tracing::warn!(error = %e, lease, "etcd topology rewrite failed");
+                self.health.request();
                 let now = self.clock.now();
                 if e.is_lease_not_found() {
                     // The replayed registration writes the current topology.

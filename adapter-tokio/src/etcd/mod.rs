@@ -14,8 +14,11 @@
 //!   → revoke on graceful shutdown;
 //! - three **watcher tasks** (`watch_task`: `topology`, `by_id`, `by_name`): linearizable
 //!   list → watch from revision + 1 with `prev_kv` and progress notify → re-watch from the
-//!   last seen revision after an error or end → re-list and diff after a compaction → a
-//!   progress watchdog that replaces a silent stream;
+//!   last seen revision after an error or end (a first break is no registry loss) → re-list
+//!   and diff after a compaction → a progress watchdog that replaces a silent stream;
+//! - an **endpoint health** task (`endpoint_health`): with several endpoints, members that
+//!   refuse connections are kept out of the client's balancer until they accept again
+//!   (probed before the first RPC, after a failed RPC or stream, every 1 s while one is out);
 //! - a **coordinator** (`coordinator`): forwards registry events, announces
 //!   [`FeedEvent::Registered`](crate::registry::FeedEvent::Registered) once the keys are
 //!   written and every watcher has listed, [`Disconnected`](crate::registry::FeedEvent) when
@@ -38,6 +41,7 @@
 
 mod convert;
 mod coordinator;
+mod endpoint_health;
 pub mod fault;
 mod lease_task;
 mod live_copy;

@@ -7,6 +7,12 @@
 //! message or the state's deadline. Every result goes back into the state; the registry
 //! events it returns go to the coordinator, records that do not decode are logged and
 //! counted. A stream that ends (`Ok(None)`) is an error like any other.
+//!
+//! A stream that breaks once is not reported down: the watcher watches again after its
+//! backoff from the last revision it saw (nothing is missed), and the client's balancer opens
+//! the new stream on a member that answers — with several etcd endpoints, a member's death
+//! (the leader's, say) is no registry loss. Only a second break before a new stream came up,
+//! a watch that cannot be opened, a failed list or a silent stream are reported down.
 
 use etcd_client::{Client, GetOptions, WatchOptions, WatchStream};
 use switchboard_core::{
@@ -22,6 +28,7 @@ use super::{
     LIST_PAGE,
     convert::{RpcError, bounded, header_revision, key_value, watch_response},
     coordinator::{Report, WatchUpdate},
+    endpoint_health::HealthCheck,
     fault,
     stats::{EtcdStats, slot},
 };
@@ -39,6 +46,11 @@ pub(super) struct WatchTask {
     pub(super) node: NodeId,
     pub(super) reports: mpsc::Sender<Report>,
     pub(super) stats: EtcdStats,
+    /// Why the stream last broke, while its re-watch has not come up yet (see the module
+    /// docs).
+    pub(super) broken: Option<String>,
+    /// Asked for a probe round of the members after a failed RPC or stream.
+    pub(super) health: HealthCheck,
 }
 
 impl WatchTask {
@@ -78,6 +90,8 @@ impl WatchTask {
                             true
                         }
                         Err(e) => {
+                            self.broken = None;
+                            self.health.request();
                             self.state.on_stream_error(self.clock.now());
                             self.report(WatchUpdate::Down(format!("watch: {e}"))).await
                         }
@@ -88,9 +102,7 @@ impl WatchTask {
                         Ok(()) => true,
                         Err(e) => {
                             stream = None;
-                            self.state.on_stream_error(self.clock.now());
-                            self.report(WatchUpdate::Down(format!("progress request: {e}")))
-                                .await
+                            self.stream_broke(format!("progress request: {e}")).await
                         }
                     },
                     None => true,
@@ -142,6 +154,9 @@ impl WatchTask {
                     *stream = None;
                 }
                 let created = response.created && !response.canceled;
+                if created {
+                    self.broken = None;
+                }
                 let own = self.own_key_changes(&response.events);
                 let delivered = self.state.on_response(now, &response);
                 if created && !self.report(WatchUpdate::Up).await {
@@ -159,17 +174,28 @@ impl WatchTask {
             }
             Ok(None) => {
                 *stream = None;
-                self.state.on_stream_error(now);
-                self.report(WatchUpdate::Down(String::from("watch stream ended")))
-                    .await
+                self.stream_broke(String::from("watch stream ended")).await
             }
             Err(e) => {
                 *stream = None;
-                self.state.on_stream_error(now);
-                self.report(WatchUpdate::Down(format!("watch stream: {e}")))
-                    .await
+                self.stream_broke(format!("watch stream: {e}")).await
             }
         }
+    }
+
+    /// The open stream broke (`why`); the state watches again after its backoff. The first
+    /// break since a stream last came up is only logged, a second one is reported down (see
+    /// the module docs). Returns false when the coordinator is gone.
+    async fn stream_broke(&mut self, why: String) -> bool {
+        self.health.request();
+        self.state.on_stream_error(self.clock.now());
+        if self.broken.take().is_some() {
+            return self.report(WatchUpdate::Down(why)).await;
+        }
+        let kind = self.state.kind();
+        tracing::info!(?kind, %why, "etcd watch stream broke; watching again from the last revision");
+        self.broken = Some(why);
+        true
     }
 
     /// The `by_id` watcher's events on this node's own key: (deleted, the lease it was
@@ -201,6 +227,7 @@ impl WatchTask {
                         .await
             }
             Err(e) => {
+                self.health.request();
                 self.state.on_list_failed(now);
                 self.report(WatchUpdate::Down(format!("list: {e}"))).await
             }

@@ -20,6 +20,7 @@
 )]
 
 pub mod feed;
+mod member_args;
 pub mod node;
 
 use std::{
@@ -34,6 +35,8 @@ use etcd_client::{
     PutOptions, TlsOptions,
 };
 use switchboard_tokio::registry::EtcdOptions;
+
+use self::member_args::member_args;
 
 /// Bound on waiting for etcd to answer after a start.
 const START_BOUND: Duration = Duration::from_secs(30);
@@ -349,19 +352,13 @@ impl EtcdServer {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let mut command = Command::new(&self.binary);
         command
-            .arg("--name=switchboard-test")
-            .arg(format!(
-                "--data-dir={}",
-                self.dir.path().join("data").display()
+            .args(member_args(
+                "switchboard-test",
+                &self.dir.path().join("data"),
+                &client,
+                &peer,
+                &format!("switchboard-test={peer}"),
             ))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=switchboard-test={peer}"))
-            .arg("--initial-cluster-state=new")
-            .arg("--logger=zap")
-            .arg("--log-level=warn")
             .stdin(Stdio::null());
         if let Some(tls) = &self.tls {
             command

@@ -11,8 +11,9 @@
 //! chaos matrix (calls, loads by method, broadcasts); [`http`] reads `/metrics` and
 //! `/status` from a node's admin port; [`scenario`] is the proxy-and-two-leaves cluster every
 //! test starts from; [`figures`] measures outcome times from a load's outcomes log against
-//! the test's own instants; [`etcd`] runs a private etcd; [`relay`] is a TCP relay whose
-//! connections a test can cut while the processes on both sides live on.
+//! the test's own instants; [`etcd`] runs a private etcd (one member, or a cluster whose
+//! members a test kills and restarts); [`relay`] is a TCP relay whose connections a test can
+//! cut while the processes on both sides live on.
 //!
 //! Each test file includes this module with `mod process_support;` and uses a part of it.
 

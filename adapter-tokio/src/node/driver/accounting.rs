@@ -196,6 +196,7 @@ pub(super) fn refresh_known(
     id: NodeId,
     registered: bool,
     conflict: Option<&str>,
+    unavailable: Option<&str>,
 ) -> bool {
     let mut changed = false;
     let listen = (node.inspect().discovery().get_by_id(id)).map(|info| &info.listen);
@@ -224,12 +225,14 @@ pub(super) fn refresh_known(
         registered,
         leaving,
         conflict.map(str::to_owned),
+        unavailable.map(str::to_owned),
         node.inspect().upstream().0,
     );
     if (
         known.registered,
         known.leaving,
         known.conflict.clone(),
+        known.unavailable.clone(),
         known.upstream,
     ) != scalars
     {
@@ -237,6 +240,7 @@ pub(super) fn refresh_known(
             known.registered,
             known.leaving,
             known.conflict,
+            known.unavailable,
             known.upstream,
         ) = scalars;
         changed = true;
@@ -244,8 +248,14 @@ pub(super) fn refresh_known(
     changed
 }
 
-/// The registry view of `node` now.
-pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Known {
+/// The registry view of `node` now, with what its registry backend last reported: registered,
+/// refused (`conflict`) or lost (`unavailable`).
+pub(super) fn known(
+    node: &Node,
+    registered: bool,
+    conflict: Option<&str>,
+    unavailable: Option<&str>,
+) -> Known {
     let discovery = node
         .inspect()
         .discovery()
@@ -265,6 +275,7 @@ pub(super) fn known(node: &Node, registered: bool, conflict: Option<&str>) -> Kn
         registered,
         leaving,
         conflict: conflict.map(str::to_owned),
+        unavailable: unavailable.map(str::to_owned),
         upstream: node.inspect().upstream().0,
         discovery,
         topology,

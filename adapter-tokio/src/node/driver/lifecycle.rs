@@ -70,7 +70,7 @@ pub(in crate::node) async fn start(
     let (inbox_tx, inbox) = crate::node::inbox::channel(inbox_capacity);
     let (link_tx, link_events) = mpsc::channel(LINK_EVENT_CAPACITY);
     let kill_switch = Arc::new(Notify::new());
-    let (known_tx, known_rx) = watch::channel(accounting::known(&node, false, None));
+    let (known_tx, known_rx) = watch::channel(accounting::known(&node, false, None, None));
     let handle = NodeHandle {
         id: node.id(),
         name: node.inspect().config().name.clone(),
@@ -99,6 +99,7 @@ pub(in crate::node) async fn start(
         counters: Counters::default(),
         registered: false,
         conflict: None,
+        unavailable: None,
         known: known_tx,
         batch: Vec::with_capacity(super::BURST),
         rpc: super::rpc::RpcWaiters::default(),

@@ -94,6 +94,8 @@ struct Driver {
     registered: bool,
     /// Why the backend's last registration attempt was refused; cleared when it registers.
     conflict: Option<String>,
+    /// Why the backend last said the registry is lost; cleared when it registers.
+    unavailable: Option<String>,
     known: watch::Sender<Known>,
     /// Commands taken from the queue at once; after a shutdown, those that came after it.
     batch: Vec<Command>,
@@ -489,6 +491,7 @@ impl Driver {
             self.feed = None;
             // Nothing keeps the registration alive any more (`/readyz` tells).
             self.registered = false;
+            self.unavailable = Some("the registry backend ended".to_owned());
             self.publish_known();
             return;
         };
@@ -502,8 +505,9 @@ impl Driver {
                     // One node's records changed: that node's entries only.
                     let (node, registered) = (&self.node, self.registered);
                     let conflict = self.conflict.as_deref();
+                    let unavailable = self.unavailable.as_deref();
                     self.known.send_if_modified(|k| {
-                        accounting::refresh_known(node, k, id, registered, conflict)
+                        accounting::refresh_known(node, k, id, registered, conflict, unavailable)
                     });
                     return;
                 }
@@ -512,6 +516,7 @@ impl Driver {
                 self.counters.registered();
                 self.registered = true;
                 self.conflict = None;
+                self.unavailable = None;
             }
             FeedEvent::Disconnected { reason } => {
                 if self.registered {
@@ -519,6 +524,7 @@ impl Driver {
                 }
                 self.counters.registry_disconnected();
                 self.registered = false;
+                self.unavailable = Some(reason);
             }
             FeedEvent::Conflict { holder } => {
                 warn!(id = self.node.id().0, conflict = %holder, "registration refused");
@@ -533,7 +539,12 @@ impl Driver {
     /// Rebuilds the whole registry view (after a lifecycle change; a registry event about one
     /// node refreshes that node's entries only, `accounting::refresh_known`).
     fn publish_known(&mut self) {
-        let known = accounting::known(&self.node, self.registered, self.conflict.as_deref());
+        let known = accounting::known(
+            &self.node,
+            self.registered,
+            self.conflict.as_deref(),
+            self.unavailable.as_deref(),
+        );
         self.known.send_if_modified(|k| {
             if *k == known {
                 false
