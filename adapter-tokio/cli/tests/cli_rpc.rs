@@ -254,7 +254,9 @@ fn bad_rpc_flags_exit_2_naming_the_flag() {
                 "--method",
                 "echo",
                 "--grace",
-                "1h",
+                // Changed expectation: `1h` is a duration now (compound durations with hours,
+                // issue 24); a day unit is not.
+                "1d",
             ],
             "--grace",
         ),
