@@ -4,7 +4,7 @@
 //! Run `cargo run --release -p switchboard-benches --bin scale-report` (`--nodes 1000,10000`
 //! by default; progress on stderr). For each N (`"nN"`), on the real registry server and N
 //! real registry clients over a 1 Gbit/s registry egress
-//! ([`ScaleRun`](switchboard_core::sim::scale::ScaleRun), 16 full members, 4 from N = 5,000):
+//! (`switchboard_core::sim::scale::ScaleRun`, 16 full members, 4 from N = 5,000):
 //!
 //! - `join_converge_s` / `join_bound_s`: every node starts at once; virtual seconds until
 //!   every view is exact, and N × N × the entry size ÷ the egress bandwidth;

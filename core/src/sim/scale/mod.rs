@@ -6,7 +6,7 @@
 //! whose registry egress is one FIFO serializer of a given bandwidth, without the bus. Every
 //! member runs the real client (dial, `Register`, heartbeats, backoff, re-registration with a
 //! new registry). A sample of **full** members also applies what its client reports to the
-//! records a node holds (the discovery set and its rings, [`Records`]): their views are
+//! records a node holds (the discovery set and its rings, `Records`): their views are
 //! compared with the registry's entries and measured. The others are **light**: the record
 //! frames the registry sends them are charged to its egress and timed but not delivered
 //! ([`RegistryNet::set_light`]), so N views need not fit in memory (10,000 views of 10,000
