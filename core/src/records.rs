@@ -160,7 +160,10 @@ impl Records {
 
     /// When the earliest send grace ends ([`Departed`]), members' and clients'.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        match (self.departed.next_deadline(), self.left_clients.next_deadline()) {
+        match (
+            self.departed.next_deadline(),
+            self.left_clients.next_deadline(),
+        ) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

@@ -7,6 +7,7 @@ use std::{net::SocketAddr, path::PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod cert;
+mod client;
 mod rpc;
 mod send;
 mod swarm;
@@ -14,6 +15,7 @@ mod swarm;
 pub(crate) use cert::CertCommand;
 #[cfg(feature = "tls")]
 pub(crate) use cert::{CertCaArgs, CertNodeArgs};
+pub(crate) use client::{Format, JoinArgs, OutputArgs, PayloadArgs};
 pub(crate) use rpc::{BroadcastArgs, CallArgs};
 pub(crate) use send::SendArgs;
 pub(crate) use swarm::SwarmArgs;
@@ -511,8 +513,9 @@ pub(crate) struct LoadArgs {
     /// targets on other hosts; without it the load node listens on 127.0.0.1.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub(crate) advertise: Option<String>,
-    /// Seconds to wait for the registry and the target before sending [default: 10].
-    #[arg(long, value_name = "SECS")]
+    /// How long to wait for the registry and the target before sending [default: 10s]
+    /// (a bare number of seconds is still read, deprecated).
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_seconds_or_duration)]
     pub(crate) wait_known: Option<f64>,
     /// Join the tree under this proxy (send through it) instead of linking to targets directly.
     #[arg(long, value_name = "ID", value_parser = non_negative::<u64>)]
@@ -602,16 +605,19 @@ pub(crate) struct DemoArgs {
     {\"event\":\"delete\",\"id\":ID,\"name\":NAME} (table: `put ID NAME STATE ADDRESSES \
     upstream=U`, `delete ID NAME`). Read-only: on the embedded registry ls watches (it \
     registers nothing, so no node sees it come or go); on etcd it reads and watches the \
-    prefix and writes no key. Exit 1 when the registry does not answer within --timeout-ms (the \
+    prefix and writes no key. Exit 1 when the registry does not answer within --timeout (the \
     message says why, e.g. connection refused)."
 )]
 pub(crate) struct LsArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = LsFormat::Table)]
     pub(crate) output: LsFormat,
-    /// Bound on the wait for the registry.
-    #[arg(long, value_name = "T", default_value_t = 5000)]
-    pub(crate) timeout_ms: u64,
+    /// Bound on the wait for the registry [default: 5s].
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration)]
+    pub(crate) timeout: Option<std::time::Duration>,
+    /// Deprecated: --timeout in milliseconds (use --timeout 5s).
+    #[arg(long, value_name = "MS", hide = true, conflicts_with = "timeout")]
+    pub(crate) timeout_ms: Option<u64>,
     /// After the listing, print every change as it happens (one line, or one JSON object
     /// with -o json), until SIGINT/SIGTERM.
     #[arg(long)]

@@ -78,6 +78,15 @@ pub(crate) async fn or_exit_on_signal<T>(
 pub(crate) fn print_json_line<T: Serialize>(value: &T) -> Result<(), CliError> {
     let line = serde_json::to_string(value)
         .map_err(|e| CliError::failed(format!("cannot encode output: {e}")))?;
+    print_line(&line)
+}
+
+/// Prints `line` and a newline on stdout, flushed.
+///
+/// # Errors
+///
+/// Stdout cannot be written.
+pub(crate) fn print_line(line: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{line}")
         .and_then(|()| stdout.flush())

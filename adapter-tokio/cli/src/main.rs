@@ -82,6 +82,7 @@ mod lifecycle;
 mod ls_watch;
 mod outcome_log;
 mod payload;
+mod payload_input;
 mod run_broadcast;
 mod run_call;
 mod run_cert;

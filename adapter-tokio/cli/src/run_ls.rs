@@ -56,9 +56,8 @@ impl LsOptions {
             transport,
             keys,
         } = args.cluster.resolve()?;
-        if args.timeout_ms == 0 {
-            return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
-        }
+        let timeout = crate::duration::timeout_or_ms(args.timeout, args.timeout_ms)?
+            .unwrap_or(Duration::from_secs(5));
         // The watcher's id and name only name it in its handshake: nothing is listed.
         let mut core = core_config(None, client_identity("ls", None, None, random))?;
         core.cluster_keys = keys;
@@ -67,7 +66,7 @@ impl LsOptions {
             registry,
             transport,
             format: args.output,
-            timeout: Duration::from_millis(args.timeout_ms),
+            timeout,
             watch: args.watch,
         })
     }

@@ -101,7 +101,8 @@ impl Node {
         }
         if self.records.client_left(id) {
             let msg = self.msg_ids.next_for(rpc);
-            self.out.outcome(msg, Outcome::Failed(FailReason::TargetGone));
+            self.out
+                .outcome(msg, Outcome::Failed(FailReason::TargetGone));
             return Ok(msg);
         }
         let records = &self.records;
