@@ -234,6 +234,12 @@ pub(crate) struct TlsArgs {
 /// the cluster's TLS and keys. Resolved by `ClusterArgs::resolve` (in `config`).
 #[derive(Debug, Args)]
 pub(crate) struct ClusterArgs {
+    /// A TOML file with the cluster's settings (flags override it): registry, etcd,
+    /// etcd_prefix, etcd_ca, etcd_cert, etcd_key, etcd_user, etcd_password_file,
+    /// cluster_key_file, next_cluster_key_file, tls_cert, tls_key, tls_ca (paths relative to
+    /// the file), tls_require_node_id, upstream.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
     /// Address of the embedded registry (exclusive with --etcd).
     #[arg(
         long,

@@ -43,6 +43,7 @@ impl BroadcastOptions {
             registry,
             transport,
             keys,
+            upstream,
         } = args.cluster.resolve()?;
         let labels: BTreeMap<String, String> = args.labels.into_iter().collect();
         let filter = (!labels.is_empty()).then(|| {
@@ -58,7 +59,12 @@ impl BroadcastOptions {
             spec = spec.timeout(timeout);
         }
         Ok(BroadcastOptions {
-            core: client_core(BROADCAST_ROLE, random, keys, args.join.upstream)?,
+            core: client_core(
+                BROADCAST_ROLE,
+                random,
+                keys,
+                args.join.upstream.or(upstream),
+            )?,
             registry,
             transport,
             spec,

@@ -113,6 +113,7 @@ impl CallOptions {
             registry,
             transport,
             keys,
+            upstream,
         } = args.cluster.resolve()?;
         check_method("method", &args.method)?;
         let payload = crate::payload_input::read_payload(args.payload)?.unwrap_or_default();
@@ -129,7 +130,7 @@ impl CallOptions {
             spec = spec.grace(grace);
         }
         Ok(CallOptions {
-            core: client_core(CALL_ROLE, random, keys, args.join.upstream)?,
+            core: client_core(CALL_ROLE, random, keys, args.join.upstream.or(upstream))?,
             registry,
             transport,
             spec,

@@ -55,6 +55,7 @@ impl LsOptions {
             registry,
             transport,
             keys,
+            ..
         } = args.cluster.resolve()?;
         let timeout = crate::duration::timeout_or_ms(args.timeout, args.timeout_ms)?
             .unwrap_or(Duration::from_secs(5));

@@ -48,6 +48,7 @@ impl SendOptions {
             registry,
             transport,
             keys,
+            upstream,
         } = args.cluster.resolve()?;
         let filters = args.filters.into_iter().collect();
         let target =
@@ -60,7 +61,12 @@ impl SendOptions {
         let timeout = crate::duration::timeout_or_ms(args.timeout, args.timeout_ms)?
             .unwrap_or(DEFAULT_TIMEOUT);
         Ok(SendOptions {
-            core: crate::run_call::client_core(SEND_ROLE, random, keys, args.join.upstream)?,
+            core: crate::run_call::client_core(
+                SEND_ROLE,
+                random,
+                keys,
+                args.join.upstream.or(upstream),
+            )?,
             registry,
             transport,
             target,

@@ -60,6 +60,7 @@ impl SwarmOptions {
             registry,
             transport,
             keys,
+            ..
         } = args.cluster.resolve()?;
         if args.nodes < 2 {
             return Err(CliError::invalid("nodes", "must be at least 2"));

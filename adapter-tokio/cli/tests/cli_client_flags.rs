@@ -143,6 +143,32 @@ fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
         "{head}"
     );
 
+    // The cluster from a config file, its upstream included (no flag but --config).
+    let config = dir.path().join("client.toml");
+    std::fs::write(
+        &config,
+        format!("registry = \"{registry}\"\nupstream = 10\n"),
+    )
+    .expect("write the config file");
+    let config = config.display().to_string();
+    let (code, stdout, stderr) = run(
+        &[
+            "call",
+            "--config",
+            &config,
+            "--method",
+            "echo",
+            "--payload",
+            "filed",
+        ],
+        None,
+    );
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert_eq!(
+        json_line(&stdout),
+        json!({"outcome": "reply", "payload": "filed"})
+    );
+
     // send and broadcast through the proxy, printed as text.
     let (code, stdout, stderr) = run(
         &[
@@ -234,7 +260,11 @@ fn without_upstream_the_server_behind_the_proxy_cannot_be_dialled() {
 }
 
 #[test]
-fn payload_sources_are_checked_at_the_door() {
+fn payload_sources_and_client_config_files_are_checked_at_the_door() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("node.toml");
+    std::fs::write(&bad, "listen = \"127.0.0.1:0\"\n").expect("write the config file");
+    let bad_config = bad.display().to_string();
     let (code, stdout, stderr) = run(
         &[
             "send",
@@ -292,6 +322,13 @@ fn payload_sources_are_checked_at_the_door() {
                 "0",
             ],
             "error: server: must be a node id, not 0",
+        ),
+        (
+            &["ls", "--config", &bad_config],
+            "error: listen: unknown key, expected one of `registry`, `etcd`, `etcd_prefix`, \
+             `etcd_ca`, `etcd_cert`, `etcd_key`, `etcd_user`, `etcd_password_file`, \
+             `etcd_insecure_password`, `cluster_key_file`, `next_cluster_key_file`, `tls_cert`, \
+             `tls_key`, `tls_ca`, `tls_require_node_id`, `upstream`",
         ),
     ] {
         let (output, elapsed) = run_to_end(args, RUN_LIMIT);
