@@ -247,7 +247,7 @@ pub(crate) struct ClusterArgs {
         conflicts_with = "etcd",
         env = "SWITCHBOARD_REGISTRY"
     )]
-    pub(crate) registry: Option<SocketAddr>,
+    pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// etcd registry.
     #[command(flatten)]
     pub(crate) etcd: EtcdArgs,
@@ -371,7 +371,7 @@ pub(crate) struct NodeArgs {
         conflicts_with = "etcd",
         env = "SWITCHBOARD_REGISTRY"
     )]
-    pub(crate) registry: Option<SocketAddr>,
+    pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// A label `key=value` (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
     pub(crate) labels: Vec<(String, String)>,
@@ -485,7 +485,7 @@ pub(crate) struct LoadArgs {
         conflicts_with = "etcd",
         env = "SWITCHBOARD_REGISTRY"
     )]
-    pub(crate) registry: Option<SocketAddr>,
+    pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// Send to the node with this name (or id: digits).
     #[arg(long, value_name = "NAME|ID", conflicts_with_all = ["hash_key", "select"])]
     pub(crate) to: Option<String>,
@@ -834,7 +834,7 @@ mod tests {
         assert_eq!(args.upstream, Some(3));
         assert_eq!(
             args.registry,
-            Some(SocketAddr::from(([127, 0, 0, 1], 7000)))
+            Some(SocketAddr::from(([127, 0, 0, 1], 7000)).into())
         );
         assert_eq!(
             args.labels,

@@ -70,6 +70,7 @@
 //! in one line and the default used), as text or, with `--log-format json`, one JSON object
 //! per line.
 
+mod address;
 mod builtin_handlers;
 mod cli;
 mod client;

@@ -124,6 +124,11 @@ impl SwarmOptions {
     fn registry_addrs(&self) -> Vec<SocketAddr> {
         match &self.registry {
             RegistrySpec::Embedded(addr) => vec![*addr],
+            RegistrySpec::EmbeddedHost(host_port) => {
+                std::net::ToSocketAddrs::to_socket_addrs(host_port.as_str())
+                    .map(Iterator::collect)
+                    .unwrap_or_default()
+            }
             RegistrySpec::Etcd(etcd) => (etcd.endpoints.iter())
                 .filter_map(|url| url.rsplit("//").next()?.parse().ok())
                 .collect(),

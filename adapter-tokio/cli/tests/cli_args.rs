@@ -395,8 +395,9 @@ fn every_subcommand_has_help_with_examples() {
         ),
         (
             "send",
-            "switchboard send <--to <NAME|ID>|--select <MODE>|--key <K>> --payload <TEXT> \
-             <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
+            "switchboard send <--to <NAME|ID>|--select <MODE>|--key <K>> <--payload \
+             <TEXT|@FILE|->|--payload-hex <HEX>|--payload-base64 <B64>> <--registry \
+             <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
         ),
         ("demo", "switchboard demo [OPTIONS]"),
         (
@@ -497,7 +498,8 @@ fn the_registry_address_may_come_from_the_environment() {
         .expect("run the binary");
     assert_usage_error(
         &output,
-        "error: invalid value 'x' for '--registry <ADDR>': invalid socket address syntax",
+        "error: invalid value 'x' for '--registry <ADDR>': expected HOST:PORT (e.g. \
+         127.0.0.1:7000 or registry:7000), got \"x\"",
     );
 }
 

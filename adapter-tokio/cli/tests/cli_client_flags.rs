@@ -337,3 +337,51 @@ fn payload_sources_and_client_config_files_are_checked_at_the_door() {
         assert!(elapsed < Duration::from_secs(2), "{args:?}: {elapsed:?}");
     }
 }
+
+/// Host names wherever the registry's address goes: a node registers through
+/// `--registry localhost:PORT`, `ls` lists it through the same name, a name that does not
+/// resolve exits 2 naming the flag.
+#[test]
+fn the_registry_is_reached_by_its_host_name() {
+    let (_registry, addr) = start_registry();
+    let port = addr.rsplit_once(':').expect("HOST:PORT").1;
+    let by_name = format!("localhost:{port}");
+    let (_node, listen) = cli_support::start_registered_node(
+        &[
+            "node",
+            "--id",
+            "7",
+            "--name",
+            "named",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+            &by_name,
+        ],
+        "listen",
+    );
+    let (code, stdout, stderr) = run(&["ls", "--registry", &by_name, "-o", "json"], None);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    let rows: Value = serde_json::from_str(&stdout[0]).expect("a JSON array");
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    assert_eq!(
+        (rows[0]["id"].clone(), rows[0]["name"].clone()),
+        (json!(7), json!("named"))
+    );
+    assert_eq!(
+        rows[0]["addresses"],
+        json!([format!("atcp://{listen}")]),
+        "{rows}"
+    );
+    let (output, _) = run_to_end(
+        &["ls", "--registry", "no-such-host.invalid:7000"],
+        RUN_LIMIT,
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = lines(&output.stderr);
+    assert!(
+        stderr.len() == 1
+            && stderr[0].starts_with("error: registry: cannot resolve no-such-host.invalid:7000: "),
+        "{stderr:?}"
+    );
+}

@@ -15,7 +15,7 @@ use crate::{cli::EtcdSecurity, error::CliError};
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClientFile {
     /// `--registry`.
-    pub(crate) registry: Option<std::net::SocketAddr>,
+    pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// `--etcd`.
     pub(crate) etcd: Option<Vec<String>>,
     /// `--etcd-prefix`.

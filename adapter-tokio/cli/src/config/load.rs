@@ -31,7 +31,7 @@ pub(crate) const LOAD_ROLE: &str = "load";
 #[serde(deny_unknown_fields)]
 pub(crate) struct LoadFile {
     /// `--registry`.
-    pub(crate) registry: Option<SocketAddr>,
+    pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// `--to`.
     pub(crate) to: Option<String>,
     /// `--hash-key`.
@@ -382,7 +382,7 @@ mod tests {
 
     fn args() -> LoadArgs {
         LoadArgs {
-            registry: Some(SocketAddr::from(([127, 0, 0, 1], 7000))),
+            registry: Some(SocketAddr::from(([127, 0, 0, 1], 7000)).into()),
             to: Some("leaf-1".to_owned()),
             hash_key: None,
             select: None,

@@ -200,7 +200,7 @@ pub(crate) fn transport(
 /// Both or neither of `registry` and `etcd`, an empty URL list or URL, or an `etcd_prefix`
 /// without `etcd` or not ending with `/`.
 pub(crate) fn registry_spec(
-    registry: Option<std::net::SocketAddr>,
+    registry: Option<crate::address::RegistryAddr>,
     etcd: Option<Vec<String>>,
     etcd_prefix: Option<String>,
     security: EtcdSecurity,
@@ -230,7 +230,7 @@ pub(crate) fn registry_spec(
         )),
         (Some(addr), None) => match etcd_prefix {
             Some(_) => Err(CliError::invalid("etcd_prefix", "only used with etcd")),
-            None => Ok(RegistrySpec::Embedded(addr)),
+            None => addr.spec(),
         },
         (None, Some(urls)) => {
             if urls.is_empty() {
