@@ -117,9 +117,18 @@ pub(crate) enum Command {
     /// (needs a build with the `tls` feature).
     #[command(subcommand)]
     Cert(CertCommand),
-    /// Print the man page (roff) on stdout.
-    #[command(after_help = "Example:\n  switchboard man | man -l -")]
-    Man,
+    /// Print the man page (roff) on stdout: switchboard(1), or one subcommand's
+    /// (switchboard-send(1), ...); --out-dir writes every page.
+    #[command(after_help = "Examples:\n  switchboard man | man -l -\n  \
+        switchboard man send | man -l -\n  \
+        switchboard man --out-dir /usr/local/share/man/man1")]
+    Man {
+        /// The subcommand whose page to print [default: the main page].
+        subcommand: Option<String>,
+        /// Write every page (switchboard.1, switchboard-send.1, ...) into this directory.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
 }
 
 /// The cluster key files (every subcommand that joins a cluster).

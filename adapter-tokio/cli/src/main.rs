@@ -81,6 +81,7 @@ mod error;
 mod keys;
 mod lifecycle;
 mod ls_watch;
+mod man;
 mod outcome_log;
 mod payload;
 mod payload_input;
@@ -143,12 +144,15 @@ fn main() -> ExitCode {
                 }
             };
         }
-        Command::Man => {
-            return match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+        Command::Man {
+            subcommand,
+            out_dir,
+        } => {
+            return match man::run(subcommand.as_deref(), out_dir.as_deref()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("error: cannot write the man page: {e}");
-                    ExitCode::from(1)
+                    eprintln!("error: {e}");
+                    ExitCode::from(e.exit_code())
                 }
             };
         }
@@ -215,9 +219,10 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
         }
 
         // Handled before the runtime starts.
-        Command::Completions { .. } | Command::Man | Command::Keygen { .. } | Command::Cert(_) => {
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Keygen { .. }
+        | Command::Cert(_) => Ok(ExitCode::SUCCESS),
     }
 }
 
