@@ -24,7 +24,7 @@ use crate::{
     cli::SwarmArgs,
     config::{Identity, core_config},
     error::CliError,
-    lifecycle::{print_json_line, shutdown_bounded, start_error},
+    lifecycle::{print_result, shutdown_bounded, start_error},
     swarm_probe,
 };
 
@@ -46,6 +46,7 @@ pub(crate) struct SwarmOptions {
     registry: RegistrySpec,
     transport: Transport,
     keys: Vec<ClusterKey>,
+    format: crate::cli::Format,
 }
 
 impl SwarmOptions {
@@ -86,6 +87,7 @@ impl SwarmOptions {
             return Err(CliError::invalid("timeout", "must be greater than zero"));
         }
         Ok(SwarmOptions {
+            format: args.out.output,
             nodes: args.nodes,
             joiners,
             first_id: args.first_id,
@@ -189,7 +191,7 @@ pub(crate) async fn run(options: SwarmOptions) -> Result<ExitCode, CliError> {
     });
     join_all(leaving).await;
     report.pass = failure.is_none();
-    print_json_line(&report)?;
+    print_result(&report, options.format)?;
     match failure {
         None => Ok(ExitCode::SUCCESS),
         Some(why) => {

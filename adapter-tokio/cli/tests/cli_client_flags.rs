@@ -143,6 +143,40 @@ fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
         "{head}"
     );
 
+    // A load's summary for a person: one line of sorted key=value pairs.
+    let (code, stdout, stderr) = run(
+        &[
+            "load",
+            "--registry",
+            &registry,
+            "--upstream",
+            "10",
+            "--to",
+            "server",
+            "--count",
+            "5",
+            "--rate",
+            "0",
+            "--size",
+            "8",
+            "-o",
+            "text",
+        ],
+        None,
+    );
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert_eq!(stdout.len(), 1, "{stdout:?}");
+    let pairs: Vec<&str> = stdout[0].split(' ').collect();
+    for pair in ["delivered=5", "sent=5", "failed={}", "duplicates=0"] {
+        assert!(pairs.contains(&pair), "{pair} in {stdout:?}");
+    }
+    let keys: Vec<&str> = pairs
+        .iter()
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(keys.is_sorted(), "{keys:?}");
+
     // The cluster from a config file, its upstream included (no flag but --config).
     let config = dir.path().join("client.toml");
     std::fs::write(

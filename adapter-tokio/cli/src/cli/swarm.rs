@@ -48,6 +48,9 @@ pub(crate) struct SwarmArgs {
     /// Bound on each phase (start and converge, join, messages).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub(crate) timeout: Duration,
+    /// Output format of the report.
+    #[command(flatten)]
+    pub(crate) out: super::OutputArgs,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
