@@ -47,6 +47,7 @@ pub(crate) struct SwarmOptions {
     transport: Transport,
     keys: Vec<ClusterKey>,
     format: crate::cli::Format,
+    upstream: Option<u64>,
 }
 
 impl SwarmOptions {
@@ -61,7 +62,7 @@ impl SwarmOptions {
             registry,
             transport,
             keys,
-            ..
+            upstream,
         } = args.cluster.resolve()?;
         if args.nodes < 2 {
             return Err(CliError::invalid("nodes", "must be at least 2"));
@@ -88,6 +89,7 @@ impl SwarmOptions {
         }
         Ok(SwarmOptions {
             format: args.out.output,
+            upstream: args.join.upstream.or(upstream),
             nodes: args.nodes,
             joiners,
             first_id: args.first_id,
@@ -106,18 +108,19 @@ impl SwarmOptions {
             .collect()
     }
 
-    /// A member's core config: a root that may link every other member directly.
+    /// A member's core config: a root that may link every other member directly, or with
+    /// `--upstream` a child of that proxy that sends through it.
     fn core(&self, id: NodeId) -> Result<Config, CliError> {
         let mut core = core_config(
             None,
             Identity {
                 id: id.0,
                 name: format!("swarm-{}", id.0),
-                upstream: None,
+                upstream: self.upstream,
                 labels: [("swarm".to_owned(), self.first_id.to_string())].into(),
             },
         )?;
-        core.topology_policy.allow_direct_connection = true;
+        core.topology_policy.allow_direct_connection = self.upstream.is_none();
         core.cluster_keys = self.keys.clone();
         Ok(core)
     }

@@ -48,6 +48,9 @@ pub(crate) struct SwarmArgs {
     /// Bound on each phase (start and converge, join, messages).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub(crate) timeout: Duration,
+    /// How the members join the tree: roots linking each other directly, or under a proxy.
+    #[command(flatten)]
+    pub(crate) join: super::JoinArgs,
     /// Output format of the report.
     #[command(flatten)]
     pub(crate) out: super::OutputArgs,
