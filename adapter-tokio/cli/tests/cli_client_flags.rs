@@ -372,6 +372,54 @@ fn payload_sources_and_client_config_files_are_checked_at_the_door() {
     }
 }
 
+/// Calls never wait on a server they cannot reach while another one answers: with 301
+/// (behind the proxy, advertising a closed port) and 302 (a root, reachable) serving `echo`,
+/// every round-robin call from a client without `--upstream` gets its reply — a request
+/// first queued for 301 moves to 302 when the dial fails — well within its 3 s budget.
+#[test]
+fn calls_go_to_the_server_they_can_reach() {
+    let (mut procs, registry) = cluster();
+    let (reachable, _) = cli_support::start_registered_node(
+        &[
+            "node",
+            "--id",
+            "302",
+            "--name",
+            "server-2",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+            &registry,
+            "--serve",
+            "echo",
+        ],
+        "listen",
+    );
+    procs.push(reachable);
+    for i in 0..6 {
+        let payload = format!("call {i}");
+        let (code, stdout, stderr) = run(
+            &[
+                "call",
+                "--registry",
+                &registry,
+                "--method",
+                "echo",
+                "--payload",
+                &payload,
+                "--timeout",
+                "3s",
+            ],
+            None,
+        );
+        assert_eq!(code, Some(0), "call {i}: {stderr:?}");
+        assert_eq!(
+            json_line(&stdout),
+            json!({"outcome": "reply", "payload": payload})
+        );
+    }
+}
+
 /// Host names wherever the registry's address goes: a node registers through
 /// `--registry localhost:PORT`, `ls` lists it through the same name, a name that does not
 /// resolve exits 2 naming the flag.
