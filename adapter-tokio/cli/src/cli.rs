@@ -472,7 +472,7 @@ pub(crate) struct LsArgs {
     #[arg(short = 'o', long, value_enum, default_value_t = LsFormat::Table)]
     pub(crate) output: LsFormat,
     /// Bound on the wait for the registry [default: 5s].
-    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration)]
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<std::time::Duration>,
     /// Deprecated: --timeout in milliseconds (use --timeout 5s).
     #[arg(long, value_name = "MS", hide = true, conflicts_with = "timeout")]

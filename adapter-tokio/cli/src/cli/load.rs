@@ -111,7 +111,7 @@ pub(crate) struct LoadArgs {
     pub(crate) advertise: Option<String>,
     /// How long to wait for the registry and the target before sending [default: 10s]
     /// (a bare number of seconds is still read, deprecated).
-    #[arg(long, value_name = "D", value_parser = crate::duration::parse_seconds_or_duration)]
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_seconds_or_duration, allow_hyphen_values = true)]
     pub(crate) wait_known: Option<f64>,
     /// Join the tree under this proxy (send through it) instead of linking to targets directly.
     #[arg(long, value_name = "ID", value_parser = non_negative::<u64>)]
@@ -137,10 +137,10 @@ pub(crate) struct LoadArgs {
     #[arg(long, value_name = "TEXT")]
     pub(crate) payload: Option<String>,
     /// Each call's budget (with --method) [default: 30s].
-    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration)]
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<std::time::Duration>,
     /// Each call's wait for a server of the method (with --method) [default: 15s].
-    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration)]
+    #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<std::time::Duration>,
     /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs; a bare PORT
     /// binds 127.0.0.1.

@@ -51,11 +51,11 @@ pub(crate) struct CallArgs {
     #[command(flatten)]
     pub(crate) payload: PayloadArgs,
     /// The call's whole budget, from the call to its outcome [default: 30s, the core's].
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
     /// How long to wait for a server of the method to appear [default: 15s, the core's;
     /// never beyond --timeout].
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<Duration>,
     /// How the client joins the tree.
     #[command(flatten)]
@@ -103,7 +103,7 @@ pub(crate) struct BroadcastArgs {
     pub(crate) include_self: bool,
     /// The broadcast's whole budget: a recipient without an outcome by then is given up
     /// (failed or unknown `timeout`) [default: 8s, the core's message timeout].
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
     /// How the client joins the tree.
     #[command(flatten)]

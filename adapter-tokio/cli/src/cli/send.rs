@@ -53,7 +53,7 @@ pub(crate) struct SendArgs {
     #[arg(long = "type", value_name = "N", default_value_t = 1)]
     pub(crate) msg_type: u32,
     /// Bound on the whole run: the registry, the target, the outcome [default: 5s].
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
     /// Deprecated: --timeout in milliseconds (use --timeout 5s).
     #[arg(long, value_name = "MS", hide = true, conflicts_with = "timeout")]
