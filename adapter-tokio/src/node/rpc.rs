@@ -101,6 +101,9 @@ pub struct CallReport {
     /// The server its request went to last: the one that answered, for a reply; `None`
     /// when no request was out when it ended.
     pub server: Option<NodeId>,
+    /// That server's name in this node's discovery set when the call ended (`None` when
+    /// there is no server or its record is gone).
+    pub server_name: Option<String>,
     /// The metadata the handler answered with (empty unless it set some).
     pub metadata: CallMetadata,
     /// From the node accepting the call to its outcome, on the node's clock.

@@ -277,9 +277,14 @@ impl Driver {
                         .saturating_duration_since(waiter.accepted_at);
                     self.counters.call_done(&waiter.method, &outcome, took);
                     trace::log_call_done(&waiter.method, call, server, &outcome, took);
+                    let discovery = self.node.inspect().discovery();
+                    let server_name = server
+                        .and_then(|id| discovery.get_by_id(id))
+                        .map(|info| info.name.clone());
                     let _ = waiter.done.send(CallReport {
                         outcome,
                         server,
+                        server_name,
                         metadata,
                         latency: took,
                     });
