@@ -17,21 +17,15 @@ use std::{
 use bytes::Bytes;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-use switchboard_core::{CallMetadata, CallOutcome, CallSpec, ids::NodeId, wire::TRACEPARENT};
+use switchboard_core::{CallMetadata, CallOutcome, ids::NodeId, wire::TRACEPARENT};
 use tokio::sync::oneshot;
 use tracing::Instrument;
 use tracing_subscriber::{Layer, filter::LevelFilter, layer::SubscriberExt};
 
 use otel_propagation::W3cPropagation;
-use support::{direct, start, start_registry, wait_known, within};
+use support::{direct, echo_call as echo, start, start_registry, wait_known, within};
 
 const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-fn echo(payload: &'static [u8]) -> CallSpec {
-    CallSpec::new("echo", Bytes::from_static(payload))
-        .timeout(Duration::from_secs(10))
-        .grace(Duration::from_secs(5))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_handler_reads_exactly_the_callers_metadata_and_the_caller_the_handlers() {
