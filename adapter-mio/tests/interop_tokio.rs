@@ -247,6 +247,8 @@ fn a_mio_server_answers_a_tokio_caller_and_a_tokio_server_a_mio_caller() {
         Some(RpcOutput::CallDone {
             call: id,
             outcome: CallOutcome::Reply(Bytes::from_static(b"tokio:pong")),
+            server: Some(tokio_node.id()),
+            metadata: switchboard_core::CallMetadata::new(),
         })
     );
 }

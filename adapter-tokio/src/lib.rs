@@ -76,9 +76,11 @@ pub mod target;
 pub mod transport;
 
 pub use node::rpc::{
-    BroadcastFailure, CallFailure, InlineRequest, InlineServing, Request, Requests, RespondFailure,
+    BroadcastFailure, CallFailure, CallReport, InlineRequest, InlineServing, Request, Requests,
+    RespondFailure,
 };
 pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
+pub use node::trace::TraceContext;
 pub use node::{
     CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome,
     Received, RegistrySpec, SendFailure, StartError, Stopped,

@@ -13,7 +13,7 @@ use switchboard_core::{
 };
 use switchboard_tokio::{CallFailure, NodeHandle, Received, Requests};
 
-use support::{direct, init_logs, recv_n, start, start_registry, wait_known, within};
+use support::{direct, echo_call, init_logs, recv_n, start, start_registry, wait_known, within};
 
 /// Answers every request of `requests` with `prefix` + its payload, until the stream ends.
 fn answer_with_prefix(mut requests: Requests, prefix: &'static [u8]) {
@@ -24,12 +24,6 @@ fn answer_with_prefix(mut requests: Requests, prefix: &'static [u8]) {
             let _ = request.respond(Bytes::from(answer)).await;
         }
     });
-}
-
-fn echo_call(payload: &'static [u8]) -> CallSpec {
-    CallSpec::new("echo", Bytes::from_static(payload))
-        .timeout(Duration::from_secs(10))
-        .grace(Duration::from_secs(5))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -193,6 +193,7 @@ pub fn call_cycle(
             Output::Rpc(RpcOutput::CallDone {
                 call: ended,
                 outcome,
+                ..
             }) if ended == call => {
                 done = Some(outcome);
             }

@@ -287,8 +287,8 @@ pub use node::{
 pub use outcome::{FailReason, Outcome};
 pub use registry::RegistryEvent;
 pub use rpc::{
-    BroadcastDone, BroadcastId, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec,
-    IncomingRequest, ReplyError, RequestId, RpcOutput,
+    BroadcastDone, BroadcastId, BroadcastSpec, CallError, CallId, CallMetadata, CallOutcome,
+    CallSpec, IncomingRequest, MetadataError, ReplyError, RequestId, RpcOutput,
 };
 pub use select::Select;
 pub use time::{Duration, Instant};

@@ -192,6 +192,46 @@ fn frame_decode_seeds_decode_as_named() {
     assert_eq!(decode_stream(&read("partial_frame_at_end")), (1, Ok(())));
 }
 
+/// The two hand-made `frame_decode` seeds whose `Data` payload is an RPC request and an RPC
+/// reply carrying metadata (a W3C trace context), so the fuzzer mutates metadata blocks from
+/// valid ones; the target checks every RPC payload decodes canonically.
+#[test]
+fn rpc_metadata_seeds_carry_a_trace_context() {
+    use switchboard_core::wire::{
+        Decoded, Frame, RPC_MSG_TYPE, RpcMessage, TRACEPARENT, TRACESTATE, decode, decode_rpc,
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join("frame_decode");
+    let trace = &b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"[..];
+    for (name, payload) in [
+        ("rpc_request_metadata", &b"hi"[..]),
+        ("rpc_reply_metadata", &b"answer"[..]),
+    ] {
+        let file = fs::read(dir.join(name)).expect("committed seed");
+        assert_eq!(decode_stream(&file), (1, Ok(())), "{name}");
+        let Ok(Decoded::Frame(Frame::Data(data), _)) = decode(&file[1..], 4096) else {
+            panic!("{name} is one data frame");
+        };
+        assert_eq!(data.msg_type, RPC_MSG_TYPE, "{name}");
+        let (metadata, got) = match decode_rpc(data.payload) {
+            Ok(RpcMessage::Request {
+                metadata, payload, ..
+            })
+            | Ok(RpcMessage::Reply {
+                metadata, payload, ..
+            }) => (metadata, payload),
+            other => panic!("{name} carries {other:?}"),
+        };
+        assert_eq!(got, payload, "{name}");
+        assert_eq!(
+            metadata.iter().collect::<Vec<_>>(),
+            [(TRACEPARENT, trace), (TRACESTATE, &b"k=v"[..])],
+            "{name}"
+        );
+    }
+}
+
 /// The wire seed corpora: one valid frame of every kind, a stream of all of them, and
 /// malformed inputs. Committed; regenerate by hand after a format change with
 /// `cargo test -p switchboard-fuzz --test corpus_replay -- --ignored write_wire_seed_corpora`.

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use serde::Serialize;
-use switchboard_core::{CallError, CallOutcome, CallSpec, rpc::is_valid_method};
-use switchboard_tokio::{CallFailure, Inbox, NodeBuilder, NodeHandle, RegistrySpec};
+use switchboard_core::{CallError, CallMetadata, CallOutcome, CallSpec, rpc::is_valid_method};
+use switchboard_tokio::{CallFailure, CallReport, Inbox, NodeBuilder, NodeHandle, RegistrySpec};
 use tokio::time::Instant;
 
 use crate::{
@@ -102,6 +102,28 @@ pub(crate) async fn start_client(
     Ok((handle, inbox))
 }
 
+/// The `--meta KEY=VALUE` flags as call metadata, in order (a repeated key keeps its first
+/// place, the last value).
+///
+/// # Errors
+///
+/// A flag without `=`, or an entry beyond the metadata bounds (named `meta`).
+pub(crate) fn call_metadata(flags: &[String]) -> Result<CallMetadata, CliError> {
+    let mut metadata = CallMetadata::new();
+    for flag in flags {
+        let Some((key, value)) = flag.split_once('=') else {
+            return Err(CliError::invalid(
+                "meta",
+                format!("expected KEY=VALUE, got {flag:?}"),
+            ));
+        };
+        metadata
+            .insert(key, value.as_bytes())
+            .map_err(|e| CliError::invalid("meta", format!("{flag:?}: {e}")))?;
+    }
+    Ok(metadata)
+}
+
 impl CallOptions {
     /// Checks the flags; `random` draws the calling client's id ([`client_identity`]).
     ///
@@ -122,7 +144,9 @@ impl CallOptions {
             Some(id) => switchboard_core::select::Select::Node(switchboard_core::ids::NodeId(id)),
             None => selection(args.select, args.key, "key")?,
         };
-        let mut spec = CallSpec::new(args.method, payload).select(select);
+        let mut spec = CallSpec::new(args.method, payload)
+            .select(select)
+            .metadata(call_metadata(&args.meta)?);
         if let Some(timeout) = crate::duration::nonzero_timeout(args.timeout)? {
             spec = spec.timeout(timeout);
         }
@@ -153,13 +177,48 @@ pub(crate) struct CallLine {
     /// Why there is no reply (`FailReason::as_str`), otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<&'static str>,
+    /// The server that answered (for a reply) or had the request when the call ended;
+    /// absent when no request was out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) server: Option<ServerLine>,
     /// Call → outcome, µs.
     pub(crate) latency_us: u64,
 }
 
+/// The server of a [`CallLine`].
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub(crate) struct ServerLine {
+    /// Its id, decimal.
+    pub(crate) id: u64,
+    /// Its name as the caller's discovery set had it (`null` when its record was gone).
+    pub(crate) name: Option<String>,
+}
+
+impl ServerLine {
+    /// The server of `report`, if any.
+    pub(crate) fn of(report: &CallReport) -> Option<ServerLine> {
+        report.server.map(|id| ServerLine {
+            id: id.0,
+            name: report.server_name.clone(),
+        })
+    }
+
+    /// ` (server ID NAME)` for a message line, empty without a server.
+    fn describe(server: Option<&ServerLine>) -> String {
+        server.map_or_else(String::new, |s| {
+            format!(" (server {} {})", s.id, s.name.as_deref().unwrap_or("?"))
+        })
+    }
+}
+
 impl CallLine {
-    /// The line for `outcome`, `latency` after the call.
-    pub(crate) fn new(outcome: &CallOutcome, latency: Duration) -> CallLine {
+    /// The line for `outcome`, `latency` after the call, answered (or last held) by
+    /// `server`.
+    pub(crate) fn new(
+        outcome: &CallOutcome,
+        server: Option<ServerLine>,
+        latency: Duration,
+    ) -> CallLine {
         let (payload, encoding) = match outcome {
             CallOutcome::Reply(bytes) => {
                 let (text, encoding) = crate::payload_input::printable(bytes);
@@ -172,20 +231,25 @@ impl CallLine {
             payload,
             encoding,
             reason: outcome.reason().map(switchboard_core::FailReason::as_str),
+            server,
             latency_us: micros(latency),
         }
     }
 
-    /// One line of text: `reply in 1234 us: pong` (`reply (base64) …` for bytes that are not
-    /// UTF-8), `failed: not_available after 1234 us`.
+    /// One line of text: `reply in 1234 us (server 301 s): pong` (`reply (base64) …` for
+    /// bytes that are not UTF-8), `failed: not_available after 1234 us`.
     pub(crate) fn text(&self) -> String {
+        let server = ServerLine::describe(self.server.as_ref());
         match (&self.payload, self.reason) {
             (Some(payload), _) => {
                 let encoding = self.encoding.map(|e| format!(" ({e})")).unwrap_or_default();
-                format!("reply{encoding} in {} us: {payload}", self.latency_us)
+                format!(
+                    "reply{encoding} in {} us{server}: {payload}",
+                    self.latency_us
+                )
             }
             (None, reason) => format!(
-                "{}: {} after {} us",
+                "{}: {} after {} us{server}",
                 self.outcome,
                 reason.unwrap_or("none"),
                 self.latency_us
@@ -228,17 +292,18 @@ pub(crate) async fn run(options: CallOptions) -> Result<(), CliError> {
         start_client(&options.core, &options.registry, &options.transport, "call").await?;
     let method = options.spec.method.clone();
     let started = Instant::now();
-    let result = handle.call(options.spec).await;
+    let result = handle.call_report(options.spec).await;
     let latency = started.elapsed();
     shutdown_bounded(&handle).await;
-    let outcome = match result {
-        Ok(outcome) => outcome,
+    let report = match result {
+        Ok(report) => report,
         Err(CallFailure::Refused(e @ CallError::PayloadTooLarge { .. })) => {
             return Err(CliError::invalid("payload", e.to_string()));
         }
         Err(e) => return Err(CliError::failed(format!("call {method}: {e}"))),
     };
-    let line = CallLine::new(&outcome, latency);
+    let outcome = &report.outcome;
+    let line = CallLine::new(outcome, ServerLine::of(&report), latency);
     match options.format {
         Format::Json => print_json_line(&line)?,
         Format::Text => crate::lifecycle::print_line(&line.text())?,
@@ -246,9 +311,10 @@ pub(crate) async fn run(options: CallOptions) -> Result<(), CliError> {
     match outcome.reason() {
         None => Ok(()),
         Some(reason) => Err(CliError::failed(format!(
-            "call {method}: {} {}: {reason}",
+            "call {method}: {} {}: {reason}{}",
             outcome.class(),
-            reason.as_str()
+            reason.as_str(),
+            ServerLine::describe(line.server.as_ref())
         ))),
     }
 }
@@ -263,7 +329,7 @@ mod tests {
     #[test]
     fn the_line_carries_the_payload_of_a_reply_and_the_reason_otherwise() {
         let line = |outcome: CallOutcome| {
-            serde_json::to_string(&CallLine::new(&outcome, Duration::from_micros(1234)))
+            serde_json::to_string(&CallLine::new(&outcome, None, Duration::from_micros(1234)))
                 .expect("json")
         };
         assert_eq!(
@@ -275,7 +341,8 @@ mod tests {
             line(CallOutcome::Reply(Bytes::from_static(b"a\xffb"))),
             r#"{"outcome":"reply","payload":"Yf9i","encoding":"base64","latency_us":1234}"#
         );
-        let text = |outcome: CallOutcome| CallLine::new(&outcome, Duration::from_micros(7)).text();
+        let text =
+            |outcome: CallOutcome| CallLine::new(&outcome, None, Duration::from_micros(7)).text();
         assert_eq!(
             text(CallOutcome::Reply(Bytes::from_static(b"pong"))),
             "reply in 7 us: pong"
@@ -295,6 +362,74 @@ mod tests {
         assert_eq!(
             line(CallOutcome::Unknown(FailReason::TargetGone)),
             r#"{"outcome":"unknown","reason":"target_gone","latency_us":1234}"#
+        );
+    }
+
+    #[test]
+    fn the_line_names_the_server_before_the_latency() {
+        let report = |server: Option<u64>, name: Option<&str>| {
+            let line = CallLine::new(
+                &CallOutcome::Reply(Bytes::from_static(b"pong")),
+                server.map(|id| ServerLine {
+                    id,
+                    name: name.map(str::to_owned),
+                }),
+                Duration::from_micros(7),
+            );
+            serde_json::to_string(&line).expect("json")
+        };
+        assert_eq!(
+            report(Some(301), Some("server")),
+            r#"{"outcome":"reply","payload":"pong","server":{"id":301,"name":"server"},"latency_us":7}"#
+        );
+        assert_eq!(
+            report(Some(u64::MAX), None),
+            r#"{"outcome":"reply","payload":"pong","server":{"id":18446744073709551615,"name":null},"latency_us":7}"#
+        );
+        let server = ServerLine {
+            id: 301,
+            name: Some("server".into()),
+        };
+        assert_eq!(ServerLine::describe(Some(&server)), " (server 301 server)");
+        assert_eq!(ServerLine::describe(None), "");
+    }
+
+    #[test]
+    fn meta_flags_become_metadata_in_order_and_bad_ones_exit_2_naming_meta() {
+        let flags = |f: &[&str]| f.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let metadata =
+            call_metadata(&flags(&["traceparent=00-ab-cd-01", "k=a=b", "e="])).expect("valid");
+        assert_eq!(
+            metadata.iter().collect::<Vec<_>>(),
+            [
+                ("traceparent", &b"00-ab-cd-01"[..]),
+                ("k", &b"a=b"[..]),
+                ("e", &b""[..])
+            ]
+        );
+        for (bad, message) in [
+            ("novalue", "meta: expected KEY=VALUE, got \"novalue\""),
+            (
+                "=v",
+                "meta: \"=v\": metadata key of 0 bytes is outside 1..=64",
+            ),
+        ] {
+            let e = call_metadata(&flags(&[bad])).expect_err(bad);
+            assert_eq!((e.exit_code(), e.to_string()), (2, message.to_owned()));
+        }
+        let long = format!("k={}", "v".repeat(513));
+        let e = call_metadata(&[long]).expect_err("too long");
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .ends_with("metadata value of 513 bytes exceeds 512"),
+            "{e}"
+        );
+        let seventeen: Vec<String> = (0..17).map(|i| format!("k{i}=v")).collect();
+        let e = call_metadata(&seventeen).expect_err("too many");
+        assert_eq!(
+            e.to_string(),
+            "meta: \"k16=v\": metadata holds at most 16 entries"
         );
     }
 

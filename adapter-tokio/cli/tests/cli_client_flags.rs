@@ -77,6 +77,14 @@ fn json_line(stdout: &[String]) -> Value {
     line
 }
 
+/// A `call`'s one JSON line without its `latency_us`, its `server` checked to be `server`.
+fn call_line(stdout: &[String], server: &Value) -> Value {
+    let mut line = json_line(stdout);
+    let got = (line.as_object_mut()).and_then(|o| o.remove("server"));
+    assert_eq!(got.as_ref(), Some(server), "{}", stdout[0]);
+    line
+}
+
 #[test]
 fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
     let (_procs, registry) = cluster();
@@ -96,19 +104,22 @@ fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
     let (code, stdout, stderr) = call(&["--payload", "hello"], None);
     assert_eq!(code, Some(0), "{stderr:?}");
     assert_eq!(
-        json_line(&stdout),
+        call_line(&stdout, &json!({"id": 301, "name": "server"})),
         json!({"outcome": "reply", "payload": "hello"})
     );
     // Bytes that are not UTF-8 go out exactly and come back as their base64, said so.
     let (code, stdout, stderr) = call(&["--payload-hex", "00ff10"], None);
     assert_eq!(code, Some(0), "{stderr:?}");
     assert_eq!(
-        json_line(&stdout),
+        call_line(&stdout, &json!({"id": 301, "name": "server"})),
         json!({"outcome": "reply", "payload": "AP8Q", "encoding": "base64"})
     );
     let (code, stdout, _) = call(&["--payload-base64", "aMOpbGxv"], None);
     assert_eq!(
-        (code, json_line(&stdout)),
+        (
+            code,
+            call_line(&stdout, &json!({"id": 301, "name": "server"}))
+        ),
         (Some(0), json!({"outcome": "reply", "payload": "héllo"}))
     );
     let dir = tempfile::tempdir().expect("tempdir");
@@ -117,7 +128,10 @@ fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
     let at = format!("@{}", file.display());
     let (code, stdout, _) = call(&["--payload", &at], None);
     assert_eq!(
-        (code, json_line(&stdout)),
+        (
+            code,
+            call_line(&stdout, &json!({"id": 301, "name": "server"}))
+        ),
         (
             Some(0),
             json!({"outcome": "reply", "payload": "from a file\n"})
@@ -125,7 +139,10 @@ fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
     );
     let (code, stdout, _) = call(&["--payload", "-"], Some(b"from stdin"));
     assert_eq!(
-        (code, json_line(&stdout)),
+        (
+            code,
+            call_line(&stdout, &json!({"id": 301, "name": "server"}))
+        ),
         (
             Some(0),
             json!({"outcome": "reply", "payload": "from stdin"})
@@ -135,7 +152,8 @@ fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
     let (code, stdout, stderr) = call(&["--server", "301", "--payload", "hi", "-o", "text"], None);
     assert_eq!(code, Some(0), "{stderr:?}");
     assert_eq!(stdout.len(), 1, "{stdout:?}");
-    let (head, tail) = stdout[0].split_once(" us: ").expect("`reply in N us: hi`");
+    let (head, tail) = (stdout[0].split_once(" us (server 301 server): "))
+        .expect("`reply in N us (server 301 server): hi`");
     assert_eq!(tail, "hi");
     assert!(
         head.strip_prefix("reply in ")
@@ -199,7 +217,7 @@ fn upstream_reaches_a_server_behind_its_proxy_with_every_payload_source() {
     );
     assert_eq!(code, Some(0), "{stderr:?}");
     assert_eq!(
-        json_line(&stdout),
+        call_line(&stdout, &json!({"id": 301, "name": "server"})),
         json!({"outcome": "reply", "payload": "filed"})
     );
 
@@ -288,7 +306,7 @@ fn without_upstream_the_server_behind_the_proxy_cannot_be_dialled() {
     );
     assert_eq!(code, Some(1));
     assert_eq!(
-        json_line(&stdout),
+        call_line(&stdout, &json!({"id": 301, "name": "server"})),
         json!({"outcome": "failed", "reason": "timeout"})
     );
 }
@@ -414,7 +432,7 @@ fn calls_go_to_the_server_they_can_reach() {
         );
         assert_eq!(code, Some(0), "call {i}: {stderr:?}");
         assert_eq!(
-            json_line(&stdout),
+            call_line(&stdout, &json!({"id": 302, "name": "server-2"})),
             json!({"outcome": "reply", "payload": payload})
         );
     }

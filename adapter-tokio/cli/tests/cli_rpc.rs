@@ -12,6 +12,13 @@ use serde_json::{Value, json};
 /// Bound on one client run.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
+/// The `server` of a `call` line whose request went to the cluster's one server: its id and
+/// name. (Since issue 24 a call line names its server, so these exact lines gained it; a
+/// call that never had a request out, `not_available`, still has none.)
+fn server() -> Value {
+    json!({"id": 301, "name": "server"})
+}
+
 /// A registry and one node (id 301, `server`, with admin endpoints) serving the three
 /// built-in methods; returns the processes, the registry address and the server's admin
 /// address.
@@ -99,11 +106,13 @@ fn call_gets_the_exact_reply_of_echo_and_sleep() {
     let (line, _) = one_line_without_latency(&stdout);
     assert_eq!(
         line,
-        json!({"outcome": "reply", "payload": "hello, switchboard"})
+        json!({"outcome": "reply", "payload": "hello, switchboard", "server": server()})
     );
     // The key order is the contract's.
     assert!(
-        stdout[0].starts_with(r#"{"outcome":"reply","payload":"hello, switchboard","latency_us":"#),
+        stdout[0].starts_with(
+            r#"{"outcome":"reply","payload":"hello, switchboard","server":{"id":301,"name":"server"},"latency_us":"#
+        ),
         "{}",
         stdout[0]
     );
@@ -121,7 +130,10 @@ fn call_gets_the_exact_reply_of_echo_and_sleep() {
     ]);
     assert_eq!(code, Some(0), "{stderr:?}");
     let (line, latency_us) = one_line_without_latency(&stdout);
-    assert_eq!(line, json!({"outcome": "reply", "payload": "400"}));
+    assert_eq!(
+        line,
+        json!({"outcome": "reply", "payload": "400", "server": server()})
+    );
     assert!(latency_us >= 400_000, "slept 400 ms, took {latency_us} µs");
 
     // Every --select mode reaches the server and gets its exact reply.
@@ -139,7 +151,10 @@ fn call_gets_the_exact_reply_of_echo_and_sleep() {
         ]);
         assert_eq!(code, Some(0), "{mode}: {stderr:?}");
         let (line, _) = one_line_without_latency(&stdout);
-        assert_eq!(line, json!({"outcome": "reply", "payload": mode}));
+        assert_eq!(
+            line,
+            json!({"outcome": "reply", "payload": mode, "server": server()})
+        );
     }
     let (code, stdout, stderr, _) = run(&[
         "call",
@@ -157,7 +172,7 @@ fn call_gets_the_exact_reply_of_echo_and_sleep() {
     assert_eq!(code, Some(0), "{stderr:?}");
     assert_eq!(
         one_line_without_latency(&stdout).0,
-        json!({"outcome": "reply", "payload": "k"})
+        json!({"outcome": "reply", "payload": "k", "server": server()})
     );
 }
 
@@ -207,7 +222,10 @@ fn silent_and_overlong_sleep_handlers_end_the_call_unknown_timeout_at_its_deadli
     ]);
     assert_eq!(code, Some(1), "{stdout:?} {stderr:?}");
     let (line, latency_us) = one_line_without_latency(&stdout);
-    assert_eq!(line, json!({"outcome": "unknown", "reason": "timeout"}));
+    assert_eq!(
+        line,
+        json!({"outcome": "unknown", "reason": "timeout", "server": server()})
+    );
     assert!(latency_us >= 500_000, "{latency_us} µs");
 
     // A sleep longer than the call's budget ends the same way, at the budget.
@@ -224,7 +242,10 @@ fn silent_and_overlong_sleep_handlers_end_the_call_unknown_timeout_at_its_deadli
     ]);
     assert_eq!(code, Some(1), "{stdout:?} {stderr:?}");
     let (line, latency_us) = one_line_without_latency(&stdout);
-    assert_eq!(line, json!({"outcome": "unknown", "reason": "timeout"}));
+    assert_eq!(
+        line,
+        json!({"outcome": "unknown", "reason": "timeout", "server": server()})
+    );
     assert!(
         (300_000..5_000_000).contains(&latency_us),
         "{latency_us} µs"
@@ -277,6 +298,18 @@ fn bad_rpc_flags_exit_2_naming_the_flag() {
             "timeout",
         ),
         (&["call", "--method", "echo"], "registry"),
+        (
+            &[
+                "call",
+                "--registry",
+                "127.0.0.1:1",
+                "--method",
+                "echo",
+                "--meta",
+                "traceparent",
+            ],
+            "meta",
+        ),
         (
             &["broadcast", "--registry", "127.0.0.1:1", "--label", "role"],
             "--label",

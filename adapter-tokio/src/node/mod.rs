@@ -12,6 +12,7 @@ mod inbox;
 mod leave;
 pub mod rpc;
 pub mod stream;
+pub mod trace;
 
 use std::{
     net::SocketAddr,
@@ -319,6 +320,7 @@ pub struct NodeBuilder {
     tuning: ClientTuning,
     inbox_capacity: usize,
     transport: crate::transport::Transport,
+    trace: Option<trace::TraceHook>,
 }
 
 impl NodeBuilder {
@@ -334,6 +336,7 @@ impl NodeBuilder {
             tuning: ClientTuning::default(),
             inbox_capacity: INBOX_CAPACITY,
             transport: crate::transport::Transport::plain(),
+            trace: None,
         }
     }
 
@@ -416,6 +419,16 @@ impl NodeBuilder {
         self
     }
 
+    /// Propagates a tracing system's context through calls ([`trace::TraceContext`]): each
+    /// call's `rpc.call` span is injected into its request's metadata, and each served
+    /// request's `rpc.serve` span continues the context it carries. Without it the spans
+    /// are still opened, and the request's `traceparent` is a field of `rpc.serve`.
+    #[must_use]
+    pub fn trace_context(mut self, hook: impl trace::TraceContext) -> NodeBuilder {
+        self.trace = Some(trace::TraceHook(Arc::new(hook)));
+        self
+    }
+
     /// Changes the core config (timeouts, limits, seed, ...) before start.
     #[must_use]
     pub fn config(mut self, f: impl FnOnce(&mut Config)) -> NodeBuilder {
@@ -457,6 +470,7 @@ pub struct NodeHandle {
     commands: mpsc::Sender<Command>,
     kill_switch: Arc<Notify>,
     known: watch::Receiver<Known>,
+    trace: Option<trace::TraceHook>,
 }
 
 impl NodeHandle {

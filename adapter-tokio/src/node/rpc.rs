@@ -11,12 +11,13 @@ use std::{
 
 use bytes::Bytes;
 use switchboard_core::{
-    BroadcastDone, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec, ReplyError, RequestId,
-    ids::NodeId, node::SendError,
+    BroadcastDone, BroadcastSpec, CallError, CallId, CallMetadata, CallOutcome, CallSpec,
+    ReplyError, RequestId, ids::NodeId, node::SendError,
 };
 use tokio::sync::{mpsc, oneshot};
+use tracing::{Instrument, Span};
 
-use super::{Command, NodeHandle, Stopped};
+use super::{Command, NodeHandle, Stopped, trace};
 
 /// RPC commands from handles to the driver.
 #[derive(Debug)]
@@ -24,7 +25,7 @@ pub(crate) enum RpcCommand {
     Call {
         spec: CallSpec,
         accepted: oneshot::Sender<Result<CallId, CallError>>,
-        done: oneshot::Sender<CallOutcome>,
+        done: oneshot::Sender<CallReport>,
     },
     Cancel(CallId),
     Serve {
@@ -43,6 +44,7 @@ pub(crate) enum RpcCommand {
     Reply {
         request: RequestId,
         payload: Bytes,
+        metadata: CallMetadata,
         done: oneshot::Sender<Result<(), ReplyError>>,
     },
     Broadcast {
@@ -83,8 +85,29 @@ pub struct InlineRequest<'a> {
     pub method: &'a str,
     /// The request's payload.
     pub payload: &'a Bytes,
+    /// The caller's metadata (trace context, ...), byte for byte.
+    pub metadata: &'a CallMetadata,
     /// The time the caller still waits.
     pub remaining: std::time::Duration,
+}
+
+/// How a call ended, with what the caller may want to print or trace
+/// ([`NodeHandle::call_report`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallReport {
+    /// How the call ended.
+    pub outcome: CallOutcome,
+    /// The server its request went to last: the one that answered, for a reply; `None`
+    /// when no request was out when it ended.
+    pub server: Option<NodeId>,
+    /// That server's name in this node's discovery set when the call ended (`None` when
+    /// there is no server or its record is gone).
+    pub server_name: Option<String>,
+    /// The metadata the handler answered with (empty unless it set some).
+    pub metadata: CallMetadata,
+    /// From the node accepting the call to its outcome, on the node's clock.
+    pub latency: std::time::Duration,
 }
 
 /// Numbers inline registrations (an older one's drop must not unserve a newer one).
@@ -165,7 +188,10 @@ pub struct Request {
     from: NodeId,
     method: String,
     payload: Bytes,
+    metadata: CallMetadata,
     remaining: std::time::Duration,
+    span: Span,
+    arrived: std::time::Instant,
     commands: mpsc::Sender<Command>,
 }
 
@@ -173,6 +199,7 @@ impl Request {
     pub(crate) fn new(
         request: switchboard_core::IncomingRequest,
         remaining: std::time::Duration,
+        span: Span,
         commands: mpsc::Sender<Command>,
     ) -> Request {
         Request {
@@ -180,9 +207,26 @@ impl Request {
             from: request.from,
             method: request.method,
             payload: request.payload,
+            metadata: request.metadata,
             remaining,
+            span,
+            arrived: std::time::Instant::now(),
             commands,
         }
+    }
+
+    /// The caller's metadata (trace context, ...), byte for byte as it sent it.
+    #[must_use]
+    pub fn metadata(&self) -> &CallMetadata {
+        &self.metadata
+    }
+
+    /// The request's `rpc.serve` span: run the handler in it
+    /// (`handler.instrument(request.span().clone())`) so its own spans and events nest
+    /// under the request. It closes when the request is answered or dropped.
+    #[must_use]
+    pub fn span(&self) -> &Span {
+        &self.span
     }
 
     /// The core's id of this request.
@@ -223,19 +267,48 @@ impl Request {
     /// The core no longer takes an answer (cancelled, expired, answered), or the node
     /// stopped.
     pub async fn respond(self, payload: Bytes) -> Result<(), RespondFailure> {
+        self.respond_with(payload, CallMetadata::new()).await
+    }
+
+    /// Answers the request with `metadata` for the caller
+    /// ([`CallReport::metadata`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`respond`](Self::respond); metadata counts toward the reply's size.
+    pub async fn respond_with(
+        self,
+        payload: Bytes,
+        metadata: CallMetadata,
+    ) -> Result<(), RespondFailure> {
         let (done, rx) = oneshot::channel();
         let command = Command::Rpc(RpcCommand::Reply {
             request: self.id,
             payload,
+            metadata,
             done,
         });
-        self.commands
-            .send(command)
-            .await
-            .map_err(|_| RespondFailure::Stopped)?;
-        rx.await
-            .map_err(|_| RespondFailure::Stopped)?
-            .map_err(RespondFailure::Refused)
+        let result = match self.commands.send(command).await {
+            Ok(()) => match rx.await {
+                Ok(taken) => taken.map_err(RespondFailure::Refused),
+                Err(_) => Err(RespondFailure::Stopped),
+            },
+            Err(_) => Err(RespondFailure::Stopped),
+        };
+        let outcome = match &result {
+            Ok(()) => "replied",
+            Err(RespondFailure::Refused(_)) => "refused",
+            Err(RespondFailure::Stopped) => "stopped",
+        };
+        trace::log_served(
+            &self.span,
+            &self.method,
+            self.id.0,
+            self.from,
+            outcome,
+            self.arrived.elapsed(),
+        );
+        result
     }
 }
 
@@ -318,29 +391,48 @@ impl NodeHandle {
     ///
     /// The core refused the call (nothing was sent), or the node stopped.
     pub async fn call(&self, spec: CallSpec) -> Result<CallOutcome, CallFailure> {
-        let (accepted, accepted_rx) = oneshot::channel();
-        let (done, done_rx) = oneshot::channel();
-        self.commands
-            .send(Command::Rpc(RpcCommand::Call {
-                spec,
-                accepted,
-                done,
-            }))
-            .await
-            .map_err(|_| CallFailure::Stopped)?;
-        let mut guard = CancelOnDrop {
-            call: None,
-            commands: &self.commands,
-        };
-        guard.call = Some(
-            accepted_rx
+        self.call_report(spec).await.map(|report| report.outcome)
+    }
+
+    /// [`call`](Self::call), reporting which server answered, the reply's metadata and the
+    /// call's latency as well. The call runs in an `rpc.call` span (method, selection, call
+    /// id, server, outcome); with a [`TraceContext`](trace::TraceContext) installed its
+    /// context travels in the request's metadata.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub async fn call_report(&self, mut spec: CallSpec) -> Result<CallReport, CallFailure> {
+        let span = trace::call_span(&mut spec, self.trace.as_ref());
+        let recorded = span.clone();
+        async move {
+            let (accepted, accepted_rx) = oneshot::channel();
+            let (done, done_rx) = oneshot::channel();
+            self.commands
+                .send(Command::Rpc(RpcCommand::Call {
+                    spec,
+                    accepted,
+                    done,
+                }))
+                .await
+                .map_err(|_| CallFailure::Stopped)?;
+            let mut guard = CancelOnDrop {
+                call: None,
+                commands: &self.commands,
+            };
+            let call = accepted_rx
                 .await
                 .map_err(|_| CallFailure::Stopped)?
-                .map_err(CallFailure::Refused)?,
-        );
-        let outcome = done_rx.await.map_err(|_| CallFailure::Stopped);
-        guard.call = None;
-        outcome
+                .map_err(CallFailure::Refused)?;
+            recorded.record("rpc.call_id", call.0);
+            guard.call = Some(call);
+            let report = done_rx.await.map_err(|_| CallFailure::Stopped)?;
+            guard.call = None;
+            trace::record_call_end(&recorded, report.server, &report.outcome);
+            Ok(report)
+        }
+        .instrument(span)
+        .await
     }
 
     /// Serves `method`: the node's discovery record lists it from now on (republished on

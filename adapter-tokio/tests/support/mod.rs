@@ -7,6 +7,7 @@ use std::{collections::BTreeSet, future::Future, net::SocketAddr, time::Duration
 
 use bytes::Bytes;
 use switchboard_core::{
+    CallSpec,
     backoff::{BackoffConfig, Jitter},
     config::Config,
     ids::NodeId,
@@ -18,6 +19,13 @@ use switchboard_tokio::{
     node::Stopped,
     registry::{RegistryHandle, client::ClientTuning, spawn_registry},
 };
+
+/// A call of `echo` with `payload`: 10 s budget, 5 s grace.
+pub(crate) fn echo_call(payload: &'static [u8]) -> CallSpec {
+    CallSpec::new("echo", Bytes::from_static(payload))
+        .timeout(Duration::from_secs(10))
+        .grace(Duration::from_secs(5))
+}
 
 /// Upper bound of any single wait in a test (generous: the machine may be loaded).
 pub(crate) const STEP: Duration = Duration::from_secs(15);

@@ -14,8 +14,8 @@ use crate::{
     outcome::FailReason,
     ring::FilterId,
     rpc::{
-        BroadcastId, BroadcastSpec, CallError, CallId, CallSpec, ReplyError, RequestId, Rpc,
-        RpcHost, RpcInput, RpcOutput,
+        BroadcastId, BroadcastSpec, CallError, CallId, CallMetadata, CallSpec, ReplyError,
+        RequestId, Rpc, RpcHost, RpcInput, RpcOutput,
     },
     select::{Among, Select},
     time::Instant,
@@ -74,8 +74,24 @@ impl Node {
         request: RequestId,
         payload: Bytes,
     ) -> Result<(), ReplyError> {
+        self.reply_with_metadata(now, request, payload, &CallMetadata::new())
+    }
+
+    /// [`Node::reply`] with `metadata` for the caller (its
+    /// [`RpcOutput::CallDone`]'s `metadata`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Node::reply`]; the metadata counts toward the frame's size.
+    pub fn reply_with_metadata(
+        &mut self,
+        now: Instant,
+        request: RequestId,
+        payload: Bytes,
+        metadata: &CallMetadata,
+    ) -> Result<(), ReplyError> {
         let now = self.advance(now);
-        self.with_rpc(|rpc, host| rpc.reply(now, request, &payload, host))
+        self.with_rpc(|rpc, host| rpc.reply(now, request, &payload, metadata, host))
     }
 
     /// Refuses the request `request` unanswered, as a server that does not serve its method

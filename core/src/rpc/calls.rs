@@ -48,6 +48,8 @@ pub(crate) struct Call {
     pub(crate) select: Select,
     /// The arguments.
     pub(crate) payload: Bytes,
+    /// The metadata its request carries.
+    pub(crate) metadata: super::CallMetadata,
     /// The method's filter ring.
     pub(crate) filter: FilterId,
     /// When the call ends whatever happens.

@@ -3,7 +3,10 @@
 
 use bytes::Bytes;
 
-use super::{CallId, CallOutcome, CallState, IncomingRequest, Rpc, RpcHost, RpcInput, RpcOutput};
+use super::{
+    CallId, CallMetadata, CallOutcome, CallState, IncomingRequest, Rpc, RpcHost, RpcInput,
+    RpcOutput,
+};
 use crate::{
     event::Evidence,
     ids::{MsgId, NodeId},
@@ -44,6 +47,7 @@ impl Rpc {
                 caller_incarnation,
                 remaining_ns,
                 method,
+                metadata,
                 payload: args,
             } => {
                 let key = (from, caller_incarnation, call);
@@ -86,17 +90,20 @@ impl Rpc {
                     from,
                     method: method.into(),
                     payload: payload.slice_ref(args),
+                    metadata: CallMetadata::from_wire(payload, metadata),
                     deadline,
                 }));
             }
             RpcMessage::Reply {
                 call,
                 caller_incarnation,
+                metadata,
                 payload: answer,
             } => match self.awaiting(from, caller_incarnation, call) {
                 Some(id) => {
                     let outcome = CallOutcome::Reply(payload.slice_ref(answer));
-                    self.finish(id, outcome, host);
+                    let metadata = CallMetadata::from_wire(payload, metadata);
+                    self.finish_with(id, outcome, metadata, host);
                 }
                 None => self.stats.late_replies += 1,
             },

@@ -15,8 +15,8 @@ use alloc::{collections::BTreeMap, string::String, vec::Vec};
 use bytes::{Bytes, BytesMut};
 
 use super::{
-    BroadcastId, BroadcastSpec, Broadcasts, Call, CallError, CallId, CallOutcome, CallSpec,
-    CallState, Calls, ReplyError, RequestId, RpcOutput, RpcStats, Select, Serving,
+    BroadcastId, BroadcastSpec, Broadcasts, Call, CallError, CallId, CallMetadata, CallOutcome,
+    CallSpec, CallState, Calls, ReplyError, RequestId, RpcOutput, RpcStats, Select, Serving,
 };
 use crate::{
     config::Config,
@@ -286,7 +286,11 @@ impl Rpc {
         if !super::is_valid_method(&spec.method) {
             return Err(CallError::InvalidMethod);
         }
-        let len = wire::request_len(spec.method.len(), spec.payload.len());
+        let len = wire::request_len(
+            spec.method.len(),
+            spec.metadata.encoded_len(),
+            spec.payload.len(),
+        );
         if len > MAX_PAYLOAD_LEN {
             return Err(CallError::PayloadTooLarge {
                 len,
@@ -313,6 +317,7 @@ impl Rpc {
                 method: spec.method,
                 select: spec.select,
                 payload: spec.payload,
+                metadata: spec.metadata,
                 filter,
                 deadline,
                 grace_deadline,
@@ -335,9 +340,10 @@ impl Rpc {
         now: Instant,
         request: RequestId,
         payload: &[u8],
+        metadata: &CallMetadata,
         host: &mut impl RpcHost,
     ) -> Result<(), ReplyError> {
-        let len = wire::reply_len(payload.len());
+        let len = wire::reply_len(metadata.encoded_len(), payload.len());
         if len > MAX_PAYLOAD_LEN {
             return Err(ReplyError::PayloadTooLarge {
                 len,
@@ -356,6 +362,7 @@ impl Rpc {
         let message = RpcMessage::Reply {
             call,
             caller_incarnation,
+            metadata: metadata.view(),
             payload,
         };
         self.send(now, caller, &message, inbound.deadline, host);
@@ -521,6 +528,7 @@ impl Rpc {
             caller_incarnation: self.settings.incarnation,
             remaining_ns: crate::time::duration_nanos(call.deadline.saturating_duration_since(now)),
             method: &call.method,
+            metadata: call.metadata.view(),
             payload: &call.payload,
         };
         let bytes = encode(&mut self.encoder, &request);
@@ -552,8 +560,28 @@ impl Rpc {
 
     /// Ends the open call `id` with `outcome` and reports it.
     pub(super) fn finish(&mut self, id: CallId, outcome: CallOutcome, host: &mut impl RpcHost) {
-        if self.calls.close(id).is_some() {
-            host.output(RpcOutput::CallDone { call: id, outcome });
+        self.finish_with(id, outcome, CallMetadata::new(), host);
+    }
+
+    /// Ends the open call `id` with `outcome` and the reply's `metadata`, and reports it.
+    pub(super) fn finish_with(
+        &mut self,
+        id: CallId,
+        outcome: CallOutcome,
+        metadata: CallMetadata,
+        host: &mut impl RpcHost,
+    ) {
+        if let Some(call) = self.calls.close(id) {
+            let server = match call.state {
+                CallState::Sent { server, .. } => Some(server),
+                CallState::Waiting => None,
+            };
+            host.output(RpcOutput::CallDone {
+                call: id,
+                outcome,
+                server,
+                metadata,
+            });
         }
     }
 

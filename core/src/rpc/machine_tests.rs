@@ -150,6 +150,7 @@ fn request_bytes(call: u64, remaining: Duration, payload: &[u8]) -> Vec<u8> {
             caller_incarnation: INCARNATION,
             remaining_ns: crate::time::duration_nanos(remaining),
             method: "echo",
+            metadata: crate::wire::MetadataRef::EMPTY,
             payload,
         },
         &mut bytes,
@@ -166,8 +167,25 @@ fn message(from: NodeId, message: &RpcMessage<'_>) -> RpcInput {
     }
 }
 
+/// The outcome of a call that had no request out when it ended.
 fn done(call: CallId, outcome: CallOutcome) -> RpcOutput {
-    RpcOutput::CallDone { call, outcome }
+    RpcOutput::CallDone {
+        call,
+        outcome,
+        server: None,
+        metadata: super::CallMetadata::new(),
+    }
+}
+
+/// The outcome of a call whose request was out to `server` when it ended: the outcome names
+/// that server (since calls report their server; the outcomes themselves are unchanged).
+fn done_by(call: CallId, outcome: CallOutcome, server: NodeId) -> RpcOutput {
+    RpcOutput::CallDone {
+        call,
+        outcome,
+        server: Some(server),
+        metadata: super::CallMetadata::new(),
+    }
 }
 
 /// The whole caller's cycle: the request goes to the picked server with the call's budget
@@ -197,6 +215,7 @@ fn a_call_sends_its_request_and_ends_with_the_reply() {
     let reply = RpcMessage::Reply {
         call: call.0,
         caller_incarnation: INCARNATION,
+        metadata: crate::wire::MetadataRef::EMPTY,
         payload: b"pong",
     };
     host.inputs.extend([
@@ -208,7 +227,7 @@ fn a_call_sends_its_request_and_ends_with_the_reply() {
     ]);
     rpc.settle(at(1_010), &mut host);
     let pong = Bytes::from_static(b"pong");
-    assert_eq!(host.outputs, [done(call, CallOutcome::Reply(pong))]);
+    assert_eq!(host.outputs, [done_by(call, CallOutcome::Reply(pong), S1)]);
     assert_eq!((rpc.stats().in_flight, rpc.stats().lookups), (0, 1));
     // A second copy of the reply is late: dropped and counted.
     host.inputs.push_back(message(S1, &reply));
@@ -283,6 +302,7 @@ const ECHO_ARGS: RpcMessage<'static> = RpcMessage::Request {
     caller_incarnation: 3,
     remaining_ns: 1_000_000_000,
     method: "echo",
+    metadata: crate::wire::MetadataRef::EMPTY,
     payload: b"args",
 };
 
@@ -308,12 +328,20 @@ fn a_served_request_is_handed_out_once_and_answered() {
         (&b"args"[..], at(1_100))
     );
     assert_eq!(rpc.stats().duplicate_requests, 1);
-    rpc.reply(at(200), RequestId(1), b"out", &mut host).unwrap();
+    rpc.reply(
+        at(200),
+        RequestId(1),
+        b"out",
+        &super::CallMetadata::new(),
+        &mut host,
+    )
+    .unwrap();
     let mut reply = Vec::new();
     wire::encode_rpc(
         &RpcMessage::Reply {
             call: 9,
             caller_incarnation: 3,
+            metadata: crate::wire::MetadataRef::EMPTY,
             payload: b"out",
         },
         &mut reply,
@@ -323,7 +351,13 @@ fn a_served_request_is_handed_out_once_and_answered() {
         (CALLER, &reply, at(1_100))
     );
     assert_eq!(
-        rpc.reply(at(300), RequestId(1), b"again", &mut host),
+        rpc.reply(
+            at(300),
+            RequestId(1),
+            b"again",
+            &super::CallMetadata::new(),
+            &mut host
+        ),
         Err(super::ReplyError::UnknownRequest)
     );
     assert_eq!(rpc.stats().dropped_replies, 1);
@@ -340,6 +374,7 @@ fn a_server_refuses_what_it_must_not_run() {
         caller_incarnation: 3,
         remaining_ns: 0,
         method: "echo",
+        metadata: crate::wire::MetadataRef::EMPTY,
         payload: b"",
     };
     let unserved = RpcMessage::Request {
@@ -347,6 +382,7 @@ fn a_server_refuses_what_it_must_not_run() {
         caller_incarnation: 3,
         remaining_ns: 5,
         method: "other",
+        metadata: crate::wire::MetadataRef::EMPTY,
         payload: b"",
     };
     host.inputs.extend([
@@ -414,7 +450,7 @@ fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
     host.queued.retain(|&m| m != taken_msg);
     rpc.settle(at(10), &mut host);
     let gone = CallOutcome::Unknown(FailReason::TargetGone);
-    assert_eq!(host.outputs, [done(taken, gone)]);
+    assert_eq!(host.outputs, [done_by(taken, gone, S1)]);
     assert_eq!(host.withdrawn, [host.sent[1].msg]);
     assert_eq!(host.sent.len(), 3);
     assert_eq!(
@@ -551,8 +587,8 @@ fn cancel_tells_the_server_and_shutdown_ends_the_rest() {
     assert_eq!(
         host.outputs,
         [
-            done(cancelled, CallOutcome::Unknown(FailReason::Cancelled)),
-            done(open, CallOutcome::Unknown(FailReason::Shutdown)),
+            done_by(cancelled, CallOutcome::Unknown(FailReason::Cancelled), S1),
+            done_by(open, CallOutcome::Unknown(FailReason::Shutdown), S1),
         ]
     );
     assert_eq!(
@@ -608,7 +644,13 @@ fn a_declined_request_is_refused_and_may_come_again() {
     assert!(rpc.decline(at(150), RequestId(1), &mut host));
     assert!(!rpc.decline(at(160), RequestId(1), &mut host));
     assert_eq!(
-        rpc.reply(at(170), RequestId(1), b"late", &mut host),
+        rpc.reply(
+            at(170),
+            RequestId(1),
+            b"late",
+            &super::CallMetadata::new(),
+            &mut host
+        ),
         Err(super::ReplyError::UnknownRequest)
     );
     let mut refusal = Vec::new();
@@ -638,4 +680,75 @@ fn a_declined_request_is_refused_and_may_come_again() {
         ),
         (1, 0, 1)
     );
+}
+
+/// Metadata passes through untouched and the machine adds none: the caller's reaches the
+/// handler in the request, the handler's reaches the caller with the reply.
+#[test]
+fn metadata_goes_from_the_caller_to_the_handler_and_back_byte_for_byte() {
+    use super::CallMetadata;
+    let sent = CallMetadata::new()
+        .with(wire::TRACEPARENT, b"00-01-02-01")
+        .unwrap();
+    let answered = CallMetadata::new().with("x-served-by", b"s1").unwrap();
+    // The caller's side.
+    let mut caller = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1],
+        ..Script::default()
+    };
+    let spec = CallSpec::new("echo", Bytes::from_static(b"hi")).metadata(sent.clone());
+    let call = caller.call(at(0), spec, &mut host).unwrap();
+    let Ok(RpcMessage::Request { metadata, .. }) = wire::decode_rpc(&host.sent[0].bytes) else {
+        panic!("a request went out: {:?}", host.sent);
+    };
+    assert_eq!(metadata, sent.view());
+    let reply = RpcMessage::Reply {
+        call: call.0,
+        caller_incarnation: INCARNATION,
+        metadata: answered.view(),
+        payload: b"pong",
+    };
+    host.inputs.push_back(message(S1, &reply));
+    caller.settle(at(10), &mut host);
+    assert_eq!(
+        host.outputs,
+        [RpcOutput::CallDone {
+            call,
+            outcome: CallOutcome::Reply(Bytes::from_static(b"pong")),
+            server: Some(S1),
+            metadata: answered.clone(),
+        }]
+    );
+    // The server's side.
+    let mut server = machine(&["echo"]);
+    let mut host = Script::default();
+    let request = RpcMessage::Request {
+        call: 9,
+        caller_incarnation: 3,
+        remaining_ns: 1_000_000_000,
+        method: "echo",
+        metadata: sent.view(),
+        payload: b"args",
+    };
+    host.inputs.push_back(message(CALLER, &request));
+    server.settle(at(100), &mut host);
+    let [RpcOutput::Request(incoming)] = &host.outputs[..] else {
+        panic!("one request handed out: {:?}", host.outputs);
+    };
+    assert_eq!(incoming.metadata, sent);
+    server
+        .reply(at(200), incoming.request, b"out", &answered, &mut host)
+        .unwrap();
+    let mut want = Vec::new();
+    wire::encode_rpc(
+        &RpcMessage::Reply {
+            call: 9,
+            caller_incarnation: 3,
+            metadata: answered.view(),
+            payload: b"out",
+        },
+        &mut want,
+    );
+    assert_eq!(host.sent[0].bytes, want);
 }

@@ -102,7 +102,7 @@
 //!                         }
 //!                         // The handler's work: here, the test answers by hand below.
 //!                         Output::Rpc(RpcOutput::Request(request)) => self.requests.push(request),
-//!                         Output::Rpc(RpcOutput::CallDone { call, outcome }) => {
+//!                         Output::Rpc(RpcOutput::CallDone { call, outcome, .. }) => {
 //!                             self.done.push((call, outcome));
 //!                         }
 //!                         _ => {} // Republish, events: publish the record again, log.
@@ -155,6 +155,7 @@ mod broadcast;
 mod calls;
 mod input;
 mod machine;
+mod metadata;
 mod serving;
 
 #[cfg(test)]
@@ -162,6 +163,9 @@ mod tests;
 
 #[cfg(test)]
 mod machine_tests;
+
+#[cfg(test)]
+mod metadata_tests;
 
 use alloc::{string::String, vec::Vec};
 
@@ -172,6 +176,7 @@ pub(crate) use calls::{Call, CallState, Calls};
 #[cfg(test)]
 pub(crate) use machine::RpcSettings;
 pub(crate) use machine::{Rpc, RpcHost, RpcInput};
+pub use metadata::{CallMetadata, MetadataError};
 pub(crate) use serving::Serving;
 
 use crate::{
@@ -262,6 +267,8 @@ pub struct CallSpec {
     /// The request this call is made on behalf of: the call's deadline is never later than
     /// that request's.
     pub parent: Option<RequestId>,
+    /// What the handler reads in [`IncomingRequest::metadata`] (trace context, ...).
+    pub metadata: CallMetadata,
 }
 
 impl CallSpec {
@@ -275,6 +282,7 @@ impl CallSpec {
             timeout: None,
             grace: None,
             parent: None,
+            metadata: CallMetadata::new(),
         }
     }
 
@@ -303,6 +311,13 @@ impl CallSpec {
     #[must_use]
     pub fn within(mut self, request: RequestId) -> CallSpec {
         self.parent = Some(request);
+        self
+    }
+
+    /// Sends `metadata` with the request, for the handler.
+    #[must_use]
+    pub fn metadata(mut self, metadata: CallMetadata) -> CallSpec {
+        self.metadata = metadata;
         self
     }
 }
@@ -353,6 +368,8 @@ pub struct IncomingRequest {
     pub method: String,
     /// The arguments, byte for byte as the caller gave them.
     pub payload: Bytes,
+    /// The caller's metadata, byte for byte as it sent it (empty when none).
+    pub metadata: CallMetadata,
     /// When the caller stops waiting (arrival + the budget the request carried): a reply
     /// after it is dropped here, and a nested call made `within` this request ends by then.
     pub deadline: Instant,
@@ -430,6 +447,13 @@ pub enum RpcOutput {
         call: CallId,
         /// How it ended.
         outcome: CallOutcome,
+        /// The server its request went to last (the one that answered, for a reply);
+        /// `None` when no request was out when it ended (no server found, refused at once,
+        /// cancelled or timed out before one was picked).
+        server: Option<NodeId>,
+        /// The metadata the handler answered with (empty unless the outcome is a reply that
+        /// carried some).
+        metadata: CallMetadata,
     },
     /// How a broadcast ended.
     BroadcastDone(BroadcastDone),

@@ -26,6 +26,7 @@ fn a_request_has_its_documented_bytes_and_decodes_back() {
         caller_incarnation: 0x0102,
         remaining_ns: 5_000_000_000,
         method: "echo",
+        metadata: crate::wire::MetadataRef::EMPTY,
         payload: b"hi",
     };
     let bytes = encoded(&request);
@@ -36,7 +37,7 @@ fn a_request_has_its_documented_bytes_and_decodes_back() {
     want.extend_from_slice(&4u32.to_le_bytes());
     want.extend_from_slice(b"echohi");
     assert_eq!(bytes, want);
-    assert_eq!(bytes.len(), request_len(4, 2));
+    assert_eq!(bytes.len(), request_len(4, 0, 2));
     assert_eq!(decode_rpc(&bytes), Ok(request));
 }
 
@@ -46,6 +47,7 @@ fn replies_refusals_and_cancels_round_trip() {
         RpcMessage::Reply {
             call: 1,
             caller_incarnation: 2,
+            metadata: crate::wire::MetadataRef::EMPTY,
             payload: b"answer",
         },
         RpcMessage::Refuse {
@@ -110,6 +112,7 @@ fn bad_messages_are_typed_errors() {
         caller_incarnation: 1,
         remaining_ns: 1,
         method: "m",
+        metadata: crate::wire::MetadataRef::EMPTY,
         payload: b"",
     });
     request[25] = 200;

@@ -135,6 +135,20 @@ pub enum DecodeError {
         /// Bytes left in the frame after the count.
         remaining: usize,
     },
+    /// An RPC message's metadata block breaks a bound: its entry count, a key's or a
+    /// value's length, or its whole size ([`MAX_METADATA_LEN`](super::MAX_METADATA_LEN) and
+    /// its siblings).
+    #[error("`{field}` is {len}, outside its bounds {min}..={max}")]
+    MetadataBounds {
+        /// `metadata_count`, `metadata_key`, `metadata_value` or `metadata` (the block).
+        field: &'static str,
+        /// The count or length received (for the block: its size so far).
+        len: usize,
+        /// The least allowed.
+        min: usize,
+        /// The most allowed.
+        max: usize,
+    },
     /// An embedded discovery or topology record is not valid libatapp JSON.
     #[error("record `{field}` is not a valid record: {error}")]
     Json {

@@ -50,6 +50,12 @@
 //! (JSON, empty = none). JSON records are libatapp's `atapp_discovery` / `atapp_topology_info`
 //! as [`discovery`](crate::discovery) writes and reads them.
 //!
+//! An RPC message (request, reply, refusal, cancel) is the payload of a `Data` frame of the
+//! reserved type [`RPC_MSG_TYPE`]; its layout, including the optional metadata block a
+//! request or reply carries (trace context: at most [`MAX_METADATA_ENTRIES`] entries, keys
+//! up to [`MAX_METADATA_KEY_LEN`] bytes, values up to [`MAX_METADATA_VALUE_LEN`], the block
+//! up to [`MAX_METADATA_LEN`]), is in [`RpcMessage`]'s module docs and [`metadata`].
+//!
 //! The `Data` retransmission flag says an earlier copy of the message may have reached `dst`;
 //! the `Ack` reset flag says `dst` (in `dst_incarnation`) refused the frame `seq` and does not
 //! hold its stream (`bus::stream` has the rules).
@@ -89,6 +95,7 @@ mod decode;
 mod encode;
 mod frame;
 mod limits;
+pub mod metadata;
 mod reader;
 mod registry;
 mod rpc;
@@ -108,13 +115,18 @@ pub use frame::{
 pub use limits::{
     AUTH_LEN, BYE_LEN, FrameLimits, HEARTBEAT_LEN, MAX_HELLO_ACK_LEN, MAX_HELLO_LEN, MAX_NAME_LEN,
 };
+pub use metadata::{
+    MAX_METADATA_ENTRIES, MAX_METADATA_KEY_LEN, MAX_METADATA_LEN, MAX_METADATA_VALUE_LEN,
+    MetadataIter, MetadataRef, TRACEPARENT, TRACESTATE,
+};
 pub use reader::FrameReader;
 pub use registry::{
     ENTRY_OVERHEAD, EncodedRecords, PUT_OVERHEAD, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD,
     UPDATE_OVERHEAD, encode_snapshot_parts, encode_snapshot_parts_of, entry_len,
 };
 pub use rpc::{
-    RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len, request_len, rpc_len,
+    METADATA_FLAG, RPC_MSG_TYPE, RefuseCall, RpcMessage, decode_rpc, encode_rpc, reply_len,
+    request_len, rpc_len,
 };
 
 /// Format version written in every header and the only one [`decode`] accepts.

@@ -19,11 +19,23 @@
 //! | `Reply` (2) | payload = the rest (an application error travels inside, as data) |
 //! | `Refuse` (3) | reason `u8` ([`RefuseCall`]): the handler never saw the request |
 //! | `Cancel` (4) | nothing |
+//! | `Request` with metadata (`0x81`) | remaining budget `u64`, method `str`, metadata block, payload = the rest |
+//! | `Reply` with metadata (`0x82`) | metadata block, payload = the rest |
+//!
+//! Bit 7 of the kind ([`METADATA_FLAG`]) says a metadata block follows
+//! ([`MetadataRef`], layout and bounds in [`super::metadata`]: at most 16 entries, keys
+//! 1 ..= 64 bytes of UTF-8, values at most 512 bytes, the block at most 4 KiB); only a
+//! request or a reply sets it, and only with at least one entry. A message without
+//! metadata has exactly the bytes it had before metadata existed, so a node that does not
+//! use metadata speaks to an older one unchanged.
 
-use super::{DecodeError, FrameKind, decode::Cursor};
+use super::{DecodeError, FrameKind, MetadataRef, decode::Cursor, metadata};
 
 /// The `Data` message type every RPC message travels under. Reserved: `send` refuses it.
 pub const RPC_MSG_TYPE: u32 = 0xFFFF_FF01;
+
+/// Bit of the kind byte saying a metadata block follows (requests and replies only).
+pub const METADATA_FLAG: u8 = 0x80;
 
 /// Bytes before a request's method: kind, call, caller incarnation, budget.
 const REQUEST_FIXED_LEN: usize = 1 + 8 + 8 + 8;
@@ -69,6 +81,8 @@ pub enum RpcMessage<'a> {
         remaining_ns: u64,
         /// The method.
         method: &'a str,
+        /// The caller's metadata (trace context, ...), for the handler.
+        metadata: MetadataRef<'a>,
         /// The arguments.
         payload: &'a [u8],
     },
@@ -78,6 +92,8 @@ pub enum RpcMessage<'a> {
         call: u64,
         /// The caller's incarnation the request carried.
         caller_incarnation: u64,
+        /// The handler's metadata, for the caller.
+        metadata: MetadataRef<'a>,
         /// The answer.
         payload: &'a [u8],
     },
@@ -105,13 +121,15 @@ pub fn encode_rpc<B: bytes::BufMut + ?Sized>(message: &RpcMessage<'_>, out: &mut
         RpcMessage::Request {
             call,
             caller_incarnation,
+            metadata,
             ..
-        } => (1u8, call, caller_incarnation),
+        } => (1u8 | flag(metadata), call, caller_incarnation),
         RpcMessage::Reply {
             call,
             caller_incarnation,
+            metadata,
             ..
-        } => (2, call, caller_incarnation),
+        } => (2 | flag(metadata), call, caller_incarnation),
         RpcMessage::Refuse {
             call,
             caller_incarnation,
@@ -129,6 +147,7 @@ pub fn encode_rpc<B: bytes::BufMut + ?Sized>(message: &RpcMessage<'_>, out: &mut
         RpcMessage::Request {
             remaining_ns,
             method,
+            metadata,
             payload,
             ..
         } => {
@@ -136,24 +155,40 @@ pub fn encode_rpc<B: bytes::BufMut + ?Sized>(message: &RpcMessage<'_>, out: &mut
             let len = u32::try_from(method.len()).expect("a method name is at most 255 bytes");
             out.put_slice(&len.to_le_bytes());
             out.put_slice(method.as_bytes());
+            metadata::put(metadata, out);
             out.put_slice(payload);
         }
-        RpcMessage::Reply { payload, .. } => out.put_slice(payload),
+        RpcMessage::Reply {
+            metadata, payload, ..
+        } => {
+            metadata::put(metadata, out);
+            out.put_slice(payload);
+        }
         RpcMessage::Refuse { reason, .. } => out.put_u8(reason.code()),
         RpcMessage::Cancel { .. } => {}
     }
 }
 
-/// The encoded length of a request with this method and payload length.
-#[must_use]
-pub const fn request_len(method_len: usize, payload_len: usize) -> usize {
-    REQUEST_FIXED_LEN + 4 + method_len + payload_len
+/// The kind bits saying whether a metadata block follows.
+const fn flag(metadata: MetadataRef<'_>) -> u8 {
+    if metadata.is_empty() {
+        0
+    } else {
+        METADATA_FLAG
+    }
 }
 
-/// The encoded length of a reply with this payload length.
+/// The encoded length of a request with this method, metadata block
+/// ([`MetadataRef::as_bytes`], 0 = none) and payload length.
 #[must_use]
-pub const fn reply_len(payload_len: usize) -> usize {
-    1 + 8 + 8 + payload_len
+pub const fn request_len(method_len: usize, metadata_len: usize, payload_len: usize) -> usize {
+    REQUEST_FIXED_LEN + 4 + method_len + metadata_len + payload_len
+}
+
+/// The encoded length of a reply with this metadata block (0 = none) and payload length.
+#[must_use]
+pub const fn reply_len(metadata_len: usize, payload_len: usize) -> usize {
+    1 + 8 + 8 + metadata_len + payload_len
 }
 
 /// The encoded length of `message`.
@@ -161,9 +196,14 @@ pub const fn reply_len(payload_len: usize) -> usize {
 pub const fn rpc_len(message: &RpcMessage<'_>) -> usize {
     match *message {
         RpcMessage::Request {
-            method, payload, ..
-        } => request_len(method.len(), payload.len()),
-        RpcMessage::Reply { payload, .. } => reply_len(payload.len()),
+            method,
+            metadata,
+            payload,
+            ..
+        } => request_len(method.len(), metadata.as_bytes().len(), payload.len()),
+        RpcMessage::Reply {
+            metadata, payload, ..
+        } => reply_len(metadata.as_bytes().len(), payload.len()),
         RpcMessage::Refuse { .. } => 1 + 8 + 8 + 1,
         RpcMessage::Cancel { .. } => 1 + 8 + 8,
     }
@@ -174,8 +214,10 @@ pub const fn rpc_len(message: &RpcMessage<'_>) -> usize {
 /// # Errors
 ///
 /// [`DecodeError::Truncated`] when a field runs past the end, [`DecodeError::UnknownCode`]
-/// for an unknown kind or refusal reason, [`DecodeError::InvalidUtf8`] for a method that is
-/// not UTF-8, [`DecodeError::LengthMismatch`] (kind `Data`) for bytes after a refusal or a
+/// for an unknown kind or refusal reason (or the metadata flag on a refusal or a cancel),
+/// [`DecodeError::InvalidUtf8`] for a method or a metadata key that is not UTF-8,
+/// [`DecodeError::MetadataBounds`] for metadata beyond its bounds (or flagged with no
+/// entry), [`DecodeError::LengthMismatch`] (kind `Data`) for bytes after a refusal or a
 /// cancel.
 pub fn decode_rpc(bytes: &[u8]) -> Result<RpcMessage<'_>, DecodeError> {
     let mut cursor = Cursor {
@@ -186,23 +228,29 @@ pub fn decode_rpc(bytes: &[u8]) -> Result<RpcMessage<'_>, DecodeError> {
     let call = cursor.u64("call")?;
     let caller_incarnation = cursor.u64("caller_incarnation")?;
     let message = match kind {
-        1 => {
+        1 | 0x81 => {
             let remaining_ns = cursor.u64("remaining_ns")?;
             let method = cursor.str("method")?;
+            let metadata = read_metadata(kind, &mut cursor)?;
             let payload = cursor.take(cursor.remaining(), "payload")?;
             RpcMessage::Request {
                 call,
                 caller_incarnation,
                 remaining_ns,
                 method,
+                metadata,
                 payload,
             }
         }
-        2 => RpcMessage::Reply {
-            call,
-            caller_incarnation,
-            payload: cursor.take(cursor.remaining(), "payload")?,
-        },
+        2 | 0x82 => {
+            let metadata = read_metadata(kind, &mut cursor)?;
+            RpcMessage::Reply {
+                call,
+                caller_incarnation,
+                metadata,
+                payload: cursor.take(cursor.remaining(), "payload")?,
+            }
+        }
         3 => {
             let code = cursor.u8("refuse_reason")?;
             let reason = RefuseCall::from_code(code).ok_or(DecodeError::UnknownCode {
@@ -234,4 +282,13 @@ pub fn decode_rpc(bytes: &[u8]) -> Result<RpcMessage<'_>, DecodeError> {
         });
     }
     Ok(message)
+}
+
+/// The metadata block a flagged kind carries (none for an unflagged one).
+fn read_metadata<'a>(kind: u8, cursor: &mut Cursor<'a>) -> Result<MetadataRef<'a>, DecodeError> {
+    if kind & METADATA_FLAG == 0 {
+        Ok(MetadataRef::EMPTY)
+    } else {
+        metadata::read(cursor)
+    }
 }

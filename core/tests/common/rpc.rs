@@ -90,7 +90,9 @@ pub fn done(sim: &Sim, caller: u64, call: CallId) -> Vec<(Instant, CallOutcome)>
     rpc_log(sim, caller)
         .into_iter()
         .filter_map(|(at, output)| match output {
-            RpcOutput::CallDone { call: c, outcome } if c == call => Some((at, outcome)),
+            RpcOutput::CallDone {
+                call: c, outcome, ..
+            } if c == call => Some((at, outcome)),
             _ => None,
         })
         .collect()

@@ -50,6 +50,10 @@ pub(crate) struct CallArgs {
     /// The payload (empty without one; one of --payload, --payload-hex, --payload-base64).
     #[command(flatten)]
     pub(crate) payload: PayloadArgs,
+    /// Metadata for the handler, KEY=VALUE, repeatable (e.g. a W3C traceparent=...): at most
+    /// 16 entries, keys 1 to 64 bytes, values at most 512 bytes, 4 KiB in all.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub(crate) meta: Vec<String>,
     /// The call's whole budget, from the call to its outcome [default: 30s, the core's].
     #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,

@@ -34,6 +34,7 @@ pub(in crate::node) async fn start(
         tuning,
         inbox_capacity,
         transport,
+        trace,
     } = builder;
     config.validate()?;
     let publishes = !matches!(registry, crate::node::RegistrySpec::None);
@@ -79,6 +80,7 @@ pub(in crate::node) async fn start(
         commands: commands_tx,
         kill_switch: Arc::clone(&kill_switch),
         known: known_rx,
+        trace: trace.clone(),
     };
     info!(
         id = node.id().0, name = %node.inspect().config().name, %local_addr,
@@ -102,7 +104,7 @@ pub(in crate::node) async fn start(
         unavailable: None,
         known: known_tx,
         batch: Vec::with_capacity(super::BURST),
-        rpc: super::rpc::RpcWaiters::default(),
+        rpc: super::rpc::RpcWaiters::traced(trace),
         posters: super::posters::Posters::default(),
         commands: commands_weak,
         leaving: None,

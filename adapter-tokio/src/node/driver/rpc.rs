@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use switchboard_core::{
-    BroadcastDone, BroadcastId, CallId, CallOutcome, RpcOutput, node::SendError,
+    BroadcastDone, BroadcastId, CallId, CallMetadata, IncomingRequest, RpcOutput, node::SendError,
     registry::RegistryEvent, time::Instant,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -13,14 +13,17 @@ use tracing::{debug, warn};
 
 use super::Driver;
 use crate::{
-    node::rpc::{Handler, InlineRequest, Request, RpcCommand},
+    node::{
+        rpc::{CallReport, Handler, InlineRequest, Request, RpcCommand},
+        trace::{self, TraceHook},
+    },
     registry::FeedCommand,
 };
 
 /// A call the node accepted: who waits for its outcome, and what the metrics label it with.
 #[derive(Debug)]
 struct CallWaiter {
-    done: oneshot::Sender<CallOutcome>,
+    done: oneshot::Sender<CallReport>,
     method: String,
     accepted_at: Instant,
 }
@@ -38,9 +41,19 @@ pub(super) struct RpcWaiters {
     /// Methods served by a handler on this task (`NodeHandle::serve_inline`), with the
     /// registration's number.
     inline: HashMap<String, (u64, Handler)>,
+    /// The installed trace context hook (`NodeBuilder::trace_context`).
+    trace: Option<TraceHook>,
 }
 
 impl RpcWaiters {
+    /// No waiters yet; served requests' spans use `trace`.
+    pub(super) fn traced(trace: Option<TraceHook>) -> RpcWaiters {
+        RpcWaiters {
+            trace,
+            ..RpcWaiters::default()
+        }
+    }
+
     /// Holds the requests of `methods` (served from the start) until a stream takes them.
     pub(super) fn hold<'a>(&mut self, methods: impl Iterator<Item = &'a str>) {
         for method in methods {
@@ -130,9 +143,13 @@ impl Driver {
             RpcCommand::Reply {
                 request,
                 payload,
+                metadata,
                 done,
             } => {
-                let _ = done.send(self.node.reply(now, request, payload));
+                let taken = self
+                    .node
+                    .reply_with_metadata(now, request, payload, &metadata);
+                let _ = done.send(taken);
             }
             RpcCommand::ServeInline {
                 method,
@@ -144,13 +161,27 @@ impl Driver {
                     // Requests held since the start are answered first, in arrival order.
                     if let Some(mut held) = self.rpc.held.remove(&method) {
                         while let Ok(request) = held.try_recv() {
-                            let reply = (handler.0)(&InlineRequest {
-                                from: request.from(),
-                                method: &method,
-                                payload: request.payload(),
-                                remaining: request.remaining(),
+                            let started = std::time::Instant::now();
+                            let reply = request.span().in_scope(|| {
+                                (handler.0)(&InlineRequest {
+                                    from: request.from(),
+                                    method: &method,
+                                    payload: request.payload(),
+                                    metadata: request.metadata(),
+                                    remaining: request.remaining(),
+                                })
                             });
-                            self.answer_inline(now, request.id(), reply);
+                            let id = request.id();
+                            let outcome = self.answer_inline(now, id, reply);
+                            let (span, from) = (request.span(), request.from());
+                            trace::log_served(
+                                span,
+                                &method,
+                                id.0,
+                                from,
+                                outcome,
+                                started.elapsed(),
+                            );
                         }
                     }
                     self.rpc.served.remove(&method);
@@ -188,14 +219,26 @@ impl Driver {
             RpcOutput::Request(request) => {
                 let now = self.clock.now();
                 let remaining = request.deadline.saturating_duration_since(now);
+                let span = trace::serve_span(&request, self.rpc.trace.as_ref());
                 if let Some((_, handler)) = self.rpc.inline.get_mut(&request.method) {
-                    let reply = (handler.0)(&InlineRequest {
-                        from: request.from,
-                        method: &request.method,
-                        payload: &request.payload,
-                        remaining,
+                    let started = std::time::Instant::now();
+                    let reply = span.in_scope(|| {
+                        (handler.0)(&InlineRequest {
+                            from: request.from,
+                            method: &request.method,
+                            payload: &request.payload,
+                            metadata: &request.metadata,
+                            remaining,
+                        })
                     });
-                    self.answer_inline(now, request.request, reply);
+                    let outcome = self.answer_inline(now, request.request, reply);
+                    let IncomingRequest {
+                        method,
+                        request: id,
+                        from,
+                        ..
+                    } = request;
+                    trace::log_served(&span, &method, id.0, from, outcome, started.elapsed());
                     return;
                 }
                 let (method, id) = (request.method.clone(), request.request);
@@ -203,7 +246,8 @@ impl Driver {
                 let commands = self.commands.upgrade();
                 let handed = self.rpc.served.get(&method).is_some_and(|tx| {
                     commands.is_some_and(|commands| {
-                        tx.send(Request::new(request, remaining, commands)).is_ok()
+                        tx.send(Request::new(request, remaining, span, commands))
+                            .is_ok()
                     })
                 });
                 if !handed {
@@ -220,14 +264,30 @@ impl Driver {
             RpcOutput::RequestCancelled { request } => {
                 debug!(?request, "the caller gave up a request");
             }
-            RpcOutput::CallDone { call, outcome } => {
+            RpcOutput::CallDone {
+                call,
+                outcome,
+                server,
+                metadata,
+            } => {
                 if let Some(waiter) = self.rpc.calls.remove(&call) {
                     let took = self
                         .clock
                         .now()
                         .saturating_duration_since(waiter.accepted_at);
                     self.counters.call_done(&waiter.method, &outcome, took);
-                    let _ = waiter.done.send(outcome);
+                    trace::log_call_done(&waiter.method, call, server, &outcome, took);
+                    let discovery = self.node.inspect().discovery();
+                    let server_name = server
+                        .and_then(|id| discovery.get_by_id(id))
+                        .map(|info| info.name.clone());
+                    let _ = waiter.done.send(CallReport {
+                        outcome,
+                        server,
+                        server_name,
+                        metadata,
+                        latency: took,
+                    });
                 }
             }
             RpcOutput::BroadcastDone(report) => {
@@ -241,15 +301,19 @@ impl Driver {
     }
 
     /// Sends an inline handler's reply (one the core no longer waits for is dropped: its
-    /// caller gave up or its deadline passed).
+    /// caller gave up or its deadline passed): `replied` or `refused`.
     fn answer_inline(
         &mut self,
         now: Instant,
         request: switchboard_core::RequestId,
         reply: bytes::Bytes,
-    ) {
-        if let Err(refused) = self.node.reply(now, request, reply) {
-            debug!(?request, %refused, "an inline reply was not taken");
+    ) -> &'static str {
+        match self
+            .node
+            .reply_with_metadata(now, request, reply, &CallMetadata::new())
+        {
+            Ok(()) => "replied",
+            Err(_) => "refused",
         }
     }
 

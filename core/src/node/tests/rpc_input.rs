@@ -64,6 +64,7 @@ fn request(call: u64, remaining_ns: u64, method: &str) -> Vec<u8> {
         caller_incarnation: 77,
         remaining_ns,
         method,
+        metadata: crate::wire::MetadataRef::EMPTY,
         payload: b"args",
     })
 }
@@ -190,6 +191,7 @@ fn a_reply_for_no_call_and_bytes_that_are_no_rpc_message_are_counted_and_dropped
     let reply = rpc(&RpcMessage::Reply {
         call: 1,
         caller_incarnation: node.incarnation(),
+        metadata: crate::wire::MetadataRef::EMPTY,
         payload: b"who asked",
     });
     let out = deliver(&mut node, link, secs(1), make_seq(1, 1), &reply);

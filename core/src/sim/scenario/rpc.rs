@@ -3,7 +3,9 @@
 //! or unserve at run time; handlers answer at once, after a delay, or never. After every op
 //! the workload feeds what the members' logs say to the
 //! [call ledger](super::call_ledger), which checks each call, handler run and broadcast
-//! report.
+//! report. Every call carries trace metadata derived from its tag and every handler answers
+//! with metadata of its own: the handler and the caller each must read exactly what the
+//! other sent (the core passes metadata through untouched).
 
 use alloc::{
     collections::{BTreeMap, BTreeSet},
@@ -16,17 +18,18 @@ use bytes::Bytes;
 
 use super::{
     Chaos, RegistryMode,
-    call_ledger::{BROADCAST_MAGIC, CALL_MAGIC, CallLedger, tagged},
+    call_ledger::{BROADCAST_MAGIC, CALL_MAGIC, CallLedger, tag_of, tagged},
     discovery_info, name,
 };
 use crate::{
     discovery::DiscoveryInfo,
     ids::NodeId,
     rpc::{
-        BroadcastSpec, CallId, CallOutcome, CallSpec, METHOD_LABEL_VALUE, RequestId, RpcOutput,
-        method_label, servers_of,
+        BroadcastSpec, CallId, CallMetadata, CallOutcome, CallSpec, METHOD_LABEL_VALUE, RequestId,
+        RpcOutput, method_label, servers_of,
     },
     time::{Duration, Instant},
+    wire::{TRACEPARENT, TRACESTATE},
 };
 
 /// A handler's answer, due at an instant.
@@ -37,6 +40,22 @@ struct PendingReply {
     life: u32,
     request: RequestId,
     payload: Bytes,
+    metadata: CallMetadata,
+}
+
+/// The metadata the call tagged `tag` sends: a W3C `traceparent` naming the tag.
+fn request_metadata(tag: u64) -> CallMetadata {
+    let traceparent = format!("00-{tag:032x}-{tag:016x}-01");
+    CallMetadata::new()
+        .with(TRACEPARENT, traceparent.as_bytes())
+        .expect("a traceparent is within the metadata bounds")
+}
+
+/// The metadata the handler of the call tagged `tag` answers with.
+fn reply_metadata(tag: u64) -> CallMetadata {
+    CallMetadata::new()
+        .with(TRACESTATE, format!("sim={tag}").as_bytes())
+        .expect("a short tracestate is within the metadata bounds")
 }
 
 /// The workload's state and the call ledger.
@@ -183,7 +202,8 @@ impl Chaos {
         let spec = CallSpec::new(method(m), payload.clone())
             .select(select)
             .timeout(timeout)
-            .grace(grace);
+            .grace(grace)
+            .metadata(request_metadata(tag));
         let now = self.sim.now();
         let life = self.sim.life(from);
         if let Ok(id) = self.sim.act(from, |node, now| node.call(now, spec)) {
@@ -206,7 +226,7 @@ impl Chaos {
         for reply in due {
             if self.sim.is_alive(reply.node) && self.sim.life(reply.node) == reply.life {
                 let _ = self.sim.act(reply.node, |node, now| {
-                    node.reply(now, reply.request, reply.payload)
+                    node.reply_with_metadata(now, reply.request, reply.payload, &reply.metadata)
                 });
             }
         }
@@ -234,7 +254,13 @@ impl Chaos {
                     RpcOutput::Request(request) => {
                         self.rpc_request(id, record.life, record.at, request);
                     }
-                    RpcOutput::CallDone { call, outcome } => {
+                    RpcOutput::CallDone {
+                        call,
+                        outcome,
+                        server,
+                        metadata,
+                    } => {
+                        self.rpc_reply_metadata(id, call, &outcome, server, &metadata);
                         self.rpc_done(id, record.life, record.at, call, outcome);
                     }
                     RpcOutput::BroadcastDone(done) => {
@@ -272,13 +298,18 @@ impl Chaos {
         at: Instant,
         request: crate::rpc::IncomingRequest,
     ) {
-        if self
+        let Some(tag) = self
             .rpc
             .ledger
             .on_request(server, life, at, &request.payload)
-            .is_none()
-        {
+        else {
             return;
+        };
+        if request.metadata != request_metadata(tag) {
+            self.sim.record_violation(&format!(
+                "handler at {server:?} read metadata {:?} for call tag {tag}",
+                request.metadata
+            ));
         }
         // Handlers: most answer at once, some after a while, a few never.
         let roll = self.rng.below(10);
@@ -294,7 +325,34 @@ impl Chaos {
                 life,
                 request: request.request,
                 payload: request.payload,
+                metadata: reply_metadata(tag),
             });
+        }
+    }
+
+    /// A reply carries exactly the metadata its handler answered with, and names the
+    /// server that answered; any other outcome carries no metadata.
+    fn rpc_reply_metadata(
+        &mut self,
+        caller: NodeId,
+        call: CallId,
+        outcome: &CallOutcome,
+        server: Option<NodeId>,
+        metadata: &CallMetadata,
+    ) {
+        if matches!(outcome, CallOutcome::Reply(_)) && server.is_none() {
+            self.sim
+                .record_violation(&format!("call {call:?} of {caller:?} replied by no server"));
+        }
+        let want = match outcome {
+            CallOutcome::Reply(payload) => tag_of(payload, CALL_MAGIC).map(reply_metadata),
+            _ => Some(CallMetadata::new()),
+        };
+        if want.as_ref().is_some_and(|want| want != metadata) {
+            self.sim.record_violation(&format!(
+                "call {call:?} of {caller:?} ended {} with metadata {metadata:?}",
+                outcome.class()
+            ));
         }
     }
 
