@@ -255,6 +255,7 @@ pub async fn spawn_registry_capped(
         events_tx,
         tasks: JoinSet::new(),
         snapshots_sent: 0,
+        counted: EventCounts::default(),
         transport,
         caps,
         unregistered: BTreeSet::new(),
@@ -301,6 +302,8 @@ struct ServerTask {
     tasks: JoinSet<()>,
     /// Snapshots sent: the server answers every registration with one.
     snapshots_sent: u64,
+    /// What the server's events counted (registrations, removals, expiries, ...).
+    counted: EventCounts,
     transport: Transport,
     caps: ConnectionCaps,
     /// Open connections that have not registered yet.
@@ -620,6 +623,7 @@ impl ServerTask {
                         self.snapshots_sent += 1;
                         self.unregistered.remove(&conn);
                     }
+                    self.counted.count(&event);
                     if let ServerEvent::Unauthenticated { conn, failure } = event {
                         let peer = self
                             .conns
@@ -656,6 +660,14 @@ impl ServerTask {
             refused_at_max_connections: self.refused.total,
             refused_at_max_unregistered: self.refused.unregistered,
             accept_errors: self.refused.accept_errors,
+            registrations: self.counted.registrations,
+            removals: self.counted.removals,
+            access_timeouts: self.counted.access_timeouts,
+            heartbeat_timeouts: self.counted.heartbeat_timeouts,
+            protocol_errors: self.counted.protocol_errors,
+            sessions: (self.conns.len() as u64).saturating_sub(self.unregistered.len() as u64),
+            // Every session (a registration or a watch) starts with a snapshot.
+            sessions_opened: self.snapshots_sent,
         }
     }
 
@@ -669,6 +681,30 @@ impl ServerTask {
         })
         .await;
         info!("registry stopped");
+    }
+}
+
+/// Counters of the server's events, for [`RegistryMetrics`].
+#[derive(Debug, Default)]
+struct EventCounts {
+    registrations: u64,
+    removals: u64,
+    access_timeouts: u64,
+    heartbeat_timeouts: u64,
+    protocol_errors: u64,
+}
+
+impl EventCounts {
+    fn count(&mut self, event: &ServerEvent) {
+        let counter = match event {
+            ServerEvent::Registered { .. } => &mut self.registrations,
+            ServerEvent::Removed { .. } => &mut self.removals,
+            ServerEvent::AccessTimeout { .. } => &mut self.access_timeouts,
+            ServerEvent::HeartbeatTimeout { .. } => &mut self.heartbeat_timeouts,
+            ServerEvent::ProtocolError { .. } => &mut self.protocol_errors,
+            _ => return,
+        };
+        *counter += 1;
     }
 }
 

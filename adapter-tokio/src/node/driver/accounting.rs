@@ -13,7 +13,7 @@ use switchboard_core::{
 
 use switchboard_core::LinkError;
 
-use super::links::Links;
+use super::{links::Links, method_labels::MethodLabels};
 
 /// The `auth_refusals` kind of a link whose handshake claimed an id its certificate does not
 /// name.
@@ -30,6 +30,10 @@ pub(super) struct Counters {
     /// Outcomes by value; labelled (a `String` each) only in [`Counters::snapshot`], not once
     /// per message. Few distinct outcomes occur, so a list is the fastest map.
     outcomes: Vec<(Outcome, u64)>,
+    /// The `method` labels of calls this node made.
+    called: MethodLabels,
+    /// The `method` labels of requests this node served.
+    served: MethodLabels,
 }
 
 impl Counters {
@@ -137,24 +141,43 @@ impl Counters {
             None => outcome.class().to_owned(),
             Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
         };
+        let method = self.called.label(method);
         let by_label = match self.metrics.rpc_calls.get_mut(method) {
             Some(by_label) => by_label,
             None => self.metrics.rpc_calls.entry(method.to_owned()).or_default(),
         };
         *by_label.entry(label).or_default() += 1;
-        self.metrics.rpc_call_duration.observe(duration);
+        match self.metrics.rpc_call_duration.get_mut(method) {
+            Some(histogram) => histogram.observe(duration),
+            None => (self.metrics.rpc_call_duration.entry(method.to_owned()))
+                .or_default()
+                .observe(duration),
+        }
+    }
+
+    /// A request of `method` was handed to this node's handler.
+    pub(super) fn served(&mut self, method: &str) {
+        let method = self.served.label(method);
+        match self.metrics.rpc_served.get_mut(method) {
+            Some(count) => *count += 1,
+            None => {
+                self.metrics.rpc_served.insert(method.to_owned(), 1);
+            }
+        }
     }
 
     /// The counters with the gauges of now.
-    pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
+    pub(super) fn snapshot(&mut self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
-        let rpc = node.inspect().rpc_stats();
-        metrics.rpc_served = rpc.served;
-        metrics.rpc_in_flight = rpc.in_flight;
-        metrics.rpc_grace_waits = rpc.grace_waits;
-        metrics.rpc_fast_fails = rpc.fast_fails;
-        metrics.rpc_budgets_capped = rpc.budgets_capped;
-        metrics.rpc_broadcasts = rpc.broadcasts;
+        metrics.set_rpc_stats(&node.inspect().rpc_stats());
+        for method in node.inspect().served_methods() {
+            // A method served now shows at 0 before its first request (it takes its label
+            // now, so its count never moves to `other` later).
+            let label = self.served.label(method);
+            if !metrics.rpc_served.contains_key(label) {
+                metrics.rpc_served.insert(label.to_owned(), 0);
+            }
+        }
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }

@@ -25,6 +25,7 @@
 mod accounting;
 mod lifecycle;
 mod links;
+mod method_labels;
 mod posters;
 mod rpc;
 

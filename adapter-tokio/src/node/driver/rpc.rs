@@ -186,6 +186,7 @@ impl Driver {
     pub(super) fn on_rpc_output(&mut self, output: RpcOutput) {
         match output {
             RpcOutput::Request(request) => {
+                self.counters.served(&request.method);
                 let now = self.clock.now();
                 let remaining = request.deadline.saturating_duration_since(now);
                 if let Some((_, handler)) = self.rpc.inline.get_mut(&request.method) {
