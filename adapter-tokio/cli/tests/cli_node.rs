@@ -119,6 +119,52 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             ));
         }
     }
+    for le in [
+        "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+        "2.5", "5", "10", "+Inf",
+    ] {
+        expected.push(format!(
+            "switchboard_delivery_latency_seconds_bucket{{le=\"{le}\"}} 0"
+        ));
+    }
+    expected.push("switchboard_delivery_latency_seconds_sum 0".to_owned());
+    expected.push("switchboard_delivery_latency_seconds_count 0".to_owned());
+    expected.extend(
+        [
+            "switchboard_received_total 0",
+            "switchboard_pending_messages 0",
+            "switchboard_dials_total 0",
+            "switchboard_dial_failures_total 0",
+            "switchboard_links{state=\"connecting\"} 0",
+            "switchboard_links{state=\"handshaking\"} 0",
+            "switchboard_links{state=\"up\"} 0",
+            "switchboard_peer_restarts_total 0",
+            "switchboard_peer_deaths_total{evidence=\"heartbeats_stopped\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"new_incarnation\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"redial_failed\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"registry_deleted\"} 0",
+            "switchboard_peer_deaths_total{evidence=\"relay_notice\"} 0",
+            "switchboard_forward_dropped_total 0",
+            // Added (issue 22): the registry session gauge, 1 while registered.
+            "switchboard_registry_session_up 1",
+            "switchboard_discovery_deletes_total 0",
+            "switchboard_registrations_total 1",
+            "switchboard_registry_disconnects_total 0",
+            "switchboard_registry_conflicts_total 0",
+            "switchboard_links_rejected_total 0",
+            "switchboard_handshake_timeouts_total 0",
+            "switchboard_handshakes_refused_total 0",
+            "switchboard_inbox_dropped_total 0",
+            "switchboard_auth_refusals_total{kind=\"aborted\"} 0",
+            "switchboard_auth_refusals_total{kind=\"bad_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"before_auth\"} 0",
+            "switchboard_auth_refusals_total{kind=\"no_proof\"} 0",
+            "switchboard_auth_refusals_total{kind=\"replay\"} 0",
+            "switchboard_auth_refusals_total{kind=\"timed_out\"} 0",
+            "switchboard_auth_refusals_total{kind=\"unknown_key\"} 0",
+        ]
+        .map(str::to_owned),
+    );
     // The call duration and the served requests are labelled by method since issue 24: a
     // node that called nothing and serves nothing shows no series of either (it showed one
     // unlabelled series each at 0).
