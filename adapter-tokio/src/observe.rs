@@ -297,3 +297,22 @@ impl Known {
             .all(|id| self.discovery.contains_key(id) && self.topology.contains_key(id))
     }
 }
+
+/// Node ids in log lines: decimal, comma-separated (`501,502`), `none` for no list — the
+/// one form every log line writes an id in (as the CLI flags take it).
+pub(crate) struct DecimalIds<'a>(pub(crate) Option<&'a [NodeId]>);
+
+impl std::fmt::Display for DecimalIds<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(ids) = self.0 else {
+            return f.write_str("none");
+        };
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}", id.0)?;
+        }
+        Ok(())
+    }
+}

@@ -219,7 +219,7 @@ impl Driver {
                 }
             }
             RpcOutput::RequestCancelled { request } => {
-                debug!(?request, "the caller gave up a request");
+                debug!(request = request.0, "the caller gave up a request");
             }
             RpcOutput::CallDone { call, outcome } => {
                 if let Some(waiter) = self.rpc.calls.remove(&call) {
@@ -237,7 +237,7 @@ impl Driver {
                 }
             }
             RpcOutput::Republish => self.republish(),
-            other => debug!(?other, "unhandled RPC output"),
+            _ => debug!("unhandled RPC output"),
         }
     }
 
@@ -250,7 +250,7 @@ impl Driver {
         reply: bytes::Bytes,
     ) {
         if let Err(refused) = self.node.reply(now, request, reply) {
-            debug!(?request, %refused, "an inline reply was not taken");
+            debug!(request = request.0, %refused, "an inline reply was not taken");
         }
     }
 
