@@ -290,6 +290,8 @@ fn load_through_a_proxy_to_an_echoing_leaf_accounts_for_every_message() {
             "max_us",
             "p50_us",
             "p99_us",
+            // Added (issue 24): p99.9 from the latency histogram.
+            "p999_us",
             "rate_achieved",
             "sent",
             "spans_ms",
