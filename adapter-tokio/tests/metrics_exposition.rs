@@ -22,12 +22,7 @@ use switchboard_tokio::{
     admin::{AdminServer, process::ProcessMetrics, prometheus},
     observe::{Histogram, LATENCY_BUCKETS_NANOS, Metrics, RPC_STATS, RegistryMetrics},
 };
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
-};
-
-use support::{direct, init_logs, start, start_registry, wait_known, within};
+use support::{direct, init_logs, scrape, start, start_registry, wait_known, within};
 
 /// Checks `text` as described in the module docs; returns the families by name with
 /// their declared type.
@@ -158,21 +153,6 @@ fn every_renderer_writes_valid_exposition_text() {
     if cfg!(target_os = "linux") {
         assert_eq!(process.len(), 6, "{process:?}");
     }
-}
-
-/// The body of `GET /metrics` from the admin server at `admin`.
-async fn scrape(admin: SocketAddr) -> String {
-    within("scrape", async {
-        let mut stream = TcpStream::connect(admin).await.expect("connect");
-        let request = "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).await.expect("read");
-        let (head, body) = answer.split_once("\r\n\r\n").expect("head and body");
-        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-        body.to_owned()
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

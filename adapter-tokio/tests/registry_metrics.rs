@@ -9,10 +9,8 @@ mod support;
 use std::{net::SocketAddr, time::Duration};
 
 use switchboard_core::{
-    discovery::DiscoveryInfo,
-    ids::NodeId,
     registry::server::ServerConfig,
-    wire::{self, Decoded, Frame, Register},
+    wire::{self, Decoded, Frame},
 };
 use switchboard_tokio::{
     Transport,
@@ -25,25 +23,7 @@ use tokio::{
     net::TcpStream,
 };
 
-use support::{init_logs, within};
-
-/// The `Register` frame of node `id` (incarnation `100 + id`).
-fn register_frame(id: u64) -> Vec<u8> {
-    let frame = Register {
-        watch: false,
-        incarnation: 100 + id,
-        discovery: DiscoveryInfo {
-            id: NodeId(id),
-            name: format!("n{id}"),
-            ..DiscoveryInfo::default()
-        },
-        topology: None,
-        proof: None,
-    };
-    let mut bytes = Vec::new();
-    wire::encode(&frame.into(), &mut bytes).expect("encodable");
-    bytes
-}
+use support::{init_logs, register_frame, scrape, within};
 
 /// Registers node `id` on a fresh connection and reads its snapshot; returns the connection.
 async fn register(addr: SocketAddr, id: u64) -> TcpStream {
@@ -64,21 +44,6 @@ async fn register(addr: SocketAddr, id: u64) -> TcpStream {
     })
     .await;
     stream
-}
-
-/// The body of `GET /metrics` from the admin server at `admin`.
-async fn scrape(admin: SocketAddr) -> String {
-    within("scrape", async {
-        let mut stream = TcpStream::connect(admin).await.expect("connect");
-        let request = "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-        stream.write_all(request.as_bytes()).await.expect("write");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).await.expect("read");
-        let (head, body) = answer.split_once("\r\n\r\n").expect("head and body");
-        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
-        body.to_owned()
-    })
-    .await
 }
 
 /// The sample lines of the registry families this test drives, in their order on the page.

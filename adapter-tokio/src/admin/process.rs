@@ -6,6 +6,16 @@
 /// ABI on every architecture Linux exports to user space).
 pub const USER_HZ: u64 = 100;
 
+/// The standard `process_*` families, in the order `/metrics` writes them.
+pub const FAMILIES: [&str; 6] = [
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "process_virtual_memory_bytes",
+    "process_open_fds",
+    "process_max_fds",
+    "process_start_time_seconds",
+];
+
 /// The process's figures now; `None` where the platform or `/proc` does not tell.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

@@ -597,14 +597,7 @@ fn assert_process_families(text: &str) {
         .map(|line| line.split_once(' ').map_or(line, |(name, _)| name))
         .collect();
     let expected: &[&str] = if cfg!(target_os = "linux") {
-        &[
-            "process_cpu_seconds_total",
-            "process_resident_memory_bytes",
-            "process_virtual_memory_bytes",
-            "process_open_fds",
-            "process_max_fds",
-            "process_start_time_seconds",
-        ]
+        &process::FAMILIES
     } else {
         &[]
     };
