@@ -281,9 +281,9 @@ fn load_through_a_proxy_to_an_echoing_leaf_accounts_for_every_message() {
             "lost",
             "max_us",
             "p50_us",
-            "p99_us",
             // Added (issue 24): p99.9 from the latency histogram.
             "p999_us",
+            "p99_us",
             "rate_achieved",
             "sent",
             "spans_ms",
@@ -529,8 +529,15 @@ fn a_registry_with_admin_serves_its_metrics() {
             !l.starts_with("switchboard_registry_connections ")
                 && !l.starts_with("switchboard_registry_unregistered_connections ")
                 && !l.starts_with("switchboard_registry_refusals_total{kind=\"name_taken\"}")
+                && !l.starts_with("process_")
         })
         .collect();
+    // Added (issue 24): the process's own figures, which move (names checked only).
+    let process: Vec<&str> = samples
+        .iter()
+        .filter_map(|l| l.strip_prefix("process_").and(l.split(' ').next()))
+        .collect();
+    assert_eq!(process, switchboard_tokio::admin::process::FAMILIES, "{body}");
     let build_info = build_info();
     assert_eq!(
         exact,
@@ -552,6 +559,15 @@ fn a_registry_with_admin_serves_its_metrics() {
             "switchboard_registry_auth_refusals_total{kind=\"timed_out\"} 0",
             "switchboard_registry_auth_refusals_total{kind=\"unknown_key\"} 0",
             "switchboard_registry_takeovers_total 0",
+            // Added (issue 24): registrations, removals, expiries, protocol errors and
+            // sessions (the holder's; the refused claimant never opened one).
+            "switchboard_registry_registrations_total 1",
+            "switchboard_registry_removals_total 0",
+            "switchboard_registry_expiries_total{timer=\"access\"} 0",
+            "switchboard_registry_expiries_total{timer=\"heartbeat\"} 0",
+            "switchboard_registry_protocol_errors_total 0",
+            "switchboard_registry_sessions 1",
+            "switchboard_registry_sessions_opened_total 1",
             build_info.as_str(),
         ],
         "{body}"
