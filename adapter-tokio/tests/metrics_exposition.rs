@@ -17,12 +17,12 @@ use std::{
 
 use bytes::Bytes;
 use prometheus_parse::{LineInfo, SampleType, Scrape, Value};
+use support::{direct, init_logs, scrape, start, start_registry, wait_known, within};
 use switchboard_core::{CallOutcome, CallSpec};
 use switchboard_tokio::{
     admin::{AdminServer, process::ProcessMetrics, prometheus},
     observe::{Histogram, LATENCY_BUCKETS_NANOS, Metrics, RPC_STATS, RegistryMetrics},
 };
-use support::{direct, init_logs, scrape, start, start_registry, wait_known, within};
 
 /// Checks `text` as described in the module docs; returns the families by name with
 /// their declared type.

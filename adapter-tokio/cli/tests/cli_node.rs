@@ -537,7 +537,11 @@ fn a_registry_with_admin_serves_its_metrics() {
         .iter()
         .filter_map(|l| l.strip_prefix("process_").and(l.split(' ').next()))
         .collect();
-    assert_eq!(process, switchboard_tokio::admin::process::FAMILIES, "{body}");
+    assert_eq!(
+        process,
+        switchboard_tokio::admin::process::FAMILIES,
+        "{body}"
+    );
     let build_info = build_info();
     assert_eq!(
         exact,

@@ -286,7 +286,9 @@ pub(crate) fn register_frame(id: u64) -> Vec<u8> {
 pub(crate) async fn scrape(admin: SocketAddr) -> String {
     within("scrape", async {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(admin).await.expect("connect");
+        let mut stream = tokio::net::TcpStream::connect(admin)
+            .await
+            .expect("connect");
         let request = "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
         stream.write_all(request.as_bytes()).await.expect("write");
         let mut answer = String::new();
