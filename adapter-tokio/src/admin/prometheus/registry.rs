@@ -96,27 +96,26 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
         "kind",
         &auth,
     );
-    scalar(
-        &mut out,
-        "switchboard_registry_takeovers_total",
-        "counter",
-        "Live connections replaced by a new incarnation that proved the holder's identity.",
-        metrics.takeovers,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_registrations_total",
-        "counter",
-        "Nodes registered (first registrations, restores after a reconnect, takeovers).",
-        metrics.registrations,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_removals_total",
-        "counter",
-        "Nodes removed from the listing (their protection ran out, or they said goodbye).",
-        metrics.removals,
-    );
+    let lives = [
+        (
+            "switchboard_registry_takeovers_total",
+            "Live connections replaced by a new incarnation that proved the holder's identity.",
+            metrics.takeovers,
+        ),
+        (
+            "switchboard_registry_registrations_total",
+            "Nodes registered (first registrations, restores after a reconnect, takeovers).",
+            metrics.registrations,
+        ),
+        (
+            "switchboard_registry_removals_total",
+            "Nodes removed from the listing (their protection ran out, or they said goodbye).",
+            metrics.removals,
+        ),
+    ];
+    for (name, help, value) in lives {
+        scalar(&mut out, name, "counter", help, value);
+    }
     let timers = BTreeMap::from([
         ("access".to_owned(), metrics.access_timeouts),
         ("heartbeat".to_owned(), metrics.heartbeat_timeouts),
@@ -129,27 +128,29 @@ pub fn render_registry(metrics: &RegistryMetrics) -> String {
         "timer",
         &timers,
     );
-    scalar(
-        &mut out,
-        "switchboard_registry_protocol_errors_total",
-        "counter",
-        "Connections closed for a protocol error.",
-        metrics.protocol_errors,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_sessions",
-        "gauge",
-        "Open sessions: connections that registered or watch.",
-        metrics.sessions,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_sessions_opened_total",
-        "counter",
-        "Sessions opened (registrations and watches).",
-        metrics.sessions_opened,
-    );
+    let sessions = [
+        (
+            "switchboard_registry_protocol_errors_total",
+            "counter",
+            "Connections closed for a protocol error.",
+            metrics.protocol_errors,
+        ),
+        (
+            "switchboard_registry_sessions",
+            "gauge",
+            "Open sessions: connections that registered or watch.",
+            metrics.sessions,
+        ),
+        (
+            "switchboard_registry_sessions_opened_total",
+            "counter",
+            "Sessions opened (registrations and watches).",
+            metrics.sessions_opened,
+        ),
+    ];
+    for (name, kind, help, value) in sessions {
+        scalar(&mut out, name, kind, help, value);
+    }
     build_info(&mut out);
     out
 }
