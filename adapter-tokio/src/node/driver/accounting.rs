@@ -3,6 +3,8 @@
 //! the core's [`Status`] with the backend's registration, and the [`Known`] view published on
 //! a watch channel.
 
+use std::collections::BTreeMap;
+
 use switchboard_core::{
     CallOutcome,
     ids::NodeId,
@@ -142,28 +144,15 @@ impl Counters {
             Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
         };
         let method = self.called.label(method);
-        let by_label = match self.metrics.rpc_calls.get_mut(method) {
-            Some(by_label) => by_label,
-            None => self.metrics.rpc_calls.entry(method.to_owned()).or_default(),
-        };
-        *by_label.entry(label).or_default() += 1;
-        match self.metrics.rpc_call_duration.get_mut(method) {
-            Some(histogram) => histogram.observe(duration),
-            None => (self.metrics.rpc_call_duration.entry(method.to_owned()))
-                .or_default()
-                .observe(duration),
-        }
+        *at(&mut self.metrics.rpc_calls, method)
+            .entry(label)
+            .or_default() += 1;
+        at(&mut self.metrics.rpc_call_duration, method).observe(duration);
     }
 
     /// A request of `method` was handed to this node's handler.
     pub(super) fn served(&mut self, method: &str) {
-        let method = self.served.label(method);
-        match self.metrics.rpc_served.get_mut(method) {
-            Some(count) => *count += 1,
-            None => {
-                self.metrics.rpc_served.insert(method.to_owned(), 1);
-            }
-        }
+        *at(&mut self.metrics.rpc_served, self.served.label(method)) += 1;
     }
 
     /// The counters with the gauges of now.
@@ -173,10 +162,7 @@ impl Counters {
         for method in node.inspect().served_methods() {
             // A method served now shows at 0 before its first request (it takes its label
             // now, so its count never moves to `other` later).
-            let label = self.served.label(method);
-            if !metrics.rpc_served.contains_key(label) {
-                metrics.rpc_served.insert(label.to_owned(), 0);
-            }
+            at(&mut metrics.rpc_served, self.served.label(method));
         }
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
@@ -200,6 +186,15 @@ impl Counters {
         }
         metrics
     }
+}
+
+/// The value of `key` in `map`, made (default) if absent; the key is copied only then, not
+/// on every count.
+fn at<'a, V: Default>(map: &'a mut BTreeMap<String, V>, key: &str) -> &'a mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
 }
 
 /// The node's status now: the core's snapshot with what the registry backend reports.
