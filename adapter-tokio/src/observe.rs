@@ -74,14 +74,18 @@ pub struct Metrics {
     pub inbox_dropped: u64,
     /// Time from a send the node accepted to its `Delivered` outcome.
     pub delivery_latency: Histogram,
-    /// Ended calls of this node, by method, then by outcome label: `reply`,
+    /// Ended calls of this node, by method label (the method, or [`OTHER_METHOD`] past the
+    /// first [`MAX_METHOD_LABELS`] distinct methods called), then by outcome label: `reply`,
     /// `failed_<reason>` or `unknown_<reason>` (reasons as
     /// [`FailReason::as_str`](switchboard_core::FailReason::as_str)).
     pub rpc_calls: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Time from a call the node accepted to its outcome (every class).
-    pub rpc_call_duration: Histogram,
-    /// Requests handed to this node's handlers.
-    pub rpc_served: u64,
+    /// Time from a call the node accepted to its outcome (every class), by method label (as
+    /// in `rpc_calls`).
+    pub rpc_call_duration: BTreeMap<String, Histogram>,
+    /// Requests handed to this node's handlers, by method label: every method served now
+    /// (at 0 until a request comes), and those served before that were counted (past the
+    /// first [`MAX_METHOD_LABELS`] distinct methods, [`OTHER_METHOD`]).
+    pub rpc_served: BTreeMap<String, u64>,
     /// Calls of this node waiting for a server or a reply now (gauge).
     pub rpc_in_flight: u64,
     /// Calls that had to wait for a server to appear (entered the grace).
@@ -92,6 +96,74 @@ pub struct Metrics {
     pub rpc_broadcasts: u64,
     /// Requests whose budget from the wire was cut to `Config::max_call_budget`.
     pub rpc_budgets_capped: u64,
+    /// The core's other RPC counters ([`RpcStats`](switchboard_core::rpc::RpcStats)), by name:
+    /// see [`RPC_STATS`].
+    pub rpc_stats: BTreeMap<&'static str, u64>,
+}
+
+/// Distinct method names the RPC metrics label by name (on each side: calls made, requests
+/// served); later ones are counted under [`OTHER_METHOD`].
+pub const MAX_METHOD_LABELS: usize = 32;
+/// The `method` label of calls and requests past the first [`MAX_METHOD_LABELS`] methods.
+pub const OTHER_METHOD: &str = "other";
+
+/// The core's RPC counters exported as `switchboard_rpc_<name>_total` (`Metrics::rpc_stats`),
+/// with their help text.
+pub const RPC_STATS: [(&str, &str); 8] = [
+    (
+        "lookups",
+        "Server selections made (each pick over a method's servers).",
+    ),
+    (
+        "moved",
+        "Calls whose queued request moved to another server when its server was found dead.",
+    ),
+    (
+        "duplicate_requests",
+        "Requests this server dropped as a repeat of one already handed on.",
+    ),
+    (
+        "expired_requests",
+        "Requests this server refused because their budget was spent on arrival.",
+    ),
+    (
+        "not_served",
+        "Requests this server refused because it does not serve their method.",
+    ),
+    (
+        "late_replies",
+        "Replies or refusals that arrived for no waiting call (late or duplicate).",
+    ),
+    (
+        "dropped_replies",
+        "Handler replies dropped because the request was cancelled or past its deadline.",
+    ),
+    ("bad_messages", "RPC messages that did not decode."),
+];
+
+impl Metrics {
+    /// Fills `rpc_stats` (and the RPC gauges and counters with a field of their own) from
+    /// the core's `stats`.
+    pub(crate) fn set_rpc_stats(&mut self, stats: &switchboard_core::rpc::RpcStats) {
+        self.rpc_in_flight = stats.in_flight;
+        self.rpc_grace_waits = stats.grace_waits;
+        self.rpc_fast_fails = stats.fast_fails;
+        self.rpc_budgets_capped = stats.budgets_capped;
+        self.rpc_broadcasts = stats.broadcasts;
+        let values = [
+            stats.lookups,
+            stats.moved,
+            stats.duplicate_requests,
+            stats.expired_requests,
+            stats.not_served,
+            stats.late_replies,
+            stats.dropped_replies,
+            stats.bad_messages,
+        ];
+        for ((name, _), value) in RPC_STATS.iter().zip(values) {
+            self.rpc_stats.insert(name, value);
+        }
+    }
 }
 
 /// Counters since start and current gauges of an embedded registry
@@ -132,6 +204,20 @@ pub struct RegistryMetrics {
     pub refused_at_max_unregistered: u64,
     /// `accept` errors (each pauses accepting; see the registry server's docs).
     pub accept_errors: u64,
+    /// Nodes registered (first registrations, restores and takeovers; not watchers).
+    pub registrations: u64,
+    /// Nodes removed from the listing: their protection ran out, or they said goodbye.
+    pub removals: u64,
+    /// Connections closed because they did not register within the access timeout.
+    pub access_timeouts: u64,
+    /// Registered connections closed after the heartbeat timeout of silence.
+    pub heartbeat_timeouts: u64,
+    /// Connections closed for a protocol error.
+    pub protocol_errors: u64,
+    /// Open sessions now: connections that registered or watch (gauge).
+    pub sessions: u64,
+    /// Sessions opened (registrations and watches; each got a snapshot).
+    pub sessions_opened: u64,
 }
 
 /// Upper bounds of the [`Histogram`] buckets, in nanoseconds (0.5 ms to 10 s; `+Inf` is
@@ -209,5 +295,24 @@ impl Known {
     pub fn knows_all(&self, ids: &[NodeId]) -> bool {
         ids.iter()
             .all(|id| self.discovery.contains_key(id) && self.topology.contains_key(id))
+    }
+}
+
+/// Node ids in log lines: decimal, comma-separated (`501,502`), `none` for no list — the
+/// one form every log line writes an id in (as the CLI flags take it).
+pub(crate) struct DecimalIds<'a>(pub(crate) Option<&'a [NodeId]>);
+
+impl std::fmt::Display for DecimalIds<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(ids) = self.0 else {
+            return f.write_str("none");
+        };
+        for (i, id) in ids.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}", id.0)?;
+        }
+        Ok(())
     }
 }

@@ -67,21 +67,29 @@ async fn calls_are_counted_by_method_outcome_and_reason() {
             ),
         ])
     );
-    assert_eq!(metrics.rpc_call_duration.count, 8);
+    let counts: BTreeMap<&str, u64> = (metrics.rpc_call_duration.iter())
+        .map(|(method, histogram)| (method.as_str(), histogram.count))
+        .collect();
+    assert_eq!(counts, BTreeMap::from([("echo", 7), ("nobody", 1)]));
+    // The client serves nothing: no `method` series of served requests.
     assert_eq!(
         (
             metrics.rpc_in_flight,
             metrics.rpc_grace_waits,
             metrics.rpc_broadcasts,
-            metrics.rpc_served
+            metrics.rpc_served.len()
         ),
         (0, 1, 1, 0)
     );
+    // The core's RpcStats, exported: each of the eight calls made one selection (the
+    // broadcast makes none).
+    assert_eq!(metrics.rpc_stats["lookups"], 8);
     #[cfg(feature = "admin")]
     for line in [
         "switchboard_rpc_calls_total{method=\"echo\",outcome=\"reply\",reason=\"\"} 7\n",
         "switchboard_rpc_calls_total{method=\"nobody\",outcome=\"failed\",reason=\"not_available\"} 1\n",
-        "switchboard_rpc_call_duration_seconds_count 8\n",
+        "switchboard_rpc_call_duration_seconds_count{method=\"echo\"} 7\n",
+        "switchboard_rpc_call_duration_seconds_count{method=\"nobody\"} 1\n",
         "switchboard_rpc_grace_waits_total 1\n",
         "switchboard_rpc_broadcasts_total 1\n",
     ] {
@@ -92,5 +100,15 @@ async fn calls_are_counted_by_method_outcome_and_reason() {
     let served = within("server metrics", server.metrics())
         .await
         .expect("running");
-    assert_eq!((served.rpc_served, served.rpc_calls.len()), (7, 0));
+    // By method (issue 24): the seven echo requests.
+    assert_eq!(
+        (served.rpc_served.clone(), served.rpc_calls.len()),
+        (BTreeMap::from([("echo".to_owned(), 7)]), 0)
+    );
+    #[cfg(feature = "admin")]
+    {
+        let text = switchboard_tokio::admin::prometheus::render(&served);
+        let line = "switchboard_rpc_served_total{method=\"echo\"} 7\n";
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
 }

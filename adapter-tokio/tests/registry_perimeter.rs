@@ -8,10 +8,9 @@ mod support;
 use std::{net::SocketAddr, time::Duration};
 
 use switchboard_core::{
-    discovery::DiscoveryInfo,
     ids::NodeId,
     registry::server::ServerConfig,
-    wire::{self, Decoded, Frame, RefuseReason, Register},
+    wire::{self, Decoded, Frame, RefuseReason},
 };
 use switchboard_tokio::{
     Transport,
@@ -23,7 +22,7 @@ use tokio::{
     net::TcpStream,
 };
 
-use support::{STEP, init_logs, within};
+use support::{STEP, init_logs, register_frame, within};
 
 async fn registry(caps: ConnectionCaps) -> RegistryHandle {
     let config = ServerConfig {
@@ -83,20 +82,7 @@ async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
 async fn register(addr: SocketAddr, id: u64) -> (TcpStream, Duration) {
     let started = tokio::time::Instant::now();
     let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let frame = Register {
-        watch: false,
-        incarnation: 100 + id,
-        discovery: DiscoveryInfo {
-            id: NodeId(id),
-            name: format!("n{id}"),
-            ..DiscoveryInfo::default()
-        },
-        topology: None,
-        proof: None,
-    };
-    let mut bytes = Vec::new();
-    wire::encode(&frame.into(), &mut bytes).expect("encodable");
-    stream.write_all(&bytes).await.expect("write");
+    stream.write_all(&register_frame(id)).await.expect("write");
     let answer = read_frame(&mut stream).await.expect("an answer");
     match wire::decode(&answer, wire::DEFAULT_MAX_FRAME) {
         Ok(Decoded::Frame(Frame::Snapshot(s), _)) => {

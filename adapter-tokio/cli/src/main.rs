@@ -34,7 +34,7 @@
 //!   `sleep` waits the payload's decimal milliseconds then answers it, `silent` never
 //!   answers); `--admin` serves `/metrics` (Prometheus text) and `/status` (JSON).
 //! - `load` starts a node of its own, sends numbered messages at a steady rate and prints
-//!   `{"sent","delivered","failed":{reason:count},"duplicates","echoed","p50_us","p99_us",
+//!   `{"sent","delivered","failed":{reason:count},"duplicates","echoed","p50_us","p99_us","p999_us",
 //!   "max_us","unknown","lost","elapsed_ms","rate_achieved","spans_ms"}`; it exits 1 with one
 //!   stderr line when any message was not delivered or the registry did not answer.
 //! - `send` sends one message and prints `{"outcome":"delivered","latency_us":N}` or the

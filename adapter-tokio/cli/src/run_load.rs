@@ -55,6 +55,8 @@ pub(crate) struct LoadSummary {
     pub(crate) p50_us: u64,
     /// 99th percentile send → delivered latency, µs.
     pub(crate) p99_us: u64,
+    /// 99.9th percentile send → delivered latency, µs.
+    pub(crate) p999_us: u64,
     /// Largest send → delivered latency, µs.
     pub(crate) max_us: u64,
     /// Failures whose message was transmitted but not acknowledged (`unknown_*`): maybe
@@ -95,7 +97,7 @@ impl LoadSummary {
         if missing > 0 {
             *tally.failed.entry(NO_OUTCOME.to_owned()).or_default() += missing;
         }
-        let (p50_us, p99_us) = tally.latency_percentiles();
+        let percentiles = tally.latency_percentiles();
         let unknown = tally
             .failed
             .iter()
@@ -119,8 +121,9 @@ impl LoadSummary {
             delivered: tally.delivered,
             duplicates: echoes.duplicates,
             echoed: echoes.unique,
-            p50_us,
-            p99_us,
+            p50_us: percentiles.p50_us,
+            p99_us: percentiles.p99_us,
+            p999_us: percentiles.p999_us,
             max_us: tally.max_latency_us(),
             unknown,
             lost: missing,
@@ -561,6 +564,7 @@ mod tests {
                 echoed: 1,
                 p50_us: 40,
                 p99_us: 40,
+                p999_us: 40,
                 max_us: 40,
                 unknown: 0,
                 lost: 2,
@@ -588,7 +592,7 @@ mod tests {
         );
         assert_eq!(
             serde_json::to_string(&summary).expect("json"),
-            r#"{"sent":5,"delivered":1,"failed":{"no_outcome":2,"no_route":1,"refused_unknown_target":1},"duplicates":1,"echoed":1,"p50_us":40,"p99_us":40,"max_us":40,"unknown":0,"lost":2,"elapsed_ms":1500,"rate_achieved":8,"spans_ms":{"delivered":0,"no_route":0,"refused_unknown_target":0}}"#
+            r#"{"sent":5,"delivered":1,"failed":{"no_outcome":2,"no_route":1,"refused_unknown_target":1},"duplicates":1,"echoed":1,"p50_us":40,"p99_us":40,"p999_us":40,"max_us":40,"unknown":0,"lost":2,"elapsed_ms":1500,"rate_achieved":8,"spans_ms":{"delivered":0,"no_route":0,"refused_unknown_target":0}}"#
         );
     }
 }

@@ -1,6 +1,7 @@
 //! Counting what `load` and `demo` see: a [`Tally`] of sends and their outcomes (with the
-//! latency of each delivery), a [`DuplicateCounter`] of received sequence numbers, exact
-//! nearest-rank percentiles, and the snake-case names failures are reported under.
+//! latency of each delivery), a [`DuplicateCounter`] of received sequence numbers, the
+//! [`Latencies`] histogram its percentiles come from, and the snake-case names failures are
+//! reported under.
 
 use std::{
     collections::{BTreeMap, HashSet},
@@ -11,18 +12,70 @@ use std::{
 use switchboard_core::{node::SendError, outcome::Outcome};
 use switchboard_tokio::node::Stopped;
 
-/// The nearest-rank `percent` percentile of an ascending `sorted` sample: the smallest value
-/// with at least `percent`% of the sample at or below it. 0 for an empty sample.
-pub(crate) fn percentile(sorted: &[u64], percent: u32) -> u64 {
-    if sorted.is_empty() {
-        return 0;
+/// Largest latency a [`Latencies`] tells apart: one hour, in µs (longer ones count as it).
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+/// Latencies in µs in an HDR histogram (`hdrhistogram`): fixed memory however long the run,
+/// three significant digits — every value below 2,048 µs exact, the others within 0.1 % (the
+/// highest value equivalent to the one recorded is reported).
+#[derive(Clone, Debug)]
+pub(crate) struct Latencies(hdrhistogram::Histogram<u64>);
+
+impl Default for Latencies {
+    fn default() -> Latencies {
+        Latencies(
+            hdrhistogram::Histogram::new_with_bounds(1, MAX_LATENCY_US, 3)
+                .expect("1 µs to 1 h at 3 significant digits are valid bounds"),
+        )
     }
-    let percent = u64::from(percent.min(100));
-    let len = sorted.len() as u64;
-    // rank = ceil(percent / 100 * len), at least 1.
-    let rank = (percent * len).div_ceil(100).max(1);
-    let index = usize::try_from(rank - 1).unwrap_or(usize::MAX);
-    sorted.get(index).copied().unwrap_or(0)
+}
+
+impl PartialEq for Latencies {
+    fn eq(&self, other: &Latencies) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for Latencies {}
+
+impl Latencies {
+    /// Counts one latency (saturating at one hour).
+    pub(crate) fn record(&mut self, latency: Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.0.saturating_record(us.min(MAX_LATENCY_US));
+    }
+
+    /// The nearest-rank `per_mille` ‰ percentile: the smallest recorded value with at least
+    /// that share of the sample at or below it (as the histogram tells it). 0 when empty.
+    pub(crate) fn per_mille(&self, per_mille: u32) -> u64 {
+        if self.0.is_empty() {
+            return 0;
+        }
+        self.0
+            .value_at_quantile(f64::from(per_mille.min(1000)) / 1000.0)
+    }
+
+    /// p50, p99 and p99.9 in µs.
+    pub(crate) fn percentiles(&self) -> Percentiles {
+        Percentiles {
+            p50_us: self.per_mille(500),
+            p99_us: self.per_mille(990),
+            p999_us: self.per_mille(999),
+        }
+    }
+
+    /// The largest latency in µs (0 when empty).
+    pub(crate) fn max_us(&self) -> u64 {
+        if self.0.is_empty() { 0 } else { self.0.max() }
+    }
+}
+
+/// The percentiles a summary reports, in µs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Percentiles {
+    pub(crate) p50_us: u64,
+    pub(crate) p99_us: u64,
+    pub(crate) p999_us: u64,
 }
 
 /// The name an outcome is counted under among failures: `None` for `Delivered`, the reason
@@ -58,8 +111,8 @@ pub(crate) struct Tally {
     pub(crate) delivered: u64,
     /// Refusals and failure outcomes by label.
     pub(crate) failed: BTreeMap<String, u64>,
-    /// Send → `Delivered` latency of each delivery, in µs.
-    pub(crate) latencies_us: Vec<u64>,
+    /// Send → `Delivered` latencies.
+    pub(crate) latencies: Latencies,
     /// Accepted sends whose outcome future ended without an outcome (the node was killed).
     pub(crate) stopped: u64,
     /// When the first and the last outcome (or refusal) of each class came: `delivered` or
@@ -111,8 +164,7 @@ impl Tally {
                 None => {
                     self.delivered += 1;
                     self.mark(DELIVERED);
-                    self.latencies_us
-                        .push(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
+                    self.latencies.record(latency);
                 }
                 Some(label) => {
                     self.mark(&label);
@@ -140,16 +192,14 @@ impl Tally {
         self.failed.values().sum()
     }
 
-    /// (p50, p99) of the delivery latencies, in µs.
-    pub(crate) fn latency_percentiles(&self) -> (u64, u64) {
-        let mut sorted = self.latencies_us.clone();
-        sorted.sort_unstable();
-        (percentile(&sorted, 50), percentile(&sorted, 99))
+    /// The percentiles of the delivery latencies.
+    pub(crate) fn latency_percentiles(&self) -> Percentiles {
+        self.latencies.percentiles()
     }
 
     /// The largest delivery latency, in µs (0 without deliveries).
     pub(crate) fn max_latency_us(&self) -> u64 {
-        self.latencies_us.iter().copied().max().unwrap_or(0)
+        self.latencies.max_us()
     }
 }
 
@@ -200,22 +250,64 @@ mod tests {
 
     use super::*;
 
+    fn latencies(us: impl IntoIterator<Item = u64>) -> Latencies {
+        let mut latencies = Latencies::default();
+        for us in us {
+            latencies.record(Duration::from_micros(us));
+        }
+        latencies
+    }
+
+    /// The old sorted-sample test's figures, now from the histogram: below 2,048 µs every
+    /// value is kept exactly, so the nearest ranks are the same.
     #[test]
     fn percentiles_use_the_nearest_rank() {
-        let sample: Vec<u64> = (1..=10).map(|v| v * 10).collect();
-        assert_eq!(percentile(&sample, 50), 50);
-        assert_eq!(percentile(&sample, 99), 100);
-        assert_eq!(percentile(&sample, 90), 90);
-        assert_eq!(percentile(&sample, 91), 100);
-        assert_eq!(percentile(&sample, 0), 10);
-        assert_eq!(percentile(&sample, 100), 100);
-        let hundred: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&hundred, 50), 50);
-        assert_eq!(percentile(&hundred, 99), 99);
-        let thousand: Vec<u64> = (1..=1000).collect();
-        assert_eq!(percentile(&thousand, 99), 990);
-        assert_eq!(percentile(&[7], 99), 7);
-        assert_eq!(percentile(&[], 50), 0);
+        let sample = latencies((1..=10).map(|v| v * 10));
+        assert_eq!(sample.per_mille(500), 50);
+        assert_eq!(sample.per_mille(990), 100);
+        assert_eq!(sample.per_mille(900), 90);
+        assert_eq!(sample.per_mille(910), 100);
+        assert_eq!(sample.per_mille(0), 10);
+        assert_eq!(sample.per_mille(1000), 100);
+        let hundred = latencies(1..=100);
+        assert_eq!(hundred.per_mille(500), 50);
+        assert_eq!(hundred.per_mille(990), 99);
+        let thousand = latencies(1..=1000);
+        assert_eq!(
+            thousand.percentiles(),
+            Percentiles {
+                p50_us: 500,
+                p99_us: 990,
+                p999_us: 999
+            }
+        );
+        assert_eq!(latencies([7]).per_mille(990), 7);
+        assert_eq!(Latencies::default().percentiles().p50_us, 0);
+        assert_eq!(Latencies::default().max_us(), 0);
+    }
+
+    /// Above 2,048 µs a value is reported as the highest one its bucket holds (within
+    /// 0.1 %); past an hour it saturates. A million samples take no more memory than one.
+    #[test]
+    fn large_latencies_are_within_a_thousandth_and_memory_is_fixed() {
+        let one = latencies([1_234_567]);
+        assert_eq!(one.max_us(), 1_234_943);
+        assert_eq!(one.per_mille(500), 1_234_943);
+        assert_eq!(latencies([u64::MAX / 2]).max_us(), 3_600_809_983);
+        let mut many = Latencies::default();
+        for us in 0..1_000_000u64 {
+            many.record(Duration::from_micros(us % 5_000));
+        }
+        assert_eq!(many.0.len(), 1_000_000);
+        assert_eq!(many.0.distinct_values(), one.0.distinct_values());
+        assert_eq!(
+            many.percentiles(),
+            Percentiles {
+                p50_us: 2_499,
+                p99_us: 4_951,
+                p999_us: 4_995
+            }
+        );
     }
 
     #[test]
@@ -269,7 +361,14 @@ mod tests {
         assert_eq!(tally.stopped, 1);
         assert_eq!(tally.in_flight(), 1);
         assert_eq!(tally.failed_total(), 2);
-        assert_eq!(tally.latency_percentiles(), (100, 300));
+        assert_eq!(
+            tally.latency_percentiles(),
+            Percentiles {
+                p50_us: 100,
+                p99_us: 300,
+                p999_us: 300
+            }
+        );
         assert_eq!(tally.max_latency_us(), 300);
         assert_eq!(
             tally.spans_ms().keys().collect::<Vec<_>>(),

@@ -426,7 +426,10 @@ fn a_call_load_replies_every_call_and_logs_each_one() {
         "{summary}"
     );
     assert_eq!(
-        metric(server_admin, "switchboard_rpc_served_total"),
+        metric(
+            server_admin,
+            "switchboard_rpc_served_total{method=\"echo\"}"
+        ),
         Some(200),
         "every call ran the server's handler once"
     );

@@ -11,6 +11,9 @@
 //! `switchboard registry --admin ADDR`): `GET /metrics` ([`prometheus::render_registry`] of
 //! its [`RegistryMetrics`]) and `GET /healthz`.
 //!
+//! Both `/metrics` end with the standard `process_*` families of the serving process
+//! ([`process::ProcessMetrics`], read from `/proc/self` on Linux; absent elsewhere).
+//!
 //! Every request asks the node or registry afresh; nothing is cached. Other paths answer 404,
 //! other methods 405, malformed requests 400 (from hyper), and a stopped or unresponsive node
 //! or registry 503. Input from the socket never panics the server. Dropping the
@@ -26,6 +29,7 @@
 //! request head (the first one, and the next one on a kept-alive connection) within
 //! [`HEADER_READ_TIMEOUT`], else the connection is closed.
 
+pub mod process;
 pub mod prometheus;
 
 use std::{
@@ -483,7 +487,7 @@ impl<S: AdminSource> Routes for NodeRoutes<S> {
                     Ok(Ok(metrics)) => with_body(
                         StatusCode::OK,
                         prometheus::CONTENT_TYPE,
-                        prometheus::render(&metrics).into(),
+                        with_process(prometheus::render(&metrics)),
                     ),
                     Ok(Err(Stopped)) => plain(StatusCode::SERVICE_UNAVAILABLE, "node stopped\n"),
                     Err(_) => plain(StatusCode::SERVICE_UNAVAILABLE, "node did not answer\n"),
@@ -553,7 +557,7 @@ impl<S: RegistrySource> Routes for RegistryRoutes<S> {
                     Ok(Ok(metrics)) => with_body(
                         StatusCode::OK,
                         prometheus::CONTENT_TYPE,
-                        prometheus::render_registry(&metrics).into(),
+                        with_process(prometheus::render_registry(&metrics)),
                     ),
                     Ok(Err(Stopped)) => {
                         plain(StatusCode::SERVICE_UNAVAILABLE, "registry stopped\n")
@@ -565,6 +569,13 @@ impl<S: RegistrySource> Routes for RegistryRoutes<S> {
             Route::Status | Route::Readyz => not_found(),
         }
     }
+}
+
+/// A `/metrics` body: `families`, then this process's `process_*` families (read now).
+fn with_process(mut families: String) -> Bytes {
+    let process = process::ProcessMetrics::read();
+    families.push_str(&prometheus::render_process(&process));
+    families.into()
 }
 
 fn not_found() -> Response<Full<Bytes>> {

@@ -1,23 +1,36 @@
-//! [`Metrics`] (a node's) and [`RegistryMetrics`] (a registry's) as Prometheus text
-//! exposition format 0.0.4: one `# HELP` and one `# TYPE` line per family, then its samples.
-//! Labelled families always list the labels a node can produce (every outcome, refusal and
-//! link state, at 0 until counted), so a scrape of a fresh node already shows every series,
-//! plus any other label the driver reported; the exception is `switchboard_rpc_calls_total`,
-//! whose `method` label is the application's, so it lists only the series counted. Both end
-//! with `switchboard_build_info`.
+//! [`Metrics`] (a node's) and [`RegistryMetrics`](crate::observe::RegistryMetrics) (a
+//! registry's) as Prometheus text exposition format 0.0.4: one `# HELP` and one `# TYPE`
+//! line per family, then its samples. Labelled families always list the labels a node can
+//! produce (every outcome, refusal and link state, at 0 until counted), so a scrape of a
+//! fresh node already shows every series, plus any other label the driver reported; the
+//! exceptions are the RPC families labelled by `method`: methods are the application's, so
+//! they list the series counted (and, for `switchboard_rpc_served_total`, every method served
+//! now), at most [`MAX_METHOD_LABELS`](crate::observe::MAX_METHOD_LABELS) names plus `other`.
+//! Both end with `switchboard_build_info`; the admin server appends the standard
+//! `process_*` families ([`render_process`]) to either.
 //!
 //! The delivery latency and the call duration are histograms with fixed buckets
-//! ([`LATENCY_BUCKETS_NANOS`]), counted in whole nanoseconds and printed as exact decimal
+//! ([`LATENCY_BUCKETS_NANOS`](crate::observe::LATENCY_BUCKETS_NANOS)), counted in whole nanoseconds and printed as exact decimal
 //! seconds, so the text is exact.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+mod process;
+mod registry;
+mod text;
+
+use std::collections::BTreeMap;
 
 use switchboard_core::{
     node::SendError,
     outcome::{FailReason, Outcome},
 };
 
-use crate::observe::{Histogram, LATENCY_BUCKETS_NANOS, Metrics, RegistryMetrics};
+pub use process::render_process;
+pub use registry::render_registry;
+use text::{
+    header, histogram, histogram_samples, labelled, outcome_and_reason, sample, scalar, with_known,
+};
+
+use crate::observe::{Metrics, RPC_STATS};
 
 /// The `Content-Type` of [`render`]'s text.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -226,8 +239,10 @@ pub fn render(metrics: &Metrics) -> String {
     out
 }
 
-/// The RPC families: calls by method, outcome and reason (only what was counted: methods are
-/// the application's), their duration, and the core's RPC counters.
+/// The RPC families: calls by method, outcome and reason, their duration by method (only
+/// what was counted: methods are the application's, bounded by
+/// [`MAX_METHOD_LABELS`](crate::observe::MAX_METHOD_LABELS)), requests served by method
+/// (every method served now), and the core's RPC counters.
 fn rpc(out: &mut String, metrics: &Metrics) {
     header(
         out,
@@ -246,19 +261,29 @@ fn rpc(out: &mut String, metrics: &Metrics) {
             );
         }
     }
-    histogram(
+    header(
         out,
         "switchboard_rpc_call_duration_seconds",
-        "Time from a call the node accepted to its outcome (every outcome).",
-        &metrics.rpc_call_duration,
+        "histogram",
+        "Time from a call the node accepted to its outcome (every outcome), by method.",
+    );
+    for (method, histogram) in &metrics.rpc_call_duration {
+        histogram_samples(
+            out,
+            "switchboard_rpc_call_duration_seconds",
+            &[("method", method)],
+            histogram,
+        );
+    }
+    labelled(
+        out,
+        "switchboard_rpc_served_total",
+        "counter",
+        "Requests handed to this node's handlers, by method.",
+        "method",
+        &metrics.rpc_served,
     );
     let counters = [
-        (
-            "switchboard_rpc_served_total",
-            "counter",
-            "Requests handed to this node's handlers.",
-            metrics.rpc_served,
-        ),
         (
             "switchboard_rpc_in_flight",
             "gauge",
@@ -293,105 +318,16 @@ fn rpc(out: &mut String, metrics: &Metrics) {
     for (name, kind, help, value) in counters {
         scalar(out, name, kind, help, value);
     }
-}
-
-/// Renders a registry's `metrics` as Prometheus text.
-#[must_use]
-pub fn render_registry(metrics: &RegistryMetrics) -> String {
-    let mut out = String::with_capacity(1024);
-    let nodes = BTreeMap::from([
-        ("live".to_owned(), metrics.nodes_live),
-        ("protected".to_owned(), metrics.nodes_protected),
-    ]);
-    labelled(
-        &mut out,
-        "switchboard_registry_nodes",
-        "gauge",
-        "Listed nodes: registered on a live connection, or disconnected and protected.",
-        "state",
-        &nodes,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_connections",
-        "gauge",
-        "Open client connections (registered or not yet).",
-        metrics.connections,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_unregistered_connections",
-        "gauge",
-        "Open client connections that have not registered yet.",
-        metrics.unregistered,
-    );
-    let caps = BTreeMap::from([
-        (
-            "max_connections".to_owned(),
-            metrics.refused_at_max_connections,
-        ),
-        (
-            "max_unregistered".to_owned(),
-            metrics.refused_at_max_unregistered,
-        ),
-    ]);
-    labelled(
-        &mut out,
-        "switchboard_registry_connections_refused_total",
-        "counter",
-        "Connections closed at once because a connection cap was reached, by cap.",
-        "cap",
-        &caps,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_accept_errors_total",
-        "counter",
-        "Errors accepting a connection (each pauses accepting briefly).",
-        metrics.accept_errors,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_snapshots_sent_total",
-        "counter",
-        "Snapshots sent (one per registration).",
-        metrics.snapshots_sent,
-    );
-    let refusals = BTreeMap::from([
-        ("duplicate_id".to_owned(), metrics.duplicate_ids),
-        ("name_taken".to_owned(), metrics.names_taken),
-        ("record_too_large".to_owned(), metrics.records_too_large),
-        ("unauthenticated".to_owned(), metrics.unauthenticated),
-    ]);
-    labelled(
-        &mut out,
-        "switchboard_registry_refusals_total",
-        "counter",
-        "Registrations (and name updates) refused, records or frames too large, and connections that did not prove the cluster key, by kind.",
-        "kind",
-        &refusals,
-    );
-    let auth: BTreeMap<String, u64> = switchboard_core::AuthFailure::ALL
-        .iter()
-        .map(|&f| (f.as_str().to_owned(), metrics.auth_refusals.of(f)))
-        .collect();
-    labelled(
-        &mut out,
-        "switchboard_registry_auth_refusals_total",
-        "counter",
-        "Connections whose cluster-key handshake did not complete, by kind (their sum is the unauthenticated refusals).",
-        "kind",
-        &auth,
-    );
-    scalar(
-        &mut out,
-        "switchboard_registry_takeovers_total",
-        "counter",
-        "Live connections replaced by a new incarnation that proved the holder's identity.",
-        metrics.takeovers,
-    );
-    build_info(&mut out);
-    out
+    for (name, help) in RPC_STATS {
+        let value = metrics.rpc_stats.get(name).copied().unwrap_or(0);
+        scalar(
+            out,
+            &format!("switchboard_rpc_{name}_total"),
+            "counter",
+            help,
+            value,
+        );
+    }
 }
 
 /// The commit this was built from (the build script's `git rev-parse --short HEAD`, or
@@ -406,7 +342,7 @@ pub const FEATURES: &str = if cfg!(feature = "etcd") {
 };
 
 /// `switchboard_build_info{version,commit,features} 1`.
-fn build_info(out: &mut String) {
+pub(super) fn build_info(out: &mut String) {
     header(
         out,
         "switchboard_build_info",
@@ -423,106 +359,6 @@ fn build_info(out: &mut String) {
         ],
         1,
     );
-}
-
-/// An outcome label (`delivered`, `failed_no_route`, ...) as its `outcome` and `reason`
-/// labels (`("delivered", "")`, `("failed", "no_route")`).
-fn outcome_and_reason(label: &str) -> (&str, &str) {
-    ["failed", "unknown"]
-        .into_iter()
-        .find_map(|kind| {
-            let reason = label.strip_prefix(kind)?.strip_prefix('_')?;
-            Some((kind, reason))
-        })
-        .unwrap_or((label, ""))
-}
-
-/// A histogram family: cumulative `_bucket` samples, `_sum` in seconds and `_count`.
-fn histogram(out: &mut String, name: &str, help: &str, histogram: &Histogram) {
-    header(out, name, "histogram", help);
-    let bucket = format!("{name}_bucket");
-    let mut cumulative = 0;
-    for (i, count) in histogram.buckets.iter().enumerate() {
-        cumulative += count;
-        let le = LATENCY_BUCKETS_NANOS
-            .get(i)
-            .map_or_else(|| "+Inf".to_owned(), |&bound| seconds(bound));
-        sample(out, &bucket, &[("le", &le)], cumulative);
-    }
-    let _ = writeln!(out, "{name}_sum {}", seconds(histogram.sum_nanos));
-    let _ = writeln!(out, "{name}_count {}", histogram.count);
-}
-
-/// `nanos` as exact decimal seconds without trailing zeros (`0.0025`, `1`, `2.5`).
-fn seconds(nanos: u64) -> String {
-    let (whole, fraction) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
-    if fraction == 0 {
-        return whole.to_string();
-    }
-    let fraction = format!("{fraction:09}");
-    format!("{whole}.{}", fraction.trim_end_matches('0'))
-}
-
-/// `known` labels at 0, overlaid with the reported `values` (which may add labels).
-fn with_known(
-    known: impl Iterator<Item = String>,
-    values: &BTreeMap<String, u64>,
-) -> BTreeMap<String, u64> {
-    let mut all: BTreeMap<String, u64> = known.map(|label| (label, 0)).collect();
-    all.extend(values.iter().map(|(k, v)| (k.clone(), *v)));
-    all
-}
-
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    // Writing to a String cannot fail.
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn scalar(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
-    header(out, name, kind, help);
-    let _ = writeln!(out, "{name} {value}");
-}
-
-fn labelled(
-    out: &mut String,
-    name: &str,
-    kind: &str,
-    help: &str,
-    label: &str,
-    values: &BTreeMap<String, u64>,
-) {
-    header(out, name, kind, help);
-    for (value_label, value) in values {
-        sample(out, name, &[(label, value_label)], *value);
-    }
-}
-
-/// One sample line with `labels` (names as given, values escaped).
-fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: u64) {
-    out.push_str(name);
-    out.push('{');
-    for (i, (label, label_value)) in labels.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "{label}=\"{}\"", escape_label_value(label_value));
-    }
-    let _ = writeln!(out, "}} {value}");
-}
-
-/// Escapes a label value: backslash, double quote and line feed.
-fn escape_label_value(value: &str) -> String {
-    let mut escaped = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '\\' => escaped.push_str("\\\\"),
-            '"' => escaped.push_str("\\\""),
-            '\n' => escaped.push_str("\\n"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
 }
 
 #[cfg(test)]

@@ -120,7 +120,12 @@ async fn metrics_are_served_as_prometheus_text() {
         content_type,
         Some("text/plain; version=0.0.4; charset=utf-8")
     );
-    assert_eq!(body, prometheus::render(&sample_metrics()));
+    // The node's families, then this process's (their figures move between reads: only
+    // their names are fixed).
+    let process = body
+        .strip_prefix(prometheus::render(&sample_metrics()).as_str())
+        .expect("the node's families first");
+    assert_process_families(process);
     assert!(body.contains("\nswitchboard_sent_total 5\n"));
     assert!(body.contains("\nswitchboard_messages_total{outcome=\"delivered\",reason=\"\"} 5\n"));
 }
@@ -373,7 +378,10 @@ async fn a_registry_serves_metrics_and_healthz_only() {
     let (status, content_type, body) = split(&answer);
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert_eq!(content_type, Some(prometheus::CONTENT_TYPE));
-    assert_eq!(body, prometheus::render_registry(&metrics));
+    let process = body
+        .strip_prefix(prometheus::render_registry(&metrics).as_str())
+        .expect("the registry's families first");
+    assert_process_families(process);
     let answer = exchange(server.local_addr(), &get("/healthz")).await;
     assert_eq!(split(&answer).0, "HTTP/1.1 200 OK");
     for path in ["/status", "/readyz"] {
@@ -578,4 +586,21 @@ async fn an_idle_kept_alive_connection_is_cut_after_the_header_read_timeout() {
         took >= HEADER_READ_TIMEOUT - Duration::from_millis(100),
         "{took:?}"
     );
+}
+
+/// `text` is exactly the `process_*` families of this process: on Linux all six, each a
+/// HELP, a TYPE and one sample line; elsewhere none.
+fn assert_process_families(text: &str) {
+    let names: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| line.split_once(' ').map_or(line, |(name, _)| name))
+        .collect();
+    let expected: &[&str] = if cfg!(target_os = "linux") {
+        &process::FAMILIES
+    } else {
+        &[]
+    };
+    assert_eq!(names, expected, "{text}");
+    assert_eq!(text.lines().count(), 3 * expected.len(), "{text}");
 }

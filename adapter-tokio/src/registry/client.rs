@@ -399,13 +399,13 @@ impl ClientTask {
                 Some(FeedEvent::Registered)
             }
             ClientEvent::Refused { holder } => {
-                warn!(registry = %self.addr, holder, "registration refused: the id is held by another incarnation");
+                warn!(registry = %self.addr, %holder, "registration refused: the id is held by another incarnation");
                 Some(FeedEvent::Conflict {
                     holder: format!("id held by incarnation {holder}"),
                 })
             }
             ClientEvent::NameTaken { name, holder } => {
-                warn!(registry = %self.addr, %name, %holder, "registration refused: the name is taken");
+                warn!(registry = %self.addr, %name, holder = holder.0, "registration refused: the name is taken");
                 Some(FeedEvent::Conflict {
                     holder: format!("name {name:?} taken by id {}", holder.0),
                 })
@@ -437,7 +437,7 @@ impl ClientTask {
                 // Nothing an unproven peer says is believed, a refusal included: this is not a
                 // conflict (a squatter on the registry's address must not stop the node), only
                 // a failed attempt, retried on the backoff.
-                warn!(registry = %self.addr, ?failure, "the registry did not prove the cluster key; not registering, retrying");
+                warn!(registry = %self.addr, failure = failure.as_str(), "the registry did not prove the cluster key; not registering, retrying");
                 Some(FeedEvent::Disconnected {
                     reason: format!(
                         "the registry did not prove the cluster key ({failure:?}); retrying"
@@ -459,8 +459,8 @@ impl ClientTask {
                 warn!(registry = %self.addr, %error, "registry protocol error");
                 None
             }
-            other => {
-                debug!(?other, "registry client event");
+            _ => {
+                debug!(registry = %self.addr, "registry client event");
                 None
             }
         }

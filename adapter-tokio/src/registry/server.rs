@@ -255,6 +255,7 @@ pub async fn spawn_registry_capped(
         events_tx,
         tasks: JoinSet::new(),
         snapshots_sent: 0,
+        counted: EventCounts::default(),
         transport,
         caps,
         unregistered: BTreeSet::new(),
@@ -301,6 +302,8 @@ struct ServerTask {
     tasks: JoinSet<()>,
     /// Snapshots sent: the server answers every registration with one.
     snapshots_sent: u64,
+    /// What the server's events counted (registrations, removals, expiries, ...).
+    counted: EventCounts,
     transport: Transport,
     caps: ConnectionCaps,
     /// Open connections that have not registered yet.
@@ -539,7 +542,7 @@ impl ServerTask {
     fn accept(&mut self, stream: Stream, peer: SocketAddr, ids: Option<Vec<NodeId>>) {
         let conn = self.server.handle_accepted(self.clock.now());
         self.unregistered.insert(conn);
-        debug!(?conn, %peer, ?ids, "registry accepted a connection");
+        debug!(conn = conn.0, %peer, certified = %crate::observe::DecimalIds(ids.as_deref()), "registry accepted a connection");
         if let Some(ids) = ids {
             self.server.bind_conn_identity(conn, &ids);
         }
@@ -585,7 +588,7 @@ impl ServerTask {
             }
             ConnEvent::Closed(conn, reason) => {
                 if let Some(c) = self.conns.remove(&conn) {
-                    debug!(?conn, peer = %c.peer, %reason, "registry connection closed");
+                    debug!(conn = conn.0, peer = %c.peer, %reason, "registry connection closed");
                     self.strangers.gone.insert(conn, c.peer);
                     c.reader.abort();
                     self.unregistered.remove(&conn);
@@ -620,6 +623,7 @@ impl ServerTask {
                         self.snapshots_sent += 1;
                         self.unregistered.remove(&conn);
                     }
+                    self.counted.count(&event);
                     if let ServerEvent::Unauthenticated { conn, failure } = event {
                         let peer = self
                             .conns
@@ -631,7 +635,7 @@ impl ServerTask {
                         log_event(&event);
                     }
                 }
-                other => debug!(?other, "unhandled registry server output"),
+                _ => debug!("unhandled registry server output"),
             }
         }
         self.strangers.gone.clear();
@@ -656,6 +660,14 @@ impl ServerTask {
             refused_at_max_connections: self.refused.total,
             refused_at_max_unregistered: self.refused.unregistered,
             accept_errors: self.refused.accept_errors,
+            registrations: self.counted.registrations,
+            removals: self.counted.removals,
+            access_timeouts: self.counted.access_timeouts,
+            heartbeat_timeouts: self.counted.heartbeat_timeouts,
+            protocol_errors: self.counted.protocol_errors,
+            sessions: (self.conns.len() as u64).saturating_sub(self.unregistered.len() as u64),
+            // Every session (a registration or a watch) starts with a snapshot.
+            sessions_opened: self.snapshots_sent,
         }
     }
 
@@ -669,6 +681,30 @@ impl ServerTask {
         })
         .await;
         info!("registry stopped");
+    }
+}
+
+/// Counters of the server's events, for [`RegistryMetrics`].
+#[derive(Debug, Default)]
+struct EventCounts {
+    registrations: u64,
+    removals: u64,
+    access_timeouts: u64,
+    heartbeat_timeouts: u64,
+    protocol_errors: u64,
+}
+
+impl EventCounts {
+    fn count(&mut self, event: &ServerEvent) {
+        let counter = match event {
+            ServerEvent::Registered { .. } => &mut self.registrations,
+            ServerEvent::Removed { .. } => &mut self.removals,
+            ServerEvent::AccessTimeout { .. } => &mut self.access_timeouts,
+            ServerEvent::HeartbeatTimeout { .. } => &mut self.heartbeat_timeouts,
+            ServerEvent::ProtocolError { .. } => &mut self.protocol_errors,
+            _ => return,
+        };
+        *counter += 1;
     }
 }
 
@@ -691,7 +727,7 @@ fn log_event(event: &ServerEvent) {
             incarnation,
             restored,
             ..
-        } => info!(key = %LogKey(key), incarnation, restored, "node registered"),
+        } => info!(key = %LogKey(key), %incarnation, restored, "node registered"),
         ServerEvent::Refused {
             key,
             incarnation,
@@ -699,26 +735,51 @@ fn log_event(event: &ServerEvent) {
             ..
         } => warn!(
             key = %LogKey(key),
-            incarnation, holder, "registration refused: duplicate id"
+            %incarnation, %holder, "registration refused: duplicate id"
         ),
         ServerEvent::NameTaken {
             key, name, holder, ..
-        } => warn!(key = %LogKey(key), %name, %holder, "registration refused: name taken"),
+        } => {
+            warn!(key = %LogKey(key), %name, holder = holder.0, "registration refused: name taken")
+        }
         ServerEvent::TakenOver {
             key, incarnation, ..
         } => warn!(
             key = %LogKey(key),
-            replaced = incarnation,
+            replaced = %incarnation,
             "takeover: a registration proved the holder's identity; the old connection is replaced"
         ),
         ServerEvent::TooLarge { conn, error } => {
-            warn!(?conn, %error, "registration refused: too large");
+            warn!(conn = conn.0, %error, "registration refused: too large");
         }
         ServerEvent::Removed { key } => info!(key = %LogKey(key), "node removed"),
         ServerEvent::Protected { key } => info!(key = %LogKey(key), "node disconnected, protected"),
         ServerEvent::ProtocolError { conn, error } => {
-            warn!(?conn, %error, "registry protocol error, connection closed");
+            warn!(conn = conn.0, %error, "registry protocol error, connection closed");
         }
-        other => debug!(?other, "registry event"),
+        other => log_other_event(other),
+    }
+}
+
+/// The debug line of a server event with no line of its own in [`log_event`].
+fn log_other_event(event: &ServerEvent) {
+    match event {
+        ServerEvent::Watching { conn } => debug!(conn = conn.0, "a connection watches"),
+        ServerEvent::Updated { conn, key } => {
+            debug!(conn = conn.0, key = %LogKey(key), "node updated its records");
+        }
+        ServerEvent::AccessTimeout { conn } => {
+            debug!(
+                conn = conn.0,
+                "connection closed: not registered within the access timeout"
+            );
+        }
+        ServerEvent::HeartbeatTimeout { conn } => {
+            debug!(
+                conn = conn.0,
+                "connection closed: no heartbeat within the timeout"
+            );
+        }
+        _ => debug!("registry event"),
     }
 }

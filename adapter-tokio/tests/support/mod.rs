@@ -271,3 +271,39 @@ pub(crate) fn duplicates(seqs: &[u64]) -> Vec<u64> {
     let mut seen = BTreeSet::new();
     seqs.iter().filter(|s| !seen.insert(**s)).copied().collect()
 }
+
+/// The `Register` frame of node `id` (incarnation `100 + id`).
+pub(crate) fn register_frame(id: u64) -> Vec<u8> {
+    let frame = switchboard_core::wire::Register {
+        watch: false,
+        incarnation: 100 + id,
+        discovery: switchboard_core::discovery::DiscoveryInfo {
+            id: NodeId(id),
+            name: format!("n{id}"),
+            ..switchboard_core::discovery::DiscoveryInfo::default()
+        },
+        topology: None,
+        proof: None,
+    };
+    let mut bytes = Vec::new();
+    switchboard_core::wire::encode(&frame.into(), &mut bytes).expect("encodable");
+    bytes
+}
+
+/// The body of `GET /metrics` from the admin server at `admin`.
+pub(crate) async fn scrape(admin: SocketAddr) -> String {
+    within("scrape", async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(admin)
+            .await
+            .expect("connect");
+        let request = "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.expect("read");
+        let (head, body) = answer.split_once("\r\n\r\n").expect("head and body");
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        body.to_owned()
+    })
+    .await
+}

@@ -33,7 +33,8 @@ pub(crate) struct DemoSummary {
 impl DemoSummary {
     /// The summary of a finished run.
     pub(crate) fn new(tally: &Tally, duplicates: u64, conflicts: u64) -> DemoSummary {
-        let (p50_us, p99_us) = tally.latency_percentiles();
+        let percentiles = tally.latency_percentiles();
+        let (p50_us, p99_us) = (percentiles.p50_us, percentiles.p99_us);
         DemoSummary {
             sent: tally.sent,
             delivered: tally.delivered,

@@ -2,9 +2,12 @@ use std::{collections::BTreeMap, time::Duration};
 
 use crate::observe::Histogram;
 
-use super::*;
+use super::{text::*, *};
+use crate::observe::RegistryMetrics;
 
-/// The text for a fresh node: every family, every known series, all 0.
+/// The text for a fresh node: every family, every known series, all 0. (Issue 24 labelled
+/// the call duration and the served requests by `method`: a fresh node, having called and
+/// served nothing, shows their headers only — it used to show one unlabelled series each.)
 const FRESH_NODE_TEXT: &str = "# HELP switchboard_sent_total Messages the node accepted for sending.
 # TYPE switchboard_sent_total counter
 switchboard_sent_total 0
@@ -131,28 +134,10 @@ switchboard_auth_refusals_total{kind=\"timed_out\"} 0
 switchboard_auth_refusals_total{kind=\"unknown_key\"} 0
 # HELP switchboard_rpc_calls_total Ended calls of this node by method, outcome (reply, failed = never executed, unknown = maybe executed) and reason (empty for a reply).
 # TYPE switchboard_rpc_calls_total counter
-# HELP switchboard_rpc_call_duration_seconds Time from a call the node accepted to its outcome (every outcome).
+# HELP switchboard_rpc_call_duration_seconds Time from a call the node accepted to its outcome (every outcome), by method.
 # TYPE switchboard_rpc_call_duration_seconds histogram
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.0005\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.001\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.0025\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.005\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.01\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.025\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.05\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.1\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.25\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"0.5\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"1\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"2.5\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"5\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"10\"} 0
-switchboard_rpc_call_duration_seconds_bucket{le=\"+Inf\"} 0
-switchboard_rpc_call_duration_seconds_sum 0
-switchboard_rpc_call_duration_seconds_count 0
-# HELP switchboard_rpc_served_total Requests handed to this node's handlers.
+# HELP switchboard_rpc_served_total Requests handed to this node's handlers, by method.
 # TYPE switchboard_rpc_served_total counter
-switchboard_rpc_served_total 0
 # HELP switchboard_rpc_in_flight Calls of this node waiting for a server or a reply.
 # TYPE switchboard_rpc_in_flight gauge
 switchboard_rpc_in_flight 0
@@ -168,6 +153,30 @@ switchboard_rpc_broadcasts_total 0
 # HELP switchboard_rpc_budgets_capped_total Requests whose budget from the wire was cut to this server's max_call_budget.
 # TYPE switchboard_rpc_budgets_capped_total counter
 switchboard_rpc_budgets_capped_total 0
+# HELP switchboard_rpc_lookups_total Server selections made (each pick over a method's servers).
+# TYPE switchboard_rpc_lookups_total counter
+switchboard_rpc_lookups_total 0
+# HELP switchboard_rpc_moved_total Calls whose queued request moved to another server when its server was found dead.
+# TYPE switchboard_rpc_moved_total counter
+switchboard_rpc_moved_total 0
+# HELP switchboard_rpc_duplicate_requests_total Requests this server dropped as a repeat of one already handed on.
+# TYPE switchboard_rpc_duplicate_requests_total counter
+switchboard_rpc_duplicate_requests_total 0
+# HELP switchboard_rpc_expired_requests_total Requests this server refused because their budget was spent on arrival.
+# TYPE switchboard_rpc_expired_requests_total counter
+switchboard_rpc_expired_requests_total 0
+# HELP switchboard_rpc_not_served_total Requests this server refused because it does not serve their method.
+# TYPE switchboard_rpc_not_served_total counter
+switchboard_rpc_not_served_total 0
+# HELP switchboard_rpc_late_replies_total Replies or refusals that arrived for no waiting call (late or duplicate).
+# TYPE switchboard_rpc_late_replies_total counter
+switchboard_rpc_late_replies_total 0
+# HELP switchboard_rpc_dropped_replies_total Handler replies dropped because the request was cancelled or past its deadline.
+# TYPE switchboard_rpc_dropped_replies_total counter
+switchboard_rpc_dropped_replies_total 0
+# HELP switchboard_rpc_bad_messages_total RPC messages that did not decode.
+# TYPE switchboard_rpc_bad_messages_total counter
+switchboard_rpc_bad_messages_total 0
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.
 # TYPE switchboard_build_info gauge
 ";
@@ -251,13 +260,24 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
                 BTreeMap::from([("unknown_target_gone".to_owned(), 1)]),
             ),
         ]),
-        rpc_call_duration: latencies(&[Duration::from_millis(2), Duration::from_secs(15)]),
-        rpc_served: 21,
+        rpc_call_duration: BTreeMap::from([
+            (
+                "echo".to_owned(),
+                latencies(&[Duration::from_millis(2), Duration::from_secs(15)]),
+            ),
+            ("other".to_owned(), latencies(&[Duration::from_micros(700)])),
+        ]),
+        rpc_served: BTreeMap::from([("echo".to_owned(), 21), ("other".to_owned(), 2)]),
         rpc_in_flight: 3,
         rpc_grace_waits: 2,
         rpc_fast_fails: 1,
         rpc_broadcasts: 4,
         rpc_budgets_capped: 5,
+        rpc_stats: RPC_STATS
+            .iter()
+            .zip(11..)
+            .map(|((name, _), value)| (*name, value))
+            .collect(),
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -344,29 +364,55 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_rpc_calls_total{method=\"echo\",outcome=\"failed\",reason=\"not_available\"} 2",
             "switchboard_rpc_calls_total{method=\"echo\",outcome=\"reply\",reason=\"\"} 5",
             "switchboard_rpc_calls_total{method=\"sleep\",outcome=\"unknown\",reason=\"target_gone\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.0005\"} 0",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.001\"} 0",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.0025\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.005\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.01\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.025\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.05\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.1\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.25\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"0.5\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"1\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"2.5\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"5\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"10\"} 1",
-            "switchboard_rpc_call_duration_seconds_bucket{le=\"+Inf\"} 2",
-            "switchboard_rpc_call_duration_seconds_sum 15.002",
-            "switchboard_rpc_call_duration_seconds_count 2",
-            "switchboard_rpc_served_total 21",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.0005\"} 0",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.001\"} 0",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.0025\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.005\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.01\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.025\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.05\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.1\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.25\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"0.5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"1\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"2.5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"10\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"echo\",le=\"+Inf\"} 2",
+            "switchboard_rpc_call_duration_seconds_sum{method=\"echo\"} 15.002",
+            "switchboard_rpc_call_duration_seconds_count{method=\"echo\"} 2",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.0005\"} 0",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.001\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.0025\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.005\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.01\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.025\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.05\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.1\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.25\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"0.5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"1\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"2.5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"5\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"10\"} 1",
+            "switchboard_rpc_call_duration_seconds_bucket{method=\"other\",le=\"+Inf\"} 1",
+            "switchboard_rpc_call_duration_seconds_sum{method=\"other\"} 0.0007",
+            "switchboard_rpc_call_duration_seconds_count{method=\"other\"} 1",
+            "switchboard_rpc_served_total{method=\"echo\"} 21",
+            "switchboard_rpc_served_total{method=\"other\"} 2",
             "switchboard_rpc_in_flight 3",
             "switchboard_rpc_grace_waits_total 2",
             "switchboard_rpc_fast_fails_total 1",
             "switchboard_rpc_broadcasts_total 4",
             "switchboard_rpc_budgets_capped_total 5",
+            "switchboard_rpc_lookups_total 11",
+            "switchboard_rpc_moved_total 12",
+            "switchboard_rpc_duplicate_requests_total 13",
+            "switchboard_rpc_expired_requests_total 14",
+            "switchboard_rpc_not_served_total 15",
+            "switchboard_rpc_late_replies_total 16",
+            "switchboard_rpc_dropped_replies_total 17",
+            "switchboard_rpc_bad_messages_total 18",
             &build_info_sample(),
         ]
     );
@@ -419,7 +465,7 @@ fn outcome_labels_split_into_outcome_and_reason() {
 }
 
 #[test]
-fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
+fn a_registry_shows_its_nodes_connections_sessions_refusals_expiries_and_takeovers() {
     let metrics = RegistryMetrics {
         nodes_live: 3,
         nodes_protected: 1,
@@ -439,6 +485,13 @@ fn a_registry_shows_its_nodes_connections_snapshots_refusals_and_takeovers() {
         refused_at_max_connections: 8,
         refused_at_max_unregistered: 9,
         accept_errors: 10,
+        registrations: 11,
+        removals: 12,
+        access_timeouts: 13,
+        heartbeat_timeouts: 14,
+        protocol_errors: 15,
+        sessions: 16,
+        sessions_opened: 17,
     };
     let expected = format!(
         "# HELP switchboard_registry_nodes Listed nodes: registered on a live connection, or disconnected and protected.
@@ -479,6 +532,25 @@ switchboard_registry_auth_refusals_total{{kind=\"unknown_key\"}} 1
 # HELP switchboard_registry_takeovers_total Live connections replaced by a new incarnation that proved the holder's identity.
 # TYPE switchboard_registry_takeovers_total counter
 switchboard_registry_takeovers_total 5
+# HELP switchboard_registry_registrations_total Nodes registered (first registrations, restores after a reconnect, takeovers).
+# TYPE switchboard_registry_registrations_total counter
+switchboard_registry_registrations_total 11
+# HELP switchboard_registry_removals_total Nodes removed from the listing (their protection ran out, or they said goodbye).
+# TYPE switchboard_registry_removals_total counter
+switchboard_registry_removals_total 12
+# HELP switchboard_registry_expiries_total Connections closed when a timer expired: access (not registered in time) or heartbeat (a registered node fell silent).
+# TYPE switchboard_registry_expiries_total counter
+switchboard_registry_expiries_total{{timer=\"access\"}} 13
+switchboard_registry_expiries_total{{timer=\"heartbeat\"}} 14
+# HELP switchboard_registry_protocol_errors_total Connections closed for a protocol error.
+# TYPE switchboard_registry_protocol_errors_total counter
+switchboard_registry_protocol_errors_total 15
+# HELP switchboard_registry_sessions Open sessions: connections that registered or watch.
+# TYPE switchboard_registry_sessions gauge
+switchboard_registry_sessions 16
+# HELP switchboard_registry_sessions_opened_total Sessions opened (registrations and watches).
+# TYPE switchboard_registry_sessions_opened_total counter
+switchboard_registry_sessions_opened_total 17
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.
 # TYPE switchboard_build_info gauge
 {}

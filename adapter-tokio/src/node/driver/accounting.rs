@@ -3,6 +3,8 @@
 //! the core's [`Status`] with the backend's registration, and the [`Known`] view published on
 //! a watch channel.
 
+use std::collections::BTreeMap;
+
 use switchboard_core::{
     CallOutcome,
     ids::NodeId,
@@ -13,7 +15,7 @@ use switchboard_core::{
 
 use switchboard_core::LinkError;
 
-use super::links::Links;
+use super::{links::Links, method_labels::MethodLabels};
 
 /// The `auth_refusals` kind of a link whose handshake claimed an id its certificate does not
 /// name.
@@ -30,6 +32,10 @@ pub(super) struct Counters {
     /// Outcomes by value; labelled (a `String` each) only in [`Counters::snapshot`], not once
     /// per message. Few distinct outcomes occur, so a list is the fastest map.
     outcomes: Vec<(Outcome, u64)>,
+    /// The `method` labels of calls this node made.
+    called: MethodLabels,
+    /// The `method` labels of requests this node served.
+    served: MethodLabels,
 }
 
 impl Counters {
@@ -137,24 +143,27 @@ impl Counters {
             None => outcome.class().to_owned(),
             Some(reason) => format!("{}_{}", outcome.class(), reason.as_str()),
         };
-        let by_label = match self.metrics.rpc_calls.get_mut(method) {
-            Some(by_label) => by_label,
-            None => self.metrics.rpc_calls.entry(method.to_owned()).or_default(),
-        };
-        *by_label.entry(label).or_default() += 1;
-        self.metrics.rpc_call_duration.observe(duration);
+        let method = self.called.label(method);
+        *at(&mut self.metrics.rpc_calls, method)
+            .entry(label)
+            .or_default() += 1;
+        at(&mut self.metrics.rpc_call_duration, method).observe(duration);
+    }
+
+    /// A request of `method` was handed to this node's handler.
+    pub(super) fn served(&mut self, method: &str) {
+        *at(&mut self.metrics.rpc_served, self.served.label(method)) += 1;
     }
 
     /// The counters with the gauges of now.
-    pub(super) fn snapshot(&self, node: &Node, links: &Links) -> Metrics {
+    pub(super) fn snapshot(&mut self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
-        let rpc = node.inspect().rpc_stats();
-        metrics.rpc_served = rpc.served;
-        metrics.rpc_in_flight = rpc.in_flight;
-        metrics.rpc_grace_waits = rpc.grace_waits;
-        metrics.rpc_fast_fails = rpc.fast_fails;
-        metrics.rpc_budgets_capped = rpc.budgets_capped;
-        metrics.rpc_broadcasts = rpc.broadcasts;
+        metrics.set_rpc_stats(&node.inspect().rpc_stats());
+        for method in node.inspect().served_methods() {
+            // A method served now shows at 0 before its first request (it takes its label
+            // now, so its count never moves to `other` later).
+            at(&mut metrics.rpc_served, self.served.label(method));
+        }
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
         }
@@ -177,6 +186,15 @@ impl Counters {
         }
         metrics
     }
+}
+
+/// The value of `key` in `map`, made (default) if absent; the key is copied only then, not
+/// on every count.
+fn at<'a, V: Default>(map: &'a mut BTreeMap<String, V>, key: &str) -> &'a mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_owned(), V::default());
+    }
+    map.get_mut(key).expect("inserted above")
 }
 
 /// The node's status now: the core's snapshot with what the registry backend reports.

@@ -84,7 +84,7 @@ pub(in crate::node) async fn start(
     };
     info!(
         id = node.id().0, name = %node.inspect().config().name, %local_addr,
-        incarnation = node.incarnation(), upstream = node.inspect().config().upstream.0,
+        incarnation = %node.incarnation(), upstream = node.inspect().config().upstream.0,
         "node started"
     );
     let mut links = Links::new(link_tx, transport);
@@ -194,7 +194,10 @@ impl Driver {
                     .await
                     .is_err()
                 {
-                    warn!(id = %self.node.id(), "registry backend did not confirm the unregister");
+                    warn!(
+                        id = self.node.id().0,
+                        "registry backend did not confirm the unregister"
+                    );
                 }
             }
         }
@@ -206,7 +209,7 @@ impl Driver {
             let rest = std::mem::take(&mut self.overflow);
             tokio::spawn(async move { inbox.hand_over_all(rest).await });
         }
-        info!(id = %self.node.id(), "node stopped");
+        info!(id = self.node.id().0, "node stopped");
     }
 }
 

@@ -534,7 +534,7 @@ impl Links {
     /// any dial stop.
     pub(super) fn close(&mut self, link: LinkId) {
         if let Some(mut entry) = self.entries.remove(&link) {
-            debug!(%link, peer = ?entry.peer, "closing link");
+            debug!(%link, peer = entry.peer.map(|p| p.0), "closing link");
             push_out(&mut entry);
             stop(entry);
         }

@@ -23,8 +23,10 @@
 //! socket, outcome sender, and the registry feed (the backend then ends without a goodbye).
 
 mod accounting;
+mod event_log;
 mod lifecycle;
 mod links;
+mod method_labels;
 mod posters;
 mod rpc;
 
@@ -455,7 +457,7 @@ impl Driver {
         match event {
             LinkEvent::Accepted(stream, peer, ids) => {
                 let link = self.node.handle_accepted(now);
-                debug!(%link, %peer, ?ids, "accepted");
+                debug!(%link, %peer, certified = %crate::observe::DecimalIds(ids.as_deref()), "accepted");
                 if let Some(ids) = ids {
                     self.node.bind_link_identity(link, &ids);
                 }
@@ -604,7 +606,7 @@ impl Driver {
                 }
                 Output::Event(event) => self.on_event(&event),
                 Output::Rpc(output) => self.on_rpc_output(output),
-                other => debug!(?other, "unhandled node output"),
+                _ => debug!("unhandled node output"),
             }
         }
         self.push_overflow();
@@ -635,7 +637,7 @@ impl Driver {
                 info!(
                     id = self.node.id().0,
                     peer = peer.0,
-                    incarnation,
+                    %incarnation,
                     "peer restarted"
                 );
             }
@@ -647,7 +649,7 @@ impl Driver {
                 info!(
                     id = self.node.id().0,
                     peer = peer.0,
-                    incarnation,
+                    %incarnation,
                     evidence = evidence.as_str(),
                     "peer incarnation dead"
                 );
@@ -655,7 +657,7 @@ impl Driver {
             Event::OffRoute { frame, dst, via } => {
                 info!(
                     id = self.node.id().0,
-                    ?frame,
+                    frame = event_log::off_route_frame(*frame),
                     dst = dst.0,
                     via = via.0,
                     "dropped: not from the stream's route"
@@ -669,7 +671,7 @@ impl Driver {
             } => {
                 warn!(id = self.node.id().0, %link, via = via.0, src = src.0, dst = dst.0, "dropped: the peer may not relay for this source");
             }
-            other => debug!(id = self.node.id().0, ?other, "node event"),
+            other => event_log::log_event(self.node.id().0, other),
         }
     }
 

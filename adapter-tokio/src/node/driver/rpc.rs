@@ -217,6 +217,7 @@ impl Driver {
     pub(super) fn on_rpc_output(&mut self, output: RpcOutput) {
         match output {
             RpcOutput::Request(request) => {
+                self.counters.served(&request.method);
                 let now = self.clock.now();
                 let remaining = request.deadline.saturating_duration_since(now);
                 let span = trace::serve_span(&request, self.rpc.trace.as_ref());
@@ -262,7 +263,7 @@ impl Driver {
                 }
             }
             RpcOutput::RequestCancelled { request } => {
-                debug!(?request, "the caller gave up a request");
+                debug!(request = request.0, "the caller gave up a request");
             }
             RpcOutput::CallDone {
                 call,
@@ -296,7 +297,7 @@ impl Driver {
                 }
             }
             RpcOutput::Republish => self.republish(),
-            other => debug!(?other, "unhandled RPC output"),
+            _ => debug!("unhandled RPC output"),
         }
     }
 
@@ -313,7 +314,10 @@ impl Driver {
             .reply_with_metadata(now, request, reply, &CallMetadata::new())
         {
             Ok(()) => "replied",
-            Err(_) => "refused",
+            Err(refused) => {
+                debug!(request = request.0, %refused, "an inline reply was not taken");
+                "refused"
+            }
         }
     }
 

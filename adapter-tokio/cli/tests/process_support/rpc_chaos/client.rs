@@ -12,6 +12,7 @@ use super::super::{
     Proc,
     cluster::{Node, NodeSpec, Registry, args, start_node, start_registry},
     figures::ms_between,
+    http::counter_sum,
     load::OutcomeLine,
     unix_micros_now,
 };
@@ -221,14 +222,14 @@ pub fn start_server(spec: NodeSpec) -> Node {
     node
 }
 
-/// `switchboard_rpc_served_total` of a node: requests handed to its handlers.
+/// `switchboard_rpc_served_total` of a node, every method: requests handed to its handlers.
 ///
 /// # Panics
 ///
-/// The node does not answer on its admin port or does not export it.
+/// The node does not answer on its admin port.
 #[must_use]
 pub fn served(node: &Node) -> u64 {
-    node.counter("switchboard_rpc_served_total")
+    counter_sum(&node.metrics(), "switchboard_rpc_served_total")
 }
 
 /// A registry and one server serving `serves`.
