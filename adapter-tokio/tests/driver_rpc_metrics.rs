@@ -112,3 +112,33 @@ async fn calls_are_counted_by_method_outcome_and_reason() {
         assert!(text.contains(line), "{line} in\n{text}");
     }
 }
+
+/// The `method` label is bounded: past the first 32 distinct methods called, calls are
+/// counted under `other` (their count and duration), so callers cannot grow the series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn methods_past_the_first_32_are_counted_as_other() {
+    init_logs();
+    let registry = start_registry().await;
+    let (client, _) = start(direct(registry.local_addr(), 0x53, "client")).await;
+    wait_known(&client, &[0x53]).await;
+    let max = switchboard_tokio::observe::MAX_METHOD_LABELS;
+    for i in 0..max + 2 {
+        let spec = CallSpec::new(format!("m{i:02}"), Bytes::new()).grace(Duration::from_millis(1));
+        let outcome = within("call", client.call(spec)).await.expect("accepted");
+        assert_eq!(outcome, CallOutcome::Failed(FailReason::NotAvailable));
+    }
+    let metrics = within("metrics", client.metrics()).await.expect("running");
+    let mut expected: BTreeMap<String, BTreeMap<String, u64>> = (0..max)
+        .map(|i| {
+            let by_label = BTreeMap::from([("failed_not_available".to_owned(), 1)]);
+            (format!("m{i:02}"), by_label)
+        })
+        .collect();
+    expected.insert(
+        "other".to_owned(),
+        BTreeMap::from([("failed_not_available".to_owned(), 2)]),
+    );
+    assert_eq!(metrics.rpc_calls, expected);
+    assert_eq!(metrics.rpc_call_duration.len(), max + 1);
+    assert_eq!(metrics.rpc_call_duration["other"].count, 2);
+}
