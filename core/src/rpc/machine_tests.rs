@@ -566,8 +566,8 @@ fn a_declined_request_is_refused_and_may_come_again() {
     let request = ECHO_ARGS;
     host.inputs.push_back(message(CALLER, &request));
     rpc.settle(at(100), &mut host);
-    assert!(rpc.decline(at(150), RequestId(1), &mut host));
-    assert!(!rpc.decline(at(160), RequestId(1), &mut host));
+    assert!(rpc.refuse(at(150), RequestId(1), RefuseCall::NotServed, &mut host));
+    assert!(!rpc.refuse(at(160), RequestId(1), RefuseCall::NotServed, &mut host));
     assert_eq!(
         rpc.reply(at(170), RequestId(1), b"late", &mut host),
         Err(super::ReplyError::UnknownRequest)
@@ -599,4 +599,56 @@ fn a_declined_request_is_refused_and_may_come_again() {
         ),
         (1, 0, 1)
     );
+}
+
+/// A request shed at the concurrency limit (`Node::shed`) is refused `Overloaded` on the
+/// wire, counted as `overloaded` (not as `not_served`), and no longer answerable.
+#[test]
+fn a_shed_request_is_refused_overloaded_and_counted() {
+    let mut rpc = machine(&["echo"]);
+    let mut host = Script::default();
+    host.inputs.push_back(message(CALLER, &ECHO_ARGS));
+    rpc.settle(at(100), &mut host);
+    assert!(rpc.refuse(at(150), RequestId(1), RefuseCall::Overloaded, &mut host));
+    assert_eq!(
+        rpc.reply(at(170), RequestId(1), b"late", &mut host),
+        Err(super::ReplyError::UnknownRequest)
+    );
+    let mut refusal = Vec::new();
+    let refuse = RpcMessage::Refuse {
+        call: 9,
+        caller_incarnation: 3,
+        reason: RefuseCall::Overloaded,
+    };
+    wire::encode_rpc(&refuse, &mut refusal);
+    assert_eq!(host.sent.len(), 1);
+    assert_eq!((host.sent[0].to, &host.sent[0].bytes), (CALLER, &refusal));
+    let stats = rpc.stats();
+    assert_eq!((stats.overloaded, stats.not_served), (1, 0));
+}
+
+/// An `Overloaded` refusal ends the call `Failed(Overloaded)` at once: the server shed it
+/// unexecuted, and the caller backs off instead of trying the other server.
+#[test]
+fn an_overloaded_refusal_ends_the_call_at_once() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1, S2],
+        ..Script::default()
+    };
+    let call = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let refuse = RpcMessage::Refuse {
+        call: call.0,
+        caller_incarnation: INCARNATION,
+        reason: RefuseCall::Overloaded,
+    };
+    host.inputs.push_back(message(S1, &refuse));
+    rpc.settle(at(100), &mut host);
+    let to: Vec<NodeId> = host.sent.iter().map(|s| s.to).collect();
+    assert_eq!(to, [S1]);
+    let overloaded = CallOutcome::Failed(FailReason::Overloaded);
+    assert_eq!(host.outputs, [done(call, overloaded)]);
+    assert_eq!(rpc.stats().in_flight, 0);
 }
