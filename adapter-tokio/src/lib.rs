@@ -66,6 +66,7 @@
 #[cfg(feature = "admin")]
 pub mod admin;
 pub mod clock;
+mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod net;
@@ -75,15 +76,24 @@ pub mod registry;
 pub mod target;
 pub mod transport;
 
+pub use error::Error;
 pub use node::rpc::{
     BroadcastFailure, CallFailure, InlineRequest, InlineServing, Request, Requests, RespondFailure,
 };
 pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
 pub use node::{
-    CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome,
-    Received, RegistrySpec, SendFailure, StartError, Stopped,
+    CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, NotRegistered, PendingOutcome,
+    PostedOutcome, Received, RegistrySpec, SendFailure, StartError, Stopped,
 };
 pub use observe::{Known, Metrics, Status};
 pub use switchboard_core;
+/// The RPC and addressing vocabulary of [`switchboard_core`], at this crate's root: what a
+/// call, a served method or a broadcast names (the core's modules stay reachable through
+/// [`switchboard_core`]).
+pub use switchboard_core::{
+    BroadcastDone, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec, FailReason, Filter,
+    NodeId, Outcome, ReplyError, RequestId, Select, SendError, discovery::address::Advertise,
+    registry::server::ServerConfig,
+};
 pub use target::TargetSpec;
 pub use transport::Transport;

@@ -10,6 +10,7 @@
 mod driver;
 mod inbox;
 mod leave;
+mod registered;
 pub mod rpc;
 pub mod stream;
 
@@ -29,6 +30,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 pub use self::inbox::Inbox;
 pub use self::leave::Drained;
+pub use self::registered::NotRegistered;
 use crate::{
     observe::{Known, Metrics, Status},
     registry::client::ClientTuning,
@@ -685,13 +687,6 @@ impl NodeHandle {
     /// **Cancellation:** safe; it only observes.
     pub async fn wait_known(&self, ids: &[NodeId], timeout: Duration) -> bool {
         self.wait_for(timeout, |k| k.knows_all(ids)).await
-    }
-
-    /// Waits until the registry backend reports the node registered, at most `timeout`.
-    ///
-    /// **Cancellation:** safe; it only observes.
-    pub async fn wait_registered(&self, timeout: Duration) -> bool {
-        self.wait_for(timeout, |k| k.registered).await
     }
 
     async fn command(&self, command: Command) -> Result<(), Stopped> {

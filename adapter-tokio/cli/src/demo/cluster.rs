@@ -300,7 +300,7 @@ impl Cluster {
         let Some(node) = self.nodes.get(&id) else {
             return false;
         };
-        if !node.handle.wait_registered(left()).await {
+        if node.handle.wait_registered(left()).await.is_err() {
             return false;
         }
         for (other, node) in &self.nodes {
