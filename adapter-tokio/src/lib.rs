@@ -83,7 +83,8 @@ pub use node::rpc::{
 pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
 pub use node::{
     CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, NotRegistered, PendingOutcome,
-    PostedOutcome, Received, RegistrySpec, SendFailure, StartError, Stopped,
+    PostedOutcome, Received, RegistrySpec, SendFailure, ServiceRequest, ServiceServing, StartError,
+    Stopped,
 };
 pub use observe::{Known, Metrics, Status};
 pub use switchboard_core;

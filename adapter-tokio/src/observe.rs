@@ -92,6 +92,11 @@ pub struct Metrics {
     pub rpc_broadcasts: u64,
     /// Requests whose budget from the wire was cut to `Config::max_call_budget`.
     pub rpc_budgets_capped: u64,
+    /// Requests shed unexecuted (their callers' calls ended `Failed(Overloaded)`): beyond a
+    /// method's concurrency limit ([`NodeHandle::serve_bounded`](crate::NodeHandle::serve_bounded),
+    /// a tower service not ready under [`NodeHandle::serve_service`](crate::NodeHandle::serve_service))
+    /// or by [`Request::shed`](crate::Request::shed). The core's `RpcStats::overloaded`.
+    pub rpc_overloaded: u64,
 }
 
 /// Counters since start and current gauges of an embedded registry

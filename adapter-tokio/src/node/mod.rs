@@ -12,6 +12,7 @@ mod inbox;
 mod leave;
 mod registered;
 pub mod rpc;
+mod service;
 pub mod stream;
 
 use std::{
@@ -31,6 +32,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 pub use self::inbox::Inbox;
 pub use self::leave::Drained;
 pub use self::registered::NotRegistered;
+pub use self::service::{ServiceRequest, ServiceServing};
 use crate::{
     observe::{Known, Metrics, Status},
     registry::client::ClientTuning,

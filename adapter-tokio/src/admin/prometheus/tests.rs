@@ -258,6 +258,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         rpc_fast_fails: 1,
         rpc_broadcasts: 4,
         rpc_budgets_capped: 5,
+        rpc_overloaded: 0,
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();

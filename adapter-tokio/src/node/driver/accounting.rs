@@ -154,6 +154,7 @@ impl Counters {
         metrics.rpc_grace_waits = rpc.grace_waits;
         metrics.rpc_fast_fails = rpc.fast_fails;
         metrics.rpc_budgets_capped = rpc.budgets_capped;
+        metrics.rpc_overloaded = rpc.overloaded;
         metrics.rpc_broadcasts = rpc.broadcasts;
         for &(outcome, count) in &self.outcomes {
             *metrics.outcomes.entry(outcome.label()).or_default() += count;
