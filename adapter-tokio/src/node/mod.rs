@@ -325,6 +325,10 @@ pub struct NodeBuilder {
 impl NodeBuilder {
     /// A node with this id and name, the core's default config, listening on
     /// `127.0.0.1:0`, without a registry.
+    ///
+    /// Two root nodes (no upstream) do not link each other by default — links follow the
+    /// upstream tree unless allowed, as in libatapp — so give
+    /// [`allow_direct_connection`](Self::allow_direct_connection) for a flat cluster.
     #[must_use]
     pub fn new(id: NodeId, name: impl Into<String>) -> NodeBuilder {
         NodeBuilder {
@@ -369,6 +373,15 @@ impl NodeBuilder {
     #[must_use]
     pub fn upstream(mut self, id: NodeId) -> NodeBuilder {
         self.config.upstream = id;
+        self
+    }
+
+    /// Whether this node may link peers directly instead of only along the upstream tree
+    /// (the core's `topology_policy.allow_direct_connection`, off by default): what root
+    /// nodes of a flat cluster need to reach each other.
+    #[must_use]
+    pub fn allow_direct_connection(mut self, allow: bool) -> NodeBuilder {
+        self.config.topology_policy.allow_direct_connection = allow;
         self
     }
 
