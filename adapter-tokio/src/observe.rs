@@ -102,6 +102,7 @@ pub struct Metrics {
 /// Counters since start and current gauges of an embedded registry
 /// ([`crate::registry::RegistryHandle::metrics`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RegistryMetrics {
     /// Listed nodes registered on a live connection now (gauge).
     pub nodes_live: u64,
@@ -161,6 +162,7 @@ pub const LATENCY_BUCKETS_NANOS: [u64; 14] = [
 /// A fixed-bucket histogram of durations ([`LATENCY_BUCKETS_NANOS`]), kept in whole
 /// nanoseconds so it stays exact (and `Eq`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Histogram {
     /// Observations per bucket, not cumulative: `buckets[i]` counts the durations in
     /// `(LATENCY_BUCKETS_NANOS[i-1], LATENCY_BUCKETS_NANOS[i]]`; the last entry counts those
