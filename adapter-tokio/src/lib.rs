@@ -13,28 +13,30 @@
 //! re-arms its timer.
 //!
 //! Calls by method ([`node::rpc`]): [`NodeHandle::serve`] publishes a method and yields its
-//! [`Requests`], each answered with [`Request::respond`]; [`NodeHandle::call`] waits for one
-//! server's reply, `Failed` (never executed) or `Unknown` (may have executed), with the
-//! core's grace, fast-fail and deadlines; [`NodeHandle::broadcast`] reports every recipient.
+//! [`Requests`], each answered with [`Request::respond`] ([`NodeHandle::serve_bounded`] sheds
+//! what is beyond a concurrency limit, [`NodeHandle::serve_service`] serves with a
+//! `tower::Service`); [`NodeHandle::call`] waits for one server's reply, `Failed` (never
+//! executed) or `Unknown` (may have executed), with the core's grace, fast-fail and
+//! deadlines; [`NodeHandle::broadcast`] reports every recipient. The vocabulary
+//! ([`CallSpec`], [`CallOutcome`], [`Select`], [`BroadcastSpec`], [`Filter`], ...) is
+//! re-exported here, and every failure converts into one [`Error`].
 //!
 //! # Example
 //!
 //! An embedded registry and two nodes on loopback: `alpha` sends to `beta` by name and gets
 //! the outcome; `beta` reads the message from its [`Inbox`]. More in `examples/` (an echoing
 //! node, a client keeping many messages in flight, a registry of your own through
-//! [`registry::feed`]).
+//! [`registry::feed`], `rpc_server` / `rpc_client`, a `broadcast` by label).
 //!
 //! ```
 //! use std::{net::SocketAddr, time::Duration};
 //!
 //! use bytes::Bytes;
 //! use switchboard_tokio::{
-//!     NodeBuilder, TargetSpec,
-//!     registry::spawn_registry,
-//!     switchboard_core::{ids::NodeId, outcome::Outcome, registry::server::ServerConfig},
+//!     NodeBuilder, NodeId, Outcome, ServerConfig, TargetSpec, registry::spawn_registry,
 //! };
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # fn main() -> Result<(), switchboard_tokio::Error> {
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
 //! let registry = spawn_registry(loopback, ServerConfig::default(), 1).await?;
@@ -42,7 +44,7 @@
 //! let node = |id, name| {
 //!     NodeBuilder::new(NodeId(id), name)
 //!         .registry(registry.local_addr())
-//!         .config(|c| c.topology_policy.allow_direct_connection = true)
+//!         .allow_direct_connection(true)
 //! };
 //! let (alpha, _alpha_inbox) = node(1, "alpha").start().await?;
 //! let (beta, mut beta_inbox) = node(2, "beta").start().await?;
@@ -58,7 +60,7 @@
 //! alpha.shutdown().await?;
 //! beta.shutdown().await?;
 //! registry.shutdown().await;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), switchboard_tokio::Error>(())
 //! # })
 //! # }
 //! ```
