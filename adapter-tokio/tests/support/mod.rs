@@ -66,17 +66,17 @@ pub(crate) async fn start_registry_at(addr: SocketAddr) -> RegistryHandle {
 
 /// Registry client settings for tests: reconnect within 100-300 ms, heartbeats every 500 ms.
 pub(crate) fn tuning() -> ClientTuning {
-    ClientTuning {
-        backoff: Some(BackoffConfig {
-            start: Duration::from_millis(100),
-            max: Duration::from_millis(300),
-            max_tries: 0,
-            jitter: Jitter::None,
-        }),
-        grace: Some(Duration::from_secs(20)),
-        heartbeat_interval: Some(Duration::from_millis(500)),
-        silence_timeout: Some(Duration::from_secs(3)),
-    }
+    let mut tuning = ClientTuning::default();
+    tuning.backoff = Some(BackoffConfig {
+        start: Duration::from_millis(100),
+        max: Duration::from_millis(300),
+        max_tries: 0,
+        jitter: Jitter::None,
+    });
+    tuning.grace = Some(Duration::from_secs(20));
+    tuning.heartbeat_interval = Some(Duration::from_millis(500));
+    tuning.silence_timeout = Some(Duration::from_secs(3));
+    tuning
 }
 
 /// Core settings for tests: fast reconnects and heartbeats, no route ever given up on
