@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use switchboard_core::{
-    backoff::{BackoffConfig, Jitter},
+    backoff::BackoffConfig,
     ids::NodeId,
     outcome::{FailReason, Outcome},
     select::Select,
@@ -23,12 +23,11 @@ const COUNT: u64 = 200;
 fn start_tokio(world: &World, id: u64, name: &str) -> (NodeHandle, switchboard_tokio::Inbox) {
     let tuning = {
         let mut tuning = ClientTuning::default();
-        tuning.backoff = Some(BackoffConfig {
-            start: Duration::from_millis(100),
-            max: Duration::from_millis(300),
-            max_tries: 0,
-            jitter: Jitter::None,
-        });
+        tuning.backoff = Some(BackoffConfig::without_jitter(
+            Duration::from_millis(100),
+            Duration::from_millis(300),
+            0,
+        ));
         tuning.heartbeat_interval = Some(Duration::from_millis(500));
         tuning
     };

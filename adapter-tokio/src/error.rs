@@ -10,10 +10,28 @@ use crate::{
     BroadcastFailure, CallFailure, NotRegistered, RespondFailure, SendFailure, StartError, Stopped,
 };
 
-/// Any failure of this crate's calls; see the module docs.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Error {
+/// The enum and a `From` for each wrapped error, so `?` converts.
+macro_rules! error_enum {
+    ($($(#[$attr:meta])* $variant:ident($inner:ty),)*) => {
+        /// Any failure of this crate's calls; see the module docs.
+        #[derive(Debug)]
+        #[non_exhaustive]
+        pub enum Error {
+            $($(#[$attr])* $variant($inner),)*
+        }
+
+        $(
+            $(#[$attr])*
+            impl From<$inner> for Error {
+                fn from(e: $inner) -> Error {
+                    Error::$variant(e)
+                }
+            }
+        )*
+    };
+}
+
+error_enum! {
     /// A node did not start ([`NodeBuilder::start`](crate::NodeBuilder::start)).
     Start(StartError),
     /// A node did not register ([`NodeHandle::wait_registered`](crate::NodeHandle::wait_registered)).
@@ -70,31 +88,6 @@ impl std::error::Error for Error {
             Error::Tls(e) => e.source(),
         }
     }
-}
-
-/// `From` for each wrapped error, so `?` converts.
-macro_rules! from_errors {
-    ($($(#[$attr:meta])* $variant:ident($inner:ty),)*) => {$(
-        $(#[$attr])*
-        impl From<$inner> for Error {
-            fn from(e: $inner) -> Error {
-                Error::$variant(e)
-            }
-        }
-    )*};
-}
-
-from_errors! {
-    Start(StartError),
-    NotRegistered(NotRegistered),
-    Send(SendFailure),
-    Call(CallFailure),
-    Broadcast(BroadcastFailure),
-    Serve(RespondFailure),
-    Stopped(Stopped),
-    Io(std::io::Error),
-    #[cfg(feature = "tls")]
-    Tls(crate::transport::tls::TlsError),
 }
 
 #[cfg(test)]
