@@ -12,6 +12,8 @@
 //!
 //! [`DiscoveryInfo::is_leaving`]: crate::discovery::DiscoveryInfo::is_leaving
 
+use alloc::vec::Vec;
+
 use crate::{
     config::Config,
     connector::World,
@@ -91,6 +93,9 @@ pub(crate) struct Records {
     revisions: Revisions,
     /// Members' records deleted within the send grace.
     pub(crate) departed: Departed,
+    /// Light clients' records deleted within the send grace: a client never comes back under
+    /// its id, so what is sent to one now ends at once ([`Records::client_left`]).
+    left_clients: Departed,
     /// The nodes whose record is marked leaving.
     leaving: alloc::collections::BTreeSet<NodeId>,
 }
@@ -113,6 +118,7 @@ impl Records {
             topology: TopologyRegistry::with_own(config.id, config.upstream, own),
             revisions: Revisions::default(),
             departed: Departed::new(config.send_grace),
+            left_clients: Departed::new(config.send_grace),
             leaving: alloc::collections::BTreeSet::new(),
         }
     }
@@ -144,9 +150,30 @@ impl Records {
             || self.departed.contains(id)
     }
 
-    /// When the earliest send grace ends ([`Departed`]).
+    /// Whether `id` is a light client whose record was deleted within the send grace (and
+    /// nothing came back under its id since): a message for it — an echo or a reply to its
+    /// last requests, say — has no one to wait for and ends `Failed(TargetGone)` at once.
+    #[inline]
+    pub(crate) fn client_left(&self, id: NodeId) -> bool {
+        self.left_clients.contains(id)
+    }
+
+    /// When the earliest send grace ends ([`Departed`]), members' and clients'.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.departed.next_deadline()
+        match (
+            self.departed.next_deadline(),
+            self.left_clients.next_deadline(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The departed members whose send grace ends at or before `now` (forgotten, in deadline
+    /// order); departed clients past their grace are forgotten too.
+    pub(crate) fn expire_departed(&mut self, now: Instant) -> Vec<NodeId> {
+        self.left_clients.expire(now);
+        self.departed.expire(now)
     }
 
     /// The member that held `to`'s name if its record was deleted within the send grace and
@@ -179,6 +206,7 @@ impl Records {
                     Applied::Added { id, displaced, .. }
                     | Applied::Updated { id, displaced, .. } => {
                         self.departed.arrived(id, &name);
+                        self.left_clients.arrived(id, "");
                         if let Some(displaced) = &displaced {
                             self.leaving.remove(&displaced.id);
                         }
@@ -201,7 +229,9 @@ impl Records {
                 match self.discovery.remove(id, &name, revision) {
                     Applied::Removed(info) => {
                         self.leaving.remove(&info.id);
-                        if !info.is_client() {
+                        if info.is_client() {
+                            self.left_clients.note(info.id, "", now);
+                        } else {
                             self.departed.note(info.id, &info.name, now);
                         }
                         RecordChange::DiscoveryDeleted {

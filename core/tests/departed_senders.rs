@@ -13,7 +13,8 @@ use switchboard_core::{
     discovery::{CLIENT_ROLE, ROLE_LABEL},
     ids::NodeId,
     inspect::PeerTables,
-    outcome::Outcome,
+    outcome::{FailReason, Outcome},
+    select::Select,
     sim::{Sim, discovery_info, topology_info},
     time::Duration,
 };
@@ -216,4 +217,49 @@ fn a_proxy_closed_as_unneeded_is_forgotten_one_grace_after_the_close() {
         "{:?}",
         sim.violations()[1..].to_vec()
     );
+}
+
+/// What the leaf sends to a light client after its record was deleted (echoes of its last
+/// messages, replies to its last calls) ends `Failed(TargetGone)` at once and leaves no
+/// endpoint or route: a client never comes back under its id, so nothing waits for it. The
+/// send grace bounds the memory of it; a record put under the id again ends it at once.
+#[test]
+fn a_send_to_a_client_that_left_ends_target_gone_at_once_and_leaves_nothing() {
+    let mut sim = cluster();
+    let client = NodeId(FIRST_CLIENT);
+    one_client(&mut sim, client);
+    let late = |sim: &mut Sim| {
+        let msg = (sim.send(LEAF, Select::Node(client), 1, Bytes::from_static(b"echo")))
+            .expect("a send by id is accepted");
+        (msg, sim.now())
+    };
+    let (msg, at) = late(&mut sim);
+    assert_eq!(
+        sim.outcome_of(LEAF, msg).map(|r| (r.at, r.outcome)),
+        Some((at, Outcome::Failed(FailReason::TargetGone)))
+    );
+    sim.advance(Duration::from_millis(1));
+    let tables = sim.node(LEAF).inspect().peer_tables();
+    assert_eq!((tables.endpoints, tables.routes), (0, 0), "{tables:?}");
+    // Just before the send grace (15 s after the delete) ends, still at once.
+    sim.advance(Duration::from_millis(14_900));
+    let (msg, at) = late(&mut sim);
+    assert_eq!(
+        sim.outcome_of(LEAF, msg).map(|r| (r.at, r.outcome)),
+        Some((at, Outcome::Failed(FailReason::TargetGone)))
+    );
+    // The id registered again (a new client reusing it): delivered.
+    sim.restart(client);
+    sim.registry_put_topology(topology_info(client, &name(client), PROXY));
+    let mut info = discovery_info(client, &name(client));
+    (info.metadata.labels).insert(ROLE_LABEL.to_owned(), CLIENT_ROLE.to_owned());
+    sim.registry_put_discovery(info);
+    sim.run_until_idle();
+    let (msg, _) = late(&mut sim);
+    sim.advance(Duration::from_millis(20));
+    assert_eq!(
+        sim.outcome_of(LEAF, msg).map(|r| r.outcome),
+        Some(Outcome::Delivered)
+    );
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }

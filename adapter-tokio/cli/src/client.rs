@@ -49,9 +49,23 @@ const TARGET_RETRY: Duration = Duration::from_millis(50);
 /// The registry as a person names it: `the registry at ADDR` or `etcd at URL,...`.
 pub(crate) fn registry_name(spec: &RegistrySpec) -> String {
     match spec {
-        RegistrySpec::Embedded(addr) => format!("the registry at {addr}"),
+        RegistrySpec::Embedded(_) | RegistrySpec::EmbeddedHost(_) => {
+            format!(
+                "the registry at {}",
+                embedded_host_port(spec).unwrap_or_default()
+            )
+        }
         RegistrySpec::Etcd(options) => format!("etcd at {}", options.endpoints.join(",")),
         _ => "the registry".to_owned(),
+    }
+}
+
+/// The embedded registry's `host:port` as given (`None`: another backend).
+pub(crate) fn embedded_host_port(spec: &RegistrySpec) -> Option<String> {
+    match spec {
+        RegistrySpec::Embedded(addr) => Some(addr.to_string()),
+        RegistrySpec::EmbeddedHost(host_port) => Some(host_port.clone()),
+        _ => None,
     }
 }
 
@@ -92,11 +106,13 @@ pub(crate) async fn wait_registered(
 /// ` (connection refused)` when the embedded registry's address refuses a connection right
 /// now (nothing listens there: the registry is down or the address is wrong), else nothing.
 pub(crate) async fn refused_now(spec: &RegistrySpec) -> &'static str {
-    let RegistrySpec::Embedded(addr) = spec else {
+    let Some(addr) = embedded_host_port(spec) else {
         return "";
     };
-    let addr = *addr;
     let probe = tokio::task::spawn_blocking(move || {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(&addr)?
+            .next()
+            .ok_or_else(|| std::io::Error::other("resolves to no address"))?;
         std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500))
     });
     match probe.await {

@@ -24,6 +24,43 @@ pub(crate) fn nonzero_timeout(
     }
 }
 
+/// A `--timeout` given as a duration or, deprecated, as `--timeout-ms` (a warning line on
+/// stderr says so); absent stays absent, zero is refused.
+///
+/// # Errors
+///
+/// A zero duration, naming the flag given.
+pub(crate) fn timeout_or_ms(
+    timeout: Option<Duration>,
+    timeout_ms: Option<u64>,
+) -> Result<Option<Duration>, crate::error::CliError> {
+    if let Some(ms) = timeout_ms {
+        eprintln!("warning: --timeout-ms is deprecated; write --timeout {ms}ms");
+        if ms == 0 {
+            return Err(crate::error::CliError::invalid(
+                "timeout_ms",
+                "must be greater than zero",
+            ));
+        }
+        return Ok(Some(Duration::from_millis(ms)));
+    }
+    nonzero_timeout(timeout)
+}
+
+/// A `--wait-known` value in seconds: a duration (`10s`, `1.5s`, `500ms`) or, deprecated, a
+/// bare number of seconds (a warning line on stderr says so).
+///
+/// # Errors
+///
+/// As [`parse_duration`] when `text` is not a bare number.
+pub(crate) fn parse_seconds_or_duration(text: &str) -> Result<f64, String> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        eprintln!("warning: a bare number of seconds is deprecated; write {text}s");
+        return Ok(seconds);
+    }
+    parse_duration(text).map(|d| d.as_secs_f64())
+}
+
 /// Parses `text` as one or more `<decimal><unit>` parts with units `h`, `m`, `s`, `ms` or
 /// `us`, largest first and each at most once (`250ms`, `5s`, `1.5s`, `2m`, `1h30m`,
 /// `1m30.5s`); digits below the microsecond are refused rather than rounded.
@@ -165,5 +202,27 @@ mod tests {
             let e = parse_duration(text).expect_err(text);
             assert!(e.starts_with(why), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn wait_known_takes_a_duration_or_bare_seconds_and_timeouts_their_deprecated_ms() {
+        assert_eq!(parse_seconds_or_duration("1.5s"), Ok(1.5));
+        assert_eq!(parse_seconds_or_duration("500ms"), Ok(0.5));
+        assert_eq!(parse_seconds_or_duration("2"), Ok(2.0));
+        assert!(
+            parse_seconds_or_duration("2d")
+                .expect_err("2d")
+                .starts_with("an unknown unit")
+        );
+        let five = Some(Duration::from_secs(5));
+        assert_eq!(timeout_or_ms(five, None).expect("valid"), five);
+        assert_eq!(timeout_or_ms(None, Some(5000)).expect("valid"), five);
+        assert_eq!(timeout_or_ms(None, None).expect("valid"), None);
+        let zero = |t, ms| timeout_or_ms(t, ms).expect_err("zero").to_string();
+        assert_eq!(zero(None, Some(0)), "timeout_ms: must be greater than zero");
+        assert_eq!(
+            zero(Some(Duration::ZERO), None),
+            "timeout: must be greater than zero"
+        );
     }
 }

@@ -78,6 +78,50 @@ pub(crate) async fn or_exit_on_signal<T>(
 pub(crate) fn print_json_line<T: Serialize>(value: &T) -> Result<(), CliError> {
     let line = serde_json::to_string(value)
         .map_err(|e| CliError::failed(format!("cannot encode output: {e}")))?;
+    print_line(&line)
+}
+
+/// Prints a command's result in `format`: one JSON line, or one `key=value` line for a
+/// person (`sent=100 delivered=100 failed={}`: nested values as compact JSON).
+///
+/// # Errors
+///
+/// The value cannot be encoded, stdout cannot be written.
+pub(crate) fn print_result<T: Serialize>(
+    value: &T,
+    format: crate::cli::Format,
+) -> Result<(), CliError> {
+    match format {
+        crate::cli::Format::Json => print_json_line(value),
+        crate::cli::Format::Text => print_line(&key_values(value)?),
+    }
+}
+
+/// `value`'s top-level fields as `key=value` pairs, sorted by key; strings bare unless they hold
+/// a space or are empty (then quoted), nested values as compact JSON.
+fn key_values<T: Serialize>(value: &T) -> Result<String, CliError> {
+    let json = serde_json::to_value(value)
+        .map_err(|e| CliError::failed(format!("cannot encode output: {e}")))?;
+    let serde_json::Value::Object(fields) = json else {
+        return Ok(json.to_string());
+    };
+    let pairs: Vec<String> = (fields.iter())
+        .map(|(key, value)| match value {
+            serde_json::Value::String(text) if !text.is_empty() && !text.contains(' ') => {
+                format!("{key}={text}")
+            }
+            other => format!("{key}={other}"),
+        })
+        .collect();
+    Ok(pairs.join(" "))
+}
+
+/// Prints `line` and a newline on stdout, flushed.
+///
+/// # Errors
+///
+/// Stdout cannot be written.
+pub(crate) fn print_line(line: &str) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{line}")
         .and_then(|()| stdout.flush())
@@ -125,6 +169,30 @@ pub(crate) fn run_seed() -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_result_as_text_is_one_line_of_sorted_key_values() {
+        #[derive(Serialize)]
+        struct Summary {
+            sent: u64,
+            failed: std::collections::BTreeMap<&'static str, u64>,
+            name: &'static str,
+            note: &'static str,
+            p99_us: Option<u64>,
+        }
+        let summary = Summary {
+            sent: 3,
+            failed: [("unknown_timeout", 1)].into(),
+            name: "load-7",
+            note: "two words",
+            p99_us: None,
+        };
+        assert_eq!(
+            key_values(&summary).expect("encodable"),
+            r#"failed={"unknown_timeout":1} name=load-7 note="two words" p99_us=null sent=3"#
+        );
+    }
+
     use super::*;
 
     #[test]

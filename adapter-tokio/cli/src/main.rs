@@ -70,6 +70,7 @@
 //! in one line and the default used), as text or, with `--log-format json`, one JSON object
 //! per line.
 
+mod address;
 mod builtin_handlers;
 mod cli;
 mod client;
@@ -80,8 +81,10 @@ mod error;
 mod keys;
 mod lifecycle;
 mod ls_watch;
+mod man;
 mod outcome_log;
 mod payload;
+mod payload_input;
 mod run_broadcast;
 mod run_call;
 mod run_cert;
@@ -141,12 +144,15 @@ fn main() -> ExitCode {
                 }
             };
         }
-        Command::Man => {
-            return match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+        Command::Man {
+            subcommand,
+            out_dir,
+        } => {
+            return match man::run(subcommand.as_deref(), out_dir.as_deref()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("error: cannot write the man page: {e}");
-                    ExitCode::from(1)
+                    eprintln!("error: {e}");
+                    ExitCode::from(e.exit_code())
                 }
             };
         }
@@ -213,9 +219,10 @@ async fn run(command: Command) -> Result<ExitCode, CliError> {
         }
 
         // Handled before the runtime starts.
-        Command::Completions { .. } | Command::Man | Command::Keygen { .. } | Command::Cert(_) => {
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Keygen { .. }
+        | Command::Cert(_) => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use bytes::Bytes;
 use serde::Serialize;
 use switchboard_core::{
     BroadcastDone, BroadcastSpec,
@@ -14,7 +13,7 @@ use switchboard_core::{
 use switchboard_tokio::{BroadcastFailure, RegistrySpec};
 
 use crate::{
-    cli::BroadcastArgs,
+    cli::{BroadcastArgs, Format},
     error::CliError,
     lifecycle::{print_json_line, shutdown_bounded},
     run_call::{client_core, start_client},
@@ -30,6 +29,7 @@ pub(crate) struct BroadcastOptions {
     registry: RegistrySpec,
     transport: switchboard_tokio::Transport,
     spec: BroadcastSpec,
+    format: Format,
 }
 
 impl BroadcastOptions {
@@ -43,6 +43,7 @@ impl BroadcastOptions {
             registry,
             transport,
             keys,
+            upstream,
         } = args.cluster.resolve()?;
         let labels: BTreeMap<String, String> = args.labels.into_iter().collect();
         let filter = (!labels.is_empty()).then(|| {
@@ -51,20 +52,23 @@ impl BroadcastOptions {
                 ..Metadata::default()
             })
         });
-        let mut spec = BroadcastSpec::new(
-            filter,
-            args.msg_type,
-            Bytes::from(args.payload.into_bytes()),
-        );
+        let payload = crate::payload_input::required_payload(args.payload)?;
+        let mut spec = BroadcastSpec::new(filter, args.msg_type, payload);
         spec.skip_self = !args.include_self;
         if let Some(timeout) = crate::duration::nonzero_timeout(args.timeout)? {
             spec = spec.timeout(timeout);
         }
         Ok(BroadcastOptions {
-            core: client_core(BROADCAST_ROLE, random, keys)?,
+            core: client_core(
+                BROADCAST_ROLE,
+                random,
+                keys,
+                args.join.upstream.or(upstream),
+            )?,
             registry,
             transport,
             spec,
+            format: args.out.output,
         })
     }
 }
@@ -95,6 +99,25 @@ impl BroadcastLine {
             failed: by_id(&report.failed),
             unknown: by_id(&report.unknown),
         }
+    }
+
+    /// One line of text: `delivered to 3 of 3: 3, 12, 40` or
+    /// `delivered to 1 of 3: 3; failed: 12 target_gone; unknown: 7 timeout`.
+    pub(crate) fn text(&self) -> String {
+        let ids = |ids: Vec<String>| ids.join(", ");
+        let mut line = format!(
+            "delivered to {} of {}: {}",
+            self.delivered.len(),
+            self.delivered.len() + self.failed.len() + self.unknown.len(),
+            ids(self.delivered.iter().map(u64::to_string).collect())
+        );
+        for (class, list) in [("failed", &self.failed), ("unknown", &self.unknown)] {
+            if !list.is_empty() {
+                let who = list.iter().map(|(id, why)| format!("{id} {why}")).collect();
+                line = format!("{line}; {class}: {}", ids(who));
+            }
+        }
+        line
     }
 
     /// Why the broadcast failed, as one line, if any recipient did not get it:
@@ -149,7 +172,10 @@ pub(crate) async fn run(options: BroadcastOptions) -> Result<(), CliError> {
         Err(e) => return Err(CliError::failed(format!("broadcast: {e}"))),
     };
     let line = BroadcastLine::new(&report);
-    print_json_line(&line)?;
+    match options.format {
+        Format::Json => print_json_line(&line)?,
+        Format::Text => crate::lifecycle::print_line(&line.text())?,
+    }
     match line.missed_line() {
         Some(why) => Err(CliError::failed(why)),
         None => Ok(()),
@@ -178,6 +204,7 @@ mod tests {
             r#"{"delivered":[3,12],"failed":{},"unknown":{}}"#
         );
         assert_eq!(all.missed_line(), None);
+        assert_eq!(all.text(), "delivered to 2 of 2: 3, 12");
         let some = line(
             &[3],
             &[(12, FailReason::TargetGone)],
@@ -192,6 +219,10 @@ mod tests {
             Some(
                 "broadcast: 2 of 3 recipients did not get it: 12 failed target_gone, 7 unknown timeout"
             )
+        );
+        assert_eq!(
+            some.text(),
+            "delivered to 1 of 3: 3; failed: 12 target_gone; unknown: 7 timeout"
         );
     }
 }

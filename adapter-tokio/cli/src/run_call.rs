@@ -3,14 +3,13 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde::Serialize;
 use switchboard_core::{CallError, CallOutcome, CallSpec, rpc::is_valid_method};
 use switchboard_tokio::{CallFailure, Inbox, NodeBuilder, NodeHandle, RegistrySpec};
 use tokio::time::Instant;
 
 use crate::{
-    cli::CallArgs,
+    cli::{CallArgs, Format},
     client::{client_identity, wait_registered},
     config::core_config,
     error::CliError,
@@ -29,6 +28,7 @@ pub(crate) struct CallOptions {
     registry: RegistrySpec,
     transport: switchboard_tokio::Transport,
     spec: CallSpec,
+    format: Format,
 }
 
 /// Checks a `--method` value (`field` names the flag in the error).
@@ -48,7 +48,8 @@ pub(crate) fn check_method(field: &str, method: &str) -> Result<(), CliError> {
 }
 
 /// The core config of a light client running `command` ([`client_identity`]: a random
-/// 63-bit id drawn from `random`, labelled `role=client`) that links to its peers directly.
+/// 63-bit id drawn from `random`, labelled `role=client`) that links to its peers directly,
+/// or under `upstream` sends through that proxy.
 ///
 /// # Errors
 ///
@@ -57,9 +58,16 @@ pub(crate) fn client_core(
     command: &str,
     random: u64,
     keys: Vec<switchboard_core::ClusterKey>,
+    upstream: Option<u64>,
 ) -> Result<switchboard_core::config::Config, CliError> {
-    let mut core = core_config(None, client_identity(command, None, None, random))?;
-    core.topology_policy.allow_direct_connection = true;
+    let identity = crate::config::Identity {
+        upstream,
+        ..client_identity(command, None, None, random)
+    };
+    let mut core = core_config(None, identity)?;
+    // Without an upstream the client links to its targets directly; with one it sends
+    // through the tree, like a member under that proxy.
+    core.topology_policy.allow_direct_connection = upstream.is_none();
     core.cluster_keys = keys;
     Ok(core)
 }
@@ -105,10 +113,16 @@ impl CallOptions {
             registry,
             transport,
             keys,
+            upstream,
         } = args.cluster.resolve()?;
         check_method("method", &args.method)?;
-        let mut spec = CallSpec::new(args.method, Bytes::from(args.payload.into_bytes()))
-            .select(selection(args.select, args.key, "key")?);
+        let payload = crate::payload_input::read_payload(args.payload)?.unwrap_or_default();
+        let select = match args.server {
+            Some(0) => return Err(CliError::invalid("server", "must be a node id, not 0")),
+            Some(id) => switchboard_core::select::Select::Node(switchboard_core::ids::NodeId(id)),
+            None => selection(args.select, args.key, "key")?,
+        };
+        let mut spec = CallSpec::new(args.method, payload).select(select);
         if let Some(timeout) = crate::duration::nonzero_timeout(args.timeout)? {
             spec = spec.timeout(timeout);
         }
@@ -116,10 +130,11 @@ impl CallOptions {
             spec = spec.grace(grace);
         }
         Ok(CallOptions {
-            core: client_core(CALL_ROLE, random, keys)?,
+            core: client_core(CALL_ROLE, random, keys, args.join.upstream.or(upstream))?,
             registry,
             transport,
             spec,
+            format: args.out.output,
         })
     }
 }
@@ -129,9 +144,12 @@ impl CallOptions {
 pub(crate) struct CallLine {
     /// `reply`, `failed` or `unknown`.
     pub(crate) outcome: &'static str,
-    /// The reply's bytes as UTF-8 (lossy), for a reply.
+    /// The reply's bytes: as text when they are UTF-8, else in base64 (`encoding`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) payload: Option<String>,
+    /// `base64` when `payload` is the base64 of bytes that are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) encoding: Option<&'static str>,
     /// Why there is no reply (`FailReason::as_str`), otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<&'static str>,
@@ -142,14 +160,36 @@ pub(crate) struct CallLine {
 impl CallLine {
     /// The line for `outcome`, `latency` after the call.
     pub(crate) fn new(outcome: &CallOutcome, latency: Duration) -> CallLine {
+        let (payload, encoding) = match outcome {
+            CallOutcome::Reply(bytes) => {
+                let (text, encoding) = crate::payload_input::printable(bytes);
+                (Some(text), encoding)
+            }
+            _ => (None, None),
+        };
         CallLine {
             outcome: outcome.class(),
-            payload: match outcome {
-                CallOutcome::Reply(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
-                _ => None,
-            },
+            payload,
+            encoding,
             reason: outcome.reason().map(switchboard_core::FailReason::as_str),
             latency_us: micros(latency),
+        }
+    }
+
+    /// One line of text: `reply in 1234 us: pong` (`reply (base64) …` for bytes that are not
+    /// UTF-8), `failed: not_available after 1234 us`.
+    pub(crate) fn text(&self) -> String {
+        match (&self.payload, self.reason) {
+            (Some(payload), _) => {
+                let encoding = self.encoding.map(|e| format!(" ({e})")).unwrap_or_default();
+                format!("reply{encoding} in {} us: {payload}", self.latency_us)
+            }
+            (None, reason) => format!(
+                "{}: {} after {} us",
+                self.outcome,
+                reason.unwrap_or("none"),
+                self.latency_us
+            ),
         }
     }
 }
@@ -198,7 +238,11 @@ pub(crate) async fn run(options: CallOptions) -> Result<(), CliError> {
         }
         Err(e) => return Err(CliError::failed(format!("call {method}: {e}"))),
     };
-    print_json_line(&CallLine::new(&outcome, latency))?;
+    let line = CallLine::new(&outcome, latency);
+    match options.format {
+        Format::Json => print_json_line(&line)?,
+        Format::Text => crate::lifecycle::print_line(&line.text())?,
+    }
     match outcome.reason() {
         None => Ok(()),
         Some(reason) => Err(CliError::failed(format!(
@@ -211,6 +255,7 @@ pub(crate) async fn run(options: CallOptions) -> Result<(), CliError> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use switchboard_core::FailReason;
 
     use super::*;
@@ -225,9 +270,23 @@ mod tests {
             line(CallOutcome::Reply(Bytes::from_static(b"pong"))),
             r#"{"outcome":"reply","payload":"pong","latency_us":1234}"#
         );
+        // Bytes that are not UTF-8 print as their base64, said so (no lossy replacement).
         assert_eq!(
             line(CallOutcome::Reply(Bytes::from_static(b"a\xffb"))),
-            "{\"outcome\":\"reply\",\"payload\":\"a\u{fffd}b\",\"latency_us\":1234}"
+            r#"{"outcome":"reply","payload":"Yf9i","encoding":"base64","latency_us":1234}"#
+        );
+        let text = |outcome: CallOutcome| CallLine::new(&outcome, Duration::from_micros(7)).text();
+        assert_eq!(
+            text(CallOutcome::Reply(Bytes::from_static(b"pong"))),
+            "reply in 7 us: pong"
+        );
+        assert_eq!(
+            text(CallOutcome::Reply(Bytes::from_static(b"a\xffb"))),
+            "reply (base64) in 7 us: Yf9i"
+        );
+        assert_eq!(
+            text(CallOutcome::Failed(FailReason::NotAvailable)),
+            "failed: not_available after 7 us"
         );
         assert_eq!(
             line(CallOutcome::Failed(FailReason::NotAvailable)),

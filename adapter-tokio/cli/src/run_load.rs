@@ -20,8 +20,7 @@ use crate::{
     config::load::{LoadOptions, LoadWork},
     error::CliError,
     lifecycle::{
-        StopSignals, or_exit_on_signal, print_json_line, shutdown_bounded, start_error,
-        until_signal,
+        StopSignals, or_exit_on_signal, print_result, shutdown_bounded, start_error, until_signal,
     },
     outcome_log::{DELIVERED, OutcomeLog, unix_micros_now},
     payload,
@@ -256,7 +255,7 @@ pub(crate) async fn run(options: LoadOptions) -> Result<(), CliError> {
     if let (Some(log), Some(path)) = (&log, &options.outcomes_log) {
         log.write(path)?;
     }
-    print_json_line(&summary)?;
+    print_result(&summary, options.format)?;
     if let Some(signal) = interrupted {
         return Err(CliError::Interrupted {
             what: "load",

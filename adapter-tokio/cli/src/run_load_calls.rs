@@ -20,7 +20,7 @@ use crate::{
         load_calls::{CallLoad, CallPayload},
     },
     error::CliError,
-    lifecycle::{print_json_line, shutdown_bounded},
+    lifecycle::{print_result, shutdown_bounded},
     outcome_log::{OutcomeLog, unix_micros_now},
     payload,
     run_call::{micros, outcome_label, refusal_label},
@@ -214,7 +214,7 @@ pub(crate) async fn run(
     }
     let tally = std::mem::take(&mut *tally.lock().unwrap_or_else(PoisonError::into_inner));
     let summary = tally.summary(elapsed);
-    print_json_line(&summary)?;
+    print_result(&summary, options.format)?;
     match summary.unreplied_line(&calls.method) {
         Some(line) => Err(CliError::failed(line)),
         None => Ok(()),

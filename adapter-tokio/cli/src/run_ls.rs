@@ -18,7 +18,7 @@ use switchboard_core::{
 };
 use switchboard_tokio::{
     RegistrySpec,
-    registry::{Feed, FeedCommand, FeedEvent, client::spawn_client_with},
+    registry::{Feed, FeedCommand, FeedEvent, client::spawn_client_to},
 };
 use tokio::{sync::oneshot, time::Instant};
 
@@ -55,10 +55,10 @@ impl LsOptions {
             registry,
             transport,
             keys,
+            ..
         } = args.cluster.resolve()?;
-        if args.timeout_ms == 0 {
-            return Err(CliError::invalid("timeout_ms", "must be greater than zero"));
-        }
+        let timeout = crate::duration::timeout_or_ms(args.timeout, args.timeout_ms)?
+            .unwrap_or(Duration::from_secs(5));
         // The watcher's id and name only name it in its handshake: nothing is listed.
         let mut core = core_config(None, client_identity("ls", None, None, random))?;
         core.cluster_keys = keys;
@@ -67,7 +67,7 @@ impl LsOptions {
             registry,
             transport,
             format: args.output,
-            timeout: Duration::from_millis(args.timeout_ms),
+            timeout,
             watch: args.watch,
         })
     }
@@ -113,7 +113,7 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
     let topology = options.core.topology_info(NodeId::NONE);
     let incarnation = run_seed();
     let feed = match &options.registry {
-        RegistrySpec::Embedded(addr) => {
+        RegistrySpec::Embedded(_) | RegistrySpec::EmbeddedHost(_) => {
             let mut info = discovery;
             info.incarnation = incarnation;
             let mut client = ClientConfig::new(info, Some(topology), incarnation);
@@ -123,7 +123,9 @@ pub(crate) async fn run(options: LsOptions) -> Result<(), CliError> {
             client.backoff = switchboard_core::registry::client::registry_backoff(
                 options.core.registry_reconnect_max,
             );
-            spawn_client_with(*addr, client, options.transport.clone())
+            let host_port =
+                crate::client::embedded_host_port(&options.registry).unwrap_or_default();
+            spawn_client_to(host_port, client, options.transport.clone())
         }
         // Read-only: the watchers list and follow the prefix; no lease, no key written.
         #[cfg(feature = "etcd")]

@@ -24,7 +24,7 @@ use crate::{
     cli::SwarmArgs,
     config::{Identity, core_config},
     error::CliError,
-    lifecycle::{print_json_line, shutdown_bounded, start_error},
+    lifecycle::{print_result, shutdown_bounded, start_error},
     swarm_probe,
 };
 
@@ -46,6 +46,8 @@ pub(crate) struct SwarmOptions {
     registry: RegistrySpec,
     transport: Transport,
     keys: Vec<ClusterKey>,
+    format: crate::cli::Format,
+    upstream: Option<u64>,
 }
 
 impl SwarmOptions {
@@ -60,6 +62,7 @@ impl SwarmOptions {
             registry,
             transport,
             keys,
+            upstream,
         } = args.cluster.resolve()?;
         if args.nodes < 2 {
             return Err(CliError::invalid("nodes", "must be at least 2"));
@@ -85,6 +88,8 @@ impl SwarmOptions {
             return Err(CliError::invalid("timeout", "must be greater than zero"));
         }
         Ok(SwarmOptions {
+            format: args.out.output,
+            upstream: args.join.upstream.or(upstream),
             nodes: args.nodes,
             joiners,
             first_id: args.first_id,
@@ -103,18 +108,19 @@ impl SwarmOptions {
             .collect()
     }
 
-    /// A member's core config: a root that may link every other member directly.
+    /// A member's core config: a root that may link every other member directly, or with
+    /// `--upstream` a child of that proxy that sends through it.
     fn core(&self, id: NodeId) -> Result<Config, CliError> {
         let mut core = core_config(
             None,
             Identity {
                 id: id.0,
                 name: format!("swarm-{}", id.0),
-                upstream: None,
+                upstream: self.upstream,
                 labels: [("swarm".to_owned(), self.first_id.to_string())].into(),
             },
         )?;
-        core.topology_policy.allow_direct_connection = true;
+        core.topology_policy.allow_direct_connection = self.upstream.is_none();
         core.cluster_keys = self.keys.clone();
         Ok(core)
     }
@@ -123,6 +129,11 @@ impl SwarmOptions {
     fn registry_addrs(&self) -> Vec<SocketAddr> {
         match &self.registry {
             RegistrySpec::Embedded(addr) => vec![*addr],
+            RegistrySpec::EmbeddedHost(host_port) => {
+                std::net::ToSocketAddrs::to_socket_addrs(host_port.as_str())
+                    .map(Iterator::collect)
+                    .unwrap_or_default()
+            }
             RegistrySpec::Etcd(etcd) => (etcd.endpoints.iter())
                 .filter_map(|url| url.rsplit("//").next()?.parse().ok())
                 .collect(),
@@ -183,7 +194,7 @@ pub(crate) async fn run(options: SwarmOptions) -> Result<ExitCode, CliError> {
     });
     join_all(leaving).await;
     report.pass = failure.is_none();
-    print_json_line(&report)?;
+    print_result(&report, options.format)?;
     match failure {
         None => Ok(ExitCode::SUCCESS),
         Some(why) => {

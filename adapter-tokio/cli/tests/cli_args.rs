@@ -395,8 +395,9 @@ fn every_subcommand_has_help_with_examples() {
         ),
         (
             "send",
-            "switchboard send <--to <NAME|ID>|--select <MODE>|--key <K>> --payload <TEXT> \
-             <--registry <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
+            "switchboard send <--to <NAME|ID>|--select <MODE>|--key <K>> <--payload \
+             <TEXT|@FILE|->|--payload-hex <HEX>|--payload-base64 <B64>> <--registry \
+             <ADDR>|--etcd <URL[,URL...]>> [OPTIONS]",
         ),
         ("demo", "switchboard demo [OPTIONS]"),
         (
@@ -497,7 +498,8 @@ fn the_registry_address_may_come_from_the_environment() {
         .expect("run the binary");
     assert_usage_error(
         &output,
-        "error: invalid value 'x' for '--registry <ADDR>': invalid socket address syntax",
+        "error: invalid value 'x' for '--registry <ADDR>': expected HOST:PORT (e.g. \
+         127.0.0.1:7000 or registry:7000), got \"x\"",
     );
 }
 
@@ -563,6 +565,56 @@ fn the_man_page_is_roff() {
     assert!(
         th.is_some_and(|l| l.starts_with(".TH switchboard 1")),
         "{stdout}"
+    );
+}
+
+/// Every page the main page names under SUBCOMMANDS exists: `man --out-dir` writes
+/// `switchboard.1` and one page per subcommand, each titled with its own name; `man SUB`
+/// prints one; an unknown one exits 2 naming the pages there are.
+#[test]
+fn every_subcommand_has_its_man_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().display().to_string();
+    let output = run(&["man", "--out-dir", &out]);
+    assert_eq!(output.status.code(), Some(0));
+    let main = std::fs::read_to_string(dir.path().join("switchboard.1")).expect("the main page");
+    let named: Vec<String> = main
+        .split("switchboard\\-")
+        .skip(1)
+        .filter_map(|rest| Some(rest.split_once("(1)")?.0.to_owned()))
+        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase()))
+        .collect();
+    for sub in [
+        "registry",
+        "node",
+        "load",
+        "demo",
+        "send",
+        "ls",
+        "call",
+        "broadcast",
+        "swarm",
+        "completions",
+        "keygen",
+        "cert",
+        "man",
+    ] {
+        assert!(named.iter().any(|n| n == sub), "{sub} not named: {named:?}");
+        let page = std::fs::read_to_string(dir.path().join(format!("switchboard-{sub}.1")))
+            .unwrap_or_else(|e| panic!("switchboard-{sub}.1: {e}"));
+        assert!(
+            page.contains(&format!("\n.TH switchboard-{sub} 1 ")),
+            "{sub}:\n{page}"
+        );
+    }
+    let output = run(&["man", "call"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\n.TH switchboard-call 1 "));
+    let output = run(&["man", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .starts_with("error: subcommand: no subcommand \"nope\" (one of registry, node, "),
     );
 }
 

@@ -32,7 +32,7 @@ fn a_load_to_an_unknown_name_exits_1_with_one_line_saying_why() {
             "--size",
             "8",
             "--wait-known",
-            "1",
+            "1s",
         ],
         RUN_LIMIT,
     );
@@ -100,7 +100,7 @@ fn an_unreachable_registry_fails_fast_with_one_line() {
             "--size",
             "8",
             "--wait-known",
-            "1",
+            "1s",
         ],
         RUN_LIMIT,
     );

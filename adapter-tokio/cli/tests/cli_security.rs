@@ -126,8 +126,8 @@ fn the_etcd_password_never_reaches_the_logs() {
             "--etcd-password-file",
             password_file.to_str().expect("utf-8 path"),
             "--etcd-insecure-password",
-            "--timeout-ms",
-            "2500",
+            "--timeout",
+            "2500ms",
         ])
         .env("RUST_LOG", "trace");
     let output = command.output().expect("run switchboard ls");

@@ -183,15 +183,15 @@ fn send_prints_the_outcome_and_exits_0_only_when_delivered() {
             "nosuch",
             "--payload",
             "x",
-            "--timeout-ms",
-            "1000",
+            "--timeout",
+            "1000ms",
         ],
         RUN_LIMIT,
     );
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         lines(&output.stdout),
-        [r#"{"outcome":"refused_unknown_target"}"#]
+        [r#"{"outcome":"refused","reason":"unknown_target"}"#]
     );
     assert_eq!(
         lines(&output.stderr),
@@ -207,10 +207,10 @@ fn send_prints_the_outcome_and_exits_0_only_when_delivered() {
 #[test]
 fn send_selects_among_the_nodes_matching_the_filter() {
     let (_procs, registry, _, _) = cluster();
-    let send = |how: &[&str], timeout_ms: &str| {
+    let send = |how: &[&str], timeout: &str| {
         let mut args = vec!["send", "--registry", &registry, "--payload", "hi"];
         args.extend(how);
-        args.extend(["--timeout-ms", timeout_ms]);
+        args.extend(["--timeout", timeout]);
         run_to_end(&args, RUN_LIMIT).0
     };
     for how in [
@@ -227,7 +227,7 @@ fn send_selects_among_the_nodes_matching_the_filter() {
         ],
         &["--key", "user-2", "--filter", "role=leaf"],
     ] {
-        let output = send(how, "5000");
+        let output = send(how, "5s");
         assert_eq!(
             output.status.code(),
             Some(0),
@@ -237,11 +237,11 @@ fn send_selects_among_the_nodes_matching_the_filter() {
         let result: Value = serde_json::from_str(&lines(&output.stdout)[0]).expect("JSON");
         assert_eq!(result["outcome"], "delivered", "{how:?}");
     }
-    let output = send(&["--select", "random", "--filter", "role=nobody"], "1000");
+    let output = send(&["--select", "random", "--filter", "role=nobody"], "1s");
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         lines(&output.stdout),
-        [r#"{"outcome":"refused_unknown_target"}"#]
+        [r#"{"outcome":"refused","reason":"unknown_target"}"#]
     );
     assert_eq!(
         lines(&output.stderr),
@@ -305,7 +305,7 @@ fn the_clients_take_the_registry_from_the_environment() {
 fn ls_and_send_without_a_reachable_registry_exit_1_with_one_line() {
     let registry = format!("127.0.0.1:{}", closed_port());
     let (output, elapsed) = run_to_end(
-        &["ls", "--registry", &registry, "--timeout-ms", "1000"],
+        &["ls", "--registry", &registry, "--timeout", "1000ms"],
         RUN_LIMIT,
     );
     assert_eq!(output.status.code(), Some(1));
@@ -329,8 +329,8 @@ fn ls_and_send_without_a_reachable_registry_exit_1_with_one_line() {
             "a",
             "--payload",
             "x",
-            "--timeout-ms",
-            "1000",
+            "--timeout",
+            "1000ms",
         ],
         RUN_LIMIT,
     );

@@ -113,8 +113,8 @@ fn a_tls_registry_serves_tls_nodes_only() {
         "good",
         "--payload",
         "hi",
-        "--timeout-ms",
-        "10000",
+        "--timeout",
+        "10000ms",
     ];
     args.extend(sender.iter().map(String::as_str));
     let (output, _) = run_to_end(&args, Duration::from_secs(30));

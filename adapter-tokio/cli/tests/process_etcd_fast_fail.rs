@@ -65,12 +65,12 @@ fn a_sigkilled_leaf_on_etcd_ends_what_it_may_have_taken_at_the_suspicion_bound()
     );
 
     // In flight at the kill: delivered (their acks were on the way), or ended by the death.
+    // Which of the two is a race, not a property: `kill_us` is read just before the signal is
+    // sent, so the leaf may still take and acknowledge the few messages in flight at that
+    // instant (CI saw all 3 delivered and the one ended by the death sent 0.2 ms after
+    // `kill_us`). That something reached the dead life is asserted below, over all messages.
     let in_flight = outcome_counts(&in_flight_at(&lines, kill_us).messages);
     eprintln!("in flight at the kill: {in_flight:?}");
-    assert!(
-        in_flight.contains_key("unknown_target_gone"),
-        "{in_flight:?}"
-    );
     assert!(
         (in_flight.keys()).all(|k| k == "delivered" || k == "unknown_target_gone"),
         "{in_flight:?}"

@@ -197,7 +197,7 @@ fn a_load_on_one_host_delivers_everything_to_a_node_on_another() {
             "--advertise",
             &Netns::address(1),
             "--wait-known",
-            "20",
+            "20s",
         ],
     );
     let status = load.wait_exit(LOAD_BOUND);

@@ -52,6 +52,9 @@ pub enum RegistrySpec {
     None,
     /// The embedded registry at this address.
     Embedded(SocketAddr),
+    /// The embedded registry at a host name and port (`registry:7000`), resolved again at
+    /// every connect (compose and Kubernetes service names).
+    EmbeddedHost(String),
     /// etcd (needs the `etcd` feature; without it `start` fails with
     /// [`StartError::EtcdDisabled`]).
     Etcd(crate::registry::EtcdOptions),

@@ -93,7 +93,7 @@ struct Session {
 
 impl Session {
     /// The connection closed or a dial failed for `reason`.
-    fn failed(&mut self, registry: SocketAddr, reason: &str) {
+    fn failed(&mut self, registry: &str, reason: &str) {
         let now = std::time::Instant::now();
         let was_up = std::mem::replace(&mut self.up, false);
         self.last_failure = Some(reason.to_owned());
@@ -118,7 +118,7 @@ impl Session {
     }
 
     /// Registered (again).
-    fn registered(&mut self, registry: SocketAddr) {
+    fn registered(&mut self, registry: &str) {
         self.up = true;
         self.ever_up = true;
         self.last_failure = None;
@@ -143,12 +143,20 @@ pub fn spawn_client(addr: SocketAddr, config: ClientConfig) -> Feed {
 /// CA; a failed TLS handshake counts as a failed dial and is retried with backoff). A
 /// `config.nonce_entropy` left at zeros is filled from the OS random source.
 #[must_use]
-pub fn spawn_client_with(addr: SocketAddr, mut config: ClientConfig, transport: Transport) -> Feed {
+pub fn spawn_client_with(addr: SocketAddr, config: ClientConfig, transport: Transport) -> Feed {
+    spawn_client_to(addr.to_string(), config, transport)
+}
+
+/// [`spawn_client_with`] against the registry at `host_port` (`registry:7000`,
+/// `[::1]:7000`): the name is resolved again at every dial, so a registry that comes back at
+/// another address under its name (a container restarted, a DNS record moved) is found.
+#[must_use]
+pub fn spawn_client_to(host_port: String, mut config: ClientConfig, transport: Transport) -> Feed {
     if config.nonce_entropy.is_empty() {
         config.nonce_entropy = crate::net::nonce_entropy();
     }
     let (feed, port) = feed_channel();
-    tokio::spawn(run(addr, config, port, transport));
+    tokio::spawn(run(host_port, config, port, transport));
     feed
 }
 
@@ -169,7 +177,8 @@ struct Conn {
 }
 
 struct ClientTask {
-    addr: SocketAddr,
+    /// The registry's `host:port`, resolved at every dial.
+    addr: String,
     clock: Clock,
     client: RegistryClient,
     port: FeedPort,
@@ -189,7 +198,7 @@ enum Step {
     Stop,
 }
 
-async fn run(addr: SocketAddr, config: ClientConfig, port: FeedPort, transport: Transport) {
+async fn run(addr: String, config: ClientConfig, port: FeedPort, transport: Transport) {
     let clock = Clock::start();
     let client = RegistryClient::new(config, clock.now());
     let (events_tx, mut events_rx) = mpsc::channel(256);
@@ -260,7 +269,7 @@ impl ClientTask {
             ConnEvent::ConnectFailed(generation, reason) if generation == self.generation => {
                 self.dialing = None;
                 debug!(registry = %self.addr, %reason, "registry dial failed");
-                self.session.failed(self.addr, &reason);
+                self.session.failed(&self.addr, &reason);
                 self.client.handle_connect_failed(now);
             }
             ConnEvent::Bytes(generation, bytes)
@@ -278,7 +287,7 @@ impl ClientTask {
                     .is_some_and(|c| c.generation == generation) =>
             {
                 info!(registry = %self.addr, %reason, "registry connection lost");
-                self.session.failed(self.addr, &reason);
+                self.session.failed(&self.addr, &reason);
                 self.close();
                 self.client.handle_closed(now);
             }
@@ -326,11 +335,11 @@ impl ClientTask {
         }
         self.generation += 1;
         let generation = self.generation;
-        let addr = self.addr;
+        let addr = self.addr.clone();
         let events = self.events_tx.clone();
         let transport = self.transport.clone();
         self.dialing = Some(self.tasks.spawn(async move {
-            let event = match transport.dial(&addr.to_string()).await {
+            let event = match transport.dial(&addr).await {
                 Ok(stream) => ConnEvent::Connected(generation, stream),
                 Err(e) => ConnEvent::ConnectFailed(generation, e.to_string()),
             };
@@ -387,7 +396,7 @@ impl ClientTask {
                 in_grace,
             } => {
                 info!(registry = %self.addr, epoch, new_epoch, in_grace, "registered");
-                self.session.registered(self.addr);
+                self.session.registered(&self.addr);
                 Some(FeedEvent::Registered)
             }
             ClientEvent::Refused { holder } => {

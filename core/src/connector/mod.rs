@@ -557,6 +557,30 @@ impl Connector {
         None
     }
 
+    /// Whether `target`'s route is failing: not ready, and its record (or a record on its
+    /// proxy chain) has had a dial or its link fail since it was last ready (a reconnect is
+    /// scheduled). A pick among servers prefers one whose route is not failing.
+    #[must_use]
+    pub fn is_failing(&self, target: NodeId) -> bool {
+        if self.ready_hop(target).is_some() {
+            return false;
+        }
+        let mut id = target;
+        for _ in 0..=self.records.len() {
+            let Some(r) = self.records.get(&id) else {
+                return false;
+            };
+            if r.failed {
+                return true;
+            }
+            if !r.proxy.is_valid() {
+                return false;
+            }
+            id = r.proxy;
+        }
+        false
+    }
+
     /// The earliest record timer or upstream redial; feed into the node's `poll_timeout`.
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
@@ -681,6 +705,7 @@ impl Connector {
             }
             r.flags.set(RouteFlags::READY, true);
             r.retry_count = 0;
+            r.failed = false;
             r.next_reconnect = None;
             let via = r.proxy.is_valid().then_some(r.proxy);
             let dependents: Vec<NodeId> = r.proxy_for.iter().copied().collect();

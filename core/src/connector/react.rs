@@ -100,6 +100,7 @@ impl Connector {
         }
         if let Some(r) = self.records.get_mut(&id) {
             r.retry_count = 0;
+            r.failed = false;
             r.next_reconnect = None;
         }
         if proxy.is_valid()
@@ -190,6 +191,7 @@ impl Connector {
                 }
                 if let Some(r) = self.records.get_mut(&d) {
                     r.retry_count = 0;
+                    r.failed = false;
                     r.next_reconnect = None;
                 }
                 self.unbind(d);
@@ -271,6 +273,7 @@ impl Connector {
             return;
         };
         r.retry_count = 0;
+        r.failed = false;
         r.next_reconnect = None;
         if !r.has(RouteFlags::WAIT_DISCOVERY) {
             self.retry_on_news(now, world, id);
@@ -462,13 +465,14 @@ impl Connector {
                 .expect("an unlimited backoff never runs out");
             self.upstream.redial_at = Some(now + delay);
         }
-        let Some(r) = self.records.get(&peer) else {
+        let Some(r) = self.records.get_mut(&peer) else {
             return;
         };
         if r.proxy.is_valid() {
             // Its route is through a proxy; this link was not carrying it.
             return;
         }
+        r.failed = true;
         if world.is_client(peer) {
             // A light client is not a member: nothing reconnects to it (it dials us).
             self.remove(peer, FailReason::TargetGone);
@@ -536,6 +540,7 @@ impl Connector {
             return;
         };
         r.retry_count = 0;
+        r.failed = false;
         r.next_reconnect = None;
         self.retry_on_news(now, world, target);
     }
@@ -545,6 +550,7 @@ impl Connector {
     pub fn path_proven(&mut self, target: NodeId) {
         if let Some(r) = self.records.get_mut(&target) {
             r.retry_count = 0;
+            r.failed = false;
         }
     }
 

@@ -114,6 +114,9 @@ pub(super) struct RouteRecord {
     pub(super) next_reconnect: Option<Instant>,
     /// When a `LOST_TOPOLOGY` record is given up.
     pub(super) lost_deadline: Option<Instant>,
+    /// A dial or the link of this (direct) record failed since it was last ready or its
+    /// count was reset ([`super::Connector::is_failing`]).
+    pub(super) failed: bool,
 }
 
 impl RouteRecord {

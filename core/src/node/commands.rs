@@ -99,6 +99,12 @@ impl Node {
             self.out.outcome(msg, Outcome::Delivered);
             return Ok(msg);
         }
+        if self.records.client_left(id) {
+            let msg = self.msg_ids.next_for(rpc);
+            self.out
+                .outcome(msg, Outcome::Failed(FailReason::TargetGone));
+            return Ok(msg);
+        }
         let records = &self.records;
         let (key, existed) = (self.endpoints.open(id, || records.name_of(id), now))
             .map_err(|_| SendError::InvalidTarget)?;

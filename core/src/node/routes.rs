@@ -30,7 +30,7 @@ impl Node {
         }
         self.endpoints.handle_timeout(now, &mut self.out);
         // A departed member's send grace ended with no record back (ARCHITECTURE §7).
-        for id in self.records.departed.expire(now) {
+        for id in self.records.expire_departed(now) {
             (self.endpoints).give_up(id, crate::outcome::FailReason::TargetGone, &mut self.out);
         }
         let (connector, links) = (&self.connector, &self.links);

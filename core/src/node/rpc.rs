@@ -22,6 +22,9 @@ use crate::{
     wire::RefuseCall,
 };
 
+/// How many more servers a pick tries when the one picked has a failing route.
+const FAILING_REPICKS: usize = 4;
+
 impl Node {
     /// Starts serving `method`: it is published in this node's discovery record
     /// ([`discovery_info`](Self::discovery_info)) and requests for it are handed out as
@@ -198,7 +201,28 @@ impl RpcHost for NodeHost<'_> {
     ) -> Option<NodeId> {
         let node = &mut *self.0;
         let among = Among::of(node.records.discovery.rings(), Some(filter));
-        (node.selector).pick(select, among, &mut node.rng, outstanding, excluded)
+        let first = (node.selector).pick(select, among, &mut node.rng, outstanding, excluded)?;
+        if !node.connector.is_failing(first) {
+            return Some(first);
+        }
+        // A server whose route is failing (a dial or link failed, a reconnect scheduled) is
+        // picked only when every other candidate's route fails too: a call waits on it until
+        // its grace while another server could answer now. Bounded: a few more picks.
+        let mut passed = excluded.to_vec();
+        passed.push(first);
+        for _ in 0..FAILING_REPICKS {
+            let among = Among::of(node.records.discovery.rings(), Some(filter));
+            let Some(next) =
+                (node.selector).pick(select, among, &mut node.rng, outstanding, &passed)
+            else {
+                break;
+            };
+            if !node.connector.is_failing(next) {
+                return Some(next);
+            }
+            passed.push(next);
+        }
+        Some(first)
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {

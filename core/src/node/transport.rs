@@ -239,8 +239,15 @@ impl Node {
     }
 
     /// Tells the connector whether `peer` has an up link, only dials in flight, or nothing.
+    /// A route that failed now (a dial or the link) moves the RPC requests still queued for
+    /// it, and for the targets routed through it, to servers whose routes do not fail.
     pub(super) fn update_peer_state(&mut self, now: Instant, peer: NodeId) {
         let state = LinkState::of(self.links.is_up(peer), self.links.is_connecting(peer));
         self.with_connector(|c, w| c.set_link_state(now, w, peer, state));
+        if self.rpc.is_some() && self.connector.is_failing(peer) {
+            for target in [peer].into_iter().chain(self.connector.proxied_by(peer)) {
+                (self.out.rpc).push_back(crate::rpc::RpcInput::RouteFailing { peer: target });
+            }
+        }
     }
 }

@@ -26,6 +26,9 @@ impl Rpc {
             RpcInput::PeerRestarted { peer, incarnation } => {
                 self.server_restarted(peer, incarnation, host);
             }
+            RpcInput::RouteFailing { peer } => {
+                self.move_queued(now, peer, FailReason::NoRoute, host);
+            }
         }
     }
 
@@ -198,8 +201,19 @@ impl Rpc {
         };
         let dead = |taken_by: u64| incarnation == 0 || taken_by == 0 || taken_by == incarnation;
         self.end_taken(peer, reason, dead, host);
-        // Requests still queued for it never left this node: one with another server to go
-        // to moves there now; the others wait for a live incarnation (until the grace).
+        self.move_queued(now, peer, FailReason::TargetGone, host);
+    }
+
+    /// Requests still queued for `peer` never left this node: one with another server to go
+    /// to moves there now (`peer` tried, for `reason`); the others wait for `peer` (until
+    /// the grace).
+    fn move_queued(
+        &mut self,
+        now: Instant,
+        peer: NodeId,
+        reason: FailReason,
+        host: &mut impl RpcHost,
+    ) {
         for id in self.calls.sent_to(peer) {
             let Some(CallState::Sent {
                 delivered: false,
@@ -219,7 +233,7 @@ impl Rpc {
                 continue;
             }
             self.stats.moved += 1;
-            self.calls.tried(id, peer, FailReason::TargetGone);
+            self.calls.tried(id, peer, reason);
             if !self.send_request(now, id, other, host) {
                 self.dispatch(now, id, false, host);
             }

@@ -111,6 +111,12 @@ pub(crate) enum RpcInput {
         /// What showed it.
         evidence: Evidence,
     },
+    /// `peer`'s route failed (a dial or its link failed; a reconnect is scheduled): requests
+    /// still queued for it move to a server whose route is not failing.
+    RouteFailing {
+        /// The peer.
+        peer: NodeId,
+    },
     /// `peer` came back as `incarnation`.
     PeerRestarted {
         /// The peer.

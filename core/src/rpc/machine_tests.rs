@@ -428,6 +428,45 @@ fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
     assert_eq!((stats.fast_fails, stats.moved, stats.in_flight), (1, 1, 1));
 }
 
+/// A failing route (a dial or link failed, a reconnect scheduled) moves a request still
+/// queued for that server to another one at once; a request already acknowledged stays
+/// (the server may be running it), and nothing ends.
+#[test]
+fn a_failing_route_moves_what_is_queued_and_keeps_what_was_taken() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1, S2],
+        ..Script::default()
+    };
+    rpc.call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let queued = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let taken_msg = host.sent[0].msg;
+    host.inputs.extend([
+        RpcInput::Outcome {
+            msg: taken_msg,
+            outcome: Outcome::Delivered,
+        },
+        RpcInput::RouteFailing { peer: S1 },
+    ]);
+    host.queued.retain(|&m| m != taken_msg);
+    rpc.settle(at(10), &mut host);
+    assert_eq!(host.outputs, []);
+    assert_eq!(host.withdrawn, [host.sent[1].msg]);
+    assert_eq!(host.sent.len(), 3);
+    assert_eq!(
+        (host.sent[2].to, &host.sent[2].bytes),
+        (
+            S2,
+            &request_bytes(queued.0, Duration::from_millis(4_990), b"")
+        )
+    );
+    let stats = rpc.stats();
+    assert_eq!((stats.fast_fails, stats.moved, stats.in_flight), (0, 1, 2));
+}
+
 /// A caller seeing servers S1 and S2, with one `echo` call made at 0 (its request to S1).
 fn a_call_with_two_servers() -> (Rpc, Script, CallId) {
     let mut rpc = machine(&[]);

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{ClusterArgs, parse_label};
+use super::{ClusterArgs, JoinArgs, OutputArgs, PayloadArgs, parse_label};
 use crate::duration::parse_duration;
 
 /// `switchboard call`.
@@ -13,7 +13,8 @@ use crate::duration::parse_duration;
     after_help = "Calls METHOD once, from a light client of its own (call-ID, a random 63-bit \
     id, label role=client: it is not a member, its leaving is no peer death), on one of the nodes \
     serving it, and prints one JSON line: {\"outcome\":\"reply\",\"payload\":TEXT,\
-    \"latency_us\":N} (the reply's bytes as UTF-8, invalid sequences replaced by U+FFFD), or \
+    \"latency_us\":N} (the reply's bytes as text when they are UTF-8, else their base64 and \
+    \"encoding\":\"base64\"), or \
     {\"outcome\":\"failed\"|\"unknown\",\"reason\":REASON,\"latency_us\":N}. `failed` means \
     the handler provably never ran, `unknown` that it may have. Reasons: not_available (no \
     server within --grace), target_gone, target_restarted, timeout, expired, not_served, \
@@ -23,7 +24,10 @@ use crate::duration::parse_duration;
     The server is picked among the method's servers by --select: round-robin (the \
     default), random, least-outstanding (of two drawn at random, the one with fewer of this \
     node's calls outstanding) or hash of --key (the same key goes to the same server while \
-    membership holds; --key alone means hash). Durations are a \
+    membership holds; --key alone means hash); --server ID calls that server. --upstream ID \
+    joins under that proxy and calls through it (to reach servers behind it). The payload is \
+    --payload TEXT, @FILE or - (stdin), --payload-hex or --payload-base64 (empty without one); \
+    -o text prints one line for a person. Durations are a \
     number and a unit: 250ms, 5s, 1.5s, 2m.\n\n\
     Examples:\n  \
     switchboard call --registry 127.0.0.1:7000 --method echo --payload hello\n  \
@@ -40,16 +44,25 @@ pub(crate) struct CallArgs {
     /// The key of --select hash (alone: --select hash).
     #[arg(long, value_name = "K")]
     pub(crate) key: Option<String>,
-    /// The payload, sent as its UTF-8 bytes.
-    #[arg(long, value_name = "TEXT", default_value = "")]
-    pub(crate) payload: String,
+    /// Call this server (a node id serving the method) instead of selecting one.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["select", "key"], value_parser = super::non_negative::<u64>)]
+    pub(crate) server: Option<u64>,
+    /// The payload (empty without one; one of --payload, --payload-hex, --payload-base64).
+    #[command(flatten)]
+    pub(crate) payload: PayloadArgs,
     /// The call's whole budget, from the call to its outcome [default: 30s, the core's].
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
     /// How long to wait for a server of the method to appear [default: 15s, the core's;
     /// never beyond --timeout].
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<Duration>,
+    /// How the client joins the tree.
+    #[command(flatten)]
+    pub(crate) join: JoinArgs,
+    /// Output format.
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
@@ -68,6 +81,8 @@ pub(crate) struct CallArgs {
     stderr saying why; also when the registry does not answer within 5 s), 2 for a bad \
     flag.\n\n\
     A recipient that is gone (killed, its record still listed) waits until --timeout. \
+    --upstream ID sends through that proxy; the payload is --payload TEXT, @FILE or -, \
+    --payload-hex or --payload-base64; -o text prints one line for a person. \
     Durations are a number and a unit: 250ms, 5s, 1.5s, 2m.\n\n\
     Example:\n  \
     switchboard broadcast --registry 127.0.0.1:7000 --label role=leaf --payload reload \
@@ -80,16 +95,22 @@ pub(crate) struct BroadcastArgs {
     /// Message type each recipient receives.
     #[arg(long = "type", value_name = "N", default_value_t = 1)]
     pub(crate) msg_type: u32,
-    /// The payload, sent as its UTF-8 bytes.
-    #[arg(long, value_name = "TEXT")]
-    pub(crate) payload: String,
+    /// The payload (one of --payload, --payload-hex, --payload-base64).
+    #[command(flatten)]
+    pub(crate) payload: PayloadArgs,
     /// Also send to the broadcasting node itself (it matches only without --label).
     #[arg(long)]
     pub(crate) include_self: bool,
     /// The broadcast's whole budget: a recipient without an outcome by then is given up
     /// (failed or unknown `timeout`) [default: 8s, the core's message timeout].
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Option<Duration>,
+    /// How the client joins the tree.
+    #[command(flatten)]
+    pub(crate) join: JoinArgs,
+    /// Output format.
+    #[command(flatten)]
+    pub(crate) out: OutputArgs,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,

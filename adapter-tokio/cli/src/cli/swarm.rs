@@ -46,8 +46,14 @@ pub(crate) struct SwarmArgs {
     #[arg(long, value_name = "K", default_value_t = 64)]
     pub(crate) start_concurrency: u32,
     /// Bound on each phase (start and converge, join, messages).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) timeout: Duration,
+    /// How the members join the tree: roots linking each other directly, or under a proxy.
+    #[command(flatten)]
+    pub(crate) join: super::JoinArgs,
+    /// Output format of the report.
+    #[command(flatten)]
+    pub(crate) out: super::OutputArgs,
     /// The cluster: registry, TLS, keys.
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,

@@ -31,7 +31,7 @@ pub(crate) const LOAD_ROLE: &str = "load";
 #[serde(deny_unknown_fields)]
 pub(crate) struct LoadFile {
     /// `--registry`.
-    pub(crate) registry: Option<SocketAddr>,
+    pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// `--to`.
     pub(crate) to: Option<String>,
     /// `--hash-key`.
@@ -113,6 +113,8 @@ pub(crate) struct LoadFile {
 pub(crate) struct LoadOptions {
     /// The load node's validated core config.
     pub(crate) core: Config,
+    /// How the summary is printed (`-o`).
+    pub(crate) format: crate::cli::Format,
     /// Where the load node listens and what it publishes: with `advertise`, on every address
     /// (port 0) publishing the advertised one; without, on 127.0.0.1 (the builder's default).
     pub(crate) listen: Option<(SocketAddr, Advertise)>,
@@ -349,6 +351,7 @@ impl LoadOptions {
         }
         Ok(LoadOptions {
             transport,
+            format: args.out.output,
             core,
             listen,
             registry,
@@ -382,7 +385,10 @@ mod tests {
 
     fn args() -> LoadArgs {
         LoadArgs {
-            registry: Some(SocketAddr::from(([127, 0, 0, 1], 7000))),
+            out: crate::cli::OutputArgs {
+                output: crate::cli::Format::Json,
+            },
+            registry: Some(SocketAddr::from(([127, 0, 0, 1], 7000)).into()),
             to: Some("leaf-1".to_owned()),
             hash_key: None,
             select: None,
@@ -611,6 +617,9 @@ mod tests {
         )
         .expect("write");
         let a = LoadArgs {
+            out: crate::cli::OutputArgs {
+                output: crate::cli::Format::Json,
+            },
             registry: None,
             to: None,
             hash_key: None,

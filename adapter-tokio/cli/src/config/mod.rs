@@ -6,6 +6,7 @@
 //! `core.message_timeout_ms`): unknown keys, wrong types, missing required values, values out
 //! of range.
 
+pub(crate) mod client;
 pub(crate) mod concern;
 pub(crate) mod load;
 pub(crate) mod load_calls;
@@ -25,6 +26,7 @@ use switchboard_core::{
 use switchboard_tokio::{RegistrySpec, registry::EtcdOptions};
 
 use crate::{cli::EtcdSecurity, error::CliError};
+pub(crate) use client::Joined;
 
 /// Reads and deserializes a TOML file; `None` reads nothing and gives `T::default()`.
 ///
@@ -191,37 +193,6 @@ pub(crate) fn transport(
     }
 }
 
-/// What a one-shot client joins: the registry, the transport and the cluster keys.
-pub(crate) struct Joined {
-    pub(crate) registry: RegistrySpec,
-    pub(crate) transport: switchboard_tokio::Transport,
-    pub(crate) keys: Vec<switchboard_core::ClusterKey>,
-}
-
-impl crate::cli::ClusterArgs {
-    /// Checks the key files, the registry flags and the TLS flags, in that order.
-    ///
-    /// # Errors
-    ///
-    /// A key file that cannot be read or is malformed, no registry or two, etcd settings
-    /// without etcd, partial or unreadable TLS files.
-    pub(crate) fn resolve(self) -> Result<Joined, CliError> {
-        let keys = crate::keys::load(&self.keys)?;
-        let registry = registry_spec(
-            self.registry,
-            self.etcd.etcd.clone(),
-            self.etcd.etcd_prefix.clone(),
-            self.etcd.security(),
-        )?;
-        let transport = transport(self.tls)?;
-        Ok(Joined {
-            registry,
-            transport,
-            keys,
-        })
-    }
-}
-
 /// The registry a node uses, from the merged `registry` / `etcd` / `etcd_prefix` values.
 ///
 /// # Errors
@@ -229,7 +200,7 @@ impl crate::cli::ClusterArgs {
 /// Both or neither of `registry` and `etcd`, an empty URL list or URL, or an `etcd_prefix`
 /// without `etcd` or not ending with `/`.
 pub(crate) fn registry_spec(
-    registry: Option<std::net::SocketAddr>,
+    registry: Option<crate::address::RegistryAddr>,
     etcd: Option<Vec<String>>,
     etcd_prefix: Option<String>,
     security: EtcdSecurity,
@@ -259,7 +230,7 @@ pub(crate) fn registry_spec(
         )),
         (Some(addr), None) => match etcd_prefix {
             Some(_) => Err(CliError::invalid("etcd_prefix", "only used with etcd")),
-            None => Ok(RegistrySpec::Embedded(addr)),
+            None => addr.spec(),
         },
         (None, Some(urls)) => {
             if urls.is_empty() {
@@ -464,7 +435,12 @@ macro_rules! take_secrets {
     )+};
 }
 
-take_secrets!(node::NodeFile, load::LoadFile, registry::RegistryFile);
+take_secrets!(
+    node::NodeFile,
+    load::LoadFile,
+    registry::RegistryFile,
+    client::ClientFile
+);
 
 /// The key and TLS flags over the config file's (each flag overrides its file key; the
 /// file's paths are relative to its directory).

@@ -34,7 +34,7 @@ pub(crate) struct NodeFile {
     /// `--upstream`.
     pub(crate) upstream: Option<u64>,
     /// `--registry`.
-    pub(crate) registry: Option<SocketAddr>,
+    pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// `--label` as a table; flags add to it and override equal keys.
     pub(crate) label: Option<BTreeMap<String, String>>,
     /// `--admin`.

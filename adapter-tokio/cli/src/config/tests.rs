@@ -106,7 +106,7 @@ fn field_of(e: CliError) -> String {
 fn the_registry_is_embedded_or_etcd_never_both_nor_neither() {
     let addr = SocketAddr::from(([127, 0, 0, 1], 7000));
     assert_eq!(
-        registry_spec(Some(addr), None, None, EtcdSecurity::default()).expect("embedded"),
+        registry_spec(Some(addr.into()), None, None, EtcdSecurity::default()).expect("embedded"),
         RegistrySpec::Embedded(addr)
     );
     let urls = vec!["http://127.0.0.1:2379".to_owned()];
@@ -123,7 +123,7 @@ fn the_registry_is_embedded_or_etcd_never_both_nor_neither() {
         RegistrySpec::Etcd(expected)
     );
     let both = registry_spec(
-        Some(addr),
+        Some(addr.into()),
         Some(urls.clone()),
         None,
         EtcdSecurity::default(),
@@ -158,7 +158,7 @@ fn the_registry_is_embedded_or_etcd_never_both_nor_neither() {
     assert_eq!(
         field_of(
             registry_spec(
-                Some(addr),
+                Some(addr.into()),
                 None,
                 Some("/x/".to_owned()),
                 EtcdSecurity::default()
@@ -401,7 +401,7 @@ fn etcd_tls_and_user_files_are_checked_and_passed_on() {
     }
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 7000));
     assert_eq!(
-        field_of(registry_spec(Some(addr), None, None, plain).expect_err("not etcd")),
+        field_of(registry_spec(Some(addr.into()), None, None, plain).expect_err("not etcd")),
         "etcd_user"
     );
 }

@@ -219,14 +219,27 @@ pub(crate) fn http_get(addr: SocketAddr, path: &str) -> (u16, String, String) {
 /// Runs `switchboard args...` to its end (killed after `limit`), with stdout and stderr
 /// captured; returns the output and how long it ran.
 pub(crate) fn run_to_end(args: &[&str], limit: Duration) -> (std::process::Output, Duration) {
+    run_with_input(args, None, limit)
+}
+
+/// [`run_to_end`] with `input` written to the child's stdin (then closed); no input: stdin is
+/// `/dev/null`.
+pub(crate) fn run_with_input(
+    args: &[&str],
+    input: Option<&[u8]>,
+    limit: Duration,
+) -> (std::process::Output, Duration) {
     let start = Instant::now();
     let mut child = Command::new(BIN)
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(input.map_or_else(Stdio::null, |_| Stdio::piped()))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn the switchboard binary");
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        std::io::Write::write_all(&mut stdin, input).expect("write the child's stdin");
+    }
     let (mut stdout, mut stderr) = (
         child.stdout.take().expect("piped stdout"),
         child.stderr.take().expect("piped stderr"),

@@ -107,7 +107,7 @@ impl LoadSpec {
             "--name",
             &self.name,
             "--wait-known",
-            &self.wait_known_secs.to_string(),
+            &format!("{}s", self.wait_known_secs),
         ]));
         if let Some(path) = &self.outcomes_log {
             out.extend(args(["--outcomes-log", &path.display().to_string()]));

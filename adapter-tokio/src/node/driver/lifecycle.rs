@@ -17,7 +17,7 @@ use crate::{
     net,
     node::{COMMAND_CAPACITY, Command, Inbox, NodeBuilder, NodeHandle, RegistrySpec, StartError},
     registry::{
-        client::{ClientTuning, spawn_client_with},
+        client::{ClientTuning, spawn_client_to, spawn_client_with},
         feed::{Feed, FeedCommand},
     },
 };
@@ -132,6 +132,15 @@ fn start_backend(
             let mut config = node.registry_client_config();
             tuning.apply(&mut config);
             Ok(Some(spawn_client_with(*addr, config, transport.clone())))
+        }
+        RegistrySpec::EmbeddedHost(host_port) => {
+            let mut config = node.registry_client_config();
+            tuning.apply(&mut config);
+            Ok(Some(spawn_client_to(
+                host_port.clone(),
+                config,
+                transport.clone(),
+            )))
         }
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(options) => {
