@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use switchboard_core::{
-    backoff::{BackoffConfig, Jitter},
+    backoff::BackoffConfig,
     ids::NodeId,
     outcome::{FailReason, Outcome},
     select::Select,
@@ -21,15 +21,15 @@ const COUNT: u64 = 200;
 
 /// A root tokio node that may link any node directly, with fast test settings.
 fn start_tokio(world: &World, id: u64, name: &str) -> (NodeHandle, switchboard_tokio::Inbox) {
-    let tuning = ClientTuning {
-        backoff: Some(BackoffConfig {
-            start: Duration::from_millis(100),
-            max: Duration::from_millis(300),
-            max_tries: 0,
-            jitter: Jitter::None,
-        }),
-        heartbeat_interval: Some(Duration::from_millis(500)),
-        ..ClientTuning::default()
+    let tuning = {
+        let mut tuning = ClientTuning::default();
+        tuning.backoff = Some(BackoffConfig::without_jitter(
+            Duration::from_millis(100),
+            Duration::from_millis(300),
+            0,
+        ));
+        tuning.heartbeat_interval = Some(Duration::from_millis(500));
+        tuning
     };
     let builder = NodeBuilder::new(NodeId(id), name)
         .registry(world.addr())

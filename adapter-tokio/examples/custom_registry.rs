@@ -133,6 +133,7 @@ async fn serve(board: Arc<Board>, registration: Registration, port: FeedPort) {
     let FeedPort {
         events,
         mut commands,
+        ..
     } = port;
     let id = registration.discovery.id;
     let (snapshot, mut changes) = board.register(registration);

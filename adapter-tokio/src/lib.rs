@@ -13,28 +13,30 @@
 //! re-arms its timer.
 //!
 //! Calls by method ([`node::rpc`]): [`NodeHandle::serve`] publishes a method and yields its
-//! [`Requests`], each answered with [`Request::respond`]; [`NodeHandle::call`] waits for one
-//! server's reply, `Failed` (never executed) or `Unknown` (may have executed), with the
-//! core's grace, fast-fail and deadlines; [`NodeHandle::broadcast`] reports every recipient.
+//! [`Requests`], each answered with [`Request::respond`] ([`NodeHandle::serve_bounded`] sheds
+//! what is beyond a concurrency limit, [`NodeHandle::serve_service`] serves with a
+//! `tower::Service`); [`NodeHandle::call`] waits for one server's reply, `Failed` (never
+//! executed) or `Unknown` (may have executed), with the core's grace, fast-fail and
+//! deadlines; [`NodeHandle::broadcast`] reports every recipient. The vocabulary
+//! ([`CallSpec`], [`CallOutcome`], [`Select`], [`BroadcastSpec`], [`Filter`], ...) is
+//! re-exported here, and every failure converts into one [`Error`].
 //!
 //! # Example
 //!
 //! An embedded registry and two nodes on loopback: `alpha` sends to `beta` by name and gets
 //! the outcome; `beta` reads the message from its [`Inbox`]. More in `examples/` (an echoing
 //! node, a client keeping many messages in flight, a registry of your own through
-//! [`registry::feed`]).
+//! [`registry::feed`], `rpc_server` / `rpc_client`, a `broadcast` by label).
 //!
 //! ```
 //! use std::{net::SocketAddr, time::Duration};
 //!
 //! use bytes::Bytes;
 //! use switchboard_tokio::{
-//!     NodeBuilder, TargetSpec,
-//!     registry::spawn_registry,
-//!     switchboard_core::{ids::NodeId, outcome::Outcome, registry::server::ServerConfig},
+//!     NodeBuilder, NodeId, Outcome, ServerConfig, TargetSpec, registry::spawn_registry,
 //! };
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # fn main() -> Result<(), switchboard_tokio::Error> {
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 //! let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
 //! let registry = spawn_registry(loopback, ServerConfig::default(), 1).await?;
@@ -42,7 +44,7 @@
 //! let node = |id, name| {
 //!     NodeBuilder::new(NodeId(id), name)
 //!         .registry(registry.local_addr())
-//!         .config(|c| c.topology_policy.allow_direct_connection = true)
+//!         .allow_direct_connection(true)
 //! };
 //! let (alpha, _alpha_inbox) = node(1, "alpha").start().await?;
 //! let (beta, mut beta_inbox) = node(2, "beta").start().await?;
@@ -58,7 +60,7 @@
 //! alpha.shutdown().await?;
 //! beta.shutdown().await?;
 //! registry.shutdown().await;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), switchboard_tokio::Error>(())
 //! # })
 //! # }
 //! ```
@@ -66,6 +68,7 @@
 #[cfg(feature = "admin")]
 pub mod admin;
 pub mod clock;
+mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 mod net;
@@ -75,6 +78,7 @@ pub mod registry;
 pub mod target;
 pub mod transport;
 
+pub use error::Error;
 pub use node::rpc::{
     BroadcastFailure, CallFailure, CallReport, InlineRequest, InlineServing, Request, Requests,
     RespondFailure,
@@ -82,10 +86,19 @@ pub use node::rpc::{
 pub use node::stream::{PostOutcomes, PostReport, Poster, Ticket};
 pub use node::trace::TraceContext;
 pub use node::{
-    CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, PendingOutcome, PostedOutcome,
-    Received, RegistrySpec, SendFailure, StartError, Stopped,
+    CustomBackend, Drained, Inbox, NodeBuilder, NodeHandle, NotRegistered, PendingOutcome,
+    PostedOutcome, Received, RegistrySpec, SendFailure, ServiceRequest, ServiceServing, StartError,
+    Stopped,
 };
 pub use observe::{Known, Metrics, Status};
 pub use switchboard_core;
+/// The RPC and addressing vocabulary of [`switchboard_core`], at this crate's root: what a
+/// call, a served method or a broadcast names (the core's modules stay reachable through
+/// [`switchboard_core`]).
+pub use switchboard_core::{
+    BroadcastDone, BroadcastSpec, CallError, CallId, CallOutcome, CallSpec, FailReason, Filter,
+    NodeId, Outcome, ReplyError, RequestId, Select, SendError, discovery::address::Advertise,
+    registry::server::ServerConfig,
+};
 pub use target::TargetSpec;
 pub use transport::Transport;

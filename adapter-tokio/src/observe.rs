@@ -99,6 +99,11 @@ pub struct Metrics {
     /// The core's other RPC counters ([`RpcStats`](switchboard_core::rpc::RpcStats)), by name:
     /// see [`RPC_STATS`].
     pub rpc_stats: BTreeMap<&'static str, u64>,
+    /// Requests shed unexecuted (their callers' calls ended `Failed(Overloaded)`): beyond a
+    /// method's concurrency limit ([`NodeHandle::serve_bounded`](crate::NodeHandle::serve_bounded),
+    /// a tower service not ready under [`NodeHandle::serve_service`](crate::NodeHandle::serve_service))
+    /// or by [`Request::shed`](crate::Request::shed). The core's `RpcStats::overloaded`.
+    pub rpc_overloaded: u64,
 }
 
 /// Distinct method names the RPC metrics label by name (on each side: calls made, requests
@@ -150,6 +155,7 @@ impl Metrics {
         self.rpc_fast_fails = stats.fast_fails;
         self.rpc_budgets_capped = stats.budgets_capped;
         self.rpc_broadcasts = stats.broadcasts;
+        self.rpc_overloaded = stats.overloaded;
         let values = [
             stats.lookups,
             stats.moved,
@@ -169,6 +175,7 @@ impl Metrics {
 /// Counters since start and current gauges of an embedded registry
 /// ([`crate::registry::RegistryHandle::metrics`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct RegistryMetrics {
     /// Listed nodes registered on a live connection now (gauge).
     pub nodes_live: u64,
@@ -242,6 +249,7 @@ pub const LATENCY_BUCKETS_NANOS: [u64; 14] = [
 /// A fixed-bucket histogram of durations ([`LATENCY_BUCKETS_NANOS`]), kept in whole
 /// nanoseconds so it stays exact (and `Eq`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Histogram {
     /// Observations per bucket, not cumulative: `buckets[i]` counts the durations in
     /// `(LATENCY_BUCKETS_NANOS[i-1], LATENCY_BUCKETS_NANOS[i]]`; the last entry counts those

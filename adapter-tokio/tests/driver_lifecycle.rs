@@ -11,7 +11,7 @@ use switchboard_core::{
     ids::NodeId,
     outcome::{FailReason, Outcome},
 };
-use switchboard_tokio::{SendFailure, TargetSpec, node::Stopped};
+use switchboard_tokio::{NotRegistered, SendFailure, TargetSpec, node::Stopped};
 
 use support::{
     STEP, direct, drain_inbox, init_logs, outcomes, payload, recv_n, seqs_with, start,
@@ -153,6 +153,13 @@ async fn a_duplicate_id_is_refused_and_the_holder_is_unaffected() {
     let status = within("status", impostor.status()).await.expect("running");
     assert!(!status.registered);
     assert!(!impostor.known().registered);
+    // The refusal ends the wait at once, naming the holder.
+    assert_eq!(
+        within("refused", impostor.wait_registered(STEP)).await,
+        Err(NotRegistered::Refused {
+            reason: format!("id held by incarnation {}", a.incarnation())
+        })
+    );
 
     let entries = within("entries", registry.entries()).await;
     let holder: Vec<(u64, u64, Vec<String>)> = entries
@@ -177,7 +184,7 @@ async fn a_duplicate_id_is_refused_and_the_holder_is_unaffected() {
     let got = recv_n(&mut a_inbox, 1).await;
     assert_eq!(got[0].payload, payload(2, 0, 24));
     impostor.kill();
-    assert!(a.wait_registered(STEP).await);
+    assert_eq!(a.wait_registered(STEP).await, Ok(()));
     registry.kill();
 }
 
@@ -209,7 +216,7 @@ async fn a_registry_shut_down_gracefully_leaves_the_views_and_a_new_one_takes_ov
 
     let registry = support::start_registry_at(addr).await;
     for node in [&a, &b] {
-        assert!(node.wait_registered(STEP).await);
+        assert_eq!(node.wait_registered(STEP).await, Ok(()));
     }
     within("both listed again", async {
         loop {

@@ -79,10 +79,7 @@ async fn posted_messages_arrive_exactly_and_every_ticket_has_one_outcome() {
     let mut got = reports(&mut outcomes, 8).await;
     got.sort_by_key(|r| r.ticket);
     let expected: Vec<PostReport> = (0..8)
-        .map(|ticket| PostReport {
-            ticket,
-            outcome: Ok(Outcome::Delivered),
-        })
+        .map(|ticket| PostReport::new(ticket, Ok(Outcome::Delivered)))
         .collect();
     assert_eq!(got, expected);
 
@@ -127,18 +124,9 @@ async fn refusals_come_back_on_the_stream_with_their_ticket() {
     assert_eq!(
         got,
         vec![
-            PostReport {
-                ticket: 0,
-                outcome: Err(SendError::InvalidTarget)
-            },
-            PostReport {
-                ticket: 1,
-                outcome: Ok(Outcome::Delivered)
-            },
-            PostReport {
-                ticket: 2,
-                outcome: Err(SendError::ReservedType)
-            },
+            PostReport::new(0, Err(SendError::InvalidTarget)),
+            PostReport::new(1, Ok(Outcome::Delivered)),
+            PostReport::new(2, Err(SendError::ReservedType)),
         ],
         "the stream ended after the last owed outcome"
     );

@@ -113,10 +113,7 @@ async fn still_open(stream: &mut TcpStream) -> bool {
 #[tokio::test]
 async fn at_the_unregistered_cap_the_oldest_makes_room_and_a_real_node_registers_at_once() {
     init_logs();
-    let caps = ConnectionCaps {
-        max_connections: 64,
-        max_unregistered: 4,
-    };
+    let caps = ConnectionCaps::new(64, 4);
     let registry = registry(caps).await;
     let addr = registry.local_addr();
     let mut idle = Vec::new();
@@ -177,10 +174,7 @@ async fn at_the_unregistered_cap_the_oldest_makes_room_and_a_real_node_registers
 #[tokio::test]
 async fn the_total_cap_counts_registered_connections() {
     init_logs();
-    let caps = ConnectionCaps {
-        max_connections: 2,
-        max_unregistered: 2,
-    };
+    let caps = ConnectionCaps::new(2, 2);
     let registry = registry(caps).await;
     let addr = registry.local_addr();
     let (_a, _) = register(addr, 1).await;

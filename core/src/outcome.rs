@@ -128,12 +128,16 @@ pub enum FailReason {
     /// The chosen server refused the call unexecuted: it does not serve the method (any
     /// more), and no other server was left to try ([`crate::rpc`]).
     NotServed,
+    /// The chosen server refused the call unexecuted: it was at its concurrency limit for
+    /// the method and shed the request ([`crate::rpc`]). Not retried elsewhere: shedding
+    /// is the server's signal to back off.
+    Overloaded,
 }
 
 impl FailReason {
     /// Every reason, in declaration order: for label sets that list each one (at 0 until
     /// counted).
-    pub const ALL: [FailReason; 15] = [
+    pub const ALL: [FailReason; 16] = [
         FailReason::Timeout,
         FailReason::QueueFull,
         FailReason::NoRoute,
@@ -149,11 +153,12 @@ impl FailReason {
         FailReason::Expired,
         FailReason::Cancelled,
         FailReason::NotServed,
+        FailReason::Overloaded,
     ];
 
     /// The reasons a message's outcome can carry, in declaration order: every reason but the
     /// ones only calls end with (`NotAvailable`, `SelfCall`, `Expired`, `Cancelled`,
-    /// `NotServed`). For the label sets of message metrics.
+    /// `NotServed`, `Overloaded`). For the label sets of message metrics.
     pub const MESSAGE_REASONS: [FailReason; 10] = [
         FailReason::Timeout,
         FailReason::QueueFull,
@@ -170,7 +175,7 @@ impl FailReason {
     /// The reason's label in metrics, JSON reports and command output, in snake case:
     /// `timeout`, `queue_full`, `no_route`, `target_gone`, `target_restarted`, `shutdown`,
     /// `stream_abandoned`, `wrong_cluster`, `version_mismatch`, `duplicate_id`,
-    /// `not_available`, `self_call`, `expired`, `cancelled`, `not_served`.
+    /// `not_available`, `self_call`, `expired`, `cancelled`, `not_served`, `overloaded`.
     /// The one place these names are written; [`Outcome::label`] builds on it.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -190,6 +195,7 @@ impl FailReason {
             FailReason::Expired => "expired",
             FailReason::Cancelled => "cancelled",
             FailReason::NotServed => "not_served",
+            FailReason::Overloaded => "overloaded",
         }
     }
 
@@ -226,6 +232,7 @@ impl fmt::Display for FailReason {
             FailReason::Expired => "the call's budget was spent before a handler saw it",
             FailReason::Cancelled => "cancelled by the caller",
             FailReason::NotServed => "the server does not serve the method",
+            FailReason::Overloaded => "the server is at its concurrency limit for the method",
         })
     }
 }
@@ -316,7 +323,8 @@ mod tests {
                 "self_call",
                 "expired",
                 "cancelled",
-                "not_served"
+                "not_served",
+                "overloaded"
             ]
         );
         assert_eq!(

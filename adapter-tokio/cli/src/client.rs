@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use switchboard_core::node::SendError;
-use switchboard_tokio::{NodeHandle, PendingOutcome, RegistrySpec, SendFailure, TargetSpec};
+use switchboard_tokio::{
+    NodeHandle, NotRegistered, PendingOutcome, RegistrySpec, SendFailure, TargetSpec,
+};
 use tokio::time::Instant;
 
 use crate::{config::Identity, error::CliError};
@@ -85,17 +87,15 @@ pub(crate) async fn wait_registered(
     timeout: Duration,
     what: &str,
 ) -> Result<(), CliError> {
-    handle
-        .wait_for(timeout, |k| k.registered || k.conflict.is_some())
-        .await;
-    let known = handle.known();
-    if known.registered {
+    let Err(failure) = handle.wait_registered(timeout).await else {
         return Ok(());
-    }
+    };
     let registry = registry_name(spec);
-    Err(CliError::failed(match known.conflict {
-        Some(why) => format!("{what}: {registry} refused the {what} node: {why}"),
-        None => format!(
+    Err(CliError::failed(match failure {
+        NotRegistered::Refused { reason } => {
+            format!("{what}: {registry} refused the {what} node: {reason}")
+        }
+        _ => format!(
             "{what}: {registry} did not answer within {}{}",
             seconds(timeout),
             refused_now(spec).await

@@ -60,7 +60,7 @@ pub(crate) fn required_payload(args: PayloadArgs) -> Result<Bytes, CliError> {
 /// Hex digits, two per byte, either case.
 fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
     let text = text.trim();
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(format!("an odd number of hex digits ({})", text.len()));
     }
     let digit = |at: usize| {

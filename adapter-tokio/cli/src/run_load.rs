@@ -306,9 +306,7 @@ pub(crate) async fn start_load_node(
         Some(addr) => match AdminServer::bind_with(
             addr,
             handle.clone(),
-            AdminOptions {
-                token: options.admin_token.clone(),
-            },
+            AdminOptions::with_token(options.admin_token.clone()),
         )
         .await
         {

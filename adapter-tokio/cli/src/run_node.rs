@@ -84,8 +84,12 @@ pub(crate) async fn run(options: NodeOptions) -> Result<(), CliError> {
     let admin_server = match admin {
         None => None,
         Some(addr) => {
-            match AdminServer::bind_with(addr, handle.clone(), AdminOptions { token: admin_token })
-                .await
+            match AdminServer::bind_with(
+                addr,
+                handle.clone(),
+                AdminOptions::with_token(admin_token),
+            )
+            .await
             {
                 Ok(server) => Some(server),
                 Err(e) => {

@@ -46,9 +46,7 @@ pub(crate) async fn run(options: RegistryOptions) -> Result<(), CliError> {
             AdminServer::bind_registry_with(
                 addr,
                 registry.stats(),
-                AdminOptions {
-                    token: options.admin_token,
-                },
+                AdminOptions::with_token(options.admin_token),
             )
             .await
             .map_err(|e| CliError::failed(format!("admin: cannot listen on {addr}: {e}")))?,

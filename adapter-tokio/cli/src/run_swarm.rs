@@ -271,15 +271,9 @@ async fn start_all(
             let _permit = permits.acquire_owned().await;
             let started_at = Instant::now();
             let (handle, inbox) = builder.start().await.map_err(start_error)?;
-            if !handle.wait_registered(timeout).await {
-                let why = handle
-                    .known()
-                    .conflict
-                    .unwrap_or_else(|| "no answer".to_owned());
+            if let Err(why) = handle.wait_registered(timeout).await {
                 handle.kill();
-                return Err(CliError::failed(format!(
-                    "node {id} did not register within {timeout:?}: {why}"
-                )));
+                return Err(CliError::failed(format!("node {id}: {why}")));
             }
             Ok((started_at, handle, inbox))
         });

@@ -154,9 +154,18 @@ struct StatusBody<'a> {
 
 /// How an admin server guards itself beyond the fixed limits (see the module docs).
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct AdminOptions {
     /// When set, every request must carry `Authorization: Bearer <token>`, else 401.
     pub token: Option<String>,
+}
+
+impl AdminOptions {
+    /// The options with this bearer token (`None`: no token required).
+    #[must_use]
+    pub fn with_token(token: Option<String>) -> AdminOptions {
+        AdminOptions { token }
+    }
 }
 
 impl std::fmt::Debug for AdminOptions {

@@ -314,6 +314,12 @@ fn rpc(out: &mut String, metrics: &Metrics) {
             "Requests whose budget from the wire was cut to this server's max_call_budget.",
             metrics.rpc_budgets_capped,
         ),
+        (
+            "switchboard_rpc_overloaded_total",
+            "counter",
+            "Requests this server shed unexecuted at a concurrency limit (callers: Failed(Overloaded)).",
+            metrics.rpc_overloaded,
+        ),
     ];
     for (name, kind, help, value) in counters {
         scalar(out, name, kind, help, value);

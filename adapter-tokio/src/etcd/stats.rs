@@ -7,6 +7,7 @@ use switchboard_core::registry::etcd::{KeyKind, LeaseStats, WatchStats};
 
 /// A point-in-time copy of a backend's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EtcdCounters {
     /// The lease machine's counters (grants, leases lost, keepalives, registrations,
     /// conflicts).

@@ -10,7 +10,9 @@
 mod driver;
 mod inbox;
 mod leave;
+mod registered;
 pub mod rpc;
+mod service;
 pub mod stream;
 pub mod trace;
 
@@ -30,6 +32,8 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 pub use self::inbox::Inbox;
 pub use self::leave::Drained;
+pub use self::registered::NotRegistered;
+pub use self::service::{ServiceRequest, ServiceServing};
 use crate::{
     observe::{Known, Metrics, Status},
     registry::client::ClientTuning,
@@ -326,6 +330,10 @@ pub struct NodeBuilder {
 impl NodeBuilder {
     /// A node with this id and name, the core's default config, listening on
     /// `127.0.0.1:0`, without a registry.
+    ///
+    /// Two root nodes (no upstream) do not link each other by default — links follow the
+    /// upstream tree unless allowed, as in libatapp — so give
+    /// [`allow_direct_connection`](Self::allow_direct_connection) for a flat cluster.
     #[must_use]
     pub fn new(id: NodeId, name: impl Into<String>) -> NodeBuilder {
         NodeBuilder {
@@ -371,6 +379,15 @@ impl NodeBuilder {
     #[must_use]
     pub fn upstream(mut self, id: NodeId) -> NodeBuilder {
         self.config.upstream = id;
+        self
+    }
+
+    /// Whether this node may link peers directly instead of only along the upstream tree
+    /// (the core's `topology_policy.allow_direct_connection`, off by default): what root
+    /// nodes of a flat cluster need to reach each other.
+    #[must_use]
+    pub fn allow_direct_connection(mut self, allow: bool) -> NodeBuilder {
+        self.config.topology_policy.allow_direct_connection = allow;
         self
     }
 
@@ -702,13 +719,6 @@ impl NodeHandle {
     /// **Cancellation:** safe; it only observes.
     pub async fn wait_known(&self, ids: &[NodeId], timeout: Duration) -> bool {
         self.wait_for(timeout, |k| k.knows_all(ids)).await
-    }
-
-    /// Waits until the registry backend reports the node registered, at most `timeout`.
-    ///
-    /// **Cancellation:** safe; it only observes.
-    pub async fn wait_registered(&self, timeout: Duration) -> bool {
-        self.wait_for(timeout, |k| k.registered).await
     }
 
     async fn command(&self, command: Command) -> Result<(), Stopped> {

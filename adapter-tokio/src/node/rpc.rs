@@ -6,13 +6,17 @@
 
 use std::{
     pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     task::{Context, Poll},
 };
 
 use bytes::Bytes;
 use switchboard_core::{
     BroadcastDone, BroadcastSpec, CallError, CallId, CallMetadata, CallOutcome, CallSpec,
-    ReplyError, RequestId, ids::NodeId, node::SendError,
+    ReplyError, RequestId, ids::NodeId, node::SendError, wire::RefuseCall,
 };
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, Span};
@@ -31,6 +35,8 @@ pub(crate) enum RpcCommand {
     Serve {
         method: String,
         requests: mpsc::UnboundedSender<Request>,
+        /// The concurrency limit ([`NodeHandle::serve_bounded`]); `None`: unbounded.
+        limit: Option<Limit>,
         done: oneshot::Sender<Result<(), ReplyError>>,
     },
     Unserve {
@@ -46,6 +52,14 @@ pub(crate) enum RpcCommand {
         payload: Bytes,
         metadata: CallMetadata,
         done: oneshot::Sender<Result<(), ReplyError>>,
+    },
+    /// Refuse a request unexecuted: `Overloaded` ([`Request::shed`]) or `NotServed` (a
+    /// served service failed: [`NodeHandle::serve_service`]); `done` says whether it was
+    /// waiting.
+    Refuse {
+        request: RequestId,
+        reason: RefuseCall,
+        done: oneshot::Sender<bool>,
     },
     Broadcast {
         spec: BroadcastSpec,
@@ -142,6 +156,44 @@ impl Drop for InlineServing {
     }
 }
 
+/// The concurrency limit of a method served with [`NodeHandle::serve_bounded`]: how many of
+/// its requests may be handed to its stream and not yet answered or dropped.
+#[derive(Clone, Debug)]
+pub(crate) struct Limit {
+    max: usize,
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl Limit {
+    fn new(max: usize) -> Limit {
+        Limit {
+            max,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// A place for one more request, or `None` at the limit. Only the driver takes places
+    /// (requests only give them back), so the check and the take cannot race past `max`.
+    pub(crate) fn take(&self) -> Option<InFlight> {
+        if self.in_flight.load(Ordering::Acquire) >= self.max {
+            return None;
+        }
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        Some(InFlight(Arc::clone(&self.in_flight)))
+    }
+}
+
+/// One request's place under its method's [`Limit`], given back when the request is answered,
+/// shed or dropped.
+#[derive(Debug)]
+pub(crate) struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Why a call has no outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -193,6 +245,8 @@ pub struct Request {
     span: Span,
     arrived: std::time::Instant,
     commands: mpsc::Sender<Command>,
+    /// Its place under the method's concurrency limit, if it has one.
+    in_flight: Option<InFlight>,
 }
 
 impl Request {
@@ -201,6 +255,7 @@ impl Request {
         remaining: std::time::Duration,
         span: Span,
         commands: mpsc::Sender<Command>,
+        in_flight: Option<InFlight>,
     ) -> Request {
         Request {
             id: request.request,
@@ -212,6 +267,7 @@ impl Request {
             span,
             arrived: std::time::Instant::now(),
             commands,
+            in_flight,
         }
     }
 
@@ -227,6 +283,11 @@ impl Request {
     #[must_use]
     pub fn span(&self) -> &Span {
         &self.span
+    }
+
+    /// Puts a request held since the start under the limit of the stream that takes it.
+    pub(crate) fn set_in_flight(&mut self, in_flight: InFlight) {
+        self.in_flight = Some(in_flight);
     }
 
     /// The core's id of this request.
@@ -309,6 +370,37 @@ impl Request {
             self.arrived.elapsed(),
         );
         result
+    }
+
+    /// Refuses the request unexecuted because this server is overloaded (load shedding of
+    /// the application's own): its caller's call ends `Failed(Overloaded)` at once — never
+    /// executed, safe to retry after a back-off. Counted in the core's `RpcStats::overloaded`
+    /// ([`Metrics::rpc_overloaded`](crate::Metrics::rpc_overloaded)).
+    ///
+    /// # Errors
+    ///
+    /// The core no longer waits for the request (cancelled, expired), or the node stopped.
+    pub async fn shed(self) -> Result<(), RespondFailure> {
+        self.refuse(RefuseCall::Overloaded).await
+    }
+
+    /// Refuses the request unexecuted for `reason`.
+    pub(crate) async fn refuse(self, reason: RefuseCall) -> Result<(), RespondFailure> {
+        let (done, rx) = oneshot::channel();
+        let command = Command::Rpc(RpcCommand::Refuse {
+            request: self.id,
+            reason,
+            done,
+        });
+        self.commands
+            .send(command)
+            .await
+            .map_err(|_| RespondFailure::Stopped)?;
+        match rx.await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(RespondFailure::Refused(ReplyError::UnknownRequest)),
+            Err(_) => Err(RespondFailure::Stopped),
+        }
     }
 }
 
@@ -445,10 +537,37 @@ impl NodeHandle {
     ///
     /// The method name is invalid ([`ReplyError::InvalidMethod`]), or the node stopped.
     pub async fn serve(&self, method: &str) -> Result<Requests, RespondFailure> {
+        self.serve_with(method, None).await
+    }
+
+    /// Serves `method` as [`serve`](Self::serve) does, with at most `max_in_flight` of its
+    /// requests handed to the stream and not yet answered (or dropped) at any time: a
+    /// request beyond that is shed at once — refused unexecuted, its caller's call ends
+    /// `Failed(Overloaded)` — and counted ([`Metrics::rpc_overloaded`](crate::Metrics::rpc_overloaded)).
+    /// So the stream never holds more than `max_in_flight` requests, however fast they come.
+    ///
+    /// # Errors
+    ///
+    /// The method name is invalid ([`ReplyError::InvalidMethod`]), or the node stopped.
+    pub async fn serve_bounded(
+        &self,
+        method: &str,
+        max_in_flight: usize,
+    ) -> Result<Requests, RespondFailure> {
+        self.serve_with(method, Some(Limit::new(max_in_flight)))
+            .await
+    }
+
+    async fn serve_with(
+        &self,
+        method: &str,
+        limit: Option<Limit>,
+    ) -> Result<Requests, RespondFailure> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.serving_command(|done| RpcCommand::Serve {
             method: method.to_owned(),
             requests: tx.clone(),
+            limit,
             done,
         })
         .await?;

@@ -29,12 +29,21 @@ pub type Ticket = u64;
 
 /// The outcome of one posted message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PostReport {
     /// The message's ticket.
     pub ticket: Ticket,
     /// `Ok` with the outcome once the core reports one, or why the core refused the message
     /// (nothing was sent; `Shutdown` also for a message still queued when the node stopped).
     pub outcome: Result<Outcome, SendError>,
+}
+
+impl PostReport {
+    /// The report of the message `ticket` (for tests of code that reads reports).
+    #[must_use]
+    pub fn new(ticket: Ticket, outcome: Result<Outcome, SendError>) -> PostReport {
+        PostReport { ticket, outcome }
+    }
 }
 
 /// Where the driver sends a poster's outcome batches.

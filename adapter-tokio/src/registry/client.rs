@@ -38,6 +38,7 @@ use crate::{
 /// carries them from its builder into the config it passes to [`spawn_client`]. `None` keeps
 /// the default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientTuning {
     /// Delays between connection attempts (default 1 s → 60 s, ±20 %).
     pub backoff: Option<BackoffConfig>,

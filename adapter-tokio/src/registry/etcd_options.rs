@@ -5,6 +5,7 @@ use std::{path::PathBuf, time::Duration};
 
 /// Where and how a node uses etcd as its registry.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EtcdOptions {
     /// Client URLs, e.g. `http://127.0.0.1:2379`.
     pub endpoints: Vec<String>,

@@ -84,6 +84,7 @@ pub enum FeedCommand {
 
 /// The driver's end of a running backend.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Feed {
     /// Events from the backend, in order.
     pub events: mpsc::Receiver<FeedEvent>,
@@ -93,6 +94,7 @@ pub struct Feed {
 
 /// The backend's end: created together with a [`Feed`] by [`feed_channel`].
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct FeedPort {
     /// Where the backend sends its events.
     pub events: mpsc::Sender<FeedEvent>,

@@ -67,11 +67,23 @@ const ACCEPT_PAUSE_MAX: Duration = Duration::from_secs(1);
 /// once while a flood of idle or trickling connections (each holds its slot up to the 10 s
 /// access timeout) cannot crowd out the registered cluster or exhaust descriptors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectionCaps {
     /// Most connections open at once, registered or not.
     pub max_connections: usize,
     /// Most connections open at once that have not registered yet (TLS handshakes included).
     pub max_unregistered: usize,
+}
+
+impl ConnectionCaps {
+    /// At most `max_connections` open, `max_unregistered` of them not registered yet.
+    #[must_use]
+    pub fn new(max_connections: usize, max_unregistered: usize) -> ConnectionCaps {
+        ConnectionCaps {
+            max_connections,
+            max_unregistered,
+        }
+    }
 }
 
 impl Default for ConnectionCaps {

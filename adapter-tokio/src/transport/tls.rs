@@ -52,6 +52,7 @@ pub enum TlsFile {
 
 /// A TLS setup that could not be built: which input, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TlsError {
     /// The input at fault.
     pub file: TlsFile,

@@ -7,11 +7,7 @@ use std::{collections::BTreeSet, future::Future, net::SocketAddr, time::Duration
 
 use bytes::Bytes;
 use switchboard_core::{
-    CallSpec,
-    backoff::{BackoffConfig, Jitter},
-    config::Config,
-    ids::NodeId,
-    outcome::Outcome,
+    CallSpec, backoff::BackoffConfig, config::Config, ids::NodeId, outcome::Outcome,
     registry::server::ServerConfig,
 };
 use switchboard_tokio::{
@@ -74,17 +70,16 @@ pub(crate) async fn start_registry_at(addr: SocketAddr) -> RegistryHandle {
 
 /// Registry client settings for tests: reconnect within 100-300 ms, heartbeats every 500 ms.
 pub(crate) fn tuning() -> ClientTuning {
-    ClientTuning {
-        backoff: Some(BackoffConfig {
-            start: Duration::from_millis(100),
-            max: Duration::from_millis(300),
-            max_tries: 0,
-            jitter: Jitter::None,
-        }),
-        grace: Some(Duration::from_secs(20)),
-        heartbeat_interval: Some(Duration::from_millis(500)),
-        silence_timeout: Some(Duration::from_secs(3)),
-    }
+    let mut tuning = ClientTuning::default();
+    tuning.backoff = Some(BackoffConfig::without_jitter(
+        Duration::from_millis(100),
+        Duration::from_millis(300),
+        0,
+    ));
+    tuning.grace = Some(Duration::from_secs(20));
+    tuning.heartbeat_interval = Some(Duration::from_millis(500));
+    tuning.silence_timeout = Some(Duration::from_secs(3));
+    tuning
 }
 
 /// Core settings for tests: fast reconnects and heartbeats, no route ever given up on

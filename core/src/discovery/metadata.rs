@@ -71,6 +71,22 @@ impl Filter {
         Filter(Metadata::default())
     }
 
+    /// The filter selecting the nodes labelled `key` = `value`
+    /// (`Filter::label("role", "x")`); chain [`and_label`](Self::and_label) for more. An
+    /// empty `value` matches every node (see the module docs).
+    #[must_use]
+    pub fn label(key: impl Into<String>, value: impl Into<String>) -> Filter {
+        Filter::any().and_label(key, value)
+    }
+
+    /// This filter, also requiring the label `key` = `value` (replacing an earlier value of
+    /// `key`).
+    #[must_use]
+    pub fn and_label(mut self, key: impl Into<String>, value: impl Into<String>) -> Filter {
+        self.0.labels.insert(key.into(), value.into());
+        self
+    }
+
     /// Whether this filter matches every node (all fields empty, no label with a value).
     #[must_use]
     pub fn is_wildcard(&self) -> bool {
@@ -120,6 +136,18 @@ mod tests {
                 .collect(),
             ..Metadata::default()
         }
+    }
+
+    #[test]
+    fn the_label_builder_selects_by_every_label_given() {
+        let role = Filter::label("role", "x");
+        assert_eq!(role, Filter(meta("", &[("role", "x")])));
+        assert!(role.matches(&meta("game", &[("role", "x"), ("zone", "1")])));
+        assert!(!role.matches(&meta("game", &[("role", "y")])));
+        let both = Filter::label("role", "x").and_label("zone", "1");
+        assert!(both.matches(&meta("", &[("role", "x"), ("zone", "1")])));
+        assert!(!both.matches(&meta("", &[("role", "x"), ("zone", "2")])));
+        assert!(Filter::label("role", "").is_wildcard());
     }
 
     #[test]

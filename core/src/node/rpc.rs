@@ -19,6 +19,7 @@ use crate::{
     },
     select::{Among, Select},
     time::Instant,
+    wire::RefuseCall,
 };
 
 /// How many more servers a pick tries when the one picked has a failing route.
@@ -100,7 +101,18 @@ impl Node {
     /// Returns whether it was waiting.
     pub fn decline(&mut self, now: Instant, request: RequestId) -> bool {
         let now = self.advance(now);
-        self.with_rpc(|rpc, host| rpc.decline(now, request, host))
+        self.with_rpc(|rpc, host| rpc.refuse(now, request, RefuseCall::NotServed, host))
+    }
+
+    /// Refuses the request `request` unexecuted because its method's handler is at its
+    /// concurrency limit (load shedding by the driver): its caller's call ends
+    /// `Failed(Overloaded)` at once, counted in [`RpcStats::overloaded`]. Returns whether it
+    /// was waiting.
+    ///
+    /// [`RpcStats::overloaded`]: crate::rpc::RpcStats::overloaded
+    pub fn shed(&mut self, now: Instant, request: RequestId) -> bool {
+        let now = self.advance(now);
+        self.with_rpc(|rpc, host| rpc.refuse(now, request, RefuseCall::Overloaded, host))
     }
 
     /// Cancels the call `call`: it ends at once — `Failed(Cancelled)` if no request left

@@ -115,6 +115,10 @@ impl Rpc {
                 Some(id) if reason == RefuseCall::Expired => {
                     self.finish(id, CallOutcome::Failed(FailReason::Expired), host);
                 }
+                Some(id) if reason == RefuseCall::Overloaded => {
+                    // Shed unexecuted: the caller backs off, no other server is tried.
+                    self.finish(id, CallOutcome::Failed(FailReason::Overloaded), host);
+                }
                 Some(id) => {
                     // Not served there (any more): another server, within the deadline.
                     self.calls.tried(id, from, FailReason::NotServed);

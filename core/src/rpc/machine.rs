@@ -369,24 +369,30 @@ impl Rpc {
         Ok(())
     }
 
-    /// Refuses the held request `request` as not served, its handler never run (see
-    /// `Node::decline`); whether it was held.
-    pub(crate) fn decline(
+    /// Refuses the held request `request` for `reason` (`NotServed`: see `Node::decline`;
+    /// `Overloaded`: see `Node::shed`), its handler never run, and forgets it was handed on;
+    /// whether it was held.
+    pub(crate) fn refuse(
         &mut self,
         now: Instant,
         request: RequestId,
+        reason: RefuseCall,
         host: &mut impl RpcHost,
     ) -> bool {
         let Some(inbound) = self.serving.take(request) else {
             return false;
         };
         self.serving.forget(&inbound.key);
-        self.stats.not_served += 1;
+        match reason {
+            RefuseCall::Overloaded => self.stats.overloaded += 1,
+            RefuseCall::Expired => self.stats.expired_requests += 1,
+            RefuseCall::NotServed => self.stats.not_served += 1,
+        }
         let (caller, caller_incarnation, call) = inbound.key;
         let refuse = RpcMessage::Refuse {
             call,
             caller_incarnation,
-            reason: RefuseCall::NotServed,
+            reason,
         };
         let deadline = now + self.settings.message_timeout;
         self.send(now, caller, &refuse, deadline, host);

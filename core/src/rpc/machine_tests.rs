@@ -503,10 +503,8 @@ fn a_failing_route_moves_what_is_queued_and_keeps_what_was_taken() {
     assert_eq!((stats.fast_fails, stats.moved, stats.in_flight), (0, 1, 2));
 }
 
-/// A `NotServed` refusal sends the call to another server; with none left it waits out the
-/// grace and ends `NotServed`.
-#[test]
-fn a_refused_call_tries_another_server_then_ends_not_served() {
+/// A caller seeing servers S1 and S2, with one `echo` call made at 0 (its request to S1).
+fn a_call_with_two_servers() -> (Rpc, Script, CallId) {
     let mut rpc = machine(&[]);
     let mut host = Script {
         servers: vec![S1, S2],
@@ -515,14 +513,27 @@ fn a_refused_call_tries_another_server_then_ends_not_served() {
     let call = rpc
         .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
         .unwrap();
+    (rpc, host, call)
+}
+
+/// `server` refuses `call` for `reason`, seen at 100 ms.
+fn refused_by(rpc: &mut Rpc, host: &mut Script, server: NodeId, call: CallId, reason: RefuseCall) {
+    let refuse = RpcMessage::Refuse {
+        call: call.0,
+        caller_incarnation: INCARNATION,
+        reason,
+    };
+    host.inputs.push_back(message(server, &refuse));
+    rpc.settle(at(100), host);
+}
+
+/// A `NotServed` refusal sends the call to another server; with none left it waits out the
+/// grace and ends `NotServed`.
+#[test]
+fn a_refused_call_tries_another_server_then_ends_not_served() {
+    let (mut rpc, mut host, call) = a_call_with_two_servers();
     for server in [S1, S2] {
-        let refuse = RpcMessage::Refuse {
-            call: call.0,
-            caller_incarnation: INCARNATION,
-            reason: RefuseCall::NotServed,
-        };
-        host.inputs.push_back(message(server, &refuse));
-        rpc.settle(at(100), &mut host);
+        refused_by(&mut rpc, &mut host, server, call, RefuseCall::NotServed);
     }
     let to: Vec<NodeId> = host.sent.iter().map(|s| s.to).collect();
     assert_eq!(to, [S1, S2]);
@@ -631,18 +642,16 @@ fn a_broadcast_reports_every_recipient_once() {
     assert_eq!(report.unknown, [(S2, FailReason::Timeout)]);
 }
 
-/// A request its driver cannot hand to a handler (the method was unserved after the node
-/// handed it out) is declined: refused `NotServed` to its caller, counted, forgotten as
-/// handed on — the same request again is handed out anew — and then no longer answerable.
-#[test]
-fn a_declined_request_is_refused_and_may_come_again() {
+/// A machine serving `echo` that was handed `ECHO_ARGS` at 100 ms and refused it for
+/// `reason` at 150 ms: exactly that refusal went to the caller, a second refusal finds
+/// nothing, and the request is no longer answerable.
+fn refused_once(reason: RefuseCall) -> (Rpc, Script) {
     let mut rpc = machine(&["echo"]);
     let mut host = Script::default();
-    let request = ECHO_ARGS;
-    host.inputs.push_back(message(CALLER, &request));
+    host.inputs.push_back(message(CALLER, &ECHO_ARGS));
     rpc.settle(at(100), &mut host);
-    assert!(rpc.decline(at(150), RequestId(1), &mut host));
-    assert!(!rpc.decline(at(160), RequestId(1), &mut host));
+    assert!(rpc.refuse(at(150), RequestId(1), reason, &mut host));
+    assert!(!rpc.refuse(at(160), RequestId(1), reason, &mut host));
     assert_eq!(
         rpc.reply(
             at(170),
@@ -657,12 +666,21 @@ fn a_declined_request_is_refused_and_may_come_again() {
     let refuse = RpcMessage::Refuse {
         call: 9,
         caller_incarnation: 3,
-        reason: RefuseCall::NotServed,
+        reason,
     };
     wire::encode_rpc(&refuse, &mut refusal);
     assert_eq!(host.sent.len(), 1);
     assert_eq!((host.sent[0].to, &host.sent[0].bytes), (CALLER, &refusal));
-    host.inputs.push_back(message(CALLER, &request));
+    (rpc, host)
+}
+
+/// A request its driver cannot hand to a handler (the method was unserved after the node
+/// handed it out) is declined: refused `NotServed` to its caller, counted, forgotten as
+/// handed on — the same request again is handed out anew — and then no longer answerable.
+#[test]
+fn a_declined_request_is_refused_and_may_come_again() {
+    let (mut rpc, mut host) = refused_once(RefuseCall::NotServed);
+    host.inputs.push_back(message(CALLER, &ECHO_ARGS));
     rpc.settle(at(200), &mut host);
     let handed: Vec<RequestId> = (host.outputs.iter())
         .filter_map(|o| match o {
@@ -751,4 +769,26 @@ fn metadata_goes_from_the_caller_to_the_handler_and_back_byte_for_byte() {
         &mut want,
     );
     assert_eq!(host.sent[0].bytes, want);
+}
+
+/// A request shed at the concurrency limit (`Node::shed`) is refused `Overloaded` on the
+/// wire, counted as `overloaded` (not as `not_served`), and no longer answerable.
+#[test]
+fn a_shed_request_is_refused_overloaded_and_counted() {
+    let (rpc, _) = refused_once(RefuseCall::Overloaded);
+    let stats = rpc.stats();
+    assert_eq!((stats.overloaded, stats.not_served), (1, 0));
+}
+
+/// An `Overloaded` refusal ends the call `Failed(Overloaded)` at once: the server shed it
+/// unexecuted, and the caller backs off instead of trying the other server.
+#[test]
+fn an_overloaded_refusal_ends_the_call_at_once() {
+    let (mut rpc, mut host, call) = a_call_with_two_servers();
+    refused_by(&mut rpc, &mut host, S1, call, RefuseCall::Overloaded);
+    let to: Vec<NodeId> = host.sent.iter().map(|s| s.to).collect();
+    assert_eq!(to, [S1]);
+    let overloaded = CallOutcome::Failed(FailReason::Overloaded);
+    assert_eq!(host.outputs, [done(call, overloaded)]);
+    assert_eq!(rpc.stats().in_flight, 0);
 }

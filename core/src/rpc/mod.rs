@@ -529,6 +529,9 @@ pub struct RpcStats {
     pub budgets_capped: u64,
     /// Requests refused because the method is not served here.
     pub not_served: u64,
+    /// Requests shed unexecuted because the method's handler was at its concurrency limit
+    /// (`Node::shed`; the caller's call ends `Failed(Overloaded)`).
+    pub overloaded: u64,
     /// Replies (or refusals) that arrived for no waiting call: late or duplicate.
     pub late_replies: u64,
     /// Handler replies dropped here because the request was cancelled or past its deadline.

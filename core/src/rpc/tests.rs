@@ -41,6 +41,32 @@ fn a_request_has_its_documented_bytes_and_decodes_back() {
     assert_eq!(decode_rpc(&bytes), Ok(request));
 }
 
+/// The `Overloaded` refusal is wire-visible: kind 3, call, caller incarnation, reason 3.
+#[test]
+fn an_overloaded_refusal_has_its_documented_bytes() {
+    let refuse = RpcMessage::Refuse {
+        call: 7,
+        caller_incarnation: 0x0102,
+        reason: RefuseCall::Overloaded,
+    };
+    let bytes = encoded(&refuse);
+    let mut want = vec![3u8];
+    want.extend_from_slice(&7u64.to_le_bytes());
+    want.extend_from_slice(&0x0102u64.to_le_bytes());
+    want.push(3);
+    assert_eq!(bytes, want);
+    assert_eq!(decode_rpc(&bytes), Ok(refuse));
+    let mut unknown = bytes;
+    *unknown.last_mut().expect("a reason byte") = 4;
+    assert_eq!(
+        decode_rpc(&unknown),
+        Err(DecodeError::UnknownCode {
+            field: "refuse_reason",
+            code: 4
+        })
+    );
+}
+
 #[test]
 fn replies_refusals_and_cancels_round_trip() {
     for message in [

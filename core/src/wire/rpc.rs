@@ -17,7 +17,7 @@
 //! |---|---|
 //! | `Request` (1) | remaining budget in ns `u64`, method `str`, payload = the rest |
 //! | `Reply` (2) | payload = the rest (an application error travels inside, as data) |
-//! | `Refuse` (3) | reason `u8` ([`RefuseCall`]): the handler never saw the request |
+//! | `Refuse` (3) | reason `u8` ([`RefuseCall`]: 1 not served, 2 expired, 3 overloaded): the handler never saw the request |
 //! | `Cancel` (4) | nothing |
 //! | `Request` with metadata (`0x81`) | remaining budget `u64`, method `str`, metadata block, payload = the rest |
 //! | `Reply` with metadata (`0x82`) | metadata block, payload = the rest |
@@ -48,6 +48,9 @@ pub enum RefuseCall {
     NotServed,
     /// The request's budget was spent when it arrived.
     Expired,
+    /// The server is at its concurrency limit for the method and sheds the request at once
+    /// (its handler never saw it).
+    Overloaded,
 }
 
 impl RefuseCall {
@@ -55,6 +58,7 @@ impl RefuseCall {
         match self {
             RefuseCall::NotServed => 1,
             RefuseCall::Expired => 2,
+            RefuseCall::Overloaded => 3,
         }
     }
 
@@ -62,6 +66,7 @@ impl RefuseCall {
         match code {
             1 => Some(RefuseCall::NotServed),
             2 => Some(RefuseCall::Expired),
+            3 => Some(RefuseCall::Overloaded),
             _ => None,
         }
     }

@@ -265,13 +265,7 @@ mod tests {
             ),
             (1 << 20, 4096, 1024, 2048, 65536)
         );
-        assert_eq!(
-            options.caps,
-            ConnectionCaps {
-                max_connections: 100,
-                max_unregistered: 10
-            }
-        );
+        assert_eq!(options.caps, ConnectionCaps::new(100, 10));
         let mut expected = ConcernTable::all();
         expected.set("game", ["gate"]);
         assert_eq!(options.server.concern, expected);
@@ -331,13 +325,7 @@ mod tests {
         let mut args = args(None, Some(config_path));
         args.max_unregistered = Some(3);
         let options = RegistryOptions::resolve(args).expect("valid");
-        assert_eq!(
-            options.caps,
-            ConnectionCaps {
-                max_connections: 100,
-                max_unregistered: 3
-            }
-        );
+        assert_eq!(options.caps, ConnectionCaps::new(100, 3));
     }
 
     #[test]

@@ -300,7 +300,7 @@ impl Cluster {
         let Some(node) = self.nodes.get(&id) else {
             return false;
         };
-        if !node.handle.wait_registered(left()).await {
+        if node.handle.wait_registered(left()).await.is_err() {
             return false;
         }
         for (other, node) in &self.nodes {
@@ -350,17 +350,17 @@ fn keyed(mut config: ServerConfig, keys: &[ClusterKey]) -> ServerConfig {
 /// The registry client's settings in the demo: quick reconnects after the registry restart,
 /// a grace long enough to cover it.
 pub(crate) fn client_tuning() -> ClientTuning {
-    ClientTuning {
-        backoff: Some(BackoffConfig {
-            start: RECONNECT_START,
-            max: RECONNECT_MAX,
-            max_tries: 0,
-            jitter: Jitter::Proportional { percent: 20 },
-        }),
-        grace: Some(REGISTRY_GRACE),
-        heartbeat_interval: Some(REGISTRY_HEARTBEAT),
-        silence_timeout: Some(REGISTRY_SILENCE),
-    }
+    let mut tuning = ClientTuning::default();
+    tuning.backoff = Some(BackoffConfig {
+        start: RECONNECT_START,
+        max: RECONNECT_MAX,
+        max_tries: 0,
+        jitter: Jitter::Proportional { percent: 20 },
+    });
+    tuning.grace = Some(REGISTRY_GRACE);
+    tuning.heartbeat_interval = Some(REGISTRY_HEARTBEAT);
+    tuning.silence_timeout = Some(REGISTRY_SILENCE);
+    tuning
 }
 
 /// The demo's core settings for a node of `role`.

@@ -153,6 +153,9 @@ switchboard_rpc_broadcasts_total 0
 # HELP switchboard_rpc_budgets_capped_total Requests whose budget from the wire was cut to this server's max_call_budget.
 # TYPE switchboard_rpc_budgets_capped_total counter
 switchboard_rpc_budgets_capped_total 0
+# HELP switchboard_rpc_overloaded_total Requests this server shed unexecuted at a concurrency limit (callers: Failed(Overloaded)).
+# TYPE switchboard_rpc_overloaded_total counter
+switchboard_rpc_overloaded_total 0
 # HELP switchboard_rpc_lookups_total Server selections made (each pick over a method's servers).
 # TYPE switchboard_rpc_lookups_total counter
 switchboard_rpc_lookups_total 0
@@ -278,6 +281,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             .zip(11..)
             .map(|((name, _), value)| (*name, value))
             .collect(),
+        rpc_overloaded: 6,
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -405,6 +409,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_rpc_fast_fails_total 1",
             "switchboard_rpc_broadcasts_total 4",
             "switchboard_rpc_budgets_capped_total 5",
+            "switchboard_rpc_overloaded_total 6",
             "switchboard_rpc_lookups_total 11",
             "switchboard_rpc_moved_total 12",
             "switchboard_rpc_duplicate_requests_total 13",

@@ -14,7 +14,7 @@ use tracing::{debug, warn};
 use super::Driver;
 use crate::{
     node::{
-        rpc::{CallReport, Handler, InlineRequest, Request, RpcCommand},
+        rpc::{CallReport, Handler, InlineRequest, Limit, Request, RpcCommand},
         trace::{self, TraceHook},
     },
     registry::FeedCommand,
@@ -28,13 +28,20 @@ struct CallWaiter {
     accepted_at: Instant,
 }
 
+/// The stream a served method's requests go to, and its concurrency limit if it has one.
+#[derive(Debug)]
+struct Served {
+    requests: mpsc::UnboundedSender<Request>,
+    limit: Option<Limit>,
+}
+
 /// Who waits for what.
 #[derive(Debug, Default)]
 pub(super) struct RpcWaiters {
     calls: HashMap<CallId, CallWaiter>,
     broadcasts: HashMap<BroadcastId, oneshot::Sender<Result<BroadcastDone, SendError>>>,
     /// The stream of each served method.
-    served: HashMap<String, mpsc::UnboundedSender<Request>>,
+    served: HashMap<String, Served>,
     /// Methods served from the start (`NodeBuilder::serve`) whose stream nobody took yet:
     /// their requests wait here for the first `NodeHandle::serve` of the method.
     held: HashMap<String, mpsc::UnboundedReceiver<Request>>,
@@ -58,7 +65,11 @@ impl RpcWaiters {
     pub(super) fn hold<'a>(&mut self, methods: impl Iterator<Item = &'a str>) {
         for method in methods {
             let (tx, rx) = mpsc::unbounded_channel();
-            self.served.insert(method.to_owned(), tx);
+            let served = Served {
+                requests: tx,
+                limit: None,
+            };
+            self.served.insert(method.to_owned(), served);
             self.held.insert(method.to_owned(), rx);
         }
     }
@@ -102,19 +113,32 @@ impl Driver {
             RpcCommand::Serve {
                 method,
                 requests,
+                limit,
                 done,
             } => match self.node.serve(now, &method) {
                 Ok(_) => {
-                    // The requests held since the start go first, in arrival order.
+                    // The requests held since the start go first, in arrival order (beyond
+                    // the stream's limit, shed).
                     if let Some(mut held) = self.rpc.held.remove(&method) {
-                        while let Ok(request) = held.try_recv() {
-                            let _ = requests.send(request);
+                        while let Ok(mut request) = held.try_recv() {
+                            match limit.as_ref().map(Limit::take) {
+                                Some(None) => {
+                                    self.node.shed(now, request.id());
+                                }
+                                Some(Some(place)) => {
+                                    request.set_in_flight(place);
+                                    let _ = requests.send(request);
+                                }
+                                None => {
+                                    let _ = requests.send(request);
+                                }
+                            }
                         }
                     }
                     // A newer stream replaces an older one (which then ends) or an inline
                     // handler.
                     self.rpc.inline.remove(&method);
-                    self.rpc.served.insert(method, requests);
+                    self.rpc.served.insert(method, Served { requests, limit });
                     let _ = done.send(Ok(()));
                 }
                 Err(refused) => {
@@ -130,7 +154,7 @@ impl Driver {
                     .rpc
                     .served
                     .get(&method)
-                    .is_some_and(|tx| tx.same_channel(&requests));
+                    .is_some_and(|served| served.requests.same_channel(&requests));
                 if current {
                     self.rpc.served.remove(&method);
                     self.node.unserve(now, &method);
@@ -150,6 +174,17 @@ impl Driver {
                     .node
                     .reply_with_metadata(now, request, payload, &metadata);
                 let _ = done.send(taken);
+            }
+            RpcCommand::Refuse {
+                request,
+                reason,
+                done,
+            } => {
+                let waiting = match reason {
+                    switchboard_core::wire::RefuseCall::Overloaded => self.node.shed(now, request),
+                    _ => self.node.decline(now, request),
+                };
+                let _ = done.send(waiting);
             }
             RpcCommand::ServeInline {
                 method,
@@ -243,12 +278,24 @@ impl Driver {
                     return;
                 }
                 let (method, id) = (request.method.clone(), request.request);
+                // At its stream's concurrency limit: shed at once, never queued.
+                let place = match self.rpc.served.get(&method).and_then(|s| s.limit.as_ref()) {
+                    Some(limit) => match limit.take() {
+                        Some(place) => Some(place),
+                        None => {
+                            debug!(%method, "request shed at the concurrency limit");
+                            self.node.shed(now, id);
+                            return;
+                        }
+                    },
+                    None => None,
+                };
                 // Every handle gone means the node is stopping: nobody could answer.
                 let commands = self.commands.upgrade();
-                let handed = self.rpc.served.get(&method).is_some_and(|tx| {
+                let handed = self.rpc.served.get(&method).is_some_and(|served| {
                     commands.is_some_and(|commands| {
-                        tx.send(Request::new(request, remaining, span, commands))
-                            .is_ok()
+                        let request = Request::new(request, remaining, span, commands, place);
+                        served.requests.send(request).is_ok()
                     })
                 });
                 if !handed {
@@ -359,6 +406,9 @@ pub(super) fn answer_after_stop(command: RpcCommand) {
         RpcCommand::Serve { done, .. }
         | RpcCommand::Reply { done, .. }
         | RpcCommand::ServeInline { done, .. } => {
+            drop(done);
+        }
+        RpcCommand::Refuse { done, .. } => {
             drop(done);
         }
         RpcCommand::Broadcast { done, .. } => {
