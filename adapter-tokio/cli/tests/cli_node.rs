@@ -167,6 +167,7 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_rpc_fast_fails_total 0",
             "switchboard_rpc_broadcasts_total 0",
             "switchboard_rpc_budgets_capped_total 0",
+            "switchboard_rpc_overloaded_total 0",
             // Added (issue 24): the core's RpcStats.
             "switchboard_rpc_lookups_total 0",
             "switchboard_rpc_moved_total 0",

@@ -789,6 +789,6 @@ fn an_overloaded_refusal_ends_the_call_at_once() {
     let to: Vec<NodeId> = host.sent.iter().map(|s| s.to).collect();
     assert_eq!(to, [S1]);
     let overloaded = CallOutcome::Failed(FailReason::Overloaded);
-    assert_eq!(host.outputs, [done(call, overloaded)]);
+    assert_eq!(host.outputs, [done_by(call, overloaded, S1)]);
     assert_eq!(rpc.stats().in_flight, 0);
 }
