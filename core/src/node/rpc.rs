@@ -22,9 +22,6 @@ use crate::{
     wire::RefuseCall,
 };
 
-/// How many more servers a pick tries when the one picked has a failing route.
-const FAILING_REPICKS: usize = 4;
-
 impl Node {
     /// Starts serving `method`: it is published in this node's discovery record
     /// ([`discovery_info`](Self::discovery_info)) and requests for it are handed out as
@@ -217,28 +214,12 @@ impl RpcHost for NodeHost<'_> {
     ) -> Option<NodeId> {
         let node = &mut *self.0;
         let among = Among::of(node.records.discovery.rings(), Some(filter));
-        let first = (node.selector).pick(select, among, &mut node.rng, outstanding, excluded)?;
-        if !node.connector.is_failing(first) {
-            return Some(first);
-        }
-        // A server whose route is failing (a dial or link failed, a reconnect scheduled) is
-        // picked only when every other candidate's route fails too: a call waits on it until
-        // its grace while another server could answer now. Bounded: a few more picks.
-        let mut passed = excluded.to_vec();
-        passed.push(first);
-        for _ in 0..FAILING_REPICKS {
-            let among = Among::of(node.records.discovery.rings(), Some(filter));
-            let Some(next) =
-                (node.selector).pick(select, among, &mut node.rng, outstanding, &passed)
-            else {
-                break;
-            };
-            if !node.connector.is_failing(next) {
-                return Some(next);
-            }
-            passed.push(next);
-        }
-        Some(first)
+        // A server whose route is failing is picked only when every other one's fails too
+        // (ARCHITECTURE §11 rule 9).
+        let connector = &node.connector;
+        (node.selector).pick_usable(select, among, &mut node.rng, outstanding, excluded, |id| {
+            !connector.is_failing(id)
+        })
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {

@@ -420,10 +420,10 @@ fn a_server_refuses_what_it_must_not_run() {
     );
 }
 
-/// Fast-fail: the death of the server that acknowledged a request ends its call
-/// `Unknown(TargetGone)` at once; a request still queued for it moves to another server.
-#[test]
-fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
+/// Two `echo` calls at 0 among S1 and S2, both sent to S1, which acknowledged the first
+/// (the second is still queued); then `news` of S1 arrives and is taken at 10. Returns the
+/// first call. The queued request moved: withdrawn from S1 and sent to S2 with its budget.
+fn taken_and_queued_then(news: RpcInput) -> (Rpc, Script, CallId) {
     let mut rpc = machine(&[]);
     let mut host = Script {
         servers: vec![S1, S2],
@@ -441,16 +441,10 @@ fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
             msg: taken_msg,
             outcome: Outcome::Delivered,
         },
-        RpcInput::PeerDead {
-            peer: S1,
-            incarnation: 7,
-            evidence: Evidence::HeartbeatsStopped,
-        },
+        news,
     ]);
     host.queued.retain(|&m| m != taken_msg);
     rpc.settle(at(10), &mut host);
-    let gone = CallOutcome::Unknown(FailReason::TargetGone);
-    assert_eq!(host.outputs, [done_by(taken, gone, S1)]);
     assert_eq!(host.withdrawn, [host.sent[1].msg]);
     assert_eq!(host.sent.len(), 3);
     assert_eq!(
@@ -460,6 +454,20 @@ fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
             &request_bytes(queued.0, Duration::from_millis(4_990), b"")
         )
     );
+    (rpc, host, taken)
+}
+
+/// Fast-fail: the death of the server that acknowledged a request ends its call
+/// `Unknown(TargetGone)` at once; a request still queued for it moves to another server.
+#[test]
+fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
+    let (rpc, host, taken) = taken_and_queued_then(RpcInput::PeerDead {
+        peer: S1,
+        incarnation: 7,
+        evidence: Evidence::HeartbeatsStopped,
+    });
+    let gone = CallOutcome::Unknown(FailReason::TargetGone);
+    assert_eq!(host.outputs, [done_by(taken, gone, S1)]);
     let stats = rpc.stats();
     assert_eq!((stats.fast_fails, stats.moved, stats.in_flight), (1, 1, 1));
 }
@@ -469,36 +477,8 @@ fn a_dead_server_ends_what_it_took_and_loses_what_it_did_not() {
 /// (the server may be running it), and nothing ends.
 #[test]
 fn a_failing_route_moves_what_is_queued_and_keeps_what_was_taken() {
-    let mut rpc = machine(&[]);
-    let mut host = Script {
-        servers: vec![S1, S2],
-        ..Script::default()
-    };
-    rpc.call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
-        .unwrap();
-    let queued = rpc
-        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
-        .unwrap();
-    let taken_msg = host.sent[0].msg;
-    host.inputs.extend([
-        RpcInput::Outcome {
-            msg: taken_msg,
-            outcome: Outcome::Delivered,
-        },
-        RpcInput::RouteFailing { peer: S1 },
-    ]);
-    host.queued.retain(|&m| m != taken_msg);
-    rpc.settle(at(10), &mut host);
+    let (rpc, host, _) = taken_and_queued_then(RpcInput::RouteFailing { peer: S1 });
     assert_eq!(host.outputs, []);
-    assert_eq!(host.withdrawn, [host.sent[1].msg]);
-    assert_eq!(host.sent.len(), 3);
-    assert_eq!(
-        (host.sent[2].to, &host.sent[2].bytes),
-        (
-            S2,
-            &request_bytes(queued.0, Duration::from_millis(4_990), b"")
-        )
-    );
     let stats = rpc.stats();
     assert_eq!((stats.fast_fails, stats.moved, stats.in_flight), (0, 1, 2));
 }

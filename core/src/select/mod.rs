@@ -226,6 +226,42 @@ impl Selector {
     }
 }
 
+/// How many more picks [`Selector::pick_usable`] makes when the one picked is not usable.
+const UNUSABLE_REPICKS: usize = 4;
+
+impl Selector {
+    /// [`pick`](Self::pick), passing over candidates that are not `usable` (a server whose
+    /// route is failing, say) while another one is: up to four more picks by the same mode,
+    /// each excluding what was passed over, then the first pick. One pick and one `usable`
+    /// call when the first candidate is usable.
+    pub fn pick_usable(
+        &mut self,
+        select: &Select,
+        among: Among<'_>,
+        rng: &mut Rng,
+        load: impl Fn(NodeId) -> u32,
+        excluded: &[NodeId],
+        usable: impl Fn(NodeId) -> bool,
+    ) -> Option<NodeId> {
+        let first = self.pick(select, among, rng, &load, excluded)?;
+        if usable(first) {
+            return Some(first);
+        }
+        let mut passed = excluded.to_vec();
+        passed.push(first);
+        for _ in 0..UNUSABLE_REPICKS {
+            let Some(next) = self.pick(select, among, rng, &load, &passed) else {
+                break;
+            };
+            if usable(next) {
+                return Some(next);
+            }
+            passed.push(next);
+        }
+        Some(first)
+    }
+}
+
 /// Whether `id` is a member whose metadata matches the filter registered as `filter`.
 fn matches_filter(rings: &RingSet, filter: FilterId, id: NodeId) -> bool {
     rings

@@ -396,3 +396,50 @@ mod call_picks {
         assert!(picked.iter().all(|&id| id == picked[0]) && picked[0] != 0);
     }
 }
+
+/// `pick_usable` passes over unusable candidates while another is usable: round robin over
+/// the game nodes (11, 13, 12, 10) with 13 unusable goes 11, 12, 10, 11, 12 — and 13 is still
+/// named when it is the only candidate left; with none usable, the first pick stands. A key
+/// whose ring owner is unusable goes to another node, the same one each time.
+#[test]
+fn pick_usable_passes_over_unusable_candidates_while_another_is_usable() {
+    let (set, game) = set();
+    let mut sel = Selector::new();
+    let mut rng = Rng::new(5);
+    let among = Among {
+        rings: &set,
+        filter: Some(game),
+    };
+    let mut pick = |sel: &mut Selector,
+                    select: &Select,
+                    excluded: &[NodeId],
+                    usable: &dyn Fn(NodeId) -> bool| {
+        sel.pick_usable(select, among, &mut rng, |_| 0, excluded, usable)
+            .map(|id| id.0)
+    };
+    let not_13 = |id: NodeId| id != NodeId(13);
+    let got: Vec<u64> = (0..5)
+        .map(|_| pick(&mut sel, &Select::RoundRobin, &[], &not_13).unwrap())
+        .collect();
+    assert_eq!(got, vec![11, 12, 10, 11, 12]);
+    let others = [NodeId(10), NodeId(11), NodeId(12)];
+    assert_eq!(
+        pick(&mut sel, &Select::RoundRobin, &others, &not_13),
+        Some(13)
+    );
+    let none = |_: NodeId| false;
+    let mut plain = Selector::new();
+    let first = plain
+        .pick(&Select::RoundRobin, among, &mut Rng::new(5), |_| 0, &[])
+        .map(|id| id.0);
+    assert_eq!(
+        pick(&mut Selector::new(), &Select::RoundRobin, &[], &none),
+        first
+    );
+    let key = Select::Hash(Bytes::from_static(b"user-42"));
+    let owner = pick(&mut sel, &key, &[], &|_| true).unwrap();
+    let not_owner = |id: NodeId| id.0 != owner;
+    let moved = pick(&mut sel, &key, &[], &not_owner).unwrap();
+    assert_ne!(moved, owner);
+    assert_eq!(pick(&mut sel, &key, &[], &not_owner), Some(moved));
+}
