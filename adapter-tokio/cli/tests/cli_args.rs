@@ -496,6 +496,8 @@ fn the_registry_address_may_come_from_the_environment() {
         .env("SWITCHBOARD_REGISTRY", "127.0.0.1:1")
         .output()
         .expect("run the binary");
+    // Host names are addresses too since issue 24, so the flag says what shape it wants
+    // (it said "invalid socket address syntax").
     assert_usage_error(
         &output,
         "error: invalid value 'x' for '--registry <ADDR>': expected HOST:PORT (e.g. \

@@ -191,6 +191,7 @@ fn send_prints_the_outcome_and_exits_0_only_when_delivered() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         lines(&output.stdout),
+        // Class and reason apart since issue 24 (was the fused `refused_unknown_target`).
         [r#"{"outcome":"refused","reason":"unknown_target"}"#]
     );
     assert_eq!(
@@ -241,6 +242,7 @@ fn send_selects_among_the_nodes_matching_the_filter() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         lines(&output.stdout),
+        // Class and reason apart since issue 24 (was the fused `refused_unknown_target`).
         [r#"{"outcome":"refused","reason":"unknown_target"}"#]
     );
     assert_eq!(
