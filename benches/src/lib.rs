@@ -14,12 +14,14 @@
 //!   and relay benches.
 //! - [`transport`]: switchboard-tokio nodes against a raw tokio length-delimited echo
 //!   (throughput with a window in flight, paced latency percentiles, one proxy hop).
+//! - [`select_report`]: the seeded experiments of selection beyond the peers (`select-report`).
 
 pub mod cpp_reference;
 pub mod libatapp_emu;
 pub mod linked;
 pub mod peers;
 pub mod rpc;
+pub mod select_report;
 pub mod timers;
 pub mod transport;
 pub mod workload;
