@@ -36,6 +36,8 @@ pub struct Inspect<'a> {
     pub(crate) evidence: &'a EvidenceBook,
     /// Topology revisions held.
     pub(crate) topology_revisions: usize,
+    /// The selector's counters.
+    pub(crate) select: crate::select::SelectStats,
 }
 
 impl<'a> Inspect<'a> {
@@ -183,5 +185,11 @@ impl<'a> Inspect<'a> {
     #[must_use]
     pub fn rpc_stats(&self) -> RpcStats {
         self.rpc.map(Rpc::stats).unwrap_or_default()
+    }
+
+    /// The selector's counters: bounded-load spills, Maglev tables built.
+    #[must_use]
+    pub const fn select_stats(&self) -> crate::select::SelectStats {
+        self.select
     }
 }

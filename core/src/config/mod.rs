@@ -207,6 +207,14 @@ pub struct Config {
     /// [`Node::serve`]: crate::node::Node::serve
     #[serde(skip)]
     pub serve: Vec<String>,
+    /// Slots of each Maglev table ([`Select::Maglev`](crate::select::Select::Maglev)): a
+    /// prime up to 2^24. Default 65,537 (the Maglev paper's and Envoy's). Key
+    /// `maglev_table_size`.
+    pub maglev_table_size: u32,
+    /// The bounded-load factor `c` of [`Select::Bounded`](crate::select::Select::Bounded) in
+    /// percent of the mean load, at least 100. Default 125 (c = 1.25). Key
+    /// `bounded_load_percent`.
+    pub bounded_load_percent: u32,
 }
 
 impl Default for Config {
@@ -250,6 +258,8 @@ impl Default for Config {
             rpc_allow_self_calls: false,
             max_call_budget: Duration::from_secs(5 * 60),
             serve: Vec::new(),
+            maglev_table_size: crate::select::MaglevTable::DEFAULT_SIZE,
+            bounded_load_percent: crate::select::SelectConfig::DEFAULT_BOUNDED_LOAD_PERCENT,
         }
     }
 }
@@ -366,7 +376,8 @@ impl Config {
     /// # Errors
     ///
     /// A [`ConfigError`] naming the field: node id 0, an upstream equal to the node's own id,
-    /// a zero timeout or interval, a zero ring point or pending-handshake count, a heartbeat
+    /// a zero timeout or interval, a zero ring point or pending-handshake count, a Maglev table size that is not a prime up
+    /// to 2^24, a bounded-load factor below 100 %, a heartbeat
     /// count below 2, `reconnect_max_ms` below `reconnect_start_ms`, a jitter above 100 %, more than two cluster keys, a name longer than [`wire::MAX_NAME_LEN`](crate::wire::MAX_NAME_LEN) bytes, or labels over
     /// [`DEFAULT_MAX_LABELS`](crate::registry::limits::DEFAULT_MAX_LABELS) bytes.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -440,7 +451,28 @@ impl Config {
         }
         nonzero_duration("max_call_budget_ms", self.max_call_budget)?;
         nonzero_duration("send_grace_ms", self.send_grace)?;
+        if !crate::select::MaglevTable::valid_size(self.maglev_table_size) {
+            return Err(ConfigError::NotPrime {
+                field: "maglev_table_size",
+                value: self.maglev_table_size,
+            });
+        }
+        if self.bounded_load_percent < 100 {
+            return Err(ConfigError::BelowMinimum {
+                field: "bounded_load_percent",
+                min: 100,
+            });
+        }
         Ok(())
+    }
+
+    /// The selection modes' settings ([`Selector::with_config`](crate::select::Selector::with_config)).
+    #[must_use]
+    pub const fn select_config(&self) -> crate::select::SelectConfig {
+        crate::select::SelectConfig {
+            maglev_table_size: self.maglev_table_size,
+            bounded_load_percent: self.bounded_load_percent,
+        }
     }
 
     /// `flush_batch` as a per-call budget: 0 ("unlimited") becomes `usize::MAX`.
@@ -570,6 +602,14 @@ pub enum ConfigError {
     InvalidMethod {
         /// The refused name.
         method: String,
+    },
+    /// `maglev_table_size` is not a prime between 2 and 2^24.
+    #[error("{field} is {value}; it must be a prime between 2 and 16777216")]
+    NotPrime {
+        /// The serialized key of the field.
+        field: &'static str,
+        /// The configured value.
+        value: u32,
     },
     /// `reconnect_jitter_percent` is above 100.
     #[error("reconnect_jitter_percent is {percent}; it must be between 0 and 100")]

@@ -94,6 +94,7 @@ impl Node {
         // Drawn after the forks: no other sequence moves.
         let rpc = crate::rpc::Rpc::for_node(&config, incarnation, bus_rng.next_u64());
         let evidence = crate::evidence::EvidenceBook::for_config(&config);
+        let selector = crate::select::Selector::with_config(config.select_config());
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -105,7 +106,7 @@ impl Node {
             msg_ids: IdSource::new(),
             connector,
             out: Outlets::default(),
-            selector: crate::select::Selector::new(),
+            selector,
             now,
             shut_down: false,
             evidence,
@@ -184,6 +185,7 @@ impl Node {
             perimeter: self.perimeter,
             evidence: &self.evidence,
             topology_revisions: self.records.revision_count(),
+            select: self.selector.stats(),
         }
     }
 

@@ -13,12 +13,21 @@
 //! - [`Select::RoundRobin`] — the next member in the ring's order (pod index, then id), one
 //!   cursor per ring.
 //! - [`Select::Random`] — a member drawn uniformly from the caller's seeded [`Rng`].
-//! - [`Select::LeastOutstanding`] — two members drawn at random, the one with less *load*
-//!   (power of two choices; the first on a tie).
+//! - [`Select::LeastOutstanding`] — two members drawn at random, the one with less *load per
+//!   weight* (power of two choices, "p2c"; the first drawn on a tie). A member's weight is its
+//!   metadata label [`WEIGHT_LABEL`], an integer 1..=10,000; absent or invalid, 1. Member
+//!   `b` beats `a` exactly when `load(b) × weight(a) < load(a) × weight(b)`.
+//! - [`Select::Maglev`] — the key's slot in the ring's [`MaglevTable`] (Maglev hashing: O(1)
+//!   lookup, balanced to one slot, few keys moved by a change).
+//! - [`Select::Bounded`] — the key's ring owner unless its load is at the bound
+//!   `⌈c × (total load + 1) / n⌉`, then the next distinct node clockwise under it
+//!   (consistent hashing with bounded loads, [`load_bound`]).
 //!
 //! # State
 //!
-//! A [`Selector`] owns the per-ring selection state: today the round-robin cursors. Where
+//! A [`Selector`] owns the per-ring selection state: the round-robin cursors and the Maglev
+//! tables (each rebuilt only when its ring's update count moves), plus the settings of the
+//! modes ([`SelectConfig`]) and their counters ([`SelectStats`]). Where
 //! libatapp resets its cursor to 0 whenever the ring is rebuilt, a cursor here remembers the
 //! last node it returned: after a membership change it resumes at the first member ordered
 //! after that node, so adding or removing other members neither repeats nor skips anyone. The
@@ -37,8 +46,12 @@
 //! round-robin order (least outstanding draws its two among the others); `Node` and `Name`,
 //! which name one node, have no fallback.
 
+mod bounded;
+mod maglev;
 mod round_robin;
 
+#[cfg(test)]
+mod mode_tests;
 #[cfg(test)]
 mod tests;
 
@@ -46,6 +59,8 @@ use alloc::{string::String, vec::Vec};
 
 use bytes::Bytes;
 
+pub use bounded::load_bound;
+pub use maglev::{MaglevError, MaglevTable};
 pub use round_robin::Selector;
 
 use crate::{
@@ -72,8 +87,14 @@ pub enum Select {
     RoundRobin,
     /// A candidate drawn uniformly from the seeded generator.
     Random,
-    /// Two candidates drawn at random, the one with less load (the first on a tie).
+    /// Two candidates drawn at random, the one with less load per weight ([`WEIGHT_LABEL`];
+    /// the first drawn on a tie). `p2c` on a command line.
     LeastOutstanding,
+    /// The owner of this key in the candidates' Maglev table.
+    Maglev(Bytes),
+    /// The owner of this key on the candidates' ring unless it is at the load bound, then the
+    /// next node clockwise under it.
+    Bounded(Bytes),
 }
 
 /// The kind of a [`Select`], without its argument: what a workload or a command line names.
@@ -91,22 +112,28 @@ pub enum Mode {
     Random,
     /// [`Select::LeastOutstanding`].
     LeastOutstanding,
+    /// [`Select::Maglev`].
+    Maglev,
+    /// [`Select::Bounded`].
+    Bounded,
 }
 
 impl Mode {
     /// Every mode, in declaration order (a workload iterates it and builds each mode with an
     /// exhaustive `match`, so a new mode is simulated as soon as it compiles).
-    pub const ALL: [Mode; 6] = [
+    pub const ALL: [Mode; 8] = [
         Mode::Node,
         Mode::Name,
         Mode::Hash,
         Mode::RoundRobin,
         Mode::Random,
         Mode::LeastOutstanding,
+        Mode::Maglev,
+        Mode::Bounded,
     ];
 
     /// The mode's name on a command line: `node`, `name`, `hash`, `round-robin`, `random`,
-    /// `least-outstanding`.
+    /// `least-outstanding`, `maglev`, `bounded`.
     #[must_use]
     pub const fn label(self) -> &'static str {
         match self {
@@ -116,13 +143,25 @@ impl Mode {
             Mode::RoundRobin => "round-robin",
             Mode::Random => "random",
             Mode::LeastOutstanding => "least-outstanding",
+            Mode::Maglev => "maglev",
+            Mode::Bounded => "bounded",
         }
     }
 
-    /// The mode whose [`label`](Self::label) is `label`.
+    /// The mode whose [`label`](Self::label) is `label`; `p2c` (power of two choices) is an
+    /// alias of `least-outstanding`.
     #[must_use]
     pub fn from_label(label: &str) -> Option<Mode> {
+        if label == "p2c" {
+            return Some(Mode::LeastOutstanding);
+        }
         Mode::ALL.into_iter().find(|mode| mode.label() == label)
+    }
+
+    /// Whether the mode takes a key (`hash`, `maglev`, `bounded`).
+    #[must_use]
+    pub const fn is_keyed(self) -> bool {
+        matches!(self, Mode::Hash | Mode::Maglev | Mode::Bounded)
     }
 }
 
@@ -137,6 +176,8 @@ impl Select {
             Select::RoundRobin => Mode::RoundRobin,
             Select::Random => Mode::Random,
             Select::LeastOutstanding => Mode::LeastOutstanding,
+            Select::Maglev(_) => Mode::Maglev,
+            Select::Bounded(_) => Mode::Bounded,
         }
     }
 
@@ -149,6 +190,61 @@ impl Select {
             _ => true,
         }
     }
+}
+
+/// The metadata label holding a member's weight for [`Select::LeastOutstanding`]: an integer
+/// 1..=[`MAX_WEIGHT`] in decimal; absent or anything else counts as 1.
+pub const WEIGHT_LABEL: &str = "select.switchboard/weight";
+
+/// The largest weight [`WEIGHT_LABEL`] may carry.
+pub const MAX_WEIGHT: u32 = 10_000;
+
+/// The weight `metadata` gives its node (see [`WEIGHT_LABEL`]).
+#[must_use]
+pub fn weight_of(metadata: &crate::discovery::Metadata) -> u32 {
+    metadata
+        .labels
+        .get(WEIGHT_LABEL)
+        .and_then(|w| w.parse::<u32>().ok())
+        .filter(|w| (1..=MAX_WEIGHT).contains(w))
+        .unwrap_or(1)
+}
+
+/// The settings of the modes that have some. `Default`: a 65,537-slot Maglev table, a load
+/// bound of 125 % of the mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelectConfig {
+    /// Slots of each Maglev table: a prime no larger than [`MaglevTable::MAX_SIZE`]
+    /// (`Config::maglev_table_size`; a size that is not one builds the default size).
+    pub maglev_table_size: u32,
+    /// The bounded-load factor `c` in percent, at least 100 (`Config::bounded_load_percent`;
+    /// below 100 counts as 100).
+    pub bounded_load_percent: u32,
+}
+
+impl SelectConfig {
+    /// The default load factor, 125 % (Envoy's `hash_balance_factor` examples, Mirrokni's c =
+    /// 1.25).
+    pub const DEFAULT_BOUNDED_LOAD_PERCENT: u32 = 125;
+}
+
+impl Default for SelectConfig {
+    fn default() -> SelectConfig {
+        SelectConfig {
+            maglev_table_size: MaglevTable::DEFAULT_SIZE,
+            bounded_load_percent: SelectConfig::DEFAULT_BOUNDED_LOAD_PERCENT,
+        }
+    }
+}
+
+/// A [`Selector`]'s counters since creation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SelectStats {
+    /// Bounded-load picks that went past the key's owner because it was at the bound.
+    pub bounded_spills: u64,
+    /// Maglev tables built (a ring's first Maglev pick, and its first after each change).
+    pub maglev_builds: u64,
 }
 
 /// Where a pick looks: the discovery set's rings and a filter ring (`None`: every node).
@@ -174,8 +270,9 @@ impl<'a> Among<'a> {
 
 impl Selector {
     /// Picks a node for `select` among `among`, never one of `excluded`; `None` when no
-    /// candidate qualifies. `load` is what least-outstanding compares (see the
-    /// [module docs](self)). Only `RoundRobin` moves the selector's state; `Random` and
+    /// candidate qualifies. `load` is what least-outstanding and bounded loads compare (see
+    /// the [module docs](self)). `RoundRobin` moves its cursor, `Maglev` (re)builds its
+    /// ring's table when the ring changed, `Bounded` counts its spills; `Random` and
     /// `LeastOutstanding` draw from `rng`.
     pub fn pick(
         &mut self,
@@ -200,18 +297,21 @@ impl Selector {
                 return qualifies.then_some(id).filter(|id| !excluded.contains(id));
             }
             Select::Hash(key) => rings.ring(filter).lookup(key),
+            Select::Maglev(key) => self.maglev_table(rings, filter).lookup(key),
+            Select::Bounded(key) => return self.bounded(rings, filter, key, &load, excluded),
             Select::RoundRobin => self.round_robin(rings, filter),
             Select::Random => random(rings, filter, rng),
             Select::LeastOutstanding => {
                 let order = rings.round_robin_order(filter);
+                let weight = |id| rings.metadata(id).map_or(1, weight_of);
                 if excluded.is_empty() {
                     let at = |i| order.get(i).map(|(_, id)| id);
-                    two_choices(order.len(), at, rng, &load)
+                    two_choices(order.len(), at, rng, &load, weight)
                 } else {
                     // A retry (rare): the two choices are drawn among the nodes not tried.
                     let left: Vec<NodeId> =
                         order.ids().filter(|id| !excluded.contains(id)).collect();
-                    two_choices(left.len(), |i| left.get(i).copied(), rng, &load)
+                    two_choices(left.len(), |i| left.get(i).copied(), rng, &load, weight)
                 }
             }
         };
@@ -282,12 +382,13 @@ fn random(rings: &RingSet, filter: Option<FilterId>, rng: &mut Rng) -> Option<No
 }
 
 /// Power of two choices over `len` members reached by index: two distinct members drawn
-/// uniformly, the one with less `load` (the first on a tie).
+/// uniformly, the one with less `load` per `weight` (the first drawn on a tie).
 fn two_choices(
     len: usize,
     at: impl Fn(usize) -> Option<NodeId>,
     rng: &mut Rng,
     load: &impl Fn(NodeId) -> u32,
+    weight: impl Fn(NodeId) -> u32,
 ) -> Option<NodeId> {
     let len = u64::try_from(len).expect("member count fits u64");
     if len == 0 {
@@ -304,7 +405,13 @@ fn two_choices(
         None
     };
     match (a, b) {
-        (Some(a), Some(b)) if load(b) < load(a) => Some(b),
+        // load(b) / weight(b) < load(a) / weight(a), exactly (no division).
+        (Some(a), Some(b))
+            if u64::from(load(b)) * u64::from(weight(a))
+                < u64::from(load(a)) * u64::from(weight(b)) =>
+        {
+            Some(b)
+        }
         (a, _) => a,
     }
 }

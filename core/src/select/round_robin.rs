@@ -1,7 +1,9 @@
-//! The selector's state: one round-robin cursor per ring.
+//! The selector's state: one round-robin cursor per ring, and the Maglev tables, settings and
+//! counters of the other modes.
 
 use alloc::vec::Vec;
 
+use super::{SelectConfig, SelectStats, maglev::CachedMaglev};
 use crate::{
     ids::NodeId,
     ring::{FilterId, RingSet},
@@ -51,13 +53,38 @@ struct Cursor {
 pub struct Selector {
     /// Cursor per ring: index 0 is the default ring, `i + 1` the filter with index `i`.
     cursors: Vec<Cursor>,
+    /// Maglev table per ring, indexed as `cursors`; built on first use, rebuilt when the
+    /// ring's update count moves.
+    pub(super) maglev: Vec<Option<CachedMaglev>>,
+    /// Table size and load bound.
+    pub(super) config: SelectConfig,
+    /// Counters since creation.
+    pub(super) stats: SelectStats,
+    /// A bounded-load pick's successor walk (reused).
+    pub(super) successors: Vec<NodeId>,
 }
 
 impl Selector {
-    /// A selector with every cursor at the start of its order.
+    /// A selector with every cursor at the start of its order and the default
+    /// [`SelectConfig`].
     #[must_use]
     pub fn new() -> Selector {
         Selector::default()
+    }
+
+    /// A selector with `config`'s Maglev table size and load bound.
+    #[must_use]
+    pub fn with_config(config: SelectConfig) -> Selector {
+        Selector {
+            config,
+            ..Selector::default()
+        }
+    }
+
+    /// The counters since creation (bounded-load spills, Maglev builds).
+    #[must_use]
+    pub const fn stats(&self) -> SelectStats {
+        self.stats
     }
 
     /// The next member of the filter's ring in round-robin order (pod index, then id),
@@ -72,7 +99,7 @@ impl Selector {
         if order.is_empty() {
             return None;
         }
-        let slot = set.canonical(filter).map_or(0, |f| f.index() as usize + 1);
+        let slot = ring_slot(set, filter);
         if self.cursors.len() <= slot {
             self.cursors.resize(slot + 1, Cursor::default());
         }
@@ -95,4 +122,10 @@ impl Selector {
         };
         Some(id)
     }
+}
+
+/// The index of a ring's state in the selector's per-ring tables: 0 for the default ring
+/// (and wildcard filters), `i + 1` for the filter with index `i`.
+pub(super) fn ring_slot(set: &RingSet, filter: Option<FilterId>) -> usize {
+    set.canonical(filter).map_or(0, |f| f.index() as usize + 1)
 }

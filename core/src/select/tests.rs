@@ -156,8 +156,22 @@ fn pick_dispatches_every_mode() {
     assert!([10, 11, 12, 13].contains(&r.0));
     let r = pick(Some(game), Select::LeastOutstanding).unwrap();
     assert!([10, 11, 12, 13].contains(&r.0));
+    let key = Bytes::from_static(b"room-1");
+    let mut table = MaglevTable::new(MaglevTable::DEFAULT_SIZE).unwrap();
+    table.build([10, 11, 12, 13].map(NodeId));
+    let maglev = pick(Some(game), Select::Maglev(key.clone()));
+    assert_eq!(maglev, table.lookup(&key));
+    // No load: the ring owner.
+    let bounded = pick(Some(game), Select::Bounded(key.clone()));
+    assert_eq!(bounded, set.ring(Some(game)).lookup(&key));
     let empty = RingSet::new(RingConfig::fast());
-    for mode in [Select::RoundRobin, Select::Random, Select::LeastOutstanding] {
+    for mode in [
+        Select::RoundRobin,
+        Select::Random,
+        Select::LeastOutstanding,
+        Select::Maglev(key.clone()),
+        Select::Bounded(key),
+    ] {
         assert_eq!(pick_one(&mut sel, &empty, None, &mode, &mut rng), None);
     }
 }
@@ -187,6 +201,8 @@ fn least_outstanding_prefers_the_idle_member_of_the_two_drawn() {
     assert!(picked.iter().all(|id| [10, 11, 12, 13].contains(id)));
 }
 
+/// Issue 26 added `maglev` and `bounded` (and `p2c` as a second name of
+/// `least-outstanding`, which is why `from_label` is not checked one to one through `p2c`).
 #[test]
 fn every_mode_has_a_label_and_one_mode_per_label() {
     let labels: Vec<&str> = Mode::ALL.iter().map(|mode| mode.label()).collect();
@@ -198,9 +214,14 @@ fn every_mode_has_a_label_and_one_mode_per_label() {
             "hash",
             "round-robin",
             "random",
-            "least-outstanding"
+            "least-outstanding",
+            "maglev",
+            "bounded"
         ]
     );
+    assert_eq!(Mode::from_label("p2c"), Some(Mode::LeastOutstanding));
+    let keyed: Vec<Mode> = Mode::ALL.into_iter().filter(|m| m.is_keyed()).collect();
+    assert_eq!(keyed, [Mode::Hash, Mode::Maglev, Mode::Bounded]);
     for mode in Mode::ALL {
         assert_eq!(Mode::from_label(mode.label()), Some(mode));
     }

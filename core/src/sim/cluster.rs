@@ -849,6 +849,8 @@ pub(super) fn describe_target(target: &Select) -> String {
         Select::Node(id) => format!("{id}"),
         Select::Name(name) => format!("name {name:?}"),
         Select::Hash(key) => format!("hash key {key:?}"),
+        Select::Maglev(key) => format!("maglev key {key:?}"),
+        Select::Bounded(key) => format!("bounded key {key:?}"),
         other => String::from(other.mode().label()),
     }
 }

@@ -196,6 +196,8 @@ fn select_of(mode: u8, member: NodeId, key: u8) -> Select {
         Mode::RoundRobin => Select::RoundRobin,
         Mode::Random => Select::Random,
         Mode::LeastOutstanding => Select::LeastOutstanding,
+        Mode::Maglev => Select::Maglev(Bytes::copy_from_slice(&[key])),
+        Mode::Bounded => Select::Bounded(Bytes::copy_from_slice(&[key])),
     }
 }
 

@@ -1,0 +1,287 @@
+//! Maglev hashing (Eisenbud et al., NSDI 2016, §3.4): a lookup table of a prime size `M`
+//! whose every slot names a node, filled so that each node owns `⌊M/N⌋` or `⌈M/N⌉` slots and
+//! a membership change moves few slots. A lookup hashes the key as the ring does
+//! ([`key_hash`]) and reads one slot: O(1), no search.
+//!
+//! # Population
+//!
+//! Each node has a permutation of the slots, `offset + j × skip (mod M)` for `j = 0, 1, …`,
+//! where `offset = h mod M` and `skip = h' mod (M − 1) + 1` come from the two halves of the
+//! node id's [`key_hash_u64`]; `M` prime makes every permutation visit every slot. The nodes,
+//! in ascending id order, take turns: each claims the next slot of its permutation that is
+//! still empty, until the table is full. So every node claims one slot per round, which is
+//! where the balance bound comes from, and a node's preferred slots do not depend on the
+//! other nodes, which is where the small disruption comes from.
+//!
+//! # Costs
+//!
+//! `4 × M` bytes of table (256 KiB at the default 65,537) plus 16 bytes per node; a build is
+//! about `M × ln(N)` probes over the table's cache lines (see `select-report`'s
+//! `maglev_build_ns`); it reuses its buffers, so a rebuild allocates only when the node
+//! count or the size grows.
+
+use alloc::vec::Vec;
+
+use super::{Selector, round_robin::ring_slot};
+use crate::{
+    hash::{KeyHash, key_hash, key_hash_u64},
+    ids::NodeId,
+    ring::{FilterId, RingSet},
+};
+
+/// A slot no node has claimed yet (only while building).
+const EMPTY: u32 = u32::MAX;
+
+/// Why a table size was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MaglevError {
+    /// The size is not a prime between 2 and [`MaglevTable::MAX_SIZE`].
+    #[error("maglev table size {size} is not a prime between 2 and {max}", max = MaglevTable::MAX_SIZE)]
+    NotPrime {
+        /// The refused size.
+        size: u32,
+    },
+}
+
+/// One node's permutation: the next slot it tries and its step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Permutation {
+    id: NodeId,
+    offset: u32,
+    skip: u32,
+}
+
+/// A Maglev lookup table over a set of nodes (see the [module docs](self)).
+///
+/// ```
+/// use switchboard_core::{ids::NodeId, select::MaglevTable};
+///
+/// let mut table = MaglevTable::new(MaglevTable::DEFAULT_SIZE)?;
+/// table.build([NodeId(1), NodeId(2), NodeId(3)]);
+/// let owner = table.lookup(b"user:42").expect("three nodes");
+/// // Each node owns 21,845 or 21,846 of the 65,537 slots.
+/// let owned = table.slots().filter(|&id| id == owner).count();
+/// assert!((21_845..=21_846).contains(&owned));
+/// # Ok::<(), switchboard_core::select::MaglevError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct MaglevTable {
+    size: u32,
+    /// The nodes in ascending id order, with their permutations (kept between builds: a node
+    /// still present keeps its hashed offset and skip).
+    nodes: Vec<Permutation>,
+    /// Build buffer: the nodes of the next build, and each node's next slot while filling.
+    next_nodes: Vec<Permutation>,
+    cursors: Vec<u32>,
+    /// Slot → index into `nodes`.
+    table: Vec<u32>,
+}
+
+impl MaglevTable {
+    /// The paper's and Envoy's default size, a prime.
+    pub const DEFAULT_SIZE: u32 = 65_537;
+
+    /// The largest accepted size (a table of this size takes 64 MiB).
+    pub const MAX_SIZE: u32 = 1 << 24;
+
+    /// An empty table of `size` slots (nothing is allocated until the first build).
+    ///
+    /// # Errors
+    ///
+    /// [`MaglevError::NotPrime`] unless `size` is a prime no larger than [`Self::MAX_SIZE`].
+    pub fn new(size: u32) -> Result<MaglevTable, MaglevError> {
+        if !Self::valid_size(size) {
+            return Err(MaglevError::NotPrime { size });
+        }
+        Ok(MaglevTable {
+            size,
+            ..MaglevTable::default_size()
+        })
+    }
+
+    /// An empty table of [`Self::DEFAULT_SIZE`] slots.
+    #[must_use]
+    pub fn default_size() -> MaglevTable {
+        MaglevTable {
+            size: Self::DEFAULT_SIZE,
+            nodes: Vec::new(),
+            next_nodes: Vec::new(),
+            cursors: Vec::new(),
+            table: Vec::new(),
+        }
+    }
+
+    /// Whether `size` is a prime no larger than [`Self::MAX_SIZE`] (trial division).
+    #[must_use]
+    pub fn valid_size(size: u32) -> bool {
+        if !(2..=Self::MAX_SIZE).contains(&size) {
+            return false;
+        }
+        let mut d = 2u32;
+        while d * d <= size {
+            if size % d == 0 {
+                return false;
+            }
+            d += 1;
+        }
+        true
+    }
+
+    /// The number of slots.
+    #[must_use]
+    pub const fn size(&self) -> u32 {
+        self.size
+    }
+
+    /// The number of nodes the table was built from.
+    #[must_use]
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Heap bytes held (table, nodes and build buffers, by capacity).
+    #[must_use]
+    pub fn memory_bytes(&self) -> usize {
+        let perm = core::mem::size_of::<Permutation>();
+        self.table.capacity() * 4
+            + self.cursors.capacity() * 4
+            + (self.nodes.capacity() + self.next_nodes.capacity()) * perm
+    }
+
+    /// Rebuilds the table over `ids` (duplicates count once; id 0 is skipped). An empty set
+    /// gives an empty table, whose lookups return `None`.
+    pub fn build(&mut self, ids: impl IntoIterator<Item = NodeId>) {
+        self.next_nodes.clear();
+        let size = self.size;
+        self.next_nodes
+            .extend(ids.into_iter().filter(|id| id.is_valid()).map(|id| Permutation {
+                id,
+                offset: 0,
+                skip: 0,
+            }));
+        self.next_nodes.sort_unstable_by_key(|p| p.id);
+        self.next_nodes.dedup_by_key(|p| p.id);
+        // Merge with the previous nodes (both in id order): a node still present keeps its
+        // permutation, a new one is hashed.
+        let mut old = self.nodes.iter().peekable();
+        for p in &mut self.next_nodes {
+            while old.next_if(|o| o.id < p.id).is_some() {}
+            *p = match old.next_if(|o| o.id == p.id) {
+                Some(o) => *o,
+                None => permutation(p.id, size),
+            };
+        }
+        core::mem::swap(&mut self.nodes, &mut self.next_nodes);
+        populate(size, &self.nodes, &mut self.cursors, &mut self.table);
+    }
+
+    /// The node owning `key`, hashed as the ring hashes keys; `None` when empty.
+    #[must_use]
+    #[inline]
+    pub fn lookup(&self, key: &[u8]) -> Option<NodeId> {
+        self.lookup_hash(key_hash(key))
+    }
+
+    /// [`lookup`](Self::lookup) of an already hashed key: slot `⌊hi × M / 2^64⌋` (a multiply
+    /// and a shift instead of a division).
+    #[must_use]
+    #[inline]
+    pub fn lookup_hash(&self, hash: KeyHash) -> Option<NodeId> {
+        let slot = (u128::from(hash.hi) * u128::from(self.size)) >> 64;
+        let index = *self.table.get(usize::try_from(slot).ok()?)?;
+        self.nodes.get(index as usize).map(|p| p.id)
+    }
+
+    /// The owner of every slot in slot order (empty when the table is).
+    pub fn slots(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.table.iter().map(|&i| self.nodes[i as usize].id)
+    }
+}
+
+/// A ring's Maglev table and the ring update count it was built at.
+#[derive(Clone, Debug)]
+pub(super) struct CachedMaglev {
+    updates: u64,
+    table: MaglevTable,
+}
+
+impl Selector {
+    /// The Maglev table of the filter's ring, built on first use and rebuilt (reusing its
+    /// buffers) only when that ring's update count
+    /// ([`RingSet::ring_updates_of`]) has moved since.
+    pub(super) fn maglev_table(&mut self, set: &RingSet, filter: Option<FilterId>) -> &MaglevTable {
+        let slot = ring_slot(set, filter);
+        if self.maglev.len() <= slot {
+            self.maglev.resize_with(slot + 1, || None);
+        }
+        let updates = set.ring_updates_of(filter);
+        let size = self.config.maglev_table_size;
+        let cached = self.maglev[slot].get_or_insert_with(|| CachedMaglev {
+            // Never `updates` of a ring: the first use builds.
+            updates: u64::MAX,
+            table: MaglevTable::new(size).unwrap_or_else(|_| MaglevTable::default_size()),
+        });
+        if cached.updates != updates {
+            cached.table.build(set.round_robin_order(filter).ids());
+            cached.updates = updates;
+            self.stats.maglev_builds += 1;
+        }
+        &cached.table
+    }
+}
+
+/// `id`'s permutation in a table of `size` slots.
+fn permutation(id: NodeId, size: u32) -> Permutation {
+    let h = key_hash_u64(id.0);
+    let offset = u32::try_from(h.hi % u64::from(size)).expect("below size, a u32");
+    let skip = if size > 1 {
+        u32::try_from(h.lo % u64::from(size - 1)).expect("below size, a u32") + 1
+    } else {
+        1
+    };
+    Permutation { id, offset, skip }
+}
+
+/// Fills `table` (resized to `size`) from the nodes' permutations, the nodes taking turns in
+/// order; `cursors` is a reused buffer.
+fn populate(size: u32, nodes: &[Permutation], cursors: &mut Vec<u32>, table: &mut Vec<u32>) {
+    table.clear();
+    if nodes.is_empty() {
+        return;
+    }
+    table.resize(size as usize, EMPTY);
+    cursors.clear();
+    cursors.extend(nodes.iter().map(|p| p.offset));
+    let mut filled = 0u32;
+    loop {
+        for (i, (p, cursor)) in nodes.iter().zip(cursors.iter_mut()).enumerate() {
+            let mut c = *cursor;
+            // Terminates: the table is not full and the permutation visits every slot.
+            while table[c as usize] != EMPTY {
+                c = step(c, p.skip, size);
+            }
+            table[c as usize] = u32::try_from(i).expect("a node index fits u32");
+            *cursor = step(c, p.skip, size);
+            filled += 1;
+            if filled == size {
+                return;
+            }
+        }
+    }
+}
+
+/// `(c + skip) mod size` for `c < size`, `skip < size`, without a division.
+#[inline]
+fn step(c: u32, skip: u32, size: u32) -> u32 {
+    let next = u64::from(c) + u64::from(skip);
+    u32::try_from(if next >= u64::from(size) {
+        next - u64::from(size)
+    } else {
+        next
+    })
+    .expect("below size, a u32")
+}
+
+#[cfg(test)]
+mod tests;

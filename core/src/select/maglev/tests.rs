@@ -1,0 +1,183 @@
+//! Maglev tables: the paper's worked example, exact small tables, the balance bound, full
+//! tables, and the disruption of one removal against the ring's.
+
+use alloc::{format, string::String, vec, vec::Vec};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::ring::{Ring, RingConfig, RingMember};
+
+fn perm(id: u64, offset: u32, skip: u32) -> Permutation {
+    Permutation {
+        id: NodeId(id),
+        offset,
+        skip,
+    }
+}
+
+fn filled(size: u32, nodes: &[Permutation]) -> Vec<u32> {
+    let (mut cursors, mut table) = (Vec::new(), Vec::new());
+    populate(size, nodes, &mut cursors, &mut table);
+    table
+}
+
+/// Eisenbud et al. 2016, Table 1: M = 7, B0 (offset 3, skip 4), B1 (0, 2), B2 (3, 1). Round
+/// 1: B0 takes 3, B1 takes 0, B2 finds 3 taken and takes 4; round 2: B0 tries 0 and 4, takes
+/// 1, B1 takes 2, B2 takes 5; round 3: B0 tries 5 and 2, takes 6 — full.
+#[test]
+fn the_papers_example_table() {
+    let nodes = [perm(1, 3, 4), perm(2, 0, 2), perm(3, 3, 1)];
+    assert_eq!(filled(7, &nodes), vec![1, 0, 1, 0, 2, 2, 0]);
+    // Without B1 (the paper's Table 1, right): B0 3, B2 4; B0 0, B2 5; B0 1, B2 6; B0 2.
+    let nodes = [perm(1, 3, 4), perm(3, 3, 1)];
+    assert_eq!(filled(7, &nodes), vec![0, 0, 0, 0, 1, 1, 1]);
+}
+
+/// A hashed build: each node's offset and skip are the halves of its id's key hash, and the
+/// table follows from them by the same turns (M = 13, three nodes).
+#[test]
+fn a_hashed_table_follows_from_the_id_hashes() {
+    let mut table = MaglevTable::new(13).unwrap();
+    table.build([NodeId(30), NodeId(10), NodeId(20), NodeId(10), NodeId(0)]);
+    let perms: Vec<(u64, u32, u32)> = table
+        .nodes
+        .iter()
+        .map(|p| (p.id.0, p.offset, p.skip))
+        .collect();
+    let expected: Vec<(u64, u32, u32)> = [10, 20, 30]
+        .into_iter()
+        .map(|id| {
+            let h = key_hash_u64(id);
+            (id, (h.hi % 13) as u32, (h.lo % 12) as u32 + 1)
+        })
+        .collect();
+    assert_eq!(perms, expected);
+    // 10 tries 12, 5, 11, 4, 10, 3, 9, …; 20 tries 6, 11, 3, 8, 0, …; 30 tries 0, 7, 1, 8, 2, ….
+    // Rounds: 12/6/0, 5/11/7, 4/3/1 (10 finds 11 taken), 10/8/2 (30 finds 8 taken), then 10
+    // takes 9 (3 is taken) and the table is full.
+    assert_eq!(perms, vec![(10, 12, 6), (20, 6, 5), (30, 0, 7)]);
+    let nodes: Vec<Permutation> = expected.iter().map(|&(i, o, s)| perm(i, o, s)).collect();
+    let slots: Vec<u64> = table.slots().map(|id| id.0).collect();
+    let by_hand: Vec<u64> = filled(13, &nodes)
+        .into_iter()
+        .map(|i| expected[i as usize].0)
+        .collect();
+    assert_eq!(slots, by_hand);
+    assert_eq!(slots, vec![30, 30, 30, 20, 10, 10, 20, 30, 20, 10, 10, 20, 10]);
+}
+
+#[test]
+fn sizes_must_be_primes_within_the_cap() {
+    for size in [2, 3, 7, 13, 65_537, 1_000_003] {
+        assert!(MaglevTable::new(size).is_ok(), "{size}");
+    }
+    for size in [0, 1, 4, 9, 65_536, 1 << 24, (1 << 24) + 43] {
+        assert_eq!(
+            MaglevTable::new(size).unwrap_err(),
+            MaglevError::NotPrime { size },
+            "{size}"
+        );
+    }
+}
+
+#[test]
+fn an_empty_table_finds_nothing_and_a_rebuild_reuses_permutations() {
+    let mut table = MaglevTable::new(7).unwrap();
+    assert_eq!(table.lookup(b"k"), None);
+    table.build([NodeId(5)]);
+    assert_eq!(table.lookup(b"k"), Some(NodeId(5)));
+    assert_eq!(table.slots().count(), 7);
+    table.build([]);
+    assert_eq!((table.lookup(b"k"), table.slots().count()), (None, 0));
+    table.build([NodeId(9), NodeId(5)]);
+    let kept = table.nodes.clone();
+    table.build([NodeId(5), NodeId(9), NodeId(7)]);
+    assert_eq!(table.nodes[0], kept[0]);
+    assert_eq!(table.nodes[2], kept[1]);
+}
+
+#[test]
+fn lookup_reads_the_slot_of_the_keys_high_hash() {
+    let mut table = MaglevTable::new(MaglevTable::DEFAULT_SIZE).unwrap();
+    table.build((1..=10).map(NodeId));
+    let slots: Vec<NodeId> = table.slots().collect();
+    for key in [&b"a"[..], b"user:42", b"room-7"] {
+        let slot = (u128::from(key_hash(key).hi) * 65_537) >> 64;
+        assert_eq!(table.lookup(key), Some(slots[slot as usize]));
+    }
+}
+
+fn counts(table: &MaglevTable) -> Vec<usize> {
+    let mut by_id = alloc::collections::BTreeMap::new();
+    for id in table.slots() {
+        *by_id.entry(id).or_insert(0) += 1;
+    }
+    by_id.into_values().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every slot is filled and every node owns ⌊M/N⌋ or ⌈M/N⌉ slots: each claims one per
+    /// round until the table is full.
+    #[test]
+    fn every_slot_is_filled_and_balanced(
+        ids in proptest::collection::btree_set(1u64..1_000_000, 1..40),
+        size in prop::sample::select(vec![13u32, 101, 1_009, 10_007]),
+    ) {
+        let mut table = MaglevTable::new(size).unwrap();
+        table.build(ids.iter().copied().map(NodeId));
+        prop_assert_eq!(table.slots().count(), size as usize);
+        let n = ids.len();
+        let owned = counts(&table);
+        if n <= size as usize {
+            prop_assert_eq!(owned.len(), n);
+            let low = size as usize / n;
+            prop_assert!(owned.iter().all(|&c| c == low || c == low + 1), "{:?}", owned);
+        }
+    }
+
+    /// Removing one of N nodes moves its own slots and a few more: at most twice the share a
+    /// ring of the same nodes moves (measured over the same sample of keys), plus 2 % slack
+    /// for the ring's own variance at small N.
+    #[test]
+    fn one_removal_moves_about_what_the_ring_moves(
+        ids in proptest::collection::btree_set(1u64..1_000_000, 8..60),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let ids: Vec<u64> = ids.into_iter().collect();
+        let gone = ids[pick.index(ids.len())];
+        let mut before = MaglevTable::new(10_007).unwrap();
+        before.build(ids.iter().copied().map(NodeId));
+        let mut after = before.clone();
+        after.build(ids.iter().copied().filter(|&id| id != gone).map(NodeId));
+        let names: Vec<String> = ids.iter().map(|id| format!("n{id}")).collect();
+        let members = |skip: Option<u64>| {
+            ids.iter()
+                .zip(&names)
+                .filter(move |(id, _)| Some(**id) != skip)
+                .map(|(&id, name)| RingMember::new(NodeId(id), name))
+        };
+        let mut ring = Ring::new(RingConfig::fast());
+        ring.build(members(None)).unwrap();
+        let mut ring_after = Ring::new(RingConfig::fast());
+        ring_after.build(members(Some(gone))).unwrap();
+        let keys = 20_000u64;
+        let (mut maglev_moved, mut ring_moved) = (0u64, 0u64);
+        for k in 0..keys {
+            let key = k.to_le_bytes();
+            let (b, a) = (before.lookup(&key).unwrap(), after.lookup(&key).unwrap());
+            prop_assert!(a.0 != gone);
+            if b.0 == gone {
+                prop_assert!(a != b);
+            }
+            maglev_moved += u64::from(a != b);
+            ring_moved += u64::from(ring.lookup(&key) != ring_after.lookup(&key));
+        }
+        prop_assert!(
+            maglev_moved * 100 <= ring_moved * 200 + keys * 2,
+            "maglev {} ring {} of {}", maglev_moved, ring_moved, keys
+        );
+    }
+}
