@@ -31,6 +31,9 @@ pub struct Metrics {
     pub dial_failures: u64,
     /// Ring updates applied by the discovery set (all rings).
     pub ring_updates: u64,
+    /// Bounded-load picks that went past the key's owner because it carried too much
+    /// (`SelectStats::bounded_spills`).
+    pub select_bounded_spills: u64,
     /// Registry events applied or ignored.
     pub registry_events: u64,
     /// Links by state now (gauge): `connecting`, `handshaking`, `up`.

@@ -36,6 +36,21 @@ pub enum TargetSpec {
         /// Restricts the candidates; `None` = every node.
         filter: Option<Filter>,
     },
+    /// A node chosen by `key` in the Maglev table of the nodes matching `filter`.
+    Maglev {
+        /// Restricts the candidates; `None` = every node.
+        filter: Option<Filter>,
+        /// The key to hash.
+        key: Vec<u8>,
+    },
+    /// The ring owner of `key` among the nodes matching `filter` unless it carries more than
+    /// the load bound, then the next node clockwise under it.
+    Bounded {
+        /// Restricts the candidates; `None` = every node.
+        filter: Option<Filter>,
+        /// The key to hash.
+        key: Vec<u8>,
+    },
 }
 
 impl TargetSpec {
@@ -53,6 +68,14 @@ impl TargetSpec {
             Select::RoundRobin => TargetSpec::RoundRobin { filter },
             Select::Random => TargetSpec::Random { filter },
             Select::LeastOutstanding => TargetSpec::LeastOutstanding { filter },
+            Select::Maglev(key) => TargetSpec::Maglev {
+                filter,
+                key: key.to_vec(),
+            },
+            Select::Bounded(key) => TargetSpec::Bounded {
+                filter,
+                key: key.to_vec(),
+            },
         }
     }
 
@@ -68,6 +91,12 @@ impl TargetSpec {
             TargetSpec::RoundRobin { filter } => (filter.as_ref(), Select::RoundRobin),
             TargetSpec::Random { filter } => (filter.as_ref(), Select::Random),
             TargetSpec::LeastOutstanding { filter } => (filter.as_ref(), Select::LeastOutstanding),
+            TargetSpec::Maglev { filter, key } => {
+                (filter.as_ref(), Select::Maglev(Bytes::copy_from_slice(key)))
+            }
+            TargetSpec::Bounded { filter, key } => {
+                (filter.as_ref(), Select::Bounded(Bytes::copy_from_slice(key)))
+            }
         }
     }
 }
@@ -90,6 +119,8 @@ mod tests {
             Select::RoundRobin,
             Select::Random,
             Select::LeastOutstanding,
+            Select::Maglev(Bytes::from_static(b"k")),
+            Select::Bounded(Bytes::from_static(b"k")),
         ] {
             let spec = TargetSpec::among(Some(leaf.clone()), select.clone());
             assert_eq!(spec.to_select(), (Some(&leaf), select));

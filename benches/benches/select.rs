@@ -2,6 +2,10 @@
 //! filter ring matching half of them: what choosing a node costs in each mode. The modes come
 //! from `Mode::ALL` with an exhaustive `match`, so a new mode gets its row as soon as it
 //! compiles (CONTRIBUTING.md, "A new selection mode").
+//!
+//! `maglev_vs_ring`: a Maglev table (65,537 slots) and the ring built from the same 1,000
+//! nodes, side by side: one full build each, one lookup each of the same keys (the key hashed
+//! in both, as a pick hashes it).
 
 use std::hint::black_box;
 
@@ -10,9 +14,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use switchboard_core::{
     discovery::{Filter, Metadata},
     ids::NodeId,
-    ring::{FilterId, RingConfig, RingMember, RingSet},
+    ring::{FilterId, Ring, RingConfig, RingMember, RingSet},
     rng::Rng,
-    select::{Among, Mode, Select, Selector},
+    select::{Among, MaglevTable, Mode, Select, Selector},
 };
 
 const MEMBERS: u64 = 1_000;
@@ -49,6 +53,8 @@ fn select_of(mode: Mode, i: u64) -> Select {
         Mode::RoundRobin => Select::RoundRobin,
         Mode::Random => Select::Random,
         Mode::LeastOutstanding => Select::LeastOutstanding,
+        Mode::Maglev => Select::Maglev(Bytes::copy_from_slice(&i.to_le_bytes())),
+        Mode::Bounded => Select::Bounded(Bytes::copy_from_slice(&i.to_le_bytes())),
     }
 }
 
@@ -95,5 +101,52 @@ fn bench_select(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_select);
+fn bench_maglev_vs_ring(c: &mut Criterion) {
+    let names: Vec<String> = (1..=MEMBERS).map(|id| format!("n{id}")).collect();
+    let members = || {
+        names
+            .iter()
+            .zip(1..)
+            .map(|(name, id)| RingMember::new(NodeId(id), name))
+    };
+    let ids = || (1..=MEMBERS).map(NodeId);
+    let mut group = c.benchmark_group("maglev_vs_ring");
+    let mut table = MaglevTable::new(MaglevTable::DEFAULT_SIZE).expect("a prime");
+    let mut ring = Ring::new(RingConfig::fast());
+    group.bench_function("build/maglev", |b| {
+        // A fresh table each time: the permutations are hashed too, as on a first build.
+        b.iter(|| {
+            let mut fresh = MaglevTable::new(MaglevTable::DEFAULT_SIZE).expect("a prime");
+            fresh.build(ids());
+            black_box(fresh.node_count())
+        });
+    });
+    group.bench_function("build/ring", |b| {
+        b.iter(|| {
+            ring.build(members()).expect("valid members");
+            black_box(ring.point_count())
+        });
+    });
+    table.build(ids());
+    ring.build(members()).expect("valid members");
+    let keys: Vec<[u8; 8]> = (0..1024u64)
+        .map(|i| (i * 0x9e37_79b9).to_le_bytes())
+        .collect();
+    let mut i = 0usize;
+    group.bench_function("lookup/maglev", |b| {
+        b.iter(|| {
+            i = (i + 1) & 1023;
+            black_box(table.lookup(&keys[i]))
+        });
+    });
+    group.bench_function("lookup/ring", |b| {
+        b.iter(|| {
+            i = (i + 1) & 1023;
+            black_box(ring.lookup(&keys[i]))
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_select, bench_maglev_vs_ring);
 criterion_main!(benches);

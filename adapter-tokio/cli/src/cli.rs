@@ -386,6 +386,11 @@ pub(crate) struct NodeArgs {
     /// A label `key=value` (repeatable).
     #[arg(long = "label", value_name = "K=V", value_parser = parse_label)]
     pub(crate) labels: Vec<(String, String)>,
+    /// This node's weight for callers' least-outstanding (p2c) picks, 1 to 10000: they
+    /// compare outstanding calls per weight. Published as the label
+    /// `select.switchboard/weight` [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(crate) weight: Option<u32>,
     /// Serve /metrics (Prometheus text) and /status (JSON) on this address; a bare PORT binds
     /// 127.0.0.1.
     #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]

@@ -1,9 +1,10 @@
 //! `--select MODE` (with `--key`/`--hash-key` and `--filter`) for `send`, `load` and `call`:
 //! how the target node is picked, as the core's [`Select`] (`switchboard_core::select`).
 //!
-//! The modes a command line names are the core's modes that pick among candidates: `hash`
-//! (needs a key), `round-robin`, `random`, `least-outstanding`. A node named directly is
-//! `--to NAME|ID` (`send`, `load`). A key alone keeps meaning `hash`.
+//! The modes a command line names are the core's modes that pick among candidates: `hash`,
+//! `maglev` and `bounded` (each needs a key), `round-robin`, `random`, `least-outstanding`
+//! (also spelt `p2c`). A node named directly is `--to NAME|ID` (`send`, `load`). A key alone
+//! keeps meaning `hash`.
 
 use std::collections::BTreeMap;
 
@@ -21,7 +22,12 @@ use crate::error::CliError;
 /// directly is `--to`. An exhaustive `match`: a new mode does not compile until the CLI says.
 const fn is_select_value(mode: Mode) -> bool {
     match mode {
-        Mode::Hash | Mode::RoundRobin | Mode::Random | Mode::LeastOutstanding => true,
+        Mode::Hash
+        | Mode::RoundRobin
+        | Mode::Random
+        | Mode::LeastOutstanding
+        | Mode::Maglev
+        | Mode::Bounded => true,
         Mode::Node | Mode::Name => false,
     }
 }
@@ -30,7 +36,7 @@ const fn is_select_value(mode: Mode) -> bool {
 ///
 /// # Errors
 ///
-/// A value that is not one of the modes' labels.
+/// A value that is not one of the modes' labels (or `p2c`, least-outstanding's other name).
 pub(crate) fn parse_mode(text: &str) -> Result<Mode, String> {
     Mode::from_label(text)
         .filter(|&mode| is_select_value(mode))
@@ -39,6 +45,7 @@ pub(crate) fn parse_mode(text: &str) -> Result<Mode, String> {
                 .into_iter()
                 .filter(|&mode| is_select_value(mode))
                 .map(Mode::label)
+                .chain(["p2c"])
                 .collect();
             format!("expected one of {}", labels.join(", "))
         })
@@ -49,7 +56,7 @@ pub(crate) fn parse_mode(text: &str) -> Result<Mode, String> {
 ///
 /// # Errors
 ///
-/// `hash` without a key, a key with another mode.
+/// `hash`, `maglev` or `bounded` without a key, a key with another mode.
 pub(crate) fn selection(
     mode: Option<Mode>,
     key: Option<String>,
@@ -62,13 +69,15 @@ pub(crate) fn selection(
     });
     match (mode, key) {
         (Mode::Hash, Some(key)) => Ok(Select::Hash(Bytes::from(key.into_bytes()))),
-        (Mode::Hash, None) => Err(CliError::invalid(
+        (Mode::Maglev, Some(key)) => Ok(Select::Maglev(Bytes::from(key.into_bytes()))),
+        (Mode::Bounded, Some(key)) => Ok(Select::Bounded(Bytes::from(key.into_bytes()))),
+        (Mode::Hash | Mode::Maglev | Mode::Bounded, None) => Err(CliError::invalid(
             "select",
-            format!("hash needs a key: give --{key_field} K"),
+            format!("{} needs a key: give --{key_field} K", mode.label()),
         )),
         (_, Some(_)) => Err(CliError::invalid(
             key_field.replace('-', "_"),
-            "only used with --select hash",
+            "only used with --select hash, maglev or bounded",
         )),
         (Mode::RoundRobin, None) => Ok(Select::RoundRobin),
         (Mode::Random, None) => Ok(Select::Random),
@@ -138,13 +147,19 @@ mod tests {
 
     use super::*;
 
+    /// Issue 26 added `maglev`, `bounded` and `p2c` (least-outstanding), so the list a bad
+    /// value gets names them too.
     #[test]
     fn every_select_value_parses_and_a_bad_one_lists_the_modes() {
         assert_eq!(parse_mode("hash"), Ok(Mode::Hash));
         assert_eq!(parse_mode("round-robin"), Ok(Mode::RoundRobin));
         assert_eq!(parse_mode("random"), Ok(Mode::Random));
         assert_eq!(parse_mode("least-outstanding"), Ok(Mode::LeastOutstanding));
-        let expected = "expected one of hash, round-robin, random, least-outstanding";
+        assert_eq!(parse_mode("p2c"), Ok(Mode::LeastOutstanding));
+        assert_eq!(parse_mode("maglev"), Ok(Mode::Maglev));
+        assert_eq!(parse_mode("bounded"), Ok(Mode::Bounded));
+        let expected = "expected one of hash, round-robin, random, least-outstanding, maglev, \
+                        bounded, p2c";
         for bad in ["node", "name", "roundrobin", "", "HASH"] {
             assert_eq!(parse_mode(bad), Err(expected.to_owned()), "{bad:?}");
         }
@@ -157,6 +172,14 @@ mod tests {
         assert_eq!(selection(None, key(), "key").unwrap(), hash);
         assert_eq!(selection(Some(Mode::Hash), key(), "key").unwrap(), hash);
         assert_eq!(selection(None, None, "key").unwrap(), Select::RoundRobin);
+        assert_eq!(
+            selection(Some(Mode::Maglev), key(), "key").unwrap(),
+            Select::Maglev(Bytes::from_static(b"user-7"))
+        );
+        assert_eq!(
+            selection(Some(Mode::Bounded), key(), "key").unwrap(),
+            Select::Bounded(Bytes::from_static(b"user-7"))
+        );
         for (mode, select) in [
             (Mode::RoundRobin, Select::RoundRobin),
             (Mode::Random, Select::Random),
@@ -171,8 +194,17 @@ mod tests {
             "select: hash needs a key: give --hash-key K"
         );
         assert_eq!(
+            error(Some(Mode::Maglev), None, "key"),
+            "select: maglev needs a key: give --key K"
+        );
+        assert_eq!(
+            error(Some(Mode::Bounded), None, "key"),
+            "select: bounded needs a key: give --key K"
+        );
+        // Since issue 26 the message names every keyed mode.
+        assert_eq!(
             error(Some(Mode::Random), key(), "hash-key"),
-            "hash_key: only used with --select hash"
+            "hash_key: only used with --select hash, maglev or bounded"
         );
         assert_eq!(
             error(Some(Mode::Name), None, "key"),

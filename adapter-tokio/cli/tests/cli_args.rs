@@ -73,10 +73,12 @@ fn a_bad_flag_value_names_the_flag() {
 
 /// `--select` on `send`, `load` and `call`: a value that is not a mode is a usage error
 /// listing the modes; a mode that needs a key without one, or a key with a mode that takes
-/// none, names the flag — each one line and exit 2, before anything starts.
+/// none, names the flag — each one line and exit 2, before anything starts. Issue 26 added
+/// `maglev`, `bounded` and `p2c` to the list, and the keyed modes to the key's message.
 #[test]
 fn a_bad_select_mode_is_one_line_and_exit_2() {
-    let modes = "expected one of hash, round-robin, random, least-outstanding";
+    let modes = "expected one of hash, round-robin, random, least-outstanding, maglev, \
+                 bounded, p2c";
     let registry = ["--registry", "127.0.0.1:1"];
     let message = ["--count", "1", "--rate", "1", "--size", "8"];
     for (command, rest) in [
@@ -106,7 +108,7 @@ fn a_bad_select_mode_is_one_line_and_exit_2() {
     );
     assert_usage_error(
         &send(&["--select", "random", "--key", "k"]),
-        "error: key: only used with --select hash",
+        "error: key: only used with --select hash, maglev or bounded",
     );
     assert_usage_error(
         &send(&[]),
@@ -130,7 +132,14 @@ fn a_bad_select_mode_is_one_line_and_exit_2() {
         "--registry",
         "127.0.0.1:1",
     ];
-    assert_usage_error(&run(&call), "error: key: only used with --select hash");
+    assert_usage_error(
+        &run(&call),
+        "error: key: only used with --select hash, maglev or bounded",
+    );
+    assert_usage_error(
+        &send(&["--select", "maglev"]),
+        "error: select: maglev needs a key: give --key K",
+    );
 }
 
 #[test]

@@ -218,7 +218,7 @@ fn thirty_two_bad_inputs_exit_2_with_one_line_naming_the_field() {
             words("send --registry 127.0.0.1:1 --select bogus --payload p"),
             Line::Exact(
                 "error: invalid value 'bogus' for '--select <MODE>': expected one of hash, \
-                 round-robin, random, least-outstanding",
+                 round-robin, random, least-outstanding, maglev, bounded, p2c",
             ),
         ),
         (

@@ -132,6 +132,13 @@ pub fn render(metrics: &Metrics) -> String {
     );
     scalar(
         &mut out,
+        "switchboard_select_bounded_spills_total",
+        "counter",
+        "Bounded-load picks that went past the key's ring owner because it was at the load bound.",
+        metrics.select_bounded_spills,
+    );
+    scalar(
+        &mut out,
         "switchboard_registry_events_total",
         "counter",
         "Registry events handled.",

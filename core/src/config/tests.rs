@@ -428,3 +428,43 @@ fn json_rejects_unknown_keys_and_unitless_durations() {
     let err = serde_json::from_str::<Config>(r#"{"message_timeout_ms": -1}"#).unwrap_err();
     assert!(err.to_string().starts_with("invalid value"), "{err}");
 }
+
+#[test]
+fn the_selection_keys_default_to_a_65537_slot_maglev_table_and_a_125_percent_bound() {
+    let c = Config::default();
+    assert_eq!((c.maglev_table_size, c.bounded_load_percent), (65_537, 125));
+    assert_eq!(c.select_config(), crate::select::SelectConfig::default());
+    let read: Config =
+        serde_json::from_str(r#"{"maglev_table_size":101,"bounded_load_percent":150}"#).unwrap();
+    assert_eq!((read.maglev_table_size, read.bounded_load_percent), (101, 150));
+    for size in [0, 1, 100, 65_536, (1 << 24) + 43] {
+        let c = Config {
+            maglev_table_size: size,
+            ..valid()
+        };
+        assert_eq!(
+            c.validate(),
+            Err(ConfigError::NotPrime {
+                field: "maglev_table_size",
+                value: size
+            })
+        );
+    }
+    let c = Config {
+        bounded_load_percent: 99,
+        ..valid()
+    };
+    assert_eq!(
+        c.validate(),
+        Err(ConfigError::BelowMinimum {
+            field: "bounded_load_percent",
+            min: 100
+        })
+    );
+    let c = Config {
+        bounded_load_percent: 100,
+        maglev_table_size: 13,
+        ..valid()
+    };
+    assert_eq!(c.validate(), Ok(()));
+}

@@ -12,7 +12,8 @@
 //!
 //! No state but a reused successor buffer and the spill counter. A pick reads every
 //! candidate's load once (O(n) to sum `L`) and does one ring lookup; a spill adds one
-//! unique-node successor walk of the ring (O(points) at worst).
+//! unique-node successor walk of the ring: of its first 8 nodes (a few points), of every node
+//! (O(points)) only when none of those 8 is under the bound.
 
 use super::Selector;
 use crate::{
@@ -21,8 +22,12 @@ use crate::{
     ring::{FilterId, RingSet, SearchMode},
 };
 
-/// The largest load a node may carry and still take one more request: `⌈percent × (total +
-/// 1) / (100 × n)⌉`, computed exactly in 128 bits.
+/// How many distinct successors a spill looks at before walking the whole ring.
+const NEAR_SUCCESSORS: usize = 8;
+
+/// The load bound over `n` candidates carrying `total`: `⌈percent × (total + 1) / (100 ×
+/// n)⌉`, exactly (128-bit arithmetic). A node whose load is below it takes one more request,
+/// so no node ends a pick above it.
 #[must_use]
 pub fn load_bound(percent: u32, total: u64, n: usize) -> u64 {
     let n = u128::try_from(n.max(1)).unwrap_or(u128::MAX);
@@ -57,14 +62,18 @@ impl Selector {
             return Some(owner);
         }
         let mut walk = core::mem::take(&mut self.successors);
-        ring.successors_hash(hash, ring.node_count(), SearchMode::UNIQUE, &mut walk);
         let allowed = |id: &&NodeId| !excluded.contains(id);
-        let pick = walk
-            .iter()
-            .filter(allowed)
-            .find(|&&id| under(id))
-            .or_else(|| walk.iter().find(allowed))
-            .copied();
+        // The first few distinct successors first (a short walk, no allocation), every node
+        // only when none of them is under the bound.
+        let mut pick = None;
+        for k in [NEAR_SUCCESSORS, ring.node_count()] {
+            ring.successors_hash(hash, k, SearchMode::UNIQUE, &mut walk);
+            pick = walk.iter().filter(allowed).find(|&&id| under(id)).copied();
+            if pick.is_some() || k >= ring.node_count() {
+                break;
+            }
+        }
+        let pick = pick.or_else(|| walk.iter().find(allowed).copied());
         self.successors = walk;
         if !owner_under && pick.is_some_and(|id| id != owner) {
             self.stats.bounded_spills += 1;

@@ -83,7 +83,8 @@ pub(crate) struct LoadArgs {
     #[arg(long, value_name = "K")]
     pub(crate) hash_key: Option<String>,
     /// Pick each message's node (among nodes matching --filter) or each call's server:
-    /// hash (of --hash-key, calls: --key), round-robin, random, least-outstanding.
+    /// hash, maglev, bounded (of --hash-key, calls: --key), round-robin, random,
+    /// least-outstanding (p2c).
     #[arg(long, value_name = "MODE", value_parser = crate::selection::parse_mode)]
     pub(crate) select: Option<switchboard_core::select::Mode>,
     /// Restrict --select / --hash-key candidates to nodes with this label `key=value`

@@ -23,8 +23,10 @@ use crate::duration::parse_duration;
     registry does not answer within 5 s), 2 for a bad flag.\n\n\
     The server is picked among the method's servers by --select: round-robin (the \
     default), random, least-outstanding (of two drawn at random, the one with fewer of this \
-    node's calls outstanding) or hash of --key (the same key goes to the same server while \
-    membership holds; --key alone means hash); --server ID calls that server. --upstream ID \
+    node's calls outstanding per weight; also p2c), hash of --key (the same key goes to the \
+    same server while membership holds; --key alone means hash), maglev of --key (a Maglev \
+    table: O(1) lookup) or bounded of --key (the key's ring owner unless it carries more \
+    than 1.25 x the mean load, then the next server clockwise); --server ID calls that server. --upstream ID \
     joins under that proxy and calls through it (to reach servers behind it). The payload is \
     --payload TEXT, @FILE or - (stdin), --payload-hex or --payload-base64 (empty without one); \
     -o text prints one line for a person. Durations are a \
@@ -37,11 +39,11 @@ pub(crate) struct CallArgs {
     /// The method: 1 to 128 ASCII letters, digits and `._-:`.
     #[arg(long, value_name = "M")]
     pub(crate) method: String,
-    /// Pick the server: hash (of --key), round-robin, random, least-outstanding [default:
-    /// round-robin; hash with --key].
+    /// Pick the server: hash, maglev, bounded (of --key), round-robin, random,
+    /// least-outstanding (p2c) [default: round-robin; hash with --key].
     #[arg(long, value_name = "MODE", value_parser = crate::selection::parse_mode)]
     pub(crate) select: Option<switchboard_core::select::Mode>,
-    /// The key of --select hash (alone: --select hash).
+    /// The key of --select hash, maglev or bounded (alone: --select hash).
     #[arg(long, value_name = "K")]
     pub(crate) key: Option<String>,
     /// Call this server (a node id serving the method) instead of selecting one.

@@ -24,7 +24,8 @@ use crate::duration::parse_duration;
     (stdin), --payload-hex or --payload-base64.\n\n\
     Instead of --to, --select MODE picks the node among the nodes with every --filter label \
     (every node without one; the sending node itself is one): hash (of --key; --key alone \
-    means hash), round-robin, random, least-outstanding.\n\n\
+    means hash), maglev or bounded (of --key), round-robin, random, least-outstanding \
+    (also p2c).\n\n\
     Examples:\n  \
     switchboard send --registry 127.0.0.1:7000 --to leaf-1 --payload hello\n  \
     switchboard send --registry 127.0.0.1:7000 --key user-42 --filter role=leaf --payload hi\n  \
@@ -36,11 +37,11 @@ pub(crate) struct SendArgs {
     /// The target: a node name, or a node id (digits).
     #[arg(long, value_name = "NAME|ID", conflicts_with_all = ["select", "key", "filters"])]
     pub(crate) to: Option<String>,
-    /// Pick the target among the nodes matching --filter: hash (of --key), round-robin,
-    /// random, least-outstanding.
+    /// Pick the target among the nodes matching --filter: hash, maglev, bounded (of --key),
+    /// round-robin, random, least-outstanding (p2c).
     #[arg(long, value_name = "MODE", value_parser = crate::selection::parse_mode)]
     pub(crate) select: Option<Mode>,
-    /// The key of --select hash (alone: --select hash).
+    /// The key of --select hash, maglev or bounded (alone: --select hash).
     #[arg(long, value_name = "K")]
     pub(crate) key: Option<String>,
     /// Restrict --select candidates to nodes with this label `key=value` (repeatable).

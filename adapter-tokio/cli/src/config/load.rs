@@ -530,7 +530,9 @@ mod tests {
             LoadOptions::resolve(a, 1)
                 .expect_err("bad mode")
                 .to_string(),
-            "select: expected one of hash, round-robin, random, least-outstanding"
+            // Issue 26 added maglev, bounded and p2c to the modes.
+            "select: expected one of hash, round-robin, random, least-outstanding, maglev, \
+             bounded, p2c"
         );
     }
 

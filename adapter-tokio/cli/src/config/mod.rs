@@ -624,6 +624,12 @@ pub(crate) fn check_user_labels(labels: &BTreeMap<String, String>) -> Result<(),
             "is reserved: the drain before a graceful exit sets it"
         } else if key == ROLE_LABEL && value == CLIENT_ROLE {
             "is reserved: it marks light clients (send, call, load), not members"
+        } else if key == switchboard_core::select::WEIGHT_LABEL
+            && !value
+                .parse::<u32>()
+                .is_ok_and(|w| (1..=switchboard_core::select::MAX_WEIGHT).contains(&w))
+        {
+            "is not a weight: an integer from 1 to 10000 (set it with --weight)"
         } else {
             continue;
         };

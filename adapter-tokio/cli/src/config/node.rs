@@ -7,6 +7,7 @@ use serde::Deserialize;
 use switchboard_core::{
     config::{Config, deployment_identity, host_name},
     discovery::address::Advertise,
+    select::{MAX_WEIGHT, WEIGHT_LABEL},
 };
 use switchboard_tokio::RegistrySpec;
 
@@ -37,6 +38,8 @@ pub(crate) struct NodeFile {
     pub(crate) registry: Option<crate::address::RegistryAddr>,
     /// `--label` as a table; flags add to it and override equal keys.
     pub(crate) label: Option<BTreeMap<String, String>>,
+    /// `--weight`.
+    pub(crate) weight: Option<u32>,
     /// `--admin`.
     pub(crate) admin: Option<SocketAddr>,
     /// `--echo`.
@@ -143,6 +146,15 @@ impl NodeOptions {
             return Err(CliError::invalid("label", "a label key is empty"));
         }
         labels.extend(args.labels);
+        if let Some(weight) = args.weight.or(file.weight) {
+            if !(1..=MAX_WEIGHT).contains(&weight) {
+                return Err(CliError::invalid(
+                    "weight",
+                    format!("is {weight}; it must be from 1 to {MAX_WEIGHT}"),
+                ));
+            }
+            labels.insert(WEIGHT_LABEL.to_owned(), weight.to_string());
+        }
         super::check_user_labels(&labels)?;
         let security = super::merge_security(
             args.etcd.security(),
@@ -249,6 +261,7 @@ mod tests {
             identity: None,
             registry: None,
             labels: Vec::new(),
+            weight: None,
             admin: None,
             admin_token_file: None,
             echo: false,
@@ -468,6 +481,35 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "tls_require_node_id: only used with TLS: give --tls-cert, --tls-key and --tls-ca"
+        );
+    }
+
+    /// `--weight` (or `weight` in the file; the flag wins) is published as the weight label;
+    /// a weight out of 1..=10000, from the file or as a raw label, is refused.
+    #[test]
+    fn the_weight_is_published_as_a_label() {
+        let base = "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
+                    registry = \"127.0.0.1:7000\"\n";
+        let (_dir, path) = write_config(&format!("{base}weight = 3\n"));
+        let weight = |args| {
+            NodeOptions::resolve(args).map(|o| o.core.labels.get(WEIGHT_LABEL).cloned())
+        };
+        assert_eq!(weight(bare_args(Some(path.clone()))).unwrap(), Some("3".into()));
+        let mut args = bare_args(Some(path));
+        args.weight = Some(40);
+        assert_eq!(weight(args).unwrap(), Some("40".into()));
+        let (_dir, path) = write_config(base);
+        assert_eq!(weight(bare_args(Some(path))).unwrap(), None);
+        let (_dir, path) = write_config(&format!("{base}weight = 0\n"));
+        assert_eq!(
+            weight(bare_args(Some(path))).unwrap_err().to_string(),
+            "weight: is 0; it must be from 1 to 10000"
+        );
+        let (_dir, path) = write_config(&format!("{base}[label]\n\"{WEIGHT_LABEL}\" = \"x\"\n"));
+        assert_eq!(
+            weight(bare_args(Some(path))).unwrap_err().to_string(),
+            "label: select.switchboard/weight=x is not a weight: an integer from 1 to 10000 \
+             (set it with --weight)"
         );
     }
 

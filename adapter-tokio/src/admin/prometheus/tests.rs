@@ -75,6 +75,9 @@ switchboard_dial_failures_total 0
 # HELP switchboard_ring_updates_total Consistent-hash ring updates applied.
 # TYPE switchboard_ring_updates_total counter
 switchboard_ring_updates_total 0
+# HELP switchboard_select_bounded_spills_total Bounded-load picks that went past the key's ring owner because it was at the load bound.
+# TYPE switchboard_select_bounded_spills_total counter
+switchboard_select_bounded_spills_total 0
 # HELP switchboard_registry_events_total Registry events handled.
 # TYPE switchboard_registry_events_total counter
 switchboard_registry_events_total 0
@@ -226,6 +229,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
         dials: 4,
         dial_failures: 1,
         ring_updates: 9,
+        select_bounded_spills: 19,
         registry_events: 11,
         links: BTreeMap::from([("up".to_owned(), 2), ("draining".to_owned(), 1)]),
         peer_restarts: 1,
@@ -337,6 +341,7 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_dials_total 4",
             "switchboard_dial_failures_total 1",
             "switchboard_ring_updates_total 9",
+            "switchboard_select_bounded_spills_total 19",
             "switchboard_registry_events_total 11",
             "switchboard_links{state=\"connecting\"} 0",
             "switchboard_links{state=\"draining\"} 1",

@@ -169,6 +169,7 @@ impl Counters {
         }
         metrics.pending = node.inspect().pending_total() as u64;
         metrics.ring_updates = node.inspect().discovery().rings().ring_updates();
+        metrics.select_bounded_spills = node.inspect().select_stats().bounded_spills;
         let (tls_pending, no_node_id) = links.refused();
         metrics.handshakes_refused += tls_pending;
         if no_node_id > 0 {
