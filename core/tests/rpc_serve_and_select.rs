@@ -181,6 +181,48 @@ fn least_outstanding_picks_the_server_with_fewer_calls_in_flight() {
     assert_eq!(payloads(SERVER_2), [b"p2c".to_vec(), b"p2c".to_vec()]);
 }
 
+/// Bounded loads through a node: two calls held by the key's ring owner put it at the bound
+/// ⌈1.25 × (2 + 1) / 2⌉ = 2, so the next call with that key spills to the other server, and
+/// the caller counts one spill. Maglev sends the same key to the same server every time.
+#[test]
+fn bounded_spills_past_a_busy_owner_and_maglev_keeps_a_key_on_one_server() {
+    let mut sim = rpc_cluster(&[(CALLER, &[]), (SERVER, &["echo"]), (SERVER_2, &["echo"])]);
+    sim.advance(Duration::from_millis(100));
+    let key = || Bytes::from_static(b"user-42");
+    for _ in 0..2 {
+        call(&mut sim, CALLER, echo("busy").select(Select::Hash(key())));
+    }
+    call(&mut sim, CALLER, echo("bounded").select(Select::Bounded(key())));
+    sim.deliver_until_idle();
+    let payloads = |sim: &switchboard_core::sim::Sim, id| -> Vec<Vec<u8>> {
+        requests(sim, id)
+            .into_iter()
+            .map(|(_, r)| r.payload.to_vec())
+            .collect()
+    };
+    let (busy, other) = if payloads(&sim, SERVER).is_empty() {
+        (SERVER_2, SERVER)
+    } else {
+        (SERVER, SERVER_2)
+    };
+    assert_eq!(payloads(&sim, busy), [b"busy".to_vec(), b"busy".to_vec()]);
+    assert_eq!(payloads(&sim, other), [b"bounded".to_vec()]);
+    let stats = sim.node(NodeId(CALLER)).inspect().select_stats();
+    assert_eq!((stats.bounded_spills, stats.maglev_builds), (1, 0));
+    for _ in 0..3 {
+        call(&mut sim, CALLER, echo("maglev").select(Select::Maglev(key())));
+    }
+    sim.deliver_until_idle();
+    let mut table = switchboard_core::select::MaglevTable::new(65_537).expect("a prime");
+    table.build([NodeId(SERVER), NodeId(SERVER_2)]);
+    let owner = table.lookup(b"user-42").expect("two servers").0;
+    let maglev = |sim: &switchboard_core::sim::Sim, id| {
+        payloads(sim, id).iter().filter(|p| *p == b"maglev").count()
+    };
+    assert_eq!(maglev(&sim, owner), 3);
+    assert_eq!(sim.node(NodeId(CALLER)).inspect().select_stats().maglev_builds, 1);
+}
+
 /// Methods named in `Config::serve` are in the record from `Node::new` on (the one a backend
 /// registers first), with no republication asked for; a bad name is refused by `validate`.
 #[test]
