@@ -94,9 +94,10 @@ impl TargetSpec {
             TargetSpec::Maglev { filter, key } => {
                 (filter.as_ref(), Select::Maglev(Bytes::copy_from_slice(key)))
             }
-            TargetSpec::Bounded { filter, key } => {
-                (filter.as_ref(), Select::Bounded(Bytes::copy_from_slice(key)))
-            }
+            TargetSpec::Bounded { filter, key } => (
+                filter.as_ref(),
+                Select::Bounded(Bytes::copy_from_slice(key)),
+            ),
         }
     }
 }

@@ -192,7 +192,11 @@ fn bounded_spills_past_a_busy_owner_and_maglev_keeps_a_key_on_one_server() {
     for _ in 0..2 {
         call(&mut sim, CALLER, echo("busy").select(Select::Hash(key())));
     }
-    call(&mut sim, CALLER, echo("bounded").select(Select::Bounded(key())));
+    call(
+        &mut sim,
+        CALLER,
+        echo("bounded").select(Select::Bounded(key())),
+    );
     sim.deliver_until_idle();
     let payloads = |sim: &switchboard_core::sim::Sim, id| -> Vec<Vec<u8>> {
         requests(sim, id)
@@ -210,7 +214,11 @@ fn bounded_spills_past_a_busy_owner_and_maglev_keeps_a_key_on_one_server() {
     let stats = sim.node(NodeId(CALLER)).inspect().select_stats();
     assert_eq!((stats.bounded_spills, stats.maglev_builds), (1, 0));
     for _ in 0..3 {
-        call(&mut sim, CALLER, echo("maglev").select(Select::Maglev(key())));
+        call(
+            &mut sim,
+            CALLER,
+            echo("maglev").select(Select::Maglev(key())),
+        );
     }
     sim.deliver_until_idle();
     let mut table = switchboard_core::select::MaglevTable::new(65_537).expect("a prime");
@@ -220,7 +228,13 @@ fn bounded_spills_past_a_busy_owner_and_maglev_keeps_a_key_on_one_server() {
         payloads(sim, id).iter().filter(|p| *p == b"maglev").count()
     };
     assert_eq!(maglev(&sim, owner), 3);
-    assert_eq!(sim.node(NodeId(CALLER)).inspect().select_stats().maglev_builds, 1);
+    assert_eq!(
+        sim.node(NodeId(CALLER))
+            .inspect()
+            .select_stats()
+            .maglev_builds,
+        1
+    );
 }
 
 /// Methods named in `Config::serve` are in the record from `Node::new` on (the one a backend

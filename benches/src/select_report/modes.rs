@@ -118,7 +118,10 @@ fn maglev_against_ring(out: &mut Figures) {
     let maglev_lookup = per_lookup(&|key| table.lookup(key));
     let ring_lookup = per_lookup(&|key| ring.lookup(key));
     let (maglev_moved, ring_moved) = moved_by_one_removal(&table, &ring);
-    out.insert("maglev_build_ns".into(), json!(nanos(median(maglev_builds))));
+    out.insert(
+        "maglev_build_ns".into(),
+        json!(nanos(median(maglev_builds))),
+    );
     out.insert("ring_build_ns".into(), json!(nanos(median(ring_builds))));
     out.insert("maglev_lookup_ns".into(), json!(round4(maglev_lookup)));
     out.insert("ring_lookup_ns".into(), json!(round4(ring_lookup)));

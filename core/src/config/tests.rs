@@ -436,7 +436,10 @@ fn the_selection_keys_default_to_a_65537_slot_maglev_table_and_a_125_percent_bou
     assert_eq!(c.select_config(), crate::select::SelectConfig::default());
     let read: Config =
         serde_json::from_str(r#"{"maglev_table_size":101,"bounded_load_percent":150}"#).unwrap();
-    assert_eq!((read.maglev_table_size, read.bounded_load_percent), (101, 150));
+    assert_eq!(
+        (read.maglev_table_size, read.bounded_load_percent),
+        (101, 150)
+    );
     for size in [0, 1, 100, 65_536, (1 << 24) + 43] {
         let c = Config {
             maglev_table_size: size,

@@ -120,7 +120,7 @@ impl MaglevTable {
         }
         let mut d = 2u32;
         while d * d <= size {
-            if size % d == 0 {
+            if size.is_multiple_of(d) {
                 return false;
             }
             d += 1;
@@ -154,12 +154,15 @@ impl MaglevTable {
     pub fn build(&mut self, ids: impl IntoIterator<Item = NodeId>) {
         self.next_nodes.clear();
         let size = self.size;
-        self.next_nodes
-            .extend(ids.into_iter().filter(|id| id.is_valid()).map(|id| Permutation {
-                id,
-                offset: 0,
-                skip: 0,
-            }));
+        self.next_nodes.extend(
+            ids.into_iter()
+                .filter(|id| id.is_valid())
+                .map(|id| Permutation {
+                    id,
+                    offset: 0,
+                    skip: 0,
+                }),
+        );
         self.next_nodes.sort_unstable_by_key(|p| p.id);
         self.next_nodes.dedup_by_key(|p| p.id);
         // Merge with the previous nodes (both in id order): a node still present keeps its

@@ -27,7 +27,13 @@ fn meta(kind: &str, weight: Option<&str>) -> Metadata {
 fn set() -> (RingSet, FilterId) {
     let mut set = RingSet::new(RingConfig::fast());
     let game = set.add_filter(Filter(meta("game", None)));
-    for (id, kind) in [(10, "game"), (11, "game"), (12, "game"), (13, "game"), (20, "gate")] {
+    for (id, kind) in [
+        (10, "game"),
+        (11, "game"),
+        (12, "game"),
+        (13, "game"),
+        (20, "gate"),
+    ] {
         let name = format!("n{id}");
         set.insert(RingMember::new(NodeId(id), &name), &meta(kind, None))
             .unwrap();
@@ -94,7 +100,10 @@ fn maglev_falls_back_past_an_excluded_owner() {
         .pick(&select, among, &mut Rng::new(1), |_| 0, &[])
         .unwrap();
     let next = sel.pick(&select, among, &mut Rng::new(1), |_| 0, &[owner]);
-    let first_other = [10, 11, 12, 13].map(NodeId).into_iter().find(|&id| id != owner);
+    let first_other = [10, 11, 12, 13]
+        .map(NodeId)
+        .into_iter()
+        .find(|&id| id != owner);
     assert_eq!(next, first_other);
 }
 
@@ -142,7 +151,13 @@ fn bounded_takes_the_owner_until_it_is_at_the_bound_then_walks_clockwise() {
     assert_eq!(pick(&mut sel, &two_hot, &[]), Some(third));
     assert_eq!(sel.stats().bounded_spills, 3);
     // Owner 1 of total 6: bound ⌈1.25 × 7 / 4⌉ = 3, under it.
-    let spread = |id: NodeId| if id == owner { 1 } else { 2 - u32::from(id == third) };
+    let spread = |id: NodeId| {
+        if id == owner {
+            1
+        } else {
+            2 - u32::from(id == third)
+        }
+    };
     assert_eq!(pick(&mut sel, &spread, &[]), Some(owner));
     assert_eq!(pick(&mut sel, &|_| 0, &[owner]), Some(second));
     assert_eq!(sel.stats().bounded_spills, 3);
@@ -169,9 +184,18 @@ fn the_load_factor_comes_from_the_config() {
         bounded_load_percent: 300,
         ..SelectConfig::default()
     });
-    assert_ne!(tight.pick(&select, among, &mut Rng::new(1), load, &[]), Some(owner));
-    assert_eq!(loose.pick(&select, among, &mut Rng::new(1), load, &[]), Some(owner));
-    assert_eq!((tight.stats().bounded_spills, loose.stats().bounded_spills), (1, 0));
+    assert_ne!(
+        tight.pick(&select, among, &mut Rng::new(1), load, &[]),
+        Some(owner)
+    );
+    assert_eq!(
+        loose.pick(&select, among, &mut Rng::new(1), load, &[]),
+        Some(owner)
+    );
+    assert_eq!(
+        (tight.stats().bounded_spills, loose.stats().bounded_spills),
+        (1, 0)
+    );
 }
 
 #[test]
@@ -214,7 +238,15 @@ fn least_outstanding_compares_load_per_weight_and_keeps_the_first_drawn_on_a_tie
         let first = NodeId(probe.below(2) + 1);
         firsts.push(first);
         let loads = |a: u32, b: u32| move |id: NodeId| if id == NodeId(1) { a } else { b };
-        let mut pick = |load| sel.pick(&Select::LeastOutstanding, among, &mut rng.clone(), load, &[]);
+        let mut pick = |load| {
+            sel.pick(
+                &Select::LeastOutstanding,
+                among,
+                &mut rng.clone(),
+                load,
+                &[],
+            )
+        };
         // 5/3 < 2/1: node 1 although it carries more.
         assert_eq!(pick(loads(5, 2)), Some(NodeId(1)));
         // 7/3 > 2/1: node 2.

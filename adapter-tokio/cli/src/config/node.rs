@@ -491,10 +491,12 @@ mod tests {
         let base = "id = 7\nname = \"leaf-7\"\nlisten = \"127.0.0.1:0\"\n\
                     registry = \"127.0.0.1:7000\"\n";
         let (_dir, path) = write_config(&format!("{base}weight = 3\n"));
-        let weight = |args| {
-            NodeOptions::resolve(args).map(|o| o.core.labels.get(WEIGHT_LABEL).cloned())
-        };
-        assert_eq!(weight(bare_args(Some(path.clone()))).unwrap(), Some("3".into()));
+        let weight =
+            |args| NodeOptions::resolve(args).map(|o| o.core.labels.get(WEIGHT_LABEL).cloned());
+        assert_eq!(
+            weight(bare_args(Some(path.clone()))).unwrap(),
+            Some("3".into())
+        );
         let mut args = bare_args(Some(path));
         args.weight = Some(40);
         assert_eq!(weight(args).unwrap(), Some("40".into()));

@@ -64,7 +64,10 @@ fn a_hashed_table_follows_from_the_id_hashes() {
         .map(|i| expected[i as usize].0)
         .collect();
     assert_eq!(slots, by_hand);
-    assert_eq!(slots, vec![30, 30, 30, 20, 10, 10, 20, 30, 20, 10, 10, 20, 10]);
+    assert_eq!(
+        slots,
+        vec![30, 30, 30, 20, 10, 10, 20, 30, 20, 10, 10, 20, 10]
+    );
 }
 
 #[test]
