@@ -127,6 +127,8 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_pending_messages 0",
             "switchboard_dials_total 0",
             "switchboard_dial_failures_total 0",
+            // Added (issue 26): bounded-load picks past the key's owner.
+            "switchboard_select_bounded_spills_total 0",
             "switchboard_links{state=\"connecting\"} 0",
             "switchboard_links{state=\"handshaking\"} 0",
             "switchboard_links{state=\"up\"} 0",
