@@ -11,6 +11,7 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
+use switchboard_benches::select_report::modes;
 use switchboard_core::{
     discovery::{Filter, Metadata},
     ids::NodeId,
@@ -102,13 +103,8 @@ fn bench_select(c: &mut Criterion) {
 }
 
 fn bench_maglev_vs_ring(c: &mut Criterion) {
-    let names: Vec<String> = (1..=MEMBERS).map(|id| format!("n{id}")).collect();
-    let members = || {
-        names
-            .iter()
-            .zip(1..)
-            .map(|(name, id)| RingMember::new(NodeId(id), name))
-    };
+    let names = modes::node_names(MEMBERS);
+    let members = || modes::members(&names);
     let ids = || (1..=MEMBERS).map(NodeId);
     let mut group = c.benchmark_group("maglev_vs_ring");
     let mut table = MaglevTable::new(MaglevTable::DEFAULT_SIZE).expect("a prime");

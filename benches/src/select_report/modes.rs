@@ -5,10 +5,12 @@
 //! - **Maglev against the ring**, 1,000 nodes, the default 65,537 slots: the median of 9
 //!   full builds each (`maglev_build_ns`, `ring_build_ns`; a Maglev build starts from a fresh
 //!   table, so it hashes every permutation too), the mean lookup of the same 2^20 keys
-//!   (`maglev_lookup_ns`, `ring_lookup_ns`; key hashing included, median of 5 passes), and
+//!   (`maglev_lookup_ns`, `ring_lookup_ns`; key hashing included, median of 5 passes; the
+//!   same keys hashed beforehand: `…_lookup_hashed_ns`), and
 //!   the key space that changes owner when one node is removed, averaged over removing each
 //!   of the 1,000 in turn, exactly: Maglev's changed slots ÷ 65,537, the ring's removed arcs
-//!   ÷ 2^64 (`maglev_moved_vs_ring` = Maglev ÷ ring; both fractions reported too).
+//!   ÷ 2^64 (`maglev_moved_vs_ring` = Maglev ÷ ring; both fractions reported too), and
+//!   the same for a 655,373-slot table over 50 of the removals (`maglev_655373_moved_vs_ring`).
 //! - **Bounded loads under Zipf keys** (virtual time, seeded): 100 nodes, keys drawn from
 //!   10,000 with Zipf(1.1) probabilities, Poisson arrivals at 1 per unit, each request holding
 //!   its node for an exponential time of mean 10,000 units (so 10,000 outstanding on average,
@@ -35,6 +37,7 @@ use bytes::Bytes;
 use serde_json::json;
 use switchboard_core::{
     discovery::Metadata,
+    hash::{KeyHash, key_hash},
     ids::NodeId,
     ring::{Ring, RingConfig, RingMember, RingSet},
     rng::Rng,
@@ -69,14 +72,24 @@ const BUILDS: usize = 9;
 const LOOKUP_KEYS: u64 = 1 << 20;
 const LOOKUP_PASSES: usize = 5;
 
+/// Names `node-1` … `node-<n>` for [`members`].
+#[must_use]
+pub fn node_names(n: u64) -> Vec<String> {
+    (1..=n).map(|id| format!("node-{id}")).collect()
+}
+
+/// Ring members with ids 1, 2, … named by `names` (the Maglev against ring nodes, shared
+/// with the `select` criterion bench).
+pub fn members(names: &[String]) -> impl Iterator<Item = RingMember<'_>> {
+    names
+        .iter()
+        .zip(1..)
+        .map(|(name, id)| RingMember::new(NodeId(id), name))
+}
+
 fn maglev_against_ring(out: &mut Figures) {
-    let names: Vec<String> = (1..=NODES).map(|id| format!("node-{id}")).collect();
-    let members = || {
-        names
-            .iter()
-            .zip(1..)
-            .map(|(name, id)| RingMember::new(NodeId(id), name))
-    };
+    let names = node_names(NODES);
+    let members = || members(&names);
     let ids = || (1..=NODES).map(NodeId);
     let size = MaglevTable::DEFAULT_SIZE;
     let maglev_builds = (0..BUILDS)
@@ -117,7 +130,33 @@ fn maglev_against_ring(out: &mut Figures) {
     };
     let maglev_lookup = per_lookup(&|key| table.lookup(key));
     let ring_lookup = per_lookup(&|key| ring.lookup(key));
+    // The same lookups of keys hashed beforehand: the table or ring part alone.
+    let hashes: Vec<KeyHash> = keys.iter().map(|k| key_hash(k)).collect();
+    let per_hashed = |lookup: &dyn Fn(KeyHash) -> Option<NodeId>| {
+        let passes = (0..LOOKUP_PASSES)
+            .map(|_| {
+                let started = Instant::now();
+                for &hash in &hashes {
+                    black_box(lookup(black_box(hash)));
+                }
+                started.elapsed()
+            })
+            .collect();
+        median(passes).as_secs_f64() * 1e9 / LOOKUP_KEYS as f64
+    };
+    let maglev_hashed = per_hashed(&|hash| table.lookup_hash(hash));
+    let ring_hashed = per_hashed(&|hash| ring.lookup_hash(hash));
+    out.insert("maglev_lookup_hashed_ns".into(), json!(round4(maglev_hashed)));
+    out.insert("ring_lookup_hashed_ns".into(), json!(round4(ring_hashed)));
     let (maglev_moved, ring_moved) = moved_by_one_removal(&table, &ring);
+    // A table ten times larger (the paper's 655,373) over 50 of the removals: how the extra
+    // disruption falls with slots per node.
+    let mut large = MaglevTable::new(LARGE_SIZE).expect("a prime");
+    large.build(ids());
+    out.insert(
+        "maglev_655373_moved_vs_ring".into(),
+        json!(round4(sampled_moved(&large, LARGE_SAMPLES) / ring_moved)),
+    );
     out.insert(
         "maglev_build_ns".into(),
         json!(nanos(median(maglev_builds))),
@@ -134,13 +173,16 @@ fn maglev_against_ring(out: &mut Figures) {
     out.insert("maglev_table_bytes".into(), json!(table.memory_bytes()));
 }
 
-/// The mean fraction of the key space that changes owner when one of the nodes is removed,
-/// over removing each node in turn: (Maglev, ring), both exact.
-fn moved_by_one_removal(table: &MaglevTable, ring: &Ring) -> (f64, f64) {
+const LARGE_SIZE: u32 = 655_373;
+const LARGE_SAMPLES: u64 = 50;
+
+/// The mean fraction of `table`'s slots that change owner when one node is removed, over
+/// removing every `NODES / samples`-th node in turn.
+fn sampled_moved(table: &MaglevTable, samples: u64) -> f64 {
     let before: Vec<NodeId> = table.slots().collect();
     let mut without = MaglevTable::new(table.size()).expect("a prime");
     let mut changed = 0u64;
-    for gone in 1..=NODES {
+    for gone in (1..=NODES).step_by((NODES / samples) as usize) {
         without.build((1..=NODES).filter(|&id| id != gone).map(NodeId));
         changed += before
             .iter()
@@ -148,7 +190,13 @@ fn moved_by_one_removal(table: &MaglevTable, ring: &Ring) -> (f64, f64) {
             .filter(|(b, a)| *b != a)
             .count() as u64;
     }
-    let maglev = changed as f64 / (f64::from(table.size()) * NODES as f64);
+    changed as f64 / (f64::from(table.size()) * samples as f64)
+}
+
+/// The mean fraction of the key space that changes owner when one of the nodes is removed,
+/// over removing each node in turn: (Maglev, ring), both exact.
+fn moved_by_one_removal(table: &MaglevTable, ring: &Ring) -> (f64, f64) {
+    let maglev = sampled_moved(table, NODES);
     // A key at position p belongs to the first point at or after p: removing a node hands
     // the arc (previous point, its point] of each of its points to the next node. Summed
     // over every node the arcs cover the circle once, so the mean is the circle ÷ N.
