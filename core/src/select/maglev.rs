@@ -1,6 +1,5 @@
 //! Maglev hashing (Eisenbud et al., NSDI 2016, §3.4): a lookup table of a prime size `M`
-//! whose every slot names a node, filled so that each node owns `⌊M/N⌋` or `⌈M/N⌉` slots and
-//! a membership change moves few slots. A lookup hashes the key as the ring does
+//! whose every slot names a node, filled so that each node owns `⌊M/N⌋` or `⌈M/N⌉` slots. A lookup hashes the key as the ring does
 //! ([`key_hash`]) and reads one slot: O(1), no search.
 //!
 //! # Population
@@ -11,11 +10,13 @@
 //! in ascending id order, take turns: each claims the next slot of its permutation that is
 //! still empty, until the table is full. So every node claims one slot per round, which is
 //! where the balance bound comes from, and a node's preferred slots do not depend on the
-//! other nodes, which is where the small disruption comes from.
+//! other nodes, so a change moves far fewer keys than a modulo hash — though several times
+//! a ring's share, as the later turns shift (docs/ARCHITECTURE.md §7 has the figures).
 //!
 //! # Costs
 //!
-//! `4 × M` bytes of table (256 KiB at the default 65,537) plus 16 bytes per node; a build is
+//! `4 × M` bytes of table (256 KiB at the default 65,537) plus 36 bytes per node (its
+//! permutation, kept and double-buffered, and its cursor); a build is
 //! about `M × ln(N)` probes over the table's cache lines (see `select-report`'s
 //! `maglev_build_ns`); it reuses its buffers, so a rebuild allocates only when the node
 //! count or the size grows.
