@@ -94,6 +94,8 @@ impl Node {
         // Drawn after the forks: no other sequence moves.
         let rpc = crate::rpc::Rpc::for_node(&config, incarnation, bus_rng.next_u64());
         let evidence = crate::evidence::EvidenceBook::for_config(&config);
+        let mut selector = crate::select::Selector::new();
+        selector.set_outlier_config(config.outlier());
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -105,7 +107,7 @@ impl Node {
             msg_ids: IdSource::new(),
             connector,
             out: Outlets::default(),
-            selector: crate::select::Selector::new(),
+            selector,
             now,
             shut_down: false,
             evidence,

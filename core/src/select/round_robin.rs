@@ -51,6 +51,8 @@ struct Cursor {
 pub struct Selector {
     /// Cursor per ring: index 0 is the default ring, `i + 1` the filter with index `i`.
     cursors: Vec<Cursor>,
+    /// Outlier ejection's per-server state (`outlier.rs`).
+    pub(crate) outliers: super::Outliers,
 }
 
 impl Selector {
