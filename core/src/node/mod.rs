@@ -186,6 +186,7 @@ impl Node {
             perimeter: self.perimeter,
             evidence: &self.evidence,
             topology_revisions: self.records.revision_count(),
+            outliers: (self.selector.outliers(), self.now),
         }
     }
 
