@@ -16,7 +16,10 @@ fn main() {
     for (name, run) in sections {
         let started = std::time::Instant::now();
         run(&mut report);
-        eprintln!("select-report: {name} in {:.1} s", started.elapsed().as_secs_f64());
+        eprintln!(
+            "select-report: {name} in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
     }
     println!("{}", serde_json::Value::Object(report));
 }
