@@ -173,29 +173,19 @@ pub fn run(out: &mut Figures) {
     let refusing_off = measure(Failing::Refusing, off);
     let silent = measure(Failing::Silent, on);
     let silent_off = measure(Failing::Silent, off);
-    out.insert(
-        "requests_before_ejection".into(),
-        json!(refusing.before_ejection),
-    );
-    out.insert(
-        "failed_calls_with_ejection".into(),
-        json!(refusing.failed_calls),
-    );
-    out.insert(
-        "failed_calls_without_ejection".into(),
-        json!(refusing_off.failed_calls),
-    );
-    out.insert("ejections".into(), json!(refusing.ejections));
-    out.insert(
-        "silent_requests_before_ejection".into(),
-        json!(silent.before_ejection),
-    );
-    out.insert(
-        "silent_failed_calls_with_ejection".into(),
-        json!(silent.failed_calls),
-    );
-    out.insert(
-        "silent_failed_calls_without_ejection".into(),
-        json!(silent_off.failed_calls),
-    );
+    let figures = [
+        ("requests_before_ejection", refusing.before_ejection),
+        ("failed_calls_with_ejection", refusing.failed_calls),
+        ("failed_calls_without_ejection", refusing_off.failed_calls),
+        ("ejections", refusing.ejections),
+        ("silent_requests_before_ejection", silent.before_ejection),
+        ("silent_failed_calls_with_ejection", silent.failed_calls),
+        (
+            "silent_failed_calls_without_ejection",
+            silent_off.failed_calls,
+        ),
+    ];
+    for (name, value) in figures {
+        out.insert(name.into(), json!(value));
+    }
 }
