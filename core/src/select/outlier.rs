@@ -197,8 +197,10 @@ impl Outliers {
         ok: bool,
         room: impl FnOnce(&Outliers) -> bool,
     ) -> bool {
-        if !self.config.enabled {
-            return false;
+        if !self.config.enabled
+            || (ok && self.config.success_rate_percent == 0 && !self.servers.contains_key(&server))
+        {
+            return false; // nothing on record and nothing to record: the common case
         }
         let config = self.config;
         let mut entry = self.servers.get(&server).copied().unwrap_or(Server {
