@@ -107,6 +107,16 @@ pub struct Metrics {
     /// a tower service not ready under [`NodeHandle::serve_service`](crate::NodeHandle::serve_service))
     /// or by [`Request::shed`](crate::Request::shed). The core's `RpcStats::overloaded`.
     pub rpc_overloaded: u64,
+    /// Servers this node ejected as outliers (a failed probe's new ejection included).
+    pub outlier_ejections: u64,
+    /// Ejections the `outlier_max_ejection_percent` cap refused.
+    pub outlier_ejections_refused: u64,
+    /// Ejected servers whose probe succeeded (restored).
+    pub outlier_restored: u64,
+    /// Ejected servers whose probe failed (ejected again at once).
+    pub outlier_probes_failed: u64,
+    /// Servers ejected now (gauge).
+    pub outlier_ejected: u64,
 }
 
 /// Distinct method names the RPC metrics label by name (on each side: calls made, requests
@@ -172,6 +182,18 @@ impl Metrics {
         for ((name, _), value) in RPC_STATS.iter().zip(values) {
             self.rpc_stats.insert(name, value);
         }
+    }
+
+    /// Fills the `outlier_*` fields from the core's outlier `stats`.
+    pub(crate) const fn set_outlier_stats(
+        &mut self,
+        stats: &switchboard_core::select::OutlierStats,
+    ) {
+        self.outlier_ejections = stats.ejections;
+        self.outlier_ejections_refused = stats.ejections_refused;
+        self.outlier_restored = stats.restored;
+        self.outlier_probes_failed = stats.probes_failed;
+        self.outlier_ejected = stats.ejected;
     }
 }
 

@@ -141,6 +141,15 @@ fn every_renderer_writes_valid_exposition_text() {
         node.get("switchboard_rpc_call_duration_seconds"),
         Some(&SampleType::Histogram)
     );
+    // Outlier ejection's families (issue 26): the counters and the gauge of servers ejected.
+    assert_eq!(
+        node.get("switchboard_outlier_ejections_total"),
+        Some(&SampleType::Counter)
+    );
+    assert_eq!(
+        node.get("switchboard_outlier_ejected"),
+        Some(&SampleType::Gauge)
+    );
     let mut registry = RegistryMetrics::default();
     registry.nodes_live = 2;
     registry.registrations = 5;

@@ -38,6 +38,8 @@ pub struct Inspect<'a> {
     pub(crate) topology_revisions: usize,
     /// The selector's counters.
     pub(crate) select: crate::select::SelectStats,
+    /// The selector's outlier state, and the node's latest instant (what "ejected now" means).
+    pub(crate) outliers: (&'a crate::select::Outliers, crate::time::Instant),
 }
 
 impl<'a> Inspect<'a> {
@@ -179,6 +181,13 @@ impl<'a> Inspect<'a> {
         self.links.remembers(peer)
             || self.evidence.remembers(peer)
             || self.endpoints.remembers(peer)
+    }
+
+    /// Outlier ejection's counters (servers ejected counted at the node's latest instant).
+    #[must_use]
+    pub fn outlier_stats(&self) -> crate::select::OutlierStats {
+        let (outliers, now) = self.outliers;
+        outliers.stats(now)
     }
 
     /// The RPC layer's counters (in-flight calls counted now).

@@ -327,6 +327,36 @@ fn rpc(out: &mut String, metrics: &Metrics) {
             "Requests this server shed unexecuted at a concurrency limit (callers: Failed(Overloaded)).",
             metrics.rpc_overloaded,
         ),
+        (
+            "switchboard_outlier_ejections_total",
+            "counter",
+            "Servers this node ejected as outliers for failing its calls (failed probes included).",
+            metrics.outlier_ejections,
+        ),
+        (
+            "switchboard_outlier_ejections_refused_total",
+            "counter",
+            "Outlier ejections refused by the cap on a filter's share of ejected servers.",
+            metrics.outlier_ejections_refused,
+        ),
+        (
+            "switchboard_outlier_restored_total",
+            "counter",
+            "Ejected servers whose probe call succeeded (restored).",
+            metrics.outlier_restored,
+        ),
+        (
+            "switchboard_outlier_probes_failed_total",
+            "counter",
+            "Ejected servers whose probe call failed (ejected again at once, for longer).",
+            metrics.outlier_probes_failed,
+        ),
+        (
+            "switchboard_outlier_ejected",
+            "gauge",
+            "Servers ejected as outliers now.",
+            metrics.outlier_ejected,
+        ),
     ];
     for (name, kind, help, value) in counters {
         scalar(out, name, kind, help, value);

@@ -215,10 +215,31 @@ pub struct Config {
     /// percent of the mean load, at least 100. Default 125 (c = 1.25). Key
     /// `bounded_load_percent`.
     pub bounded_load_percent: u32,
+    /// Outlier ejection on or off ([`OutlierConfig::enabled`]). Default on.
+    pub outlier_ejection: bool,
+    /// [`OutlierConfig::consecutive_failures`]. Default 5.
+    pub outlier_consecutive_failures: u32,
+    /// [`OutlierConfig::base_ejection_time`]. Default 30 s. Key
+    /// `outlier_base_ejection_time_ms`.
+    #[serde(rename = "outlier_base_ejection_time_ms", with = "millis")]
+    pub outlier_base_ejection_time: Duration,
+    /// [`OutlierConfig::max_ejection_time`]. Default 300 s. Key `outlier_max_ejection_time_ms`.
+    #[serde(rename = "outlier_max_ejection_time_ms", with = "millis")]
+    pub outlier_max_ejection_time: Duration,
+    /// [`OutlierConfig::max_ejection_percent`]. Default 10.
+    pub outlier_max_ejection_percent: u32,
+    /// [`OutlierConfig::interval`]. Default 10 s. Key `outlier_interval_ms`.
+    #[serde(rename = "outlier_interval_ms", with = "millis")]
+    pub outlier_interval: Duration,
+    /// [`OutlierConfig::success_rate_percent`]. Default 0 (off).
+    pub outlier_success_rate_percent: u32,
+    /// [`OutlierConfig::success_rate_min_requests`]. Default 100.
+    pub outlier_success_rate_min_requests: u32,
 }
 
 impl Default for Config {
     fn default() -> Config {
+        let outlier = OutlierConfig::default();
         Config {
             id: NodeId::NONE,
             name: String::new(),
@@ -260,6 +281,14 @@ impl Default for Config {
             serve: Vec::new(),
             maglev_table_size: crate::select::MaglevTable::DEFAULT_SIZE,
             bounded_load_percent: crate::select::SelectConfig::DEFAULT_BOUNDED_LOAD_PERCENT,
+            outlier_ejection: outlier.enabled,
+            outlier_consecutive_failures: outlier.consecutive_failures,
+            outlier_base_ejection_time: outlier.base_ejection_time,
+            outlier_max_ejection_time: outlier.max_ejection_time,
+            outlier_max_ejection_percent: outlier.max_ejection_percent,
+            outlier_interval: outlier.interval,
+            outlier_success_rate_percent: outlier.success_rate_percent,
+            outlier_success_rate_min_requests: outlier.success_rate_min_requests,
         }
     }
 }
@@ -463,7 +492,34 @@ impl Config {
                 min: 100,
             });
         }
-        Ok(())
+        self.outlier().validate()
+    }
+
+    /// The outlier-ejection settings of the `outlier_*` keys.
+    #[must_use]
+    pub const fn outlier(&self) -> OutlierConfig {
+        OutlierConfig {
+            enabled: self.outlier_ejection,
+            consecutive_failures: self.outlier_consecutive_failures,
+            base_ejection_time: self.outlier_base_ejection_time,
+            max_ejection_time: self.outlier_max_ejection_time,
+            max_ejection_percent: self.outlier_max_ejection_percent,
+            interval: self.outlier_interval,
+            success_rate_percent: self.outlier_success_rate_percent,
+            success_rate_min_requests: self.outlier_success_rate_min_requests,
+        }
+    }
+
+    /// Sets the `outlier_*` keys to `outlier`.
+    pub const fn set_outlier(&mut self, outlier: OutlierConfig) {
+        self.outlier_ejection = outlier.enabled;
+        self.outlier_consecutive_failures = outlier.consecutive_failures;
+        self.outlier_base_ejection_time = outlier.base_ejection_time;
+        self.outlier_max_ejection_time = outlier.max_ejection_time;
+        self.outlier_max_ejection_percent = outlier.max_ejection_percent;
+        self.outlier_interval = outlier.interval;
+        self.outlier_success_rate_percent = outlier.success_rate_percent;
+        self.outlier_success_rate_min_requests = outlier.success_rate_min_requests;
     }
 
     /// The selection modes' settings ([`Selector::with_config`](crate::select::Selector::with_config)).
@@ -611,6 +667,24 @@ pub enum ConfigError {
         /// The configured value.
         value: u32,
     },
+    /// `outlier_max_ejection_time_ms` is below `outlier_base_ejection_time_ms`.
+    #[error(
+        "outlier_max_ejection_time_ms ({max:?}) is below outlier_base_ejection_time_ms ({base:?})"
+    )]
+    OutlierMaxBelowBase {
+        /// The configured base time.
+        base: Duration,
+        /// The configured cap.
+        max: Duration,
+    },
+    /// A percentage key is above 100.
+    #[error("{field} is {percent}; it must be between 0 and 100")]
+    PercentOutOfRange {
+        /// The serialized key of the field.
+        field: &'static str,
+        /// The configured percentage.
+        percent: u32,
+    },
     /// `reconnect_jitter_percent` is above 100.
     #[error("reconnect_jitter_percent is {percent}; it must be between 0 and 100")]
     JitterOutOfRange {
@@ -633,6 +707,10 @@ mod millis {
         u64::deserialize(d).map(Duration::from_millis)
     }
 }
+
+mod outlier;
+
+pub use outlier::OutlierConfig;
 
 #[cfg(test)]
 mod tests;

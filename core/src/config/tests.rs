@@ -471,3 +471,66 @@ fn the_selection_keys_default_to_a_65537_slot_maglev_table_and_a_125_percent_bou
     };
     assert_eq!(c.validate(), Ok(()));
 }
+
+/// The `outlier_*` keys: Envoy's defaults, read from a file by key, and each invalid value
+/// named by its key.
+#[test]
+fn outlier_keys_have_envoy_defaults_and_are_validated() {
+    use super::OutlierConfig;
+    let defaults = Config::new(NodeId(1), "a").outlier();
+    assert_eq!(defaults, OutlierConfig::default());
+    assert_eq!(
+        (
+            defaults.enabled,
+            defaults.consecutive_failures,
+            defaults.base_ejection_time,
+            defaults.max_ejection_time,
+            defaults.max_ejection_percent,
+            defaults.interval,
+            defaults.success_rate_percent,
+            defaults.success_rate_min_requests,
+        ),
+        (
+            true,
+            5,
+            Duration::from_secs(30),
+            Duration::from_secs(300),
+            10,
+            Duration::from_secs(10),
+            0,
+            100
+        )
+    );
+    let read: Config = serde_json::from_str(
+        r#"{"id": 1, "outlier_ejection": false, "outlier_consecutive_failures": 3,
+            "outlier_base_ejection_time_ms": 1500, "outlier_max_ejection_time_ms": 6000}"#,
+    )
+    .unwrap();
+    let outlier = read.outlier();
+    assert_eq!((outlier.enabled, outlier.consecutive_failures), (false, 3));
+    assert_eq!(outlier.base_ejection_time, Duration::from_millis(1500));
+    assert_eq!(outlier.max_ejection_time, Duration::from_secs(6));
+    let invalid = |change: fn(&mut OutlierConfig)| {
+        let mut config = Config::new(NodeId(1), "a");
+        let mut outlier = config.outlier();
+        change(&mut outlier);
+        config.set_outlier(outlier);
+        config.validate().unwrap_err().to_string()
+    };
+    assert_eq!(
+        invalid(|o| o.consecutive_failures = 0),
+        "outlier_consecutive_failures must be greater than zero"
+    );
+    assert_eq!(
+        invalid(|o| o.max_ejection_time = Duration::from_secs(29)),
+        "outlier_max_ejection_time_ms (29s) is below outlier_base_ejection_time_ms (30s)"
+    );
+    assert_eq!(
+        invalid(|o| o.max_ejection_percent = 101),
+        "outlier_max_ejection_percent is 101; it must be between 0 and 100"
+    );
+    assert_eq!(
+        invalid(|o| o.interval = Duration::ZERO),
+        "outlier_interval_ms must be greater than zero"
+    );
+}

@@ -94,7 +94,8 @@ impl Node {
         // Drawn after the forks: no other sequence moves.
         let rpc = crate::rpc::Rpc::for_node(&config, incarnation, bus_rng.next_u64());
         let evidence = crate::evidence::EvidenceBook::for_config(&config);
-        let selector = crate::select::Selector::with_config(config.select_config());
+        let mut selector = crate::select::Selector::with_config(config.select_config());
+        selector.set_outlier_config(config.outlier());
         let mut node = Node {
             id: config.id,
             incarnation,
@@ -186,6 +187,7 @@ impl Node {
             evidence: &self.evidence,
             topology_revisions: self.records.revision_count(),
             select: self.selector.stats(),
+            outliers: (self.selector.outliers(), self.now),
         }
     }
 

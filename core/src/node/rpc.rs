@@ -214,12 +214,26 @@ impl RpcHost for NodeHost<'_> {
     ) -> Option<NodeId> {
         let node = &mut *self.0;
         let among = Among::of(node.records.discovery.rings(), Some(filter));
-        // A server whose route is failing is picked only when every other one's fails too
-        // (ARCHITECTURE §11 rule 9).
-        let connector = &node.connector;
-        (node.selector).pick_usable(select, among, &mut node.rng, outstanding, excluded, |id| {
-            !connector.is_failing(id)
-        })
+        // A server whose route is failing, or that is ejected as an outlier, is picked only
+        // when every other one is too (ARCHITECTURE §11 rule 9, "Outlier ejection"). The
+        // outlier state is taken out of the selector for the pick (a move, no allocation).
+        let (connector, now) = (&node.connector, node.now);
+        let outliers = core::mem::take(&mut node.selector.outliers);
+        let picked = (node.selector).pick_usable(
+            select,
+            among,
+            &mut node.rng,
+            outstanding,
+            excluded,
+            |id| !connector.is_failing(id) && !outliers.is_ejected(now, id),
+        );
+        node.selector.outliers = outliers;
+        picked
+    }
+
+    fn server_outcome(&mut self, now: Instant, server: NodeId, ok: bool) {
+        let node = &mut *self.0;
+        (node.selector).server_outcome(now, server, ok, node.records.discovery.rings());
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {

@@ -185,6 +185,7 @@ impl Rpc {
             ) => self.finish(id, CallOutcome::Failed(reason), host),
             Outcome::Failed(reason) => {
                 // Provably never reached the server: another one, within the deadline.
+                self.attempt_ended(server, super::server_outcome::failure(reason));
                 self.calls.tried(id, server, reason);
                 self.dispatch(now, id, false, host);
             }
@@ -240,6 +241,7 @@ impl Rpc {
                 continue;
             }
             self.stats.moved += 1;
+            self.attempt_ended(peer, super::server_outcome::failure(reason));
             self.calls.tried(id, peer, reason);
             if !self.send_request(now, id, other, host) {
                 self.dispatch(now, id, false, host);

@@ -83,6 +83,9 @@ pub(crate) trait RpcHost {
     fn output(&mut self, output: RpcOutput);
     /// The machine's next input, in the order they arose (see [`Rpc::settle`]).
     fn next_input(&mut self) -> Option<RpcInput>;
+    /// A call's attempt at `server` ended at `now`, a success (`ok`) or a failure, for
+    /// outlier ejection (which outcomes count: `server_outcome.rs`).
+    fn server_outcome(&mut self, now: Instant, server: NodeId, ok: bool);
 }
 
 /// What reaches the machine from the node as it happens, in order.
@@ -182,6 +185,8 @@ pub(crate) struct Rpc {
     pub(super) shut_down: bool,
     /// Where its messages are encoded ([`encode`]).
     encoder: BytesMut,
+    /// Attempts ended since the host last heard (`server_outcome.rs`).
+    pub(super) ended_attempts: Vec<(NodeId, bool)>,
 }
 
 impl Rpc {
@@ -543,6 +548,7 @@ impl Rpc {
             true
         } else {
             // Provably not sent: the caller tries another server.
+            self.attempt_ended(server, super::server_outcome::failure(FailReason::NoRoute));
             self.calls.tried(id, server, FailReason::NoRoute);
             false
         }
@@ -582,6 +588,9 @@ impl Rpc {
                 CallState::Sent { server, .. } => Some(server),
                 CallState::Waiting => None,
             };
+            if let Some(server) = server {
+                self.attempt_ended(server, super::server_outcome::verdict(&outcome));
+            }
             host.output(RpcOutput::CallDone {
                 call: id,
                 outcome,
@@ -599,8 +608,10 @@ impl Rpc {
     /// Takes every pending input ([`RpcHost::next_input`]), including the ones taking them
     /// gives rise to.
     pub(crate) fn settle(&mut self, now: Instant, host: &mut impl RpcHost) {
+        self.report_attempts(now, host);
         while let Some(input) = host.next_input() {
             self.handle(now, input, host);
+            self.report_attempts(now, host);
         }
     }
 

@@ -48,6 +48,8 @@ struct Script {
     outputs: Vec<RpcOutput>,
     inputs: VecDeque<RpcInput>,
     next_msg: u64,
+    /// What the machine reported of its attempts' servers, for outlier ejection.
+    server_outcomes: Vec<(Instant, NodeId, bool)>,
 }
 
 impl RpcHost for Script {
@@ -118,6 +120,10 @@ impl RpcHost for Script {
 
     fn next_input(&mut self) -> Option<RpcInput> {
         self.inputs.pop_front()
+    }
+
+    fn server_outcome(&mut self, now: Instant, server: NodeId, ok: bool) {
+        self.server_outcomes.push((now, server, ok));
     }
 }
 
@@ -771,4 +777,75 @@ fn an_overloaded_refusal_ends_the_call_at_once() {
     let overloaded = CallOutcome::Failed(FailReason::Overloaded);
     assert_eq!(host.outputs, [done_by(call, overloaded, S1)]);
     assert_eq!(rpc.stats().in_flight, 0);
+}
+
+/// Each attempt at a known server is reported once, when the machine settles, at the
+/// instant it ended: a reply a success; no route at the door, an overload refusal, a timeout
+/// failures; a `NotServed` refusal, a cancel and a shutdown nothing (`server_outcome.rs`).
+#[test]
+fn every_ended_attempt_is_reported_for_its_server_once() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1, S2],
+        unroutable: vec![S1],
+        ..Script::default()
+    };
+    // No route to S1 at the door: a failure of S1, the request goes to S2.
+    let first = rpc
+        .call(at(0), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    rpc.settle(at(0), &mut host);
+    assert_eq!(host.server_outcomes, [(at(0), S1, false)]);
+    let reply = RpcMessage::Reply {
+        call: first.0,
+        caller_incarnation: INCARNATION,
+        metadata: crate::wire::MetadataRef::EMPTY,
+        payload: b"",
+    };
+    host.inputs.push_back(message(S2, &reply));
+    rpc.settle(at(40), &mut host);
+    assert_eq!(host.server_outcomes[1..], [(at(40), S2, true)]);
+
+    // S2 refuses NotServed (nothing), S1 is unroutable: the call waits, and a cancel says
+    // nothing either.
+    host.server_outcomes.clear();
+    let refused = rpc
+        .call(at(50), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    rpc.settle(at(50), &mut host); // as the node does after every way in
+    refused_by(&mut rpc, &mut host, S2, refused, RefuseCall::NotServed);
+    assert!(rpc.cancel(at(100), refused, &mut host));
+    rpc.settle(at(100), &mut host);
+    assert_eq!(host.server_outcomes, [(at(50), S1, false)]);
+
+    // S2 sheds a call (a failure); another one times out at its deadline (a failure); one
+    // open at shutdown is nothing.
+    host.server_outcomes.clear();
+    host.unroutable.clear();
+    host.servers = vec![S2];
+    let shed = rpc
+        .call(at(200), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    refused_by(&mut rpc, &mut host, S2, shed, RefuseCall::Overloaded);
+    let late = rpc
+        .call(at(300), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    let msg = host.sent.last().unwrap().msg;
+    host.inputs.push_back(RpcInput::Outcome {
+        msg,
+        outcome: Outcome::Delivered,
+    });
+    rpc.settle(at(310), &mut host);
+    rpc.handle_timeout(at(5_300), &mut host);
+    rpc.settle(at(5_300), &mut host);
+    let timed_out = CallOutcome::Unknown(FailReason::Timeout);
+    assert_eq!(host.outputs.last(), Some(&done_by(late, timed_out, S2)));
+    rpc.call(at(5_400), CallSpec::new("echo", Bytes::new()), &mut host)
+        .unwrap();
+    rpc.shutdown(at(5_500), &mut host);
+    rpc.settle(at(5_500), &mut host);
+    assert_eq!(
+        host.server_outcomes,
+        [(at(100), S2, false), (at(5_300), S2, false)]
+    );
 }

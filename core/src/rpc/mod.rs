@@ -156,6 +156,7 @@ mod calls;
 mod input;
 mod machine;
 mod metadata;
+mod server_outcome;
 mod serving;
 
 #[cfg(test)]

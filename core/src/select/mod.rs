@@ -39,6 +39,13 @@
 //! outstanding at each server, a send the messages queued or unacknowledged to each target),
 //! and a copy kept here would have to follow every send, reply and outcome to stay true.
 //!
+//! # Outlier ejection
+//!
+//! The selector also keeps [`Outliers`]: servers ejected for failing their calls. A caller
+//! passes them over through [`Selector::pick_usable`]'s `usable` predicate, so an ejected
+//! server is still picked when every candidate is ejected or otherwise unusable (the first
+//! pick, as for failing routes): ejection steers traffic, it never fails a call by itself.
+//!
 //! # Exclusions
 //!
 //! A call that already tried servers passes them as `excluded`: a pick never returns one of
@@ -48,6 +55,7 @@
 
 mod bounded;
 mod maglev;
+mod outlier;
 mod round_robin;
 
 #[cfg(test)]
@@ -55,12 +63,16 @@ mod mode_tests;
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod outlier_tests;
+
 use alloc::{string::String, vec::Vec};
 
 use bytes::Bytes;
 
 pub use bounded::load_bound;
 pub use maglev::{MaglevError, MaglevTable};
+pub use outlier::{OutlierStats, Outliers};
 pub use round_robin::Selector;
 
 use crate::{

@@ -62,6 +62,8 @@ pub struct Selector {
     pub(super) stats: SelectStats,
     /// A bounded-load pick's successor walk (reused).
     pub(super) successors: Vec<NodeId>,
+    /// Outlier ejection's per-server state (`outlier.rs`).
+    pub(crate) outliers: super::Outliers,
 }
 
 impl Selector {

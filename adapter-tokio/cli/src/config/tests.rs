@@ -204,6 +204,36 @@ fn the_send_grace_is_a_core_key_in_milliseconds() {
     assert_eq!(config.send_grace, Duration::from_millis(2500));
 }
 
+/// Outlier ejection (issue 26) is switched and tuned by its `outlier_*` keys in the `[core]`
+/// table of `node` and `load` files; an invalid value names its key.
+#[test]
+fn outlier_ejection_is_set_in_the_core_table() {
+    let core: Config = parse_toml(
+        "outlier_ejection = false\noutlier_consecutive_failures = 3\n\
+         outlier_base_ejection_time_ms = 1000\noutlier_max_ejection_percent = 50\n",
+    )
+    .expect("core");
+    let outlier = core_config(Some(core), identity(7, None))
+        .expect("valid")
+        .outlier();
+    assert_eq!(
+        (
+            outlier.enabled,
+            outlier.consecutive_failures,
+            outlier.base_ejection_time,
+            outlier.max_ejection_percent,
+        ),
+        (false, 3, Duration::from_secs(1), 50)
+    );
+    let bad: Config = parse_toml("outlier_max_ejection_percent = 101\n").expect("core");
+    assert_eq!(
+        core_config(Some(bad), identity(7, None))
+            .expect_err("over 100")
+            .to_string(),
+        "core: outlier_max_ejection_percent is 101; it must be between 0 and 100"
+    );
+}
+
 #[test]
 fn core_errors_name_the_key() {
     let zero: Config = parse_toml("message_timeout_ms = 0\n").expect("core");

@@ -159,6 +159,21 @@ switchboard_rpc_budgets_capped_total 0
 # HELP switchboard_rpc_overloaded_total Requests this server shed unexecuted at a concurrency limit (callers: Failed(Overloaded)).
 # TYPE switchboard_rpc_overloaded_total counter
 switchboard_rpc_overloaded_total 0
+# HELP switchboard_outlier_ejections_total Servers this node ejected as outliers for failing its calls (failed probes included).
+# TYPE switchboard_outlier_ejections_total counter
+switchboard_outlier_ejections_total 0
+# HELP switchboard_outlier_ejections_refused_total Outlier ejections refused by the cap on a filter's share of ejected servers.
+# TYPE switchboard_outlier_ejections_refused_total counter
+switchboard_outlier_ejections_refused_total 0
+# HELP switchboard_outlier_restored_total Ejected servers whose probe call succeeded (restored).
+# TYPE switchboard_outlier_restored_total counter
+switchboard_outlier_restored_total 0
+# HELP switchboard_outlier_probes_failed_total Ejected servers whose probe call failed (ejected again at once, for longer).
+# TYPE switchboard_outlier_probes_failed_total counter
+switchboard_outlier_probes_failed_total 0
+# HELP switchboard_outlier_ejected Servers ejected as outliers now.
+# TYPE switchboard_outlier_ejected gauge
+switchboard_outlier_ejected 0
 # HELP switchboard_rpc_lookups_total Server selections made (each pick over a method's servers).
 # TYPE switchboard_rpc_lookups_total counter
 switchboard_rpc_lookups_total 0
@@ -286,6 +301,11 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             .map(|((name, _), value)| (*name, value))
             .collect(),
         rpc_overloaded: 6,
+        outlier_ejections: 7,
+        outlier_ejections_refused: 8,
+        outlier_restored: 9,
+        outlier_probes_failed: 10,
+        outlier_ejected: 1,
     };
     let text = render(&metrics);
     let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
@@ -415,6 +435,11 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_rpc_broadcasts_total 4",
             "switchboard_rpc_budgets_capped_total 5",
             "switchboard_rpc_overloaded_total 6",
+            "switchboard_outlier_ejections_total 7",
+            "switchboard_outlier_ejections_refused_total 8",
+            "switchboard_outlier_restored_total 9",
+            "switchboard_outlier_probes_failed_total 10",
+            "switchboard_outlier_ejected 1",
             "switchboard_rpc_lookups_total 11",
             "switchboard_rpc_moved_total 12",
             "switchboard_rpc_duplicate_requests_total 13",

@@ -159,6 +159,7 @@ impl Counters {
     pub(super) fn snapshot(&mut self, node: &Node, links: &Links) -> Metrics {
         let mut metrics = self.metrics.clone();
         metrics.set_rpc_stats(&node.inspect().rpc_stats());
+        metrics.set_outlier_stats(&node.inspect().outlier_stats());
         for method in node.inspect().served_methods() {
             // A method served now shows at 0 before its first request (it takes its label
             // now, so its count never moves to `other` later).
