@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::rpc::{CALLER, SERVER, SERVER_2, answer, call, done, echo, requests, rpc_cluster};
+use common::{
+    GROUP_B,
+    rpc::{CALLER, SERVER, SERVER_2, answer, call, done, echo, requests, rpc_cluster_with},
+};
 use switchboard_core::{
     ids::NodeId,
     outcome::FailReason,
@@ -21,13 +24,14 @@ const SERVER_3: u64 = 0x705;
 /// `SERVER` and `SERVER_3` answer at once, `SERVER_2` never does. Returns the instants of
 /// the requests `SERVER_2` got (relative to the first call) and how many calls ended
 /// `Unknown(Timeout)`.
-fn one_silent_server(calls: u64) -> (Vec<u64>, usize, OutlierStats) {
-    let mut sim = rpc_cluster(&[
+fn one_silent_server(calls: u64, ejection: bool) -> (Vec<u64>, usize, OutlierStats) {
+    let servers: [(u64, &[&str]); 4] = [
         (CALLER, &[]),
         (SERVER, &["echo"]),
         (SERVER_2, &["echo"]),
         (SERVER_3, &["echo"]),
-    ]);
+    ];
+    let mut sim = rpc_cluster_with(GROUP_B, &servers, |c| c.outlier_ejection = ejection);
     sim.advance(Duration::from_millis(100));
     let start = sim.now();
     let mut answered = [0, 0];
@@ -74,7 +78,7 @@ fn one_silent_server(calls: u64) -> (Vec<u64>, usize, OutlierStats) {
 /// calls.
 #[test]
 fn a_server_failing_every_call_is_ejected_after_five_and_probed_after_thirty_seconds() {
-    let (silent, timeouts, stats) = one_silent_server(110);
+    let (silent, timeouts, stats) = one_silent_server(110, true);
     assert_eq!(
         silent,
         [1_000, 4_000, 7_000, 10_000, 13_000, 44_000, 105_000]
@@ -85,4 +89,15 @@ fn a_server_failing_every_call_is_ejected_after_five_and_probed_after_thirty_sec
         (3, 2, 0)
     );
     assert_eq!(stats.ejected, 1);
+}
+
+/// Switched off (`outlier_ejection = false`), the silent server keeps its share: every third
+/// call of 110, each timing out, and nothing is counted.
+#[test]
+fn switched_off_the_silent_server_keeps_getting_every_third_call() {
+    let (silent, timeouts, stats) = one_silent_server(110, false);
+    let every_third: Vec<u64> = (0..37).map(|i| 1_000 + i * 3_000).collect();
+    assert_eq!(silent, every_third);
+    assert_eq!(timeouts, 37);
+    assert_eq!(stats, OutlierStats::default());
 }

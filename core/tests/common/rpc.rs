@@ -4,6 +4,7 @@
 
 use bytes::Bytes;
 use switchboard_core::{
+    Config,
     ids::NodeId,
     rpc::{CallId, CallOutcome, CallSpec, IncomingRequest, RequestId, RpcOutput},
     sim::Sim,
@@ -31,10 +32,24 @@ pub fn rpc_cluster(nodes: &[(u64, &[&str])]) -> Sim {
 /// [`rpc_cluster`] with `group`'s settings (e.g. [`super::GROUP_F`]: no direct links, the
 /// root relays).
 pub fn rpc_cluster_in(group: Group, nodes: &[(u64, &[&str])]) -> Sim {
+    rpc_cluster_with(group, nodes, |_| {})
+}
+
+/// [`rpc_cluster_in`] with every node's config changed by `tweak` (the root's too).
+pub fn rpc_cluster_with(
+    group: Group,
+    nodes: &[(u64, &[&str])],
+    tweak: impl Fn(&mut Config),
+) -> Sim {
     let mut sim = Sim::new();
-    sim.add_node(config(group, ROOT, 0)).expect("root config");
+    let make = |id, upstream| {
+        let mut c = config(group, id, upstream);
+        tweak(&mut c);
+        c
+    };
+    sim.add_node(make(ROOT, 0)).expect("root config");
     for &(id, _) in nodes {
-        sim.add_node(config(group, id, ROOT)).expect("node config");
+        sim.add_node(make(id, ROOT)).expect("node config");
     }
     sim.run_until_idle();
     for &(id, methods) in nodes {
