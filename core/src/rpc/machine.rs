@@ -145,6 +145,8 @@ pub(crate) struct RpcSettings {
     pub(crate) allow_self_calls: bool,
     /// The secret seed of the server's duplicate memory (whose keys peers choose).
     pub(crate) dedup_seed: u64,
+    /// `Config::rpc_retry`.
+    pub(crate) retry: super::retry::RetryConfig,
 }
 
 impl RpcSettings {
@@ -160,6 +162,7 @@ impl RpcSettings {
             max_call_budget: config.max_call_budget,
             allow_self_calls: config.rpc_allow_self_calls,
             dedup_seed,
+            retry: config.rpc_retry,
         }
     }
 }
@@ -182,6 +185,8 @@ pub(crate) struct Rpc {
     pub(super) shut_down: bool,
     /// Where its messages are encoded ([`encode`]).
     encoder: BytesMut,
+    /// Retries and hedges ([`super::hedge`]).
+    pub(super) retrying: super::hedge::Retrying,
 }
 
 impl Rpc {
@@ -190,6 +195,7 @@ impl Rpc {
         let mut rpc = Rpc {
             settings,
             serving: Serving::with_seed(settings.dedup_seed),
+            retrying: super::hedge::Retrying::new(settings.retry, settings.dedup_seed),
             ..Rpc::default()
         };
         for method in methods {
@@ -264,7 +270,7 @@ impl Rpc {
 
     pub(crate) fn stats(&self) -> RpcStats {
         RpcStats {
-            in_flight: self.calls.len() as u64,
+            in_flight: self.calls.len() as u64 - self.retrying.hedges_open,
             ..self.stats
         }
     }
@@ -285,6 +291,9 @@ impl Rpc {
         }
         if !super::is_valid_method(&spec.method) {
             return Err(CallError::InvalidMethod);
+        }
+        if spec.hedge_after.is_some() && !spec.idempotent {
+            return Err(CallError::HedgeNotIdempotent);
         }
         let len = wire::request_len(
             spec.method.len(),
@@ -324,8 +333,16 @@ impl Rpc {
                 state: CallState::Waiting,
                 tried: Vec::new(),
                 failure: None,
+                attempts: super::hedge::Attempts {
+                    idempotent: spec.idempotent,
+                    hedge_after: spec.hedge_after,
+                    max: spec.max_attempts.unwrap_or(self.settings.retry.max_attempts),
+                    made: 1,
+                    ..super::hedge::Attempts::default()
+                },
             },
         );
+        self.call_opened(now);
         self.dispatch(now, id, true, host);
         Ok(id)
     }
@@ -401,12 +418,14 @@ impl Rpc {
 
     /// Cancels the open call `call` (see `Node::cancel`); whether it was open.
     pub(crate) fn cancel(&mut self, now: Instant, call: CallId, host: &mut impl RpcHost) -> bool {
-        let Some(state) = self.calls.get(call).map(|c| c.state) else {
+        // A hedge's own entry is no call of the application's.
+        let open = self.calls.get(call).filter(|c| c.attempts.head.is_none());
+        let Some(state) = open.map(|c| c.state) else {
             return false;
         };
         match state {
-            CallState::Waiting => {
-                self.finish(call, CallOutcome::Failed(FailReason::Cancelled), host);
+            CallState::Waiting | CallState::Idle => {
+                self.finish(now, call, CallOutcome::Failed(FailReason::Cancelled), host);
             }
             CallState::Sent { server, .. } => {
                 let message = RpcMessage::Cancel {
@@ -415,7 +434,7 @@ impl Rpc {
                 };
                 let deadline = now + self.settings.message_timeout;
                 self.send(now, server, &message, deadline, host);
-                self.finish(call, CallOutcome::Unknown(FailReason::Cancelled), host);
+                self.finish(now, call, CallOutcome::Unknown(FailReason::Cancelled), host);
             }
         }
         true
@@ -458,7 +477,7 @@ impl Rpc {
         host: &mut impl RpcHost,
     ) {
         if self.shut_down {
-            self.finish(id, CallOutcome::Failed(FailReason::Shutdown), host);
+            self.finish(now, id, CallOutcome::Failed(FailReason::Shutdown), host);
             return;
         }
         loop {
@@ -475,7 +494,7 @@ impl Rpc {
                 };
                 match call.failure {
                     Some(reason) if !waits => {
-                        self.finish(id, CallOutcome::Failed(reason), host);
+                        self.finish(now, id, CallOutcome::Failed(reason), host);
                     }
                     _ => {
                         if first {
@@ -487,7 +506,7 @@ impl Rpc {
                 return;
             };
             if server == self.settings.own && !self.settings.allow_self_calls {
-                self.finish(id, CallOutcome::Failed(FailReason::SelfCall), host);
+                self.finish(now, id, CallOutcome::Failed(FailReason::SelfCall), host);
                 return;
             }
             if self.send_request(now, id, server, host) {
@@ -540,6 +559,7 @@ impl Rpc {
         let bytes = encode(&mut self.encoder, &request);
         if let Ok(msg) = host.send(now, server, wire::RPC_MSG_TYPE, bytes, call.deadline) {
             self.calls.sent(id, server, msg, now);
+            self.request_sent(now, id);
             true
         } else {
             // Provably not sent: the caller tries another server.
@@ -564,36 +584,34 @@ impl Rpc {
         let _refused = host.send(now, to, wire::RPC_MSG_TYPE, bytes, deadline);
     }
 
-    /// Ends the open call `id` with `outcome` and reports it.
-    pub(super) fn finish(&mut self, id: CallId, outcome: CallOutcome, host: &mut impl RpcHost) {
-        self.finish_with(id, outcome, CallMetadata::new(), host);
+    /// Ends the open call `id`'s attempt with `outcome` (see [`finish_with`](Self::finish_with)).
+    pub(super) fn finish(
+        &mut self,
+        now: Instant,
+        id: CallId,
+        outcome: CallOutcome,
+        host: &mut impl RpcHost,
+    ) {
+        self.finish_with(now, id, outcome, CallMetadata::new(), host);
     }
 
-    /// Ends the open call `id` with `outcome` and the reply's `metadata`, and reports it.
+    /// Ends the open call `id`'s attempt with `outcome` and the reply's `metadata`: the call
+    /// reports it, or is retried, or waits for its hedge ([`super::hedge`]).
     pub(super) fn finish_with(
         &mut self,
+        now: Instant,
         id: CallId,
         outcome: CallOutcome,
         metadata: CallMetadata,
         host: &mut impl RpcHost,
     ) {
-        if let Some(call) = self.calls.close(id) {
-            let server = match call.state {
-                CallState::Sent { server, .. } => Some(server),
-                CallState::Waiting => None,
-            };
-            host.output(RpcOutput::CallDone {
-                call: id,
-                outcome,
-                server,
-                metadata,
-            });
-        }
+        self.attempt_ended(now, id, outcome, metadata, host);
     }
 
     /// The earliest RPC deadline.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        crate::time::earliest(self.calls.next_deadline(), self.serving.next_deadline())
+        let calls = crate::time::earliest(self.calls.next_deadline(), self.serving.next_deadline());
+        crate::time::earliest(calls, self.retrying.next_deadline())
     }
 
     /// Takes every pending input ([`RpcHost::next_input`]), including the ones taking them
@@ -615,7 +633,7 @@ impl Rpc {
                 Some(CallState::Waiting) => CallOutcome::Failed(FailReason::Shutdown),
                 _ => CallOutcome::Unknown(FailReason::Shutdown),
             };
-            self.finish(id, outcome, host);
+            self.finish(now, id, outcome, host);
         }
     }
 
