@@ -236,14 +236,14 @@ impl Rpc {
         let Some(call) = self.calls.get(head) else {
             return;
         };
-        let maybe_executed = call.attempts.maybe_executed;
+        let mut maybe_executed = call.attempts.maybe_executed;
         let losers: Vec<CallId> = [Some(head), call.attempts.hedge]
             .into_iter()
             .flatten()
             .filter(|&other| other != id)
             .collect();
         for loser in losers {
-            self.cancel_loser(now, loser, host);
+            maybe_executed |= self.cancel_loser(now, loser, host);
             if loser != head {
                 self.close_hedge(loser, head);
             }
@@ -268,8 +268,8 @@ impl Rpc {
     }
 
     /// The attempt `loser` lost: its request is withdrawn if still queued here, else its
-    /// server is sent a `Cancel`.
-    fn cancel_loser(&mut self, now: Instant, loser: CallId, host: &mut impl RpcHost) {
+    /// server is sent a `Cancel`; whether it may have run.
+    fn cancel_loser(&mut self, now: Instant, loser: CallId, host: &mut impl RpcHost) -> bool {
         let Some(CallState::Sent {
             server,
             msg,
@@ -277,11 +277,11 @@ impl Rpc {
             ..
         }) = self.calls.get(loser).map(|c| c.state)
         else {
-            return;
+            return false;
         };
         self.stats.hedge_cancels += 1;
         if !delivered && host.withdraw(server, msg) {
-            return;
+            return false;
         }
         let message = RpcMessage::Cancel {
             call: loser.0,
@@ -289,6 +289,7 @@ impl Rpc {
         };
         let deadline = now + self.settings.message_timeout;
         self.send(now, server, &message, deadline, host);
+        true
     }
 
     /// The retries and hedges due at `now`.
