@@ -270,7 +270,7 @@ impl Rpc {
 
     pub(crate) fn stats(&self) -> RpcStats {
         RpcStats {
-            in_flight: self.calls.len() as u64 - self.retrying.hedges_open,
+            in_flight: (self.calls.len() as u64).saturating_sub(self.retrying.hedges_open),
             ..self.stats
         }
     }
