@@ -118,9 +118,23 @@ impl Calls {
     /// `tried`, joins the call's `tried` list): the call is [`CallState::Idle`] until its
     /// retry or its hedge's end, its timer is its deadline.
     pub(crate) fn idle(&mut self, id: CallId, tried: bool) {
-        let Some(call) = self.calls.get_mut(&id) else {
+        let Some(mut call) = self.calls.remove(&id) else {
             return;
         };
+        self.unlist(id, &call);
+        if let CallState::Sent { server, .. } = call.state
+            && tried
+            && !call.tried.contains(&server)
+        {
+            call.tried.push(server);
+        }
+        call.state = CallState::Idle;
+        self.timers.replace(id, call.deadline);
+        self.calls.insert(id, call);
+    }
+
+    /// `call` (`id`) leaves the waiting list and the request indexes.
+    fn unlist(&mut self, id: CallId, call: &Call) {
         if let Some(ids) = self.waiting.get_mut(&call.method) {
             ids.remove(&id);
             if ids.is_empty() {
@@ -130,12 +144,7 @@ impl Calls {
         if let CallState::Sent { server, msg, .. } = call.state {
             self.by_msg.remove(&msg);
             forget(&mut self.by_server, server);
-            if tried && !call.tried.contains(&server) {
-                call.tried.push(server);
-            }
         }
-        call.state = CallState::Idle;
-        self.timers.replace(id, call.deadline);
     }
 
     /// Open calls.
@@ -295,16 +304,7 @@ impl Calls {
     pub(crate) fn close(&mut self, id: CallId) -> Option<Call> {
         let call = self.calls.remove(&id)?;
         self.timers.cancel(id);
-        if let Some(ids) = self.waiting.get_mut(&call.method) {
-            ids.remove(&id);
-            if ids.is_empty() {
-                self.waiting.remove(&call.method);
-            }
-        }
-        if let CallState::Sent { server, msg, .. } = call.state {
-            self.by_msg.remove(&msg);
-            forget(&mut self.by_server, server);
-        }
+        self.unlist(id, &call);
         Some(call)
     }
 

@@ -214,6 +214,14 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
+    /// A budget of deposits only (no reserve).
+    fn deposits_only() -> RetryBudget {
+        RetryBudget::new(&RetryConfig {
+            budget_min_per_sec: 0,
+            ..RetryConfig::default()
+        })
+    }
+
     #[test]
     fn the_reserve_alone_allows_min_per_sec_times_ttl_retries() {
         let mut budget = RetryBudget::new(&RetryConfig::default());
@@ -225,11 +233,7 @@ mod tests {
 
     #[test]
     fn each_call_deposits_a_fifth_of_a_retry() {
-        let config = RetryConfig {
-            budget_min_per_sec: 0,
-            ..RetryConfig::default()
-        };
-        let mut budget = RetryBudget::new(&config);
+        let mut budget = deposits_only();
         let now = Instant::from_millis(1);
         assert!(!budget.withdraw(now));
         for _ in 0..4 {
@@ -249,11 +253,7 @@ mod tests {
 
     #[test]
     fn deposits_and_withdrawals_leave_the_window_after_the_ttl() {
-        let config = RetryConfig {
-            budget_min_per_sec: 0,
-            ..RetryConfig::default()
-        };
-        let mut budget = RetryBudget::new(&config);
+        let mut budget = deposits_only();
         for _ in 0..10 {
             budget.deposit(Instant::from_millis(500));
         }

@@ -175,8 +175,13 @@ impl CallLedger {
         runs.push((server, life));
         if runs.len() > max_runs {
             let runs = format!("{runs:?}");
+            let allowed = if max_runs == 1 {
+                String::from("once")
+            } else {
+                format!("its {max_runs} allowed")
+            };
             self.violations.push(format!(
-                "the handler of call tag {tag} ran more than its {max_runs} allowed: {runs}"
+                "the handler of call tag {tag} ran more than {allowed}: {runs}"
             ));
         }
         if let Some(key) = self.tags.get(&tag)
