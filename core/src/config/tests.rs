@@ -445,7 +445,10 @@ fn the_retry_block_defaults_to_finagles_budget_and_reads_its_keys() {
     );
     let read: Config =
         serde_json::from_str(r#"{"rpc_retry":{"max_attempts":3,"budget_percent":50}}"#).unwrap();
-    assert_eq!((read.rpc_retry.max_attempts, read.rpc_retry.budget_percent), (3, 50));
+    assert_eq!(
+        (read.rpc_retry.max_attempts, read.rpc_retry.budget_percent),
+        (3, 50)
+    );
     assert_eq!(read.rpc_retry.backoff_max_ms, 250);
     assert!(serde_json::from_str::<Config>(r#"{"rpc_retry":{"tries":3}}"#).is_err());
     let mut c = valid();

@@ -336,7 +336,13 @@ impl Rpc {
 
     /// The call `head` (its request at `first`) had no reply by its hedge delay: a second
     /// request to another server, if attempts and budget allow.
-    fn hedge_now(&mut self, now: Instant, head: CallId, first: crate::ids::NodeId, host: &mut impl RpcHost) {
+    fn hedge_now(
+        &mut self,
+        now: Instant,
+        head: CallId,
+        first: crate::ids::NodeId,
+        host: &mut impl RpcHost,
+    ) {
         let Some(call) = self.calls.get(head) else {
             return;
         };

@@ -336,7 +336,9 @@ impl Rpc {
                 attempts: super::hedge::Attempts {
                     idempotent: spec.idempotent,
                     hedge_after: spec.hedge_after,
-                    max: spec.max_attempts.unwrap_or(self.settings.retry.max_attempts),
+                    max: spec
+                        .max_attempts
+                        .unwrap_or(self.settings.retry.max_attempts),
                     made: 1,
                     ..super::hedge::Attempts::default()
                 },

@@ -498,7 +498,13 @@ fn a_call_with_two_servers() -> (Rpc, Script, CallId) {
 }
 
 /// `server` refuses `call` for `reason`, seen at 100 ms.
-pub(super) fn refused_by(rpc: &mut Rpc, host: &mut Script, server: NodeId, call: CallId, reason: RefuseCall) {
+pub(super) fn refused_by(
+    rpc: &mut Rpc,
+    host: &mut Script,
+    server: NodeId,
+    call: CallId,
+    reason: RefuseCall,
+) {
     let refuse = RpcMessage::Refuse {
         call: call.0,
         caller_incarnation: INCARNATION,

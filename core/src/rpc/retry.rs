@@ -264,7 +264,10 @@ mod tests {
         let mut budget = RetryBudget::new(&RetryConfig::default());
         assert!(budget.withdraw(Instant::from_millis(1_500)));
         assert_eq!(budget.balance(Instant::from_millis(10_999)), 99 * ONE_RETRY);
-        assert_eq!(budget.balance(Instant::from_millis(11_000)), 100 * ONE_RETRY);
+        assert_eq!(
+            budget.balance(Instant::from_millis(11_000)),
+            100 * ONE_RETRY
+        );
     }
 
     #[test]
@@ -275,7 +278,10 @@ mod tests {
         for (n, ceiling) in (1..).zip(ceilings) {
             for _ in 0..200 {
                 let nanos = u64::try_from(config.backoff(n, &mut rng).as_nanos()).unwrap();
-                assert!(nanos >= ceiling * MS / 2 && nanos <= ceiling * MS, "{n}: {nanos}");
+                assert!(
+                    nanos >= ceiling * MS / 2 && nanos <= ceiling * MS,
+                    "{n}: {nanos}"
+                );
             }
         }
         // A fixed seed gives a fixed schedule.

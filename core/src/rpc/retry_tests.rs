@@ -29,7 +29,13 @@ fn two_servers() -> Script {
 }
 
 fn machine_with(retry: RetryConfig) -> Rpc {
-    Rpc::new(RpcSettings { retry, ..settings() }, core::iter::empty())
+    Rpc::new(
+        RpcSettings {
+            retry,
+            ..settings()
+        },
+        core::iter::empty(),
+    )
 }
 
 fn destinations(host: &Script) -> Vec<NodeId> {
@@ -70,7 +76,10 @@ fn a_shed_request_is_retried_at_the_other_server_after_the_backoff() {
     let ok = CallOutcome::Reply(Bytes::from_static(b"ok"));
     assert_eq!(host.outputs, [done_by(call, ok, S2)]);
     let stats = rpc.stats();
-    assert_eq!((stats.retries, stats.budget_exhausted, stats.in_flight), (1, 0, 0));
+    assert_eq!(
+        (stats.retries, stats.budget_exhausted, stats.in_flight),
+        (1, 0, 0)
+    );
 }
 
 /// Refused every time, a call makes exactly 5 attempts, each after its backoff (the
@@ -263,7 +272,12 @@ fn a_hedge_wins_and_its_loser_is_cancelled() {
     assert_eq!(host.outputs.len(), 1);
     let stats = rpc.stats();
     assert_eq!(
-        (stats.hedges, stats.hedge_cancels, stats.late_replies, stats.in_flight),
+        (
+            stats.hedges,
+            stats.hedge_cancels,
+            stats.late_replies,
+            stats.in_flight
+        ),
         (1, 1, 1, 0)
     );
 }

@@ -222,9 +222,14 @@ impl Chaos {
         let now = self.sim.now();
         let life = self.sim.life(from);
         if let Ok(id) = self.sim.act(from, |node, now| node.call(now, spec)) {
-            self.rpc
-                .ledger
-                .on_call((from, life, id), tag, payload, now + timeout, now + grace, max_runs);
+            self.rpc.ledger.on_call(
+                (from, life, id),
+                tag,
+                payload,
+                now + timeout,
+                now + grace,
+                max_runs,
+            );
         }
         // Outcomes reported inside `call` (a self-call) are read by the next check.
     }

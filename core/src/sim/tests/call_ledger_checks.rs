@@ -330,7 +330,13 @@ fn an_idempotent_call_may_run_once_per_attempt() {
     ledger.on_call(key(7), 7, payload.clone(), at(1_000), at(250), 2);
     assert_eq!(ledger.on_request(SERVER, 0, at(5), &payload), Some(7));
     assert_eq!(ledger.on_request(OTHER, 0, at(6), &payload), Some(7));
-    ledger.on_done(CALLER, 0, at(7), CallId(7), CallOutcome::Reply(payload.clone()));
+    ledger.on_done(
+        CALLER,
+        0,
+        at(7),
+        CallId(7),
+        CallOutcome::Reply(payload.clone()),
+    );
     assert_eq!(ledger.take_violations(), none());
     assert_eq!(ledger.on_request(SERVER, 0, at(8), &payload), Some(7));
     one(&mut ledger, "ran more than its 2 allowed");
