@@ -127,7 +127,7 @@ pub const OTHER_METHOD: &str = "other";
 
 /// The core's RPC counters exported as `switchboard_rpc_<name>_total` (`Metrics::rpc_stats`),
 /// with their help text.
-pub const RPC_STATS: [(&str, &str); 8] = [
+pub const RPC_STATS: [(&str, &str); 12] = [
     (
         "lookups",
         "Server selections made (each pick over a method's servers).",
@@ -157,6 +157,19 @@ pub const RPC_STATS: [(&str, &str); 8] = [
         "Handler replies dropped because the request was cancelled or past its deadline.",
     ),
     ("bad_messages", "RPC messages that did not decode."),
+    ("retries", "Call retries made after a backoff."),
+    (
+        "hedges",
+        "Hedge requests sent for calls without a reply by their hedge delay.",
+    ),
+    (
+        "budget_exhausted",
+        "Retries and hedges not made for want of retry budget.",
+    ),
+    (
+        "hedge_cancels",
+        "Losing attempts of hedged calls withdrawn or cancelled when the other won.",
+    ),
 ];
 
 impl Metrics {
@@ -178,6 +191,10 @@ impl Metrics {
             stats.late_replies,
             stats.dropped_replies,
             stats.bad_messages,
+            stats.retries,
+            stats.hedges,
+            stats.budget_exhausted,
+            stats.hedge_cancels,
         ];
         for ((name, _), value) in RPC_STATS.iter().zip(values) {
             self.rpc_stats.insert(name, value);

@@ -153,8 +153,11 @@ impl CallOptions {
         if let Some(grace) = args.grace {
             spec = spec.grace(grace);
         }
+        spec = args.retry.spec(spec);
+        let mut core = client_core(CALL_ROLE, random, keys, args.join.upstream.or(upstream))?;
+        args.retry.configure(&mut core);
         Ok(CallOptions {
-            core: client_core(CALL_ROLE, random, keys, args.join.upstream.or(upstream))?,
+            core,
             registry,
             transport,
             spec,

@@ -154,7 +154,7 @@ fn call_spec(calls: &CallLoad, seq: u64) -> CallSpec {
     if let Some(grace) = calls.grace {
         spec = spec.grace(grace);
     }
-    spec
+    calls.retry.spec(spec)
 }
 
 /// Runs the call load on the started load node and prints the summary.
@@ -286,8 +286,17 @@ mod tests {
             concurrency: 1,
             timeout: Some(Duration::from_secs(2)),
             grace: None,
+            retry: crate::cli::RetryArgs {
+                idempotent: true,
+                hedge_after: Some(Duration::from_millis(30)),
+                ..crate::cli::RetryArgs::default()
+            },
         };
         let spec = call_spec(&calls, 7);
+        assert_eq!(
+            (spec.idempotent, spec.hedge_after, spec.max_attempts),
+            (true, Some(Duration::from_millis(30)), None)
+        );
         assert_eq!(spec.payload.len(), 12);
         assert_eq!(payload::decode_seq(&spec.payload), Some(7));
         assert_eq!(spec.timeout, Some(Duration::from_secs(2)));

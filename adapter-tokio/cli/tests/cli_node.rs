@@ -179,6 +179,11 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_rpc_late_replies_total 0",
             "switchboard_rpc_dropped_replies_total 0",
             "switchboard_rpc_bad_messages_total 0",
+            // Added (issue 26): retries, hedges and the retry budget.
+            "switchboard_rpc_retries_total 0",
+            "switchboard_rpc_hedges_total 0",
+            "switchboard_rpc_budget_exhausted_total 0",
+            "switchboard_rpc_hedge_cancels_total 0",
         ]
         .map(str::to_owned),
     );

@@ -200,6 +200,9 @@ pub struct Config {
     /// (counted in `RpcStats::budgets_capped`). Default 5 minutes. Key `max_call_budget_ms`.
     #[serde(rename = "max_call_budget_ms", with = "millis")]
     pub max_call_budget: Duration,
+    /// Retries, backoff, the retry budget and hedging of calls (docs/ARCHITECTURE.md,
+    /// "Retries, budget and hedging"). Block `rpc_retry`.
+    pub rpc_retry: crate::rpc::retry::RetryConfig,
     /// Methods served from the start: in the very first record this node publishes, so a
     /// restarted server is never listed without them (what [`Node::serve`] adds later needs a
     /// republication). Never read from a file: each method needs a handler in code.
@@ -278,6 +281,7 @@ impl Default for Config {
             send_grace: Duration::from_secs(15),
             rpc_allow_self_calls: false,
             max_call_budget: Duration::from_secs(5 * 60),
+            rpc_retry: crate::rpc::retry::RetryConfig::default(),
             serve: Vec::new(),
             maglev_table_size: crate::select::MaglevTable::DEFAULT_SIZE,
             bounded_load_percent: crate::select::SelectConfig::DEFAULT_BOUNDED_LOAD_PERCENT,
@@ -490,6 +494,11 @@ impl Config {
             return Err(ConfigError::BelowMinimum {
                 field: "bounded_load_percent",
                 min: 100,
+            });
+        }
+        if self.rpc_retry.max_attempts == 0 {
+            return Err(ConfigError::Zero {
+                field: "rpc_retry.max_attempts",
             });
         }
         self.outlier().validate()

@@ -534,3 +534,35 @@ fn outlier_keys_have_envoy_defaults_and_are_validated() {
         "outlier_interval_ms must be greater than zero"
     );
 }
+
+#[test]
+fn the_retry_block_defaults_to_finagles_budget_and_reads_its_keys() {
+    let retry = Config::default().rpc_retry;
+    assert_eq!(
+        (
+            retry.max_attempts,
+            retry.budget_percent,
+            retry.budget_min_per_sec,
+            retry.budget_ttl_ms,
+            retry.backoff_min_ms,
+            retry.backoff_max_ms
+        ),
+        (5, 20, 10, 10_000, 25, 250)
+    );
+    let read: Config =
+        serde_json::from_str(r#"{"rpc_retry":{"max_attempts":3,"budget_percent":50}}"#).unwrap();
+    assert_eq!(
+        (read.rpc_retry.max_attempts, read.rpc_retry.budget_percent),
+        (3, 50)
+    );
+    assert_eq!(read.rpc_retry.backoff_max_ms, 250);
+    assert!(serde_json::from_str::<Config>(r#"{"rpc_retry":{"tries":3}}"#).is_err());
+    let mut c = valid();
+    c.rpc_retry.max_attempts = 0;
+    assert_eq!(
+        c.validate(),
+        Err(ConfigError::Zero {
+            field: "rpc_retry.max_attempts"
+        })
+    );
+}

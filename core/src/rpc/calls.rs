@@ -37,6 +37,9 @@ pub(crate) enum CallState {
         /// The server incarnation that acknowledged it (0 before, or when not known).
         server_incarnation: u64,
     },
+    /// Between attempts: backing off before a retry, or its own attempt ended while its
+    /// hedge is still out ([`super::retry`], [`super::hedge`]). Its timer is its deadline.
+    Idle,
 }
 
 /// One call without an outcome.
@@ -66,6 +69,8 @@ pub(crate) struct Call {
     /// the method, and is tried again when its record changes) and is what the call ends
     /// with at the grace deadline.
     pub(crate) failure: Option<crate::outcome::FailReason>,
+    /// Retries and hedging of this call ([`super::hedge`]).
+    pub(crate) attempts: super::hedge::Attempts,
 }
 
 /// Every open call of this node.
@@ -102,6 +107,44 @@ impl Calls {
     /// The open call `id`.
     pub(crate) fn get(&self, id: CallId) -> Option<&Call> {
         self.calls.get(&id)
+    }
+
+    /// The open call `id`, to change its retry and hedging state.
+    pub(crate) fn get_mut(&mut self, id: CallId) -> Option<&mut Call> {
+        self.calls.get_mut(&id)
+    }
+
+    /// `id`'s attempt ended (its request, if one was out, is forgotten; its server, if
+    /// `tried`, joins the call's `tried` list): the call is [`CallState::Idle`] until its
+    /// retry or its hedge's end, its timer is its deadline.
+    pub(crate) fn idle(&mut self, id: CallId, tried: bool) {
+        let Some(mut call) = self.calls.remove(&id) else {
+            return;
+        };
+        self.unlist(id, &call);
+        if let CallState::Sent { server, .. } = call.state
+            && tried
+            && !call.tried.contains(&server)
+        {
+            call.tried.push(server);
+        }
+        call.state = CallState::Idle;
+        self.timers.replace(id, call.deadline);
+        self.calls.insert(id, call);
+    }
+
+    /// `call` (`id`) leaves the waiting list and the request indexes.
+    fn unlist(&mut self, id: CallId, call: &Call) {
+        if let Some(ids) = self.waiting.get_mut(&call.method) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.waiting.remove(&call.method);
+            }
+        }
+        if let CallState::Sent { server, msg, .. } = call.state {
+            self.by_msg.remove(&msg);
+            forget(&mut self.by_server, server);
+        }
     }
 
     /// Open calls.
@@ -261,16 +304,7 @@ impl Calls {
     pub(crate) fn close(&mut self, id: CallId) -> Option<Call> {
         let call = self.calls.remove(&id)?;
         self.timers.cancel(id);
-        if let Some(ids) = self.waiting.get_mut(&call.method) {
-            ids.remove(&id);
-            if ids.is_empty() {
-                self.waiting.remove(&call.method);
-            }
-        }
-        if let CallState::Sent { server, msg, .. } = call.state {
-            self.by_msg.remove(&msg);
-            forget(&mut self.by_server, server);
-        }
+        self.unlist(id, &call);
         Some(call)
     }
 

@@ -27,7 +27,7 @@ impl Rpc {
                 evidence,
             } => self.server_dead(now, peer, incarnation, evidence, host),
             RpcInput::PeerRestarted { peer, incarnation } => {
-                self.server_restarted(peer, incarnation, host);
+                self.server_restarted(now, peer, incarnation, host);
             }
             RpcInput::RouteFailing { peer } => {
                 self.move_queued(now, peer, FailReason::NoRoute, host);
@@ -103,7 +103,7 @@ impl Rpc {
                 Some(id) => {
                     let outcome = CallOutcome::Reply(payload.slice_ref(answer));
                     let metadata = CallMetadata::from_wire(payload, metadata);
-                    self.finish_with(id, outcome, metadata, host);
+                    self.finish_with(now, id, outcome, metadata, host);
                 }
                 None => self.stats.late_replies += 1,
             },
@@ -113,11 +113,12 @@ impl Rpc {
                 reason,
             } => match self.awaiting(from, caller_incarnation, call) {
                 Some(id) if reason == RefuseCall::Expired => {
-                    self.finish(id, CallOutcome::Failed(FailReason::Expired), host);
+                    self.finish(now, id, CallOutcome::Failed(FailReason::Expired), host);
                 }
                 Some(id) if reason == RefuseCall::Overloaded => {
-                    // Shed unexecuted: the caller backs off, no other server is tried.
-                    self.finish(id, CallOutcome::Failed(FailReason::Overloaded), host);
+                    // Shed unexecuted: retried after a backoff, another server first, if its
+                    // attempts and the retry budget allow (retry.rs).
+                    self.finish(now, id, CallOutcome::Failed(FailReason::Overloaded), host);
                 }
                 Some(id) => {
                     // Not served there (any more): another server, within the deadline.
@@ -178,14 +179,14 @@ impl Rpc {
                 if matches!(reason, FailReason::TargetGone | FailReason::TargetRestarted) {
                     self.stats.fast_fails += 1;
                 }
-                self.finish(id, CallOutcome::Unknown(reason), host);
+                self.finish(now, id, CallOutcome::Unknown(reason), host);
             }
             Outcome::Failed(
                 reason @ (FailReason::QueueFull | FailReason::Shutdown | FailReason::Timeout),
-            ) => self.finish(id, CallOutcome::Failed(reason), host),
+            ) => self.finish(now, id, CallOutcome::Failed(reason), host),
             Outcome::Failed(reason) => {
                 // Provably never reached the server: another one, within the deadline.
-                self.attempt_ended(server, super::server_outcome::failure(reason));
+                self.note_server(server, super::server_outcome::failure(reason));
                 self.calls.tried(id, server, reason);
                 self.dispatch(now, id, false, host);
             }
@@ -208,7 +209,7 @@ impl Rpc {
             _ => FailReason::TargetGone,
         };
         let dead = |taken_by: u64| incarnation == 0 || taken_by == 0 || taken_by == incarnation;
-        self.end_taken(peer, reason, dead, host);
+        self.end_taken(now, peer, reason, dead, host);
         self.move_queued(now, peer, FailReason::TargetGone, host);
     }
 
@@ -241,7 +242,7 @@ impl Rpc {
                 continue;
             }
             self.stats.moved += 1;
-            self.attempt_ended(peer, super::server_outcome::failure(reason));
+            self.note_server(peer, super::server_outcome::failure(reason));
             self.calls.tried(id, peer, reason);
             if !self.send_request(now, id, other, host) {
                 self.dispatch(now, id, false, host);
@@ -250,15 +251,22 @@ impl Rpc {
     }
 
     /// `peer` came back as `incarnation`: calls an older incarnation acknowledged end.
-    fn server_restarted(&mut self, peer: NodeId, incarnation: u64, host: &mut impl RpcHost) {
+    fn server_restarted(
+        &mut self,
+        now: Instant,
+        peer: NodeId,
+        incarnation: u64,
+        host: &mut impl RpcHost,
+    ) {
         let older = |taken_by: u64| taken_by != incarnation;
-        self.end_taken(peer, FailReason::TargetRestarted, older, host);
+        self.end_taken(now, peer, FailReason::TargetRestarted, older, host);
     }
 
     /// The calls whose request `peer` acknowledged as an incarnation `gone` says is no more
     /// end now, `Unknown(reason)` (fast-fail).
     fn end_taken(
         &mut self,
+        now: Instant,
         peer: NodeId,
         reason: FailReason,
         gone: impl Fn(u64) -> bool,
@@ -275,7 +283,7 @@ impl Rpc {
             };
             if gone(server_incarnation) {
                 self.stats.fast_fails += 1;
-                self.finish(id, CallOutcome::Unknown(reason), host);
+                self.finish(now, id, CallOutcome::Unknown(reason), host);
             }
         }
     }
@@ -287,18 +295,26 @@ impl Rpc {
     pub(crate) fn handle_timeout(&mut self, now: Instant, host: &mut impl RpcHost) {
         // The outcomes due at this instant first: a request acknowledged or given up now.
         self.settle(now, host);
+        self.wake_due(now, host);
         while let Some(id) = self.calls.pop_due(now) {
             let Some(call) = self.calls.get(id) else {
                 continue;
             };
             let (deadline, failure) = (call.deadline, call.failure);
             match call.state {
+                // Its hedge is still out: that attempt's own deadline (the same) ends it.
+                CallState::Idle if call.attempts.hedge.is_some() => {}
+                CallState::Idle => {
+                    let last = call.attempts.last.clone();
+                    let outcome = last.unwrap_or(CallOutcome::Unknown(FailReason::Timeout));
+                    self.finish(now, id, outcome, host);
+                }
                 CallState::Waiting => {
                     let reason = match failure {
                         Some(FailReason::NotServed) => FailReason::NotServed,
                         _ => FailReason::NotAvailable,
                     };
-                    self.finish(id, CallOutcome::Failed(reason), host);
+                    self.finish(now, id, CallOutcome::Failed(reason), host);
                 }
                 CallState::Sent {
                     server,
@@ -309,7 +325,7 @@ impl Rpc {
                     // The grace deadline: a request still queued never left this node, and no
                     // server took it within the grace.
                     if !delivered && host.withdraw(server, msg) {
-                        self.finish(id, CallOutcome::Failed(FailReason::NotAvailable), host);
+                        self.finish(now, id, CallOutcome::Failed(FailReason::NotAvailable), host);
                     } else {
                         self.calls.rearm(id, deadline);
                     }
@@ -321,7 +337,7 @@ impl Rpc {
                     ..
                 } => {
                     if delivered || host.in_flight(server, msg) {
-                        self.finish(id, CallOutcome::Unknown(FailReason::Timeout), host);
+                        self.finish(now, id, CallOutcome::Unknown(FailReason::Timeout), host);
                     }
                     // Otherwise its queued request ended `Failed(Timeout)` at this instant
                     // (the same deadline), and that outcome ends the call.

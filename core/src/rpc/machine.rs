@@ -148,6 +148,8 @@ pub(crate) struct RpcSettings {
     pub(crate) allow_self_calls: bool,
     /// The secret seed of the server's duplicate memory (whose keys peers choose).
     pub(crate) dedup_seed: u64,
+    /// `Config::rpc_retry`.
+    pub(crate) retry: super::retry::RetryConfig,
 }
 
 impl RpcSettings {
@@ -163,6 +165,7 @@ impl RpcSettings {
             max_call_budget: config.max_call_budget,
             allow_self_calls: config.rpc_allow_self_calls,
             dedup_seed,
+            retry: config.rpc_retry,
         }
     }
 }
@@ -187,6 +190,8 @@ pub(crate) struct Rpc {
     encoder: BytesMut,
     /// Attempts ended since the host last heard (`server_outcome.rs`).
     pub(super) ended_attempts: Vec<(NodeId, bool)>,
+    /// Retries and hedges ([`super::hedge`]).
+    pub(super) retrying: super::hedge::Retrying,
 }
 
 impl Rpc {
@@ -195,6 +200,7 @@ impl Rpc {
         let mut rpc = Rpc {
             settings,
             serving: Serving::with_seed(settings.dedup_seed),
+            retrying: super::hedge::Retrying::new(settings.retry, settings.dedup_seed),
             ..Rpc::default()
         };
         for method in methods {
@@ -269,7 +275,7 @@ impl Rpc {
 
     pub(crate) fn stats(&self) -> RpcStats {
         RpcStats {
-            in_flight: self.calls.len() as u64,
+            in_flight: (self.calls.len() as u64).saturating_sub(self.retrying.hedges_open),
             ..self.stats
         }
     }
@@ -290,6 +296,9 @@ impl Rpc {
         }
         if !super::is_valid_method(&spec.method) {
             return Err(CallError::InvalidMethod);
+        }
+        if spec.hedge_after.is_some() && !spec.idempotent {
+            return Err(CallError::HedgeNotIdempotent);
         }
         let len = wire::request_len(
             spec.method.len(),
@@ -329,8 +338,18 @@ impl Rpc {
                 state: CallState::Waiting,
                 tried: Vec::new(),
                 failure: None,
+                attempts: super::hedge::Attempts {
+                    idempotent: spec.idempotent,
+                    hedge_after: spec.hedge_after,
+                    max: spec
+                        .max_attempts
+                        .unwrap_or(self.settings.retry.max_attempts),
+                    made: 1,
+                    ..super::hedge::Attempts::default()
+                },
             },
         );
+        self.call_opened(now);
         self.dispatch(now, id, true, host);
         Ok(id)
     }
@@ -406,12 +425,14 @@ impl Rpc {
 
     /// Cancels the open call `call` (see `Node::cancel`); whether it was open.
     pub(crate) fn cancel(&mut self, now: Instant, call: CallId, host: &mut impl RpcHost) -> bool {
-        let Some(state) = self.calls.get(call).map(|c| c.state) else {
+        // A hedge's own entry is no call of the application's.
+        let open = self.calls.get(call).filter(|c| c.attempts.head.is_none());
+        let Some(state) = open.map(|c| c.state) else {
             return false;
         };
         match state {
-            CallState::Waiting => {
-                self.finish(call, CallOutcome::Failed(FailReason::Cancelled), host);
+            CallState::Waiting | CallState::Idle => {
+                self.finish(now, call, CallOutcome::Failed(FailReason::Cancelled), host);
             }
             CallState::Sent { server, .. } => {
                 let message = RpcMessage::Cancel {
@@ -420,7 +441,7 @@ impl Rpc {
                 };
                 let deadline = now + self.settings.message_timeout;
                 self.send(now, server, &message, deadline, host);
-                self.finish(call, CallOutcome::Unknown(FailReason::Cancelled), host);
+                self.finish(now, call, CallOutcome::Unknown(FailReason::Cancelled), host);
             }
         }
         true
@@ -463,7 +484,7 @@ impl Rpc {
         host: &mut impl RpcHost,
     ) {
         if self.shut_down {
-            self.finish(id, CallOutcome::Failed(FailReason::Shutdown), host);
+            self.finish(now, id, CallOutcome::Failed(FailReason::Shutdown), host);
             return;
         }
         loop {
@@ -480,7 +501,7 @@ impl Rpc {
                 };
                 match call.failure {
                     Some(reason) if !waits => {
-                        self.finish(id, CallOutcome::Failed(reason), host);
+                        self.finish(now, id, CallOutcome::Failed(reason), host);
                     }
                     _ => {
                         if first {
@@ -492,7 +513,7 @@ impl Rpc {
                 return;
             };
             if server == self.settings.own && !self.settings.allow_self_calls {
-                self.finish(id, CallOutcome::Failed(FailReason::SelfCall), host);
+                self.finish(now, id, CallOutcome::Failed(FailReason::SelfCall), host);
                 return;
             }
             if self.send_request(now, id, server, host) {
@@ -545,10 +566,11 @@ impl Rpc {
         let bytes = encode(&mut self.encoder, &request);
         if let Ok(msg) = host.send(now, server, wire::RPC_MSG_TYPE, bytes, call.deadline) {
             self.calls.sent(id, server, msg, now);
+            self.request_sent(now, id);
             true
         } else {
             // Provably not sent: the caller tries another server.
-            self.attempt_ended(server, super::server_outcome::failure(FailReason::NoRoute));
+            self.note_server(server, super::server_outcome::failure(FailReason::NoRoute));
             self.calls.tried(id, server, FailReason::NoRoute);
             false
         }
@@ -570,39 +592,37 @@ impl Rpc {
         let _refused = host.send(now, to, wire::RPC_MSG_TYPE, bytes, deadline);
     }
 
-    /// Ends the open call `id` with `outcome` and reports it.
-    pub(super) fn finish(&mut self, id: CallId, outcome: CallOutcome, host: &mut impl RpcHost) {
-        self.finish_with(id, outcome, CallMetadata::new(), host);
+    /// Ends the open call `id`'s attempt with `outcome` (see [`finish_with`](Self::finish_with)).
+    pub(super) fn finish(
+        &mut self,
+        now: Instant,
+        id: CallId,
+        outcome: CallOutcome,
+        host: &mut impl RpcHost,
+    ) {
+        self.finish_with(now, id, outcome, CallMetadata::new(), host);
     }
 
-    /// Ends the open call `id` with `outcome` and the reply's `metadata`, and reports it.
+    /// Ends the open call `id`'s attempt with `outcome` and the reply's `metadata`: the call
+    /// reports it, or is retried, or waits for its hedge ([`super::hedge`]).
     pub(super) fn finish_with(
         &mut self,
+        now: Instant,
         id: CallId,
         outcome: CallOutcome,
         metadata: CallMetadata,
         host: &mut impl RpcHost,
     ) {
-        if let Some(call) = self.calls.close(id) {
-            let server = match call.state {
-                CallState::Sent { server, .. } => Some(server),
-                CallState::Waiting => None,
-            };
-            if let Some(server) = server {
-                self.attempt_ended(server, super::server_outcome::verdict(&outcome));
-            }
-            host.output(RpcOutput::CallDone {
-                call: id,
-                outcome,
-                server,
-                metadata,
-            });
+        if let Some(CallState::Sent { server, .. }) = self.calls.get(id).map(|c| c.state) {
+            self.note_server(server, super::server_outcome::verdict(&outcome));
         }
+        self.attempt_ended(now, id, outcome, metadata, host);
     }
 
     /// The earliest RPC deadline.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        crate::time::earliest(self.calls.next_deadline(), self.serving.next_deadline())
+        let calls = crate::time::earliest(self.calls.next_deadline(), self.serving.next_deadline());
+        crate::time::earliest(calls, self.retrying.next_deadline())
     }
 
     /// Takes every pending input ([`RpcHost::next_input`]), including the ones taking them
@@ -626,7 +646,7 @@ impl Rpc {
                 Some(CallState::Waiting) => CallOutcome::Failed(FailReason::Shutdown),
                 _ => CallOutcome::Unknown(FailReason::Shutdown),
             };
-            self.finish(id, outcome, host);
+            self.finish(now, id, outcome, host);
         }
     }
 

@@ -153,10 +153,12 @@
 
 mod broadcast;
 mod calls;
+mod hedge;
 mod input;
 mod machine;
 mod metadata;
 mod server_outcome;
+pub mod retry;
 mod serving;
 
 #[cfg(test)]
@@ -164,6 +166,9 @@ mod tests;
 
 #[cfg(test)]
 mod machine_tests;
+
+#[cfg(test)]
+mod retry_tests;
 
 #[cfg(test)]
 mod metadata_tests;
@@ -270,6 +275,14 @@ pub struct CallSpec {
     pub parent: Option<RequestId>,
     /// What the handler reads in [`IncomingRequest::metadata`] (trace context, ...).
     pub metadata: CallMetadata,
+    /// Whether the call may run more than once: retried after any failed attempt (not
+    /// only one proven unexecuted), and allowed to hedge ([`retry`]).
+    pub idempotent: bool,
+    /// Send a second request to another server if no reply came this long after the
+    /// first (idempotent calls only); `None`: no hedge.
+    pub hedge_after: Option<Duration>,
+    /// Most attempts, the first included; `None` = `Config::rpc_retry.max_attempts`.
+    pub max_attempts: Option<u32>,
 }
 
 impl CallSpec {
@@ -284,6 +297,9 @@ impl CallSpec {
             grace: None,
             parent: None,
             metadata: CallMetadata::new(),
+            idempotent: false,
+            hedge_after: None,
+            max_attempts: None,
         }
     }
 
@@ -319,6 +335,27 @@ impl CallSpec {
     #[must_use]
     pub fn metadata(mut self, metadata: CallMetadata) -> CallSpec {
         self.metadata = metadata;
+        self
+    }
+
+    /// Marks the call idempotent (it may run more than once): see [`retry`].
+    #[must_use]
+    pub fn idempotent(mut self, idempotent: bool) -> CallSpec {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Hedges the call after `delay` without a reply (idempotent calls only).
+    #[must_use]
+    pub fn hedge_after(mut self, delay: Duration) -> CallSpec {
+        self.hedge_after = Some(delay);
+        self
+    }
+
+    /// At most `attempts` attempts (1: no retry).
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: u32) -> CallSpec {
+        self.max_attempts = Some(attempts);
         self
     }
 }
@@ -482,6 +519,9 @@ pub enum CallError {
     /// The node was shut down.
     #[error("the node is shut down")]
     Shutdown,
+    /// `hedge_after` on a call not marked idempotent: a hedge runs the call twice.
+    #[error("only an idempotent call may be hedged")]
+    HedgeNotIdempotent,
 }
 
 /// Why `reply` (or `serve`) refused.
@@ -541,4 +581,12 @@ pub struct RpcStats {
     pub bad_messages: u64,
     /// Broadcasts started.
     pub broadcasts: u64,
+    /// Retries made (after a backoff; [`retry`]).
+    pub retries: u64,
+    /// Hedge requests sent.
+    pub hedges: u64,
+    /// Retries and hedges not made for want of retry budget.
+    pub budget_exhausted: u64,
+    /// Losing attempts of hedged calls withdrawn or cancelled when the other won.
+    pub hedge_cancels: u64,
 }

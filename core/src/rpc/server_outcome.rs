@@ -61,7 +61,7 @@ pub(super) const fn verdict(outcome: &CallOutcome) -> Option<bool> {
 impl Rpc {
     /// An attempt at `server` ended: noted for the host (see the [module docs](self)) unless
     /// `verdict` is `None`.
-    pub(super) fn attempt_ended(&mut self, server: NodeId, verdict: Option<bool>) {
+    pub(super) fn note_server(&mut self, server: NodeId, verdict: Option<bool>) {
         if let Some(ok) = verdict {
             self.ended_attempts.push((server, ok));
         }

@@ -143,6 +143,9 @@ pub(crate) struct LoadArgs {
     /// Each call's wait for a server of the method (with --method) [default: 15s].
     #[arg(long, value_name = "D", value_parser = crate::duration::parse_duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<std::time::Duration>,
+    /// Retries and hedging of each call (with --method).
+    #[command(flatten)]
+    pub(crate) retry: super::retry::RetryArgs,
     /// Serve the load node's /metrics, /status, /healthz and /readyz here while it runs; a bare PORT
     /// binds 127.0.0.1.
     #[arg(long, value_name = "[HOST:]PORT", value_parser = admin_addr)]

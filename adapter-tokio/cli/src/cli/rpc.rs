@@ -63,6 +63,9 @@ pub(crate) struct CallArgs {
     /// never beyond --timeout].
     #[arg(long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<Duration>,
+    /// Retries and hedging.
+    #[command(flatten)]
+    pub(crate) retry: super::retry::RetryArgs,
     /// How the client joins the tree.
     #[command(flatten)]
     pub(crate) join: JoinArgs,

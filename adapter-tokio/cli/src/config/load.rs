@@ -201,6 +201,7 @@ impl LoadOptions {
             grace: args
                 .grace
                 .map_or_else(|| file_duration("grace", file.grace), |g| Ok(Some(g)))?,
+            retry: args.retry.clone(),
         };
         let work = match args.method.or(file.method) {
             Some(method) => {
@@ -228,6 +229,7 @@ impl LoadOptions {
                     ("payload", call_flags.payload.is_some()),
                     ("timeout", call_flags.timeout.is_some()),
                     ("grace", call_flags.grace.is_some()),
+                    ("idempotent", call_flags.retry.any()),
                 ];
                 if let Some((field, _)) = call_only.iter().find(|(_, given)| *given) {
                     return Err(CliError::invalid(*field, "only used with method"));
@@ -322,6 +324,7 @@ impl LoadOptions {
         if upstream.is_none() && core.topology_policy == TopologyPolicy::default() {
             core.topology_policy.allow_direct_connection = true;
         }
+        args.retry.configure(&mut core);
         let admin = args.admin.or(file.admin);
         if !keys.is_empty() {
             core.cluster_keys = keys;
@@ -409,6 +412,7 @@ mod tests {
             payload: None,
             timeout: None,
             grace: None,
+            retry: crate::cli::RetryArgs::default(),
             admin: None,
             admin_token_file: None,
             config: None,
@@ -643,6 +647,7 @@ mod tests {
             payload: None,
             timeout: None,
             grace: None,
+            retry: crate::cli::RetryArgs::default(),
             admin: None,
             admin_token_file: None,
             config: Some(path),
@@ -683,6 +688,7 @@ mod tests {
                 concurrency: 8,
                 timeout: None,
                 grace: Some(Duration::from_millis(300)),
+                retry: crate::cli::RetryArgs::default(),
             })
         );
 

@@ -36,6 +36,8 @@ pub(crate) struct CallLoad {
     pub(crate) timeout: Option<Duration>,
     /// Each call's wait for a server (`None` = the core's `rpc_grace`).
     pub(crate) grace: Option<Duration>,
+    /// Each call's retries and hedging.
+    pub(crate) retry: crate::cli::RetryArgs,
 }
 
 /// The call flags, merged over the config file by the caller.
@@ -57,6 +59,8 @@ pub(crate) struct CallFlags {
     pub(crate) timeout: Option<Duration>,
     /// `grace`.
     pub(crate) grace: Option<Duration>,
+    /// `idempotent`, `max_attempts`, `hedge_after` (`retry_budget` shapes the node).
+    pub(crate) retry: crate::cli::RetryArgs,
 }
 
 impl CallLoad {
@@ -96,6 +100,7 @@ impl CallLoad {
             concurrency,
             timeout: flags.timeout,
             grace: flags.grace,
+            retry: flags.retry,
         })
     }
 }
@@ -159,6 +164,7 @@ mod tests {
                 concurrency: 1,
                 timeout: None,
                 grace: None,
+                retry: crate::cli::RetryArgs::default(),
             }
         );
         let keyed = CallLoad::resolve(CallFlags {

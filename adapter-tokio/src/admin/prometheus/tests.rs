@@ -198,6 +198,18 @@ switchboard_rpc_dropped_replies_total 0
 # HELP switchboard_rpc_bad_messages_total RPC messages that did not decode.
 # TYPE switchboard_rpc_bad_messages_total counter
 switchboard_rpc_bad_messages_total 0
+# HELP switchboard_rpc_retries_total Call retries made after a backoff.
+# TYPE switchboard_rpc_retries_total counter
+switchboard_rpc_retries_total 0
+# HELP switchboard_rpc_hedges_total Hedge requests sent for calls without a reply by their hedge delay.
+# TYPE switchboard_rpc_hedges_total counter
+switchboard_rpc_hedges_total 0
+# HELP switchboard_rpc_budget_exhausted_total Retries and hedges not made for want of retry budget.
+# TYPE switchboard_rpc_budget_exhausted_total counter
+switchboard_rpc_budget_exhausted_total 0
+# HELP switchboard_rpc_hedge_cancels_total Losing attempts of hedged calls withdrawn or cancelled when the other won.
+# TYPE switchboard_rpc_hedge_cancels_total counter
+switchboard_rpc_hedge_cancels_total 0
 # HELP switchboard_build_info Version, commit and optional features of this build; always 1.
 # TYPE switchboard_build_info gauge
 ";
@@ -448,6 +460,11 @@ fn counted_values_replace_the_zeros_and_new_labels_are_added() {
             "switchboard_rpc_late_replies_total 16",
             "switchboard_rpc_dropped_replies_total 17",
             "switchboard_rpc_bad_messages_total 18",
+            // Added (issue 26): retries, hedges and the retry budget.
+            "switchboard_rpc_retries_total 19",
+            "switchboard_rpc_hedges_total 20",
+            "switchboard_rpc_budget_exhausted_total 21",
+            "switchboard_rpc_hedge_cancels_total 22",
             &build_info_sample(),
         ]
     );

@@ -69,6 +69,9 @@ struct CallEntry {
     deadline: Instant,
     grace_deadline: Instant,
     outcome: Option<CallOutcome>,
+    /// Most handler runs allowed: 1, or its attempts for an idempotent call (retries and
+    /// hedges may run it again).
+    max_runs: usize,
 }
 
 /// One broadcast the workload made, and its report once it came.
@@ -123,6 +126,7 @@ impl CallLedger {
         payload: Bytes,
         deadline: Instant,
         grace_deadline: Instant,
+        max_runs: usize,
     ) {
         self.totals.calls += 1;
         self.calls.insert(
@@ -133,6 +137,7 @@ impl CallLedger {
                 deadline,
                 grace_deadline,
                 outcome: None,
+                max_runs,
             },
         );
         self.tags.insert(tag, key);
@@ -163,12 +168,20 @@ impl CallLedger {
             return None;
         };
         self.totals.executed += 1;
+        let max_runs = (self.tags.get(&tag))
+            .and_then(|key| self.calls.get(key))
+            .map_or(1, |e| e.max_runs);
         let runs = self.executed.entry(tag).or_default();
         runs.push((server, life));
-        if runs.len() > 1 {
+        if runs.len() > max_runs {
             let runs = format!("{runs:?}");
+            let allowed = if max_runs == 1 {
+                String::from("once")
+            } else {
+                format!("its {max_runs} allowed")
+            };
             self.violations.push(format!(
-                "the handler of call tag {tag} ran more than once: {runs}"
+                "the handler of call tag {tag} ran more than {allowed}: {runs}"
             ));
         }
         if let Some(key) = self.tags.get(&tag)
@@ -219,7 +232,7 @@ impl CallLedger {
                 if *bytes != entry.payload {
                     problems.push(String::from("replied with bytes its handler never sent"));
                 }
-                if runs != 1 {
+                if runs == 0 || runs > entry.max_runs {
                     problems.push(format!("replied but its handler ran {runs} times"));
                 }
             }

@@ -199,17 +199,37 @@ impl Chaos {
         self.rpc.next_tag += 1;
         let tag = self.rpc.next_tag;
         let payload = tagged(tag, CALL_MAGIC, usize::from(key % 32));
-        let spec = CallSpec::new(method(m), payload.clone())
+        let mut spec = CallSpec::new(method(m), payload.clone())
             .select(select)
             .timeout(timeout)
             .grace(grace)
             .metadata(request_metadata(tag));
+        // Every call may be retried (when provably unexecuted); a third are idempotent
+        // (retried after any failure), half of those hedged.
+        let idempotent = key % 3 == 0;
+        if idempotent {
+            spec = spec.idempotent(true);
+            if key % 2 == 0 {
+                spec = spec.hedge_after(Duration::from_millis(20 + u64::from(timing % 8) * 40));
+            }
+        }
+        let max_runs = if idempotent {
+            // The simulated nodes run the default retry settings.
+            crate::rpc::retry::RetryConfig::default().max_attempts as usize
+        } else {
+            1
+        };
         let now = self.sim.now();
         let life = self.sim.life(from);
         if let Ok(id) = self.sim.act(from, |node, now| node.call(now, spec)) {
-            self.rpc
-                .ledger
-                .on_call((from, life, id), tag, payload, now + timeout, now + grace);
+            self.rpc.ledger.on_call(
+                (from, life, id),
+                tag,
+                payload,
+                now + timeout,
+                now + grace,
+                max_runs,
+            );
         }
         // Outcomes reported inside `call` (a self-call) are read by the next check.
     }

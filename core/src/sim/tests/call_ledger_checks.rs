@@ -33,7 +33,7 @@ fn key(call: u64) -> CallKey {
 /// Call `n` (tag `n`) made at 0 with deadline 1,000 ms and grace deadline 250 ms.
 fn call(ledger: &mut CallLedger, n: u64) -> Bytes {
     let payload = tagged(n, CALL_MAGIC, 3);
-    ledger.on_call(key(n), n, payload.clone(), at(1_000), at(250));
+    ledger.on_call(key(n), n, payload.clone(), at(1_000), at(250), 1);
     payload
 }
 
@@ -138,6 +138,7 @@ fn an_open_call_of_a_live_caller_past_its_deadline_is_a_violation_once() {
         tagged(3, CALL_MAGIC, 0),
         at(1_000),
         at(1_000),
+        1,
     );
     ledger.check_deadlines(at(1_000), |_, _| true);
     assert_eq!(ledger.take_violations(), none());
@@ -206,6 +207,7 @@ fn every_call_and_broadcast_of_a_live_life_has_its_outcome_at_the_end() {
         tagged(2, CALL_MAGIC, 0),
         at(1_000),
         at(1_000),
+        1,
     );
     ledger.on_broadcast(
         (CALLER, 0, BroadcastId(1)),
@@ -317,4 +319,25 @@ fn a_delivery_after_the_report_is_caught_by_the_check_at_the_end() {
         "{v:?}"
     );
     assert!(v[1].contains("0x3 received it 1 times"), "{v:?}");
+}
+
+/// An idempotent call may run as often as it has attempts (retries, hedges), no more; a
+/// call that is not runs once.
+#[test]
+fn an_idempotent_call_may_run_once_per_attempt() {
+    let mut ledger = CallLedger::default();
+    let payload = tagged(7, CALL_MAGIC, 3);
+    ledger.on_call(key(7), 7, payload.clone(), at(1_000), at(250), 2);
+    assert_eq!(ledger.on_request(SERVER, 0, at(5), &payload), Some(7));
+    assert_eq!(ledger.on_request(OTHER, 0, at(6), &payload), Some(7));
+    ledger.on_done(
+        CALLER,
+        0,
+        at(7),
+        CallId(7),
+        CallOutcome::Reply(payload.clone()),
+    );
+    assert_eq!(ledger.take_violations(), none());
+    assert_eq!(ledger.on_request(SERVER, 0, at(8), &payload), Some(7));
+    one(&mut ledger, "ran more than its 2 allowed");
 }
