@@ -6,9 +6,12 @@
 
 use switchboard_benches::select_report::{Figures, ejection, modes, retry};
 
+/// A section of the report: its name and what fills its figures.
+type Section = (&'static str, fn(&mut Figures));
+
 fn main() {
     let mut report = Figures::new();
-    let sections: [(&str, fn(&mut Figures)); 3] = [
+    let sections: [Section; 3] = [
         ("modes", modes::run),
         ("ejection", ejection::run),
         ("retry", retry::run),
