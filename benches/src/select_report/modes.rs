@@ -146,7 +146,10 @@ fn maglev_against_ring(out: &mut Figures) {
     };
     let maglev_hashed = per_hashed(&|hash| table.lookup_hash(hash));
     let ring_hashed = per_hashed(&|hash| ring.lookup_hash(hash));
-    out.insert("maglev_lookup_hashed_ns".into(), json!(round4(maglev_hashed)));
+    out.insert(
+        "maglev_lookup_hashed_ns".into(),
+        json!(round4(maglev_hashed)),
+    );
     out.insert("ring_lookup_hashed_ns".into(), json!(round4(ring_hashed)));
     let (maglev_moved, ring_moved) = moved_by_one_removal(&table, &ring);
     // A table ten times larger (the paper's 655,373) over 50 of the removals: how the extra
