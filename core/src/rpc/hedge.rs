@@ -79,7 +79,7 @@ impl Retrying {
         Retrying {
             config,
             budget: RetryBudget::new(&config),
-            rng: Rng::new(seed ^ 0x7265_7472_79),
+            rng: Rng::new(seed ^ 0x0072_6574_7279),
             wakes: TimerQueue::new(),
             hedges_open: 0,
         }

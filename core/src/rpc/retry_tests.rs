@@ -112,7 +112,7 @@ fn a_call_makes_at_most_five_attempts_on_the_backoff_schedule() {
     let mut expected = Vec::new();
     let mut t = at(0);
     for backoff in BACKOFFS_NS {
-        t = t + Duration::from_nanos(backoff);
+        t += Duration::from_nanos(backoff);
         expected.push(t);
     }
     assert_eq!(instants, expected);

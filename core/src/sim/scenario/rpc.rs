@@ -206,10 +206,10 @@ impl Chaos {
             .metadata(request_metadata(tag));
         // Every call may be retried (when provably unexecuted); a third are idempotent
         // (retried after any failure), half of those hedged.
-        let idempotent = key % 3 == 0;
+        let idempotent = key.is_multiple_of(3);
         if idempotent {
             spec = spec.idempotent(true);
-            if key % 2 == 0 {
+            if key.is_multiple_of(2) {
                 spec = spec.hedge_after(Duration::from_millis(20 + u64::from(timing % 8) * 40));
             }
         }
