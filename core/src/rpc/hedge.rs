@@ -52,6 +52,12 @@ pub(crate) struct Attempts {
     pub(crate) last: Option<CallOutcome>,
     /// Whether an ended attempt may have run (the call never ends `Failed` then).
     pub(crate) maybe_executed: bool,
+    /// The servers the call's own request (its wire id) may have run at: a retry never goes
+    /// back to one, whose duplicate memory would drop it unanswered.
+    pub(crate) ran_at: Vec<crate::ids::NodeId>,
+    /// The server of the call's last ended attempt (what its `CallDone` names when the call
+    /// ends between attempts).
+    pub(crate) last_server: Option<crate::ids::NodeId>,
 }
 
 /// The machine's retry state: settings, budget, jitter, and the wake-ups of calls due a
@@ -136,6 +142,14 @@ impl Rpc {
             return;
         };
         let head = call.attempts.head.unwrap_or(id);
+        if let CallState::Sent { server, .. } = call.state
+            && let Some(call) = self.calls.get_mut(head)
+        {
+            call.attempts.last_server = Some(server);
+            if id == head && matches!(outcome, CallOutcome::Unknown(_)) {
+                call.attempts.ran_at.push(server);
+            }
+        }
         if !ends_the_call(&outcome) && self.absorbed(now, id, head, &outcome) {
             return;
         }
@@ -229,9 +243,13 @@ impl Rpc {
         metadata: CallMetadata,
         host: &mut impl RpcHost,
     ) {
-        let server = match self.calls.get(id).map(|c| c.state) {
-            Some(CallState::Sent { server, .. }) => Some(server),
-            _ => None,
+        let server = match self.calls.get(id) {
+            Some(Call {
+                state: CallState::Sent { server, .. },
+                ..
+            }) => Some(*server),
+            Some(call) => call.attempts.last_server,
+            None => None,
         };
         let Some(call) = self.calls.get(head) else {
             return;
@@ -308,8 +326,8 @@ impl Rpc {
         }
     }
 
-    /// The idle call `head`'s retry is due: a server it did not try yet (else any), or the
-    /// call ends with its last outcome.
+    /// The idle call `head`'s retry is due: a server it did not try yet (else any it tried
+    /// whose attempt provably did not run), or the call ends with its last outcome.
     fn retry_now(&mut self, now: Instant, head: CallId, host: &mut impl RpcHost) {
         let mut cleared = false;
         loop {
@@ -317,7 +335,8 @@ impl Rpc {
             if pick.is_none() && !cleared {
                 cleared = true;
                 if let Some(call) = self.calls.get_mut(head) {
-                    call.tried.clear();
+                    // Every server tried: again, but never one the request may have run at.
+                    call.tried.clone_from(&call.attempts.ran_at);
                 }
                 pick = self.pick_for(head, None, host);
             }
@@ -325,7 +344,8 @@ impl Rpc {
             let Some(server) = usable else {
                 let last = self.calls.get(head).and_then(|c| c.attempts.last.clone());
                 let last = last.unwrap_or(CallOutcome::Failed(FailReason::NotAvailable));
-                self.finish(now, head, last, host);
+                // Ends here: no server to retry at is not a failed attempt to retry again.
+                self.report(now, head, head, last, CallMetadata::new(), host);
                 return;
             };
             if self.send_request(now, head, server, host) {

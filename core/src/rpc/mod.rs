@@ -157,8 +157,8 @@ mod hedge;
 mod input;
 mod machine;
 mod metadata;
-mod server_outcome;
 pub mod retry;
+mod server_outcome;
 mod serving;
 
 #[cfg(test)]

@@ -207,6 +207,34 @@ fn only_an_idempotent_call_is_retried_after_its_server_died() {
     }
 }
 
+/// The only server acknowledged the request, then its stream was abandoned: the call may
+/// have run there, and the server remembers its id (a request with it again would be dropped
+/// as a duplicate, unanswered). The idempotent call's retry finds no other server at its
+/// backoff and ends at that instant with the last outcome, sending nothing more.
+#[test]
+fn a_retry_never_resends_the_request_to_a_server_it_may_have_run_at() {
+    let mut rpc = machine(&[]);
+    let mut host = Script {
+        servers: vec![S1],
+        ..Script::default()
+    };
+    let spec = CallSpec::new("echo", Bytes::new()).idempotent(true);
+    let call = rpc.call(at(0), spec, &mut host).unwrap();
+    let msg = host.sent[0].msg;
+    host.inputs.push_back(RpcInput::Outcome {
+        msg,
+        outcome: Outcome::Unknown(FailReason::StreamAbandoned),
+    });
+    rpc.settle(at(10), &mut host);
+    assert!(host.outputs.is_empty());
+    let retry_at = at(10) + Duration::from_nanos(BACKOFFS_NS[0]);
+    assert_eq!(rpc.next_deadline(), Some(retry_at));
+    rpc.handle_timeout(retry_at, &mut host);
+    assert_eq!(destinations(&host), [S1]);
+    let abandoned = CallOutcome::Unknown(FailReason::StreamAbandoned);
+    assert_eq!(host.outputs, [done_by(call, abandoned, S1)]);
+}
+
 /// A hedge needs an idempotent call.
 #[test]
 fn hedging_a_call_not_marked_idempotent_is_refused() {
