@@ -3,6 +3,7 @@
 //! stderr naming the field and exit with code 2, before anything is started.
 
 use std::{
+    io::Read,
     path::Path,
     process::{Command, Output, Stdio},
     time::{Duration, Instant},
@@ -12,7 +13,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 /// Bound on one run of the binary (it exits at once on bad input).
 const RUN_LIMIT: Duration = Duration::from_secs(30);
 
-/// Runs the binary with `args`, killing it if it outlives [`RUN_LIMIT`].
+/// Runs the binary with `args`, killing it if it outlives [`RUN_LIMIT`]. Its stdout and
+/// stderr are read while it runs (a completion script is larger than a pipe's buffer: left
+/// unread, the child would block on its write and never exit).
 fn run(args: &[&str]) -> Output {
     let mut child = Command::new(BIN)
         .args(args)
@@ -24,16 +27,31 @@ fn run(args: &[&str]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn the switchboard binary");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            pipe.read_to_end(&mut bytes)
+                .expect("read the child's output");
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
     let deadline = Instant::now() + RUN_LIMIT;
-    loop {
-        if child.try_wait().expect("poll the child").is_some() {
-            return child.wait_with_output().expect("collect the output");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
         }
         if Instant::now() >= deadline {
             child.kill().expect("kill the stuck child");
             panic!("switchboard {args:?} did not exit within {RUN_LIMIT:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("the stdout reader"),
+        stderr: stderr.join().expect("the stderr reader"),
     }
 }
 

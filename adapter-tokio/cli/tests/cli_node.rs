@@ -170,6 +170,12 @@ fn a_fresh_node_serves_metrics_and_status_and_stops_on_sigterm() {
             "switchboard_rpc_broadcasts_total 0",
             "switchboard_rpc_budgets_capped_total 0",
             "switchboard_rpc_overloaded_total 0",
+            // Added (issue 26): outlier ejection's counters and gauge.
+            "switchboard_outlier_ejections_total 0",
+            "switchboard_outlier_ejections_refused_total 0",
+            "switchboard_outlier_restored_total 0",
+            "switchboard_outlier_probes_failed_total 0",
+            "switchboard_outlier_ejected 0",
             // Added (issue 24): the core's RpcStats.
             "switchboard_rpc_lookups_total 0",
             "switchboard_rpc_moved_total 0",
