@@ -2,7 +2,7 @@
 //! node's retry budget (Finagle's `RetryBudget`, tower's `TpsBudget`).
 //!
 //! - **What is retried.** An attempt that ended with an outcome proving its request was
-//!   never executed ([`unexecuted`]): refused at once, shed (`Overloaded`), a queue full,
+//!   never executed (`unexecuted`): refused at once, shed (`Overloaded`), a queue full,
 //!   no route. A call marked idempotent ([`CallSpec::idempotent`](super::CallSpec::idempotent))
 //!   is also retried after an attempt that may have run ([`CallOutcome::Unknown`]: its server
 //!   died or restarted), at another server when there is one. Never after the caller's own

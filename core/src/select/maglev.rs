@@ -53,7 +53,8 @@ struct Permutation {
     skip: u32,
 }
 
-/// A Maglev lookup table over a set of nodes (see the [module docs](self)).
+/// A Maglev lookup table over a set of nodes (see the [`select`](crate::select) module docs;
+/// its population and costs are described in `select/maglev.rs`).
 ///
 /// ```
 /// use switchboard_core::{ids::NodeId, select::MaglevTable};

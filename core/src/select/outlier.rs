@@ -119,7 +119,7 @@ impl Server {
     }
 }
 
-/// Per-server outlier state: see the [module docs](self).
+/// Per-server outlier state: see [`select`](crate::select) and `select/outlier.rs`.
 ///
 /// ```
 /// use switchboard_core::{Instant, NodeId, config::OutlierConfig, select::Outliers};
