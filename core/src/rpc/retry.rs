@@ -98,21 +98,25 @@ impl RetryConfig {
     }
 }
 
+/// The reasons an attempt's end may be retried for: as `Failed` they prove the request never
+/// ran; as `Unknown` (it may have run) only an idempotent call is retried.
+const fn retried_reason(reason: FailReason) -> bool {
+    matches!(
+        reason,
+        FailReason::QueueFull
+            | FailReason::NoRoute
+            | FailReason::TargetGone
+            | FailReason::TargetRestarted
+            | FailReason::StreamAbandoned
+            | FailReason::Overloaded
+    )
+}
+
 /// Whether an attempt that ended `outcome` proves its request was never executed and may be
 /// sent again (after a backoff): see the [module docs](self).
 #[must_use]
 pub(crate) const fn unexecuted(outcome: &CallOutcome) -> bool {
-    matches!(
-        outcome,
-        CallOutcome::Failed(
-            FailReason::QueueFull
-                | FailReason::NoRoute
-                | FailReason::TargetGone
-                | FailReason::TargetRestarted
-                | FailReason::StreamAbandoned
-                | FailReason::Overloaded
-        )
-    )
+    matches!(outcome, CallOutcome::Failed(reason) if retried_reason(*reason))
 }
 
 /// Whether an attempt of a call (`idempotent` or not) that ended `outcome` may be retried.
@@ -120,17 +124,7 @@ pub(crate) const fn unexecuted(outcome: &CallOutcome) -> bool {
 pub(crate) const fn retryable(outcome: &CallOutcome, idempotent: bool) -> bool {
     unexecuted(outcome)
         || (idempotent
-            && matches!(
-                outcome,
-                CallOutcome::Unknown(
-                    FailReason::QueueFull
-                        | FailReason::NoRoute
-                        | FailReason::TargetGone
-                        | FailReason::TargetRestarted
-                        | FailReason::StreamAbandoned
-                        | FailReason::Overloaded
-                )
-            ))
+            && matches!(outcome, CallOutcome::Unknown(reason) if retried_reason(*reason)))
 }
 
 /// The node's retry budget: see the [module docs](self).
