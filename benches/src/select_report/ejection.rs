@@ -23,7 +23,7 @@ use serde_json::json;
 use switchboard_core::{
     CallSpec, Config, Duration, Instant, NodeId, RpcOutput,
     config::OutlierConfig,
-    sim::{Sim, sim_addr, topology_info},
+    sim::{Sim, topology_info},
 };
 
 use super::Figures;
@@ -61,14 +61,7 @@ struct Run {
 }
 
 fn config(id: u64, upstream: u64, outlier: OutlierConfig) -> Config {
-    let mut c = Config::new(NodeId(id), format!("node-{id:x}"));
-    c.reconnect_jitter_percent = 0;
-    c.upstream = NodeId(upstream);
-    if upstream != 0 {
-        c.upstream_address = sim_addr(NodeId(upstream));
-    }
-    c.listen = vec![sim_addr(NodeId(id))];
-    c.topology_policy.allow_direct_connection = true;
+    let mut c = super::sim_node_config(id, upstream);
     c.set_outlier(outlier);
     c
 }

@@ -22,7 +22,7 @@ use switchboard_core::{
     ids::NodeId,
     rng::Rng,
     rpc::{CallId, CallSpec, RequestId, RpcOutput, retry::RetryConfig},
-    sim::{Sim, sim_addr, topology_info},
+    sim::{Sim, topology_info},
     time::{Duration, Instant},
 };
 
@@ -149,14 +149,7 @@ fn name(id: u64) -> String {
 }
 
 fn config(id: u64, upstream: u64, retry: RetryConfig) -> Config {
-    let mut c = Config::new(NodeId(id), name(id));
-    c.reconnect_jitter_percent = 0;
-    c.upstream = NodeId(upstream);
-    if upstream != 0 {
-        c.upstream_address = sim_addr(NodeId(upstream));
-    }
-    c.listen = vec![sim_addr(NodeId(id))];
-    c.topology_policy.allow_direct_connection = true;
+    let mut c = super::sim_node_config(id, upstream);
     c.suspicion_timeout = Duration::from_secs(600);
     c.rng_seed = 26;
     c.rpc_retry = retry;
