@@ -1,7 +1,7 @@
 //! The embedded registry's perimeter on real loopback TCP: connection caps (the connection
 //! over a cap is closed at once and counted; a freed slot is taken by the next client at
 //! once) and a frame announced larger than a registration may be, refused from its header
-//! with the figures.
+//! with the figures; a goodbye followed by a reset removes its node (never protects it).
 
 mod support;
 
@@ -305,4 +305,85 @@ async fn a_thousand_hostile_connections_leave_room_for_a_real_node() {
         (2, 1_025, 1_023)
     );
     registry.kill();
+}
+
+/// Bytes written on the loopback connection from local `port` that its peer has not
+/// acknowledged yet (`tx_queue` of `/proc/net/tcp`); `None` if it is not listed.
+fn unacked(port: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let local_port = fields.get(1)?.rsplit_once(':')?.1;
+        if u16::from_str_radix(local_port, 16).ok()? != port {
+            return None;
+        }
+        let tx_queue = fields.get(4)?.split_once(':')?.0;
+        u64::from_str_radix(tx_queue, 16).ok()
+    })
+}
+
+/// A node that says `Bye{Shutdown}` behind five megabytes of heartbeats, and resets its
+/// connection (it drops it with changes the registry pushed still unread) once every byte
+/// reached the registry's host, is removed, never protected: the registry reads on to the
+/// goodbye although its answers to the heartbeats fail to write once the reset arrived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goodbye_followed_by_a_reset_removes_the_node_without_protection() {
+    init_logs();
+    let registry = registry(ConnectionCaps::default()).await;
+    let addr = registry.local_addr();
+    let (leaving, _) = register(addr, 1).await;
+    let mut others = Vec::new();
+    for id in 2..=41 {
+        others.push(register(addr, id).await.0);
+    }
+    let mut bytes = Vec::new();
+    for sequence in 0..200_000 {
+        let beat = wire::Heartbeat { epoch: 0, sequence };
+        wire::encode(&beat.into(), &mut bytes).expect("encodable");
+    }
+    let bye = wire::Bye {
+        reason: wire::ByeReason::Shutdown,
+    };
+    wire::encode(&bye.into(), &mut bytes).expect("encodable");
+    let mut leaving = leaving.into_std().expect("a std stream");
+    leaving.set_nonblocking(false).expect("blocking");
+    let port = leaving.local_addr().expect("local address").port();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        leaving.write_all(&bytes).expect("write the goodbye");
+        // Every byte acknowledged by the registry's host before the reset: nothing of the
+        // goodbye is discarded with the send queue.
+        for _ in 0..500 {
+            if unacked(port) == Some(0) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            unacked(port),
+            Some(0),
+            "the registry's host took every byte"
+        );
+        // The 40 `Put`s of the others are unread: this drop resets the connection.
+        drop(leaving);
+    })
+    .await
+    .expect("the writer");
+    let metrics = wait_metrics(&registry, "the goodbye handled", |m| {
+        m.removals + m.nodes_protected == 1
+    })
+    .await;
+    assert_eq!(
+        (
+            metrics.nodes_live,
+            metrics.nodes_protected,
+            metrics.removals
+        ),
+        (40, 0, 1)
+    );
+    let listed: Vec<u64> = (registry.entries().await.iter())
+        .map(|e| e.discovery.id.0)
+        .collect();
+    assert_eq!(listed, (2..=41).collect::<Vec<u64>>());
+    drop(others);
 }

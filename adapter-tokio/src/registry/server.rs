@@ -560,10 +560,14 @@ impl ServerTask {
         }
         let (read, write) = stream.into_boxed_split();
         let (writer, queue) = mpsc::unbounded_channel();
-        let events = self.events_tx.clone();
+        // A failed write does not close the connection: the peer's reset that failed it also
+        // ends the reader, which reports the close only after the bytes that arrived before
+        // it (a client's `Bye{Shutdown}` must not be overtaken by the close, or the node it
+        // removes would go into protection instead). A reader that never ends is closed by
+        // the heartbeat timeout.
         self.tasks.spawn(async move {
             if let Err(e) = net::write_loop(write, queue).await {
-                let _ = events.send(ConnEvent::Closed(conn, e.to_string())).await;
+                debug!(conn = conn.0, error = %e, "registry write failed; the reader reports the close");
             }
         });
         let reader = self.tasks.spawn(net::read_loop(
