@@ -46,6 +46,13 @@ use crate::{
     transport::{Stream, Transport},
 };
 
+/// At most this many queued connection events are handled before a due deadline (the
+/// capacity of the events channel: everything the readers handed over).
+const EVENTS_BEFORE_TIMEOUT: usize = EVENTS_CAPACITY;
+
+/// Capacity of the channel the connection tasks report to the registry loop on.
+const EVENTS_CAPACITY: usize = 1024;
+
 /// How long a graceful stop waits for the writers to flush.
 const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -259,7 +266,7 @@ pub async fn spawn_registry_capped(
     let server = RegistryServer::new(config, seed ^ net::entropy());
     let epoch = server.epoch();
     let (control, control_rx) = mpsc::channel(16);
-    let (events_tx, events_rx) = mpsc::channel(1024);
+    let (events_tx, events_rx) = mpsc::channel(EVENTS_CAPACITY);
     let task = ServerTask {
         clock: Clock::start(),
         server,
@@ -437,6 +444,14 @@ impl ServerTask {
                     None => control_open = false,
                 },
                 () = net::sleep_until(deadline) => {
+                    // What the readers already handed over arrived before this deadline: a
+                    // heartbeat queued behind a busy moment refreshes its connection before
+                    // the silence timer looks at it.
+                    for _ in 0..EVENTS_BEFORE_TIMEOUT {
+                        let Ok(event) = events.try_recv() else { break };
+                        self.on_event(event);
+                        self.drain();
+                    }
                     let now = self.clock.now();
                     self.server.handle_timeout(now);
                 }

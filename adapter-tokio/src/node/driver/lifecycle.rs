@@ -8,7 +8,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
 use super::{
-    Driver, FLUSH_TIMEOUT, UNREGISTER_TIMEOUT, accounting,
+    Driver, FLUSH_TIMEOUT, UNREGISTER_GRACE, UNREGISTER_TIMEOUT, accounting,
     accounting::Counters,
     links::{LINK_EVENT_CAPACITY, Links},
 };
@@ -178,26 +178,24 @@ impl Driver {
         let now = self.clock.now();
         self.node.shutdown(now);
         self.drain();
-        if let Some(mut feed) = self.feed.take() {
-            let (tx, mut rx) = oneshot::channel();
+        if let Some(feed) = self.feed.take() {
+            let (tx, rx) = oneshot::channel();
             if feed.commands.send(FeedCommand::Shutdown(tx)).await.is_ok() {
-                // Keep taking the backend's events so it is never blocked on a full feed.
-                let wait = async {
-                    loop {
-                        tokio::select! {
-                            _ = &mut rx => return,
-                            event = feed.events.recv() => if event.is_none() { return },
-                        }
-                    }
-                };
-                if tokio::time::timeout(UNREGISTER_TIMEOUT, wait)
+                let mut unregistered = Box::pin(until_unregistered(feed, rx));
+                if tokio::time::timeout(UNREGISTER_TIMEOUT, &mut unregistered)
                     .await
                     .is_err()
                 {
+                    // A busy backend (or registry) is still on its way to the goodbye: it
+                    // goes on in the background, holding the feed — a dropped feed ends the
+                    // backend at once, without `Bye`, and the registry would protect the
+                    // node instead of removing it.
                     warn!(
                         id = self.node.id().0,
-                        "registry backend did not confirm the unregister"
+                        "registry backend did not confirm the unregister within {UNREGISTER_TIMEOUT:?}; \
+                         it goes on in the background"
                     );
+                    tokio::spawn(tokio::time::timeout(UNREGISTER_GRACE, unregistered));
                 }
             }
         }
@@ -261,4 +259,15 @@ pub(super) fn answer_after_stop(commands: &mut mpsc::Receiver<Command>, driver: 
         }
     }
     driver.posters.flush();
+}
+
+/// Waits until the registry backend confirms the unregister (`done`), taking its events
+/// meanwhile so it is never blocked on a full feed, and holding the feed until then.
+async fn until_unregistered(mut feed: Feed, mut done: oneshot::Receiver<()>) {
+    loop {
+        tokio::select! {
+            _ = &mut done => return,
+            event = feed.events.recv() => if event.is_none() { return },
+        }
+    }
 }

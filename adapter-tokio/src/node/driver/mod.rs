@@ -75,6 +75,9 @@ const BURST: usize = 256;
 const LOW_INBOX_ROOM: usize = 4096;
 /// How long a graceful shutdown waits for the registry backend to unregister.
 const UNREGISTER_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long an unregister the graceful shutdown stopped waiting for may go on in the
+/// background.
+const UNREGISTER_GRACE: Duration = Duration::from_secs(30);
 /// How long a graceful shutdown waits for the link writers to flush.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
