@@ -109,12 +109,16 @@ impl Records {
             pid: config.pid,
             labels: config.labels.clone(),
         };
+        let mut discovery = DiscoverySet::with_ring(RingConfig {
+            points_per_node: config.ring_points_per_node,
+            mode: config.ring_hash_mode,
+        });
+        // Every ring read of a node passes through `settled_rings`: a registry burst is
+        // rebuilt once at the next pick, not merged change by change.
+        discovery.set_ring_burst_deferral(true);
         Records {
             own: config.id,
-            discovery: DiscoverySet::with_ring(RingConfig {
-                points_per_node: config.ring_points_per_node,
-                mode: config.ring_hash_mode,
-            }),
+            discovery,
             topology: TopologyRegistry::with_own(config.id, config.upstream, own),
             revisions: Revisions::default(),
             departed: Departed::new(config.send_grace),

@@ -312,6 +312,18 @@ impl DiscoverySet {
         &self.rings
     }
 
+    /// The rings, their points brought up to date first ([`RingSet::settle`]): how an owner
+    /// that turned burst deferral on reads them.
+    pub fn settled_rings(&mut self) -> &RingSet {
+        self.rings.settle();
+        &self.rings
+    }
+
+    /// Turns the rings' burst deferral on or off ([`RingSet::set_burst_deferral`]).
+    pub fn set_ring_burst_deferral(&mut self, on: bool) {
+        self.rings.set_burst_deferral(on);
+    }
+
     /// Registers a metadata filter and returns its ring handle (a filter pass over the
     /// default ring, no hashing; registering the same filter twice returns the same handle).
     pub fn add_filter(&mut self, filter: Filter) -> FilterId {

@@ -158,7 +158,7 @@ impl Node {
             return Err(SendError::InvalidTarget);
         }
         let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
-        let rings = Among::of(self.records.discovery.rings(), filter);
+        let rings = Among::of(self.records.discovery.settled_rings(), filter);
         let endpoints = &self.endpoints;
         let load = |id: NodeId| endpoints.outstanding(id);
         (self.selector)

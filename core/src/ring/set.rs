@@ -1,5 +1,7 @@
 //! The rings of a discovery set: the default ring plus one ring per registered metadata filter,
-//! kept up to date incrementally and eagerly (a lookup never rebuilds).
+//! kept up to date incrementally and eagerly (a lookup never rebuilds) — unless the owner
+//! turns burst deferral on ([`RingSet::set_burst_deferral`]): then a burst of more than
+//! 32 (`DEFER_AFTER`) changes with no read among them is rebuilt once, at the next read.
 //!
 //! Every ring shares the default ring's member slots, so a filter ring is a subsequence of the
 //! default ring: it is built by one filter pass over the default ring and updated by merging
@@ -79,7 +81,22 @@ pub struct RingSet {
     /// Old positions of a renamed node (reused).
     old_keys: Vec<u64>,
     empty: Points,
+    /// Burst deferral is on ([`RingSet::set_burst_deferral`]).
+    defer: bool,
+    /// Unread changes past which points go stale (`DEFER_AFTER`; tests lower it).
+    defer_after: u32,
+    /// Membership changes since the rings were last read (or settled).
+    unread: u32,
+    /// Points of the rings were not updated for the changes of a burst: they are rebuilt
+    /// ([`RingSet::settle`]) before anything reads them.
+    stale: bool,
 }
+
+/// With burst deferral on, a burst of more than this many membership changes with no ring
+/// read among them stops updating the rings' points; the next read rebuilds them once.
+/// An incremental change moves about half a ring, a full build costs a few dozen such moves,
+/// so a longer burst is cheaper rebuilt than merged change by change.
+pub(crate) const DEFER_AFTER: u32 = 32;
 
 /// Round-robin order key of a slot.
 fn rr_key(pods: &[i64], members: &Members, slot: u32) -> (i64, NodeId) {
@@ -126,7 +143,79 @@ impl RingSet {
             generation: 0,
             old_keys: Vec::new(),
             empty: Points::default(),
+            defer: false,
+            defer_after: DEFER_AFTER,
+            unread: 0,
+            stale: false,
         }
+    }
+
+    /// Turns burst deferral on or off (off by default). On, a burst of more than
+    /// 32 (`DEFER_AFTER`) membership changes with no ring read among them stops merging each
+    /// change's points; [`settle`](Self::settle) rebuilds the rings once, and must run before
+    /// the rings' points are read ([`ring`](Self::ring) panics on stale points). The member
+    /// table, round-robin orders, filter memberships and update counters stay exact
+    /// throughout. A discovery set's owner turns it on when every read of it passes through
+    /// a settle (the core's `Node` does: a registry burst of 1,000 joins costs one ring build
+    /// at the next pick instead of 1,000 merges, or none if nothing picks by hash).
+    /// Turning it off settles.
+    pub fn set_burst_deferral(&mut self, on: bool) {
+        self.defer = on;
+        if !on {
+            self.settle();
+        }
+    }
+
+    /// Burst deferral past `after` unread changes instead of `DEFER_AFTER` (tests).
+    #[cfg(test)]
+    pub(crate) fn defer_after(&mut self, after: u32) {
+        self.defer = true;
+        self.defer_after = after;
+    }
+
+    /// Whether the rings' points are up to date (always, unless burst deferral left them
+    /// stale: then [`settle`](Self::settle) before reading them).
+    #[must_use]
+    pub fn is_settled(&self) -> bool {
+        !self.stale
+    }
+
+    /// Brings stale points up to date (one full build of the default ring and one filter
+    /// pass per filter ring) and starts a new burst count: the rings are being read.
+    pub fn settle(&mut self) {
+        self.unread = 0;
+        if !self.stale {
+            return;
+        }
+        self.stale = false;
+        let ring = &mut self.ring;
+        let members = &ring.members;
+        ring.slots.clear();
+        ring.slots.extend(
+            (0..members.slot_capacity())
+                .map(|s| u32::try_from(s).expect("slot count fits u32"))
+                .filter(|&s| members.id(s).is_valid()),
+        );
+        ring.points.build(&ring.config, &ring.members, &ring.slots);
+        for sub in self.filters.iter_mut().filter_map(|e| e.ring.as_mut()) {
+            let count = sub.rr.len();
+            let bits = &sub.bits;
+            sub.points
+                .filter_from(&ring.points, count, |s| bit(bits, s));
+        }
+    }
+
+    /// Counts a membership change; whether its points are left for [`settle`](Self::settle)
+    /// (burst deferral on and the burst long enough).
+    fn defer_points(&mut self) -> bool {
+        if !self.defer {
+            return false;
+        }
+        self.unread = self.unread.saturating_add(1);
+        if self.unread > self.defer_after {
+            self.stale = true;
+        }
+        self.stale
     }
 
     /// The rings' configuration.
@@ -201,6 +290,8 @@ impl RingSet {
             return FilterId(u32::try_from(i).expect("filter count fits u32"));
         }
         let id = FilterId(u32::try_from(self.filters.len()).expect("filter count fits u32"));
+        // A filter ring is a pass over the default ring's points: bring them up to date.
+        self.settle();
         let ring = if filter.is_wildcard() {
             None
         } else {
@@ -263,7 +354,15 @@ impl RingSet {
     /// The ring a target names: `None` or a wildcard filter is the default ring; an unknown
     /// id is an empty ring.
     #[must_use]
+    ///
+    /// # Panics
+    ///
+    /// Burst deferral left the points stale and [`settle`](Self::settle) was not called.
     pub fn ring(&self, filter: Option<FilterId>) -> RingView<'_> {
+        assert!(
+            !self.stale,
+            "ring points read while stale: settle() the ring set first"
+        );
         let members = &self.ring.members;
         let config = self.ring.config;
         match filter.map(|f| self.filters.get(f.0 as usize)) {
@@ -405,10 +504,13 @@ impl RingSet {
     /// Puts `slot` (already in the member table, with its metadata and pod set) into the
     /// default ring and every matching filter ring: one point computation for all of them.
     fn enter_all(&mut self, slot: u32) {
+        let deferred = self.defer_points();
         let ring = &mut self.ring;
-        node_keys(&ring.config, &ring.members, slot, &mut ring.keys);
-        ring.points
-            .insert_node(&ring.config, &ring.members, slot, &ring.keys);
+        if !deferred {
+            node_keys(&ring.config, &ring.members, slot, &mut ring.keys);
+            ring.points
+                .insert_node(&ring.config, &ring.members, slot, &ring.keys);
+        }
         ring.updates += 1;
         rr_insert(&mut self.rr, &self.pods, &ring.members, slot);
         let meta = &self.metadata[slot as usize];
@@ -421,8 +523,10 @@ impl RingSet {
                 continue;
             };
             if filter.matches(meta) {
-                sub.points
-                    .insert_node(&ring.config, &ring.members, slot, &ring.keys);
+                if !deferred {
+                    sub.points
+                        .insert_node(&ring.config, &ring.members, slot, &ring.keys);
+                }
                 set_bit(&mut sub.bits, slot, true);
                 rr_insert(&mut sub.rr, &self.pods, &ring.members, slot);
                 sub.updates += 1;
@@ -433,14 +537,19 @@ impl RingSet {
     /// Takes `slot` out of the default ring and every filter ring holding it (member table
     /// untouched): one point computation for all of them.
     fn leave_all(&mut self, slot: u32) {
+        let deferred = self.defer_points();
         let ring = &mut self.ring;
-        node_keys(&ring.config, &ring.members, slot, &mut self.old_keys);
-        ring.points.remove_node(slot, &self.old_keys);
+        if !deferred {
+            node_keys(&ring.config, &ring.members, slot, &mut self.old_keys);
+            ring.points.remove_node(slot, &self.old_keys);
+        }
         ring.updates += 1;
         rr_remove(&mut self.rr, &self.pods, &ring.members, slot);
         for sub in self.filters.iter_mut().filter_map(|e| e.ring.as_mut()) {
             if bit(&sub.bits, slot) {
-                sub.points.remove_node(slot, &self.old_keys);
+                if !deferred {
+                    sub.points.remove_node(slot, &self.old_keys);
+                }
                 set_bit(&mut sub.bits, slot, false);
                 rr_remove(&mut sub.rr, &self.pods, &ring.members, slot);
                 sub.updates += 1;
@@ -468,6 +577,7 @@ impl RingSet {
         if !pod_changed && !meta_changed {
             return;
         }
+        let deferred = self.defer_points();
         let ring = &mut self.ring;
         if pod_changed {
             rr_remove(&mut self.rr, &self.pods, &ring.members, slot);
@@ -487,6 +597,11 @@ impl RingSet {
                 rr_remove(&mut sub.rr, &self.pods, &ring.members, slot);
             }
             if was == now {
+                continue;
+            }
+            if deferred {
+                set_bit(&mut sub.bits, slot, now);
+                sub.updates += 1;
                 continue;
             }
             if !have_keys {
@@ -596,6 +711,9 @@ impl RingSet {
             }
         }
         self.filters = filters;
+        // Every ring was built from scratch: nothing is stale.
+        self.stale = false;
+        self.unread = 0;
         match failed {
             Some(e) => Err(e),
             None => Ok(()),

@@ -91,6 +91,7 @@ enum Op {
         code: u8,
     },
     Rebuild,
+    Settle,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -101,6 +102,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (1u64..=10).prop_map(|id| Op::Remove { id }),
         1 => (0u8..5).prop_map(|code| Op::AddFilter { code }),
         1 => Just(Op::Rebuild),
+        2 => Just(Op::Settle),
     ]
 }
 
@@ -168,13 +170,19 @@ fn check(set: &RingSet, model: &Model, filters: &[(super::FilterId, Filter)], co
     }
 }
 
-fn run(ops: &[Op], mode: HashMode, points_per_node: u32, mask: u64) {
+/// Applies `ops` to a ring set (with burst deferral past `defer` unread changes, if given)
+/// and checks it against the model after every op that leaves it settled, and after every
+/// `Settle`.
+fn run(ops: &[Op], mode: HashMode, points_per_node: u32, mask: u64, defer: Option<u32>) {
     test_hooks::with_position_mask(mask, || {
         let config = RingConfig {
             points_per_node,
             mode,
         };
         let mut set = RingSet::new(config);
+        if let Some(after) = defer {
+            set.defer_after(after);
+        }
         let mut model = Model::new();
         let mut filters: Vec<(super::FilterId, Filter)> = Vec::new();
         for op in ops {
@@ -214,9 +222,14 @@ fn run(ops: &[Op], mode: HashMode, points_per_node: u32, mask: u64) {
                     }))
                     .unwrap();
                 }
+                Op::Settle => set.settle(),
             }
-            check(&set, &model, &filters, config);
+            if set.is_settled() {
+                check(&set, &model, &filters, config);
+            }
         }
+        set.settle();
+        check(&set, &model, &filters, config);
         // The default ring also matches the naive model on the full search battery.
         let members: Vec<(NodeId, String)> = model
             .iter()
@@ -251,7 +264,7 @@ proptest! {
         ppn in prop_oneof![Just(1u32), Just(3), Just(80)],
         mask in masks(),
     ) {
-        run(&ops, HashMode::Fast, ppn, mask);
+        run(&ops, HashMode::Fast, ppn, mask, None);
     }
 }
 
@@ -263,7 +276,7 @@ proptest! {
         ppn in prop_oneof![Just(1u32), Just(3), Just(80)],
         mask in masks(),
     ) {
-        run(&ops, HashMode::LibatappMain, ppn, mask);
+        run(&ops, HashMode::LibatappMain, ppn, mask, None);
     }
 }
 
@@ -275,6 +288,27 @@ proptest! {
         ppn in prop_oneof![Just(2u32), Just(3), Just(80)],
         mask in masks(),
     ) {
-        run(&ops, HashMode::LibatappV012, ppn, mask);
+        run(&ops, HashMode::LibatappV012, ppn, mask, None);
+    }
+}
+
+proptest! {
+    #![proptest_config(config("ring_deferred_bursts", 128))]
+    /// Burst deferral (points left stale past a few unread changes, rebuilt at a settle):
+    /// every settled state equals a fresh build, in every mode.
+    #[test]
+    fn deferred_rings_equal_a_fresh_build_once_settled(
+        ops in proptest::collection::vec(op(), 1..40),
+        ppn in prop_oneof![Just(1u32), Just(3), Just(80)],
+        mask in masks(),
+        mode in prop_oneof![
+            Just(HashMode::Fast),
+            Just(HashMode::LibatappMain),
+            Just(HashMode::LibatappV012),
+        ],
+        after in 0u32..4,
+    ) {
+        let ppn = if mode == HashMode::LibatappV012 { ppn.max(2) } else { ppn };
+        run(&ops, mode, ppn, mask, Some(after));
     }
 }

@@ -4,6 +4,7 @@
 use alloc::{format, string::String, vec, vec::Vec};
 
 use super::{FilterId, RingConfig, RingMember, RingSet, reference::NaiveRing};
+use crate::ring::set::DEFER_AFTER;
 use crate::{
     discovery::{Filter, Metadata},
     hash::{HashMode, test_hooks},
@@ -245,4 +246,99 @@ fn rebuild_equals_incremental_inserts() {
             snap.ring(None).points().map(|p| p.0).collect::<Vec<u64>>()
         );
     }
+}
+
+/// Burst deferral: the first `DEFER_AFTER` unread changes are merged, the next ones leave the
+/// points stale (no hashing at all), and a settle rebuilds them to equal an eager set's; a
+/// change-read-change-read stream never goes stale.
+#[test]
+fn a_deferred_burst_hashes_nothing_past_the_threshold_and_settles_to_the_eager_rings() {
+    let config = RingConfig {
+        points_per_node: 80,
+        mode: HashMode::LibatappMain,
+    };
+    let mut eager = RingSet::new(config);
+    let mut lazy = RingSet::new(config);
+    lazy.set_burst_deferral(true);
+    let game = lazy.add_filter(kind_filter("game"));
+    let eager_game = eager.add_filter(kind_filter("game"));
+    let member = |i: u64| {
+        (
+            format!("m-{i}"),
+            kind(["game", "gate", ""][(i % 3) as usize]),
+        )
+    };
+    for i in 1..=DEFER_AFTER as u64 {
+        let (name, meta) = member(i);
+        lazy.insert(RingMember::new(NodeId(i), &name), &meta)
+            .unwrap();
+        eager
+            .insert(RingMember::new(NodeId(i), &name), &meta)
+            .unwrap();
+    }
+    assert!(
+        lazy.is_settled(),
+        "the first DEFER_AFTER changes are merged"
+    );
+    let (sets0, murmur0) = (test_hooks::point_sets(), test_hooks::murmur_calls());
+    for i in DEFER_AFTER as u64 + 1..=200 {
+        let (name, meta) = member(i);
+        lazy.insert(RingMember::new(NodeId(i), &name), &meta)
+            .unwrap();
+    }
+    lazy.remove(NodeId(7));
+    lazy.update_metadata(NodeId(8), &kind("game"));
+    assert_eq!(
+        (test_hooks::point_sets(), test_hooks::murmur_calls()),
+        (sets0, murmur0),
+        "a stale burst hashes nothing"
+    );
+    assert!(!lazy.is_settled());
+    for i in DEFER_AFTER as u64 + 1..=200 {
+        let (name, meta) = member(i);
+        eager
+            .insert(RingMember::new(NodeId(i), &name), &meta)
+            .unwrap();
+    }
+    eager.remove(NodeId(7));
+    eager.update_metadata(NodeId(8), &kind("game"));
+    // Counters, members and round-robin orders stayed exact while stale.
+    assert_eq!(lazy.ring_updates(), eager.ring_updates());
+    assert_eq!(
+        lazy.ring_updates_of(Some(game)),
+        eager.ring_updates_of(Some(eager_game))
+    );
+    assert_eq!(lazy.len(), 199);
+    lazy.settle();
+    assert!(lazy.is_settled());
+    for (ours, theirs) in [(None, None), (Some(game), Some(eager_game))] {
+        assert!(
+            lazy.ring(ours).points().eq(eager.ring(theirs).points()),
+            "{ours:?}"
+        );
+        assert_eq!(
+            lazy.ring(ours).node_count(),
+            eager.ring(theirs).node_count()
+        );
+    }
+    // Steady state: a read between changes keeps every change merged.
+    for i in 300..400u64 {
+        let (name, meta) = member(i);
+        lazy.insert(RingMember::new(NodeId(i), &name), &meta)
+            .unwrap();
+        lazy.settle();
+        assert!(lazy.is_settled());
+    }
+}
+
+/// Reading stale points is a bug of the caller, caught loudly.
+#[test]
+#[should_panic(expected = "ring points read while stale")]
+fn reading_stale_points_panics() {
+    let mut set = RingSet::new(RingConfig::default());
+    set.defer_after(0);
+    let name = String::from("a");
+    set.insert(RingMember::new(NodeId(1), &name), &Metadata::default())
+        .unwrap();
+    let _ = set.ring(None);
 }

@@ -84,7 +84,15 @@ pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
         known: set.len(),
         client_view,
         discovery_set,
-        rings: set.rings().memory_bytes(),
+        // Burst deferral may have left the points stale (smaller than they will be): count
+        // them as the next pick will build them.
+        rings: if set.rings().is_settled() {
+            set.rings().memory_bytes()
+        } else {
+            let mut settled = set.rings().clone();
+            settled.settle();
+            settled.memory_bytes()
+        },
     })
 }
 
