@@ -31,6 +31,10 @@ use tokio::{
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
 /// A writer stops gathering queued chunks into one write past this many bytes.
 pub(crate) const WRITE_BATCH: usize = 256 * 1024;
+/// Buffers of one registry connection: its reader asks for this much at once and its writer
+/// keeps at most this much gathering room between bursts. A registry holds a connection per
+/// node, each mostly idle: with a link's buffers a thousand of them held over 100 MiB.
+pub(crate) const REGISTRY_BUFFER: usize = 8 * 1024;
 /// How long a dial may take before it counts as failed.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Pending connections a listener keeps.
@@ -134,18 +138,21 @@ pub(crate) fn hostname() -> String {
     host_name([proc.as_deref(), env.as_deref()])
 }
 
-/// Reads `read` until end of stream or an error; each chunk goes out as `bytes(chunk)`, the
-/// end as `closed(reason)`. Returns early when the owner dropped the channel.
+/// Reads `read` until end of stream or an error, asking the socket for `chunk` bytes at once
+/// (an idle reader holds at most that much buffer); each chunk read goes out as
+/// `bytes(chunk)`, the end as `closed(reason)`. Returns early when the owner dropped the
+/// channel.
 pub(crate) async fn read_loop<E>(
     mut read: impl AsyncRead + Unpin,
     events: mpsc::Sender<E>,
     bytes: impl Fn(Bytes) -> E,
     closed: impl FnOnce(String) -> E,
+    chunk: usize,
 ) {
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut buf = BytesMut::with_capacity(chunk);
     let reason = loop {
-        if buf.capacity() < READ_CHUNK / 4 {
-            buf.reserve(READ_CHUNK);
+        if buf.capacity() < chunk / 4 {
+            buf.reserve(chunk);
         }
         match read.read_buf(&mut buf).await {
             Ok(0) => break String::from("end of stream"),
@@ -160,15 +167,31 @@ pub(crate) async fn read_loop<E>(
     let _ = events.send(closed(reason)).await;
 }
 
-/// Writes what the owner queues on `queue`, gathering every chunk already queued into one
-/// write; when the owner drops the queue, writes the rest and shuts the write half down.
+/// Writes what the owner queues on `queue` (a link's writer: see `write_loop_keeping`).
 ///
 /// # Errors
 ///
 /// The first write error (the owner learns of it from the returned value).
+#[cfg(feature = "tls")]
 pub(crate) async fn write_loop(
+    write: impl AsyncWrite + Unpin,
+    queue: mpsc::UnboundedReceiver<Bytes>,
+) -> io::Result<()> {
+    write_loop_keeping(write, queue, 4 * WRITE_BATCH).await
+}
+
+/// Writes what the owner queues on `queue`, gathering every chunk already queued into one
+/// write; when the owner drops the queue, writes the rest and shuts the write half down.
+/// Keeps at most `keep` bytes of gathering room after a write (a larger batch buffer is
+/// given back).
+///
+/// # Errors
+///
+/// The first write error (the owner learns of it from the returned value).
+pub(crate) async fn write_loop_keeping(
     mut write: impl AsyncWrite + Unpin,
     mut queue: mpsc::UnboundedReceiver<Bytes>,
+    keep: usize,
 ) -> io::Result<()> {
     let mut batch: Vec<u8> = Vec::new();
     while let Some(first) = queue.recv().await {
@@ -184,7 +207,7 @@ pub(crate) async fn write_loop(
                     }
                 }
                 write.write_all(&batch).await?;
-                if batch.capacity() > 4 * WRITE_BATCH {
+                if batch.capacity() > keep {
                     batch = Vec::new();
                 }
             }
@@ -199,7 +222,7 @@ pub(crate) async fn write_loop(
 /// itself without reordering anything.
 pub(crate) type WrittenCounter = std::sync::Arc<std::sync::atomic::AtomicU64>;
 
-/// Like [`write_loop`], for a write half its owner may also write to directly (see
+/// Like `write_loop_keeping`, for a write half its owner may also write to directly (see
 /// [`WrittenCounter`]): waits for readiness and uses `try_write` (which takes `&self`), and
 /// adds what it wrote to `written` after each chunk. When the owner drops the queue the loop
 /// ends; the write half shuts down when its last holder drops it.

@@ -301,7 +301,7 @@ impl ClientTask {
         let (writer, queue) = mpsc::unbounded_channel();
         let events = self.events_tx.clone();
         self.tasks.spawn(async move {
-            if let Err(e) = net::write_loop(write, queue).await {
+            if let Err(e) = net::write_loop_keeping(write, queue, net::REGISTRY_BUFFER).await {
                 let _ = events
                     .send(ConnEvent::Closed(generation, e.to_string()))
                     .await;
@@ -313,6 +313,7 @@ impl ClientTask {
             events,
             move |b| ConnEvent::Bytes(generation, b),
             move |reason| ConnEvent::Closed(generation, reason),
+            net::REGISTRY_BUFFER,
         ));
         self.conn = Some(Conn {
             generation,

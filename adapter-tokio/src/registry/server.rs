@@ -581,7 +581,7 @@ impl ServerTask {
         // removes would go into protection instead). A reader that never ends is closed by
         // the heartbeat timeout.
         self.tasks.spawn(async move {
-            if let Err(e) = net::write_loop(write, queue).await {
+            if let Err(e) = net::write_loop_keeping(write, queue, net::REGISTRY_BUFFER).await {
                 debug!(conn = conn.0, error = %e, "registry write failed; the reader reports the close");
             }
         });
@@ -590,6 +590,7 @@ impl ServerTask {
             self.events_tx.clone(),
             move |b| ConnEvent::Bytes(conn, b),
             move |reason| ConnEvent::Closed(conn, reason),
+            net::REGISTRY_BUFFER,
         ));
         self.conns.insert(
             conn,

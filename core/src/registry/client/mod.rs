@@ -83,6 +83,10 @@ use crate::{
     },
 };
 
+/// Output queue slots kept once the queue is drained; a larger queue (a snapshot's) is
+/// given back.
+const KEPT_OUTPUT_CAPACITY: usize = 64;
+
 /// Where the connection is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -587,7 +591,14 @@ impl RegistryClient {
 
     /// The next thing to do; drain after every call.
     pub fn poll_output(&mut self) -> Option<ClientOutput> {
-        self.out.pop_front()
+        let output = self.out.pop_front();
+        if output.is_none() && self.out.capacity() > KEPT_OUTPUT_CAPACITY {
+            // A snapshot queued two outputs per listed node (records inline): give that room
+            // back once it is drained, so a thousand clients in one process do not each keep
+            // a snapshot's worth of queue.
+            self.out = VecDeque::new();
+        }
+        output
     }
 
     /// Publishes a new topology record (e.g. an upstream switch): sent as an `Update` now if
