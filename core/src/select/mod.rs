@@ -19,9 +19,10 @@
 //!   `b` beats `a` exactly when `load(b) × weight(a) < load(a) × weight(b)`.
 //! - [`Select::Maglev`] — the key's slot in the ring's [`MaglevTable`] (Maglev hashing: O(1)
 //!   lookup, balanced to one slot, few keys moved by a change).
-//! - [`Select::Bounded`] — the key's ring owner unless its load is at the bound
-//!   `⌈c × (total load + 1) / n⌉`, then the next distinct node clockwise under it
-//!   (consistent hashing with bounded loads, [`load_bound`]).
+//! - [`Select::Bounded`] — the key's ring owner unless one more request would put it above
+//!   `c ×` the mean load (Envoy's test, [`load_bound`]), then the next distinct node
+//!   clockwise that passes; when none can, the first of the least loaded clockwise
+//!   (consistent hashing with bounded loads).
 //!
 //! # State
 //!

@@ -108,19 +108,22 @@ fn maglev_falls_back_past_an_excluded_owner() {
 }
 
 #[test]
-fn the_load_bound_is_the_ceiling_of_c_times_the_mean_with_the_new_request() {
-    // ⌈1.25 × 11 / 4⌉ = ⌈3.4375⌉.
-    assert_eq!(load_bound(125, 10, 4), 4);
-    assert_eq!(load_bound(125, 0, 4), 1);
+fn the_load_bound_is_the_floor_of_c_times_the_mean_with_the_new_request() {
+    // ⌊1.25 × 11 / 4⌋ = ⌊3.4375⌋.
+    assert_eq!(load_bound(125, 10, 4), 3);
+    assert_eq!(load_bound(125, 0, 4), 0);
     assert_eq!(load_bound(100, 7, 4), 2);
     assert_eq!(load_bound(100, 8, 3), 3);
-    assert_eq!(load_bound(125, 0, 0), 2);
+    assert_eq!(load_bound(125, 0, 0), 1);
+    // 1.25 × 400 / 4 exactly: a node at 124 passes (125 after), one at 125 does not.
+    assert_eq!(load_bound(125, 399, 4), 125);
     assert_eq!(load_bound(u32::MAX, u64::MAX, 1), u64::MAX);
 }
 
 /// With every load 0 the key goes to its ring owner; with the owner at the bound, to the
-/// next distinct node clockwise under it (each spill counted); an owner excluded by a retry
-/// is passed over without counting a spill.
+/// next distinct node clockwise under it (each spill counted), or, when no node is under it,
+/// to the first of the least loaded clockwise; an owner excluded by a retry is passed over
+/// without counting a spill.
 #[test]
 fn bounded_takes_the_owner_until_it_is_at_the_bound_then_walks_clockwise() {
     let (set, game) = set();
@@ -140,17 +143,21 @@ fn bounded_takes_the_owner_until_it_is_at_the_bound_then_walks_clockwise() {
         sel.pick(&select, among, &mut Rng::new(1), load, excluded)
     };
     assert_eq!(pick(&mut sel, &|_| 0, &[]), Some(owner));
-    // Owner 3 of total 3 over 4 nodes: bound ⌈1.25 × 4 / 4⌉ = 2; 3 is at it.
+    // Owner 3 of total 3 over 4 nodes: bound ⌊1.25 × 4 / 4⌋ = 1; the others, at 0, under it.
     let hot = |id: NodeId| if id == owner { 3 } else { 0 };
     assert_eq!(pick(&mut sel, &hot, &[]), Some(second));
-    // Owner 1 of total 1: bound ⌈1.25 × 2 / 4⌉ = 1: at the bound too.
+    // Owner 1 of total 1: bound ⌊1.25 × 2 / 4⌋ = 0, nobody under it: the least loaded.
     let warm = |id: NodeId| u32::from(id == owner);
     assert_eq!(pick(&mut sel, &warm, &[]), Some(second));
-    // Owner 4 and the second 4 of total 8: bound ⌈1.25 × 9 / 4⌉ = 3.
+    // Owner and second 1 of total 2: bound 0, nobody under it; the first of the least
+    // loaded clockwise is the third.
+    let pair = |id: NodeId| u32::from(id == owner || id == second);
+    assert_eq!(pick(&mut sel, &pair, &[]), Some(third));
+    // Owner 4 and the second 4 of total 8: bound ⌊1.25 × 9 / 4⌋ = 2.
     let two_hot = |id: NodeId| if id == owner || id == second { 4 } else { 0 };
     assert_eq!(pick(&mut sel, &two_hot, &[]), Some(third));
-    assert_eq!(sel.stats().bounded_spills, 3);
-    // Owner 1 of total 6: bound ⌈1.25 × 7 / 4⌉ = 3, under it.
+    assert_eq!(sel.stats().bounded_spills, 4);
+    // Owner 1 of total 6: bound ⌊1.25 × 7 / 4⌋ = 2, under it.
     let spread = |id: NodeId| {
         if id == owner {
             1
@@ -160,11 +167,11 @@ fn bounded_takes_the_owner_until_it_is_at_the_bound_then_walks_clockwise() {
     };
     assert_eq!(pick(&mut sel, &spread, &[]), Some(owner));
     assert_eq!(pick(&mut sel, &|_| 0, &[owner]), Some(second));
-    assert_eq!(sel.stats().bounded_spills, 3);
+    assert_eq!(sel.stats().bounded_spills, 4);
     // Everyone but the owner excluded, the owner at the bound: still the owner, no spill.
     assert_eq!(pick(&mut sel, &hot, &[second, third, walk[3]]), Some(owner));
     assert_eq!(pick(&mut sel, &hot, &walk), None);
-    assert_eq!(sel.stats().bounded_spills, 3);
+    assert_eq!(sel.stats().bounded_spills, 4);
 }
 
 #[test]
@@ -177,8 +184,9 @@ fn the_load_factor_comes_from_the_config() {
         filter: Some(game),
     };
     let select = Select::Bounded(Bytes::from_static(key));
-    // Owner 2 of total 2: at 125 % the bound is ⌈1.25 × 3 / 4⌉ = 1; at 300 %, ⌈9 / 4⌉ = 3.
-    let load = |id: NodeId| if id == owner { 2 } else { 0 };
+    // Owner 2, the others 1, total 5: at 125 % the bound is ⌊1.25 × 6 / 4⌋ = 1 (nobody
+    // under it, so a least loaded other node); at 300 %, ⌊18 / 4⌋ = 4.
+    let load = |id: NodeId| if id == owner { 2 } else { 1 };
     let mut tight = Selector::new();
     let mut loose = Selector::with_config(SelectConfig {
         bounded_load_percent: 300,
@@ -257,4 +265,78 @@ fn least_outstanding_compares_load_per_weight_and_keeps_the_first_drawn_on_a_tie
         rng.next_u64();
     }
     assert!(firsts.contains(&NodeId(1)) && firsts.contains(&NodeId(2)));
+}
+
+mod bounded_prop {
+    use alloc::{boxed::Box, format, vec::Vec};
+
+    use proptest::{prelude::*, test_runner::FileFailurePersistence};
+
+    use super::*;
+    use crate::rng::Rng;
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+                "../proptest-regressions/select_bounded.txt",
+            ))),
+            cases: 256,
+            ..ProptestConfig::default()
+        })]
+        /// Against the definition, spelled out over the ring's clockwise distinct nodes: the
+        /// first allowed one whose `(load + 1) × n × 100 ≤ percent × (total + 1)`, else the
+        /// first allowed one of least load; a spill exactly when that is not the owner and
+        /// the owner neither qualified nor was as light as the least loaded allowed node.
+        #[test]
+        fn bounded_picks_the_first_node_clockwise_within_envoys_bound(
+            loads in proptest::collection::vec(0u32..40, 1..12),
+            excluded_mask in any::<u16>(),
+            percent in 100u32..300,
+            key in any::<u32>(),
+        ) {
+            let mut set = RingSet::new(RingConfig::fast());
+            for id in 1..=loads.len() as u64 {
+                let name = format!("n{id}");
+                set.insert(RingMember::new(NodeId(id), &name), &meta("game", None)).unwrap();
+            }
+            let load = |id: NodeId| loads[(id.0 - 1) as usize];
+            let excluded: Vec<NodeId> = (1..=loads.len() as u64)
+                .filter(|id| excluded_mask & (1 << id) != 0)
+                .map(NodeId)
+                .collect();
+            let key = key.to_le_bytes();
+            let mut clockwise = Vec::new();
+            set.ring(None).successors(&key, loads.len(), SearchMode::UNIQUE, &mut clockwise);
+            let n = u128::try_from(loads.len()).unwrap();
+            let total: u128 = loads.iter().map(|&l| u128::from(l)).sum();
+            let passes = |id: NodeId| {
+                (u128::from(load(id)) + 1) * n * 100 <= u128::from(percent) * (total + 1)
+            };
+            let allowed: Vec<NodeId> =
+                clockwise.iter().copied().filter(|id| !excluded.contains(id)).collect();
+            let least = allowed.iter().map(|&id| load(id)).min();
+            let owner = clockwise[0];
+            let expected = allowed.iter().copied().find(|&id| passes(id)).or_else(|| {
+                if allowed.contains(&owner) && Some(load(owner)) == least {
+                    Some(owner)
+                } else {
+                    allowed.iter().copied().find(|&id| Some(load(id)) == least)
+                }
+            });
+            let mut sel = Selector::with_config(SelectConfig {
+                bounded_load_percent: percent,
+                ..SelectConfig::default()
+            });
+            let among = Among { rings: &set, filter: None };
+            let select = Select::Bounded(Bytes::copy_from_slice(&key));
+            let got = sel.pick(&select, among, &mut Rng::new(1), load, &excluded);
+            prop_assert_eq!(got, expected);
+            // An owner no heavier than the least loaded allowed node is not passed over for
+            // its load (only for an exclusion): no spill.
+            let owner_fits = passes(owner)
+                || (!allowed.iter().any(|&id| passes(id)) && Some(load(owner)) <= least);
+            let spill = u64::from(!owner_fits && got.is_some_and(|id| id != owner));
+            prop_assert_eq!(sel.stats().bounded_spills, spill);
+        }
+    }
 }
