@@ -10,7 +10,10 @@
 //!   the key space that changes owner when one node is removed, averaged over removing each
 //!   of the 1,000 in turn, exactly: Maglev's changed slots ÷ 65,537, the ring's removed arcs
 //!   ÷ 2^64 (`maglev_moved_vs_ring` = Maglev ÷ ring; both fractions reported too), and
-//!   the same for a 655,373-slot table over 50 of the removals (`maglev_655373_moved_vs_ring`).
+//!   the same for a 655,373-slot table over 50 of the removals (`maglev_655373_moved_vs_ring`);
+//!   the fewest and most slots a node owns ÷ the mean (`maglev_min_share_of_mean`,
+//!   `maglev_max_share_of_mean`); and the same build, disruption and shares for the stable
+//!   fill (`maglev_stable_*`).
 //! - **Bounded loads under Zipf keys** (virtual time, seeded): 100 nodes, keys drawn from
 //!   10,000 with Zipf(1.1) probabilities, Poisson arrivals at 1 per unit, each request holding
 //!   its node for an exponential time of mean 10,000 units (so 10,000 outstanding on average,
@@ -41,7 +44,7 @@ use switchboard_core::{
     ids::NodeId,
     ring::{Ring, RingConfig, RingMember, RingSet},
     rng::Rng,
-    select::{Among, MaglevTable, Select, SelectConfig, Selector},
+    select::{Among, MaglevFill, MaglevTable, Select, SelectConfig, Selector},
 };
 
 use super::Figures;
@@ -174,6 +177,64 @@ fn maglev_against_ring(out: &mut Figures) {
     out.insert("maglev_moved_fraction".into(), json!(maglev_moved));
     out.insert("ring_moved_fraction".into(), json!(ring_moved));
     out.insert("maglev_table_bytes".into(), json!(table.memory_bytes()));
+    let (low, high) = shares(&table);
+    out.insert("maglev_min_share_of_mean".into(), json!(round4(low)));
+    out.insert("maglev_max_share_of_mean".into(), json!(round4(high)));
+    stable_fill(out, ring_moved);
+}
+
+/// The stable fill ([`MaglevFill::Stable`]) on the same 1,000 nodes: build time (median of
+/// 9), keys moved by one removal over all 1,000 removals ÷ the ring's, and the least and the
+/// most slots a node owns ÷ the mean.
+fn stable_fill(out: &mut Figures, ring_moved: f64) {
+    let ids = || (1..=NODES).map(NodeId);
+    let stable = || {
+        MaglevTable::new(MaglevTable::DEFAULT_SIZE)
+            .expect("a prime")
+            .with_fill(MaglevFill::Stable)
+    };
+    let builds = (0..BUILDS)
+        .map(|_| {
+            let started = Instant::now();
+            let mut table = stable();
+            table.build(ids());
+            black_box(table.node_count());
+            started.elapsed()
+        })
+        .collect();
+    let mut table = stable();
+    table.build(ids());
+    let moved = sampled_moved(&table, NODES);
+    let (low, high) = shares(&table);
+    out.insert(
+        "maglev_stable_build_ns".into(),
+        json!(nanos(median(builds))),
+    );
+    out.insert(
+        "maglev_stable_moved_vs_ring".into(),
+        json!(round4(moved / ring_moved)),
+    );
+    out.insert("maglev_stable_min_share_of_mean".into(), json!(round4(low)));
+    out.insert(
+        "maglev_stable_max_share_of_mean".into(),
+        json!(round4(high)),
+    );
+}
+
+/// The fewest and the most slots a node of `table` owns, each ÷ the mean (size ÷ nodes).
+fn shares(table: &MaglevTable) -> (f64, f64) {
+    let mut owned = std::collections::HashMap::new();
+    for id in table.slots() {
+        *owned.entry(id).or_insert(0u32) += 1;
+    }
+    let mean = f64::from(table.size()) / table.node_count() as f64;
+    let fewest = if owned.len() < table.node_count() {
+        0
+    } else {
+        owned.values().copied().min().unwrap_or(0)
+    };
+    let most = owned.values().copied().max().unwrap_or(0);
+    (f64::from(fewest) / mean, f64::from(most) / mean)
 }
 
 const LARGE_SIZE: u32 = 655_373;
@@ -183,7 +244,9 @@ const LARGE_SAMPLES: u64 = 50;
 /// removing every `NODES / samples`-th node in turn.
 fn sampled_moved(table: &MaglevTable, samples: u64) -> f64 {
     let before: Vec<NodeId> = table.slots().collect();
-    let mut without = MaglevTable::new(table.size()).expect("a prime");
+    let mut without = MaglevTable::new(table.size())
+        .expect("a prime")
+        .with_fill(table.fill());
     let mut changed = 0u64;
     for gone in (1..=NODES).step_by((NODES / samples) as usize) {
         without.build((1..=NODES).filter(|&id| id != gone).map(NodeId));

@@ -214,6 +214,11 @@ pub struct Config {
     /// prime up to 2^24. Default 65,537 (the Maglev paper's and Envoy's). Key
     /// `maglev_table_size`.
     pub maglev_table_size: u32,
+    /// How Maglev tables are filled: `"balanced"` (the paper's: every node owns `⌊M/N⌋` or
+    /// `⌈M/N⌉` slots) or `"stable"` (at most `⌈M/N⌉ + 1` slots each, and a membership change
+    /// moves under twice a ring's share of keys; see
+    /// [`MaglevFill`](crate::select::MaglevFill)). Default `"balanced"`. Key `maglev_fill`.
+    pub maglev_fill: crate::select::MaglevFill,
     /// The bounded-load factor `c` of [`Select::Bounded`](crate::select::Select::Bounded) in
     /// percent of the mean load, at least 100. Default 125 (c = 1.25). Key
     /// `bounded_load_percent`.
@@ -284,6 +289,7 @@ impl Default for Config {
             rpc_retry: crate::rpc::retry::RetryConfig::default(),
             serve: Vec::new(),
             maglev_table_size: crate::select::MaglevTable::DEFAULT_SIZE,
+            maglev_fill: crate::select::MaglevFill::Balanced,
             bounded_load_percent: crate::select::SelectConfig::DEFAULT_BOUNDED_LOAD_PERCENT,
             outlier_ejection: outlier.enabled,
             outlier_consecutive_failures: outlier.consecutive_failures,
@@ -536,6 +542,7 @@ impl Config {
     pub const fn select_config(&self) -> crate::select::SelectConfig {
         crate::select::SelectConfig {
             maglev_table_size: self.maglev_table_size,
+            maglev_fill: self.maglev_fill,
             bounded_load_percent: self.bounded_load_percent,
         }
     }

@@ -434,11 +434,28 @@ fn the_selection_keys_default_to_a_65537_slot_maglev_table_and_a_125_percent_bou
     let c = Config::default();
     assert_eq!((c.maglev_table_size, c.bounded_load_percent), (65_537, 125));
     assert_eq!(c.select_config(), crate::select::SelectConfig::default());
-    let read: Config =
-        serde_json::from_str(r#"{"maglev_table_size":101,"bounded_load_percent":150}"#).unwrap();
+    assert_eq!(c.maglev_fill, crate::select::MaglevFill::Balanced);
+    let read: Config = serde_json::from_str(
+        r#"{"maglev_table_size":101,"maglev_fill":"stable","bounded_load_percent":150}"#,
+    )
+    .unwrap();
     assert_eq!(
-        (read.maglev_table_size, read.bounded_load_percent),
-        (101, 150)
+        (
+            read.maglev_table_size,
+            read.maglev_fill,
+            read.bounded_load_percent
+        ),
+        (101, crate::select::MaglevFill::Stable, 150)
+    );
+    assert_eq!(
+        read.select_config().maglev_fill,
+        crate::select::MaglevFill::Stable
+    );
+    let err = serde_json::from_str::<Config>(r#"{"maglev_fill":"even"}"#).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("unknown variant `even`, expected `balanced` or `stable`"),
+        "{err}"
     );
     for size in [0, 1, 100, 65_536, (1 << 24) + 43] {
         let c = Config {

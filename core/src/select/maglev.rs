@@ -1,25 +1,34 @@
 //! Maglev hashing (Eisenbud et al., NSDI 2016, §3.4): a lookup table of a prime size `M`
-//! whose every slot names a node, filled so that each node owns `⌊M/N⌋` or `⌈M/N⌉` slots. A lookup hashes the key as the ring does
-//! ([`key_hash`]) and reads one slot: O(1), no search.
+//! whose every slot names a node. A lookup hashes the key as the ring does ([`key_hash`]) and
+//! reads one slot: O(1), no search.
 //!
 //! # Population
 //!
 //! Each node has a permutation of the slots, `offset + j × skip (mod M)` for `j = 0, 1, …`,
 //! where `offset = h mod M` and `skip = h' mod (M − 1) + 1` come from the two halves of the
-//! node id's [`key_hash_u64`]; `M` prime makes every permutation visit every slot. The nodes,
-//! in ascending id order, take turns: each claims the next slot of its permutation that is
-//! still empty, until the table is full. So every node claims one slot per round, which is
-//! where the balance bound comes from, and a node's preferred slots do not depend on the
-//! other nodes, so a change moves far fewer keys than a modulo hash — though several times
-//! a ring's share, as the later turns shift (docs/ARCHITECTURE.md §7 has the figures).
+//! node id's [`key_hash_u64`]; `M` prime makes every permutation visit every slot. A node's
+//! preferred slots do not depend on the other nodes. Two fills ([`MaglevFill`]):
+//!
+//! - **Balanced** (the paper's, the default): the nodes, in ascending id order, take turns,
+//!   each claiming the next slot of its permutation that is still empty, until the table is
+//!   full. Every node claims one slot per round, so each owns `⌊M/N⌋` or `⌈M/N⌉` slots. The
+//!   price: a change shifts which node claims what in every later round, so one removal at
+//!   N = 1,000 moves 6.7 × the ring's share of keys (docs/ARCHITECTURE.md §7).
+//! - **Stable**: in round `j` each node *offers* its `j`-th preferred slot and takes it if it
+//!   is empty — it does not hunt on for the next empty one — until it owns `⌈M/N⌉ + 1`
+//!   slots. A slot then goes to the node that prefers it earliest (ties by id) among those
+//!   still under the cap, so a removal moves the removed node's slots and only the few that
+//!   a cap shifts: 1.7 × the ring's share at N = 1,000. No node owns more than `⌈M/N⌉ + 1`
+//!   slots, but some own fewer than `⌊M/N⌋` (the least-served node about 0.78 × the mean at
+//!   N = 1,000, M = 65,537; fewer still when `M/N` is small).
 //!
 //! # Costs
 //!
 //! `4 × M` bytes of table (256 KiB at the default 65,537) plus 36 bytes per node (its
-//! permutation, kept and double-buffered, and its cursor); a build is
-//! about `M × ln(N)` probes over the table's cache lines (see `select-report`'s
-//! `maglev_build_ns`); it reuses its buffers, so a rebuild allocates only when the node
-//! count or the size grows.
+//! permutation, kept and double-buffered, and its cursor; 44 with the stable fill's count and
+//! place in the active list); a build is about `M × ln(N)` probes over the table's cache
+//! lines (see `select-report`'s `maglev_build_ns` and `maglev_stable_build_ns`); it reuses
+//! its buffers, so a rebuild allocates only when the node count or the size grows.
 
 use alloc::vec::Vec;
 
@@ -43,6 +52,22 @@ pub enum MaglevError {
         /// The refused size.
         size: u32,
     },
+}
+
+/// How a [`MaglevTable`] is filled from the nodes' permutations (see `select/maglev.rs`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum MaglevFill {
+    /// The paper's turns: each node owns `⌊M/N⌋` or `⌈M/N⌉` slots; a change moves several
+    /// times a ring's share of keys.
+    #[default]
+    Balanced,
+    /// Offers in preference order, each node capped at `⌈M/N⌉ + 1` slots: a change moves
+    /// less than twice a ring's share; the busiest node owns at most one slot more than
+    /// the balanced fill's, the least served fewer.
+    Stable,
 }
 
 /// One node's permutation: the next slot it tries and its step.
@@ -70,12 +95,16 @@ struct Permutation {
 #[derive(Clone, Debug)]
 pub struct MaglevTable {
     size: u32,
+    fill: MaglevFill,
     /// The nodes in ascending id order, with their permutations (kept between builds: a node
     /// still present keeps its hashed offset and skip).
     nodes: Vec<Permutation>,
     /// Build buffer: the nodes of the next build, and each node's next slot while filling.
     next_nodes: Vec<Permutation>,
     cursors: Vec<u32>,
+    /// Stable fill only: slots each node owns so far, and the nodes still under the cap.
+    counts: Vec<u32>,
+    active: Vec<u32>,
     /// Slot → index into `nodes`.
     table: Vec<u32>,
 }
@@ -107,11 +136,27 @@ impl MaglevTable {
     pub fn default_size() -> MaglevTable {
         MaglevTable {
             size: Self::DEFAULT_SIZE,
+            fill: MaglevFill::Balanced,
             nodes: Vec::new(),
             next_nodes: Vec::new(),
             cursors: Vec::new(),
+            counts: Vec::new(),
+            active: Vec::new(),
             table: Vec::new(),
         }
+    }
+
+    /// This table filled by `fill` from the next build on.
+    #[must_use]
+    pub fn with_fill(mut self, fill: MaglevFill) -> MaglevTable {
+        self.fill = fill;
+        self
+    }
+
+    /// How the table is filled.
+    #[must_use]
+    pub const fn fill(&self) -> MaglevFill {
+        self.fill
     }
 
     /// Whether `size` is a prime no larger than [`Self::MAX_SIZE`] (trial division).
@@ -147,7 +192,7 @@ impl MaglevTable {
     pub fn memory_bytes(&self) -> usize {
         let perm = core::mem::size_of::<Permutation>();
         self.table.capacity() * 4
-            + self.cursors.capacity() * 4
+            + (self.cursors.capacity() + self.counts.capacity() + self.active.capacity()) * 4
             + (self.nodes.capacity() + self.next_nodes.capacity()) * perm
     }
 
@@ -178,7 +223,19 @@ impl MaglevTable {
             };
         }
         core::mem::swap(&mut self.nodes, &mut self.next_nodes);
-        populate(size, &self.nodes, &mut self.cursors, &mut self.table);
+        match self.fill {
+            MaglevFill::Balanced => populate(size, &self.nodes, &mut self.cursors, &mut self.table),
+            MaglevFill::Stable => populate_stable(
+                size,
+                &self.nodes,
+                &mut Buffers {
+                    cursors: &mut self.cursors,
+                    counts: &mut self.counts,
+                    active: &mut self.active,
+                },
+                &mut self.table,
+            ),
+        }
     }
 
     /// The node owning `key`, hashed as the ring hashes keys; `None` when empty.
@@ -221,11 +278,13 @@ impl Selector {
             self.maglev.resize_with(slot + 1, || None);
         }
         let updates = set.ring_updates_of(filter);
-        let size = self.config.maglev_table_size;
+        let (size, fill) = (self.config.maglev_table_size, self.config.maglev_fill);
         let cached = self.maglev[slot].get_or_insert_with(|| CachedMaglev {
             // Never `updates` of a ring: the first use builds.
             updates: u64::MAX,
-            table: MaglevTable::new(size).unwrap_or_else(|_| MaglevTable::default_size()),
+            table: MaglevTable::new(size)
+                .unwrap_or_else(|_| MaglevTable::default_size())
+                .with_fill(fill),
         });
         if cached.updates != updates {
             cached.table.build(set.round_robin_order(filter).ids());
@@ -273,6 +332,51 @@ fn populate(size: u32, nodes: &[Permutation], cursors: &mut Vec<u32>, table: &mu
                 return;
             }
         }
+    }
+}
+
+/// The stable fill's reused buffers.
+struct Buffers<'a> {
+    cursors: &'a mut Vec<u32>,
+    counts: &'a mut Vec<u32>,
+    active: &'a mut Vec<u32>,
+}
+
+/// The stable fill: in each round every node under the cap `⌈size / n⌉ + 1` offers the next
+/// slot of its permutation and takes it if empty (nodes in order), until the table is full.
+/// Ends: while a slot is empty some node is under the cap (`n` capped nodes would own more
+/// than `size` slots), and that node's permutation reaches the slot within `size` rounds.
+fn populate_stable(size: u32, nodes: &[Permutation], buf: &mut Buffers<'_>, table: &mut Vec<u32>) {
+    table.clear();
+    if nodes.is_empty() {
+        return;
+    }
+    table.resize(size as usize, EMPTY);
+    let n = u32::try_from(nodes.len()).expect("a node count fits u32");
+    let cap = size.div_ceil(n) + 1;
+    buf.cursors.clear();
+    buf.cursors.extend(nodes.iter().map(|p| p.offset));
+    buf.counts.clear();
+    buf.counts.resize(nodes.len(), 0);
+    buf.active.clear();
+    buf.active.extend(0..n);
+    let (cursors, counts) = (&mut *buf.cursors, &mut *buf.counts);
+    let mut filled = 0u32;
+    while filled < size {
+        buf.active.retain(|&i| {
+            let i = i as usize;
+            if filled == size {
+                return false;
+            }
+            let c = cursors[i];
+            if table[c as usize] == EMPTY {
+                table[c as usize] = u32::try_from(i).expect("a node index fits u32");
+                counts[i] += 1;
+                filled += 1;
+            }
+            cursors[i] = step(c, nodes[i].skip, size);
+            counts[i] < cap
+        });
     }
 }
 

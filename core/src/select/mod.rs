@@ -72,7 +72,7 @@ use alloc::{string::String, vec::Vec};
 use bytes::Bytes;
 
 pub use bounded::load_bound;
-pub use maglev::{MaglevError, MaglevTable};
+pub use maglev::{MaglevError, MaglevFill, MaglevTable};
 pub use outlier::{OutlierStats, Outliers};
 pub use round_robin::Selector;
 
@@ -230,6 +230,8 @@ pub struct SelectConfig {
     /// Slots of each Maglev table: a prime no larger than [`MaglevTable::MAX_SIZE`]
     /// (`Config::maglev_table_size`; a size that is not one builds the default size).
     pub maglev_table_size: u32,
+    /// How Maglev tables are filled (`Config::maglev_fill`; default [`MaglevFill::Balanced`]).
+    pub maglev_fill: MaglevFill,
     /// The bounded-load factor `c` in percent, at least 100 (`Config::bounded_load_percent`;
     /// below 100 counts as 100).
     pub bounded_load_percent: u32,
@@ -245,6 +247,7 @@ impl Default for SelectConfig {
     fn default() -> SelectConfig {
         SelectConfig {
             maglev_table_size: MaglevTable::DEFAULT_SIZE,
+            maglev_fill: MaglevFill::Balanced,
             bounded_load_percent: SelectConfig::DEFAULT_BOUNDED_LOAD_PERCENT,
         }
     }

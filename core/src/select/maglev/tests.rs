@@ -184,3 +184,93 @@ proptest! {
         );
     }
 }
+
+fn stable_filled(size: u32, nodes: &[Permutation]) -> Vec<u32> {
+    let (mut cursors, mut counts, mut active, mut table) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut buf = Buffers {
+        cursors: &mut cursors,
+        counts: &mut counts,
+        active: &mut active,
+    };
+    populate_stable(size, nodes, &mut buf, &mut table);
+    table
+}
+
+/// The paper's three permutations filled stably (M = 7, cap ⌈7/3⌉ + 1 = 4). B0 prefers 3, 0,
+/// 4, 1, …; B1 0, 2, 4, 6, …; B2 3, 4, 5, …. Round 0: B0 takes 3, B1 takes 0, B2 offers 3
+/// (taken). Round 1: B0 offers 0 (taken), B1 takes 2, B2 takes 4. Round 2: B0 and B1 offer 4
+/// (taken), B2 takes 5. Round 3: B0 takes 1, B1 takes 6 — full.
+#[test]
+fn the_papers_permutations_filled_stably() {
+    let nodes = [perm(1, 3, 4), perm(2, 0, 2), perm(3, 3, 1)];
+    assert_eq!(stable_filled(7, &nodes), vec![1, 0, 1, 0, 2, 2, 1]);
+}
+
+/// A naive model of the stable fill: slot `offset + j × skip` is offered in round `j` (by
+/// multiplication, not by stepping), nodes in order, each until it owns the cap.
+fn stable_model(size: u32, nodes: &[Permutation]) -> Vec<u32> {
+    let mut table = vec![EMPTY; size as usize];
+    let cap = size.div_ceil(nodes.len() as u32) + 1;
+    let mut owned = vec![0u32; nodes.len()];
+    for j in 0..u64::from(size) {
+        for (i, p) in nodes.iter().enumerate() {
+            let slot = ((u64::from(p.offset) + j * u64::from(p.skip)) % u64::from(size)) as usize;
+            if owned[i] < cap && table[slot] == EMPTY {
+                table[slot] = i as u32;
+                owned[i] += 1;
+            }
+        }
+    }
+    table
+}
+
+/// One removal of 1,000 nodes (M = 65,537, the default): the balanced fill moves 6.7 × the
+/// removed node's share of slots, the stable fill 1.7 × — counted exactly, slot by slot,
+/// over eight removals.
+#[test]
+fn the_stable_fill_moves_under_twice_the_removed_share() {
+    let ids: Vec<NodeId> = (1..=1_000u64).map(|i| NodeId(i * 7_919 + 13)).collect();
+    let moved = |fill: MaglevFill| {
+        let mut before = MaglevTable::default_size().with_fill(fill);
+        before.build(ids.iter().copied());
+        let mut total = 0usize;
+        for k in 0..8 {
+            let gone = ids[k * 125];
+            let mut after = before.clone();
+            after.build(ids.iter().copied().filter(|&id| id != gone));
+            total += before
+                .slots()
+                .zip(after.slots())
+                .filter(|(b, a)| b != a)
+                .count();
+        }
+        // Removed share: 8 × 65,537 / 1,000 slots.
+        total as f64 / (8.0 * 65.537)
+    };
+    let (balanced, stable) = (moved(MaglevFill::Balanced), moved(MaglevFill::Stable));
+    assert!(balanced > 5.0, "balanced {balanced}");
+    assert!(stable < 2.0, "stable {stable}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The stable fill equals its naive model, fills every slot, caps every node at
+    /// ⌈M/N⌉ + 1 slots, and does not depend on the order the ids come in.
+    #[test]
+    fn the_stable_fill_is_its_model_full_and_capped(
+        ids in proptest::collection::btree_set(1u64..1_000_000, 1..40),
+        size in prop::sample::select(vec![13u32, 101, 1_009]),
+    ) {
+        let mut table = MaglevTable::new(size).unwrap().with_fill(MaglevFill::Stable);
+        let mut reversed = table.clone();
+        table.build(ids.iter().copied().map(NodeId));
+        reversed.build(ids.iter().rev().copied().map(NodeId));
+        prop_assert_eq!(table.slots().collect::<Vec<_>>(), reversed.slots().collect::<Vec<_>>());
+        prop_assert_eq!(stable_filled(size, &table.nodes), stable_model(size, &table.nodes));
+        prop_assert_eq!(table.slots().count(), size as usize);
+        let cap = size.div_ceil(ids.len() as u32) as usize + 1;
+        prop_assert!(counts(&table).iter().all(|&c| c <= cap), "{:?}", counts(&table));
+    }
+}
