@@ -288,7 +288,7 @@ pub use outcome::{FailReason, Outcome};
 pub use registry::RegistryEvent;
 pub use rpc::{
     BroadcastDone, BroadcastId, BroadcastSpec, CallError, CallId, CallMetadata, CallOutcome,
-    CallSpec, IncomingRequest, MetadataError, ReplyError, RequestId, RpcOutput,
+    CallSpec, HedgeAfter, IncomingRequest, MetadataError, ReplyError, RequestId, RpcOutput,
 };
 pub use select::Select;
 pub use time::{Duration, Instant};

@@ -19,7 +19,7 @@ pub(crate) use cert::CertCommand;
 pub(crate) use cert::{CertCaArgs, CertNodeArgs};
 pub(crate) use client::{Format, JoinArgs, OutputArgs, PayloadArgs};
 pub(crate) use load::LoadArgs;
-pub(crate) use retry::RetryArgs;
+pub(crate) use retry::{RetryArgs, parse_hedge_after};
 pub(crate) use rpc::{BroadcastArgs, CallArgs};
 pub(crate) use send::SendArgs;
 pub(crate) use swarm::SwarmArgs;

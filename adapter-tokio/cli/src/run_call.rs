@@ -153,6 +153,7 @@ impl CallOptions {
         if let Some(grace) = args.grace {
             spec = spec.grace(grace);
         }
+        args.retry.check()?;
         spec = args.retry.spec(spec);
         let mut core = client_core(CALL_ROLE, random, keys, args.join.upstream.or(upstream))?;
         args.retry.configure(&mut core);

@@ -288,14 +288,22 @@ mod tests {
             grace: None,
             retry: crate::cli::RetryArgs {
                 idempotent: true,
-                hedge_after: Some(Duration::from_millis(30)),
+                hedge_after: Some(switchboard_core::HedgeAfter::Delay(Duration::from_millis(
+                    30,
+                ))),
                 ..crate::cli::RetryArgs::default()
             },
         };
         let spec = call_spec(&calls, 7);
         assert_eq!(
             (spec.idempotent, spec.hedge_after, spec.max_attempts),
-            (true, Some(Duration::from_millis(30)), None)
+            (
+                true,
+                Some(switchboard_core::HedgeAfter::Delay(Duration::from_millis(
+                    30
+                ))),
+                None
+            )
         );
         assert_eq!(spec.payload.len(), 12);
         assert_eq!(payload::decode_seq(&spec.payload), Some(7));

@@ -36,6 +36,9 @@ pub(crate) enum CallState {
         delivered: bool,
         /// The server incarnation that acknowledged it (0 before, or when not known).
         server_incarnation: u64,
+        /// When the request was handed to the outbox (its latency runs from here:
+        /// `latency.rs`).
+        sent_at: Instant,
     },
     /// Between attempts: backing off before a retry, or its own attempt ended while its
     /// hedge is still out ([`super::retry`], [`super::hedge`]). Its timer is its deadline.
@@ -204,6 +207,7 @@ impl Calls {
             msg,
             delivered: false,
             server_incarnation: 0,
+            sent_at: now,
         };
         self.by_msg.insert(msg, id);
         *self.by_server.entry(server).or_default() += 1;

@@ -15,29 +15,25 @@
 //! The hedge is sent `hedge_after` after the call's first request, if no reply came by
 //! then, to another server than the first (none left: no hedge); only idempotent calls
 //! hedge (`CallSpec::hedge_after` is refused otherwise); the hedge counts as an attempt and
-//! withdraws from the retry budget like a retry.
+//! withdraws from the retry budget like a retry. `hedge_after` is a fixed delay or the
+//! method's p95 at the instant the request is sent (`latency.rs`: no p95 yet, no hedge).
 
 use alloc::vec::Vec;
 
 use super::{
-    Call, CallId, CallMetadata, CallOutcome, CallState, Rpc, RpcHost, RpcOutput,
+    Call, CallId, CallMetadata, CallOutcome, CallState, HedgeAfter, Rpc, RpcHost, RpcOutput,
+    latency::Latencies,
     retry::{RetryBudget, RetryConfig, retryable},
 };
-use crate::{
-    outcome::FailReason,
-    rng::Rng,
-    time::{Duration, Instant},
-    timer::TimerQueue,
-    wire::RpcMessage,
-};
+use crate::{outcome::FailReason, rng::Rng, time::Instant, timer::TimerQueue, wire::RpcMessage};
 
 /// A call's retry and hedging state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Attempts {
     /// Whether the call may run more than once (`CallSpec::idempotent`).
     pub(crate) idempotent: bool,
-    /// When to hedge after the first request (`CallSpec::hedge_after`).
-    pub(crate) hedge_after: Option<Duration>,
+    /// When to hedge after the call's request (`CallSpec::hedge_after`).
+    pub(crate) hedge_after: Option<HedgeAfter>,
     /// Most attempts (first, retries and hedge).
     pub(crate) max: u32,
     /// Attempts made so far.
@@ -71,6 +67,8 @@ pub(crate) struct Retrying {
     wakes: TimerQueue<CallId>,
     /// Hedge attempts open (they are calls table entries but not calls).
     pub(crate) hedges_open: u64,
+    /// The recent latency of the methods hedged at their p95.
+    pub(crate) latencies: Latencies,
 }
 
 impl Default for Retrying {
@@ -88,6 +86,7 @@ impl Retrying {
             rng: Rng::new(seed ^ 0x0072_6574_7279),
             wakes: TimerQueue::new(),
             hedges_open: 0,
+            latencies: Latencies::default(),
         }
     }
 
@@ -113,17 +112,48 @@ impl Rpc {
         self.retrying.budget.deposit(now);
     }
 
-    /// The open call `id` sent a request at `now`: its hedge is armed if it asks for one.
+    /// A call asks to be hedged at `hedge_after`: a method hedged at its p95 is tracked
+    /// from now on (up to the cap: `latency.rs`).
+    pub(super) fn hedge_asked(&mut self, method: &str, hedge_after: Option<HedgeAfter>) {
+        if hedge_after == Some(HedgeAfter::MethodP95) {
+            self.retrying.latencies.track(method);
+        }
+    }
+
+    /// The open call `id` sent a request at `now`: its hedge is armed if it asks for one
+    /// (at the method's p95: only once the method has one).
     pub(super) fn request_sent(&mut self, now: Instant, id: CallId) {
         let Some(call) = self.calls.get(id) else {
             return;
         };
         let a = &call.attempts;
-        if let (Some(after), None, false) = (a.hedge_after, a.head, a.hedged) {
-            let at = now.saturating_add(after);
-            if at < call.deadline && !self.retrying.wakes.contains(id) {
-                self.retrying.wakes.replace(id, at);
-            }
+        if a.head.is_some() || a.hedged || self.retrying.wakes.contains(id) {
+            return;
+        }
+        let after = match a.hedge_after {
+            Some(HedgeAfter::Delay(delay)) => delay,
+            Some(HedgeAfter::MethodP95) => match self.retrying.latencies.p95(&call.method) {
+                Some(p95) => p95,
+                None => return,
+            },
+            None => return,
+        };
+        let at = now.saturating_add(after);
+        if at < call.deadline {
+            self.retrying.wakes.replace(id, at);
+        }
+    }
+
+    /// The attempt `id` got its reply at `now`: one latency sample of its method, if
+    /// tracked.
+    pub(super) fn reply_arrived(&mut self, now: Instant, id: CallId) {
+        if let Some(Call {
+            method,
+            state: CallState::Sent { sent_at, .. },
+            ..
+        }) = self.calls.get(id)
+        {
+            self.retrying.latencies.replied(method, *sent_at, now);
         }
     }
 

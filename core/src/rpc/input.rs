@@ -101,6 +101,7 @@ impl Rpc {
                 payload: answer,
             } => match self.awaiting(from, caller_incarnation, call) {
                 Some(id) => {
+                    self.reply_arrived(now, id);
                     let outcome = CallOutcome::Reply(payload.slice_ref(answer));
                     let metadata = CallMetadata::from_wire(payload, metadata);
                     self.finish_with(now, id, outcome, metadata, host);

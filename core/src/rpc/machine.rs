@@ -324,6 +324,7 @@ impl Rpc {
                 filter
             }
         };
+        self.hedge_asked(&spec.method, spec.hedge_after);
         let id = self.calls.next_id();
         self.calls.open(
             id,

@@ -155,6 +155,7 @@ mod broadcast;
 mod calls;
 mod hedge;
 mod input;
+mod latency;
 mod machine;
 mod metadata;
 pub mod retry;
@@ -171,6 +172,9 @@ mod machine_tests;
 mod retry_tests;
 
 #[cfg(test)]
+mod hedge_tests;
+
+#[cfg(test)]
 mod metadata_tests;
 
 use alloc::{string::String, vec::Vec};
@@ -179,6 +183,7 @@ use bytes::Bytes;
 
 pub(crate) use broadcast::Broadcasts;
 pub(crate) use calls::{Call, CallState, Calls};
+pub use latency::{LATENCY_METHODS, LATENCY_MIN_SAMPLES, LATENCY_WINDOW};
 #[cfg(test)]
 pub(crate) use machine::RpcSettings;
 pub(crate) use machine::{Rpc, RpcHost, RpcInput};
@@ -278,9 +283,9 @@ pub struct CallSpec {
     /// Whether the call may run more than once: retried after any failed attempt (not
     /// only one proven unexecuted), and allowed to hedge ([`retry`]).
     pub idempotent: bool,
-    /// Send a second request to another server if no reply came this long after the
-    /// first (idempotent calls only); `None`: no hedge.
-    pub hedge_after: Option<Duration>,
+    /// When to send a second request to another server if no reply came by then
+    /// (idempotent calls only): a fixed delay or the method's p95; `None`: no hedge.
+    pub hedge_after: Option<HedgeAfter>,
     /// Most attempts, the first included; `None` = `Config::rpc_retry.max_attempts`.
     pub max_attempts: Option<u32>,
 }
@@ -345,10 +350,19 @@ impl CallSpec {
         self
     }
 
-    /// Hedges the call after `delay` without a reply (idempotent calls only).
+    /// Hedges the call after `delay` without a reply (idempotent calls only):
+    /// [`HedgeAfter::Delay`].
     #[must_use]
     pub fn hedge_after(mut self, delay: Duration) -> CallSpec {
-        self.hedge_after = Some(delay);
+        self.hedge_after = Some(HedgeAfter::Delay(delay));
+        self
+    }
+
+    /// Hedges the call after the p95 of its method's recent latency without a reply
+    /// (idempotent calls only): [`HedgeAfter::MethodP95`].
+    #[must_use]
+    pub fn hedge_at_method_p95(mut self) -> CallSpec {
+        self.hedge_after = Some(HedgeAfter::MethodP95);
         self
     }
 
@@ -358,6 +372,24 @@ impl CallSpec {
         self.max_attempts = Some(attempts);
         self
     }
+}
+
+/// When a hedged call sends its second request, to another server, if no reply came by
+/// then: that long after the call's request (after each retry's, while the call was not
+/// hedged yet). See [`CallSpec::hedge_after`], [`CallSpec::hedge_at_method_p95`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HedgeAfter {
+    /// A fixed delay.
+    Delay(Duration),
+    /// The p95 of the method's recent latency as this node measures it (tower's `Hedge`,
+    /// Finagle's backup requests): the nearest-rank 95th percentile of the last
+    /// [`LATENCY_WINDOW`] replies of the method's calls, each attempt from its own request
+    /// to its reply. While fewer than [`LATENCY_MIN_SAMPLES`] replies are in, the call does
+    /// not hedge (it runs as without hedging). A node tracks the first
+    /// [`LATENCY_METHODS`] methods called with this option; a later method is never
+    /// tracked, so its calls never hedge. About 1 KiB per tracked method.
+    MethodP95,
 }
 
 /// How a call ended. Exactly one per [`CallId`].

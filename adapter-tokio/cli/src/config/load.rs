@@ -9,7 +9,7 @@ use switchboard_tokio::{RegistrySpec, TargetSpec};
 
 use super::{
     Identity, advertise, core_config,
-    load_calls::{CallFlags, CallLoad, check_size, file_duration},
+    load_calls::{CallFlags, CallLoad, RetryKeys, check_size, file_duration},
     read_toml, registry_spec,
 };
 use crate::{
@@ -72,6 +72,14 @@ pub(crate) struct LoadFile {
     pub(crate) timeout: Option<String>,
     /// `--grace` (a duration).
     pub(crate) grace: Option<String>,
+    /// `--idempotent`.
+    pub(crate) idempotent: Option<bool>,
+    /// `--max-attempts` (at least 1).
+    pub(crate) max_attempts: Option<u32>,
+    /// `--retry-budget` (percent, 0 to 1000).
+    pub(crate) retry_budget: Option<u32>,
+    /// `--hedge-after` (a duration, or `"p95"`).
+    pub(crate) hedge_after: Option<String>,
     /// `--admin`.
     pub(crate) admin: Option<SocketAddr>,
     /// `--etcd`.
@@ -188,6 +196,13 @@ impl LoadOptions {
         let rate = args.rate.or(file.rate);
         let size = args.size.or(file.size);
         let window = args.window.or(file.window);
+        let retry = RetryKeys {
+            idempotent: file.idempotent,
+            max_attempts: file.max_attempts,
+            retry_budget: file.retry_budget,
+            hedge_after: file.hedge_after,
+        }
+        .under(args.retry)?;
         let call_flags = CallFlags {
             method: String::new(),
             concurrency: args.concurrency.or(file.concurrency),
@@ -201,7 +216,7 @@ impl LoadOptions {
             grace: args
                 .grace
                 .map_or_else(|| file_duration("grace", file.grace), |g| Ok(Some(g)))?,
-            retry: args.retry.clone(),
+            retry: retry.clone(),
         };
         let work = match args.method.or(file.method) {
             Some(method) => {
@@ -229,7 +244,10 @@ impl LoadOptions {
                     ("payload", call_flags.payload.is_some()),
                     ("timeout", call_flags.timeout.is_some()),
                     ("grace", call_flags.grace.is_some()),
-                    ("idempotent", call_flags.retry.any()),
+                    ("idempotent", call_flags.retry.idempotent),
+                    ("max_attempts", call_flags.retry.max_attempts.is_some()),
+                    ("retry_budget", call_flags.retry.retry_budget.is_some()),
+                    ("hedge_after", call_flags.retry.hedge_after.is_some()),
                 ];
                 if let Some((field, _)) = call_only.iter().find(|(_, given)| *given) {
                     return Err(CliError::invalid(*field, "only used with method"));
@@ -324,7 +342,7 @@ impl LoadOptions {
         if upstream.is_none() && core.topology_policy == TopologyPolicy::default() {
             core.topology_policy.allow_direct_connection = true;
         }
-        args.retry.configure(&mut core);
+        retry.configure(&mut core);
         let admin = args.admin.or(file.admin);
         if !keys.is_empty() {
             core.cluster_keys = keys;
@@ -731,5 +749,141 @@ mod tests {
             error(window),
             "window: only used with messages (calls in flight: concurrency)"
         );
+    }
+
+    /// Resolves `args()` without a target, count, rate or size, over a load file of `text`
+    /// (`edit` changes the flags first).
+    fn over_file(text: &str, edit: impl FnOnce(&mut LoadArgs)) -> Result<LoadOptions, CliError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("load.toml");
+        std::fs::write(&path, text).expect("write");
+        let mut a = args();
+        (a.registry, a.to, a.count) = (None, None, None);
+        (a.rate, a.size, a.config) = (None, None, Some(path));
+        edit(&mut a);
+        LoadOptions::resolve(a, 1)
+    }
+
+    /// The call load's retry settings of `options`, and its node's budget.
+    fn retry_of(options: &LoadOptions) -> (crate::cli::RetryArgs, u32) {
+        let LoadWork::Calls(calls) = &options.work else {
+            panic!("a call load");
+        };
+        (calls.retry.clone(), options.core.rpc_retry.budget_percent)
+    }
+
+    const CALLS: &str = "registry = \"127.0.0.1:7000\"\nmethod = \"echo\"\ncount = 10\n";
+
+    #[test]
+    fn the_retry_keys_come_from_the_file_and_the_flags_override_them() {
+        let file = format!(
+            "{CALLS}idempotent = true\nmax_attempts = 3\nretry_budget = 50\n\
+             hedge_after = \"p95\"\n"
+        );
+        let options = over_file(&file, |_| {}).expect("valid");
+        let from_file = crate::cli::RetryArgs {
+            idempotent: true,
+            max_attempts: Some(3),
+            retry_budget: Some(50),
+            hedge_after: Some(switchboard_core::HedgeAfter::MethodP95),
+        };
+        assert_eq!(retry_of(&options), (from_file, 50));
+        let options = over_file(&file, |a| {
+            a.retry.max_attempts = Some(2);
+            a.retry.retry_budget = Some(0);
+            a.retry.hedge_after = Some(switchboard_core::HedgeAfter::Delay(Duration::from_millis(
+                40,
+            )));
+        })
+        .expect("valid");
+        let flags = crate::cli::RetryArgs {
+            idempotent: true,
+            max_attempts: Some(2),
+            retry_budget: Some(0),
+            hedge_after: Some(switchboard_core::HedgeAfter::Delay(Duration::from_millis(
+                40,
+            ))),
+        };
+        assert_eq!(retry_of(&options), (flags, 0));
+        // A duration in the file; the --idempotent flag makes its hedge valid.
+        let file = format!("{CALLS}hedge_after = \"1.5s\"\n");
+        let options = over_file(&file, |a| a.retry.idempotent = true).expect("valid");
+        let hedged = crate::cli::RetryArgs {
+            idempotent: true,
+            hedge_after: Some(switchboard_core::HedgeAfter::Delay(Duration::from_millis(
+                1500,
+            ))),
+            ..crate::cli::RetryArgs::default()
+        };
+        // Without a budget key the core's default stays.
+        assert_eq!(retry_of(&options), (hedged, 20));
+    }
+
+    #[test]
+    fn bad_retry_keys_are_refused_as_the_flags_are() {
+        let error = |keys: &str| {
+            over_file(&format!("{CALLS}{keys}"), |_| {})
+                .expect_err("invalid")
+                .to_string()
+        };
+        assert_eq!(
+            error("max_attempts = 0\n"),
+            "max_attempts: must be at least 1 (1: never retried)"
+        );
+        assert_eq!(
+            error("retry_budget = 1001\n"),
+            "retry_budget: must be between 0 and 1000 percent, got 1001"
+        );
+        assert_eq!(
+            error("idempotent = true\nhedge_after = \"soon\"\n"),
+            "hedge_after: neither a duration nor p95: an unknown unit in \"soon\" (write e.g. \
+             250ms, 5s, 1.5s, 1h30m)"
+        );
+        assert_eq!(
+            error("hedge_after = \"p95\"\n"),
+            "hedge_after: needs idempotent (a hedge may run the call twice)"
+        );
+        assert_eq!(
+            error("idempotent = false\nhedge_after = \"40ms\"\n"),
+            "hedge_after: needs idempotent (a hedge may run the call twice)"
+        );
+        // The flag alone, too (`call` checks the same).
+        let flag = over_file(CALLS, |a| {
+            a.retry.hedge_after = Some(switchboard_core::HedgeAfter::MethodP95);
+        })
+        .expect_err("not idempotent");
+        assert_eq!(
+            flag.to_string(),
+            "hedge_after: needs idempotent (a hedge may run the call twice)"
+        );
+    }
+
+    #[test]
+    fn retry_keys_are_only_used_with_method() {
+        let messages = "registry = \"127.0.0.1:7000\"\nto = \"leaf-1\"\ncount = 10\nrate = 0\n\
+                        size = 8\n";
+        let error = |keys: &str| {
+            over_file(&format!("{messages}{keys}"), |_| {})
+                .expect_err("invalid")
+                .to_string()
+        };
+        assert_eq!(
+            error("idempotent = true\n"),
+            "idempotent: only used with method"
+        );
+        assert_eq!(
+            error("max_attempts = 3\n"),
+            "max_attempts: only used with method"
+        );
+        assert_eq!(
+            error("retry_budget = 50\n"),
+            "retry_budget: only used with method"
+        );
+        assert_eq!(
+            error("idempotent = true\nhedge_after = \"p95\"\n"),
+            "idempotent: only used with method"
+        );
+        // `idempotent = false` is no retry setting: a message load takes it.
+        assert!(over_file(&format!("{messages}idempotent = false\n"), |_| {}).is_ok());
     }
 }

@@ -6,7 +6,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use switchboard_core::{Select, select::Mode, wire::MAX_DATA_PAYLOAD};
 
-use crate::{error::CliError, payload::SEQ_BYTES, run_call::check_method};
+use crate::{
+    cli::{RetryArgs, parse_hedge_after},
+    error::CliError,
+    payload::SEQ_BYTES,
+    run_call::check_method,
+};
 
 /// What each call of a call load carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +107,58 @@ impl CallLoad {
             grace: flags.grace,
             retry: flags.retry,
         })
+    }
+}
+
+/// The per-call retry keys of the load file (`idempotent`, `max_attempts`, `retry_budget`,
+/// `hedge_after`), which the flags override.
+#[derive(Debug, Default)]
+pub(crate) struct RetryKeys {
+    /// `idempotent`.
+    pub(crate) idempotent: Option<bool>,
+    /// `max_attempts` (at least 1).
+    pub(crate) max_attempts: Option<u32>,
+    /// `retry_budget` (percent, 0 to 1000).
+    pub(crate) retry_budget: Option<u32>,
+    /// `hedge_after`: a duration, or `"p95"`.
+    pub(crate) hedge_after: Option<String>,
+}
+
+impl RetryKeys {
+    /// The flags `flags` over these keys, checked as the flags are: a flag given wins (the
+    /// `--idempotent` switch can only turn `idempotent` on).
+    ///
+    /// # Errors
+    ///
+    /// `max_attempts` 0, `retry_budget` above 1000, a `hedge_after` that is neither a duration
+    /// nor `"p95"`, or a hedge (from either) on a call not idempotent (from either).
+    pub(crate) fn under(self, flags: RetryArgs) -> Result<RetryArgs, CliError> {
+        if self.max_attempts == Some(0) {
+            return Err(CliError::invalid(
+                "max_attempts",
+                "must be at least 1 (1: never retried)",
+            ));
+        }
+        if let Some(percent) = self.retry_budget.filter(|&p| p > 1000) {
+            return Err(CliError::invalid(
+                "retry_budget",
+                format!("must be between 0 and 1000 percent, got {percent}"),
+            ));
+        }
+        let hedge_after = self
+            .hedge_after
+            .map(|text| {
+                parse_hedge_after(&text).map_err(|why| CliError::invalid("hedge_after", why))
+            })
+            .transpose()?;
+        let merged = RetryArgs {
+            idempotent: flags.idempotent || self.idempotent.unwrap_or(false),
+            max_attempts: flags.max_attempts.or(self.max_attempts),
+            retry_budget: flags.retry_budget.or(self.retry_budget),
+            hedge_after: flags.hedge_after.or(hedge_after),
+        };
+        merged.check()?;
+        Ok(merged)
     }
 }
 

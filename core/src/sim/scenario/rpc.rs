@@ -205,11 +205,14 @@ impl Chaos {
             .grace(grace)
             .metadata(request_metadata(tag));
         // Every call may be retried (when provably unexecuted); a third are idempotent
-        // (retried after any failure), half of those hedged.
+        // (retried after any failure), half of those hedged: half after a fixed delay, half
+        // after the method's p95 (once the caller's replies of the method give one).
         let idempotent = key.is_multiple_of(3);
         if idempotent {
             spec = spec.idempotent(true);
-            if key.is_multiple_of(2) {
+            if key.is_multiple_of(12) {
+                spec = spec.hedge_at_method_p95();
+            } else if key.is_multiple_of(2) {
                 spec = spec.hedge_after(Duration::from_millis(20 + u64::from(timing % 8) * 40));
             }
         }
