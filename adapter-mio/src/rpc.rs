@@ -87,7 +87,7 @@ impl MioNode {
             Some(registry) => registry.client.update_discovery(info),
             None => self
                 .node
-                .handle_registry(now, RegistryEvent::DiscoveryPut(info)),
+                .handle_registry(now, RegistryEvent::DiscoveryPut(info.into())),
         }
     }
 }

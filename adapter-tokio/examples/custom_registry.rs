@@ -69,7 +69,7 @@ impl Board {
             .discovery
             .values()
             .cloned()
-            .map(RegistryEvent::DiscoveryPut)
+            .map(|info| RegistryEvent::DiscoveryPut(info.into()))
             .chain(
                 records
                     .topology
@@ -87,7 +87,7 @@ impl Board {
         records.revision += 1;
         info.revision = records.revision;
         records.discovery.insert(info.id, info.clone());
-        let _ = self.changes.send(RegistryEvent::DiscoveryPut(info));
+        let _ = self.changes.send(RegistryEvent::DiscoveryPut(info.into()));
     }
 
     fn put_topology(&self, records: &mut Records, mut info: TopologyInfo) {

@@ -123,7 +123,9 @@ async fn a_second_node_sees_the_first_exactly_and_each_change_once_per_watcher()
         .collect();
     let puts = |want: &RegistryEvent| alpha_events.iter().filter(|e| **e == want).count();
     assert_eq!(
-        puts(&RegistryEvent::DiscoveryPut(expected.discovery.clone())),
+        puts(&RegistryEvent::DiscoveryPut(
+            expected.discovery.clone().into()
+        )),
         2
     );
     assert_eq!(
@@ -503,21 +505,24 @@ async fn libatapp_documents_decode_into_the_expected_records() {
     let mut node = Backend::spawn(etcd.options(base), registration(300, "watcher", 0, 7300, 1));
     node.registered().await;
     let expected = vec![
-        FeedEvent::Registry(RegistryEvent::DiscoveryPut(lobby_discovery(rev(
-            listed_by_id,
-        )))),
-        FeedEvent::Registry(RegistryEvent::DiscoveryPut(lobby_discovery(rev(
-            listed_by_name,
-        )))),
+        FeedEvent::Registry(RegistryEvent::DiscoveryPut(
+            lobby_discovery(rev(listed_by_id)).into(),
+        )),
+        FeedEvent::Registry(RegistryEvent::DiscoveryPut(
+            lobby_discovery(rev(listed_by_name)).into(),
+        )),
         FeedEvent::Registry(RegistryEvent::TopologyPut(lobby_topology(rev(
             listed_topology,
         )))),
-        FeedEvent::Registry(RegistryEvent::DiscoveryPut(DiscoveryInfo {
-            id: NodeId(77),
-            name: "legacy-svr".into(),
-            revision: rev(key_only),
-            ..DiscoveryInfo::default()
-        })),
+        FeedEvent::Registry(RegistryEvent::DiscoveryPut(
+            DiscoveryInfo {
+                id: NodeId(77),
+                name: "legacy-svr".into(),
+                revision: rev(key_only),
+                ..DiscoveryInfo::default()
+            }
+            .into(),
+        )),
     ];
     for event in &expected {
         assert_eq!(
@@ -576,12 +581,15 @@ async fn garbage_in_etcd_is_skipped_and_counted() {
         .put("/sb/by_name/good-9", br#"{"id":9,"name":"good"}"#, None)
         .await;
     node.until("the good record", |e| {
-        *e == FeedEvent::Registry(RegistryEvent::DiscoveryPut(DiscoveryInfo {
-            id: NodeId(9),
-            name: "good".into(),
-            revision: rev(good_at),
-            ..DiscoveryInfo::default()
-        }))
+        *e == FeedEvent::Registry(RegistryEvent::DiscoveryPut(
+            DiscoveryInfo {
+                id: NodeId(9),
+                name: "good".into(),
+                revision: rev(good_at),
+                ..DiscoveryInfo::default()
+            }
+            .into(),
+        ))
     })
     .await;
     let counters = node.stats.snapshot();

@@ -48,7 +48,7 @@ impl Star {
             let (leaf, at_leaf, at_hub) = linked_child(&mut hub, id, &format!("leaf-{i}"));
             let info = leaf.discovery_info();
             let topology = leaf.inspect().config().topology_info(HUB);
-            hub.handle_registry(t0, RegistryEvent::DiscoveryPut(info));
+            hub.handle_registry(t0, RegistryEvent::DiscoveryPut(info.into()));
             hub.handle_registry(t0, RegistryEvent::TopologyPut(topology));
             leaves.push((leaf, at_leaf, at_hub));
         }

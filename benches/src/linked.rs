@@ -147,7 +147,7 @@ pub fn rpc_pair() -> (Node, LinkId, Node, LinkId) {
     drain(&mut parent);
     let mut info = parent.discovery_info();
     info.revision = 1;
-    child.handle_registry(t0, RegistryEvent::DiscoveryPut(info));
+    child.handle_registry(t0, RegistryEvent::DiscoveryPut(info.into()));
     drain(&mut child);
     (child, link_child, parent, link_parent)
 }

@@ -509,7 +509,7 @@ fn every_due_timer_fires_in_one_handle_timeout() {
     for (rev, id) in [(1, 0x202), (2, 0x203), (3, 0x204)] {
         let mut info = discovery_info(NodeId(id), &name(id));
         info.revision = rev;
-        node.handle_registry(at(0), RegistryEvent::DiscoveryPut(info));
+        node.handle_registry(at(0), RegistryEvent::DiscoveryPut(info.into()));
     }
     let mut topo = topology_info(NodeId(0x204), &name(0x204), NodeId::NONE);
     topo.revision = 4;

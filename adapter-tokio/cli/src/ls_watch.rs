@@ -162,7 +162,11 @@ mod tests {
             listen: vec!["atcp://127.0.0.1:4001".to_owned()],
             ..DiscoveryInfo::default()
         };
-        let put = changes(&mut listing, RegistryEvent::DiscoveryPut(info), read_at);
+        let put = changes(
+            &mut listing,
+            RegistryEvent::DiscoveryPut(info.into()),
+            read_at,
+        );
         assert_eq!(
             serde_json::to_string(&put).expect("json"),
             r#"[{"event":"put","node":{"id":101,"name":"a","state":"live","protected_since":null,"host":"h1","pid":42,"incarnation":"18446744073709551615","addresses":["atcp://127.0.0.1:4001"],"upstream":null,"methods":[],"labels":{}}}]"#

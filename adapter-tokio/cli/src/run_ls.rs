@@ -198,7 +198,8 @@ impl Listing {
     pub(crate) fn apply(&mut self, event: RegistryEvent, read_at: SystemTime) {
         match event {
             RegistryEvent::DiscoveryPut(info) => {
-                self.discovery.insert((info.id, info.name.clone()), info);
+                self.discovery
+                    .insert((info.id, info.name.clone()), DiscoveryInfo::clone(&info));
             }
             RegistryEvent::DiscoveryDelete { id, name, .. } => {
                 self.discovery
@@ -461,7 +462,7 @@ mod tests {
         // 2026-12-03T11:20:20.123Z.
         let read_at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_296_820_123);
         let mut listing = Listing::default();
-        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()), read_at);
+        listing.apply(RegistryEvent::DiscoveryPut(plain.clone().into()), read_at);
         let session = |lost_ms: Option<u64>| RegistryEvent::Session {
             id: NodeId(7),
             incarnation: 3,
@@ -496,7 +497,7 @@ mod tests {
             read_at,
         );
         assert!(listing.protected.is_empty());
-        listing.apply(RegistryEvent::DiscoveryPut(plain.clone()), read_at);
+        listing.apply(RegistryEvent::DiscoveryPut(plain.clone().into()), read_at);
         assert_eq!(listing.row(&plain).state, "live");
     }
 }

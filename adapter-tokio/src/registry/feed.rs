@@ -44,10 +44,6 @@ impl Registration {
 /// From a backend to the node driver.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "registry events are rare and moved once; boxing would add an allocation"
-)]
 pub enum FeedEvent {
     /// Pass to `Node::handle_registry`.
     Registry(RegistryEvent),

@@ -188,7 +188,7 @@ impl RegistryView {
                     &mut self.discovery,
                     info.id,
                     info.revision,
-                    Some(info.clone()),
+                    Some(DiscoveryInfo::clone(info)),
                 );
             }
             RegistryEvent::DiscoveryDelete { id, revision, .. } => {

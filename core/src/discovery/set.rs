@@ -31,7 +31,7 @@
 //!   as a bound, the oldest are dropped when more than the limit (default
 //!   [`DEFAULT_TOMBSTONE_LIMIT`]) accumulate.
 
-use alloc::{boxed::Box, collections::BTreeMap, string::String, vec::Vec};
+use alloc::{collections::BTreeMap, string::String, sync::Arc, vec::Vec};
 
 use hashbrown::HashMap;
 
@@ -60,7 +60,7 @@ pub enum Applied {
         /// Its name.
         name: String,
         /// Another node that held this name and was removed to make room.
-        displaced: Option<Box<DiscoveryInfo>>,
+        displaced: Option<Arc<DiscoveryInfo>>,
     },
     /// The node's record was replaced.
     Updated {
@@ -69,7 +69,7 @@ pub enum Applied {
         /// Its (new) name.
         name: String,
         /// The record that was replaced.
-        previous: Box<DiscoveryInfo>,
+        previous: Arc<DiscoveryInfo>,
         /// The name differs from `previous.name` (ring points move).
         name_changed: bool,
         /// The metadata differs (filter membership may change).
@@ -79,10 +79,10 @@ pub enum Applied {
         /// Any published field differs; `false` means only the revision advanced.
         content_changed: bool,
         /// Another node that held the new name and was removed to make room.
-        displaced: Option<Box<DiscoveryInfo>>,
+        displaced: Option<Arc<DiscoveryInfo>>,
     },
     /// The node was deleted; this is its last record.
-    Removed(Box<DiscoveryInfo>),
+    Removed(Arc<DiscoveryInfo>),
     /// The same change was already applied (same revision and content, or the same delete).
     Duplicate,
     /// Older than what the set holds for this node, its name or its key; nothing changed.
@@ -203,9 +203,9 @@ impl Tombstones {
 #[derive(Clone, Debug)]
 pub struct DiscoverySet {
     /// Nodes with a valid id.
-    by_id: BTreeMap<NodeId, Box<DiscoveryInfo>>,
+    by_id: BTreeMap<NodeId, Arc<DiscoveryInfo>>,
     /// Nodes published without an id (id 0), by name.
-    name_only: BTreeMap<String, Box<DiscoveryInfo>>,
+    name_only: BTreeMap<String, Arc<DiscoveryInfo>>,
     /// Name → the node holding it ([`NodeId::NONE`] for an entry of `name_only`). Only looked
     /// up, never iterated for output, so its hash order does not matter.
     by_name: HashMap<String, NodeId>,
@@ -350,8 +350,10 @@ impl DiscoverySet {
     /// Applies a published record (a registry PUT); `info.revision` is its registry revision.
     /// See the module docs for when it is stale, a duplicate, or displaces another node.
     /// The rings follow the change before this returns.
-    pub fn put(&mut self, info: DiscoveryInfo) -> Applied {
-        let applied = self.apply_put(info);
+    /// The record is kept as given: a record shared behind an [`Arc`] (the registry client's
+    /// view holds the same one) is not copied.
+    pub fn put(&mut self, info: impl Into<Arc<DiscoveryInfo>>) -> Applied {
+        let applied = self.apply_put(info.into());
         self.follow_in_rings(&applied);
         applied
     }
@@ -402,7 +404,7 @@ impl DiscoverySet {
         }
     }
 
-    fn apply_put(&mut self, info: DiscoveryInfo) -> Applied {
+    fn apply_put(&mut self, info: Arc<DiscoveryInfo>) -> Applied {
         if !info.has_identity() {
             return Applied::Rejected;
         }
@@ -435,9 +437,9 @@ impl DiscoverySet {
         self.tombstones.clear(info.id, &info.name);
         let (id, name) = (info.id, info.name.clone());
         let previous = if id.is_valid() {
-            self.by_id.insert(id, Box::new(info))
+            self.by_id.insert(id, info)
         } else {
-            self.name_only.insert(name.clone(), Box::new(info))
+            self.name_only.insert(name.clone(), info)
         };
         match previous {
             None => {
@@ -548,7 +550,7 @@ impl DiscoverySet {
     }
 
     /// Takes a record out of every index (no tombstone).
-    fn detach(&mut self, id: NodeId, name: &str) -> Option<Box<DiscoveryInfo>> {
+    fn detach(&mut self, id: NodeId, name: &str) -> Option<Arc<DiscoveryInfo>> {
         let record = if id.is_valid() {
             self.by_id.remove(&id)?
         } else {

@@ -3,7 +3,7 @@
 //! [`mapping`](super::etcd::mapping) and watchers, the simulator's registry) and a node
 //! consumes through `Node::handle_registry`.
 
-use alloc::string::String;
+use alloc::{string::String, sync::Arc};
 
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
@@ -15,13 +15,11 @@ use crate::{
 /// topology are separate streams and may arrive in any order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "registry events are rare and passed by value once; boxing would only add an allocation"
-)]
 pub enum RegistryEvent {
-    /// A discovery record was put (`info.revision` set).
-    DiscoveryPut(DiscoveryInfo),
+    /// A discovery record was put (`info.revision` set). Shared: the embedded registry
+    /// client's view and the node's discovery set hold this one record, not two copies
+    /// (`RegistryEvent::DiscoveryPut(info.into())` from an owned record).
+    DiscoveryPut(Arc<DiscoveryInfo>),
     /// A discovery key was deleted.
     DiscoveryDelete {
         /// The id part of the key (0 if the key has none).

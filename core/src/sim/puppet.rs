@@ -35,10 +35,6 @@ impl PuppetConfig {
 
 /// An input the puppet received.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "a test recording; compared by value, size is irrelevant"
-)]
 pub(super) enum Input {
     Registry(RegistryEvent),
     Accepted(LinkId),

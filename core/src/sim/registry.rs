@@ -6,7 +6,7 @@
 //! delay. A node that starts (or restarts) receives the current state as a snapshot: every
 //! topology record, then every discovery record, in id order — libatapp's write order.
 
-use alloc::{collections::BTreeMap, string::String, vec::Vec};
+use alloc::{collections::BTreeMap, string::String, sync::Arc, vec::Vec};
 
 use super::RegistryEvent;
 use crate::{
@@ -62,7 +62,7 @@ impl Fanout {
 #[derive(Debug, Default)]
 pub struct SimRegistry {
     revision: u64,
-    discovery: BTreeMap<NodeId, DiscoveryInfo>,
+    discovery: BTreeMap<NodeId, Arc<DiscoveryInfo>>,
     topology: BTreeMap<NodeId, TopologyInfo>,
 }
 
@@ -76,7 +76,7 @@ impl SimRegistry {
     /// The stored discovery record of `id`.
     #[must_use]
     pub fn discovery(&self, id: NodeId) -> Option<&DiscoveryInfo> {
-        self.discovery.get(&id)
+        self.discovery.get(&id).map(|info| &**info)
     }
 
     /// The stored topology record of `id`.
@@ -103,7 +103,8 @@ impl SimRegistry {
     /// Stores `info` under the next revision and returns the event announcing it.
     pub(super) fn put_discovery(&mut self, mut info: DiscoveryInfo) -> RegistryEvent {
         info.revision = self.bump();
-        self.discovery.insert(info.id, info.clone());
+        let info = Arc::new(info);
+        self.discovery.insert(info.id, Arc::clone(&info));
         RegistryEvent::DiscoveryPut(info)
     }
 
@@ -114,7 +115,7 @@ impl SimRegistry {
         let name = self
             .discovery
             .remove(&id)
-            .map(|info| info.name)
+            .map(|info| Arc::unwrap_or_clone(info).name)
             .unwrap_or_default();
         RegistryEvent::DiscoveryDelete { id, name, revision }
     }

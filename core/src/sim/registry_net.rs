@@ -49,10 +49,6 @@ pub struct NetSettings {
 
 /// What a [`RegistryNet`] reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "registry events carry records by value, as the client emits them"
-)]
 pub enum NetOutput {
     /// Member `member`'s client produced a registry event for its node.
     Registry {

@@ -8,7 +8,7 @@ fn discovery_at(id: u64, rev: u64, listen: &str) -> RegistryEvent {
     let mut info = discovery_info(NodeId(id), &name(id));
     info.listen = vec![listen.to_owned()];
     info.revision = rev;
-    RegistryEvent::DiscoveryPut(info)
+    RegistryEvent::DiscoveryPut(info.into())
 }
 
 /// An older registry event never overwrites a newer one, whatever the arrival order: a
@@ -120,7 +120,7 @@ fn by_id_and_by_name_duplicates_apply_once() {
         .discovery(NodeId(0x202))
         .cloned()
         .expect("published");
-    sim.inject_registry(NodeId(0x201), RegistryEvent::DiscoveryPut(copy));
+    sim.inject_registry(NodeId(0x201), RegistryEvent::DiscoveryPut(copy.into()));
     sim.run_until_idle();
 
     let dials = sim

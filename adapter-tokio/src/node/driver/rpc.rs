@@ -390,7 +390,7 @@ impl Driver {
             None => {
                 let now = self.clock.now();
                 self.node
-                    .handle_registry(now, RegistryEvent::DiscoveryPut(info));
+                    .handle_registry(now, RegistryEvent::DiscoveryPut(info.into()));
             }
         }
     }

@@ -6,6 +6,7 @@
 use alloc::{
     boxed::Box,
     string::{String, ToString},
+    sync::Arc,
     vec::Vec,
 };
 use std::format;
@@ -116,7 +117,7 @@ impl Model {
         {
             return Applied::Duplicate;
         }
-        let displaced = rival.map(|r| Box::new(self.nodes.remove(r)));
+        let displaced = rival.map(|r| Arc::new(self.nodes.remove(r)));
         self.tombs.retain(|(i, n, _)| {
             !(*i == info.id && (n == &info.name || (info.id.is_valid() && n.is_empty())))
         });
@@ -144,7 +145,7 @@ impl Model {
                     pod_index_changed: previous.runtime != new.runtime,
                     content_changed: !previous.same_content(new),
                     name,
-                    previous: Box::new(previous),
+                    previous: Arc::new(previous),
                     displaced,
                 }
             }
@@ -177,7 +178,7 @@ impl Model {
             Some(f) => {
                 let removed = self.nodes.remove(f);
                 self.raise(id, name, rev);
-                Applied::Removed(Box::new(removed))
+                Applied::Removed(Arc::new(removed))
             }
             None => match self.tomb(id, name) {
                 Some(t) if t == rev => Applied::Duplicate,

@@ -1,6 +1,6 @@
 //! Scenario tests of the revision gating in [`DiscoverySet`].
 
-use alloc::{boxed::Box, string::ToString, vec, vec::Vec};
+use alloc::{string::ToString, sync::Arc, vec, vec::Vec};
 
 use super::*;
 use crate::ids::NodeId;
@@ -80,7 +80,7 @@ fn newer_identical_put_only_advances_the_revision() {
         Applied::Updated {
             id: NodeId(7),
             name: "echo-7".to_string(),
-            previous: Box::new(node(7, "echo-7", 10)),
+            previous: Arc::new(node(7, "echo-7", 10)),
             name_changed: false,
             metadata_changed: false,
             pod_index_changed: false,
@@ -166,7 +166,7 @@ fn name_reused_by_a_newer_node_displaces_the_old_holder() {
         Applied::Added {
             id: NodeId(2),
             name: "echo".to_string(),
-            displaced: Some(Box::new(node(1, "echo", 10))),
+            displaced: Some(Arc::new(node(1, "echo", 10))),
         }
     );
     assert_eq!(set.get_by_id(NodeId(1)), None);
@@ -213,7 +213,7 @@ fn delete_removes_once_and_blocks_a_late_older_put() {
     set.put(node(7, "echo-7", 10));
     assert_eq!(
         set.remove(NodeId(7), "echo-7", 15),
-        Applied::Removed(Box::new(node(7, "echo-7", 10)))
+        Applied::Removed(Arc::new(node(7, "echo-7", 10)))
     );
     // The by_name copy of the same delete.
     assert_eq!(set.remove(NodeId(7), "echo-7", 15), Applied::Duplicate);
@@ -300,7 +300,7 @@ fn remove_by_name_resolves_the_holder() {
     assert_eq!(set.tombstone_count(), 0);
     assert_eq!(
         set.remove_by_name("echo-7", 11),
-        Applied::Removed(Box::new(node(7, "echo-7", 10)))
+        Applied::Removed(Arc::new(node(7, "echo-7", 10)))
     );
     assert_eq!(
         set.put(node(7, "echo-7", 10)),
@@ -351,7 +351,7 @@ fn name_only_nodes_are_held_by_name_and_iterate_first() {
     }
     assert_eq!(
         set.remove(NodeId::NONE, "api", 7),
-        Applied::Removed(Box::new(node(0, "api", 4)))
+        Applied::Removed(Arc::new(node(0, "api", 4)))
     );
     assert_eq!(
         ids(&set),

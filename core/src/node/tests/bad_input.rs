@@ -212,7 +212,7 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
 fn a_dialled_peer_lying_about_its_id_is_closed_and_counts_as_a_failed_dial() {
     let mut node = Node::new(config(0x201, 0x203, 3, true), secs(0)).unwrap();
     node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x202, 0x203, 1)));
-    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x202, 2)));
+    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x202, 2).into()));
     drain(&mut node);
     node.send(
         secs(0),
@@ -291,7 +291,7 @@ fn events_for_unknown_links_and_duplicate_reports_change_nothing() {
 #[test]
 fn bytes_on_a_dial_not_yet_connected_close_it() {
     let mut node = Node::new(config(0x101, 0x102, 2, false), secs(0)).unwrap();
-    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x102, 1)));
+    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x102, 1).into()));
     let link = drain(&mut node)
         .into_iter()
         .find_map(|o| match o {
@@ -442,8 +442,8 @@ fn invalid_and_stale_registry_events_are_reported_and_change_nothing() {
             revision: 8,
         },
     );
-    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x102, 9)));
-    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x102, 9)));
+    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x102, 9).into()));
+    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x102, 9).into()));
     assert_eq!(
         drain(&mut node),
         vec![

@@ -46,7 +46,7 @@ fn not_certified(link: LinkId, claimed: u64, certified: &[u64], peer: Option<u64
 
 /// `node` dials 0x202: the link id of its `Connect`.
 fn dial_0x202(node: &mut Node) -> LinkId {
-    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x202, 2)));
+    node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x202, 2).into()));
     drain(node);
     node.send(
         secs(0),

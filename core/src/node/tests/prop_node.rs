@@ -160,7 +160,7 @@ impl Driver {
             }
             Op::DiscoveryPut { id, rev } => {
                 self.node
-                    .handle_registry(now, RegistryEvent::DiscoveryPut(disc(id, rev)));
+                    .handle_registry(now, RegistryEvent::DiscoveryPut(disc(id, rev).into()));
             }
             Op::DiscoveryDelete { id, rev } => self.node.handle_registry(
                 now,

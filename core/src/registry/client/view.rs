@@ -12,6 +12,7 @@
 use alloc::{
     collections::{BTreeMap, BTreeSet, VecDeque, btree_map},
     string::String,
+    sync::Arc,
 };
 
 use super::{ClientOutput, grace::GraceTimers};
@@ -34,8 +35,9 @@ const REVISION_MASK: u64 = (1 << REVISION_BITS) - 1;
 pub struct Peer {
     /// Incarnation it registered with.
     pub incarnation: u64,
-    /// Its discovery record, as last reported.
-    pub discovery: DiscoveryInfo,
+    /// Its discovery record, as last reported (the same record the node's discovery set
+    /// holds).
+    pub discovery: Arc<DiscoveryInfo>,
     /// Its topology record, as last reported.
     pub topology: Option<TopologyInfo>,
     /// Its registry session is lost (the registry marks it suspect: disconnect protection).
@@ -175,6 +177,7 @@ impl View {
         } = entry;
         let suspect = lost_for.is_some();
         discovery.revision = self.map(discovery.revision);
+        let discovery = Arc::new(discovery);
         if let Some(t) = topology.as_mut() {
             t.revision = self.map(t.revision);
         }
@@ -206,7 +209,7 @@ impl View {
         });
         if !unchanged {
             out.push_back(ClientOutput::Registry(RegistryEvent::DiscoveryPut(
-                discovery.clone(),
+                Arc::clone(&discovery),
             )));
         }
         if old.map_or(suspect, |p| p.suspect != suspect) {

@@ -65,7 +65,7 @@ pub fn map_put(layout: &KeyLayout, kv: &KeyValue) -> Result<RegistryEvent, MapEr
                 error,
             })?
         };
-        Ok(RegistryEvent::DiscoveryPut(info))
+        Ok(RegistryEvent::DiscoveryPut(info.into()))
     } else {
         let info = if kv.value.is_empty() {
             TopologyInfo {

@@ -5,7 +5,10 @@
 //! # How
 //!
 //! - A record: `size_of::<DiscoveryInfo>()` plus the capacities of its strings and vectors
-//!   (the fields a [`ScaleRun`] fills; labels and gateways are empty there).
+//!   (the fields a [`ScaleRun`] fills; labels and gateways are empty there), plus the
+//!   `Arc`'s two counts. The client view and the discovery set share one record per node
+//!   ([`RegistryEvent::DiscoveryPut`](crate::registry::RegistryEvent::DiscoveryPut) carries
+//!   it behind an `Arc`): a view's record is counted only when it is not the set's.
 //! - A `BTreeMap` entry: a leaf holds up to 11 keys and values and a parent link; nodes
 //!   filled in ascending order are about half full, so an entry costs `(11 × (key + value)
 //!   + 16) / 6` bytes (internal nodes are under 10 % more and are left out).
@@ -16,6 +19,7 @@
 //! - Not counted: the topology registry (each node's topology record; discovery only) and the
 //!   node's per-peer connection state (no peer is dialled).
 
+use alloc::sync::Arc;
 use core::mem::size_of;
 
 use super::ScaleRun;
@@ -60,9 +64,8 @@ pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
     let discovery_set = set
         .iter()
         .map(|info| {
-            btree_entry::<NodeId, alloc::boxed::Box<DiscoveryInfo>>()
-                + size_of::<DiscoveryInfo>()
-                + record_heap(info)
+            btree_entry::<NodeId, Arc<DiscoveryInfo>>()
+                + shared_record(info)
                 + 2 * (size_of::<alloc::string::String>() + size_of::<NodeId>() + 1)
                 + info.name.capacity()
         })
@@ -71,8 +74,14 @@ pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
         client
             .peers()
             .map(|(key, peer)| {
+                let held = set.get_by_id(peer.discovery.id);
+                let shared = held.is_some_and(|info| core::ptr::eq(info, &*peer.discovery));
                 btree_entry::<EntryKey, Peer>()
-                    + record_heap(&peer.discovery)
+                    + if shared {
+                        0
+                    } else {
+                        shared_record(&peer.discovery)
+                    }
                     + match key {
                         EntryKey::Id(_) => 0,
                         EntryKey::Name(name) => name.capacity(),
@@ -99,6 +108,11 @@ pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
 /// Bytes a `BTreeMap<K, V>` entry costs (see the [module docs](self)).
 fn btree_entry<K, V>() -> usize {
     (11 * (size_of::<K>() + size_of::<V>()) + 16) / 6
+}
+
+/// Bytes of one record behind an `Arc`: its two counts, the record, its heap.
+fn shared_record(info: &DiscoveryInfo) -> usize {
+    2 * size_of::<usize>() + size_of::<DiscoveryInfo>() + record_heap(info)
 }
 
 /// Heap bytes of a record's strings and vectors.

@@ -417,7 +417,7 @@ fn the_registry_assigns_monotonic_revisions_and_fans_out_as_told() {
     let put = {
         let mut info = discovery_info(A, "a");
         info.revision = 1;
-        RegistryEvent::DiscoveryPut(info)
+        RegistryEvent::DiscoveryPut(info.into())
     };
     let delete = RegistryEvent::DiscoveryDelete {
         id: A,
@@ -517,7 +517,10 @@ fn kill_drops_links_and_restart_starts_a_new_incarnation() {
     snap.revision = 1;
     assert_eq!(
         inputs(&sim, B),
-        vec![(ms(500), Input::Registry(RegistryEvent::DiscoveryPut(snap)))]
+        vec![(
+            ms(500),
+            Input::Registry(RegistryEvent::DiscoveryPut(snap.into()))
+        )]
     );
     sim.advance(Duration::from_secs(2));
     assert_eq!(inputs(&sim, B).len(), 1);

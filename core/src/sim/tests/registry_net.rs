@@ -34,7 +34,7 @@ fn net() -> RegistryNet {
 fn put(id: u64, revision: u64) -> RegistryEvent {
     let mut info = disc(id, "x");
     info.revision = revision;
-    RegistryEvent::DiscoveryPut(info)
+    RegistryEvent::DiscoveryPut(info.into())
 }
 
 /// A dial the transport drops before it resolves fails at once; the client retries after its

@@ -20,7 +20,7 @@ const G2: u64 = 2 << 40;
 fn at(d: crate::discovery::DiscoveryInfo, revision: u64) -> RegistryEvent {
     let mut d = d;
     d.revision = revision;
-    RegistryEvent::DiscoveryPut(d)
+    RegistryEvent::DiscoveryPut(d.into())
 }
 
 /// Four nodes registered at 0 s against a registry of epoch seed 1.

@@ -132,7 +132,8 @@ impl Harness {
         for event in out.events {
             match event {
                 RegistryEvent::DiscoveryPut(info) => {
-                    self.view.insert((info.id, info.name.clone()), info);
+                    self.view
+                        .insert((info.id, info.name.clone()), DiscoveryInfo::clone(&info));
                 }
                 RegistryEvent::DiscoveryDelete { id, name, .. } => {
                     self.view.remove(&(id, name));
@@ -278,7 +279,9 @@ fn run(ops: Vec<Op>) {
         .kvs
         .values()
         .map(|kv| match map_put(&layout, kv) {
-            Ok(RegistryEvent::DiscoveryPut(info)) => ((info.id, info.name.clone()), info),
+            Ok(RegistryEvent::DiscoveryPut(info)) => {
+                ((info.id, info.name.clone()), DiscoveryInfo::clone(&info))
+            }
             other => panic!("model value maps: {other:?}"),
         })
         .collect();

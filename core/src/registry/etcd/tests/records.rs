@@ -475,7 +475,7 @@ fn libatapp_documents_map_to_exact_events() {
         40,
         42,
     );
-    let want = RegistryEvent::DiscoveryPut(expected_discovery(42));
+    let want = RegistryEvent::DiscoveryPut(expected_discovery(42).into());
     assert_eq!(map_put(&l, &by_id), Ok(want.clone()));
     assert_eq!(map_put(&l, &by_name), Ok(want));
     assert_eq!(
@@ -516,12 +516,15 @@ fn empty_values_are_key_only_records() {
     let l = layout();
     assert_eq!(
         map_put(&l, &kv("/atapp/services/by_name/gw-9", "", 3, 5)),
-        Ok(RegistryEvent::DiscoveryPut(DiscoveryInfo {
-            id: NodeId(9),
-            name: s("gw"),
-            revision: 5,
-            ..DiscoveryInfo::default()
-        }))
+        Ok(RegistryEvent::DiscoveryPut(
+            DiscoveryInfo {
+                id: NodeId(9),
+                name: s("gw"),
+                revision: 5,
+                ..DiscoveryInfo::default()
+            }
+            .into()
+        ))
     );
     assert_eq!(
         map_put(&l, &kv("/atapp/services/topology/12", "", 3, 6)),

@@ -113,7 +113,7 @@ fn list_then_watch_from_the_next_revision() {
     assert_eq!(
         out,
         Delivered {
-            events: vec![RegistryEvent::DiscoveryPut(expected_discovery(8))],
+            events: vec![RegistryEvent::DiscoveryPut(expected_discovery(8).into())],
             errors: vec![],
         }
     );
@@ -213,12 +213,15 @@ fn compaction_cancel_relists_and_diffs_with_3_4_header_zero() {
     let list = [kv(a, "", 5, 11), kv(c, "", 15, 15), kv(d, "", 16, 16)];
     let out = w.on_list(at(3), 20, &list);
     let key_only = |id: u64, name: &str, revision: u64| {
-        RegistryEvent::DiscoveryPut(DiscoveryInfo {
-            id: NodeId(id),
-            name: String::from(name),
-            revision,
-            ..DiscoveryInfo::default()
-        })
+        RegistryEvent::DiscoveryPut(
+            DiscoveryInfo {
+                id: NodeId(id),
+                name: String::from(name),
+                revision,
+                ..DiscoveryInfo::default()
+            }
+            .into(),
+        )
     };
     assert_eq!(
         out.events,
@@ -355,7 +358,7 @@ fn garbage_is_counted_and_the_watcher_continues() {
     );
     assert_eq!(
         out.events,
-        vec![RegistryEvent::DiscoveryPut(expected_discovery(12))]
+        vec![RegistryEvent::DiscoveryPut(expected_discovery(12).into())]
     );
     assert_eq!(
         out.errors,
