@@ -157,6 +157,20 @@ impl Rpc {
         }
     }
 
+    /// The attempt `loser` lost at `now` to its call's other attempt's reply: it took at
+    /// least this long, a lower bound of its latency that keeps the attempts a hedge cut
+    /// short in the method's window (`latency.rs`).
+    fn outlasted(&mut self, now: Instant, loser: CallId) {
+        if let Some(Call {
+            method,
+            state: CallState::Sent { sent_at, .. },
+            ..
+        }) = self.calls.get(loser)
+        {
+            self.retrying.latencies.outlasted(method, *sent_at, now);
+        }
+    }
+
     /// The attempt `id` ended with `outcome` at `now`: reports the call's outcome (with the
     /// reply's `metadata`), or absorbs it (the call's other attempt is out, or a retry is
     /// scheduled). See the [module docs](self).
@@ -290,7 +304,11 @@ impl Rpc {
             .flatten()
             .filter(|&other| other != id)
             .collect();
+        let won = matches!(outcome, CallOutcome::Reply(_));
         for loser in losers {
+            if won {
+                self.outlasted(now, loser);
+            }
             maybe_executed |= self.cancel_loser(now, loser, host);
             if loser != head {
                 self.close_hedge(loser, head);
@@ -318,12 +336,15 @@ impl Rpc {
     /// The attempt `loser` lost: its request is withdrawn if still queued here, else its
     /// server is sent a `Cancel`; whether it may have run.
     fn cancel_loser(&mut self, now: Instant, loser: CallId, host: &mut impl RpcHost) -> bool {
-        let Some(CallState::Sent {
+        let Some(call) = self.calls.get(loser) else {
+            return false;
+        };
+        let CallState::Sent {
             server,
             msg,
             delivered,
             ..
-        }) = self.calls.get(loser).map(|c| c.state)
+        } = call.state
         else {
             return false;
         };

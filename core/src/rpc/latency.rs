@@ -7,8 +7,11 @@
 //! - **What is measured.** Every attempt of a tracked method that gets its reply (any call of
 //!   the method, hedged or not): from the instant its request was sent (the hedge's own send
 //!   for a hedge, the last send for a request that moved to another server) to the instant
-//!   the reply arrived, both on the machine's `now`. An attempt without a reply (failed,
-//!   timed out, or cancelled because its other attempt won) adds nothing.
+//!   the reply arrived, both on the machine's `now`. An attempt that lost to its call's other
+//!   attempt (cancelled or withdrawn when the other's reply won) adds its time so far, a
+//!   lower bound of its latency: without it the window would keep only the attempts fast
+//!   enough to win, its p95 would sink, and more calls would hedge. A failed or timed-out
+//!   attempt adds nothing.
 //! - **The window.** The last [`LATENCY_WINDOW`] samples per method, a ring in nanoseconds.
 //! - **The p95.** The nearest-rank 95th percentile of the window: the ⌈0.95 × n⌉-th smallest
 //!   of its n samples; none while it holds fewer than [`LATENCY_MIN_SAMPLES`]. Cached, and
@@ -126,6 +129,12 @@ impl Latencies {
         if let Some(window) = self.methods.get_mut(method) {
             window.push(now.as_nanos().saturating_sub(sent.as_nanos()));
         }
+    }
+
+    /// An attempt of `method` sent at `sent` lost to its call's other attempt at `now`: its
+    /// time so far is a sample (a lower bound of its latency), if the method is tracked.
+    pub(crate) fn outlasted(&mut self, method: &str, sent: Instant, now: Instant) {
+        self.replied(method, sent, now);
     }
 
     /// `method`'s p95, if it is tracked and its window holds at least
