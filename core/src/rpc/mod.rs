@@ -134,7 +134,7 @@
 //!     };
 //!     for node in &mut nodes {
 //!         node.handle_registry(now, RegistryEvent::TopologyPut(topo.clone()));
-//!         node.handle_registry(now, RegistryEvent::DiscoveryPut(info.clone()));
+//!         node.handle_registry(now, RegistryEvent::DiscoveryPut(info.clone().into()));
 //!     }
 //! }
 //! let mut net = Net::default();
