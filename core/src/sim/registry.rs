@@ -115,7 +115,7 @@ impl SimRegistry {
         let name = self
             .discovery
             .remove(&id)
-            .map(|info| Arc::unwrap_or_clone(info).name)
+            .map(|info| info.name.clone())
             .unwrap_or_default();
         RegistryEvent::DiscoveryDelete { id, name, revision }
     }

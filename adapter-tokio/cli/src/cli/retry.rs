@@ -48,11 +48,8 @@ impl RetryArgs {
         if let Some(attempts) = self.max_attempts {
             spec = spec.max_attempts(attempts);
         }
-        match self.hedge_after {
-            Some(HedgeAfter::Delay(delay)) => spec = spec.hedge_after(delay),
-            Some(HedgeAfter::MethodP95) => spec = spec.hedge_at_method_p95(),
-            // `HedgeAfter` is non-exhaustive: a later kind is not given by these flags.
-            Some(_) | None => {}
+        if self.hedge_after.is_some() {
+            spec.hedge_after = self.hedge_after;
         }
         spec
     }
