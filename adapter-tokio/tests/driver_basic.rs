@@ -177,7 +177,7 @@ async fn hash_and_round_robin_targets_pick_what_the_core_rings_pick() {
     let mut labels = std::collections::BTreeMap::new();
     labels.insert("role".to_owned(), "worker".to_owned());
     let worker_meta = Metadata {
-        labels,
+        labels: labels.into(),
         ..Metadata::default()
     };
     let filter = Filter(worker_meta.clone());

@@ -428,7 +428,7 @@ fn lobby_discovery(revision: u64) -> DiscoveryInfo {
             address: "atcp://203.0.113.9:21437".into(),
             match_hosts: vec!["gw-1".into(), "gw-2".into()],
             match_namespaces: vec!["prod".into()],
-            match_labels: text_map(&[("isp", "ct")]),
+            match_labels: text_map(&[("isp", "ct")]).into(),
         }],
         runtime: Runtime {
             stateful_pod_index: 3,
@@ -444,7 +444,7 @@ fn lobby_discovery(revision: u64) -> DiscoveryInfo {
             namespace_name: "prod".into(),
             uid: "f00d".into(),
             service_subset: "blue".into(),
-            labels: text_map(&[("region", "cn-east"), ("tier", "edge")]),
+            labels: text_map(&[("region", "cn-east"), ("tier", "edge")]).into(),
         },
         revision,
     }
@@ -460,7 +460,7 @@ fn lobby_topology(revision: u64) -> TopologyInfo {
         version: "1.14.0".into(),
         upstream_id: NodeId(4097),
         data: TopologyData {
-            label: text_map(&[("rack", "r12")]),
+            label: text_map(&[("rack", "r12")]).into(),
         },
         revision,
     }

@@ -5,8 +5,6 @@
 //! into two zones, `a` (even index) and `b` (odd index). Every implementation under test is fed
 //! from the same workload, and the same seed always yields the same nodes and keys.
 
-use std::collections::BTreeMap;
-
 use switchboard_core::{
     discovery::{Filter, Metadata},
     hash::HashMode,
@@ -86,7 +84,7 @@ pub fn members(w: &Workload) -> impl Iterator<Item = RingMember<'_>> + '_ {
 pub fn zone_metadata(zone: &str) -> Metadata {
     Metadata {
         kind: "logic".to_owned(),
-        labels: BTreeMap::from([("zone".to_owned(), zone.to_owned())]),
+        labels: [("zone", zone)].into(),
         ..Metadata::default()
     }
 }

@@ -48,7 +48,7 @@ impl BroadcastOptions {
         let labels: BTreeMap<String, String> = args.labels.into_iter().collect();
         let filter = (!labels.is_empty()).then(|| {
             Filter(Metadata {
-                labels,
+                labels: labels.into(),
                 ..Metadata::default()
             })
         });

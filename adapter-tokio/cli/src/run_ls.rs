@@ -250,7 +250,7 @@ impl Listing {
             addresses: info.listen.clone(),
             upstream: topo.map(|t| t.upstream_id.0),
             methods,
-            labels,
+            labels: labels.into(),
         }
     }
 }

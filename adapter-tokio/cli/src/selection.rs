@@ -109,7 +109,7 @@ pub(crate) fn message_target(
         }
         let filter = (!filter_labels.is_empty()).then(|| {
             Filter(Metadata {
-                labels: filter_labels,
+                labels: filter_labels.into(),
                 ..Metadata::default()
             })
         });
@@ -240,7 +240,7 @@ mod tests {
         let none = BTreeMap::new;
         let leaf: BTreeMap<String, String> = [("role".to_owned(), "leaf".to_owned())].into();
         let leaf_filter = Some(Filter(Metadata {
-            labels: leaf.clone(),
+            labels: leaf.clone().into(),
             ..Metadata::default()
         }));
         let target = |to: Option<&str>, mode, key: Option<&str>, labels| {

@@ -14,7 +14,7 @@
 //! `send_buffer_size`, `flush_batch`, `reconnect_max_tries`) and "immediately" for
 //! `endpoint_gc_timeout`; every other zero is rejected by `validate`.
 
-use alloc::{borrow::ToOwned, collections::BTreeMap, string::String, vec, vec::Vec};
+use alloc::{borrow::ToOwned, string::String, vec, vec::Vec};
 use core::net::SocketAddr;
 
 use crate::auth::ClusterKey;
@@ -175,7 +175,7 @@ pub struct Config {
     pub identity: String,
     /// This node's topology labels (libatapp's `bus.topology.data.label`), matched by other
     /// nodes' `match_label` policies.
-    pub labels: BTreeMap<String, String>,
+    pub labels: crate::discovery::Labels,
     /// When this node may link a peer directly instead of going through the upstream tree
     /// (libatapp's `bus.topology.rule`). Everything off by default.
     pub topology_policy: TopologyPolicy,
@@ -279,7 +279,7 @@ impl Default for Config {
             hostname: String::new(),
             pid: 0,
             identity: String::new(),
-            labels: BTreeMap::new(),
+            labels: crate::discovery::Labels::new(),
             topology_policy: TopologyPolicy::default(),
             rpc_call_timeout: Duration::from_secs(30),
             rpc_grace: Duration::from_secs(15),

@@ -5,7 +5,7 @@
 //! revision the record arrived with travels alongside (it is not part of the JSON) and is what
 //! [`DiscoverySet`](super::DiscoverySet) gates on.
 
-use alloc::{collections::BTreeMap, string::String, vec::Vec};
+use alloc::{string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +75,7 @@ pub struct Gateway {
         deserialize_with = "or_default",
         skip_serializing_if = "is_default"
     )]
-    pub match_labels: BTreeMap<String, String>,
+    pub match_labels: super::Labels,
 }
 
 /// Runtime facts of a node (libatapp `atapp_discovery_runtime`).

@@ -4,11 +4,14 @@
 //! A [`Filter`] is a metadata pattern: an empty field is a wildcard, a non-empty field must match
 //! exactly, and every filter label with a non-empty value must be present with the same value.
 
-use alloc::{collections::BTreeMap, string::String};
+use alloc::string::String;
 
 use serde::{Deserialize, Serialize};
 
-use super::json::{is_default, or_default};
+use super::{
+    Labels,
+    json::{is_default, or_default},
+};
 
 /// Kubernetes-style metadata of a node (libatapp `metadata` field of `atapp_discovery`).
 ///
@@ -53,7 +56,7 @@ pub struct Metadata {
     pub service_subset: String,
     /// Free-form labels; ordered so encoding and hashing are deterministic.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
 }
 
 /// A metadata pattern selecting nodes; see the module docs for the matching rule.

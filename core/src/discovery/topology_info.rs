@@ -4,10 +4,11 @@
 //! [`DiscoveryInfo`](super::DiscoveryInfo) so that a proxy change never touches a hash ring; the
 //! topology registry (`core::topology`) consumes it.
 
-use alloc::{collections::BTreeMap, string::String, vec::Vec};
+use alloc::{string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
+use super::Labels;
 use super::json::{self, DecodeError, i32_field, is_default, message, node_id_field, or_default};
 use crate::ids::NodeId;
 
@@ -17,7 +18,7 @@ use crate::ids::NodeId;
 pub struct TopologyData {
     /// Labels matched by direct-connection policies (`match_label`).
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
-    pub label: BTreeMap<String, String>,
+    pub label: Labels,
 }
 
 /// A node's place in the proxy tree (libatapp `atapp_topology_info`), plus the registry

@@ -139,8 +139,6 @@ impl RecordLimits {
 
 /// The bytes of a label set: every key and value, summed.
 #[must_use]
-pub fn labels_len(
-    labels: &alloc::collections::BTreeMap<alloc::string::String, alloc::string::String>,
-) -> usize {
+pub fn labels_len(labels: &crate::discovery::Labels) -> usize {
     labels.iter().map(|(k, v)| k.len() + v.len()).sum()
 }

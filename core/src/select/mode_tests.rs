@@ -1,7 +1,7 @@
 //! The modes of issue 26 through the selector: Maglev tables cached per ring, bounded loads
 //! and their spills, weighted least-outstanding.
 
-use alloc::{collections::BTreeMap, format, string::ToString, vec, vec::Vec};
+use alloc::{format, string::ToString, vec, vec::Vec};
 
 use bytes::Bytes;
 
@@ -12,7 +12,7 @@ use crate::{
 };
 
 fn meta(kind: &str, weight: Option<&str>) -> Metadata {
-    let mut labels = BTreeMap::new();
+    let mut labels = crate::discovery::Labels::new();
     if let Some(w) = weight {
         labels.insert(WEIGHT_LABEL.to_string(), w.to_string());
     }

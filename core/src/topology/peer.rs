@@ -1,6 +1,6 @@
 //! One node as the topology registry knows it: its upstream, its data and its children.
 
-use alloc::{collections::BTreeMap, collections::BTreeSet, string::String};
+use alloc::{collections::BTreeSet, string::String};
 
 use crate::ids::NodeId;
 
@@ -17,7 +17,7 @@ pub struct PeerData {
     /// Process id of the node on its host (libatapp sends an `int32`).
     pub pid: i64,
     /// Topology labels (libatapp's `data.label{}`), ordered by key.
-    pub labels: BTreeMap<String, String>,
+    pub labels: crate::discovery::Labels,
 }
 
 /// A node in the [`super::TopologyRegistry`].
@@ -81,7 +81,7 @@ impl TopologyPeer {
 
     /// Shorthand for `data().labels`.
     #[must_use]
-    pub fn labels(&self) -> &BTreeMap<String, String> {
+    pub fn labels(&self) -> &crate::discovery::Labels {
         &self.data.labels
     }
 

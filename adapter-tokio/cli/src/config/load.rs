@@ -475,7 +475,7 @@ mod tests {
         assert_eq!(options.core.name, "load-4242");
         assert_eq!(
             options.core.labels,
-            BTreeMap::from([
+            switchboard_core::discovery::Labels::from([
                 ("command".to_owned(), "load".to_owned()),
                 ("role".to_owned(), "client".to_owned())
             ])
@@ -508,7 +508,7 @@ mod tests {
             target,
             TargetSpec::Hash {
                 filter: Some(Filter(Metadata {
-                    labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
+                    labels: [("role", "leaf")].into(),
                     ..Metadata::default()
                 })),
                 key: b"user-1".to_vec(),
@@ -530,7 +530,7 @@ mod tests {
             panic!("a message load");
         };
         let leaf = Filter(Metadata {
-            labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
+            labels: [("role", "leaf")].into(),
             ..Metadata::default()
         });
         assert_eq!(target, TargetSpec::Random { filter: Some(leaf) });

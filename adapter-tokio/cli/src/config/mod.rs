@@ -588,7 +588,7 @@ pub(crate) fn core_config(core: Option<Config>, identity: Identity) -> Result<Co
         }
         config.upstream = upstream.into();
     }
-    config.labels = identity.labels;
+    config.labels = identity.labels.into();
     config.validate().map_err(core_config_error)?;
     Ok(config)
 }

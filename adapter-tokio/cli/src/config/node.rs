@@ -358,7 +358,7 @@ mod tests {
         assert_eq!(options.core.upstream.0, 3);
         assert_eq!(
             options.core.labels,
-            BTreeMap::from([("role".to_owned(), "leaf".to_owned())])
+            switchboard_core::discovery::Labels::from([("role".to_owned(), "leaf".to_owned())])
         );
         assert_eq!(options.core.message_timeout, Duration::from_millis(2500));
         assert_eq!(options.listen, SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -528,7 +528,7 @@ mod tests {
         assert_eq!(options.core.id.0, 8);
         assert_eq!(
             options.core.labels,
-            BTreeMap::from([
+            switchboard_core::discovery::Labels::from([
                 ("role".to_owned(), "leaf".to_owned()),
                 ("zone".to_owned(), "b".to_owned())
             ])

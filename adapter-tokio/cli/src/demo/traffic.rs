@@ -4,7 +4,6 @@
 //! record every arrival by (sender, sequence number) and check the payload bytes.
 
 use std::{
-    collections::BTreeMap,
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicU64, Ordering},
@@ -87,7 +86,7 @@ pub(crate) enum Pattern {
 /// The filter selecting the leaves.
 pub(crate) fn leaf_filter() -> Filter {
     Filter(Metadata {
-        labels: BTreeMap::from([("role".to_owned(), "leaf".to_owned())]),
+        labels: [("role", "leaf")].into(),
         ..Metadata::default()
     })
 }

@@ -1,7 +1,6 @@
 //! Decoding and encoding of discovery and topology records in libatapp's JSON form.
 
 use alloc::{
-    collections::BTreeMap,
     format,
     string::{String, ToString},
     vec,
@@ -51,7 +50,7 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-fn labels(items: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn labels(items: &[(&str, &str)]) -> crate::discovery::Labels {
     items
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

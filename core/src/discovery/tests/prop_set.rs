@@ -398,7 +398,7 @@ fn discovery_info() -> impl Strategy<Value = DiscoveryInfo> {
             incarnation: proto ^ proto_min.rotate_left(7),
             metadata: Metadata {
                 kind,
-                labels,
+                labels: labels.into(),
                 ..Metadata::default()
             },
             revision: 0,

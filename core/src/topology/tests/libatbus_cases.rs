@@ -27,7 +27,7 @@ fn peer_basics() {
     let parent = n(0x1234_5678);
     let child = n(0x2234_5678);
 
-    let mut labels = BTreeMap::new();
+    let mut labels = crate::discovery::Labels::new();
     labels.insert(String::from("key1"), String::from("value1"));
     labels.insert(String::from("key2"), String::from("value2"));
     let parent_data = PeerData {

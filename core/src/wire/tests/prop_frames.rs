@@ -2,7 +2,7 @@
 //! need-more or an error, and a stream of frames cut at random points reassembles to the same
 //! frames.
 
-use alloc::{boxed::Box, collections::BTreeMap, format, string::String, vec::Vec};
+use alloc::{boxed::Box, format, string::String, vec::Vec};
 
 use proptest::{collection::vec as pvec, prelude::*, test_runner::FileFailurePersistence};
 
@@ -64,7 +64,7 @@ fn discovery() -> impl Strategy<Value = DiscoveryInfo> {
                 type_id,
                 metadata: Metadata {
                     kind: "game".into(),
-                    labels: labels.into_iter().collect::<BTreeMap<_, _>>(),
+                    labels: labels.into_iter().collect(),
                     ..Metadata::default()
                 },
                 revision,

@@ -1,7 +1,7 @@
 //! Keys, range ends, the registration txn, mapping of libatapp-written documents, snapshot
 //! diffs.
 
-use alloc::{collections::BTreeMap, string::String, vec, vec::Vec};
+use alloc::{string::String, vec, vec::Vec};
 
 use super::*;
 use crate::{
@@ -37,7 +37,7 @@ pub(super) const LIBATAPP_TOPOLOGY: &str = concat!(
     r#""upstream_id":4097,"data":{"label":{"cell":"c3"}}}"#
 );
 
-fn map(items: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn map(items: &[(&str, &str)]) -> crate::discovery::Labels {
     items
         .iter()
         .map(|(k, v)| (String::from(*k), String::from(*v)))
