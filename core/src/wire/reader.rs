@@ -37,7 +37,13 @@ pub struct FrameReader {
     returned: usize,
     limits: FrameLimits,
     failed: Option<DecodeError>,
+    /// The most the spill buffer has held room for since it was last given back.
+    spill_room: usize,
 }
+
+/// Spill room kept once the spill buffer is empty again; a larger buffer (a registry
+/// snapshot's frames, up to a MiB) is given back, not held for the link's life.
+const KEEP_SPILL: usize = 64 * 1024;
 
 impl FrameReader {
     /// A reader refusing frames longer than `max_frame` bytes.
@@ -56,6 +62,7 @@ impl FrameReader {
             returned: 0,
             limits,
             failed: None,
+            spill_room: 0,
         }
     }
 
@@ -82,7 +89,13 @@ impl FrameReader {
         }
         self.release();
         self.spill_head();
-        self.spill.extend_from_slice(chunk);
+        self.spill_extend(chunk);
+    }
+
+    /// Appends to the spill buffer, noting its room.
+    fn spill_extend(&mut self, bytes: &[u8]) {
+        self.spill.extend_from_slice(bytes);
+        self.spill_room = self.spill_room.max(self.spill.capacity());
     }
 
     /// Appends an owned chunk received from the link; while nothing else is held it is kept
@@ -97,7 +110,7 @@ impl FrameReader {
             self.head = chunk;
         } else {
             self.spill_head();
-            self.spill.extend_from_slice(&chunk);
+            self.spill_extend(&chunk);
         }
     }
 
@@ -163,26 +176,37 @@ impl FrameReader {
         &held[self.returned..]
     }
 
-    /// Drops the bytes of frames [`next_frame`](Self::next_frame) returned.
+    /// Drops the bytes of frames [`next_frame`](Self::next_frame) returned, and gives back a
+    /// spill buffer larger than [`KEEP_SPILL`] once it is empty.
     fn release(&mut self) {
-        if self.returned == 0 {
-            return;
+        if self.returned > 0 {
+            if self.head.is_empty() {
+                self.spill.advance(self.returned);
+            } else {
+                self.head.advance(self.returned);
+            }
+            self.returned = 0;
         }
-        if self.head.is_empty() {
-            self.spill.advance(self.returned);
-        } else {
-            self.head.advance(self.returned);
+        if self.spill.is_empty() && self.spill_room > KEEP_SPILL {
+            self.spill = BytesMut::new();
+            self.spill_room = 0;
         }
-        self.returned = 0;
     }
 
     /// Moves the held owned chunk's undecoded bytes into the spill buffer (a frame spans
     /// chunks: its bytes must be contiguous).
     fn spill_head(&mut self) {
         if !self.head.is_empty() {
-            self.spill.extend_from_slice(&self.head);
-            self.head = Bytes::new();
+            let head = core::mem::take(&mut self.head);
+            self.spill_extend(&head);
         }
+    }
+
+    /// Bytes of buffer the reader holds room for (received bytes included): memory
+    /// accounting.
+    #[must_use]
+    pub fn held_capacity(&self) -> usize {
+        self.spill.capacity() + self.head.len()
     }
 
     /// Bytes received but not yet returned as frames.

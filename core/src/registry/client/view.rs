@@ -38,8 +38,9 @@ pub struct Peer {
     /// Its discovery record, as last reported (the same record the node's discovery set
     /// holds).
     pub discovery: Arc<DiscoveryInfo>,
-    /// Its topology record, as last reported.
-    pub topology: Option<TopologyInfo>,
+    /// Its topology record, as last reported (behind an `Arc`: a view holds one `Peer` per
+    /// known node, and a small entry keeps the view's tree small).
+    pub topology: Option<Arc<TopologyInfo>>,
     /// Its registry session is lost (the registry marks it suspect: disconnect protection).
     pub suspect: bool,
 }
@@ -187,7 +188,7 @@ impl View {
             btree_map::Entry::Occupied(held) => Some(held.get()),
             btree_map::Entry::Vacant(_) => None,
         };
-        match (old.and_then(|p| p.topology.as_ref()), &topology) {
+        match (old.and_then(|p| p.topology.as_deref()), &topology) {
             (Some(held), Some(new)) if same_version(held.revision, new.revision) => {}
             (Some(held), Some(new)) if held.same_content(new) => {}
             (_, Some(new)) => {
@@ -222,7 +223,7 @@ impl View {
         let peer = Peer {
             incarnation,
             discovery,
-            topology,
+            topology: topology.map(Arc::new),
             suspect,
         };
         match slot {

@@ -5,7 +5,7 @@
 //! # How
 //!
 //! - A record: `size_of::<DiscoveryInfo>()` plus the capacities of its strings and vectors
-//!   (the fields a [`ScaleRun`] fills; labels and gateways are empty there), plus the
+//!   and labels (the fields a [`ScaleRun`] fills; gateways are empty there), plus the
 //!   `Arc`'s two counts. The client view and the discovery set share one record per node
 //!   ([`RegistryEvent::DiscoveryPut`](crate::registry::RegistryEvent::DiscoveryPut) carries
 //!   it behind an `Arc`): a view's record is counted only when it is not the set's.
@@ -16,15 +16,18 @@
 //!   factor's worst doubling, × 2, plus the name's capacity.
 //! - Rings: [`RingSet::memory_bytes`](crate::ring::RingSet::memory_bytes) (capacities,
 //!   every filter's ring included).
-//! - Not counted: the topology registry (each node's topology record; discovery only) and the
-//!   node's per-peer connection state (no peer is dialled).
+//! - The view's topology records (one per known node, behind an `Arc`) are counted with the
+//!   view.
+//! - Not counted: the topology registry (the fields of each node's topology record it keeps
+//!   for relations; discovery only) and the node's per-peer connection state (no peer is
+//!   dialled).
 
 use alloc::sync::Arc;
 use core::mem::size_of;
 
 use super::ScaleRun;
 use crate::{
-    discovery::DiscoveryInfo,
+    discovery::{DiscoveryInfo, Labels, TopologyInfo},
     ids::NodeId,
     registry::{client::Peer, server::EntryKey},
 };
@@ -82,6 +85,7 @@ pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
                     } else {
                         shared_record(&peer.discovery)
                     }
+                    + peer.topology.as_deref().map_or(0, shared_topology)
                     + match key {
                         EntryKey::Id(_) => 0,
                         EntryKey::Name(name) => name.capacity(),
@@ -115,6 +119,25 @@ fn shared_record(info: &DiscoveryInfo) -> usize {
     2 * size_of::<usize>() + size_of::<DiscoveryInfo>() + record_heap(info)
 }
 
+/// Bytes of one topology record behind an `Arc` (the view's own: the topology registry keeps
+/// its fields apart): its two counts, the record, its strings and labels.
+fn shared_topology(info: &TopologyInfo) -> usize {
+    let strings = [&info.name, &info.hostname, &info.identity, &info.version];
+    2 * size_of::<usize>()
+        + size_of::<TopologyInfo>()
+        + strings.iter().map(|s| s.capacity()).sum::<usize>()
+        + labels_heap(&info.data.label)
+}
+
+/// Heap bytes of a label set: its pairs and their strings.
+fn labels_heap(labels: &Labels) -> usize {
+    labels.len() * 2 * size_of::<alloc::string::String>()
+        + labels
+            .iter()
+            .map(|(k, v)| k.capacity() + v.capacity())
+            .sum::<usize>()
+}
+
 /// Heap bytes of a record's strings and vectors.
 fn record_heap(info: &DiscoveryInfo) -> usize {
     let strings = [
@@ -129,4 +152,5 @@ fn record_heap(info: &DiscoveryInfo) -> usize {
     strings.iter().map(|s| s.capacity()).sum::<usize>()
         + info.listen.capacity() * size_of::<alloc::string::String>()
         + info.listen.iter().map(|s| s.capacity()).sum::<usize>()
+        + labels_heap(&info.metadata.labels)
 }

@@ -736,6 +736,41 @@ fn frame_reader_accepts_one_byte_at_a_time() {
 }
 
 #[test]
+fn frame_reader_gives_back_a_large_spill_buffer_once_it_is_empty() {
+    let payload = vec![0xAB; 200_000];
+    let big = Frame::Data(Data {
+        src: NodeId(1),
+        dst: NodeId(2),
+        seq: 1,
+        dst_incarnation: 0,
+        retransmit: false,
+        msg_type: 9,
+        hop_count: 0,
+        payload: &payload,
+    });
+    let mut bytes = Vec::new();
+    encode(&big, &mut bytes).expect("encodable");
+    let (ping, ping_bytes) = golden_ping();
+    let mut reader = FrameReader::new(MAX);
+    reader.push(&bytes[..100_000]);
+    assert_eq!(reader.next_frame(), Ok(None));
+    reader.push(&bytes[100_000..]);
+    assert!(reader.held_capacity() >= bytes.len());
+    assert_eq!(reader.next_frame(), Ok(Some(big)));
+    // The next push releases the big frame's bytes and gives the buffer back.
+    reader.push(&ping_bytes);
+    assert_eq!(reader.held_capacity(), ping_bytes.len());
+    assert_eq!(reader.next_frame(), Ok(Some(ping.clone())));
+    // Small frames keep their buffer from push to push (no allocation per chunk).
+    reader.push(&ping_bytes);
+    let room = reader.held_capacity();
+    assert_eq!(reader.next_frame(), Ok(Some(ping.clone())));
+    reader.push(&ping_bytes);
+    assert_eq!(reader.held_capacity(), room);
+    assert_eq!(reader.next_frame(), Ok(Some(ping)));
+}
+
+#[test]
 fn frame_reader_error_is_sticky() {
     let (_, ping) = golden_ping();
     let mut reader = FrameReader::new(MAX);
