@@ -75,7 +75,7 @@ impl Board {
                     .topology
                     .values()
                     .cloned()
-                    .map(RegistryEvent::TopologyPut),
+                    .map(|info| RegistryEvent::TopologyPut(info.into())),
             )
             .collect();
         self.put_discovery(&mut records, registration.discovery);
@@ -94,7 +94,7 @@ impl Board {
         records.revision += 1;
         info.revision = records.revision;
         records.topology.insert(info.id, info.clone());
-        let _ = self.changes.send(RegistryEvent::TopologyPut(info));
+        let _ = self.changes.send(RegistryEvent::TopologyPut(info.into()));
     }
 
     fn unregister(&self, id: NodeId) {

@@ -129,7 +129,9 @@ async fn a_second_node_sees_the_first_exactly_and_each_change_once_per_watcher()
         2
     );
     assert_eq!(
-        puts(&RegistryEvent::TopologyPut(expected.topology.clone())),
+        puts(&RegistryEvent::TopologyPut(
+            expected.topology.clone().into()
+        )),
         1
     );
     assert_eq!(alpha_events.len(), 3);
@@ -289,7 +291,9 @@ async fn upstream_switch_rewrites_only_the_topology_key_on_the_same_lease() {
         .collect();
     assert_eq!(
         since,
-        vec![&FeedEvent::Registry(RegistryEvent::TopologyPut(expected))]
+        vec![&FeedEvent::Registry(RegistryEvent::TopologyPut(
+            expected.into()
+        ))]
     );
     assert_eq!(beta.stats.snapshot().topology_writes, 1);
     beta.shutdown().await;
@@ -511,9 +515,9 @@ async fn libatapp_documents_decode_into_the_expected_records() {
         FeedEvent::Registry(RegistryEvent::DiscoveryPut(
             lobby_discovery(rev(listed_by_name)).into(),
         )),
-        FeedEvent::Registry(RegistryEvent::TopologyPut(lobby_topology(rev(
-            listed_topology,
-        )))),
+        FeedEvent::Registry(RegistryEvent::TopologyPut(
+            lobby_topology(rev(listed_topology)).into(),
+        )),
         FeedEvent::Registry(RegistryEvent::DiscoveryPut(
             DiscoveryInfo {
                 id: NodeId(77),
@@ -545,7 +549,7 @@ async fn libatapp_documents_decode_into_the_expected_records() {
     let mut want = lobby_topology(rev(moved_at));
     want.upstream_id = NodeId(4098);
     node.until("the moved topology", |e| {
-        *e == FeedEvent::Registry(RegistryEvent::TopologyPut(want.clone()))
+        *e == FeedEvent::Registry(RegistryEvent::TopologyPut(want.clone().into()))
     })
     .await;
     let gone_at = etcd.delete("/atapp/services/by_id/lobby-svr-3-8193").await;

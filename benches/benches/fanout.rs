@@ -49,7 +49,7 @@ impl Star {
             let info = leaf.discovery_info();
             let topology = leaf.inspect().config().topology_info(HUB);
             hub.handle_registry(t0, RegistryEvent::DiscoveryPut(info.into()));
-            hub.handle_registry(t0, RegistryEvent::TopologyPut(topology));
+            hub.handle_registry(t0, RegistryEvent::TopologyPut(topology.into()));
             leaves.push((leaf, at_leaf, at_hub));
         }
         drain(&mut hub);

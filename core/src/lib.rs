@@ -55,7 +55,7 @@
 //!     };
 //!     let topo = TopologyInfo { id, name: name.into(), revision, ..TopologyInfo::default() };
 //!     for node in &mut nodes {
-//!         node.handle_registry(Instant::ZERO, RegistryEvent::TopologyPut(topo.clone()));
+//!         node.handle_registry(Instant::ZERO, RegistryEvent::TopologyPut(topo.clone().into()));
 //!         node.handle_registry(Instant::ZERO, RegistryEvent::DiscoveryPut(info.clone().into()));
 //!     }
 //! }

@@ -249,7 +249,7 @@ impl Records {
             }
             RegistryEvent::TopologyPut(info) => {
                 let id = info.id;
-                match self.revisions.put(&mut self.topology, info) {
+                match self.revisions.put(&mut self.topology, &info) {
                     Ok(change) if change.is_noop() => RecordChange::Nothing,
                     Ok(change) => RecordChange::TopologyPut { id, change },
                     Err(reason) => RecordChange::Ignored(reason),

@@ -513,7 +513,7 @@ fn every_due_timer_fires_in_one_handle_timeout() {
     }
     let mut topo = topology_info(NodeId(0x204), &name(0x204), NodeId::NONE);
     topo.revision = 4;
-    node.handle_registry(at(0), RegistryEvent::TopologyPut(topo));
+    node.handle_registry(at(0), RegistryEvent::TopologyPut(topo.into()));
     drain(&mut node);
 
     // Each send dials; each dial fails at once. 0x204's topology record goes at 1 s.

@@ -180,7 +180,11 @@ mod tests {
             upstream_id: NodeId(10),
             ..TopologyInfo::default()
         };
-        let moved = changes(&mut listing, RegistryEvent::TopologyPut(topo), read_at);
+        let moved = changes(
+            &mut listing,
+            RegistryEvent::TopologyPut(topo.into()),
+            read_at,
+        );
         assert_eq!(
             moved[0].line(),
             "put 101 a live atcp://127.0.0.1:4001 upstream=10"

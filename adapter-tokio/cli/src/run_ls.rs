@@ -209,7 +209,7 @@ impl Listing {
                 }
             }
             RegistryEvent::TopologyPut(info) => {
-                self.topology.insert(info.id, info);
+                self.topology.insert(info.id, (*info).clone());
             }
             RegistryEvent::TopologyDelete { id, .. } => {
                 self.topology.remove(&id);

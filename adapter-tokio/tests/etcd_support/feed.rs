@@ -199,7 +199,7 @@ impl RegistryView {
                     &mut self.topology,
                     info.id,
                     info.revision,
-                    Some(info.clone()),
+                    Some((**info).clone()),
                 );
             }
             RegistryEvent::TopologyDelete { id, revision } => {

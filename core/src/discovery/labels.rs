@@ -110,17 +110,13 @@ impl Labels {
     /// Builds from pairs in any order; of a repeated key the last value wins (as inserting
     /// them one by one into a map).
     fn from_pairs(mut pairs: Vec<(String, String)>) -> Labels {
-        // A stable sort keeps repeated keys in arrival order; keep the last of each run.
+        // Reversed, a stable sort puts the last of a repeated key first in its run, and
+        // `dedup_by` keeps the first of each run: all in place.
+        pairs.reverse();
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<(String, String)> = Vec::with_capacity(pairs.len());
-        for pair in pairs {
-            match out.last_mut() {
-                Some(last) if last.0 == pair.0 => *last = pair,
-                _ => out.push(pair),
-            }
-        }
-        out.shrink_to_fit();
-        Labels(out)
+        pairs.dedup_by(|later, first| later.0 == first.0);
+        pairs.shrink_to_fit();
+        Labels(pairs)
     }
 }
 
@@ -207,7 +203,8 @@ impl<'de> Deserialize<'de> for Labels {
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Labels, A::Error> {
-                // The hint is the sender's claim: bound what it may reserve.
+                // The hint is the sender's claim: bound what it may reserve. (JSON gives none:
+                // the first pair allocates room for four, trimmed to fit at the end.)
                 let mut pairs = Vec::with_capacity(access.size_hint().unwrap_or(0).min(64));
                 while let Some(pair) = access.next_entry::<String, String>()? {
                     pairs.push(pair);

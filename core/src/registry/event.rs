@@ -29,8 +29,10 @@ pub enum RegistryEvent {
         /// The registry revision of the delete.
         revision: u64,
     },
-    /// A topology record was put (`info.revision` set).
-    TopologyPut(TopologyInfo),
+    /// A topology record was put (`info.revision` set); shared, like `DiscoveryPut`'s: the
+    /// registry client's view holds this one record (`RegistryEvent::TopologyPut(info.into())`
+    /// from an owned record).
+    TopologyPut(Arc<TopologyInfo>),
     /// A topology key was deleted.
     TopologyDelete {
         /// The node whose topology record went away.

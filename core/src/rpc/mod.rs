@@ -133,7 +133,7 @@
 //!         ..TopologyInfo::default()
 //!     };
 //!     for node in &mut nodes {
-//!         node.handle_registry(now, RegistryEvent::TopologyPut(topo.clone()));
+//!         node.handle_registry(now, RegistryEvent::TopologyPut(topo.clone().into()));
 //!         node.handle_registry(now, RegistryEvent::DiscoveryPut(info.clone().into()));
 //!     }
 //! }

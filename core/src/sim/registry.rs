@@ -63,7 +63,7 @@ impl Fanout {
 pub struct SimRegistry {
     revision: u64,
     discovery: BTreeMap<NodeId, Arc<DiscoveryInfo>>,
-    topology: BTreeMap<NodeId, TopologyInfo>,
+    topology: BTreeMap<NodeId, Arc<TopologyInfo>>,
 }
 
 impl SimRegistry {
@@ -82,7 +82,7 @@ impl SimRegistry {
     /// The stored topology record of `id`.
     #[must_use]
     pub fn topology(&self, id: NodeId) -> Option<&TopologyInfo> {
-        self.topology.get(&id)
+        self.topology.get(&id).map(|info| &**info)
     }
 
     /// Ids with a stored discovery record, ascending.
@@ -123,7 +123,8 @@ impl SimRegistry {
     /// Stores `info` under the next revision and returns the event announcing it.
     pub(super) fn put_topology(&mut self, mut info: TopologyInfo) -> RegistryEvent {
         info.revision = self.bump();
-        self.topology.insert(info.id, info.clone());
+        let info = Arc::new(info);
+        self.topology.insert(info.id, Arc::clone(&info));
         RegistryEvent::TopologyPut(info)
     }
 

@@ -102,13 +102,13 @@ impl Revisions {
     pub(crate) fn put(
         &mut self,
         topology: &mut TopologyRegistry,
-        info: TopologyInfo,
+        info: &TopologyInfo,
     ) -> Result<PeerChange, RegistryIgnored> {
         self.gate(info.id, info.revision, false)?;
         let data = PeerData {
-            hostname: info.hostname,
+            hostname: info.hostname.clone(),
             pid: i64::from(info.pid),
-            labels: info.data.label,
+            labels: info.data.label.clone(),
         };
         (topology.update_peer(info.id, info.upstream_id, data)).map_err(RegistryIgnored::Topology)
     }

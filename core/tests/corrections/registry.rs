@@ -27,10 +27,10 @@ fn older_discovery_revision_never_overwrites_newer() {
     let n201 = NodeId(0x201);
     let mut topo = topology_info(NodeId(0x202), &name(0x202), NodeId(0x203));
     topo.revision = 100;
-    sim.inject_registry(n201, RegistryEvent::TopologyPut(topo.clone()));
+    sim.inject_registry(n201, RegistryEvent::TopologyPut(topo.clone().into()));
     topo.revision = 90;
     topo.upstream_id = NodeId(0x201);
-    sim.inject_registry(n201, RegistryEvent::TopologyPut(topo));
+    sim.inject_registry(n201, RegistryEvent::TopologyPut(topo.into()));
     sim.inject_registry(n201, discovery_at(0x202, 100, "sim://node-202-new"));
     sim.inject_registry(n201, discovery_at(0x202, 90, "sim://node-202-old"));
     sim.inject_registry(

@@ -449,7 +449,7 @@ impl Driver {
                 }
             }
             None => {
-                let event = RegistryEvent::TopologyPut(self.topology.clone());
+                let event = RegistryEvent::TopologyPut(self.topology.clone().into());
                 self.node.handle_registry(now, event);
                 self.publish_known();
             }

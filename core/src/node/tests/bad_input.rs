@@ -76,8 +76,14 @@ fn acceptor_replies_hello_and_learns_the_peer() {
 fn data_for_this_node_is_delivered_byte_for_byte_from_any_split() {
     let mut node = root(0x102);
     // 0x101 is 0x105's upstream: it may relay 0x105's messages.
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x101, 0, 1)));
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x105, 0x101, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x101, 0, 1).into()),
+    );
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x105, 0x101, 1).into()),
+    );
     drain(&mut node);
     let link = accepted_up(&mut node, 0x101);
     let mut stream = Vec::new();
@@ -211,7 +217,10 @@ fn malformed_oversized_and_out_of_order_frames_close_the_link() {
 #[test]
 fn a_dialled_peer_lying_about_its_id_is_closed_and_counts_as_a_failed_dial() {
     let mut node = Node::new(config(0x201, 0x203, 3, true), secs(0)).unwrap();
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x202, 0x203, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x202, 0x203, 1).into()),
+    );
     node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(0x202, 2).into()));
     drain(&mut node);
     node.send(
@@ -320,7 +329,10 @@ fn invalid_sends_are_typed_errors_and_accept_nothing() {
         Err(SendError::InvalidTarget)
     );
     // A root with no direct links has no route to a node in another tree.
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x103, 0x102, 1).into()),
+    );
     assert_eq!(
         node.send(secs(0), Select::Node(NodeId(0x103)), 1, Bytes::new()),
         Err(SendError::NoRoute)
@@ -399,7 +411,10 @@ fn over_the_limit_messages_fail_with_queue_full_and_the_queue_is_kept() {
     let mut c = config(0x101, 0x102, 2, false);
     c.send_buffer_number = 2;
     let mut node = Node::new(c, secs(0)).unwrap();
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x103, 0x102, 1).into()),
+    );
     let ids: Vec<MsgId> = (0..3)
         .map(|i| {
             node.send(
@@ -425,9 +440,18 @@ fn over_the_limit_messages_fail_with_queue_full_and_the_queue_is_kept() {
 fn invalid_and_stale_registry_events_are_reported_and_change_nothing() {
     let mut node = root(0x101);
     let ignored = |r| Output::Event(Event::RegistryIgnored(r));
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x102, 0x103, 5)));
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 6)));
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x102, 0x101, 4)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x102, 0x103, 5).into()),
+    );
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x103, 0x102, 6).into()),
+    );
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x102, 0x101, 4).into()),
+    );
     node.handle_registry(
         secs(0),
         RegistryEvent::TopologyDelete {
@@ -527,7 +551,10 @@ fn relayed_data_beyond_the_hop_limit_is_dropped_with_an_event() {
 #[test]
 fn time_going_backwards_is_clamped() {
     let mut node = Node::new(config(0x101, 0x102, 2, false), secs(0)).unwrap();
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x103, 0x102, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x103, 0x102, 1).into()),
+    );
     let msg = node
         .send(secs(10), Select::Node(NodeId(0x103)), 1, Bytes::new())
         .unwrap();

@@ -23,7 +23,10 @@ fn root(id: u64) -> Node {
 /// Node 0x201 (upstream 0x203, direct routes) that may dial its sibling 0x202.
 fn sibling() -> Node {
     let mut node = Node::new(config(0x201, 0x203, 3, true), secs(0)).unwrap();
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x202, 0x203, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x202, 0x203, 1).into()),
+    );
     node
 }
 

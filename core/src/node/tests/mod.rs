@@ -172,7 +172,10 @@ fn outcome(at: Instant, msg: MsgId, outcome: Outcome) -> Seen {
 /// 100); the link it dials for it is reported connected. Outputs drained; the message and the
 /// link.
 fn send_on_a_dialled_link(node: &mut Node, target: u64) -> (MsgId, LinkId) {
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(target, 0, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(target, 0, 1).into()),
+    );
     node.handle_registry(secs(0), RegistryEvent::DiscoveryPut(disc(target, 2).into()));
     while node.poll_output().is_some() {}
     let msg = node

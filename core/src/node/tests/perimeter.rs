@@ -233,8 +233,14 @@ fn a_leaf_claiming_another_source_is_refused_and_counted() {
 #[test]
 fn a_proxy_may_relay_for_its_child() {
     let mut node = Node::new(config(0x102, 0, 2, false), secs(0)).unwrap();
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x101, 0, 1)));
-    node.handle_registry(secs(0), RegistryEvent::TopologyPut(topo(0x105, 0x101, 1)));
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x101, 0, 1).into()),
+    );
+    node.handle_registry(
+        secs(0),
+        RegistryEvent::TopologyPut(topo(0x105, 0x101, 1).into()),
+    );
     drain(&mut node);
     let link = accepted_up(&mut node, secs(0), 0x101);
     node.handle_received(

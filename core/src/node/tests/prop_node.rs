@@ -172,7 +172,7 @@ impl Driver {
             ),
             Op::TopologyPut { id, up, rev } => {
                 self.node
-                    .handle_registry(now, RegistryEvent::TopologyPut(topo(id, up, rev)));
+                    .handle_registry(now, RegistryEvent::TopologyPut(topo(id, up, rev).into()));
             }
             Op::TopologyDelete { id, rev } => self.node.handle_registry(
                 now,

@@ -72,7 +72,7 @@ fn registry_changes_go_to_the_node_and_the_rest_to_the_driver() {
         revision: 5,
         ..TopologyInfo::default()
     };
-    let output = ClientOutput::Registry(RegistryEvent::TopologyPut(put));
+    let output = ClientOutput::Registry(RegistryEvent::TopologyPut(put.into()));
     assert_eq!(node.handle_client_output(Instant::ZERO, output), None);
     assert_eq!(
         node.inspect().topology().upstream_of(NodeId(0x103)),

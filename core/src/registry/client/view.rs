@@ -182,6 +182,7 @@ impl View {
         if let Some(t) = topology.as_mut() {
             t.revision = self.map(t.revision);
         }
+        let topology = topology.map(Arc::new);
         // One search for both the comparison and the store.
         let slot = self.peers.entry(key);
         let old = match &slot {
@@ -193,7 +194,7 @@ impl View {
             (Some(held), Some(new)) if held.same_content(new) => {}
             (_, Some(new)) => {
                 out.push_back(ClientOutput::Registry(RegistryEvent::TopologyPut(
-                    new.clone(),
+                    Arc::clone(new),
                 )));
             }
             (Some(held), None) => {
@@ -223,7 +224,7 @@ impl View {
         let peer = Peer {
             incarnation,
             discovery,
-            topology: topology.map(Arc::new),
+            topology,
             suspect,
         };
         match slot {

@@ -80,7 +80,7 @@ pub fn map_put(layout: &KeyLayout, kv: &KeyValue) -> Result<RegistryEvent, MapEr
                 error,
             })?
         };
-        Ok(RegistryEvent::TopologyPut(info))
+        Ok(RegistryEvent::TopologyPut(info.into()))
     }
 }
 

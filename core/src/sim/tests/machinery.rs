@@ -449,7 +449,7 @@ fn the_registry_assigns_monotonic_revisions_and_fans_out_as_told() {
         inputs(&sim, B).last(),
         Some(&(
             Instant::from_secs(2),
-            Input::Registry(RegistryEvent::TopologyPut(topo))
+            Input::Registry(RegistryEvent::TopologyPut(topo.into()))
         ))
     );
     assert_eq!(inputs(&sim, A).len(), 3);

@@ -149,7 +149,7 @@ fn topology_update_reaches_every_client_after_the_discovery_records() {
     for i in 0..2 {
         assert_eq!(
             net.take_registry(i),
-            vec![(secs(2), RegistryEvent::TopologyPut(t.clone()))]
+            vec![(secs(2), RegistryEvent::TopologyPut(t.clone().into()))]
         );
     }
     // The next registration carries it: after a registry restart nothing changes for anyone.

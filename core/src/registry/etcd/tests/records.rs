@@ -480,7 +480,7 @@ fn libatapp_documents_map_to_exact_events() {
     assert_eq!(map_put(&l, &by_name), Ok(want));
     assert_eq!(
         map_put(&l, &topo),
-        Ok(RegistryEvent::TopologyPut(expected_topology(42)))
+        Ok(RegistryEvent::TopologyPut(expected_topology(42).into()))
     );
     // Written back, the documents are byte-identical.
     assert_eq!(
@@ -528,11 +528,14 @@ fn empty_values_are_key_only_records() {
     );
     assert_eq!(
         map_put(&l, &kv("/atapp/services/topology/12", "", 3, 6)),
-        Ok(RegistryEvent::TopologyPut(TopologyInfo {
-            id: NodeId(12),
-            revision: 6,
-            ..TopologyInfo::default()
-        }))
+        Ok(RegistryEvent::TopologyPut(
+            TopologyInfo {
+                id: NodeId(12),
+                revision: 6,
+                ..TopologyInfo::default()
+            }
+            .into()
+        ))
     );
 }
 

@@ -420,7 +420,7 @@ fn apply(set: &mut DiscoverySet, topo: &mut BTreeMap<u64, TopologyInfo>, out: De
                     .get(&info.id.0)
                     .is_none_or(|t| t.revision <= info.revision);
                 if newer {
-                    topo.insert(info.id.0, info);
+                    topo.insert(info.id.0, (*info).clone());
                 }
             }
             RegistryEvent::TopologyDelete { id, revision } => {
