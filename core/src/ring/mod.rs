@@ -19,6 +19,7 @@
 //! compact ring (each run of one node's consecutive points collapsed into its last point —
 //! walked by skipping runs, not stored twice), unique nodes, and skipping a given node.
 
+mod interned;
 mod members;
 mod points;
 mod search;

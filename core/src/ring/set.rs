@@ -20,6 +20,7 @@ use smallvec::SmallVec;
 
 use super::{
     Ring, RingConfig, RingError, RingMember, RingView, check_capacity,
+    interned::MetadataTable,
     members::Members,
     points::{Points, node_keys},
     search::bit,
@@ -71,7 +72,7 @@ struct FilterEntry {
 pub struct RingSet {
     /// The default ring; its member table is shared by every filter ring.
     ring: Ring,
-    metadata: Vec<Metadata>,
+    metadata: MetadataTable,
     pods: Vec<i64>,
     by_name: HashMap<String, SmallVec<[NodeId; 1]>>,
     /// Default round-robin order.
@@ -135,7 +136,7 @@ impl RingSet {
     pub fn new(config: RingConfig) -> RingSet {
         RingSet {
             ring: Ring::new(config),
-            metadata: Vec::new(),
+            metadata: MetadataTable::default(),
             pods: Vec::new(),
             by_name: HashMap::new(),
             rr: Vec::new(),
@@ -260,10 +261,7 @@ impl RingSet {
     /// A member's metadata.
     #[must_use]
     pub fn metadata(&self, id: NodeId) -> Option<&Metadata> {
-        self.ring
-            .members
-            .slot(id)
-            .map(|s| &self.metadata[s as usize])
+        self.ring.members.slot(id).map(|s| self.metadata.get(s))
     }
 
     /// The member named `name`; with several members of one name, the smallest id.
@@ -311,7 +309,7 @@ impl RingSet {
         let mut count = 0;
         for slot in 0..members.slot_capacity() {
             let slot = u32::try_from(slot).expect("slot count fits u32");
-            if members.id(slot).is_valid() && filter.matches(&self.metadata[slot as usize]) {
+            if members.id(slot).is_valid() && filter.matches(self.metadata.get(slot)) {
                 set_bit(&mut sub.bits, slot, true);
                 count += 1;
             }
@@ -434,7 +432,7 @@ impl RingSet {
         self.ring.memory_bytes()
             + self.rr.capacity() * 4
             + self.pods.capacity() * 8
-            + self.metadata.capacity() * core::mem::size_of::<Metadata>()
+            + self.metadata.memory_bytes()
             + self
                 .filters
                 .iter()
@@ -473,11 +471,10 @@ impl RingSet {
             let i = slot as usize;
             if i == self.pods.len() {
                 self.pods.push(member.pod_index);
-                self.metadata.push(metadata.clone());
             } else {
                 self.pods[i] = member.pod_index;
-                self.metadata[i].clone_from(metadata);
             }
+            self.metadata.set(slot, metadata);
             self.by_name_add(member.name, member.id);
             self.enter_all(slot);
             self.generation += 1;
@@ -495,7 +492,7 @@ impl RingSet {
         self.ring.members.rename(slot, member.name, fast);
         self.by_name_add(member.name, member.id);
         self.pods[slot as usize] = member.pod_index;
-        self.metadata[slot as usize].clone_from(metadata);
+        self.metadata.set(slot, metadata);
         self.enter_all(slot);
         self.generation += 1;
         Ok(())
@@ -513,7 +510,7 @@ impl RingSet {
         }
         ring.updates += 1;
         rr_insert(&mut self.rr, &self.pods, &ring.members, slot);
-        let meta = &self.metadata[slot as usize];
+        let meta = self.metadata.get(slot);
         for sub_entry in &mut self.filters {
             let FilterEntry {
                 filter,
@@ -573,7 +570,7 @@ impl RingSet {
     fn update_member(&mut self, slot: u32, metadata: &Metadata, pod: i64) {
         let i = slot as usize;
         let pod_changed = self.pods[i] != pod;
-        let meta_changed = self.metadata[i] != *metadata;
+        let meta_changed = *self.metadata.get(slot) != *metadata;
         if !pod_changed && !meta_changed {
             return;
         }
@@ -618,7 +615,7 @@ impl RingSet {
             sub.updates += 1;
         }
         self.pods[i] = pod;
-        self.metadata[i].clone_from(metadata);
+        self.metadata.set(slot, metadata);
         if pod_changed {
             rr_insert(&mut self.rr, &self.pods, &ring.members, slot);
         }
@@ -642,7 +639,7 @@ impl RingSet {
         let name = String::from(self.ring.members.name(slot));
         self.by_name_remove(&name, id);
         self.ring.members.release(id);
-        self.metadata[slot as usize] = Metadata::default();
+        self.metadata.set(slot, &Metadata::default());
         self.pods[slot as usize] = 0;
         self.generation += 1;
         true
@@ -680,11 +677,10 @@ impl RingSet {
             self.by_name_add(m.name, m.id);
             if slot as usize == self.pods.len() {
                 self.pods.push(m.pod_index);
-                self.metadata.push(meta.clone());
             } else {
                 self.pods[slot as usize] = m.pod_index;
-                self.metadata[slot as usize].clone_from(meta);
             }
+            self.metadata.set(slot, meta);
         }
         if failed.is_none() {
             failed = check_capacity(&self.ring.config, self.len()).err();
