@@ -147,6 +147,9 @@ impl SwarmOptions {
 pub(crate) struct SwarmReport {
     nodes: u32,
     joiners: u32,
+    /// First start → the last of the first `nodes` registered, seconds (the start phase of
+    /// `all_know_s`; the rest is the registry's pushes and the nodes applying them).
+    all_registered_s: Option<f64>,
     /// First start → every node knows all `nodes`, seconds.
     all_know_s: Option<f64>,
     /// The last joiner's start → every node knows every joiner, seconds.
@@ -216,6 +219,7 @@ async fn phases(
     if let Err(e) = start_all(options, &first, members).await {
         return Some(e.to_string());
     }
+    report.all_registered_s = Some(first_start.elapsed().as_secs_f64());
     if !converge(members, &first, options.timeout).await {
         return Some(format!(
             "not every node knew all {} within {:?}",

@@ -59,6 +59,7 @@ fn assert_passed(
     }
     assert_eq!(line["pass"], true, "{line}");
     for field in [
+        "all_registered_s",
         "all_know_s",
         "joiners_known_s",
         "registry_rss_mb",
@@ -117,7 +118,7 @@ fn a_swarm_without_a_registry_says_so_and_exits_1() {
     assert_eq!(code, Some(1), "{line}");
     assert_eq!(
         line,
-        serde_json::json!({"nodes": 3, "joiners": 1, "all_know_s": null, "joiners_known_s": null,
+        serde_json::json!({"nodes": 3, "joiners": 1, "all_registered_s": null, "all_know_s": null, "joiners_known_s": null,
             "registry_rss_mb": null, "swarm_rss_per_node_kb": null,
             "sent": 0, "delivered": 0, "received": 0, "pass": false})
     );

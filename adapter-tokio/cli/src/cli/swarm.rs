@@ -16,8 +16,8 @@ use crate::duration::parse_duration;
     must know all N; then --joiners more start at once and every node must know them; then \
     each node sends --messages messages to the next node by id, and every outcome is \
     awaited; then every node leaves gracefully.\n\n\
-    Prints one JSON line: {\"nodes\":N,\"joiners\":J,\"all_know_s\":S (first start → every \
-    node knows all N),\"joiners_known_s\":S (the last joiner's start → every node knows \
+    Prints one JSON line: {\"nodes\":N,\"joiners\":J,\"all_registered_s\":S (first start → \
+    the last of the N registered),\"all_know_s\":S (first start → every node knows all N),\"joiners_known_s\":S (the last joiner's start → every node knows \
     them),\"registry_rss_mb\":MB (when the registry or etcd is a local process this user can \
     see, else null),\"swarm_rss_per_node_kb\":KB (this process's growth ÷ nodes),\
     \"sent\":M,\"delivered\":M,\"received\":M,\"pass\":true}. Exit 0 when every phase \
