@@ -313,7 +313,7 @@ impl Selector {
                 return qualifies.then_some(id).filter(|id| !excluded.contains(id));
             }
             Select::Hash(key) => rings.ring(filter).lookup(key),
-            Select::Maglev(key) => self.maglev_table(rings, filter).lookup(key),
+            Select::Maglev(key) => self.maglev_lookup(rings, filter, key),
             Select::Bounded(key) => return self.bounded(rings, filter, key, &load, excluded),
             Select::RoundRobin => self.round_robin(rings, filter),
             Select::Random => random(rings, filter, rng),
