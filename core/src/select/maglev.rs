@@ -35,6 +35,7 @@
 
 use alloc::vec::Vec;
 
+pub use self::shared::SharedMaglev;
 use super::{Selector, round_robin::ring_slot};
 use crate::{
     hash::{KeyHash, key_hash, key_hash_u64},
@@ -316,28 +317,39 @@ impl MaglevTable {
 /// A ring's Maglev table and the ring update count it was built at.
 #[derive(Clone, Debug)]
 pub(super) struct CachedMaglev {
+    /// The ring update count of the last build (`u64::MAX` before the first).
     updates: u64,
+    /// The selector's own table, built lazily at `updates` when `built`.
     table: MaglevTable,
+    built: bool,
+    /// The ring's members at `updates` as a build keeps them (ascending, distinct, valid),
+    /// for shared tables; current when `ids_current`.
+    ids: Vec<NodeId>,
+    ids_current: bool,
 }
 
 impl Selector {
-    /// The owner of `key` in the Maglev table of the filter's ring (see
-    /// [`maglev_table`](Self::maglev_table)), filling the table only as far as this key's
-    /// slot.
+    /// Swaps `tables` with the selector's shared Maglev tables: lends it some with `Some`,
+    /// takes them back with `None`. While it holds shared tables, a Maglev pick reads (and
+    /// lazily fills) the shared table of its ring's membership instead of building its own:
+    /// the same owners, computed once for every selector that sees the membership. Counted
+    /// builds ([`SelectStats::maglev_builds`](super::SelectStats::maglev_builds)) stay
+    /// those of the selector's own rings.
+    pub fn swap_shared_maglev(&mut self, tables: &mut Option<SharedMaglev>) {
+        core::mem::swap(&mut self.shared_maglev, tables);
+    }
+
+    /// The owner of `key` in the Maglev table of the filter's ring. The table is built on
+    /// first use and rebuilt (reusing its buffers) only when that ring's update count
+    /// ([`RingSet::ring_updates_of`]) has moved since; a build is lazy: its fill runs as far
+    /// as lookups need ([`MaglevTable::lookup_filling`]). With shared tables lent, the
+    /// shared table of the ring's members is read instead.
     pub(super) fn maglev_lookup(
         &mut self,
         set: &RingSet,
         filter: Option<FilterId>,
         key: &[u8],
     ) -> Option<NodeId> {
-        self.maglev_table(set, filter).lookup_filling(key_hash(key))
-    }
-
-    /// The Maglev table of the filter's ring, built on first use and rebuilt (reusing its
-    /// buffers) only when that ring's update count
-    /// ([`RingSet::ring_updates_of`]) has moved since. A rebuild is lazy: its fill runs as
-    /// far as lookups need ([`MaglevTable::lookup_filling`]).
-    fn maglev_table(&mut self, set: &RingSet, filter: Option<FilterId>) -> &mut MaglevTable {
         let slot = ring_slot(set, filter);
         if self.maglev.len() <= slot {
             self.maglev.resize_with(slot + 1, || None);
@@ -345,20 +357,38 @@ impl Selector {
         let updates = set.ring_updates_of(filter);
         let (size, fill) = (self.config.maglev_table_size, self.config.maglev_fill);
         let cached = self.maglev[slot].get_or_insert_with(|| CachedMaglev {
-            // Never `updates` of a ring: the first use builds.
             updates: u64::MAX,
             table: MaglevTable::new(size)
                 .unwrap_or_else(|_| MaglevTable::default_size())
                 .with_fill(fill),
+            built: false,
+            ids: Vec::new(),
+            ids_current: false,
         });
         if cached.updates != updates {
-            cached
-                .table
-                .start_build(set.round_robin_order(filter).ids());
             cached.updates = updates;
+            cached.built = false;
+            cached.ids_current = false;
             self.stats.maglev_builds += 1;
         }
-        &mut cached.table
+        let hash = key_hash(key);
+        if let Some(shared) = self.shared_maglev.as_mut() {
+            if !cached.ids_current {
+                cached.ids.clear();
+                let members = set.round_robin_order(filter).ids();
+                cached.ids.extend(members.filter(|id| id.is_valid()));
+                cached.ids.sort_unstable();
+                cached.ids.dedup();
+                cached.ids_current = true;
+            }
+            return shared.lookup(size, fill, &cached.ids, hash);
+        }
+        if !cached.built {
+            let members = set.round_robin_order(filter).ids();
+            cached.table.start_build(members);
+            cached.built = true;
+        }
+        cached.table.lookup_filling(hash)
     }
 }
 
@@ -375,5 +405,6 @@ fn permutation(id: NodeId, size: u32) -> Permutation {
 }
 
 mod fill;
+mod shared;
 #[cfg(test)]
 mod tests;

@@ -72,7 +72,7 @@ use alloc::{string::String, vec::Vec};
 use bytes::Bytes;
 
 pub use bounded::load_bound;
-pub use maglev::{MaglevError, MaglevFill, MaglevTable};
+pub use maglev::{MaglevError, MaglevFill, MaglevTable, SharedMaglev};
 pub use outlier::{OutlierStats, Outliers};
 pub use round_robin::Selector;
 
