@@ -62,7 +62,28 @@ pub(super) fn balanced(
     target: Option<usize>,
 ) -> Option<Progress> {
     let (table, cursors) = (&mut *buf.table, &mut *buf.cursors);
+    let n = u32::try_from(nodes.len()).expect("a node count fits u32");
     loop {
+        // Whole rounds while one cannot fill the table (so every hunt ends), the target
+        // checked once per round: claims past the target's in its round are claims the fill
+        // makes anyway, so stopping at the round's end leaves a valid fill in progress.
+        while at.turn == 0 && at.filled + n <= size {
+            for ((p, cursor), owner) in nodes.iter().zip(cursors.iter_mut()).zip(0u32..) {
+                let mut c = *cursor;
+                while table[c as usize] != EMPTY {
+                    c = step(c, p.skip, size);
+                }
+                table[c as usize] = owner;
+                *cursor = step(c, p.skip, size);
+            }
+            at.filled += n;
+            if at.filled == size {
+                return None;
+            }
+            if target.is_some_and(|t| table[t] != EMPTY) {
+                return Some(at);
+            }
+        }
         for i in at.turn..nodes.len() {
             let (skip, mut c) = (nodes[i].skip, cursors[i]);
             // Terminates: the table is not full and the permutation visits every slot.
@@ -139,11 +160,7 @@ pub(super) fn stable(
 /// `(c + skip) mod size` for `c < size`, `skip < size`, without a division.
 #[inline]
 fn step(c: u32, skip: u32, size: u32) -> u32 {
-    let next = u64::from(c) + u64::from(skip);
-    u32::try_from(if next >= u64::from(size) {
-        next - u64::from(size)
-    } else {
-        next
-    })
-    .expect("below size, a u32")
+    // No overflow: sizes are at most 2^24.
+    let next = c + skip;
+    if next >= size { next - size } else { next }
 }
