@@ -199,6 +199,14 @@ impl Node {
         Status::of(&self.inspect(), self.incarnation)
     }
 
+    /// Lends the node's selector shared Maglev tables, or takes them back
+    /// ([`Selector::swap_shared_maglev`](crate::select::Selector::swap_shared_maglev)): the
+    /// simulator lends its nodes one set of tables, call by call.
+    #[cfg(feature = "sim")]
+    pub(crate) fn swap_shared_maglev(&mut self, tables: &mut Option<crate::select::SharedMaglev>) {
+        self.selector.swap_shared_maglev(tables);
+    }
+
     /// Clamps `now` to the latest instant seen (time never runs backwards in the node).
     fn advance(&mut self, now: Instant) -> Instant {
         if now > self.now {

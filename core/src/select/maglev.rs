@@ -28,10 +28,14 @@
 //! permutation, kept and double-buffered, and its cursor; 44 with the stable fill's count and
 //! place in the active list); a build is about `M × ln(N)` probes over the table's cache
 //! lines (see `select-report`'s `maglev_build_ns` and `maglev_stable_build_ns`); it reuses
-//! its buffers, so a rebuild allocates only when the node count or the size grows.
+//! its buffers, so a rebuild allocates only when the node count or the size grows. The
+//! selector's rebuilds are lazy (`maglev/fill.rs`): a lookup fills only until its slot is
+//! claimed — about `M` probes for the first lookup after a change instead of the whole
+//! build — and the same answers as a full build, since a claimed slot keeps its owner.
 
 use alloc::vec::Vec;
 
+pub use self::shared::SharedMaglev;
 use super::{Selector, round_robin::ring_slot};
 use crate::{
     hash::{KeyHash, key_hash, key_hash_u64},
@@ -107,6 +111,9 @@ pub struct MaglevTable {
     active: Vec<u32>,
     /// Slot → index into `nodes`.
     table: Vec<u32>,
+    /// Where the fill of the last build stopped; `None` once the table is full (always after
+    /// [`build`](Self::build); only the selector's lazy builds leave a fill pending).
+    pending: Option<fill::Progress>,
 }
 
 impl MaglevTable {
@@ -143,6 +150,7 @@ impl MaglevTable {
             counts: Vec::new(),
             active: Vec::new(),
             table: Vec::new(),
+            pending: None,
         }
     }
 
@@ -199,6 +207,14 @@ impl MaglevTable {
     /// Rebuilds the table over `ids` (duplicates count once; id 0 is skipped). An empty set
     /// gives an empty table, whose lookups return `None`.
     pub fn build(&mut self, ids: impl IntoIterator<Item = NodeId>) {
+        self.start_build(ids);
+        self.fill_until(None);
+    }
+
+    /// Starts a rebuild over `ids` (as [`build`](Self::build)) without filling any slot:
+    /// [`lookup_filling`](Self::lookup_filling) fills as far as each lookup needs, and
+    /// nothing else may read the table until the fill is done.
+    fn start_build(&mut self, ids: impl IntoIterator<Item = NodeId>) {
         self.next_nodes.clear();
         let size = self.size;
         self.next_nodes.extend(
@@ -223,19 +239,56 @@ impl MaglevTable {
             };
         }
         core::mem::swap(&mut self.nodes, &mut self.next_nodes);
-        match self.fill {
-            MaglevFill::Balanced => populate(size, &self.nodes, &mut self.cursors, &mut self.table),
-            MaglevFill::Stable => populate_stable(
-                size,
-                &self.nodes,
-                &mut Buffers {
-                    cursors: &mut self.cursors,
-                    counts: &mut self.counts,
-                    active: &mut self.active,
-                },
-                &mut self.table,
-            ),
+        let mut buf = fill::Buffers {
+            table: &mut self.table,
+            cursors: &mut self.cursors,
+            counts: &mut self.counts,
+            active: &mut self.active,
+        };
+        self.pending = fill::start(size, &self.nodes, &mut buf);
+    }
+
+    /// Continues the pending fill until slot `target` is claimed (or, with `None`, until the
+    /// table is full); nothing to do once it is full.
+    fn fill_until(&mut self, target: Option<usize>) {
+        let Some(at) = self.pending else {
+            return;
+        };
+        let mut buf = fill::Buffers {
+            table: &mut self.table,
+            cursors: &mut self.cursors,
+            counts: &mut self.counts,
+            active: &mut self.active,
+        };
+        let (size, nodes) = (self.size, &self.nodes);
+        self.pending = match self.fill {
+            MaglevFill::Balanced => fill::balanced(size, nodes, &mut buf, at, target),
+            MaglevFill::Stable => fill::stable(size, nodes, &mut buf, at, target),
+        };
+    }
+
+    /// [`lookup_hash`](Self::lookup_hash) on a table whose fill may be pending: fills only
+    /// until the key's slot is claimed. The answer is the full table's (a claimed slot keeps
+    /// its owner).
+    fn lookup_filling(&mut self, hash: KeyHash) -> Option<NodeId> {
+        let slot = usize::try_from(self.slot_of(hash)).ok()?;
+        if self.table.get(slot) == Some(&EMPTY) {
+            self.fill_until(Some(slot));
         }
+        self.owner_of(slot)
+    }
+
+    /// The owner of a claimed slot; `None` for a slot past the end (an empty table).
+    #[inline]
+    fn owner_of(&self, slot: usize) -> Option<NodeId> {
+        let index = *self.table.get(slot)?;
+        self.nodes.get(index as usize).map(|p| p.id)
+    }
+
+    /// The slot a key hash reads: `⌊hi × M / 2^64⌋`.
+    #[inline]
+    fn slot_of(&self, hash: KeyHash) -> u128 {
+        (u128::from(hash.hi) * u128::from(self.size)) >> 64
     }
 
     /// The node owning `key`, hashed as the ring hashes keys; `None` when empty.
@@ -250,13 +303,13 @@ impl MaglevTable {
     #[must_use]
     #[inline]
     pub fn lookup_hash(&self, hash: KeyHash) -> Option<NodeId> {
-        let slot = (u128::from(hash.hi) * u128::from(self.size)) >> 64;
-        let index = *self.table.get(usize::try_from(slot).ok()?)?;
-        self.nodes.get(index as usize).map(|p| p.id)
+        debug_assert!(self.pending.is_none(), "a lazy build read before its fill");
+        self.owner_of(usize::try_from(self.slot_of(hash)).ok()?)
     }
 
     /// The owner of every slot in slot order (empty when the table is).
     pub fn slots(&self) -> impl Iterator<Item = NodeId> + '_ {
+        debug_assert!(self.pending.is_none(), "a lazy build read before its fill");
         self.table.iter().map(|&i| self.nodes[i as usize].id)
     }
 }
@@ -264,15 +317,39 @@ impl MaglevTable {
 /// A ring's Maglev table and the ring update count it was built at.
 #[derive(Clone, Debug)]
 pub(super) struct CachedMaglev {
+    /// The ring update count of the last build (`u64::MAX` before the first).
     updates: u64,
+    /// The selector's own table, built lazily at `updates` when `built`.
     table: MaglevTable,
+    built: bool,
+    /// The ring's members at `updates` as a build keeps them (ascending, distinct, valid),
+    /// for shared tables; current when `ids_current`.
+    ids: Vec<NodeId>,
+    ids_current: bool,
 }
 
 impl Selector {
-    /// The Maglev table of the filter's ring, built on first use and rebuilt (reusing its
-    /// buffers) only when that ring's update count
-    /// ([`RingSet::ring_updates_of`]) has moved since.
-    pub(super) fn maglev_table(&mut self, set: &RingSet, filter: Option<FilterId>) -> &MaglevTable {
+    /// Swaps `tables` with the selector's shared Maglev tables: lends it some with `Some`,
+    /// takes them back with `None`. While it holds shared tables, a Maglev pick reads (and
+    /// lazily fills) the shared table of its ring's membership instead of building its own:
+    /// the same owners, computed once for every selector that sees the membership. Counted
+    /// builds ([`SelectStats::maglev_builds`](super::SelectStats::maglev_builds)) stay
+    /// those of the selector's own rings.
+    pub fn swap_shared_maglev(&mut self, tables: &mut Option<SharedMaglev>) {
+        core::mem::swap(&mut self.shared_maglev, tables);
+    }
+
+    /// The owner of `key` in the Maglev table of the filter's ring. The table is built on
+    /// first use and rebuilt (reusing its buffers) only when that ring's update count
+    /// ([`RingSet::ring_updates_of`]) has moved since; a build is lazy: its fill runs as far
+    /// as lookups need ([`MaglevTable::lookup_filling`]). With shared tables lent, the
+    /// shared table of the ring's members is read instead.
+    pub(super) fn maglev_lookup(
+        &mut self,
+        set: &RingSet,
+        filter: Option<FilterId>,
+        key: &[u8],
+    ) -> Option<NodeId> {
         let slot = ring_slot(set, filter);
         if self.maglev.len() <= slot {
             self.maglev.resize_with(slot + 1, || None);
@@ -280,18 +357,38 @@ impl Selector {
         let updates = set.ring_updates_of(filter);
         let (size, fill) = (self.config.maglev_table_size, self.config.maglev_fill);
         let cached = self.maglev[slot].get_or_insert_with(|| CachedMaglev {
-            // Never `updates` of a ring: the first use builds.
             updates: u64::MAX,
             table: MaglevTable::new(size)
                 .unwrap_or_else(|_| MaglevTable::default_size())
                 .with_fill(fill),
+            built: false,
+            ids: Vec::new(),
+            ids_current: false,
         });
         if cached.updates != updates {
-            cached.table.build(set.round_robin_order(filter).ids());
             cached.updates = updates;
+            cached.built = false;
+            cached.ids_current = false;
             self.stats.maglev_builds += 1;
         }
-        &cached.table
+        let hash = key_hash(key);
+        if let Some(shared) = self.shared_maglev.as_mut() {
+            if !cached.ids_current {
+                cached.ids.clear();
+                let members = set.round_robin_order(filter).ids();
+                cached.ids.extend(members.filter(|id| id.is_valid()));
+                cached.ids.sort_unstable();
+                cached.ids.dedup();
+                cached.ids_current = true;
+            }
+            return shared.lookup(size, fill, &cached.ids, hash);
+        }
+        if !cached.built {
+            let members = set.round_robin_order(filter).ids();
+            cached.table.start_build(members);
+            cached.built = true;
+        }
+        cached.table.lookup_filling(hash)
     }
 }
 
@@ -307,90 +404,7 @@ fn permutation(id: NodeId, size: u32) -> Permutation {
     Permutation { id, offset, skip }
 }
 
-/// Fills `table` (resized to `size`) from the nodes' permutations, the nodes taking turns in
-/// order; `cursors` is a reused buffer.
-fn populate(size: u32, nodes: &[Permutation], cursors: &mut Vec<u32>, table: &mut Vec<u32>) {
-    table.clear();
-    if nodes.is_empty() {
-        return;
-    }
-    table.resize(size as usize, EMPTY);
-    cursors.clear();
-    cursors.extend(nodes.iter().map(|p| p.offset));
-    let mut filled = 0u32;
-    loop {
-        for (i, (p, cursor)) in nodes.iter().zip(cursors.iter_mut()).enumerate() {
-            let mut c = *cursor;
-            // Terminates: the table is not full and the permutation visits every slot.
-            while table[c as usize] != EMPTY {
-                c = step(c, p.skip, size);
-            }
-            table[c as usize] = u32::try_from(i).expect("a node index fits u32");
-            *cursor = step(c, p.skip, size);
-            filled += 1;
-            if filled == size {
-                return;
-            }
-        }
-    }
-}
-
-/// The stable fill's reused buffers.
-struct Buffers<'a> {
-    cursors: &'a mut Vec<u32>,
-    counts: &'a mut Vec<u32>,
-    active: &'a mut Vec<u32>,
-}
-
-/// The stable fill: in each round every node under the cap `⌈size / n⌉ + 1` offers the next
-/// slot of its permutation and takes it if empty (nodes in order), until the table is full.
-/// Ends: while a slot is empty some node is under the cap (`n` capped nodes would own more
-/// than `size` slots), and that node's permutation reaches the slot within `size` rounds.
-fn populate_stable(size: u32, nodes: &[Permutation], buf: &mut Buffers<'_>, table: &mut Vec<u32>) {
-    table.clear();
-    if nodes.is_empty() {
-        return;
-    }
-    table.resize(size as usize, EMPTY);
-    let n = u32::try_from(nodes.len()).expect("a node count fits u32");
-    let cap = size.div_ceil(n) + 1;
-    buf.cursors.clear();
-    buf.cursors.extend(nodes.iter().map(|p| p.offset));
-    buf.counts.clear();
-    buf.counts.resize(nodes.len(), 0);
-    buf.active.clear();
-    buf.active.extend(0..n);
-    let (cursors, counts) = (&mut *buf.cursors, &mut *buf.counts);
-    let mut filled = 0u32;
-    while filled < size {
-        buf.active.retain(|&i| {
-            let i = i as usize;
-            if filled == size {
-                return false;
-            }
-            let c = cursors[i];
-            if table[c as usize] == EMPTY {
-                table[c as usize] = u32::try_from(i).expect("a node index fits u32");
-                counts[i] += 1;
-                filled += 1;
-            }
-            cursors[i] = step(c, nodes[i].skip, size);
-            counts[i] < cap
-        });
-    }
-}
-
-/// `(c + skip) mod size` for `c < size`, `skip < size`, without a division.
-#[inline]
-fn step(c: u32, skip: u32, size: u32) -> u32 {
-    let next = u64::from(c) + u64::from(skip);
-    u32::try_from(if next >= u64::from(size) {
-        next - u64::from(size)
-    } else {
-        next
-    })
-    .expect("below size, a u32")
-}
-
+mod fill;
+mod shared;
 #[cfg(test)]
 mod tests;

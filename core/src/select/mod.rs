@@ -72,7 +72,7 @@ use alloc::{string::String, vec::Vec};
 use bytes::Bytes;
 
 pub use bounded::load_bound;
-pub use maglev::{MaglevError, MaglevFill, MaglevTable};
+pub use maglev::{MaglevError, MaglevFill, MaglevTable, SharedMaglev};
 pub use outlier::{OutlierStats, Outliers};
 pub use round_robin::Selector;
 
@@ -313,7 +313,7 @@ impl Selector {
                 return qualifies.then_some(id).filter(|id| !excluded.contains(id));
             }
             Select::Hash(key) => rings.ring(filter).lookup(key),
-            Select::Maglev(key) => self.maglev_table(rings, filter).lookup(key),
+            Select::Maglev(key) => self.maglev_lookup(rings, filter, key),
             Select::Bounded(key) => return self.bounded(rings, filter, key, &load, excluded),
             Select::RoundRobin => self.round_robin(rings, filter),
             Select::Random => random(rings, filter, rng),

@@ -87,6 +87,52 @@ fn a_maglev_table_is_built_per_ring_and_only_when_that_ring_changed() {
     assert_eq!(sel.stats().maglev_builds, 4);
 }
 
+/// Selectors lent one set of shared tables pick what selectors with their own tables pick,
+/// across membership changes, rings and table sizes, and count the same builds; the shared
+/// set keeps the tables of several memberships at once.
+#[test]
+fn shared_maglev_tables_pick_what_own_tables_pick() {
+    let (mut set, game) = set();
+    let configs = [101, 13, 4].map(|size| SelectConfig {
+        maglev_table_size: size,
+        ..SelectConfig::default()
+    });
+    let mut own: Vec<Selector> = configs.iter().map(|&c| Selector::with_config(c)).collect();
+    let mut lent: Vec<Selector> = configs.iter().map(|&c| Selector::with_config(c)).collect();
+    let mut shared = Some(SharedMaglev::new());
+    let mut rng = Rng::new(1);
+    for round in 0..6u64 {
+        if round % 2 == 1 {
+            set.remove(NodeId(10 + round));
+        } else {
+            let id = NodeId(30 + round);
+            set.insert(
+                RingMember::new(id, &format!("n{}", id.0)),
+                &meta("game", None),
+            )
+            .unwrap();
+        }
+        for (a, b) in own.iter_mut().zip(&mut lent) {
+            for filter in [None, Some(game)] {
+                for key in 0..40u8 {
+                    let among = Among {
+                        rings: &set,
+                        filter,
+                    };
+                    let select = Select::Maglev(Bytes::copy_from_slice(&[key]));
+                    let expected = a.pick(&select, among, &mut rng, |_| 0, &[]);
+                    b.swap_shared_maglev(&mut shared);
+                    let got = b.pick(&select, among, &mut rng, |_| 0, &[]);
+                    b.swap_shared_maglev(&mut shared);
+                    assert_eq!(got, expected, "round {round} key {key} {filter:?}");
+                }
+            }
+            assert_eq!(a.stats().maglev_builds, b.stats().maglev_builds);
+        }
+    }
+    assert!(shared.is_some(), "every selector gave the tables back");
+}
+
 #[test]
 fn maglev_falls_back_past_an_excluded_owner() {
     let (set, game) = set();

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use super::{SelectConfig, SelectStats, maglev::CachedMaglev};
+use super::{SelectConfig, SelectStats, maglev::CachedMaglev, maglev::SharedMaglev};
 use crate::{
     ids::NodeId,
     ring::{FilterId, RingSet},
@@ -64,6 +64,8 @@ pub struct Selector {
     pub(super) successors: Vec<NodeId>,
     /// Outlier ejection's per-server state (`outlier.rs`).
     pub(crate) outliers: super::Outliers,
+    /// Maglev tables lent by the host for a call ([`Selector::swap_shared_maglev`]).
+    pub(super) shared_maglev: Option<SharedMaglev>,
 }
 
 impl Selector {

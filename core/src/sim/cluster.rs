@@ -128,6 +128,9 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) earliest_timer: Option<(Instant, usize)>,
     /// The path failures injected ([`Sim::fail_path`]).
     pub(super) path_faults: super::path_faults::PathFaults,
+    /// Maglev tables lent to each node for its calls, once [`Sim::share_maglev_tables`]
+    /// turned them on.
+    pub(super) shared_maglev: Option<crate::select::SharedMaglev>,
 }
 
 impl Sim<Node> {
@@ -182,7 +185,18 @@ impl<N: SimNode> Sim<N> {
             machines: None,
             earliest_timer: None,
             path_faults: super::path_faults::PathFaults::default(),
+            shared_maglev: None,
         }
+    }
+
+    /// From now on, lends every node one set of Maglev tables for the length of each call
+    /// (see [`SharedMaglev`](crate::select::SharedMaglev)): nodes that see the same
+    /// membership fill one table between them instead of one each. Their picks do not
+    /// change — a table depends only on its size, fill and node ids — only the work: the
+    /// seeded runs turn it on, most other tests keep each node's own tables.
+    pub fn share_maglev_tables(&mut self) {
+        self.shared_maglev
+            .get_or_insert_with(crate::select::SharedMaglev::new);
     }
 
     /// The settings; changes apply to what is scheduled afterwards.
@@ -343,7 +357,9 @@ impl<N: SimNode> Sim<N> {
         let Some(node) = self.slots[idx].node.as_mut() else {
             panic!("sim: node {id} is dead");
         };
+        node.swap_shared_maglev(&mut self.shared_maglev);
         let r = f(node, now);
+        node.swap_shared_maglev(&mut self.shared_maglev);
         self.drain(idx);
         r
     }
@@ -663,7 +679,9 @@ impl<N: SimNode> Sim<N> {
             Select::Node(id) => Some(id),
             _ => None,
         };
+        node.swap_shared_maglev(&mut self.shared_maglev);
         let result = node.send(now, target, msg_type, payload.clone());
+        node.swap_shared_maglev(&mut self.shared_maglev);
         match &result {
             Ok(msg) => {
                 let msg = *msg;

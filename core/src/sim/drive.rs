@@ -181,7 +181,9 @@ impl<N: SimNode> Sim<N> {
         );
         self.note(Some(id), "<- timeout");
         if let Some(node) = self.slots[idx].node.as_mut() {
+            node.swap_shared_maglev(&mut self.shared_maglev);
             node.handle_timeout(now);
+            node.swap_shared_maglev(&mut self.shared_maglev);
         }
         self.drain(idx);
     }
@@ -330,7 +332,9 @@ impl<N: SimNode> Sim<N> {
         let idx = self.slot_index(id);
         let now = self.now;
         if let Some(node) = self.slots[idx].node.as_mut() {
+            node.swap_shared_maglev(&mut self.shared_maglev);
             f(node, now);
+            node.swap_shared_maglev(&mut self.shared_maglev);
             self.drain(idx);
         }
     }

@@ -162,6 +162,11 @@ pub trait SimNode: Sized {
     fn suspicion_bound(&self) -> crate::time::Duration {
         crate::time::Duration::ZERO
     }
+    /// Swaps `tables` with the node's shared Maglev tables (see
+    /// [`Sim::share_maglev_tables`]); a node without Maglev picks ignores them.
+    fn swap_shared_maglev(&mut self, tables: &mut Option<crate::select::SharedMaglev>) {
+        let _ = tables;
+    }
 }
 
 impl SimNode for Node {
@@ -181,6 +186,9 @@ impl SimNode for Node {
     }
     fn id(&self) -> NodeId {
         Node::id(self)
+    }
+    fn swap_shared_maglev(&mut self, tables: &mut Option<crate::select::SharedMaglev>) {
+        Node::swap_shared_maglev(self, tables);
     }
     fn handle_registry(&mut self, now: Instant, event: RegistryEvent) {
         Node::handle_registry(self, now, event);

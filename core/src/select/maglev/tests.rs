@@ -16,10 +16,27 @@ fn perm(id: u64, offset: u32, skip: u32) -> Permutation {
     }
 }
 
-fn filled(size: u32, nodes: &[Permutation]) -> Vec<u32> {
-    let (mut cursors, mut table) = (Vec::new(), Vec::new());
-    populate(size, nodes, &mut cursors, &mut table);
+/// `nodes` filled by `fill` in one go, into fresh buffers.
+fn filled_by(fill: MaglevFill, size: u32, nodes: &[Permutation]) -> Vec<u32> {
+    let (mut table, mut cursors, mut counts, mut active) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut buf = fill::Buffers {
+        table: &mut table,
+        cursors: &mut cursors,
+        counts: &mut counts,
+        active: &mut active,
+    };
+    let at = fill::start(size, nodes, &mut buf).expect("some nodes");
+    let left = match fill {
+        MaglevFill::Balanced => fill::balanced(size, nodes, &mut buf, at, None),
+        MaglevFill::Stable => fill::stable(size, nodes, &mut buf, at, None),
+    };
+    assert_eq!(left, None);
     table
+}
+
+fn filled(size: u32, nodes: &[Permutation]) -> Vec<u32> {
+    filled_by(MaglevFill::Balanced, size, nodes)
 }
 
 /// Eisenbud et al. 2016, Table 1: M = 7, B0 (offset 3, skip 4), B1 (0, 2), B2 (3, 1). Round
@@ -186,15 +203,7 @@ proptest! {
 }
 
 fn stable_filled(size: u32, nodes: &[Permutation]) -> Vec<u32> {
-    let (mut cursors, mut counts, mut active, mut table) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut buf = Buffers {
-        cursors: &mut cursors,
-        counts: &mut counts,
-        active: &mut active,
-    };
-    populate_stable(size, nodes, &mut buf, &mut table);
-    table
+    filled_by(MaglevFill::Stable, size, nodes)
 }
 
 /// The paper's three permutations filled stably (M = 7, cap ⌈7/3⌉ + 1 = 4). B0 prefers 3, 0,
@@ -272,5 +281,33 @@ proptest! {
         prop_assert_eq!(table.slots().count(), size as usize);
         let cap = size.div_ceil(ids.len() as u32) as usize + 1;
         prop_assert!(counts(&table).iter().all(|&c| c <= cap), "{:?}", counts(&table));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A lazy build answers every lookup as the full build does, whichever slots are looked
+    /// up first, and once filled through is the full table, for both fills.
+    #[test]
+    fn a_lazy_build_answers_as_the_full_build(
+        ids in proptest::collection::btree_set(1u64..1_000_000, 1..40),
+        size in prop::sample::select(vec![13u32, 101, 1_009]),
+        keys in proptest::collection::vec(any::<u64>(), 1..20),
+        stable in any::<bool>(),
+    ) {
+        let fill = if stable { MaglevFill::Stable } else { MaglevFill::Balanced };
+        let mut full = MaglevTable::new(size).unwrap().with_fill(fill);
+        full.build(ids.iter().copied().map(NodeId));
+        let mut lazy = MaglevTable::new(size).unwrap().with_fill(fill);
+        // A previous build's leftovers must not matter.
+        lazy.build([NodeId(3), NodeId(77)]);
+        lazy.start_build(ids.iter().copied().map(NodeId));
+        for key in &keys {
+            let hash = key_hash(&key.to_le_bytes());
+            prop_assert_eq!(lazy.lookup_filling(hash), full.lookup_hash(hash));
+        }
+        lazy.fill_until(None);
+        prop_assert_eq!(lazy.slots().collect::<Vec<_>>(), full.slots().collect::<Vec<_>>());
     }
 }

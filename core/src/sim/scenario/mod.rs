@@ -279,6 +279,7 @@ impl Chaos {
         };
         let mut sim = Sim::with_settings(settings);
         sim.enable_ledger();
+        sim.share_maglev_tables();
         let n_leaves = leaves.unwrap_or_else(|| rng.in_range(4, 9) as usize);
         let proxies = vec![NodeId(0x110), NodeId(0x111)];
         let leaves: Vec<NodeId> = (0..n_leaves as u64).map(|i| NodeId(0x120 + i)).collect();
