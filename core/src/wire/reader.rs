@@ -41,8 +41,9 @@ pub struct FrameReader {
     spill_room: usize,
 }
 
-/// Spill room kept once the spill buffer is empty again; a larger buffer (a registry
-/// snapshot's frames, up to a MiB) is given back, not held for the link's life.
+/// Spill room [`FrameReader::push`] keeps once the spill buffer is empty again; a larger
+/// buffer (a registry snapshot's frames, up to a MiB) is given back, not held for the
+/// connection's life.
 const KEEP_SPILL: usize = 64 * 1024;
 
 impl FrameReader {
@@ -88,6 +89,7 @@ impl FrameReader {
             return;
         }
         self.release();
+        self.give_back_idle_spill();
         self.spill_head();
         self.spill_extend(chunk);
     }
@@ -176,17 +178,24 @@ impl FrameReader {
         &held[self.returned..]
     }
 
-    /// Drops the bytes of frames [`next_frame`](Self::next_frame) returned, and gives back a
-    /// spill buffer larger than [`KEEP_SPILL`] once it is empty.
+    /// Drops the bytes of frames [`next_frame`](Self::next_frame) returned.
     fn release(&mut self) {
-        if self.returned > 0 {
-            if self.head.is_empty() {
-                self.spill.advance(self.returned);
-            } else {
-                self.head.advance(self.returned);
-            }
-            self.returned = 0;
+        if self.returned == 0 {
+            return;
         }
+        if self.head.is_empty() {
+            self.spill.advance(self.returned);
+        } else {
+            self.head.advance(self.returned);
+        }
+        self.returned = 0;
+    }
+
+    /// Gives back a spill buffer larger than [`KEEP_SPILL`] once it is empty: on the copying
+    /// path ([`push`](Self::push): registry connections, mostly idle between bursts) only. A
+    /// link pushing owned chunks ([`push_bytes`](Self::push_bytes)) spills a frame that spans
+    /// reads again and again under load, and keeps its buffer.
+    fn give_back_idle_spill(&mut self) {
         if self.spill.is_empty() && self.spill_room > KEEP_SPILL {
             self.spill = BytesMut::new();
             self.spill_room = 0;
