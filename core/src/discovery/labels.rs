@@ -97,6 +97,17 @@ impl Labels {
             .map(pair_refs as fn(&(String, String)) -> (&String, &String))
     }
 
+    /// Heap bytes the labels hold: the pairs' room and the strings' capacities (memory
+    /// accounting).
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.0.capacity() * core::mem::size_of::<(String, String)>()
+            + self
+                .iter()
+                .map(|(k, v)| k.capacity() + v.capacity())
+                .sum::<usize>()
+    }
+
     /// Keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator + Clone {
         self.0.iter().map(|(k, _)| k)

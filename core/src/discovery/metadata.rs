@@ -59,6 +59,27 @@ pub struct Metadata {
     pub labels: Labels,
 }
 
+impl Metadata {
+    /// Heap bytes the metadata holds: its strings' capacities and its labels (memory
+    /// accounting).
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        [
+            &self.api_version,
+            &self.kind,
+            &self.group,
+            &self.name,
+            &self.namespace_name,
+            &self.uid,
+            &self.service_subset,
+        ]
+        .iter()
+        .map(|s| s.capacity())
+        .sum::<usize>()
+            + self.labels.heap_bytes()
+    }
+}
+
 /// A metadata pattern selecting nodes; see the module docs for the matching rule.
 ///
 /// Filters are compared and hashed by every field, label keys *and* values (libatapp hashes only

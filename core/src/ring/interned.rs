@@ -74,30 +74,11 @@ impl MetadataTable {
     /// Bytes held: the slots' pointers, and per distinct value its `Arc` (two counts and the
     /// record), its strings' capacities, and its table entry.
     pub(super) fn memory_bytes(&self) -> usize {
-        let per_value = |m: &Metadata| {
-            2 * size_of::<usize>()
-                + size_of::<Metadata>()
-                + [
-                    &m.api_version,
-                    &m.kind,
-                    &m.group,
-                    &m.name,
-                    &m.namespace_name,
-                    &m.uid,
-                    &m.service_subset,
-                ]
-                .iter()
-                .map(|s| s.capacity())
-                .sum::<usize>()
-                + m.labels.len() * 2 * size_of::<alloc::string::String>()
-                + m.labels
-                    .iter()
-                    .map(|(k, v)| k.capacity() + v.capacity())
-                    .sum::<usize>()
-        };
         self.slots.capacity() * size_of::<Arc<Metadata>>()
             + self.distinct.capacity() * (size_of::<(Arc<Metadata>, u32)>() + 1)
-            + self.distinct.keys().map(|m| per_value(m)).sum::<usize>()
+            + (self.distinct.keys())
+                .map(|m| 2 * size_of::<usize>() + size_of::<Metadata>() + m.heap_bytes())
+                .sum::<usize>()
     }
 }
 

@@ -69,12 +69,7 @@ pub(super) fn balanced(
         // makes anyway, so stopping at the round's end leaves a valid fill in progress.
         while at.turn == 0 && at.filled + n <= size {
             for ((p, cursor), owner) in nodes.iter().zip(cursors.iter_mut()).zip(0u32..) {
-                let mut c = *cursor;
-                while table[c as usize] != EMPTY {
-                    c = step(c, p.skip, size);
-                }
-                table[c as usize] = owner;
-                *cursor = step(c, p.skip, size);
+                claim(table, cursor, p.skip, size, owner);
             }
             at.filled += n;
             if at.filled == size {
@@ -85,13 +80,8 @@ pub(super) fn balanced(
             }
         }
         for i in at.turn..nodes.len() {
-            let (skip, mut c) = (nodes[i].skip, cursors[i]);
-            // Terminates: the table is not full and the permutation visits every slot.
-            while table[c as usize] != EMPTY {
-                c = step(c, skip, size);
-            }
-            table[c as usize] = u32::try_from(i).expect("a node index fits u32");
-            cursors[i] = step(c, skip, size);
+            let owner = u32::try_from(i).expect("a node index fits u32");
+            let c = claim(table, &mut cursors[i], nodes[i].skip, size, owner);
             at.filled += 1;
             if at.filled == size {
                 return None;
@@ -155,6 +145,20 @@ pub(super) fn stable(
         at.turn = 0;
         at.kept = 0;
     }
+}
+
+/// The balanced fill's turn of `owner`: from its `cursor`, the first empty slot of its
+/// permutation becomes its own, and the cursor moves past it. Returns the slot. Terminates
+/// while the table is not full: the permutation visits every slot.
+#[inline]
+fn claim(table: &mut [u32], cursor: &mut u32, skip: u32, size: u32, owner: u32) -> u32 {
+    let mut c = *cursor;
+    while table[c as usize] != EMPTY {
+        c = step(c, skip, size);
+    }
+    table[c as usize] = owner;
+    *cursor = step(c, skip, size);
+    c
 }
 
 /// `(c + skip) mod size` for `c < size`, `skip < size`, without a division.

@@ -27,7 +27,7 @@ use core::mem::size_of;
 
 use super::ScaleRun;
 use crate::{
-    discovery::{DiscoveryInfo, Labels, TopologyInfo},
+    discovery::{DiscoveryInfo, TopologyInfo},
     ids::NodeId,
     registry::{client::Peer, server::EntryKey},
 };
@@ -126,16 +126,7 @@ fn shared_topology(info: &TopologyInfo) -> usize {
     2 * size_of::<usize>()
         + size_of::<TopologyInfo>()
         + strings.iter().map(|s| s.capacity()).sum::<usize>()
-        + labels_heap(&info.data.label)
-}
-
-/// Heap bytes of a label set: its pairs and their strings.
-fn labels_heap(labels: &Labels) -> usize {
-    labels.len() * 2 * size_of::<alloc::string::String>()
-        + labels
-            .iter()
-            .map(|(k, v)| k.capacity() + v.capacity())
-            .sum::<usize>()
+        + info.data.label.heap_bytes()
 }
 
 /// Heap bytes of a record's strings and vectors.
@@ -152,5 +143,5 @@ fn record_heap(info: &DiscoveryInfo) -> usize {
     strings.iter().map(|s| s.capacity()).sum::<usize>()
         + info.listen.capacity() * size_of::<alloc::string::String>()
         + info.listen.iter().map(|s| s.capacity()).sum::<usize>()
-        + labels_heap(&info.metadata.labels)
+        + info.metadata.heap_bytes()
 }
