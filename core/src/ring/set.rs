@@ -439,6 +439,26 @@ impl RingSet {
                 .filter_map(|e| e.ring.as_ref())
                 .map(|s| s.points.memory_bytes() + s.bits.capacity() * 8 + s.rr.capacity() * 4)
                 .sum::<usize>()
+            + self.by_name_bytes()
+    }
+
+    /// Heap bytes of the by-name map: its buckets (a copied name and an id list each, plus a
+    /// control byte) and each copied name's and spilled id list's allocation.
+    fn by_name_bytes(&self) -> usize {
+        let entry = core::mem::size_of::<(String, SmallVec<[NodeId; 1]>)>() + 1;
+        self.by_name.capacity() * entry
+            + self
+                .by_name
+                .iter()
+                .map(|(name, ids)| {
+                    name.capacity()
+                        + if ids.spilled() {
+                            ids.capacity() * core::mem::size_of::<NodeId>()
+                        } else {
+                            0
+                        }
+                })
+                .sum::<usize>()
     }
 
     fn by_name_add(&mut self, name: &str, id: NodeId) {
