@@ -13,10 +13,12 @@
 //! [`crate::select`]. It has its own small member table (name, pod index, metadata), so it
 //! needs nothing but membership changes: topology never reaches it.
 
-use alloc::{string::String, vec::Vec};
+use alloc::vec::Vec;
 
-use hashbrown::HashMap;
-use smallvec::SmallVec;
+use core::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
 
 use super::{
     Ring, RingConfig, RingError, RingMember, RingView, check_capacity,
@@ -74,7 +76,10 @@ pub struct RingSet {
     ring: Ring,
     metadata: MetadataTable,
     pods: Vec<i64>,
-    by_name: HashMap<String, SmallVec<[NodeId; 1]>>,
+    /// Slot of every live member with a non-empty name, found by hashing the name and
+    /// comparing with the member table's copy (names are not stored twice; members sharing a
+    /// name each have an entry).
+    by_name: HashTable<u32>,
     /// Default round-robin order.
     rr: Vec<u32>,
     filters: Vec<FilterEntry>,
@@ -98,6 +103,13 @@ pub struct RingSet {
 /// An incremental change moves about half a ring, a full build costs a few dozen such moves,
 /// so a longer burst is cheaper rebuilt than merged change by change.
 pub(crate) const DEFER_AFTER: u32 = 32;
+
+/// Hash of a member name in the by-name table (fixed seed: deterministic, and only ever
+/// compared within one table).
+#[inline]
+fn name_hash(name: &str) -> u64 {
+    FixedState::with_seed(0).hash_one(name)
+}
 
 /// Round-robin order key of a slot.
 fn rr_key(pods: &[i64], members: &Members, slot: u32) -> (i64, NodeId) {
@@ -138,7 +150,7 @@ impl RingSet {
             ring: Ring::new(config),
             metadata: MetadataTable::default(),
             pods: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: HashTable::new(),
             rr: Vec::new(),
             filters: Vec::new(),
             generation: 0,
@@ -267,9 +279,12 @@ impl RingSet {
     /// The member named `name`; with several members of one name, the smallest id.
     #[must_use]
     pub fn by_name(&self, name: &str) -> Option<NodeId> {
+        let members = &self.ring.members;
         self.by_name
-            .get(name)
-            .and_then(|ids| ids.iter().min().copied())
+            .iter_hash(name_hash(name))
+            .filter(|&&s| members.name(s) == name)
+            .map(|&s| members.id(s))
+            .min()
     }
 
     /// Counter of membership changes (insert, rename, metadata or pod index change, removal,
@@ -442,37 +457,28 @@ impl RingSet {
             + self.by_name_bytes()
     }
 
-    /// Heap bytes of the by-name map: its buckets (a copied name and an id list each, plus a
-    /// control byte) and each copied name's and spilled id list's allocation.
+    /// Heap bytes of the by-name table: a `u32` slot and a control byte per bucket.
     fn by_name_bytes(&self) -> usize {
-        let entry = core::mem::size_of::<(String, SmallVec<[NodeId; 1]>)>() + 1;
-        self.by_name.capacity() * entry
-            + self
-                .by_name
-                .iter()
-                .map(|(name, ids)| {
-                    name.capacity()
-                        + if ids.spilled() {
-                            ids.capacity() * core::mem::size_of::<NodeId>()
-                        } else {
-                            0
-                        }
-                })
-                .sum::<usize>()
+        self.by_name.capacity() * (core::mem::size_of::<u32>() + 1)
     }
 
-    fn by_name_add(&mut self, name: &str, id: NodeId) {
+    /// Enters `slot` (already holding its name) in the by-name table.
+    fn by_name_add(&mut self, slot: u32) {
+        let members = &self.ring.members;
+        let name = members.name(slot);
         if !name.is_empty() {
-            self.by_name.entry_ref(name).or_default().push(id);
+            self.by_name
+                .insert_unique(name_hash(name), slot, |&s| name_hash(members.name(s)));
         }
     }
 
-    fn by_name_remove(&mut self, name: &str, id: NodeId) {
-        if let Some(ids) = self.by_name.get_mut(name) {
-            ids.retain(|x| *x != id);
-            if ids.is_empty() {
-                self.by_name.remove(name);
-            }
+    /// Takes `slot` (still holding the name it was entered under) out of the by-name table.
+    fn by_name_remove(&mut self, slot: u32) {
+        let name = self.ring.members.name(slot);
+        if !name.is_empty()
+            && let Ok(entry) = self.by_name.find_entry(name_hash(name), |&s| s == slot)
+        {
+            entry.remove();
         }
     }
 
@@ -495,7 +501,7 @@ impl RingSet {
                 self.pods[i] = member.pod_index;
             }
             self.metadata.set(slot, metadata);
-            self.by_name_add(member.name, member.id);
+            self.by_name_add(slot);
             self.enter_all(slot);
             self.generation += 1;
             return Ok(());
@@ -506,11 +512,10 @@ impl RingSet {
         }
         // Renamed: every ring holding the node drops its old points and takes the new ones.
         self.leave_all(slot);
-        let old_name = String::from(self.ring.members.name(slot));
-        self.by_name_remove(&old_name, member.id);
+        self.by_name_remove(slot);
         let fast = self.ring.config.mode == HashMode::Fast;
         self.ring.members.rename(slot, member.name, fast);
-        self.by_name_add(member.name, member.id);
+        self.by_name_add(slot);
         self.pods[slot as usize] = member.pod_index;
         self.metadata.set(slot, metadata);
         self.enter_all(slot);
@@ -656,8 +661,7 @@ impl RingSet {
             return false;
         };
         self.leave_all(slot);
-        let name = String::from(self.ring.members.name(slot));
-        self.by_name_remove(&name, id);
+        self.by_name_remove(slot);
         self.ring.members.release(id);
         self.metadata.set(slot, &Metadata::default());
         self.pods[slot as usize] = 0;
@@ -687,14 +691,13 @@ impl RingSet {
             }
             let slot = match self.ring.members.slot(m.id) {
                 Some(slot) => {
-                    let old = String::from(self.ring.members.name(slot));
-                    self.by_name_remove(&old, m.id);
+                    self.by_name_remove(slot);
                     self.ring.members.rename(slot, m.name, fast);
                     slot
                 }
                 None => self.ring.members.alloc(m.id, m.name, fast),
             };
-            self.by_name_add(m.name, m.id);
+            self.by_name_add(slot);
             if slot as usize == self.pods.len() {
                 self.pods.push(m.pod_index);
             } else {
