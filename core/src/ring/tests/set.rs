@@ -342,3 +342,32 @@ fn reading_stale_points_panics() {
         .unwrap();
     let _ = set.ring(None);
 }
+
+#[test]
+fn names_through_rebuild_duplicates_and_empty_names() {
+    let mut set = RingSet::new(RingConfig::fast());
+    let m = Metadata::default();
+    let members = [
+        RingMember::new(NodeId(5), "a"),
+        RingMember::new(NodeId(2), "b"),
+        RingMember::new(NodeId(9), "a"),
+        // A later duplicate id replaces the earlier member: 5 is "b" now.
+        RingMember::new(NodeId(5), "b"),
+        RingMember::new(NodeId(4), ""),
+    ];
+    set.rebuild(members.iter().map(|&mm| (mm, &m))).unwrap();
+    assert_eq!(set.by_name("a"), Some(NodeId(9)));
+    assert_eq!(set.by_name("b"), Some(NodeId(2)));
+    assert_eq!(set.by_name(""), None);
+    set.remove(NodeId(2));
+    assert_eq!(set.by_name("b"), Some(NodeId(5)));
+    set.insert(RingMember::new(NodeId(4), "a"), &m).unwrap();
+    assert_eq!(set.by_name("a"), Some(NodeId(4)));
+    set.insert(RingMember::new(NodeId(9), ""), &m).unwrap();
+    assert_eq!(set.by_name("a"), Some(NodeId(4)));
+    assert_eq!(set.by_name(""), None);
+    // A failed rebuild empties the table.
+    let bad = [RingMember::new(NodeId(0), "a")];
+    assert!(set.rebuild(bad.iter().map(|&mm| (mm, &m))).is_err());
+    assert_eq!(set.by_name("a"), None);
+}
