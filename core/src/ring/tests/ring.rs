@@ -287,6 +287,58 @@ fn ties_are_ordered_exactly_even_when_positions_collide() {
 }
 
 #[test]
+fn lower_bound_equals_a_binary_search_at_every_index_size() {
+    // Rings from 64 points to past the one-pass build's 2^17 (its index counted on one more
+    // bit and folded) and past the index cap, in steps that cross powers of two: the index
+    // and the select-window lookup agree with a binary search, and a ring grown node by node
+    // holds the same points as a fresh build.
+    let config = RingConfig {
+        points_per_node: 64,
+        mode: HashMode::Fast,
+    };
+    let mut rng = Rng::new(21);
+    for n in [
+        1u64, 2, 3, 5, 31, 32, 33, 255, 256, 257, 1023, 1024, 1025, 2047, 2048, 2049,
+    ] {
+        let members = named(n, "size");
+        let ring = ring_of(config, &members);
+        let pts = ring.points.as_slice();
+        let expected = |k: u64| pts.partition_point(|p| p.key() < k);
+        for _ in 0..20_000 {
+            let k = rng.next_u64() & super::points::STORED;
+            assert_eq!(
+                ring.points.lower_bound_key(k),
+                expected(k),
+                "n {n} key {k:#x}"
+            );
+        }
+        for p in pts.iter().step_by(5) {
+            for k in [
+                p.key().wrapping_sub(1 << 32),
+                p.key(),
+                p.key().wrapping_add(1 << 32),
+            ] {
+                assert_eq!(
+                    ring.points.lower_bound_key(k),
+                    expected(k),
+                    "n {n} key {k:#x}"
+                );
+            }
+        }
+        if n <= 257 || n == 1025 {
+            let mut inc = Ring::new(config);
+            for (id, name) in &members {
+                inc.insert(RingMember::new(*id, name)).unwrap();
+            }
+            assert_eq!(inc.points.as_slice(), pts, "n {n}");
+            for k in (0..2_000).map(|_| rng.next_u64()) {
+                assert_eq!(inc.lookup_u64(k), ring.lookup_u64(k), "n {n}");
+            }
+        }
+    }
+}
+
+#[test]
 fn lower_bound_in_crowded_buckets_equals_a_binary_search() {
     // 2^20 points: the capped prefix index leaves 16 per bucket on average, so lookups take
     // the interpolated window and, when the window misses, the binary search fallback.
