@@ -52,6 +52,7 @@
 //! * **Liveness**: a `Heartbeat{epoch, sequence}` every `heartbeat_interval` while connected.
 
 mod grace;
+mod peers;
 mod types;
 pub mod view;
 
@@ -194,8 +195,9 @@ impl RegistryClient {
         }
     }
 
-    /// The peers the node has been told about (own record included), in key order.
-    pub fn peers(&self) -> impl Iterator<Item = (&EntryKey, &Peer)> + '_ {
+    /// The peers the node has been told about (own record included), with their keys, in key
+    /// order (ids, then names).
+    pub fn peers(&self) -> impl Iterator<Item = (EntryKey, &Peer)> + '_ {
         self.view.peers.iter()
     }
 

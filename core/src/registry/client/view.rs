@@ -10,12 +10,12 @@
 //! from a registry" to the node), monotonic within one epoch up to 2^40 changes.
 
 use alloc::{
-    collections::{BTreeMap, BTreeSet, VecDeque, btree_map},
+    collections::{BTreeSet, VecDeque},
     string::String,
     sync::Arc,
 };
 
-use super::{ClientOutput, grace::GraceTimers};
+use super::{ClientOutput, grace::GraceTimers, peers::Peers};
 use crate::{
     discovery::{DiscoveryInfo, TopologyInfo},
     registry::RegistryEvent,
@@ -55,7 +55,7 @@ fn same_version(held: u64, new: u64) -> bool {
 
 #[derive(Debug, Default)]
 pub(super) struct View {
-    pub(super) peers: BTreeMap<EntryKey, Peer>,
+    pub(super) peers: Peers,
     /// Peers missing from a new-epoch snapshot, until their grace ends.
     pub(super) in_grace: GraceTimers,
     pub(super) epoch: Option<u64>,
@@ -97,11 +97,9 @@ impl View {
             self.in_grace.end(&key);
             self.upsert(key, entry, out);
         }
-        let absent: alloc::vec::Vec<EntryKey> = self
-            .peers
-            .keys()
-            .filter(|k| !present.contains(*k))
-            .cloned()
+        let absent: alloc::vec::Vec<EntryKey> = (self.peers.iter())
+            .map(|(key, _)| key)
+            .filter(|k| !present.contains(k))
             .collect();
         for key in absent {
             if new_epoch || self.in_grace.contains(&key) {
@@ -184,57 +182,46 @@ impl View {
         }
         let topology = topology.map(Arc::new);
         // One search for both the comparison and the store.
-        let slot = self.peers.entry(key);
-        let old = match &slot {
-            btree_map::Entry::Occupied(held) => Some(held.get()),
-            btree_map::Entry::Vacant(_) => None,
-        };
-        match (old.and_then(|p| p.topology.as_deref()), &topology) {
-            (Some(held), Some(new)) if same_version(held.revision, new.revision) => {}
-            (Some(held), Some(new)) if held.same_content(new) => {}
-            (_, Some(new)) => {
-                out.push_back(ClientOutput::Registry(RegistryEvent::TopologyPut(
-                    Arc::clone(new),
+        self.peers.upsert(key, |old| {
+            match (old.and_then(|p| p.topology.as_deref()), &topology) {
+                (Some(held), Some(new)) if same_version(held.revision, new.revision) => {}
+                (Some(held), Some(new)) if held.same_content(new) => {}
+                (_, Some(new)) => {
+                    out.push_back(ClientOutput::Registry(RegistryEvent::TopologyPut(
+                        Arc::clone(new),
+                    )));
+                }
+                (Some(held), None) => {
+                    out.push_back(ClientOutput::Registry(RegistryEvent::TopologyDelete {
+                        id: held.id,
+                        revision: discovery.revision,
+                    }));
+                }
+                (None, None) => {}
+            }
+            let unchanged = old.is_some_and(|p| {
+                same_version(p.discovery.revision, discovery.revision)
+                    || p.discovery.same_content(&discovery)
+            });
+            if !unchanged {
+                out.push_back(ClientOutput::Registry(RegistryEvent::DiscoveryPut(
+                    Arc::clone(&discovery),
                 )));
             }
-            (Some(held), None) => {
-                out.push_back(ClientOutput::Registry(RegistryEvent::TopologyDelete {
-                    id: held.id,
-                    revision: discovery.revision,
+            if old.map_or(suspect, |p| p.suspect != suspect) {
+                out.push_back(ClientOutput::Registry(RegistryEvent::Session {
+                    id: discovery.id,
+                    incarnation,
+                    lost_for,
                 }));
             }
-            (None, None) => {}
-        }
-        let unchanged = old.is_some_and(|p| {
-            same_version(p.discovery.revision, discovery.revision)
-                || p.discovery.same_content(&discovery)
-        });
-        if !unchanged {
-            out.push_back(ClientOutput::Registry(RegistryEvent::DiscoveryPut(
-                Arc::clone(&discovery),
-            )));
-        }
-        if old.map_or(suspect, |p| p.suspect != suspect) {
-            out.push_back(ClientOutput::Registry(RegistryEvent::Session {
-                id: discovery.id,
+            Peer {
                 incarnation,
-                lost_for,
-            }));
-        }
-        let peer = Peer {
-            incarnation,
-            discovery,
-            topology,
-            suspect,
-        };
-        match slot {
-            btree_map::Entry::Occupied(mut held) => {
-                held.insert(peer);
+                discovery,
+                topology,
+                suspect,
             }
-            btree_map::Entry::Vacant(free) => {
-                free.insert(peer);
-            }
-        }
+        });
     }
 
     /// The key a `Delete` frame names.

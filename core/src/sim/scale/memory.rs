@@ -12,6 +12,8 @@
 //! - A `BTreeMap` entry: a leaf holds up to 11 keys and values and a parent link; nodes
 //!   filled in ascending order are about half full, so an entry costs `(11 × (key + value)
 //!   + 16) / 6` bytes (internal nodes are under 10 % more and are left out).
+//!   The client view keys a peer with an id by the id (8 bytes), a peer published by name
+//!   only by its name (a `String` and its bytes).
 //! - A `HashMap` entry (the set's name index): key + value + 1 control byte at the 7/8 load
 //!   factor's worst doubling, × 2, plus the name's capacity.
 //! - Rings: [`RingSet::memory_bytes`](crate::ring::RingSet::memory_bytes) (capacities,
@@ -22,7 +24,7 @@
 //!   for relations; discovery only) and the node's per-peer connection state (no peer is
 //!   dialled).
 
-use alloc::sync::Arc;
+use alloc::{string::String, sync::Arc};
 use core::mem::size_of;
 
 use super::ScaleRun;
@@ -79,17 +81,18 @@ pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
             .map(|(key, peer)| {
                 let held = set.get_by_id(peer.discovery.id);
                 let shared = held.is_some_and(|info| core::ptr::eq(info, &*peer.discovery));
-                btree_entry::<EntryKey, Peer>()
+                let entry = match key {
+                    // The view keeps peers with an id by id, the rest by name.
+                    EntryKey::Id(_) => btree_entry::<NodeId, Peer>(),
+                    EntryKey::Name(name) => btree_entry::<String, Peer>() + name.capacity(),
+                };
+                entry
                     + if shared {
                         0
                     } else {
                         shared_record(&peer.discovery)
                     }
                     + peer.topology.as_deref().map_or(0, shared_topology)
-                    + match key {
-                        EntryKey::Id(_) => 0,
-                        EntryKey::Name(name) => name.capacity(),
-                    }
             })
             .sum()
     });
