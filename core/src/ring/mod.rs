@@ -100,13 +100,11 @@ pub struct RingMemory {
     /// The sorted points: 8 bytes each (4 of position, its top 32 bits; 4 of member slot), by
     /// capacity.
     pub points: usize,
-    /// The prefix lookup index (one `u32` per prefix, two to four points per prefix, at most
-    /// 2^16 + 1 prefixes).
+    /// The prefix lookup index (one `u32` per prefix, at most 2^16 + 1).
     pub index: usize,
     /// The member table: id, name and fast-mode node hash per slot, and the id → slot map.
     pub members: usize,
-    /// Build and change buffers kept between calls so steady-state rebuilds allocate almost
-    /// nothing (a one-pass build resizes the index).
+    /// Build and change buffers kept between calls so steady-state rebuilds allocate nothing.
     pub buffers: usize,
 }
 
@@ -288,8 +286,7 @@ impl Ring {
 
     /// Replaces the whole membership with `members` (a later duplicate id replaces an earlier
     /// one) and rebuilds: each point hashed once, bucketed, no comparison sort; buffers are
-    /// reused, so repeated builds of a similar size allocate nothing but the prefix index's
-    /// temporary growth in a ring of up to 2^17 points.
+    /// reused, so repeated builds of a similar size allocate nothing.
     ///
     /// On error the ring is left empty.
     pub fn build<'a>(

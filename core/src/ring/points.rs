@@ -13,14 +13,10 @@
 //! diagnostics that list them.
 //!
 //! The prefix index maps the top `bits` bits (at most 16: 256 KiB, L2-resident) of a position to
-//! the first point at or after that prefix, sized for two to four points per prefix below that
-//! cap (a 128 KiB index at 1,000 nodes of 80 points; 12 points per prefix at 10,000 nodes). It
-//! doubles as the counting array of a one-pass build (counting on one more bit, then folded),
-//! and incremental changes shift it by the number of points added or removed below each
+//! the first point at or after that prefix. It doubles as the counting array of a one-pass
+//! build, and incremental changes shift it by the number of points added or removed below each
 //! prefix. Incremental changes work in place (block moves), so no second copy of the ring is
-//! ever held; full builds reuse every buffer, except that a one-pass build (up to 2^17 points)
-//! grows the index to twice its size to count and gives the spare half back after (one
-//! reallocation each way), so a built ring holds no spare index.
+//! ever held; full builds reuse every buffer, so steady-state rebuilds allocate nothing.
 
 use alloc::vec::Vec;
 
@@ -66,13 +62,12 @@ impl Point {
 /// Bits of the first distribution pass of a full build (256 groups) of a large ring.
 const TOP_BITS: u32 = 8;
 
-/// Rings up to this many points are distributed on all sort bits in one pass (the array fits
-/// in L2, so random writes are cheap) and need no second level.
+/// Rings up to this many points are distributed on all index bits in one pass (the array
+/// fits in L2, so random writes are cheap) and need no second level.
 const SINGLE_PASS_MAX: usize = 1 << 17;
 
-/// Points a lookup counts branch-free in a bucket of at most twice this many (buckets hold two
-/// to four points on average while the index is below its cap, see [`ideal_bits`]): the first
-/// four, or the next four when the fourth is below the key (a select on one comparison).
+/// Points a lookup scans branch-free from the start of a small bucket (buckets hold one or two
+/// points on average while the index is below its cap; see [`ideal_bits`]).
 const SCAN_WINDOW: usize = 4;
 
 /// Points a lookup scans branch-free around its interpolated rank in a larger bucket (past
@@ -82,10 +77,10 @@ const SCAN_WINDOW: usize = 4;
 /// answer in about 98 % of lookups, the rest fall back to a binary search of the bucket.
 const GUESS_WINDOW: usize = 8;
 
-/// Index bits suited to `len` points: two to four points per prefix, capped.
+/// Index bits suited to `len` points: about one to two points per prefix, capped.
 fn ideal_bits(len: usize) -> u32 {
-    let log = usize::BITS - 1 - len.max(4).leading_zeros();
-    (log - 1).clamp(1, MAX_INDEX_BITS)
+    let log = usize::BITS - 1 - len.max(2).leading_zeros();
+    log.clamp(1, MAX_INDEX_BITS)
 }
 
 /// Bits a full build sorts on before its insertion pass: one to two points per bucket.
@@ -360,14 +355,10 @@ impl Points {
         let lo = self.index[b] as usize;
         let hi = self.index[b + 1] as usize;
         let n = hi - lo;
-        if n <= 2 * SCAN_WINDOW && lo + 2 * SCAN_WINDOW <= self.pts.len() {
-            // A bucket of up to 8 points: the window of 4 at its start, or the next 4 when
-            // the start's last point is below `key` (a select, not a branch). Points past the
-            // bucket have a larger prefix, so they never count; the count is the offset in
-            // the bucket.
-            let skip = usize::from(self.pts[lo + SCAN_WINDOW - 1].0 < below) * SCAN_WINDOW;
-            let start = lo + skip;
-            return start + count_below(&self.pts[start..start + SCAN_WINDOW], below);
+        if n <= SCAN_WINDOW && lo + SCAN_WINDOW <= self.pts.len() {
+            // Points past the bucket have a larger prefix, so they never count; the count is
+            // the offset in the bucket.
+            return lo + count_below(&self.pts[lo..lo + SCAN_WINDOW], below);
         }
         // The key's rank in the bucket by interpolation on the bits below the prefix (the
         // product is below 2^64: both factors are below 2^32).
@@ -403,10 +394,8 @@ impl Points {
     /// hashed once each (fast mode computes them twice instead, a mix is cheaper than staging),
     /// distributed by their top 8 bits into the ring array (256 sequential write streams), then
     /// each such group — small enough for L1/L2 — is counting-sorted on the next bits into
-    /// buckets of one or two points, finished by an insertion pass; a ring of up to 2^17 points
-    /// is distributed on those bits at once. The prefix index falls out of the counts. No
-    /// allocation once the buffers have grown, except the one-pass build's index (see the
-    /// module docs).
+    /// buckets of one or two points, finished by an insertion pass. The prefix index falls out
+    /// of the group counts. No allocation once the buffers have grown.
     pub(crate) fn build(&mut self, config: &RingConfig, members: &Members, slots: &[u32]) {
         let len = slots
             .iter()
@@ -418,7 +407,7 @@ impl Points {
         self.pts.clear();
         self.pts.resize(len, Point::default());
         let top_bits = if len <= SINGLE_PASS_MAX {
-            sort_bits(len).max(index_bits)
+            index_bits
         } else {
             index_bits.min(TOP_BITS)
         };
@@ -426,13 +415,9 @@ impl Points {
         let groups = 1usize << top_bits;
         // cursor[g]: end of group g after counting, its start after the reverse scatter.
         // A one-pass build counts straight into the prefix index (already zeroed).
-        let single_pass = len <= SINGLE_PASS_MAX;
+        let single_pass = top_bits == index_bits && len <= SINGLE_PASS_MAX;
         let mut cursor = if single_pass {
-            // Counts on the sort bits (one to two points per bucket, so the insertion pass
-            // stays short), folded into the index afterwards.
-            let mut c = core::mem::take(&mut self.index);
-            c.resize((1 << top_bits) + 1, 0);
-            c
+            core::mem::take(&mut self.index)
         } else {
             let mut c = core::mem::take(&mut self.cursor);
             c.clear();
@@ -456,13 +441,7 @@ impl Points {
         cursor[groups] = to_u32(len);
 
         if single_pass {
-            // One pass was enough: every `step`-th cursor is the prefix index.
-            let step = top_bits - index_bits;
-            for e in 0..=(1usize << index_bits) {
-                cursor[e] = cursor[e << step];
-            }
-            cursor.truncate((1 << index_bits) + 1);
-            cursor.shrink_to_fit();
+            // One pass was enough: the cursors are the prefix index.
             self.index = cursor;
             if insertion_sort(&mut self.pts) {
                 self.resolve_all_ties(config, members);

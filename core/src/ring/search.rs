@@ -1,8 +1,8 @@
 //! Queries on one ring: first-hit lookup and libatapp's successor searches.
 //!
 //! A lookup hashes the key, reads the prefix index and counts, without branching, a short
-//! window of that prefix's points (its first 4 or, when the fourth is below the key, its next
-//! 4; or 8 around the key's interpolated rank when the capped index leaves more per prefix). Successor searches walk on from there with
+//! window of that prefix's points (its first 4, or 8 around the key's interpolated rank when
+//! the capped index leaves more per prefix). Successor searches walk on from there with
 //! wrap-around; the compact ring is walked by skipping runs of one node's consecutive points
 //! instead of being stored as a second copy.
 

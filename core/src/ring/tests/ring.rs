@@ -288,10 +288,9 @@ fn ties_are_ordered_exactly_even_when_positions_collide() {
 
 #[test]
 fn lower_bound_equals_a_binary_search_at_every_index_size() {
-    // Rings from 64 points to past the one-pass build's 2^17 (its index counted on one more
-    // bit and folded) and past the index cap, in steps that cross powers of two: the index
-    // and the select-window lookup agree with a binary search, and a ring grown node by node
-    // holds the same points as a fresh build.
+    // Rings from 64 points to past the one-pass build's 2^17 and past the index cap, in
+    // steps that cross powers of two: the index and the windowed lookup agree with a binary
+    // search, and a ring grown node by node holds the same points as a fresh build.
     let config = RingConfig {
         points_per_node: 64,
         mode: HashMode::Fast,
