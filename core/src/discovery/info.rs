@@ -10,7 +10,7 @@ use alloc::{string::String, vec::Vec};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Metadata,
+    Metadata, StaticDefault,
     json::{
         self, DecodeError, i32_field, is_default, message, message_list, node_id_field, or_default,
         u64_field, u64_string,
@@ -45,6 +45,14 @@ pub struct Area {
         skip_serializing_if = "is_default"
     )]
     pub zone_id: u64,
+}
+
+impl StaticDefault for Area {
+    const EMPTY: &'static Area = &Area {
+        region: String::new(),
+        district: String::new(),
+        zone_id: 0,
+    };
 }
 
 /// An extra address a node can be reached at, for clients matching it (libatapp

@@ -15,6 +15,7 @@ mod json;
 pub mod labels;
 mod metadata;
 mod set;
+mod sparse;
 mod topology_info;
 
 #[cfg(test)]
@@ -27,4 +28,5 @@ pub use json::DecodeError;
 pub use labels::Labels;
 pub use metadata::{Filter, Metadata};
 pub use set::{Applied, DEFAULT_TOMBSTONE_LIMIT, DiscoverySet};
+pub use sparse::{Sparse, StaticDefault};
 pub use topology_info::{TopologyData, TopologyInfo};

@@ -8,8 +8,8 @@ use alloc::{string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
-use super::Labels;
 use super::json::{self, DecodeError, i32_field, is_default, message, node_id_field, or_default};
+use super::{Labels, StaticDefault};
 use crate::ids::NodeId;
 
 /// Labels a node publishes for topology policies (libatapp `atbus_topology_data`).
@@ -19,6 +19,12 @@ pub struct TopologyData {
     /// Labels matched by direct-connection policies (`match_label`).
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub label: Labels,
+}
+
+impl StaticDefault for TopologyData {
+    const EMPTY: &'static TopologyData = &TopologyData {
+        label: Labels::new(),
+    };
 }
 
 /// A node's place in the proxy tree (libatapp `atapp_topology_info`), plus the registry
