@@ -4,13 +4,24 @@
 //! by a C++ libatapp node decodes here and a record written here decodes there. The registry
 //! revision the record arrived with travels alongside (it is not part of the JSON) and is what
 //! [`DiscoverySet`](super::DiscoverySet) gates on.
+//!
+//! # Layout
+//!
+//! A node keeps one decoded record per known node, so the parts most records leave empty —
+//! `metadata`, `area`, `gateways`, and libatapp's `hash_code` and `custom_data` — are
+//! [`Sparse`]: one pointer while empty, a box otherwise. They read as before through `Deref`
+//! (`info.metadata.labels`, `info.area.region`, `info.gateways.iter()`), a mutable access
+//! boxes the part, and a record is built with `.into()` on those fields
+//! (`metadata: Metadata { .. }.into()`, `hash_code: "9F1C".into()`, `gateways: vec![..].into()`,
+//! or `..DiscoveryInfo::default()` for empty ones). Equality, hashing and the JSON are the
+//! values', so nothing observable depends on whether a default part is boxed.
 
 use alloc::{string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Metadata, StaticDefault,
+    Metadata, Sparse, StaticDefault,
     json::{
         self, DecodeError, i32_field, is_default, message, message_list, node_id_field, or_default,
         u64_field, u64_string,
@@ -129,7 +140,7 @@ pub struct DiscoveryInfo {
         deserialize_with = "or_default",
         skip_serializing_if = "is_default"
     )]
-    pub hash_code: String,
+    pub hash_code: Sparse<String>,
     /// Service type id.
     #[serde(
         alias = "typeId",
@@ -146,7 +157,7 @@ pub struct DiscoveryInfo {
     pub type_name: String,
     /// Where the node runs.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
-    pub area: Area,
+    pub area: Sparse<Area>,
     /// Application version string.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub version: String,
@@ -156,13 +167,13 @@ pub struct DiscoveryInfo {
         deserialize_with = "or_default",
         skip_serializing_if = "is_default"
     )]
-    pub custom_data: String,
+    pub custom_data: Sparse<String>,
     /// Instance identity: equal identities mean the same running instance.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub identity: String,
     /// Extra addresses for matching clients.
     #[serde(deserialize_with = "message_list", skip_serializing_if = "is_default")]
-    pub gateways: Vec<Gateway>,
+    pub gateways: Sparse<Vec<Gateway>>,
     /// Runtime facts (stateful pod index).
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
     pub runtime: Runtime,
@@ -182,7 +193,7 @@ pub struct DiscoveryInfo {
     pub atbus_protocol_min_version: u64,
     /// Service metadata the filters select on.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
-    pub metadata: Metadata,
+    pub metadata: Sparse<Metadata>,
     /// The bus incarnation of the process that published the record (switchboard's
     /// addition; 0 = not stated, e.g. a libatapp node, which ignores the field): a record
     /// with a new incarnation announces a restart before any link shows it, so senders end

@@ -600,7 +600,7 @@ impl DiscoverySet {
         let members = self.by_id.values().map(|info| {
             let member = RingMember::new(info.id, &info.name)
                 .with_pod_index(i64::from(info.stateful_pod_index()));
-            (member, &info.metadata)
+            (member, &*info.metadata)
         });
         fresh.rebuild(members).expect("held nodes fit in a ring");
         for (id, info) in &self.by_id {
@@ -609,7 +609,7 @@ impl DiscoverySet {
                 self.rings.pod_index(*id),
                 Some(i64::from(info.stateful_pod_index()))
             );
-            assert_eq!(self.rings.metadata(*id), Some(&info.metadata));
+            assert_eq!(self.rings.metadata(*id), Some(&*info.metadata));
         }
         let mut filters = alloc::vec![None];
         for id in self.rings.filter_ids() {

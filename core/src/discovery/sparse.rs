@@ -105,6 +105,24 @@ impl<T: StaticDefault> From<T> for Sparse<T> {
     }
 }
 
+impl From<&str> for Sparse<String> {
+    /// Copies `text` into a box, unless it is empty.
+    fn from(text: &str) -> Sparse<String> {
+        if text.is_empty() {
+            Sparse(None)
+        } else {
+            Sparse(Some(Box::new(String::from(text))))
+        }
+    }
+}
+
+impl<T: PartialEq + 'static> FromIterator<T> for Sparse<Vec<T>> {
+    /// Collects into a box, unless there is nothing to collect.
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Sparse<Vec<T>> {
+        Sparse::from(items.into_iter().collect::<Vec<T>>())
+    }
+}
+
 impl<T: StaticDefault> Deref for Sparse<T> {
     type Target = T;
 
