@@ -468,7 +468,8 @@ fn lobby_topology(revision: u64) -> TopologyInfo {
         upstream_id: NodeId(4097),
         data: TopologyData {
             label: text_map(&[("rack", "r12")]).into(),
-        },
+        }
+        .into(),
         revision,
     }
 }

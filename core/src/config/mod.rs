@@ -339,7 +339,8 @@ impl Config {
             upstream_id: upstream,
             data: TopologyData {
                 label: self.labels.clone(),
-            },
+            }
+            .into(),
             ..TopologyInfo::default()
         }
     }

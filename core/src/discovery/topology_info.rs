@@ -3,13 +3,18 @@
 //! Mirrors libatapp's `atapp_topology_info`. It is published and watched separately from
 //! [`DiscoveryInfo`](super::DiscoveryInfo) so that a proxy change never touches a hash ring; the
 //! topology registry (`core::topology`) consumes it.
+//!
+//! A node keeps one per known node, so its usually-empty parts, `version` and `data` (the
+//! policy labels), are [`Sparse`]: one pointer while empty. They read as before
+//! (`info.data.label`); build a record with `.into()` on them
+//! (`data: TopologyData { label }.into()`).
 
 use alloc::{string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
 use super::json::{self, DecodeError, i32_field, is_default, message, node_id_field, or_default};
-use super::{Labels, StaticDefault};
+use super::{Labels, Sparse, StaticDefault};
 use crate::ids::NodeId;
 
 /// Labels a node publishes for topology policies (libatapp `atbus_topology_data`).
@@ -47,9 +52,9 @@ pub struct TopologyInfo {
     /// Instance identity.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub identity: String,
-    /// Application version string.
+    /// Application version string (libatapp's; a switchboard node leaves it empty).
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
-    pub version: String,
+    pub version: Sparse<String>,
     /// The upstream proxy; [`NodeId::NONE`] for a root.
     #[serde(
         alias = "upstreamId",
@@ -59,7 +64,7 @@ pub struct TopologyInfo {
     pub upstream_id: NodeId,
     /// Policy labels.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
-    pub data: TopologyData,
+    pub data: Sparse<TopologyData>,
     /// Registry revision this record came with; 0 when it did not come from a registry. Not
     /// part of the JSON.
     #[serde(skip)]

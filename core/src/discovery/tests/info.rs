@@ -462,11 +462,12 @@ fn topology_record_decodes_both_integer_forms_and_round_trips() {
         hostname: "game-host-07".to_string(),
         pid: 31337,
         identity: "c0ffee00".to_string(),
-        version: "1.4.2".to_string(),
+        version: "1.4.2".into(),
         upstream_id: NodeId(4097),
         data: TopologyData {
             label: labels(&[("rack", "r12"), ("zone", "1")]),
-        },
+        }
+        .into(),
         revision: 0,
     };
     assert_eq!(
@@ -539,13 +540,14 @@ fn round_robin_key_orders_by_pod_index_then_id_then_name() {
     );
 }
 
-/// A known node's record is kept once per known node: its inline size is pinned, so growing
+/// A known node's records are kept once per known node: its inline size is pinned, so growing
 /// it is a visible decision (the rare parts are [`Sparse`], one pointer each while empty).
 #[test]
 #[cfg(target_pointer_width = "64")]
 fn a_record_is_compact() {
     use core::mem::size_of;
     assert_eq!(size_of::<DiscoveryInfo>(), 240);
+    assert_eq!(size_of::<TopologyInfo>(), 120);
     assert_eq!(size_of::<Sparse<Metadata>>(), 8);
 }
 

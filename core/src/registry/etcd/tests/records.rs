@@ -105,11 +105,12 @@ pub(super) fn expected_topology(revision: u64) -> TopologyInfo {
         hostname: s("node-b12.dc1"),
         pid: 2841,
         identity: s("9d1e2f3a-6b7c-4d8e-9f00-112233445566"),
-        version: s("2.3.1"),
+        version: s("2.3.1").into(),
         upstream_id: NodeId(4097),
         data: TopologyData {
             label: map(&[("cell", "c3")]),
-        },
+        }
+        .into(),
         revision,
     }
 }
