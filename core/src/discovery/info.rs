@@ -3,18 +3,8 @@
 //! The struct mirrors libatapp's `atapp_discovery` message field for field, so a record written
 //! by a C++ libatapp node decodes here and a record written here decodes there. The registry
 //! revision the record arrived with travels alongside (it is not part of the JSON) and is what
-//! [`DiscoverySet`](super::DiscoverySet) gates on.
-//!
-//! # Layout
-//!
-//! A node keeps one decoded record per known node, so the parts most records leave empty —
-//! `metadata`, `area`, `gateways`, and libatapp's `hash_code` and `custom_data` — are
-//! [`Sparse`]: one pointer while empty, a box otherwise. They read as before through `Deref`
-//! (`info.metadata.labels`, `info.area.region`, `info.gateways.iter()`), a mutable access
-//! boxes the part, and a record is built with `.into()` on those fields
-//! (`metadata: Metadata { .. }.into()`, `hash_code: "9F1C".into()`, `gateways: vec![..].into()`,
-//! or `..DiscoveryInfo::default()` for empty ones). Equality, hashing and the JSON are the
-//! values', so nothing observable depends on whether a default part is boxed.
+//! [`DiscoverySet`](super::DiscoverySet) gates on. Its usually-empty parts are
+//! [`Sparse`] (see [`DiscoveryInfo`]'s layout).
 
 use alloc::{string::String, vec::Vec};
 
@@ -116,6 +106,41 @@ pub struct Runtime {
 /// Equality (`==`) compares every field *including* `revision`; [`same_content`] ignores it.
 ///
 /// [`same_content`]: DiscoveryInfo::same_content
+///
+/// # Layout
+///
+/// A node keeps one decoded record per known node, so the parts most records leave empty —
+/// `metadata`, `area`, `gateways`, and libatapp's `hash_code` and `custom_data` — are
+/// [`Sparse`]: one pointer while empty, a box otherwise. They read as the plain value through
+/// `Deref` (`info.metadata.labels`, `info.area.region`, `info.gateways.iter()`), a mutable
+/// access boxes the part, and a record is built with `.into()` on those fields (or
+/// `..DiscoveryInfo::default()` for empty ones). Equality and the JSON are the values', so
+/// nothing observable depends on whether a default part is boxed.
+///
+/// ```
+/// use switchboard_core::{
+///     discovery::{DiscoveryInfo, Gateway, Metadata, Sparse},
+///     ids::NodeId,
+/// };
+///
+/// let mut info = DiscoveryInfo {
+///     id: NodeId(7),
+///     name: "game-7".into(),
+///     metadata: Metadata { kind: "game".into(), ..Metadata::default() }.into(),
+///     hash_code: "9F1C".into(),
+///     gateways: vec![Gateway { address: "atcp://10.0.0.7:21437".into(), ..Gateway::default() }]
+///         .into(),
+///     ..DiscoveryInfo::default()
+/// };
+/// assert_eq!(info.metadata.kind, "game");
+/// assert_eq!(info.gateways.len(), 1);
+/// assert!(info.area.region.is_empty() && !Sparse::is_allocated(&info.area)); // no box
+/// info.area.zone_id = 518_000; // a mutable access boxes the area
+/// assert!(Sparse::is_allocated(&info.area));
+/// let back = DiscoveryInfo::from_json(&info.to_json())?;
+/// assert_eq!(back, info);
+/// # Ok::<(), switchboard_core::discovery::DecodeError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DiscoveryInfo {

@@ -10,7 +10,7 @@
 //! A node keeps both records of every node it knows, so the parts of a record that are
 //! usually empty are held [`Sparse`]ly: one pointer while empty, a box when present. They
 //! read through `Deref` as the plain value (`info.metadata.labels`); building a record takes
-//! `.into()` on them (see [`DiscoveryInfo`]'s and [`TopologyInfo`]'s module docs).
+//! `.into()` on them (see [`DiscoveryInfo`] and [`TopologyInfo`]).
 
 pub mod address;
 mod departed;

@@ -1,22 +1,4 @@
 //! [`Sparse`]: a pointer-wide holder for a record part that is usually empty.
-//!
-//! A known node's record is kept for every other node, so a part most records leave at its
-//! default (metadata, area, gateways, libatapp's `hash_code` and `custom_data`) should not
-//! take its full size inline in each of them. A `Sparse<T>` is one pointer: empty — no
-//! allocation — while the value is `T`'s default, a `Box<T>` otherwise.
-//!
-//! It reads as a `T` ([`Deref`]; an empty one reads as a shared `'static` default), so
-//! `info.metadata.labels` and `info.area.region` read as before. A mutable access
-//! ([`DerefMut`]) allocates the box first if it is empty (and keeps it even if the value goes
-//! back to the default; [`Sparse::compact`] drops it again). Build one with `.into()`
-//! ([`From<T>`], which stores nothing for a default value) or [`Default`].
-//!
-//! Everything observable is `T`'s: equality, ordering, hashing and `Debug` are those of the
-//! value (an empty `Sparse` equals one boxing a default), and serde reads and writes it as the
-//! `T` itself, so the JSON of a record is byte for byte what it was with the field inline.
-//!
-//! Its own operations are associated functions (`Sparse::is_allocated(&x)`), so they never
-//! hide a method of `T` reached through `Deref`.
 
 use alloc::{boxed::Box, string::String, vec::Vec};
 use core::{
@@ -44,8 +26,25 @@ impl<T: PartialEq + 'static> StaticDefault for Vec<T> {
     const EMPTY: &'static Vec<T> = &Vec::new();
 }
 
-/// A `T` that takes one pointer while it holds the default value; see the
-/// [module docs](self).
+/// A `T` that takes one pointer while it holds the default value.
+///
+/// A known node's record is kept for every other node, so a part most records leave at its
+/// default (metadata, area, gateways, libatapp's `hash_code` and `custom_data`) should not
+/// take its full size inline in each of them. A `Sparse<T>` is one pointer: empty — no
+/// allocation — while the value is `T`'s default, a `Box<T>` otherwise.
+///
+/// It reads as a `T` ([`Deref`]; an empty one reads as a shared `'static` default), so
+/// `info.metadata.labels` and `info.area.region` read as before. A mutable access
+/// ([`DerefMut`]) allocates the box first if it is empty (and keeps it even if the value goes
+/// back to the default; [`Sparse::compact`] drops it again). Build one with `.into()`
+/// ([`From`]`<T>`, which stores nothing for a default value) or [`Default`].
+///
+/// Everything observable is `T`'s: equality, ordering, hashing and `Debug` are those of the
+/// value (an empty `Sparse` equals one boxing a default), and serde reads and writes it as the
+/// `T` itself, so the JSON of a record is byte for byte what it was with the field inline.
+///
+/// Its own operations are associated functions ([`Sparse::is_allocated`]`(&x)`), so they never
+/// hide a method of `T` reached through `Deref`.
 pub struct Sparse<T: StaticDefault>(Option<Box<T>>);
 
 impl<T: StaticDefault> Sparse<T> {

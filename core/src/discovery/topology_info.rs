@@ -3,11 +3,6 @@
 //! Mirrors libatapp's `atapp_topology_info`. It is published and watched separately from
 //! [`DiscoveryInfo`](super::DiscoveryInfo) so that a proxy change never touches a hash ring; the
 //! topology registry (`core::topology`) consumes it.
-//!
-//! A node keeps one per known node, so its usually-empty parts, `version` and `data` (the
-//! policy labels), are [`Sparse`]: one pointer while empty. They read as before
-//! (`info.data.label`); build a record with `.into()` on them
-//! (`data: TopologyData { label }.into()`).
 
 use alloc::{string::String, vec::Vec};
 
@@ -34,6 +29,11 @@ impl StaticDefault for TopologyData {
 
 /// A node's place in the proxy tree (libatapp `atapp_topology_info`), plus the registry
 /// revision it came with.
+///
+/// A node keeps one per known node, so its usually-empty parts, `version` and `data` (the
+/// policy labels), are [`Sparse`]: one pointer while empty, a box otherwise. They read as the
+/// plain value (`info.data.label`); a record is built with `.into()` on them
+/// (`data: TopologyData { label }.into()`) or leaves them to `..TopologyInfo::default()`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TopologyInfo {
