@@ -424,7 +424,8 @@ fn lobby_discovery(revision: u64) -> DiscoveryInfo {
             region: "cn-east".into(),
             district: "sh".into(),
             zone_id: 2002,
-        },
+        }
+        .into(),
         version: "1.14.0".into(),
         custom_data: r#"{"shard":3}"#.into(),
         identity: "5e3b1c2a-0d4f-4e6a-8b7c-9d0e1f2a3b4c".into(),
@@ -433,7 +434,8 @@ fn lobby_discovery(revision: u64) -> DiscoveryInfo {
             match_hosts: vec!["gw-1".into(), "gw-2".into()],
             match_namespaces: vec!["prod".into()],
             match_labels: text_map(&[("isp", "ct")]).into(),
-        }],
+        }]
+        .into(),
         runtime: Runtime {
             stateful_pod_index: 3,
         },
@@ -449,7 +451,8 @@ fn lobby_discovery(revision: u64) -> DiscoveryInfo {
             uid: "f00d".into(),
             service_subset: "blue".into(),
             labels: text_map(&[("region", "cn-east"), ("tier", "edge")]).into(),
-        },
+        }
+        .into(),
         revision,
     }
 }
@@ -465,7 +468,8 @@ fn lobby_topology(revision: u64) -> TopologyInfo {
         upstream_id: NodeId(4097),
         data: TopologyData {
             label: text_map(&[("rack", "r12")]).into(),
-        },
+        }
+        .into(),
         revision,
     }
 }

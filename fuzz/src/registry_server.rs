@@ -116,7 +116,7 @@ impl Run<'_> {
         let mut info = DiscoveryInfo {
             id: NodeId(id),
             name: format!("n{id}"),
-            custom_data: "c".repeat(custom),
+            custom_data: "c".repeat(custom).into(),
             identity: published_identity(&secret(id)),
             ..DiscoveryInfo::default()
         };

@@ -309,17 +309,21 @@ impl Config {
     /// registers; the revision is the registry's to set.
     #[must_use]
     pub fn discovery_info(&self) -> DiscoveryInfo {
-        let mut info = DiscoveryInfo {
+        DiscoveryInfo {
             id: self.id,
             name: self.name.clone(),
             hostname: self.hostname.clone(),
             pid: i32::try_from(self.pid).unwrap_or(0),
             listen: self.listen.clone(),
             identity: crate::discovery::published_identity(&self.identity),
+            // Boxed only when there are labels.
+            metadata: crate::discovery::Metadata {
+                labels: self.labels.clone(),
+                ..crate::discovery::Metadata::default()
+            }
+            .into(),
             ..DiscoveryInfo::default()
-        };
-        info.metadata.labels = self.labels.clone();
-        info
+        }
     }
 
     /// The topology record this node publishes with `upstream` as its upstream (the configured
@@ -335,7 +339,8 @@ impl Config {
             upstream_id: upstream,
             data: TopologyData {
                 label: self.labels.clone(),
-            },
+            }
+            .into(),
             ..TopologyInfo::default()
         }
     }

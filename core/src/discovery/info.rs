@@ -3,14 +3,15 @@
 //! The struct mirrors libatapp's `atapp_discovery` message field for field, so a record written
 //! by a C++ libatapp node decodes here and a record written here decodes there. The registry
 //! revision the record arrived with travels alongside (it is not part of the JSON) and is what
-//! [`DiscoverySet`](super::DiscoverySet) gates on.
+//! [`DiscoverySet`](super::DiscoverySet) gates on. Its usually-empty parts are
+//! [`Sparse`] (see [`DiscoveryInfo`]'s layout).
 
 use alloc::{string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Metadata,
+    Metadata, Sparse, StaticDefault,
     json::{
         self, DecodeError, i32_field, is_default, message, message_list, node_id_field, or_default,
         u64_field, u64_string,
@@ -45,6 +46,14 @@ pub struct Area {
         skip_serializing_if = "is_default"
     )]
     pub zone_id: u64,
+}
+
+impl StaticDefault for Area {
+    const EMPTY: &'static Area = &Area {
+        region: String::new(),
+        district: String::new(),
+        zone_id: 0,
+    };
 }
 
 /// An extra address a node can be reached at, for clients matching it (libatapp
@@ -97,6 +106,41 @@ pub struct Runtime {
 /// Equality (`==`) compares every field *including* `revision`; [`same_content`] ignores it.
 ///
 /// [`same_content`]: DiscoveryInfo::same_content
+///
+/// # Layout
+///
+/// A node keeps one decoded record per known node, so the parts most records leave empty —
+/// `metadata`, `area`, `gateways`, and libatapp's `hash_code` and `custom_data` — are
+/// [`Sparse`]: one pointer while empty, a box otherwise. They read as the plain value through
+/// `Deref` (`info.metadata.labels`, `info.area.region`, `info.gateways.iter()`), a mutable
+/// access boxes the part, and a record is built with `.into()` on those fields (or
+/// `..DiscoveryInfo::default()` for empty ones). Equality and the JSON are the values', so
+/// nothing observable depends on whether a default part is boxed.
+///
+/// ```
+/// use switchboard_core::{
+///     discovery::{DiscoveryInfo, Gateway, Metadata, Sparse},
+///     ids::NodeId,
+/// };
+///
+/// let mut info = DiscoveryInfo {
+///     id: NodeId(7),
+///     name: "game-7".into(),
+///     metadata: Metadata { kind: "game".into(), ..Metadata::default() }.into(),
+///     hash_code: "9F1C".into(),
+///     gateways: vec![Gateway { address: "atcp://10.0.0.7:21437".into(), ..Gateway::default() }]
+///         .into(),
+///     ..DiscoveryInfo::default()
+/// };
+/// assert_eq!(info.metadata.kind, "game");
+/// assert_eq!(info.gateways.len(), 1);
+/// assert!(info.area.region.is_empty() && !Sparse::is_allocated(&info.area)); // no box
+/// info.area.zone_id = 518_000; // a mutable access boxes the area
+/// assert!(Sparse::is_allocated(&info.area));
+/// let back = DiscoveryInfo::from_json(&info.to_json())?;
+/// assert_eq!(back, info);
+/// # Ok::<(), switchboard_core::discovery::DecodeError>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DiscoveryInfo {
@@ -121,7 +165,7 @@ pub struct DiscoveryInfo {
         deserialize_with = "or_default",
         skip_serializing_if = "is_default"
     )]
-    pub hash_code: String,
+    pub hash_code: Sparse<String>,
     /// Service type id.
     #[serde(
         alias = "typeId",
@@ -138,7 +182,7 @@ pub struct DiscoveryInfo {
     pub type_name: String,
     /// Where the node runs.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
-    pub area: Area,
+    pub area: Sparse<Area>,
     /// Application version string.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub version: String,
@@ -148,13 +192,13 @@ pub struct DiscoveryInfo {
         deserialize_with = "or_default",
         skip_serializing_if = "is_default"
     )]
-    pub custom_data: String,
+    pub custom_data: Sparse<String>,
     /// Instance identity: equal identities mean the same running instance.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub identity: String,
     /// Extra addresses for matching clients.
     #[serde(deserialize_with = "message_list", skip_serializing_if = "is_default")]
-    pub gateways: Vec<Gateway>,
+    pub gateways: Sparse<Vec<Gateway>>,
     /// Runtime facts (stateful pod index).
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
     pub runtime: Runtime,
@@ -174,7 +218,7 @@ pub struct DiscoveryInfo {
     pub atbus_protocol_min_version: u64,
     /// Service metadata the filters select on.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
-    pub metadata: Metadata,
+    pub metadata: Sparse<Metadata>,
     /// The bus incarnation of the process that published the record (switchboard's
     /// addition; 0 = not stated, e.g. a libatapp node, which ignores the field): a record
     /// with a new incarnation announces a restart before any link shows it, so senders end

@@ -154,14 +154,18 @@ where
     Option::<Object<T>>::deserialize(deserializer).map(|o| o.map(|o| o.0).unwrap_or_default())
 }
 
-/// Field deserializer for a repeated message: an array of objects, or `null` for empty.
-pub(crate) fn message_list<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+/// Field deserializer for a repeated message: an array of objects, or `null` for empty
+/// (into a `Vec<T>` or anything made from one, such as a [`Sparse`](super::Sparse)).
+pub(crate) fn message_list<'de, D, T, L>(deserializer: D) -> Result<L, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
+    L: From<Vec<T>>,
 {
     let list = Option::<Vec<Object<T>>>::deserialize(deserializer)?;
-    Ok(list.unwrap_or_default().into_iter().map(|o| o.0).collect())
+    Ok(L::from(
+        list.unwrap_or_default().into_iter().map(|o| o.0).collect(),
+    ))
 }
 
 /// Encodes one record as compact JSON.

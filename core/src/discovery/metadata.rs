@@ -9,7 +9,7 @@ use alloc::string::String;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Labels,
+    Labels, StaticDefault,
     json::{is_default, or_default},
 };
 
@@ -57,6 +57,19 @@ pub struct Metadata {
     /// Free-form labels; ordered so encoding and hashing are deterministic.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub labels: Labels,
+}
+
+impl StaticDefault for Metadata {
+    const EMPTY: &'static Metadata = &Metadata {
+        api_version: String::new(),
+        kind: String::new(),
+        group: String::new(),
+        name: String::new(),
+        namespace_name: String::new(),
+        uid: String::new(),
+        service_subset: String::new(),
+        labels: Labels::new(),
+    };
 }
 
 impl Metadata {

@@ -6,6 +6,11 @@
 //! [`DecodeError`]. Registry events for discovery records feed a [`DiscoverySet`], which gates
 //! them by revision and reports each effect as an [`Applied`] so the hash rings built on top
 //! of it can be maintained incrementally. [`Filter`]s select nodes by their [`Metadata`].
+//!
+//! A node keeps both records of every node it knows, so the parts of a record that are
+//! usually empty are held [`Sparse`]ly: one pointer while empty, a box when present. They
+//! read through `Deref` as the plain value (`info.metadata.labels`); building a record takes
+//! `.into()` on them (see [`DiscoveryInfo`] and [`TopologyInfo`]).
 
 pub mod address;
 mod departed;
@@ -15,6 +20,7 @@ mod json;
 pub mod labels;
 mod metadata;
 mod set;
+mod sparse;
 mod topology_info;
 
 #[cfg(test)]
@@ -27,4 +33,5 @@ pub use json::DecodeError;
 pub use labels::Labels;
 pub use metadata::{Filter, Metadata};
 pub use set::{Applied, DEFAULT_TOMBSTONE_LIMIT, DiscoverySet};
+pub use sparse::{Sparse, StaticDefault};
 pub use topology_info::{TopologyData, TopologyInfo};

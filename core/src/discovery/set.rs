@@ -33,7 +33,9 @@
 
 use alloc::{collections::BTreeMap, string::String, sync::Arc, vec::Vec};
 
-use hashbrown::HashMap;
+use core::hash::BuildHasher;
+
+use hashbrown::{DefaultHashBuilder, HashTable, hash_table::Entry};
 
 use super::{DecodeError, DiscoveryInfo, Filter};
 use crate::{
@@ -199,6 +201,63 @@ impl Tombstones {
     }
 }
 
+/// Name → the record holding it, without a copy of the name: a hash table of the held
+/// records (the same `Arc`s as `by_id`/`name_only`), hashed by their name and compared by it.
+/// Only looked up, never iterated for output, so its hash order does not matter.
+#[derive(Clone, Debug, Default)]
+struct NameIndex {
+    table: HashTable<Arc<DiscoveryInfo>>,
+    hasher: DefaultHashBuilder,
+}
+
+impl NameIndex {
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// The record holding `name`.
+    fn get(&self, name: &str) -> Option<&Arc<DiscoveryInfo>> {
+        self.table.find(self.hash(name), |held| held.name == name)
+    }
+
+    /// The id of the node holding `name` ([`NodeId::NONE`] for a name-only node).
+    fn holder(&self, name: &str) -> Option<NodeId> {
+        self.get(name).map(|held| held.id)
+    }
+
+    /// Makes `record` the holder of its name (replacing the previous holder's entry).
+    fn set(&mut self, record: &Arc<DiscoveryInfo>) {
+        let hash = self.hash(&record.name);
+        let hasher = &self.hasher;
+        match self.table.entry(
+            hash,
+            |held| held.name == record.name,
+            |held| hasher.hash_one(held.name.as_str()),
+        ) {
+            Entry::Occupied(mut entry) => *entry.get_mut() = Arc::clone(record),
+            Entry::Vacant(entry) => {
+                entry.insert(Arc::clone(record));
+            }
+        }
+    }
+
+    /// Forgets `name` if the node with `id` holds it.
+    fn remove_if_held_by(&mut self, name: &str, id: NodeId) {
+        if let Ok(entry) = self
+            .table
+            .find_entry(self.hash(name), |held| held.name == name)
+            && entry.get().id == id
+        {
+            entry.remove();
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
 /// The known nodes; see the module docs for the gating rules.
 #[derive(Clone, Debug)]
 pub struct DiscoverySet {
@@ -206,9 +265,8 @@ pub struct DiscoverySet {
     by_id: BTreeMap<NodeId, Arc<DiscoveryInfo>>,
     /// Nodes published without an id (id 0), by name.
     name_only: BTreeMap<String, Arc<DiscoveryInfo>>,
-    /// Name → the node holding it ([`NodeId::NONE`] for an entry of `name_only`). Only looked
-    /// up, never iterated for output, so its hash order does not matter.
-    by_name: HashMap<String, NodeId>,
+    /// Name → the record holding it (one of `by_id` or `name_only`), for named nodes.
+    by_name: NameIndex,
     tombstones: Tombstones,
     /// The consistent-hash rings over the nodes with a valid id, kept in step with every
     /// applied change (see [`DiscoverySet::rings`]).
@@ -252,7 +310,7 @@ impl DiscoverySet {
             ring_rejections: 0,
             by_id: BTreeMap::new(),
             name_only: BTreeMap::new(),
-            by_name: HashMap::new(),
+            by_name: NameIndex::default(),
             tombstones: Tombstones {
                 by_key: BTreeMap::new(),
                 len: 0,
@@ -288,8 +346,7 @@ impl DiscoverySet {
     /// The node holding this name.
     #[must_use]
     pub fn get_by_name(&self, name: &str) -> Option<&DiscoveryInfo> {
-        let &holder = self.by_name.get(name)?;
-        self.record(holder, name)
+        self.by_name.get(name).map(|held| &**held)
     }
 
     /// Every node, ordered by (id, name): name-only nodes (id 0) first by name, then by id.
@@ -412,8 +469,8 @@ impl DiscoverySet {
         let current = self.record(info.id, &info.name);
         // Another node holding this name (an id node for a name-only put, or vice versa, or
         // a different id).
-        let rival = match self.by_name.get(info.name.as_str()) {
-            Some(&holder) if holder != info.id => Some(holder),
+        let rival = match self.by_name.holder(&info.name) {
+            Some(holder) if holder != info.id => Some(holder),
             _ => None,
         };
         let rival_revision = rival.map(|holder| {
@@ -436,6 +493,7 @@ impl DiscoverySet {
         let displaced = rival.and_then(|holder| self.detach(holder, &info.name));
         self.tombstones.clear(info.id, &info.name);
         let (id, name) = (info.id, info.name.clone());
+        let held = Arc::clone(&info);
         let previous = if id.is_valid() {
             self.by_id.insert(id, info)
         } else {
@@ -444,7 +502,7 @@ impl DiscoverySet {
         match previous {
             None => {
                 if !name.is_empty() {
-                    self.by_name.insert(name.clone(), id);
+                    self.by_name.set(&held);
                 }
                 Applied::Added {
                     id,
@@ -455,12 +513,11 @@ impl DiscoverySet {
             Some(previous) => {
                 let name_changed = previous.name != name;
                 if name_changed {
-                    if self.by_name.get(previous.name.as_str()) == Some(&id) {
-                        self.by_name.remove(previous.name.as_str());
-                    }
-                    if !name.is_empty() {
-                        self.by_name.insert(name.clone(), id);
-                    }
+                    self.by_name.remove_if_held_by(&previous.name, id);
+                }
+                // The index holds the record itself: point the name at the new one.
+                if !name.is_empty() {
+                    self.by_name.set(&held);
                 }
                 let new = self.record(id, &name).expect("just inserted");
                 Applied::Updated {
@@ -527,8 +584,8 @@ impl DiscoverySet {
     /// nobody holds is [`Applied::Unknown`] without a tombstone (registry deletes should use
     /// [`remove`](DiscoverySet::remove) with both parts of the key).
     pub fn remove_by_name(&mut self, name: &str, revision: u64) -> Applied {
-        match self.by_name.get(name) {
-            Some(&holder) => self.remove(holder, name, revision),
+        match self.by_name.holder(name) {
+            Some(holder) => self.remove(holder, name, revision),
             None => Applied::Unknown,
         }
     }
@@ -556,9 +613,7 @@ impl DiscoverySet {
         } else {
             self.name_only.remove(name)?
         };
-        if self.by_name.get(record.name.as_str()) == Some(&id) {
-            self.by_name.remove(record.name.as_str());
-        }
+        self.by_name.remove_if_held_by(&record.name, id);
         Some(record)
     }
 
@@ -566,23 +621,31 @@ impl DiscoverySet {
     /// name, every named record is in by_name, tombstone count matches.
     #[cfg(test)]
     pub(crate) fn assert_consistent(&self) {
-        for (name, &id) in &self.by_name {
+        for indexed in &self.by_name.table {
             let record = self
-                .record(id, name)
+                .record(indexed.id, &indexed.name)
                 .expect("by_name entry points at a held record");
-            assert_eq!(&record.name, name);
-            assert_eq!(record.id, id);
+            assert!(
+                core::ptr::eq(record, &**indexed),
+                "by_name holds the held record itself"
+            );
+            assert!(!indexed.name.is_empty());
+            assert_eq!(
+                self.by_name.get(&indexed.name).map(|r| r.id),
+                Some(indexed.id),
+                "findable by its name"
+            );
         }
         for (id, record) in &self.by_id {
             assert_eq!(record.id, *id);
             if !record.name.is_empty() {
-                assert_eq!(self.by_name.get(record.name.as_str()), Some(id));
+                assert_eq!(self.by_name.holder(&record.name), Some(*id));
             }
         }
         for (name, record) in &self.name_only {
             assert_eq!(&record.name, name);
             assert!(!record.id.is_valid());
-            assert_eq!(self.by_name.get(name.as_str()), Some(&NodeId::NONE));
+            assert_eq!(self.by_name.holder(name), Some(NodeId::NONE));
         }
         let named = self.iter().filter(|r| !r.name.is_empty()).count();
         assert_eq!(self.by_name.len(), named);
@@ -600,7 +663,7 @@ impl DiscoverySet {
         let members = self.by_id.values().map(|info| {
             let member = RingMember::new(info.id, &info.name)
                 .with_pod_index(i64::from(info.stateful_pod_index()));
-            (member, &info.metadata)
+            (member, &*info.metadata)
         });
         fresh.rebuild(members).expect("held nodes fit in a ring");
         for (id, info) in &self.by_id {
@@ -609,7 +672,7 @@ impl DiscoverySet {
                 self.rings.pod_index(*id),
                 Some(i64::from(info.stateful_pod_index()))
             );
-            assert_eq!(self.rings.metadata(*id), Some(&info.metadata));
+            assert_eq!(self.rings.metadata(*id), Some(&*info.metadata));
         }
         let mut filters = alloc::vec![None];
         for id in self.rings.filter_ids() {

@@ -8,8 +8,8 @@ use alloc::{string::String, vec::Vec};
 
 use serde::{Deserialize, Serialize};
 
-use super::Labels;
 use super::json::{self, DecodeError, i32_field, is_default, message, node_id_field, or_default};
+use super::{Labels, Sparse, StaticDefault};
 use crate::ids::NodeId;
 
 /// Labels a node publishes for topology policies (libatapp `atbus_topology_data`).
@@ -21,8 +21,19 @@ pub struct TopologyData {
     pub label: Labels,
 }
 
+impl StaticDefault for TopologyData {
+    const EMPTY: &'static TopologyData = &TopologyData {
+        label: Labels::new(),
+    };
+}
+
 /// A node's place in the proxy tree (libatapp `atapp_topology_info`), plus the registry
 /// revision it came with.
+///
+/// A node keeps one per known node, so its usually-empty parts, `version` and `data` (the
+/// policy labels), are [`Sparse`]: one pointer while empty, a box otherwise. They read as the
+/// plain value (`info.data.label`); a record is built with `.into()` on them
+/// (`data: TopologyData { label }.into()`) or leaves them to `..TopologyInfo::default()`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TopologyInfo {
@@ -41,9 +52,9 @@ pub struct TopologyInfo {
     /// Instance identity.
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
     pub identity: String,
-    /// Application version string.
+    /// Application version string (libatapp's; a switchboard node leaves it empty).
     #[serde(deserialize_with = "or_default", skip_serializing_if = "is_default")]
-    pub version: String,
+    pub version: Sparse<String>,
     /// The upstream proxy; [`NodeId::NONE`] for a root.
     #[serde(
         alias = "upstreamId",
@@ -53,7 +64,7 @@ pub struct TopologyInfo {
     pub upstream_id: NodeId,
     /// Policy labels.
     #[serde(deserialize_with = "message", skip_serializing_if = "is_default")]
-    pub data: TopologyData,
+    pub data: Sparse<TopologyData>,
     /// Registry revision this record came with; 0 when it did not come from a registry. Not
     /// part of the JSON.
     #[serde(skip)]

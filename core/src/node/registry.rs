@@ -115,6 +115,8 @@ impl Node {
         info.incarnation = self.incarnation;
         if let Some(rpc) = &self.rpc {
             rpc.label_served(&mut info.metadata);
+            // No method served and no label: no box.
+            crate::discovery::Sparse::compact(&mut info.metadata);
         }
         info
     }

@@ -67,16 +67,17 @@ fn echo_svr_expected() -> DiscoveryInfo {
             "atcp://127.0.0.1:21437",
             "unix:///run/atapp/echo-svr-1.sock",
         ]),
-        hash_code: "9F1C3A2B7D4E5F60A1B2C3D4E5F60718".to_string(),
+        hash_code: "9F1C3A2B7D4E5F60A1B2C3D4E5F60718".to_string().into(),
         type_id: 17,
         type_name: "echosvr".to_string(),
         area: Area {
             region: "cn-south".to_string(),
             district: "sz-1".to_string(),
             zone_id: 518_000,
-        },
+        }
+        .into(),
         version: "1.4.2.7788".to_string(),
-        custom_data: r#"{"weight":3}"#.to_string(),
+        custom_data: r#"{"weight":3}"#.to_string().into(),
         identity: "c0ffee00-0000-4000-8000-000000004353".to_string(),
         gateways: vec![
             Gateway {
@@ -89,7 +90,8 @@ fn echo_svr_expected() -> DiscoveryInfo {
                 address: "atcp://203.0.113.9:31437".to_string(),
                 ..Gateway::default()
             },
-        ],
+        ]
+        .into(),
         runtime: Runtime {
             stateful_pod_index: 3,
         },
@@ -105,7 +107,8 @@ fn echo_svr_expected() -> DiscoveryInfo {
             uid: "b9e1f0c2".to_string(),
             service_subset: "canary".to_string(),
             labels: labels(&[("zone", "1"), ("tier", "backend")]),
-        },
+        }
+        .into(),
         revision: 0,
     }
 }
@@ -218,14 +221,15 @@ fn camel_case_aliases_of_proto3_json_are_accepted() {
         DiscoveryInfo {
             id: NodeId(5),
             name: "n".to_string(),
-            hash_code: "AB".to_string(),
+            hash_code: "AB".to_string().into(),
             type_id: 2,
             type_name: "t".to_string(),
-            custom_data: "c".to_string(),
+            custom_data: "c".to_string().into(),
             area: Area {
                 zone_id: 7,
                 ..Area::default()
-            },
+            }
+            .into(),
             runtime: Runtime {
                 stateful_pod_index: 4
             },
@@ -236,13 +240,15 @@ fn camel_case_aliases_of_proto3_json_are_accepted() {
                 match_hosts: strings(&["h"]),
                 match_namespaces: strings(&["ns"]),
                 match_labels: labels(&[("a", "b")]),
-            }],
+            }]
+            .into(),
             metadata: Metadata {
                 api_version: "v2".to_string(),
                 namespace_name: "ns".to_string(),
                 service_subset: "blue".to_string(),
                 ..Metadata::default()
-            },
+            }
+            .into(),
             ..DiscoveryInfo::default()
         }
     );
@@ -456,11 +462,12 @@ fn topology_record_decodes_both_integer_forms_and_round_trips() {
         hostname: "game-host-07".to_string(),
         pid: 31337,
         identity: "c0ffee00".to_string(),
-        version: "1.4.2".to_string(),
+        version: "1.4.2".into(),
         upstream_id: NodeId(4097),
         data: TopologyData {
             label: labels(&[("rack", "r12"), ("zone", "1")]),
-        },
+        }
+        .into(),
         revision: 0,
     };
     assert_eq!(
@@ -531,4 +538,43 @@ fn round_robin_key_orders_by_pod_index_then_id_then_name() {
         order,
         vec![(1, 3, "c"), (1, 3, "z"), (1, 9, "b"), (2, 1, "a")]
     );
+}
+
+/// A known node's records are kept once per known node: its inline size is pinned, so growing
+/// it is a visible decision (the rare parts are [`Sparse`], one pointer each while empty).
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn a_record_is_compact() {
+    use core::mem::size_of;
+    assert_eq!(size_of::<DiscoveryInfo>(), 240);
+    assert_eq!(size_of::<TopologyInfo>(), 120);
+    assert_eq!(size_of::<Sparse<Metadata>>(), 8);
+}
+
+#[test]
+fn a_decoded_record_boxes_only_the_rare_parts_it_carries() {
+    let minimal = DiscoveryInfo::from_json(
+        br#"{"id":5,"name":"n","metadata":{},"area":null,"gateways":[],"hash_code":""}"#,
+    )
+    .expect("valid record");
+    assert!(!Sparse::is_allocated(&minimal.metadata));
+    assert!(!Sparse::is_allocated(&minimal.area));
+    assert!(!Sparse::is_allocated(&minimal.gateways));
+    assert!(!Sparse::is_allocated(&minimal.hash_code));
+    assert!(!Sparse::is_allocated(&minimal.custom_data));
+    let full = DiscoveryInfo::from_json(ECHO_SVR_UNQUOTED.as_bytes()).expect("valid record");
+    assert!(Sparse::is_allocated(&full.metadata));
+    assert!(Sparse::is_allocated(&full.area));
+    assert!(Sparse::is_allocated(&full.gateways));
+    assert!(Sparse::is_allocated(&full.hash_code));
+    assert!(Sparse::is_allocated(&full.custom_data));
+    // A boxed default part is the same record and writes the same JSON.
+    let mut boxed = minimal.clone();
+    boxed.metadata.kind.clear();
+    boxed.area.zone_id = 0;
+    assert!(Sparse::is_allocated(&boxed.metadata) && Sparse::is_allocated(&boxed.area));
+    assert_eq!(boxed, minimal);
+    assert!(boxed.same_content(&minimal));
+    assert_eq!(boxed.to_json(), minimal.to_json());
+    assert_eq!(minimal.to_json(), br#"{"id":5,"name":"n"}"#);
 }

@@ -371,16 +371,17 @@ fn discovery_info() -> impl Strategy<Value = DiscoveryInfo> {
             hostname,
             pid,
             listen,
-            hash_code,
+            hash_code: hash_code.into(),
             type_id,
             type_name,
             area: Area {
                 region,
                 district: String::new(),
                 zone_id,
-            },
+            }
+            .into(),
             version,
-            custom_data: String::new(),
+            custom_data: String::new().into(),
             identity: String::new(),
             gateways: gateways
                 .into_iter()
@@ -400,7 +401,8 @@ fn discovery_info() -> impl Strategy<Value = DiscoveryInfo> {
                 kind,
                 labels: labels.into(),
                 ..Metadata::default()
-            },
+            }
+            .into(),
             revision: 0,
         },
     )

@@ -5,8 +5,11 @@
 //! # How
 //!
 //! - A record: `size_of::<DiscoveryInfo>()` plus the capacities of its strings and vectors
-//!   and labels (the fields a [`ScaleRun`] fills; gateways are empty there), plus the
-//!   `Arc`'s two counts. The client view and the discovery set share one record per node
+//!   and labels, plus the `Arc`'s two counts. Its rare parts are
+//!   [`Sparse`](crate::discovery::Sparse): one pointer inline, and when present a box of the
+//!   part's size ([`Sparse::boxed_bytes`](crate::discovery::Sparse::boxed_bytes)) plus what
+//!   the part holds (a [`ScaleRun`]'s records leave them all empty). The client view and the
+//!   discovery set share one record per node
 //!   ([`RegistryEvent::DiscoveryPut`](crate::registry::RegistryEvent::DiscoveryPut) carries
 //!   it behind an `Arc`): a view's record is counted only when it is not the set's.
 //! - A `BTreeMap` entry: a leaf holds up to 11 keys and values and a parent link; nodes
@@ -14,8 +17,9 @@
 //!   + 16) / 6` bytes (internal nodes are under 10 % more and are left out).
 //!   The client view keys a peer with an id by the id (8 bytes), a peer published by name
 //!   only by its name (a `String` and its bytes).
-//! - A `HashMap` entry (the set's name index): key + value + 1 control byte at the 7/8 load
-//!   factor's worst doubling, × 2, plus the name's capacity.
+//! - The set's name index: a hash table of the held records' `Arc`s (the name is not
+//!   copied), one per named node: the `Arc` + 1 control byte at the 7/8 load factor's worst
+//!   doubling, × 2. A name-only node (id 0) is keyed by a copy of its name in a `BTreeMap`.
 //! - Rings: [`RingSet::memory_bytes`](crate::ring::RingSet::memory_bytes) (capacities,
 //!   every filter's ring included).
 //! - The view's topology records (one per known node, behind an `Arc`) are counted with the
@@ -29,7 +33,7 @@ use core::mem::size_of;
 
 use super::ScaleRun;
 use crate::{
-    discovery::{DiscoveryInfo, TopologyInfo},
+    discovery::{DiscoveryInfo, Gateway, Sparse, TopologyInfo},
     ids::NodeId,
     registry::{client::Peer, server::EntryKey},
 };
@@ -69,10 +73,17 @@ pub fn discovery_memory(run: &ScaleRun, i: usize) -> Option<DiscoveryMemory> {
     let discovery_set = set
         .iter()
         .map(|info| {
-            btree_entry::<NodeId, Arc<DiscoveryInfo>>()
-                + shared_record(info)
-                + 2 * (size_of::<alloc::string::String>() + size_of::<NodeId>() + 1)
-                + info.name.capacity()
+            let entry = if info.id.is_valid() {
+                btree_entry::<NodeId, Arc<DiscoveryInfo>>()
+            } else {
+                btree_entry::<String, Arc<DiscoveryInfo>>() + info.name.capacity()
+            };
+            let name_index = if info.name.is_empty() {
+                0
+            } else {
+                2 * (size_of::<Arc<DiscoveryInfo>>() + 1)
+            };
+            entry + shared_record(info) + name_index
         })
         .sum();
     let client_view = run.net().client(i).map_or(0, |client| {
@@ -123,28 +134,55 @@ fn shared_record(info: &DiscoveryInfo) -> usize {
 }
 
 /// Bytes of one topology record behind an `Arc` (the view's own: the topology registry keeps
-/// its fields apart): its two counts, the record, its strings and labels.
+/// its fields apart): its two counts, the record, its strings and labels, its boxed parts.
 fn shared_topology(info: &TopologyInfo) -> usize {
-    let strings = [&info.name, &info.hostname, &info.identity, &info.version];
+    let strings = [&info.name, &info.hostname, &info.identity];
     2 * size_of::<usize>()
         + size_of::<TopologyInfo>()
         + strings.iter().map(|s| s.capacity()).sum::<usize>()
+        + sparse_string(&info.version)
+        + Sparse::boxed_bytes(&info.data)
         + info.data.label.heap_bytes()
 }
 
-/// Heap bytes of a record's strings and vectors.
+/// Heap bytes of a record's strings and vectors, its boxed parts included.
 fn record_heap(info: &DiscoveryInfo) -> usize {
     let strings = [
         &info.name,
         &info.hostname,
-        &info.hash_code,
         &info.type_name,
         &info.version,
-        &info.custom_data,
         &info.identity,
     ];
     strings.iter().map(|s| s.capacity()).sum::<usize>()
-        + info.listen.capacity() * size_of::<alloc::string::String>()
-        + info.listen.iter().map(|s| s.capacity()).sum::<usize>()
+        + sparse_string(&info.hash_code)
+        + sparse_string(&info.custom_data)
+        + strings_heap(&info.listen)
+        + Sparse::boxed_bytes(&info.area)
+        + info.area.region.capacity()
+        + info.area.district.capacity()
+        + Sparse::boxed_bytes(&info.gateways)
+        + info.gateways.capacity() * size_of::<Gateway>()
+        + info
+            .gateways
+            .iter()
+            .map(|g| {
+                g.address.capacity()
+                    + strings_heap(&g.match_hosts)
+                    + strings_heap(&g.match_namespaces)
+                    + g.match_labels.heap_bytes()
+            })
+            .sum::<usize>()
+        + Sparse::boxed_bytes(&info.metadata)
         + info.metadata.heap_bytes()
+}
+
+/// Heap bytes of a [`Sparse`] string: its box and its capacity.
+fn sparse_string(text: &Sparse<String>) -> usize {
+    Sparse::boxed_bytes(text) + text.capacity()
+}
+
+/// Heap bytes of a vector of strings: the vector's and each string's.
+fn strings_heap(list: &alloc::vec::Vec<String>) -> usize {
+    list.capacity() * size_of::<String>() + list.iter().map(String::capacity).sum::<usize>()
 }

@@ -66,7 +66,8 @@ fn discovery() -> impl Strategy<Value = DiscoveryInfo> {
                     kind: "game".into(),
                     labels: labels.into_iter().collect(),
                     ..Metadata::default()
-                },
+                }
+                .into(),
                 revision,
                 ..DiscoveryInfo::default()
             },

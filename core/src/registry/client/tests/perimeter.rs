@@ -60,7 +60,7 @@ fn part(revision: u64, ids: &[u64], more: bool) -> Vec<u8> {
 fn a_size_refusal_is_reported_with_the_registrys_figures_and_retried_on_the_backoff() {
     let mut net = net(true);
     let big = DiscoveryInfo {
-        custom_data: "c".repeat(40_000),
+        custom_data: "c".repeat(40_000).into(),
         ..disc(1, "x")
     };
     let mut config = client_config(big, 101);
@@ -109,7 +109,7 @@ fn a_size_refusal_is_reported_with_the_registrys_figures_and_retried_on_the_back
 #[test]
 fn a_record_over_the_clients_limits_is_never_sent() {
     let big = DiscoveryInfo {
-        custom_data: "c".repeat(DEFAULT_MAX_CUSTOM_DATA + 1),
+        custom_data: "c".repeat(DEFAULT_MAX_CUSTOM_DATA + 1).into(),
         ..disc(1, "x")
     };
     let mut c = RegistryClient::new(client_config(big, 101), secs(0));
@@ -133,7 +133,7 @@ fn a_record_over_the_clients_limits_is_never_sent() {
     c.handle_received(secs(0), &part(1, &[1], false));
     outputs(&mut c);
     c.update_discovery(DiscoveryInfo {
-        custom_data: "c".repeat(DEFAULT_MAX_CUSTOM_DATA + 1),
+        custom_data: "c".repeat(DEFAULT_MAX_CUSTOM_DATA + 1).into(),
         ..disc(1, "x")
     });
     assert_eq!(

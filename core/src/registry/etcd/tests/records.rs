@@ -58,23 +58,25 @@ pub(super) fn expected_discovery(revision: u64) -> DiscoveryInfo {
             s("atcp://0.0.0.0:16001"),
             s("unix:///var/run/echo-svr-1.sock"),
         ],
-        hash_code: s("3C1D9A77E0B2F4A85D6E7F8091A2B3C4"),
+        hash_code: s("3C1D9A77E0B2F4A85D6E7F8091A2B3C4").into(),
         type_id: 12,
         type_name: s("echo"),
         area: Area {
             region: s("eu-west"),
             district: s("ams"),
             zone_id: 1012,
-        },
+        }
+        .into(),
         version: s("2.3.1"),
-        custom_data: String::new(),
+        custom_data: String::new().into(),
         identity: s("9d1e2f3a-6b7c-4d8e-9f00-112233445566"),
         gateways: vec![Gateway {
             address: s("atcp://198.51.100.4:16001"),
             match_hosts: vec![s("edge-1")],
             match_namespaces: vec![s("live")],
             match_labels: map(&[("cell", "c3")]),
-        }],
+        }]
+        .into(),
         runtime: Runtime {
             stateful_pod_index: 1,
         },
@@ -90,7 +92,8 @@ pub(super) fn expected_discovery(revision: u64) -> DiscoveryInfo {
             uid: s("a1b2"),
             service_subset: s("stable"),
             labels: map(&[("cell", "c3"), ("tier", "core")]),
-        },
+        }
+        .into(),
         revision,
     }
 }
@@ -102,11 +105,12 @@ pub(super) fn expected_topology(revision: u64) -> TopologyInfo {
         hostname: s("node-b12.dc1"),
         pid: 2841,
         identity: s("9d1e2f3a-6b7c-4d8e-9f00-112233445566"),
-        version: s("2.3.1"),
+        version: s("2.3.1").into(),
         upstream_id: NodeId(4097),
         data: TopologyData {
             label: map(&[("cell", "c3")]),
-        },
+        }
+        .into(),
         revision,
     }
 }

@@ -55,7 +55,7 @@ fn register_of(discovery: DiscoveryInfo, incarnation: u64) -> Vec<u8> {
 /// Node `id`'s record padded with `custom_data` so its `Register` is exactly `len` bytes.
 fn register_of_len(id: u64, len: usize) -> Vec<u8> {
     let with = |n: usize| DiscoveryInfo {
-        custom_data: "a".repeat(n),
+        custom_data: "a".repeat(n).into(),
         ..disc(id, "x")
     };
     let one = register_of(with(1), 1).len();
@@ -116,7 +116,7 @@ fn a_register_over_a_field_or_the_record_limit_is_refused_with_the_figures() {
     let mut s = quiet_server();
     join(&mut s, secs(0), 1, "x");
     let custom = DiscoveryInfo {
-        custom_data: "c".repeat(DEFAULT_MAX_CUSTOM_DATA + 1),
+        custom_data: "c".repeat(DEFAULT_MAX_CUSTOM_DATA + 1).into(),
         ..disc(7, "x")
     };
     let mut labelled = disc(7, "x");
@@ -181,7 +181,7 @@ fn an_update_over_the_limit_keeps_the_old_records_and_pushes_nothing() {
     let update = Update {
         incarnation: 102,
         discovery: Some(DiscoveryInfo {
-            custom_data: "u".repeat(40_000),
+            custom_data: "u".repeat(40_000).into(),
             ..disc(2, "x")
         }),
         topology: None,
@@ -402,7 +402,7 @@ fn a_big_legal_cluster_snapshot_arrives_in_bounded_parts_and_is_applied_once() {
     for id in 1..=100 {
         let conn = s.handle_accepted(secs(0));
         let record = DiscoveryInfo {
-            custom_data: "d".repeat(30 << 10),
+            custom_data: "d".repeat(30 << 10).into(),
             ..disc(id, "big")
         };
         s.handle_received(secs(0), conn, &register_of(record, 100 + id));
