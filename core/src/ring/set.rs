@@ -17,8 +17,7 @@ use alloc::vec::Vec;
 
 use core::hash::BuildHasher;
 
-use foldhash::fast::FixedState;
-use hashbrown::HashTable;
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use super::{
     Ring, RingConfig, RingError, RingMember, RingView, check_capacity,
@@ -80,6 +79,9 @@ pub struct RingSet {
     /// comparing with the member table's copy (names are not stored twice; members sharing a
     /// name each have an entry).
     by_name: HashTable<u32>,
+    /// The by-name table's hasher, seeded per set as a `HashMap`'s is (names come from other
+    /// nodes' records: a fixed seed would let one publisher pick names that collide).
+    name_hasher: DefaultHashBuilder,
     /// Default round-robin order.
     rr: Vec<u32>,
     filters: Vec<FilterEntry>,
@@ -103,13 +105,6 @@ pub struct RingSet {
 /// An incremental change moves about half a ring, a full build costs a few dozen such moves,
 /// so a longer burst is cheaper rebuilt than merged change by change.
 pub(crate) const DEFER_AFTER: u32 = 32;
-
-/// Hash of a member name in the by-name table (fixed seed: deterministic, and only ever
-/// compared within one table).
-#[inline]
-fn name_hash(name: &str) -> u64 {
-    FixedState::with_seed(0).hash_one(name)
-}
 
 /// Round-robin order key of a slot.
 fn rr_key(pods: &[i64], members: &Members, slot: u32) -> (i64, NodeId) {
@@ -151,6 +146,7 @@ impl RingSet {
             metadata: MetadataTable::default(),
             pods: Vec::new(),
             by_name: HashTable::new(),
+            name_hasher: DefaultHashBuilder::default(),
             rr: Vec::new(),
             filters: Vec::new(),
             generation: 0,
@@ -281,7 +277,7 @@ impl RingSet {
     pub fn by_name(&self, name: &str) -> Option<NodeId> {
         let members = &self.ring.members;
         self.by_name
-            .iter_hash(name_hash(name))
+            .iter_hash(self.name_hasher.hash_one(name))
             .filter(|&&s| members.name(s) == name)
             .map(|&s| members.id(s))
             .min()
@@ -464,11 +460,13 @@ impl RingSet {
 
     /// Enters `slot` (already holding its name) in the by-name table.
     fn by_name_add(&mut self, slot: u32) {
-        let members = &self.ring.members;
+        let (members, hasher) = (&self.ring.members, &self.name_hasher);
         let name = members.name(slot);
         if !name.is_empty() {
             self.by_name
-                .insert_unique(name_hash(name), slot, |&s| name_hash(members.name(s)));
+                .insert_unique(hasher.hash_one(name), slot, |&s| {
+                    hasher.hash_one(members.name(s))
+                });
         }
     }
 
@@ -476,7 +474,8 @@ impl RingSet {
     fn by_name_remove(&mut self, slot: u32) {
         let name = self.ring.members.name(slot);
         if !name.is_empty()
-            && let Ok(entry) = self.by_name.find_entry(name_hash(name), |&s| s == slot)
+            && let Ok(entry) =
+                (self.by_name).find_entry(self.name_hasher.hash_one(name), |&s| s == slot)
         {
             entry.remove();
         }
