@@ -27,8 +27,18 @@ use support::{direct, echo_call as echo, start, start_registry, wait_known, with
 
 const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
+/// Held by each test for its whole run. Under `cargo test` both tests are threads of one
+/// process. If the other test first uses a callsite (the `rpc.call` span, say) while the
+/// traced test is setting its thread-local subscriber, the callsite can keep the interest it
+/// computed without that subscriber, and the traced test sees no span (10 runs in 12 failed
+/// so). One test at a time, a callsite registers either after the subscriber is set (and
+/// counts it) or before (and `set_default` recomputes its interest). nextest runs each test
+/// in its own process and does not need this.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_handler_reads_exactly_the_callers_metadata_and_the_caller_the_handlers() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     support::init_logs();
     let registry = start_registry().await;
     let addr = registry.local_addr();
@@ -102,6 +112,7 @@ impl Lines {
 /// One thread: the subscriber set for this test reaches the driver tasks too.
 #[tokio::test(flavor = "current_thread")]
 async fn caller_and_server_spans_share_one_trace_and_each_side_logs_its_outcome() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
