@@ -42,7 +42,7 @@ impl MetadataTable {
             }
         };
         if i == self.slots.len() {
-            self.slots.push(shared);
+            super::members::push_slot(&mut self.slots, shared);
         } else {
             let old = core::mem::replace(&mut self.slots[i], shared);
             self.release(&old);

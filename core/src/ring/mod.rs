@@ -3,11 +3,12 @@
 //!
 //! A [`Ring`] places `points_per_node` (80 by default, libatapp's `HASH_POINT_PER_INS`) points
 //! per node on a 64-bit circle (see [`crate::hash`] for the two placement modes) and answers
-//! lookups by lower bound with wrap-around. Points are packed 8 bytes each (the top 32 bits of
-//! the position + member slot, no per-point reference counts; ties on the stored half are
-//! ordered exactly by recomputing them) behind a prefix index, so a lookup is one index read
-//! and a branch-free search of a few points. A full build buckets positions instead of sorting them; adding or removing
-//! a node merges or removes just its points in place. Lookups never rebuild anything.
+//! lookups by lower bound with wrap-around. Points are packed 4 bytes each behind a prefix
+//! index: the top 32 bits of the position less the prefix the index already holds, above the
+//! member slot (no per-point reference counts; ties on the stored 32 bits are ordered exactly
+//! by recomputing them), so a lookup is one index read and a branch-free search of a few
+//! points. A full build buckets positions instead of sorting them; adding or removing a node
+//! merges or removes just its points in place. Lookups never rebuild anything.
 //!
 //! [`RingSet`] holds the rings of a whole discovery set: the default ring plus one ring per
 //! registered metadata [`Filter`](crate::discovery::Filter). A filter ring is built by a filter
@@ -97,10 +98,11 @@ impl Default for RingConfig {
 /// Heap bytes of a [`Ring`] by component ([`Ring::memory`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RingMemory {
-    /// The sorted points: 8 bytes each (4 of position, its top 32 bits; 4 of member slot), by
-    /// capacity.
+    /// The sorted points: 4 bytes each (the position's top 32 bits less the index prefix,
+    /// above the member slot), by capacity.
     pub points: usize,
-    /// The prefix lookup index (one `u32` per prefix, at most 2^16 + 1).
+    /// The prefix lookup index (one `u32` per prefix: at most 2^16 + 1, or one per member
+    /// slot rounded up to a power of two when the slots need more bits).
     pub index: usize,
     /// The member table: id, name and fast-mode node hash per slot, and the id → slot map.
     pub members: usize,

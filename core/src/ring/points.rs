@@ -1,22 +1,37 @@
-//! Sorted point storage of one ring: 8-byte points, a prefix index, and the passes that build
-//! and change them (bucket build, in-place merge of one node, in-place removal, filter pass).
+//! Sorted point storage of one ring: 4-byte points, a prefix index, and the passes that build
+//! and change them (bucket build, in-place merge of one node, in-place removal, filter pass,
+//! re-encoding when the index is resized).
 //!
-//! A point is the top 32 bits of its 64-bit position above a `u32` member slot, packed in one
-//! `u64`, so the ring is one array of 8 bytes per point (a third less than a full position
-//! beside the slot, so less of it misses the cache) and `u32` slots do not cap a ring at 65 535
-//! nodes. Ring order is exact, by full position: by `h1` (fast mode: the position), then in the
-//! libatapp modes by `h2`, then by node id. Points whose stored halves are equal — about
-//! `points² / 2^33` pairs per ring, 75 at 800 000 points — are put in that order by recomputing
-//! the full positions of just those points' nodes ([`resolve_run`]); a lookup whose key's top
-//! 32 bits equal a point's (about `points / 2^32` of lookups) ranks the key in that run the
-//! same way ([`run_rank`]), and [`full_positions`] recomputes every position for the
-//! diagnostics that list them.
+//! A ring orders points by the top 32 bits of their 64-bit positions (the *stored* position),
+//! then, for the few that are equal, exactly. The prefix index maps the top `bits` bits of a
+//! position to the first point at or after that prefix, and a lookup reaches a point only
+//! through its prefix's bucket, so a point need not repeat the prefix: it is one `u32`, the
+//! stored position's 32 − `bits` lower bits shifted over a `bits`-wide member slot field
+//! ([`Layout`]). Within a bucket points compare as plain `u32`s (the slot field only orders
+//! points of equal stored position). That halves a `u64` packing: 80 points per node are
+//! 320 bytes, and a ring of 10,000 nodes is 3.2 MB of cache footprint instead of 6.4 MB.
 //!
-//! The prefix index maps the top `bits` bits (at most 16: 256 KiB, L2-resident) of a position to
-//! the first point at or after that prefix. It doubles as the counting array of a one-pass
-//! build, and incremental changes shift it by the number of points added or removed below each
-//! prefix. Incremental changes work in place (block moves), so no second copy of the ring is
-//! ever held; full builds reuse every buffer, so steady-state rebuilds allocate nothing.
+//! `bits` follows the point count ([`ideal_bits`]: one or two points per prefix up to 2^17
+//! points, 32 to 64 past it, never more than 2^16 entries), and is at least the bits of the
+//! ring's largest slot, so the slot fits: the index is then 4 bytes per member slot rounded up
+//! to a power of two (a ring of one point per node, a small filter ring of a large set). A
+//! ring whose size leaves the index's range, or whose slot no longer fits, re-encodes its
+//! points in place ([`Points::relayout`]); the stored position is 32 bits in every layout, so
+//! ring order never depends on it.
+//!
+//! Ring order is exact, by full position: by `h1` (fast mode: the position), then in the
+//! libatapp modes by `h2`, then by node id. Points whose stored positions are equal — about
+//! `points² / 2^33` pairs per ring, 75 at 800 000 points — are put in that order by
+//! recomputing the full positions of just those points' nodes ([`resolve_run`]); a lookup
+//! whose key's top 32 bits equal a point's (about `points / 2^32` of lookups) ranks the key in
+//! that run the same way ([`run_rank`]), and [`full_positions`] recomputes every position for
+//! the diagnostics that list them.
+//!
+//! A full build is a counting sort by prefix finished by insertion ([`Points::build`]; rings
+//! past 2^17 points stage 8 bytes per point for the build's duration, smaller ones rebuild
+//! without allocating). Incremental changes shift the index by the number of points added or
+//! removed below each prefix and work in place (block moves), so no second copy of the ring is
+//! ever held.
 
 use alloc::vec::Vec;
 
@@ -26,84 +41,173 @@ use crate::{
     ids::NodeId,
 };
 
-/// Largest prefix index: 2^16 entries (256 KiB), which stays in L2 even for 10 000 nodes.
+/// Largest prefix index sized for the point count: 2^16 entries (256 KiB), which stays in L2
+/// (only a ring whose slots need more bits has a larger one).
 const MAX_INDEX_BITS: u32 = 16;
 
-/// The part of a position a point stores: its top 32 bits (the low 32 bits of this mask are 0).
-pub(crate) const STORED: u64 = !0xffff_ffff;
-
-/// One ring point: the top 32 bits of its 64-bit position above the member slot that owns it,
-/// packed in one `u64`. Ring order is by the full position, so runs of equal stored halves are
-/// put in exact order by recomputing their positions ([`resolve_run`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Point(u64);
-
-impl Point {
-    #[inline]
-    pub(crate) const fn new(key: u64, slot: u32) -> Point {
-        Point((key & STORED) | slot as u64)
-    }
-
-    /// The stored part of the position: its top 32 bits, the low 32 bits zero (`h1` in compat
-    /// mode).
-    #[inline]
-    pub(crate) const fn key(self) -> u64 {
-        self.0 & STORED
-    }
-
-    /// The owning member slot.
-    #[inline]
-    pub(crate) const fn slot(self) -> u32 {
-        // The low half is the slot.
-        self.0 as u32
-    }
-}
-
-/// Bits of the first distribution pass of a full build (256 groups) of a large ring.
-const TOP_BITS: u32 = 8;
-
-/// Rings up to this many points are distributed on all index bits in one pass (the array
-/// fits in L2, so random writes are cheap) and need no second level.
-const SINGLE_PASS_MAX: usize = 1 << 17;
-
-/// Points a lookup scans branch-free from the start of a small bucket (buckets hold one or two
-/// points on average while the index is below its cap; see [`ideal_bits`]).
+/// Points a lookup counts branch-free from the start of a small bucket: buckets hold one or
+/// two points on average while the index is below its cap (see [`ideal_bits`]), four or fewer
+/// in about 95 % of lookups at the fullest. (A second window of 8 for buckets of five to
+/// eight points measured slower: its branch costs more than the binary searches it saves.)
 const SCAN_WINDOW: usize = 4;
 
-/// Points a lookup scans branch-free around its interpolated rank in a larger bucket (past
-/// 2^17 points the capped index leaves about `len / 2^16` points per bucket: 12 at 10 000
-/// nodes). Positions are uniform within a bucket, so the key's rank deviates from its
-/// interpolation by about `sqrt(points) / 2` (1.7 at 12 points): a window of 8 holds the
+/// Points a lookup counts branch-free around its interpolated rank in a large bucket. Past
+/// 2^17 points the index is sized for 32 to 64 points per prefix (see [`ideal_bits`]: 49 at
+/// 10,000 nodes). Positions are uniform within a bucket, so the key's rank deviates from its
+/// interpolation by at most `sqrt(points) / 2` (3.5 at 49 points): a window of 16 holds the
 /// answer in about 98 % of lookups, the rest fall back to a binary search of the bucket.
-const GUESS_WINDOW: usize = 8;
+const GUESS_WINDOW: usize = 16;
 
-/// Index bits suited to `len` points: about one to two points per prefix, capped.
+/// log2 of the point count from which the index is sized for 32 to 64 points per prefix.
+const DENSE_LOG: u32 = 17;
+
+/// Index bits suited to `len` points. Up to 2^17 points (the points fit in L2), about one to
+/// two points per prefix: most lookups count the first four points of their bucket. Past it
+/// the points live in L3 and a lookup's time is its two dependent reads, so the index is
+/// kept small (32 to 64 points per prefix: 64 KiB at 10,000 nodes, which stays in the faster
+/// caches) and the lookup interpolates in its bucket; that measured 16.5–17 ns against 23–25
+/// with one to two points per prefix (a 256 KiB index) at 800,000 points. Capped at 2^16.
 fn ideal_bits(len: usize) -> u32 {
-    let log = usize::BITS - 1 - len.max(2).leading_zeros();
-    log.clamp(1, MAX_INDEX_BITS)
+    let log = floor_log2(len);
+    if log < DENSE_LOG {
+        log.clamp(1, MAX_INDEX_BITS)
+    } else {
+        (log - 5).min(MAX_INDEX_BITS)
+    }
 }
 
-/// Bits a full build sorts on before its insertion pass: one to two points per bucket.
+/// Bits that hold every slot below `capacity` (0 for a table of at most one slot; at most 32,
+/// since slots are `u32`).
+fn slot_bits_for(capacity: usize) -> u32 {
+    usize::BITS - capacity.saturating_sub(1).leading_zeros()
+}
+
+/// The part of a position a ring orders points by before recomputing ties: its top 32 bits
+/// (the low 32 bits of this mask are 0).
+pub(crate) const STORED: u64 = !0xffff_ffff;
+
+/// How a ring's points are encoded: `bits` of prefix index. A point is the stored position's
+/// 32 − `bits` bits below the prefix, shifted over a `bits`-wide slot field; the prefix is the
+/// point's bucket. So `bits` must be at least the bits of every slot in the ring: a ring whose
+/// slots outgrow its index gets a larger index (4 bytes per slot, rounded up to a power of two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    bits: u32,
+}
+
+impl Layout {
+    /// The prefix bucket of a position.
+    #[inline]
+    fn bucket(self, key: u64) -> usize {
+        // bits is in 1..=32, so the shift is in 32..=63.
+        (key >> (64 - self.bits)) as usize
+    }
+
+    /// The point of position `key` with slot 0: the stored position's bits below the prefix,
+    /// shifted over the slot field. Within `key`'s bucket, a point's stored position is below
+    /// `key`'s exactly when the point is below this value.
+    #[inline]
+    fn high(self, key: u64) -> u32 {
+        // The truncation drops the prefix, which the bucket holds.
+        ((key >> 32) << self.bits) as u32
+    }
+
+    #[inline]
+    fn encode(self, key: u64, slot: u32) -> u32 {
+        self.high(key) | slot
+    }
+
+    #[inline]
+    fn slot_mask(self) -> u32 {
+        // bits <= 32, so the mask fits `u32`.
+        ((1u64 << self.bits) - 1) as u32
+    }
+
+    /// The member slot of a point.
+    #[inline]
+    pub(crate) fn slot(self, point: u32) -> u32 {
+        point & self.slot_mask()
+    }
+
+    /// A point's position part (its slot field cleared).
+    #[inline]
+    fn high_of(self, point: u32) -> u32 {
+        point & !self.slot_mask()
+    }
+
+    /// The stored position of a point in `bucket`.
+    #[inline]
+    fn decode(self, bucket: usize, point: u32) -> u64 {
+        (((bucket as u64) << (32 - self.bits)) | (u64::from(point) >> self.bits)) << 32
+    }
+
+    /// Bits of the prefix index, which are also the width of the slot field.
+    #[cfg(test)]
+    pub(crate) fn bits(self) -> u32 {
+        self.bits
+    }
+
+    /// Whether `slot` fits the slot field.
+    fn fits(self, slot: u32) -> bool {
+        u64::from(slot) >> self.bits == 0
+    }
+}
+
+/// Bits of the first distribution pass of a large ring's build (256 groups).
+const TOP_BITS: u32 = 8;
+
+/// Rings up to this many points are built in one pass (the array fits in L2, so random
+/// writes are cheap).
+const SINGLE_PASS_MAX: usize = 1 << 17;
+
+/// Bits a large build sorts on before its insertion pass: one to two points per bucket.
 fn sort_bits(len: usize) -> u32 {
-    let log = usize::BITS - 1 - len.max(2).leading_zeros();
-    log.clamp(1, 24)
+    floor_log2(len).clamp(1, 24)
 }
 
-/// Insertion sort by stored position (stable); returns whether two positions are equal.
-fn insertion_sort(pts: &mut [Point]) -> bool {
+/// ⌊log2 `len`⌋, 1 for fewer than two points.
+fn floor_log2(len: usize) -> u32 {
+    usize::BITS - 1 - len.max(2).leading_zeros()
+}
+
+/// Sorts one bucket's points (two or more) by insertion; returns whether two of them have
+/// equal stored positions.
+#[inline]
+fn sort_bucket(pts: &mut [u32], layout: Layout) -> bool {
+    if let [a, b] = pts {
+        let (lo, hi) = ((*a).min(*b), (*a).max(*b));
+        (*a, *b) = (lo, hi);
+        return layout.high_of(lo) == layout.high_of(hi);
+    }
+    for i in 1..pts.len() {
+        let p = pts[i];
+        let mut j = i;
+        while j > 0 && pts[j - 1] > p {
+            pts[j] = pts[j - 1];
+            j -= 1;
+        }
+        pts[j] = p;
+    }
+    pts.windows(2)
+        .any(|w| layout.high_of(w[0]) == layout.high_of(w[1]))
+}
+
+/// Insertion sort of staged points (stored position above slot) by stored position (stable);
+/// returns whether two stored positions are equal.
+fn insertion_sort_staged(pts: &mut [u64]) -> bool {
     let mut ties = false;
     for i in 1..pts.len() {
         let p = pts[i];
-        let k = p.key();
-        let prev = pts[i - 1].key();
+        let k = p & STORED;
+        let prev = pts[i - 1] & STORED;
         if k < prev {
             let mut j = i;
-            while j > 0 && pts[j - 1].key() > k {
+            while j > 0 && pts[j - 1] & STORED > k {
                 pts[j] = pts[j - 1];
                 j -= 1;
             }
             pts[j] = p;
-            ties |= j > 0 && pts[j - 1].key() == k;
+            ties |= j > 0 && pts[j - 1] & STORED == k;
         } else {
             ties |= k == prev;
         }
@@ -158,99 +262,103 @@ pub(crate) fn node_keys(config: &RingConfig, members: &Members, slot: u32, out: 
     out.sort_unstable();
 }
 
-/// Full positions `(h1, h2)` of the points of `slot` whose stored part is `key` (`h2` is 0 in
-/// fast mode), recomputed from the node.
-fn for_run_points(
-    config: &RingConfig,
-    members: &Members,
-    slot: u32,
+/// A run of points sharing one stored position: the position (`key`, masked to [`STORED`])
+/// and the layout its points are encoded with.
+#[derive(Clone, Copy)]
+pub(crate) struct Run {
     key: u64,
-    mut f: impl FnMut(u64, u64),
-) {
-    for_node_points(config, members, slot, |h1, h2| {
-        if h1 & STORED == key {
-            f(h1, h2);
-        }
-    });
+    layout: Layout,
 }
 
-/// Each distinct slot of `run` once (first occurrence), without allocating.
-fn run_slots(run: &[Point]) -> impl Iterator<Item = u32> + '_ {
-    run.iter()
-        .enumerate()
-        .filter(|&(i, p)| !run[..i].iter().any(|q| q.slot() == p.slot()))
-        .map(|(_, p)| p.slot())
+impl Run {
+    /// Full positions `(h1, h2)` of the points of `slot` in this run (`h2` is 0 in fast
+    /// mode), recomputed from the node.
+    fn for_points(
+        self,
+        config: &RingConfig,
+        members: &Members,
+        slot: u32,
+        mut f: impl FnMut(u64, u64),
+    ) {
+        for_node_points(config, members, slot, |h1, h2| {
+            if h1 & STORED == self.key {
+                f(h1, h2);
+            }
+        });
+    }
+
+    /// Each distinct slot of the run's points once (first occurrence), without allocating.
+    fn slots(self, run: &[u32]) -> impl Iterator<Item = u32> + '_ {
+        let layout = self.layout;
+        run.iter()
+            .enumerate()
+            .filter(move |&(i, &p)| !run[..i].iter().any(|&q| layout.slot(q) == layout.slot(p)))
+            .map(move |(_, &p)| layout.slot(p))
+    }
 }
 
-/// How many points of a run sharing one stored position `key` lie before a position for which
+/// How many points of `run` (sharing one stored position) lie before a position for which
 /// `before(h1, h2)` holds (the run's exact order is by full position): recomputes the points of
-/// the run's nodes, no allocation. Reached when a looked-up key's top 32 bits equal a point's.
+/// the run's nodes, no allocation. Reached when a looked-up key's stored bits equal a point's.
 pub(crate) fn run_rank(
     config: &RingConfig,
     members: &Members,
-    key: u64,
-    run: &[Point],
+    run: Run,
+    pts: &[u32],
     before: impl Fn(u64, u64) -> bool,
 ) -> usize {
     let mut rank = 0;
-    for slot in run_slots(run) {
-        for_run_points(config, members, slot, key, |h1, h2| {
+    for slot in run.slots(pts) {
+        run.for_points(config, members, slot, |h1, h2| {
             rank += usize::from(before(h1, h2));
         });
     }
     rank
 }
 
-/// The exact order of a run of points sharing one stored position `key`, as
-/// `(h1, h2, id, slot)` per point (`h2` is 0 in fast mode): recomputes the points of the run's
-/// nodes.
-fn run_order(
-    config: &RingConfig,
-    members: &Members,
-    key: u64,
-    run: &[Point],
-) -> Vec<(u64, u64, NodeId, u32)> {
-    let mut order = Vec::with_capacity(run.len());
-    for slot in run_slots(run) {
+/// Puts `pts`, a run of points with equal stored positions, into exact order: by full position
+/// (`h1`, then `h2` in compat mode), then node id.
+fn resolve_run(config: &RingConfig, members: &Members, run: Run, pts: &mut [u32]) {
+    let layout = run.layout;
+    let first = layout.slot(pts[0]);
+    if pts.iter().all(|&p| layout.slot(p) == first) {
+        return; // identical entries: any order is the same ring
+    }
+    let mut order: Vec<(u64, u64, NodeId, u32)> = Vec::with_capacity(pts.len());
+    for slot in run.slots(pts) {
         let id = members.id(slot);
-        for_run_points(config, members, slot, key, |h1, h2| {
-            order.push((h1, h2, id, slot));
+        run.for_points(config, members, slot, |h1, h2| {
+            order.push((h1, h2, id, slot))
         });
     }
     order.sort_unstable();
-    order
-}
-
-/// Puts a run of points with equal stored positions into exact order: by full position (`h1`,
-/// then `h2` in compat mode), then node id.
-fn resolve_run(config: &RingConfig, members: &Members, run: &mut [Point]) {
-    let first = run[0].slot();
-    if run.iter().all(|p| p.slot() == first) {
-        return; // identical entries: any order is the same ring
-    }
-    let key = run[0].key();
-    let order = run_order(config, members, key, run);
     debug_assert_eq!(
         order.len(),
-        run.len(),
+        pts.len(),
         "every point of the run is recomputed"
     );
-    for (p, &(_, _, _, slot)) in run.iter_mut().zip(&order) {
-        *p = Point::new(key, slot);
+    for (p, &(_, _, _, slot)) in pts.iter_mut().zip(&order) {
+        *p = layout.encode(run.key, slot);
     }
 }
 
 /// The full 64-bit position of every point of `pts`, in ring order (`h1` in compat mode),
 /// recomputed from the nodes: each node's points appear in the ring in ascending order, so
 /// its sorted positions are handed out one by one. O(points) hashing; for diagnostics.
-pub(crate) fn full_positions(config: &RingConfig, members: &Members, pts: &[Point]) -> Vec<u64> {
+pub(crate) fn full_positions(
+    config: &RingConfig,
+    members: &Members,
+    layout: Layout,
+    pts: &[u32],
+) -> Vec<u64> {
     let mut by_slot: Vec<(usize, Vec<u64>)> = Vec::new();
     by_slot.resize_with(members.slot_capacity(), Default::default);
     let mut out = Vec::with_capacity(pts.len());
-    for p in pts {
-        let (next, keys) = &mut by_slot[p.slot() as usize];
+    for &p in pts {
+        let slot = layout.slot(p);
+        let (next, keys) = &mut by_slot[slot as usize];
         if keys.is_empty() {
-            for_node_points(config, members, p.slot(), |h1, _| keys.push(h1));
+            for_node_points(config, members, slot, |h1, _| keys.push(h1));
             keys.sort_unstable();
         }
         out.push(keys[*next]);
@@ -259,20 +367,49 @@ pub(crate) fn full_positions(config: &RingConfig, members: &Members, pts: &[Poin
     out
 }
 
+/// Writes a prefix index while the points are visited in ring order.
+struct IndexWriter {
+    index: Vec<u32>,
+    next: usize,
+}
+
+impl IndexWriter {
+    fn new(bits: u32) -> IndexWriter {
+        IndexWriter {
+            index: alloc::vec![0; (1usize << bits) + 1],
+            next: 0,
+        }
+    }
+
+    /// Point `i` lies in `bucket`: every prefix up to it starts at or after `i`.
+    #[inline]
+    fn point(&mut self, i: usize, bucket: usize) {
+        while self.next <= bucket {
+            self.index[self.next] = to_u32(i);
+            self.next += 1;
+        }
+    }
+
+    fn finish(mut self, len: usize) -> Vec<u32> {
+        let next = self.next;
+        self.index[next..].fill(to_u32(len));
+        self.index
+    }
+}
+
 /// Sorted points of one ring plus its prefix index.
 #[derive(Clone, Debug)]
 pub(crate) struct Points {
-    pts: Vec<Point>,
+    pts: Vec<u32>,
     /// `index[b]` = first point whose position has prefix ≥ `b`; `index[1 << bits]` = len.
     index: Vec<u32>,
-    bits: u32,
+    layout: Layout,
+    /// Bits of the largest slot the ring has held since its last build: the floor of the
+    /// layout's bits.
+    slot_bits: u32,
     node_count: usize,
-    /// Positions found by insert/remove, bucket counts of a build (kept for reuse).
+    /// Positions found by insert/remove (kept for reuse).
     scratch: Vec<u32>,
-    /// One top-bits group of a build (kept for reuse).
-    group: Vec<Point>,
-    /// Group cursors of a build (kept for reuse).
-    cursor: Vec<u32>,
 }
 
 impl Default for Points {
@@ -280,19 +417,30 @@ impl Default for Points {
         Points {
             pts: Vec::new(),
             index: alloc::vec![0; 3],
-            bits: 1,
+            layout: Layout { bits: 1 },
+            slot_bits: 0,
             node_count: 0,
             scratch: Vec::new(),
-            group: Vec::new(),
-            cursor: Vec::new(),
         }
     }
 }
 
 impl Points {
+    /// The encoded points in ring order (decode slots with [`layout`](Points::layout)).
     #[inline]
-    pub(crate) fn as_slice(&self) -> &[Point] {
+    pub(crate) fn as_slice(&self) -> &[u32] {
         &self.pts
+    }
+
+    #[inline]
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The member slot of point `i`.
+    #[inline]
+    pub(crate) fn slot(&self, i: usize) -> u32 {
+        self.layout.slot(self.pts[i])
     }
 
     #[inline]
@@ -305,26 +453,32 @@ impl Points {
         self.node_count
     }
 
-    #[inline]
-    fn bucket(&self, key: u64) -> usize {
-        // bits is in 1..=16, so the shift is in 48..=63.
-        (key >> (64 - self.bits)) as usize
+    /// Every point as `(stored position, slot)` in ring order (the stored position is the
+    /// position's top 32 bits).
+    #[cfg(test)]
+    pub(crate) fn decoded(&self) -> Vec<(u64, u32)> {
+        let layout = self.layout;
+        let mut out = Vec::with_capacity(self.pts.len());
+        for b in 0..1usize << layout.bits {
+            for &p in &self.pts[self.index[b] as usize..self.index[b + 1] as usize] {
+                out.push((layout.decode(b, p), layout.slot(p)));
+            }
+        }
+        out
     }
 
-    /// Heap bytes held (points, index, reusable staging buffers).
+    /// Heap bytes held (points, index, reusable staging buffer).
     pub(crate) fn memory_bytes(&self) -> usize {
         let (points, index, buffers) = self.memory_parts();
         points + index + buffers
     }
 
-    /// Heap bytes of the points, of the prefix index and of the reusable staging buffers.
+    /// Heap bytes of the points, of the prefix index and of the reusable staging buffer.
     pub(crate) fn memory_parts(&self) -> (usize, usize, usize) {
         (
-            self.pts.capacity() * core::mem::size_of::<Point>(),
+            self.pts.capacity() * 4,
             self.index.capacity() * 4,
-            self.scratch.capacity() * 4
-                + self.group.capacity() * core::mem::size_of::<Point>()
-                + self.cursor.capacity() * 4,
+            self.scratch.capacity() * 4,
         )
     }
 
@@ -332,47 +486,68 @@ impl Points {
     pub(crate) fn clear(&mut self) {
         self.pts.clear();
         self.node_count = 0;
-        self.reset_index(1);
+        self.layout = Layout { bits: 1 };
+        self.slot_bits = 0;
+        self.reset_index();
     }
 
-    fn reset_index(&mut self, bits: u32) {
-        self.bits = bits;
+    /// A zeroed index for the layout's bits.
+    fn reset_index(&mut self) {
         self.index.clear();
-        self.index.resize((1usize << bits) + 1, 0);
+        self.index.resize((1usize << self.layout.bits) + 1, 0);
     }
 
-    /// First point whose stored position is ≥ `key` (`len` if none).
+    /// First point whose stored position is ≥ `key`'s (`len` if none).
+    #[inline]
+    pub(crate) fn lower_bound_key(&self, key: u64) -> usize {
+        self.search(key).0
+    }
+
+    /// [`lower_bound_key`](Points::lower_bound_key), and whether the point found may have the
+    /// same stored position as `key` (the start of a run the key must be ranked in; exactly
+    /// when [`run_from`](Points::run_from) finds a run there).
     ///
     /// Both fast paths count a fixed window's points below `key` without branching on the
     /// data: a data-dependent branch (an early exit, a binary search step) mispredicts on most
     /// lookups, since hashed keys land anywhere in their bucket, and a mispredict also stops
-    /// the processor from overlapping this lookup's memory reads with the next one's. Each
-    /// point is one `u64` comparison (see [`threshold`]).
+    /// the processor from overlapping this lookup's memory reads with the next one's. Points
+    /// past the bucket do not hold its prefix, so a window that reaches past the bucket counts
+    /// only its first `n` points.
     #[inline]
-    pub(crate) fn lower_bound_key(&self, key: u64) -> usize {
-        let below = threshold(key);
-        let b = self.bucket(key);
+    pub(crate) fn search(&self, key: u64) -> (usize, bool) {
+        let layout = self.layout;
+        let below = layout.high(key);
+        let b = layout.bucket(key);
         let lo = self.index[b] as usize;
         let hi = self.index[b + 1] as usize;
+        let i = self.search_bucket(key, below, lo, hi);
+        // The point found was just read. It may lie past the bucket, where an equal value is
+        // no tie (about one lookup in 2^(32 - bits)): [`run_from`](Points::run_from) finds no
+        // run there, so only the rare case pays for the exact test.
+        let point = self.pts.get(i).copied().unwrap_or(0);
+        (i, layout.high_of(point) == below)
+    }
+
+    /// The first point of the bucket `lo..hi` not below `below` (`hi` if none).
+    #[inline]
+    fn search_bucket(&self, key: u64, below: u32, lo: usize, hi: usize) -> usize {
         let n = hi - lo;
         if n <= SCAN_WINDOW && lo + SCAN_WINDOW <= self.pts.len() {
-            // Points past the bucket have a larger prefix, so they never count; the count is
-            // the offset in the bucket.
-            return lo + count_below(&self.pts[lo..lo + SCAN_WINDOW], below);
+            return lo + count_below(&self.pts[lo..lo + SCAN_WINDOW], below, n);
         }
         // The key's rank in the bucket by interpolation on the bits below the prefix (the
         // product is below 2^64: both factors are below 2^32).
-        let frac = (key << self.bits) >> 32;
+        let frac = (key << self.layout.bits) >> 32;
         let guess = lo + ((frac * n as u64) >> 32) as usize;
         let start = guess
             .saturating_sub(GUESS_WINDOW / 2)
             .min(hi.saturating_sub(GUESS_WINDOW))
             .max(lo);
-        if start + GUESS_WINDOW <= self.pts.len() {
-            let n = count_below(&self.pts[start..start + GUESS_WINDOW], below);
+        if start + GUESS_WINDOW <= hi {
+            let n = count_below(&self.pts[start..start + GUESS_WINDOW], below, GUESS_WINDOW);
             // Exact unless the answer lies before the window (nothing in it is below `key`
             // but the bucket starts earlier) or after it (everything is below `key` and the
-            // bucket goes on); points past the bucket never count, as above.
+            // bucket goes on).
             let before = n == 0 && start > lo;
             let after = n == GUESS_WINDOW && start + GUESS_WINDOW < hi;
             if !before && !after {
@@ -382,95 +557,132 @@ impl Points {
         self.bucket_lower_bound(lo, hi, below)
     }
 
-    /// [`lower_bound_key`](Points::lower_bound_key) by a binary search of the bucket
-    /// `lo..hi`, for the lookups its window misses.
+    /// [`search_bucket`](Points::search_bucket) by a binary search, for the lookups its
+    /// windows miss.
     #[cold]
     #[inline(never)]
-    fn bucket_lower_bound(&self, lo: usize, hi: usize, below: u64) -> usize {
-        lo + self.pts[lo..hi].partition_point(|p| p.0 < below)
+    fn bucket_lower_bound(&self, lo: usize, hi: usize, below: u32) -> usize {
+        lo + self.pts[lo..hi].partition_point(|&p| p < below)
     }
 
-    /// Full build from the members in `slots`, without a comparison sort: positions are
-    /// hashed once each (fast mode computes them twice instead, a mix is cheaper than staging),
-    /// distributed by their top 8 bits into the ring array (256 sequential write streams), then
-    /// each such group — small enough for L1/L2 — is counting-sorted on the next bits into
-    /// buckets of one or two points, finished by an insertion pass. The prefix index falls out
-    /// of the group counts. No allocation once the buffers have grown.
+    /// The run of points whose stored position equals `key`'s, from `i` (where it starts) to
+    /// the returned end (`i` if the point at `i` is not such a point).
+    pub(crate) fn run_from(&self, i: usize, key: u64) -> (Run, usize) {
+        let layout = self.layout;
+        let hi = self.index[layout.bucket(key) + 1] as usize;
+        let high = layout.high(key);
+        let mut end = i;
+        while end < hi && layout.high_of(self.pts[end]) == high {
+            end += 1;
+        }
+        let run = Run {
+            key: key & STORED,
+            layout,
+        };
+        (run, end)
+    }
+
+    /// Full build from the members in `slots`, without a comparison sort. Positions are
+    /// hashed twice (fast mode's is one mix and a compat one a prepared murmur3 round, both
+    /// cheaper than keeping 8 more bytes per point between builds): once to count, once to
+    /// scatter.
+    ///
+    /// - Up to 2^17 points (the array fits in L2, so random writes are cheap) they are counted
+    ///   per prefix straight into the index and scattered, encoded, into their buckets; an
+    ///   insertion pass sorts each bucket of one or two points.
+    /// - Larger rings would scatter into thousands of buckets far apart in L3, so they are
+    ///   distributed by their top 8 bits into a staging array of stored positions (256
+    ///   sequential write streams), then each such group — small enough for L1/L2 — is
+    ///   counting-sorted on the next bits, finished by insertion and encoded into place. The
+    ///   staging array (8 bytes per point) lives only during the build.
+    ///
+    /// Small rings allocate nothing once the buffers have grown.
     pub(crate) fn build(&mut self, config: &RingConfig, members: &Members, slots: &[u32]) {
         let len = slots
             .iter()
             .map(|&slot| node_point_count(config, members, slot))
             .sum();
         self.node_count = slots.len();
-        let index_bits = ideal_bits(len);
-        self.reset_index(index_bits);
+        self.slot_bits = slot_bits_for(members.slot_capacity());
+        self.layout = Layout {
+            bits: ideal_bits(len).max(self.slot_bits),
+        };
+        self.reset_index();
         self.pts.clear();
-        self.pts.resize(len, Point::default());
-        let top_bits = if len <= SINGLE_PASS_MAX {
-            index_bits
+        self.pts.resize(len, 0);
+        if len <= SINGLE_PASS_MAX || self.layout.bits < TOP_BITS {
+            self.build_in_place(config, members, slots);
         } else {
-            index_bits.min(TOP_BITS)
-        };
-        let top_shift = 64 - top_bits;
-        let groups = 1usize << top_bits;
-        // cursor[g]: end of group g after counting, its start after the reverse scatter.
-        // A one-pass build counts straight into the prefix index (already zeroed).
-        let single_pass = top_bits == index_bits && len <= SINGLE_PASS_MAX;
-        let mut cursor = if single_pass {
-            core::mem::take(&mut self.index)
-        } else {
-            let mut c = core::mem::take(&mut self.cursor);
-            c.clear();
-            c.resize((1 << top_bits) + 1, 0);
-            c
-        };
+            self.build_staged(config, members, slots);
+        }
+    }
 
-        // Positions are computed twice (count, then scatter) rather than staged: a fast point
-        // is one mix and a compat point one prepared murmur3 round, both cheaper than holding
-        // 8 more bytes per point between builds.
+    /// The one-pass build of a small ring.
+    fn build_in_place(&mut self, config: &RingConfig, members: &Members, slots: &[u32]) {
+        let layout = self.layout;
+        let len = self.pts.len();
+        let buckets = 1usize << layout.bits;
+        let index = &mut self.index;
+        for_each_point(config, members, slots, |k, _| {
+            index[layout.bucket(k)] += 1;
+        });
+        prefix_sums(&mut index[..buckets]);
+        let pts = &mut self.pts;
+        // Scattering backwards leaves each entry at its bucket's start.
+        for_each_point(config, members, slots, |k, slot| {
+            let e = &mut index[layout.bucket(k)];
+            *e -= 1;
+            pts[*e as usize] = layout.encode(k, slot);
+        });
+        index[buckets] = to_u32(len);
+        // Each bucket sorted on its own: most hold one or two points.
+        for b in 0..buckets {
+            let (lo, hi) = (self.index[b] as usize, self.index[b + 1] as usize);
+            if hi - lo >= 2 && sort_bucket(&mut self.pts[lo..hi], layout) {
+                self.resolve_ties(config, members, b..b + 1);
+            }
+        }
+    }
+
+    /// The two-level build of a large ring.
+    fn build_staged(&mut self, config: &RingConfig, members: &Members, slots: &[u32]) {
+        let layout = self.layout;
+        let len = self.pts.len();
+        let top_shift = 64 - TOP_BITS;
+        let groups = 1usize << TOP_BITS;
+        let mut cursor = [0u32; (1 << TOP_BITS) + 1];
         for_each_point(config, members, slots, |k, _| {
             cursor[(k >> top_shift) as usize] += 1;
         });
         prefix_sums(&mut cursor[..groups]);
-        let pts = &mut self.pts;
+        let mut staged = alloc::vec![0u64; len];
+        // Backwards, so each cursor ends at its group's start.
         for_each_point(config, members, slots, |k, slot| {
             let g = (k >> top_shift) as usize;
             cursor[g] -= 1;
-            pts[cursor[g] as usize] = Point::new(k, slot);
+            staged[cursor[g] as usize] = (k & STORED) | u64::from(slot);
         });
         cursor[groups] = to_u32(len);
 
-        if single_pass {
-            // One pass was enough: the cursors are the prefix index.
-            self.index = cursor;
-            if insertion_sort(&mut self.pts) {
-                self.resolve_all_ties(config, members);
-            }
-            return;
-        }
-
-        // Second level, group by group.
-        let sort_bits = sort_bits(len).max(index_bits);
-        let local_bits = sort_bits - top_bits;
+        let sort_bits = sort_bits(len).max(layout.bits);
+        let local_bits = sort_bits - TOP_BITS;
         let local_shift = 64 - sort_bits;
         let local_mask = (1u64 << local_bits) - 1;
-        let sub_bits = index_bits - top_bits;
-        let step_shift = sort_bits - index_bits;
+        let sub_bits = layout.bits - TOP_BITS;
+        let step_shift = sort_bits - layout.bits;
         let local = |k: u64| ((k >> local_shift) & local_mask) as usize;
         let mut counts = core::mem::take(&mut self.scratch);
         counts.clear();
         counts.resize(1 << local_bits, 0);
-        let mut group = core::mem::take(&mut self.group);
-        let mut ties = false;
+        let mut group: Vec<u64> = Vec::new();
         for g in 0..groups {
             let (start, end) = (cursor[g] as usize, cursor[g + 1] as usize);
-            group.clear();
-            group.extend_from_slice(&self.pts[start..end]);
+            let staged = &staged[start..end];
             counts.fill(0);
-            for p in &group {
-                counts[local(p.key())] += 1;
+            for &p in staged {
+                counts[local(p)] += 1;
             }
-            let mut acc = to_u32(start);
+            let mut acc = 0;
             for c in &mut counts {
                 let n = *c;
                 *c = acc;
@@ -478,78 +690,106 @@ impl Points {
             }
             let entries = &mut self.index[g << sub_bits..(g + 1) << sub_bits];
             for (e, entry) in entries.iter_mut().enumerate() {
-                *entry = counts[e << step_shift];
+                *entry = to_u32(start) + counts[e << step_shift];
             }
-            for &p in &group {
-                let c = &mut counts[local(p.key())];
-                self.pts[*c as usize] = p;
+            group.clear();
+            group.resize(staged.len(), 0);
+            for &p in staged {
+                let c = &mut counts[local(p)];
+                group[*c as usize] = p;
                 *c += 1;
             }
-            ties |= insertion_sort(&mut self.pts[start..end]);
+            let ties = insertion_sort_staged(&mut group);
+            for (out, &p) in self.pts[start..end].iter_mut().zip(&group) {
+                // The low half of a staged point is its slot.
+                *out = layout.encode(p, p as u32);
+            }
+            if ties {
+                self.index[(g + 1) << sub_bits] = to_u32(end);
+                self.resolve_ties(config, members, g << sub_bits..(g + 1) << sub_bits);
+            }
         }
-        self.index[1 << index_bits] = to_u32(len);
+        self.index[1 << layout.bits] = to_u32(len);
         self.scratch = counts;
-        self.group = group;
-        self.cursor = cursor;
-        if ties {
-            self.resolve_all_ties(config, members);
+    }
+
+    /// Puts every run of equal stored positions in the buckets `buckets` into exact order.
+    fn resolve_ties(
+        &mut self,
+        config: &RingConfig,
+        members: &Members,
+        buckets: core::ops::Range<usize>,
+    ) {
+        let layout = self.layout;
+        for b in buckets {
+            let (lo, hi) = (self.index[b] as usize, self.index[b + 1] as usize);
+            let mut start = lo;
+            while start < hi {
+                let high = layout.high_of(self.pts[start]);
+                let mut end = start + 1;
+                while end < hi && layout.high_of(self.pts[end]) == high {
+                    end += 1;
+                }
+                if end - start > 1 {
+                    let run = Run {
+                        key: layout.decode(b, self.pts[start]),
+                        layout,
+                    };
+                    resolve_run(config, members, run, &mut self.pts[start..end]);
+                }
+                start = end;
+            }
+        }
+    }
+
+    /// Re-encodes every point in place for `layout` and rebuilds the index (the index was
+    /// resized, or a slot outgrew the slot field). Ring order does not change: the stored
+    /// position is 32 bits in every layout, so each point keeps its place.
+    fn relayout(&mut self, layout: Layout) {
+        let old = self.layout;
+        let mut index = IndexWriter::new(layout.bits);
+        for b in 0..1usize << old.bits {
+            for i in self.index[b] as usize..self.index[b + 1] as usize {
+                let p = self.pts[i];
+                let key = old.decode(b, p);
+                self.pts[i] = layout.encode(key, old.slot(p));
+                index.point(i, layout.bucket(key));
+            }
+        }
+        self.index = index.finish(self.pts.len());
+        self.layout = layout;
+    }
+
+    /// Resizes the index when the ring size left its comfortable range (hysteresis: only when
+    /// the ideal size is two steps away, so a ring hovering at a power of two does not
+    /// re-encode; between 2^16 and 2^18 points either the sparse or the dense index is kept,
+    /// so a ring hovering at the switch does not either).
+    fn fit_index(&mut self) {
+        let (len, bits, floor) = (self.pts.len(), self.layout.bits, self.slot_bits);
+        let near = |points: usize| bits.abs_diff(ideal_bits(points).max(floor)) <= 1;
+        let at_switch = (1 << (DENSE_LOG - 1)..1 << (DENSE_LOG + 1)).contains(&len);
+        let keep = near(len) || at_switch && (near(1 << (DENSE_LOG - 1)) || near(1 << DENSE_LOG));
+        if !keep {
+            self.relayout(Layout {
+                bits: ideal_bits(len).max(floor),
+            });
         }
     }
 
-    /// Puts every run of equal stored positions into exact order.
-    fn resolve_all_ties(&mut self, config: &RingConfig, members: &Members) {
-        let pts = &mut self.pts;
-        let mut start = 0;
-        while start < pts.len() {
-            let k = pts[start].key();
-            let mut end = start + 1;
-            while end < pts.len() && pts[end].key() == k {
-                end += 1;
-            }
-            if end - start > 1 {
-                resolve_run(config, members, &mut pts[start..end]);
-            }
-            start = end;
-        }
-    }
-
-    /// Rebuilds the prefix index from the points (after a filter pass or when the ring size
-    /// left the index's comfortable range).
-    fn rebuild_index(&mut self) {
-        let len = self.pts.len();
-        self.reset_index(ideal_bits(len));
-        let shift = 64 - self.bits;
-        let mut b = 0usize;
-        for (i, p) in self.pts.iter().enumerate() {
-            let pb = (p.key() >> shift) as usize;
-            while b <= pb {
-                self.index[b] = to_u32(i);
-                b += 1;
-            }
-        }
-        let n = self.index.len();
-        self.index[b..n].fill(to_u32(len));
-    }
-
-    /// Whether the index should be resized for `len` points (hysteresis: only when the ideal
-    /// size is two steps away, so a ring hovering at a power of two does not rebuild).
-    fn index_out_of_range(&self, len: usize) -> bool {
-        self.bits.abs_diff(ideal_bits(len)) >= 2
-    }
-
-    /// Adds `delta` points (signed) below each prefix, given the sorted positions of the
-    /// points that were added or removed.
+    /// Adds or removes, below each prefix, the number of points added or removed, given their
+    /// sorted positions.
     fn shift_index(&mut self, keys: &[u64], add: bool) {
-        let nb = 1usize << self.bits;
+        let layout = self.layout;
+        let nb = 1usize << layout.bits;
         let mut t = 0;
         while t < keys.len() {
-            let b = self.bucket(keys[t]);
+            let b = layout.bucket(keys[t]);
             let mut t2 = t + 1;
-            while t2 < keys.len() && self.bucket(keys[t2]) == b {
+            while t2 < keys.len() && layout.bucket(keys[t2]) == b {
                 t2 += 1;
             }
             let next_b = if t2 < keys.len() {
-                self.bucket(keys[t2])
+                layout.bucket(keys[t2])
             } else {
                 nb
             };
@@ -573,75 +813,79 @@ impl Points {
         slot: u32,
         keys: &[u64],
     ) {
+        self.slot_bits = self.slot_bits.max(slot_bits_for(slot as usize + 1));
+        if !self.layout.fits(slot) {
+            // Room for the table's slots, so the next members do not re-encode again.
+            let capacity = members.slot_capacity().max(slot as usize + 1);
+            self.relayout(Layout {
+                bits: slot_bits_for(capacity),
+            });
+        }
+        let layout = self.layout;
         let old_len = self.pts.len();
         let m = keys.len();
         let mut pos = core::mem::take(&mut self.scratch);
         pos.clear();
-        pos.extend(
-            keys.iter()
-                .map(|&k| to_u32(self.lower_bound_key(k & STORED))),
-        );
+        pos.extend(keys.iter().map(|&k| to_u32(self.lower_bound_key(k))));
         if old_len + m > self.pts.capacity() {
             // Grow by an eighth rather than doubling: a ring grown node by node keeps at most
             // an eighth of its points spare (doubling left 64 % spare at 10,000 nodes), and
             // the copy is amortised over the len / 8 points that fill the room.
             self.pts.reserve_exact(m.max(old_len / 8));
         }
-        self.pts.resize(old_len + m, Point::default());
+        self.pts.resize(old_len + m, 0);
         let mut end = old_len;
         for t in (0..m).rev() {
             let p = pos[t] as usize;
             self.pts.copy_within(p..end, p + t + 1);
-            self.pts[p + t] = Point::new(keys[t], slot);
+            self.pts[p + t] = layout.encode(keys[t], slot);
             end = p;
         }
         self.node_count += 1;
-        if self.index_out_of_range(self.pts.len()) {
-            self.rebuild_index();
-        } else {
-            self.shift_index(keys, true);
-        }
-        // New points went before any equal stored positions; put such runs in exact order.
+        self.shift_index(keys, true);
+        // New points went before any equal stored positions; put such runs in exact order
+        // (before any re-encoding, which needs the ring in exact order).
         let mut done_until = 0;
         for (t, &p) in pos.iter().enumerate() {
             let f = p as usize + t;
             if f < done_until {
                 continue;
             }
-            let k = keys[t] & STORED;
+            let b = layout.bucket(keys[t]);
+            let lo = self.index[b] as usize;
+            let high = layout.high(keys[t]);
             let mut start = f;
-            while start > 0 && self.pts[start - 1].key() == k {
+            while start > lo && layout.high_of(self.pts[start - 1]) == high {
                 start -= 1;
             }
-            let mut end = f + 1;
-            while end < self.pts.len() && self.pts[end].key() == k {
-                end += 1;
-            }
+            let (run, end) = self.run_from(start, keys[t]);
             if end - start > 1 {
-                resolve_run(config, members, &mut self.pts[start..end]);
+                resolve_run(config, members, run, &mut self.pts[start..end]);
             }
             done_until = end;
         }
         self.scratch = pos;
+        self.fit_index();
     }
 
     /// Removes the points of `slot` (a node of this ring), whose sorted positions are `keys`,
     /// in place: one forward pass of block moves, then the index is shifted.
     pub(crate) fn remove_node(&mut self, slot: u32, keys: &[u64]) {
+        let layout = self.layout;
         let mut pos = core::mem::take(&mut self.scratch);
         pos.clear();
         let mut t = 0;
         while t < keys.len() {
-            let k = keys[t] & STORED;
-            while t < keys.len() && keys[t] & STORED == k {
+            let k = keys[t];
+            while t < keys.len() && keys[t] & STORED == k & STORED {
                 t += 1;
             }
-            let mut j = self.lower_bound_key(k);
-            while j < self.pts.len() && self.pts[j].key() == k {
-                if self.pts[j].slot() == slot {
+            let start = self.lower_bound_key(k);
+            let (_, end) = self.run_from(start, k);
+            for j in start..end {
+                if layout.slot(self.pts[j]) == slot {
                     pos.push(to_u32(j));
                 }
-                j += 1;
             }
         }
         debug_assert_eq!(pos.len(), keys.len(), "a member owns exactly its points");
@@ -656,43 +900,62 @@ impl Points {
                 write += to - from;
             }
             self.pts.truncate(write);
-            if self.index_out_of_range(self.pts.len()) {
-                self.rebuild_index();
-            } else {
-                self.shift_index(keys, false);
-            }
+            self.shift_index(keys, false);
+            self.fit_index();
         }
         self.scratch = pos;
     }
 
     /// Rebuilds this ring as the points of `src` whose slot satisfies `keep` (a sub-ring of
-    /// `node_count` members): one filter pass, no hashing, no sorting.
+    /// `node_count` members): one counting pass and one filter pass, no hashing, no sorting.
+    /// The index is sized for the kept points and their largest slot.
     pub(crate) fn filter_from(
         &mut self,
         src: &Points,
         node_count: usize,
         keep: impl Fn(u32) -> bool,
     ) {
+        let from = src.layout;
+        let (mut len, mut top) = (0, 0);
+        for &p in &src.pts {
+            let slot = from.slot(p);
+            if keep(slot) {
+                len += 1;
+                top = top.max(slot as usize + 1);
+            }
+        }
+        self.slot_bits = slot_bits_for(top);
+        let layout = Layout {
+            bits: ideal_bits(len).max(self.slot_bits),
+        };
         self.pts.clear();
-        self.pts
-            .extend(src.pts.iter().copied().filter(|p| keep(p.slot())));
+        self.pts.reserve_exact(len);
+        let mut index = IndexWriter::new(layout.bits);
+        for b in 0..1usize << from.bits {
+            for &p in &src.pts[src.index[b] as usize..src.index[b + 1] as usize] {
+                let slot = from.slot(p);
+                if keep(slot) {
+                    let key = from.decode(b, p);
+                    index.point(self.pts.len(), layout.bucket(key));
+                    self.pts.push(layout.encode(key, slot));
+                }
+            }
+        }
+        self.index = index.finish(len);
+        self.layout = layout;
         self.node_count = node_count;
-        self.rebuild_index();
     }
 }
 
-/// A point's stored position is below `key` exactly when its packed word is below this: `key`
-/// rounded up to a whole stored half (the slot fills the low 32 bits), or `u64::MAX` past the
-/// last one (no slot is `u32::MAX`: a ring holds at most `u32::MAX` members).
+/// How many of the first `n` of `window`'s points (the rest belong to later buckets) are
+/// below `below`, counted without branches.
 #[inline]
-fn threshold(key: u64) -> u64 {
-    key.checked_add(!STORED).map_or(u64::MAX, |k| k & STORED)
-}
-
-/// Number of `window`'s points whose packed word is below `below`, counted without branches.
-#[inline]
-fn count_below(window: &[Point], below: u64) -> usize {
-    window.iter().map(|p| usize::from(p.0 < below)).sum()
+fn count_below(window: &[u32], below: u32, n: usize) -> usize {
+    window
+        .iter()
+        .enumerate()
+        .map(|(j, &p)| usize::from((p < below) & (j < n)))
+        .sum()
 }
 
 /// Calls `f(position, slot)` for every point of the members in `slots`, in member order.

@@ -11,7 +11,7 @@ use alloc::{vec, vec::Vec};
 use super::{
     RingConfig, SearchMode,
     members::Members,
-    points::{Point, Points, STORED, full_positions, run_rank},
+    points::{Layout, Points, full_positions, run_rank},
 };
 use crate::{
     hash::{KeyHash, key_hash, key_hash_u64},
@@ -94,30 +94,23 @@ impl<'a> RingView<'a> {
     /// pair in compat mode); `len` when the key is past the last point.
     #[inline]
     fn lower_bound(&self, hash: KeyHash) -> usize {
-        let stored = hash.hi & STORED;
-        let i = self.points.lower_bound_key(stored);
-        let pts = self.points.as_slice();
-        if i < pts.len() && pts[i].key() == stored {
+        let (i, maybe_tie) = self.points.search(hash.hi);
+        if maybe_tie {
             return self.rank_in_run(i, hash);
         }
         i
     }
 
-    /// [`lower_bound`](RingView::lower_bound) of a key whose top 32 bits equal those of the
+    /// [`lower_bound`](RingView::lower_bound) of a key whose stored bits equal those of the
     /// point at `i`, the first of its run: ranks the key in the run by full position (about
     /// `points / 2^32` of lookups get here).
     #[cold]
     #[inline(never)]
     fn rank_in_run(&self, i: usize, hash: KeyHash) -> usize {
-        let pts = self.points.as_slice();
-        let stored = pts[i].key();
-        let mut end = i + 1;
-        while end < pts.len() && pts[end].key() == stored {
-            end += 1;
-        }
+        let (run, end) = self.points.run_from(i, hash.hi);
         let libatapp = self.config.mode.is_libatapp();
-        let run = &pts[i..end];
-        i + run_rank(&self.config, self.members, stored, run, |h1, h2| {
+        let pts = &self.points.as_slice()[i..end];
+        i + run_rank(&self.config, self.members, run, pts, |h1, h2| {
             if libatapp {
                 (h1, h2) < (hash.hi, hash.lo)
             } else {
@@ -145,13 +138,13 @@ impl<'a> RingView<'a> {
     #[must_use]
     #[inline]
     pub fn lookup_hash(&self, hash: KeyHash) -> Option<NodeId> {
-        let pts = self.points.as_slice();
-        if pts.is_empty() {
+        let len = self.points.len();
+        if len == 0 {
             return None;
         }
         let i = self.lower_bound(hash);
-        let p = if i < pts.len() { pts[i] } else { pts[0] };
-        Some(self.members.id(p.slot()))
+        let slot = self.points.slot(if i < len { i } else { 0 });
+        Some(self.members.id(slot))
     }
 
     /// Up to `k` successors of `key` into `out` (cleared first), walking from the key's
@@ -177,6 +170,7 @@ impl<'a> RingView<'a> {
     ) {
         out.clear();
         let pts = self.points.as_slice();
+        let layout = self.points.layout();
         let len = pts.len();
         if len == 0 || k == 0 {
             return;
@@ -203,11 +197,11 @@ impl<'a> RingView<'a> {
             out.len() >= limit
         };
         if mode.compact {
-            let compact = Compact::new(pts, self.node_count());
+            let compact = Compact::new(pts, layout, self.node_count());
             let first = compact.next_kept(start);
             let mut c = first;
             loop {
-                if visit(pts[c].slot()) {
+                if visit(layout.slot(pts[c])) {
                     break;
                 }
                 let n = compact.next_kept(if c + 1 == len { 0 } else { c + 1 });
@@ -218,8 +212,8 @@ impl<'a> RingView<'a> {
             }
         } else {
             let (head, tail) = pts.split_at(start);
-            for p in tail.iter().chain(head) {
-                if visit(p.slot()) {
+            for &p in tail.iter().chain(head) {
+                if visit(layout.slot(p)) {
                     break;
                 }
             }
@@ -227,16 +221,17 @@ impl<'a> RingView<'a> {
     }
 
     /// Every point in ring order as `(position, node)`; the position is the full 64 bits (`h1`
-    /// in compat mode), recomputed from the nodes (the ring stores the top 32 bits): O(points)
+    /// in compat mode), recomputed from the nodes (the ring stores fewer): O(points)
     /// hashing and one allocation, for diagnostics.
     pub fn points(self) -> impl Iterator<Item = (u64, NodeId)> + 'a {
         let members = self.members;
         let pts = self.points.as_slice();
-        let positions = full_positions(&self.config, members, pts);
+        let layout = self.points.layout();
+        let positions = full_positions(&self.config, members, layout, pts);
         positions
             .into_iter()
             .zip(pts)
-            .map(move |(k, p)| (k, members.id(p.slot())))
+            .map(move |(k, &p)| (k, members.id(layout.slot(p))))
     }
 
     /// The compact ring (libatapp `rebuild_compact_cache`) in ring order as
@@ -247,8 +242,9 @@ impl<'a> RingView<'a> {
     pub fn compact_points(self) -> impl Iterator<Item = (u64, NodeId)> + 'a {
         let members = self.members;
         let pts = self.points.as_slice();
-        let positions = full_positions(&self.config, members, pts);
-        let compact = Compact::new(pts, self.node_count());
+        let layout = self.points.layout();
+        let positions = full_positions(&self.config, members, layout, pts);
+        let compact = Compact::new(pts, layout, self.node_count());
         let mut next = if pts.is_empty() {
             None
         } else {
@@ -264,7 +260,7 @@ impl<'a> RingView<'a> {
             };
             // Wrapping back to the first kept point ends the walk.
             next = n.filter(|&n| Some(n) != first && n > c);
-            Some((positions[c], members.id(pts[c].slot())))
+            Some((positions[c], members.id(layout.slot(pts[c]))))
         })
     }
 
@@ -277,22 +273,28 @@ impl<'a> RingView<'a> {
 
 /// Run-skipping walker over the compact ring.
 struct Compact<'p> {
-    pts: &'p [Point],
+    pts: &'p [u32],
+    layout: Layout,
     /// The last run has the same node as the first one and is dropped (libatapp merges it).
     drop_last: bool,
 }
 
 impl<'p> Compact<'p> {
-    fn new(pts: &'p [Point], node_count: usize) -> Compact<'p> {
-        let drop_last =
-            node_count >= 2 && pts.len() >= 2 && pts[0].slot() == pts[pts.len() - 1].slot();
-        Compact { pts, drop_last }
+    fn new(pts: &'p [u32], layout: Layout, node_count: usize) -> Compact<'p> {
+        let drop_last = node_count >= 2
+            && pts.len() >= 2
+            && layout.slot(pts[0]) == layout.slot(pts[pts.len() - 1]);
+        Compact {
+            pts,
+            layout,
+            drop_last,
+        }
     }
 
     /// Last index of the run containing `j`.
     fn run_end(&self, mut j: usize) -> usize {
-        let slot = self.pts[j].slot();
-        while j + 1 < self.pts.len() && self.pts[j + 1].slot() == slot {
+        let slot = self.layout.slot(self.pts[j]);
+        while j + 1 < self.pts.len() && self.layout.slot(self.pts[j + 1]) == slot {
             j += 1;
         }
         j

@@ -22,7 +22,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use super::{
     Ring, RingConfig, RingError, RingMember, RingView, check_capacity,
     interned::MetadataTable,
-    members::Members,
+    members::{Members, push_slot, room_for_one},
     points::{Points, node_keys},
     search::bit,
 };
@@ -114,6 +114,7 @@ fn rr_key(pods: &[i64], members: &Members, slot: u32) -> (i64, NodeId) {
 fn rr_insert(list: &mut Vec<u32>, pods: &[i64], members: &Members, slot: u32) {
     let k = rr_key(pods, members, slot);
     let i = list.partition_point(|&s| rr_key(pods, members, s) < k);
+    room_for_one(list);
     list.insert(i, slot);
 }
 
@@ -495,7 +496,7 @@ impl RingSet {
             let slot = self.ring.members.alloc(member.id, member.name, fast);
             let i = slot as usize;
             if i == self.pods.len() {
-                self.pods.push(member.pod_index);
+                push_slot(&mut self.pods, member.pod_index);
             } else {
                 self.pods[i] = member.pod_index;
             }
@@ -698,7 +699,7 @@ impl RingSet {
             };
             self.by_name_add(slot);
             if slot as usize == self.pods.len() {
-                self.pods.push(m.pod_index);
+                push_slot(&mut self.pods, m.pod_index);
             } else {
                 self.pods[slot as usize] = m.pod_index;
             }

@@ -4,7 +4,7 @@ use alloc::{format, string::String, vec, vec::Vec};
 
 use super::{Ring, RingConfig, RingError, RingMember, SearchMode, reference::NaiveRing};
 use crate::{
-    hash::{HashMode, key_hash, key_hash_u64, test_hooks},
+    hash::{HashMode, KeyHash, key_hash, key_hash_u64, test_hooks},
     ids::NodeId,
     rng::Rng,
 };
@@ -39,6 +39,26 @@ fn all_modes() -> Vec<SearchMode> {
 }
 
 /// Points, compact ring, lookups and every search mode of `ring` equal the naive model's.
+/// Keys on the point `(pos, lo)`, just after it (in the low half, then the high one) and just
+/// before it.
+fn keys_at(pos: u64, lo: u64) -> [KeyHash; 4] {
+    [
+        KeyHash { hi: pos, lo },
+        KeyHash {
+            hi: pos,
+            lo: lo.wrapping_add(1),
+        },
+        KeyHash {
+            hi: pos.wrapping_add(1),
+            lo: 0,
+        },
+        KeyHash {
+            hi: pos.wrapping_sub(1),
+            lo: u64::MAX,
+        },
+    ]
+}
+
 pub(super) fn assert_matches_naive(ring: &Ring, naive: &NaiveRing, key_seed: u64) {
     let view = ring.view();
     assert_eq!(view.points().collect::<Vec<_>>(), naive.positions());
@@ -58,19 +78,9 @@ pub(super) fn assert_matches_naive(ring: &Ring, naive: &NaiveRing, key_seed: u64
             }
         }
     }
-    // Keys exactly on points, and one past, hit the run boundaries.
+    // Keys exactly on points, and just past or before them, hit the run boundaries.
     for &(pos, lo, _) in naive.points.iter().step_by(7) {
-        for h in [
-            crate::hash::KeyHash { hi: pos, lo },
-            crate::hash::KeyHash {
-                hi: pos,
-                lo: lo.wrapping_add(1),
-            },
-            crate::hash::KeyHash {
-                hi: pos.wrapping_add(1),
-                lo: 0,
-            },
-        ] {
+        for h in keys_at(pos, lo) {
             assert_eq!(view.lookup_hash(h), naive.lookup(h));
             view.successors_hash(h, 4, SearchMode::COMPACT, &mut out);
             assert_eq!(out, naive.successors(h, 4, SearchMode::COMPACT));
@@ -287,10 +297,60 @@ fn ties_are_ordered_exactly_even_when_positions_collide() {
 }
 
 #[test]
+fn slots_that_outgrow_the_index_widen_it_and_every_answer_stays_exact() {
+    // One point per node: the index would want fewer bits than the slots need, so the slot
+    // field sets the layout, every insert past a power of two re-encodes the ring in place,
+    // and removals shrink the index no further than the largest slot allows. With the mask,
+    // positions also collide on their stored bits, so re-encoding must keep tie runs exact.
+    for mask in [u64::MAX, 0xffff_ff00_ffff_ffff] {
+        test_hooks::with_position_mask(mask, || {
+            for mode in [HashMode::Fast, HashMode::LibatappMain] {
+                let config = RingConfig {
+                    points_per_node: 1,
+                    mode,
+                };
+                let members = named(600, "wide");
+                let mut inc = Ring::new(config);
+                for (i, (id, name)) in members.iter().enumerate() {
+                    inc.insert(RingMember::new(*id, name)).unwrap();
+                    if [0, 1, 2, 3, 4, 7, 8, 255, 256, 511, 512, 599].contains(&i) {
+                        let naive = NaiveRing::new(config, &members[..=i]);
+                        assert_matches_naive(&inc, &naive, i as u64);
+                        let slots = 32 - (i as u32).leading_zeros();
+                        assert_eq!(inc.points.layout().bits(), slots.max(1), "{i} nodes");
+                    }
+                }
+                for (id, _) in &members[..595] {
+                    assert!(inc.remove(*id));
+                }
+                // Slot 599 is still held: 10 bits, though 5 points want 2.
+                assert_eq!(inc.points.layout().bits(), 10);
+                assert_matches_naive(&inc, &NaiveRing::new(config, &members[595..]), 1000);
+                // The freed low slots are reused, and a fresh build of the same members
+                // (slots 0..) is the same ring.
+                for (id, name) in &members[..3] {
+                    inc.insert(RingMember::new(*id, name)).unwrap();
+                }
+                let mut rest = members[595..].to_vec();
+                rest.extend_from_slice(&members[..3]);
+                assert_matches_naive(&inc, &NaiveRing::new(config, &rest), 1001);
+                assert_eq!(
+                    inc.view().points().collect::<Vec<_>>(),
+                    ring_of(config, &rest).points().collect::<Vec<_>>()
+                );
+            }
+        });
+    }
+}
+
+#[test]
 fn lower_bound_equals_a_binary_search_at_every_index_size() {
-    // Rings from 64 points to past the one-pass build's 2^17 and past the index cap, in
+    // Rings from 64 points to past the one-pass build's 2^17 and the dense-index switch, in
     // steps that cross powers of two: the index and the windowed lookup agree with a binary
     // search, and a ring grown node by node holds the same points as a fresh build.
+    // A 4-byte point no longer holds its prefix, so the binary search runs over the decoded
+    // stored positions; and a grown ring may keep a different index size than a fresh build
+    // (hysteresis), so the two are compared by full positions and owners, not by encoding.
     let config = RingConfig {
         points_per_node: 64,
         mode: HashMode::Fast,
@@ -301,22 +361,19 @@ fn lower_bound_equals_a_binary_search_at_every_index_size() {
     ] {
         let members = named(n, "size");
         let ring = ring_of(config, &members);
-        let pts = ring.points.as_slice();
-        let expected = |k: u64| pts.partition_point(|p| p.key() < k);
+        let (pts, mask) = (ring.points.decoded(), super::points::STORED);
+        let expected = |k: u64| pts.partition_point(|&(p, _)| p < k & mask);
+        let unit = (!mask).wrapping_add(1);
         for _ in 0..20_000 {
-            let k = rng.next_u64() & super::points::STORED;
+            let k = rng.next_u64();
             assert_eq!(
                 ring.points.lower_bound_key(k),
                 expected(k),
                 "n {n} key {k:#x}"
             );
         }
-        for p in pts.iter().step_by(5) {
-            for k in [
-                p.key().wrapping_sub(1 << 32),
-                p.key(),
-                p.key().wrapping_add(1 << 32),
-            ] {
+        for &(p, _) in pts.iter().step_by(5) {
+            for k in [p.wrapping_sub(unit), p, p | !mask, p.wrapping_add(unit)] {
                 assert_eq!(
                     ring.points.lower_bound_key(k),
                     expected(k),
@@ -329,7 +386,11 @@ fn lower_bound_equals_a_binary_search_at_every_index_size() {
             for (id, name) in &members {
                 inc.insert(RingMember::new(*id, name)).unwrap();
             }
-            assert_eq!(inc.points.as_slice(), pts, "n {n}");
+            assert_eq!(
+                inc.view().points().collect::<Vec<_>>(),
+                ring.view().points().collect::<Vec<_>>(),
+                "n {n}"
+            );
             for k in (0..2_000).map(|_| rng.next_u64()) {
                 assert_eq!(inc.lookup_u64(k), ring.lookup_u64(k), "n {n}");
             }
@@ -339,23 +400,25 @@ fn lower_bound_equals_a_binary_search_at_every_index_size() {
 
 #[test]
 fn lower_bound_in_crowded_buckets_equals_a_binary_search() {
-    // 2^20 points: the capped prefix index leaves 16 per bucket on average, so lookups take
+    // 2^20 points: the dense prefix index leaves 32 per bucket on average, so lookups take
     // the interpolated window and, when the window misses, the binary search fallback.
+    // The binary search runs over the decoded stored positions (a 4-byte point does not hold
+    // its prefix).
     let config = RingConfig {
         points_per_node: 1 << 10,
         mode: HashMode::Fast,
     };
     let ring = ring_of(config, &named(1 << 10, "crowd"));
-    let pts = ring.points.as_slice();
-    let expected = |k: u64| pts.partition_point(|p| p.key() < k);
+    let (pts, mask) = (ring.points.decoded(), super::points::STORED);
+    let expected = |k: u64| pts.partition_point(|&(p, _)| p < k & mask);
     let mut rng = Rng::new(15);
     for _ in 0..100_000 {
         let k = rng.next_u64();
         assert_eq!(ring.points.lower_bound_key(k), expected(k), "key {k:#x}");
     }
     // Keys on, just before and just after stored positions, and the ends of the circle.
-    for p in pts.iter().step_by(7) {
-        for k in [p.key().wrapping_sub(1), p.key(), p.key().wrapping_add(1)] {
+    for &(p, _) in pts.iter().step_by(7) {
+        for k in [p.wrapping_sub(1), p, p.wrapping_add(1), p | !mask] {
             assert_eq!(ring.points.lower_bound_key(k), expected(k), "key {k:#x}");
         }
     }
@@ -525,4 +588,82 @@ fn zero_points_per_node_keeps_counts_but_places_nothing() {
         set.round_robin_order(None).ids().collect::<Vec<_>>(),
         vec![NodeId(5)]
     );
+}
+
+#[test]
+fn a_member_table_grown_node_by_node_keeps_at_most_an_eighth_spare() {
+    // Per-slot tables grow by an eighth: doubling would hold 8,192 slots for 5,000 members
+    // (1.44 × a fresh build's table here).
+    let members = named(5000, "grow");
+    let mut grown = Ring::new(RingConfig::fast());
+    for (id, name) in &members {
+        grown.insert(RingMember::new(*id, name)).unwrap();
+    }
+    let built = ring_of(RingConfig::fast(), &members);
+    let (grown, exact) = (grown.memory().members, built.memory().members);
+    assert!(grown >= exact, "{grown} < {exact}");
+    assert!(grown * 8 <= exact * 9, "{grown} > 9/8 × {exact}");
+}
+
+#[test]
+fn a_ring_hovering_at_the_dense_index_switch_keeps_its_index() {
+    // 2,048 nodes of 64 points are 2^17, where the index switches from one or two points per
+    // prefix (16 bits) to 32–64 (12 bits): crossing it back and forth re-encodes nothing, and
+    // every answer stays that of a fresh build.
+    let config = RingConfig {
+        points_per_node: 64,
+        mode: HashMode::Fast,
+    };
+    let members = named(2048, "switch");
+    let mut ring = ring_of(config, &members[..2047]);
+    assert_eq!(ring.points.layout().bits(), 16);
+    let (last_id, last_name) = &members[2047];
+    for _ in 0..3 {
+        ring.insert(RingMember::new(*last_id, last_name)).unwrap();
+        assert_eq!(ring.point_count(), 1 << 17);
+        assert_eq!(ring.points.layout().bits(), 16);
+        assert!(ring.remove(*last_id));
+        assert_eq!(ring.points.layout().bits(), 16);
+    }
+    ring.insert(RingMember::new(*last_id, last_name)).unwrap();
+    let built = ring_of(config, &members);
+    assert_eq!(built.points.layout().bits(), 12);
+    let mut rng = Rng::new(33);
+    for _ in 0..20_000 {
+        let k = rng.next_u64();
+        assert_eq!(ring.lookup_u64(k), built.lookup_u64(k), "key {k:#x}");
+    }
+}
+
+#[test]
+fn dense_index_rings_answer_as_the_reference_also_with_colliding_positions() {
+    // 1,700 nodes of 80 points (136,000 > 2^17): the index holds 32-64 points per prefix and
+    // lookups interpolate. With the mask, positions also collide on their stored bits (about
+    // 550 tie runs). A full build, and the same ring after removals back across the switch,
+    // answer every key as the sorted reference does.
+    test_hooks::with_position_mask(0xffff_ff00_ffff_ffff, || {
+        for config in [RingConfig::fast(), RingConfig::libatapp_main()] {
+            let members = named(1700, "dense");
+            let mut ring = ring_of(config, &members);
+            assert_eq!(ring.points.layout().bits(), 12);
+            let check = |ring: &Ring, members: &[(NodeId, String)], seed: u64| {
+                let naive = NaiveRing::new(config, members);
+                let mut rng = Rng::new(seed);
+                for _ in 0..20_000 {
+                    let h = key_hash_u64(rng.next_u64());
+                    assert_eq!(ring.view().lookup_hash(h), naive.lookup(h));
+                }
+                for &(pos, lo, _) in naive.points.iter().step_by(97) {
+                    for h in keys_at(pos, lo) {
+                        assert_eq!(ring.view().lookup_hash(h), naive.lookup(h), "{h:?}");
+                    }
+                }
+            };
+            check(&ring, &members, 40);
+            for (id, _) in &members[..100] {
+                assert!(ring.remove(*id));
+            }
+            check(&ring, &members[100..], 41);
+        }
+    });
 }
