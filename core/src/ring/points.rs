@@ -11,8 +11,8 @@
 //! points of equal stored position). That halves a `u64` packing: 80 points per node are
 //! 320 bytes, and a ring of 10,000 nodes is 3.2 MB of cache footprint instead of 6.4 MB.
 //!
-//! `bits` follows the point count ([`ideal_bits`]: one or two points per prefix up to 2^17
-//! points, 32 to 64 past it, never more than 2^16 entries), and is at least the bits of the
+//! `bits` follows the point count ([`ideal_bits`]: one or two points per prefix below 2^12
+//! points, 32 to 64 from there, never more than 2^16 entries), and is at least the bits of the
 //! ring's largest slot, so the slot fits: the index is then 4 bytes per member slot rounded up
 //! to a power of two (a ring of one point per node, a small filter ring of a large set). A
 //! ring whose size leaves the index's range, or whose slot no longer fits, re-encodes its
@@ -45,28 +45,31 @@ use crate::{
 /// (only a ring whose slots need more bits has a larger one).
 const MAX_INDEX_BITS: u32 = 16;
 
-/// Points a lookup counts branch-free from the start of a small bucket: buckets hold one or
-/// two points on average while the index is below its cap (see [`ideal_bits`]), four or fewer
-/// in about 95 % of lookups at the fullest. (A second window of 8 for buckets of five to
-/// eight points measured slower: its branch costs more than the binary searches it saves.)
+/// Points a lookup counts branch-free from the start of a small bucket: rings below
+/// [`DENSE_LOG`] hold one or two points per prefix on average, four or fewer in about 95 % of
+/// lookups. (A second window of 8 for buckets of five to eight points measured slower: its
+/// branch costs more than the binary searches it saves.)
 const SCAN_WINDOW: usize = 4;
 
-/// Points a lookup counts branch-free around its interpolated rank in a large bucket. Past
-/// 2^17 points the index is sized for 32 to 64 points per prefix (see [`ideal_bits`]: 49 at
+/// Points a lookup counts branch-free around its interpolated rank in a large bucket. From
+/// 2^12 points the index is sized for 32 to 64 points per prefix (see [`ideal_bits`]: 49 at
 /// 10,000 nodes). Positions are uniform within a bucket, so the key's rank deviates from its
 /// interpolation by at most `sqrt(points) / 2` (3.5 at 49 points): a window of 16 holds the
 /// answer in about 98 % of lookups, the rest fall back to a binary search of the bucket.
 const GUESS_WINDOW: usize = 16;
 
-/// log2 of the point count from which the index is sized for 32 to 64 points per prefix.
-const DENSE_LOG: u32 = 17;
+/// log2 of the point count from which the index is sized for 32 to 64 points per prefix
+/// (4,096 points: 51 nodes of 80).
+const DENSE_LOG: u32 = 12;
 
-/// Index bits suited to `len` points. Up to 2^17 points (the points fit in L2), about one to
-/// two points per prefix: most lookups count the first four points of their bucket. Past it
-/// the points live in L3 and a lookup's time is its two dependent reads, so the index is
-/// kept small (32 to 64 points per prefix: 64 KiB at 10,000 nodes, which stays in the faster
-/// caches) and the lookup interpolates in its bucket; that measured 16.5–17 ns against 23–25
-/// with one to two points per prefix (a 256 KiB index) at 800,000 points. Capped at 2^16.
+/// Index bits suited to `len` points. Below 2^12 points, about one to two points per prefix
+/// (an index of at most 8 KiB): most lookups count the first four points of their bucket.
+/// From there the index is kept small, 32 to 64 points per prefix, and a lookup interpolates
+/// in its bucket. At 800,000 points (in L3) that measured 16.5–17 ns against 23–25 with one
+/// to two points per prefix (a 256 KiB index): a lookup's time is its two dependent reads and
+/// the small index stays in the faster caches. At 80,000 points (1,000 nodes) one to two
+/// points per prefix would cost an index of 3.3 bytes per point — 262 bytes per known node,
+/// as much as the points themselves — against 0.1 with 32 to 64. Capped at 2^16.
 fn ideal_bits(len: usize) -> u32 {
     let log = floor_log2(len);
     if log < DENSE_LOG {
@@ -170,7 +173,7 @@ fn floor_log2(len: usize) -> u32 {
     usize::BITS - 1 - len.max(2).leading_zeros()
 }
 
-/// Sorts one bucket's points (two or more) by insertion; returns whether two of them have
+/// Sorts one bucket's points (two or more); returns whether two of them have
 /// equal stored positions.
 #[inline]
 fn sort_bucket(pts: &mut [u32], layout: Layout) -> bool {
@@ -179,6 +182,21 @@ fn sort_bucket(pts: &mut [u32], layout: Layout) -> bool {
         (*a, *b) = (lo, hi);
         return layout.high_of(lo) == layout.high_of(hi);
     }
+    if pts.len() > SMALL_BUCKET {
+        pts.sort_unstable();
+    } else {
+        insertion_sort(pts);
+    }
+    pts.windows(2)
+        .any(|w| layout.high_of(w[0]) == layout.high_of(w[1]))
+}
+
+/// Buckets up to this many points are sorted by insertion, larger ones (a dense index's) by
+/// the standard library's unstable sort.
+const SMALL_BUCKET: usize = 8;
+
+/// Sorts `pts` by insertion.
+fn insertion_sort(pts: &mut [u32]) {
     for i in 1..pts.len() {
         let p = pts[i];
         let mut j = i;
@@ -188,8 +206,6 @@ fn sort_bucket(pts: &mut [u32], layout: Layout) -> bool {
         }
         pts[j] = p;
     }
-    pts.windows(2)
-        .any(|w| layout.high_of(w[0]) == layout.high_of(w[1]))
 }
 
 /// Insertion sort of staged points (stored position above slot) by stored position (stable);
@@ -582,14 +598,16 @@ impl Points {
         (run, end)
     }
 
-    /// Full build from the members in `slots`, without a comparison sort. Positions are
+    /// Full build from the members in `slots`, without a comparison sort of the whole ring.
+    /// Positions are
     /// hashed twice (fast mode's is one mix and a compat one a prepared murmur3 round, both
     /// cheaper than keeping 8 more bytes per point between builds): once to count, once to
     /// scatter.
     ///
     /// - Up to 2^17 points (the array fits in L2, so random writes are cheap) they are counted
-    ///   per prefix straight into the index and scattered, encoded, into their buckets; an
-    ///   insertion pass sorts each bucket of one or two points.
+    ///   per prefix straight into the index and scattered, encoded, into their buckets; each
+    ///   bucket is then sorted on its own (one or two points by insertion; 32 to 64, past
+    ///   2^12 points, by the standard unstable sort).
     /// - Larger rings would scatter into thousands of buckets far apart in L3, so they are
     ///   distributed by their top 8 bits into a staging array of stored positions (256
     ///   sequential write streams), then each such group — small enough for L1/L2 — is
@@ -635,7 +653,7 @@ impl Points {
             pts[*e as usize] = layout.encode(k, slot);
         });
         index[buckets] = to_u32(len);
-        // Each bucket sorted on its own: most hold one or two points.
+        // Each bucket sorted on its own (one or two points, or 32 to 64 with a dense index).
         for b in 0..buckets {
             let (lo, hi) = (self.index[b] as usize, self.index[b + 1] as usize);
             if hi - lo >= 2 && sort_bucket(&mut self.pts[lo..hi], layout) {
@@ -762,7 +780,7 @@ impl Points {
 
     /// Resizes the index when the ring size left its comfortable range (hysteresis: only when
     /// the ideal size is two steps away, so a ring hovering at a power of two does not
-    /// re-encode; between 2^16 and 2^18 points either the sparse or the dense index is kept,
+    /// re-encode; between 2^11 and 2^13 points either the sparse or the dense index is kept,
     /// so a ring hovering at the switch does not either).
     fn fit_index(&mut self) {
         let (len, bits, floor) = (self.pts.len(), self.layout.bits, self.slot_bits);
