@@ -120,6 +120,20 @@ fn libatapp_record_with_unquoted_integers_decodes_every_field() {
 }
 
 #[test]
+fn a_decoded_record_keeps_no_spare_list_capacity() {
+    let info = DiscoveryInfo::from_json(ECHO_SVR_UNQUOTED.as_bytes()).expect("valid record");
+    assert_eq!(info.listen.len(), 2);
+    assert_eq!(info.listen.capacity(), 2);
+    assert_eq!(info.gateways.len(), 2);
+    assert_eq!(info.gateways.capacity(), 2);
+    let gateway = &info.gateways[0];
+    assert_eq!(gateway.match_hosts.len(), 2);
+    assert_eq!(gateway.match_hosts.capacity(), 2);
+    assert_eq!(gateway.match_namespaces.len(), 1);
+    assert_eq!(gateway.match_namespaces.capacity(), 1);
+}
+
+#[test]
 fn proto3_record_with_quoted_integers_decodes_the_same() {
     let info = DiscoveryInfo::from_json(ECHO_SVR_QUOTED.as_bytes()).expect("valid record");
     assert_eq!(info, echo_svr_expected());
