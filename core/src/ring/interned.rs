@@ -1,7 +1,9 @@
 //! The ring set's member metadata, interned: the members of one service publish equal
 //! metadata (kind, name, namespace, labels), so the table keeps one shared copy per distinct
 //! value and each member slot an `Arc` to it — 8 bytes per member instead of a 192-byte
-//! `Metadata` and its strings. Filter rings read it when a member arrives or a filter is added.
+//! `Metadata` and its strings. Members without metadata (the default value) hold nothing: the
+//! table ends at the last slot with metadata, so a set where no member publishes any keeps no
+//! table at all. Filter rings read it when a member arrives or a filter is added.
 
 use alloc::{sync::Arc, vec::Vec};
 use core::mem::size_of;
@@ -13,7 +15,8 @@ use crate::discovery::Metadata;
 /// Member metadata by slot, one shared copy per distinct value.
 #[derive(Clone, Debug, Default)]
 pub(super) struct MetadataTable {
-    slots: Vec<Arc<Metadata>>,
+    /// Per slot up to the last one with metadata; `None` is the default value.
+    slots: Vec<Option<Arc<Metadata>>>,
     /// Each distinct value held, with how many slots hold it.
     distinct: HashMap<Arc<Metadata>, u32>,
 }
@@ -21,16 +24,39 @@ pub(super) struct MetadataTable {
 impl MetadataTable {
     /// Slot `slot`'s metadata (default past the end).
     pub(super) fn get(&self, slot: u32) -> &Metadata {
-        self.slots.get(slot as usize).map_or(&EMPTY, |m| m)
+        self.slots
+            .get(slot as usize)
+            .and_then(Option::as_deref)
+            .unwrap_or(&EMPTY)
     }
 
-    /// Sets slot `slot` (at most one past the last) to `metadata`.
+    /// Sets slot `slot` to `metadata`.
     pub(super) fn set(&mut self, slot: u32, metadata: &Metadata) {
         let i = slot as usize;
-        if self.slots.get(i).is_some_and(|held| **held == *metadata) {
+        if *self.get(slot) == *metadata {
             return;
         }
-        let shared = match self.distinct.get_key_value_mut(metadata) {
+        let shared = if *metadata == EMPTY {
+            None
+        } else {
+            Some(self.intern(metadata))
+        };
+        if i < self.slots.len() {
+            if let Some(old) = core::mem::replace(&mut self.slots[i], shared) {
+                self.release(&old);
+            }
+        } else {
+            // Past the end the value is the default, so `shared` holds metadata.
+            while self.slots.len() < i {
+                super::members::push_slot(&mut self.slots, None);
+            }
+            super::members::push_slot(&mut self.slots, shared);
+        }
+    }
+
+    /// The shared copy of `metadata`, counting one more hold.
+    fn intern(&mut self, metadata: &Metadata) -> Arc<Metadata> {
+        match self.distinct.get_key_value_mut(metadata) {
             Some((held, count)) => {
                 *count += 1;
                 Arc::clone(held)
@@ -40,12 +66,6 @@ impl MetadataTable {
                 self.distinct.insert(Arc::clone(&held), 1);
                 held
             }
-        };
-        if i == self.slots.len() {
-            super::members::push_slot(&mut self.slots, shared);
-        } else {
-            let old = core::mem::replace(&mut self.slots[i], shared);
-            self.release(&old);
         }
     }
 
@@ -74,7 +94,7 @@ impl MetadataTable {
     /// Bytes held: the slots' pointers, and per distinct value its `Arc` (two counts and the
     /// record), its strings' capacities, and its table entry.
     pub(super) fn memory_bytes(&self) -> usize {
-        self.slots.capacity() * size_of::<Arc<Metadata>>()
+        self.slots.capacity() * size_of::<Option<Arc<Metadata>>>()
             + self.distinct.capacity() * (size_of::<(Arc<Metadata>, u32)>() + 1)
             + (self.distinct.keys())
                 .map(|m| 2 * size_of::<usize>() + size_of::<Metadata>() + m.heap_bytes())
@@ -119,14 +139,35 @@ mod tests {
         assert_eq!(table.distinct_len(), 1, "chat's last hold went");
         table.set(0, &Metadata::default());
         table.set(1, &Metadata::default());
-        assert_eq!(table.distinct_len(), 2, "game (slot 2) and the default");
+        assert_eq!(
+            table.distinct_len(),
+            1,
+            "game (slot 2); the default is not held"
+        );
         assert_eq!(table.get(0), &Metadata::default());
         assert_eq!(table.get(7), &Metadata::default(), "past the end");
         let copy = table.clone();
         table.set(2, &Metadata::default());
-        assert_eq!(table.distinct_len(), 1);
-        assert_eq!(copy.distinct_len(), 2, "a clone keeps its own counts");
+        assert_eq!(table.distinct_len(), 0);
+        assert_eq!(copy.distinct_len(), 1, "a clone keeps its own counts");
+        assert_eq!(copy.get(2), &meta("game"));
         table.clear();
         assert_eq!(table.distinct_len(), 0);
+    }
+
+    #[test]
+    fn members_without_metadata_hold_no_table() {
+        let mut table = MetadataTable::default();
+        for slot in 0..100 {
+            table.set(slot, &Metadata::default());
+        }
+        assert_eq!(table.memory_bytes(), 0);
+        // The first member with metadata, at slot 100, extends the table to it.
+        table.set(100, &meta("game"));
+        assert_eq!(table.slots.len(), 101);
+        assert_eq!(table.get(100), &meta("game"));
+        assert_eq!(table.get(99), &Metadata::default());
+        assert_eq!(table.get(101), &Metadata::default());
+        assert_eq!(table.distinct_len(), 1);
     }
 }

@@ -1,11 +1,11 @@
-//! The member table behind a ring: node id, name and fast-mode node hash per *slot*.
+//! The member table behind a ring: node id and name per *slot*.
 //!
 //! Ring points store a slot instead of the node id, so a point is 4 bytes and no point holds a
 //! reference count. Slots are reused after removal (LIFO free list), which keeps the
 //! table dense; ordering never depends on slot numbers (ties are broken by node id), so the
 //! same membership always yields the same ring whatever the history of slots.
 
-use alloc::{string::String, vec::Vec};
+use alloc::{boxed::Box, vec::Vec};
 use hashbrown::HashTable;
 
 use crate::{hash::fast_node_hash, ids::NodeId, rng::mix64};
@@ -38,10 +38,9 @@ pub(crate) fn room_for_one<T>(table: &mut Vec<T>) {
 pub(crate) struct Members {
     /// Node id per slot; `NodeId::NONE` marks a free slot.
     ids: Vec<NodeId>,
-    /// Name per slot (kept on free slots so the allocation is reused).
-    names: Vec<String>,
-    /// Fast-mode node hash per slot (`fast_node_hash` of the name or id bytes).
-    node_hashes: Vec<u64>,
+    /// Name per slot (a free slot keeps its last name until reused): a box of the exact
+    /// bytes, 16 bytes inline where a `String` takes 24.
+    names: Vec<Box<str>>,
     /// Slot of each live member, found by its id (`ids[slot]`): 4 bytes per entry, the id is
     /// not stored twice.
     by_id: HashTable<u32>,
@@ -79,35 +78,29 @@ impl Members {
         &self.names[slot as usize]
     }
 
-    /// Fast-mode node hash of `slot`.
+    /// Fast-mode node hash of `slot` (`fast_node_hash` of its name or id bytes), computed on
+    /// each call: only the passes that hash a node's points ask, once per node, and a murmur3
+    /// round of a name is cheap next to its 80 points, where a stored hash would cost 8 bytes
+    /// per member.
     #[inline]
     pub(crate) fn node_hash(&self, slot: u32) -> u64 {
-        self.node_hashes[slot as usize]
+        fast_node_hash(self.name(slot), self.id(slot))
     }
 
-    /// Adds a member that is not present yet and returns its slot. The fast-mode node hash is
-    /// computed here only when `fast` is set (compat rings never use it).
-    pub(crate) fn alloc(&mut self, id: NodeId, name: &str, fast: bool) -> u32 {
-        let node_hash = if fast { fast_node_hash(name, id) } else { 0 };
+    /// Adds a member that is not present yet and returns its slot.
+    pub(crate) fn alloc(&mut self, id: NodeId, name: &str) -> u32 {
         let slot = if let Some(slot) = self.free.pop() {
             let i = slot as usize;
             self.ids[i] = id;
-            self.names[i].clear();
-            self.names[i].push_str(name);
-            self.node_hashes[i] = node_hash;
+            if *self.names[i] != *name {
+                self.names[i] = Box::from(name);
+            }
             slot
         } else {
             let i = self.ids.len();
             let slot = u32::try_from(i).expect("slot count is bounded by RingError::Capacity");
             push_slot(&mut self.ids, id);
-            push_slot(&mut self.node_hashes, node_hash);
-            // `clear` keeps old names as spare allocations past `ids.len()`.
-            if let Some(spare) = self.names.get_mut(i) {
-                spare.clear();
-                spare.push_str(name);
-            } else {
-                push_slot(&mut self.names, String::from(name));
-            }
+            push_slot(&mut self.names, Box::from(name));
             slot
         };
         let ids = &self.ids;
@@ -117,15 +110,8 @@ impl Members {
     }
 
     /// Renames the member in `slot` (its points must be recomputed by the caller).
-    pub(crate) fn rename(&mut self, slot: u32, name: &str, fast: bool) {
-        let i = slot as usize;
-        self.names[i].clear();
-        self.names[i].push_str(name);
-        self.node_hashes[i] = if fast {
-            fast_node_hash(name, self.ids[i])
-        } else {
-            0
-        };
+    pub(crate) fn rename(&mut self, slot: u32, name: &str) {
+        self.names[slot as usize] = Box::from(name);
     }
 
     /// Removes a member and frees its slot; returns the slot it had.
@@ -145,8 +131,6 @@ impl Members {
     /// when the table already holds that many).
     pub(crate) fn reserve_exact(&mut self, n: usize) {
         self.ids.reserve_exact(n.saturating_sub(self.ids.len()));
-        self.node_hashes
-            .reserve_exact(n.saturating_sub(self.node_hashes.len()));
         self.names.reserve_exact(n.saturating_sub(self.names.len()));
         let ids = &self.ids;
         self.by_id
@@ -158,8 +142,7 @@ impl Members {
     /// Removes every member, keeping allocations.
     pub(crate) fn clear(&mut self) {
         self.ids.clear();
-        self.node_hashes.clear();
-        // Names are kept as spare allocations: `alloc` pushes fresh ones only past this length.
+        self.names.clear();
         self.by_id.clear();
         self.free.clear();
     }
@@ -167,10 +150,9 @@ impl Members {
     /// Heap bytes held by the table.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.ids.capacity() * core::mem::size_of::<NodeId>()
-            + self.node_hashes.capacity() * 8
             + self.free.capacity() * 4
-            + self.names.iter().map(String::capacity).sum::<usize>()
-            + self.names.capacity() * core::mem::size_of::<String>()
+            + self.names.iter().map(|name| name.len()).sum::<usize>()
+            + self.names.capacity() * core::mem::size_of::<Box<str>>()
             + self.by_id.capacity() * (core::mem::size_of::<u32>() + 1)
     }
 }

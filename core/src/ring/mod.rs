@@ -22,6 +22,7 @@
 
 mod interned;
 mod members;
+mod pods;
 mod points;
 mod search;
 mod set;
@@ -104,7 +105,7 @@ pub struct RingMemory {
     /// The prefix lookup index (one `u32` per prefix: at most 2^16 + 1, or one per member
     /// slot rounded up to a power of two when the slots need more bits).
     pub index: usize,
-    /// The member table: id, name and fast-mode node hash per slot, and the id → slot map.
+    /// The member table: id and name per slot, and the id → slot map.
     pub members: usize,
     /// Build and change buffers kept between calls so steady-state rebuilds allocate nothing.
     pub buffers: usize,
@@ -298,7 +299,6 @@ impl Ring {
         self.members.clear();
         self.slots.clear();
         self.updates += 1;
-        let fast = self.config.mode == HashMode::Fast;
         let members = members.into_iter();
         // Sized once from the iterator's count: pushing one by one would leave up to 2x spare
         // capacity in every per-slot table (measured: 0.3 B per point at N = 10 000).
@@ -309,9 +309,9 @@ impl Ring {
                 return Err(RingError::InvalidNodeId);
             }
             if let Some(slot) = self.members.slot(m.id) {
-                self.members.rename(slot, m.name, fast);
+                self.members.rename(slot, m.name);
             } else {
-                self.members.alloc(m.id, m.name, fast);
+                self.members.alloc(m.id, m.name);
             }
         }
         if let Err(e) = check_capacity(&self.config, self.members.len()) {
@@ -339,18 +339,17 @@ impl Ring {
         if !member.id.is_valid() {
             return Err(RingError::InvalidNodeId);
         }
-        let fast = self.config.mode == HashMode::Fast;
         let slot = if let Some(slot) = self.members.slot(member.id) {
             if self.members.name(slot) == member.name {
                 return Ok(());
             }
             points::node_keys(&self.config, &self.members, slot, &mut self.keys);
             self.points.remove_node(slot, &self.keys);
-            self.members.rename(slot, member.name, fast);
+            self.members.rename(slot, member.name);
             slot
         } else {
             check_capacity(&self.config, self.members.len() + 1)?;
-            self.members.alloc(member.id, member.name, fast)
+            self.members.alloc(member.id, member.name)
         };
         points::node_keys(&self.config, &self.members, slot, &mut self.keys);
         self.points

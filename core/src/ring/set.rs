@@ -22,13 +22,13 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use super::{
     Ring, RingConfig, RingError, RingMember, RingView, check_capacity,
     interned::MetadataTable,
-    members::{Members, push_slot, room_for_one},
+    members::{Members, room_for_one},
+    pods::PodIndexes,
     points::{Points, node_keys},
     search::bit,
 };
 use crate::{
     discovery::{Filter, Metadata},
-    hash::HashMode,
     ids::NodeId,
 };
 
@@ -74,7 +74,7 @@ pub struct RingSet {
     /// The default ring; its member table is shared by every filter ring.
     ring: Ring,
     metadata: MetadataTable,
-    pods: Vec<i64>,
+    pods: PodIndexes,
     /// Slot of every live member with a non-empty name, found by hashing the name and
     /// comparing with the member table's copy (names are not stored twice; members sharing a
     /// name each have an entry).
@@ -107,18 +107,18 @@ pub struct RingSet {
 pub(crate) const DEFER_AFTER: u32 = 32;
 
 /// Round-robin order key of a slot.
-fn rr_key(pods: &[i64], members: &Members, slot: u32) -> (i64, NodeId) {
-    (pods[slot as usize], members.id(slot))
+fn rr_key(pods: &PodIndexes, members: &Members, slot: u32) -> (i64, NodeId) {
+    (pods.get(slot), members.id(slot))
 }
 
-fn rr_insert(list: &mut Vec<u32>, pods: &[i64], members: &Members, slot: u32) {
+fn rr_insert(list: &mut Vec<u32>, pods: &PodIndexes, members: &Members, slot: u32) {
     let k = rr_key(pods, members, slot);
     let i = list.partition_point(|&s| rr_key(pods, members, s) < k);
     room_for_one(list);
     list.insert(i, slot);
 }
 
-fn rr_remove(list: &mut Vec<u32>, pods: &[i64], members: &Members, slot: u32) {
+fn rr_remove(list: &mut Vec<u32>, pods: &PodIndexes, members: &Members, slot: u32) {
     let k = rr_key(pods, members, slot);
     let i = list.partition_point(|&s| rr_key(pods, members, s) < k);
     if list.get(i) == Some(&slot) {
@@ -145,7 +145,7 @@ impl RingSet {
         RingSet {
             ring: Ring::new(config),
             metadata: MetadataTable::default(),
-            pods: Vec::new(),
+            pods: PodIndexes::default(),
             by_name: HashTable::new(),
             name_hasher: DefaultHashBuilder::default(),
             rr: Vec::new(),
@@ -264,7 +264,7 @@ impl RingSet {
     /// A member's pod index.
     #[must_use]
     pub fn pod_index(&self, id: NodeId) -> Option<i64> {
-        self.ring.members.slot(id).map(|s| self.pods[s as usize])
+        self.ring.members.slot(id).map(|s| self.pods.get(s))
     }
 
     /// A member's metadata.
@@ -443,7 +443,7 @@ impl RingSet {
     pub fn memory_bytes(&self) -> usize {
         self.ring.memory_bytes()
             + self.rr.capacity() * 4
-            + self.pods.capacity() * 8
+            + self.pods.memory_bytes()
             + self.metadata.memory_bytes()
             + self
                 .filters
@@ -492,14 +492,8 @@ impl RingSet {
         }
         let Some(slot) = self.ring.members.slot(member.id) else {
             check_capacity(&self.ring.config, self.len() + 1)?;
-            let fast = self.ring.config.mode == HashMode::Fast;
-            let slot = self.ring.members.alloc(member.id, member.name, fast);
-            let i = slot as usize;
-            if i == self.pods.len() {
-                push_slot(&mut self.pods, member.pod_index);
-            } else {
-                self.pods[i] = member.pod_index;
-            }
+            let slot = self.ring.members.alloc(member.id, member.name);
+            self.pods.set(slot, member.pod_index);
             self.metadata.set(slot, metadata);
             self.by_name_add(slot);
             self.enter_all(slot);
@@ -513,10 +507,9 @@ impl RingSet {
         // Renamed: every ring holding the node drops its old points and takes the new ones.
         self.leave_all(slot);
         self.by_name_remove(slot);
-        let fast = self.ring.config.mode == HashMode::Fast;
-        self.ring.members.rename(slot, member.name, fast);
+        self.ring.members.rename(slot, member.name);
         self.by_name_add(slot);
-        self.pods[slot as usize] = member.pod_index;
+        self.pods.set(slot, member.pod_index);
         self.metadata.set(slot, metadata);
         self.enter_all(slot);
         self.generation += 1;
@@ -586,15 +579,14 @@ impl RingSet {
         let Some(slot) = self.ring.members.slot(id) else {
             return false;
         };
-        let pod = self.pods[slot as usize];
+        let pod = self.pods.get(slot);
         self.update_member(slot, metadata, pod);
         true
     }
 
     /// Applies a new metadata and pod index to a member whose name is unchanged.
     fn update_member(&mut self, slot: u32, metadata: &Metadata, pod: i64) {
-        let i = slot as usize;
-        let pod_changed = self.pods[i] != pod;
+        let pod_changed = self.pods.get(slot) != pod;
         let meta_changed = *self.metadata.get(slot) != *metadata;
         if !pod_changed && !meta_changed {
             return;
@@ -639,7 +631,7 @@ impl RingSet {
             set_bit(&mut sub.bits, slot, now);
             sub.updates += 1;
         }
-        self.pods[i] = pod;
+        self.pods.set(slot, pod);
         self.metadata.set(slot, metadata);
         if pod_changed {
             rr_insert(&mut self.rr, &self.pods, &ring.members, slot);
@@ -664,7 +656,7 @@ impl RingSet {
         self.by_name_remove(slot);
         self.ring.members.release(id);
         self.metadata.set(slot, &Metadata::default());
-        self.pods[slot as usize] = 0;
+        self.pods.set(slot, 0);
         self.generation += 1;
         true
     }
@@ -681,7 +673,6 @@ impl RingSet {
         self.pods.clear();
         self.metadata.clear();
         self.generation += 1;
-        let fast = self.ring.config.mode == HashMode::Fast;
         self.ring.members.clear();
         let mut failed = None;
         for (m, meta) in members {
@@ -692,17 +683,13 @@ impl RingSet {
             let slot = match self.ring.members.slot(m.id) {
                 Some(slot) => {
                     self.by_name_remove(slot);
-                    self.ring.members.rename(slot, m.name, fast);
+                    self.ring.members.rename(slot, m.name);
                     slot
                 }
-                None => self.ring.members.alloc(m.id, m.name, fast),
+                None => self.ring.members.alloc(m.id, m.name),
             };
             self.by_name_add(slot);
-            if slot as usize == self.pods.len() {
-                push_slot(&mut self.pods, m.pod_index);
-            } else {
-                self.pods[slot as usize] = m.pod_index;
-            }
+            self.pods.set(slot, m.pod_index);
             self.metadata.set(slot, meta);
         }
         if failed.is_none() {
@@ -746,7 +733,7 @@ impl RingSet {
 pub struct RoundRobinOrder<'a> {
     slots: &'a [u32],
     members: &'a Members,
-    pods: &'a [i64],
+    pods: &'a PodIndexes,
 }
 
 impl<'a> RoundRobinOrder<'a> {
