@@ -11,7 +11,7 @@
 //! points of equal stored position). That halves a `u64` packing: 80 points per node are
 //! 320 bytes, and a ring of 10,000 nodes is 3.2 MB of cache footprint instead of 6.4 MB.
 //!
-//! `bits` follows the point count ([`ideal_bits`]: one or two points per prefix below 2^12
+//! `bits` follows the point count ([`ideal_bits`]: one or two points per prefix below 2^14
 //! points, 32 to 64 from there, never more than 2^16 entries), and is at least the bits of the
 //! ring's largest slot, so the slot fits: the index is then 4 bytes per member slot rounded up
 //! to a power of two (a ring of one point per node, a small filter ring of a large set). A
@@ -52,24 +52,27 @@ const MAX_INDEX_BITS: u32 = 16;
 const SCAN_WINDOW: usize = 4;
 
 /// Points a lookup counts branch-free around its interpolated rank in a large bucket. From
-/// 2^12 points the index is sized for 32 to 64 points per prefix (see [`ideal_bits`]: 49 at
+/// 2^14 points the index is sized for 32 to 64 points per prefix (see [`ideal_bits`]: 49 at
 /// 10,000 nodes). Positions are uniform within a bucket, so the key's rank deviates from its
 /// interpolation by at most `sqrt(points) / 2` (3.5 at 49 points): a window of 16 holds the
 /// answer in about 98 % of lookups, the rest fall back to a binary search of the bucket.
 const GUESS_WINDOW: usize = 16;
 
 /// log2 of the point count from which the index is sized for 32 to 64 points per prefix
-/// (4,096 points: 51 nodes of 80).
-const DENSE_LOG: u32 = 12;
+/// (16,384 points: 205 nodes of 80).
+const DENSE_LOG: u32 = 14;
 
-/// Index bits suited to `len` points. Below 2^12 points, about one to two points per prefix
-/// (an index of at most 8 KiB): most lookups count the first four points of their bucket.
+/// Index bits suited to `len` points. Below 2^14 points, about one to two points per prefix
+/// (an index of at most 32 KiB, in L1 or L2 with the points): most lookups count the first
+/// four points of their bucket (at 100 nodes 32 to 64 per prefix measured 16.4 ns against
+/// 12.2 in one `ring-report` run).
 /// From there the index is kept small, 32 to 64 points per prefix, and a lookup interpolates
 /// in its bucket. At 800,000 points (in L3) that measured 16.5–17 ns against 23–25 with one
 /// to two points per prefix (a 256 KiB index): a lookup's time is its two dependent reads and
 /// the small index stays in the faster caches. At 80,000 points (1,000 nodes) one to two
 /// points per prefix would cost an index of 3.3 bytes per point — 262 bytes per known node,
-/// as much as the points themselves — against 0.1 with 32 to 64. Capped at 2^16.
+/// as much as the points themselves — against 0.1 with 32 to 64, for about 1 ns more per
+/// lookup (17.4 against 18.4 ns in one `ring-report` run). Capped at 2^16.
 fn ideal_bits(len: usize) -> u32 {
     let log = floor_log2(len);
     if log < DENSE_LOG {
@@ -606,8 +609,8 @@ impl Points {
     ///
     /// - Up to 2^17 points (the array fits in L2, so random writes are cheap) they are counted
     ///   per prefix straight into the index and scattered, encoded, into their buckets; each
-    ///   bucket is then sorted on its own (one or two points by insertion; 32 to 64, past
-    ///   2^12 points, by the standard unstable sort).
+    ///   bucket is then sorted on its own (one or two points by insertion; 32 to 64, from
+    ///   2^14 points, by the standard unstable sort).
     /// - Larger rings would scatter into thousands of buckets far apart in L3, so they are
     ///   distributed by their top 8 bits into a staging array of stored positions (256
     ///   sequential write streams), then each such group — small enough for L1/L2 — is
@@ -780,7 +783,7 @@ impl Points {
 
     /// Resizes the index when the ring size left its comfortable range (hysteresis: only when
     /// the ideal size is two steps away, so a ring hovering at a power of two does not
-    /// re-encode; between 2^11 and 2^13 points either the sparse or the dense index is kept,
+    /// re-encode; between 2^13 and 2^15 points either the sparse or the dense index is kept,
     /// so a ring hovering at the switch does not either).
     fn fit_index(&mut self) {
         let (len, bits, floor) = (self.pts.len(), self.layout.bits, self.slot_bits);

@@ -345,7 +345,7 @@ fn slots_that_outgrow_the_index_widen_it_and_every_answer_stays_exact() {
 
 #[test]
 fn lower_bound_equals_a_binary_search_at_every_index_size() {
-    // Rings from 64 points to past the dense-index switch (2^12) and the one-pass build's 2^17, in
+    // Rings from 64 points to past the dense-index switch (2^14) and the one-pass build's 2^17, in
     // steps that cross powers of two: the index and the windowed lookup agree with a binary
     // search, and a ring grown node by node holds the same points as a fresh build.
     // A 4-byte point no longer holds its prefix, so the binary search runs over the decoded
@@ -607,27 +607,27 @@ fn a_member_table_grown_node_by_node_keeps_at_most_an_eighth_spare() {
 
 #[test]
 fn a_ring_hovering_at_the_dense_index_switch_keeps_its_index() {
-    // 64 nodes of 64 points are 2^12, where the index switches from one or two points per
-    // prefix (11 bits) to 32–64 (7 bits): crossing it back and forth re-encodes nothing, and
+    // 256 nodes of 64 points are 2^14, where the index switches from one or two points per
+    // prefix (13 bits) to 32–64 (9 bits): crossing it back and forth re-encodes nothing, and
     // every answer stays that of a fresh build.
     let config = RingConfig {
         points_per_node: 64,
         mode: HashMode::Fast,
     };
-    let members = named(64, "switch");
-    let mut ring = ring_of(config, &members[..63]);
-    assert_eq!(ring.points.layout().bits(), 11);
-    let (last_id, last_name) = &members[63];
+    let members = named(256, "switch");
+    let mut ring = ring_of(config, &members[..255]);
+    assert_eq!(ring.points.layout().bits(), 13);
+    let (last_id, last_name) = &members[255];
     for _ in 0..3 {
         ring.insert(RingMember::new(*last_id, last_name)).unwrap();
-        assert_eq!(ring.point_count(), 1 << 12);
-        assert_eq!(ring.points.layout().bits(), 11);
+        assert_eq!(ring.point_count(), 1 << 14);
+        assert_eq!(ring.points.layout().bits(), 13);
         assert!(ring.remove(*last_id));
-        assert_eq!(ring.points.layout().bits(), 11);
+        assert_eq!(ring.points.layout().bits(), 13);
     }
     ring.insert(RingMember::new(*last_id, last_name)).unwrap();
     let built = ring_of(config, &members);
-    assert_eq!(built.points.layout().bits(), 7);
+    assert_eq!(built.points.layout().bits(), 9);
     let mut rng = Rng::new(33);
     for _ in 0..20_000 {
         let k = rng.next_u64();
@@ -640,7 +640,7 @@ fn dense_index_rings_answer_as_the_reference_also_with_colliding_positions() {
     // 1,700 nodes of 80 points (136,000, past the in-place build's 2^17): the index holds
     // 32-64 points per prefix and lookups interpolate. With the mask, positions also collide
     // on their stored bits (about 550 tie runs). A full build, the same ring after removals,
-    // and after removals below the dense-index switch (2^12), answer every key as the
+    // and after removals below the dense-index switch (2^14), answer every key as the
     // sorted reference does.
     test_hooks::with_position_mask(0xffff_ff00_ffff_ffff, || {
         for config in [RingConfig::fast(), RingConfig::libatapp_main()] {
@@ -665,7 +665,7 @@ fn dense_index_rings_answer_as_the_reference_also_with_colliding_positions() {
                 assert!(ring.remove(*id));
             }
             check(&ring, &members[100..], 41);
-            // Down to 25 nodes (2,000 points, below the dense-index switch at 2^12; the
+            // Down to 25 nodes (2,000 points, below the dense-index switch at 2^14; the
             // 1,700 slots keep 11 bits at least).
             for (id, _) in &members[100..1675] {
                 assert!(ring.remove(*id));
