@@ -41,16 +41,11 @@ impl MetadataTable {
         } else {
             Some(self.intern(metadata))
         };
-        if i < self.slots.len() {
-            if let Some(old) = core::mem::replace(&mut self.slots[i], shared) {
-                self.release(&old);
-            }
-        } else {
-            // Past the end the value is the default, so `shared` holds metadata.
-            while self.slots.len() < i {
-                super::members::push_slot(&mut self.slots, None);
-            }
-            super::members::push_slot(&mut self.slots, shared);
+        // Past the end the value is the default, so there `shared` holds metadata.
+        let old = self.slots.get_mut(i).and_then(Option::take);
+        super::members::set_slot(&mut self.slots, i, shared, None);
+        if let Some(old) = old {
+            self.release(&old);
         }
     }
 

@@ -25,6 +25,19 @@ pub(crate) fn push_slot<T>(table: &mut Vec<T>, value: T) {
     table.push(value);
 }
 
+/// Sets element `i` of a per-slot table that may end before it, first extending it with
+/// `fill` up to `i` (tables that end at their last non-default slot).
+pub(crate) fn set_slot<T: Clone>(table: &mut Vec<T>, i: usize, value: T, fill: T) {
+    if let Some(held) = table.get_mut(i) {
+        *held = value;
+        return;
+    }
+    while table.len() < i {
+        push_slot(table, fill.clone());
+    }
+    push_slot(table, value);
+}
+
 /// Makes room for one more element of a per-slot table the way [`push_slot`] does.
 pub(crate) fn room_for_one<T>(table: &mut Vec<T>) {
     if table.len() == table.capacity() {
@@ -100,7 +113,13 @@ impl Members {
             let i = self.ids.len();
             let slot = u32::try_from(i).expect("slot count is bounded by RingError::Capacity");
             push_slot(&mut self.ids, id);
-            push_slot(&mut self.names, Box::from(name));
+            // `clear` keeps old names past `ids.len()`: a rebuild of the same members reuses
+            // them and allocates nothing.
+            match self.names.get_mut(i) {
+                Some(spare) if **spare == *name => {}
+                Some(spare) => *spare = Box::from(name),
+                None => push_slot(&mut self.names, Box::from(name)),
+            }
             slot
         };
         let ids = &self.ids;
@@ -142,7 +161,7 @@ impl Members {
     /// Removes every member, keeping allocations.
     pub(crate) fn clear(&mut self) {
         self.ids.clear();
-        self.names.clear();
+        // Names stay as spare allocations: `alloc` reuses the one at a slot it hands out again.
         self.by_id.clear();
         self.free.clear();
     }
@@ -154,5 +173,36 @@ impl Members {
             + self.names.iter().map(|name| name.len()).sum::<usize>()
             + self.names.capacity() * core::mem::size_of::<Box<str>>()
             + self.by_id.capacity() * (core::mem::size_of::<u32>() + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cleared_table_reuses_equal_names_and_replaces_the_others() {
+        let mut members = Members::default();
+        let a = members.alloc(NodeId(1), "alpha");
+        let b = members.alloc(NodeId(2), "beta");
+        let kept: *const u8 = members.name(a).as_ptr();
+        members.clear();
+        assert_eq!(members.len(), 0);
+        assert_eq!(members.slot(NodeId(1)), None);
+        assert_eq!(members.alloc(NodeId(1), "alpha"), a);
+        assert_eq!(members.alloc(NodeId(3), "gamma"), b);
+        assert_eq!(
+            members.name(a).as_ptr(),
+            kept,
+            "the equal name's box is reused"
+        );
+        assert_eq!((members.name(a), members.name(b)), ("alpha", "gamma"));
+        assert_eq!(members.id(b), NodeId(3));
+        assert_eq!(members.slot(NodeId(3)), Some(b));
+        assert_eq!(
+            members.node_hash(b),
+            fast_node_hash("gamma", NodeId(3)),
+            "the node hash follows the new name"
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use alloc::vec::Vec;
 
-use super::members::push_slot;
+use super::members::set_slot;
 
 /// Pod index by slot (0 past the end).
 #[derive(Clone, Debug, Default)]
@@ -22,13 +22,8 @@ impl PodIndexes {
     /// Sets slot `slot`'s pod index.
     pub(super) fn set(&mut self, slot: u32, pod: i64) {
         let i = slot as usize;
-        if let Some(held) = self.values.get_mut(i) {
-            *held = pod;
-        } else if pod != 0 {
-            while self.values.len() < i {
-                push_slot(&mut self.values, 0);
-            }
-            push_slot(&mut self.values, pod);
+        if i < self.values.len() || pod != 0 {
+            set_slot(&mut self.values, i, pod, 0);
         }
     }
 

@@ -602,10 +602,9 @@ impl Points {
     }
 
     /// Full build from the members in `slots`, without a comparison sort of the whole ring.
-    /// Positions are
-    /// hashed twice (fast mode's is one mix and a compat one a prepared murmur3 round, both
-    /// cheaper than keeping 8 more bytes per point between builds): once to count, once to
-    /// scatter.
+    /// Positions are hashed twice (fast mode's is one mix and a compat one a prepared murmur3
+    /// round, both cheaper than keeping 8 more bytes per point between builds): once to count,
+    /// once to scatter.
     ///
     /// - Up to 2^17 points (the array fits in L2, so random writes are cheap) they are counted
     ///   per prefix straight into the index and scattered, encoded, into their buckets; each
