@@ -113,8 +113,9 @@ impl Records {
             points_per_node: config.ring_points_per_node,
             mode: config.ring_hash_mode,
         });
-        // Every ring read of a node passes through `settled_rings`: a registry burst is
-        // rebuilt once at the next pick, not merged change by change.
+        // Every read of a node's ring points (hash and bounded picks) passes through
+        // `rings_for(true)`, which settles: a registry burst is rebuilt once at the next such
+        // pick, not merged change by change (other picks read only the exact member table).
         discovery.set_ring_burst_deferral(true);
         Records {
             own: config.id,

@@ -376,6 +376,17 @@ impl DiscoverySet {
         &self.rings
     }
 
+    /// The rings for a read that needs their points (`points`: then settled first, as
+    /// [`settled_rings`](Self::settled_rings)) or only their members, round-robin orders and
+    /// metadata (exact without a settle, so a burst of changes read only that way stays
+    /// deferred).
+    pub fn rings_for(&mut self, points: bool) -> &RingSet {
+        if points {
+            self.rings.settle();
+        }
+        &self.rings
+    }
+
     /// Turns the rings' burst deferral on or off ([`RingSet::set_burst_deferral`]).
     pub fn set_ring_burst_deferral(&mut self, on: bool) {
         self.rings.set_burst_deferral(on);

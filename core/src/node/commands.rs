@@ -158,7 +158,8 @@ impl Node {
             return Err(SendError::InvalidTarget);
         }
         let filter = among.map(|filter| self.records.discovery.filter_handle(filter));
-        let rings = Among::of(self.records.discovery.settled_rings(), filter);
+        let rings = (self.records.discovery).rings_for(to.reads_ring_points());
+        let rings = Among::of(rings, filter);
         let endpoints = &self.endpoints;
         let load = |id: NodeId| endpoints.outstanding(id);
         (self.selector)

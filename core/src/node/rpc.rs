@@ -213,7 +213,8 @@ impl RpcHost for NodeHost<'_> {
         excluded: &[NodeId],
     ) -> Option<NodeId> {
         let node = &mut *self.0;
-        let among = Among::of(node.records.discovery.settled_rings(), Some(filter));
+        let rings = (node.records.discovery).rings_for(select.reads_ring_points());
+        let among = Among::of(rings, Some(filter));
         // A server whose route is failing, or that is ejected as an outlier, is picked only
         // when every other one is too (ARCHITECTURE §11 rule 9, "Outlier ejection"). The
         // outlier state is taken out of the selector for the pick (a move, no allocation).
@@ -233,11 +234,11 @@ impl RpcHost for NodeHost<'_> {
 
     fn server_outcome(&mut self, now: Instant, server: NodeId, ok: bool) {
         let node = &mut *self.0;
-        (node.selector).server_outcome(now, server, ok, node.records.discovery.settled_rings());
+        (node.selector).server_outcome(now, server, ok, node.records.discovery.rings());
     }
 
     fn members(&mut self, filter: Option<FilterId>) -> Vec<NodeId> {
-        Among::of(self.0.records.discovery.settled_rings(), filter).members()
+        Among::of(self.0.records.discovery.rings(), filter).members()
     }
 
     fn output(&mut self, output: RpcOutput) {

@@ -1,7 +1,10 @@
 //! The rings of a discovery set: the default ring plus one ring per registered metadata filter,
 //! kept up to date incrementally and eagerly (a lookup never rebuilds) — unless the owner
-//! turns burst deferral on ([`RingSet::set_burst_deferral`]): then a burst of more than
-//! 32 (`DEFER_AFTER`) changes with no read among them is rebuilt once, at the next read.
+//! turns burst deferral on ([`RingSet::set_burst_deferral`]): then a joining node's points
+//! are merged only when the points are next read (a node that never picks by hash never
+//! merges any), and a burst of more than 32 (`DEFER_AFTER`) changes with no read of the
+//! points among them is rebuilt once, at the next such read (member, order and metadata
+//! reads are exact throughout).
 //!
 //! Every ring shares the default ring's member slots, so a filter ring is a subsequence of the
 //! default ring: it is built by one filter pass over the default ring and updated by merging
@@ -95,6 +98,9 @@ pub struct RingSet {
     defer_after: u32,
     /// Membership changes since the rings were last read (or settled).
     unread: u32,
+    /// Burst deferral, not stale: members whose points no ring holds yet (joined since the
+    /// last settle, at most `defer_after`), merged at the next settle.
+    pending: Vec<u32>,
     /// Points of the rings were not updated for the changes of a burst: they are rebuilt
     /// ([`RingSet::settle`]) before anything reads them.
     stale: bool,
@@ -105,6 +111,11 @@ pub struct RingSet {
 /// An incremental change moves about half a ring, a full build costs a few dozen such moves,
 /// so a longer burst is cheaper rebuilt than merged change by change.
 pub(crate) const DEFER_AFTER: u32 = 32;
+
+/// A full build of a ring of `n` members costs about as much as `n / 8` single-member
+/// merges (measured on the default config: 3 at 20 members, 13 at 100, 48 at 300), so a
+/// settle with more pending members than that rebuilds instead of merging them one by one.
+const MEMBERS_PER_MERGE_OF_A_BUILD: usize = 8;
 
 /// Round-robin order key of a slot.
 fn rr_key(pods: &PodIndexes, members: &Members, slot: u32) -> (i64, NodeId) {
@@ -156,14 +167,16 @@ impl RingSet {
             defer: false,
             defer_after: DEFER_AFTER,
             unread: 0,
+            pending: Vec::new(),
             stale: false,
         }
     }
 
-    /// Turns burst deferral on or off (off by default). On, a burst of more than
-    /// 32 (`DEFER_AFTER`) membership changes with no ring read among them stops merging each
-    /// change's points; [`settle`](Self::settle) rebuilds the rings once, and must run before
-    /// the rings' points are read ([`ring`](Self::ring) panics on stale points). The member
+    /// Turns burst deferral on or off (off by default). On, a joining member's points are
+    /// merged at the next [`settle`](Self::settle), not at once, and a burst of more than
+    /// 32 (`DEFER_AFTER`) membership changes with no settle among them stops merging or
+    /// removing any points: the settle rebuilds the rings once. A settle must run before the
+    /// rings' points are read ([`ring`](Self::ring) panics on unsettled points). The member
     /// table, round-robin orders, filter memberships and update counters stay exact
     /// throughout. A discovery set's owner turns it on when every read of it passes through
     /// a settle (the core's `Node` does: a registry burst of 1,000 joins costs one ring build
@@ -183,21 +196,30 @@ impl RingSet {
         self.defer_after = after;
     }
 
-    /// Whether the rings' points are up to date (always, unless burst deferral left them
-    /// stale: then [`settle`](Self::settle) before reading them).
+    /// Whether the rings' points are up to date (always, unless burst deferral left some
+    /// unmerged or stale: then [`settle`](Self::settle) before reading them).
     #[must_use]
     pub fn is_settled(&self) -> bool {
-        !self.stale
+        !self.stale && self.pending.is_empty()
     }
 
-    /// Brings stale points up to date (one full build of the default ring and one filter
-    /// pass per filter ring) and starts a new burst count: the rings are being read.
+    /// Brings the points up to date — merges the members whose points are pending, or, after
+    /// a long burst or with more pending members than a build costs merges, rebuilds the
+    /// default ring and makes one filter pass per filter ring — and starts a new burst
+    /// count: the rings are being read.
     pub fn settle(&mut self) {
         self.unread = 0;
-        if !self.stale {
+        if !self.stale && self.pending.len() * MEMBERS_PER_MERGE_OF_A_BUILD <= self.len() {
+            let mut pending = core::mem::take(&mut self.pending);
+            for &slot in &pending {
+                self.merge_points(slot);
+            }
+            pending.clear();
+            self.pending = pending;
             return;
         }
         self.stale = false;
+        self.pending.clear();
         let ring = &mut self.ring;
         let members = &ring.members;
         ring.slots.clear();
@@ -215,17 +237,43 @@ impl RingSet {
         }
     }
 
-    /// Counts a membership change; whether its points are left for [`settle`](Self::settle)
-    /// (burst deferral on and the burst long enough).
+    /// Counts a membership change; whether the points are stale, left for
+    /// [`settle`](Self::settle) to rebuild (burst deferral on and the burst long enough).
     fn defer_points(&mut self) -> bool {
         if !self.defer {
             return false;
         }
         self.unread = self.unread.saturating_add(1);
-        if self.unread > self.defer_after {
+        if self.unread > self.defer_after && !self.stale {
             self.stale = true;
+            // The rebuild takes every member: nothing is left to merge one by one.
+            self.pending.clear();
         }
         self.stale
+    }
+
+    /// Takes `slot` off the pending list; whether it was there (its points are in no ring).
+    fn unpend(&mut self, slot: u32) -> bool {
+        let Some(at) = self.pending.iter().position(|&s| s == slot) else {
+            return false;
+        };
+        self.pending.swap_remove(at);
+        true
+    }
+
+    /// Merges the points of `slot` into the default ring and every filter ring it belongs to
+    /// (its filter bits already set): one point computation for all of them.
+    fn merge_points(&mut self, slot: u32) {
+        let ring = &mut self.ring;
+        node_keys(&ring.config, &ring.members, slot, &mut ring.keys);
+        ring.points
+            .insert_node(&ring.config, &ring.members, slot, &ring.keys);
+        for sub in self.filters.iter_mut().filter_map(|e| e.ring.as_mut()) {
+            if bit(&sub.bits, slot) {
+                sub.points
+                    .insert_node(&ring.config, &ring.members, slot, &ring.keys);
+            }
+        }
     }
 
     /// The rings' configuration.
@@ -367,11 +415,11 @@ impl RingSet {
     ///
     /// # Panics
     ///
-    /// Burst deferral left the points stale and [`settle`](Self::settle) was not called.
+    /// Burst deferral left points unmerged or stale and [`settle`](Self::settle) was not called.
     pub fn ring(&self, filter: Option<FilterId>) -> RingView<'_> {
         assert!(
-            !self.stale,
-            "ring points read while stale: settle() the ring set first"
+            self.is_settled(),
+            "ring points read while unsettled: settle() the ring set first"
         );
         let members = &self.ring.members;
         let config = self.ring.config;
@@ -452,6 +500,7 @@ impl RingSet {
                 .map(|s| s.points.memory_bytes() + s.bits.capacity() * 8 + s.rr.capacity() * 4)
                 .sum::<usize>()
             + self.by_name_bytes()
+            + self.pending.capacity() * 4
     }
 
     /// Heap bytes of the by-name table: a `u32` slot and a control byte per bucket.
@@ -519,7 +568,12 @@ impl RingSet {
     /// Puts `slot` (already in the member table, with its metadata and pod set) into the
     /// default ring and every matching filter ring: one point computation for all of them.
     fn enter_all(&mut self, slot: u32) {
-        let deferred = self.defer_points();
+        let stale = self.defer_points();
+        // Deferral on: the points wait for the next settle (a stale set rebuilds them all).
+        let deferred = stale || self.defer;
+        if self.defer && !stale {
+            self.pending.push(slot);
+        }
         let ring = &mut self.ring;
         if !deferred {
             node_keys(&ring.config, &ring.members, slot, &mut ring.keys);
@@ -552,7 +606,9 @@ impl RingSet {
     /// Takes `slot` out of the default ring and every filter ring holding it (member table
     /// untouched): one point computation for all of them.
     fn leave_all(&mut self, slot: u32) {
-        let deferred = self.defer_points();
+        let stale = self.defer_points();
+        // A pending member's points are in no ring yet.
+        let deferred = stale || self.unpend(slot);
         let ring = &mut self.ring;
         if !deferred {
             node_keys(&ring.config, &ring.members, slot, &mut self.old_keys);
@@ -591,7 +647,9 @@ impl RingSet {
         if !pod_changed && !meta_changed {
             return;
         }
-        let deferred = self.defer_points();
+        let stale = self.defer_points();
+        // A pending member's points are merged at the settle, by its filter bits.
+        let deferred = stale || self.pending.contains(&slot);
         let ring = &mut self.ring;
         if pod_changed {
             rr_remove(&mut self.rr, &self.pods, &ring.members, slot);
@@ -717,9 +775,10 @@ impl RingSet {
             }
         }
         self.filters = filters;
-        // Every ring was built from scratch: nothing is stale.
+        // Every ring was built from scratch: nothing is stale or pending.
         self.stale = false;
         self.unread = 0;
+        self.pending.clear();
         match failed {
             Some(e) => Err(e),
             None => Ok(()),

@@ -194,6 +194,14 @@ impl Select {
         }
     }
 
+    /// Whether a pick reads the ring's points (`Hash`, `Bounded`); the other modes read only
+    /// the member table and round-robin orders, which are exact even while burst deferral
+    /// leaves the points stale ([`RingSet::settle`](crate::ring::RingSet::settle)).
+    #[must_use]
+    pub const fn reads_ring_points(&self) -> bool {
+        matches!(self, Select::Hash(_) | Select::Bounded(_))
+    }
+
     /// Whether the selection can name a node at all: not id 0, not an empty name.
     #[must_use]
     pub fn is_valid(&self) -> bool {

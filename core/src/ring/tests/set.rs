@@ -248,11 +248,13 @@ fn rebuild_equals_incremental_inserts() {
     }
 }
 
-/// Burst deferral: the first `DEFER_AFTER` unread changes are merged, the next ones leave the
-/// points stale (no hashing at all), and a settle rebuilds them to equal an eager set's; a
-/// change-read-change-read stream never goes stale.
+/// Burst deferral: joins wait unhashed for the next settle; a settle merges a few pending
+/// members one by one (one point set each) and rebuilds when more are pending than a build
+/// costs merges; past `DEFER_AFTER` unread changes the points go stale (no hashing at all,
+/// removals and metadata changes included); every settle ends with rings equal to an eager
+/// set's; a change-read-change-read stream merges each change at its read.
 #[test]
-fn a_deferred_burst_hashes_nothing_past_the_threshold_and_settles_to_the_eager_rings() {
+fn a_deferred_burst_hashes_nothing_until_read_and_settles_to_the_eager_rings() {
     let config = RingConfig {
         points_per_node: 80,
         mode: HashMode::LibatappMain,
@@ -268,20 +270,90 @@ fn a_deferred_burst_hashes_nothing_past_the_threshold_and_settles_to_the_eager_r
             kind(["game", "gate", ""][(i % 3) as usize]),
         )
     };
-    for i in 1..=DEFER_AFTER as u64 {
+    let same = |lazy: &RingSet, eager: &RingSet| {
+        for (ours, theirs) in [(None, None), (Some(game), Some(eager_game))] {
+            assert!(
+                lazy.ring(ours).points().eq(eager.ring(theirs).points()),
+                "{ours:?}"
+            );
+            assert_eq!(
+                lazy.ring(ours).node_count(),
+                eager.ring(theirs).node_count()
+            );
+        }
+    };
+    let insert_both = |lazy: &mut RingSet, eager: &mut RingSet, i: u64| {
         let (name, meta) = member(i);
         lazy.insert(RingMember::new(NodeId(i), &name), &meta)
             .unwrap();
         eager
             .insert(RingMember::new(NodeId(i), &name), &meta)
             .unwrap();
-    }
-    assert!(
-        lazy.is_settled(),
-        "the first DEFER_AFTER changes are merged"
-    );
+    };
+    // 1. Twenty joins: nothing hashed until the settle, which rebuilds (20 pending > 20 / 8).
     let (sets0, murmur0) = (test_hooks::point_sets(), test_hooks::murmur_calls());
-    for i in DEFER_AFTER as u64 + 1..=200 {
+    for i in 1..=20 {
+        insert_both(&mut lazy, &mut eager, i);
+    }
+    assert_eq!(
+        (test_hooks::point_sets() - sets0, test_hooks::murmur_calls() - murmur0),
+        (20, 20 * 80),
+        "only the eager set hashed"
+    );
+    assert!(!lazy.is_settled(), "the joins wait for a read");
+    let murmur1 = test_hooks::murmur_calls();
+    lazy.settle();
+    assert!(lazy.is_settled());
+    let settle_murmurs = test_hooks::murmur_calls() - murmur1;
+    let names: Vec<(String, Metadata)> = (1..=20).map(member).collect();
+    let mut fresh = RingSet::new(config);
+    let build0 = test_hooks::murmur_calls();
+    fresh
+        .rebuild((1..=20u64).zip(&names).map(|(i, (name, meta))| {
+            (RingMember::new(NodeId(i), name), meta)
+        }))
+        .unwrap();
+    assert_eq!(
+        (test_hooks::point_sets() - sets0, settle_murmurs),
+        (20, test_hooks::murmur_calls() - build0),
+        "the settle is one build (no merges)"
+    );
+    same(&lazy, &eager);
+    // 2. Grow to 100 members (settled), then three joins, one of them renamed and one
+    //    re-tagged while pending: the settle merges the three (3 × 8 <= 103), one point set
+    //    each, and the pending renamed one is merged under its new name only.
+    for i in 21..=100 {
+        insert_both(&mut lazy, &mut eager, i);
+    }
+    lazy.settle();
+    same(&lazy, &eager);
+    for i in 101..=103 {
+        insert_both(&mut lazy, &mut eager, i);
+    }
+    for set in [&mut lazy, &mut eager] {
+        set.insert(RingMember::new(NodeId(102), "renamed-102"), &kind("gate"))
+            .unwrap();
+        set.update_metadata(NodeId(103), &kind("game"));
+        set.remove(NodeId(101));
+        set.remove(NodeId(5));
+    }
+    let sets1 = test_hooks::point_sets();
+    lazy.settle();
+    assert_eq!(
+        test_hooks::point_sets() - sets1,
+        2,
+        "the two pending members still present are merged, one point set each"
+    );
+    same(&lazy, &eager);
+    // 3. A burst past DEFER_AFTER changes: stale, and from then on nothing is hashed — the
+    //    pending joins, removals and metadata changes alike.
+    for i in 200..200 + u64::from(DEFER_AFTER) {
+        let (name, meta) = member(i);
+        lazy.insert(RingMember::new(NodeId(i), &name), &meta)
+            .unwrap();
+    }
+    let (sets2, murmur2) = (test_hooks::point_sets(), test_hooks::murmur_calls());
+    for i in 200 + u64::from(DEFER_AFTER)..400 {
         let (name, meta) = member(i);
         lazy.insert(RingMember::new(NodeId(i), &name), &meta)
             .unwrap();
@@ -290,11 +362,11 @@ fn a_deferred_burst_hashes_nothing_past_the_threshold_and_settles_to_the_eager_r
     lazy.update_metadata(NodeId(8), &kind("game"));
     assert_eq!(
         (test_hooks::point_sets(), test_hooks::murmur_calls()),
-        (sets0, murmur0),
+        (sets2, murmur2),
         "a stale burst hashes nothing"
     );
     assert!(!lazy.is_settled());
-    for i in DEFER_AFTER as u64 + 1..=200 {
+    for i in 200..400 {
         let (name, meta) = member(i);
         eager
             .insert(RingMember::new(NodeId(i), &name), &meta)
@@ -308,32 +380,26 @@ fn a_deferred_burst_hashes_nothing_past_the_threshold_and_settles_to_the_eager_r
         lazy.ring_updates_of(Some(game)),
         eager.ring_updates_of(Some(eager_game))
     );
-    assert_eq!(lazy.len(), 199);
+    assert_eq!(lazy.len(), eager.len());
+    assert!(lazy.round_robin_order(None).ids().eq(eager.round_robin_order(None).ids()));
     lazy.settle();
     assert!(lazy.is_settled());
-    for (ours, theirs) in [(None, None), (Some(game), Some(eager_game))] {
-        assert!(
-            lazy.ring(ours).points().eq(eager.ring(theirs).points()),
-            "{ours:?}"
-        );
-        assert_eq!(
-            lazy.ring(ours).node_count(),
-            eager.ring(theirs).node_count()
-        );
-    }
-    // Steady state: a read between changes keeps every change merged.
-    for i in 300..400u64 {
-        let (name, meta) = member(i);
-        lazy.insert(RingMember::new(NodeId(i), &name), &meta)
-            .unwrap();
+    same(&lazy, &eager);
+    // 4. Steady state: a read between changes merges each change at its read.
+    for i in 500..520u64 {
+        insert_both(&mut lazy, &mut eager, i);
+        assert!(!lazy.is_settled());
+        let before = test_hooks::point_sets();
         lazy.settle();
+        assert_eq!(test_hooks::point_sets() - before, 1);
         assert!(lazy.is_settled());
     }
+    same(&lazy, &eager);
 }
 
-/// Reading stale points is a bug of the caller, caught loudly.
+/// Reading stale or unmerged points is a bug of the caller, caught loudly.
 #[test]
-#[should_panic(expected = "ring points read while stale")]
+#[should_panic(expected = "ring points read while unsettled")]
 fn reading_stale_points_panics() {
     let mut set = RingSet::new(RingConfig::default());
     set.defer_after(0);
@@ -370,4 +436,15 @@ fn names_through_rebuild_duplicates_and_empty_names() {
     let bad = [RingMember::new(NodeId(0), "a")];
     assert!(set.rebuild(bad.iter().map(|&mm| (mm, &m))).is_err());
     assert_eq!(set.by_name("a"), None);
+}
+
+/// Under burst deferral a join's points wait for the settle: reading before it panics too.
+#[test]
+#[should_panic(expected = "ring points read while unsettled")]
+fn reading_unmerged_points_panics() {
+    let mut set = RingSet::new(RingConfig::default());
+    set.set_burst_deferral(true);
+    set.insert(RingMember::new(NodeId(1), "a"), &Metadata::default())
+        .unwrap();
+    let _ = set.ring(None);
 }
