@@ -38,6 +38,12 @@ use std::{
 
 use switchboard_core::sim::scenario::{Faults, RegistryMode, SeedReport, run_seed_with};
 
+/// The runner's allocator: the simulated nodes allocate small, short-lived buffers at every
+/// step (frames, records, events), and mimalloc serves them faster than the system
+/// allocator; the library itself leaves the choice to its users.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 struct Args {
     seeds: u64,
     from: u64,
