@@ -348,8 +348,9 @@ impl RingSet {
             return FilterId(u32::try_from(i).expect("filter count fits u32"));
         }
         let id = FilterId(u32::try_from(self.filters.len()).expect("filter count fits u32"));
-        // A filter ring is a pass over the default ring's points: bring them up to date.
-        self.settle();
+        // A filter ring is a pass over the default ring's points, unsettled or not: pending
+        // members' points reach it at the settle's merge (their bits are set), and stale
+        // points are rebuilt for every ring at the settle.
         let ring = if filter.is_wildcard() {
             None
         } else {
@@ -375,6 +376,8 @@ impl RingSet {
             }
         }
         let bits = &sub.bits;
+        // Members whose points are pending are not in the default ring's points yet.
+        count -= self.pending.iter().filter(|&&s| bit(bits, s)).count();
         sub.points
             .filter_from(&self.ring.points, count, |s| bit(bits, s));
         sub.rr.clear();
@@ -765,6 +768,8 @@ impl RingSet {
         ring.slots.extend(0..n);
         ring.points.build(&ring.config, &ring.members, &ring.slots);
         ring.updates += 1;
+        // Every member's points are in the new build: none is pending any more.
+        self.pending.clear();
         let (pods, members) = (&self.pods, &ring.members);
         self.rr.extend(0..n);
         self.rr.sort_unstable_by_key(|&s| rr_key(pods, members, s));
@@ -775,10 +780,9 @@ impl RingSet {
             }
         }
         self.filters = filters;
-        // Every ring was built from scratch: nothing is stale or pending.
+        // Every ring was built from scratch: nothing is stale.
         self.stale = false;
         self.unread = 0;
-        self.pending.clear();
         match failed {
             Some(e) => Err(e),
             None => Ok(()),

@@ -448,3 +448,55 @@ fn reading_unmerged_points_panics() {
         .unwrap();
     let _ = set.ring(None);
 }
+
+/// A filter registered while joins are pending (and again while the points are stale) hashes
+/// nothing; after the settle its ring equals an eager set's, point for point and in count.
+#[test]
+fn a_filter_added_before_a_settle_gets_the_pending_members_at_the_settle() {
+    let config = RingConfig::default();
+    let mut eager = RingSet::new(config);
+    let mut lazy = RingSet::new(config);
+    lazy.set_burst_deferral(true);
+    let name = |i: u64| format!("n-{i}");
+    let meta = |i: u64| kind(["game", "gate"][(i % 2) as usize]);
+    for i in 1..=100u64 {
+        for set in [&mut lazy, &mut eager] {
+            set.insert(RingMember::new(NodeId(i), &name(i)), &meta(i))
+                .unwrap();
+        }
+    }
+    lazy.settle();
+    // Four pending joins (4 × 8 <= 104: the settle merges), two of them games.
+    for i in 101..=104u64 {
+        for set in [&mut lazy, &mut eager] {
+            set.insert(RingMember::new(NodeId(i), &name(i)), &meta(i))
+                .unwrap();
+        }
+    }
+    let sets0 = test_hooks::point_sets();
+    let game = lazy.add_filter(kind_filter("game"));
+    assert_eq!(test_hooks::point_sets(), sets0, "registering settles nothing");
+    assert!(!lazy.is_settled());
+    let eager_game = eager.add_filter(kind_filter("game"));
+    lazy.settle();
+    assert_eq!(test_hooks::point_sets() - sets0, 4, "the four pending joins, merged");
+    for (ours, theirs) in [(None, None), (Some(game), Some(eager_game))] {
+        assert!(lazy.ring(ours).points().eq(eager.ring(theirs).points()));
+        assert_eq!(lazy.ring(ours).node_count(), eager.ring(theirs).node_count());
+    }
+    assert_eq!(lazy.ring(Some(game)).node_count(), 52);
+    // Stale: a burst past DEFER_AFTER, then a new filter, then the settle's rebuild.
+    for i in 200..200 + u64::from(DEFER_AFTER) + 5 {
+        for set in [&mut lazy, &mut eager] {
+            set.insert(RingMember::new(NodeId(i), &name(i)), &meta(i))
+                .unwrap();
+        }
+    }
+    let gate = lazy.add_filter(kind_filter("gate"));
+    let eager_gate = eager.add_filter(kind_filter("gate"));
+    lazy.settle();
+    for (ours, theirs) in [(None, None), (Some(game), Some(eager_game)), (Some(gate), Some(eager_gate))] {
+        assert!(lazy.ring(ours).points().eq(eager.ring(theirs).points()));
+        assert_eq!(lazy.ring(ours).node_count(), eager.ring(theirs).node_count());
+    }
+}
