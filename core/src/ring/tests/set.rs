@@ -296,7 +296,10 @@ fn a_deferred_burst_hashes_nothing_until_read_and_settles_to_the_eager_rings() {
         insert_both(&mut lazy, &mut eager, i);
     }
     assert_eq!(
-        (test_hooks::point_sets() - sets0, test_hooks::murmur_calls() - murmur0),
+        (
+            test_hooks::point_sets() - sets0,
+            test_hooks::murmur_calls() - murmur0
+        ),
         (20, 20 * 80),
         "only the eager set hashed"
     );
@@ -309,9 +312,11 @@ fn a_deferred_burst_hashes_nothing_until_read_and_settles_to_the_eager_rings() {
     let mut fresh = RingSet::new(config);
     let build0 = test_hooks::murmur_calls();
     fresh
-        .rebuild((1..=20u64).zip(&names).map(|(i, (name, meta))| {
-            (RingMember::new(NodeId(i), name), meta)
-        }))
+        .rebuild(
+            (1..=20u64)
+                .zip(&names)
+                .map(|(i, (name, meta))| (RingMember::new(NodeId(i), name), meta)),
+        )
         .unwrap();
     assert_eq!(
         (test_hooks::point_sets() - sets0, settle_murmurs),
@@ -381,7 +386,11 @@ fn a_deferred_burst_hashes_nothing_until_read_and_settles_to_the_eager_rings() {
         eager.ring_updates_of(Some(eager_game))
     );
     assert_eq!(lazy.len(), eager.len());
-    assert!(lazy.round_robin_order(None).ids().eq(eager.round_robin_order(None).ids()));
+    assert!(
+        lazy.round_robin_order(None)
+            .ids()
+            .eq(eager.round_robin_order(None).ids())
+    );
     lazy.settle();
     assert!(lazy.is_settled());
     same(&lazy, &eager);
@@ -475,14 +484,25 @@ fn a_filter_added_before_a_settle_gets_the_pending_members_at_the_settle() {
     }
     let sets0 = test_hooks::point_sets();
     let game = lazy.add_filter(kind_filter("game"));
-    assert_eq!(test_hooks::point_sets(), sets0, "registering settles nothing");
+    assert_eq!(
+        test_hooks::point_sets(),
+        sets0,
+        "registering settles nothing"
+    );
     assert!(!lazy.is_settled());
     let eager_game = eager.add_filter(kind_filter("game"));
     lazy.settle();
-    assert_eq!(test_hooks::point_sets() - sets0, 4, "the four pending joins, merged");
+    assert_eq!(
+        test_hooks::point_sets() - sets0,
+        4,
+        "the four pending joins, merged"
+    );
     for (ours, theirs) in [(None, None), (Some(game), Some(eager_game))] {
         assert!(lazy.ring(ours).points().eq(eager.ring(theirs).points()));
-        assert_eq!(lazy.ring(ours).node_count(), eager.ring(theirs).node_count());
+        assert_eq!(
+            lazy.ring(ours).node_count(),
+            eager.ring(theirs).node_count()
+        );
     }
     assert_eq!(lazy.ring(Some(game)).node_count(), 52);
     // Stale: a burst past DEFER_AFTER, then a new filter, then the settle's rebuild.
@@ -495,8 +515,15 @@ fn a_filter_added_before_a_settle_gets_the_pending_members_at_the_settle() {
     let gate = lazy.add_filter(kind_filter("gate"));
     let eager_gate = eager.add_filter(kind_filter("gate"));
     lazy.settle();
-    for (ours, theirs) in [(None, None), (Some(game), Some(eager_game)), (Some(gate), Some(eager_gate))] {
+    for (ours, theirs) in [
+        (None, None),
+        (Some(game), Some(eager_game)),
+        (Some(gate), Some(eager_gate)),
+    ] {
         assert!(lazy.ring(ours).points().eq(eager.ring(theirs).points()));
-        assert_eq!(lazy.ring(ours).node_count(), eager.ring(theirs).node_count());
+        assert_eq!(
+            lazy.ring(ours).node_count(),
+            eager.ring(theirs).node_count()
+        );
     }
 }
