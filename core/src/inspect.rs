@@ -55,7 +55,11 @@ impl<'a> Inspect<'a> {
         self.topology
     }
 
-    /// The applied discovery records.
+    /// The applied discovery records. Their rings' members, orders and metadata are exact;
+    /// their points may wait for the node's next hash or bounded pick (burst deferral:
+    /// [`RingSet::ring`](crate::ring::RingSet::ring) panics while
+    /// [`RingSet::is_settled`](crate::ring::RingSet::is_settled) is false), so read points
+    /// only from a settled set.
     #[must_use]
     pub const fn discovery(&self) -> &'a DiscoverySet {
         self.discovery
