@@ -24,7 +24,7 @@ use crate::{
     },
     rng::Rng,
     time::{Duration, Instant, earliest},
-    wire::FrameKind,
+    wire::{FrameKind, RecordCache},
 };
 
 /// Link parameters of a [`RegistryNet`].
@@ -181,6 +181,8 @@ pub struct RegistryNet {
     sent: ServerTraffic,
     /// Record frames scheduled towards full members and not yet popped.
     records_in_flight: u64,
+    /// The members' clients decode each record the server sends once between them.
+    records: RecordCache,
     /// When the last record frame sent to a light member arrives (frames lost with a killed
     /// server excepted).
     light_until: Instant,
@@ -209,6 +211,7 @@ impl RegistryNet {
             egress_free: now,
             sent: ServerTraffic::default(),
             records_in_flight: 0,
+            records: RecordCache::new(),
             light_until: now,
         }
     }
@@ -507,7 +510,10 @@ impl RegistryNet {
                     self.records_in_flight -= 1;
                 }
                 if let Some(member) = self.open_client(link) {
-                    self.with_client(member, |c, now| c.handle_received(now, &bytes));
+                    if let Some(client) = self.members[member].client.as_mut() {
+                        client.handle_received_cached(self.now, &bytes, &mut self.records);
+                        self.drain_client(member);
+                    }
                 }
             }
             NetDue::ServerHearsClose(link) => {

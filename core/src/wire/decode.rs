@@ -9,7 +9,7 @@
 use alloc::boxed::Box;
 
 use super::{
-    FrameLimits, HEADER_LEN, WIRE_VERSION,
+    FrameLimits, HEADER_LEN, RecordCache, WIRE_VERSION,
     frame::{
         Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
         HelloAck, MAC_LEN, NONCE_LEN, Nonce, Ping, Pong, Probe, ProbeAck, ProbeVerdict, Proof,
@@ -182,7 +182,7 @@ pub enum Decoded<'a> {
 /// as soon as they are present, so a prefix that is already wrong is refused without waiting
 /// for more.
 pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> {
-    decode_checked(buf, Limit::Uniform(max_frame))
+    decode_checked(buf, Limit::Uniform(max_frame), None)
 }
 
 /// [`decode`] under per-kind limits: a kind `limits` does not accept is refused
@@ -191,10 +191,16 @@ pub fn decode(buf: &[u8], max_frame: usize) -> Result<Decoded<'_>, DecodeError> 
 /// # Errors
 /// As [`decode`], plus [`DecodeError::KindNotAllowed`].
 pub fn decode_limited<'a>(buf: &'a [u8], limits: &FrameLimits) -> Result<Decoded<'a>, DecodeError> {
-    decode_checked(buf, Limit::Table(limits))
+    decode_checked(buf, Limit::Table(limits), None)
 }
 
-fn decode_checked<'a>(buf: &'a [u8], limit: Limit<'_>) -> Result<Decoded<'a>, DecodeError> {
+/// [`decode`]'s work; registry records come from `records` when it holds their bytes
+/// ([`RecordCache`]).
+pub(super) fn decode_checked<'a>(
+    buf: &'a [u8],
+    limit: Limit<'_>,
+    records: Option<&mut RecordCache>,
+) -> Result<Decoded<'a>, DecodeError> {
     let (len, kind) = match check_header(buf, limit)? {
         Header::Partial(need) => return Ok(Decoded::NeedMore(need)),
         Header::Complete(len, kind) => (len, kind),
@@ -202,7 +208,7 @@ fn decode_checked<'a>(buf: &'a [u8], limit: Limit<'_>) -> Result<Decoded<'a>, De
     let frame = &buf[..len];
     let flags = u16::from_le_bytes([frame[6], frame[7]]);
     let body = &frame[HEADER_LEN..];
-    let frame = decode_body(kind, flags, body)?;
+    let frame = decode_body(kind, flags, body, records)?;
     Ok(Decoded::Frame(frame, len))
 }
 
@@ -294,7 +300,12 @@ fn check_header(buf: &[u8], limit: Limit<'_>) -> Result<Header, DecodeError> {
 }
 
 /// Decodes the body of a frame whose header said `kind` and `flags`.
-fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, DecodeError> {
+fn decode_body<'a>(
+    kind: FrameKind,
+    flags: u16,
+    body: &'a [u8],
+    records: Option<&mut RecordCache>,
+) -> Result<Frame<'a>, DecodeError> {
     let allowed = match kind {
         FrameKind::Hello => FLAG_NONCE,
         FrameKind::HelloAck => FLAG_NONCE | FLAG_PROOF,
@@ -366,9 +377,13 @@ fn decode_body(kind: FrameKind, flags: u16, body: &[u8]) -> Result<Frame<'_>, De
         }
         FrameKind::Update => Frame::Update(Box::new(registry::decode_update(&mut cursor)?)),
         FrameKind::Snapshot => {
-            Frame::Snapshot(Box::new(registry::decode_snapshot(&mut cursor, flags)?))
+            Frame::Snapshot(Box::new(registry::decode_snapshot(
+                &mut cursor,
+                flags,
+                records,
+            )?))
         }
-        FrameKind::Put => Frame::Put(Box::new(registry::decode_put(&mut cursor)?)),
+        FrameKind::Put => Frame::Put(Box::new(registry::decode_put(&mut cursor, records)?)),
     };
     if cursor.pos != body.len() {
         return Err(DecodeError::LengthMismatch {

@@ -97,6 +97,7 @@ mod frame;
 mod limits;
 pub mod metadata;
 mod reader;
+mod record_cache;
 mod registry;
 mod rpc;
 
@@ -120,6 +121,7 @@ pub use metadata::{
     MetadataIter, MetadataRef, TRACEPARENT, TRACESTATE,
 };
 pub use reader::FrameReader;
+pub use record_cache::RecordCache;
 pub use registry::{
     ENTRY_OVERHEAD, EncodedRecords, PUT_OVERHEAD, REGISTER_OVERHEAD, SNAPSHOT_OVERHEAD,
     UPDATE_OVERHEAD, encode_snapshot_parts, encode_snapshot_parts_of, entry_len,

@@ -4,8 +4,8 @@
 use bytes::{Buf, Bytes, BytesMut};
 
 use super::{
-    FrameLimits,
-    decode::{DecodeError, Decoded, Limit, decode_limited, frame_len_checked},
+    FrameLimits, RecordCache,
+    decode::{DecodeError, Decoded, Limit, decode_checked, frame_len_checked},
 };
 use crate::wire::Frame;
 
@@ -146,6 +146,29 @@ impl FrameReader {
     /// # Errors
     /// The [`DecodeError`] of the first invalid frame, again on every later call.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, DecodeError> {
+        self.next_frame_with(None)
+    }
+
+    /// [`next_frame`](Self::next_frame), taking the registry records of `Put` and `Snapshot`
+    /// frames from `records` when it holds their bytes (and keeping the new ones there): the
+    /// registry clients of one process, handed the same cache, decode each record once
+    /// between them. The frames are the same as [`next_frame`](Self::next_frame)'s.
+    ///
+    /// # Errors
+    /// As [`next_frame`](Self::next_frame).
+    pub fn next_frame_cached(
+        &mut self,
+        records: &mut RecordCache,
+    ) -> Result<Option<Frame<'_>>, DecodeError> {
+        self.next_frame_with(Some(records))
+    }
+
+    /// [`next_frame`](Self::next_frame) or
+    /// [`next_frame_cached`](Self::next_frame_cached).
+    pub(crate) fn next_frame_with(
+        &mut self,
+        records: Option<&mut RecordCache>,
+    ) -> Result<Option<Frame<'_>>, DecodeError> {
         if let Some(error) = &self.failed {
             return Err(error.clone());
         }
@@ -155,7 +178,7 @@ impl FrameReader {
         } else {
             &self.head[..]
         };
-        match decode_limited(&held[returned..], &self.limits) {
+        match decode_checked(&held[returned..], Limit::Table(&self.limits), records) {
             Ok(Decoded::Frame(frame, consumed)) => {
                 self.returned += consumed;
                 Ok(Some(frame))

@@ -7,6 +7,7 @@
 use alloc::vec::Vec;
 
 use super::{
+    RecordCache,
     decode::{Cursor, DecodeError, FLAG_IDENTITY_PROOF, FLAG_MORE, FLAG_WATCH},
     encode::{EncodeError, put_bytes, put_u64},
     frame::{Put, Register, RegistryEntry, Snapshot, Update},
@@ -52,8 +53,8 @@ pub(super) fn decode_register(
 ) -> Result<Register, DecodeError> {
     Ok(Register {
         incarnation: cursor.u64("incarnation")?,
-        discovery: discovery(cursor, 0)?,
-        topology: topology(cursor, 0)?,
+        discovery: discovery(cursor, 0, None)?,
+        topology: topology(cursor, 0, None)?,
         proof: if flags & FLAG_IDENTITY_PROOF == 0 {
             None
         } else {
@@ -77,13 +78,14 @@ pub(super) fn decode_update(cursor: &mut Cursor<'_>) -> Result<Update, DecodeErr
     Ok(Update {
         incarnation,
         discovery,
-        topology: topology(cursor, 0)?,
+        topology: topology(cursor, 0, None)?,
     })
 }
 
 pub(super) fn decode_snapshot(
     cursor: &mut Cursor<'_>,
     flags: u16,
+    mut records: Option<&mut RecordCache>,
 ) -> Result<Snapshot, DecodeError> {
     let epoch = cursor.u64("epoch")?;
     let revision = cursor.u64("revision")?;
@@ -100,7 +102,7 @@ pub(super) fn decode_snapshot(
     let count = count as usize; // checked above: fits in usize and in the bytes left
     let mut entries = Vec::with_capacity(count.min(SNAPSHOT_PREALLOC));
     for _ in 0..count {
-        entries.push(entry(cursor)?);
+        entries.push(entry(cursor, records.as_deref_mut())?);
     }
     Ok(Snapshot {
         epoch,
@@ -110,15 +112,21 @@ pub(super) fn decode_snapshot(
     })
 }
 
-pub(super) fn decode_put(cursor: &mut Cursor<'_>) -> Result<Put, DecodeError> {
+pub(super) fn decode_put(
+    cursor: &mut Cursor<'_>,
+    records: Option<&mut RecordCache>,
+) -> Result<Put, DecodeError> {
     Ok(Put {
         epoch: cursor.u64("epoch")?,
         revision: cursor.u64("revision")?,
-        entry: entry(cursor)?,
+        entry: entry(cursor, records)?,
     })
 }
 
-fn entry(cursor: &mut Cursor<'_>) -> Result<RegistryEntry, DecodeError> {
+fn entry(
+    cursor: &mut Cursor<'_>,
+    mut records: Option<&mut RecordCache>,
+) -> Result<RegistryEntry, DecodeError> {
     let incarnation = cursor.u64("incarnation")?;
     let discovery_revision = cursor.u64("discovery_revision")?;
     let topology_revision = cursor.u64("topology_revision")?;
@@ -132,35 +140,54 @@ fn entry(cursor: &mut Cursor<'_>) -> Result<RegistryEntry, DecodeError> {
             });
         }
     };
+    let discovery = discovery(cursor, discovery_revision, records.as_deref_mut())?;
+    let topology = topology(cursor, topology_revision, records)?;
     Ok(RegistryEntry {
         incarnation,
-        discovery: discovery(cursor, discovery_revision)?,
-        topology: topology(cursor, topology_revision)?,
+        discovery,
+        topology,
         lost_for,
     })
 }
 
-/// A required discovery record, stamped with `revision`.
-fn discovery(cursor: &mut Cursor<'_>, revision: u64) -> Result<DiscoveryInfo, DecodeError> {
-    DiscoveryInfo::from_json_at(cursor.bytes("discovery")?, revision).map_err(|error| {
-        DecodeError::Json {
-            field: "discovery",
-            error,
-        }
+/// A required discovery record, stamped with `revision` (from `records` when it holds these
+/// bytes).
+fn discovery(
+    cursor: &mut Cursor<'_>,
+    revision: u64,
+    records: Option<&mut RecordCache>,
+) -> Result<DiscoveryInfo, DecodeError> {
+    let json = cursor.bytes("discovery")?;
+    match records {
+        Some(records) => records.discovery(json, revision),
+        None => DiscoveryInfo::from_json_at(json, revision),
+    }
+    .map_err(|error| DecodeError::Json {
+        field: "discovery",
+        error,
     })
 }
 
-/// An optional topology record (length 0 = none), stamped with `revision`.
-fn topology(cursor: &mut Cursor<'_>, revision: u64) -> Result<Option<TopologyInfo>, DecodeError> {
-    match cursor.bytes("topology")? {
-        [] => Ok(None),
-        json => TopologyInfo::from_json_at(json, revision)
-            .map(Some)
-            .map_err(|error| DecodeError::Json {
-                field: "topology",
-                error,
-            }),
+/// An optional topology record (length 0 = none), stamped with `revision` (from `records`
+/// when it holds these bytes).
+fn topology(
+    cursor: &mut Cursor<'_>,
+    revision: u64,
+    records: Option<&mut RecordCache>,
+) -> Result<Option<TopologyInfo>, DecodeError> {
+    let json = match cursor.bytes("topology")? {
+        [] => return Ok(None),
+        json => json,
+    };
+    match records {
+        Some(records) => records.topology(json, revision),
+        None => TopologyInfo::from_json_at(json, revision),
     }
+    .map(Some)
+    .map_err(|error| DecodeError::Json {
+        field: "topology",
+        error,
+    })
 }
 
 /// Writes a `Register` body; returns its header flags.

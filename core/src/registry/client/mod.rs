@@ -80,7 +80,7 @@ use crate::{
     time::{Instant, earliest},
     wire::{
         self, BYE_LEN, Bye, ByeReason, Frame, FrameKind, FrameLimits, FrameReader, Heartbeat,
-        MAX_HELLO_ACK_LEN, Proof, Put, RefuseReason, Register, Snapshot, Update,
+        MAX_HELLO_ACK_LEN, Proof, Put, RecordCache, RefuseReason, Register, Snapshot, Update,
     },
 };
 
@@ -340,13 +340,25 @@ impl RegistryClient {
 
     /// Bytes arrived from the registry.
     pub fn handle_received(&mut self, now: Instant, bytes: &[u8]) {
+        self.receive(now, bytes, None);
+    }
+
+    /// [`handle_received`](Self::handle_received), with the records of the registry's
+    /// updates taken from `records` when it holds their bytes: a process running many
+    /// clients of one registry hands them all the same cache and decodes each record once
+    /// ([`RecordCache`]). What the client does is the same as without the cache.
+    pub fn handle_received_cached(&mut self, now: Instant, bytes: &[u8], records: &mut RecordCache) {
+        self.receive(now, bytes, Some(records));
+    }
+
+    fn receive(&mut self, now: Instant, bytes: &[u8], mut records: Option<&mut RecordCache>) {
         if !matches!(self.phase, Phase::Connected { .. }) {
             return;
         }
         self.silence_deadline = Some(now + self.config.silence_timeout);
         self.reader.push(bytes);
         while matches!(self.phase, Phase::Connected { .. }) {
-            let incoming = match self.reader.next_frame() {
+            let incoming = match self.reader.next_frame_with(records.as_deref_mut()) {
                 Ok(None) => return,
                 Ok(Some(frame)) => match frame {
                     Frame::Snapshot(s) => Incoming::Snapshot(s),
