@@ -17,7 +17,10 @@ use bytes::Bytes;
 use futures_util::future::join_all;
 use serde::Serialize;
 use switchboard_core::{ClusterKey, config::Config, ids::NodeId};
-use switchboard_tokio::{Inbox, NodeBuilder, NodeHandle, RegistrySpec, TargetSpec, Transport};
+use switchboard_tokio::{
+    Inbox, NodeBuilder, NodeHandle, RegistrySpec, TargetSpec, Transport,
+    registry::client::SharedRecords,
+};
 use tokio::{sync::Semaphore, task::JoinSet, time::Instant};
 
 use crate::{
@@ -48,6 +51,8 @@ pub(crate) struct SwarmOptions {
     keys: Vec<ClusterKey>,
     format: crate::cli::Format,
     upstream: Option<u64>,
+    /// The nodes' embedded registry clients decode each record once between them.
+    records: SharedRecords,
 }
 
 impl SwarmOptions {
@@ -99,6 +104,8 @@ impl SwarmOptions {
             registry,
             transport,
             keys,
+            // Two slots per node: a record stays cached while its change reaches every node.
+            records: SharedRecords::with_slots(2 * (args.nodes + joiners) as usize),
         })
     }
 
@@ -268,6 +275,7 @@ async fn start_all(
             .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
             .transport(options.transport.clone())
             .registry_spec(options.registry.clone())
+            .shared_records(options.records.clone())
             .config(move |config| *config = core);
         let permits = Arc::clone(&permits);
         let timeout = options.timeout;

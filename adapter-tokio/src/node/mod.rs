@@ -36,7 +36,7 @@ pub use self::registered::NotRegistered;
 pub use self::service::{ServiceRequest, ServiceServing};
 use crate::{
     observe::{Known, Metrics, Status},
-    registry::client::ClientTuning,
+    registry::client::{ClientTuning, SharedRecords},
     target::TargetSpec,
 };
 
@@ -322,6 +322,7 @@ pub struct NodeBuilder {
     advertise: Option<Advertise>,
     registry: RegistrySpec,
     tuning: ClientTuning,
+    shared_records: Option<SharedRecords>,
     inbox_capacity: usize,
     transport: crate::transport::Transport,
     trace: Option<trace::TraceHook>,
@@ -342,6 +343,7 @@ impl NodeBuilder {
             advertise: None,
             registry: RegistrySpec::None,
             tuning: ClientTuning::default(),
+            shared_records: None,
             inbox_capacity: INBOX_CAPACITY,
             transport: crate::transport::Transport::plain(),
             trace: None,
@@ -417,6 +419,16 @@ impl NodeBuilder {
     #[must_use]
     pub fn registry_tuning(mut self, tuning: ClientTuning) -> NodeBuilder {
         self.tuning = tuning;
+        self
+    }
+
+    /// Decodes the embedded registry's records through `records`, shared with the other
+    /// nodes of this process given the same ([`SharedRecords`]): for a process that runs
+    /// many nodes of one cluster, each record is decoded once instead of once per node. The
+    /// node's view is the same either way; ignored by other backends.
+    #[must_use]
+    pub fn shared_records(mut self, records: SharedRecords) -> NodeBuilder {
+        self.shared_records = Some(records);
         self
     }
 

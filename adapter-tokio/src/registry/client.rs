@@ -13,13 +13,17 @@
 //! the registry removes the node at once) or, abruptly, when the driver drops its [`Feed`] —
 //! that is how a killed node leaves: no goodbye, its entry goes into disconnect protection.
 
-use std::net::SocketAddr;
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+};
 
 use bytes::Bytes;
 use switchboard_core::{
     backoff::BackoffConfig,
     registry::client::{ClientConfig, ClientEvent, ClientOutput, RegistryClient},
     time::Duration,
+    wire::RecordCache,
 };
 use tokio::{
     sync::mpsc,
@@ -64,6 +68,57 @@ impl ClientTuning {
         }
         if let Some(silence) = self.silence_timeout {
             config.silence_timeout = silence;
+        }
+    }
+}
+
+/// Decoded registry records shared by the embedded registry clients of the nodes of one
+/// process ([`NodeBuilder::shared_records`](crate::NodeBuilder::shared_records)): the
+/// registry sends each change to every node in the same bytes, and the first client to read
+/// them decodes them for all (the core's [`RecordCache`]). For a process running many nodes
+/// of one cluster, as `switchboard swarm` does; a node alone gains nothing from it.
+///
+/// A client never waits for the cache: while another client holds it, it decodes alone.
+#[derive(Clone, Debug, Default)]
+pub struct SharedRecords(Arc<Mutex<RecordCache>>);
+
+impl SharedRecords {
+    /// An empty cache of [`RecordCache::DEFAULT_SLOTS`] records per kind.
+    #[must_use]
+    pub fn new() -> SharedRecords {
+        SharedRecords::default()
+    }
+
+    /// An empty cache of `slots` records per kind (about one per node of the cluster).
+    #[must_use]
+    pub fn with_slots(slots: usize) -> SharedRecords {
+        SharedRecords(Arc::new(Mutex::new(RecordCache::with_slots(slots))))
+    }
+
+    /// (hits, misses) so far: records copied from the cache, records decoded.
+    #[must_use]
+    pub fn counts(&self) -> (u64, u64) {
+        match self.0.lock() {
+            Ok(cache) => (cache.hits(), cache.misses()),
+            Err(poisoned) => {
+                let cache = poisoned.into_inner();
+                (cache.hits(), cache.misses())
+            }
+        }
+    }
+
+    /// `bytes` from the registry into `client`, through the cache when no other client
+    /// holds it.
+    fn receive(
+        &self,
+        client: &mut RegistryClient,
+        now: switchboard_core::time::Instant,
+        bytes: &[u8],
+    ) {
+        match self.0.try_lock() {
+            Ok(mut cache) => client.handle_received_cached(now, bytes, &mut cache),
+            // Held by another client (or poisoned by a panic there): decode alone.
+            Err(_) => client.handle_received(now, bytes),
         }
     }
 }
@@ -151,12 +206,23 @@ pub fn spawn_client_with(addr: SocketAddr, config: ClientConfig, transport: Tran
 /// `[::1]:7000`): the name is resolved again at every dial, so a registry that comes back at
 /// another address under its name (a container restarted, a DNS record moved) is found.
 #[must_use]
-pub fn spawn_client_to(host_port: String, mut config: ClientConfig, transport: Transport) -> Feed {
+pub fn spawn_client_to(host_port: String, config: ClientConfig, transport: Transport) -> Feed {
+    spawn_client_sharing(host_port, config, transport, None)
+}
+
+/// [`spawn_client_to`], decoding the registry's records through `records` when given.
+#[must_use]
+pub fn spawn_client_sharing(
+    host_port: String,
+    mut config: ClientConfig,
+    transport: Transport,
+    records: Option<SharedRecords>,
+) -> Feed {
     if config.nonce_entropy.is_empty() {
         config.nonce_entropy = crate::net::nonce_entropy();
     }
     let (feed, port) = feed_channel();
-    tokio::spawn(run(host_port, config, port, transport));
+    tokio::spawn(run(host_port, config, port, transport, records));
     feed
 }
 
@@ -190,6 +256,8 @@ struct ClientTask {
     events_tx: mpsc::Sender<ConnEvent>,
     tasks: JoinSet<()>,
     session: Session,
+    /// The process's shared decoded records, if the node was given them.
+    records: Option<SharedRecords>,
 }
 
 /// What the loop does next.
@@ -198,7 +266,13 @@ enum Step {
     Stop,
 }
 
-async fn run(addr: String, config: ClientConfig, port: FeedPort, transport: Transport) {
+async fn run(
+    addr: String,
+    config: ClientConfig,
+    port: FeedPort,
+    transport: Transport,
+    records: Option<SharedRecords>,
+) {
     let clock = Clock::start();
     let client = RegistryClient::new(config, clock.now());
     let (events_tx, mut events_rx) = mpsc::channel(256);
@@ -214,6 +288,7 @@ async fn run(addr: String, config: ClientConfig, port: FeedPort, transport: Tran
         events_tx,
         tasks: JoinSet::new(),
         session: Session::default(),
+        records,
     };
     if let Step::Stop = task.drain().await {
         return;
@@ -278,7 +353,10 @@ impl ClientTask {
                     .as_ref()
                     .is_some_and(|c| c.generation == generation) =>
             {
-                self.client.handle_received(now, &bytes);
+                match &self.records {
+                    Some(records) => records.receive(&mut self.client, now, &bytes),
+                    None => self.client.handle_received(now, &bytes),
+                }
             }
             ConnEvent::Closed(generation, reason)
                 if self

@@ -509,11 +509,11 @@ impl RegistryNet {
                 if is_record(&bytes) {
                     self.records_in_flight -= 1;
                 }
-                if let Some(member) = self.open_client(link) {
-                    if let Some(client) = self.members[member].client.as_mut() {
-                        client.handle_received_cached(self.now, &bytes, &mut self.records);
-                        self.drain_client(member);
-                    }
+                if let Some(member) = self.open_client(link)
+                    && let Some(client) = self.members[member].client.as_mut()
+                {
+                    client.handle_received_cached(self.now, &bytes, &mut self.records);
+                    self.drain_client(member);
                 }
             }
             NetDue::ServerHearsClose(link) => {

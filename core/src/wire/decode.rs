@@ -376,13 +376,11 @@ fn decode_body<'a>(
             Frame::Register(Box::new(registry::decode_register(&mut cursor, flags)?))
         }
         FrameKind::Update => Frame::Update(Box::new(registry::decode_update(&mut cursor)?)),
-        FrameKind::Snapshot => {
-            Frame::Snapshot(Box::new(registry::decode_snapshot(
-                &mut cursor,
-                flags,
-                records,
-            )?))
-        }
+        FrameKind::Snapshot => Frame::Snapshot(Box::new(registry::decode_snapshot(
+            &mut cursor,
+            flags,
+            records,
+        )?)),
         FrameKind::Put => Frame::Put(Box::new(registry::decode_put(&mut cursor, records)?)),
     };
     if cursor.pos != body.len() {

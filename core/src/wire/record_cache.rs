@@ -10,9 +10,11 @@
 //! is stamped on the copy, as on a decode). Only good records are kept; bytes that fail to
 //! decode fail again, with the same error, at every client.
 //!
-//! The cache is direct-mapped: a record's slot is chosen by a hash of its bytes, a new
-//! record replaces whatever held its slot, and a lookup compares the whole bytes, so a
-//! collision costs a decode, never a wrong record.
+//! The cache is two-way set-associative: a hash of a record's bytes picks a set of two
+//! slots, a hit moves the record to the set's first slot, a new record goes there and
+//! pushes the first slot's record to the second (the least recently used of the two is
+//! dropped), and a lookup compares the whole bytes, so a collision costs a decode, never a
+//! wrong record.
 
 use alloc::{boxed::Box, vec::Vec};
 use core::hash::BuildHasher;
@@ -22,7 +24,7 @@ use foldhash::fast::FixedState;
 use crate::discovery::{DecodeError, DiscoveryInfo, TopologyInfo};
 
 /// Hash seed of the slot choice (any fixed value: the cache is deterministic).
-const SEED: u64 = 0x5eed_0f_4ec0_4d5;
+const SEED: u64 = 0x5eed_0f4e_c04d_5eed;
 
 /// A record decoded once, with the bytes it was decoded from.
 #[derive(Clone, Debug)]
@@ -58,12 +60,12 @@ impl RecordCache {
         RecordCache::default()
     }
 
-    /// An empty cache of `slots` slots per kind (rounded up to a power of two, at least 1);
+    /// An empty cache of `slots` slots per kind (rounded up to a power of two, at least 2);
     /// a slot holds one record and its bytes, so memory is about `slots` × (record + JSON)
     /// once full.
     #[must_use]
     pub fn with_slots(slots: usize) -> RecordCache {
-        let slots = slots.max(1).next_power_of_two();
+        let slots = slots.max(2).next_power_of_two();
         RecordCache {
             discovery: (0..slots).map(|_| None).collect(),
             topology: (0..slots).map(|_| None).collect(),
@@ -119,25 +121,31 @@ impl RecordCache {
     }
 }
 
-/// The record of `json`: a copy of the slot's when it holds these bytes, else decoded and
-/// (when good) stored in the slot.
+/// The record of `json`: a copy of its set's when the set holds these bytes, else decoded
+/// and (when good) stored first in the set.
 fn lookup<T: Clone>(
     slots: &mut [Option<Slot<T>>],
     (hits, misses): (&mut u64, &mut u64),
     json: &[u8],
     decode: fn(&[u8]) -> Result<T, DecodeError>,
 ) -> Result<T, DecodeError> {
-    // The slot count is a power of two (`with_slots`); the hash's low bits pick the slot.
-    let at = (FixedState::with_seed(SEED).hash_one(json) as usize) & (slots.len() - 1);
-    if let Some(slot) = &slots[at] {
-        if *slot.json == *json {
-            *hits += 1;
-            return Ok(slot.record.clone());
-        }
+    // The slot count is a power of two of at least 2 (`with_slots`): sets of two slots, the
+    // hash's low bits pick the set.
+    let sets = slots.len() / 2;
+    let first = 2 * ((FixedState::with_seed(SEED).hash_one(json) as usize) & (sets - 1));
+    let set = &mut slots[first..first + 2];
+    let holds = |slot: &Option<Slot<T>>| slot.as_ref().is_some_and(|s| *s.json == *json);
+    if holds(&set[1]) {
+        set.swap(0, 1);
+    }
+    if let Some(slot) = set[0].as_ref().filter(|s| *s.json == *json) {
+        *hits += 1;
+        return Ok(slot.record.clone());
     }
     *misses += 1;
     let record = decode(json)?;
-    slots[at] = Some(Slot {
+    set.swap(0, 1);
+    set[0] = Some(Slot {
         json: json.into(),
         record: record.clone(),
     });

@@ -17,7 +17,7 @@ use crate::{
     net,
     node::{COMMAND_CAPACITY, Command, Inbox, NodeBuilder, NodeHandle, RegistrySpec, StartError},
     registry::{
-        client::{ClientTuning, spawn_client_to, spawn_client_with},
+        client::{ClientTuning, SharedRecords, spawn_client_sharing},
         feed::{Feed, FeedCommand},
     },
 };
@@ -32,6 +32,7 @@ pub(in crate::node) async fn start(
         advertise,
         registry,
         tuning,
+        shared_records,
         inbox_capacity,
         transport,
         trace,
@@ -64,7 +65,7 @@ pub(in crate::node) async fn start(
         .inspect()
         .config()
         .topology_info(node.inspect().config().upstream);
-    let feed = start_backend(&registry, &node, &tuning, &transport)?;
+    let feed = start_backend(&registry, &node, &tuning, shared_records, &transport)?;
 
     let (commands_tx, commands) = mpsc::channel(COMMAND_CAPACITY);
     let commands_weak = commands_tx.downgrade();
@@ -126,24 +127,18 @@ fn start_backend(
     spec: &RegistrySpec,
     node: &Node,
     tuning: &ClientTuning,
+    records: Option<SharedRecords>,
     transport: &crate::transport::Transport,
 ) -> Result<Option<Feed>, StartError> {
+    let embedded = |host_port: String| {
+        let mut config = node.registry_client_config();
+        tuning.apply(&mut config);
+        spawn_client_sharing(host_port, config, transport.clone(), records)
+    };
     match spec {
         RegistrySpec::None => Ok(None),
-        RegistrySpec::Embedded(addr) => {
-            let mut config = node.registry_client_config();
-            tuning.apply(&mut config);
-            Ok(Some(spawn_client_with(*addr, config, transport.clone())))
-        }
-        RegistrySpec::EmbeddedHost(host_port) => {
-            let mut config = node.registry_client_config();
-            tuning.apply(&mut config);
-            Ok(Some(spawn_client_to(
-                host_port.clone(),
-                config,
-                transport.clone(),
-            )))
-        }
+        RegistrySpec::Embedded(addr) => Ok(Some(embedded(addr.to_string()))),
+        RegistrySpec::EmbeddedHost(host_port) => Ok(Some(embedded(host_port.clone()))),
         #[cfg(feature = "etcd")]
         RegistrySpec::Etcd(options) => {
             let registration = crate::registry::feed::Registration {

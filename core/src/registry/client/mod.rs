@@ -347,7 +347,12 @@ impl RegistryClient {
     /// updates taken from `records` when it holds their bytes: a process running many
     /// clients of one registry hands them all the same cache and decodes each record once
     /// ([`RecordCache`]). What the client does is the same as without the cache.
-    pub fn handle_received_cached(&mut self, now: Instant, bytes: &[u8], records: &mut RecordCache) {
+    pub fn handle_received_cached(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        records: &mut RecordCache,
+    ) {
         self.receive(now, bytes, Some(records));
     }
 

@@ -7,4 +7,5 @@ use super::*;
 
 mod link_frames;
 mod prop_frames;
+mod record_cache;
 mod registry_frames;

@@ -13,7 +13,7 @@ use crate::{
     time::Duration,
 };
 
-fn config(suite: &str, cases: u32) -> ProptestConfig {
+pub(super) fn config(suite: &str, cases: u32) -> ProptestConfig {
     ProptestConfig {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(Box::leak(
             format!("../proptest-regressions/{suite}.txt").into_boxed_str(),
@@ -25,7 +25,7 @@ fn config(suite: &str, cases: u32) -> ProptestConfig {
 
 /// Owned storage for the borrowed parts of a frame (names and payloads).
 #[derive(Clone, Debug)]
-struct Spec {
+pub(super) struct Spec {
     kind: u8,
     a: u64,
     b: u64,
@@ -103,7 +103,7 @@ fn entry() -> impl Strategy<Value = RegistryEntry> {
         )
 }
 
-fn spec() -> impl Strategy<Value = Spec> {
+pub(super) fn spec() -> impl Strategy<Value = Spec> {
     (
         (
             0u8..17,
@@ -139,7 +139,7 @@ fn pick<T: Copy>(all: &[T], code: u8) -> T {
 
 /// The frame a spec describes; registry records have revision 0 where the wire does not carry
 /// revisions.
-fn frame(spec: &Spec) -> Frame<'_> {
+pub(super) fn frame(spec: &Spec) -> Frame<'_> {
     let versions = VersionRange {
         min: (spec.small & 0xFFFF) as u16,
         max: (spec.small >> 16) as u16,

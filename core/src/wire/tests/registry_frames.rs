@@ -29,8 +29,8 @@ fn topology_n7() -> TopologyInfo {
     }
 }
 
-const DISCOVERY_JSON: &[u8] = br#"{"id":7,"name":"n"}"#; // 19 bytes
-const TOPOLOGY_JSON: &[u8] = br#"{"id":7,"name":"n","upstream_id":1}"#; // 35 bytes
+pub(super) const DISCOVERY_JSON: &[u8] = br#"{"id":7,"name":"n"}"#; // 19 bytes
+pub(super) const TOPOLOGY_JSON: &[u8] = br#"{"id":7,"name":"n","upstream_id":1}"#; // 35 bytes
 
 pub(super) fn golden_register() -> (Frame<'static>, Vec<u8>) {
     let frame = Frame::Register(Box::new(Register {
@@ -128,7 +128,7 @@ pub(super) fn golden_put() -> (Frame<'static>, Vec<u8>) {
 }
 
 /// A version-1 header of `kind` with no flags in front of `body`.
-fn with_header(kind: u8, body: &[u8]) -> Vec<u8> {
+pub(super) fn with_header(kind: u8, body: &[u8]) -> Vec<u8> {
     let len = u32::try_from(HEADER_LEN + body.len()).expect("small test frame");
     let mut bytes = len.to_le_bytes().to_vec();
     bytes.extend_from_slice(&[1, kind, 0, 0]);
