@@ -382,9 +382,10 @@ impl DiscoverySet {
     /// deferred).
     pub fn rings_for(&mut self, points: bool) -> &RingSet {
         if points {
-            self.rings.settle();
+            self.settled_rings()
+        } else {
+            &self.rings
         }
-        &self.rings
     }
 
     /// Turns the rings' burst deferral on or off ([`RingSet::set_burst_deferral`]).

@@ -195,8 +195,9 @@ impl Select {
     }
 
     /// Whether a pick reads the ring's points (`Hash`, `Bounded`); the other modes read only
-    /// the member table and round-robin orders, which are exact even while burst deferral
-    /// leaves the points stale ([`RingSet::settle`](crate::ring::RingSet::settle)).
+    /// the member table and round-robin orders, which are exact even while the points are
+    /// unsettled: stale, or with joins burst deferral left pending
+    /// ([`RingSet::settle`](crate::ring::RingSet::settle)).
     #[must_use]
     pub const fn reads_ring_points(&self) -> bool {
         matches!(self, Select::Hash(_) | Select::Bounded(_))
