@@ -89,7 +89,8 @@ impl SharedRecords {
         SharedRecords::default()
     }
 
-    /// An empty cache of `slots` records per kind (about one per node of the cluster).
+    /// An empty cache of `slots` records per kind: two per node of the cluster keep a
+    /// change's record cached until every node has read it.
     #[must_use]
     pub fn with_slots(slots: usize) -> SharedRecords {
         SharedRecords(Arc::new(Mutex::new(RecordCache::with_slots(slots))))
