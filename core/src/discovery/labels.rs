@@ -1,18 +1,28 @@
-//! [`Labels`]: a node's free-form `key → value` labels, as a sorted vector.
+//! [`Labels`]: a node's free-form `key → value` labels, as a shared sorted slice.
 //!
 //! Every known node's record carries its labels (metadata and topology), and a node keeps
 //! one record per known node: at 10,000 nodes that is 10,000 label sets. A
 //! `BTreeMap<String, String>` allocates a whole leaf (about 540 bytes) for even one label; a
-//! sorted vector of pairs allocates what the pairs need (48 bytes per label, plus the
+//! sorted slice of pairs allocates what the pairs need (48 bytes per label, plus the
 //! strings). Labels are few per node and read far more often than written, so a binary search
 //! over the sorted pairs costs no more than the tree's walk.
+//!
+//! The slice is shared (`Arc`): a copy of a record — the topology registry's copy of a
+//! peer's policy labels, a record handed from the registry clients' shared cache to each
+//! node of a process — costs a reference count, not the pairs and their strings again. No
+//! labels is no allocation at all. A change (`insert`, `remove`, `retain`, `extend`) builds a
+//! new slice: labels are set when a record is made, and then only read.
 //!
 //! The API is the subset of `BTreeMap`'s that labels use, with the same meaning: keys are
 //! unique, iteration is in key order, a later `insert` of a key replaces its value, and
 //! equality, ordering, hashing, `Debug` and the JSON form (an object) are those of the map.
 
-use alloc::{collections::BTreeMap, string::String, vec::Vec};
-use core::fmt;
+use alloc::{collections::BTreeMap, string::String, sync::Arc, vec::Vec};
+use core::{
+    cmp::Ordering,
+    fmt,
+    hash::{Hash, Hasher},
+};
 
 use serde::{
     Deserialize, Deserializer, Serialize, Serializer,
@@ -21,8 +31,9 @@ use serde::{
 };
 
 /// Labels: unique keys, each with a value, kept in key order (see the [module docs](self)).
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Labels(Vec<(String, String)>);
+/// Never an empty slice: no labels is `None`.
+#[derive(Clone, Default)]
+pub struct Labels(Option<Arc<[(String, String)]>>);
 
 /// Iterator over `(key, value)` references, in key order.
 pub type Iter<'a> = core::iter::Map<
@@ -38,29 +49,47 @@ impl Labels {
     /// No labels.
     #[must_use]
     pub const fn new() -> Labels {
-        Labels(Vec::new())
+        Labels(None)
+    }
+
+    /// The pairs in key order.
+    fn pairs(&self) -> &[(String, String)] {
+        self.0.as_deref().unwrap_or(&[])
+    }
+
+    /// Sorted, unique pairs as labels (none for an empty list).
+    fn from_sorted(pairs: Vec<(String, String)>) -> Labels {
+        Labels((!pairs.is_empty()).then(|| Arc::from(pairs)))
+    }
+
+    /// Applies `change` to a copy of the pairs and keeps the result.
+    fn change<R>(&mut self, change: impl FnOnce(&mut Vec<(String, String)>) -> R) -> R {
+        let mut pairs = self.pairs().to_vec();
+        let result = change(&mut pairs);
+        *self = Labels::from_sorted(pairs);
+        result
     }
 
     /// How many labels.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.pairs().len()
     }
 
     /// Whether there are none.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_none()
     }
 
     fn find(&self, key: &str) -> Result<usize, usize> {
-        self.0.binary_search_by(|(k, _)| k.as_str().cmp(key))
+        self.pairs().binary_search_by(|(k, _)| k.as_str().cmp(key))
     }
 
     /// The value of `key`.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&String> {
-        self.find(key).ok().map(|i| &self.0[i].1)
+        self.find(key).ok().map(|i| &self.pairs()[i].1)
     }
 
     /// Whether `key` is present.
@@ -71,51 +100,62 @@ impl Labels {
 
     /// Sets `key` to `value`; returns the value it replaced.
     pub fn insert(&mut self, key: String, value: String) -> Option<String> {
-        match self.find(&key) {
-            Ok(i) => Some(core::mem::replace(&mut self.0[i].1, value)),
+        let at = self.find(&key);
+        self.change(|pairs| match at {
+            Ok(i) => Some(core::mem::replace(&mut pairs[i].1, value)),
             Err(i) => {
-                self.0.insert(i, (key, value));
+                pairs.insert(i, (key, value));
                 None
             }
-        }
+        })
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        self.find(key).ok().map(|i| self.0.remove(i).1)
+        let i = self.find(key).ok()?;
+        self.change(|pairs| Some(pairs.remove(i).1))
     }
 
     /// Keeps only the labels `keep` says yes to.
     pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut String) -> bool) {
-        self.0.retain_mut(|(k, v)| keep(k, v));
+        if !self.is_empty() {
+            self.change(|pairs| pairs.retain_mut(|(k, v)| keep(k, v)));
+        }
     }
 
     /// `(key, value)` pairs in key order.
     pub fn iter(&self) -> Iter<'_> {
-        self.0
+        self.pairs()
             .iter()
             .map(pair_refs as fn(&(String, String)) -> (&String, &String))
     }
 
-    /// Heap bytes the labels hold: the pairs' room and the strings' capacities (memory
-    /// accounting).
+    /// Heap bytes the labels hold: the shared slice (its two counts and the pairs) and the
+    /// strings' capacities (memory accounting; a slice shared by several records is counted
+    /// in each).
     #[must_use]
     pub fn heap_bytes(&self) -> usize {
-        self.0.capacity() * core::mem::size_of::<(String, String)>()
-            + self
-                .iter()
-                .map(|(k, v)| k.capacity() + v.capacity())
-                .sum::<usize>()
+        match &self.0 {
+            None => 0,
+            Some(pairs) => {
+                2 * core::mem::size_of::<usize>()
+                    + pairs.len() * core::mem::size_of::<(String, String)>()
+                    + self
+                        .iter()
+                        .map(|(k, v)| k.capacity() + v.capacity())
+                        .sum::<usize>()
+            }
+        }
     }
 
     /// Keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator + Clone {
-        self.0.iter().map(|(k, _)| k)
+        self.pairs().iter().map(|(k, _)| k)
     }
 
     /// Values in key order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator + Clone {
-        self.0.iter().map(|(_, v)| v)
+        self.pairs().iter().map(|(_, v)| v)
     }
 
     /// Builds from pairs in any order; of a repeated key the last value wins (as inserting
@@ -126,8 +166,34 @@ impl Labels {
         pairs.reverse();
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
         pairs.dedup_by(|later, first| later.0 == first.0);
-        pairs.shrink_to_fit();
-        Labels(pairs)
+        Labels::from_sorted(pairs)
+    }
+}
+
+impl PartialEq for Labels {
+    fn eq(&self, other: &Labels) -> bool {
+        self.pairs() == other.pairs()
+    }
+}
+
+impl Eq for Labels {}
+
+impl PartialOrd for Labels {
+    fn partial_cmp(&self, other: &Labels) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Labels {
+    fn cmp(&self, other: &Labels) -> Ordering {
+        self.pairs().cmp(other.pairs())
+    }
+}
+
+impl Hash for Labels {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // A slice hashes as its length then its elements: as the map does.
+        self.pairs().hash(state);
     }
 }
 
@@ -156,21 +222,22 @@ impl<K: Into<String>, V: Into<String>, const N: usize> From<[(K, V); N]> for Lab
 impl From<BTreeMap<String, String>> for Labels {
     fn from(map: BTreeMap<String, String>) -> Labels {
         // Already sorted and unique.
-        Labels(map.into_iter().collect())
+        Labels::from_sorted(map.into_iter().collect())
     }
 }
 
 impl From<Labels> for BTreeMap<String, String> {
     fn from(labels: Labels) -> BTreeMap<String, String> {
-        labels.0.into_iter().collect()
+        labels.into_iter().collect()
     }
 }
 
 impl<K: Into<String>, V: Into<String>> Extend<(K, V)> for Labels {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.insert(k.into(), v.into());
-        }
+        // The current pairs first, then the new ones: of a repeated key the last wins.
+        let mut pairs = self.pairs().to_vec();
+        pairs.extend(iter.into_iter().map(|(k, v)| (k.into(), v.into())));
+        *self = Labels::from_pairs(pairs);
     }
 }
 
@@ -178,8 +245,9 @@ impl IntoIterator for Labels {
     type Item = (String, String);
     type IntoIter = alloc::vec::IntoIter<(String, String)>;
 
+    /// The pairs in key order (copied when the slice is shared).
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
+        self.pairs().to_vec().into_iter()
     }
 }
 
@@ -289,6 +357,42 @@ mod tests {
         );
         let other: Labels = [("a", "c")].into();
         assert_eq!(labels.cmp(&other), tree.cmp(&map(&[("a", "c")])));
+    }
+
+    #[test]
+    fn a_copy_shares_the_pairs_and_a_change_copies_them() {
+        let original: Labels = [("zone", "a"), ("app", "x")].into();
+        let mut copy = original.clone();
+        assert_eq!(copy.pairs().as_ptr(), original.pairs().as_ptr());
+        assert_eq!(copy.insert("zone".into(), "b".into()), Some("a".to_owned()));
+        assert_ne!(copy.pairs().as_ptr(), original.pairs().as_ptr());
+        assert_eq!(
+            BTreeMap::from(original.clone()),
+            map(&[("app", "x"), ("zone", "a")])
+        );
+        assert_eq!(
+            BTreeMap::from(copy.clone()),
+            map(&[("app", "x"), ("zone", "b")])
+        );
+        copy.extend([("app", "y"), ("new", "1"), ("app", "z")]);
+        assert_eq!(
+            BTreeMap::from(copy.clone()),
+            map(&[("app", "z"), ("new", "1"), ("zone", "b")])
+        );
+        // No labels holds nothing, however it was reached, and equals every other empty set.
+        copy.retain(|_, _| false);
+        assert!(copy.0.is_none() && copy.is_empty() && copy.heap_bytes() == 0);
+        assert_eq!(copy, Labels::new());
+        let mut one: Labels = [("k", "v")].into();
+        assert_eq!(one.remove("k"), Some("v".to_owned()));
+        assert!(one.0.is_none());
+        assert!(Labels::from(BTreeMap::new()).0.is_none());
+        assert!(
+            Labels::from_iter(Vec::<(String, String)>::new())
+                .0
+                .is_none()
+        );
+        assert_eq!(Labels::default(), Labels::new());
     }
 
     /// A sized wrapper so `Hash::hash` can take a `dyn Hasher`.
