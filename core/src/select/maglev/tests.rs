@@ -1,12 +1,11 @@
 //! Maglev tables: the paper's worked example, exact small tables, the balance bound, full
-//! tables, and the disruption of one removal against the ring's.
+//! tables, and the disruption of one removal (its own slots and a bounded cascade).
 
-use alloc::{format, string::String, vec, vec::Vec};
+use alloc::{vec, vec::Vec};
 
 use proptest::prelude::*;
 
 use super::*;
-use crate::ring::{Ring, RingConfig, RingMember};
 
 fn perm(id: u64, offset: u32, skip: u32) -> Permutation {
     Permutation {
