@@ -10,6 +10,10 @@
 //! is stamped on the copy, as on a decode). Only good records are kept; bytes that fail to
 //! decode fail again, with the same error, at every client.
 //!
+//! Only records of at most [`MAX_KEPT_JSON`](RecordCache::MAX_KEPT_JSON) bytes are kept
+//! (a record is a few hundred), so a full cache holds a bounded amount whatever the registry
+//! sends: larger ones are decoded at every client, as without a cache.
+//!
 //! The cache is two-way set-associative: a hash of a record's bytes picks a set of two
 //! slots, a hit moves the record to the set's first slot, a new record goes there and
 //! pushes the first slot's record to the second (the least recently used of the two is
@@ -50,6 +54,9 @@ impl Default for RecordCache {
 }
 
 impl RecordCache {
+    /// The largest JSON record kept (bytes); larger ones are decoded every time.
+    pub const MAX_KEPT_JSON: usize = 4096;
+
     /// Slots of each kind by default: the records of a cluster of about this many nodes
     /// stay cached while a change travels to every watcher.
     pub const DEFAULT_SLOTS: usize = 1024;
@@ -129,6 +136,10 @@ fn lookup<T: Clone>(
     json: &[u8],
     decode: fn(&[u8]) -> Result<T, DecodeError>,
 ) -> Result<T, DecodeError> {
+    if json.len() > RecordCache::MAX_KEPT_JSON {
+        *misses += 1;
+        return decode(json);
+    }
     // The slot count is a power of two of at least 2 (`with_slots`): sets of two slots, the
     // hash's low bits pick the set.
     let sets = slots.len() / 2;

@@ -122,6 +122,33 @@ fn a_full_set_drops_its_least_recently_used_record() {
     assert_eq!(cache.misses(), 5);
 }
 
+#[test]
+fn a_record_over_the_kept_size_is_decoded_every_time() {
+    let name = "n".repeat(RecordCache::MAX_KEPT_JSON);
+    let json = alloc::format!(r#"{{"id":7,"name":"{name}"}}"#);
+    let mut cache = RecordCache::new();
+    for revision in [1, 2] {
+        let got = cache
+            .discovery(json.as_bytes(), revision)
+            .expect("good record");
+        assert_eq!(
+            got,
+            DiscoveryInfo::from_json_at(json.as_bytes(), revision).expect("good")
+        );
+    }
+    assert_eq!((cache.hits(), cache.misses()), (0, 2));
+    // At the limit it is kept.
+    let name = "n".repeat(RecordCache::MAX_KEPT_JSON - r#"{"id":7,"name":""}"#.len());
+    let json = alloc::format!(r#"{{"id":7,"name":"{name}"}}"#);
+    assert_eq!(json.len(), RecordCache::MAX_KEPT_JSON);
+    for revision in [1, 2] {
+        cache
+            .discovery(json.as_bytes(), revision)
+            .expect("good record");
+    }
+    assert_eq!((cache.hits(), cache.misses()), (1, 3));
+}
+
 proptest! {
     #![proptest_config(config("wire_record_cache", 256))]
 
