@@ -37,8 +37,12 @@ struct Slot<T> {
     record: T,
 }
 
-/// Decoded discovery and topology records by their JSON bytes; see the [module
-/// docs](self).
+/// Decoded discovery and topology records by their JSON bytes, lent to
+/// [`FrameReader::next_frame_cached`](super::FrameReader::next_frame_cached) by the registry
+/// clients of one process so that each record is decoded once between them: a hit is a copy
+/// of the decoded value with the entry's revision stamped, bad bytes are never kept, records
+/// over [`MAX_KEPT_JSON`](Self::MAX_KEPT_JSON) bytes are not kept, and each hash picks a set
+/// of two slots whose least recently used record a new one replaces.
 #[derive(Clone, Debug)]
 pub struct RecordCache {
     discovery: Vec<Option<Slot<DiscoveryInfo>>>,
