@@ -2,7 +2,7 @@
 //! seeds and reports one JSON line.
 //!
 //! ```text
-//! cargo run --release -p switchboard-core --features sim --example sim -- --seeds N [--from S] [--faults all] [--registry scripted] [--jobs J]
+//! cargo run --profile sim -p switchboard-core --features sim --example sim -- --seeds N [--from S] [--faults all] [--registry scripted] [--jobs J]
 //! ```
 //!
 //! Runs seeds `S..S+N` (`S` defaults to 0) with the default (mild) fault set, or every fault
@@ -178,7 +178,7 @@ fn main() -> ExitCode {
         if !report.violations.is_empty() {
             violations += report.violations.len() as u64;
             let replay = format!(
-                "cargo run --release -p switchboard-core --features sim --example sim -- --seeds 1 --from {seed}{flag}"
+                "cargo run --profile sim -p switchboard-core --features sim --example sim -- --seeds 1 --from {seed}{flag}"
             );
             eprintln!(
                 "sim: seed {seed}: {} violation(s); replay: {replay}",
@@ -205,7 +205,7 @@ fn main() -> ExitCode {
         // A worker's seed panicked (its message is above); the seeds after it may have run.
         let seed = args.from + finished;
         eprintln!(
-            "sim: seed {seed} did not finish: its run panicked; replay: cargo run --release -p \
+            "sim: seed {seed} did not finish: its run panicked; replay: cargo run --profile sim -p \
              switchboard-core --features sim --example sim -- --seeds 1 --from {seed}{flag}"
         );
         return ExitCode::from(1);

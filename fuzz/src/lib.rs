@@ -394,7 +394,7 @@ pub fn sim_seed(data: &[u8]) {
     let report = run_seed(seed, Faults::all());
     assert!(
         report.violations.is_empty(),
-        "sim_seed {seed}: {:#?}\nreplay: cargo run --release -p switchboard-core --features sim \
+        "sim_seed {seed}: {:#?}\nreplay: cargo run --profile sim -p switchboard-core --features sim \
          --example sim -- --seeds 1 --from {seed} --faults all",
         report.violations
     );

@@ -1,6 +1,6 @@
 //! Seeded chaos scenarios: a cluster of a hub, proxies and leaves, random traffic and faults,
 //! then heal, quiesce, probe and check — the engine of the seeds runner
-//! (`cargo run --release -p switchboard-core --features sim --example sim`), the `node_ops`
+//! (`cargo run --profile sim -p switchboard-core --features sim --example sim`), the `node_ops`
 //! and `sim_seed` fuzz targets and the simulator bench.
 //!
 //! **Cluster.** A hub `0x100` (topology root), proxies `0x110`, `0x111` under it, and 4–8
