@@ -219,10 +219,16 @@ pub(super) fn refresh_known(
     unavailable: Option<&str>,
 ) -> bool {
     let mut changed = false;
-    let listen = (node.inspect().discovery().get_by_id(id)).map(|info| &info.listen);
-    match (listen, known.discovery.get(&id)) {
-        (Some(new), Some(held)) if new == held => {}
-        (Some(new), _) => {
+    let discovery = node.inspect().discovery();
+    let record = discovery.get_by_id(id);
+    match (record.map(|info| &info.listen), known.discovery.get_mut(&id)) {
+        (Some(new), Some(held)) => {
+            if new != held {
+                held.clone_from(new);
+                changed = true;
+            }
+        }
+        (Some(new), None) => {
             known.discovery.insert(id, new.clone());
             changed = true;
         }
@@ -239,33 +245,26 @@ pub(super) fn refresh_known(
         };
         changed = true;
     }
-    let leaving = (node.inspect().discovery().get_by_id(node.id()))
-        .is_some_and(switchboard_core::discovery::DiscoveryInfo::is_leaving);
-    let scalars = (
-        registered,
-        leaving,
-        conflict.map(str::to_owned),
-        unavailable.map(str::to_owned),
-        node.inspect().upstream().0,
-    );
-    if (
-        known.registered,
-        known.leaving,
-        known.conflict.clone(),
-        known.unavailable.clone(),
-        known.upstream,
-    ) != scalars
-    {
-        (
-            known.registered,
-            known.leaving,
-            known.conflict,
-            known.unavailable,
-            known.upstream,
-        ) = scalars;
-        changed = true;
+    // Only an event about the node itself can change its own record's leaving mark.
+    if id == node.id() {
+        let leaving = record.is_some_and(switchboard_core::discovery::DiscoveryInfo::is_leaving);
+        changed |= core::mem::replace(&mut known.leaving, leaving) != leaving;
     }
+    let upstream = node.inspect().upstream().0;
+    changed |= core::mem::replace(&mut known.upstream, upstream) != upstream;
+    changed |= core::mem::replace(&mut known.registered, registered) != registered;
+    changed |= set_if_other(&mut known.conflict, conflict);
+    changed |= set_if_other(&mut known.unavailable, unavailable);
     changed
+}
+
+/// Makes `held` say `now` (copying the text only when it differs); returns whether it did.
+fn set_if_other(held: &mut Option<String>, now: Option<&str>) -> bool {
+    if held.as_deref() == now {
+        return false;
+    }
+    *held = now.map(str::to_owned);
+    true
 }
 
 /// The registry view of `node` now, with what its registry backend last reported: registered,
@@ -299,5 +298,114 @@ pub(super) fn known(
         upstream: node.inspect().upstream().0,
         discovery,
         topology,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{sync::Arc, time::Duration};
+
+    use switchboard_core::{
+        config::Config,
+        discovery::{DiscoveryInfo, LEAVING_LABEL},
+        ids::NodeId,
+        node::Node,
+        registry::RegistryEvent,
+        time::Instant,
+    };
+
+    use super::{known, refresh_known};
+    use crate::observe::Known;
+
+    fn config(id: u64, listen: &str, upstream: u64) -> Config {
+        let mut c = Config::new(NodeId(id), format!("node-{id}"));
+        c.listen = vec![listen.to_owned()];
+        c.upstream = NodeId(upstream);
+        c
+    }
+
+    fn disc(c: &Config, revision: u64) -> RegistryEvent {
+        RegistryEvent::DiscoveryPut(Arc::new(DiscoveryInfo {
+            revision,
+            ..c.discovery_info()
+        }))
+    }
+
+    fn topo(c: &Config, upstream: u64, revision: u64) -> RegistryEvent {
+        let mut info = c.topology_info(NodeId(upstream));
+        info.revision = revision;
+        RegistryEvent::TopologyPut(Arc::new(info))
+    }
+
+    /// After every kind of event about one node, refreshing that node's entries gives exactly
+    /// the view a full rebuild gives, and says it changed exactly when it did.
+    #[test]
+    fn refreshing_one_node_equals_a_rebuild_after_every_event() {
+        let own = config(1, "127.0.0.1:7001", 0);
+        let mut node = Node::new(own.clone(), Instant::ZERO).expect("config");
+        let mut now = Instant::ZERO;
+        let mut k: Known = known(&node, false, None, None);
+        let peer = config(2, "127.0.0.1:7002", 0);
+        let mut moved = config(2, "127.0.0.1:7102", 0);
+        moved.name = peer.name.clone();
+        let leaf = config(3, "127.0.0.1:7003", 2);
+        let mut leaving = own.clone();
+        leaving
+            .labels
+            .insert(LEAVING_LABEL.to_owned(), "stopping".to_owned());
+        let steps: Vec<(u64, RegistryEvent)> = vec![
+            (2, disc(&peer, 1)),
+            (2, topo(&peer, 0, 2)),
+            (3, disc(&leaf, 3)),
+            (3, topo(&leaf, 2, 4)),
+            (2, disc(&peer, 5)),
+            (2, disc(&moved, 6)),
+            (1, disc(&own, 7)),
+            (1, topo(&own, 0, 8)),
+            (1, disc(&leaving, 9)),
+            (
+                3,
+                RegistryEvent::TopologyDelete {
+                    id: NodeId(3),
+                    revision: 10,
+                },
+            ),
+            (
+                3,
+                RegistryEvent::DiscoveryDelete {
+                    id: NodeId(3),
+                    name: leaf.name.clone(),
+                    revision: 11,
+                },
+            ),
+        ];
+        let mut changes = Vec::new();
+        for (about, event) in steps {
+            now = now + Duration::from_millis(10);
+            node.handle_registry(now, event);
+            let before = k.clone();
+            let changed = refresh_known(&node, &mut k, NodeId(about), true, None, None);
+            assert_eq!(k, known(&node, true, None, None), "after the event about {about}");
+            assert_eq!(changed, k != before, "after the event about {about}");
+            changes.push(changed);
+        }
+        // The same record again changes nothing, nor does the node's own topology record
+        // (a rebuild does not list it either: both equal `known` above).
+        assert_eq!(
+            changes,
+            [true, true, true, true, false, true, true, false, true, true, true]
+        );
+        assert!(k.leaving);
+        assert_eq!(
+            k.discovery.get(&NodeId(2)),
+            Some(&vec!["127.0.0.1:7102".to_owned()])
+        );
+        assert_eq!(k.discovery.get(&NodeId(3)), None);
+        // The scalars the driver passes in are copied only when they differ.
+        assert!(refresh_known(&node, &mut k, NodeId(2), false, Some("held by 9"), None));
+        assert_eq!(k, known(&node, false, Some("held by 9"), None));
+        assert!(!refresh_known(&node, &mut k, NodeId(2), false, Some("held by 9"), None));
+        assert!(refresh_known(&node, &mut k, NodeId(2), false, None, Some("lost")));
+        assert_eq!(k, known(&node, false, None, Some("lost")));
     }
 }
