@@ -10,6 +10,8 @@ use alloc::{
 };
 
 use bytes::Bytes;
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
 
 use super::{
     RegistryEvent, SimNode,
@@ -99,7 +101,7 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) now: Instant,
     pub(super) settings: SimSettings,
     pub(super) slots: Vec<Slot<N>>,
-    pub(super) index: BTreeMap<NodeId, usize>,
+    pub(super) index: HashMap<NodeId, usize, FixedState>,
     pub(super) addrs: BTreeMap<String, NodeId>,
     pub(super) links: LinkTable,
     pub(super) pairs: PairControls,
@@ -167,7 +169,7 @@ impl<N: SimNode> Sim<N> {
             now: Instant::ZERO,
             settings: settings.clone(),
             slots: Vec::new(),
-            index: BTreeMap::new(),
+            index: HashMap::default(),
             addrs: BTreeMap::new(),
             links: LinkTable::default(),
             pairs: PairControls::default(),

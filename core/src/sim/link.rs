@@ -13,6 +13,9 @@ use alloc::{
 };
 use core::fmt;
 
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+
 use crate::{
     ids::{LinkId, NodeId},
     time::{Duration, Instant},
@@ -134,7 +137,7 @@ pub(super) struct LinkTable {
     /// By id: link `SimLinkId(n)` is at `n - 1` (ids count from 1 and no link is ever
     /// removed), so a lookup is an index, and the order is creation order.
     links: Vec<SimLink>,
-    by_end: BTreeMap<(NodeId, LinkId), (SimLinkId, Side)>,
+    by_end: HashMap<(NodeId, LinkId), (SimLinkId, Side), FixedState>,
     next: u64,
 }
 
@@ -247,8 +250,8 @@ impl LinkTable {
 pub(super) struct PairControls {
     down: BTreeSet<(NodeId, NodeId)>,
     fail_next: BTreeMap<(NodeId, NodeId), u32>,
-    latency: BTreeMap<(NodeId, NodeId), Duration>,
-    connect_latency: BTreeMap<(NodeId, NodeId), Duration>,
+    latency: HashMap<(NodeId, NodeId), Duration, FixedState>,
+    connect_latency: HashMap<(NodeId, NodeId), Duration, FixedState>,
 }
 
 const fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {

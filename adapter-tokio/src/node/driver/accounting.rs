@@ -221,7 +221,10 @@ pub(super) fn refresh_known(
     let mut changed = false;
     let discovery = node.inspect().discovery();
     let record = discovery.get_by_id(id);
-    match (record.map(|info| &info.listen), known.discovery.get_mut(&id)) {
+    match (
+        record.map(|info| &info.listen),
+        known.discovery.get_mut(&id),
+    ) {
         (Some(new), Some(held)) => {
             if new != held {
                 held.clone_from(new);
@@ -385,7 +388,11 @@ mod tests {
             node.handle_registry(now, event);
             let before = k.clone();
             let changed = refresh_known(&node, &mut k, NodeId(about), true, None, None);
-            assert_eq!(k, known(&node, true, None, None), "after the event about {about}");
+            assert_eq!(
+                k,
+                known(&node, true, None, None),
+                "after the event about {about}"
+            );
             assert_eq!(changed, k != before, "after the event about {about}");
             changes.push(changed);
         }
@@ -393,7 +400,9 @@ mod tests {
         // (a rebuild does not list it either: both equal `known` above).
         assert_eq!(
             changes,
-            [true, true, true, true, false, true, true, false, true, true, true]
+            [
+                true, true, true, true, false, true, true, false, true, true, true
+            ]
         );
         assert!(k.leaving);
         assert_eq!(
@@ -402,10 +411,31 @@ mod tests {
         );
         assert_eq!(k.discovery.get(&NodeId(3)), None);
         // The scalars the driver passes in are copied only when they differ.
-        assert!(refresh_known(&node, &mut k, NodeId(2), false, Some("held by 9"), None));
+        assert!(refresh_known(
+            &node,
+            &mut k,
+            NodeId(2),
+            false,
+            Some("held by 9"),
+            None
+        ));
         assert_eq!(k, known(&node, false, Some("held by 9"), None));
-        assert!(!refresh_known(&node, &mut k, NodeId(2), false, Some("held by 9"), None));
-        assert!(refresh_known(&node, &mut k, NodeId(2), false, None, Some("lost")));
+        assert!(!refresh_known(
+            &node,
+            &mut k,
+            NodeId(2),
+            false,
+            Some("held by 9"),
+            None
+        ));
+        assert!(refresh_known(
+            &node,
+            &mut k,
+            NodeId(2),
+            false,
+            None,
+            Some("lost")
+        ));
         assert_eq!(k, known(&node, false, None, Some("lost")));
     }
 }
