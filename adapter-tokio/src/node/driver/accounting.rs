@@ -384,7 +384,7 @@ mod tests {
         ];
         let mut changes = Vec::new();
         for (about, event) in steps {
-            now = now + Duration::from_millis(10);
+            now += Duration::from_millis(10);
             node.handle_registry(now, event);
             let before = k.clone();
             let changed = refresh_known(&node, &mut k, NodeId(about), true, None, None);
