@@ -411,31 +411,13 @@ mod tests {
         );
         assert_eq!(k.discovery.get(&NodeId(3)), None);
         // The scalars the driver passes in are copied only when they differ.
-        assert!(refresh_known(
-            &node,
-            &mut k,
-            NodeId(2),
-            false,
-            Some("held by 9"),
-            None
-        ));
-        assert_eq!(k, known(&node, false, Some("held by 9"), None));
-        assert!(!refresh_known(
-            &node,
-            &mut k,
-            NodeId(2),
-            false,
-            Some("held by 9"),
-            None
-        ));
-        assert!(refresh_known(
-            &node,
-            &mut k,
-            NodeId(2),
-            false,
-            None,
-            Some("lost")
-        ));
-        assert_eq!(k, known(&node, false, None, Some("lost")));
+        let mut scalars = |conflict, unavailable| {
+            let changed = refresh_known(&node, &mut k, NodeId(2), false, conflict, unavailable);
+            assert_eq!(k, known(&node, false, conflict, unavailable));
+            changed
+        };
+        assert!(scalars(Some("held by 9"), None));
+        assert!(!scalars(Some("held by 9"), None));
+        assert!(scalars(None, Some("lost")));
     }
 }
