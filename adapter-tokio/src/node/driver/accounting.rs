@@ -253,8 +253,8 @@ pub(super) fn refresh_known(
         let leaving = record.is_some_and(switchboard_core::discovery::DiscoveryInfo::is_leaving);
         changed |= core::mem::replace(&mut known.leaving, leaving) != leaving;
     }
-    let upstream = node.inspect().upstream().0;
-    changed |= core::mem::replace(&mut known.upstream, upstream) != upstream;
+    let own_upstream = node.inspect().upstream().0;
+    changed |= core::mem::replace(&mut known.upstream, own_upstream) != own_upstream;
     changed |= core::mem::replace(&mut known.registered, registered) != registered;
     changed |= set_if_other(&mut known.conflict, conflict);
     changed |= set_if_other(&mut known.unavailable, unavailable);
