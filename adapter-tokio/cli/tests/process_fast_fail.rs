@@ -13,7 +13,7 @@
 //!   a handful at most ([`HELD_MAX`]), behind a proxy no more than the forwards it refused,
 //!   each delivered ≤ 100 ms after the restarted leaf's ready line, and never the whole
 //!   in-flight set (a run where what is checked was empty is repeated on a fresh cluster,
-//!   and the test fails if all [`KILL_ATTEMPTS`] runs were); the leaf restarted (same id, port and
+//!   and the test fails if all `KILL_ATTEMPTS` runs were); the leaf restarted (same id, port and
 //!   name, 500 ms after the kill, so the restart cannot be what ended them): the first
 //!   delivery to it ≤ 100 ms after its ready line;
 //! - a leaf SIGSTOPped (a half-open peer): its link is declared dead — what was transmitted
@@ -36,7 +36,7 @@ use process_support::{
     load::{
         LoadSpec, LoadSummary, OutcomeLine, finish_load, outcome_counts, read_outcomes, spawn_load,
     },
-    scenario::{PROXY_ID, ProxyCluster, RUN_START_TIMEOUT},
+    scenario::{PROXY_ID, ProxyCluster, RUN_START_TIMEOUT, until_checked},
     unix_micros_now,
 };
 
@@ -53,11 +53,6 @@ const HALF_OPEN_DEAD_TARGET_MS: f64 = 5000.0;
 const HELD_MAX: usize = 8;
 /// Target: forward attempts per undelivered message while the target is dead.
 const FORWARDS_PER_UNDELIVERED_TARGET: f64 = 2.0;
-
-/// Runs of a kill test whose in-flight checks had nothing to check (the kill fell where no
-/// message was in flight and none was sent into the dead link) are repeated on a fresh
-/// cluster, at most this many runs in all; the test fails if every one was vacuous.
-const KILL_ATTEMPTS: usize = 3;
 
 /// Messages per run and their rate: 3 s of sending, the fault at about 0.5 s.
 const COUNT: u64 = 6000;
@@ -141,26 +136,6 @@ struct Assert {
     sent_after: bool,
     /// The first delivery to the restarted leaf ≤ 100 ms after its ready line.
     first_delivery: bool,
-}
-
-/// Runs `attempt` (one whole kill run on a fresh cluster, returning whether its in-flight
-/// checks had anything to check) until one did, at most [`KILL_ATTEMPTS`] times; fails if
-/// none did, so a test cannot pass without checking what the kill ended.
-fn until_checked(what: &str, mut attempt: impl FnMut() -> bool) {
-    for run in 1..=KILL_ATTEMPTS {
-        if attempt() {
-            return;
-        }
-        eprintln!(
-            "{what}: run {run} of {KILL_ATTEMPTS}: nothing in flight at the kill was ended by \
-             it and nothing was sent into the dead link; running again on a fresh cluster"
-        );
-    }
-    panic!(
-        "{what}: in {KILL_ATTEMPTS} runs nothing the kill ended was checked (each time every \
-         message in flight was set apart as held and none was transmitted after the kill): \
-         the in-flight checks would pass vacuously"
-    );
 }
 
 /// The figures and checks shared by the direct and the proxied kill: `what` names them.

@@ -37,6 +37,35 @@ pub const RATE: u64 = 1000;
 /// Bound on a load run getting going (its node registers, finds the target, sends).
 pub const RUN_START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Runs of a kill test whose in-flight checks had nothing to check (the kill fell where no
+/// message was in flight and none was sent into the dead link) are repeated on a fresh
+/// cluster, at most this many runs in all; the test fails if every one was vacuous.
+pub const KILL_ATTEMPTS: usize = 3;
+
+/// Runs `attempt` (one whole kill run on a fresh cluster, returning whether its in-flight
+/// checks had anything to check) until one did, at most [`KILL_ATTEMPTS`] times; fails if
+/// none did, so a test cannot pass without checking what the kill ended.
+///
+/// # Panics
+///
+/// When every run was vacuous (and whenever `attempt` panics).
+pub fn until_checked(what: &str, mut attempt: impl FnMut() -> bool) {
+    for run in 1..=KILL_ATTEMPTS {
+        if attempt() {
+            return;
+        }
+        eprintln!(
+            "{what}: run {run} of {KILL_ATTEMPTS}: nothing in flight at the kill was ended by \
+             it and nothing was sent into the dead link; running again on a fresh cluster"
+        );
+    }
+    panic!(
+        "{what}: in {KILL_ATTEMPTS} runs nothing the kill ended was checked (each time every \
+         message in flight reached the sender's ack or waited for the next life, and none was \
+         transmitted into the dead link): the in-flight checks would pass vacuously"
+    );
+}
+
 /// The label that marks the proxy (`--label role=proxy`).
 pub const PROXY_LABEL: (&str, &str) = ("role", "proxy");
 
