@@ -10,7 +10,7 @@
 //! [`load`] runs `switchboard load` and checks its summary; [`rpc_chaos`] is happy-server's
 //! chaos matrix (calls, loads by method, broadcasts); [`http`] reads `/metrics` and
 //! `/status` from a node's admin port; [`scenario`] is the proxy-and-two-leaves cluster every
-//! test starts from; [`figures`] measures outcome times from a load's outcomes log against
+//! test starts from (and the kill tests' repeat rule); [`figures`] measures outcome times from a load's outcomes log against
 //! the test's own instants; [`etcd`] runs a private etcd (one member, or a cluster whose
 //! members a test kills and restarts); [`relay`] is a TCP relay whose connections a test can
 //! cut while the processes on both sides live on.

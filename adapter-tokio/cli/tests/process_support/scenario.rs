@@ -1,6 +1,7 @@
 //! The cluster every process test starts from: one registry, one proxy (id 10) and two echo
-//! leaves under it (ids 101 and 102), each node with an admin port; and the load runs that
-//! send to leaf A.
+//! leaves under it (ids 101 and 102), each node with an admin port; the load runs that send
+//! to leaf A; and [`until_checked`], the rule every kill test shares (direct, proxied, on
+//! etcd): a run whose kill ended nothing checkable is repeated on a fresh cluster.
 
 use std::{
     path::{Path, PathBuf},
