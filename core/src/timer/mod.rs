@@ -33,7 +33,8 @@
 //! Cancelling is lazy, because cancel is the hot path (most timeouts never fire): it removes
 //! the key from the map, which makes its heap entry stale without touching the heap — one
 //! hash-map removal. Moving a deadline (an earlier `arm`, a `replace`) does the same and
-//! pushes a fresh entry. Stale entries are dropped when they reach the root — the root is
+//! pushes a fresh entry — except that moving the earliest deadline later, the common move of
+//! a lazily armed deadline, updates the root entry in place and sinks it. Stale entries are dropped when they reach the root — the root is
 //! always live, so [`next_deadline`](TimerQueue::next_deadline) is exact — or when cancel
 //! finds the entry at the end of the heap (a timer cancelled soon after it was armed), and
 //! once stale entries outnumber twice the live ones plus a small slack the heap is compacted
@@ -269,28 +270,55 @@ where
 
     /// Sets `key`'s deadline to `deadline`, earlier or later, arming it if needed. Returns the
     /// previous deadline.
+    ///
+    /// Moving the earliest timer later (a lazily armed deadline made exact, as a link's
+    /// heartbeat after traffic) updates its root entry in place and sinks it: no stale entry,
+    /// O(log n). Any other move leaves the old entry stale and pushes a fresh one.
     pub fn replace(&mut self, key: K, deadline: Instant) -> Option<Instant> {
         let generation = self.next_generation;
-        let previous = self.live.insert(
-            key,
-            Live {
-                deadline,
-                generation,
-            },
-        );
-        match previous {
-            Some(old) if old.deadline == deadline => {
-                // Same deadline: keep the existing entry live.
-                self.live.insert(key, old);
+        let (previous, root_moves_later) = match self.live.entry(key) {
+            MapEntry::Occupied(mut entry) => {
+                let old = *entry.get();
+                if old.deadline == deadline {
+                    // Same deadline: the existing entry stays live.
+                    return Some(deadline);
+                }
+                let root_moves_later = deadline > old.deadline
+                    && self
+                        .heap
+                        .first()
+                        .is_some_and(|root| root.generation == old.generation);
+                entry.insert(Live {
+                    deadline,
+                    generation: if root_moves_later {
+                        old.generation
+                    } else {
+                        generation
+                    },
+                });
+                (Some(old.deadline), root_moves_later)
             }
-            Some(_) => {
-                self.push(key, deadline);
+            MapEntry::Vacant(entry) => {
+                entry.insert(Live {
+                    deadline,
+                    generation,
+                });
+                (None, false)
+            }
+        };
+        if root_moves_later {
+            self.heap[0].deadline = deadline;
+            self.sift_down(0);
+            // The entry that rose to the root may be stale.
+            self.discard_stale_roots();
+        } else {
+            self.push(key, deadline);
+            if previous.is_some() {
                 self.discard_stale_roots();
                 self.bound_stale();
             }
-            None => self.push(key, deadline),
         }
-        previous.map(|old| old.deadline)
+        previous
     }
 
     /// Disarms `key`, returning the deadline it had (`None` if it was not armed).

@@ -70,6 +70,35 @@ fn replace_moves_a_deadline_either_way() {
 }
 
 #[test]
+fn moving_the_earliest_deadline_later_sinks_its_entry_without_a_stale_copy() {
+    let mut q = TimerQueue::new();
+    for key in 1..=9u64 {
+        q.arm(key, t(10 * key));
+    }
+    // Key 1 (10 s) is the root; moving it later updates that entry in place.
+    assert_eq!(q.replace(1, t(55)), Some(t(10)));
+    assert_eq!(q.heap.len(), 9);
+    assert_eq!(q.peek(), Some((2, t(20))));
+    assert_consistent(&q);
+    // Again, past every other key but one: it sinks towards the bottom.
+    assert_eq!(q.replace(2, t(90)), Some(t(20)));
+    assert_eq!(q.heap.len(), 9);
+    assert_consistent(&q);
+    // Moving a root earlier, or a key that is not the root, leaves one stale entry each.
+    assert_eq!(q.replace(3, t(1)), Some(t(30)));
+    assert_eq!(q.replace(9, t(95)), Some(t(90)));
+    assert_eq!(q.heap.len(), 11);
+    assert_consistent(&q);
+    let mut out = Vec::new();
+    q.expire(Instant::MAX, &mut out);
+    let order: Vec<u64> = out.iter().map(|&(k, _)| k).collect();
+    assert_eq!(order, vec![3, 4, 5, 1, 6, 7, 8, 2, 9]);
+    assert_eq!(out[7], (2, t(90)));
+    assert_eq!(out[8], (9, t(95)));
+    assert!(q.heap.is_empty());
+}
+
+#[test]
 fn cancel_disarms_and_reports_the_deadline() {
     let mut q = TimerQueue::new();
     q.arm(1u64, t(3));
