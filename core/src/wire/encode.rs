@@ -65,6 +65,31 @@ pub fn encode(frame: &Frame<'_>, out: &mut Vec<u8>) -> Result<usize, EncodeError
     Ok(len)
 }
 
+/// Frames up to this size are copied out of [`encode_owned`]'s scratch buffer; a larger one
+/// takes the buffer itself.
+const OWNED_COPY_MAX: usize = 4096;
+
+/// Encodes `frame` into bytes of its own, through `scratch`: a buffer the caller keeps
+/// between calls (its contents do not matter, it is cleared first).
+///
+/// Encoding into a fresh `Vec` reallocates as it grows (three times for a 24-byte
+/// heartbeat). Here a frame of up to 4 KiB is written into the warm scratch buffer and copied
+/// out at its exact size, one allocation; a larger one (a snapshot) takes the scratch buffer
+/// itself, so that buffer never keeps a large allocation alive.
+///
+/// # Errors
+/// [`EncodeError`], as [`encode`].
+pub fn encode_owned(frame: &Frame<'_>, scratch: &mut Vec<u8>) -> Result<Vec<u8>, EncodeError> {
+    scratch.clear();
+    encode(frame, scratch)?;
+    if scratch.len() > OWNED_COPY_MAX {
+        return Ok(core::mem::take(scratch));
+    }
+    let owned = scratch.as_slice().to_vec();
+    scratch.clear();
+    Ok(owned)
+}
+
 /// The number of bytes [`encode`] writes for `frame`.
 ///
 /// Link-level frames are sized arithmetically; registry frames serialize their records to

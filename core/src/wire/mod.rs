@@ -106,7 +106,7 @@ mod tests;
 
 pub use decode::{DecodeError, Decoded, decode, decode_limited, frame_len};
 pub(crate) use encode::encode_data;
-pub use encode::{EncodeError, MAX_ENCODABLE, encode, encoded_len};
+pub use encode::{EncodeError, MAX_ENCODABLE, encode, encode_owned, encoded_len};
 pub use frame::{
     Ack, Auth, Bye, ByeReason, Challenge, Data, Delete, Frame, FrameKind, Heartbeat, Hello,
     HelloAck, MAC_LEN, NONCE_LEN, Nonce, PROOF_LEN, Ping, Pong, Probe, ProbeAck, ProbeVerdict,

@@ -165,6 +165,8 @@ pub struct RegistryClient {
     next_heartbeat: Option<Instant>,
     silence_deadline: Option<Instant>,
     out: VecDeque<ClientOutput>,
+    /// Scratch buffer frames are encoded through ([`wire::encode_owned`]).
+    wbuf: Vec<u8>,
     nonces: NonceSource,
     /// Keys configured and `Hello` sent: our nonce, until the registry's proof checks.
     awaiting_proof: Option<wire::Nonce>,
@@ -182,6 +184,7 @@ impl RegistryClient {
             nonces: NonceSource::new(&config.nonce_entropy, &mut Rng::new(config.nonce_seed)),
             awaiting_proof: None,
             assembly: None,
+            wbuf: Vec::new(),
             rng: Rng::new(config.seed),
             reader: FrameReader::new(config.max_frame),
             config,
@@ -674,8 +677,7 @@ impl RegistryClient {
     }
 
     fn send(&mut self, frame: &Frame<'_>) {
-        let mut bytes = Vec::new();
-        if wire::encode(frame, &mut bytes).is_ok() {
+        if let Ok(bytes) = wire::encode_owned(frame, &mut self.wbuf) {
             self.out.push_back(ClientOutput::Transmit { bytes });
         }
     }

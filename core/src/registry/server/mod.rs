@@ -246,6 +246,8 @@ pub struct RegistryServer {
     protected: BTreeMap<ConnId, EntryKey>,
     timers: TimerQueue<Timer>,
     out: VecDeque<ServerOutput>,
+    /// Scratch buffer frames are encoded through ([`wire::encode_owned`]).
+    wbuf: Vec<u8>,
     /// Handshake nonces.
     nonces: auth::NonceSource,
     /// Client nonces seen lately.
@@ -275,6 +277,7 @@ impl RegistryServer {
             protected: BTreeMap::new(),
             timers: TimerQueue::new(),
             out: VecDeque::new(),
+            wbuf: Vec::new(),
             nonces,
             replay: ReplayGuard::default(),
             clock: Instant::ZERO,
@@ -548,9 +551,8 @@ impl RegistryServer {
 
     /// Encodes `frame` for `conn`; a frame too large for the length field closes `conn`.
     fn send(&mut self, conn: ConnId, frame: &Frame<'_>) {
-        let mut bytes = Vec::new();
-        match wire::encode(frame, &mut bytes) {
-            Ok(_) => self.out.push_back(ServerOutput::Transmit { conn, bytes }),
+        match wire::encode_owned(frame, &mut self.wbuf) {
+            Ok(bytes) => self.out.push_back(ServerOutput::Transmit { conn, bytes }),
             Err(_) => self.out.push_back(ServerOutput::Close { conn }),
         }
     }

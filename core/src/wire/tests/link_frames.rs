@@ -22,6 +22,12 @@ pub(super) fn assert_golden(frame: &Frame<'_>, expected: &[u8]) {
         frame.kind()
     );
     assert_eq!(encoded_len(frame), expected.len());
+    // Through a scratch buffer holding leftovers: the same bytes, at their exact size.
+    let mut scratch = vec![0xEE; 9];
+    let owned = encode_owned(frame, &mut scratch).expect("encodes");
+    assert_eq!(owned, expected);
+    assert_eq!(owned.capacity(), expected.len());
+    assert!(scratch.is_empty() && scratch.capacity() >= expected.len());
 
     assert_eq!(
         decode(expected, MAX),
@@ -382,6 +388,32 @@ fn data_with_empty_payload_is_45_bytes() {
     bytes.extend_from_slice(&[0; 8]);
     bytes.extend_from_slice(&[0xFF; 8 + 8 + 4 + 1]);
     assert_golden(&frame, &bytes);
+}
+
+#[test]
+fn a_frame_past_4_kib_takes_the_scratch_buffer_instead_of_a_copy() {
+    let payload = vec![9u8; 4096];
+    let frame = Frame::Data(Data {
+        src: NodeId(3),
+        dst: NodeId(4),
+        seq: 5,
+        dst_incarnation: 6,
+        retransmit: false,
+        msg_type: 7,
+        hop_count: 1,
+        payload: &payload,
+    });
+    let mut expected = Vec::new();
+    encode(&frame, &mut expected).expect("encodes");
+    assert_eq!(expected.len(), 45 + 4096);
+    let mut scratch = Vec::with_capacity(8192);
+    let owned = encode_owned(&frame, &mut scratch).expect("encodes");
+    assert_eq!(owned, expected);
+    assert_eq!(owned.capacity(), 8192, "the scratch buffer itself");
+    assert_eq!(scratch.capacity(), 0);
+    // The emptied scratch buffer grows again for the next frame.
+    assert_eq!(encode_owned(&frame, &mut scratch), Ok(expected));
+    assert_eq!(scratch.capacity(), 0);
 }
 
 #[test]
