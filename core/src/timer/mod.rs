@@ -387,6 +387,11 @@ where
 
     /// Pops stale roots until the root is live (or the heap is empty).
     fn discard_stale_roots(&mut self) {
+        // One live entry per armed key: with as many entries as keys, none is stale (and the
+        // root needs no map probe).
+        if self.heap.len() == self.live.len() {
+            return;
+        }
         while let Some(root) = self.heap.first() {
             if Self::is_live(&self.live, root) {
                 break;
