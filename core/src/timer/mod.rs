@@ -34,11 +34,12 @@
 //! the key from the map, which makes its heap entry stale without touching the heap — one
 //! hash-map removal. Moving a deadline (an earlier `arm`, a `replace`) does the same and
 //! pushes a fresh entry — except that moving the earliest deadline later, the common move of
-//! a lazily armed deadline, updates the root entry in place and sinks it. Stale entries are dropped when they reach the root — the root is
-//! always live, so [`next_deadline`](TimerQueue::next_deadline) is exact — or when cancel
-//! finds the entry at the end of the heap (a timer cancelled soon after it was armed), and
-//! once stale entries outnumber twice the live ones plus a small slack the heap is compacted
-//! in one O(n) pass. (A factor of 2 rather than 1 cut the amortised compaction share of a
+//! a lazily armed deadline, updates the root entry in place and sinks it. Stale entries are
+//! dropped when they reach the root — the root is always live, so
+//! [`next_deadline`](TimerQueue::next_deadline) is exact — or when cancel finds the entry at
+//! the end of the heap (a timer cancelled soon after it was armed), and once stale entries
+//! outnumber twice the live ones plus a small slack the heap is compacted in one O(n) pass.
+//! (A factor of 2 rather than 1 cut the amortised compaction share of a
 //! random cancel at 64 Ki live timers from ~45 % to ~17 % of its time, measured with perf,
 //! at the price of up to `3n` heap entries.)
 //!

@@ -72,10 +72,11 @@ const OWNED_COPY_MAX: usize = 4096;
 /// Encodes `frame` into bytes of its own, through `scratch`: a buffer the caller keeps
 /// between calls (its contents do not matter, it is cleared first).
 ///
-/// Encoding into a fresh `Vec` reallocates as it grows (three times for a 24-byte
-/// heartbeat). Here a frame of up to 4 KiB is written into the warm scratch buffer and copied
-/// out at its exact size, one allocation; a larger one (a snapshot) takes the scratch buffer
-/// itself, so that buffer never keeps a large allocation alive.
+/// Encoding into a fresh `Vec` allocates again each time it grows (three allocations of 8,
+/// 16 and 32 bytes for a 24-byte heartbeat). Here a frame of up to 4 KiB is written into the
+/// warm scratch buffer and copied out at its exact size, one allocation; a larger one (a
+/// snapshot) takes the scratch buffer itself, so that buffer never keeps a large allocation
+/// alive.
 ///
 /// # Errors
 /// [`EncodeError`], as [`encode`].
