@@ -343,8 +343,7 @@ impl Ring {
             if self.members.name(slot) == member.name {
                 return Ok(());
             }
-            points::node_keys(&self.config, &self.members, slot, &mut self.keys);
-            self.points.remove_node(slot, &self.keys);
+            self.remove_points(slot);
             self.members.rename(slot, member.name);
             slot
         } else {
@@ -363,11 +362,21 @@ impl Ring {
         let Some(slot) = self.members.slot(id) else {
             return false;
         };
-        points::node_keys(&self.config, &self.members, slot, &mut self.keys);
-        self.points.remove_node(slot, &self.keys);
+        self.remove_points(slot);
         self.members.release(id);
         self.updates += 1;
         true
+    }
+
+    /// Takes the points of the member in `slot` out of the ring, hashing them only when the
+    /// ring is too large to scan.
+    fn remove_points(&mut self, slot: u32) {
+        self.keys.clear();
+        let count = points::node_point_count(&self.config, &self.members, slot);
+        if !self.points.removes_by_scan(count) {
+            points::node_keys(&self.config, &self.members, slot, &mut self.keys);
+        }
+        self.points.remove_node(slot, &self.keys);
     }
 
     /// Whether `id` is a member.

@@ -159,6 +159,11 @@ impl Layout {
     }
 }
 
+/// A ring of at most this many points per point of the node removed drops the node by one
+/// scan of every point instead of a search per point: a scanned point costs a few
+/// instructions, a searched one (lookup, block move) over a hundred.
+const SCAN_REMOVE_PER_POINT: usize = 32;
+
 /// Bits of the first distribution pass of a large ring's build (256 groups).
 const TOP_BITS: u32 = 8;
 
@@ -888,9 +893,58 @@ impl Points {
         self.fit_index();
     }
 
-    /// Removes the points of `slot` (a node of this ring), whose sorted positions are `keys`,
-    /// in place: one forward pass of block moves, then the index is shifted.
+    /// Whether removing a node of `node_points` points scans the whole ring
+    /// ([`remove_node`](Points::remove_node) then needs no keys): the ring holds at most
+    /// [`SCAN_REMOVE_PER_POINT`] points per point removed.
+    #[inline]
+    pub(crate) fn removes_by_scan(&self, node_points: usize) -> bool {
+        self.pts.len() <= SCAN_REMOVE_PER_POINT.saturating_mul(node_points)
+    }
+
+    /// Removes the points of `slot` (a node of this ring) in place. A ring small enough
+    /// ([`removes_by_scan`](Points::removes_by_scan)), or a call without `keys`, is scanned
+    /// once: every point not of `slot` moves down, then every bucket's start. Otherwise `keys` are the node's sorted positions: each is looked
+    /// up, one forward pass of block moves closes the gaps, then the index is shifted.
     pub(crate) fn remove_node(&mut self, slot: u32, keys: &[u64]) {
+        if keys.is_empty() || self.removes_by_scan(keys.len()) {
+            self.remove_by_scan(slot);
+            return;
+        }
+        self.remove_by_keys(slot, keys);
+    }
+
+    /// [`remove_node`](Points::remove_node) by one pass over every point (no hashing, no
+    /// search, no call per gap), noting where the removed points were; then one pass over
+    /// the index, which moves each bucket's start down by the removed points before it.
+    fn remove_by_scan(&mut self, slot: u32) {
+        let layout = self.layout;
+        let mut pos = core::mem::take(&mut self.scratch);
+        pos.clear();
+        let mut at = 0u32;
+        self.pts.retain(|&p| {
+            let keep = layout.slot(p) != slot;
+            if !keep {
+                pos.push(at);
+            }
+            at += 1;
+            keep
+        });
+        self.node_count -= 1;
+        if !pos.is_empty() {
+            let mut before = 0;
+            for start in &mut self.index {
+                while pos.get(before).is_some_and(|&q| q < *start) {
+                    before += 1;
+                }
+                *start -= to_u32(before);
+            }
+            self.fit_index();
+        }
+        self.scratch = pos;
+    }
+
+    /// [`remove_node`](Points::remove_node) by the node's sorted positions `keys`.
+    fn remove_by_keys(&mut self, slot: u32, keys: &[u64]) {
         let layout = self.layout;
         let mut pos = core::mem::take(&mut self.scratch);
         pos.clear();

@@ -27,7 +27,7 @@ use super::{
     interned::MetadataTable,
     members::{Members, room_for_one},
     pods::PodIndexes,
-    points::{Points, node_keys},
+    points::{Points, node_keys, node_point_count},
     search::bit,
 };
 use crate::{
@@ -614,7 +614,15 @@ impl RingSet {
         let deferred = stale || self.unpend(slot);
         let ring = &mut self.ring;
         if !deferred {
-            node_keys(&ring.config, &ring.members, slot, &mut self.old_keys);
+            // Keys only for a ring too large to scan; the filter rings, subsets of this one,
+            // then have them too.
+            self.old_keys.clear();
+            if !ring
+                .points
+                .removes_by_scan(node_point_count(&ring.config, &ring.members, slot))
+            {
+                node_keys(&ring.config, &ring.members, slot, &mut self.old_keys);
+            }
             ring.points.remove_node(slot, &self.old_keys);
         }
         ring.updates += 1;

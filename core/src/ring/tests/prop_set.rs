@@ -248,6 +248,38 @@ fn run(ops: &[Op], mode: HashMode, points_per_node: u32, mask: u64, defer: Optio
     });
 }
 
+/// Past 32 members a removal looks the node's points up in each ring instead of scanning it
+/// (the sets above stay at 10 members): the same checks after every step of a 40-member set
+/// with filter rings, removals from each of them and a rename, in every mode, with and
+/// without colliding positions.
+#[test]
+fn removals_past_the_scan_size_stay_equal_to_a_fresh_build() {
+    let mut ops: Vec<Op> = (0..5).map(|code| Op::AddFilter { code }).collect();
+    ops.extend((1..=40u64).map(|id| Op::Insert {
+        id,
+        version: (id % 3) as u8,
+        pod: (id % 3) as i64 - 1,
+        meta: (id % 9) as u8,
+    }));
+    ops.extend([3, 17, 40, 1, 22, 9].map(|id| Op::Remove { id }));
+    ops.push(Op::Insert {
+        id: 5,
+        version: 2,
+        pod: 0,
+        meta: 4,
+    });
+    ops.push(Op::UpdateMetadata { id: 6, meta: 1 });
+    for mode in [
+        HashMode::Fast,
+        HashMode::LibatappMain,
+        HashMode::LibatappV012,
+    ] {
+        for mask in [u64::MAX, 0xf800_0000_0000_0000] {
+            run(&ops, mode, 2, mask, None);
+        }
+    }
+}
+
 fn masks() -> impl Strategy<Value = u64> {
     prop_oneof![
         3 => Just(u64::MAX),

@@ -231,12 +231,18 @@ fn unique_mode_returns_every_node_once_when_k_covers_the_ring() {
 
 #[test]
 fn incremental_insert_and_remove_equal_a_fresh_build() {
-    for config in [
+    // 30 members: a removal scans the ring (at most 32 points per point removed); 40: it
+    // looks each of the node's points up.
+    for (config, count) in [
         RingConfig::fast(),
         RingConfig::libatapp_main(),
         RingConfig::libatapp_v012(),
-    ] {
-        let members = named(30, "inc");
+    ]
+    .into_iter()
+    .flat_map(|config| [(config, 30), (config, 40)])
+    {
+        let sets = test_hooks::point_sets();
+        let members = named(count, "inc");
         let mut ring = Ring::new(config);
         for (id, name) in &members {
             ring.insert(RingMember::new(*id, name)).unwrap();
@@ -245,6 +251,12 @@ fn incremental_insert_and_remove_equal_a_fresh_build() {
         for id in [5, 1, 30, 17] {
             assert!(ring.remove(NodeId(id)));
         }
+        let removal_sets = if count == 30 { 0 } else { 4 };
+        assert_eq!(
+            test_hooks::point_sets() - sets,
+            count + removal_sets,
+            "one point set per insert, and one per removal only past the scan size"
+        );
         let rest: Vec<_> = members
             .iter()
             .filter(|m| ![5, 1, 30, 17].contains(&m.0.0))
@@ -277,21 +289,29 @@ fn ties_are_ordered_exactly_even_when_positions_collide() {
             RingConfig::libatapp_main(),
             RingConfig::libatapp_v012(),
         ] {
-            let members = named(9, "tie");
-            let ring = ring_of(config, &members);
-            assert_matches_naive(&ring, &NaiveRing::new(config, &members), 6);
-            let mut inc = Ring::new(config);
-            for (id, name) in members.iter().rev() {
-                inc.insert(RingMember::new(*id, name)).unwrap();
+            // 9 members: the removal scans the ring; 40 (of 8 points, to keep the tie
+            // resolution short): it looks the node's points up.
+            for (count, points_per_node) in [(9, config.points_per_node), (40, 8)] {
+                let config = RingConfig {
+                    points_per_node,
+                    ..config
+                };
+                let members = named(count, "tie");
+                let ring = ring_of(config, &members);
+                assert_matches_naive(&ring, &NaiveRing::new(config, &members), 6);
+                let mut inc = Ring::new(config);
+                for (id, name) in members.iter().rev() {
+                    inc.insert(RingMember::new(*id, name)).unwrap();
+                }
+                assert_matches_naive(&inc, &NaiveRing::new(config, &members), 7);
+                inc.remove(NodeId(4));
+                let rest: Vec<_> = members
+                    .iter()
+                    .filter(|m| m.0 != NodeId(4))
+                    .cloned()
+                    .collect();
+                assert_matches_naive(&inc, &NaiveRing::new(config, &rest), 8);
             }
-            assert_matches_naive(&inc, &NaiveRing::new(config, &members), 7);
-            inc.remove(NodeId(4));
-            let rest: Vec<_> = members
-                .iter()
-                .filter(|m| m.0 != NodeId(4))
-                .cloned()
-                .collect();
-            assert_matches_naive(&inc, &NaiveRing::new(config, &rest), 8);
         }
     });
 }
