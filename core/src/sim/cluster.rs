@@ -1,17 +1,11 @@
 //! [`Sim`]: the cluster — nodes, address book, links, registry, clock — and the commands and
 //! queries tests use. Driving (delivery, timers, output handling) lives in `drive.rs`.
 
-use alloc::{
-    boxed::Box,
-    collections::{BTreeMap, BTreeSet},
-    format,
-    string::String,
-    vec::Vec,
-};
+use alloc::{boxed::Box, format, string::String, vec::Vec};
 
 use bytes::Bytes;
 use foldhash::fast::FixedState;
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use super::{
     RegistryEvent, SimNode,
@@ -82,9 +76,9 @@ pub(super) struct Slot<N: SimNode> {
     pub(super) deadline: Option<Instant>,
     pub(super) log: NodeLog,
     /// Messages accepted by this incarnation that have no outcome yet.
-    pub(super) open_msgs: BTreeSet<MsgId>,
+    pub(super) open_msgs: HashSet<MsgId, FixedState>,
     /// Messages of this incarnation that have their outcome.
-    pub(super) done_msgs: BTreeSet<MsgId>,
+    pub(super) done_msgs: HashSet<MsgId, FixedState>,
     /// `handle_timeout` calls at one instant: (instant, count), to detect a stuck timer.
     pub(super) timeouts_at: (Instant, u32),
     /// What the node registers with the registry machines, once it did.
@@ -102,7 +96,7 @@ pub struct Sim<N: SimNode = Node> {
     pub(super) settings: SimSettings,
     pub(super) slots: Vec<Slot<N>>,
     pub(super) index: HashMap<NodeId, usize, FixedState>,
-    pub(super) addrs: BTreeMap<String, NodeId>,
+    pub(super) addrs: HashMap<String, NodeId, FixedState>,
     pub(super) links: LinkTable,
     pub(super) pairs: PairControls,
     pub(super) agenda: Agenda,
@@ -117,7 +111,7 @@ pub struct Sim<N: SimNode = Node> {
     /// Per-message bookkeeping of tagged sends, once enabled.
     pub(super) ledger: Option<super::ledger::Ledger>,
     /// Each node life by (id, bus incarnation): the simulator's incarnation count.
-    pub(super) lives: BTreeMap<(NodeId, u64), u32>,
+    pub(super) lives: HashMap<(NodeId, u64), u32, FixedState>,
     /// Next tag [`Sim::send_tagged`] hands out.
     pub(super) next_tag: u64,
     /// Slots drained since the last invariant check.
@@ -170,7 +164,7 @@ impl<N: SimNode> Sim<N> {
             settings: settings.clone(),
             slots: Vec::new(),
             index: HashMap::default(),
-            addrs: BTreeMap::new(),
+            addrs: HashMap::default(),
             links: LinkTable::default(),
             pairs: PairControls::default(),
             agenda: Agenda::default(),
@@ -181,7 +175,7 @@ impl<N: SimNode> Sim<N> {
             rng: crate::rng::Rng::new(settings.seed),
             steps: 0,
             ledger: None,
-            lives: BTreeMap::new(),
+            lives: HashMap::default(),
             next_tag: 0,
             dirty: Vec::new(),
             machines: None,
@@ -261,8 +255,8 @@ impl<N: SimNode> Sim<N> {
             incarnation: 0,
             deadline: None,
             log: NodeLog::default(),
-            open_msgs: BTreeSet::new(),
-            done_msgs: BTreeSet::new(),
+            open_msgs: HashSet::default(),
+            done_msgs: HashSet::default(),
             timeouts_at: (Instant::ZERO, 0),
             records: None,
         });

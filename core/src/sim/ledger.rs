@@ -39,6 +39,9 @@ use alloc::{
     vec::Vec,
 };
 
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+
 use crate::{
     ids::{MsgId, NodeId},
     outcome::{FailReason, Outcome},
@@ -100,11 +103,12 @@ pub struct LedgerTotals {
 /// The delivery ledger; see the [module docs](self).
 #[derive(Debug, Default)]
 pub struct Ledger {
-    entries: BTreeMap<u64, Entry>,
-    by_msg: BTreeMap<(NodeId, u32, MsgId), u64>,
+    /// By tag; the maps only looked up by key are hash maps (a fixed hasher: deterministic).
+    entries: HashMap<u64, Entry, FixedState>,
+    by_msg: HashMap<(NodeId, u32, MsgId), u64, FixedState>,
     open: BTreeMap<(NodeId, u32), BTreeSet<u64>>,
     /// Last tag delivered per (sender, sender incarnation, receiver, receiver incarnation).
-    last: BTreeMap<(NodeId, u32, NodeId, u32), u64>,
+    last: HashMap<(NodeId, u32, NodeId, u32), u64, FixedState>,
     /// Open messages by deadline: (deadline, tag), popped once the clock is past it.
     deadlines: BTreeSet<(Instant, u64)>,
     violations: Vec<String>,

@@ -11,10 +11,13 @@
 //! The model (links, abrupt ends, restarts, order, outputs) is in [`RegistryNet`]'s docs.
 
 use alloc::{
-    collections::{BTreeMap, BinaryHeap, VecDeque},
+    collections::{BinaryHeap, VecDeque},
     vec::Vec,
 };
 use core::cmp::Reverse;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
 
 use super::{RegistryEvent, agenda::Agenda};
 use crate::{
@@ -166,12 +169,13 @@ pub struct RegistryNet {
     server_generation: u32,
     server_deadline: Option<Instant>,
     /// Server connections of the running server → link.
-    conns: BTreeMap<ConnId, u64>,
+    conns: HashMap<ConnId, u64, FixedState>,
     members: Vec<Member>,
     /// Members' deadlines, earliest first (ties in member order); an entry whose member's
     /// deadline has changed since is stale and dropped when it reaches the top.
     client_deadlines: BinaryHeap<Reverse<(Instant, usize)>>,
-    links: BTreeMap<u64, NetLink>,
+    /// By id (order never read: a server kill sorts what it collects).
+    links: HashMap<u64, NetLink, FixedState>,
     next_link: u64,
     agenda: Agenda<NetDue>,
     out: VecDeque<(Instant, NetOutput)>,
@@ -200,10 +204,10 @@ impl RegistryNet {
             server: None,
             server_generation: 0,
             server_deadline: None,
-            conns: BTreeMap::new(),
+            conns: HashMap::default(),
             members: Vec::new(),
             client_deadlines: BinaryHeap::new(),
-            links: BTreeMap::new(),
+            links: HashMap::default(),
             next_link: 0,
             agenda: Agenda::default(),
             out: VecDeque::new(),
