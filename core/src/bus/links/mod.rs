@@ -83,6 +83,8 @@ use alloc::{
 };
 
 use bytes::Bytes;
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
 pub use receive::{AnyRelay, Inbound, Relay, Relays};
 pub use view::LinkView;
 
@@ -386,7 +388,9 @@ pub struct Links {
     /// `HelloAck` refusals not proven (with keys), not believed.
     unproven_refusals: u64,
     ids: IdSource,
-    table: BTreeMap<LinkId, Link>,
+    /// Every link by id: a hash map (the ids are the core's own, so a fixed hasher is safe),
+    /// looked up on every frame; the few walks that need an order sort the ids they collect.
+    table: HashMap<LinkId, Link, FixedState>,
     /// Up links per peer, ascending: the lowest carries traffic.
     peer_links: BTreeMap<NodeId, BTreeSet<LinkId>>,
     /// The last incarnation seen in each peer's handshake (restart detection).
@@ -422,7 +426,7 @@ impl Links {
             forged_sources: 0,
             unproven_refusals: 0,
             ids: IdSource::new(),
-            table: BTreeMap::new(),
+            table: HashMap::default(),
             peer_links: BTreeMap::new(),
             peer_incarnations: BTreeMap::new(),
             started: now,
@@ -490,12 +494,13 @@ impl Links {
         pick: impl Fn(&Link) -> bool,
         sink: &mut S,
     ) -> Vec<Down> {
-        let stale: Vec<LinkId> = self
+        let mut stale: Vec<LinkId> = self
             .table
             .iter()
             .filter(|(_, l)| l.peer == Some(peer) && pick(l))
             .map(|(&id, _)| id)
             .collect();
+        stale.sort_unstable();
         let mut downs = Vec::new();
         for link in stale {
             sink.close(link);
@@ -708,17 +713,19 @@ impl Links {
     /// The accepted link to close when the pending handshakes are full: the oldest (lowest
     /// id) that has not sent a whole `Hello`, else the oldest still handshaking.
     fn oldest_pending_accept(&self) -> Option<LinkId> {
-        let mut oldest_awaiting_auth = None;
+        let (mut oldest_silent, mut oldest_awaiting_auth) = (None::<LinkId>, None::<LinkId>);
         for (&id, l) in &self.table {
             if l.phase != Phase::Handshaking || l.dialed.is_some() {
                 continue;
             }
-            if l.awaiting_auth.is_none() {
-                return Some(id);
-            }
-            oldest_awaiting_auth.get_or_insert(id);
+            let oldest = if l.awaiting_auth.is_none() {
+                &mut oldest_silent
+            } else {
+                &mut oldest_awaiting_auth
+            };
+            *oldest = Some(oldest.map_or(id, |o| o.min(id)));
         }
-        oldest_awaiting_auth
+        oldest_silent.or(oldest_awaiting_auth)
     }
 
     /// Binds `link`'s peer to `ids`: the ids its transport credentials name (a TLS
@@ -840,12 +847,13 @@ impl Links {
     /// back (the connector already forgot the peer's links); an up link says `Bye`
     /// ([`ByeReason::Unneeded`]) first, so the peer neither suspects us nor dials back.
     pub fn close_peer<S: LinkSink + ?Sized>(&mut self, peer: NodeId, sink: &mut S) {
-        let links: Vec<LinkId> = self
+        let mut links: Vec<LinkId> = self
             .table
             .iter()
             .filter(|(_, l)| l.peer == Some(peer) || (l.peer.is_none() && l.dialed == Some(peer)))
             .map(|(&id, _)| id)
             .collect();
+        links.sort_unstable();
         for link in links {
             if self.table.get(&link).is_some_and(|l| l.phase == Phase::Up) {
                 let bye = wire::Bye {
@@ -866,7 +874,9 @@ impl Links {
 
     /// Closes every link (shutdown), without events.
     pub fn close_all<S: LinkSink + ?Sized>(&mut self, sink: &mut S) {
-        for link in core::mem::take(&mut self.table).into_keys() {
+        let mut links: Vec<LinkId> = core::mem::take(&mut self.table).into_keys().collect();
+        links.sort_unstable();
+        for link in links {
             sink.close(link);
         }
         self.peer_links.clear();

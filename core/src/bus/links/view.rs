@@ -1,6 +1,6 @@
 //! A read-only view of the link table for the node's status snapshot (`Node::status`).
 
-use super::{Links, Phase};
+use super::{Link, Links, Phase};
 use crate::ids::{LinkId, NodeId};
 
 /// One link as a status page shows it.
@@ -20,7 +20,9 @@ pub struct LinkView {
 impl Links {
     /// Every link, by link id.
     pub fn views(&self) -> impl Iterator<Item = LinkView> + '_ {
-        self.table.iter().map(|(&link, l)| LinkView {
+        let mut links: alloc::vec::Vec<(&LinkId, &Link)> = self.table.iter().collect();
+        links.sort_unstable_by_key(|&(&link, _)| link);
+        links.into_iter().map(|(&link, l)| LinkView {
             link,
             peer: l.peer.or(l.dialed),
             state: match l.phase {
