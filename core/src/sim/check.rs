@@ -45,23 +45,24 @@ impl Sim<Node> {
             return 0;
         };
         let id = node.id();
+        let inspect = node.inspect();
         let mut problems = Vec::new();
-        let limit = node.inspect().config().send_buffer_number;
+        let limit = inspect.config().send_buffer_number;
         if limit > 0 {
-            for (_, endpoint) in node.inspect().endpoints().iter() {
+            for (_, endpoint) in inspect.endpoints().iter() {
                 let target = endpoint.id();
-                let queued = endpoint.queue().len() + node.inspect().unacked(target);
-                if queued > limit {
+                let (pending, unacked) =
+                    (endpoint.queue().len(), endpoint.outbox().unacked().len());
+                if pending + unacked > limit {
                     problems.push(format!(
-                        "{id} holds {queued} messages for {target} (pending {} + unacked {}), \
-                         over send_buffer_number {limit}",
-                        endpoint.queue().len(),
-                        node.inspect().unacked(target)
+                        "{id} holds {} messages for {target} (pending {pending} + unacked \
+                         {unacked}), over send_buffer_number {limit}",
+                        pending + unacked
                     ));
                 }
             }
         }
-        let connector = node.inspect().connector();
+        let connector = inspect.connector();
         if connector.timer_count() > connector.len() {
             problems.push(format!(
                 "{id} has {} route timers for {} records",
