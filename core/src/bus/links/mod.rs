@@ -406,6 +406,8 @@ pub struct Links {
     new_sources: Vec<NodeId>,
     /// The deadline of every link past its dial: the handshake's, then the heartbeat's.
     deadlines: TimerQueue<LinkId>,
+    /// What [`due`](Self::due) drains the queue into (kept, so a heartbeat allocates nothing).
+    expired: Vec<(LinkId, Instant)>,
     /// Accepted links still handshaking (capped by `max_pending_handshakes`).
     pending_accepts: usize,
     /// Reused encode buffer.
@@ -433,6 +435,7 @@ impl Links {
             acks_due: Vec::new(),
             new_sources: Vec::new(),
             deadlines: TimerQueue::new(),
+            expired: Vec::new(),
             pending_accepts: 0,
             wbuf: Vec::new(),
         }
@@ -885,13 +888,13 @@ impl Links {
     }
 
     /// The links whose deadline (handshake or heartbeat) is due at `now`, in ascending id
-    /// order: pass each to [`expire`](Self::expire).
-    pub fn due(&mut self, now: Instant) -> Vec<LinkId> {
-        let mut due = Vec::new();
-        self.deadlines.expire(now, &mut due);
-        let mut links: Vec<LinkId> = due.into_iter().map(|(link, _)| link).collect();
-        links.sort_unstable();
-        links
+    /// order, into `out` (cleared first; a kept buffer makes a heartbeat allocate nothing):
+    /// pass each to [`expire`](Self::expire).
+    pub fn due(&mut self, now: Instant, out: &mut Vec<LinkId>) {
+        out.clear();
+        self.deadlines.expire(now, &mut self.expired);
+        out.extend(self.expired.drain(..).map(|(link, _)| link));
+        out.sort_unstable();
     }
 
     /// `link`'s deadline at `now` ([`due`](Self::due) named it).
