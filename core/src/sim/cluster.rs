@@ -247,6 +247,11 @@ impl<N: SimNode> Sim<N> {
             "sim: address {addr} is already taken"
         );
         let idx = self.slots.len();
+        if idx == self.slots.capacity() {
+            // A slot holds its node inline (a `Node` is about 4 KB): room for 16 at the first
+            // add, not four copies of the table on the way there.
+            self.slots.reserve(idx.max(16));
+        }
         self.slots.push(Slot {
             id,
             addr: addr.clone(),
