@@ -202,6 +202,7 @@ impl FrameReader {
     }
 
     /// Drops the bytes of frames [`next_frame`](Self::next_frame) returned.
+    #[inline]
     fn release(&mut self) {
         if self.returned == 0 {
             return;
