@@ -65,8 +65,6 @@ pub struct Node {
     rpc: Option<alloc::boxed::Box<crate::rpc::Rpc>>,
     /// Acks and notices dropped for arriving off their stream's route ([`crate::perimeter`]).
     perimeter: PerimeterCounts,
-    /// The links due at a timeout, kept between calls (`beat`).
-    due_links: alloc::vec::Vec<crate::ids::LinkId>,
 }
 
 impl Node {
@@ -115,7 +113,6 @@ impl Node {
             evidence,
             rpc: Some(rpc),
             perimeter: PerimeterCounts::default(),
-            due_links: alloc::vec::Vec::new(),
         };
         node.with_connector(|c, w| c.start(now, w));
         Ok(node)

@@ -200,16 +200,14 @@ impl Node {
     /// Link deadlines due at `now`: pings, and links dead or past their handshake deadline
     /// closed and re-evaluated.
     pub(super) fn beat(&mut self, now: Instant) {
-        let mut due = core::mem::take(&mut self.due_links);
-        self.links.due(now, &mut due);
-        for &link in &due {
+        self.links.collect_due(now);
+        while let Some(link) = self.links.next_due() {
             if let Some(down) = self.links.expire(now, link, &mut self.out) {
                 // A heartbeat verdict (the peer was up) or a handshake deadline (a dial
                 // that never finished, which the failed-dial rule covers).
                 self.link_down(now, down, true);
             }
         }
-        self.due_links = due;
     }
 
     /// A link went away (`heartbeats_stopped`: its heartbeats stopped): the evidence rules

@@ -406,7 +406,8 @@ pub struct Links {
     new_sources: Vec<NodeId>,
     /// The deadline of every link past its dial: the handshake's, then the heartbeat's.
     deadlines: TimerQueue<LinkId>,
-    /// What [`due`](Self::due) drains the queue into (kept, so a heartbeat allocates nothing).
+    /// The links [`collect_due`](Self::collect_due) found due, highest id first (kept, so a
+    /// heartbeat allocates nothing).
     expired: Vec<(LinkId, Instant)>,
     /// Accepted links still handshaking (capped by `max_pending_handshakes`).
     pending_accepts: usize,
@@ -887,17 +888,24 @@ impl Links {
         self.pending_accepts = 0;
     }
 
-    /// The links whose deadline (handshake or heartbeat) is due at `now`, in ascending id
-    /// order, into `out` (cleared first; a kept buffer makes a heartbeat allocate nothing):
-    /// pass each to [`expire`](Self::expire).
-    pub fn due(&mut self, now: Instant, out: &mut Vec<LinkId>) {
-        out.clear();
+    /// Collects the links whose deadline (handshake or heartbeat) is due at `now`; take them
+    /// with [`next_due`](Self::next_due), in ascending id order, and pass each to
+    /// [`expire`](Self::expire). The list is kept between calls, so a heartbeat allocates
+    /// nothing; a collect replaces what was left of the previous one.
+    pub fn collect_due(&mut self, now: Instant) {
+        self.expired.clear();
         self.deadlines.expire(now, &mut self.expired);
-        out.extend(self.expired.drain(..).map(|(link, _)| link));
-        out.sort_unstable();
+        // Descending, so `next_due` pops the lowest id from the end.
+        self.expired
+            .sort_unstable_by_key(|&(link, _)| core::cmp::Reverse(link));
     }
 
-    /// `link`'s deadline at `now` ([`due`](Self::due) named it).
+    /// The next link [`collect_due`](Self::collect_due) found due, lowest id first.
+    pub fn next_due(&mut self) -> Option<LinkId> {
+        self.expired.pop().map(|(link, _)| link)
+    }
+
+    /// `link`'s deadline at `now` ([`next_due`](Self::next_due) named it).
     ///
     /// Handshaking: at or past its handshake deadline the link is closed
     /// ([`LinkEvent::HandshakeTimeout`], [`LinkSink::close`], [`LinkEvent::Closed`]) and the

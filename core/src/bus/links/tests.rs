@@ -170,9 +170,8 @@ impl Harness {
         while let Some(at) = self.links.next_deadline().filter(|&at| at <= until) {
             steps += 1;
             assert!(steps < 1_000, "deadlines do not advance");
-            let mut due = Vec::new();
-            self.links.due(at, &mut due);
-            for link in due {
+            self.links.collect_due(at);
+            while let Some(link) = self.links.next_due() {
                 if let Some(down) = self.links.expire(at, link, &mut self.out) {
                     self.downs.push((at, down));
                 }
