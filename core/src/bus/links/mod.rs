@@ -51,7 +51,7 @@
 //! # Deadlines
 //!
 //! Every link past its dial has one deadline, in one keyed timer queue
-//! ([`due`](Links::due) / [`expire`](Links::expire)):
+//! ([`collect_due`](Links::collect_due) / [`next_due`](Links::next_due) / [`expire`](Links::expire)):
 //!
 //! - **Handshake.** A link accepted, or dialled and reported connected, at `t` that has not
 //!   finished the `Hello`/`HelloAck` exchange at exactly `t + handshake_timeout` is closed
