@@ -307,14 +307,19 @@ async fn a_thousand_hostile_connections_leave_room_for_a_real_node() {
     registry.kill();
 }
 
-/// Bytes written on the loopback connection from local `port` that its peer has not
-/// acknowledged yet (`tx_queue` of `/proc/net/tcp`); `None` if it is not listed.
-fn unacked(port: u16) -> Option<u64> {
+/// Bytes written on the loopback connection from local port `local` to remote port `remote`
+/// that its peer has not acknowledged yet (`tx_queue` of `/proc/net/tcp`); `None` if it is not
+/// listed. Both ports are matched: Linux gives one ephemeral port to connections to different
+/// destinations, so another test's connection may share the local port.
+fn unacked(local: u16, remote: u16) -> Option<u64> {
     let table = std::fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp");
+    let port_of = |field: &str| {
+        let hex = field.rsplit_once(':')?.1;
+        u16::from_str_radix(hex, 16).ok()
+    };
     table.lines().skip(1).find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let local_port = fields.get(1)?.rsplit_once(':')?.1;
-        if u16::from_str_radix(local_port, 16).ok()? != port {
+        if port_of(fields.get(1)?)? != local || port_of(fields.get(2)?)? != remote {
             return None;
         }
         let tx_queue = fields.get(4)?.split_once(':')?.0;
@@ -348,19 +353,20 @@ async fn a_goodbye_followed_by_a_reset_removes_the_node_without_protection() {
     let mut leaving = leaving.into_std().expect("a std stream");
     leaving.set_nonblocking(false).expect("blocking");
     let port = leaving.local_addr().expect("local address").port();
+    let registry_port = addr.port();
     tokio::task::spawn_blocking(move || {
         use std::io::Write;
         leaving.write_all(&bytes).expect("write the goodbye");
         // Every byte acknowledged by the registry's host before the reset: nothing of the
         // goodbye is discarded with the send queue.
         for _ in 0..500 {
-            if unacked(port) == Some(0) {
+            if unacked(port, registry_port) == Some(0) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(
-            unacked(port),
+            unacked(port, registry_port),
             Some(0),
             "the registry's host took every byte"
         );
